@@ -1,0 +1,3 @@
+// Package httpsig implements HTTP Message Signatures (RFC 9421) and the
+// Content-Digest field (RFC 9530).
+package httpsig
