@@ -1,0 +1,176 @@
+package identity
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrInvalidCertificate is returned for a certificate that cannot be
+// decoded or whose proof does not verify.
+var ErrInvalidCertificate = errors.New("identity: invalid certificate")
+
+// certificateHeaderLine starts the canonical text a certificate proof signs.
+const certificateHeaderLine = "idn-certificate-v1"
+
+// maxCertificateHeader bounds the idn-agent-cert header a verifier decodes.
+const maxCertificateHeader = 4096
+
+// Certificate is a self-signed agent certificate (DECISIONS §2). Its proof
+// is an Ed25519 signature by PublicKey over CanonicalText.
+type Certificate struct {
+	Version   int       `json:"version"`
+	Namespace string    `json:"namespace"`
+	DID       string    `json:"did"`
+	KeyID     string    `json:"keyId"`
+	PublicKey string    `json:"publicKey"`
+	IssuedAt  string    `json:"issuedAt"`
+	ExpiresAt *string   `json:"expiresAt"`
+	Proof     CertProof `json:"proof"`
+}
+
+// CertProof is the signature part of a Certificate.
+type CertProof struct {
+	Alg string `json:"alg"` // "ed25519"
+	Sig string `json:"sig"` // base64url, no padding
+}
+
+// IssueCertificate creates a certificate for key in namespace, issued at
+// issuedAt (truncated to seconds) and, when expiresAt is non-zero, expiring
+// then.
+func IssueCertificate(namespace string, key ed25519.PrivateKey, issuedAt, expiresAt time.Time) (*Certificate, error) {
+	if err := ValidNamespace(namespace); err != nil {
+		return nil, err
+	}
+	pub := key.Public().(ed25519.PublicKey)
+	c := &Certificate{
+		Version:   1,
+		Namespace: namespace,
+		DID:       DID(namespace),
+		KeyID:     KeyID(namespace, pub),
+		PublicKey: FormatPublicKey(pub),
+		IssuedAt:  formatTime(issuedAt),
+	}
+	if !expiresAt.IsZero() {
+		s := formatTime(expiresAt)
+		c.ExpiresAt = &s
+	}
+	sig := ed25519.Sign(key, []byte(c.CanonicalText()))
+	c.Proof = CertProof{Alg: "ed25519", Sig: base64.RawURLEncoding.EncodeToString(sig)}
+	return c, nil
+}
+
+// CanonicalText returns the UTF-8 lines the proof signs, joined by "\n"
+// with no trailing newline.
+func (c *Certificate) CanonicalText() string {
+	expires := ""
+	if c.ExpiresAt != nil {
+		expires = *c.ExpiresAt
+	}
+	return strings.Join([]string{
+		certificateHeaderLine,
+		"namespace:" + c.Namespace,
+		"did:" + c.DID,
+		"key-id:" + c.KeyID,
+		"public-key:" + c.PublicKey,
+		"issued-at:" + c.IssuedAt,
+		"expires-at:" + expires,
+	}, "\n")
+}
+
+// VerifyProof checks the certificate's own consistency: version 1, a valid
+// namespace with its DID, a key id under that DID, and an Ed25519 proof
+// that verifies under the certificate's public key. It returns that key.
+// It does not check times or compare against a request; see Verifier.
+func (c *Certificate) VerifyProof() (ed25519.PublicKey, error) {
+	if c.Version != 1 {
+		return nil, fmt.Errorf("%w: version %d, want 1", ErrInvalidCertificate, c.Version)
+	}
+	if err := ValidNamespace(c.Namespace); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidCertificate, err)
+	}
+	if c.DID != DID(c.Namespace) {
+		return nil, fmt.Errorf("%w: did %q does not match namespace %q", ErrInvalidCertificate, c.DID, c.Namespace)
+	}
+	if !strings.HasPrefix(c.KeyID, c.DID+"#") || len(c.KeyID) == len(c.DID)+1 {
+		return nil, fmt.Errorf("%w: keyId must start with %q", ErrInvalidCertificate, c.DID+"#")
+	}
+	pub, err := ParsePublicKey(c.PublicKey)
+	if err != nil || !strings.HasPrefix(c.PublicKey, keyPrefix) {
+		return nil, fmt.Errorf("%w: publicKey must be %q form", ErrInvalidCertificate, keyPrefix+"<base64>")
+	}
+	if c.Proof.Alg != "ed25519" {
+		return nil, fmt.Errorf("%w: proof alg %q, want ed25519", ErrInvalidCertificate, c.Proof.Alg)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(c.Proof.Sig, "="))
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return nil, fmt.Errorf("%w: proof signature is not 64 bytes of base64url", ErrInvalidCertificate)
+	}
+	if !ed25519.Verify(pub, []byte(c.CanonicalText()), sig) {
+		return nil, fmt.Errorf("%w: proof does not verify", ErrInvalidCertificate)
+	}
+	return pub, nil
+}
+
+// CheckTimes checks that the certificate is not expired at now and was not
+// issued later than now+skew.
+func (c *Certificate) CheckTimes(now time.Time, skew time.Duration) error {
+	issued, err := time.Parse(time.RFC3339, c.IssuedAt)
+	if err != nil {
+		return fmt.Errorf("%w: issuedAt is not RFC 3339", ErrInvalidCertificate)
+	}
+	if issued.After(now.Add(skew)) {
+		return fmt.Errorf("%w: issued in the future", ErrInvalidCertificate)
+	}
+	if c.ExpiresAt != nil && *c.ExpiresAt != "" {
+		exp, err := time.Parse(time.RFC3339, *c.ExpiresAt)
+		if err != nil {
+			return fmt.Errorf("%w: expiresAt is not RFC 3339", ErrInvalidCertificate)
+		}
+		if !now.Before(exp) {
+			return fmt.Errorf("%w: expired at %s", ErrInvalidCertificate, *c.ExpiresAt)
+		}
+	}
+	return nil
+}
+
+// EncodeHeader returns the idn-agent-cert header value: base64url without
+// padding of the certificate JSON.
+func (c *Certificate) EncodeHeader() (string, error) {
+	js, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("identity: encode certificate: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(js), nil
+}
+
+// DecodeCertificateHeader decodes an idn-agent-cert header value (base64url,
+// padded or not). It checks structure only; call VerifyProof to check the
+// proof.
+func DecodeCertificateHeader(h string) (*Certificate, error) {
+	if len(h) == 0 || len(h) > maxCertificateHeader {
+		return nil, fmt.Errorf("%w: header must be 1 to %d characters", ErrInvalidCertificate, maxCertificateHeader)
+	}
+	js, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(h, "="))
+	if err != nil {
+		return nil, fmt.Errorf("%w: not base64url", ErrInvalidCertificate)
+	}
+	return decodeCertificateJSON(js)
+}
+
+func decodeCertificateJSON(js []byte) (*Certificate, error) {
+	var c Certificate
+	if err := json.Unmarshal(js, &c); err != nil {
+		return nil, fmt.Errorf("%w: not a certificate object", ErrInvalidCertificate)
+	}
+	if c.Namespace == "" || c.PublicKey == "" || c.KeyID == "" || c.IssuedAt == "" || c.Proof.Sig == "" {
+		return nil, fmt.Errorf("%w: missing fields", ErrInvalidCertificate)
+	}
+	return &c, nil
+}
+
+func formatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }

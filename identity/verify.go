@@ -1,0 +1,309 @@
+package identity
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/idnhq/idn/httpsig"
+)
+
+// Default verification window (DECISIONS §1).
+const (
+	DefaultMaxAge     = 300 * time.Second
+	DefaultFutureSkew = 30 * time.Second
+)
+
+// defaultMaxBodyBytes caps the body read for content-digest checks.
+const defaultMaxBodyBytes = 8 << 20
+
+// defaultCertCacheSize bounds the verified-certificate cache.
+const defaultCertCacheSize = 4096
+
+// Verifier checks requests against the idn-rfc9421-v1 profile: the exact
+// component set, the identity headers, the agent certificate, the Ed25519
+// signature over the lower-cased method (or the method as sent, the strict
+// RFC 9421 form), the time window and the nonce. Errors wrap the httpsig
+// sentinels, so httpsig.Code maps them to the AUTH_* codes.
+//
+// A Verifier must not be copied after first use. Its zero value verifies
+// with the default window and rejects every request, because it has no
+// nonce checker.
+type Verifier struct {
+	Clock      func() time.Time // nil: time.Now
+	MaxAge     time.Duration    // zero: DefaultMaxAge
+	FutureSkew time.Duration    // zero: DefaultFutureSkew
+
+	// Nonces records each accepted nonce, scoped by namespace. Nil rejects
+	// every request unless InsecureSkipNonceCheck is set.
+	Nonces httpsig.NonceChecker
+	// InsecureSkipNonceCheck accepts requests without recording their
+	// nonce. The caller must then record Caller.Nonce itself before acting
+	// on the request (the gateway does, after its claim check, so that only
+	// approved callers consume nonce memory).
+	InsecureSkipNonceCheck bool
+
+	// Origin reconstructs the scheme and authority the client addressed;
+	// nil means "https" when r.TLS is set, else "http", and r.Host.
+	Origin func(*http.Request) (scheme, authority string)
+	// MaxBodyBytes caps the body read to check content-digest; zero means
+	// 8 MiB. A larger body fails with httpsig.ErrBodyTooLarge.
+	MaxBodyBytes int64
+	// CertCacheSize bounds the cache of verified certificates; zero means 4096.
+	CertCacheSize int
+
+	once  sync.Once
+	base  httpsig.Verifier
+	certs certCache
+}
+
+// Caller is an agent whose request passed verification.
+type Caller struct {
+	Namespace  string
+	Subject    string
+	KeyID      string
+	PublicKey  string // "ed25519:<base64>"
+	Nonce      string
+	Created    time.Time
+	NonceUntil time.Time // the nonce must be remembered until then
+	Label      string
+}
+
+func (v *Verifier) init() {
+	v.once.Do(func() {
+		v.base = httpsig.Verifier{
+			InsecureSkipNonceCheck: true, // recorded below, scoped by namespace
+			Clock:                  v.Clock,
+			MaxAge:                 v.MaxAge,
+			FutureSkew:             v.FutureSkew,
+			AcceptLowercaseMethod:  true,
+			Origin:                 v.Origin,
+			MaxBodyBytes:           v.MaxBodyBytes,
+		}
+		if v.base.MaxAge == 0 {
+			v.base.MaxAge = DefaultMaxAge
+		}
+		if v.base.MaxBodyBytes == 0 {
+			v.base.MaxBodyBytes = defaultMaxBodyBytes
+		}
+		if v.base.FutureSkew == 0 {
+			v.base.FutureSkew = DefaultFutureSkew
+		}
+		size := v.CertCacheSize
+		if size <= 0 {
+			size = defaultCertCacheSize
+		}
+		v.certs.init(size)
+	})
+}
+
+func (v *Verifier) now() time.Time {
+	if v.Clock != nil {
+		return v.Clock()
+	}
+	return time.Now()
+}
+
+// Verify checks r and returns the verified caller. It buffers the body (up
+// to MaxBodyBytes) and leaves r.Body readable from the start.
+func (v *Verifier) Verify(r *http.Request) (*Caller, error) {
+	v.init()
+	var hdr [4]string
+	for i, name := range [4]string{HeaderNamespace, HeaderSubject, HeaderAgentKey, HeaderAgentCert} {
+		vals := r.Header[http.CanonicalHeaderKey(name)]
+		switch len(vals) {
+		case 0:
+			return nil, fmt.Errorf("identity: missing %s header: %w", name, httpsig.ErrIdentityInvalid)
+		case 1:
+			hdr[i] = vals[0]
+		default:
+			return nil, fmt.Errorf("identity: duplicate %s header: %w", name, httpsig.ErrHeadersInvalid)
+		}
+	}
+	for _, name := range [3]string{"Signature", "Signature-Input", "Content-Digest"} {
+		if len(r.Header[name]) > 1 {
+			return nil, fmt.Errorf("identity: duplicate %s header: %w", name, httpsig.ErrHeadersInvalid)
+		}
+	}
+	ns, subject, keyHeader, certHeader := hdr[0], hdr[1], hdr[2], hdr[3]
+	if ValidNamespace(ns) != nil {
+		return nil, fmt.Errorf("identity: bad %s header: %w", HeaderNamespace, httpsig.ErrIdentityInvalid)
+	}
+	if validSubject(subject) != nil {
+		return nil, fmt.Errorf("identity: bad %s header: %w", HeaderSubject, httpsig.ErrIdentityInvalid)
+	}
+	hasBody := false
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := httpsig.ReadBody(r, v.base.MaxBodyBytes)
+		if err != nil {
+			return nil, err
+		}
+		hasBody = len(body) > 0
+	}
+
+	var entry *certEntry
+	base := v.base
+	base.Keys = httpsig.KeyResolverFunc(func(_ context.Context, _ http.Header, p *httpsig.Params) (httpsig.VerifyingKey, error) {
+		if err := checkProfileParams(p, hasBody); err != nil {
+			return nil, err
+		}
+		e, err := v.certificate(certHeader)
+		if err != nil {
+			return nil, err
+		}
+		c := e.cert
+		switch {
+		case c.Namespace != ns:
+			return nil, fmt.Errorf("identity: certificate is for namespace %q, not %q: %w", c.Namespace, ns, httpsig.ErrIdentityInvalid)
+		case c.PublicKey != keyHeader:
+			return nil, fmt.Errorf("identity: certificate key does not match %s: %w", HeaderAgentKey, httpsig.ErrIdentityInvalid)
+		case c.KeyID != p.KeyID:
+			return nil, fmt.Errorf("identity: keyid %q does not match the certificate: %w", p.KeyID, httpsig.ErrIdentityInvalid)
+		}
+		if err := c.CheckTimes(v.now(), base.FutureSkew); err != nil {
+			return nil, errors.Join(err, httpsig.ErrIdentityInvalid)
+		}
+		entry = e
+		return e.key, nil
+	})
+	res, err := base.VerifyRequest(r)
+	if err != nil {
+		return nil, err
+	}
+	caller := &Caller{
+		Namespace:  ns,
+		Subject:    subject,
+		KeyID:      res.Params.KeyID,
+		PublicKey:  entry.cert.PublicKey,
+		Nonce:      res.Params.Nonce,
+		Created:    res.Params.Created,
+		NonceUntil: res.NonceUntil,
+		Label:      res.Label,
+	}
+	if v.InsecureSkipNonceCheck {
+		return caller, nil
+	}
+	if v.Nonces == nil {
+		return nil, fmt.Errorf("identity: no nonce checker configured: %w", httpsig.ErrNonceInvalid)
+	}
+	if err := v.Nonces.CheckNonce(r.Context(), ns, caller.Nonce, caller.NonceUntil); err != nil {
+		return nil, err
+	}
+	return caller, nil
+}
+
+// checkProfileParams applies the profile's rules to the signature
+// parameters before any cryptography runs.
+func checkProfileParams(p *httpsig.Params, hasBody bool) error {
+	want := componentsNoBody
+	if hasBody {
+		want = componentsBody
+	}
+	if !sameComponents(p.Components, want) {
+		return fmt.Errorf("identity: covered components are not the %s set for a request %s a body: %w",
+			Profile, map[bool]string{true: "with", false: "without"}[hasBody], httpsig.ErrComponentsInvalid)
+	}
+	if p.Alg != "" && p.Alg != httpsig.AlgEd25519 {
+		return fmt.Errorf("identity: alg %q, want ed25519: %w", p.Alg, httpsig.ErrSignatureInvalid)
+	}
+	if p.KeyID == "" {
+		return fmt.Errorf("identity: missing keyid: %w", httpsig.ErrIdentityInvalid)
+	}
+	if p.Nonce == "" {
+		return fmt.Errorf("identity: missing nonce: %w", httpsig.ErrNonceInvalid)
+	}
+	if err := validNonce(p.Nonce); err != nil {
+		return errors.Join(err, httpsig.ErrNonceInvalid)
+	}
+	return nil
+}
+
+// sameComponents reports whether got holds exactly the components of want,
+// each once and without parameters, in any order.
+func sameComponents(got, want []httpsig.Component) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	var seen uint16
+	for _, g := range got {
+		if g != (httpsig.Component{Name: g.Name}) {
+			return false
+		}
+		found := false
+		for i, w := range want {
+			if w.Name == g.Name && seen&(1<<i) == 0 {
+				seen |= 1 << i
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// certEntry is a certificate whose proof has been verified.
+type certEntry struct {
+	cert *Certificate
+	key  httpsig.VerifyingKey
+}
+
+func (v *Verifier) certificate(header string) (*certEntry, error) {
+	if e := v.certs.get(header); e != nil {
+		return e, nil
+	}
+	c, err := DecodeCertificateHeader(header)
+	if err != nil {
+		return nil, errors.Join(err, httpsig.ErrIdentityInvalid)
+	}
+	pub, err := c.VerifyProof()
+	if err != nil {
+		return nil, errors.Join(err, httpsig.ErrIdentityInvalid)
+	}
+	e := &certEntry{cert: c, key: httpsig.NewEd25519VerifyingKey(ed25519.PublicKey(pub))}
+	v.certs.put(header, e)
+	return e, nil
+}
+
+// certCache is a bounded map of verified certificates keyed by the exact
+// header value. It keeps two generations: when the current one fills, it
+// becomes the previous one and the old previous one is dropped, so memory
+// stays under 2×size entries and hot entries survive by promotion.
+type certCache struct {
+	mu        sync.RWMutex
+	size      int
+	cur, prev map[string]*certEntry
+}
+
+func (c *certCache) init(size int) {
+	c.size = size
+	c.cur = make(map[string]*certEntry)
+}
+
+func (c *certCache) get(header string) *certEntry {
+	c.mu.RLock()
+	e, ok := c.cur[header]
+	if !ok {
+		e = c.prev[header]
+	}
+	c.mu.RUnlock()
+	if !ok && e != nil {
+		c.put(header, e)
+	}
+	return e
+}
+
+func (c *certCache) put(header string, e *certEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.cur) >= c.size {
+		c.prev, c.cur = c.cur, make(map[string]*certEntry, c.size)
+	}
+	c.cur[header] = e
+}
