@@ -1,0 +1,80 @@
+package mcpproxy
+
+import (
+	"sync"
+	"time"
+)
+
+// breaker is the per-connection circuit breaker of DECISIONS §3: closed →
+// open after threshold consecutive upstream failures; open answers at once
+// until the cooldown ends; then exactly one probe goes through (half-open);
+// its success closes the breaker, its failure reopens it for a new cooldown.
+// A threshold of zero or less disables it.
+type breaker struct {
+	threshold int
+	cooldown  time.Duration
+	now       func() time.Time
+
+	mu        sync.Mutex
+	failures  int
+	open      bool
+	openUntil time.Time
+	probing   bool // a half-open probe is in flight
+}
+
+// probeRetryAfter is what callers refused during a half-open probe are told
+// to wait: the probe's outcome is typically known within this.
+const probeRetryAfter = time.Second
+
+// allow reports whether an upstream operation may start. When it may not,
+// retryAfter says how long the caller should wait. probe is true for the one
+// half-open probe; the caller must report its outcome with done.
+func (b *breaker) allow() (ok, probe bool, retryAfter time.Duration) {
+	if b.threshold <= 0 {
+		return true, false, 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open {
+		return true, false, 0
+	}
+	if b.probing {
+		return false, false, probeRetryAfter
+	}
+	if wait := b.openUntil.Sub(b.now()); wait > 0 {
+		return false, false, wait
+	}
+	b.probing = true
+	return true, true, 0
+}
+
+// done records the outcome of an operation that allow let through.
+func (b *breaker) done(probe, success bool) {
+	if b.threshold <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		b.probing = false
+		if success {
+			b.open, b.failures = false, 0
+		} else {
+			b.openUntil = b.now().Add(b.cooldown)
+		}
+		return
+	}
+	if b.open {
+		// A straggler that started before the breaker opened decides nothing.
+		return
+	}
+	if success {
+		b.failures = 0
+		return
+	}
+	b.failures++
+	if b.failures >= b.threshold {
+		b.open = true
+		b.openUntil = b.now().Add(b.cooldown)
+	}
+}

@@ -1,0 +1,35 @@
+// Package mcpproxy is the Model Context Protocol side of the idn gateway: it
+// discovers an upstream MCP server's tools, filters them by the connection's
+// and the caller's tool policy, validates call arguments against each tool's
+// input_schema, and calls tools over the streamable HTTP transport (MCP
+// 2025-03-26 and later) using github.com/modelcontextprotocol/go-sdk.
+//
+// It follows gateway.md (discovery cache states, circuit breaker, MCP session
+// states, the /mcp runtime routes, limits) and DECISIONS §3 (policy order,
+// mcp_max_tools, response shapes, error codes, retries, breaker):
+//
+//   - Sessions: per connection, initialize_required → ready; a session the
+//     server forgets (404 for its id) or that fails goes to
+//     reinitialize_pending and is re-initialized by the next request; a
+//     request that met a lost session is retried once on the new one.
+//   - Discovery: fresh within DiscoveryTTL; stale up to StaleIfError later
+//     (refreshed, served stale when the refresh fails); expired after that.
+//     refresh=force always asks upstream. Concurrent refreshes of one
+//     connection share one upstream discovery. Every attempt is handed to
+//     Config.OnDiscovery for storage, with errors scrubbed of secrets.
+//   - Policy: see Policy.Explain for the order; '*' and '?' wildcards.
+//   - Calls: unknown tool 404, filtered tool 403, bad arguments 400 with the
+//     failing JSON Pointer paths, all before any upstream request; then the
+//     per connection + namespace rate limit (429) and breaker (503), both
+//     with Retry-After.
+//   - Retries: only network timeouts and upstream 429/502/503/504, bounded,
+//     with full-jitter exponential backoff; never a tools/call whose request
+//     was completely sent before a timeout.
+//   - Secrets: upstream error text has every URL's user info and query
+//     removed and every known secret value replaced before it reaches a
+//     response, a log line or the stored discovery. Redirects are never
+//     followed, so credentials cannot be forwarded elsewhere.
+//
+// The gateway owns authentication: Handler reads the already verified
+// caller through Config.Caller and never looks at signatures itself.
+package mcpproxy

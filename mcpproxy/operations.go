@@ -1,0 +1,162 @@
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServerInfo is the upstream server's metadata from its initialize answer.
+type ServerInfo struct {
+	Name            string `json:"name"`
+	Version         string `json:"version"`
+	ProtocolVersion string `json:"protocol_version"`
+}
+
+// ToolList is the answer of GET /mcp/{id}/tools: the tools the subject may
+// use, the server metadata and when discovery last succeeded.
+type ToolList struct {
+	ConnectionID string     `json:"connection_id"`
+	Server       ServerInfo `json:"server"`
+	Tools        []Tool     `json:"tools"`
+	DiscoveredAt time.Time  `json:"discovered_at"`
+}
+
+// CallResult is the answer of POST /mcp/{id}/tools/{tool}/call (DECISIONS
+// §3). IsError reports that the tool ran and failed; it is still a 200.
+type CallResult struct {
+	ConnectionID      string        `json:"connection_id"`
+	Tool              string        `json:"tool"`
+	Content           []mcp.Content `json:"content"`
+	StructuredContent any           `json:"structured_content,omitempty"`
+	IsError           bool          `json:"is_error"`
+}
+
+// Discover returns the connection's full, unfiltered discovery, for the
+// admin discover route (whose default is RefreshForce).
+func (p *Proxy) Discover(ctx context.Context, conn *Connection, refresh Refresh) (Discovery, error) {
+	st, err := p.state(conn)
+	if err != nil {
+		return Discovery{}, err
+	}
+	snap, err := p.discover(ctx, st, refresh)
+	if err != nil {
+		return Discovery{}, err
+	}
+	d := snap.d
+	d.Tools = append([]Tool{}, snap.d.Tools...)
+	return d, nil
+}
+
+// Tools returns the tools subject may see on conn.
+func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, refresh Refresh) (*ToolList, error) {
+	st, err := p.state(conn)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := p.discover(ctx, st, refresh)
+	if err != nil {
+		return nil, err
+	}
+	return &ToolList{
+		ConnectionID: conn.ID,
+		Server:       ServerInfo{Name: snap.d.ServerName, Version: snap.d.ServerVersion, ProtocolVersion: snap.d.ProtocolVersion},
+		Tools:        conn.Policy.Filter(subject, snap.d.Tools),
+		DiscoveredAt: snap.d.DiscoveredAt,
+	}, nil
+}
+
+// Explain says whether subject may use tool on conn, and which rule
+// decided. A tool the server did not list is ErrToolNotFound.
+func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool string, refresh Refresh) (Decision, error) {
+	st, err := p.state(conn)
+	if err != nil {
+		return Decision{}, err
+	}
+	snap, err := p.discover(ctx, st, refresh)
+	if err != nil {
+		return Decision{}, err
+	}
+	if _, ok := snap.byName[tool]; !ok {
+		return Decision{}, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
+	}
+	return conn.Policy.Explain(subject, tool, snap.names), nil
+}
+
+// Call calls tool on conn for caller with body as its arguments (a JSON
+// object; empty means {}). In order, before anything goes upstream: the tool
+// must be discovered (ErrToolNotFound) and allowed for the caller's subject
+// (ErrToolForbidden); the arguments must satisfy its input_schema
+// (*ArgumentsError); the caller's namespace must be within the rate limit
+// and the breaker closed (*RetryError). Upstream failures are
+// *UpstreamError; a tool that runs and fails is a CallResult with IsError.
+func (p *Proxy) Call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh) (*CallResult, error) {
+	res, result, err := p.call(ctx, conn, caller, tool, body, refresh)
+	p.metrics.calls.WithLabelValues(result).Inc()
+	return res, err
+}
+
+func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh) (*CallResult, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	st, err := p.state(conn)
+	if err != nil {
+		return nil, callError, err
+	}
+	snap, err := p.discover(ctx, st, refresh)
+	if err != nil {
+		if errors.Is(err, ErrCircuitOpen) {
+			return nil, callCircuitOpen, err
+		}
+		return nil, callError, err
+	}
+	if _, ok := snap.byName[tool]; !ok {
+		return nil, callNotFound, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
+	}
+	if d := conn.Policy.Explain(caller.Subject, tool, snap.names); !d.Allowed {
+		return nil, callFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
+	}
+	args, raw, err := decodeArguments(body)
+	if err != nil {
+		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: []ArgumentFailure{{Path: "", Message: err.Error()}}}
+	}
+	schema, err := snap.schema(tool)
+	if err != nil {
+		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " has an unusable input_schema"}
+	}
+	if fails := schema.check(args); len(fails) > 0 {
+		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: fails}
+	}
+	if ok, wait := p.limits.allow(conn.ID, caller.Namespace, p.now()); !ok {
+		return nil, callRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
+	}
+	var res *mcp.CallToolResult
+	err = p.guarded(ctx, st, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: raw})
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrCircuitOpen) {
+			return nil, callCircuitOpen, err
+		}
+		return nil, callError, err
+	}
+	out := &CallResult{
+		ConnectionID:      conn.ID,
+		Tool:              tool,
+		Content:           res.Content,
+		StructuredContent: res.StructuredContent,
+		IsError:           res.IsError,
+	}
+	if out.Content == nil {
+		out.Content = []mcp.Content{}
+	}
+	if res.IsError {
+		return out, callToolError, nil
+	}
+	return out, callSuccess, nil
+}

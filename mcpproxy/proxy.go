@@ -1,0 +1,491 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+)
+
+// Connection is what the proxy needs to know about one MCP connection. The
+// gateway builds it from its stored connection on every request, so policy
+// changes apply at once; sessions, breaker, limiter and discovery cache are
+// kept per ID across requests.
+type Connection struct {
+	// ID is the connection id; it keys all per-connection state.
+	ID string
+	// BaseURL is the connection's base_url (http or https).
+	BaseURL string
+	// Endpoint is mcp_endpoint: a path joined to BaseURL's path, or a full
+	// http(s) URL. Empty means BaseURL itself.
+	Endpoint string
+	// Transport sends the upstream HTTP requests and injects the
+	// connection's credentials (it must not mutate the request it is given).
+	// Nil means http.DefaultTransport, with no credentials. The most recent
+	// value is used for every request, so rotated secrets apply at once.
+	Transport http.RoundTripper
+	// Policy is the connection's tool policy.
+	Policy Policy
+	// Discovery is the stored mcp_discovery object (as written by
+	// Config.OnDiscovery), used to seed the cache the first time the proxy
+	// sees this connection. Nil or invalid means no seed.
+	Discovery json.RawMessage
+	// Redact lists secret values (credential values, resolved variables) to
+	// scrub from any error text, in addition to the endpoint's query values
+	// and user info, which are always scrubbed.
+	Redact []string
+}
+
+// Caller is the authenticated requester, established by the gateway's signed
+// pipeline before the proxy runs.
+type Caller struct {
+	Namespace string // idn-namespace: keys the tool-call rate limit
+	Subject   string // idn-subject: selects the subject tool policy
+}
+
+// ConnectionSource looks up an MCP connection by id. It returns errors
+// matching ErrConnectionNotFound, ErrConnectionDisabled or ErrNotMCP for
+// those cases.
+type ConnectionSource interface {
+	MCPConnection(ctx context.Context, id string) (*Connection, error)
+}
+
+// Config configures a Proxy. Durations left at zero take the spec's
+// defaults; the integer limits take zero to mean "disabled", as their
+// GATEWAY_* settings do.
+type Config struct {
+	// Connections resolves connection ids for Handler. Required by Handler;
+	// the library methods take a *Connection directly.
+	Connections ConnectionSource
+	// Caller returns the authenticated caller of a runtime request, as set
+	// by the gateway's signed pipeline (e.g. from its request context).
+	// Required by Handler. An error that is an *apierror.Error is written as
+	// is; any other error is answered 403 AUTH_FORBIDDEN.
+	Caller func(r *http.Request) (Caller, error)
+	// OnDiscovery, when set, is called after every upstream discovery
+	// attempt with the connection's new mcp_discovery value (on failure the
+	// previous tools with LastError set), for the gateway to store.
+	OnDiscovery func(ctx context.Context, connectionID string, d Discovery)
+	// Logger receives warnings about upstream failures, with secrets
+	// scrubbed. Nil discards.
+	Logger *slog.Logger
+	// Registerer, when set, gets idn_gateway_mcp_discovery_total and
+	// idn_gateway_mcp_tool_call_total. Nil registers nothing.
+	Registerer prometheus.Registerer
+
+	// DiscoveryTTL is how long a discovery is fresh. Zero means 300 s.
+	DiscoveryTTL time.Duration
+	// StaleIfError is how long past DiscoveryTTL a stale discovery may be
+	// served when refreshing fails. Zero means 3600 s; negative means never.
+	StaleIfError time.Duration
+	// Timeout bounds one upstream operation (discovery, or a call with its
+	// retries). Zero means 90 s (GATEWAY_MCP_TIMEOUT_SECONDS).
+	Timeout time.Duration
+
+	// BreakerFailures is how many consecutive upstream failures open a
+	// connection's circuit breaker. Zero disables the breaker.
+	BreakerFailures int
+	// BreakerCooldown is how long an open breaker refuses calls before it
+	// lets one probe through. Zero means 10 s.
+	BreakerCooldown time.Duration
+
+	// RateLimitPerMinute is the tool-call rate per connection_id + namespace
+	// (bursts up to the same number). Zero disables the limit.
+	RateLimitPerMinute int
+	// RateLimitMaxKeys bounds the number of connection_id + namespace
+	// buckets kept. Zero means 10000.
+	RateLimitMaxKeys int
+
+	// MaxRetries is how many times one upstream HTTP exchange is retried
+	// after a network timeout or a 429/502/503/504. Zero means 2; negative
+	// means no retries.
+	MaxRetries int
+	// RetryBaseDelay is the first retry's backoff ceiling, doubled for each
+	// further retry; the actual wait is random below it. Zero means 100 ms.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps one backoff. Zero means 2 s.
+	RetryMaxDelay time.Duration
+	// AttemptTimeout bounds each upstream HTTP attempt until its response
+	// headers arrive; hitting it counts as a network timeout. Zero means
+	// attempts are bounded only by Timeout.
+	AttemptTimeout time.Duration
+
+	// MaxBodyBytes bounds a tool call's request body. Zero means 8 MiB.
+	MaxBodyBytes int64
+
+	// Clock is the time source for cache ages, the breaker and the rate
+	// limit. Nil means time.Now.
+	Clock func() time.Time
+}
+
+// Proxy is the MCP side of the gateway: discovery cache, tool policy,
+// validated tool calls, sessions, circuit breakers, retries and rate limits
+// for every MCP connection. It is safe for concurrent use.
+type Proxy struct {
+	sources      ConnectionSource
+	caller       func(*http.Request) (Caller, error)
+	onDiscovery  func(context.Context, string, Discovery)
+	log          *slog.Logger
+	metrics      *metrics
+	ttl          time.Duration
+	staleIfError time.Duration
+	timeout      time.Duration
+	breakerN     int
+	cooldown     time.Duration
+	retry        retryPolicy
+	maxBody      int64
+	now          func() time.Time
+	limits       *limiterSet
+	client       *mcp.Client
+
+	mu     sync.Mutex
+	conns  map[string]*connState
+	closed bool
+	wg     sync.WaitGroup // session closes in flight
+}
+
+// New returns a Proxy for cfg. It fails only when the metrics cannot be
+// registered.
+func New(cfg Config) (*Proxy, error) {
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("mcpproxy: registering metrics: %w", err)
+	}
+	p := &Proxy{
+		sources:      cfg.Connections,
+		caller:       cfg.Caller,
+		onDiscovery:  cfg.OnDiscovery,
+		log:          cfg.Logger,
+		metrics:      m,
+		ttl:          orDefault(cfg.DiscoveryTTL, 300*time.Second),
+		staleIfError: orDefault(cfg.StaleIfError, time.Hour),
+		timeout:      orDefault(cfg.Timeout, 90*time.Second),
+		breakerN:     cfg.BreakerFailures,
+		cooldown:     orDefault(cfg.BreakerCooldown, 10*time.Second),
+		retry: retryPolicy{
+			maxRetries:     cfg.MaxRetries,
+			baseDelay:      orDefault(cfg.RetryBaseDelay, 100*time.Millisecond),
+			maxDelay:       orDefault(cfg.RetryMaxDelay, 2*time.Second),
+			attemptTimeout: cfg.AttemptTimeout,
+		},
+		maxBody: cfg.MaxBodyBytes,
+		now:     cfg.Clock,
+		conns:   make(map[string]*connState),
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.staleIfError < 0 {
+		p.staleIfError = 0
+	}
+	switch {
+	case p.retry.maxRetries == 0:
+		p.retry.maxRetries = 2
+	case p.retry.maxRetries < 0:
+		p.retry.maxRetries = 0
+	}
+	if p.maxBody <= 0 {
+		p.maxBody = 8 << 20
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	maxKeys := cfg.RateLimitMaxKeys
+	if maxKeys <= 0 {
+		maxKeys = 10000
+	}
+	p.limits = &limiterSet{perMinute: cfg.RateLimitPerMinute, maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, nil)
+	return p, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// SessionState is the MCP session state of a connection (gateway.md).
+type SessionState string
+
+const (
+	// SessionInitializeRequired: no session yet; the next request sends
+	// initialize.
+	SessionInitializeRequired SessionState = "initialize_required"
+	// SessionReady: an initialized session is in use.
+	SessionReady SessionState = "ready"
+	// SessionReinitializePending: the session was lost or failed; the next
+	// request initializes a new one.
+	SessionReinitializePending SessionState = "reinitialize_pending"
+)
+
+// connState is everything kept per connection id.
+type connState struct {
+	id         string
+	breaker    breaker
+	httpClient *http.Client
+	transport  atomic.Pointer[http.RoundTripper]
+	scrubber   atomic.Pointer[scrubber]
+
+	mu     sync.Mutex // guards the cache
+	snap   *snapshot
+	seeded bool
+	flight *flight
+
+	sessMu       sync.Mutex // guards the session; held while initializing
+	endpoint     string
+	session      *mcp.ClientSession
+	sessionState SessionState
+}
+
+func (st *connState) currentTransport() http.RoundTripper {
+	if rt := st.transport.Load(); rt != nil && *rt != nil {
+		return *rt
+	}
+	return http.DefaultTransport
+}
+
+// state returns the per-connection state for conn, updating its transport,
+// secrets and endpoint, and seeding its cache from conn.Discovery.
+func (p *Proxy) state(conn *Connection) (*connState, error) {
+	endpoint, err := resolveEndpoint(conn.BaseURL, conn.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("%w: connection %s has an invalid MCP endpoint", ErrBadRequest, conn.ID)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("mcpproxy: proxy closed")
+	}
+	st, ok := p.conns[conn.ID]
+	if !ok {
+		st = &connState{
+			id:           conn.ID,
+			breaker:      breaker{threshold: p.breakerN, cooldown: p.cooldown, now: p.now},
+			sessionState: SessionInitializeRequired,
+		}
+		st.httpClient = &http.Client{
+			Transport: &retryTransport{base: st.currentTransport, policy: p.retry},
+			// Never follow redirects: the credential transport would hand
+			// the secret to wherever the upstream points.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		p.conns[conn.ID] = st
+	}
+	p.mu.Unlock()
+
+	rt := conn.Transport
+	st.transport.Store(&rt)
+	st.scrubber.Store(newScrubber(endpoint, conn.Redact))
+
+	st.sessMu.Lock()
+	if st.endpoint != endpoint.String() {
+		if st.session != nil {
+			p.closeSession(st.session)
+			st.session = nil
+			st.sessionState = SessionInitializeRequired
+		}
+		st.endpoint = endpoint.String()
+	}
+	st.sessMu.Unlock()
+
+	st.mu.Lock()
+	if !st.seeded {
+		st.seeded = true
+		if st.snap == nil && len(conn.Discovery) > 0 {
+			var d Discovery
+			if err := json.Unmarshal(conn.Discovery, &d); err == nil {
+				st.snap = newSnapshot(d)
+			} else {
+				p.log.Warn("mcpproxy: ignoring unreadable stored discovery", "connection_id", conn.ID)
+			}
+		}
+	}
+	st.mu.Unlock()
+	return st, nil
+}
+
+// resolveEndpoint joins mcp_endpoint to base_url: a full URL is used as is;
+// a path is appended to the base path, and queries are merged.
+func resolveEndpoint(base, endpoint string) (*url.URL, error) {
+	ep, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	var u *url.URL
+	if ep.IsAbs() {
+		u = ep
+	} else {
+		b, err := url.Parse(base)
+		if err != nil {
+			return nil, err
+		}
+		u = b
+		if ep.Path != "" {
+			u.Path = strings.TrimSuffix(b.Path, "/") + "/" + strings.TrimPrefix(ep.Path, "/")
+			u.RawPath = ""
+		}
+		if ep.RawQuery != "" {
+			if u.RawQuery != "" {
+				u.RawQuery += "&"
+			}
+			u.RawQuery += ep.RawQuery
+		}
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("endpoint must be an http or https URL")
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u, nil
+}
+
+// acquire returns the connection's session, initializing one when needed.
+// Holding sessMu while connecting makes concurrent requests share one
+// initialize.
+func (p *Proxy) acquire(ctx context.Context, st *connState) (*mcp.ClientSession, error) {
+	st.sessMu.Lock()
+	defer st.sessMu.Unlock()
+	if st.session != nil {
+		return st.session, nil
+	}
+	cs, err := p.client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:             st.endpoint,
+		HTTPClient:           st.httpClient,
+		MaxRetries:           -1, // retries are ours, under DECISIONS §3 rules
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	st.session = cs
+	st.sessionState = SessionReady
+	return cs, nil
+}
+
+// dropSession forgets a failed session so the next request re-initializes.
+func (p *Proxy) dropSession(st *connState, cs *mcp.ClientSession) {
+	st.sessMu.Lock()
+	defer st.sessMu.Unlock()
+	if st.session == cs {
+		st.session = nil
+		st.sessionState = SessionReinitializePending
+		p.closeSession(cs)
+	}
+}
+
+func (p *Proxy) closeSession(cs *mcp.ClientSession) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		_ = cs.Close()
+	}()
+}
+
+// guarded runs op against the connection's session behind its circuit
+// breaker. A lost session (the server answers 404 for its id, or the
+// request never left) is re-initialized and op retried once, transparently;
+// any other transport failure drops the session and is returned scrubbed.
+// A JSON-RPC error answer means the server is up: it does not count against
+// the breaker.
+func (p *Proxy) guarded(ctx context.Context, st *connState, op func(context.Context, *mcp.ClientSession) error) error {
+	ok, probe, retryAfter := st.breaker.allow()
+	if !ok {
+		return &RetryError{Err: ErrCircuitOpen, RetryAfter: retryAfter}
+	}
+	err := p.withSession(ctx, st, op)
+	var rpcErr *jsonrpc.Error
+	healthy := err == nil || errors.As(err, &rpcErr)
+	st.breaker.done(probe, healthy)
+	if err == nil {
+		return nil
+	}
+	msg := st.scrubber.Load().scrub(err.Error())
+	p.log.Warn("mcpproxy: upstream MCP request failed", "connection_id", st.id, "error", msg)
+	return &UpstreamError{ConnectionID: st.id, Message: msg}
+}
+
+func (p *Proxy) withSession(ctx context.Context, st *connState, op func(context.Context, *mcp.ClientSession) error) error {
+	for try := 0; ; try++ {
+		cs, err := p.acquire(ctx, st)
+		if err != nil {
+			st.sessMu.Lock()
+			if st.sessionState == SessionReady {
+				st.sessionState = SessionReinitializePending
+			}
+			st.sessMu.Unlock()
+			return fmt.Errorf("initializing MCP session: %w", err)
+		}
+		opCtx, tr := withTrace(ctx)
+		err = op(opCtx, cs)
+		var rpcErr *jsonrpc.Error
+		if err == nil || errors.As(err, &rpcErr) {
+			return err
+		}
+		p.dropSession(st, cs)
+		attempts, _ := tr.snapshot()
+		if try == 0 && ctx.Err() == nil && (errors.Is(err, mcp.ErrSessionMissing) || attempts == 0) {
+			continue
+		}
+		return err
+	}
+}
+
+// SessionState reports the MCP session state of a connection id.
+func (p *Proxy) SessionState(connectionID string) SessionState {
+	p.mu.Lock()
+	st, ok := p.conns[connectionID]
+	p.mu.Unlock()
+	if !ok {
+		return SessionInitializeRequired
+	}
+	st.sessMu.Lock()
+	defer st.sessMu.Unlock()
+	return st.sessionState
+}
+
+// Forget drops all state kept for a connection id (session, cache, breaker),
+// e.g. after the connection was deleted or its endpoint changed.
+func (p *Proxy) Forget(connectionID string) {
+	p.mu.Lock()
+	st, ok := p.conns[connectionID]
+	delete(p.conns, connectionID)
+	p.mu.Unlock()
+	if ok {
+		st.sessMu.Lock()
+		if st.session != nil {
+			p.closeSession(st.session)
+			st.session = nil
+		}
+		st.sessMu.Unlock()
+	}
+}
+
+// Close ends every upstream session and waits for them to close. The Proxy
+// cannot be used afterwards.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	ids := make([]string, 0, len(p.conns))
+	for id := range p.conns {
+		ids = append(ids, id)
+	}
+	p.mu.Unlock()
+	for _, id := range ids {
+		p.Forget(id)
+	}
+	p.wg.Wait()
+	return nil
+}

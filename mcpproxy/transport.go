@@ -1,0 +1,217 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// retryPolicy bounds the retries of one upstream HTTP exchange.
+type retryPolicy struct {
+	maxRetries     int           // extra attempts after the first
+	baseDelay      time.Duration // first backoff, doubled per retry, full jitter
+	maxDelay       time.Duration // cap of one backoff
+	attemptTimeout time.Duration // until response headers; 0 = none
+}
+
+// trace records what the HTTP layer saw during one logical MCP operation
+// (a discovery or a tool call), so the caller can classify the failure and
+// tests can count attempts. It travels in the operation's context.
+type trace struct {
+	mu       sync.Mutex
+	attempts int
+	status   int // status of the last response, 0 when none
+}
+
+type traceKey struct{}
+
+func withTrace(ctx context.Context) (context.Context, *trace) {
+	t := &trace{}
+	return context.WithValue(ctx, traceKey{}, t), t
+}
+
+func (t *trace) record(status int) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.attempts++
+	t.status = status
+	t.mu.Unlock()
+}
+
+func (t *trace) snapshot() (attempts, status int) {
+	if t == nil {
+		return 0, 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.attempts, t.status
+}
+
+// retryTransport sits between the SDK's streamable client transport and the
+// caller's credential-injecting RoundTripper. It observes every HTTP attempt
+// and retries, with jittered exponential backoff, exactly what DECISIONS §3
+// allows: network timeouts and 429/502/503/504 answers. A tools/call whose
+// body was completely handed to the network before a timeout is never
+// retried, because the server may have run it.
+type retryTransport struct {
+	base   func() http.RoundTripper // the connection's current credential transport
+	policy retryPolicy
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.Body == nil {
+		resp, err := t.base().RoundTrip(req)
+		if resp != nil {
+			traceFrom(req.Context()).record(resp.StatusCode)
+		}
+		return resp, err
+	}
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	nonIdempotent := jsonRPCMethod(body) == "tools/call"
+	tr := traceFrom(req.Context())
+	for attempt := 0; ; attempt++ {
+		resp, timedOut, sent, err := t.attempt(req, body)
+		last := attempt >= t.policy.maxRetries || req.Context().Err() != nil
+		if err != nil {
+			tr.record(0)
+			if last || !timedOut || (nonIdempotent && sent) {
+				return nil, err
+			}
+		} else {
+			tr.record(resp.StatusCode)
+			if last || !retryableStatus(resp.StatusCode) {
+				return resp, nil
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			_ = resp.Body.Close()
+		}
+		if !sleepCtx(req.Context(), t.backoff(attempt)) {
+			return nil, req.Context().Err()
+		}
+	}
+}
+
+// attempt sends one copy of req. timedOut reports a network timeout (or the
+// attempt timeout); sent reports that the whole body was read by the
+// transport, i.e. the request may have reached the server.
+func (t *retryTransport) attempt(req *http.Request, body []byte) (resp *http.Response, timedOut, sent bool, err error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	var fired atomic.Bool
+	var timer *time.Timer
+	if t.policy.attemptTimeout > 0 {
+		timer = time.AfterFunc(t.policy.attemptTimeout, func() { fired.Store(true); cancel() })
+	}
+	r := req.Clone(ctx)
+	sr := &sentReader{r: bytes.NewReader(body), size: len(body)}
+	r.Body = sr
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	resp, err = t.base().RoundTrip(r)
+	if timer != nil && !timer.Stop() && err == nil {
+		// The timer fired after the headers arrived; the body is already
+		// cancelled, so treat the attempt as timed out.
+		_ = resp.Body.Close()
+		resp, err = nil, context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		var ne net.Error
+		timedOut = fired.Load() || (errors.As(err, &ne) && ne.Timeout() && req.Context().Err() == nil)
+		return nil, timedOut, sr.complete(), err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, false, true, nil
+}
+
+func (t *retryTransport) backoff(attempt int) time.Duration {
+	d := t.policy.baseDelay << attempt
+	if d <= 0 || d > t.policy.maxDelay {
+		d = t.policy.maxDelay
+	}
+	if d <= 0 {
+		return 0
+	}
+	// Full jitter: spread simultaneous retries over the whole window.
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+func traceFrom(ctx context.Context) *trace {
+	t, _ := ctx.Value(traceKey{}).(*trace)
+	return t
+}
+
+// jsonRPCMethod returns the method of a single JSON-RPC message, or "".
+func jsonRPCMethod(body []byte) string {
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	return m.Method
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sentReader is a request body that knows whether it was read to the end.
+type sentReader struct {
+	r    *bytes.Reader
+	size int
+	n    atomic.Int64
+}
+
+func (s *sentReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.n.Add(int64(n))
+	return n, err
+}
+
+func (s *sentReader) Close() error { return nil }
+
+func (s *sentReader) complete() bool { return s.n.Load() >= int64(s.size) }
+
+// cancelBody releases the attempt's context when the response is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
