@@ -1,0 +1,128 @@
+// Command idn is the agent CLI: it creates an agent identity and signs HTTP
+// requests with it under the idn-rfc9421-v1 profile.
+//
+//	idn init <namespace> [--force]
+//	idn whoami [--namespace NS]
+//	idn sign [-X METHOD] [-H 'K: V']... [-d BODY | -d @file] [--subject S] [--namespace NS] URL
+//	idn curl [same flags as sign] [-i] [-f] URL
+//
+// IDN_HOME selects the home folder (default ~/.idn). With one identity in
+// it, --namespace is optional.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const usage = `idn: the agent CLI of idn (signed HTTP requests, profile idn-rfc9421-v1)
+
+Usage:
+  idn init <namespace> [--force]        create an identity and print its DID and key
+  idn whoami [--namespace NS]           show an identity
+  idn sign [flags] URL                  print the headers that sign a request
+  idn curl [flags] [-i] [-f] URL        send a signed request and print the response
+
+Request flags (sign, curl):
+  -X METHOD        HTTP method (default GET, or POST with -d)
+  -H 'Name: value' extra header (repeatable)
+  -d BODY          request body; -d @file reads a file, -d @- reads stdin
+  --subject S      idn-subject (default: the namespace)
+  --namespace NS   identity to use (optional when only one exists)
+  -i               (curl) also print the status line and response headers
+  -f               (curl) exit 22 when the response status is 400 or above
+
+Environment:
+  IDN_HOME         identities folder (default ~/.idn)
+`
+
+// errUsage marks errors caused by how the command was called (exit 2).
+var errUsage = errors.New("usage")
+
+// env is the part of the process environment the commands read.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], env{os.Stdin, os.Stdout, os.Stderr, os.Getenv}))
+}
+
+// run executes one command and returns the process exit code. Errors are
+// printed as one line on stderr.
+func run(args []string, e env) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(e.stdout, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	var err error
+	switch args[0] {
+	case "init":
+		err = cmdInit(args[1:], e)
+	case "whoami":
+		err = cmdWhoami(args[1:], e)
+	case "sign":
+		err = cmdSign(args[1:], e)
+	case "curl":
+		var code int
+		code, err = cmdCurl(args[1:], e)
+		if err == nil {
+			return code
+		}
+	default:
+		err = fmt.Errorf("%w: unknown command %q (try 'idn help')", errUsage, args[0])
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(e.stderr, "idn: "+oneLine(strings.TrimPrefix(err.Error(), errUsage.Error()+": ")))
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// home returns IDN_HOME or ~/.idn.
+func home(e env) (string, error) {
+	if h := e.getenv("IDN_HOME"); h != "" {
+		return h, nil
+	}
+	dir, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot find a home folder; set IDN_HOME")
+	}
+	return filepath.Join(dir, ".idn"), nil
+}
+
+// parseInterleaved parses flags that may appear before or after positional
+// arguments, as users type curl-style commands.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}

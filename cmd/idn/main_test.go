@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/identity"
+)
+
+type nonceSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (n *nonceSet) CheckNonce(_ context.Context, scope, nonce string, _ time.Time) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.seen[scope+" "+nonce] {
+		return httpsig.ErrReplayDetected
+	}
+	n.seen[scope+" "+nonce] = true
+	return nil
+}
+
+// verifyingServer answers "<namespace>/<subject> <body>" for requests the
+// profile verifier accepts, and 403 with the error code otherwise.
+func verifyingServer(t *testing.T) *httptest.Server {
+	ver := &identity.Verifier{Nonces: &nonceSet{seen: map[string]bool{}}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := ver.Verify(r)
+		if err != nil {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, httpsig.Code(err))
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Verified", "yes")
+		_, _ = io.WriteString(w, c.Namespace+"/"+c.Subject+" "+string(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runIdn(t *testing.T, home string, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	getenv := func(k string) string {
+		if k == "IDN_HOME" {
+			return home
+		}
+		return ""
+	}
+	code := run(args, env{strings.NewReader(stdin), &out, &errb, getenv})
+	return result{code, out.String(), errb.String()}
+}
+
+func TestInitThenCurl(t *testing.T) {
+	home := t.TempDir()
+	srv := verifyingServer(t)
+	r := runIdn(t, home, "", "init", "agent-smith")
+	if r.code != 0 || !strings.Contains(r.stdout, "did:idn:agent-smith") || !strings.Contains(r.stdout, "ed25519:") {
+		t.Fatalf("init: %+v", r)
+	}
+	r = runIdn(t, home, "", "curl", srv.URL+"/v1/things?a=b%2Fc")
+	if r.code != 0 || r.stdout != "agent-smith/agent-smith " {
+		t.Fatalf("curl GET: %+v", r)
+	}
+	r = runIdn(t, home, "", "curl", "-i", srv.URL+"/v1/things", "-d", `{"x":1}`, "--subject", "user-9", "-H", "Content-Type: application/json")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "HTTP/1.1 200 OK\n") || !strings.Contains(r.stdout, "X-Verified: yes") ||
+		!strings.HasSuffix(r.stdout, "agent-smith/user-9 {\"x\":1}") {
+		t.Fatalf("curl POST: %+v", r)
+	}
+	r = runIdn(t, home, `{"from":"stdin"}`, "curl", "-X", "PUT", "-d", "@-", srv.URL+"/put")
+	if r.code != 0 || !strings.HasSuffix(r.stdout, `{"from":"stdin"}`) {
+		t.Fatalf("curl -d @-: %+v", r)
+	}
+	r = runIdn(t, home, "", "whoami")
+	if r.code != 0 || !strings.Contains(r.stdout, "agent-smith") {
+		t.Fatalf("whoami: %+v", r)
+	}
+}
+
+// The headers printed by sign, added to a plain request, pass verification.
+func TestSignHeadersVerify(t *testing.T) {
+	home := t.TempDir()
+	srv := verifyingServer(t)
+	runIdn(t, home, "", "init", "signer")
+	r := runIdn(t, home, "", "sign", "-X", "POST", "-d", "hello", srv.URL+"/echo")
+	if r.code != 0 {
+		t.Fatalf("sign: %+v", r)
+	}
+	req, _ := http.NewRequest("POST", srv.URL+"/echo", strings.NewReader("hello"))
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		name, value, ok := strings.Cut(line, ": ")
+		if !ok {
+			t.Fatalf("bad line %q", line)
+		}
+		req.Header.Set(name, value)
+	}
+	if req.Header.Get("Content-Digest") == "" {
+		t.Fatalf("no content-digest printed:\n%s", r.stdout)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(got) != "signer/signer hello" {
+		t.Fatalf("server: %d %s", resp.StatusCode, got)
+	}
+}
+
+func TestErrorsAreOneLine(t *testing.T) {
+	empty := t.TempDir()
+	two := t.TempDir()
+	runIdn(t, two, "", "init", "first")
+	runIdn(t, two, "", "init", "second")
+	rows := []struct {
+		name, home string
+		args       []string
+		code       int
+		want       string
+	}{
+		{"missing identity", empty, []string{"curl", "http://127.0.0.1:1/x"}, 1, "no identity in"},
+		{"missing named identity", empty, []string{"whoami", "--namespace", "ghost"}, 1, `no identity "ghost"`},
+		{"bad namespace", empty, []string{"init", "no_underscores"}, 2, "bad namespace"},
+		{"short namespace", empty, []string{"init", "ab"}, 2, "bad namespace"},
+		{"namespace path traversal", empty, []string{"init", "../../etc"}, 2, "bad namespace"},
+		{"malformed -H", two, []string{"sign", "--namespace", "first", "-H", "NoColonHere", "http://x.example/"}, 2, "malformed -H"},
+		{"header injection", two, []string{"sign", "--namespace", "first", "-H", "Bad Name: v", "http://x.example/"}, 2, "malformed -H"},
+		{"relative URL", two, []string{"sign", "--namespace", "first", "/just/a/path"}, 2, "not an absolute"},
+		{"ambiguous identity", two, []string{"whoami"}, 1, "several identities"},
+		{"existing identity", two, []string{"init", "first"}, 1, "--force"},
+		{"unknown flag", two, []string{"sign", "--bogus", "http://x.example/"}, 2, "bogus"},
+		{"unknown command", two, []string{"frobnicate"}, 2, "unknown command"},
+		{"missing body file", two, []string{"sign", "--namespace", "first", "-d", "@/nonexistent/file", "http://x.example/"}, 1, "read body file"},
+		{"unreachable", two, []string{"curl", "--namespace", "first", "http://127.0.0.1:1/x?token=s3cr3t"}, 1, "GET http://127.0.0.1:1/x:"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			r := runIdn(t, row.home, "", row.args...)
+			if r.code != row.code {
+				t.Errorf("exit = %d, want %d (%+v)", r.code, row.code, r)
+			}
+			if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "idn: ") || !strings.Contains(r.stderr, row.want) {
+				t.Errorf("stderr = %q, want one line containing %q", r.stderr, row.want)
+			}
+			if strings.Contains(r.stderr, "s3cr3t") || strings.Contains(r.stderr, "goroutine") {
+				t.Errorf("stderr leaks: %q", r.stderr)
+			}
+		})
+	}
+}
+
+func TestInitForceReplacesKey(t *testing.T) {
+	home := t.TempDir()
+	a := runIdn(t, home, "", "init", "rotating")
+	b := runIdn(t, home, "", "init", "rotating", "--force")
+	if a.code != 0 || b.code != 0 || a.stdout == b.stdout {
+		t.Fatalf("force did not replace the key:\n%s\n%s", a.stdout, b.stdout)
+	}
+}
+
+func TestCurlFail(t *testing.T) {
+	home := t.TempDir()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "nope", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	runIdn(t, home, "", "init", "failing")
+	if r := runIdn(t, home, "", "curl", "-f", srv.URL); r.code != 22 {
+		t.Errorf("curl -f on 403: exit %d", r.code)
+	}
+	if r := runIdn(t, home, "", "curl", srv.URL); r.code != 0 || r.stdout != "nope\n" {
+		t.Errorf("curl on 403: %+v", r)
+	}
+}
