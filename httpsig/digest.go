@@ -92,40 +92,35 @@ func VerifyContentDigest(header string, body []byte) error {
 // max bytes gives ErrBodyTooLarge; r.Body then still yields the whole
 // original body. A nil or empty body gives (nil, nil).
 func ReadBody(r *http.Request, max int64) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	if r.ContentLength > max {
-		return nil, newError(ErrBodyTooLarge, "body exceeds the size limit")
-	}
-	b, err := readLimited(r.Body, r.ContentLength, max)
-	if err != nil {
-		if errors.Is(err, ErrBodyTooLarge) {
-			r.Body = readCloser{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
-		}
-		return nil, err
-	}
-	r.Body.Close()
-	r.Body = io.NopCloser(bytes.NewReader(b))
-	return b, nil
+	return readAndRestore(&r.Body, r.ContentLength, max)
 }
 
-// readLimited reads rc up to max bytes. On ErrBodyTooLarge it returns the
-// bytes already consumed so the caller can put them back.
-func readLimited(rc io.Reader, sizeHint, max int64) ([]byte, error) {
+func readAndRestore(body *io.ReadCloser, contentLength, max int64) ([]byte, error) {
+	rc := *body
+	if rc == nil || rc == http.NoBody {
+		return nil, nil
+	}
+	if contentLength > max {
+		return nil, newError(ErrBodyTooLarge, "body exceeds the size limit")
+	}
 	capacity := int64(512)
-	if sizeHint > 0 && sizeHint <= max {
-		capacity = sizeHint + 1
+	if contentLength > 0 {
+		capacity = contentLength + 1
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, capacity))
 	n, err := buf.ReadFrom(io.LimitReader(rc, max+1))
 	if err != nil {
+		*body = readCloser{io.MultiReader(bytes.NewReader(buf.Bytes()), rc), rc}
 		return nil, fmt.Errorf("httpsig: reading the body: %w", err)
 	}
 	if n > max {
-		return buf.Bytes(), newError(ErrBodyTooLarge, "body exceeds the size limit")
+		*body = readCloser{io.MultiReader(bytes.NewReader(buf.Bytes()), rc), rc}
+		return nil, newError(ErrBodyTooLarge, "body exceeds the size limit")
 	}
-	return buf.Bytes(), nil
+	rc.Close()
+	b := buf.Bytes()
+	*body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
 }
 
 type readCloser struct {
