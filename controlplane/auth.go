@@ -1,0 +1,102 @@
+package controlplane
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// signed admits only requests that verify under the idn-rfc9421-v1 profile,
+// recording their nonce in the shared database.
+func (s *Server) signed(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.verifier.Verify(r); err != nil {
+			switch {
+			case errors.Is(err, httpsig.ErrReplayDetected):
+				apierror.Write(w, r, errNonceReplay)
+			case errors.Is(err, httpsig.ErrBodyTooLarge):
+				apierror.Write(w, r, errBodyTooLarge)
+			case errors.Is(err, ErrUnavailable):
+				s.writeErr(w, r, err)
+			default:
+				apierror.Write(w, r, errSignatureInvalid.With("details", map[string]string{"reason": httpsig.Code(err)}))
+			}
+			return
+		}
+		next(w, r)
+	})
+}
+
+// withServiceKey authenticates the service API key of the Authorization
+// bearer header.
+func (s *Server) withServiceKey(next func(http.ResponseWriter, *http.Request, service)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(key, apiKeyPrefix) {
+			apierror.Write(w, r, errAPIKeyInvalid)
+			return
+		}
+		svc, err := s.store.serviceByKey(r.Context(), key, s.now())
+		if errors.Is(err, errKeyNotFound) {
+			apierror.Write(w, r, errAPIKeyInvalid)
+			return
+		}
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		next(w, r, svc)
+	}
+}
+
+// owner admits requests carrying a live idn_session cookie and passes the
+// owner's namespace on. Mutating requests must also come from an allowed
+// browser origin (or from no browser at all).
+func (s *Server) owner(next func(http.ResponseWriter, *http.Request, string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.originAllowed(r) {
+			apierror.Write(w, r, errOriginForbidden)
+			return
+		}
+		c, err := r.Cookie(SessionCookie)
+		if err != nil || c.Value == "" {
+			apierror.Write(w, r, errUnauthenticated)
+			return
+		}
+		ns, err := s.session(r.Context(), c.Value)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		next(w, r, ns)
+	})
+}
+
+// originAllowed implements the cross-site check of mutating session routes.
+func (s *Server) originAllowed(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	for _, o := range s.cfg.AllowedOrigins {
+		if strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// validOrigin reports whether o is exactly scheme://host[:port] with an
+// http or https scheme.
+func validOrigin(o string) bool {
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !strings.HasSuffix(o, "?") && !strings.HasSuffix(o, "#")
+}

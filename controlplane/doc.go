@@ -1,0 +1,32 @@
+// Package controlplane is the idn control plane: the store (SQLite or
+// PostgreSQL behind one versioned schema), the claim lifecycle and the HTTP
+// API of control-plane.md as read by DECISIONS §4.
+//
+// Open returns a Store; New returns a Server, an http.Handler serving:
+//
+//   - signed routes (idn-rfc9421-v1 profile, nonces recorded in the
+//     database so instances sharing one PostgreSQL refuse each other's
+//     replays): GET /v1/namespaces/{ns}, GET /.well-known/did/{did}, and,
+//     with a service API key as well, POST /v1/claims, GET /v1/verify and
+//     the approved-claims feed GET /v1/namespaces/claims;
+//   - owner routes (idn_session cookie: an HS256 JWT whose sid must be live
+//     in the sessions table): services and their API keys under
+//     /v1/services, claim approve/reject/revoke under /v1/claims/{id}/,
+//     the claim listing and the API form of the DID document under
+//     /v1/namespaces/{ns}/;
+//   - public DID resolution at /1.0/identifiers/{did} and GET /health;
+//   - POST /v1/test/seed, only when Config.TestSeedToken is set.
+//
+// Claim states move pending → approved → revoked, pending → rejected and
+// pending → expired (Server.Maintain). Every move is one conditional UPDATE
+// (… WHERE status = <from>), so concurrent moves of one claim serialise on
+// the row and the loser gets 409 CLAIM_STATE_CONFLICT. Lifecycle changes
+// are published to Config.Events after they commit.
+//
+// Choices where the specs are silent: a claim of another owner answers 404
+// (ids reveal nothing); GET /v1/verify's service defaults to the key's
+// service and must equal it (403); a pending claim older than the expiry
+// cannot be approved even before Maintain has marked it; deleting a service
+// revokes its approved claims and rejects its pending ones; the feed's ETag
+// is a hash of the page body.
+package controlplane

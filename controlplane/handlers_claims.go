@@ -1,0 +1,340 @@
+package controlplane
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// Page bounds of the two claim listings (control-plane.md, Limits).
+const (
+	feedDefaultLimit  = 500
+	feedMaxLimit      = 2000
+	ownerDefaultLimit = 50
+	ownerMaxLimit     = 200
+)
+
+func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
+	ns := r.PathValue("namespace")
+	if identity.ValidNamespace(ns) != nil {
+		apierror.Write(w, r, errInvalidNamespace)
+		return
+	}
+	rec, err := s.store.namespace(r.Context(), ns)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"did":           identity.DID(ns),
+		"namespace":     ns,
+		"owner":         rec.Owner,
+		"created_at":    timestamp(rec.CreatedAt),
+		"active":        rec.Deactivated.IsZero(),
+		"active_claims": rec.ActiveClaims,
+	})
+}
+
+// feedRecord is a claim as the approved-claims feed shows it.
+type feedRecord struct {
+	ClaimID    string `json:"claim_id"`
+	Namespace  string `json:"namespace"`
+	PublicKey  string `json:"public_key"`
+	Service    string `json:"service"`
+	ApprovedAt string `json:"approved_at"`
+	Subject    string `json:"subject,omitempty"`
+	AgentID    string `json:"agent_id,omitempty"`
+	AgentName  string `json:"agent_name,omitempty"`
+}
+
+// claimRecord is a claim as its owner (and its submitting service) sees it.
+type claimRecord struct {
+	ClaimID          string `json:"claim_id"`
+	Namespace        string `json:"namespace"`
+	Service          string `json:"service"`
+	PublicKey        string `json:"public_key"`
+	AgentIP          string `json:"agent_ip"`
+	Status           string `json:"status"`
+	CreatedAt        string `json:"created_at"`
+	ApprovedAt       string `json:"approved_at,omitempty"`
+	RejectedAt       string `json:"rejected_at,omitempty"`
+	RevokedAt        string `json:"revoked_at,omitempty"`
+	ExpiredAt        string `json:"expired_at,omitempty"`
+	ApprovalTxHash   string `json:"approval_tx_hash,omitempty"`
+	RevocationTxHash string `json:"revocation_tx_hash,omitempty"`
+	Subject          string `json:"subject,omitempty"`
+	AgentID          string `json:"agent_id,omitempty"`
+	AgentName        string `json:"agent_name,omitempty"`
+}
+
+func toClaimRecord(c Claim) claimRecord {
+	return claimRecord{
+		ClaimID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey, AgentIP: c.AgentIP,
+		Status: c.Status, CreatedAt: timestamp(c.CreatedAt), ApprovedAt: timestamp(c.ApprovedAt),
+		RejectedAt: timestamp(c.RejectedAt), RevokedAt: timestamp(c.RevokedAt), ExpiredAt: timestamp(c.ExpiredAt),
+		ApprovalTxHash: c.ApprovalTxHash, RevocationTxHash: c.RevocationTxHash,
+		Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName,
+	}
+}
+
+type pagination struct {
+	Limit   int   `json:"limit"`
+	Offset  int   `json:"offset"`
+	Total   int64 `json:"total"`
+	HasMore bool  `json:"has_more"`
+}
+
+// pageParams reads limit and offset: limit in [1, max] (def when absent),
+// offset ≥ 0.
+func pageParams(q map[string][]string, def, max int) (limit, offset int, e *apierror.Error) {
+	limit, offset = def, 0
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > max {
+			return 0, 0, validationError("limit must be an integer from 1 to %d", max)
+		}
+		limit = n
+	}
+	if v, ok := q["offset"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 0 {
+			return 0, 0, validationError("offset must be a non-negative integer")
+		}
+		offset = n
+	}
+	return limit, offset, nil
+}
+
+// claimsFeed serves the approved claims of the key's service. The ETag is
+// a hash of the body, so an unchanged page answers 304.
+func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service) {
+	q := r.URL.Query()
+	if slug := q.Get("service"); slug != "" && slug != svc.Slug {
+		apierror.Write(w, r, errServiceMismatch)
+		return
+	}
+	limit, offset, e := pageParams(q, feedDefaultLimit, feedMaxLimit)
+	if e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	p, err := s.store.feed(r.Context(), svc.Slug, limit, offset)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	recs := make([]feedRecord, len(p.Claims))
+	for i, c := range p.Claims {
+		recs[i] = feedRecord{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
+			ApprovedAt: timestamp(c.ApprovedAt), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
+	}
+	body, err := json.Marshal(map[string]any{
+		"claims":     recs,
+		"pagination": pagination{Limit: limit, Offset: offset, Total: p.Total, HasMore: p.HasMore},
+	})
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "no-cache")
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(append(body, '\n'))
+}
+
+// etagMatch implements the weak comparison of If-None-Match (RFC 9110
+// §13.1.2): a list of entity tags or "*".
+func etagMatch(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// submitRequest is the body of POST /v1/claims. Nonce is accepted for
+// compatibility with deployed gateways; replay protection comes from the
+// signed headers.
+type submitRequest struct {
+	Namespace string `json:"namespace"`
+	PublicKey string `json:"public_key"`
+	Service   string `json:"service"`
+	AgentIP   string `json:"agent_ip"`
+	Subject   string `json:"subject"`
+	AgentID   string `json:"agent_id"`
+	AgentName string `json:"agent_name"`
+	Nonce     string `json:"nonce"`
+}
+
+// validate checks the body and returns the claim it asks for, with the
+// public key normalised to "ed25519:<base64>".
+func (in submitRequest) validate() (Claim, *apierror.Error) {
+	if identity.ValidNamespace(in.Namespace) != nil {
+		return Claim{}, errInvalidNamespace
+	}
+	pub, err := identity.ParsePublicKey(in.PublicKey)
+	if err != nil {
+		return Claim{}, validationError("public_key must be ed25519:<base64> or a multibase Ed25519 key")
+	}
+	if in.Service == "" {
+		return Claim{}, validationError("service is required")
+	}
+	if in.AgentIP != "" {
+		if _, err := netip.ParseAddr(in.AgentIP); err != nil {
+			return Claim{}, validationError("agent_ip must be an IP address")
+		}
+	}
+	for name, v := range map[string]string{"subject": in.Subject, "agent_id": in.AgentID, "agent_name": in.AgentName, "nonce": in.Nonce} {
+		if len(v) > 256 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return Claim{}, validationError("%s must be at most 256 bytes without control characters", name)
+		}
+	}
+	return Claim{Namespace: in.Namespace, PublicKey: identity.FormatPublicKey(pub), Service: in.Service,
+		AgentIP: in.AgentIP, Subject: in.Subject, AgentID: in.AgentID, AgentName: in.AgentName}, nil
+}
+
+func (s *Server) submitClaim(w http.ResponseWriter, r *http.Request, svc service) {
+	var in submitRequest
+	if e := s.decodeJSON(w, r, &in); e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	c, e := in.validate()
+	if e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	if c.Service != svc.Slug {
+		apierror.Write(w, r, errServiceMismatch)
+		return
+	}
+	if c.AgentIP == "" {
+		c.AgentIP = s.proxy.ClientAddr(r).String()
+	}
+	c, created, err := s.store.submitClaim(r.Context(), c, s.cfg.MaxPendingClaims, s.now())
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		s.publish(r.Context(), EventSubmitted, c)
+	}
+	writeJSON(w, status, toClaimRecord(c))
+}
+
+var actionEvents = map[string]string{"approve": EventApproved, "reject": EventRejected, "revoke": EventRevoked}
+
+// moveClaim is POST /v1/claims/{id}/{approve|reject|revoke}.
+func (s *Server) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
+	action := r.PathValue("action")
+	event, ok := actionEvents[action]
+	if !ok {
+		apierror.Write(w, r, errNotFound)
+		return
+	}
+	now := s.now()
+	c, err := s.store.transition(r.Context(), ns, r.PathValue("id"), action, now.Add(-s.cfg.PendingExpiry), now)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.publish(r.Context(), event, c)
+	writeJSON(w, http.StatusOK, toClaimRecord(c))
+}
+
+var claimStatuses = map[string]bool{StatusPending: true, StatusApproved: true, StatusRevoked: true, StatusRejected: true, StatusExpired: true}
+
+// ownerClaims is GET /v1/namespaces/{namespace}/claims.
+func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner string) {
+	ns := r.PathValue("namespace")
+	if identity.ValidNamespace(ns) != nil {
+		apierror.Write(w, r, errInvalidNamespace)
+		return
+	}
+	if ns != owner {
+		apierror.Write(w, r, errNamespaceForbid)
+		return
+	}
+	q := r.URL.Query()
+	status := q.Get("status")
+	if status != "" && !claimStatuses[status] {
+		apierror.Write(w, r, validationError("status must be one of pending, approved, revoked, rejected, expired"))
+		return
+	}
+	limit, offset, e := pageParams(q, ownerDefaultLimit, ownerMaxLimit)
+	if e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	p, err := s.store.ownerClaims(r.Context(), ns, status, q.Get("service"), limit, offset)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	recs := make([]claimRecord, len(p.Claims))
+	for i, c := range p.Claims {
+		recs[i] = toClaimRecord(c)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"claims":     recs,
+		"pagination": pagination{Limit: limit, Offset: offset, Total: p.Total, HasMore: p.HasMore},
+	})
+}
+
+// verifyClaim is GET /v1/verify?namespace&public_key&service: is the agent
+// key authorised for the service? service defaults to the key's service
+// and must equal it.
+func (s *Server) verifyClaim(w http.ResponseWriter, r *http.Request, svc service) {
+	q := r.URL.Query()
+	slug := q.Get("service")
+	if slug == "" {
+		slug = svc.Slug
+	}
+	if slug != svc.Slug {
+		apierror.Write(w, r, errServiceMismatch)
+		return
+	}
+	ns := q.Get("namespace")
+	if identity.ValidNamespace(ns) != nil {
+		apierror.Write(w, r, errInvalidNamespace)
+		return
+	}
+	pub, err := identity.ParsePublicKey(q.Get("public_key"))
+	if err != nil {
+		apierror.Write(w, r, validationError("public_key must be ed25519:<base64> or a multibase Ed25519 key"))
+		return
+	}
+	c, err := s.store.latestClaim(r.Context(), ns, identity.FormatPublicKey(pub), slug)
+	if err == errClaimNotFound {
+		writeJSON(w, http.StatusOK, map[string]any{"authorized": false})
+		return
+	}
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	out := map[string]any{"authorized": c.Status == StatusApproved, "claim_id": c.ID, "status": c.Status}
+	if c.Status == StatusApproved {
+		out["approved_at"] = timestamp(c.ApprovedAt)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

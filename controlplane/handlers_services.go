@@ -1,0 +1,194 @@
+package controlplane
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// validSlug: 3-64 of a-z 0-9 -, alphanumeric at both ends.
+func validSlug(s string) bool {
+	if len(s) < 3 || len(s) > 64 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// slugFromName lower-cases name, turns every run of other characters into
+// one hyphen and trims to 64; the result may still be invalid (too short).
+func slugFromName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(name) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	s := b.String()
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return strings.Trim(s, "-")
+}
+
+func validName(name string) *apierror.Error {
+	if strings.TrimSpace(name) == "" || len(name) > 200 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return validationError("name is required: 1 to 200 characters without control characters")
+	}
+	return nil
+}
+
+func validEndpoint(u string) *apierror.Error {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil || len(u) > 2048 {
+		return validationError("service_endpoint must be an absolute http or https URL without credentials")
+	}
+	return nil
+}
+
+type serviceRequest struct {
+	Name            *string `json:"name"`
+	ServiceEndpoint *string `json:"service_endpoint"`
+	Slug            *string `json:"slug"`
+}
+
+func (s *Server) createService(w http.ResponseWriter, r *http.Request, owner string) {
+	var in serviceRequest
+	if e := s.decodeJSON(w, r, &in); e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	if in.Name == nil {
+		apierror.Write(w, r, validationError("name is required"))
+		return
+	}
+	if e := validName(*in.Name); e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	if in.ServiceEndpoint == nil {
+		apierror.Write(w, r, validationError("service_endpoint is required"))
+		return
+	}
+	if e := validEndpoint(*in.ServiceEndpoint); e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	slug := slugFromName(*in.Name)
+	if in.Slug != nil {
+		slug = *in.Slug
+	}
+	if !validSlug(slug) {
+		apierror.Write(w, r, validationError("slug must be 3-64 characters of a-z, 0-9 and inner hyphens (derived from name when absent)"))
+		return
+	}
+	svc, key, err := s.store.createService(r.Context(), owner, *in.Name, *in.ServiceEndpoint, slug, s.now())
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"service": svc, "api_key": key})
+}
+
+func (s *Server) listServices(w http.ResponseWriter, r *http.Request, owner string) {
+	list, err := s.store.listServices(r.Context(), owner)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"services": list})
+}
+
+func (s *Server) getService(w http.ResponseWriter, r *http.Request, owner string) {
+	svc, err := s.store.service(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, svc)
+}
+
+// updateService changes name and/or service_endpoint. The slug is part of
+// every claim tuple of the service, so it cannot change.
+func (s *Server) updateService(w http.ResponseWriter, r *http.Request, owner string) {
+	var in serviceRequest
+	if e := s.decodeJSON(w, r, &in); e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	if in.Slug != nil {
+		apierror.Write(w, r, validationError("slug cannot be changed"))
+		return
+	}
+	if in.Name == nil && in.ServiceEndpoint == nil {
+		apierror.Write(w, r, validationError("nothing to update: give name and/or service_endpoint"))
+		return
+	}
+	if in.Name != nil {
+		if e := validName(*in.Name); e != nil {
+			apierror.Write(w, r, e)
+			return
+		}
+	}
+	if in.ServiceEndpoint != nil {
+		if e := validEndpoint(*in.ServiceEndpoint); e != nil {
+			apierror.Write(w, r, e)
+			return
+		}
+	}
+	svc, err := s.store.updateService(r.Context(), owner, r.PathValue("id"), in.Name, in.ServiceEndpoint, s.now())
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, svc)
+}
+
+func (s *Server) deleteService(w http.ResponseWriter, r *http.Request, owner string) {
+	revoked, err := s.store.deleteService(r.Context(), owner, r.PathValue("id"), s.now())
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	for _, c := range revoked {
+		s.publish(r.Context(), EventRevoked, c)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, owner string) {
+	keys, err := s.store.listKeys(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"api_keys": keys})
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request, owner string) {
+	key, err := s.store.createKey(r.Context(), owner, r.PathValue("id"), s.cfg.MaxAPIKeys, s.now())
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"api_key": key})
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, owner string) {
+	if err := s.store.revokeKey(r.Context(), owner, r.PathValue("id"), r.PathValue("keyID"), s.now()); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

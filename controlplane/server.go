@@ -1,0 +1,266 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/clientip"
+)
+
+// Config configures a Server. Only Store and JWTSecret are required; every
+// other zero value has the documented default.
+type Config struct {
+	// Store holds all state. Required.
+	Store *Store
+	// JWTSecret is the HS256 key of session tokens (JWT_SECRET), at least
+	// 32 bytes. Required.
+	JWTSecret []byte
+	// SessionTTL is the session lifetime; zero means 7 days.
+	SessionTTL time.Duration
+	// AllowedOrigins lists the origins (scheme://host[:port]) whose browsers
+	// may call mutating session routes (ALLOWED_ORIGINS). A request with an
+	// Origin outside the list, or with Sec-Fetch-Site: cross-site, is
+	// refused; requests without Origin (non-browser clients) pass. Empty
+	// means every request that names an Origin is refused.
+	AllowedOrigins []string
+	// InsecureLocalhostCookie drops the Secure attribute of the session
+	// cookie for requests that addressed http://localhost (ENVIRONMENT=local
+	// only). False always sets Secure.
+	InsecureLocalhostCookie bool
+
+	// MaxPendingClaims is the pending claims allowed per namespace
+	// (MAX_PENDING_AUTHORIZATIONS); zero means 20.
+	MaxPendingClaims int
+	// MaxAPIKeys is the active keys allowed per service
+	// (MAX_API_KEYS_PER_SERVICE); zero means 5.
+	MaxAPIKeys int
+	// PendingExpiry is how long a claim may stay pending
+	// (PENDING_AUTHORIZATION_EXPIRY_HOURS); zero means 24 hours.
+	PendingExpiry time.Duration
+
+	// SignatureMaxAge and SignatureFutureSkew bound the signature `created`
+	// parameter; zero means 300 s and 30 s. Nonces are remembered for
+	// their sum.
+	SignatureMaxAge, SignatureFutureSkew time.Duration
+	// TrustedProxies are the networks whose X-Forwarded-* headers are
+	// believed when rebuilding the signed target URI and the client
+	// address. Empty trusts none.
+	TrustedProxies []netip.Prefix
+	// MaxBodyBytes caps request bodies; zero means 1 MiB.
+	MaxBodyBytes int64
+
+	// PublicURL is the external base URL (scheme://host[:port]) used in DID
+	// service endpoints. Empty derives it from each request.
+	PublicURL string
+
+	// TestSeedToken enables POST /v1/test/seed for loopback clients that
+	// present it in X-IDN-Test-Seed-Token. Empty (the default) means the
+	// route does not exist. Set it only in local or test environments.
+	TestSeedToken string
+
+	// Events receives claim lifecycle events; nil drops them.
+	Events Events
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Server is the control-plane HTTP API. It is an http.Handler; it owns no
+// listener and no goroutine (run Maintain periodically).
+type Server struct {
+	cfg      Config
+	store    *Store
+	log      *slog.Logger
+	proxy    clientip.Resolver
+	verifier *identity.Verifier
+	mux      *http.ServeMux
+}
+
+// New validates cfg and returns the API handler.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("controlplane: Config.Store is required")
+	}
+	if len(cfg.JWTSecret) < 32 {
+		return nil, errors.New("controlplane: Config.JWTSecret must be at least 32 bytes")
+	}
+	for _, o := range cfg.AllowedOrigins {
+		if !validOrigin(o) {
+			return nil, fmt.Errorf("controlplane: allowed origin %q is not scheme://host[:port]", o)
+		}
+	}
+	if cfg.PublicURL != "" && !validOrigin(strings.TrimSuffix(cfg.PublicURL, "/")) {
+		return nil, fmt.Errorf("controlplane: PublicURL %q is not scheme://host[:port]", cfg.PublicURL)
+	}
+	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
+	setDefault(&cfg.SessionTTL, 7*24*time.Hour)
+	setDefault(&cfg.MaxPendingClaims, 20)
+	setDefault(&cfg.MaxAPIKeys, 5)
+	setDefault(&cfg.PendingExpiry, 24*time.Hour)
+	setDefault(&cfg.SignatureMaxAge, identity.DefaultMaxAge)
+	setDefault(&cfg.SignatureFutureSkew, identity.DefaultFutureSkew)
+	setDefault(&cfg.MaxBodyBytes, 1<<20)
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies}}
+	s.verifier = &identity.Verifier{
+		Clock:        cfg.Clock,
+		MaxAge:       cfg.SignatureMaxAge,
+		FutureSkew:   cfg.SignatureFutureSkew,
+		Nonces:       nonceChecker{store: cfg.Store, now: cfg.Clock},
+		Origin:       func(r *http.Request) (string, string) { return s.proxy.Scheme(r), s.proxy.Host(r) },
+		MaxBodyBytes: cfg.MaxBodyBytes,
+	}
+	s.routes()
+	return s, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+func (s *Server) now() time.Time { return s.cfg.Clock() }
+
+// ServeHTTP serves the API; every answer carries an X-Request-Id.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	apierror.RequestID(s.mux).ServeHTTP(w, r)
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	s.mux = m
+	m.HandleFunc("GET /health", s.health)
+
+	// Signed-header routes (DECISIONS §4).
+	m.Handle("GET /v1/namespaces/{namespace}", s.signed(s.getNamespace))
+	m.Handle("GET /v1/namespaces/claims", s.signed(s.withServiceKey(s.claimsFeed)))
+	m.Handle("POST /v1/claims", s.signed(s.withServiceKey(s.submitClaim)))
+	m.Handle("GET /v1/verify", s.signed(s.withServiceKey(s.verifyClaim)))
+	m.Handle("GET /.well-known/did/{did}", s.signed(s.wellKnownDID))
+
+	// Public DID resolution (outside the protected prefixes).
+	m.HandleFunc("GET /1.0/identifiers/{did}", s.resolveDID)
+
+	// Owner session routes.
+	m.Handle("GET /v1/namespaces/{namespace}/claims", s.owner(s.ownerClaims))
+	m.Handle("GET /v1/namespaces/{namespace}/did", s.owner(s.ownerDID))
+	m.Handle("POST /v1/claims/{id}/{action}", s.owner(s.moveClaim))
+	m.Handle("POST /v1/services", s.owner(s.createService))
+	m.Handle("GET /v1/services", s.owner(s.listServices))
+	m.Handle("GET /v1/services/{id}", s.owner(s.getService))
+	m.Handle("PATCH /v1/services/{id}", s.owner(s.updateService))
+	m.Handle("DELETE /v1/services/{id}", s.owner(s.deleteService))
+	m.Handle("GET /v1/services/{id}/keys", s.owner(s.listKeys))
+	m.Handle("POST /v1/services/{id}/keys", s.owner(s.createKey))
+	m.Handle("DELETE /v1/services/{id}/keys/{keyID}", s.owner(s.revokeKey))
+
+	if s.cfg.TestSeedToken != "" {
+		m.HandleFunc("POST /v1/test/seed", s.seed)
+	}
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, errNotFound) })
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Maintain runs one pass of the background work: pending claims older than
+// PendingExpiry become expired, and expired nonces and sessions are
+// deleted. Call it periodically (every minute is plenty); it is safe to run
+// on several instances at once.
+func (s *Server) Maintain(ctx context.Context) error {
+	now := s.now()
+	n, err := s.store.expirePending(ctx, now.Add(-s.cfg.PendingExpiry), now)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.InfoContext(ctx, "expired pending claims", "count", n)
+	}
+	return s.store.cleanup(ctx, now)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decodeJSON reads a JSON object body into v: Content-Type must be
+// application/json, the size is capped and trailing data is refused.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apierror.Error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return errUnsupportedMedia
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errBodyTooLarge
+		}
+		return validationError("request body is not valid JSON: %v", jsonProblem(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return validationError("request body must be a single JSON object")
+	}
+	return nil
+}
+
+// jsonProblem describes a decoding error without echoing input values.
+func jsonProblem(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return fmt.Sprintf("field %q has the wrong type", typeErr.Field)
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("syntax error at byte %d", syn.Offset)
+	}
+	return "malformed body"
+}
+
+// timestamp formats t as ISO 8601 (RFC 3339, UTC), "" when zero.
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// baseURL is PublicURL or the scheme and host the request addressed.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
+	}
+	return s.proxy.Scheme(r) + "://" + s.proxy.Host(r)
+}

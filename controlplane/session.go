@@ -1,0 +1,91 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// SessionCookie is the name of the owner session cookie.
+const SessionCookie = "idn_session"
+
+// sessionClaims is the JWT body of a session: namespace, iat, exp, sid.
+type sessionClaims struct {
+	Namespace string `json:"namespace"`
+	SessionID string `json:"sid"`
+	jwt.RegisteredClaims
+}
+
+// IssueSession starts a session for the owner of namespace ns and returns
+// the token that is the value of the idn_session cookie, and its expiry.
+// The session is recorded in the database, so ending it there (logout,
+// account deletion) refuses the token at once on every instance.
+func (s *Server) IssueSession(ctx context.Context, ns string) (token string, expires time.Time, err error) {
+	now := s.now().Truncate(time.Second)
+	expires = now.Add(s.cfg.SessionTTL)
+	sid, err := s.store.createSession(ctx, ns, now, expires)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, sessionClaims{
+		Namespace: ns,
+		SessionID: sid,
+		RegisteredClaims: jwt.RegisteredClaims{
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(expires),
+		},
+	})
+	token, err = tok.SignedString(s.cfg.JWTSecret)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("controlplane: sign session: %w", err)
+	}
+	return token, expires, nil
+}
+
+// session authenticates a session token: HS256 only, exp required, and the
+// sid must still be live in the database for the same namespace.
+func (s *Server) session(ctx context.Context, token string) (namespace string, err error) {
+	var c sessionClaims
+	_, err = jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return s.cfg.JWTSecret, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(s.now))
+	if err != nil || c.Namespace == "" || c.SessionID == "" {
+		return "", errSessionInvalid
+	}
+	if err := s.store.checkSession(ctx, c.SessionID, c.Namespace, s.now()); err != nil {
+		return "", err
+	}
+	return c.Namespace, nil
+}
+
+// sessionCookie builds the idn_session cookie: HttpOnly, SameSite=Lax,
+// Path=/, Secure unless Config.InsecureLocalhostCookie is set and the
+// request addressed http://localhost.
+func (s *Server) sessionCookie(r *http.Request, token string, expires time.Time) *http.Cookie {
+	c := &http.Cookie{
+		Name:     SessionCookie,
+		Value:    token,
+		Path:     "/",
+		Expires:  expires,
+		MaxAge:   int(time.Until(expires).Seconds()),
+		HttpOnly: true,
+		Secure:   true,
+		SameSite: http.SameSiteLaxMode,
+	}
+	if s.cfg.InsecureLocalhostCookie && s.proxy.Scheme(r) == "http" {
+		host := s.proxy.Host(r)
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if host == "localhost" {
+			c.Secure = false
+		}
+	}
+	return c
+}

@@ -1,0 +1,168 @@
+package controlplane
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+)
+
+// Storage providers accepted in StoreConfig.Provider (ADAPTER_PROVIDER).
+const (
+	ProviderSQLite   = "sqlite"
+	ProviderPostgres = "postgres"
+)
+
+// ErrUnavailable wraps every store error caused by the database itself
+// (connection refused, closed pool, I/O error) rather than by the request.
+// The HTTP layer answers it with 503 DATABASE_UNAVAILABLE.
+var ErrUnavailable = errors.New("controlplane: database unavailable")
+
+// StoreConfig selects and locates the database.
+type StoreConfig struct {
+	// Provider is ProviderSQLite (also when empty) or ProviderPostgres.
+	Provider string
+	// SQLitePath is the database file for ProviderSQLite. Its directory is
+	// created (0700) when missing. Required for SQLite.
+	SQLitePath string
+	// DatabaseURL is the PostgreSQL connection URL for ProviderPostgres
+	// (any form pgx accepts). Required for PostgreSQL.
+	DatabaseURL string
+	// MaxOpenConns bounds the connection pool; zero means 16.
+	MaxOpenConns int
+}
+
+// Store is the control plane's database: SQLite or PostgreSQL behind one
+// schema. Every piece of shared state (nonces, sessions, claims) lives here,
+// so several control-plane instances can share one PostgreSQL database.
+// A Store is safe for concurrent use.
+type Store struct {
+	db *sql.DB
+	pg bool
+}
+
+// Open connects to the database and applies pending migrations. Concurrent
+// Opens against one PostgreSQL database serialise their migrations.
+func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
+	var (
+		db  *sql.DB
+		err error
+		pg  bool
+	)
+	switch cfg.Provider {
+	case "", ProviderSQLite:
+		if cfg.SQLitePath == "" {
+			return nil, errors.New("controlplane: StoreConfig.SQLitePath is required for sqlite")
+		}
+		if err := os.MkdirAll(filepath.Dir(cfg.SQLitePath), 0o700); err != nil {
+			return nil, fmt.Errorf("controlplane: create data directory: %w", err)
+		}
+		// WAL lets readers run beside the single writer; immediate
+		// transactions take the write lock up front, so read-then-write
+		// sequences (pending limit, state transitions) are serialised
+		// instead of failing with SQLITE_BUSY on upgrade.
+		q := url.Values{}
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Add("_pragma", "foreign_keys(1)")
+		q.Set("_txlock", "immediate")
+		db, err = sql.Open("sqlite", "file:"+cfg.SQLitePath+"?"+q.Encode())
+	case ProviderPostgres:
+		if cfg.DatabaseURL == "" {
+			return nil, errors.New("controlplane: StoreConfig.DatabaseURL is required for postgres")
+		}
+		pg = true
+		db, err = sql.Open("pgx", cfg.DatabaseURL)
+	default:
+		return nil, fmt.Errorf("controlplane: unknown storage provider %q (want %q or %q)", cfg.Provider, ProviderSQLite, ProviderPostgres)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: open database: %w", err)
+	}
+	n := cfg.MaxOpenConns
+	if n <= 0 {
+		n = 16
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	s := &Store{db: db, pg: pg}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping reports whether the database answers; the error wraps ErrUnavailable.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// dbErr classifies a database error: sql.ErrNoRows and context errors pass
+// through, anything else is the database failing and wraps ErrUnavailable.
+func dbErr(op string, err error) error {
+	if err == nil || errors.Is(err, sql.ErrNoRows) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %v", ErrUnavailable, op, err)
+}
+
+// forUpdate is the row-lock suffix for a SELECT inside a transaction. SQLite
+// has no row locks; its immediate transactions already hold the write lock.
+func (s *Store) forUpdate() string {
+	if s.pg {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// tx runs fn in a transaction and commits when fn returns nil.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return dbErr("begin", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return dbErr("commit", err)
+	}
+	return nil
+}
+
+// Times are stored as integer Unix microseconds in both engines, so ordering
+// and comparison are identical everywhere and no driver converts zones.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func fromNullMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+func nullMicros(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: micros(t), Valid: true}
+}

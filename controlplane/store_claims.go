@@ -1,0 +1,314 @@
+package controlplane
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Claim statuses.
+const (
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusRejected = "rejected"
+	StatusRevoked  = "revoked"
+	StatusExpired  = "expired"
+)
+
+// Claim is the authorisation of a (namespace, public key, service) tuple.
+// Zero times mean "not happened".
+type Claim struct {
+	ID               string
+	Namespace        string
+	PublicKey        string // "ed25519:<base64>"
+	Service          string // service slug
+	AgentIP          string
+	Subject          string
+	AgentID          string
+	AgentName        string
+	Status           string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	ApprovedAt       time.Time
+	RejectedAt       time.Time
+	RevokedAt        time.Time
+	ExpiredAt        time.Time
+	ApprovalTxHash   string
+	RevocationTxHash string
+}
+
+const claimColumns = `id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
+	created_at, updated_at, approved_at, rejected_at, revoked_at, expired_at, approval_tx_hash, revocation_tx_hash`
+
+func scanClaim(row interface{ Scan(...any) error }) (Claim, error) {
+	var (
+		c                                   Claim
+		created, updated                    int64
+		approved, rejected, revoked, expird sql.NullInt64
+		approvalTx, revocationTx            sql.NullString
+	)
+	err := row.Scan(&c.ID, &c.Namespace, &c.PublicKey, &c.Service, &c.AgentIP, &c.Subject, &c.AgentID, &c.AgentName, &c.Status,
+		&created, &updated, &approved, &rejected, &revoked, &expird, &approvalTx, &revocationTx)
+	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
+	c.ApprovedAt, c.RejectedAt = fromNullMicros(approved), fromNullMicros(rejected)
+	c.RevokedAt, c.ExpiredAt = fromNullMicros(revoked), fromNullMicros(expird)
+	c.ApprovalTxHash, c.RevocationTxHash = approvalTx.String, revocationTx.String
+	return c, err
+}
+
+func scanClaims(rows *sql.Rows) ([]Claim, error) {
+	defer rows.Close()
+	out := []Claim{}
+	for rows.Next() {
+		c, err := scanClaim(rows)
+		if err != nil {
+			return nil, dbErr("scan claim", err)
+		}
+		out = append(out, c)
+	}
+	return out, dbErr("read claims", rows.Err())
+}
+
+// submitClaim creates a pending claim, or returns the live (pending or
+// approved) claim of the same tuple with created == false. The namespace row
+// is locked on PostgreSQL (SQLite transactions are already exclusive), so the
+// pending limit holds under concurrency.
+func (s *Store) submitClaim(ctx context.Context, in Claim, maxPending int, now time.Time) (c Claim, created bool, err error) {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var deactivated sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT deactivated_at FROM namespaces WHERE namespace = $1`+s.forUpdate(), in.Namespace).Scan(&deactivated)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNamespaceNotFound
+		}
+		if err != nil {
+			return dbErr("namespace", err)
+		}
+		if deactivated.Valid {
+			return errNamespaceDeactivated
+		}
+		c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims
+			WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status IN ('pending', 'approved')`,
+			in.Namespace, in.PublicKey, in.Service))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return dbErr("claim lookup", err)
+		}
+		var pending int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE namespace = $1 AND status = 'pending'`, in.Namespace).Scan(&pending); err != nil {
+			return dbErr("count pending", err)
+		}
+		if pending >= maxPending {
+			return errPendingLimit
+		}
+		c = in
+		c.ID, c.Status = newID("clm_"), StatusPending
+		c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
+		_, err = tx.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $9)`,
+			c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, c.Subject, c.AgentID, c.AgentName, micros(now))
+		if err != nil {
+			return dbErr("insert claim", err)
+		}
+		created = true
+		return nil
+	})
+	return c, created, err
+}
+
+// transitions is the claim state machine: action → (from, to, timestamp column).
+var transitions = map[string]struct{ from, to, column string }{
+	"approve": {StatusPending, StatusApproved, "approved_at"},
+	"reject":  {StatusPending, StatusRejected, "rejected_at"},
+	"revoke":  {StatusApproved, StatusRevoked, "revoked_at"},
+}
+
+// transition applies action to claim id of owner ns. It is one conditional
+// UPDATE (… WHERE status = <from>): concurrent moves of one claim serialise
+// on the row, and a loser sees the winner's status and gets a
+// *transitionError. A pending claim older than pendingCutoff counts as
+// expired even before the expiry job has run, and an inactive namespace
+// approves nothing.
+func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCutoff, now time.Time) (Claim, error) {
+	t, ok := transitions[action]
+	if !ok {
+		return Claim{}, &transitionError{Action: action, From: "unknown"}
+	}
+	cond := ""
+	args := []any{id, ns, t.from, t.to, micros(now)}
+	if t.from == StatusPending {
+		cond = ` AND created_at > $6 AND namespace IN (SELECT namespace FROM namespaces WHERE deactivated_at IS NULL)`
+		args = append(args, micros(pendingCutoff))
+	}
+	c, err := scanClaim(s.db.QueryRowContext(ctx, `UPDATE claims SET status = $4, `+t.column+` = $5, updated_at = $5
+		WHERE id = $1 AND namespace = $2 AND status = $3`+cond+` RETURNING `+claimColumns, args...))
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return c, dbErr("transition", err)
+	}
+	var status string
+	var created int64
+	err = s.db.QueryRowContext(ctx, `SELECT status, created_at FROM claims WHERE id = $1 AND namespace = $2`, id, ns).Scan(&status, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, errClaimNotFound
+	}
+	if err != nil {
+		return c, dbErr("claim", err)
+	}
+	if status == StatusPending && t.from == StatusPending && created <= micros(pendingCutoff) {
+		status = StatusExpired
+	}
+	if status == t.from {
+		// Still in the source state: the only remaining cause is the namespace.
+		return c, errNamespaceDeactivated
+	}
+	return c, &transitionError{Action: action, From: status}
+}
+
+// expirePending moves pending claims created at or before cutoff to expired.
+func (s *Store) expirePending(ctx context.Context, cutoff, now time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE claims SET status = 'expired', expired_at = $2, updated_at = $2
+		WHERE status = 'pending' AND created_at <= $1`, micros(cutoff), micros(now))
+	if err != nil {
+		return 0, dbErr("expire claims", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// page is one page of claims and the total number of matches.
+type page struct {
+	Claims  []Claim
+	Total   int64
+	HasMore bool
+}
+
+// listClaims pages claims matching where (a SQL condition on $1…$n with
+// args), in order, fetching limit+1 rows so has_more never depends on a
+// separately read total.
+func (s *Store) listClaims(ctx context.Context, columns, where, order string, args []any, limit, offset int) (page, error) {
+	var p page
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE `+where, args...).Scan(&p.Total); err != nil {
+		return p, dbErr("count claims", err)
+	}
+	n := len(args)
+	q := `SELECT ` + columns + ` FROM claims WHERE ` + where + ` ORDER BY ` + order +
+		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2)
+	rows, err := s.db.QueryContext(ctx, q, append(args, limit+1, offset)...)
+	if err != nil {
+		return p, dbErr("list claims", err)
+	}
+	if columns == claimColumns {
+		p.Claims, err = scanClaims(rows)
+	} else {
+		p.Claims, err = scanFeedClaims(rows)
+	}
+	if err != nil {
+		return p, err
+	}
+	if len(p.Claims) > limit {
+		p.Claims, p.HasMore = p.Claims[:limit], true
+	}
+	return p, nil
+}
+
+const feedColumns = `id, namespace, public_key, service, subject, agent_id, agent_name, approved_at`
+
+func scanFeedClaims(rows *sql.Rows) ([]Claim, error) {
+	defer rows.Close()
+	out := make([]Claim, 0, 64)
+	for rows.Next() {
+		var c Claim
+		var approved int64
+		if err := rows.Scan(&c.ID, &c.Namespace, &c.PublicKey, &c.Service, &c.Subject, &c.AgentID, &c.AgentName, &approved); err != nil {
+			return nil, dbErr("scan claim", err)
+		}
+		c.Status, c.ApprovedAt = StatusApproved, fromMicros(approved)
+		out = append(out, c)
+	}
+	return out, dbErr("read claims", rows.Err())
+}
+
+// feed pages the approved claims of a service in (approved_at, id) order,
+// so new approvals append and paging does not skip.
+func (s *Store) feed(ctx context.Context, slug string, limit, offset int) (page, error) {
+	return s.listClaims(ctx, feedColumns, `service = $1 AND status = 'approved'`, `approved_at, id`, []any{slug}, limit, offset)
+}
+
+// ownerClaims pages a namespace's claims, newest first, optionally filtered.
+func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit, offset int) (page, error) {
+	conds := []string{"namespace = $1"}
+	args := []any{ns}
+	if status != "" {
+		args = append(args, status)
+		conds = append(conds, "status = $"+strconv.Itoa(len(args)))
+	}
+	if slug != "" {
+		args = append(args, slug)
+		conds = append(conds, "service = $"+strconv.Itoa(len(args)))
+	}
+	return s.listClaims(ctx, claimColumns, strings.Join(conds, " AND "), `created_at DESC, id DESC`, args, limit, offset)
+}
+
+// latestClaim returns the claim that decides a tuple: the live one when
+// present, else the most recently changed one.
+func (s *Store) latestClaim(ctx context.Context, ns, publicKey, slug string) (Claim, error) {
+	c, err := scanClaim(s.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims
+		WHERE namespace = $1 AND public_key = $2 AND service = $3
+		ORDER BY CASE WHEN status IN ('pending', 'approved') THEN 0 ELSE 1 END, updated_at DESC, id DESC LIMIT 1`,
+		ns, publicKey, slug))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, errClaimNotFound
+	}
+	return c, dbErr("claim", err)
+}
+
+// namespaceClaims returns every claim of a namespace, oldest first; with
+// approvedOnly, only approved ones.
+func (s *Store) namespaceClaims(ctx context.Context, ns string, approvedOnly bool) ([]Claim, error) {
+	q := `SELECT ` + claimColumns + ` FROM claims WHERE namespace = $1`
+	if approvedOnly {
+		q += ` AND status = 'approved'`
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at, id`, ns)
+	if err != nil {
+		return nil, dbErr("namespace claims", err)
+	}
+	return scanClaims(rows)
+}
+
+// insertSeedClaim stores a claim with any status, for the test seed.
+func (s *Store) insertSeedClaim(ctx context.Context, c Claim, now time.Time) (Claim, error) {
+	c.ID = newID("clm_")
+	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
+	var approved, rejected, revoked, expired sql.NullInt64
+	at := nullMicros(now)
+	switch c.Status {
+	case StatusApproved:
+		approved = at
+	case StatusRejected:
+		rejected = at
+	case StatusRevoked:
+		approved, revoked = at, at
+	case StatusExpired:
+		expired = at
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
+			created_at, updated_at, approved_at, rejected_at, revoked_at, expired_at)
+		VALUES ($1, $2, $3, $4, '', '', '', '', $5, $6, $6, $7, $8, $9, $10)`,
+		c.ID, c.Namespace, c.PublicKey, c.Service, c.Status, micros(now), approved, rejected, revoked, expired)
+	if isUniqueViolation(err) {
+		return c, validationError("claim for namespace %q, key and service %q already live", c.Namespace, c.Service)
+	}
+	if err != nil {
+		return c, dbErr("insert claim", err)
+	}
+	c.ApprovedAt, c.RejectedAt, c.RevokedAt, c.ExpiredAt = fromNullMicros(approved), fromNullMicros(rejected), fromNullMicros(revoked), fromNullMicros(expired)
+	return c, nil
+}

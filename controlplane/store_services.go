@@ -1,0 +1,277 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// service is a registered service: the owner of a slug that claims name.
+type service struct {
+	ID              string    `json:"id"`
+	Slug            string    `json:"slug"`
+	Name            string    `json:"name"`
+	ServiceEndpoint string    `json:"service_endpoint"`
+	Owner           string    `json:"owner"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
+// apiKey is an API key record. Key is the plaintext, set only in the answer
+// that creates it; only its SHA-256 is stored.
+type apiKey struct {
+	ID         string     `json:"id"`
+	Key        string     `json:"key,omitempty"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+const apiKeyPrefix = "idn_sk_"
+
+// newAPIKey returns a fresh plaintext key: idn_sk_ + base64url(32 bytes).
+func newAPIKey() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return apiKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func hashAPIKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+const serviceColumns = `id, slug, name, service_endpoint, owner, created_at, updated_at`
+
+func scanService(row interface{ Scan(...any) error }) (service, error) {
+	var (
+		svc              service
+		created, updated int64
+	)
+	err := row.Scan(&svc.ID, &svc.Slug, &svc.Name, &svc.ServiceEndpoint, &svc.Owner, &created, &updated)
+	svc.CreatedAt, svc.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return svc, err
+}
+
+// insertKey adds a new active key to a service inside tx.
+func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time) (apiKey, error) {
+	plain := newAPIKey()
+	k := apiKey{ID: newID("key_"), Key: plain, Prefix: plain[:len(apiKeyPrefix)+6], CreatedAt: now.UTC()}
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, service_id, key_hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		k.ID, serviceID, hashAPIKey(plain), k.Prefix, micros(now))
+	return k, dbErr("insert api key", err)
+}
+
+// createService registers a service owned by owner and issues its first key.
+func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug string, now time.Time) (service, apiKey, error) {
+	svc := service{ID: newID("svc_"), Slug: slug, Name: name, ServiceEndpoint: endpoint, Owner: owner, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	var key apiKey
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var taken int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM services WHERE slug = $1`, slug).Scan(&taken); err != nil {
+			return dbErr("slug lookup", err)
+		}
+		if taken > 0 {
+			return errSlugTaken
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO services (`+serviceColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $6)`,
+			svc.ID, slug, name, endpoint, owner, micros(now))
+		if isUniqueViolation(err) {
+			return errSlugTaken
+		}
+		if err != nil {
+			return dbErr("insert service", err)
+		}
+		key, err = insertKey(ctx, tx, svc.ID, now)
+		return err
+	})
+	return svc, key, err
+}
+
+func (s *Store) listServices(ctx context.Context, owner string) ([]service, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+serviceColumns+` FROM services WHERE owner = $1 ORDER BY created_at, id`, owner)
+	if err != nil {
+		return nil, dbErr("list services", err)
+	}
+	defer rows.Close()
+	out := []service{}
+	for rows.Next() {
+		svc, err := scanService(rows)
+		if err != nil {
+			return nil, dbErr("scan service", err)
+		}
+		out = append(out, svc)
+	}
+	return out, dbErr("list services", rows.Err())
+}
+
+// service returns the service id of owner; another owner's service is
+// reported as absent, so ids reveal nothing across accounts.
+func (s *Store) service(ctx context.Context, owner, id string) (service, error) {
+	svc, err := scanService(s.db.QueryRowContext(ctx, `SELECT `+serviceColumns+` FROM services WHERE id = $1 AND owner = $2`, id, owner))
+	if errors.Is(err, sql.ErrNoRows) {
+		return svc, errServiceNotFound
+	}
+	return svc, dbErr("service", err)
+}
+
+// updateService sets the non-nil fields.
+func (s *Store) updateService(ctx context.Context, owner, id string, name, endpoint *string, now time.Time) (service, error) {
+	var sets []string
+	args := []any{id, owner, micros(now)}
+	if name != nil {
+		args = append(args, *name)
+		sets = append(sets, "name = $4")
+	}
+	if endpoint != nil {
+		args = append(args, *endpoint)
+		sets = append(sets, "service_endpoint = $"+strconv.Itoa(len(args)))
+	}
+	sets = append(sets, "updated_at = $3")
+	svc, err := scanService(s.db.QueryRowContext(ctx, `UPDATE services SET `+strings.Join(sets, ", ")+
+		` WHERE id = $1 AND owner = $2 RETURNING `+serviceColumns, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return svc, errServiceNotFound
+	}
+	return svc, dbErr("update service", err)
+}
+
+// deleteService removes a service and its keys. Its approved claims are
+// revoked and its pending claims rejected, so nothing stays authorised for
+// a service that no longer exists; the revoked claims are returned so their
+// events can be published.
+func (s *Store) deleteService(ctx context.Context, owner, id string, now time.Time) ([]Claim, error) {
+	var revoked []Claim
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var slug string
+		err := tx.QueryRowContext(ctx, `SELECT slug FROM services WHERE id = $1 AND owner = $2`+s.forUpdate(), id, owner).Scan(&slug)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errServiceNotFound
+		}
+		if err != nil {
+			return dbErr("service", err)
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE claims SET status = 'revoked', revoked_at = $2, updated_at = $2
+			WHERE service = $1 AND status = 'approved' RETURNING `+claimColumns, slug, micros(now))
+		if err != nil {
+			return dbErr("revoke claims", err)
+		}
+		revoked, err = scanClaims(rows)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE claims SET status = 'rejected', rejected_at = $2, updated_at = $2
+			WHERE service = $1 AND status = 'pending'`, slug, micros(now)); err != nil {
+			return dbErr("reject claims", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE service_id = $1`, id); err != nil {
+			return dbErr("delete keys", err)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM services WHERE id = $1`, id)
+		return dbErr("delete service", err)
+	})
+	return revoked, err
+}
+
+func (s *Store) listKeys(ctx context.Context, owner, serviceID string) ([]apiKey, error) {
+	if _, err := s.service(ctx, owner, serviceID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, prefix, created_at, last_used_at, revoked_at FROM api_keys
+		WHERE service_id = $1 ORDER BY created_at, id`, serviceID)
+	if err != nil {
+		return nil, dbErr("list keys", err)
+	}
+	defer rows.Close()
+	out := []apiKey{}
+	for rows.Next() {
+		var (
+			k             apiKey
+			created       int64
+			used, revoked sql.NullInt64
+		)
+		if err := rows.Scan(&k.ID, &k.Prefix, &created, &used, &revoked); err != nil {
+			return nil, dbErr("scan key", err)
+		}
+		k.CreatedAt = fromMicros(created)
+		k.LastUsedAt, k.RevokedAt = timePtr(used), timePtr(revoked)
+		out = append(out, k)
+	}
+	return out, dbErr("list keys", rows.Err())
+}
+
+func timePtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+// createKey issues another key, refusing when max keys are already active.
+func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int, now time.Time) (apiKey, error) {
+	var key apiKey
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var id string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`+s.forUpdate(), serviceID, owner).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errServiceNotFound
+		}
+		if err != nil {
+			return dbErr("service", err)
+		}
+		var active int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_keys WHERE service_id = $1 AND revoked_at IS NULL`, serviceID).Scan(&active); err != nil {
+			return dbErr("count keys", err)
+		}
+		if active >= max {
+			return errKeyLimit
+		}
+		key, err = insertKey(ctx, tx, serviceID, now)
+		return err
+	})
+	return key, err
+}
+
+// revokeKey revokes an active key of one of owner's services.
+func (s *Store) revokeKey(ctx context.Context, owner, serviceID, keyID string, now time.Time) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $4 WHERE id = $1 AND service_id = $2 AND revoked_at IS NULL
+		AND service_id IN (SELECT id FROM services WHERE owner = $3)`, keyID, serviceID, owner, micros(now))
+	if err != nil {
+		return dbErr("revoke key", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errKeyNotFound
+	}
+	return nil
+}
+
+// serviceByKey authenticates a plaintext API key and returns its service.
+// last_used_at is refreshed at most once a minute so hot keys cost no write
+// per request.
+func (s *Store) serviceByKey(ctx context.Context, key string, now time.Time) (service, error) {
+	var keyID string
+	var svc service
+	var created, updated int64
+	err := s.db.QueryRowContext(ctx, `SELECT k.id, s.id, s.slug, s.name, s.service_endpoint, s.owner, s.created_at, s.updated_at
+		FROM api_keys k JOIN services s ON s.id = k.service_id WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+		hashAPIKey(key)).Scan(&keyID, &svc.ID, &svc.Slug, &svc.Name, &svc.ServiceEndpoint, &svc.Owner, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return svc, errKeyNotFound
+	}
+	if err != nil {
+		return svc, dbErr("api key", err)
+	}
+	svc.CreatedAt, svc.UpdatedAt = fromMicros(created), fromMicros(updated)
+	_, err = s.db.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
+		keyID, micros(now), micros(now.Add(-time.Minute)))
+	return svc, dbErr("touch api key", err)
+}
