@@ -1,0 +1,174 @@
+package credvault
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Protocols of a connection.
+const (
+	ProtocolHTTP = "http"
+	ProtocolMCP  = "mcp"
+)
+
+// Authentication modes: how the secret is put on the upstream request.
+const (
+	AuthBearer     = "bearer"      // Authorization: <auth_prefix><secret>
+	AuthHeaderKey  = "header_key"  // <auth_header_name>: <auth_prefix><secret>
+	AuthQueryParam = "query_param" // ?<auth_query_param>=<secret>
+)
+
+// Connection statuses.
+const (
+	StatusActive   = "active"
+	StatusDisabled = "disabled"
+)
+
+// MCPTransportStreamableHTTP is the only MCP transport; "http" is accepted as
+// a synonym and stored as this value.
+const MCPTransportStreamableHTTP = "streamable_http"
+
+// Defaults applied when a connection is written.
+const (
+	DefaultAuthHeaderName = "X-API-Key"
+	DefaultAuthQueryParam = "api_key"
+	DefaultBearerPrefix   = "Bearer "
+)
+
+// Connection is an upstream the gateway proxies to, as gateway.md and
+// DECISIONS §3 describe it. It never holds secret values: CredentialKeys
+// names the secrets, which stay sealed in the store. Zero times are omitted
+// from JSON.
+//
+// The fields from ID to MCPDiscovery are configuration; the fields after it
+// are maintained by the Vault and ignored when passed to Create or Update.
+type Connection struct {
+	ID                     string                `json:"id"`
+	Name                   string                `json:"name,omitempty"`
+	Service                string                `json:"service,omitempty"`
+	Protocol               string                `json:"protocol"`
+	BaseURL                string                `json:"base_url"`
+	PathPrefix             string                `json:"path_prefix,omitempty"`
+	AuthMode               string                `json:"auth_mode,omitempty"`
+	AuthPrefix             string                `json:"auth_prefix,omitempty"`
+	AuthHeaderName         string                `json:"auth_header_name,omitempty"`
+	AuthQueryParam         string                `json:"auth_query_param,omitempty"`
+	AuthSecretKey          string                `json:"auth_secret_key,omitempty"`
+	Status                 string                `json:"status"`
+	RotationIntervalDays   int                   `json:"rotation_interval_days,omitempty"`
+	MCPEndpoint            string                `json:"mcp_endpoint,omitempty"`
+	MCPTransport           string                `json:"mcp_transport,omitempty"`
+	MCPToolAllowlist       []string              `json:"mcp_tool_allowlist,omitempty"`
+	MCPToolDenylist        []string              `json:"mcp_tool_denylist,omitempty"`
+	MCPSubjectToolPolicies map[string]ToolPolicy `json:"mcp_subject_tool_policies,omitempty"`
+	MCPMaxTools            int                   `json:"mcp_max_tools,omitempty"`
+	MCPDiscovery           json.RawMessage       `json:"mcp_discovery,omitempty"`
+
+	CredentialKeys    []string        `json:"credential_keys"`
+	SecretVersion     int64           `json:"secret_version"`
+	LastRotatedAt     time.Time       `json:"last_rotated_at,omitzero"`
+	NextRotationDueAt time.Time       `json:"next_rotation_due_at,omitzero"`
+	CreatedAt         time.Time       `json:"created_at,omitzero"`
+	UpdatedAt         time.Time       `json:"updated_at,omitzero"`
+	LastTest          *TestResult     `json:"last_test,omitempty"`
+	RotationHistory   []RotationEvent `json:"rotation_history,omitempty"`
+}
+
+// ToolPolicy narrows the tools one subject may use on an MCP connection.
+// Names may contain the wildcards * and ?.
+type ToolPolicy struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// TestResult is the outcome of the last upstream probe (admin "test").
+type TestResult struct {
+	OK        bool      `json:"ok"`
+	Status    int       `json:"status"`
+	LatencyMS int64     `json:"latency_ms"`
+	Error     string    `json:"error,omitempty"`
+	TestedAt  time.Time `json:"tested_at,omitzero"`
+}
+
+// RotationEvent is the metadata of one rotation; secrets are never kept.
+type RotationEvent struct {
+	Version int64     `json:"version"`
+	At      time.Time `json:"at"`
+	By      string    `json:"by,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// maxRotationHistory bounds rotation_history; older entries are dropped.
+const maxRotationHistory = 100
+
+// ServiceSlug is the service named in the claim tuple: Service when set,
+// else ID (DECISIONS §3).
+func (c *Connection) ServiceSlug() string {
+	if c.Service != "" {
+		return c.Service
+	}
+	return c.ID
+}
+
+// RotationOverdue reports whether the connection's credentials are due for
+// rotation more than grace ago. A connection without a rotation interval is
+// never overdue.
+func (c *Connection) RotationOverdue(now time.Time, grace time.Duration) bool {
+	if c.RotationIntervalDays <= 0 || c.NextRotationDueAt.IsZero() {
+		return false
+	}
+	return now.After(c.NextRotationDueAt.Add(grace))
+}
+
+// Clone returns a deep copy of c.
+func (c *Connection) Clone() *Connection {
+	n := *c
+	n.MCPToolAllowlist = slices.Clone(c.MCPToolAllowlist)
+	n.MCPToolDenylist = slices.Clone(c.MCPToolDenylist)
+	if c.MCPSubjectToolPolicies != nil {
+		n.MCPSubjectToolPolicies = make(map[string]ToolPolicy, len(c.MCPSubjectToolPolicies))
+		for k, p := range c.MCPSubjectToolPolicies {
+			n.MCPSubjectToolPolicies[k] = ToolPolicy{Allow: slices.Clone(p.Allow), Deny: slices.Clone(p.Deny)}
+		}
+	}
+	n.MCPDiscovery = slices.Clone(c.MCPDiscovery)
+	n.CredentialKeys = slices.Clone(c.CredentialKeys)
+	if c.LastTest != nil {
+		t := *c.LastTest
+		n.LastTest = &t
+	}
+	n.RotationHistory = slices.Clone(c.RotationHistory)
+	return &n
+}
+
+// normalize fills the defaults of a connection's configuration in place:
+// status active, protocol http, auth_header_name X-API-Key, auth_query_param
+// api_key, auth_prefix "Bearer " for bearer mode when empty, and
+// mcp_transport streamable_http (also replacing the synonym "http") for MCP
+// connections.
+func (c *Connection) normalize() {
+	if c.Status == "" {
+		c.Status = StatusActive
+	}
+	if c.Protocol == "" {
+		c.Protocol = ProtocolHTTP
+	}
+	if c.AuthHeaderName == "" {
+		c.AuthHeaderName = DefaultAuthHeaderName
+	}
+	if c.AuthQueryParam == "" {
+		c.AuthQueryParam = DefaultAuthQueryParam
+	}
+	if c.AuthMode == AuthBearer && c.AuthPrefix == "" {
+		c.AuthPrefix = DefaultBearerPrefix
+	}
+	if c.Protocol == ProtocolMCP && (c.MCPTransport == "" || c.MCPTransport == "http") {
+		c.MCPTransport = MCPTransportStreamableHTTP
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

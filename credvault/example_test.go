@@ -1,0 +1,93 @@
+package credvault_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	"github.com/idnhq/idn/credvault"
+)
+
+// The gateway opens the store file in its data directory and looks a
+// connection's credential up on each request.
+func ExampleNew() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "vault")
+	defer os.RemoveAll(dir)
+
+	key, _ := credvault.ParseMasterKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	st, err := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	v, err := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+
+	_, _, _ = v.PutVariable(ctx, "GITHUB_TOKEN", "ghp_example", "alice")
+	_, err = v.Create(ctx, &credvault.Connection{
+		ID: "github", BaseURL: "https://api.github.com",
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token",
+	}, map[string]string{"token": "{{GITHUB_TOKEN}}"})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	r, _ := v.Lookup("github")
+	secret, _ := r.Secret()
+	fmt.Println(r.Connection.ServiceSlug(), r.Connection.AuthPrefix+secret, r.Connection.CredentialKeys)
+	// Output: github Bearer ghp_example [token]
+}
+
+func ExampleInject() {
+	c := &credvault.Connection{AuthMode: credvault.AuthQueryParam, AuthQueryParam: "key"}
+	req, _ := http.NewRequest("GET", "https://maps.example.com/geocode?q=Paris", nil)
+	credvault.Inject(req, c, "s3cret")
+	fmt.Println(req.URL)
+	// Output: https://maps.example.com/geocode?q=Paris&key=s3cret
+}
+
+// A Vault's Transport injects the credential on a clone of each request,
+// only for the connection's own upstream.
+func ExampleVault_Transport() {
+	ctx := context.Background()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "upstream saw %s", r.Header.Get("X-API-Key"))
+	}))
+	defer upstream.Close()
+
+	dir, _ := os.MkdirTemp("", "vault")
+	defer os.RemoveAll(dir)
+	key, _ := credvault.GenerateMasterKey()
+	st, _ := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	defer st.Close()
+	v, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1})
+	defer v.Close()
+	_, _ = v.Create(ctx, &credvault.Connection{
+		ID: "svc", BaseURL: upstream.URL, AuthMode: credvault.AuthHeaderKey, AuthSecretKey: "api_key",
+	}, map[string]string{"api_key": "k-123"})
+
+	client := &http.Client{Transport: v.Transport("svc", nil)}
+	resp, err := client.Get(upstream.URL + "/status")
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(body))
+	// Output: upstream saw k-123
+}
+
+func ExampleParseMasterKey() {
+	_, err := credvault.ParseMasterKey("not-a-key")
+	fmt.Println(err)
+	// Output: credvault: master key must be the standard base64 encoding of exactly 32 random bytes (make one with `gateway keygen`): the key is not valid base64
+}

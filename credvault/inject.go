@@ -1,0 +1,177 @@
+package credvault
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Inject puts a connection's upstream credential on req, in place:
+//
+//	bearer:      Authorization: <auth_prefix><secret>
+//	header_key:  <auth_header_name>: <auth_prefix><secret>
+//	query_param: <auth_query_param>=<secret>, replacing any value the
+//	             request already had for that parameter
+//
+// A connection without an auth mode, or an empty secret, leaves req
+// unchanged. Inject does not check req's destination; Vault.Transport does.
+func Inject(req *http.Request, c *Connection, secret string) {
+	if secret == "" {
+		return
+	}
+	switch c.AuthMode {
+	case AuthBearer:
+		req.Header.Set("Authorization", c.AuthPrefix+secret)
+	case AuthHeaderKey:
+		name := c.AuthHeaderName
+		if name == "" {
+			name = DefaultAuthHeaderName
+		}
+		req.Header.Set(name, c.AuthPrefix+secret)
+	case AuthQueryParam:
+		name := c.AuthQueryParam
+		if name == "" {
+			name = DefaultAuthQueryParam
+		}
+		req.URL.RawQuery = setQueryParam(req.URL.RawQuery, name, secret)
+	}
+}
+
+// setQueryParam drops every occurrence of name from a raw query and appends
+// name=value, keeping the other parameters byte for byte and in order.
+func setQueryParam(raw, name, value string) string {
+	var b strings.Builder
+	for part := range strings.SplitSeq(raw, "&") {
+		if part == "" {
+			continue
+		}
+		k, _, _ := strings.Cut(part, "=")
+		if uk, err := url.QueryUnescape(k); err == nil && uk == name {
+			continue
+		}
+		b.WriteString(part)
+		b.WriteByte('&')
+	}
+	b.WriteString(url.QueryEscape(name))
+	b.WriteByte('=')
+	b.WriteString(url.QueryEscape(value))
+	return b.String()
+}
+
+// UpstreamBase returns the connection's upstream root: base_url with
+// path_prefix appended. A reverse proxy joins the inbound path to it.
+func (c *Connection) UpstreamBase() (*url.URL, error) {
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("credvault: connection %q: base_url does not parse", c.ID)
+	}
+	if c.PathPrefix != "" {
+		u = u.JoinPath(c.PathPrefix)
+	}
+	return u, nil
+}
+
+// transport injects a connection's credential into requests bound for the
+// connection's upstream.
+type transport struct {
+	v    *Vault
+	id   string
+	base http.RoundTripper
+}
+
+// ErrCredentialDestination is returned by a Vault.Transport asked to send a
+// request to a host other than the connection's upstream: the credential is
+// never sent there (redirects to other hosts included).
+var ErrCredentialDestination = errors.New("credvault: request is not bound for the connection's upstream; credential withheld")
+
+// Transport returns an http.RoundTripper that, for each request, looks the
+// connection up in the current snapshot (so rotations apply at once),
+// checks that the request goes to the connection's upstream (the scheme and
+// host of base_url, or of an absolute mcp_endpoint), and sends a clone of
+// it with the credential injected through base (nil means
+// http.DefaultTransport). The caller's request is never modified, the
+// returned Response.Request is the caller's request, and errors never
+// contain the credential or a URL carrying it.
+func (v *Vault) Transport(id string, base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{v: v, id: id, base: base}
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	closeBody := func() {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+	}
+	r, ok := t.v.Lookup(t.id)
+	if !ok {
+		closeBody()
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, t.id)
+	}
+	secret, err := r.Secret()
+	if err != nil {
+		closeBody()
+		return nil, err
+	}
+	if !upstreamOrigin(r.Connection, req.URL) {
+		closeBody()
+		return nil, ErrCredentialDestination
+	}
+	out := req.Clone(req.Context())
+	Inject(out, r.Connection, secret)
+	resp, err := t.base.RoundTrip(out)
+	if err != nil {
+		return nil, redact(err, secret)
+	}
+	resp.Request = req
+	return resp, nil
+}
+
+func upstreamOrigin(c *Connection, u *url.URL) bool {
+	same := func(raw string) bool {
+		b, err := url.Parse(raw)
+		return err == nil && b.Host != "" && strings.EqualFold(b.Scheme, u.Scheme) && strings.EqualFold(b.Host, u.Host)
+	}
+	return same(c.BaseURL) || (c.MCPEndpoint != "" && !strings.HasPrefix(c.MCPEndpoint, "/") && same(c.MCPEndpoint))
+}
+
+// redactedError hides a secret in an error's text while keeping the
+// original reachable through Unwrap for errors.Is/As (timeouts, context
+// cancellation).
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redact returns err with every form of secret (raw, query-escaped,
+// path-escaped) replaced by [redacted]; a *url.Error keeps its type with a
+// redacted URL.
+func redact(err error, secret string) error {
+	if err == nil || secret == "" {
+		return err
+	}
+	scrub := func(s string) string {
+		for _, form := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret)} {
+			s = strings.ReplaceAll(s, form, "[redacted]")
+		}
+		return s
+	}
+	if ue, ok := err.(*url.Error); ok {
+		inner := ue.Err
+		if msg := scrub(inner.Error()); msg != inner.Error() {
+			inner = &redactedError{msg: msg, err: inner}
+		}
+		return &url.Error{Op: ue.Op, URL: scrub(ue.URL), Err: inner}
+	}
+	if msg := scrub(err.Error()); msg != err.Error() {
+		return &redactedError{msg: msg, err: err}
+	}
+	return err
+}

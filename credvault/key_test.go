@@ -1,0 +1,70 @@
+package credvault
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestParseMasterKey(t *testing.T) {
+	good := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
+	if k, err := ParseMasterKey(" " + good + "\n"); err != nil || k.Encode() != good {
+		t.Fatalf("ParseMasterKey(good) = %v", err)
+	}
+	bad := map[string]string{
+		"empty":             "",
+		"not_base64":        "this is not a key!",
+		"short_31_bytes":    base64.StdEncoding.EncodeToString(make([]byte, 31)),
+		"long_33_bytes":     base64.StdEncoding.EncodeToString(make([]byte, 33)),
+		"hex_encoded":       strings.Repeat("ab", 32),
+		"url_safe_alphabet": strings.Repeat("_-", 21) + "_w==",
+		"unpadded":          strings.TrimRight(good, "="),
+		"trailing_garbage":  good + "AAAA",
+		"passphrase_as_key": "correct horse battery staple",
+	}
+	for name, in := range bad {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseMasterKey(in)
+			if !errors.Is(err, ErrInvalidMasterKey) {
+				t.Fatalf("err = %v, want ErrInvalidMasterKey", err)
+			}
+			if !strings.Contains(err.Error(), "gateway keygen") {
+				t.Errorf("error does not say how to make a key: %v", err)
+			}
+			if len(in) > 3 && strings.Contains(err.Error(), strings.TrimSpace(in)) {
+				t.Errorf("error repeats the input: %v", err)
+			}
+		})
+	}
+}
+
+func TestMasterKeyNeverPrints(t *testing.T) {
+	k, err := GenerateMasterKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{k.String(), fmt.Sprintf("%v %+v %#v %s", k, k, k, k)} {
+		if strings.Contains(s, k.Encode()) {
+			t.Fatalf("key printed: %s", s)
+		}
+	}
+}
+
+func FuzzParseMasterKey(f *testing.F) {
+	f.Add("")
+	f.Add("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	f.Add("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")
+	f.Add("====")
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseMasterKey(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseMasterKey(k.Encode())
+		if err != nil || again != k {
+			t.Fatalf("round trip failed for accepted key")
+		}
+	})
+}

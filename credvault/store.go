@@ -1,0 +1,80 @@
+package credvault
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// Store persists a vault's records. Everything it holds is either metadata
+// or sealed by the Vault, so a Store never sees a secret in clear. OpenSQLite
+// returns the default implementation; another backend needs only these
+// three methods.
+type Store interface {
+	// Load returns every record as of one consistent point in time.
+	Load(ctx context.Context) (*Records, error)
+	// Update runs fn on the current records inside one atomic transaction
+	// and persists what fn changed; when fn returns an error nothing is
+	// written. Concurrent Updates, from this or another process, are
+	// serialized.
+	Update(ctx context.Context, fn func(*Records) error) error
+	// Generation returns a value that changes whenever a transaction,
+	// by any process, may have changed the records. The Vault polls it to
+	// notice writes made elsewhere; it must be cheap.
+	Generation(ctx context.Context) (uint64, error)
+}
+
+// Records is the whole content of a store.
+type Records struct {
+	// KeyCheck is a sealed known value that proves which master key the
+	// store belongs to; empty until the first Vault opens the store.
+	KeyCheck    []byte
+	Connections map[string]*ConnectionRecord // by connection id
+	Variables   map[string]*VariableRecord   // by variable key
+}
+
+// ConnectionRecord is a connection and its sealed secrets. The secrets are
+// sealed for (connection id, Connection.SecretVersion).
+type ConnectionRecord struct {
+	Connection    Connection
+	SealedSecrets []byte
+}
+
+// VariableRecord is a credential variable and its sealed value, sealed for
+// (variable key, Variable.Version).
+type VariableRecord struct {
+	Variable    Variable
+	SealedValue []byte
+}
+
+// Variable is the metadata of a credential variable; its value is never
+// part of it.
+type Variable struct {
+	Key              string    `json:"key"`
+	Version          int64     `json:"version"`
+	CreatedBySubject string    `json:"created_by_subject,omitempty"`
+	CreatedAt        time.Time `json:"created_at,omitzero"`
+	UpdatedAt        time.Time `json:"updated_at,omitzero"`
+}
+
+// Clone returns a deep copy of r.
+func (r *Records) Clone() *Records {
+	n := &Records{
+		KeyCheck:    slices.Clone(r.KeyCheck),
+		Connections: make(map[string]*ConnectionRecord, len(r.Connections)),
+		Variables:   make(map[string]*VariableRecord, len(r.Variables)),
+	}
+	for id, c := range r.Connections {
+		n.Connections[id] = &ConnectionRecord{Connection: *c.Connection.Clone(), SealedSecrets: slices.Clone(c.SealedSecrets)}
+	}
+	for k, v := range r.Variables {
+		vv := *v
+		vv.SealedValue = slices.Clone(v.SealedValue)
+		n.Variables[k] = &vv
+	}
+	return n
+}
+
+func emptyRecords() *Records {
+	return &Records{Connections: map[string]*ConnectionRecord{}, Variables: map[string]*VariableRecord{}}
+}

@@ -1,0 +1,297 @@
+package credvault
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// ValidationError says which field of a request is wrong and why. Its
+// message never contains a secret value.
+type ValidationError struct {
+	Field   string // JSON name of the field, e.g. "base_url"
+	Message string
+}
+
+func (e *ValidationError) Error() string {
+	return "credvault: invalid " + e.Field + ": " + e.Message
+}
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+var (
+	connectionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	variableKeyPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	secretNamePattern   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	headerNamePattern   = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+	serviceSlugPattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+)
+
+// Size limits of configuration fields.
+const (
+	maxNameLen        = 200
+	maxSecretLen      = 16 << 10
+	maxSecrets        = 64
+	maxToolNames      = 1000
+	maxToolNameLen    = 256
+	maxSubjectLen     = 256
+	maxURLLen         = 2048
+	maxRotationDays   = 3650
+	maxReasonLen      = 200
+	maxPrefixLen      = 256
+	maxDiscoveryBytes = 4 << 20
+)
+
+// ValidateConnectionID checks a connection id against
+// ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$.
+func ValidateConnectionID(id string) error {
+	if !connectionIDPattern.MatchString(id) {
+		return invalid("id", "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit")
+	}
+	return nil
+}
+
+// ValidateVariableKey checks a credential variable key: a letter or '_'
+// followed by up to 127 letters, digits or '_' (upper case recommended).
+func ValidateVariableKey(key string) error {
+	if !variableKeyPattern.MatchString(key) {
+		return invalid("key", "must be a letter or '_' followed by up to 127 letters, digits or '_'")
+	}
+	return nil
+}
+
+// ValidateBaseURL checks an upstream base URL: absolute http or https, with
+// a host, without user information or fragment.
+func ValidateBaseURL(raw string) error {
+	return validateUpstreamURL("base_url", raw)
+}
+
+func validateUpstreamURL(field, raw string) error {
+	if raw == "" {
+		return invalid(field, "is required")
+	}
+	if len(raw) > maxURLLen {
+		return invalid(field, "is longer than %d bytes", maxURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return invalid(field, "is not a URL")
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return invalid(field, "must use http or https")
+	case u.Host == "" || u.Hostname() == "":
+		return invalid(field, "must name a host")
+	case u.User != nil:
+		return invalid(field, "must not contain user information; store credentials as secrets")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return invalid(field, "must not contain a fragment")
+	case u.Opaque != "":
+		return invalid(field, "must be hierarchical (scheme://host/path)")
+	}
+	return nil
+}
+
+// ValidateConnection checks a connection's configuration (the fields from ID
+// to MCPDiscovery) together with the names and values of its secrets. The
+// connection is checked as it will be stored, after defaults are applied.
+// Secret values may contain {{KEY}} references; their syntax is checked,
+// not whether the variables exist. The error is a *ValidationError.
+func ValidateConnection(c *Connection, secrets map[string]string) error {
+	n := c.Clone()
+	n.normalize()
+	if err := n.validateConfig(sortedKeys(secrets)); err != nil {
+		return err
+	}
+	return validateSecrets(secrets)
+}
+
+// validateConfig checks the configuration fields given the names of the
+// connection's secrets.
+func (c *Connection) validateConfig(secretNames []string) error {
+	if err := ValidateConnectionID(c.ID); err != nil {
+		return err
+	}
+	if len(c.Name) > maxNameLen {
+		return invalid("name", "is longer than %d bytes", maxNameLen)
+	}
+	if c.Service != "" && !serviceSlugPattern.MatchString(c.Service) {
+		return invalid("service", "must be 1-128 letters, digits, '.', '-' or '_'")
+	}
+	switch c.Protocol {
+	case ProtocolHTTP, ProtocolMCP:
+	default:
+		return invalid("protocol", "must be %q or %q", ProtocolHTTP, ProtocolMCP)
+	}
+	if err := ValidateBaseURL(c.BaseURL); err != nil {
+		return err
+	}
+	if c.PathPrefix != "" {
+		if len(c.PathPrefix) > maxURLLen || !strings.HasPrefix(c.PathPrefix, "/") ||
+			strings.ContainsAny(c.PathPrefix, "?#\\") || hasDotSegment(c.PathPrefix) || hasControl(c.PathPrefix) {
+			return invalid("path_prefix", "must be an absolute path starting with '/', without '?', '#', '\\' or dot segments")
+		}
+	}
+	switch c.AuthMode {
+	case AuthBearer, AuthHeaderKey, AuthQueryParam:
+	case "":
+		if c.Protocol == ProtocolHTTP || c.AuthSecretKey != "" {
+			return invalid("auth_mode", "is required; use %q, %q or %q", AuthBearer, AuthHeaderKey, AuthQueryParam)
+		}
+	default:
+		return invalid("auth_mode", "must be %q, %q or %q", AuthBearer, AuthHeaderKey, AuthQueryParam)
+	}
+	if len(c.AuthPrefix) > maxPrefixLen || hasControl(c.AuthPrefix) {
+		return invalid("auth_prefix", "must be at most %d bytes without control characters", maxPrefixLen)
+	}
+	if !headerNamePattern.MatchString(c.AuthHeaderName) {
+		return invalid("auth_header_name", "must be an HTTP header name")
+	}
+	if c.AuthQueryParam == "" || len(c.AuthQueryParam) > 128 || strings.ContainsAny(c.AuthQueryParam, "&=#?") || hasControl(c.AuthQueryParam) {
+		return invalid("auth_query_param", "must be 1-128 bytes without '&', '=', '#', '?' or control characters")
+	}
+	if c.Protocol == ProtocolHTTP && c.AuthSecretKey == "" {
+		return invalid("auth_secret_key", "is required for http connections")
+	}
+	if c.AuthSecretKey != "" && !slices.Contains(secretNames, c.AuthSecretKey) {
+		return invalid("secrets", "must contain the entry named by auth_secret_key (%q)", c.AuthSecretKey)
+	}
+	switch c.Status {
+	case StatusActive, StatusDisabled:
+	default:
+		return invalid("status", "must be %q or %q", StatusActive, StatusDisabled)
+	}
+	if c.RotationIntervalDays < 0 || c.RotationIntervalDays > maxRotationDays {
+		return invalid("rotation_interval_days", "must be between 0 and %d", maxRotationDays)
+	}
+	return c.validateMCP()
+}
+
+func (c *Connection) validateMCP() error {
+	if c.Protocol != ProtocolMCP {
+		if c.MCPEndpoint != "" || len(c.MCPToolAllowlist) > 0 || len(c.MCPToolDenylist) > 0 ||
+			len(c.MCPSubjectToolPolicies) > 0 || c.MCPMaxTools != 0 || c.MCPTransport != "" {
+			return invalid("protocol", "mcp_* fields need protocol %q", ProtocolMCP)
+		}
+		return nil
+	}
+	if c.MCPTransport != MCPTransportStreamableHTTP {
+		return invalid("mcp_transport", "must be %q (or its synonym \"http\")", MCPTransportStreamableHTTP)
+	}
+	if e := c.MCPEndpoint; e != "" {
+		if strings.HasPrefix(e, "/") {
+			if len(e) > maxURLLen || strings.ContainsAny(e, "#\\") || hasDotSegment(e) || hasControl(e) {
+				return invalid("mcp_endpoint", "must be a clean absolute path or an http(s) URL")
+			}
+		} else if err := validateUpstreamURL("mcp_endpoint", e); err != nil {
+			return err
+		}
+	}
+	if err := validateToolNames("mcp_tool_allowlist", c.MCPToolAllowlist); err != nil {
+		return err
+	}
+	if err := validateToolNames("mcp_tool_denylist", c.MCPToolDenylist); err != nil {
+		return err
+	}
+	if len(c.MCPSubjectToolPolicies) > maxToolNames {
+		return invalid("mcp_subject_tool_policies", "has more than %d subjects", maxToolNames)
+	}
+	for subject, p := range c.MCPSubjectToolPolicies {
+		if subject == "" || len(subject) > maxSubjectLen || hasControl(subject) {
+			return invalid("mcp_subject_tool_policies", "subjects must be 1-%d bytes without control characters", maxSubjectLen)
+		}
+		if err := validateToolNames("mcp_subject_tool_policies", p.Allow); err != nil {
+			return err
+		}
+		if err := validateToolNames("mcp_subject_tool_policies", p.Deny); err != nil {
+			return err
+		}
+	}
+	if c.MCPMaxTools < 0 {
+		return invalid("mcp_max_tools", "must not be negative (0 means no cap)")
+	}
+	if len(c.MCPDiscovery) > maxDiscoveryBytes {
+		return invalid("mcp_discovery", "is larger than %d bytes", maxDiscoveryBytes)
+	}
+	return nil
+}
+
+func validateToolNames(field string, names []string) error {
+	if len(names) > maxToolNames {
+		return invalid(field, "has more than %d entries", maxToolNames)
+	}
+	for _, n := range names {
+		if n == "" || len(n) > maxToolNameLen || hasControl(n) {
+			return invalid(field, "tool names must be 1-%d bytes without control characters", maxToolNameLen)
+		}
+	}
+	return nil
+}
+
+func validateSecrets(secrets map[string]string) error {
+	if len(secrets) > maxSecrets {
+		return invalid("secrets", "has more than %d entries", maxSecrets)
+	}
+	for name, v := range secrets {
+		if !secretNamePattern.MatchString(name) {
+			return invalid("secrets", "names must be 1-128 letters, digits, '_', '.' or '-'")
+		}
+		if err := validateSecretValue(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateSecretValue(name, v string) error {
+	if v == "" {
+		return invalid("secrets", "value of %q is empty", name)
+	}
+	if len(v) > maxSecretLen {
+		return invalid("secrets", "value of %q is longer than %d bytes", name, maxSecretLen)
+	}
+	if hasControl(v) {
+		return invalid("secrets", "value of %q contains control characters", name)
+	}
+	if _, err := TemplateReferences(v); err != nil {
+		var te *TemplateError
+		if errors.As(err, &te) {
+			return invalid("secrets", "value of %q: %s", name, te.Reason)
+		}
+		return err
+	}
+	return nil
+}
+
+func validateRotationMeta(by, reason string) error {
+	if len(by) > maxSubjectLen || hasControl(by) {
+		return invalid("rotated_by", "must be at most %d bytes without control characters", maxSubjectLen)
+	}
+	if len(reason) > maxReasonLen || hasControl(reason) {
+		return invalid("reason", "must be at most %d bytes without control characters", maxReasonLen)
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+func hasDotSegment(p string) bool {
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,353 @@
+package credvault
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+func testKey(t testing.TB) MasterKey {
+	t.Helper()
+	k, err := ParseMasterKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func openTestVault(t testing.TB, path string, key MasterKey, poll time.Duration) *Vault {
+	t.Helper()
+	st, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(context.Background(), Config{Store: st, MasterKey: key, PollInterval: poll})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		v.Close()
+		st.Close()
+	})
+	return v
+}
+
+func newTestVault(t testing.TB) *Vault {
+	return openTestVault(t, filepath.Join(t.TempDir(), DefaultFileName), testKey(t), -1)
+}
+
+func httpConn(id string) *Connection {
+	return &Connection{ID: id, Name: "GitHub", BaseURL: "https://api.github.com", AuthMode: AuthBearer, AuthSecretKey: "token"}
+}
+
+func mustSecret(t *testing.T, v *Vault, id string) string {
+	t.Helper()
+	r, ok := v.Lookup(id)
+	if !ok {
+		t.Fatalf("connection %q not in snapshot", id)
+	}
+	s, err := r.Secret()
+	if err != nil {
+		t.Fatalf("Secret(%q): %v", id, err)
+	}
+	return s
+}
+
+func TestVaultCreateResolvesVariables(t *testing.T) {
+	ctx := context.Background()
+	v := newTestVault(t)
+	c, err := v.Create(ctx, httpConn("github"), map[string]string{"token": "ghp_{{GH_TOKEN}}", "other": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != StatusActive || c.Protocol != ProtocolHTTP || c.AuthPrefix != "Bearer " || c.SecretVersion != 1 ||
+		!slices.Equal(c.CredentialKeys, []string{"other", "token"}) || c.CreatedAt.IsZero() {
+		t.Fatalf("created connection = %+v", c)
+	}
+	r, _ := v.Lookup("github")
+	if _, err := r.Secret(); !errors.Is(err, ErrCredentialUnresolved) {
+		t.Fatalf("before the variable exists: err = %v, want ErrCredentialUnresolved", err)
+	}
+	if _, created, err := v.PutVariable(ctx, "GH_TOKEN", "abc123", "alice"); err != nil || !created {
+		t.Fatalf("PutVariable = %v, %v", created, err)
+	}
+	if got := mustSecret(t, v, "github"); got != "ghp_abc123" {
+		t.Fatalf("secret = %q", got)
+	}
+	vr, created, err := v.PutVariable(ctx, "GH_TOKEN", "def456", "")
+	if err != nil || created || vr.Version != 2 || vr.CreatedBySubject != "alice" {
+		t.Fatalf("update variable = %+v, %v, %v", vr, created, err)
+	}
+	if got := mustSecret(t, v, "github"); got != "ghp_def456" {
+		t.Fatalf("secret after variable update = %q", got)
+	}
+	if _, err := v.Create(ctx, httpConn("github"), map[string]string{"token": "x"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("duplicate create err = %v", err)
+	}
+}
+
+func TestVaultWrongMasterKeyAtOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	v := openTestVault(t, path, testKey(t), -1)
+	if _, err := v.Create(context.Background(), httpConn("a"), map[string]string{"token": "s3cr3t"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	other, _ := GenerateMasterKey()
+	if _, err := New(context.Background(), Config{Store: st, MasterKey: other, PollInterval: -1}); !errors.Is(err, ErrWrongMasterKey) {
+		t.Fatalf("New with another key: err = %v, want ErrWrongMasterKey", err)
+	}
+	if _, err := New(context.Background(), Config{Store: st, PollInterval: -1}); !errors.Is(err, ErrInvalidMasterKey) {
+		t.Fatalf("New with zero key: err = %v, want ErrInvalidMasterKey", err)
+	}
+}
+
+func TestVaultRotate(t *testing.T) {
+	ctx := context.Background()
+	v := newTestVault(t)
+	c := httpConn("stripe")
+	c.RotationIntervalDays = 30
+	if _, err := v.Create(ctx, c, map[string]string{"token": "old", "extra": "e"}); err != nil {
+		t.Fatal(err)
+	}
+	newVal := "new"
+	got, err := v.Rotate(ctx, "stripe", Rotation{Secrets: map[string]*string{"token": &newVal, "extra": nil}, RotatedBy: "bob", Reason: "compromised"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SecretVersion != 2 || !slices.Equal(got.CredentialKeys, []string{"token"}) || got.LastRotatedAt.IsZero() ||
+		!got.NextRotationDueAt.Equal(got.LastRotatedAt.AddDate(0, 0, 30)) || len(got.RotationHistory) != 1 ||
+		got.RotationHistory[0] != (RotationEvent{Version: 2, At: got.LastRotatedAt, By: "bob", Reason: "compromised"}) {
+		t.Fatalf("rotated = %+v", got)
+	}
+	if s := mustSecret(t, v, "stripe"); s != "new" {
+		t.Fatalf("secret = %q", s)
+	}
+	// Deleting the auth secret is refused and changes nothing.
+	if _, err := v.Rotate(ctx, "stripe", Rotation{Secrets: map[string]*string{"token": nil}}); !isValidation(err) {
+		t.Fatalf("deleting auth secret: err = %v", err)
+	}
+	if c, _ := v.Connection("stripe"); c.SecretVersion != 2 {
+		t.Fatalf("failed rotation changed the version to %d", c.SecretVersion)
+	}
+	if _, err := v.Rotate(ctx, "nope", Rotation{Secrets: map[string]*string{"token": &newVal}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+}
+
+func isValidation(err error) bool {
+	var ve *ValidationError
+	return errors.As(err, &ve)
+}
+
+func TestVaultUpdateKeepsMaintainedFields(t *testing.T) {
+	ctx := context.Background()
+	v := newTestVault(t)
+	created, _ := v.Create(ctx, httpConn("gh"), map[string]string{"token": "t"})
+	up, err := v.Update(ctx, "gh", func(c *Connection) error {
+		c.Name = "renamed"
+		c.ID = "hijack"
+		c.SecretVersion = 99
+		c.CredentialKeys = []string{"forged"}
+		c.RotationIntervalDays = 7
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.ID != "gh" || up.SecretVersion != 1 || !slices.Equal(up.CredentialKeys, []string{"token"}) || up.Name != "renamed" ||
+		!up.CreatedAt.Equal(created.CreatedAt) || !up.NextRotationDueAt.Equal(created.CreatedAt.AddDate(0, 0, 7)) {
+		t.Fatalf("updated = %+v", up)
+	}
+	if _, err := v.Update(ctx, "gh", func(c *Connection) error { c.AuthSecretKey = "missing"; return nil }); !isValidation(err) {
+		t.Fatalf("auth_secret_key naming no secret: %v", err)
+	}
+}
+
+func TestVaultDeleteVariableInUse(t *testing.T) {
+	ctx := context.Background()
+	v := newTestVault(t)
+	v.PutVariable(ctx, "SHARED", "val", "")
+	v.Create(ctx, httpConn("b"), map[string]string{"token": "{{SHARED}}"})
+	v.Create(ctx, httpConn("a"), map[string]string{"token": "x-{{SHARED}}"})
+	v.Create(ctx, httpConn("c"), map[string]string{"token": "plain"})
+	err := v.DeleteVariable(ctx, "SHARED", false)
+	var inUse *VariableInUseError
+	if !errors.As(err, &inUse) || !errors.Is(err, ErrVariableInUse) || !slices.Equal(inUse.Connections, []string{"a", "b"}) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(v.Variables()) != 1 {
+		t.Fatal("variable deleted despite being in use")
+	}
+	if err := v.DeleteVariable(ctx, "SHARED", true); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := v.Lookup("a"); r != nil {
+		if _, err := r.Secret(); !errors.Is(err, ErrCredentialUnresolved) {
+			t.Fatalf("after forced delete: %v", err)
+		}
+	}
+	if err := v.DeleteVariable(ctx, "SHARED", false); !errors.Is(err, ErrVariableNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+// TestCiphertextSwappedInStore moves one connection's sealed secrets onto
+// another record in the database file: the swapped record must become
+// unresolved, never yield the other connection's secret.
+func TestCiphertextSwappedInStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	v := openTestVault(t, path, testKey(t), -1)
+	v.Create(ctx, httpConn("victim"), map[string]string{"token": "victim-secret"})
+	v.Create(ctx, httpConn("attacker"), map[string]string{"token": "attacker-secret"})
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE connections SET sealed_secrets = (SELECT sealed_secrets FROM connections WHERE id = 'victim') WHERE id = 'attacker'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := v.Lookup("attacker")
+	if s, err := r.Secret(); !errors.Is(err, ErrCredentialUnresolved) {
+		t.Fatalf("swapped ciphertext opened: %q, %v", s, err)
+	}
+	if s := mustSecret(t, v, "victim"); s != "victim-secret" {
+		t.Fatalf("victim secret = %q", s)
+	}
+}
+
+// TestVaultSeesOtherHandleWithinOneSecond writes through one store handle
+// and waits for a polling reader on the same file to see it.
+func TestVaultSeesOtherHandleWithinOneSecond(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	reader := openTestVault(t, path, testKey(t), 0)
+	writer := openTestVault(t, path, testKey(t), -1)
+	start := time.Now()
+	if _, err := writer.Create(context.Background(), httpConn("fresh"), map[string]string{"token": "t"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		if _, ok := reader.Lookup("fresh"); ok {
+			t.Logf("visible after %v", time.Since(start))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("write by another handle not visible within one second")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestOpenSQLiteRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	st, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, _ := sql.Open("sqlite", path)
+	db.Exec("PRAGMA user_version = 99")
+	db.Close()
+	if _, err := OpenSQLite(context.Background(), path); err == nil {
+		t.Fatal("opened a store from a newer schema")
+	}
+}
+
+func TestValidateConnection(t *testing.T) {
+	ok := map[string]string{"token": "t"}
+	cases := []struct {
+		name    string
+		mod     func(*Connection)
+		secrets map[string]string
+		field   string
+	}{
+		{"id_with_slash_path_traversal", func(c *Connection) { c.ID = "../etc" }, ok, "id"},
+		{"id_too_long", func(c *Connection) { c.ID = string(make([]byte, 65)) }, ok, "id"},
+		{"unknown_auth_mode", func(c *Connection) { c.AuthMode = "basic" }, ok, "auth_mode"},
+		{"base_url_ftp_scheme", func(c *Connection) { c.BaseURL = "ftp://example.com" }, ok, "base_url"},
+		{"base_url_userinfo_credential_leak", func(c *Connection) { c.BaseURL = "https://user:pw@example.com" }, ok, "base_url"},
+		{"base_url_relative", func(c *Connection) { c.BaseURL = "/api" }, ok, "base_url"},
+		{"base_url_javascript", func(c *Connection) { c.BaseURL = "javascript:alert(1)" }, ok, "base_url"},
+		{"base_url_fragment", func(c *Connection) { c.BaseURL = "https://example.com/#x" }, ok, "base_url"},
+		{"http_without_auth_secret_key", func(c *Connection) { c.AuthSecretKey = "" }, ok, "auth_secret_key"},
+		{"auth_secret_key_names_no_secret", func(c *Connection) { c.AuthSecretKey = "nope" }, ok, "secrets"},
+		{"path_prefix_dot_segments", func(c *Connection) { c.PathPrefix = "/v1/../admin" }, ok, "path_prefix"},
+		{"header_name_injection", func(c *Connection) { c.AuthMode = AuthHeaderKey; c.AuthHeaderName = "X-Key\r\nEvil" }, ok, "auth_header_name"},
+		{"query_param_injection", func(c *Connection) { c.AuthMode = AuthQueryParam; c.AuthQueryParam = "k&admin=1" }, ok, "auth_query_param"},
+		{"bad_status", func(c *Connection) { c.Status = "paused" }, ok, "status"},
+		{"mcp_fields_on_http", func(c *Connection) { c.MCPToolAllowlist = []string{"a"} }, ok, "protocol"},
+		{"mcp_bad_transport", func(c *Connection) { c.Protocol = ProtocolMCP; c.MCPTransport = "sse" }, ok, "mcp_transport"},
+		{"malformed_template", func(c *Connection) {}, map[string]string{"token": "{{oops"}, "secrets"},
+		{"empty_secret", func(c *Connection) {}, map[string]string{"token": ""}, "secrets"},
+		{"secret_header_injection", func(c *Connection) {}, map[string]string{"token": "a\r\nX-Evil: 1"}, "secrets"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn := httpConn("gh")
+			c.mod(conn)
+			err := ValidateConnection(conn, c.secrets)
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Field != c.field {
+				t.Fatalf("err = %v, want field %s", err, c.field)
+			}
+		})
+	}
+	mcp := &Connection{ID: "m", Protocol: ProtocolMCP, BaseURL: "http://127.0.0.1:9", MCPTransport: "http", MCPEndpoint: "/mcp"}
+	if err := ValidateConnection(mcp, nil); err != nil {
+		t.Fatalf("mcp without credentials: %v", err)
+	}
+}
+
+func TestRotationOverdue(t *testing.T) {
+	due := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+	c := &Connection{RotationIntervalDays: 30, NextRotationDueAt: due}
+	if c.RotationOverdue(due.Add(-time.Hour), 0) || !c.RotationOverdue(due.Add(time.Hour), 0) || c.RotationOverdue(due.Add(time.Hour), 24*time.Hour) {
+		t.Fatal("overdue computation wrong")
+	}
+	if (&Connection{}).RotationOverdue(due, 0) {
+		t.Fatal("connection without interval is overdue")
+	}
+	for in, want := range map[string]RotationEnforcement{"": RotationWarn, "off": RotationOff, "block": RotationBlock} {
+		if got, err := ParseRotationEnforcement(in); err != nil || got != want {
+			t.Errorf("ParseRotationEnforcement(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseRotationEnforcement("strict"); err == nil {
+		t.Error("accepted unknown policy")
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	v := newTestVault(b)
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "github", "openai", "stripe"} {
+		if _, err := v.Create(ctx, httpConn(id), map[string]string{"token": "t"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, ok := v.Lookup("github")
+		if !ok {
+			b.Fatal("missing")
+		}
+		if _, err := r.Secret(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
