@@ -66,7 +66,8 @@ type Caller struct {
 	Namespace  string
 	Subject    string
 	KeyID      string
-	PublicKey  string // "ed25519:<base64>"
+	PublicKey  string            // "ed25519:<base64>"
+	Key        ed25519.PublicKey // the same key, raw
 	Nonce      string
 	Created    time.Time
 	NonceUntil time.Time // the nonce must be remembered until then
@@ -179,6 +180,7 @@ func (v *Verifier) Verify(r *http.Request) (*Caller, error) {
 		Subject:    subject,
 		KeyID:      res.Params.KeyID,
 		PublicKey:  entry.cert.PublicKey,
+		Key:        entry.pub,
 		Nonce:      res.Params.Nonce,
 		Created:    res.Params.Created,
 		NonceUntil: res.NonceUntil,
@@ -251,6 +253,7 @@ func sameComponents(got, want []httpsig.Component) bool {
 // certEntry is a certificate whose proof has been verified.
 type certEntry struct {
 	cert *Certificate
+	pub  ed25519.PublicKey
 	key  httpsig.VerifyingKey
 }
 
@@ -266,7 +269,7 @@ func (v *Verifier) certificate(header string) (*certEntry, error) {
 	if err != nil {
 		return nil, errors.Join(err, httpsig.ErrIdentityInvalid)
 	}
-	e := &certEntry{cert: c, key: httpsig.NewEd25519VerifyingKey(ed25519.PublicKey(pub))}
+	e := &certEntry{cert: c, pub: pub, key: httpsig.NewEd25519VerifyingKey(pub)}
 	v.certs.put(header, e)
 	return e, nil
 }
