@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -144,31 +145,42 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 		cond = ` AND created_at > $6 AND namespace IN (SELECT namespace FROM namespaces WHERE deactivated_at IS NULL)`
 		args = append(args, micros(pendingCutoff))
 	}
-	c, err := scanClaim(s.db.QueryRowContext(ctx, `UPDATE claims SET status = $4, `+t.column+` = $5, updated_at = $5
-		WHERE id = $1 AND namespace = $2 AND status = $3`+cond+` RETURNING `+claimColumns, args...))
-	if err == nil {
-		return c, nil
+	// A failed UPDATE is explained by re-reading the row; if it is back in
+	// (or still in) the source state because a concurrent move committed
+	// in between, the UPDATE is simply tried again.
+	for attempt := 0; ; attempt++ {
+		c, err := scanClaim(s.db.QueryRowContext(ctx, `UPDATE claims SET status = $4, `+t.column+` = $5, updated_at = $5
+			WHERE id = $1 AND namespace = $2 AND status = $3`+cond+` RETURNING `+claimColumns, args...))
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return c, dbErr("transition", err)
+		}
+		var (
+			status      string
+			created     int64
+			deactivated sql.NullInt64
+		)
+		err = s.db.QueryRowContext(ctx, `SELECT c.status, c.created_at, n.deactivated_at FROM claims c
+			JOIN namespaces n ON n.namespace = c.namespace WHERE c.id = $1 AND c.namespace = $2`, id, ns).Scan(&status, &created, &deactivated)
+		if errors.Is(err, sql.ErrNoRows) {
+			return c, errClaimNotFound
+		}
+		if err != nil {
+			return c, dbErr("claim", err)
+		}
+		switch {
+		case status != t.from:
+			return c, &transitionError{Action: action, From: status}
+		case t.from == StatusPending && created <= micros(pendingCutoff):
+			return c, &transitionError{Action: action, From: StatusExpired}
+		case t.from == StatusPending && deactivated.Valid:
+			return c, errNamespaceDeactivated
+		case attempt == 2:
+			return c, fmt.Errorf("controlplane: claim %s kept changing during %s", id, action)
+		}
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return c, dbErr("transition", err)
-	}
-	var status string
-	var created int64
-	err = s.db.QueryRowContext(ctx, `SELECT status, created_at FROM claims WHERE id = $1 AND namespace = $2`, id, ns).Scan(&status, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, errClaimNotFound
-	}
-	if err != nil {
-		return c, dbErr("claim", err)
-	}
-	if status == StatusPending && t.from == StatusPending && created <= micros(pendingCutoff) {
-		status = StatusExpired
-	}
-	if status == t.from {
-		// Still in the source state: the only remaining cause is the namespace.
-		return c, errNamespaceDeactivated
-	}
-	return c, &transitionError{Action: action, From: status}
 }
 
 // expirePending moves pending claims created at or before cutoff to expired.
