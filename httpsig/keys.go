@@ -49,8 +49,8 @@ const minRSABits = 2048
 const minHMACKeyBytes = 32
 
 var (
-	_ SigningKey   = ed25519SigningKey(nil)
-	_ VerifyingKey = ed25519VerifyingKey(nil)
+	_ SigningKey   = (*ed25519SigningKey)(nil)
+	_ VerifyingKey = (*ed25519VerifyingKey)(nil)
 	_ SigningKey   = (*ecdsaSigningKey)(nil)
 	_ VerifyingKey = (*ecdsaVerifyingKey)(nil)
 	_ SigningKey   = (*rsaSigningKey)(nil)
@@ -61,31 +61,32 @@ var (
 
 // Ed25519 (RFC 9421 §3.3.6): the signature is exactly ed25519.Sign(key, base).
 
-type ed25519SigningKey ed25519.PrivateKey
+// The Ed25519 keys are pointers so that keys compare with ==.
+type ed25519SigningKey struct{ key ed25519.PrivateKey }
 
 // NewEd25519SigningKey returns a SigningKey for "ed25519". A key of the wrong
 // length makes Sign fail.
-func NewEd25519SigningKey(priv ed25519.PrivateKey) SigningKey { return ed25519SigningKey(priv) }
+func NewEd25519SigningKey(priv ed25519.PrivateKey) SigningKey { return &ed25519SigningKey{priv} }
 
-func (ed25519SigningKey) Algorithm() string { return AlgEd25519 }
+func (*ed25519SigningKey) Algorithm() string { return AlgEd25519 }
 
-func (k ed25519SigningKey) Sign(base []byte) ([]byte, error) {
-	if len(k) != ed25519.PrivateKeySize {
+func (k *ed25519SigningKey) Sign(base []byte) ([]byte, error) {
+	if len(k.key) != ed25519.PrivateKeySize {
 		return nil, errors.New("httpsig: invalid ed25519 private key length")
 	}
-	return ed25519.Sign(ed25519.PrivateKey(k), base), nil
+	return ed25519.Sign(k.key, base), nil
 }
 
-type ed25519VerifyingKey ed25519.PublicKey
+type ed25519VerifyingKey struct{ key ed25519.PublicKey }
 
 // NewEd25519VerifyingKey returns a VerifyingKey for "ed25519". A key of the
 // wrong length verifies nothing.
-func NewEd25519VerifyingKey(pub ed25519.PublicKey) VerifyingKey { return ed25519VerifyingKey(pub) }
+func NewEd25519VerifyingKey(pub ed25519.PublicKey) VerifyingKey { return &ed25519VerifyingKey{pub} }
 
-func (ed25519VerifyingKey) Algorithm() string { return AlgEd25519 }
+func (*ed25519VerifyingKey) Algorithm() string { return AlgEd25519 }
 
-func (k ed25519VerifyingKey) Verify(base, sig []byte) error {
-	if len(k) != ed25519.PublicKeySize || !ed25519.Verify(ed25519.PublicKey(k), base, sig) {
+func (k *ed25519VerifyingKey) Verify(base, sig []byte) error {
+	if len(k.key) != ed25519.PublicKeySize || !ed25519.Verify(k.key, base, sig) {
 		return errBadSignature
 	}
 	return nil
