@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"strconv"
@@ -29,10 +30,7 @@ func decodeArguments(body []byte) (map[string]any, json.RawMessage, error) {
 	if err := dec.Decode(&args); err != nil {
 		return nil, nil, fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
-	if dec.More() {
-		return nil, nil, errors.New("arguments must be a single JSON object")
-	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, nil, errors.New("arguments must be a single JSON object")
 	}
 	return args, json.RawMessage(trimmed), nil

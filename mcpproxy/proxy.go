@@ -406,8 +406,7 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, op func(context.Cont
 		return &RetryError{Err: ErrCircuitOpen, RetryAfter: retryAfter}
 	}
 	err := p.withSession(ctx, st, op)
-	var rpcErr *jsonrpc.Error
-	healthy := err == nil || errors.As(err, &rpcErr)
+	healthy := err == nil || serverAnswered(err)
 	st.breaker.done(probe, healthy)
 	if err == nil {
 		return nil
@@ -430,8 +429,7 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, op func(context.
 		}
 		opCtx, tr := withTrace(ctx)
 		err = op(opCtx, cs)
-		var rpcErr *jsonrpc.Error
-		if err == nil || errors.As(err, &rpcErr) {
+		if err == nil || serverAnswered(err) {
 			return err
 		}
 		p.dropSession(st, cs)
@@ -442,6 +440,41 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, op func(context.
 		return err
 	}
 }
+
+// serverAnswered reports whether err carries a JSON-RPC error the server
+// sent, as opposed to one the SDK made up locally for a transport failure
+// (rejected by transport, client or server closing).
+func serverAnswered(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *jsonrpc.Error:
+		switch e.Code {
+		case codeRejected, codeClientClosing, codeServerClosing:
+		default:
+			return true
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return serverAnswered(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if serverAnswered(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Codes of the go-sdk's locally made JSON-RPC errors (its internal jsonrpc2
+// package: ErrRejected, ErrClientClosing, ErrServerClosing).
+const (
+	codeRejected      = -32005
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+)
 
 // SessionState reports the MCP session state of a connection id.
 func (p *Proxy) SessionState(connectionID string) SessionState {
