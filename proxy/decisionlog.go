@@ -1,0 +1,92 @@
+package proxy
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/netip"
+)
+
+// decisionLog writes JSON decision logs (DECISIONS §3): identity values
+// become stable fingerprints, client addresses are masked, and secrets are
+// never passed to it. A nil *decisionLog logs nothing.
+type decisionLog struct {
+	logger *slog.Logger
+	salt   []byte
+}
+
+// fingerprint returns "fp:" and 12 hex digits of HMAC-SHA256(salt, v): stable
+// for one install, not reversible by guessing names without the salt.
+func (d *decisionLog) fingerprint(v string) string {
+	if v == "" {
+		return ""
+	}
+	mac := hmac.New(sha256.New, d.salt)
+	mac.Write([]byte(v))
+	return "fp:" + hex.EncodeToString(mac.Sum(nil))[:12]
+}
+
+// maskAddr masks an IPv4 address to /24 and an IPv6 address to /64.
+func maskAddr(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	bits := 64
+	if a.Is4() {
+		bits = 24
+	}
+	p, _ := a.Prefix(bits)
+	return p.String()
+}
+
+// decision is one logged decision. Fields with identity meaning are
+// fingerprinted by log.
+type decision struct {
+	kind       string // "auth", "admin", "runtime", "upstream"
+	outcome    string // "allow", "deny", or an upstream outcome
+	code       string // error code when denied
+	requestID  string
+	connection string
+	namespace  string
+	subject    string
+	publicKey  string
+	keyID      string
+	claimID    string
+	client     netip.Addr
+	status     int
+	method     string
+	latencyMS  float64
+}
+
+func (d *decisionLog) log(ctx context.Context, e decision) {
+	if d == nil || d.logger == nil {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 14)
+	add := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, slog.String(k, v))
+		}
+	}
+	add("kind", e.kind)
+	add("outcome", e.outcome)
+	add("code", e.code)
+	add("request_id", e.requestID)
+	add("connection_id", e.connection)
+	add("method", e.method)
+	add("namespace", d.fingerprint(e.namespace))
+	add("subject", d.fingerprint(e.subject))
+	add("public_key", d.fingerprint(e.publicKey))
+	add("key_id", d.fingerprint(e.keyID))
+	add("claim_id", d.fingerprint(e.claimID))
+	add("client_ip", maskAddr(e.client))
+	if e.status != 0 {
+		attrs = append(attrs, slog.Int("status", e.status))
+	}
+	if e.latencyMS != 0 {
+		attrs = append(attrs, slog.Float64("latency_ms", e.latencyMS))
+	}
+	d.logger.LogAttrs(ctx, slog.LevelInfo, "decision", attrs...)
+}

@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// forwarded carries what Rewrite and the response hooks need about one
+// request through the ReverseProxy.
+type forwarded struct {
+	target *forwardTarget
+	start  time.Time
+}
+
+type forwardTarget struct {
+	conn   *credvault.Connection
+	secret string
+	url    *url.URL
+}
+
+type forwardKey struct{}
+
+// strippedHeaders never reach an upstream: the signature, the identity
+// headers, the digest that covered them, and the agent's own credentials.
+var strippedHeaders = []string{
+	"Signature", "Signature-Input", "Content-Digest",
+	"Idn-Namespace", "Idn-Subject", "Idn-Agent-Key", "Idn-Agent-Cert",
+	"Authorization", "Cookie", "Proxy-Authorization",
+}
+
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res *credvault.Resolved) {
+	if !validRest(rt.rest) {
+		h.fail(w, r, newError(CodeValidation, nil), nil)
+		return
+	}
+	secret, err := res.Secret()
+	if err != nil {
+		h.fail(w, r, newError(CodeCredentialUnresolved, err), nil)
+		return
+	}
+	c := res.Connection
+	if h.cfg.RotationEnforcement == credvault.RotationWarn && c.RotationOverdue(h.now(), h.cfg.RotationGrace) {
+		w.Header().Set("Idn-Rotation-Warning", "credential rotation overdue for connection "+c.ID)
+		h.logger.Warn("credential rotation overdue", "connection_id", c.ID, "due", c.NextRotationDueAt)
+	}
+	base, err := c.UpstreamBase()
+	if err != nil {
+		h.fail(w, r, newError(CodeUpstreamError, err), nil)
+		return
+	}
+	u, err := joinUpstream(base, rt.rest, r.URL.RawQuery)
+	if err != nil {
+		h.fail(w, r, newError(CodeValidation, err), nil)
+		return
+	}
+	fw := &forwarded{target: &forwardTarget{conn: c, secret: secret, url: u}, start: time.Now()}
+	h.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, fw)))
+}
+
+// rewrite is the ReverseProxy's Rewrite hook (never Director: golang/go#50580).
+func rewrite(pr *httputil.ProxyRequest) {
+	fw := pr.In.Context().Value(forwardKey{}).(*forwarded)
+	t := fw.target
+	u := *t.url
+	pr.Out.URL = &u
+	pr.Out.Host = ""
+	for _, name := range strippedHeaders {
+		pr.Out.Header.Del(name)
+	}
+	if id := apierror.RequestIDFrom(pr.In.Context()); id != "" {
+		pr.Out.Header.Set("X-Request-Id", id)
+	}
+	credvault.Inject(pr.Out, t.conn, t.secret)
+}
+
+func outcomeOf(status int) string {
+	switch {
+	case status >= 500:
+		return "server_error"
+	case status >= 400:
+		return "client_error"
+	}
+	return "success"
+}
+
+// upstreamResponded records the upstream answer; the body then streams to
+// the client (ReverseProxy flushes event streams and unknown-length bodies
+// at once).
+func (h *Handler) upstreamResponded(resp *http.Response) error {
+	fw, _ := resp.Request.Context().Value(forwardKey{}).(*forwarded)
+	outcome := outcomeOf(resp.StatusCode)
+	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()
+	if fw != nil {
+		elapsed := time.Since(fw.start)
+		h.metrics.upstreamLatency.WithLabelValues("http", outcome).Observe(elapsed.Seconds())
+		h.decisions.log(resp.Request.Context(), decision{
+			kind: "upstream", outcome: outcome, status: resp.StatusCode, connection: fw.target.conn.ID,
+			requestID: apierror.RequestIDFrom(resp.Request.Context()), method: resp.Request.Method,
+			latencyMS: float64(elapsed.Microseconds()) / 1000,
+		})
+	}
+	return nil
+}
+
+// upstreamFailed answers a transport failure with 502 or 504. The error is
+// classified, never echoed: it may contain the upstream URL and with it a
+// query-parameter credential.
+func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	class, timeout := upstreamClass(err)
+	outcome := "error"
+	code := CodeUpstreamError
+	if timeout {
+		outcome, code = "timeout", CodeUpstreamTimeout
+	}
+	h.metrics.upstreamErrors.WithLabelValues(class).Inc()
+	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()
+	if fw, ok := r.Context().Value(forwardKey{}).(*forwarded); ok {
+		h.metrics.upstreamLatency.WithLabelValues("http", outcome).Observe(time.Since(fw.start).Seconds())
+		h.decisions.log(r.Context(), decision{kind: "upstream", outcome: outcome, code: code,
+			connection: fw.target.conn.ID, requestID: apierror.RequestIDFrom(r.Context()), method: r.Method})
+	}
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return // the client went away; nobody reads an answer
+	}
+	apierror.Write(w, r, newError(code, nil).api())
+}
+
+// newTransport is the default upstream transport: pooled keep-alive
+// connections sized for a busy local gateway, no redirects followed (the
+// ReverseProxy never follows them), HTTP/2 where the upstream offers it.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: 0, // bounded by the route timeout instead
+	}
+}

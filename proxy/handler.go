@@ -1,0 +1,451 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/clientip"
+)
+
+// Connections finds a connection and its resolved credential;
+// *credvault.Vault implements it.
+type Connections interface {
+	Lookup(id string) (*credvault.Resolved, bool)
+}
+
+// Claims answers whether <namespace, public key, service> is approved;
+// *claimcache.Cache implements it.
+type Claims interface {
+	Lookup(service, namespace string, publicKey []byte) (claimcache.Approval, error)
+}
+
+// ClaimSubmitter files an authorization request for an unapproved caller;
+// *claimcache.Submitter implements it.
+type ClaimSubmitter interface {
+	Submit(ctx context.Context, sub claimcache.Submission) (claimcache.Receipt, error)
+}
+
+// Defaults for the zero Config.
+const (
+	DefaultMaxBodyBytes = 8 << 20
+	DefaultTimeout      = 120 * time.Second
+	DefaultMCPTimeout   = 90 * time.Second
+	submitTimeout       = 5 * time.Second
+)
+
+// Config configures a Handler. Connections, Claims and Nonces are required:
+// without them every request would have to be refused.
+type Config struct {
+	Connections Connections
+	Claims      Claims
+	// Nonces records accepted nonces per namespace (replay.Store).
+	Nonces httpsig.NonceChecker
+	// Submitter, when set, files an authorization request for callers that
+	// have no approved claim. Nil means callers are refused without one.
+	Submitter ClaimSubmitter
+
+	// Clock, MaxAge and FutureSkew set the signature window (zero: now,
+	// 300 s, 30 s).
+	Clock      func() time.Time
+	MaxAge     time.Duration
+	FutureSkew time.Duration
+	// TrustedProxies are the networks whose X-Forwarded-* headers are
+	// believed when rebuilding @target-uri and the client address. Empty
+	// means none.
+	TrustedProxies []netip.Prefix
+
+	// Aliases maps a first path segment to a connection id: /<alias>/{path}
+	// behaves as /proxy/<id>/{path}.
+	Aliases map[string]string
+
+	// InsecureAllowUnsigned skips signature, claim and nonce checks on every
+	// connection. InsecureUnsignedConnections does so for the listed
+	// connection ids only. Development only.
+	InsecureAllowUnsigned       bool
+	InsecureUnsignedConnections []string
+
+	// RotationEnforcement is off (zero value), warn or block; RotationGrace
+	// extends the due date.
+	RotationEnforcement credvault.RotationEnforcement
+	RotationGrace       time.Duration
+
+	// Transport forwards to upstreams; nil means a pooled http.Transport.
+	Transport http.RoundTripper
+	// MaxBodyBytes caps request bodies (zero: DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// Timeout bounds an /proxy request (zero: DefaultTimeout); MCPTimeout an
+	// /mcp request (zero: DefaultMCPTimeout).
+	Timeout    time.Duration
+	MCPTimeout time.Duration
+
+	// MCP serves /mcp/{connection_id}/… after authentication; the caller is
+	// available to it through CallerFrom. Nil answers those routes 404.
+	MCP http.Handler
+
+	// Metrics receives the gateway's metrics; nil means an unregistered set.
+	Metrics *Metrics
+	// DecisionLog, when set, receives one JSON decision per authentication
+	// and upstream outcome. Identities are fingerprinted with LogSalt.
+	DecisionLog *slog.Logger
+	LogSalt     []byte
+	// Logger receives operational messages (rotation warnings). Nil discards.
+	Logger *slog.Logger
+}
+
+// Handler is the gateway runtime. Create it with New.
+type Handler struct {
+	cfg       Config
+	verifier  *identity.Verifier
+	ips       clientip.Resolver
+	unsigned  map[string]bool
+	metrics   *Metrics
+	decisions *decisionLog
+	logger    *slog.Logger
+	rp        *httputil.ReverseProxy
+}
+
+// New validates cfg and returns a Handler.
+func New(cfg Config) (*Handler, error) {
+	switch {
+	case cfg.Connections == nil:
+		return nil, errors.New("proxy: Config.Connections is required")
+	case cfg.Claims == nil:
+		return nil, errors.New("proxy: Config.Claims is required")
+	case cfg.Nonces == nil:
+		return nil, errors.New("proxy: Config.Nonces is required")
+	}
+	switch cfg.RotationEnforcement {
+	case "", credvault.RotationOff, credvault.RotationWarn, credvault.RotationBlock:
+	default:
+		return nil, fmt.Errorf("proxy: unknown rotation enforcement %q", cfg.RotationEnforcement)
+	}
+	for alias, id := range cfg.Aliases {
+		if alias == "" || strings.Contains(alias, "/") || alias == "proxy" || alias == "mcp" {
+			return nil, fmt.Errorf("proxy: alias %q is not a single free path segment", alias)
+		}
+		if err := credvault.ValidateConnectionID(id); err != nil {
+			return nil, fmt.Errorf("proxy: alias %q: %w", alias, err)
+		}
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MCPTimeout <= 0 {
+		cfg.MCPTimeout = DefaultMCPTimeout
+	}
+	h := &Handler{cfg: cfg, ips: clientip.Resolver{Trusted: cfg.TrustedProxies}, metrics: cfg.Metrics, logger: cfg.Logger}
+	if h.metrics == nil {
+		h.metrics, _ = NewMetrics(nil)
+	}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DecisionLog != nil {
+		h.decisions = &decisionLog{logger: cfg.DecisionLog, salt: cfg.LogSalt}
+	}
+	h.unsigned = make(map[string]bool, len(cfg.InsecureUnsignedConnections))
+	for _, id := range cfg.InsecureUnsignedConnections {
+		h.unsigned[id] = true
+	}
+	h.verifier = &identity.Verifier{
+		Clock:                  cfg.Clock,
+		MaxAge:                 cfg.MaxAge,
+		FutureSkew:             cfg.FutureSkew,
+		InsecureSkipNonceCheck: true, // recorded after the claim check, below
+		Origin:                 func(r *http.Request) (string, string) { return h.ips.Scheme(r), h.ips.Host(r) },
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+	}
+	transport := cfg.Transport
+	if transport == nil {
+		transport = newTransport()
+	}
+	h.rp = &httputil.ReverseProxy{
+		Rewrite:        rewrite,
+		Transport:      transport,
+		ModifyResponse: h.upstreamResponded,
+		ErrorHandler:   h.upstreamFailed,
+		ErrorLog:       slogErrorLog(h.logger),
+	}
+	return h, nil
+}
+
+func (h *Handler) now() time.Time {
+	if h.cfg.Clock != nil {
+		return h.cfg.Clock()
+	}
+	return time.Now()
+}
+
+// route is one parsed runtime path.
+type route struct {
+	mcp    bool
+	connID string
+	rest   string // escaped path after the connection id, "" or starting with "/"
+}
+
+// parseRoute recognises /proxy/{id}/…, /mcp/{id}/… and /<alias>/….
+func (h *Handler) parseRoute(r *http.Request) (route, bool) {
+	p := r.URL.EscapedPath()
+	if !strings.HasPrefix(p, "/") {
+		return route{}, false
+	}
+	first, rest, _ := strings.Cut(p[1:], "/")
+	if rest != "" || strings.HasSuffix(p, "/") {
+		rest = "/" + rest
+	}
+	switch first {
+	case "proxy", "mcp":
+		id, tail, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
+		if id == "" {
+			return route{}, false
+		}
+		if tail != "" || strings.HasSuffix(rest, id+"/") {
+			tail = "/" + tail
+		}
+		return route{mcp: first == "mcp", connID: id, rest: tail}, true
+	}
+	if id, ok := h.cfg.Aliases[first]; ok {
+		return route{connID: id, rest: rest}, true
+	}
+	return route{}, false
+}
+
+// ServeHTTP runs the pipeline for one request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if apierror.RequestIDFrom(r.Context()) == "" {
+		apierror.RequestID(http.HandlerFunc(h.serve)).ServeHTTP(w, r)
+		return
+	}
+	h.serve(w, r)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	h.metrics.inFlight.Inc()
+	defer h.metrics.inFlight.Dec()
+	rt, ok := h.parseRoute(r)
+	if !ok || (rt.mcp && h.cfg.MCP == nil) {
+		h.fail(w, r, newError(CodeNotFound, nil), nil)
+		return
+	}
+	if rt.mcp {
+		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.MCPTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		h.fail(w, r, newError(CodeBodyTooLarge, nil), nil)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+
+	caller, res, err := h.authenticate(r, rt.connID, rt.mcp)
+	if err != nil {
+		h.fail(w, r, err, caller)
+		return
+	}
+	if caller != nil {
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
+	}
+	if rt.mcp {
+		h.cfg.MCP.ServeHTTP(w, r)
+		return
+	}
+	h.forward(w, r, rt, res)
+}
+
+// authenticate runs steps 1 to 4 of the pipeline. It returns the verified
+// caller (nil on the unsigned development bypass) and the connection.
+func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*identity.Caller, *credvault.Resolved, error) {
+	unsigned := h.cfg.InsecureAllowUnsigned || h.unsigned[connID]
+	var caller *identity.Caller
+	if !unsigned {
+		c, err := h.verifier.Verify(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		caller = c
+	}
+	res, err := h.connection(connID, mcp)
+	if err != nil {
+		return caller, nil, err
+	}
+	if unsigned {
+		return nil, res, nil
+	}
+	if err := h.checkClaim(r, caller, res.Connection); err != nil {
+		return caller, nil, err
+	}
+	if err := h.cfg.Nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil); err != nil {
+		if errors.Is(err, httpsig.ErrReplayDetected) || classify(err).Code == "AUTH_REPLAY_DETECTED" {
+			h.metrics.replayDetected.Inc()
+		} else if classify(err).Code == CodeNonceStoreFull {
+			h.metrics.nonceStoreFull.Inc()
+		}
+		return caller, nil, err
+	}
+	h.decisions.log(r.Context(), decision{
+		kind: "auth", outcome: "allow", requestID: apierror.RequestIDFrom(r.Context()), connection: connID,
+		namespace: caller.Namespace, subject: caller.Subject, publicKey: caller.PublicKey, keyID: caller.KeyID,
+		client: h.ips.ClientAddr(r), method: r.Method,
+	})
+	return caller, res, nil
+}
+
+// connection looks up id and applies the connection-level checks.
+func (h *Handler) connection(id string, mcp bool) (*credvault.Resolved, error) {
+	res, ok := h.cfg.Connections.Lookup(id)
+	if !ok {
+		return nil, newError(CodeConnectionNotFound, nil)
+	}
+	c := res.Connection
+	if c.Status == credvault.StatusDisabled {
+		return nil, newError(CodeConnectionDisabled, nil)
+	}
+	if (c.Protocol == credvault.ProtocolMCP) != mcp {
+		return nil, newError(CodeProtocolMismatch, nil)
+	}
+	if h.cfg.RotationEnforcement == credvault.RotationBlock && c.RotationOverdue(h.now(), h.cfg.RotationGrace) {
+		return nil, newError(CodeRotationRequired, nil)
+	}
+	return res, nil
+}
+
+// checkClaim looks up the caller's claim for the connection's service and,
+// for an unapproved caller, files an authorization request.
+func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credvault.Connection) error {
+	service := c.ServiceSlug()
+	_, err := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key)
+	if err == nil || !errors.Is(err, claimcache.ErrNotApproved) || h.cfg.Submitter == nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), submitTimeout)
+	defer cancel()
+	receipt, serr := h.cfg.Submitter.Submit(ctx, claimcache.Submission{
+		ConnectionID: c.ID,
+		Namespace:    caller.Namespace,
+		PublicKey:    caller.PublicKey,
+		Service:      service,
+		AgentIP:      h.ips.ClientAddr(r).String(),
+		Subject:      caller.Subject,
+		Nonce:        caller.Nonce,
+	})
+	if errors.Is(serr, claimcache.ErrRateLimited) {
+		return newError("AUTH_CLAIM_SUBMIT_RATE_LIMITED", serr)
+	}
+	e := newError("AUTH_CLAIM_REQUIRED", err)
+	if serr != nil {
+		h.logger.Warn("claim submission failed", "connection_id", c.ID, "error", serr)
+		return e
+	}
+	e.extra = map[string]any{"claim_id": receipt.ClaimID, "claim_status": receipt.Status}
+	return e
+}
+
+// Authorize runs the signed part of the pipeline for a request about
+// connection c outside the runtime routes: signature, claim for c's service
+// and nonce. The admin API uses it for test and discover when
+// GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS is on. Errors are *Error.
+func (h *Handler) Authorize(r *http.Request, c *credvault.Connection) error {
+	caller, err := h.verifier.Verify(r)
+	if err == nil {
+		err = h.checkClaim(r, caller, c)
+	}
+	if err == nil {
+		err = h.cfg.Nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil)
+	}
+	if err != nil {
+		e := classify(err)
+		h.metrics.authReject.WithLabelValues(e.Code).Inc()
+		return e
+	}
+	return nil
+}
+
+// fail answers with the envelope of err and records the rejection.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, caller *identity.Caller) {
+	e := classify(err)
+	if e.Status == http.StatusForbidden || e.Status == http.StatusTooManyRequests || e.Code == "AUTH_CLAIMS_UNAVAILABLE" ||
+		e.Code == "AUTH_CLAIMS_LOOKUP_FAILED" || e.Code == CodeNonceStoreFull {
+		h.metrics.authReject.WithLabelValues(e.Code).Inc()
+	}
+	d := decision{kind: "auth", outcome: "deny", code: e.Code, status: e.Status,
+		requestID: apierror.RequestIDFrom(r.Context()), client: h.ips.ClientAddr(r), method: r.Method}
+	if caller != nil {
+		d.namespace, d.subject, d.publicKey, d.keyID = caller.Namespace, caller.Subject, caller.PublicKey, caller.KeyID
+	}
+	h.decisions.log(r.Context(), d)
+	ae := e.api()
+	if e.Status == http.StatusServiceUnavailable {
+		ae.RetryAfter = retryAfter
+	}
+	apierror.Write(w, r, ae)
+}
+
+type callerKey struct{}
+
+// CallerFrom returns the verified caller of a request served through the
+// Handler (for Config.MCP), or nil on the unsigned development bypass.
+func CallerFrom(ctx context.Context) *identity.Caller {
+	c, _ := ctx.Value(callerKey{}).(*identity.Caller)
+	return c
+}
+
+// validRest rejects dot-segments (also percent-encoded), which could climb
+// out of the connection's base path upstream.
+func validRest(rest string) bool {
+	for _, seg := range strings.Split(rest, "/") {
+		s := strings.ToLower(seg)
+		s = strings.ReplaceAll(s, "%2e", ".")
+		if s == "." || s == ".." {
+			return false
+		}
+	}
+	return !strings.Contains(strings.ToLower(rest), "%2f%2e%2e")
+}
+
+// joinUpstream builds the upstream URL: the connection's base (base_url
+// with path_prefix) followed by the caller's escaped path and query, without
+// re-encoding.
+func joinUpstream(base *url.URL, rest, rawQuery string) (*url.URL, error) {
+	raw := strings.TrimSuffix(base.EscapedPath(), "/")
+	if raw != "" && !strings.HasPrefix(raw, "/") {
+		raw = "/" + raw
+	}
+	raw += rest
+	if raw == "" {
+		raw = "/"
+	}
+	path, err := url.PathUnescape(raw)
+	if err != nil {
+		return nil, err
+	}
+	u := *base
+	u.Path, u.RawPath, u.RawQuery, u.Fragment, u.RawFragment = path, raw, rawQuery, "", ""
+	return &u, nil
+}
+
+// slogErrorLog adapts the operational logger for httputil.ReverseProxy.
+func slogErrorLog(l *slog.Logger) *log.Logger {
+	return slog.NewLogLogger(l.Handler(), slog.LevelWarn)
+}

@@ -1,0 +1,354 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/replay"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// clock is a settable test clock shared by every part of the gateway.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *clock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// fakeControlPlane serves the approved-claims feed and records claim
+// submissions, like the control plane's /v1 API.
+type fakeControlPlane struct {
+	mu          sync.Mutex
+	approved    map[string][]claimcache.Claim // by service
+	submissions []map[string]string
+	down        bool
+	feedCalls   int
+	srv         *httptest.Server
+}
+
+func newFakeControlPlane(t *testing.T) *fakeControlPlane {
+	cp := &fakeControlPlane{approved: map[string][]claimcache.Claim{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/namespaces/claims", cp.feed)
+	mux.HandleFunc("POST /v1/claims", cp.submit)
+	cp.srv = httptest.NewServer(mux)
+	t.Cleanup(cp.srv.Close)
+	return cp
+}
+
+func apiKeyFor(service string) string { return "idn_sk_test_" + service }
+
+func (cp *fakeControlPlane) approve(service string, id *identity.Identity) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.approved[service] = append(cp.approved[service], claimcache.Claim{
+		ID: fmt.Sprintf("clm_%d", len(cp.approved[service])+1), Namespace: id.Namespace,
+		PublicKey: id.PublicKeyString(), Service: service, ApprovedAt: time.Unix(1700000000, 0).UTC(),
+	})
+}
+
+func (cp *fakeControlPlane) setDown(down bool) {
+	cp.mu.Lock()
+	cp.down = down
+	cp.mu.Unlock()
+}
+
+func (cp *fakeControlPlane) feed(w http.ResponseWriter, r *http.Request) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.feedCalls++
+	if cp.down {
+		http.Error(w, `{"error":"down","code":"UNAVAILABLE"}`, http.StatusServiceUnavailable)
+		return
+	}
+	service := r.URL.Query().Get("service")
+	if r.Header.Get("Authorization") != "Bearer "+apiKeyFor(service) {
+		http.Error(w, `{"error":"bad key","code":"UNAUTHORIZED"}`, http.StatusUnauthorized)
+		return
+	}
+	all := cp.approved[service]
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	end := min(offset+limit, len(all))
+	page := []claimcache.Claim{}
+	if offset < len(all) {
+		page = all[offset:end]
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"claims":     page,
+		"pagination": map[string]any{"limit": limit, "offset": offset, "total": len(all), "has_more": end < len(all)},
+	})
+}
+
+func (cp *fakeControlPlane) submit(w http.ResponseWriter, r *http.Request) {
+	var body map[string]string
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	cp.mu.Lock()
+	cp.submissions = append(cp.submissions, body)
+	n := len(cp.submissions)
+	cp.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(map[string]string{"claim_id": fmt.Sprintf("clm_pending_%d", n), "status": "pending"})
+}
+
+func (cp *fakeControlPlane) submissionCount() int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return len(cp.submissions)
+}
+
+// seen is what the upstream observed of one request.
+type seen struct {
+	Method, Path, RawQuery string
+	Header                 http.Header
+	Body                   string
+}
+
+type upstream struct {
+	mu   sync.Mutex
+	last seen
+	srv  *httptest.Server
+	// release lets the SSE handler send its second event.
+	release chan struct{}
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{release: make(chan struct{})}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		u.last = seen{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Clone(), string(body)}
+		u.mu.Unlock()
+		if r.URL.Path == "/api/events" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: first\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-u.release:
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprint(w, "data: second\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"ok":true,"path":%q}`, r.URL.EscapedPath())
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstream) lastSeen() seen {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.last
+}
+
+const (
+	upstreamToken = "ghp_upstream_secret_token_123"
+	headerSecret  = "hk_header_secret_456"
+	querySecret   = "qp_query_secret_789"
+)
+
+type gateway struct {
+	t        *testing.T
+	clock    *clock
+	cp       *fakeControlPlane
+	up       *upstream
+	vault    *credvault.Vault
+	cache    *claimcache.Cache
+	handler  *Handler
+	srv      *httptest.Server
+	reg      *prometheus.Registry
+	metrics  *Metrics
+	logs     *syncBuffer
+	agent    *identity.Identity
+	stranger *identity.Identity
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type gatewayOptions struct {
+	rotation    credvault.RotationEnforcement
+	submitLimit int
+	nonces      interface {
+		CheckNonce(context.Context, string, string, time.Time) error
+	}
+}
+
+func newGateway(t *testing.T, o gatewayOptions) *gateway {
+	t.Helper()
+	ctx := context.Background()
+	g := &gateway{t: t, clock: &clock{}, logs: &syncBuffer{}}
+	g.clock.set(time.Now().Truncate(time.Second))
+	g.cp = newFakeControlPlane(t)
+	g.up = newUpstream(t)
+
+	store, err := credvault.OpenSQLite(ctx, filepath.Join(t.TempDir(), "gateway.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := credvault.GenerateMasterKey()
+	g.vault, err = credvault.New(ctx, credvault.Config{Store: store, MasterKey: key, PollInterval: -1, Clock: g.clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.vault.Close(); store.Close() })
+	create := func(c *credvault.Connection, secrets map[string]string) {
+		if _, err := g.vault.Create(ctx, c, secrets); err != nil {
+			t.Fatalf("create %s: %v", c.ID, err)
+		}
+	}
+	create(&credvault.Connection{ID: "github", Protocol: "http", BaseURL: g.up.srv.URL + "/api", AuthMode: "bearer",
+		AuthSecretKey: "token"}, map[string]string{"token": upstreamToken})
+	create(&credvault.Connection{ID: "keyed", Protocol: "http", BaseURL: g.up.srv.URL, PathPrefix: "/v2", AuthMode: "header_key",
+		AuthSecretKey: "key", Service: "github"}, map[string]string{"key": headerSecret})
+	create(&credvault.Connection{ID: "query", Protocol: "http", BaseURL: g.up.srv.URL, AuthMode: "query_param",
+		AuthSecretKey: "k", Service: "github"}, map[string]string{"k": querySecret})
+	create(&credvault.Connection{ID: "off", Protocol: "http", BaseURL: g.up.srv.URL, AuthMode: "bearer", AuthSecretKey: "t",
+		Status: "disabled", Service: "github"}, map[string]string{"t": upstreamToken})
+	create(&credvault.Connection{ID: "untracked", Protocol: "http", BaseURL: g.up.srv.URL, AuthMode: "bearer",
+		AuthSecretKey: "t"}, map[string]string{"t": upstreamToken})
+	create(&credvault.Connection{ID: "dead", Protocol: "http", BaseURL: "http://127.0.0.1:1", AuthMode: "query_param",
+		AuthSecretKey: "k", Service: "github"}, map[string]string{"k": querySecret})
+	// A connection whose rotation fell due a day ago.
+	g.clock.advance(-3 * 24 * time.Hour)
+	create(&credvault.Connection{ID: "stale", Protocol: "http", BaseURL: g.up.srv.URL, AuthMode: "bearer", AuthSecretKey: "t",
+		RotationIntervalDays: 2, Service: "github"}, map[string]string{"t": upstreamToken})
+	g.clock.advance(3 * 24 * time.Hour)
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	g.cache, err = claimcache.New(claimcache.Config{
+		Source: &claimcache.HTTPSource{BaseURL: g.cp.srv.URL, Client: client,
+			APIKey: func(s string) (string, error) { return apiKeyFor(s), nil }},
+		Services:             []string{"github"},
+		TTL:                  30 * time.Second,
+		RefreshInterval:      10 * time.Second,
+		EarlyRefreshInterval: -1,
+		Clock:                g.clock.now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
+		BaseURL: g.cp.srv.URL, Client: client, RatePerMinute: o.submitLimit, Clock: g.clock.now,
+		APIKey: func(string) (string, error) { return apiKeyFor("github"), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonces := o.nonces
+	if nonces == nil {
+		nonces, err = replay.New(replay.Config{Clock: g.clock.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.reg = prometheus.NewRegistry()
+	g.metrics, err = NewMetrics(g.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.handler, err = New(Config{
+		Connections:         g.vault,
+		Claims:              g.cache,
+		Nonces:              nonces,
+		Submitter:           submitter,
+		Clock:               g.clock.now,
+		Aliases:             map[string]string{"gh": "github"},
+		RotationEnforcement: o.rotation,
+		Metrics:             g.metrics,
+		DecisionLog:         slog.New(slog.NewJSONHandler(g.logs, nil)),
+		LogSalt:             []byte("test-salt"),
+		Timeout:             3 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.srv = httptest.NewServer(g.handler)
+	t.Cleanup(g.srv.Close)
+
+	g.agent, _ = identity.New("agent-ns")
+	g.stranger, _ = identity.New("stranger-ns")
+	g.cp.approve("github", g.agent)
+	g.refresh()
+	return g
+}
+
+func (g *gateway) refresh() {
+	g.t.Helper()
+	if err := g.cache.Refresh(context.Background(), "github"); err != nil {
+		g.t.Fatalf("refresh: %v", err)
+	}
+}
+
+// request builds a request to the gateway signed by id at the gateway clock.
+func (g *gateway) request(id *identity.Identity, method, path, body string) *http.Request {
+	g.t.Helper()
+	var rb io.Reader
+	if body != "" {
+		rb = bytes.NewReader([]byte(body))
+	}
+	r, err := http.NewRequest(method, g.srv.URL+path, rb)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	r.Header.Set("Authorization", "Bearer agent-own-token")
+	r.Header.Set("Cookie", "session=agent-cookie")
+	if err := id.Sign(r, identity.SignOptions{Created: g.clock.now()}); err != nil {
+		g.t.Fatal(err)
+	}
+	return r
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+	env    map[string]any
+}
+
+func (g *gateway) do(r *http.Request) answer {
+	g.t.Helper()
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, body: b}
+	_ = json.Unmarshal(b, &a.env)
+	return a
+}

@@ -1,0 +1,268 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestApprovedRequestIsForwarded(t *testing.T) {
+	g := newGateway(t, gatewayOptions{})
+	a := g.do(g.request(g.agent, "POST", "/proxy/github/repos/a%2Fb/issues?state=open&x=1", `{"title":"hi"}`))
+	if a.status != 200 {
+		t.Fatalf("status %d: %s", a.status, a.body)
+	}
+	s := g.up.lastSeen()
+	if s.Path != "/api/repos/a%2Fb/issues" || s.RawQuery != "state=open&x=1" || s.Body != `{"title":"hi"}` {
+		t.Errorf("upstream saw %s %s?%s body %q", s.Method, s.Path, s.RawQuery, s.Body)
+	}
+	if got := s.Header.Get("Authorization"); got != "Bearer "+upstreamToken {
+		t.Errorf("upstream Authorization = %q, want the injected credential", got)
+	}
+	for _, h := range []string{"Signature", "Signature-Input", "Content-Digest", "Idn-Namespace", "Idn-Subject",
+		"Idn-Agent-Key", "Idn-Agent-Cert", "Cookie"} {
+		if v := s.Header.Get(h); v != "" {
+			t.Errorf("upstream received %s: %q", h, v)
+		}
+	}
+	if s.Header.Get("X-Request-Id") == "" || a.header.Get("X-Request-Id") != s.Header.Get("X-Request-Id") {
+		t.Errorf("request id not propagated: %q vs %q", a.header.Get("X-Request-Id"), s.Header.Get("X-Request-Id"))
+	}
+
+	// header_key with a path prefix, query_param, and an alias route.
+	if a := g.do(g.request(g.agent, "GET", "/proxy/keyed/items", "")); a.status != 200 {
+		t.Fatalf("keyed: %d %s", a.status, a.body)
+	}
+	if s := g.up.lastSeen(); s.Path != "/v2/items" || s.Header.Get("X-API-Key") != headerSecret || s.Header.Get("Authorization") != "" {
+		t.Errorf("header_key upstream saw %s %v", s.Path, s.Header)
+	}
+	if a := g.do(g.request(g.agent, "GET", "/proxy/query/q?api_key=agent-chosen&y=2", "")); a.status != 200 {
+		t.Fatalf("query: %d %s", a.status, a.body)
+	}
+	if s := g.up.lastSeen(); s.RawQuery != "api_key="+querySecret+"&y=2" && s.RawQuery != "y=2&api_key="+querySecret {
+		t.Errorf("query_param upstream saw %q", s.RawQuery)
+	}
+	if a := g.do(g.request(g.agent, "GET", "/gh/user", "")); a.status != 200 || g.up.lastSeen().Path != "/api/user" {
+		t.Errorf("alias: %d, upstream path %q", a.status, g.up.lastSeen().Path)
+	}
+}
+
+// Every AUTH_* code of gateway.md's table, each produced by a named
+// request, with its exact status.
+func TestAuthCodes(t *testing.T) {
+	g := newGateway(t, gatewayOptions{submitLimit: 1})
+	get := func() *http.Request { return g.request(g.agent, "GET", "/proxy/github/user", "") }
+	rows := []struct {
+		name   string
+		req    func() *http.Request
+		status int
+		code   string
+	}{
+		{"duplicate signature header", func() *http.Request {
+			r := get()
+			r.Header.Add("Signature", r.Header.Get("Signature"))
+			return r
+		}, 403, "AUTH_HEADERS_INVALID"},
+		{"signature over another path", func() *http.Request {
+			r := get()
+			r.URL.Path = "/proxy/github/admin"
+			return r
+		}, 403, "AUTH_SIGNATURE_INVALID"},
+		{"component dropped from the signature", func() *http.Request {
+			r := get()
+			r.Header.Set("Signature-Input", strings.Replace(r.Header.Get("Signature-Input"), ` "idn-subject"`, "", 1))
+			return r
+		}, 403, "AUTH_SIGNED_COMPONENTS_INVALID"},
+		{"identity header missing", func() *http.Request {
+			r := get()
+			r.Header.Del("Idn-Agent-Cert")
+			return r
+		}, 403, "AUTH_IDENTITY_INVALID"},
+		{"nonce missing", func() *http.Request {
+			r := get()
+			in := r.Header.Get("Signature-Input")
+			r.Header.Set("Signature-Input", in[:strings.Index(in, ";nonce=")])
+			return r
+		}, 403, "AUTH_NONCE_INVALID"},
+		{"claims lookup for an untracked service", func() *http.Request {
+			return g.request(g.agent, "GET", "/proxy/untracked/x", "")
+		}, 500, "AUTH_CLAIMS_LOOKUP_FAILED"},
+		{"unapproved agent", func() *http.Request {
+			return g.request(g.stranger, "GET", "/proxy/github/user", "")
+		}, 403, "AUTH_CLAIM_REQUIRED"},
+		{"unapproved agent past the submission limit", func() *http.Request {
+			return g.request(g.stranger, "GET", "/proxy/github/user", "")
+		}, 429, "AUTH_CLAIM_SUBMIT_RATE_LIMITED"},
+		{"disabled connection", func() *http.Request { return g.request(g.agent, "GET", "/proxy/off/x", "") }, 403, CodeConnectionDisabled},
+		{"unknown connection", func() *http.Request { return g.request(g.agent, "GET", "/proxy/nope/x", "") }, 404, CodeConnectionNotFound},
+		{"dot-segment escape", func() *http.Request {
+			r := g.request(g.agent, "GET", "/proxy/github/%2e%2e/admin", "")
+			return r
+		}, 400, CodeValidation},
+		{"upstream unreachable", func() *http.Request { return g.request(g.agent, "GET", "/proxy/dead/x", "") }, 502, CodeUpstreamError},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			a := g.do(row.req())
+			if a.status != row.status || a.env["code"] != row.code {
+				t.Fatalf("got %d %v, want %d %s", a.status, a.env["code"], row.status, row.code)
+			}
+			for _, f := range []string{"error", "code", "request_id", "timestamp"} {
+				if a.env[f] == "" || a.env[f] == nil {
+					t.Errorf("envelope lacks %q: %s", f, a.body)
+				}
+			}
+			if strings.Contains(string(a.body), querySecret) || strings.Contains(string(a.body), "127.0.0.1:1") {
+				t.Errorf("envelope leaks the upstream URL or secret: %s", a.body)
+			}
+		})
+	}
+	if n := g.cp.submissionCount(); n != 1 {
+		t.Errorf("control plane received %d claim submissions, want 1 (the second was rate-limited)", n)
+	}
+	sub := g.cp.submissions[0]
+	if sub["namespace"] != "stranger-ns" || sub["service"] != "github" || sub["public_key"] != g.stranger.PublicKeyString() ||
+		sub["agent_ip"] != "127.0.0.1" || sub["nonce"] == "" {
+		t.Errorf("submission = %v", sub)
+	}
+
+	t.Run("replay", func(t *testing.T) {
+		r := get()
+		if a := g.do(r); a.status != 200 {
+			t.Fatalf("first: %d %s", a.status, a.body)
+		}
+		again, _ := http.NewRequest(r.Method, r.URL.String(), nil)
+		again.Header = r.Header.Clone()
+		if a := g.do(again); a.status != 403 || a.env["code"] != "AUTH_REPLAY_DETECTED" {
+			t.Fatalf("replay: %d %v", a.status, a.env["code"])
+		}
+		// After the nonce window the same request is refused for its age.
+		g.clock.advance(6 * time.Minute)
+		late, _ := http.NewRequest(r.Method, r.URL.String(), nil)
+		late.Header = r.Header.Clone()
+		if a := g.do(late); a.status != 403 || a.env["code"] != "AUTH_SIGNATURE_INVALID" {
+			t.Fatalf("late replay: %d %v", a.status, a.env["code"])
+		}
+	})
+
+	t.Run("claims feed down longer than the TTL", func(t *testing.T) {
+		g.cp.setDown(true)
+		if err := g.cache.Refresh(context.Background(), "github"); err == nil {
+			t.Fatal("refresh succeeded with the feed down")
+		}
+		g.clock.advance(31 * time.Second)
+		a := g.do(get())
+		if a.status != 503 || a.env["code"] != "AUTH_CLAIMS_UNAVAILABLE" || a.header.Get("Retry-After") == "" {
+			t.Fatalf("stale claims: %d %v", a.status, a.env["code"])
+		}
+		g.cp.setDown(false)
+		g.refresh()
+		if a := g.do(get()); a.status != 200 {
+			t.Fatalf("after recovery: %d %s", a.status, a.body)
+		}
+	})
+
+	// Metrics moved as the requests above say.
+	for code, want := range map[string]float64{
+		"AUTH_HEADERS_INVALID": 1, "AUTH_SIGNATURE_INVALID": 2, "AUTH_SIGNED_COMPONENTS_INVALID": 1,
+		"AUTH_IDENTITY_INVALID": 1, "AUTH_NONCE_INVALID": 1, "AUTH_REPLAY_DETECTED": 1, "AUTH_CLAIMS_UNAVAILABLE": 1,
+		"AUTH_CLAIMS_LOOKUP_FAILED": 1, "AUTH_CLAIM_REQUIRED": 1, "AUTH_CLAIM_SUBMIT_RATE_LIMITED": 1,
+		CodeConnectionDisabled: 1,
+	} {
+		if got := testutil.ToFloat64(g.metrics.authReject.WithLabelValues(code)); got != want {
+			t.Errorf("auth_reject_total{reason=%s} = %v, want %v", code, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(g.metrics.replayDetected); got != 1 {
+		t.Errorf("replay_detected_total = %v", got)
+	}
+	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("http", "success")); got != 2 {
+		t.Errorf("upstream_requests_total{http,success} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(g.metrics.upstreamErrors.WithLabelValues("connect")); got != 1 {
+		t.Errorf("upstream_error_total{connect} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(g.metrics.inFlight); got != 0 {
+		t.Errorf("requests_in_flight = %v after all requests", got)
+	}
+	if n, err := testutil.GatherAndCount(g.reg); err != nil || n == 0 {
+		t.Errorf("registry gathers %d series, %v", n, err)
+	}
+
+	// Decision logs: no secret, no raw identity, no full client address.
+	logs := g.logs.String()
+	if !strings.Contains(logs, `"namespace":"fp:`) || !strings.Contains(logs, `"client_ip":"127.0.0.0/24"`) {
+		t.Errorf("decision logs lack fingerprints or masked addresses:\n%s", logs)
+	}
+	for _, leak := range []string{upstreamToken, headerSecret, querySecret, "agent-ns", "stranger-ns",
+		g.agent.PublicKeyString(), "127.0.0.1\"", "agent-own-token", "agent-cookie"} {
+		if strings.Contains(logs, leak) {
+			t.Errorf("decision logs contain %q", leak)
+		}
+	}
+}
+
+func TestRotationEnforcement(t *testing.T) {
+	block := newGateway(t, gatewayOptions{rotation: credvault.RotationBlock})
+	if a := block.do(block.request(block.agent, "GET", "/proxy/stale/x", "")); a.status != 403 || a.env["code"] != CodeRotationRequired {
+		t.Errorf("block: %d %v", a.status, a.env["code"])
+	}
+	if a := block.do(block.request(block.agent, "GET", "/proxy/github/x", "")); a.status != 200 {
+		t.Errorf("block, connection not due: %d", a.status)
+	}
+	warn := newGateway(t, gatewayOptions{rotation: credvault.RotationWarn})
+	a := warn.do(warn.request(warn.agent, "GET", "/proxy/stale/x", ""))
+	if a.status != 200 || a.header.Get("Idn-Rotation-Warning") == "" {
+		t.Errorf("warn: %d, warning %q", a.status, a.header.Get("Idn-Rotation-Warning"))
+	}
+}
+
+type failingNonces struct{}
+
+func (failingNonces) CheckNonce(context.Context, string, string, time.Time) error {
+	return errors.New("nonce backend exploded")
+}
+
+func TestUnknownFailureIsAuthForbidden(t *testing.T) {
+	g := newGateway(t, gatewayOptions{nonces: failingNonces{}})
+	if a := g.do(g.request(g.agent, "GET", "/proxy/github/x", "")); a.status != 403 || a.env["code"] != CodeAuthForbidden {
+		t.Errorf("got %d %v, want 403 AUTH_FORBIDDEN", a.status, a.env["code"])
+	}
+}
+
+func TestStreamingResponse(t *testing.T) {
+	g := newGateway(t, gatewayOptions{})
+	resp, err := http.DefaultClient.Do(g.request(g.agent, "GET", "/proxy/github/events", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "data: first\n" {
+		t.Fatalf("first event: %q, %v", line, err)
+	}
+	// The upstream is still blocked: the first event arrived before it finished.
+	close(g.up.release)
+	_, _ = br.ReadString('\n')
+	if line, _ := br.ReadString('\n'); line != "data: second\n" {
+		t.Fatalf("second event: %q", line)
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	g := newGateway(t, gatewayOptions{})
+	g.handler.cfg.MaxBodyBytes = 1024
+	g.handler.verifier.MaxBodyBytes = 1024
+	a := g.do(g.request(g.agent, "POST", "/proxy/github/upload", strings.Repeat("x", 4096)))
+	if a.status != 413 || a.env["code"] != CodeBodyTooLarge {
+		t.Errorf("oversized body: %d %v", a.status, a.env["code"])
+	}
+}
