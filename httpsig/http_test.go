@@ -1,0 +1,147 @@
+package httpsig_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/httpsig"
+)
+
+// echoVerified answers with what Middleware verified and the body it saw.
+func echoVerified(w http.ResponseWriter, r *http.Request) {
+	ver, ok := httpsig.FromContext(r.Context())
+	if !ok {
+		http.Error(w, "no verification in context", http.StatusInternalServerError)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	json.NewEncoder(w).Encode(map[string]any{"label": ver.Label, "keyid": ver.Params.KeyID, "body": string(body)})
+}
+
+func TestTransportAndMiddleware(t *testing.T) {
+	v := &httpsig.Verifier{
+		Keys:   staticKey(httpsig.NewEd25519VerifyingKey(testEdPub)),
+		Nonces: &memNonces{},
+		Required: []httpsig.Component{
+			{Name: "@method"}, {Name: "@target-uri"}, {Name: "content-digest"},
+		},
+	}
+	srv := httptest.NewServer(v.Middleware(http.HandlerFunc(echoVerified)))
+	defer srv.Close()
+
+	var seenBody []byte
+	tr := &httpsig.Transport{
+		Base:   srv.Client().Transport,
+		Signer: &httpsig.Signer{Key: httpsig.NewEd25519SigningKey(testEdPriv)},
+		Params: func(r *http.Request, body []byte) (httpsig.Params, error) {
+			seenBody = body
+			r.Header.Set("X-Client", "test")
+			return httpsig.Params{
+				Components: []httpsig.Component{{Name: "@method"}, {Name: "@target-uri"}, {Name: "content-digest"}, {Name: "x-client"}},
+				Created:    time.Now(),
+				KeyID:      "client-1",
+				Nonce:      "n-" + r.URL.Query().Get("n"),
+			}, nil
+		},
+	}
+	client := &http.Client{Transport: tr}
+
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/things?n=1", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "text/plain")
+	before := req.Header.Clone()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got map[string]string
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	if got["label"] != "sig1" || got["keyid"] != "client-1" || got["body"] != "hello" {
+		t.Fatalf("server saw %v", got)
+	}
+	if string(seenBody) != "hello" {
+		t.Fatalf("Params got body %q", seenBody)
+	}
+	// The caller's request is untouched: no signature, digest or extra header.
+	if len(req.Header) != len(before) || req.Header.Get("Content-Type") != "text/plain" {
+		t.Fatalf("caller's headers changed: %v", req.Header)
+	}
+	for _, h := range []string{"Signature", "Signature-Input", "Content-Digest", "X-Client"} {
+		if req.Header.Get(h) != "" {
+			t.Fatalf("caller's request gained %s", h)
+		}
+	}
+
+	// Replaying the same nonce is refused with the error envelope.
+	req2, _ := http.NewRequest(http.MethodPost, srv.URL+"/things?n=1", strings.NewReader("hello"))
+	resp2, err := client.Do(req2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	var env struct {
+		Code string `json:"code"`
+	}
+	json.NewDecoder(resp2.Body).Decode(&env)
+	if resp2.StatusCode != http.StatusForbidden || env.Code != "AUTH_REPLAY_DETECTED" {
+		t.Fatalf("replay: status %d code %q", resp2.StatusCode, env.Code)
+	}
+
+	// An unsigned request is refused.
+	resp3, err := srv.Client().Get(srv.URL + "/things")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp3.Body.Close()
+	json.NewDecoder(resp3.Body).Decode(&env)
+	if resp3.StatusCode != http.StatusForbidden || env.Code != "AUTH_HEADERS_INVALID" {
+		t.Fatalf("unsigned: status %d code %q", resp3.StatusCode, env.Code)
+	}
+}
+
+func TestTransportDefaultParams(t *testing.T) {
+	v := &httpsig.Verifier{
+		Keys:     staticKey(httpsig.NewEd25519VerifyingKey(testEdPub)),
+		Nonces:   &memNonces{},
+		Required: []httpsig.Component{{Name: "@method"}, {Name: "@target-uri"}},
+	}
+	var errs []error
+	v.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		errs = append(errs, err)
+		http.Error(w, httpsig.Code(err), http.StatusUnauthorized)
+	}
+	srv := httptest.NewServer(v.Middleware(http.HandlerFunc(echoVerified)))
+	defer srv.Close()
+	client := &http.Client{Transport: &httpsig.Transport{
+		Base:   srv.Client().Transport,
+		Signer: &httpsig.Signer{Key: httpsig.NewEd25519SigningKey(testEdPriv)},
+	}}
+	for range 2 { // a fresh nonce each time
+		resp, err := client.Get(srv.URL + "/a%2Fb?x=%41")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d: %v", resp.StatusCode, errs)
+		}
+	}
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || len(errs) != 1 {
+		t.Fatalf("ErrorHandler not used: %d %v", resp.StatusCode, errs)
+	}
+}
