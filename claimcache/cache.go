@@ -1,0 +1,316 @@
+package claimcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for the zero Config, as in gateway.md "Limits" and DECISIONS §3.
+const (
+	DefaultTTL                  = 30 * time.Second
+	DefaultRefreshInterval      = 10 * time.Second
+	DefaultEarlyRefreshInterval = 2 * time.Second
+)
+
+// maxFeedChangedRetries bounds how often one refresh rereads a feed that
+// changed under it before giving up until the next refresh.
+const maxFeedChangedRetries = 3
+
+// Config configures a Cache.
+type Config struct {
+	// Source delivers the claims. Required.
+	Source Source
+	// Services are the service slugs tracked from the start; SetServices
+	// changes the set later. Lookups for other services fail.
+	Services []string
+	// TTL is how long a snapshot stays usable after the refresh that made or
+	// confirmed it began. Zero means DefaultTTL. It must exceed
+	// RefreshInterval.
+	TTL time.Duration
+	// RefreshInterval is the background poll period of Run. Zero means
+	// DefaultRefreshInterval.
+	RefreshInterval time.Duration
+	// EarlyRefreshInterval is the least time between two refreshes of one
+	// service triggered by lookup misses. Zero means
+	// DefaultEarlyRefreshInterval; negative disables early refreshes.
+	EarlyRefreshInterval time.Duration
+	// Logger receives refresh failures. Nil discards them.
+	Logger *slog.Logger
+	// Clock returns the current time; it decides freshness and early
+	// refreshes. Nil means time.Now.
+	Clock func() time.Time
+	// OnRefresh, when set, is called after every refresh attempt with the
+	// service, the number of approved tuples now held, and the error (nil on
+	// success, including an unchanged feed). It suits metrics and readiness.
+	OnRefresh func(service string, claims int, err error)
+}
+
+// Cache holds the approved claims of a set of services. It is safe for
+// concurrent use; lookups take no lock.
+type Cache struct {
+	source    Source
+	ttl       time.Duration
+	interval  time.Duration
+	early     time.Duration
+	log       *slog.Logger
+	clock     func() time.Time
+	onRefresh func(string, int, error)
+
+	mu       sync.Mutex // serialises SetServices
+	services atomic.Pointer[map[string]*service]
+	changed  chan struct{} // wakes Run when the service set changes
+}
+
+// service is the per-slug state.
+type service struct {
+	name        string
+	snap        atomic.Pointer[snapshot]
+	refreshedAt atomic.Int64  // Unix ns at which the last good refresh began; 0: never
+	earlyAt     atomic.Int64  // Unix ns of the last early-refresh request
+	wake        chan struct{} // capacity 1: a pending early refresh
+	refreshMu   sync.Mutex    // one refresh at a time
+}
+
+// New returns a Cache configured by cfg. It loads nothing: call Run, or
+// Refresh for each service, before lookups can succeed.
+func New(cfg Config) (*Cache, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("claimcache: Config.Source is nil")
+	}
+	c := &Cache{
+		source:    cfg.Source,
+		ttl:       orDefault(cfg.TTL, DefaultTTL),
+		interval:  orDefault(cfg.RefreshInterval, DefaultRefreshInterval),
+		early:     orDefault(cfg.EarlyRefreshInterval, DefaultEarlyRefreshInterval),
+		log:       cfg.Logger,
+		clock:     cfg.Clock,
+		onRefresh: cfg.OnRefresh,
+		changed:   make(chan struct{}, 1),
+	}
+	if c.ttl < 0 || c.interval < 0 {
+		return nil, errors.New("claimcache: TTL and RefreshInterval must not be negative")
+	}
+	if c.ttl <= c.interval {
+		return nil, fmt.Errorf("claimcache: TTL %v must exceed RefreshInterval %v, or snapshots go stale between refreshes", c.ttl, c.interval)
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.clock == nil {
+		c.clock = time.Now
+	}
+	c.services.Store(&map[string]*service{})
+	c.SetServices(cfg.Services...)
+	return c, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// SetServices replaces the set of tracked services. Services that stay keep
+// their snapshot; new ones are unavailable until loaded; removed ones are
+// forgotten.
+func (c *Cache) SetServices(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := *c.services.Load()
+	next := make(map[string]*service, len(names))
+	for _, n := range names {
+		if s, ok := old[n]; ok {
+			next[n] = s
+		} else {
+			next[n] = &service{name: n, wake: make(chan struct{}, 1)}
+		}
+	}
+	c.services.Store(&next)
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Lookup reports whether the claim <namespace, publicKey, service> is
+// approved. publicKey is the raw 32-byte Ed25519 key. It returns an error
+// wrapping ErrUnavailable when the service's snapshot is missing or stale,
+// ErrNotApproved when a fresh snapshot has no such claim, and ErrLookupFailed
+// when the service is not tracked or the key is malformed. A miss requests
+// an early refresh of the service from Run.
+func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, error) {
+	s := (*c.services.Load())[service]
+	if s == nil {
+		return Approval{}, fmt.Errorf("%w: service %q is not tracked", ErrLookupFailed, service)
+	}
+	if !validKey(publicKey) {
+		return Approval{}, fmt.Errorf("%w: public key is %d bytes", ErrLookupFailed, len(publicKey))
+	}
+	now := c.clock().UnixNano()
+	snap := s.snap.Load()
+	at := s.refreshedAt.Load()
+	if snap == nil || at == 0 || now-at >= int64(c.ttl) {
+		return Approval{}, fmt.Errorf("%w: service %q has no fresh snapshot", ErrUnavailable, service)
+	}
+	if a, ok := snap.lookup(namespace, publicKey); ok {
+		return a, nil
+	}
+	c.requestEarlyRefresh(s, now)
+	return Approval{}, ErrNotApproved
+}
+
+// requestEarlyRefresh wakes the service's refresher at most once per
+// EarlyRefreshInterval, however many lookups miss at the same time.
+func (c *Cache) requestEarlyRefresh(s *service, now int64) {
+	if c.early < 0 {
+		return
+	}
+	last := s.earlyAt.Load()
+	if last != 0 && now-last < int64(c.early) || !s.earlyAt.CompareAndSwap(last, now) {
+		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Status describes one service's snapshot, for readiness checks and metrics.
+type Status struct {
+	Loaded      bool      // a snapshot was built at least once
+	Fresh       bool      // Lookup would use it now
+	RefreshedAt time.Time // when the last good refresh began; zero if never
+	Claims      int       // approved tuples held
+	Skipped     int       // malformed or foreign records left out of it
+}
+
+// Status reports the state of service's snapshot. An untracked service
+// reports the zero Status.
+func (c *Cache) Status(service string) Status {
+	s := (*c.services.Load())[service]
+	if s == nil {
+		return Status{}
+	}
+	var st Status
+	snap := s.snap.Load()
+	at := s.refreshedAt.Load()
+	if snap == nil || at == 0 {
+		return st
+	}
+	st.Loaded = true
+	st.RefreshedAt = time.Unix(0, at)
+	st.Fresh = c.clock().UnixNano()-at < int64(c.ttl)
+	st.Claims, st.Skipped = snap.claims, snap.skipped
+	return st
+}
+
+// Refresh reads service's claims from the Source now and, on success,
+// installs the new snapshot (or renews the current one when the Source
+// reports it unchanged). Refreshes of one service never overlap.
+func (c *Cache) Refresh(ctx context.Context, service string) error {
+	s := (*c.services.Load())[service]
+	if s == nil {
+		return fmt.Errorf("%w: service %q is not tracked", ErrLookupFailed, service)
+	}
+	return c.refresh(ctx, s)
+}
+
+func (c *Cache) refresh(ctx context.Context, s *service) error {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	err := c.load(ctx, s)
+	claims := 0
+	if snap := s.snap.Load(); snap != nil {
+		claims = snap.claims
+	}
+	if err != nil && ctx.Err() == nil {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "claims refresh failed",
+			slog.String("service", s.name), slog.String("error", err.Error()))
+	}
+	if c.onRefresh != nil {
+		c.onRefresh(s.name, claims, err)
+	}
+	return err
+}
+
+func (c *Cache) load(ctx context.Context, s *service) error {
+	current := s.snap.Load()
+	version := ""
+	if current != nil {
+		version = current.version
+	}
+	for attempt := 1; ; attempt++ {
+		began := c.clock().UnixNano()
+		b := &builder{service: s.name}
+		got, err := c.source.ApprovedClaims(ctx, s.name, version, b.add)
+		switch {
+		case err == nil:
+			s.snap.Store(b.build(got))
+			s.refreshedAt.Store(began)
+			return nil
+		case errors.Is(err, ErrNotModified) && current != nil:
+			s.refreshedAt.Store(began)
+			return nil
+		case errors.Is(err, ErrFeedChanged) && attempt < maxFeedChangedRetries:
+			continue
+		}
+		return fmt.Errorf("claimcache: refreshing service %q: %w", s.name, err)
+	}
+}
+
+// Run refreshes every tracked service now and then every RefreshInterval,
+// and whenever a lookup miss asks for an early refresh, until ctx is done.
+// Services added by SetServices are picked up at once. Run returns ctx's
+// error after every refresh it started has stopped. Call it once.
+func (c *Cache) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	workers := map[*service]context.CancelFunc{}
+	defer func() {
+		for _, cancel := range workers {
+			cancel()
+		}
+		wg.Wait()
+	}()
+	for {
+		current := *c.services.Load()
+		for s, cancel := range workers {
+			if current[s.name] != s {
+				cancel()
+				delete(workers, s)
+			}
+		}
+		for _, s := range current {
+			if _, ok := workers[s]; !ok {
+				wctx, cancel := context.WithCancel(ctx)
+				workers[s] = cancel
+				wg.Go(func() { c.poll(wctx, s) })
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.changed:
+		}
+	}
+}
+
+// poll refreshes one service until ctx is done.
+func (c *Cache) poll(ctx context.Context, s *service) {
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		_ = c.refresh(ctx, s) // logged and reported by refresh
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package claimcache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/claimcache"
+)
+
+type refreshEvent struct {
+	service string
+	claims  int
+	err     error
+}
+
+func newTestCache(t *testing.T, cp *fakeControlPlane, clk *fakeClock, cfg claimcache.Config) (*claimcache.Cache, chan refreshEvent) {
+	t.Helper()
+	events := make(chan refreshEvent, 100)
+	cfg.Source = &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor, PageSize: 2}
+	cfg.Clock = clk.Now
+	cfg.OnRefresh = func(service string, claims int, err error) { events <- refreshEvent{service, claims, err} }
+	if cfg.Services == nil {
+		cfg.Services = []string{"github"}
+	}
+	c, err := claimcache.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, events
+}
+
+func TestLookupFreshnessFailsClosedAndRecovers(t *testing.T) {
+	ctx := context.Background()
+	alice, mallory := newAgent("alice"), newAgent("mallory")
+	cp := newFakeControlPlane(t, "github")
+	cp.approve(alice.claim("clm_alice", "github"))
+	for i := range 4 {
+		cp.approve(newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
+	}
+	clk := newFakeClock()
+	c, _ := newTestCache(t, cp, clk, claimcache.Config{TTL: 30 * time.Second, RefreshInterval: 10 * time.Second})
+
+	check := func(step string, a agent, want error) {
+		t.Helper()
+		got, err := c.Lookup("github", a.namespace, a.pub)
+		if !errors.Is(err, want) || want == nil && err != nil {
+			t.Fatalf("%s: Lookup(%s) = %v, want %v", step, a.namespace, err, want)
+		}
+		if want == nil && got.ClaimID != "clm_"+a.namespace {
+			t.Fatalf("%s: claim id %q", step, got.ClaimID)
+		}
+	}
+	check("never loaded", alice, claimcache.ErrUnavailable)
+
+	if err := c.Refresh(ctx, "github"); err != nil {
+		t.Fatal(err)
+	}
+	check("loaded", alice, nil)
+	check("unapproved caller", mallory, claimcache.ErrNotApproved)
+	if _, err := c.Lookup("github", mallory.namespace, alice.pub); !errors.Is(err, claimcache.ErrNotApproved) {
+		t.Fatalf("approved key under another namespace: %v", err)
+	}
+	if _, err := c.Lookup("gitlab", alice.namespace, alice.pub); !errors.Is(err, claimcache.ErrLookupFailed) {
+		t.Fatalf("untracked service: %v, want ErrLookupFailed", err)
+	}
+	if _, err := c.Lookup("github", alice.namespace, alice.pub[:31]); !errors.Is(err, claimcache.ErrLookupFailed) {
+		t.Fatalf("truncated key: %v, want ErrLookupFailed", err)
+	}
+
+	// Feed unchanged: a 304 renews freshness.
+	clk.Advance(20 * time.Second)
+	if err := c.Refresh(ctx, "github"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(20 * time.Second) // 40 s after the full read, 20 s after the 304
+	check("renewed by 304", alice, nil)
+
+	// Feed down: the snapshot serves until its TTL runs out, then fails closed.
+	cp.setDown(true)
+	if err := c.Refresh(ctx, "github"); err == nil {
+		t.Fatal("refresh against a down feed succeeded")
+	}
+	clk.Advance(9 * time.Second)
+	check("feed down, within TTL", alice, nil)
+	clk.Advance(time.Second)
+	check("feed down, TTL over", alice, claimcache.ErrUnavailable)
+	if st := c.Status("github"); !st.Loaded || st.Fresh || st.Claims != 5 {
+		t.Fatalf("Status = %+v", st)
+	}
+
+	// Feed back: the next refresh recovers.
+	cp.setDown(false)
+	if err := c.Refresh(ctx, "github"); err != nil {
+		t.Fatal(err)
+	}
+	check("feed back", alice, nil)
+}
+
+func TestSnapshotSkipsMalformedAndForeignRecords(t *testing.T) {
+	alice, bob, carol := newAgent("alice"), newAgent("bob"), newAgent("carol")
+	cp := newFakeControlPlane(t, "github")
+	bad := carol.claim("clm_carol", "github")
+	bad.PublicKey = "ed25519:not-base64!"
+	cp.approve(alice.claim("clm_alice", "github"), bob.claim("clm_bob", "gitlab"), bad,
+		alice.claim("clm_alice_dup", "github"))
+	c, _ := newTestCache(t, cp, newFakeClock(), claimcache.Config{})
+	if err := c.Refresh(context.Background(), "github"); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := c.Lookup("github", "alice", alice.pub); err != nil || a.ClaimID != "clm_alice" {
+		t.Fatalf("alice: %+v, %v", a, err)
+	}
+	for _, a := range []agent{bob, carol} {
+		if _, err := c.Lookup("github", a.namespace, a.pub); !errors.Is(err, claimcache.ErrNotApproved) {
+			t.Errorf("%s: %v, want ErrNotApproved", a.namespace, err)
+		}
+	}
+	if st := c.Status("github"); st.Claims != 1 || st.Skipped != 2 {
+		t.Fatalf("Status = %+v, want 1 claim and 2 skipped", st)
+	}
+}
+
+func TestEarlyRefreshIsSingleFlight(t *testing.T) {
+	alice := newAgent("alice")
+	cp := newFakeControlPlane(t, "github")
+	cp.approve(newAgent("bob").claim("clm_bob", "github"))
+	clk := newFakeClock()
+	c, events := newTestCache(t, cp, clk, claimcache.Config{TTL: 2 * time.Hour, RefreshInterval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	if ev := <-events; ev.err != nil || ev.claims != 1 {
+		t.Fatalf("initial load: %+v", ev)
+	}
+	fetches := func() int { return len(cp.feedRequests()) }
+	initial := fetches()
+
+	// Alice is approved just now; her burst of requests all miss.
+	cp.approve(alice.claim("clm_alice", "github"))
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if _, err := c.Lookup("github", "alice", alice.pub); !errors.Is(err, claimcache.ErrNotApproved) && err != nil {
+				t.Errorf("Lookup: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ev := <-events; ev.err != nil || ev.claims != 2 {
+		t.Fatalf("early refresh: %+v", ev)
+	}
+	if a, err := c.Lookup("github", "alice", alice.pub); err != nil || a.ClaimID != "clm_alice" {
+		t.Fatalf("after early refresh: %+v, %v", a, err)
+	}
+
+	// Within the early-refresh interval further misses fetch nothing.
+	clk.Advance(time.Second)
+	for range 50 {
+		c.Lookup("github", "mallory", newAgent("mallory").pub)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	if got := fetches() - initial; got != 1 { // one early read of one page
+		t.Fatalf("%d feed requests after the misses, want 1 (one early refresh)", got)
+	}
+}
+
+func TestRunPicksUpNewServicesAndStops(t *testing.T) {
+	cp := newFakeControlPlane(t, "gitlab")
+	alice := newAgent("alice")
+	cp.approve(alice.claim("clm_alice", "gitlab"))
+	c, events := newTestCache(t, cp, newFakeClock(), claimcache.Config{Services: []string{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+
+	c.SetServices("gitlab")
+	if ev := <-events; ev.service != "gitlab" || ev.err != nil {
+		t.Fatalf("refresh event %+v", ev)
+	}
+	if _, err := c.Lookup("gitlab", "alice", alice.pub); err != nil {
+		t.Fatal(err)
+	}
+	c.SetServices()
+	if _, err := c.Lookup("gitlab", "alice", alice.pub); !errors.Is(err, claimcache.ErrLookupFailed) {
+		t.Fatalf("removed service: %v", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	src := &claimcache.HTTPSource{BaseURL: "http://cp.invalid", APIKey: keyFor}
+	tests := []struct {
+		name string
+		cfg  claimcache.Config
+	}{
+		{"nil source", claimcache.Config{}},
+		{"TTL not above refresh interval", claimcache.Config{Source: src, TTL: 10 * time.Second, RefreshInterval: 10 * time.Second}},
+		{"negative TTL", claimcache.Config{Source: src, TTL: -time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := claimcache.New(tt.cfg); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}
+
+func TestCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{fmt.Errorf("x: %w", claimcache.ErrUnavailable), "AUTH_CLAIMS_UNAVAILABLE"},
+		{claimcache.ErrNotApproved, "AUTH_CLAIM_REQUIRED"},
+		{claimcache.ErrRateLimited, "AUTH_CLAIM_SUBMIT_RATE_LIMITED"},
+		{claimcache.ErrLookupFailed, "AUTH_CLAIMS_LOOKUP_FAILED"},
+		{errors.New("anything else"), "AUTH_CLAIMS_LOOKUP_FAILED"},
+	}
+	for _, tt := range tests {
+		if got := claimcache.Code(tt.err); got != tt.want {
+			t.Errorf("Code(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}

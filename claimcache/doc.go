@@ -1,0 +1,25 @@
+// Package claimcache keeps the approved-claims snapshot a gateway checks
+// every signed request against, and submits authorization requests for
+// callers that are not approved yet (gateway.md "Authentication" item 6,
+// DECISIONS §3 "Claims feed" and "Auto claim submission").
+//
+// A claim approves the tuple <namespace, public key, service>. A Cache holds,
+// per service slug, a snapshot built from one complete read of a Source and
+// swapped atomically, so a lookup never sees half a feed. Lookups are O(1)
+// and allocation-free. A snapshot is fresh for Config.TTL after the refresh
+// that produced (or confirmed) it began; past that, and before the first
+// load, Lookup fails closed with ErrUnavailable. Run refreshes every service
+// in the background, and a miss on a fresh snapshot asks for one early
+// refresh (at most one per service per Config.EarlyRefreshInterval), so a
+// claim approved a moment ago works on the caller's next attempt instead of
+// after a full poll interval.
+//
+// HTTPSource reads the control plane's paginated feed
+// (GET /v1/namespaces/claims) with If-None-Match; Submitter posts
+// authorization requests (POST /v1/claims) under a per connection + namespace
+// rate limit. Both take the caller's *http.Client, so the gateway can pass one
+// that signs its requests, and both take the service API key from a callback
+// and never write it into an error or a log.
+//
+// Code maps this package's errors onto the gateway's stable error codes.
+package claimcache

@@ -1,0 +1,64 @@
+package claimcache
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Code maps them onto the gateway's error codes.
+var (
+	// ErrUnavailable means the service's claims were never loaded or are
+	// older than the TTL: the cache fails closed (503 AUTH_CLAIMS_UNAVAILABLE).
+	ErrUnavailable = errors.New("claimcache: claims unavailable")
+	// ErrNotApproved means a fresh snapshot holds no approved claim for the
+	// tuple (403 AUTH_CLAIM_REQUIRED).
+	ErrNotApproved = errors.New("claimcache: no approved claim")
+	// ErrLookupFailed means the lookup itself could not be made, e.g. the
+	// service is not tracked or the key is malformed (500
+	// AUTH_CLAIMS_LOOKUP_FAILED).
+	ErrLookupFailed = errors.New("claimcache: claim lookup failed")
+	// ErrRateLimited means a claim submission was refused by the local rate
+	// limit (429 AUTH_CLAIM_SUBMIT_RATE_LIMITED); nothing was sent.
+	ErrRateLimited = errors.New("claimcache: claim submission rate-limited")
+	// ErrNotModified is returned by a Source when the claims still have the
+	// version the caller already holds.
+	ErrNotModified = errors.New("claimcache: claims not modified")
+	// ErrFeedChanged is returned by a Source when the claims changed while
+	// they were being read, so the delivery may be incomplete; the Cache
+	// discards it and reads again.
+	ErrFeedChanged = errors.New("claimcache: feed changed during read")
+)
+
+// StatusError reports an unexpected HTTP answer from the control plane. It
+// carries the status and the envelope's code, never the request's key.
+type StatusError struct {
+	Op         string // "feed" or "submit"
+	StatusCode int
+	Code       string // the error envelope's "code", when there was one
+}
+
+func (e *StatusError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("claimcache: %s: control plane answered %d %s", e.Op, e.StatusCode, e.Code)
+	}
+	return fmt.Sprintf("claimcache: %s: control plane answered %d", e.Op, e.StatusCode)
+}
+
+// Code returns the gateway error code for an error of this package:
+// "AUTH_CLAIMS_UNAVAILABLE", "AUTH_CLAIM_REQUIRED",
+// "AUTH_CLAIM_SUBMIT_RATE_LIMITED", "AUTH_CLAIMS_LOOKUP_FAILED" for any other
+// non-nil error, and "" for nil.
+func Code(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrUnavailable):
+		return "AUTH_CLAIMS_UNAVAILABLE"
+	case errors.Is(err, ErrNotApproved):
+		return "AUTH_CLAIM_REQUIRED"
+	case errors.Is(err, ErrRateLimited):
+		return "AUTH_CLAIM_SUBMIT_RATE_LIMITED"
+	default:
+		return "AUTH_CLAIMS_LOOKUP_FAILED"
+	}
+}

@@ -1,0 +1,187 @@
+package claimcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Feed paging limits of the control plane (control-plane.md "Limits").
+const (
+	DefaultPageSize = 2000
+	maxPageSize     = 2000
+	// maxPageBytes bounds one feed page; 2,000 claims need well under 2 MiB.
+	maxPageBytes = 16 << 20
+	// maxErrorBytes bounds the error envelope read from a failed answer.
+	maxErrorBytes = 64 << 10
+)
+
+// HTTPSource reads the control plane's approved-claims feed:
+// GET {BaseURL}/v1/namespaces/claims?service=<slug>&limit=<n>&offset=<n>,
+// following pagination to the end, with "Authorization: Bearer <key>".
+//
+// Versions are ETags. The first page is requested with If-None-Match set to
+// the ETag of the last complete read, and a 304 answer means the whole set is
+// unchanged, so the control plane's ETag must identify the service's entire
+// approved set (every page), not one page. A read whose pages disagree on
+// pagination.total fails with ErrFeedChanged.
+type HTTPSource struct {
+	// BaseURL is the control plane's base address ({IDN_REGISTRY_URL}).
+	// Required.
+	BaseURL string
+	// Client sends the requests; the gateway passes one whose transport adds
+	// its signed headers. Nil means http.DefaultClient.
+	Client *http.Client
+	// APIKey returns the service API key to present for service. Required;
+	// the key is never written into errors.
+	APIKey func(service string) (string, error)
+	// PageSize is the limit asked per page, 1 to 2000. Zero means
+	// DefaultPageSize.
+	PageSize int
+}
+
+var _ Source = (*HTTPSource)(nil)
+
+// ApprovedClaims implements Source.
+func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string, add func(Claim) error) (string, error) {
+	if h.BaseURL == "" || h.APIKey == nil {
+		return "", errors.New("claimcache: HTTPSource needs BaseURL and APIKey")
+	}
+	limit := h.PageSize
+	if limit == 0 {
+		limit = DefaultPageSize
+	}
+	if limit < 1 || limit > maxPageSize {
+		return "", fmt.Errorf("claimcache: PageSize %d outside 1-%d", h.PageSize, maxPageSize)
+	}
+	key, err := h.APIKey(service)
+	if err != nil {
+		return "", fmt.Errorf("claimcache: API key for service %q: %w", service, err)
+	}
+	endpoint, err := url.JoinPath(h.BaseURL, "v1/namespaces/claims")
+	if err != nil {
+		return "", fmt.Errorf("claimcache: BaseURL: %w", err)
+	}
+	etag, total := "", -1
+	for offset := 0; ; {
+		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, version)
+		if err != nil {
+			return "", err
+		}
+		if offset == 0 {
+			etag, total, version = tag, p.total, ""
+		} else if p.total != total {
+			return "", fmt.Errorf("claimcache: total went from %d to %d: %w", total, p.total, ErrFeedChanged)
+		}
+		for _, c := range p.claims {
+			if err := add(c); err != nil {
+				return "", fmt.Errorf("claimcache: feed of service %q: %w", service, err)
+			}
+		}
+		offset += len(p.claims)
+		if !p.hasMore {
+			return etag, nil
+		}
+		if len(p.claims) == 0 {
+			return "", fmt.Errorf("claimcache: feed page at offset %d is empty but has_more is true", offset)
+		}
+	}
+}
+
+// page fetches one page. ifNoneMatch is only non-empty for the first page.
+func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, ifNoneMatch string) (feedPage, string, error) {
+	q := url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
+	if err != nil {
+		return feedPage{}, "", fmt.Errorf("claimcache: feed request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "application/json")
+	if ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", ifNoneMatch)
+	}
+	resp, err := client(h.Client).Do(req)
+	if err != nil {
+		return feedPage{}, "", fmt.Errorf("claimcache: feed: %w", err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotModified && ifNoneMatch != "":
+		return feedPage{}, "", ErrNotModified
+	case resp.StatusCode != http.StatusOK:
+		return feedPage{}, "", statusError("feed", resp)
+	}
+	p, err := decodeFeedPage(io.LimitReader(resp.Body, maxPageBytes))
+	if err != nil {
+		return feedPage{}, "", fmt.Errorf("claimcache: feed page at offset %d: %w", offset, err)
+	}
+	return p, resp.Header.Get("ETag"), nil
+}
+
+// feedPage is a validated page of the feed.
+type feedPage struct {
+	claims  []Claim
+	total   int
+	hasMore bool
+}
+
+// decodeFeedPage parses {"claims":[…],"pagination":{"limit","offset","total","has_more"}}.
+// Both members are required; unknown members are ignored.
+func decodeFeedPage(r io.Reader) (feedPage, error) {
+	var wire struct {
+		Claims     *[]Claim `json:"claims"`
+		Pagination *struct {
+			Limit   *int  `json:"limit"`
+			Offset  *int  `json:"offset"`
+			Total   *int  `json:"total"`
+			HasMore *bool `json:"has_more"`
+		} `json:"pagination"`
+	}
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&wire); err != nil {
+		return feedPage{}, fmt.Errorf("malformed JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return feedPage{}, errors.New("trailing data after the JSON object")
+	}
+	pg := wire.Pagination
+	switch {
+	case wire.Claims == nil:
+		return feedPage{}, errors.New(`missing "claims"`)
+	case pg == nil || pg.Limit == nil || pg.Offset == nil || pg.Total == nil || pg.HasMore == nil:
+		return feedPage{}, errors.New(`"pagination" needs limit, offset, total and has_more`)
+	case *pg.Limit < 0 || *pg.Offset < 0 || *pg.Total < 0:
+		return feedPage{}, errors.New("negative pagination value")
+	case len(*wire.Claims) > *pg.Limit:
+		return feedPage{}, fmt.Errorf("%d claims on a page of limit %d", len(*wire.Claims), *pg.Limit)
+	}
+	return feedPage{claims: *wire.Claims, total: *pg.Total, hasMore: *pg.HasMore}, nil
+}
+
+func client(c *http.Client) *http.Client {
+	if c == nil {
+		return http.DefaultClient
+	}
+	return c
+}
+
+// statusError builds a StatusError from an unexpected answer, keeping only
+// the envelope's code (a short token) from the body.
+func statusError(op string, resp *http.Response) error {
+	var env struct {
+		Code string `json:"code"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBytes)).Decode(&env)
+	if len(env.Code) > 64 || strings.ContainsFunc(env.Code, func(r rune) bool {
+		return !(r == '_' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		env.Code = ""
+	}
+	return &StatusError{Op: op, StatusCode: resp.StatusCode, Code: env.Code}
+}

@@ -1,0 +1,167 @@
+package claimcache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/idnhq/idn/claimcache"
+)
+
+func collect(t *testing.T, src claimcache.Source, service, version string) ([]claimcache.Claim, string, error) {
+	t.Helper()
+	var got []claimcache.Claim
+	v, err := src.ApprovedClaims(context.Background(), service, version, func(c claimcache.Claim) error {
+		got = append(got, c)
+		return nil
+	})
+	return got, v, err
+}
+
+func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
+	cp := newFakeControlPlane(t, "github")
+	for i := range 5 {
+		cp.approve(newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
+	}
+	src := &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor, PageSize: 2}
+
+	got, etag, err := collect(t, src, "github", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 || got[0].ID != "clm_0" || got[4].ID != "clm_4" || etag == "" {
+		t.Fatalf("got %d claims, etag %q", len(got), etag)
+	}
+	reqs := cp.feedRequests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d page requests, want 3", len(reqs))
+	}
+	for i, r := range reqs {
+		q := r.URL.Query()
+		if q.Get("service") != "github" || q.Get("limit") != "2" || q.Get("offset") != fmt.Sprint(2*i) {
+			t.Errorf("page %d query %q", i, r.URL.RawQuery)
+		}
+		if r.Header.Get("Authorization") != "Bearer "+testKey || r.Header.Get("If-None-Match") != "" {
+			t.Errorf("page %d headers %v", i, r.Header)
+		}
+	}
+
+	// Unchanged set: one request with If-None-Match, answered 304.
+	if _, _, err := collect(t, src, "github", etag); !errors.Is(err, claimcache.ErrNotModified) {
+		t.Fatalf("unchanged feed: %v, want ErrNotModified", err)
+	}
+	reqs = cp.feedRequests()
+	if len(reqs) != 4 || reqs[3].Header.Get("If-None-Match") != etag {
+		t.Fatalf("conditional request missing: %d requests", len(reqs))
+	}
+
+	// Changed set: full read again, If-None-Match only on the first page.
+	cp.approve(newAgent("agent-5").claim("clm_5", "github"))
+	got, etag2, err := collect(t, src, "github", etag)
+	if err != nil || len(got) != 6 || etag2 == etag {
+		t.Fatalf("changed feed: %d claims, etag %q, err %v", len(got), etag2, err)
+	}
+	for _, r := range cp.feedRequests()[5:] {
+		if r.Header.Get("If-None-Match") != "" {
+			t.Errorf("If-None-Match sent on offset %s", r.URL.Query().Get("offset"))
+		}
+	}
+}
+
+func TestHTTPSourceErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(cp *fakeControlPlane, src *claimcache.HTTPSource)
+		want    error // matched with errors.Is, when set
+		status  int   // StatusError.StatusCode, when set
+		code    string
+		message string // substring of the error, when set
+	}{
+		{name: "wrong key is reported without echoing it",
+			setup: func(_ *fakeControlPlane, src *claimcache.HTTPSource) {
+				src.APIKey = func(string) (string, error) { return "idn_sk_wrong-key", nil }
+			},
+			status: http.StatusUnauthorized, code: "UNAUTHORIZED"},
+		{name: "control plane down",
+			setup:  func(cp *fakeControlPlane, _ *claimcache.HTTPSource) { cp.setDown(true) },
+			status: http.StatusServiceUnavailable, code: "DATABASE_UNAVAILABLE"},
+		{name: "key callback fails",
+			setup: func(_ *fakeControlPlane, src *claimcache.HTTPSource) {
+				src.APIKey = func(string) (string, error) { return "", errors.New("no key") }
+			},
+			message: "no key"},
+		{name: "feed shrinks while paged (revocation)",
+			setup: func(cp *fakeControlPlane, _ *claimcache.HTTPSource) {
+				cp.onPage = func(offset int) {
+					if offset == 2 {
+						cp.mu.Lock()
+						cp.claims = cp.claims[1:]
+						cp.mu.Unlock()
+					}
+				}
+			},
+			want: claimcache.ErrFeedChanged},
+		{name: "page size out of range",
+			setup:   func(_ *fakeControlPlane, src *claimcache.HTTPSource) { src.PageSize = 2001 },
+			message: "PageSize"},
+		{name: "unreachable control plane",
+			setup:   func(cp *fakeControlPlane, _ *claimcache.HTTPSource) { cp.srv.Close() },
+			message: "feed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := newFakeControlPlane(t, "github")
+			for i := range 5 {
+				cp.approve(newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
+			}
+			src := &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor, PageSize: 2}
+			tt.setup(cp, src)
+			_, _, err := collect(t, src, "github", "")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+			if tt.status != 0 {
+				var se *claimcache.StatusError
+				if !errors.As(err, &se) || se.StatusCode != tt.status || se.Code != tt.code {
+					t.Errorf("err = %#v, want status %d code %s", err, tt.status, tt.code)
+				}
+			}
+			if tt.message != "" && !strings.Contains(err.Error(), tt.message) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.message)
+			}
+			if strings.Contains(err.Error(), "idn_sk_") {
+				t.Errorf("error leaks a key: %v", err)
+			}
+		})
+	}
+}
+
+func TestHTTPSourceRejectsMalformedPages(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"not JSON", `<html>`},
+		{"missing claims", `{"pagination":{"limit":2,"offset":0,"total":0,"has_more":false}}`},
+		{"missing pagination", `{"claims":[]}`},
+		{"pagination without has_more", `{"claims":[],"pagination":{"limit":2,"offset":0,"total":0}}`},
+		{"more claims than the limit", `{"claims":[{},{},{}],"pagination":{"limit":2,"offset":0,"total":3,"has_more":false}}`},
+		{"has_more on an empty page loops forever", `{"claims":[],"pagination":{"limit":2,"offset":0,"total":9,"has_more":true}}`},
+		{"trailing garbage", `{"claims":[],"pagination":{"limit":2,"offset":0,"total":0,"has_more":false}} {}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := newFakeControlPlane(t, "github")
+			cp.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Write([]byte(tt.body))
+			})
+			src := &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor}
+			if _, _, err := collect(t, src, "github", ""); err == nil {
+				t.Fatal("malformed page accepted")
+			}
+		})
+	}
+}

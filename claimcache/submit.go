@@ -1,0 +1,203 @@
+package claimcache
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Defaults of SubmitterConfig.
+const (
+	// DefaultSubmitRatePerMinute is GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE's default.
+	DefaultSubmitRatePerMinute = 30
+	// DefaultMaxLimiters bounds how many connection + namespace limiters are
+	// remembered.
+	DefaultMaxLimiters = 10_000
+)
+
+// SubmitterConfig configures a Submitter.
+type SubmitterConfig struct {
+	// BaseURL is the control plane's base address ({IDN_REGISTRY_URL}).
+	// Required.
+	BaseURL string
+	// Client sends the requests; the gateway passes one whose transport adds
+	// its signed headers. Nil means http.DefaultClient.
+	Client *http.Client
+	// APIKey returns the service API key for a connection. Required; the key
+	// is never written into errors.
+	APIKey func(connectionID string) (string, error)
+	// RatePerMinute is how many submissions one connection + namespace pair
+	// may make per minute (with an equal burst). Zero means
+	// DefaultSubmitRatePerMinute; negative means no limit (what the setting's
+	// value 0 asks for).
+	RatePerMinute int
+	// MaxLimiters bounds the remembered pairs; the least recently used one is
+	// forgotten first, so random namespaces cannot grow memory. Zero means
+	// DefaultMaxLimiters.
+	MaxLimiters int
+	// Clock returns the current time for the rate limit. Nil means time.Now.
+	Clock func() time.Time
+}
+
+// Submission is one authorization request for an unapproved caller.
+type Submission struct {
+	ConnectionID string // selects the rate-limit bucket and the API key; not sent
+	Namespace    string
+	PublicKey    string // "ed25519:<base64>", as in the idn-agent-key header
+	Service      string
+	AgentIP      string // optional; the caller's address
+	Subject      string // optional
+	Nonce        string // optional
+}
+
+// Receipt is the control plane's answer to a submission.
+type Receipt struct {
+	ClaimID string
+	Status  string // e.g. "pending", or "approved" for an existing claim
+	Created bool   // true for 201 (new claim), false for 200 (existing)
+}
+
+// Submitter posts claims to the control plane (POST {BaseURL}/v1/claims)
+// under a per connection + namespace rate limit. It is safe for concurrent
+// use.
+type Submitter struct {
+	endpoint string
+	client   *http.Client
+	apiKey   func(string) (string, error)
+	limits   *limiters // nil when unlimited
+	clock    func() time.Time
+}
+
+// NewSubmitter returns a Submitter configured by cfg.
+func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
+	if cfg.BaseURL == "" || cfg.APIKey == nil {
+		return nil, errors.New("claimcache: SubmitterConfig needs BaseURL and APIKey")
+	}
+	endpoint, err := url.JoinPath(cfg.BaseURL, "v1/claims")
+	if err != nil {
+		return nil, fmt.Errorf("claimcache: BaseURL: %w", err)
+	}
+	if cfg.MaxLimiters < 0 {
+		return nil, fmt.Errorf("claimcache: MaxLimiters %d is negative", cfg.MaxLimiters)
+	}
+	s := &Submitter{endpoint: endpoint, client: client(cfg.Client), apiKey: cfg.APIKey, clock: cfg.Clock}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	perMinute := cfg.RatePerMinute
+	if perMinute == 0 {
+		perMinute = DefaultSubmitRatePerMinute
+	}
+	if perMinute > 0 {
+		max := cfg.MaxLimiters
+		if max == 0 {
+			max = DefaultMaxLimiters
+		}
+		s.limits = newLimiters(perMinute, max)
+	}
+	return s, nil
+}
+
+// Submit sends sub unless its connection + namespace pair is over the rate
+// limit, in which case it returns ErrRateLimited and sends nothing. Other
+// failures are a *StatusError for an unexpected answer, or a transport
+// error.
+func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error) {
+	if s.limits != nil && !s.limits.allow(sub.ConnectionID+"\x00"+sub.Namespace, s.clock()) {
+		return Receipt{}, fmt.Errorf("%w: connection %q", ErrRateLimited, sub.ConnectionID)
+	}
+	key, err := s.apiKey(sub.ConnectionID)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("claimcache: API key for connection %q: %w", sub.ConnectionID, err)
+	}
+	body, err := json.Marshal(struct {
+		Namespace string `json:"namespace"`
+		PublicKey string `json:"public_key"`
+		Service   string `json:"service"`
+		AgentIP   string `json:"agent_ip,omitempty"`
+		Subject   string `json:"subject,omitempty"`
+		Nonce     string `json:"nonce,omitempty"`
+	}{sub.Namespace, sub.PublicKey, sub.Service, sub.AgentIP, sub.Subject, sub.Nonce})
+	if err != nil {
+		return Receipt{}, fmt.Errorf("claimcache: encoding submission: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return Receipt{}, fmt.Errorf("claimcache: submit request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("claimcache: submit: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		return Receipt{}, statusError("submit", resp)
+	}
+	var answer struct {
+		ClaimID string `json:"claim_id"`
+		Status  string `json:"status"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBytes)).Decode(&answer); err != nil {
+		return Receipt{}, fmt.Errorf("claimcache: submit answer: malformed JSON: %w", err)
+	}
+	if answer.ClaimID == "" {
+		return Receipt{}, errors.New("claimcache: submit answer has no claim_id")
+	}
+	return Receipt{ClaimID: answer.ClaimID, Status: answer.Status, Created: resp.StatusCode == http.StatusCreated}, nil
+}
+
+// limiters is a bounded LRU of token buckets.
+type limiters struct {
+	mu    sync.Mutex
+	every rate.Limit
+	burst int
+	max   int
+	order *list.List // front: most recently used; values are *limiterEntry
+	byKey map[string]*list.Element
+}
+
+type limiterEntry struct {
+	key string
+	lim *rate.Limiter
+}
+
+func newLimiters(perMinute, max int) *limiters {
+	return &limiters{
+		every: rate.Every(time.Minute / time.Duration(perMinute)),
+		burst: perMinute,
+		max:   max,
+		order: list.New(),
+		byKey: make(map[string]*list.Element),
+	}
+}
+
+func (l *limiters) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	el, ok := l.byKey[key]
+	if ok {
+		l.order.MoveToFront(el)
+	} else {
+		if l.order.Len() >= l.max {
+			oldest := l.order.Back()
+			delete(l.byKey, oldest.Value.(*limiterEntry).key)
+			l.order.Remove(oldest)
+		}
+		el = l.order.PushFront(&limiterEntry{key: key, lim: rate.NewLimiter(l.every, l.burst)})
+		l.byKey[key] = el
+	}
+	return el.Value.(*limiterEntry).lim.AllowN(now, 1)
+}
