@@ -41,7 +41,7 @@ type fakeControlPlane struct {
 	srv         *httptest.Server
 }
 
-func newFakeControlPlane(t *testing.T) *fakeControlPlane {
+func newFakeControlPlane(t testing.TB) *fakeControlPlane {
 	cp := &fakeControlPlane{approved: map[string][]claimcache.Claim{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/namespaces/claims", cp.feed)
@@ -129,7 +129,7 @@ type upstream struct {
 	release chan struct{}
 }
 
-func newUpstream(t *testing.T) *upstream {
+func newUpstream(t testing.TB) *upstream {
 	u := &upstream{release: make(chan struct{})}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -168,7 +168,7 @@ const (
 )
 
 type gateway struct {
-	t        *testing.T
+	t        testing.TB
 	clock    *clock
 	cp       *fakeControlPlane
 	up       *upstream
@@ -208,7 +208,7 @@ type gatewayOptions struct {
 	}
 }
 
-func newGateway(t *testing.T, o gatewayOptions) *gateway {
+func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	t.Helper()
 	ctx := context.Background()
 	g := &gateway{t: t, clock: &clock{}, logs: &syncBuffer{}}
