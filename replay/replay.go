@@ -25,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idnhq/idn/httpsig"
 )
 
 // Defaults for the zero Config.
@@ -38,8 +40,9 @@ const shardCount = 32
 
 var (
 	// ErrReplay means the (scope, nonce) pair was already recorded and has
-	// not expired: the request is a replay.
-	ErrReplay = errors.New("replay: nonce already used")
+	// not expired: the request is a replay. It is httpsig.ErrReplayDetected,
+	// so httpsig.Code maps it to AUTH_REPLAY_DETECTED.
+	ErrReplay = httpsig.ErrReplayDetected
 	// ErrFull means the store holds MaxEntries live nonces; the nonce was not
 	// recorded and the request must be refused (the gateway answers 503).
 	ErrFull = errors.New("replay: nonce store full")
@@ -59,8 +62,8 @@ type Config struct {
 	Clock func() time.Time
 }
 
-// Store is a bounded nonce store, safe for concurrent use. Its CheckNonce
-// method has the shape of httpsig.NonceChecker.
+// Store is a bounded nonce store, safe for concurrent use. It is an
+// httpsig.NonceChecker.
 type Store struct {
 	max    int64
 	gran   int64 // nanoseconds
@@ -68,6 +71,8 @@ type Store struct {
 	n      atomic.Int64 // entries held, including expired ones not yet dropped
 	shards [shardCount]shard
 }
+
+var _ httpsig.NonceChecker = (*Store)(nil)
 
 type key [16]byte
 

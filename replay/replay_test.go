@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/replay"
 )
 
@@ -168,5 +169,15 @@ func TestNewRejectsNegativeConfig(t *testing.T) {
 		if _, err := replay.New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded, want error", cfg)
 		}
+	}
+}
+
+func TestReplayMapsToTheGatewayCode(t *testing.T) {
+	s, _ := newStore(t, replay.Config{})
+	ctx := context.Background()
+	s.CheckNonce(ctx, "alice", "nonce-0001", t0.Add(time.Minute))
+	err := s.CheckNonce(ctx, "alice", "nonce-0001", t0.Add(time.Minute))
+	if got := httpsig.Code(err); got != "AUTH_REPLAY_DETECTED" {
+		t.Fatalf("httpsig.Code(%v) = %q", err, got)
 	}
 }
