@@ -7,6 +7,9 @@ import (
 
 const redacted = "[redacted]"
 
+// minEndpointSecret is the shortest endpoint query value scrubbed on its own.
+const minEndpointSecret = 6
+
 // scrubber removes secrets from upstream error text before it reaches a
 // response, a log line or the stored discovery error: every URL loses its
 // user info, query and fragment, and every known secret value (the caller's
@@ -18,28 +21,29 @@ type scrubber struct {
 
 func newScrubber(endpoint *url.URL, extra []string) *scrubber {
 	var s []string
-	add := func(v string) {
-		if v == "" {
+	add := func(v string, minLen int) {
+		if len(v) < minLen {
 			return
 		}
 		s = append(s, v, url.QueryEscape(v), url.PathEscape(v))
 	}
 	for _, v := range extra {
-		add(v)
+		add(v, 1)
 	}
 	if endpoint != nil {
-		if endpoint.RawQuery != "" {
-			add(endpoint.RawQuery)
-			for _, vs := range endpoint.Query() {
-				for _, v := range vs {
-					add(v)
-				}
+		// Values taken from the endpoint are replaced wherever they appear
+		// only when long enough to be secrets, so "?v=1" does not mangle
+		// every "1"; URLs themselves always lose their whole query.
+		add(endpoint.RawQuery, minEndpointSecret)
+		for _, vs := range endpoint.Query() {
+			for _, v := range vs {
+				add(v, minEndpointSecret)
 			}
 		}
 		if endpoint.User != nil {
-			add(endpoint.User.String())
+			add(endpoint.User.String(), 1)
 			if pw, ok := endpoint.User.Password(); ok {
-				add(pw)
+				add(pw, 1)
 			}
 		}
 	}

@@ -1,0 +1,64 @@
+package mcpproxy
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestScrub(t *testing.T) {
+	ep, _ := url.Parse("https://user:pw-SECRET@mcp.example/v1/mcp?api_key=Q-SECRET&x=1")
+	sc := newScrubber(ep, []string{"H-SECRET+/=", ""})
+	tests := []struct {
+		name, in string
+	}{
+		{"url error quotes the query", `Post "https://mcp.example/v1/mcp?api_key=Q-SECRET&x=1": dial tcp: refused`},
+		{"userinfo in url", `Post "https://user:pw-SECRET@mcp.example/v1/mcp": EOF`},
+		{"bare secret value", `upstream said Q-SECRET is invalid`},
+		{"query-escaped secret", `token=H-SECRET%2B%2F%3D`},
+		{"path-escaped secret", `/t/H-SECRET+%2F=`},
+		{"caller secret", `vault: token H-SECRET+/= rejected`},
+		{"upper-case scheme", `HTTPS://mcp.example/v1/mcp?api_key=Q-SECRET`},
+		{"url at end without quotes", `failed: http://other.example/?token=abc`},
+		{"unparsable url", "http://[::1%zz/?api_key=Q-SECRET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sc.scrub(tt.in)
+			for _, s := range []string{"SECRET", "api_key", "token=abc"} {
+				if strings.Contains(got, s) {
+					t.Errorf("scrub(%q) = %q still contains %q", tt.in, got, s)
+				}
+			}
+		})
+	}
+	if got := sc.scrub(`Post "https://mcp.example/v1/mcp?a=b": refused`); got != `Post "https://mcp.example/v1/mcp?[redacted]": refused` {
+		t.Errorf("scrub keeps too little or too much: %q", got)
+	}
+}
+
+func TestResolveEndpoint(t *testing.T) {
+	tests := []struct {
+		name, base, endpoint, want string
+	}{
+		{"path joined to base path", "https://h.example/v1/", "/mcp", "https://h.example/v1/mcp"},
+		{"relative path", "https://h.example/v1", "mcp", "https://h.example/v1/mcp"},
+		{"empty endpoint is base", "https://h.example/mcp", "", "https://h.example/mcp"},
+		{"full url wins", "https://h.example/v1", "http://other.example:8080/mcp", "http://other.example:8080/mcp"},
+		{"queries merged", "https://h.example/?a=1", "/mcp?b=2", "https://h.example/mcp?a=1&b=2"},
+		{"fragment dropped", "https://h.example", "/mcp#frag", "https://h.example/mcp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := resolveEndpoint(tt.base, tt.endpoint)
+			if err != nil || u.String() != tt.want {
+				t.Errorf("resolveEndpoint = %v, %v; want %s", u, err, tt.want)
+			}
+		})
+	}
+	for _, bad := range [][2]string{{"file:///etc", ""}, {"https://h.example", "ftp://x/y"}, {"", "/mcp"}, {"https://h.example", "javascript:alert(1)"}} {
+		if _, err := resolveEndpoint(bad[0], bad[1]); err == nil {
+			t.Errorf("resolveEndpoint(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+}
