@@ -142,8 +142,8 @@ func (c *Cache) SetServices(names ...string) {
 // approved. publicKey is the raw 32-byte Ed25519 key. It returns an error
 // wrapping ErrUnavailable when the service's snapshot is missing or stale,
 // ErrNotApproved when a fresh snapshot has no such claim, and ErrLookupFailed
-// when the service is not tracked or the key is malformed. A miss requests
-// an early refresh of the service from Run.
+// when the service is not tracked or the key is malformed. A miss or a stale
+// snapshot requests an early refresh of the service from Run.
 func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, error) {
 	s := (*c.services.Load())[service]
 	if s == nil {
@@ -156,6 +156,7 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 	snap := s.snap.Load()
 	at := s.refreshedAt.Load()
 	if snap == nil || at == 0 || now-at >= int64(c.ttl) {
+		c.requestEarlyRefresh(s, now)
 		return Approval{}, fmt.Errorf("%w: service %q has no fresh snapshot", ErrUnavailable, service)
 	}
 	if a, ok := snap.lookup(namespace, publicKey); ok {
@@ -166,7 +167,8 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 }
 
 // requestEarlyRefresh wakes the service's refresher at most once per
-// EarlyRefreshInterval, however many lookups miss at the same time.
+// EarlyRefreshInterval, however many lookups miss at the same time, so a
+// burst of unapproved callers costs the control plane one read.
 func (c *Cache) requestEarlyRefresh(s *service, now int64) {
 	if c.early < 0 {
 		return

@@ -234,3 +234,38 @@ func TestCode(t *testing.T) {
 		}
 	}
 }
+
+func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
+	alice := newAgent("alice")
+	cp := newFakeControlPlane(t, "github")
+	cp.approve(alice.claim("clm_alice", "github"))
+	clk := newFakeClock()
+	c, events := newTestCache(t, cp, clk, claimcache.Config{TTL: 2 * time.Hour, RefreshInterval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.Run(ctx)
+	if ev := <-events; ev.err != nil {
+		t.Fatalf("initial load: %v", ev.err)
+	}
+
+	cp.setDown(true)
+	clk.Advance(2 * time.Hour)
+	if _, err := c.Lookup("github", "alice", alice.pub); claimcache.Code(err) != "AUTH_CLAIMS_UNAVAILABLE" {
+		t.Fatalf("feed down past TTL: %v", err)
+	}
+	if ev := <-events; ev.err == nil { // the early refresh the lookup asked for
+		t.Fatal("refresh against a down feed succeeded")
+	}
+
+	cp.setDown(false)
+	clk.Advance(2 * time.Second)
+	if _, err := c.Lookup("github", "alice", alice.pub); !errors.Is(err, claimcache.ErrUnavailable) {
+		t.Fatalf("before the next refresh: %v", err)
+	}
+	if ev := <-events; ev.err != nil {
+		t.Fatalf("refresh after recovery: %v", ev.err)
+	}
+	if a, err := c.Lookup("github", "alice", alice.pub); err != nil || a.ClaimID != "clm_alice" {
+		t.Fatalf("after recovery: %+v, %v", a, err)
+	}
+}

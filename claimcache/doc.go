@@ -9,10 +9,11 @@
 // and allocation-free. A snapshot is fresh for Config.TTL after the refresh
 // that produced (or confirmed) it began; past that, and before the first
 // load, Lookup fails closed with ErrUnavailable. Run refreshes every service
-// in the background, and a miss on a fresh snapshot asks for one early
+// in the background, and a miss (or a stale snapshot) asks for one early
 // refresh (at most one per service per Config.EarlyRefreshInterval), so a
 // claim approved a moment ago works on the caller's next attempt instead of
-// after a full poll interval.
+// after a full poll interval. The early refresh runs in Run's goroutine; the
+// lookup that asked for it is not delayed and still reports the miss.
 //
 // HTTPSource reads the control plane's paginated feed
 // (GET /v1/namespaces/claims) with If-None-Match; Submitter posts
