@@ -264,9 +264,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, caller)
 		return
 	}
-	if caller != nil {
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
-	}
+	r = r.WithContext(context.WithValue(r.Context(), authKey{}, &authState{caller: caller}))
 	if rt.mcp {
 		h.cfg.MCP.ServeHTTP(w, r)
 		return
@@ -402,13 +400,22 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, caller
 	apierror.Write(w, r, ae)
 }
 
-type callerKey struct{}
+type authKey struct{}
 
-// CallerFrom returns the verified caller of a request served through the
-// Handler (for Config.MCP), or nil on the unsigned development bypass.
-func CallerFrom(ctx context.Context) *identity.Caller {
-	c, _ := ctx.Value(callerKey{}).(*identity.Caller)
-	return c
+// authState marks a request that passed the pipeline; caller is nil on the
+// unsigned development bypass.
+type authState struct{ caller *identity.Caller }
+
+// CallerFrom returns the verified caller of a request that passed the
+// Handler's pipeline (for Config.MCP). ok is false when the request did not
+// come through the pipeline; caller is nil with ok true on the unsigned
+// development bypass.
+func CallerFrom(ctx context.Context) (caller *identity.Caller, ok bool) {
+	st, ok := ctx.Value(authKey{}).(*authState)
+	if !ok {
+		return nil, false
+	}
+	return st.caller, true
 }
 
 // validRest rejects dot-segments (also percent-encoded), which could climb

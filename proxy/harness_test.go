@@ -19,6 +19,7 @@ import (
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/replay"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -203,6 +204,7 @@ func (s *syncBuffer) String() string {
 type gatewayOptions struct {
 	rotation    credvault.RotationEnforcement
 	submitLimit int
+	mcpUpstream string // base URL of an MCP server for connection "tools"
 	nonces      interface {
 		CheckNonce(context.Context, string, string, time.Time) error
 	}
@@ -249,6 +251,18 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		RotationIntervalDays: 2, Service: "github"}, map[string]string{"t": upstreamToken})
 	g.clock.advance(3 * 24 * time.Hour)
 
+	var mcpHandler http.Handler
+	if o.mcpUpstream != "" {
+		create(&credvault.Connection{ID: "tools", Protocol: "mcp", BaseURL: o.mcpUpstream, AuthMode: "bearer",
+			AuthSecretKey: "t", Service: "github", MCPToolDenylist: []string{"admin.*"}}, map[string]string{"t": upstreamToken})
+		mp, err := mcpproxy.New(mcpproxy.Config{Connections: MCPConnections(g.vault, nil), Caller: MCPCaller})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { mp.Close() })
+		mcpHandler = mp.Handler()
+	}
+
 	client := &http.Client{Timeout: 5 * time.Second}
 	g.cache, err = claimcache.New(claimcache.Config{
 		Source: &claimcache.HTTPSource{BaseURL: g.cp.srv.URL, Client: client,
@@ -293,6 +307,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		DecisionLog:         slog.New(slog.NewJSONHandler(g.logs, nil)),
 		LogSalt:             []byte("test-salt"),
 		Timeout:             3 * time.Second,
+		MCP:                 mcpHandler,
 	})
 	if err != nil {
 		t.Fatal(err)
