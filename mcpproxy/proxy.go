@@ -292,6 +292,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 	st.scrubber.Store(newScrubber(endpoint, conn.Redact))
 
 	st.sessMu.Lock()
+	moved := st.endpoint != "" && st.endpoint != endpoint.String()
 	if st.endpoint != endpoint.String() {
 		if st.session != nil {
 			p.closeSession(st.session)
@@ -303,6 +304,10 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 	st.sessMu.Unlock()
 
 	st.mu.Lock()
+	if moved {
+		// Tools discovered at the old endpoint say nothing about the new one.
+		st.snap = nil
+	}
 	if !st.seeded {
 		st.seeded = true
 		if st.snap == nil && len(conn.Discovery) > 0 {

@@ -252,7 +252,7 @@ func TestRetries(t *testing.T) {
 		}
 	})
 	t.Run("sent tools/call that times out is not retried", func(t *testing.T) {
-		e := newEnv(t, mcpproxy.Config{AttemptTimeout: 200 * time.Millisecond}, mcpproxy.Connection{})
+		e := newEnv(t, mcpproxy.Config{AttemptTimeout: 300 * time.Millisecond}, mcpproxy.Connection{})
 		wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 		_, _, release := e.up.hold("tools/call")
 		defer release()
@@ -262,7 +262,7 @@ func TestRetries(t *testing.T) {
 		}
 	})
 	t.Run("timed-out tools/list is retried", func(t *testing.T) {
-		e := newEnv(t, mcpproxy.Config{AttemptTimeout: 200 * time.Millisecond}, mcpproxy.Connection{})
+		e := newEnv(t, mcpproxy.Config{AttemptTimeout: 300 * time.Millisecond}, mcpproxy.Connection{})
 		_, abandoned, release := e.up.hold("tools/list")
 		go func() {
 			<-abandoned // the first attempt timed out; let the retry through
@@ -442,4 +442,19 @@ func TestRateLimit(t *testing.T) {
 	}
 	e.clock.advance(30 * time.Second)
 	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusOK, "")
+}
+
+func TestEndpointChangeStartsOver(t *testing.T) {
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
+	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusOK, "")
+	other := newUpstream(t)
+	e.src.set(&mcpproxy.Connection{ID: "mcp1", BaseURL: other.srv.URL, Endpoint: "/v2"})
+	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusOK, "")
+	if other.count("initialize") != 1 || other.count("tools/list") != 1 || other.count("tools/call") != 1 {
+		t.Errorf("new endpoint saw initialize=%d tools/list=%d tools/call=%d, want 1 each",
+			other.count("initialize"), other.count("tools/list"), other.count("tools/call"))
+	}
+	if e.up.count("tools/call") != 1 {
+		t.Errorf("old endpoint got %d calls, want 1", e.up.count("tools/call"))
+	}
 }

@@ -1,0 +1,41 @@
+package mcpproxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestToAPIError(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		status     int
+		code       string
+		retryAfter time.Duration
+	}{
+		{"not found", fmt.Errorf("store: %w", ErrConnectionNotFound), http.StatusNotFound, "CONNECTION_NOT_FOUND", 0},
+		{"disabled", ErrConnectionDisabled, http.StatusForbidden, "CONNECTION_DISABLED", 0},
+		{"not mcp", ErrNotMCP, http.StatusBadRequest, "VALIDATION_ERROR", 0},
+		{"unknown tool", ErrToolNotFound, http.StatusNotFound, "MCP_TOOL_NOT_FOUND", 0},
+		{"filtered", ErrToolForbidden, http.StatusForbidden, "MCP_TOOL_FORBIDDEN", 0},
+		{"arguments", &ArgumentsError{Tool: "t", Failures: []ArgumentFailure{{Path: "/a", Message: "m"}}}, http.StatusBadRequest, "MCP_TOOL_ARGUMENTS_INVALID", 0},
+		{"rate limited", &RetryError{Err: ErrRateLimited, RetryAfter: 3 * time.Second}, http.StatusTooManyRequests, "MCP_TOOL_RATE_LIMITED", 3 * time.Second},
+		{"circuit open", &RetryError{Err: ErrCircuitOpen, RetryAfter: time.Second}, http.StatusServiceUnavailable, "MCP_CIRCUIT_OPEN", time.Second},
+		{"upstream", &UpstreamError{ConnectionID: "c", Message: "x"}, http.StatusBadGateway, "MCP_UPSTREAM_ERROR", 0},
+		{"unknown error hides its text", errors.New(`Post "https://h/?api_key=s": boom`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := ToAPIError(tt.err)
+			if e.Status != tt.status || e.Code != tt.code || e.RetryAfter != tt.retryAfter {
+				t.Errorf("ToAPIError = %d %s %v, want %d %s %v", e.Status, e.Code, e.RetryAfter, tt.status, tt.code, tt.retryAfter)
+			}
+			if tt.name == "unknown error hides its text" && e.Message != "mcpproxy: upstream MCP request failed" {
+				t.Errorf("message = %q", e.Message)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package mcpproxy
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+func TestLimiterSetIsBounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := &limiterSet{perMinute: 1, maxKeys: 2, limiters: map[limiterKey]*rate.Limiter{}}
+	for _, ns := range []string{"a", "b"} {
+		if ok, _ := s.allow("c1", ns, now); !ok {
+			t.Fatalf("first call of %s refused", ns)
+		}
+	}
+	if ok, wait := s.allow("c1", "flood", now); ok || wait <= 0 {
+		t.Fatalf("new key admitted into a full map of busy buckets (ok=%v wait=%v)", ok, wait)
+	}
+	if len(s.limiters) != 2 {
+		t.Fatalf("map grew to %d", len(s.limiters))
+	}
+	later := now.Add(time.Minute) // a and b have refilled: idle, droppable
+	if ok, _ := s.allow("c1", "flood", later); !ok {
+		t.Fatal("new key refused after idle buckets could be dropped")
+	}
+	if ok, _ := s.allow("c2", "a", now); !ok {
+		t.Fatal("keys are per connection and namespace: another connection shares a's bucket")
+	}
+}
+
+func TestLimiterDisabled(t *testing.T) {
+	s := &limiterSet{perMinute: 0, maxKeys: 1, limiters: map[limiterKey]*rate.Limiter{}}
+	for range 100 {
+		if ok, _ := s.allow("c", "n", time.Unix(0, 0)); !ok {
+			t.Fatal("disabled limiter refused")
+		}
+	}
+}
+
+func TestBreakerDisabled(t *testing.T) {
+	b := &breaker{threshold: 0, cooldown: time.Second, now: time.Now}
+	for range 10 {
+		ok, probe, _ := b.allow()
+		if !ok || probe {
+			t.Fatal("disabled breaker refused")
+		}
+		b.done(probe, false)
+	}
+}
+
+func TestBreakerStragglerDecidesNothing(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := &breaker{threshold: 1, cooldown: time.Second, now: func() time.Time { return now }}
+	ok1, p1, _ := b.allow() // a slow call starts while closed
+	ok2, p2, _ := b.allow()
+	if !ok1 || !ok2 {
+		t.Fatal("closed breaker refused")
+	}
+	b.done(p2, false) // opens
+	b.done(p1, true)  // the straggler's success must not close it
+	if ok, _, wait := b.allow(); ok || wait != time.Second {
+		t.Fatalf("allow = %v, %v; want refused for the cooldown", ok, wait)
+	}
+}
