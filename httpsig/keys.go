@@ -25,6 +25,7 @@ const (
 )
 
 // SigningKey produces signatures over a signature base (RFC 9421 §3.1).
+// Sign must not retain base after it returns: the buffer is reused.
 type SigningKey interface {
 	// Algorithm returns the registry name of the algorithm, e.g. AlgEd25519.
 	Algorithm() string
@@ -33,6 +34,7 @@ type SigningKey interface {
 }
 
 // VerifyingKey checks signatures over a signature base (RFC 9421 §3.2).
+// Verify must not retain base or sig after it returns.
 type VerifyingKey interface {
 	// Algorithm returns the registry name of the algorithm, e.g. AlgEd25519.
 	Algorithm() string

@@ -254,7 +254,7 @@ func (m *message) appendField(b []byte, c *Component) ([]byte, error) {
 			b = append(b, ", "...)
 		}
 		l = trimOWS(l)
-		if strings.ContainsAny(l, "\r\n") {
+		if strings.IndexByte(l, '\n') >= 0 || strings.IndexByte(l, '\r') >= 0 {
 			return b, newError(ErrComponentsInvalid, "field "+c.Name+" contains a line break")
 		}
 		b = append(b, l...)

@@ -163,8 +163,9 @@ func appendBase(b []byte, m *message, comps []Component, sigParams []byte, lower
 // each kept on a single field line so that verifiers rejecting repeated
 // lines accept the result.
 func addSignatureFields(h http.Header, label, input, sig string) error {
-	oldIn := fieldLines(h, "signature-input")
-	oldSig := fieldLines(h, "signature")
+	// Existing signature fields are expected under their canonical keys,
+	// as http.Header.Set and net/http's parser store them.
+	oldIn, oldSig := h["Signature-Input"], h["Signature"]
 	if len(oldIn) == 0 && len(oldSig) == 0 {
 		h["Signature-Input"] = []string{input}
 		h["Signature"] = []string{sig}
