@@ -35,14 +35,20 @@ type CallResult struct {
 	IsError           bool          `json:"is_error"`
 }
 
+// lookup returns the connection's state and its discovery per refresh.
+func (p *Proxy) lookup(ctx context.Context, conn *Connection, refresh Refresh) (*connState, *snapshot, error) {
+	st, err := p.state(conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, err := p.discover(ctx, st, refresh)
+	return st, snap, err
+}
+
 // Discover returns the connection's full, unfiltered discovery, for the
 // admin discover route (whose default is RefreshForce).
 func (p *Proxy) Discover(ctx context.Context, conn *Connection, refresh Refresh) (Discovery, error) {
-	st, err := p.state(conn)
-	if err != nil {
-		return Discovery{}, err
-	}
-	snap, err := p.discover(ctx, st, refresh)
+	_, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		return Discovery{}, err
 	}
@@ -53,11 +59,7 @@ func (p *Proxy) Discover(ctx context.Context, conn *Connection, refresh Refresh)
 
 // Tools returns the tools subject may see on conn.
 func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, refresh Refresh) (*ToolList, error) {
-	st, err := p.state(conn)
-	if err != nil {
-		return nil, err
-	}
-	snap, err := p.discover(ctx, st, refresh)
+	_, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +74,7 @@ func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, ref
 // Explain says whether subject may use tool on conn, and which rule
 // decided. A tool the server did not list is ErrToolNotFound.
 func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool string, refresh Refresh) (Decision, error) {
-	st, err := p.state(conn)
-	if err != nil {
-		return Decision{}, err
-	}
-	snap, err := p.discover(ctx, st, refresh)
+	_, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -102,11 +100,7 @@ func (p *Proxy) Call(ctx context.Context, conn *Connection, caller Caller, tool 
 func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh) (*CallResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	st, err := p.state(conn)
-	if err != nil {
-		return nil, callError, err
-	}
-	snap, err := p.discover(ctx, st, refresh)
+	st, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		if errors.Is(err, ErrCircuitOpen) {
 			return nil, callCircuitOpen, err

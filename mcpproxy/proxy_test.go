@@ -221,36 +221,35 @@ func TestBreakerProbeFailureReopens(t *testing.T) {
 }
 
 func TestRetries(t *testing.T) {
-	t.Run("503 then success is one logical success", func(t *testing.T) {
-		e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
-		wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
-		e.up.fail("tools/call", http.StatusServiceUnavailable)
-		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusOK, "")
-		if n := e.up.count("tools/call"); n != 2 {
-			t.Errorf("upstream attempts = %d, want 2", n)
-		}
-		if e.metric("idn_gateway_mcp_tool_call_total", "success") != 1 || e.metric("idn_gateway_mcp_tool_call_total", "error") != 0 {
-			t.Error("want exactly one logical success")
-		}
-	})
-	t.Run("retries are bounded", func(t *testing.T) {
-		e := newEnv(t, mcpproxy.Config{MaxRetries: 2}, mcpproxy.Connection{})
-		wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
-		e.up.fail("tools/call", 502, 504, 429, 503)
-		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
-		if n := e.up.count("tools/call"); n != 3 {
-			t.Errorf("upstream attempts = %d, want 3 (1 + 2 retries)", n)
-		}
-	})
-	t.Run("400 is not retried", func(t *testing.T) {
-		e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
-		wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
-		e.up.fail("tools/call", http.StatusBadRequest)
-		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
-		if n := e.up.count("tools/call"); n != 1 {
-			t.Errorf("upstream attempts = %d, want 1", n)
-		}
-	})
+	tests := []struct {
+		name         string
+		maxRetries   int
+		statuses     []int // upstream answers before the real server
+		wantStatus   int
+		wantAttempts int
+	}{
+		{"503 then success is one logical success", 0, []int{503}, http.StatusOK, 2},
+		{"every retryable status is retried", 3, []int{502, 504, 429}, http.StatusOK, 4},
+		{"retries are bounded", 2, []int{502, 504, 429, 503}, http.StatusBadGateway, 3},
+		{"400 is not retried", 0, []int{400}, http.StatusBadGateway, 1},
+		{"401 is not retried", 0, []int{401}, http.StatusBadGateway, 1},
+		{"500 is not retried", 0, []int{500}, http.StatusBadGateway, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, mcpproxy.Config{MaxRetries: tt.maxRetries}, mcpproxy.Connection{})
+			wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
+			e.up.fail("tools/call", tt.statuses...)
+			wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), tt.wantStatus, "")
+			if n := e.up.count("tools/call"); n != tt.wantAttempts {
+				t.Errorf("upstream attempts = %d, want %d", n, tt.wantAttempts)
+			}
+			successes := e.metric("idn_gateway_mcp_tool_call_total", "success")
+			if want := map[bool]float64{true: 1, false: 0}[tt.wantStatus == http.StatusOK]; successes != want {
+				t.Errorf("success metric = %v, want %v logical calls", successes, want)
+			}
+		})
+	}
 	t.Run("sent tools/call that times out is not retried", func(t *testing.T) {
 		e := newEnv(t, mcpproxy.Config{AttemptTimeout: 300 * time.Millisecond}, mcpproxy.Connection{})
 		wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
