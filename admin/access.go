@@ -1,0 +1,246 @@
+package admin
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/clientip"
+)
+
+// AccessMode is GATEWAY_ADMIN_ACCESS_MODE.
+type AccessMode string
+
+// Admin access modes.
+const (
+	// AccessHybrid admits a loopback client or a valid bearer token.
+	AccessHybrid AccessMode = "hybrid"
+	// AccessLoopback admits loopback clients only; tokens are ignored.
+	AccessLoopback AccessMode = "loopback"
+	// AccessToken admits a valid bearer token only, from any address.
+	AccessToken AccessMode = "token"
+)
+
+// ParseAccessMode parses "hybrid", "loopback" or "token"; empty means hybrid.
+func ParseAccessMode(s string) (AccessMode, error) {
+	switch m := AccessMode(s); m {
+	case "":
+		return AccessHybrid, nil
+	case AccessHybrid, AccessLoopback, AccessToken:
+		return m, nil
+	}
+	return "", fmt.Errorf("admin: access mode %q is not hybrid, loopback or token", s)
+}
+
+// minTokenLen is the shortest admin token accepted.
+const minTokenLen = 16
+
+// AccessConfig configures the admin access policy.
+type AccessConfig struct {
+	// Mode selects who is admitted. Zero means AccessHybrid.
+	Mode AccessMode
+	// Token is the bearer token (GATEWAY_ADMIN_TOKEN). Required, at least
+	// 16 bytes, in hybrid and token modes; ignored in loopback mode.
+	Token string
+	// TrustedProxies are the networks whose X-Forwarded-For is believed
+	// when deciding whether the client is on loopback. Empty means none.
+	TrustedProxies []netip.Prefix
+	// AllowedOrigins are the browser origins ("https://dash.example.com")
+	// admitted cross-origin, with CORS headers. Empty means no browser
+	// origin is admitted.
+	AllowedOrigins []string
+	// Logger receives one line per refused request (never the token). Nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Access is the admin access policy. Its Wrap method is middleware.
+type Access struct {
+	mode      AccessMode
+	tokenHash [32]byte
+	resolver  clientip.Resolver
+	origins   map[string]bool
+	log       *slog.Logger
+}
+
+// NewAccess validates cfg and returns the policy. It refuses hybrid and
+// token modes without a token of at least 16 bytes, and origins that are
+// not scheme://host[:port].
+func NewAccess(cfg AccessConfig) (*Access, error) {
+	mode, err := ParseAccessMode(string(cfg.Mode))
+	if err != nil {
+		return nil, err
+	}
+	a := &Access{mode: mode, resolver: clientip.Resolver{Trusted: cfg.TrustedProxies}, origins: map[string]bool{}, log: cfg.Logger}
+	if a.log == nil {
+		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if mode != AccessLoopback {
+		if len(cfg.Token) < minTokenLen {
+			return nil, fmt.Errorf("admin: access mode %s needs an admin token (GATEWAY_ADMIN_TOKEN) of at least %d characters; make one with `gateway keygen`", mode, minTokenLen)
+		}
+		a.tokenHash = sha256.Sum256([]byte(cfg.Token))
+	}
+	for _, o := range cfg.AllowedOrigins {
+		n, ok := normalizeOrigin(o)
+		if !ok {
+			return nil, fmt.Errorf("admin: allowed origin %q is not scheme://host[:port]", o)
+		}
+		a.origins[n] = true
+	}
+	return a, nil
+}
+
+func normalizeOrigin(o string) (string, bool) {
+	u, err := url.Parse(strings.TrimSuffix(strings.TrimSpace(o), "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", false
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), true
+}
+
+// corsAllowHeaders are the request headers a browser may send to the admin
+// API: auth, content type, request id and the signed-request headers used
+// by signed admin checks.
+const corsAllowHeaders = "Authorization, Content-Type, X-Request-Id, Signature, Signature-Input, Content-Digest, Idn-Namespace, Idn-Subject, Idn-Agent-Key, Idn-Agent-Cert"
+
+var (
+	errNoCredentials = apierror.New(http.StatusUnauthorized, "ADMIN_UNAUTHORIZED", "admin access needs a bearer token")
+	errForbidden     = apierror.New(http.StatusForbidden, "ADMIN_FORBIDDEN", "admin access refused")
+	errCrossSite     = apierror.New(http.StatusForbidden, "ADMIN_FORBIDDEN", "cross-site requests to the admin API are refused; add the origin to GATEWAY_ALLOWED_ORIGINS")
+	errContentType   = apierror.New(http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "admin requests with a body must have Content-Type: application/json")
+)
+
+// Wrap returns next behind the policy, in this order:
+//
+//  1. Browser checks: an Origin header not in AllowedOrigins, or (without
+//     an Origin) Sec-Fetch-Site cross-site or same-site, is 403
+//     ADMIN_FORBIDDEN. An allowed Origin gets CORS headers; its preflight
+//     (OPTIONS with Access-Control-Request-Method) is answered 204 here.
+//  2. Authentication per mode. The client address is the direct peer, or,
+//     behind a trusted proxy, the right-most untrusted X-Forwarded-For
+//     entry; a loopback peer that is not a trusted proxy but forwards
+//     (X-Forwarded-For or Forwarded present) is a proxy for someone else
+//     and does not count as loopback. No usable token → 401
+//     ADMIN_UNAUTHORIZED (hybrid, token); a wrong token, or a non-loopback
+//     client in loopback mode → 403 ADMIN_FORBIDDEN. Tokens are compared in
+//     constant time.
+//  3. POST, PUT and PATCH with a body need Content-Type application/json
+//     (415 UNSUPPORTED_MEDIA_TYPE): that is not a type a browser sends
+//     cross-site without a CORS preflight.
+func (a *Access) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e, reason := a.check(w, r); e != nil {
+			a.log.Warn("admin access refused", "reason", reason, "method", r.Method, "path", r.URL.Path,
+				"client", maskAddr(a.resolver.ClientAddr(r)), "request_id", apierror.RequestIDFrom(r.Context()))
+			apierror.Write(w, r, e)
+			return
+		}
+		if r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != "" {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
+			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *Access) check(w http.ResponseWriter, r *http.Request) (*apierror.Error, string) {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		n, ok := normalizeOrigin(origin)
+		if !ok || !a.origins[n] {
+			return errCrossSite, "origin not allowed"
+		}
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Add("Vary", "Origin")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			return nil, "" // preflights carry no credentials
+		}
+	} else {
+		switch strings.ToLower(r.Header.Get("Sec-Fetch-Site")) {
+		case "cross-site", "same-site":
+			return errCrossSite, "cross-site fetch"
+		}
+	}
+	if e, reason := a.authenticate(r); e != nil {
+		return e, reason
+	}
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		if r.ContentLength == 0 {
+			break // nothing to parse; browsers send Origin on POST, checked above
+		}
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			return errContentType, "content type"
+		}
+	}
+	return nil, ""
+}
+
+func (a *Access) authenticate(r *http.Request) (*apierror.Error, string) {
+	if a.mode != AccessToken && a.isLoopback(r) {
+		return nil, ""
+	}
+	if a.mode == AccessLoopback {
+		return errForbidden, "not loopback"
+	}
+	tok, err := bearerToken(r)
+	if err != nil {
+		return errNoCredentials, "no token"
+	}
+	h := sha256.Sum256([]byte(tok))
+	if subtle.ConstantTimeCompare(h[:], a.tokenHash[:]) != 1 {
+		return errForbidden, "wrong token"
+	}
+	return nil, ""
+}
+
+func (a *Access) isLoopback(r *http.Request) bool {
+	peer := clientip.Peer(r)
+	if !a.resolver.IsTrusted(peer) && (r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "") {
+		return false
+	}
+	return a.resolver.IsLoopback(r)
+}
+
+var errNoBearer = errors.New("no bearer token")
+
+func bearerToken(r *http.Request) (string, error) {
+	vals := r.Header.Values("Authorization")
+	if len(vals) != 1 {
+		return "", errNoBearer
+	}
+	scheme, tok, ok := strings.Cut(vals[0], " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return "", errNoBearer
+	}
+	return tok, nil
+}
+
+// maskAddr masks a client address for logs: IPv4 to /24, IPv6 to /64.
+func maskAddr(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	bits := 64
+	if a.Is4() {
+		bits = 24
+	}
+	p, _ := a.Prefix(bits)
+	return p.String()
+}

@@ -1,0 +1,180 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func accessHandler(t *testing.T, mode AccessMode, trusted []netip.Prefix) http.Handler {
+	t.Helper()
+	a, err := NewAccess(AccessConfig{Mode: mode, Token: testToken, TrustedProxies: trusted, AllowedOrigins: []string{"https://dash.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+}
+
+// TestAccessMatrix runs every mode × peer × token × forwarding header ×
+// trusted-proxy setting × Origin. The expectation is written from the
+// rules, not from the code: only a loopback peer that forwards nothing
+// counts as loopback (a spoofed X-Forwarded-For never makes a caller
+// loopback, whoever relays it), and a foreign Origin is always refused.
+func TestAccessMatrix(t *testing.T) {
+	peers := map[string]string{"loopback_peer": "127.0.0.1:40000", "remote_peer": "203.0.113.9:40000", "proxy_peer": "10.0.0.1:40000"}
+	tokens := map[string]string{"no_token": "", "wrong_token": "Bearer wrong-token-0000000000000", "right_token": "Bearer " + testToken}
+	trustedSets := map[string][]netip.Prefix{"no_trusted_proxies": nil, "trusted_proxies": {netip.MustParsePrefix("10.0.0.0/8")}}
+	origins := map[string]string{"no_origin": "", "cross_site_origin": "https://evil.example", "allowed_origin": "https://dash.example.com"}
+	for _, mode := range []AccessMode{AccessHybrid, AccessLoopback, AccessToken} {
+		for peerName, peer := range peers {
+			for tokName, tok := range tokens {
+				for _, spoof := range []bool{false, true} {
+					for trustName, trusted := range trustedSets {
+						for originName, origin := range origins {
+							xffName := "no_xff"
+							if spoof {
+								xffName = "spoofed_xff_127.0.0.1"
+							}
+							name := strings.Join([]string{string(mode), peerName, tokName, xffName, trustName, originName}, "/")
+							t.Run(name, func(t *testing.T) {
+								req := httptest.NewRequest("GET", "/api/admin/connections", nil)
+								req.RemoteAddr = peer
+								if tok != "" {
+									req.Header.Set("Authorization", tok)
+								}
+								if spoof {
+									xff := "127.0.0.1"
+									if peerName == "proxy_peer" {
+										// A proxy appends the address it saw to the client's claim.
+										xff = "127.0.0.1, 203.0.113.9"
+									}
+									req.Header.Set("X-Forwarded-For", xff)
+								}
+								if origin != "" {
+									req.Header.Set("Origin", origin)
+								}
+								loopback := peerName == "loopback_peer" && !spoof
+								want := expectedAccess(mode, loopback, tokName)
+								if originName == "cross_site_origin" {
+									want = http.StatusForbidden
+								}
+								rec := httptest.NewRecorder()
+								accessHandler(t, mode, trusted).ServeHTTP(rec, req)
+								if rec.Code != want {
+									t.Fatalf("status = %d, want %d (%s)", rec.Code, want, rec.Body)
+								}
+								if originName == "allowed_origin" && rec.Header().Get("Access-Control-Allow-Origin") != origin {
+									t.Fatalf("allowed origin got no CORS header")
+								}
+								if originName == "cross_site_origin" && rec.Header().Get("Access-Control-Allow-Origin") != "" {
+									t.Fatalf("foreign origin got a CORS header")
+								}
+							})
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func expectedAccess(mode AccessMode, loopback bool, tok string) int {
+	if mode != AccessToken && loopback {
+		return http.StatusOK
+	}
+	if mode == AccessLoopback {
+		return http.StatusForbidden
+	}
+	switch tok {
+	case "no_token":
+		return http.StatusUnauthorized
+	case "wrong_token":
+		return http.StatusForbidden
+	}
+	return http.StatusOK
+}
+
+func TestAccessAttackRows(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	rows := []struct {
+		name    string
+		mode    AccessMode
+		method  string
+		peer    string
+		headers map[string]string
+		body    string
+		want    int
+		code    string
+	}{
+		{"trusted_proxy_relaying_real_loopback_client", AccessLoopback, "GET", "10.0.0.1:1", map[string]string{"X-Forwarded-For": "127.0.0.1"}, "", 200, ""},
+		{"untrusted_remote_prepending_loopback_through_proxy_chain", AccessLoopback, "GET", "203.0.113.9:1", map[string]string{"X-Forwarded-For": "127.0.0.1, 10.0.0.1"}, "", 403, "ADMIN_FORBIDDEN"},
+		{"local_reverse_proxy_without_trust_config_is_not_loopback", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"Forwarded": "for=203.0.113.9"}, "", 401, "ADMIN_UNAUTHORIZED"},
+		{"ipv6_loopback_peer", AccessLoopback, "GET", "[::1]:1", nil, "", 200, ""},
+		{"ipv4_mapped_loopback_peer", AccessLoopback, "GET", "[::ffff:127.0.0.1]:1", nil, "", 200, ""},
+		{"sec_fetch_site_cross_site_without_origin", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"Sec-Fetch-Site": "cross-site"}, "", 403, "ADMIN_FORBIDDEN"},
+		{"sec_fetch_site_same_site_other_port", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"Sec-Fetch-Site": "same-site"}, "", 403, "ADMIN_FORBIDDEN"},
+		{"sec_fetch_site_none_typed_url", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"Sec-Fetch-Site": "none"}, "", 200, ""},
+		{"null_origin_sandboxed_iframe", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"Origin": "null"}, "", 403, "ADMIN_FORBIDDEN"},
+		{"origin_prefix_trick", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"Origin": "https://dash.example.com.evil.example"}, "", 403, "ADMIN_FORBIDDEN"},
+		{"form_post_text_plain_csrf", AccessHybrid, "POST", "127.0.0.1:1", map[string]string{"Content-Type": "text/plain"}, "{}", 415, "UNSUPPORTED_MEDIA_TYPE"},
+		{"form_post_urlencoded_csrf", AccessHybrid, "POST", "127.0.0.1:1", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, "a=b", 415, "UNSUPPORTED_MEDIA_TYPE"},
+		{"json_with_charset_ok", AccessHybrid, "POST", "127.0.0.1:1", map[string]string{"Content-Type": "application/json; charset=utf-8"}, "{}", 200, ""},
+		{"preflight_allowed_origin_without_token", AccessToken, "OPTIONS", "203.0.113.9:1", map[string]string{"Origin": "https://dash.example.com", "Access-Control-Request-Method": "POST"}, "", 204, ""},
+		{"preflight_foreign_origin", AccessToken, "OPTIONS", "203.0.113.9:1", map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}, "", 403, "ADMIN_FORBIDDEN"},
+		{"basic_auth_instead_of_bearer", AccessToken, "GET", "203.0.113.9:1", map[string]string{"Authorization": "Basic " + testToken}, "", 401, "ADMIN_UNAUTHORIZED"},
+		{"lowercase_bearer_scheme", AccessToken, "GET", "203.0.113.9:1", map[string]string{"Authorization": "bearer " + testToken}, "", 200, ""},
+		{"token_prefix_only", AccessToken, "GET", "203.0.113.9:1", map[string]string{"Authorization": "Bearer " + testToken[:10]}, "", 403, "ADMIN_FORBIDDEN"},
+		{"token_with_suffix", AccessToken, "GET", "203.0.113.9:1", map[string]string{"Authorization": "Bearer " + testToken + "x"}, "", 403, "ADMIN_FORBIDDEN"},
+		{"unparsable_peer_address", AccessLoopback, "GET", "garbage", nil, "", 403, "ADMIN_FORBIDDEN"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			var body *strings.Reader
+			if row.body != "" {
+				body = strings.NewReader(row.body)
+			} else {
+				body = strings.NewReader("")
+			}
+			req := httptest.NewRequest(row.method, "/api/admin/connections", body)
+			req.RemoteAddr = row.peer
+			for k, v := range row.headers {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			accessHandler(t, row.mode, trusted).ServeHTTP(rec, req)
+			if rec.Code != row.want {
+				t.Fatalf("status = %d, want %d (%s)", rec.Code, row.want, rec.Body)
+			}
+			if row.code != "" && !strings.Contains(rec.Body.String(), fmt.Sprintf(`"code":%q`, row.code)) {
+				t.Fatalf("body = %s, want code %s", rec.Body, row.code)
+			}
+		})
+	}
+}
+
+func TestNewAccessRefusesWeakConfig(t *testing.T) {
+	bad := map[string]AccessConfig{
+		"hybrid_without_token": {},
+		"token_mode_short":     {Mode: AccessToken, Token: "short"},
+		"unknown_mode":         {Mode: "open", Token: testToken},
+		"wildcard_origin":      {Mode: AccessLoopback, AllowedOrigins: []string{"*"}},
+		"origin_with_path":     {Mode: AccessLoopback, AllowedOrigins: []string{"https://a.example/x"}},
+		"origin_with_userinfo": {Mode: AccessLoopback, AllowedOrigins: []string{"https://u@a.example"}},
+	}
+	for name, cfg := range bad {
+		t.Run(name, func(t *testing.T) {
+			if _, err := NewAccess(cfg); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	if _, err := NewAccess(AccessConfig{Mode: AccessLoopback}); err != nil {
+		t.Fatalf("loopback mode needs no token: %v", err)
+	}
+	if _, err := New(Config{}); err == nil {
+		t.Fatal("admin.New accepted a config without Vault and Access")
+	}
+}

@@ -1,0 +1,194 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// DefaultMaxBodyBytes bounds admin request bodies when Config.MaxBodyBytes
+// is zero.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config configures the admin handler.
+type Config struct {
+	// Vault holds the connections and variables. Required.
+	Vault *credvault.Vault
+	// Access admits or refuses every request. Required: a nil Access is
+	// refused by New rather than meaning "open".
+	Access *Access
+	// CatalogFile is the service catalog's JSON file
+	// (GATEWAY_SERVICE_CATALOG_FILE). A missing file is created with the
+	// default catalog on first use. Empty disables the catalog routes
+	// (404 NOT_FOUND).
+	CatalogFile string
+	// Discover runs MCP tool discovery for the discover route; refresh is
+	// "force" or "auto". The result is answered as JSON. It should persist
+	// what it found (e.g. through Vault.Update setting MCPDiscovery). Nil
+	// answers 501 DISCOVERY_UNAVAILABLE. Errors are answered per HTTPError,
+	// else 502 UPSTREAM_ERROR.
+	Discover func(ctx context.Context, c *credvault.Connection, refresh string) (any, error)
+	// GuardCheck runs before test and discover, after the connection is
+	// found. The gateway sets it to verify the signed headers and the
+	// approved claim when GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS is true. A
+	// non-nil error refuses the request: answered per HTTPError, else 403
+	// ADMIN_FORBIDDEN. Nil means no check beyond Access.
+	GuardCheck func(r *http.Request, c *credvault.Connection) error
+	// TestTransport carries upstream probes of the test route (the
+	// credential is injected on top of it). Nil means http.DefaultTransport.
+	TestTransport http.RoundTripper
+	// MaxBodyBytes bounds request bodies; larger ones answer 413
+	// REQUEST_BODY_TOO_LARGE. Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Logger receives operational messages, never secrets. Nil discards.
+	Logger *slog.Logger
+}
+
+// Handler serves the admin API under /api/admin/.
+type Handler struct {
+	cfg       Config
+	log       *slog.Logger
+	handler   http.Handler
+	catalogMu sync.Mutex
+}
+
+// New validates cfg and returns the handler. Mount it at /api/admin/ (it
+// matches full paths).
+func New(cfg Config) (*Handler, error) {
+	if cfg.Vault == nil {
+		return nil, errors.New("admin: Config.Vault is required")
+	}
+	if cfg.Access == nil {
+		return nil, errors.New("admin: Config.Access is required (see NewAccess)")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	h := &Handler{cfg: cfg, log: cfg.Logger}
+	if h.log == nil {
+		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/admin/connections", h.methods(map[string]http.HandlerFunc{
+		http.MethodGet: h.listConnections, http.MethodPost: h.createConnection}))
+	mux.HandleFunc("/api/admin/connections/{id}", h.methods(map[string]http.HandlerFunc{
+		http.MethodGet: h.getConnection, http.MethodPatch: h.patchConnection, http.MethodDelete: h.deleteConnection}))
+	mux.HandleFunc("/api/admin/connections/{id}/test", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.testConnection}))
+	mux.HandleFunc("/api/admin/connections/{id}/discover", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.discoverConnection}))
+	mux.HandleFunc("/api/admin/connections/{id}/rotate", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.rotateConnection}))
+	mux.HandleFunc("/api/admin/credential-variables", h.methods(map[string]http.HandlerFunc{
+		http.MethodGet: h.listVariables, http.MethodPost: h.putVariable}))
+	mux.HandleFunc("/api/admin/credential-variables/{key}", h.methods(map[string]http.HandlerFunc{http.MethodDelete: h.deleteVariable}))
+	mux.HandleFunc("/api/admin/service-catalog", h.methods(map[string]http.HandlerFunc{
+		http.MethodGet: h.getCatalog, http.MethodPut: h.putCatalog}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		apierror.Write(w, r, apierror.New(http.StatusNotFound, "NOT_FOUND", "no such admin route"))
+	})
+	h.handler = cfg.Access.Wrap(mux)
+	return h, nil
+}
+
+// ServeHTTP gives the request an id (unless an outer apierror.RequestID
+// already did) and serves it behind the access policy.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if apierror.RequestIDFrom(r.Context()) == "" {
+		apierror.RequestID(h.handler).ServeHTTP(w, r)
+		return
+	}
+	h.handler.ServeHTTP(w, r)
+}
+
+// methods dispatches on the method and answers others 405 with Allow.
+func (h *Handler) methods(m map[string]http.HandlerFunc) http.HandlerFunc {
+	allowed := make([]string, 0, len(m))
+	for _, meth := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m[meth] != nil {
+			allowed = append(allowed, meth)
+		}
+	}
+	allow := strings.Join(allowed, ", ")
+	return func(w http.ResponseWriter, r *http.Request) {
+		if f := m[r.Method]; f != nil {
+			f(w, r)
+			return
+		}
+		w.Header().Set("Allow", allow)
+		apierror.Write(w, r, apierror.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method not allowed; allowed: "+allow))
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// readBody reads the whole body within the limit. An empty body gives nil.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, badRequest("request body could not be read")
+	}
+	return b, nil
+}
+
+// decodeStrict decodes one JSON value into dst, refusing unknown fields and
+// trailing data. Messages name the problem, never the content.
+func decodeStrict(body []byte, dst any) error {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return badRequest("request body must be a JSON object")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return badRequest("request body must hold exactly one JSON value")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return badRequest("request body must hold exactly one JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			return badRequest("request body has the wrong JSON type")
+		}
+		return badRequest("field "+field+" has the wrong JSON type").With("field", field)
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
+		return badRequest("unknown field "+field).With("field", field)
+	}
+	return badRequest("request body is not valid JSON")
+}
+
+// subject is the idn-subject header, which takes precedence over body
+// fields naming the acting subject.
+func subject(r *http.Request, fromBody string) string {
+	if s := strings.TrimSpace(r.Header.Get("idn-subject")); s != "" {
+		return s
+	}
+	return fromBody
+}

@@ -1,0 +1,153 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idnhq/idn/credvault"
+)
+
+const testToken = "admin-token-0123456789abcdef"
+
+// env is one admin handler on a real SQLite vault, with a transcript of
+// every response and log line for secret scanning.
+type env struct {
+	t       *testing.T
+	vault   *credvault.Vault
+	handler *Handler
+	dir     string
+	logs    *syncBuffer
+
+	mu         sync.Mutex
+	transcript []string
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t *testing.T, mutate func(*Config)) *env {
+	t.Helper()
+	dir := t.TempDir()
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(dir, credvault.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := credvault.GenerateMasterKey()
+	v, err := credvault.New(context.Background(), credvault.Config{Store: st, MasterKey: key, Logger: logger, PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close(); st.Close() })
+	access, err := NewAccess(AccessConfig{Token: testToken, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Vault: v, Access: access, CatalogFile: filepath.Join(dir, "service-catalog.json"), Logger: logger}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, vault: v, handler: h, dir: dir, logs: logs}
+}
+
+type resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r resp) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %s", r.Body)
+	}
+	return m
+}
+
+// do sends a request from a loopback peer with JSON content type.
+func (e *env) do(method, path, body string, hdr ...string) resp {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.RemoteAddr = "127.0.0.1:50000"
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, req)
+	e.mu.Lock()
+	var h bytes.Buffer
+	rec.Result().Header.Write(&h)
+	e.transcript = append(e.transcript, h.String(), rec.Body.String())
+	e.mu.Unlock()
+	return resp{Status: rec.Code, Header: rec.Result().Header, Body: rec.Body.Bytes()}
+}
+
+// assertNoSecrets scans every response, header and log line so far.
+func (e *env) assertNoSecrets(secrets ...string) {
+	e.t.Helper()
+	e.mu.Lock()
+	all := strings.Join(e.transcript, "\n") + e.logs.String()
+	e.mu.Unlock()
+	for _, s := range secrets {
+		if strings.Contains(all, s) {
+			e.t.Fatalf("secret %q appears in a response or log line", s)
+		}
+	}
+}
+
+func (e *env) state() string {
+	b, _ := json.Marshal([]any{e.vault.Connections(), e.vault.Variables()})
+	cat, _ := os.ReadFile(filepath.Join(e.dir, "service-catalog.json"))
+	return string(b) + string(cat)
+}
+
+func wantStatus(t *testing.T, r resp, status int, code string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	if code == "" {
+		return
+	}
+	m := r.json(t)
+	if m["code"] != code || m["request_id"] == "" || m["timestamp"] == "" || m["error"] == "" {
+		t.Fatalf("envelope = %s, want code %s", r.Body, code)
+	}
+}

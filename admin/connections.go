@@ -1,0 +1,241 @@
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+func (h *Handler) listConnections(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.cfg.Vault.Connections())
+}
+
+func (h *Handler) getConnection(w http.ResponseWriter, r *http.Request) {
+	c, err := h.cfg.Vault.Connection(r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
+	c, secrets, err := h.decodeCreate(w, r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	created, err := h.cfg.Vault.Create(r.Context(), c, secrets)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	h.log.Info("admin: connection created", "connection", created.ID, "request_id", apierror.RequestIDFrom(r.Context()))
+	writeJSON(w, http.StatusCreated, created)
+}
+
+func (h *Handler) decodeCreate(w http.ResponseWriter, r *http.Request) (*credvault.Connection, map[string]string, error) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parseCreate(body)
+}
+
+// parseCreate decodes a create body: a connection object with id and
+// secrets, writable fields only.
+func parseCreate(body []byte) (*credvault.Connection, map[string]string, error) {
+	obj, err := decodeObject(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &credvault.Connection{}
+	var secrets map[string]string
+	err = applyFields(c, obj, func(name string, raw json.RawMessage) (bool, error) {
+		switch name {
+		case "id":
+			if json.Unmarshal(raw, &c.ID) != nil {
+				return true, badRequest("field id must be a string").With("field", "id")
+			}
+			return true, nil
+		case "secrets":
+			if json.Unmarshal(raw, &secrets) != nil {
+				return true, badRequest("field secrets must be an object of strings").With("field", "secrets")
+			}
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := credvault.ValidateConnectionID(c.ID); err != nil {
+		return nil, nil, err
+	}
+	return c, secrets, nil
+}
+
+func (h *Handler) patchConnection(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	obj, err := decodeObject(body)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	id := r.PathValue("id")
+	updated, err := h.cfg.Vault.Update(r.Context(), id, func(c *credvault.Connection) error {
+		return applyFields(c, obj, nil)
+	})
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	h.log.Info("admin: connection updated", "connection", id, "request_id", apierror.RequestIDFrom(r.Context()))
+	writeJSON(w, http.StatusOK, updated)
+}
+
+func (h *Handler) deleteConnection(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := h.cfg.Vault.Delete(r.Context(), id); err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	h.log.Info("admin: connection deleted", "connection", id, "request_id", apierror.RequestIDFrom(r.Context()))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type rotateRequest struct {
+	Secrets   map[string]*string `json:"secrets"`
+	RotatedBy string             `json:"rotated_by"`
+	Reason    string             `json:"reason"`
+}
+
+func (h *Handler) rotateConnection(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	var req rotateRequest
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	id := r.PathValue("id")
+	by := req.RotatedBy
+	if by == "" {
+		by = r.Header.Get("idn-subject")
+	}
+	c, err := h.cfg.Vault.Rotate(r.Context(), id, credvault.Rotation{Secrets: req.Secrets, RotatedBy: by, Reason: req.Reason})
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	h.log.Info("admin: credentials rotated", "connection", id, "secret_version", c.SecretVersion, "request_id", apierror.RequestIDFrom(r.Context()))
+	writeJSON(w, http.StatusOK, c)
+}
+
+type testRequest struct {
+	Method  string            `json:"method"`
+	Path    string            `json:"path"`
+	Headers map[string]string `json:"headers"`
+	Body    *string           `json:"body"`
+}
+
+// lookupGuarded finds the connection and runs GuardCheck on it.
+func (h *Handler) lookupGuarded(r *http.Request) (*credvault.Connection, error) {
+	c, err := h.cfg.Vault.Connection(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if h.cfg.GuardCheck != nil {
+		if err := h.cfg.GuardCheck(r, c); err != nil {
+			if _, ok := as[HTTPError](err); ok {
+				return nil, err
+			}
+			if _, ok := as[*apierror.Error](err); ok {
+				return nil, err
+			}
+			h.log.Warn("admin: guard check refused", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
+			return nil, errForbidden
+		}
+	}
+	return c, nil
+}
+
+func (h *Handler) testConnection(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	var req testRequest
+	if len(body) > 0 {
+		if err := decodeStrict(body, &req); err != nil {
+			writeError(w, r, h.log, err)
+			return
+		}
+	}
+	c, err := h.lookupGuarded(r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	tr := credvault.TestRequest{Method: req.Method, Path: req.Path, Header: http.Header{}}
+	for k, v := range req.Headers {
+		tr.Header.Set(k, v)
+	}
+	if req.Body != nil {
+		tr.Body = []byte(*req.Body)
+	}
+	res, err := h.cfg.Vault.Test(r.Context(), c.ID, tr, h.cfg.TestTransport)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	h.log.Info("admin: connection tested", "connection", c.ID, "ok", res.OK, "status", res.Status, "request_id", apierror.RequestIDFrom(r.Context()))
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *Handler) discoverConnection(w http.ResponseWriter, r *http.Request) {
+	refresh := r.URL.Query().Get("refresh")
+	switch refresh {
+	case "":
+		refresh = "force"
+	case "force", "auto":
+	default:
+		writeError(w, r, h.log, badRequest("refresh must be force or auto").With("field", "refresh"))
+		return
+	}
+	c, err := h.lookupGuarded(r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	if c.Protocol != credvault.ProtocolMCP {
+		writeError(w, r, h.log, badRequest("discovery needs an mcp connection").With("field", "protocol"))
+		return
+	}
+	if h.cfg.Discover == nil {
+		apierror.Write(w, r, apierror.New(http.StatusNotImplemented, "DISCOVERY_UNAVAILABLE", "MCP discovery is not available in this gateway"))
+		return
+	}
+	res, err := h.cfg.Discover(r.Context(), c, refresh)
+	if err != nil {
+		if _, ok := as[HTTPError](err); !ok {
+			if _, ok := as[*apierror.Error](err); !ok {
+				h.log.Warn("admin: discovery failed", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
+				err = apierror.New(http.StatusBadGateway, "UPSTREAM_ERROR", "MCP discovery failed")
+			}
+		}
+		writeError(w, r, h.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

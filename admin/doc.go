@@ -1,0 +1,32 @@
+// Package admin is the gateway's admin API as a mountable http.Handler:
+// the routes of gateway.md "Admin: connections", "Admin: credential
+// variables" and "Admin: service catalog", with the field set and status
+// codes of DECISIONS.md §3, on top of a credvault.Vault.
+//
+// Secrets are write-only: connection objects list their names in
+// credential_keys, variables are listed without values, and no response,
+// log line or error carries a secret value. PATCH changes only the fields
+// it names; a JSON null clears an optional field. Unknown and read-only
+// fields are refused with 400 VALIDATION_ERROR, so a typo never passes
+// silently.
+//
+// Every route is behind an Access policy (see NewAccess): hybrid (loopback
+// peer or bearer token, the default), loopback or token; browser
+// cross-site use is refused. Access.Wrap is also the middleware the
+// gateway puts in front of /metrics.
+//
+// Choices where the specifications are silent:
+//
+//   - POST /api/admin/credential-variables answers 201 for a new key and
+//     200 when it replaced an existing one.
+//   - test answers 200 with {"ok","status","latency_ms","error"?,"tested_at"}
+//     whatever the upstream said; ok means a status below 400. The upstream
+//     body is never returned (it could echo the credential).
+//   - discover is delegated to Config.Discover (the MCP engine); without it
+//     the route answers 501 DISCOVERY_UNAVAILABLE.
+//   - A POST, PUT or PATCH whose body is not application/json answers 415
+//     UNSUPPORTED_MEDIA_TYPE (such a request is what a browser can send
+//     cross-site without a CORS preflight). A bodyless POST (test,
+//     discover) needs no Content-Type. DELETE needs none either: it is
+//     never a CORS "simple" request, so browsers preflight it.
+package admin

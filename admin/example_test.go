@@ -1,0 +1,77 @@
+package admin_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/credvault"
+)
+
+// The gateway mounts the admin API on its mux behind the access policy.
+func ExampleNew() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "admin")
+	defer os.RemoveAll(dir)
+	key, _ := credvault.GenerateMasterKey()
+	st, _ := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	defer st.Close()
+	vault, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key})
+	defer vault.Close()
+
+	access, err := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessToken, Token: "example-admin-token-123456"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := admin.New(admin.Config{
+		Vault:       vault,
+		Access:      access,
+		CatalogFile: filepath.Join(dir, "service-catalog.json"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/admin/", h)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	req, _ := http.NewRequest("POST", srv.URL+"/api/admin/connections", strings.NewReader(
+		`{"id":"openai","base_url":"https://api.openai.com","auth_mode":"bearer","auth_secret_key":"api_key","secrets":{"api_key":"sk-example"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer example-admin-token-123456")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, strings.Contains(string(body), `"credential_keys":["api_key"]`), strings.Contains(string(body), "sk-example"))
+	// Output: 201 true false
+}
+
+// Access.Wrap is middleware: the gateway puts /metrics behind the same
+// policy as the admin API.
+func ExampleAccess_Wrap() {
+	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
+	metrics := access.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "idn_gateway_requests_in_flight 0\n")
+	}))
+	for _, peer := range []string{"127.0.0.1:4000", "203.0.113.9:4000"} {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.RemoteAddr = peer
+		rec := httptest.NewRecorder()
+		metrics.ServeHTTP(rec, req)
+		fmt.Println(peer, rec.Code)
+	}
+	// Output:
+	// 127.0.0.1:4000 200
+	// 203.0.113.9:4000 403
+}

@@ -1,0 +1,112 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"github.com/idnhq/idn/credvault"
+)
+
+// fieldSetter writes one JSON field into a connection; a JSON null sets the
+// field's zero value (clears it).
+type fieldSetter func(c *credvault.Connection, raw json.RawMessage) error
+
+func field[T any](get func(*credvault.Connection) *T) fieldSetter {
+	return func(c *credvault.Connection, raw json.RawMessage) error {
+		var v T
+		if !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return err
+			}
+		}
+		*get(c) = v
+		return nil
+	}
+}
+
+// writableFields are the configuration fields POST and PATCH accept. id and
+// secrets are create-only and handled by the create route; everything else
+// in a connection object (credential_keys, secret_version, timestamps,
+// last_test, rotation_history, mcp_discovery) is maintained by the gateway.
+var writableFields = map[string]fieldSetter{
+	"name":                      field(func(c *credvault.Connection) *string { return &c.Name }),
+	"service":                   field(func(c *credvault.Connection) *string { return &c.Service }),
+	"protocol":                  field(func(c *credvault.Connection) *string { return &c.Protocol }),
+	"base_url":                  field(func(c *credvault.Connection) *string { return &c.BaseURL }),
+	"path_prefix":               field(func(c *credvault.Connection) *string { return &c.PathPrefix }),
+	"auth_mode":                 field(func(c *credvault.Connection) *string { return &c.AuthMode }),
+	"auth_prefix":               field(func(c *credvault.Connection) *string { return &c.AuthPrefix }),
+	"auth_header_name":          field(func(c *credvault.Connection) *string { return &c.AuthHeaderName }),
+	"auth_query_param":          field(func(c *credvault.Connection) *string { return &c.AuthQueryParam }),
+	"auth_secret_key":           field(func(c *credvault.Connection) *string { return &c.AuthSecretKey }),
+	"status":                    field(func(c *credvault.Connection) *string { return &c.Status }),
+	"rotation_interval_days":    field(func(c *credvault.Connection) *int { return &c.RotationIntervalDays }),
+	"mcp_endpoint":              field(func(c *credvault.Connection) *string { return &c.MCPEndpoint }),
+	"mcp_transport":             field(func(c *credvault.Connection) *string { return &c.MCPTransport }),
+	"mcp_tool_allowlist":        field(func(c *credvault.Connection) *[]string { return &c.MCPToolAllowlist }),
+	"mcp_tool_denylist":         field(func(c *credvault.Connection) *[]string { return &c.MCPToolDenylist }),
+	"mcp_subject_tool_policies": field(func(c *credvault.Connection) *map[string]credvault.ToolPolicy { return &c.MCPSubjectToolPolicies }),
+	"mcp_max_tools":             field(func(c *credvault.Connection) *int { return &c.MCPMaxTools }),
+}
+
+// readOnlyFields may appear in a connection object but not in a write.
+var readOnlyFields = []string{
+	"credential_keys", "secret_version", "last_rotated_at", "next_rotation_due_at",
+	"created_at", "updated_at", "last_test", "rotation_history", "mcp_discovery",
+}
+
+// applyFields writes the fields of a JSON object into c, in a stable order.
+// extra receives the fields it claims (returns true); others are refused.
+func applyFields(c *credvault.Connection, obj map[string]json.RawMessage, extra func(name string, raw json.RawMessage) (bool, error)) error {
+	names := make([]string, 0, len(obj))
+	for name := range obj {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		raw := obj[name]
+		if extra != nil {
+			claimed, err := extra(name, raw)
+			if err != nil {
+				return err
+			}
+			if claimed {
+				continue
+			}
+		}
+		set, ok := writableFields[name]
+		if !ok {
+			if slices.Contains(readOnlyFields, name) || name == "id" || name == "secrets" {
+				return badRequest("field "+name+" cannot be written here").With("field", name)
+			}
+			return badRequest("unknown field "+quoteName(name)).With("field", quoteName(name))
+		}
+		if err := set(c, raw); err != nil {
+			return badRequest("field "+name+" has the wrong JSON type").With("field", name)
+		}
+	}
+	return nil
+}
+
+// quoteName bounds an attacker-chosen field name before it is echoed.
+func quoteName(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// decodeObject decodes a JSON object keeping raw field values.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := decodeStrict(body, &obj); err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, badRequest("request body must be a JSON object")
+	}
+	return obj, nil
+}

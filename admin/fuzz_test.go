@@ -1,0 +1,74 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// FuzzConnectionBody feeds arbitrary bodies to the create and PATCH
+// decoders. They never panic, fail only with a 400 envelope error, and
+// what they accept and the vault would accept survives a JSON round trip.
+func FuzzConnectionBody(f *testing.F) {
+	seeds := []string{
+		`{"id":"gh","base_url":"https://api.github.com","auth_mode":"bearer","auth_secret_key":"t","secrets":{"t":"x"}}`,
+		`{"id":"m","protocol":"mcp","base_url":"http://127.0.0.1:1","mcp_subject_tool_policies":{"s":{"allow":["a.*"]}}}`,
+		`{"name":null,"path_prefix":"/v1","mcp_tool_allowlist":["x"]}`,
+		`{"secrets":{"t":"{{A}}{{"}}`, `[]`, `null`, `{"id":1}`, `{"base_url":"http://[::1"}`, `{"a":1}{"b":2}`,
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		checkClientError := func(err error) {
+			var ae *apierror.Error
+			var ve *credvault.ValidationError
+			if errors.As(err, &ae) && ae.Status == 400 || errors.As(err, &ve) {
+				return
+			}
+			t.Fatalf("decode failed with a non-400 error: %v", err)
+		}
+		c, secrets, err := parseCreate([]byte(body))
+		if err != nil {
+			checkClientError(err)
+		} else if credvault.ValidateConnection(c, secrets) == nil {
+			raw, _ := json.Marshal(c)
+			var back credvault.Connection
+			if err := json.Unmarshal(raw, &back); err != nil || back.ID != c.ID {
+				t.Fatalf("accepted connection does not round-trip: %v", err)
+			}
+		}
+		obj, err := decodeObject([]byte(body))
+		if err != nil {
+			checkClientError(err)
+			return
+		}
+		base := &credvault.Connection{ID: "base", BaseURL: "https://a.example", AuthMode: "bearer", AuthSecretKey: "t"}
+		if err := applyFields(base, obj, nil); err != nil {
+			checkClientError(err)
+		}
+		_ = credvault.ValidateConnection(base, map[string]string{"t": "x"})
+	})
+}
+
+// FuzzCatalog checks that the catalog parser never panics and that what it
+// accepts survives a round trip.
+func FuzzCatalog(f *testing.F) {
+	f.Add(string(defaultCatalogJSON))
+	f.Add(`{"schema_version":1,"services":[]}`)
+	f.Add(`{"schema_version":1,"services":[{"id":"a","name":"A","base_url":"https://a.b","auth_mode":"query_param"}]}`)
+	f.Add(`{"schema_version":1,"services":null}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		cat, err := decodeCatalog([]byte(body))
+		if err != nil {
+			return
+		}
+		out, _ := json.Marshal(cat)
+		if _, err := decodeCatalog(out); err != nil {
+			t.Fatalf("accepted catalog does not round-trip: %v", err)
+		}
+	})
+}

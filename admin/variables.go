@@ -1,0 +1,60 @@
+package admin
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+func (h *Handler) listVariables(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.cfg.Vault.Variables())
+}
+
+type variableRequest struct {
+	Key              string `json:"key"`
+	Value            string `json:"value"`
+	CreatedBySubject string `json:"created_by_subject"`
+}
+
+func (h *Handler) putVariable(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	var req variableRequest
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	v, created, err := h.cfg.Vault.PutVariable(r.Context(), req.Key, req.Value, subject(r, req.CreatedBySubject))
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	h.log.Info("admin: credential variable written", "key", v.Key, "version", v.Version, "request_id", apierror.RequestIDFrom(r.Context()))
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, v)
+}
+
+func (h *Handler) deleteVariable(w http.ResponseWriter, r *http.Request) {
+	force := false
+	if s := r.URL.Query().Get("force"); s != "" {
+		var err error
+		if force, err = strconv.ParseBool(s); err != nil {
+			writeError(w, r, h.log, badRequest("force must be true or false").With("field", "force"))
+			return
+		}
+	}
+	key := r.PathValue("key")
+	if err := h.cfg.Vault.DeleteVariable(r.Context(), key, force); err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	h.log.Info("admin: credential variable deleted", "key", key, "forced", force, "request_id", apierror.RequestIDFrom(r.Context()))
+	w.WriteHeader(http.StatusNoContent)
+}
