@@ -143,3 +143,22 @@ func TestComponentIdentifierRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzQueryParamEncoding checks that the @query-param re-encoding is
+// idempotent and yields only the characters the form serializer keeps.
+func FuzzQueryParamEncoding(f *testing.F) {
+	for _, s := range []string{"this%20is%20a%20big%0Amultiline%20value", "with+plus+whitespace", "fa%C3%A7ade%22%3A%20", "%FF%E2%82", "%", "%zz", "a*b-c._d~", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once := formEncode(formDecode(s))
+		if twice := formEncode(formDecode(once)); twice != once {
+			t.Fatalf("%q -> %q -> %q", s, once, twice)
+		}
+		for i := 0; i < len(once); i++ {
+			if c := once[i]; !formSafe(c) && c != '%' && !isHex(c) {
+				t.Fatalf("%q encodes to %q", s, once)
+			}
+		}
+	})
+}

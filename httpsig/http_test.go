@@ -126,8 +126,8 @@ func TestTransportDefaultParams(t *testing.T) {
 		Base:   srv.Client().Transport,
 		Signer: &httpsig.Signer{Key: httpsig.NewEd25519SigningKey(testEdPriv)},
 	}}
-	for range 2 { // a fresh nonce each time
-		resp, err := client.Get(srv.URL + "/a%2Fb?x=%41")
+	for _, body := range []string{"", "", "non-empty"} { // a fresh nonce each time
+		resp, err := client.Post(srv.URL+"/a%2Fb?x=%41", "text/plain", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,5 +143,28 @@ func TestTransportDefaultParams(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || len(errs) != 1 {
 		t.Fatalf("ErrorHandler not used: %d %v", resp.StatusCode, errs)
+	}
+}
+
+func TestMiddlewareBodyTooLarge(t *testing.T) {
+	v := newVerifier(httpsig.NewEd25519VerifyingKey(testEdPub))
+	v.Clock, v.Origin, v.MaxBodyBytes = nil, nil, 4
+	srv := httptest.NewServer(v.Middleware(http.HandlerFunc(echoVerified)))
+	defer srv.Close()
+	client := &http.Client{Transport: &httpsig.Transport{
+		Base:   srv.Client().Transport,
+		Signer: &httpsig.Signer{Key: httpsig.NewEd25519SigningKey(testEdPriv)},
+	}}
+	resp, err := client.Post(srv.URL, "text/plain", strings.NewReader("more than four bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Code string `json:"code"`
+	}
+	json.NewDecoder(resp.Body).Decode(&env)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || env.Code != "REQUEST_BODY_TOO_LARGE" {
+		t.Fatalf("status %d code %q", resp.StatusCode, env.Code)
 	}
 }

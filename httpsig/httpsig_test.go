@@ -9,9 +9,11 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -526,5 +528,70 @@ func TestKeyConstructorsReject(t *testing.T) {
 	}
 	if err := httpsig.NewEd25519VerifyingKey(ed25519.PublicKey{1}).Verify(nil, make([]byte, 64)); err == nil {
 		t.Error("short ed25519 key verified")
+	}
+}
+
+// TestForeignSignatureParams verifies a signature made by another RFC 9421
+// implementation that orders parameters differently and adds one this
+// package does not know: @signature-params must be rebuilt as received.
+func TestForeignSignatureParams(t *testing.T) {
+	const input = `("@method" "@path" "content-type";sf;bs);nonce="n-1";x-vendor=?1;keyid="k1";created=1799999990;tag="other"`
+	r := received(t, newClientRequest(t))
+	// The bs-and-sf combination is invalid, so the verifier must refuse
+	// before any cryptography; the valid variant below must pass.
+	r.Header.Set("Signature-Input", "sig1="+input)
+	r.Header.Set("Signature", "sig1=:AAAA:")
+	if _, err := newVerifier(httpsig.NewEd25519VerifyingKey(testEdPub)).VerifyRequest(r); !errors.Is(err, httpsig.ErrComponentsInvalid) {
+		t.Fatalf("sf with bs: %v", err)
+	}
+
+	const valid = `("@method" "@path" "content-type";bs);nonce="n-1";x-vendor=?1;keyid="k1";created=1799999990;tag="other";x-num=1.50`
+	base := strings.Join([]string{
+		`"@method": POST`,
+		`"@path": /v1/items`,
+		`"content-type";bs: :YXBwbGljYXRpb24vanNvbg==:`,
+		`"@signature-params": ("@method" "@path" "content-type";bs);nonce="n-1";x-vendor;keyid="k1";created=1799999990;tag="other";x-num=1.5`,
+	}, "\n")
+	sig := ed25519.Sign(testEdPriv, []byte(base))
+	r.Header.Set("Signature-Input", "sig1="+valid)
+	r.Header.Set("Signature", "sig1=:"+base64.StdEncoding.EncodeToString(sig)+":")
+	ver, err := newVerifier(httpsig.NewEd25519VerifyingKey(testEdPub)).VerifyRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ver.Params.Tag != "other" || ver.Params.Nonce != "n-1" || len(ver.Params.Components) != 3 || !ver.Params.Components[2].BS {
+		t.Fatalf("Params = %+v", ver.Params)
+	}
+}
+
+// TestTrailerComponent signs a trailer field sent after a chunked body.
+func TestTrailerComponent(t *testing.T) {
+	v := newVerifier(httpsig.NewEd25519VerifyingKey(testEdPub))
+	v.Clock = nil
+	srv := httptest.NewServer(v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte(r.Trailer.Get("X-Checksum")))
+	})))
+	defer srv.Close()
+
+	r, _ := http.NewRequest(http.MethodPut, srv.URL+"/blob", io.MultiReader(strings.NewReader("chunked body")))
+	r.ContentLength = -1
+	r.Trailer = http.Header{"X-Checksum": {"c0ffee"}}
+	p := httpsig.Params{
+		Components: []httpsig.Component{{Name: "@method"}, {Name: "x-checksum", TR: true}},
+		Created:    time.Now(),
+		Nonce:      "trailer-nonce",
+	}
+	if err := (&httpsig.Signer{Key: httpsig.NewEd25519SigningKey(testEdPriv)}).SignRequest(r, p); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "c0ffee" {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
 }

@@ -37,7 +37,11 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("httpsig: Transport.Signer is nil")
 	}
 	clone := r.Clone(r.Context())
-	if body != nil {
+	switch {
+	case body == nil:
+	case len(body) == 0:
+		clone.Body, clone.GetBody, clone.ContentLength = http.NoBody, nil, 0
+	default:
 		clone.Body = io.NopCloser(bytes.NewReader(body))
 		clone.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		clone.ContentLength = int64(len(body))

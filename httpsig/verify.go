@@ -161,16 +161,32 @@ func (v *Verifier) verify(ctx context.Context, m *message, h http.Header, body f
 	}
 	ver.Key = key
 
+	// Trailers are only known once the body has been read; the body is
+	// read at most once, and only when something covered needs it.
+	var content []byte
+	contentRead := false
+	readContent := func() error {
+		if contentRead {
+			return nil
+		}
+		contentRead = true
+		var err error
+		content, err = body(orDefault(v.MaxBodyBytes, defaultMaxBodyBytes))
+		return err
+	}
+	if coversTrailer(p.Components) {
+		if err := readContent(); err != nil {
+			return nil, err
+		}
+	}
 	if err := v.checkSignature(m, in, p.Components, key); err != nil {
 		return nil, err
 	}
-
 	if coversContentDigest(p.Components) {
-		b, err := body(orDefault(v.MaxBodyBytes, defaultMaxBodyBytes))
-		if err != nil {
+		if err := readContent(); err != nil {
 			return nil, err
 		}
-		if err := VerifyContentDigest(strings.Join(fieldLines(h, "content-digest"), ", "), b); err != nil {
+		if err := VerifyContentDigest(strings.Join(fieldLines(h, "content-digest"), ", "), content); err != nil {
 			return nil, err
 		}
 	}
@@ -310,6 +326,15 @@ func parseSignatureParams(list httpsfv.InnerList, response bool, p *Params) erro
 func covers(comps []Component, want *Component) bool {
 	for i := range comps {
 		if comps[i] == *want {
+			return true
+		}
+	}
+	return false
+}
+
+func coversTrailer(comps []Component) bool {
+	for i := range comps {
+		if comps[i].TR && !comps[i].Req {
 			return true
 		}
 	}
