@@ -70,7 +70,11 @@ func BenchmarkEd25519SignRaw(b *testing.B) {
 }
 
 func BenchmarkSignRequest(b *testing.B) {
-	s := &httpsig.Signer{Key: httpsig.NewEd25519SigningKey(testEdPriv)}
+	benchSign(b, httpsig.NewEd25519SigningKey(testEdPriv))
+}
+
+func benchSign(b *testing.B, key httpsig.SigningKey) {
+	s := &httpsig.Signer{Key: key}
 	r := benchRequest(b)
 	p := benchParams()
 	b.ReportAllocs()
@@ -99,14 +103,17 @@ type acceptNonces struct{}
 func (acceptNonces) CheckNonce(context.Context, string, string, time.Time) error { return nil }
 
 func BenchmarkVerifyRequest(b *testing.B) {
+	benchVerify(b, httpsig.NewEd25519SigningKey(testEdPriv), httpsig.NewEd25519VerifyingKey(testEdPub))
+}
+
+func benchVerify(b *testing.B, sk httpsig.SigningKey, vk httpsig.VerifyingKey) {
 	r := benchRequest(b)
-	if err := (&httpsig.Signer{Key: httpsig.NewEd25519SigningKey(testEdPriv)}).SignRequest(r, benchParams()); err != nil {
+	if err := (&httpsig.Signer{Key: sk}).SignRequest(r, benchParams()); err != nil {
 		b.Fatal(err)
 	}
 	sr := received(b, r)
-	key := httpsig.NewEd25519VerifyingKey(testEdPub)
 	v := &httpsig.Verifier{
-		Keys:   staticKey(key),
+		Keys:   staticKey(vk),
 		Nonces: acceptNonces{},
 		Clock:  func() time.Time { return testNow },
 	}
@@ -126,31 +133,8 @@ func (nopKey) Algorithm() string                { return httpsig.AlgEd25519 }
 func (nopKey) Sign(base []byte) ([]byte, error) { return make([]byte, 64), nil }
 func (nopKey) Verify(base, sig []byte) error    { return nil }
 
-func BenchmarkSignRequestOverhead(b *testing.B) {
-	s := &httpsig.Signer{Key: nopKey{}}
-	r := benchRequest(b)
-	p := benchParams()
-	b.ReportAllocs()
-	for b.Loop() {
-		delete(r.Header, "Signature-Input")
-		delete(r.Header, "Signature")
-		if err := s.SignRequest(r, p); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+// BenchmarkSignRequestOverhead and BenchmarkVerifyRequestOverhead measure
+// what the package adds around the algorithm, with a key that does nothing.
+func BenchmarkSignRequestOverhead(b *testing.B) { benchSign(b, nopKey{}) }
 
-func BenchmarkVerifyRequestOverhead(b *testing.B) {
-	r := benchRequest(b)
-	if err := (&httpsig.Signer{Key: nopKey{}}).SignRequest(r, benchParams()); err != nil {
-		b.Fatal(err)
-	}
-	sr := received(b, r)
-	v := &httpsig.Verifier{Keys: staticKey(nopKey{}), Nonces: acceptNonces{}, Clock: func() time.Time { return testNow }}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := v.VerifyRequest(sr); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkVerifyRequestOverhead(b *testing.B) { benchVerify(b, nopKey{}, nopKey{}) }
