@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,7 +73,7 @@ type snapshot struct {
 }
 
 func newSnapshot(d Discovery) *snapshot {
-	sort.Slice(d.Tools, func(i, j int) bool { return d.Tools[i].Name < d.Tools[j].Name })
+	slices.SortFunc(d.Tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	s := &snapshot{d: d, byName: make(map[string]int, len(d.Tools))}
 	for i, t := range d.Tools {
 		s.names = append(s.names, t.Name)

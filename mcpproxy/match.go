@@ -1,6 +1,9 @@
 package mcpproxy
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // matchWildcard reports whether name matches pattern, where '*' matches any
 // run of characters (dots included, so "github.*" covers "github.repos.list")
@@ -10,6 +13,15 @@ import "unicode/utf8"
 // the classic single-backtrack-point algorithm, so hostile patterns such as
 // "*a*a*a*a*b" cannot make it exponential.
 func matchWildcard(pattern, name string) bool {
+	// Fast paths for the common shapes: an exact name and "prefix.*".
+	switch strings.IndexAny(pattern, "*?") {
+	case -1:
+		return pattern == name
+	case len(pattern) - 1:
+		if pattern[len(pattern)-1] == '*' {
+			return strings.HasPrefix(name, pattern[:len(pattern)-1])
+		}
+	}
 	p, n := 0, 0
 	starP, starN := -1, 0
 	for n < len(name) {

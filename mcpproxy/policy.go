@@ -2,7 +2,7 @@ package mcpproxy
 
 import (
 	"slices"
-	"sort"
+	"strings"
 )
 
 // Source names the rule that decided whether a tool is exposed, as reported
@@ -118,8 +118,12 @@ func (p *Policy) Explain(subject, tool string, discovered []string) Decision {
 // Filter returns the tools subject may see, sorted by name. The input is not
 // modified.
 func (p *Policy) Filter(subject string, tools []Tool) []Tool {
-	sorted := slices.Clone(tools)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	byName := func(a, b Tool) int { return strings.Compare(a.Name, b.Name) }
+	sorted := tools
+	if !slices.IsSortedFunc(tools, byName) { // discovery results already are
+		sorted = slices.Clone(tools)
+		slices.SortFunc(sorted, byName)
+	}
 	out := make([]Tool, 0, len(sorted))
 	exposed := 0
 	for _, t := range sorted {

@@ -137,6 +137,7 @@ func BenchmarkPolicyFilter(b *testing.B) {
 	for i := range 200 {
 		tools = append(tools, Tool{Name: "vendor" + string(rune('a'+i%26)) + ".action" + strings.Repeat("x", i%7)})
 	}
+	tools = newSnapshot(Discovery{Tools: tools}).d.Tools // sorted, as discovery stores them
 	p := Policy{
 		Allow:    []string{"vendor?.*", "other.*"},
 		Deny:     []string{"vendorz.*"},
