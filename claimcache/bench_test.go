@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"math/rand/v2"
 	"runtime"
@@ -29,7 +30,7 @@ func (g generatedSource) ApprovedClaims(_ context.Context, service, _ string, ad
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i := range g.n {
 		err := add(claimcache.Claim{
-			ID:         "clm_" + strconv.FormatUint(uint64(i)*2654435761+1e15, 36), // 26 chars, like clm_ + random
+			ID:         "clm_" + hex.EncodeToString(benchKey(-i)[:11]), // 26 characters, like clm_ + random
 			Namespace:  "agent-" + strconv.Itoa(i),
 			PublicKey:  "ed25519:" + base64.StdEncoding.EncodeToString(benchKey(i)),
 			Service:    service,
@@ -72,9 +73,10 @@ func BenchmarkSnapshotMemory1M(b *testing.B) {
 	}
 }
 
-// BenchmarkLookup1M looks up random tuples in a snapshot of 1,000,000
-// approved claims: hits (approved callers) and misses (unknown callers; the
-// early-refresh request they make is a no-op without Run).
+// BenchmarkLookup1M looks up tuples in a snapshot of 1,000,000 approved
+// claims: hits on random tuples (each lookup a cache and TLB miss), hits on a
+// hot set of 1,000, and misses (unknown callers; the early-refresh request
+// they make is a no-op without Run).
 func BenchmarkLookup1M(b *testing.B) {
 	c := loadedCache(b, benchClaims)
 	const probes = 1 << 16
@@ -86,25 +88,26 @@ func BenchmarkLookup1M(b *testing.B) {
 		namespaces[i], keys[i] = "agent-"+strconv.Itoa(n), benchKey(n)
 	}
 	b.Run("hit", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if _, err := c.Lookup("github", namespaces[i%probes], keys[i%probes]); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
+		lookups(b, func(i int) error {
+			_, err := c.Lookup("github", namespaces[i%probes], keys[i%probes])
+			return err
+		})
+	})
+	b.Run("hit-hot-1000", func(b *testing.B) {
+		// A gateway's active agents are few: 1,000 of the million, in cache.
+		lookups(b, func(i int) error {
+			_, err := c.Lookup("github", namespaces[i%1000], keys[i%1000])
+			return err
+		})
 	})
 	b.Run("miss", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			// Right key, wrong namespace: never approved.
+		// Right key, wrong namespace: never approved.
+		lookups(b, func(i int) error {
 			if _, err := c.Lookup("github", "x"+namespaces[i%probes], keys[i%probes]); !errors.Is(err, claimcache.ErrNotApproved) {
-				b.Fatal(err)
+				return err
 			}
-			i++
-		}
+			return nil
+		})
 	})
 	b.Run("hit-parallel", func(b *testing.B) {
 		b.ReportAllocs()
@@ -118,6 +121,30 @@ func BenchmarkLookup1M(b *testing.B) {
 			}
 		})
 	})
+}
+
+// lookups runs lookup b.N times and, besides the mean, reports the best
+// ns/op over batches of 1,024: on a machine shared with other work the mean
+// also counts time the benchmark was not running at all.
+func lookups(b *testing.B, lookup func(i int) error) {
+	b.ReportAllocs()
+	best := time.Duration(1<<63 - 1)
+	for i := 0; i < b.N; {
+		n := min(1024, b.N-i)
+		start := time.Now()
+		for j := range n {
+			if err := lookup(i + j); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if n == 1024 {
+			best = min(best, time.Since(start))
+		}
+		i += n
+	}
+	if b.N >= 1024 {
+		b.ReportMetric(float64(best)/1024, "best-ns/op")
+	}
 }
 
 func heapAlloc() uint64 {
