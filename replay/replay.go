@@ -124,8 +124,10 @@ func New(cfg Config) (*Store, error) {
 // the store is full, and nil when the nonce was fresh and is now recorded.
 // Recording is atomic: of several concurrent checks of one pair, exactly one
 // succeeds. An until that is not after the current time is treated as "now",
-// so the nonce is still remembered for one generation. ctx is unused; it is
-// part of the checker interface for stores that do I/O.
+// so the nonce is still remembered for one generation. A check probes one map
+// per live generation, so until should lie within minutes of now (the
+// gateway's is created + max age + skew). ctx is unused; it is part of the
+// checker interface for stores that do I/O.
 func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Time) error {
 	k := hashKey(scope, nonce)
 	now := s.clock().UnixNano()
