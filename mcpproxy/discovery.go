@@ -162,7 +162,7 @@ func (p *Proxy) runDiscovery(st *connState, f *flight) {
 			prev = st.snap.d
 		}
 		d = prev
-		d.Tools = append([]Tool(nil), prev.Tools...)
+		d.Tools = append([]Tool{}, prev.Tools...)
 		d.LastError = err.Error()
 		d.LastErrorAt = p.now().UTC()
 		st.snap = newSnapshot(d)
