@@ -50,6 +50,9 @@ func (f KeyResolverFunc) ResolveKey(ctx context.Context, h http.Header, p *Param
 type NonceChecker interface {
 	// CheckNonce records nonce for scope until the given time, or fails
 	// with an error wrapping ErrReplayDetected if it is already recorded.
+	// Other failures (a full store) should not wrap a sentinel: the
+	// verifier then returns them with an empty Code, which Middleware's
+	// default answers with 500.
 	CheckNonce(ctx context.Context, scope, nonce string, until time.Time) error
 }
 
@@ -59,7 +62,8 @@ type Verified struct {
 	Params Params       // the parameters and covered components as received
 	Key    VerifyingKey // the key that verified it
 	// NonceUntil is the last instant at which this signature could still be
-	// accepted: a nonce must be remembered at least until then.
+	// accepted: created + MaxAge, or expires when that is earlier. A nonce
+	// must be remembered at least until then.
 	NonceUntil time.Time
 }
 

@@ -46,7 +46,8 @@ type Verifier struct {
 	AcceptLowercaseMethod bool
 	// Origin returns the scheme and authority of the target URI of a
 	// received request (for example from trusted proxy headers). nil:
-	// "https" if r.TLS != nil else "http", and r.Host.
+	// "https" if r.TLS != nil else "http", and r.Host. A request-target in
+	// absolute form carries its own scheme and authority, which win.
 	Origin func(r *http.Request) (scheme, authority string)
 	// MaxBodyBytes bounds the body read to check a covered content-digest.
 	// zero: 8 MiB. When content-digest is covered the body is read, checked
