@@ -11,6 +11,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -276,6 +277,13 @@ func TestVerifyRejects(t *testing.T) {
 		}, want: httpsig.ErrComponentsInvalid},
 		{name: "component listed twice", tamper: func(r *http.Request) {
 			r.Header.Set("Signature-Input", strings.Replace(r.Header.Get("Signature-Input"), `"@path"`, `"@path" "@path"`, 1))
+		}, want: httpsig.ErrComponentsInvalid},
+		{name: "covered component flood", tamper: func(r *http.Request) {
+			var many strings.Builder
+			for i := range 65 {
+				fmt.Fprintf(&many, ` "x-h%d"`, i)
+			}
+			r.Header.Set("Signature-Input", strings.Replace(r.Header.Get("Signature-Input"), `"@path"`, `"@path"`+many.String(), 1))
 		}, want: httpsig.ErrComponentsInvalid},
 		{name: "status in a request", tamper: func(r *http.Request) {
 			r.Header.Set("Signature-Input", strings.Replace(r.Header.Get("Signature-Input"), `"@path"`, `"@status"`, 1))

@@ -59,6 +59,12 @@ type Verifier struct {
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 }
 
+// maxComponents bounds the covered components of a received signature: the
+// base is built before the signature can be checked, so an unauthenticated
+// sender must not be able to make that work (and the duplicate check)
+// arbitrarily large. RFC 9421 sets no limit; real profiles use a handful.
+const maxComponents = 64
+
 const (
 	defaultMaxAge       = 5 * time.Minute
 	defaultFutureSkew   = 30 * time.Second
@@ -268,6 +274,9 @@ func (v *Verifier) selectSignature(h http.Header) (*signatureInput, error) {
 // list itself is kept for re-serialisation, so unknown parameters and
 // parameter order survive into @signature-params.
 func parseSignatureParams(list httpsfv.InnerList, response bool, p *Params) error {
+	if len(list.Items) > maxComponents {
+		return newError(ErrComponentsInvalid, "too many covered components")
+	}
 	p.Components = make([]Component, len(list.Items))
 	for i, it := range list.Items {
 		c, err := componentFromItem(it)
