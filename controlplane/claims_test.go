@@ -376,3 +376,72 @@ func TestVerifyEndpoint(t *testing.T) {
 		e.do("GET", q(pubKey(agent)), nil, withKey(key)).want(t, 401, "SIGNATURE_INVALID")
 	})
 }
+
+// TestFeedStateAndCursors checks the trigger-kept totals against a real
+// count after every kind of change, and that sequential paging (which uses
+// remembered cursors) returns exactly what plain offset paging returns.
+func TestFeedStateAndCursors(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		owner, key := claimWorld(e)
+		var claims []map[string]string
+		for i := 0; i < 9; i++ {
+			claims = append(claims, map[string]string{"namespace": "acme", "service": "github", "public_key": pubKey(newAgent(t, "acme"))})
+		}
+		claims = append(claims, map[string]string{"namespace": "acme", "service": "github", "public_key": pubKey(newAgent(t, "acme")), "status": "pending"})
+		s := e.seed(map[string]any{"claims": claims})
+
+		readAll := func() ([]string, int64) {
+			var ids []string
+			var total int64
+			for off := 0; ; off += 4 {
+				m := e.signed("GET", "/v1/namespaces/claims?limit=4&offset="+strconv.Itoa(off), nil, withKey(key)).want(t, 200, "").json(t)
+				for _, c := range m["claims"].([]any) {
+					ids = append(ids, c.(map[string]any)["claim_id"].(string))
+				}
+				p := m["pagination"].(map[string]any)
+				total = int64(p["total"].(float64))
+				if p["has_more"] == false {
+					return ids, total
+				}
+			}
+		}
+		check := func(step string) {
+			t.Helper()
+			var want int64
+			e.st.db.QueryRow(`SELECT COUNT(*) FROM claims WHERE service = 'github' AND status = 'approved'`).Scan(&want)
+			// Twice: the second pass runs on remembered cursors.
+			for pass := 0; pass < 2; pass++ {
+				ids, total := readAll()
+				if total != want || int64(len(ids)) != want {
+					t.Fatalf("%s pass %d: total %d, read %d, want %d", step, pass, total, len(ids), want)
+				}
+				plain, err := e.st.feed(t.Context(), "github", nil, int(want)+1, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, c := range plain.Claims {
+					if ids[i] != c.ID {
+						t.Fatalf("%s pass %d: position %d is %s, offset paging says %s", step, pass, i, ids[i], c.ID)
+					}
+				}
+			}
+		}
+		check("seeded")
+		e.do("POST", "/v1/claims/"+s.Claims[9].ClaimID+"/approve", nil, owner).want(t, 200, "")
+		check("approved")
+		e.do("POST", "/v1/claims/"+s.Claims[2].ClaimID+"/revoke", nil, owner).want(t, 200, "")
+		e.do("POST", "/v1/claims/"+s.Claims[5].ClaimID+"/revoke", nil, owner).want(t, 200, "")
+		check("revoked")
+		if _, err := e.st.db.Exec(`DELETE FROM claims WHERE id = $1`, s.Claims[0].ClaimID); err != nil {
+			t.Fatal(err)
+		}
+		check("deleted")
+		var id string
+		e.st.db.QueryRow(`SELECT id FROM services WHERE slug = 'github'`).Scan(&id)
+		e.do("DELETE", "/v1/services/"+id, nil, owner).want(t, 204, "")
+		approved, _, err := e.st.feedState(t.Context(), "github")
+		if err != nil || approved != 0 {
+			t.Fatalf("after service deletion: approved %d, %v", approved, err)
+		}
+	})
+}

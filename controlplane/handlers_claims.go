@@ -1,9 +1,6 @@
 package controlplane
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -110,51 +107,6 @@ func pageParams(q map[string][]string, def, max int) (limit, offset int, e *apie
 		offset = n
 	}
 	return limit, offset, nil
-}
-
-// claimsFeed serves the approved claims of the key's service. The ETag is
-// a hash of the body, so an unchanged page answers 304.
-func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service) {
-	q := r.URL.Query()
-	if slug := q.Get("service"); slug != "" && slug != svc.Slug {
-		apierror.Write(w, r, errServiceMismatch)
-		return
-	}
-	limit, offset, e := pageParams(q, feedDefaultLimit, feedMaxLimit)
-	if e != nil {
-		apierror.Write(w, r, e)
-		return
-	}
-	p, err := s.store.feed(r.Context(), svc.Slug, limit, offset)
-	if err != nil {
-		s.writeErr(w, r, err)
-		return
-	}
-	recs := make([]feedRecord, len(p.Claims))
-	for i, c := range p.Claims {
-		recs[i] = feedRecord{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
-			ApprovedAt: timestamp(c.ApprovedAt), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
-	}
-	body, err := json.Marshal(map[string]any{
-		"claims":     recs,
-		"pagination": pagination{Limit: limit, Offset: offset, Total: p.Total, HasMore: p.HasMore},
-	})
-	if err != nil {
-		s.writeErr(w, r, err)
-		return
-	}
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	h := w.Header()
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", "no-cache")
-	if etagMatch(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	w.Write(append(body, '\n'))
 }
 
 // etagMatch implements the weak comparison of If-None-Match (RFC 9110

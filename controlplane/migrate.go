@@ -7,14 +7,16 @@ import (
 	"time"
 )
 
-// migration is one schema step. The SQL is shared by both engines: only
-// portable types (TEXT, BIGINT, INTEGER), partial indexes and
-// ON CONFLICT are used. Applied versions are recorded in schema_migrations;
+// migration is one schema step. Tables and indexes are shared by both
+// engines (portable types TEXT, BIGINT, INTEGER; partial indexes;
+// ON CONFLICT); only trigger bodies differ. Applied versions are recorded in schema_migrations;
 // a released migration is never edited, only followed by a new one.
 type migration struct {
-	version int
-	name    string
-	stmts   []string
+	version  int
+	name     string
+	stmts    []string
+	sqlite   []string // after stmts, SQLite only (trigger syntax differs)
+	postgres []string // after stmts, PostgreSQL only
 }
 
 var migrations = []migration{{
@@ -99,25 +101,77 @@ var migrations = []migration{{
 		)`,
 		`CREATE INDEX nonces_expires ON nonces(expires_at)`,
 	},
+}, {
+	version: 2,
+	name:    "feed state: approved count and change version per service, kept by triggers",
+	// The feed answers total, ETag and 304 from this row in O(1), and its
+	// version tells when a remembered page cursor is still exact.
+	stmts: []string{
+		`CREATE TABLE feed_state (
+			service TEXT PRIMARY KEY,
+			approved BIGINT NOT NULL,
+			version BIGINT NOT NULL
+		)`,
+		`INSERT INTO feed_state (service, approved, version)
+			SELECT service, COUNT(*), 1 FROM claims WHERE status = 'approved' GROUP BY service`,
+	},
+	sqlite: []string{
+		`CREATE TRIGGER claims_feed_insert AFTER INSERT ON claims WHEN NEW.status = 'approved' BEGIN
+			INSERT INTO feed_state (service, approved, version) VALUES (NEW.service, 1, 1)
+			ON CONFLICT (service) DO UPDATE SET approved = approved + 1, version = version + 1;
+		END`,
+		`CREATE TRIGGER claims_feed_update AFTER UPDATE OF status ON claims
+			WHEN OLD.status = 'approved' OR NEW.status = 'approved' BEGIN
+			INSERT INTO feed_state (service, approved, version)
+				VALUES (NEW.service, (NEW.status = 'approved') - (OLD.status = 'approved'), 1)
+			ON CONFLICT (service) DO UPDATE SET approved = approved + excluded.approved, version = version + 1;
+		END`,
+		`CREATE TRIGGER claims_feed_delete AFTER DELETE ON claims WHEN OLD.status = 'approved' BEGIN
+			UPDATE feed_state SET approved = approved - 1, version = version + 1 WHERE service = OLD.service;
+		END`,
+	},
+	postgres: []string{
+		`CREATE FUNCTION claims_feed_state() RETURNS trigger LANGUAGE plpgsql AS $$
+		DECLARE
+			delta BIGINT := 0;
+			svc TEXT;
+		BEGIN
+			IF TG_OP <> 'INSERT' THEN
+				IF OLD.status = 'approved' THEN delta := delta - 1; svc := OLD.service; END IF;
+			END IF;
+			IF TG_OP <> 'DELETE' THEN
+				IF NEW.status = 'approved' THEN delta := delta + 1; svc := NEW.service; END IF;
+			END IF;
+			IF svc IS NOT NULL THEN
+				INSERT INTO feed_state (service, approved, version) VALUES (svc, delta, 1)
+				ON CONFLICT (service) DO UPDATE
+					SET approved = feed_state.approved + EXCLUDED.approved, version = feed_state.version + 1;
+			END IF;
+			RETURN NULL;
+		END $$`,
+		`CREATE TRIGGER claims_feed_state AFTER INSERT OR DELETE OR UPDATE OF status ON claims
+			FOR EACH ROW EXECUTE FUNCTION claims_feed_state()`,
+	},
 }}
 
 // migrate applies every migration newer than the recorded version, each in
-// its own transaction. On PostgreSQL a transaction-scoped advisory lock makes
-// concurrent instances wait for each other instead of racing.
+// its own transaction. On PostgreSQL a transaction-scoped advisory lock, on
+// SQLite the immediate transaction's write lock, makes concurrent instances
+// wait for each other instead of racing.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY,
-		name TEXT NOT NULL,
-		applied_at BIGINT NOT NULL
-	)`); err != nil {
-		return dbErr("migrate: create schema_migrations", err)
-	}
 	for _, m := range migrations {
 		err := s.tx(ctx, func(tx *sql.Tx) error {
 			if s.pg {
 				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7291046311)`); err != nil {
 					return dbErr("migrate: lock", err)
 				}
+			}
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY,
+				name TEXT NOT NULL,
+				applied_at BIGINT NOT NULL
+			)`); err != nil {
+				return dbErr("migrate: create schema_migrations", err)
 			}
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, m.version).Scan(&n); err != nil {
@@ -126,7 +180,11 @@ func (s *Store) migrate(ctx context.Context) error {
 			if n > 0 {
 				return nil
 			}
-			for _, stmt := range m.stmts {
+			stmts := append(append([]string(nil), m.stmts...), m.sqlite...)
+			if s.pg {
+				stmts = append(append([]string(nil), m.stmts...), m.postgres...)
+			}
+			for _, stmt := range stmts {
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
 					return fmt.Errorf("controlplane: migration %d (%s): %w", m.version, m.name, err)
 				}

@@ -85,6 +85,7 @@ type Server struct {
 	log      *slog.Logger
 	proxy    clientip.Resolver
 	verifier *identity.Verifier
+	cursors  *cursorCache
 	mux      *http.ServeMux
 }
 
@@ -119,7 +120,8 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies}}
+	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies},
+		cursors: newCursorCache(4096)}
 	s.verifier = &identity.Verifier{
 		Clock:        cfg.Clock,
 		MaxAge:       cfg.SignatureMaxAge,

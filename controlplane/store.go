@@ -64,13 +64,11 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 		if err := os.MkdirAll(filepath.Dir(cfg.SQLitePath), 0o700); err != nil {
 			return nil, fmt.Errorf("controlplane: create data directory: %w", err)
 		}
-		// WAL lets readers run beside the single writer; immediate
-		// transactions take the write lock up front, so read-then-write
+		// Immediate transactions take the write lock up front, so read-then-write
 		// sequences (pending limit, state transitions) are serialised
 		// instead of failing with SQLITE_BUSY on upgrade.
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
-		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", "foreign_keys(1)")
 		q.Set("_txlock", "immediate")
@@ -95,11 +93,41 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 	db.SetMaxIdleConns(n)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{db: db, pg: pg}
+	if !pg {
+		if err := s.enableWAL(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// enableWAL switches the SQLite file to write-ahead logging, which lets
+// readers run beside the writer; the mode is stored in the file, so later
+// connections inherit it. The switch needs a moment of exclusive access and
+// SQLite reports a concurrent opener's switch as busy without waiting, so
+// it is retried briefly.
+func (s *Store) enableWAL(ctx context.Context) error {
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		var mode string
+		if err = s.db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode); err == nil {
+			if mode != "wal" {
+				return fmt.Errorf("controlplane: sqlite refused WAL mode (journal_mode %q)", mode)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return dbErr("enable WAL", err)
 }
 
 // Close closes the database.

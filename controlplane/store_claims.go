@@ -204,24 +204,22 @@ type page struct {
 // listClaims pages claims matching where (a SQL condition on $1…$n with
 // args), in order, fetching limit+1 rows so has_more never depends on a
 // separately read total.
-func (s *Store) listClaims(ctx context.Context, columns, where, order string, args []any, limit, offset int) (page, error) {
+func (s *Store) listClaims(ctx context.Context, where, order string, args []any, limit, offset int) (page, error) {
 	var p page
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE `+where, args...).Scan(&p.Total); err != nil {
 		return p, dbErr("count claims", err)
 	}
+	// Deferred join: the page's ids are found on the index alone (which
+	// holds the filter, order and id columns), so skipping offset rows
+	// costs index steps, not table lookups; only the page is fetched.
 	n := len(args)
-	q := `SELECT ` + columns + ` FROM claims WHERE ` + where + ` ORDER BY ` + order +
-		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2)
+	q := `SELECT ` + claimColumns + ` FROM claims WHERE id IN (SELECT id FROM claims WHERE ` + where + ` ORDER BY ` + order +
+		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) ORDER BY ` + order
 	rows, err := s.db.QueryContext(ctx, q, append(args, limit+1, offset)...)
 	if err != nil {
 		return p, dbErr("list claims", err)
 	}
-	if columns == claimColumns {
-		p.Claims, err = scanClaims(rows)
-	} else {
-		p.Claims, err = scanFeedClaims(rows)
-	}
-	if err != nil {
+	if p.Claims, err = scanClaims(rows); err != nil {
 		return p, err
 	}
 	if len(p.Claims) > limit {
@@ -247,10 +245,54 @@ func scanFeedClaims(rows *sql.Rows) ([]Claim, error) {
 	return out, dbErr("read claims", rows.Err())
 }
 
+// feedState is the approved count and change version of a service's feed.
+func (s *Store) feedState(ctx context.Context, slug string) (approved, version int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT approved, version FROM feed_state WHERE service = $1`, slug).Scan(&approved, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	return approved, version, dbErr("feed state", err)
+}
+
+// feedCursor is the sort key of the last claim of a page.
+type feedCursor struct {
+	approvedAt int64
+	id         string
+}
+
 // feed pages the approved claims of a service in (approved_at, id) order,
-// so new approvals append and paging does not skip.
-func (s *Store) feed(ctx context.Context, slug string, limit, offset int) (page, error) {
-	return s.listClaims(ctx, feedColumns, `service = $1 AND status = 'approved'`, `approved_at, id`, []any{slug}, limit, offset)
+// so new approvals append and paging does not skip. With after set, the
+// page starts right after that key (keyset paging: cost independent of the
+// offset); otherwise it starts at offset. Total is not counted here (see
+// feedState).
+func (s *Store) feed(ctx context.Context, slug string, after *feedCursor, limit, offset int) (page, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if after != nil {
+		rows, err = s.db.QueryContext(ctx, `SELECT `+feedColumns+` FROM claims
+			WHERE service = $1 AND status = 'approved' AND (approved_at, id) > ($2, $3)
+			ORDER BY approved_at, id LIMIT $4`, slug, after.approvedAt, after.id, limit+1)
+	} else {
+		// Deferred join: the page's ids are found on the covering index, so
+		// skipping offset rows costs index steps, not table lookups.
+		rows, err = s.db.QueryContext(ctx, `SELECT `+feedColumns+` FROM claims WHERE id IN (
+				SELECT id FROM claims WHERE service = $1 AND status = 'approved'
+				ORDER BY approved_at, id LIMIT $2 OFFSET $3)
+			ORDER BY approved_at, id`, slug, limit+1, offset)
+	}
+	if err != nil {
+		return page{}, dbErr("feed", err)
+	}
+	var p page
+	if p.Claims, err = scanFeedClaims(rows); err != nil {
+		return p, err
+	}
+	if len(p.Claims) > limit {
+		p.Claims, p.HasMore = p.Claims[:limit], true
+	}
+	return p, nil
 }
 
 // ownerClaims pages a namespace's claims, newest first, optionally filtered.
@@ -265,7 +307,7 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit,
 		args = append(args, slug)
 		conds = append(conds, "service = $"+strconv.Itoa(len(args)))
 	}
-	return s.listClaims(ctx, claimColumns, strings.Join(conds, " AND "), `created_at DESC, id DESC`, args, limit, offset)
+	return s.listClaims(ctx, strings.Join(conds, " AND "), `created_at DESC, id DESC`, args, limit, offset)
 }
 
 // latestClaim returns the claim that decides a tuple: the live one when

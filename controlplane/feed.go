@@ -1,0 +1,130 @@
+package controlplane
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// claimsFeed serves the approved claims of the key's service.
+//
+// The service's feed_state row (kept by triggers) gives the total and a
+// version that changes with every approval or revocation, so the ETag is
+// derived from (service, version, limit, offset) and a poll of an unchanged
+// feed is answered 304 without reading any claim. Sequential pagination is
+// keyset paging in disguise: the sort key ending each page is remembered
+// for (service, version, next offset), and a request for that offset at the
+// same version continues from the key instead of skipping offset rows.
+func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service) {
+	q := r.URL.Query()
+	if slug := q.Get("service"); slug != "" && slug != svc.Slug {
+		apierror.Write(w, r, errServiceMismatch)
+		return
+	}
+	limit, offset, e := pageParams(q, feedDefaultLimit, feedMaxLimit)
+	if e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	total, version, err := s.store.feedState(r.Context(), svc.Slug)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	etag := feedETag(svc.Slug, version, limit, offset)
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "no-cache")
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	key := cursorKey{service: svc.Slug, version: version, offset: offset}
+	var after *feedCursor
+	if offset > 0 {
+		after = s.cursors.get(key)
+	}
+	p, err := s.store.feed(r.Context(), svc.Slug, after, limit, offset)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	recs := make([]feedRecord, len(p.Claims))
+	for i, c := range p.Claims {
+		recs[i] = feedRecord{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
+			ApprovedAt: timestamp(c.ApprovedAt), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
+	}
+	if p.HasMore {
+		last := p.Claims[len(p.Claims)-1]
+		key.offset = offset + len(p.Claims)
+		s.cursors.put(key, feedCursor{approvedAt: micros(last.ApprovedAt), id: last.ID})
+	}
+	body, err := json.Marshal(map[string]any{
+		"claims":     recs,
+		"pagination": pagination{Limit: limit, Offset: offset, Total: total, HasMore: p.HasMore},
+	})
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(append(body, '\n'))
+}
+
+// feedETag is an opaque strong validator of one feed page.
+func feedETag(slug string, version int64, limit, offset int) string {
+	var b [24]byte
+	binary.BigEndian.PutUint64(b[0:], uint64(version))
+	binary.BigEndian.PutUint64(b[8:], uint64(limit))
+	binary.BigEndian.PutUint64(b[16:], uint64(offset))
+	sum := sha256.Sum256(append(b[:], slug...))
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+type cursorKey struct {
+	service string
+	version int64
+	offset  int
+}
+
+// cursorCache remembers page-ending sort keys, bounded by evicting the
+// oldest entry. A stale entry is harmless: its version no longer matches.
+type cursorCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[cursorKey]feedCursor
+	order []cursorKey // insertion order, for eviction
+}
+
+func newCursorCache(max int) *cursorCache {
+	return &cursorCache{max: max, m: make(map[cursorKey]feedCursor, max)}
+}
+
+func (c *cursorCache) get(k cursorKey) *feedCursor {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+func (c *cursorCache) put(k cursorKey, v feedCursor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; !ok {
+		for len(c.order) >= c.max {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, k)
+	}
+	c.m[k] = v
+}
