@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/credvault"
+)
+
+// buildGateway compiles this command once per test binary.
+var buildGateway = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "gateway-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "gateway")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", &buildError{out: string(out), err: err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A slow in-flight request completes after SIGTERM, new connections are
+// refused meanwhile, and the process reports a successful drain.
+func TestServeGracefulShutdown(t *testing.T) {
+	bin, err := buildGateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		_, _ = io.WriteString(w, "slow answer")
+	}))
+	defer upstream.Close()
+
+	dataDir := t.TempDir()
+	key, _ := credvault.GenerateMasterKey()
+	env := map[string]string{"GATEWAY_DATA_DIR": dataDir, "GATEWAY_MASTER_KEY": key.Encode()}
+	getenv := func(k string) string { return env[k] }
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"add", "--id", "slow", "--base-url", upstream.URL, "--auth-mode", "bearer",
+		"--auth-secret-key", "t", "--secret", "t=upstream-token"}, getenv, &out, &errb); code != 0 {
+		t.Fatalf("gateway add: %d %s", code, errb.String())
+	}
+
+	addr := freeAddr(t)
+	cmd := exec.Command(bin) // no sub-command: serve is the default
+	cmd.Env = append(os.Environ(),
+		"GATEWAY_ADDR="+addr, "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(),
+		"GATEWAY_ADMIN_ACCESS_MODE=loopback", "GATEWAY_ALLOW_UNSIGNED_CONNECTIONS=slow",
+		"IDN_REGISTRY_URL=http://127.0.0.1:1", "GATEWAY_SHUTDOWN_TIMEOUT_SECONDS=10")
+	var stderr syncWriter
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, "the gateway to listen", func() bool {
+		resp, err := http.Get("http://" + addr + "/health/live")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+
+	type result struct {
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.Get("http://" + addr + "/proxy/slow/work")
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- result{string(b), err}
+	}()
+	<-started
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "new connections to be refused", func() bool {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	close(release)
+	res := <-done
+	if res.err != nil || res.body != "slow answer" {
+		t.Fatalf("in-flight request: %q, %v", res.body, res.err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gateway exit: %v\n%s", err, stderr.String())
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, `"drain":"success"`) || !strings.Contains(logs, "UNSAFE") {
+		t.Errorf("logs lack the drain outcome or the unsigned warning:\n%s", logs)
+	}
+	if strings.Contains(logs, "upstream-token") || strings.Contains(logs, key.Encode()) {
+		t.Errorf("logs leak a secret:\n%s", logs)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
