@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/credvault"
+)
+
+// cliChildArgsEnv makes the test binary act as the gateway CLI: it runs the
+// JSON-encoded argument list and exits with its status.
+const cliChildArgsEnv = "GATEWAY_TEST_CLI_ARGS"
+
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(cliChildArgsEnv); raw != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			fmt.Fprintln(os.Stderr, "bad", cliChildArgsEnv)
+			os.Exit(3)
+		}
+		os.Exit(run(context.Background(), args, os.Getenv, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+const cliMasterKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// cliRunner runs commands in-process against one data directory and keeps
+// everything they printed for secret scanning.
+type cliRunner struct {
+	t   *testing.T
+	env map[string]string
+	out []string
+}
+
+func newCLIRunner(t *testing.T) *cliRunner {
+	return &cliRunner{t: t, env: map[string]string{"GATEWAY_DATA_DIR": filepath.Join(t.TempDir(), "data"), "GATEWAY_MASTER_KEY": cliMasterKey}}
+}
+
+func (c *cliRunner) run(args ...string) cliResult {
+	c.t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, func(k string) string { return c.env[k] }, &stdout, &stderr)
+	c.out = append(c.out, stdout.String(), stderr.String())
+	if code != 0 {
+		if lines := strings.Count(stderr.String(), "\n"); lines != 1 && !strings.HasPrefix(stderr.String(), "gateway: unknown command") && !strings.HasPrefix(stderr.String(), "usage:") {
+			c.t.Fatalf("%v: stderr has %d lines, want 1: %q", args, lines, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "goroutine") || strings.Contains(stderr.String(), "panic") {
+			c.t.Fatalf("%v: stack trace on stderr: %s", args, stderr.String())
+		}
+	}
+	return cliResult{stdout.String(), stderr.String(), code}
+}
+
+func (c *cliRunner) assertNoSecrets(secrets ...string) {
+	c.t.Helper()
+	all := strings.Join(c.out, "\n")
+	for _, s := range secrets {
+		if strings.Contains(all, s) {
+			c.t.Fatalf("secret %q printed by the CLI", s)
+		}
+	}
+}
+
+func TestCLIWorkflow(t *testing.T) {
+	const (
+		secret  = "cli_SECRET_4be6d2"
+		rotated = "cli_ROTATED_91ac3f"
+	)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "token "+secret {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer up.Close()
+	c := newCLIRunner(t)
+
+	r := c.run("keygen")
+	if r.code != 0 {
+		t.Fatalf("keygen: %+v", r)
+	}
+	if _, err := credvault.ParseMasterKey(strings.TrimSpace(r.stdout)); err != nil {
+		t.Fatalf("keygen printed an unusable key: %v", err)
+	}
+
+	r = c.run("add", "--id", "gh", "--name", "GitHub", "--base-url", up.URL, "--auth-mode", "bearer", "--auth-prefix", "token ",
+		"--auth-secret-key", "token", "--secret", "token="+secret, "--secret", "other=x")
+	if r.code != 0 || !strings.Contains(r.stdout, "gh") || !strings.Contains(r.stdout, "other,token") {
+		t.Fatalf("add: %+v", r)
+	}
+	r = c.run("add", "--id", "mcp1", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9", "--mcp-endpoint", "/mcp",
+		"--mcp-allow", "repo.*", "--mcp-deny", "repo.delete", "--json")
+	var m credvault.Connection
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || m.MCPTransport != "streamable_http" || len(m.MCPToolDenylist) != 1 {
+		t.Fatalf("add mcp --json: %+v", r)
+	}
+	r = c.run("list")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "ID") || !strings.Contains(r.stdout, "mcp1") || !strings.Contains(r.stdout, up.URL) {
+		t.Fatalf("list: %+v", r)
+	}
+	r = c.run("list", "--json")
+	var list []credvault.Connection
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || len(list) != 2 {
+		t.Fatalf("list --json: %+v", r)
+	}
+	if r = c.run("test", "--id", "gh", "--path", "/user"); r.code != 0 || !strings.Contains(r.stdout, "ok status=200") {
+		t.Fatalf("test: %+v", r)
+	}
+	if r = c.run("rotate", "--id", "gh", "--secret", "token="+rotated, "--delete-secret", "other", "--reason", "compromised"); r.code != 0 || !strings.Contains(r.stdout, "version 2") {
+		t.Fatalf("rotate: %+v", r)
+	}
+	if r = c.run("test", "--id", "gh", "--json"); r.code != 1 || !strings.Contains(r.stdout, `"status": 401`) || !strings.Contains(r.stderr, "401") {
+		t.Fatalf("test after rotation to a refused credential: %+v", r)
+	}
+	if r = c.run("delete", "--id", "gh"); r.code != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+
+	failures := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{"no_command_is_serve_or_usage", nil, nil, -1, ""},
+		{"unknown_command", nil, []string{"frobnicate"}, 2, "unknown command"},
+		{"unknown_flag", nil, []string{"list", "--frob"}, 2, "flag provided but not defined"},
+		{"secret_without_equals_not_echoed", nil, []string{"add", "--id", "x", "--secret", secret}, 2, "--secret number 1 is not name=value"},
+		{"positional_secret_typo_not_echoed", nil, []string{"rotate", "--id", "x", secret}, 2, "unexpected positional arguments"},
+		{"missing_id", nil, []string{"delete"}, 2, "--id is required"},
+		{"invalid_id", nil, []string{"delete", "--id", "../x"}, 1, "invalid id"},
+		{"unknown_connection", nil, []string{"delete", "--id", "nope"}, 1, "connection not found"},
+		{"duplicate_id", nil, []string{"add", "--id", "mcp1", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9"}, 1, "already exists"},
+		{"bad_base_url", nil, []string{"add", "--id", "y", "--base-url", "ftp://x", "--auth-mode", "bearer", "--secret", "t=" + secret}, 1, "base_url"},
+		{"no_master_key", map[string]string{"GATEWAY_MASTER_KEY": ""}, []string{"list"}, 1, "gateway keygen"},
+		{"malformed_master_key", map[string]string{"GATEWAY_MASTER_KEY": "not-a-key"}, []string{"list"}, 1, "gateway keygen"},
+		{"wrong_master_key", map[string]string{"GATEWAY_MASTER_KEY": "ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY="}, []string{"list"}, 1, "does not match this store"},
+		{"master_key_flag_wins", map[string]string{"GATEWAY_MASTER_KEY": "not-a-key"}, []string{"list", "--master-key", cliMasterKey}, 0, ""},
+	}
+	for _, f := range failures {
+		t.Run(f.name, func(t *testing.T) {
+			saved := map[string]string{}
+			for k, v := range f.env {
+				saved[k] = c.env[k]
+				c.env[k] = v
+			}
+			defer func() {
+				for k, v := range saved {
+					c.env[k] = v
+				}
+			}()
+			if f.code < 0 { // depends on whether a default command is registered
+				if defaultCommand == "" {
+					if r := c.run(f.args...); r.code != 2 || !strings.Contains(r.stderr, "usage:") {
+						t.Fatalf("no command: %+v", r)
+					}
+				}
+				return
+			}
+			r := c.run(f.args...)
+			if r.code != f.code || !strings.Contains(r.stderr, f.want) {
+				t.Fatalf("got %+v, want exit %d and %q", r, f.code, f.want)
+			}
+		})
+	}
+	c.assertNoSecrets(secret, rotated)
+}
+
+// TestCLIAddVisibleToServingProcess runs `gateway add` as a separate
+// process while this process holds a polling vault on the same data
+// directory, and waits for the new connection to appear.
+func TestCLIAddVisibleToServingProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := credvault.ParseMasterKey(cliMasterKey)
+	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(dir, credvault.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	serving, err := credvault.New(context.Background(), credvault.Config{Store: st, MasterKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer serving.Close()
+
+	args, _ := json.Marshal([]string{"add", "--id", "fromcli", "--base-url", "https://api.example.com", "--auth-mode", "header_key", "--secret", "k=cli-secret"})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), cliChildArgsEnv+"="+string(args), "GATEWAY_DATA_DIR="+dir, "GATEWAY_MASTER_KEY="+cliMasterKey)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gateway add: %v: %s", err, out)
+	}
+	committed := time.Now()
+	deadline := committed.Add(time.Second)
+	for {
+		if r, ok := serving.Lookup("fromcli"); ok {
+			if s, err := r.Secret(); err != nil || s != "cli-secret" {
+				t.Fatalf("serving process sees secret %q, %v", s, err)
+			}
+			t.Logf("visible %v after the CLI exited", time.Since(committed))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("connection added by the CLI not visible to the serving process within one second")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestDataDirDefaults(t *testing.T) {
+	base := t.TempDir()
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"explicit", map[string]string{"GATEWAY_DATA_DIR": filepath.Join(base, "explicit"), "XDG_DATA_HOME": base, "HOME": base}, filepath.Join(base, "explicit")},
+		{"xdg", map[string]string{"XDG_DATA_HOME": filepath.Join(base, "xdg"), "HOME": base}, filepath.Join(base, "xdg", "idn-gateway")},
+		{"home", map[string]string{"HOME": filepath.Join(base, "home")}, filepath.Join(base, "home", ".local", "share", "idn-gateway")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := dataDir(func(k string) string { return c.env[k] })
+			if err != nil || got != c.want {
+				t.Fatalf("dataDir = %q, %v; want %q", got, err, c.want)
+			}
+			if fi, err := os.Stat(got); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Fatalf("data dir mode = %v, %v", fi.Mode(), err)
+			}
+		})
+	}
+	if _, err := dataDir(func(string) string { return "" }); err == nil {
+		t.Fatal("no HOME and no GATEWAY_DATA_DIR accepted")
+	}
+}
+
+func Example_add() {
+	dir, _ := os.MkdirTemp("", "gateway-example")
+	defer os.RemoveAll(dir)
+	env := map[string]string{"GATEWAY_DATA_DIR": dir, "GATEWAY_MASTER_KEY": cliMasterKey}
+	getenv := func(k string) string { return env[k] }
+	run(context.Background(), []string{"add", "--id", "openai", "--name", "OpenAI", "--base-url", "https://api.openai.com",
+		"--auth-mode", "bearer", "--secret", "api_key=sk-example"}, getenv, os.Stdout, os.Stderr)
+	run(context.Background(), []string{"delete", "--id", "openai"}, getenv, os.Stdout, os.Stderr)
+	// Output:
+	// ID      NAME    PROTOCOL  AUTH    STATUS  VERSION  SECRETS  LAST TEST  BASE URL
+	// openai  OpenAI  http      bearer  active  1        api_key  -          https://api.openai.com
+	// openai: deleted
+}

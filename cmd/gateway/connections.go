@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/idnhq/idn/credvault"
+)
+
+func init() {
+	register(&command{name: "list", summary: "list connections", run: runList})
+	register(&command{name: "add", summary: "add a connection with its secrets", run: runAdd})
+	register(&command{name: "test", summary: "probe a connection's upstream with its credential", run: runTest})
+	register(&command{name: "rotate", summary: "replace a connection's secrets (new secret version)", run: runRotate})
+	register(&command{name: "delete", summary: "delete a connection and its secrets", run: runDelete})
+}
+
+func jsonFlag(fs *flag.FlagSet) *bool { return fs.Bool("json", false, "print JSON instead of a table") }
+
+func idFlag(fs *flag.FlagSet) *string { return fs.String("id", "", "connection id (required)") }
+
+func requireID(id string) error {
+	if id == "" {
+		return usagef("--id is required")
+	}
+	return credvault.ValidateConnectionID(id)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printConnections(w io.Writer, conns []*credvault.Connection) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPROTOCOL\tAUTH\tSTATUS\tVERSION\tSECRETS\tLAST TEST\tBASE URL")
+	for _, c := range conns {
+		last := "-"
+		if c.LastTest != nil {
+			last = "ok"
+			if !c.LastTest.OK {
+				last = "failed"
+			}
+			if c.LastTest.Status != 0 {
+				last += " " + strconv.Itoa(c.LastTest.Status)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.ID, dash(c.Name), c.Protocol, dash(c.AuthMode), c.Status,
+			c.SecretVersion, dash(strings.Join(c.CredentialKeys, ",")), last, c.BaseURL)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runList(ctx context.Context, env *cliEnv, args []string) error {
+	const synopsis = "[--json]"
+	fs := newFlagSet("list")
+	asJSON := jsonFlag(fs)
+	if err := parseFlags(env, fs, synopsis, args); err != nil {
+		return err
+	}
+	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	if err != nil {
+		return err
+	}
+	defer closeVault()
+	conns := v.Connections()
+	if *asJSON {
+		return printJSON(env.stdout, conns)
+	}
+	return printConnections(env.stdout, conns)
+}
+
+func runAdd(ctx context.Context, env *cliEnv, args []string) error {
+	const synopsis = "--id ID --base-url URL --auth-mode MODE --auth-secret-key NAME --secret NAME=VALUE [flags]"
+	fs := newFlagSet("add")
+	var (
+		c       credvault.Connection
+		secrets secretsFlag
+		allow   listFlag
+		deny    listFlag
+	)
+	fs.StringVar(&c.ID, "id", "", "connection id (required): letters, digits, '-' and '_'")
+	fs.StringVar(&c.Name, "name", "", "human-readable name")
+	fs.StringVar(&c.Protocol, "protocol", "http", "http or mcp")
+	fs.StringVar(&c.BaseURL, "base-url", "", "upstream base URL (required)")
+	fs.StringVar(&c.AuthMode, "auth-mode", "", "bearer, header_key or query_param")
+	fs.StringVar(&c.AuthPrefix, "auth-prefix", "", `prefix before the secret (default "Bearer " in bearer mode)`)
+	fs.StringVar(&c.AuthSecretKey, "auth-secret-key", "", "name of the --secret used for upstream auth")
+	fs.Var(&secrets, "secret", "secret as name=value; repeatable; the value may reference a variable as {{KEY}}")
+	fs.StringVar(&c.MCPEndpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
+	fs.Var(&allow, "mcp-allow", "MCP tool to allow (wildcards * and ?); repeatable")
+	fs.Var(&deny, "mcp-deny", "MCP tool to deny (wildcards * and ?); repeatable")
+	asJSON := jsonFlag(fs)
+	if err := parseFlags(env, fs, synopsis, args); err != nil {
+		return err
+	}
+	if err := secrets.check(); err != nil {
+		return err
+	}
+	if err := requireID(c.ID); err != nil {
+		return err
+	}
+	c.MCPToolAllowlist, c.MCPToolDenylist = allow, deny
+	if c.AuthMode != "" && c.AuthSecretKey == "" && len(secrets.values) == 1 {
+		for name := range secrets.values {
+			c.AuthSecretKey = name // the only secret is evidently the auth secret
+		}
+	}
+	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	if err != nil {
+		return err
+	}
+	defer closeVault()
+	created, err := v.Create(ctx, &c, secrets.values)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(env.stdout, created)
+	}
+	return printConnections(env.stdout, []*credvault.Connection{created})
+}
+
+func runTest(ctx context.Context, env *cliEnv, args []string) error {
+	const synopsis = "--id ID [--method GET] [--path /] [--json]"
+	fs := newFlagSet("test")
+	id := idFlag(fs)
+	method := fs.String("method", "GET", "HTTP method of the probe")
+	path := fs.String("path", "/", "path (and query) relative to the base URL and path prefix")
+	asJSON := jsonFlag(fs)
+	if err := parseFlags(env, fs, synopsis, args); err != nil {
+		return err
+	}
+	if err := requireID(*id); err != nil {
+		return err
+	}
+	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	if err != nil {
+		return err
+	}
+	defer closeVault()
+	res, err := v.Test(ctx, *id, credvault.TestRequest{Method: *method, Path: *path}, nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if err := printJSON(env.stdout, res); err != nil {
+			return err
+		}
+	} else {
+		verdict := "ok"
+		if !res.OK {
+			verdict = "failed"
+		}
+		fmt.Fprintf(env.stdout, "%s: %s status=%d latency=%dms\n", *id, verdict, res.Status, res.LatencyMS)
+	}
+	if !res.OK {
+		return errors.New("test failed: " + res.Error)
+	}
+	return nil
+}
+
+func runRotate(ctx context.Context, env *cliEnv, args []string) error {
+	const synopsis = "--id ID --secret NAME=VALUE [--delete-secret NAME] [--reason R] [--json]"
+	fs := newFlagSet("rotate")
+	id := idFlag(fs)
+	var secrets secretsFlag
+	fs.Var(&secrets, "secret", "new secret as name=value; repeatable; secrets not named are kept")
+	var remove listFlag
+	fs.Var(&remove, "delete-secret", "name of a secret to delete; repeatable")
+	reason := fs.String("reason", "manual", "why: scheduled, compromised, manual, ...")
+	by := fs.String("rotated-by", "cli", "who rotates, recorded in rotation_history")
+	asJSON := jsonFlag(fs)
+	if err := parseFlags(env, fs, synopsis, args); err != nil {
+		return err
+	}
+	if err := secrets.check(); err != nil {
+		return err
+	}
+	if err := requireID(*id); err != nil {
+		return err
+	}
+	rot := credvault.Rotation{Secrets: map[string]*string{}, Reason: *reason, RotatedBy: *by}
+	for name, val := range secrets.values {
+		rot.Secrets[name] = &val
+	}
+	for _, name := range remove {
+		rot.Secrets[name] = nil
+	}
+	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	if err != nil {
+		return err
+	}
+	defer closeVault()
+	c, err := v.Rotate(ctx, *id, rot)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(env.stdout, c)
+	}
+	fmt.Fprintf(env.stdout, "%s: rotated to secret version %d (secrets: %s)\n", c.ID, c.SecretVersion, strings.Join(c.CredentialKeys, ","))
+	return nil
+}
+
+func runDelete(ctx context.Context, env *cliEnv, args []string) error {
+	const synopsis = "--id ID"
+	fs := newFlagSet("delete")
+	id := idFlag(fs)
+	if err := parseFlags(env, fs, synopsis, args); err != nil {
+		return err
+	}
+	if err := requireID(*id); err != nil {
+		return err
+	}
+	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	if err != nil {
+		return err
+	}
+	defer closeVault()
+	if err := v.Delete(ctx, *id); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%s: deleted\n", *id)
+	return nil
+}

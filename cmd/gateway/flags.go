@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// errHelpShown ends a command successfully after -h printed its flags.
+var errHelpShown = errors.New("help shown")
+
+// newFlagSet returns a flag set with the flag every command shares
+// (--master-key).
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.String("master-key", "", "master key (standard base64 of 32 bytes); default $GATEWAY_MASTER_KEY")
+	return fs
+}
+
+// parseFlags parses args; -h prints "usage: gateway <name> <synopsis>" and
+// the flags to stdout. It never echoes a flag's value in an error, because values may be
+// secrets.
+func parseFlags(env *cliEnv, fs *flag.FlagSet, synopsis string, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(env.stdout, "usage: gateway %s %s\n\nflags:\n", fs.Name(), synopsis)
+		fs.SetOutput(env.stdout)
+		fs.PrintDefaults()
+		return errHelpShown
+	}
+	if err != nil {
+		msg := err.Error()
+		if strings.HasPrefix(msg, "invalid value") {
+			if i := strings.Index(msg, " for flag "); i >= 0 {
+				name, _, _ := strings.Cut(msg[i+len(" for flag "):], ":")
+				return usagef("invalid value for flag %s", name)
+			}
+			return usagef("invalid flag value")
+		}
+		return usagef("%s", msg)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected positional arguments (%d); every value is given with a flag", fs.NArg())
+	}
+	return nil
+}
+
+func flagString(fs *flag.FlagSet, name string) string { return fs.Lookup(name).Value.String() }
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// secretsFlag collects repeatable --secret name=value. Set never fails (the
+// flag package would quote the value, a secret, in its error); malformed
+// entries are reported by check, naming only their position.
+type secretsFlag struct {
+	values map[string]string
+	bad    []int
+	n      int
+}
+
+func (s *secretsFlag) String() string { return "" }
+
+func (s *secretsFlag) Set(v string) error {
+	s.n++
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		s.bad = append(s.bad, s.n)
+		return nil
+	}
+	if s.values == nil {
+		s.values = map[string]string{}
+	}
+	s.values[name] = value
+	return nil
+}
+
+func (s *secretsFlag) check() error {
+	if len(s.bad) > 0 {
+		return usagef("--secret number %d is not name=value", s.bad[0])
+	}
+	return nil
+}
