@@ -9,7 +9,7 @@ import (
 )
 
 // Sentinel errors. A ConnectionSource returns the first three (wrapped is
-// fine); the Proxy returns the others. ToAPIError maps each to its status and
+// fine); the Proxy returns the others. toAPIError maps each to its status and
 // code.
 var (
 	ErrConnectionNotFound = errors.New("mcpproxy: connection not found")
@@ -94,12 +94,20 @@ var errorTable = []struct {
 	{ErrUpstream, http.StatusBadGateway, "MCP_UPSTREAM_ERROR"},
 }
 
-// ToAPIError maps an error from this package to the gateway's error
+// ErrorStatus returns the HTTP status and stable code the gateway answers
+// an error of this package with; an error it does not know is 502
+// MCP_UPSTREAM_ERROR. The admin discover route uses it.
+func ErrorStatus(err error) (status int, code string) {
+	e := toAPIError(err)
+	return e.Status, e.Code
+}
+
+// toAPIError maps an error from this package to the gateway's error
 // envelope: status, stable code, Retry-After and, for invalid arguments,
 // the failing paths under "details". An error this package does not know
 // becomes 502 MCP_UPSTREAM_ERROR with a generic message, so nothing
-// unscrubbed can leak. The admin discover route uses it too.
-func ToAPIError(err error) *apierror.Error {
+// unscrubbed can leak.
+func toAPIError(err error) *apierror.Error {
 	for _, row := range errorTable {
 		if !errors.Is(err, row.err) {
 			continue

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func TestToAPIError(t *testing.T) {
+func TestErrorTable(t *testing.T) {
 	tests := []struct {
 		name       string
 		err        error
@@ -29,9 +29,9 @@ func TestToAPIError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := ToAPIError(tt.err)
+			e := toAPIError(tt.err)
 			if e.Status != tt.status || e.Code != tt.code || e.RetryAfter != tt.retryAfter {
-				t.Errorf("ToAPIError = %d %s %v, want %d %s %v", e.Status, e.Code, e.RetryAfter, tt.status, tt.code, tt.retryAfter)
+				t.Errorf("toAPIError = %d %s %v, want %d %s %v", e.Status, e.Code, e.RetryAfter, tt.status, tt.code, tt.retryAfter)
 			}
 			if tt.name == "unknown error hides its text" && e.Message != "mcpproxy: upstream MCP request failed" {
 				t.Errorf("message = %q", e.Message)

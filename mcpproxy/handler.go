@@ -18,7 +18,7 @@ import (
 // each with the query parameter refresh=auto (default) or force. Mount it
 // at "/mcp/" behind the gateway's signed pipeline; it reads the caller with
 // Config.Caller and the connection with Config.Connections. Every error is
-// the shared JSON envelope (see ToAPIError).
+// the shared JSON envelope (see toAPIError).
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /mcp/{connection_id}/tools", p.serveTools)
@@ -39,21 +39,25 @@ func (p *Proxy) begin(w http.ResponseWriter, r *http.Request) (caller Caller, co
 	}
 	caller, err := p.caller(r)
 	if err != nil {
-		var ae *apierror.Error
-		if !errors.As(err, &ae) {
-			ae = apierror.New(http.StatusForbidden, "AUTH_FORBIDDEN", "mcpproxy: caller not authenticated")
+		ae := apierror.New(http.StatusForbidden, "AUTH_FORBIDDEN", "mcpproxy: caller not authenticated")
+		var he interface {
+			StatusCode() int
+			ErrorCode() string
+		}
+		if errors.As(err, &he) {
+			ae = apierror.New(he.StatusCode(), he.ErrorCode(), err.Error())
 		}
 		apierror.Write(w, r, ae)
 		return Caller{}, nil, "", false
 	}
 	refresh, err = ParseRefresh(r.URL.Query().Get("refresh"), RefreshAuto)
 	if err != nil {
-		apierror.Write(w, r, ToAPIError(err))
+		apierror.Write(w, r, toAPIError(err))
 		return Caller{}, nil, "", false
 	}
 	conn, err = p.sources.MCPConnection(r.Context(), r.PathValue("connection_id"))
 	if err != nil {
-		apierror.Write(w, r, ToAPIError(err))
+		apierror.Write(w, r, toAPIError(err))
 		return Caller{}, nil, "", false
 	}
 	return caller, conn, refresh, true
@@ -98,7 +102,7 @@ func (p *Proxy) serveCall(w http.ResponseWriter, r *http.Request) {
 
 func (p *Proxy) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
 	if err != nil {
-		apierror.Write(w, r, ToAPIError(err))
+		apierror.Write(w, r, toAPIError(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

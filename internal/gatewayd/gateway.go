@@ -126,7 +126,7 @@ func (g *Gateway) wire(logger *slog.Logger) error {
 		Logger:             logger,
 		Registerer:         reg,
 		DiscoveryTTL:       s.DiscoveryTTL,
-		StaleIfError:       s.DiscoveryStale,
+		StaleIfError:       staleIfError(s.DiscoveryStale),
 		Timeout:            s.MCPTimeout,
 		BreakerFailures:    s.BreakerFailures,
 		BreakerCooldown:    s.BreakerCooldown,
@@ -175,7 +175,11 @@ func (g *Gateway) wire(logger *slog.Logger) error {
 			if err != nil {
 				return nil, err
 			}
-			return g.mcp.Discover(ctx, proxy.MCPConnection(res, g.vault.Transport(c.ID, upstream)), r)
+			d, err := g.mcp.Discover(ctx, proxy.MCPConnection(res, g.vault.Transport(c.ID, upstream)), r)
+			if err != nil {
+				return nil, mcpError{err}
+			}
+			return d, nil
 		},
 	}
 	if s.RequireSignedAdminChecks {
@@ -330,6 +334,15 @@ func NewServer(h http.Handler) *http.Server {
 	}
 }
 
+// staleIfError maps the setting's 0 ("never serve stale") to mcpproxy's
+// negative value; mcpproxy reads zero as its default.
+func staleIfError(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // timeout bounds a handler's context.
 func timeout(d time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -338,6 +351,14 @@ func timeout(d time.Duration, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// mcpError gives the admin API the status and code of an MCP error.
+type mcpError struct{ err error }
+
+func (e mcpError) Error() string     { return e.err.Error() }
+func (e mcpError) Unwrap() error     { return e.err }
+func (e mcpError) StatusCode() int   { s, _ := mcpproxy.ErrorStatus(e.err); return s }
+func (e mcpError) ErrorCode() string { _, c := mcpproxy.ErrorStatus(e.err); return c }
 
 // serviceKeys picks the feed key of a service: the key of a connection that
 // uses that slug and has its own IDN_SERVICE_API_KEY_<ID>, else the global one.

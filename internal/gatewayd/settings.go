@@ -87,7 +87,7 @@ func LoadSettings(getenv func(string) string, environ []string) (Settings, error
 		ClaimsTTL:                      p.seconds("GATEWAY_CLAIMS_CACHE_TTL_SECONDS", 30),
 		ClaimsRefresh:                  p.seconds("GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS", 10),
 		DiscoveryTTL:                   p.seconds("GATEWAY_MCP_DISCOVERY_CACHE_TTL_SECONDS", 300),
-		DiscoveryStale:                 p.seconds("GATEWAY_MCP_DISCOVERY_STALE_IF_ERROR_SECONDS", 3600),
+		DiscoveryStale:                 time.Duration(p.integer("GATEWAY_MCP_DISCOVERY_STALE_IF_ERROR_SECONDS", 3600, 0)) * time.Second,
 		MCPTimeout:                     p.seconds("GATEWAY_MCP_TIMEOUT_SECONDS", 90),
 		ProxyTimeout:                   p.seconds("GATEWAY_PROXY_TIMEOUT_SECONDS", 120),
 		AdminTimeout:                   p.seconds("GATEWAY_ADMIN_TIMEOUT_SECONDS", 20),
