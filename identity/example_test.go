@@ -1,0 +1,107 @@
+package identity_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/identity"
+)
+
+// nonceSet is a minimal httpsig.NonceChecker; real servers use replay.Store.
+type nonceSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (n *nonceSet) CheckNonce(_ context.Context, scope, nonce string, _ time.Time) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.seen[scope+" "+nonce] {
+		return httpsig.ErrReplayDetected
+	}
+	n.seen[scope+" "+nonce] = true
+	return nil
+}
+
+// An agent signs its requests with an http.Client whose transport is the
+// identity's; a server verifies them with a Verifier.
+func Example() {
+	verifier := &identity.Verifier{Nonces: &nonceSet{seen: map[string]bool{}}}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, err := verifier.Verify(r)
+		if err != nil {
+			http.Error(w, httpsig.Code(err), http.StatusForbidden)
+			return
+		}
+		fmt.Fprintf(w, "hello %s (subject %s)", caller.Namespace, caller.Subject)
+	}))
+	defer server.Close()
+
+	agent, err := identity.New("acme-bot")
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: agent.Transport(nil, identity.SignOptions{Subject: "user-42"})}
+	resp, err := client.Post(server.URL+"/v1/things", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output: 200 hello acme-bot (subject user-42)
+}
+
+// Identities are kept under a home folder, one record per namespace.
+func ExampleIdentity_Save() {
+	home, _ := os.MkdirTemp("", "idn-home")
+	defer os.RemoveAll(home)
+	id, _ := identity.New("acme-bot")
+	if err := id.Save(home); err != nil {
+		panic(err)
+	}
+	loaded, err := identity.Load(home, "acme-bot")
+	if err != nil {
+		panic(err)
+	}
+	names, _ := identity.List(home)
+	fmt.Println(loaded.DID(), loaded.KeyID() == id.KeyID(), names)
+	// Output: did:idn:acme-bot true [acme-bot]
+}
+
+// Sign adds the profile's headers to a request in place.
+func ExampleIdentity_Sign() {
+	id, _ := identity.New("acme-bot")
+	r, _ := http.NewRequest("GET", "http://127.0.0.1:38100/proxy/github/user", nil)
+	if err := id.Sign(r, identity.SignOptions{}); err != nil {
+		panic(err)
+	}
+	for _, h := range []string{"Idn-Namespace", "Idn-Subject", "Signature-Input"} {
+		v := r.Header.Get(h)
+		if h == "Signature-Input" {
+			v = v[:strings.Index(v, ";")]
+		}
+		fmt.Printf("%s: %s\n", h, v)
+	}
+	// Output:
+	// Idn-Namespace: acme-bot
+	// Idn-Subject: acme-bot
+	// Signature-Input: sig1=("@method" "@target-uri" "idn-namespace" "idn-subject" "idn-agent-key" "idn-agent-cert")
+}
+
+func ExampleParseDID() {
+	d, err := identity.ParseDID("did:idn:acme:github#bot#user-42")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(d.Namespace, d.Service, d.Agent, d.Subject)
+	// Output: acme github bot user-42
+}
