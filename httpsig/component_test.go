@@ -162,3 +162,68 @@ func FuzzQueryParamEncoding(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeUTF8 follows the WHATWG Encoding standard: each maximal
+// subpart of an ill-formed sequence becomes one U+FFFD.
+func TestDecodeUTF8(t *testing.T) {
+	const r = "\uFFFD"
+	for in, want := range map[string]string{
+		"plain":            "plain",
+		"\xE2\x82\xAC":     "€",
+		"a\xFFb":           "a" + r + "b",
+		"\xC0\xAF":         r + r,
+		"\xE0\x80\x80":     r + r + r,
+		"\xED\xA0\x80":     r + r + r,
+		"\xF0\x9F\x98A":    r + "A",
+		"\xF4\x90\x80\x80": r + r + r + r,
+		"\xF0\x9F\x98\x80": "😀",
+		"\xE2\x82":         r,
+	} {
+		if got := decodeUTF8([]byte(in)); got != want {
+			t.Errorf("decodeUTF8(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestStructuredFieldTypes(t *testing.T) {
+	r := serverRequest(t, strings.Join([]string{
+		"GET / HTTP/1.1",
+		"Host: example.com",
+		"Cache-Status: ExampleCache; hit,   OtherCache; fwd=uri-miss",
+		"Client-Cert:   :AAEC:  ",
+		"Priority: u=?",
+		"Want-Content-Digest: sha-256=10, sha-512=3",
+		"Want-Content-Digest: md5=0",
+	}, "\n"))
+	m := requestMessage(r, nil)
+	for _, tc := range []struct {
+		name, want string
+		wantErr    bool
+	}{
+		{name: "cache-status", want: "ExampleCache;hit, OtherCache;fwd=uri-miss"},
+		{name: "client-cert", want: ":AAEC:"},
+		{name: "want-content-digest", want: "sha-256=10, sha-512=3, md5=0"},
+		{name: "priority", wantErr: true},
+	} {
+		got, err := componentValue(m, Component{Name: tc.name, SF: true})
+		if tc.wantErr {
+			if !errors.Is(err, ErrComponentsInvalid) {
+				t.Errorf("%s: err = %v", tc.name, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestErrorMessages(t *testing.T) {
+	err := wrapError(ErrIdentityInvalid, "key resolution failed", errors.New("unknown keyid"))
+	if err.Error() != "httpsig: key resolution failed: unknown keyid" || !errors.Is(err, ErrIdentityInvalid) || Code(err) != "AUTH_IDENTITY_INVALID" {
+		t.Fatalf("%v / %s", err, Code(err))
+	}
+	if Code(errors.New("other")) != "" || Code(nil) != "" {
+		t.Fatal("code for a foreign error")
+	}
+}
