@@ -141,3 +141,15 @@ func ExampleTransport() {
 	// Output:
 	// 200 verified 12 bytes
 }
+
+func ExampleContentDigest() {
+	body := []byte(`{"hello": "world"}`)
+	d, _ := httpsig.ContentDigest(httpsig.DigestSHA256, body)
+	fmt.Println(d)
+	fmt.Println(httpsig.VerifyContentDigest(d, body))
+	fmt.Println(httpsig.Code(httpsig.VerifyContentDigest(d, []byte(`{"hello": "there"}`))))
+	// Output:
+	// sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:
+	// <nil>
+	// AUTH_SIGNATURE_INVALID
+}
