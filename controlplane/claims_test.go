@@ -445,3 +445,46 @@ func TestFeedStateAndCursors(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentSubmissionsRespectPendingLimit: parallel submissions of
+// different keys to one namespace never exceed the pending limit, and
+// parallel submissions of one tuple create one claim.
+func TestConcurrentSubmissionsRespectPendingLimit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		_, key := claimWorld(e)
+		one := pubKey(newAgent(t, "acme"))
+		var wg sync.WaitGroup
+		codes := make([]int, 12)
+		start := make(chan struct{})
+		for i := range codes {
+			pub := one
+			if i >= 4 {
+				pub = pubKey(newAgent(t, "acme"))
+			}
+			wg.Go(func() {
+				<-start
+				codes[i] = e.signed("POST", "/v1/claims", submitBody("acme", pub, "github"), withKey(key)).status
+			})
+		}
+		close(start)
+		wg.Wait()
+		var pending int
+		e.st.db.QueryRow(`SELECT COUNT(*) FROM claims WHERE namespace = 'acme' AND status = 'pending'`).Scan(&pending)
+		var sameTuple int
+		e.st.db.QueryRow(`SELECT COUNT(*) FROM claims WHERE public_key = $1`, one).Scan(&sameTuple)
+		created := 0
+		for _, c := range codes[:4] {
+			if c == 201 {
+				created++
+			}
+		}
+		if pending != 3 || sameTuple > 1 || created != sameTuple {
+			t.Fatalf("pending %d (limit 3), claims of one tuple %d; codes %v", pending, sameTuple, codes)
+		}
+		for _, c := range codes {
+			if c != 200 && c != 201 && c != 429 {
+				t.Fatalf("codes %v", codes)
+			}
+		}
+	})
+}
