@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -74,6 +75,21 @@ func (s *Server) owner(next func(http.ResponseWriter, *http.Request, string)) ht
 		}
 		next(w, r, ns)
 	})
+}
+
+// ownNamespace returns the {namespace} path value when the session's owner
+// owns it; otherwise it answers 400 or 403 and returns false.
+func ownNamespace(w http.ResponseWriter, r *http.Request, owner string) (string, bool) {
+	ns := r.PathValue("namespace")
+	if identity.ValidNamespace(ns) != nil {
+		apierror.Write(w, r, errInvalidNamespace)
+		return "", false
+	}
+	if ns != owner {
+		apierror.Write(w, r, errNamespaceForbid)
+		return "", false
+	}
+	return ns, true
 }
 
 // originAllowed implements the cross-site check of mutating session routes.

@@ -217,13 +217,8 @@ var claimStatuses = map[string]bool{StatusPending: true, StatusApproved: true, S
 
 // ownerClaims is GET /v1/namespaces/{namespace}/claims.
 func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner string) {
-	ns := r.PathValue("namespace")
-	if identity.ValidNamespace(ns) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
-		return
-	}
-	if ns != owner {
-		apierror.Write(w, r, errNamespaceForbid)
+	ns, ok := ownNamespace(w, r, owner)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()

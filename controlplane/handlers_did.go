@@ -192,13 +192,8 @@ type apiVerificationMethod struct {
 // listing every claimed key with its service and status. Ids are keyIds
 // (stable), as in the W3C form.
 func (s *Server) ownerDID(w http.ResponseWriter, r *http.Request, owner string) {
-	ns := r.PathValue("namespace")
-	if identity.ValidNamespace(ns) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
-		return
-	}
-	if ns != owner {
-		apierror.Write(w, r, errNamespaceForbid)
+	ns, ok := ownNamespace(w, r, owner)
+	if !ok {
 		return
 	}
 	res, err := s.lookupDID(r.Context(), ns)
