@@ -169,6 +169,12 @@ func (c *Connection) normalize() {
 	}
 }
 
+// sortedKeys returns m's keys in order, never nil (so credential_keys is
+// [] rather than null in JSON).
 func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
+	keys := slices.Sorted(maps.Keys(m))
+	if keys == nil {
+		keys = []string{}
+	}
+	return keys
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -348,6 +350,53 @@ func BenchmarkLookup(b *testing.B) {
 		}
 		if _, err := r.Secret(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestConcurrentWritersShareOneFile writes from two store handles at once
+// (as the CLI and a running gateway do): every write lands.
+func TestConcurrentWritersShareOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	a := openTestVault(t, path, testKey(t), -1)
+	b := openTestVault(t, path, testKey(t), -1)
+	const n = 25
+	errs := make(chan error, 2*n)
+	for _, w := range []struct {
+		v      *Vault
+		prefix string
+	}{{a, "a"}, {b, "b"}} {
+		go func() {
+			for i := 0; i < n; i++ {
+				_, err := w.v.Create(context.Background(), httpConn(fmt.Sprintf("%s-%d", w.prefix, i)), map[string]string{"token": "t"})
+				errs <- err
+			}
+		}()
+	}
+	for i := 0; i < 2*n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(a.Connections()); got != 2*n {
+		t.Fatalf("%d connections stored, want %d", got, 2*n)
+	}
+}
+
+func TestStoreFilesArePrivate(t *testing.T) {
+	dir := t.TempDir()
+	v := openTestVault(t, filepath.Join(dir, DefaultFileName), testKey(t), -1)
+	if _, err := v.Create(context.Background(), httpConn("x"), map[string]string{"token": "t"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		fi, _ := e.Info()
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %v; want no group or other access", e.Name(), fi.Mode().Perm())
 		}
 	}
 }

@@ -73,7 +73,7 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parseFlags(env, fs, synopsis, args); err != nil {
 		return err
 	}
-	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	v, closeVault, err := openVault(ctx, env, fs)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 			c.AuthSecretKey = name // the only secret is evidently the auth secret
 		}
 	}
-	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	v, closeVault, err := openVault(ctx, env, fs)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func runTest(ctx context.Context, env *cliEnv, args []string) error {
 	if err := requireID(*id); err != nil {
 		return err
 	}
-	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	v, closeVault, err := openVault(ctx, env, fs)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func runRotate(ctx context.Context, env *cliEnv, args []string) error {
 	for _, name := range remove {
 		rot.Secrets[name] = nil
 	}
-	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	v, closeVault, err := openVault(ctx, env, fs)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func runDelete(ctx context.Context, env *cliEnv, args []string) error {
 	if err := requireID(*id); err != nil {
 		return err
 	}
-	v, closeVault, err := openVault(ctx, env, flagString(fs, "master-key"))
+	v, closeVault, err := openVault(ctx, env, fs)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,9 +44,10 @@ func masterKey(getenv func(string) string, flagValue string) (credvault.MasterKe
 	return credvault.ParseMasterKey(s)
 }
 
-// openVault opens the store in the data directory for a one-shot command.
-func openVault(ctx context.Context, env *cliEnv, keyFlag string) (*credvault.Vault, func(), error) {
-	key, err := masterKey(env.getenv, keyFlag)
+// openVault opens the store in the data directory for a one-shot command,
+// with the master key of fs's --master-key flag or the environment.
+func openVault(ctx context.Context, env *cliEnv, fs *flag.FlagSet) (*credvault.Vault, func(), error) {
+	key, err := masterKey(env.getenv, flagString(fs, "master-key"))
 	if err != nil {
 		return nil, nil, err
 	}
