@@ -1,0 +1,108 @@
+package controlplane_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/controlplane"
+	"github.com/idnhq/idn/identity"
+)
+
+// TestGatewayClaimPath drives the control plane with the gateway's own
+// client code (claimcache's submitter and feed source, signing with the
+// gateway identity's transport): an unknown agent is submitted, approved by
+// the owner, found on the next poll, and gone on the first poll after
+// revocation.
+func TestGatewayClaimPath(t *testing.T) {
+	st, err := controlplane.Open(t.Context(), controlplane.StoreConfig{SQLitePath: filepath.Join(t.TempDir(), "cp.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	api, err := controlplane.New(controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("k"), 32), TestSeedToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(api)
+	defer ts.Close()
+
+	body := `{"namespaces":["acme"],"services":[{"slug":"github","name":"GitHub","owner":"acme"}]}`
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/test/seed", bytes.NewReader([]byte(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-IDN-Test-Seed-Token", "tok")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("seed: %v %v", res, err)
+	}
+	var seeded struct {
+		APIKeys  map[string]string `json:"api_keys"`
+		Sessions map[string]string `json:"sessions"`
+	}
+	json.NewDecoder(res.Body).Decode(&seeded)
+	res.Body.Close()
+
+	gw, _ := identity.New("gateway-local")
+	client := &http.Client{Transport: gw.Transport(nil, identity.SignOptions{})}
+	key := func(string) (string, error) { return seeded.APIKeys["github"], nil }
+	cache, err := claimcache.New(claimcache.Config{
+		Source:   &claimcache.HTTPSource{BaseURL: ts.URL, Client: client, APIKey: key},
+		Services: []string{"github"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: ts.URL, Client: client, APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _ := identity.New("acme")
+	lookup := func() error {
+		t.Helper()
+		if err := cache.Refresh(t.Context(), "github"); err != nil {
+			t.Fatalf("refresh: %v", err)
+		}
+		_, err := cache.Lookup("github", "acme", agent.PublicKey)
+		return err
+	}
+	if err := lookup(); !errors.Is(err, claimcache.ErrNotApproved) {
+		t.Fatalf("before approval: %v", err)
+	}
+
+	s := claimcache.Submission{ConnectionID: "github", Namespace: "acme", PublicKey: identity.FormatPublicKey(agent.PublicKey), Service: "github", AgentIP: "192.0.2.10"}
+	receipt, err := sub.Submit(t.Context(), s)
+	if err != nil || !receipt.Created || receipt.Status != "pending" {
+		t.Fatalf("submit: %+v %v", receipt, err)
+	}
+	if again, err := sub.Submit(t.Context(), s); err != nil || again.Created || again.ClaimID != receipt.ClaimID {
+		t.Fatalf("resubmit: %+v %v", again, err)
+	}
+
+	owner := func(action string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/v1/claims/%s/%s", ts.URL, receipt.ClaimID, action), nil)
+		req.AddCookie(&http.Cookie{Name: controlplane.SessionCookie, Value: seeded.Sessions["acme"]})
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", action, res, err)
+		}
+		res.Body.Close()
+	}
+	owner("approve")
+	if err := lookup(); err != nil {
+		t.Fatalf("after approval: %v", err)
+	}
+	if err := lookup(); err != nil { // unchanged feed: 304, snapshot renewed
+		t.Fatalf("unchanged feed: %v", err)
+	}
+	owner("revoke")
+	if err := lookup(); !errors.Is(err, claimcache.ErrNotApproved) {
+		t.Fatalf("after revocation: %v", err)
+	}
+}
