@@ -3,6 +3,8 @@ package admin
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/idnhq/idn/credvault"
@@ -69,6 +71,40 @@ func FuzzCatalog(f *testing.F) {
 		out, _ := json.Marshal(cat)
 		if _, err := decodeCatalog(out); err != nil {
 			t.Fatalf("accepted catalog does not round-trip: %v", err)
+		}
+	})
+}
+
+// FuzzAccessHeaders sends a remote request with attacker-chosen Origin,
+// Sec-Fetch-Site, X-Forwarded-For, Forwarded and Authorization headers to
+// every mode: it is admitted only with the right token, and never in
+// loopback mode.
+func FuzzAccessHeaders(f *testing.F) {
+	f.Add("https://dash.example.com", "cross-site", "127.0.0.1", "for=127.0.0.1", "Bearer "+testToken)
+	f.Add("", "", "127.0.0.1, ::1", "", "bearer  "+testToken+" ")
+	f.Add("null", "none", "garbage", "for=\"[::1]\"", "Basic x")
+	f.Fuzz(func(t *testing.T, origin, fetchSite, xff, fwd, authz string) {
+		for _, mode := range []AccessMode{AccessHybrid, AccessLoopback, AccessToken} {
+			a, err := NewAccess(AccessConfig{Mode: mode, Token: testToken, AllowedOrigins: []string{"https://dash.example.com"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest("GET", "/api/admin/connections", nil)
+			req.RemoteAddr = "203.0.113.9:5000"
+			for k, v := range map[string]string{"Origin": origin, "Sec-Fetch-Site": fetchSite, "X-Forwarded-For": xff, "Forwarded": fwd, "Authorization": authz} {
+				if v != "" {
+					req.Header[k] = []string{v}
+				}
+			}
+			admitted := false
+			a.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { admitted = true })).ServeHTTP(httptest.NewRecorder(), req)
+			if !admitted {
+				continue
+			}
+			tok, err := bearerToken(req)
+			if mode == AccessLoopback || err != nil || tok != testToken {
+				t.Fatalf("%s mode admitted a remote request with Authorization %q", mode, authz)
+			}
 		}
 	})
 }
