@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/idnhq/idn/claimcache"
@@ -21,32 +22,7 @@ import (
 // the owner, found on the next poll, and gone on the first poll after
 // revocation.
 func TestGatewayClaimPath(t *testing.T) {
-	st, err := controlplane.Open(t.Context(), controlplane.StoreConfig{SQLitePath: filepath.Join(t.TempDir(), "cp.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	api, err := controlplane.New(controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("k"), 32), TestSeedToken: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
-	defer ts.Close()
-
-	body := `{"namespaces":["acme"],"services":[{"slug":"github","name":"GitHub","owner":"acme"}]}`
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/test/seed", bytes.NewReader([]byte(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-IDN-Test-Seed-Token", "tok")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("seed: %v %v", res, err)
-	}
-	var seeded struct {
-		APIKeys  map[string]string `json:"api_keys"`
-		Sessions map[string]string `json:"sessions"`
-	}
-	json.NewDecoder(res.Body).Decode(&seeded)
-	res.Body.Close()
+	ts, seeded := startSeededControlPlane(t)
 
 	gw, _ := identity.New("gateway-local")
 	client := &http.Client{Transport: gw.Transport(nil, identity.SignOptions{})}
@@ -84,16 +60,7 @@ func TestGatewayClaimPath(t *testing.T) {
 		t.Fatalf("resubmit: %+v %v", again, err)
 	}
 
-	owner := func(action string) {
-		t.Helper()
-		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/v1/claims/%s/%s", ts.URL, receipt.ClaimID, action), nil)
-		req.AddCookie(&http.Cookie{Name: controlplane.SessionCookie, Value: seeded.Sessions["acme"]})
-		res, err := http.DefaultClient.Do(req)
-		if err != nil || res.StatusCode != 200 {
-			t.Fatalf("%s: %v %v", action, res, err)
-		}
-		res.Body.Close()
-	}
+	owner := func(action string) { seeded.owner(t, "acme", receipt.ClaimID, action) }
 	owner("approve")
 	if err := lookup(); err != nil {
 		t.Fatalf("after approval: %v", err)
@@ -105,4 +72,70 @@ func TestGatewayClaimPath(t *testing.T) {
 	if err := lookup(); !errors.Is(err, claimcache.ErrNotApproved) {
 		t.Fatalf("after revocation: %v", err)
 	}
+}
+
+// seededWorld is what the seed endpoint answered, plus the server.
+type seededWorld struct {
+	base     string
+	APIKeys  map[string]string `json:"api_keys"`
+	Sessions map[string]string `json:"sessions"`
+}
+
+// startSeededControlPlane runs a control plane on SQLite with owner "acme"
+// and its service "github".
+func startSeededControlPlane(t *testing.T) (*httptest.Server, *seededWorld) {
+	t.Helper()
+	st, err := controlplane.Open(t.Context(), controlplane.StoreConfig{SQLitePath: filepath.Join(t.TempDir(), "cp.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	api, err := controlplane.New(controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("k"), 32), TestSeedToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	w := &seededWorld{base: ts.URL}
+	w.post(t, `{"namespaces":["acme"],"services":[{"slug":"github","name":"GitHub","owner":"acme"}]}`, w)
+	return ts, w
+}
+
+func (w *seededWorld) post(t *testing.T, body string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", w.base+"/v1/test/seed", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-IDN-Test-Seed-Token", "tok")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("seed: %v %v", res, err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claim seeds an approved claim and returns its id.
+func (w *seededWorld) claim(t *testing.T, ns, service string, agent *identity.Identity) string {
+	t.Helper()
+	var out struct {
+		Claims []struct {
+			ID string `json:"claim_id"`
+		} `json:"claims"`
+	}
+	w.post(t, fmt.Sprintf(`{"claims":[{"namespace":%q,"service":%q,"public_key":%q}]}`, ns, service, identity.FormatPublicKey(agent.PublicKey)), &out)
+	return out.Claims[0].ID
+}
+
+// owner runs an owner action on a claim with the seeded session of ns.
+func (w *seededWorld) owner(t *testing.T, ns, claimID, action string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/v1/claims/%s/%s", w.base, claimID, action), nil)
+	req.AddCookie(&http.Cookie{Name: controlplane.SessionCookie, Value: w.Sessions[ns]})
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("%s: %v %v", action, res, err)
+	}
+	res.Body.Close()
 }
