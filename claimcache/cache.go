@@ -58,7 +58,8 @@ type Cache struct {
 	interval  time.Duration
 	early     time.Duration
 	log       *slog.Logger
-	clock     func() time.Time
+	clock     func() time.Time // nil: the monotonic clock
+	base      time.Time        // instants are kept as nanoseconds since base
 	onRefresh func(string, int, error)
 
 	mu       sync.Mutex // serialises SetServices
@@ -70,8 +71,8 @@ type Cache struct {
 type service struct {
 	name        string
 	snap        atomic.Pointer[snapshot]
-	refreshedAt atomic.Int64  // Unix ns at which the last good refresh began; 0: never
-	earlyAt     atomic.Int64  // Unix ns of the last early-refresh request
+	refreshedAt atomic.Int64  // when the last good refresh began (see Cache.now); 0: never
+	earlyAt     atomic.Int64  // when the last early refresh was requested; 0: never
 	wake        chan struct{} // capacity 1: a pending early refresh
 	refreshMu   sync.Mutex    // one refresh at a time
 }
@@ -101,12 +102,28 @@ func New(cfg Config) (*Cache, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if c.clock == nil {
-		c.clock = time.Now
+	if c.clock != nil {
+		c.base = c.clock()
+	} else {
+		c.base = time.Now()
 	}
+	c.base = c.base.Add(-1) // so that now() is positive from the start
 	c.services.Store(&map[string]*service{})
 	c.SetServices(cfg.Services...)
 	return c, nil
+}
+
+// now returns the current instant as nanoseconds since c.base, at least 1 so
+// that 0 can mean "never" (even if an injected clock goes backwards). Without an injected clock it reads only the
+// monotonic clock, which costs half of time.Now on the lookup path.
+func (c *Cache) now() int64 {
+	var d time.Duration
+	if c.clock != nil {
+		d = c.clock().Sub(c.base)
+	} else {
+		d = time.Since(c.base)
+	}
+	return max(int64(d), 1)
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -152,7 +169,7 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 	if !validKey(publicKey) {
 		return Approval{}, fmt.Errorf("%w: public key is %d bytes", ErrLookupFailed, len(publicKey))
 	}
-	now := c.clock().UnixNano()
+	now := c.now()
 	snap := s.snap.Load()
 	at := s.refreshedAt.Load()
 	if snap == nil || at == 0 || now-at >= int64(c.ttl) {
@@ -206,8 +223,8 @@ func (c *Cache) Status(service string) Status {
 		return st
 	}
 	st.Loaded = true
-	st.RefreshedAt = time.Unix(0, at)
-	st.Fresh = c.clock().UnixNano()-at < int64(c.ttl)
+	st.RefreshedAt = c.base.Add(time.Duration(at))
+	st.Fresh = c.now()-at < int64(c.ttl)
 	st.Claims, st.Skipped = snap.claims, snap.skipped
 	return st
 }
@@ -248,7 +265,7 @@ func (c *Cache) load(ctx context.Context, s *service) error {
 		version = current.version
 	}
 	for attempt := 1; ; attempt++ {
-		began := c.clock().UnixNano()
+		began := c.now()
 		b := &builder{service: s.name}
 		got, err := c.source.ApprovedClaims(ctx, s.name, version, b.add)
 		switch {
