@@ -52,7 +52,15 @@ func TestConnectionRoutes(t *testing.T) {
 		t.Fatalf("list = %d %s", r.Status, r.Body)
 	}
 	wantStatus(t, e.do("GET", "/api/admin/connections/gh", ""), 200, "")
-	wantStatus(t, e.do("GET", "/api/admin/connections/nope", ""), 404, "CONNECTION_NOT_FOUND")
+	for _, req := range [][3]string{
+		{"GET", "/api/admin/connections/nope", ""},
+		{"PATCH", "/api/admin/connections/nope", `{"name":"x"}`},
+		{"POST", "/api/admin/connections/nope/rotate", `{"secrets":{"token":"x"}}`},
+		{"POST", "/api/admin/connections/nope/test", ""},
+		{"POST", "/api/admin/connections/nope/discover", ""},
+	} {
+		wantStatus(t, e.do(req[0], req[1], req[2]), 404, "CONNECTION_NOT_FOUND")
+	}
 
 	// PATCH changes only named fields; null clears optional ones.
 	r = e.do("PATCH", "/api/admin/connections/gh", `{"name":"Renamed","status":"disabled","path_prefix":null,"rotation_interval_days":30}`)

@@ -65,11 +65,19 @@ func crashSecret(i, version int) string { return fmt.Sprintf("secret-%d-v%d", i,
 // TestCrashSafety SIGKILLs a process in the middle of writes and rotations,
 // then reopens the store: every acknowledged write is there, the file
 // passes integrity_check, and each connection holds exactly the secret of
-// its recorded version (never a mix of old and new).
+// its recorded version (never a mix of old and new). The kill lands after
+// each kind of acknowledgement in turn, so the write in flight is a
+// create, a rotation or a variable write.
 func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
-		t.Skip("spawns a writer process")
+		t.Skip("spawns writer processes")
 	}
+	for i, after := range []string{"create", "rotate", "var"} {
+		t.Run("kill_after_"+after, func(t *testing.T) { crashAndCheck(t, after, 25+7*i) })
+	}
+}
+
+func crashAndCheck(t *testing.T, killAfter string, acks int) {
 	path := filepath.Join(t.TempDir(), DefaultFileName)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
@@ -91,7 +99,7 @@ func TestCrashSafety(t *testing.T) {
 		i, _ := strconv.Atoi(n)
 		acked[op][i] = true
 		// Kill mid-stream, at a point that is not aligned to an operation boundary.
-		if !killed && len(acked["create"]) >= 40 && op == "create" {
+		if !killed && len(acked["create"]) >= acks && op == killAfter {
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}

@@ -227,6 +227,48 @@ func TestCLIAddVisibleToServingProcess(t *testing.T) {
 	}
 }
 
+// TestCLISecretFromStdin runs the binary with --secret name=- and the value
+// on standard input: it is stored, and never printed.
+func TestCLISecretFromStdin(t *testing.T) {
+	const secret = "stdin_SECRET_0c7e52"
+	dir := filepath.Join(t.TempDir(), "data")
+	runChild := func(stdin string, args ...string) (string, error) {
+		raw, _ := json.Marshal(args)
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), cliChildArgsEnv+"="+string(raw), "GATEWAY_DATA_DIR="+dir, "GATEWAY_MASTER_KEY="+cliMasterKey)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if strings.Contains(string(out), secret) {
+			t.Fatalf("secret printed: %s", out)
+		}
+		return string(out), err
+	}
+	if out, err := runChild(secret+"\n", "add", "--id", "s", "--base-url", "https://api.example.com", "--auth-mode", "bearer", "--secret", "token=-"); err != nil {
+		t.Fatalf("add: %v: %s", err, out)
+	}
+	if out, err := runChild("", "rotate", "--id", "s", "--secret", "token=-"); err == nil || !strings.Contains(out, "standard input was empty") {
+		t.Fatalf("rotate with empty stdin: %v: %s", err, out)
+	}
+	if out, err := runChild("a\nb\n", "rotate", "--id", "s", "--secret", "a=-", "--secret", "b=-"); err == nil || !strings.Contains(out, "only one --secret") {
+		t.Fatalf("two stdin secrets: %v: %s", err, out)
+	}
+	key, _ := credvault.ParseMasterKey(cliMasterKey)
+	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(dir, credvault.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v, err := credvault.New(context.Background(), credvault.Config{Store: st, MasterKey: key, PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	r, _ := v.Lookup("s")
+	if got, err := r.Secret(); err != nil || got != secret {
+		t.Fatalf("stored secret = %q, %v", got, err)
+	}
+}
+
 func TestDataDirDefaults(t *testing.T) {
 	base := t.TempDir()
 	cases := []struct {

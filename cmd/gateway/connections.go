@@ -101,7 +101,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&c.AuthMode, "auth-mode", "", "bearer, header_key or query_param")
 	fs.StringVar(&c.AuthPrefix, "auth-prefix", "", `prefix before the secret (default "Bearer " in bearer mode)`)
 	fs.StringVar(&c.AuthSecretKey, "auth-secret-key", "", "name of the --secret used for upstream auth")
-	fs.Var(&secrets, "secret", "secret as name=value; repeatable; the value may reference a variable as {{KEY}}")
+	fs.Var(&secrets, "secret", "secret as name=value (value - reads it from stdin); repeatable; the value may reference a variable as {{KEY}}")
 	fs.StringVar(&c.MCPEndpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
 	fs.Var(&allow, "mcp-allow", "MCP tool to allow (wildcards * and ?); repeatable")
 	fs.Var(&deny, "mcp-deny", "MCP tool to deny (wildcards * and ?); repeatable")
@@ -109,7 +109,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parseFlags(env, fs, synopsis, args); err != nil {
 		return err
 	}
-	if err := secrets.check(); err != nil {
+	if err := secrets.check(env.stdin); err != nil {
 		return err
 	}
 	if err := requireID(c.ID); err != nil {
@@ -180,7 +180,7 @@ func runRotate(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("rotate")
 	id := idFlag(fs)
 	var secrets secretsFlag
-	fs.Var(&secrets, "secret", "new secret as name=value; repeatable; secrets not named are kept")
+	fs.Var(&secrets, "secret", "new secret as name=value (value - reads it from stdin); repeatable; secrets not named are kept")
 	var remove listFlag
 	fs.Var(&remove, "delete-secret", "name of a secret to delete; repeatable")
 	reason := fs.String("reason", "manual", "why: scheduled, compromised, manual, ...")
@@ -189,7 +189,7 @@ func runRotate(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parseFlags(env, fs, synopsis, args); err != nil {
 		return err
 	}
-	if err := secrets.check(); err != nil {
+	if err := secrets.check(env.stdin); err != nil {
 		return err
 	}
 	if err := requireID(*id); err != nil {

@@ -59,12 +59,18 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // secretsFlag collects repeatable --secret name=value. Set never fails (the
 // flag package would quote the value, a secret, in its error); malformed
-// entries are reported by check, naming only their position.
+// entries are reported by check, naming only their position. The value "-"
+// means "read it from standard input", which keeps the secret out of the
+// process list and the shell history.
 type secretsFlag struct {
-	values map[string]string
-	bad    []int
-	n      int
+	values    map[string]string
+	fromStdin []string
+	bad       []int
+	n         int
 }
+
+// maxStdinSecret bounds a secret read from standard input.
+const maxStdinSecret = 64 << 10
 
 func (s *secretsFlag) String() string { return "" }
 
@@ -79,12 +85,36 @@ func (s *secretsFlag) Set(v string) error {
 		s.values = map[string]string{}
 	}
 	s.values[name] = value
+	if value == "-" {
+		s.fromStdin = append(s.fromStdin, name)
+	}
 	return nil
 }
 
-func (s *secretsFlag) check() error {
+// check reports malformed entries and reads the one value given as "-"
+// from stdin (its trailing line break removed).
+func (s *secretsFlag) check(stdin io.Reader) error {
 	if len(s.bad) > 0 {
 		return usagef("--secret number %d is not name=value", s.bad[0])
 	}
+	switch len(s.fromStdin) {
+	case 0:
+		return nil
+	case 1:
+	default:
+		return usagef("only one --secret may be read from standard input")
+	}
+	raw, err := io.ReadAll(io.LimitReader(stdin, maxStdinSecret+1))
+	if err != nil {
+		return fmt.Errorf("reading secret %s from standard input: %w", s.fromStdin[0], err)
+	}
+	if len(raw) > maxStdinSecret {
+		return fmt.Errorf("secret %s on standard input is longer than %d bytes", s.fromStdin[0], maxStdinSecret)
+	}
+	value := strings.TrimSuffix(strings.TrimSuffix(string(raw), "\n"), "\r")
+	if value == "" {
+		return fmt.Errorf("secret %s: standard input was empty", s.fromStdin[0])
+	}
+	s.values[s.fromStdin[0]] = value
 	return nil
 }

@@ -1,6 +1,7 @@
 // Command gateway is the idn gateway's binary. Each sub-command lives in a
 // file of its own and registers itself in init; main only dispatches.
 //
+//	gateway [serve]                               run the gateway (default when a server command is registered)
 //	gateway list|add|test|rotate|delete [flags]   manage connections in the local store
 //	gateway keygen                                print a new master key
 //
@@ -40,6 +41,7 @@ func register(c *command) { commands[c.name] = c }
 // cliEnv is what a command may use of the process.
 type cliEnv struct {
 	getenv func(string) string
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -79,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		printUsage(stderr)
 		return 2
 	}
-	err := cmd.run(ctx, &cliEnv{getenv: getenv, stdout: stdout, stderr: stderr}, args)
+	err := cmd.run(ctx, &cliEnv{getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
 	if err == nil || errors.Is(err, errHelpShown) {
 		return 0
 	}
