@@ -42,7 +42,7 @@ type Config struct {
 	// Logger receives refresh failures. Nil discards them.
 	Logger *slog.Logger
 	// Clock returns the current time; it decides freshness and early
-	// refreshes. Nil means time.Now.
+	// refreshes. Nil means the system clock, read monotonically.
 	Clock func() time.Time
 	// OnRefresh, when set, is called after every refresh attempt with the
 	// service, the number of approved tuples now held, and the error (nil on
