@@ -15,7 +15,9 @@
 //     the claim listing and the API form of the DID document under
 //     /v1/namespaces/{ns}/;
 //   - public DID resolution at /1.0/identifiers/{did} and GET /health;
-//   - POST /v1/test/seed, only when Config.TestSeedToken is set.
+//   - POST /v1/test/seed, only when Config.TestSeedToken is set (loopback
+//     clients with the token; no signed headers, so tests and the quickstart
+//     need no identity to bootstrap).
 //
 // Claim states move pending → approved → revoked, pending → rejected and
 // pending → expired (Server.Maintain). Every move is one conditional UPDATE

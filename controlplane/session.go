@@ -73,7 +73,7 @@ func (s *Server) sessionCookie(r *http.Request, token string, expires time.Time)
 		Value:    token,
 		Path:     "/",
 		Expires:  expires,
-		MaxAge:   int(time.Until(expires).Seconds()),
+		MaxAge:   int(expires.Sub(s.now()).Seconds()),
 		HttpOnly: true,
 		Secure:   true,
 		SameSite: http.SameSiteLaxMode,
