@@ -3,16 +3,16 @@
 //
 // A Store remembers each (scope, nonce) pair, where the scope is the signer's
 // namespace, until the time its signature stops being acceptable (created +
-// max age, plus skew). A second CheckNonce of the same pair before then fails with
-// ErrReplay. Memory is bounded by Config.MaxEntries: when the store is full,
+// max age, plus skew). A second CheckNonce of the same pair before then fails
+// with ErrReplay. Memory is bounded by Config.MaxEntries: when the store is full,
 // CheckNonce returns ErrFull instead of evicting a live nonce, so a flood can
 // deny service but can never make a replay pass.
 //
 // Expiry has no stop-the-world sweep. Entries are grouped into generations by
 // the end of the Config.Granularity interval in which their expiry falls; a
-// generation whose interval has ended is dropped as a whole, in O(1): its map
-// is released to the garbage collector, which frees it concurrently, or, when
-// small, emptied and reused for a later generation. An entry may thus be
+// generation whose interval has ended is dropped as a whole, in bounded time:
+// its map is released to the garbage collector, which frees it concurrently,
+// or, when small, emptied and reused for a later generation. An entry may thus be
 // remembered up to one granularity longer than asked, never shorter. The store
 // is sharded so that concurrent callers rarely share a lock.
 package replay
