@@ -165,6 +165,7 @@ func (a *Access) check(w http.ResponseWriter, r *http.Request) (*apierror.Error,
 			return errCrossSite, "origin not allowed"
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
 		w.Header().Add("Vary", "Origin")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			return nil, "" // preflights carry no credentials
