@@ -70,6 +70,10 @@ func (c *Connection) UpstreamBase() (*url.URL, error) {
 	if c.PathPrefix != "" {
 		u = u.JoinPath(c.PathPrefix)
 	}
+	if u.Path != "" && u.Path[0] != '/' { // JoinPath on an empty base path drops the leading slash
+		u.Path = "/" + u.Path
+		u.RawPath = ""
+	}
 	return u, nil
 }
 

@@ -435,11 +435,7 @@ func validRest(rest string) bool {
 // with path_prefix) followed by the caller's escaped path and query, without
 // re-encoding.
 func joinUpstream(base *url.URL, rest, rawQuery string) (*url.URL, error) {
-	raw := strings.TrimSuffix(base.EscapedPath(), "/")
-	if raw != "" && !strings.HasPrefix(raw, "/") {
-		raw = "/" + raw
-	}
-	raw += rest
+	raw := strings.TrimSuffix(base.EscapedPath(), "/") + rest
 	if raw == "" {
 		raw = "/"
 	}

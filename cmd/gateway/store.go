@@ -9,21 +9,17 @@ import (
 	"path/filepath"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/gatewayd"
 )
 
-// dataDir returns GATEWAY_DATA_DIR, else $XDG_DATA_HOME/idn-gateway, else
-// ~/.local/share/idn-gateway, creating it with mode 0700.
+// dataDir returns GATEWAY_DATA_DIR, else the default of
+// gatewayd.DefaultDataDir, creating it with mode 0700.
 func dataDir(getenv func(string) string) (string, error) {
 	dir := getenv("GATEWAY_DATA_DIR")
 	if dir == "" {
-		if xdg := getenv("XDG_DATA_HOME"); xdg != "" {
-			dir = filepath.Join(xdg, "idn-gateway")
-		} else {
-			home := getenv("HOME")
-			if home == "" {
-				return "", errors.New("cannot find a data directory: set GATEWAY_DATA_DIR")
-			}
-			dir = filepath.Join(home, ".local", "share", "idn-gateway")
+		var err error
+		if dir, err = gatewayd.DefaultDataDir(getenv); err != nil {
+			return "", err
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,16 +60,15 @@ type Settings struct {
 }
 
 // DefaultDataDir is GATEWAY_DATA_DIR's default: $XDG_DATA_HOME/idn-gateway,
-// else ~/.local/share/idn-gateway.
-func DefaultDataDir(getenv func(string) string) string {
+// else $HOME/.local/share/idn-gateway. It fails when neither is set.
+func DefaultDataDir(getenv func(string) string) (string, error) {
 	if x := getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "idn-gateway")
+		return filepath.Join(x, "idn-gateway"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "idn-gateway")
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".local", "share", "idn-gateway"), nil
 	}
-	return filepath.Join(home, ".local", "share", "idn-gateway")
+	return "", errors.New("cannot find a data directory: set GATEWAY_DATA_DIR")
 }
 
 // LoadSettings reads every setting through getenv and validates them all,
@@ -79,7 +77,7 @@ func LoadSettings(getenv func(string) string, environ []string) (Settings, error
 	p := &parser{getenv: getenv}
 	s := Settings{
 		Addr:          p.str("GATEWAY_ADDR", ":38100"),
-		DataDir:       p.str("GATEWAY_DATA_DIR", DefaultDataDir(getenv)),
+		DataDir:       p.str("GATEWAY_DATA_DIR", ""),
 		RegistryURL:   strings.TrimRight(p.str("IDN_REGISTRY_URL", ""), "/"),
 		ServiceAPIKey: p.str("IDN_SERVICE_API_KEY", ""),
 		Namespace:     p.str("GATEWAY_IDN_NAMESPACE", "gateway"),
@@ -108,6 +106,13 @@ func LoadSettings(getenv func(string) string, environ []string) (Settings, error
 		AllowUnsignedProxy:       p.boolean("GATEWAY_ALLOW_UNSIGNED_PROXY", false),
 		AllowUnsignedConnections: p.list("GATEWAY_ALLOW_UNSIGNED_CONNECTIONS"),
 		LogProxyRequests:         p.boolean("GATEWAY_LOG_PROXY_REQUESTS", false),
+	}
+	if s.DataDir == "" {
+		dir, err := DefaultDataDir(getenv)
+		if err != nil {
+			p.fail(err.Error())
+		}
+		s.DataDir = dir
 	}
 	s.IdentityHome = p.str("GATEWAY_IDN_HOME", filepath.Join(s.DataDir, "identity"))
 	s.CatalogFile = p.str("GATEWAY_SERVICE_CATALOG_FILE", filepath.Join(s.DataDir, "service-catalog.json"))
