@@ -194,6 +194,17 @@ func TestPendingExpiry(t *testing.T) {
 			t.Fatalf("expired = %v", list)
 		}
 		e.do("POST", "/v1/claims/"+fresh["claim_id"].(string)+"/approve", nil, owner).want(t, 200, "")
+
+		// A stale pending claim neither answers a resubmission nor counts
+		// against the limit: it is expired and a new claim is made.
+		stale := submitBody("acme", pubKey(newAgent(t, "acme")), "github")
+		sign := func() reqOpt { return signedBy(e.agent, identity.SignOptions{Created: e.srv.now()}) }
+		first := e.do("POST", "/v1/claims", stale, withKey(key), sign()).want(t, 201, "").json(t)
+		e.offset.Add(int64(25 * time.Hour))
+		second := e.do("POST", "/v1/claims", stale, withKey(key), sign()).want(t, 201, "").json(t)
+		if first["claim_id"] == second["claim_id"] {
+			t.Fatal("a stale pending claim answered a resubmission")
+		}
 	})
 }
 

@@ -180,7 +180,8 @@ func (s *Server) submitClaim(w http.ResponseWriter, r *http.Request, svc service
 	if c.AgentIP == "" {
 		c.AgentIP = s.proxy.ClientAddr(r).String()
 	}
-	c, created, err := s.store.submitClaim(r.Context(), c, s.cfg.MaxPendingClaims, s.now())
+	now := s.now()
+	c, created, err := s.store.submitClaim(r.Context(), c, s.cfg.MaxPendingClaims, now.Add(-s.cfg.PendingExpiry), now)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

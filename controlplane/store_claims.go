@@ -76,8 +76,10 @@ func scanClaims(rows *sql.Rows) ([]Claim, error) {
 // submitClaim creates a pending claim, or returns the live (pending or
 // approved) claim of the same tuple with created == false. The namespace row
 // is locked on PostgreSQL (SQLite transactions are already exclusive), so the
-// pending limit holds under concurrency.
-func (s *Store) submitClaim(ctx context.Context, in Claim, maxPending int, now time.Time) (c Claim, created bool, err error) {
+// pending limit holds under concurrency. A pending claim created at or
+// before pendingCutoff is expired on the spot rather than returned or
+// counted, so a stale request never blocks a fresh one.
+func (s *Store) submitClaim(ctx context.Context, in Claim, maxPending int, pendingCutoff, now time.Time) (c Claim, created bool, err error) {
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var deactivated sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT deactivated_at FROM namespaces WHERE namespace = $1`+s.forUpdate(), in.Namespace).Scan(&deactivated)
@@ -89,6 +91,10 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, maxPending int, now t
 		}
 		if deactivated.Valid {
 			return errNamespaceDeactivated
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE claims SET status = 'expired', expired_at = $2, updated_at = $2
+			WHERE namespace = $1 AND status = 'pending' AND created_at <= $3`, in.Namespace, micros(now), micros(pendingCutoff)); err != nil {
+			return dbErr("expire claims", err)
 		}
 		c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims
 			WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status IN ('pending', 'approved')`,
