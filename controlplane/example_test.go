@@ -83,3 +83,47 @@ func Example() {
 	// 200 1 false
 	// acme true
 }
+
+// ExampleServer_IssueSession mints an owner session without a passkey
+// ceremony (as tests and tools do) and uses it as the idn_session cookie.
+func ExampleServer_IssueSession() {
+	dir, _ := os.MkdirTemp("", "controlplane-session")
+	defer os.RemoveAll(dir)
+	store, _ := controlplane.Open(context.Background(), controlplane.StoreConfig{SQLitePath: filepath.Join(dir, "cp.db")})
+	defer store.Close()
+	api, _ := controlplane.New(controlplane.Config{Store: store, JWTSecret: []byte("example-secret-of-at-least-32-bytes!"), TestSeedToken: "t"})
+	ts := httptest.NewServer(api)
+	defer ts.Close()
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/test/seed", strings.NewReader(`{"namespaces":["acme"]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-IDN-Test-Seed-Token", "t")
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		res.Body.Close()
+	}
+
+	token, _, err := api.IssueSession(context.Background(), "acme")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	req, _ = http.NewRequest("POST", ts.URL+"/v1/services", strings.NewReader(`{"name":"GitHub proxy","service_endpoint":"https://gh.example"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.AddCookie(&http.Cookie{Name: controlplane.SessionCookie, Value: token})
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer res.Body.Close()
+	var created struct {
+		Service struct {
+			Slug string `json:"slug"`
+		} `json:"service"`
+		APIKey struct {
+			Key string `json:"key"`
+		} `json:"api_key"`
+	}
+	json.NewDecoder(res.Body).Decode(&created)
+	fmt.Println(res.StatusCode, created.Service.Slug, strings.HasPrefix(created.APIKey.Key, "idn_sk_"))
+	// Output: 201 github-proxy true
+}
