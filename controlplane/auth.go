@@ -98,9 +98,10 @@ func (s *Server) originAllowed(r *http.Request) bool {
 		return false
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
+	return origin == "" || s.originListed(origin)
+}
+
+func (s *Server) originListed(origin string) bool {
 	for _, o := range s.cfg.AllowedOrigins {
 		if strings.EqualFold(o, origin) {
 			return true

@@ -29,7 +29,8 @@ type Config struct {
 	// SessionTTL is the session lifetime; zero means 7 days.
 	SessionTTL time.Duration
 	// AllowedOrigins lists the origins (scheme://host[:port]) whose browsers
-	// may call mutating session routes (ALLOWED_ORIGINS). A request with an
+	// may call the API with credentials (ALLOWED_ORIGINS): they get CORS
+	// headers and may call mutating session routes. A request with an
 	// Origin outside the list, or with Sec-Fetch-Site: cross-site, is
 	// refused; requests without Origin (non-browser clients) pass. Empty
 	// means every request that names an Origin is refused.
@@ -145,7 +146,41 @@ func (s *Server) now() time.Time { return s.cfg.Clock() }
 
 // ServeHTTP serves the API; every answer carries an X-Request-Id.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	apierror.RequestID(s.mux).ServeHTTP(w, r)
+	apierror.RequestID(http.HandlerFunc(s.cors)).ServeHTTP(w, r)
+}
+
+// cors lets the dashboard origins of AllowedOrigins call the API with
+// credentials (CORS, with preflight); other origins get no CORS headers and
+// a refused preflight, so browsers keep them out.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	h := w.Header()
+	h.Add("Vary", "Origin")
+	allowed := s.originListed(origin)
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		if !allowed {
+			apierror.Write(w, r, errOriginForbidden)
+			return
+		}
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-Request-Id, Signature, Signature-Input, Content-Digest, "+
+			"idn-namespace, idn-subject, idn-agent-key, idn-agent-cert")
+		h.Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if allowed {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Set("Access-Control-Expose-Headers", "ETag, X-Request-Id, Retry-After")
+	}
+	s.mux.ServeHTTP(w, r)
 }
 
 func (s *Server) routes() {

@@ -176,6 +176,29 @@ func TestSessions(t *testing.T) {
 	})
 }
 
+func TestCORS(t *testing.T) {
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
+	pre := func(origin string) resp {
+		return e.do("OPTIONS", "/v1/services", nil, withHeader("Origin", origin), withHeader("Access-Control-Request-Method", "POST"))
+	}
+	r := pre("http://localhost:8787").want(t, 204, "")
+	if r.header.Get("Access-Control-Allow-Origin") != "http://localhost:8787" || r.header.Get("Access-Control-Allow-Credentials") != "true" ||
+		!strings.Contains(r.header.Get("Access-Control-Allow-Methods"), "PATCH") {
+		t.Fatalf("preflight headers = %v", r.header)
+	}
+	r = pre("https://evil.example").want(t, 403, "ORIGIN_FORBIDDEN")
+	if r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatal("CORS granted to an unlisted origin")
+	}
+	r = e.do("GET", "/health", nil, withHeader("Origin", "http://localhost:8787")).want(t, 200, "")
+	if r.header.Get("Access-Control-Allow-Origin") != "http://localhost:8787" || !strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "ETag") {
+		t.Fatalf("simple request headers = %v", r.header)
+	}
+	if r := e.do("GET", "/health", nil, withHeader("Origin", "https://evil.example")); r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatal("CORS granted to an unlisted origin")
+	}
+}
+
 func TestSessionCookie(t *testing.T) {
 	st := openStore(t, storeConfig(t, ProviderSQLite))
 	for _, tc := range []struct {
