@@ -1,0 +1,410 @@
+// Command quickstart runs a whole idn system on loopback with zero
+// configuration and shows it working, step by step:
+//
+//  1. a control plane (SQLite in the data folder),
+//  2. a demo upstream API that wants a bearer token,
+//  3. a namespace owner with a registered service and its API key,
+//  4. an agent identity,
+//  5. a gateway holding the upstream's token in its encrypted vault,
+//  6. a signed request the gateway refuses while it files a claim,
+//  7. the owner approving the claim through the control-plane API,
+//  8. the same request succeeding, with the token injected.
+//
+// It then keeps running and prints commands to try, until Ctrl-C.
+//
+//	go run ./examples/quickstart [--dir DIR] [--once]
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idnhq/idn/controlplane"
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/gatewayd"
+)
+
+const (
+	agentNamespace = "quickstart-agent"
+	serviceSlug    = "demo-weather"
+	connectionID   = "weather"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// options are the command line.
+type options struct {
+	dir                 string
+	gatewayAddr, cpAddr string
+	once                bool
+}
+
+func parseOptions(args []string) (options, error) {
+	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.dir, "dir", defaultDir(), "data folder (reset at every start)")
+	fs.StringVar(&o.gatewayAddr, "gateway-addr", "127.0.0.1:38100", "gateway listen address (a free port is used if taken)")
+	fs.StringVar(&o.cpAddr, "controlplane-addr", "127.0.0.1:8787", "control plane listen address (a free port is used if taken)")
+	fs.BoolVar(&o.once, "once", false, "run the demo and exit instead of serving until Ctrl-C")
+	return o, fs.Parse(args)
+}
+
+func defaultDir() string {
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "idn-quickstart")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "idn-quickstart")
+	}
+	return filepath.Join(os.TempDir(), "idn-quickstart")
+}
+
+// demo is the running system.
+type demo struct {
+	out      io.Writer
+	step     int
+	dir      string
+	cpURL    string
+	gwURL    string
+	upstream string
+	token    string // the upstream's secret, held only by the gateway
+	agent    *identity.Identity
+	client   *http.Client
+}
+
+func (d *demo) say(format string, args ...any) {
+	d.step++
+	fmt.Fprintf(d.out, "%d. %s\n", d.step, fmt.Sprintf(format, args...))
+}
+
+func (d *demo) detail(format string, args ...any) {
+	fmt.Fprintf(d.out, "   %s\n", fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	o, err := parseOptions(args)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	d := &demo{out: out, dir: o.dir, token: "demo-upstream-token-" + randomHex(8), client: &http.Client{Timeout: 10 * time.Second}}
+	if err := os.RemoveAll(o.dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.dir, 0o700); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var servers []*http.Server
+	defer func() {
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+	}()
+
+	// 1. Control plane.
+	store, err := controlplane.Open(ctx, controlplane.StoreConfig{SQLitePath: filepath.Join(o.dir, "controlplane", "controlplane.db")})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	seedToken := randomHex(16)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret, TestSeedToken: seedToken, InsecureLocalhostCookie: true})
+	if err != nil {
+		return err
+	}
+	cpLn, err := listen(o.cpAddr)
+	if err != nil {
+		return err
+	}
+	d.cpURL = "http://" + cpLn.Addr().String()
+	servers = append(servers, serve(cpLn, cp))
+	d.say("Control plane running at %s (SQLite in %s)", d.cpURL, filepath.Join(o.dir, "controlplane"))
+
+	// 2. Demo upstream.
+	upLn, err := listen("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	d.upstream = "http://" + upLn.Addr().String()
+	servers = append(servers, serve(upLn, weatherAPI(d.token)))
+	d.say("Demo weather API running at %s; it answers only requests carrying its bearer token", d.upstream)
+
+	// 3. Owner, service and API key through the control plane's seed route.
+	var seeded struct {
+		APIKeys  map[string]string `json:"api_keys"`
+		Sessions map[string]string `json:"sessions"`
+	}
+	err = d.postJSON(ctx, d.cpURL+"/v1/test/seed", map[string]string{"X-IDN-Test-Seed-Token": seedToken}, map[string]any{
+		"namespaces": []string{agentNamespace},
+		"services":   []map[string]string{{"slug": serviceSlug, "name": "Demo Weather", "owner": agentNamespace}},
+	}, &seeded)
+	if err != nil {
+		return fmt.Errorf("seed the control plane: %w", err)
+	}
+	apiKey, session := seeded.APIKeys[serviceSlug], seeded.Sessions[agentNamespace]
+	d.say("Registered namespace %q (did:idn:%s) with service %q; its API key goes to the gateway",
+		agentNamespace, agentNamespace, serviceSlug)
+
+	// 4. Agent identity.
+	agentHome := filepath.Join(o.dir, "agent")
+	if d.agent, err = identity.New(agentNamespace); err != nil {
+		return err
+	}
+	if err := d.agent.Save(agentHome); err != nil {
+		return err
+	}
+	d.say("Created agent identity %s", d.agent.KeyID())
+	d.detail("public key %s, stored in %s", d.agent.PublicKeyString(), identity.Path(agentHome, agentNamespace))
+
+	// 5. Gateway with the upstream token in its vault.
+	gwLn, err := listen(o.gatewayAddr)
+	if err != nil {
+		return err
+	}
+	d.gwURL = "http://" + gwLn.Addr().String()
+	gw, err := startGateway(ctx, o.dir, gwLn, d.cpURL, apiKey)
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	gwDone := make(chan error, 1)
+	go func() { gwDone <- gw.Serve(ctx, gwLn) }()
+	if _, err := gw.Vault().Create(ctx, &credvault.Connection{
+		ID: connectionID, Name: "Demo Weather", Service: serviceSlug, BaseURL: d.upstream,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token",
+	}, map[string]string{"token": d.token}); err != nil {
+		return err
+	}
+	if err := d.waitReady(ctx); err != nil {
+		return err
+	}
+	d.say("Gateway running at %s with connection %q → %s (token sealed with AES-256-GCM)", d.gwURL, connectionID, d.upstream)
+
+	// 6. The agent is not approved yet: the gateway files a claim.
+	target := d.gwURL + "/proxy/" + connectionID + "/forecast?city=Paris"
+	status, body, err := d.signedGet(ctx, target)
+	if err != nil {
+		return err
+	}
+	var refusal struct {
+		Code    string `json:"code"`
+		ClaimID string `json:"claim_id"`
+		Status  string `json:"claim_status"`
+	}
+	_ = json.Unmarshal(body, &refusal)
+	if status != http.StatusForbidden || refusal.Code != "AUTH_CLAIM_REQUIRED" || refusal.ClaimID == "" {
+		return fmt.Errorf("expected 403 AUTH_CLAIM_REQUIRED with a claim id, got %d %s", status, body)
+	}
+	d.say("Signed GET %s → %d %s; the gateway filed claim %s (%s)", target, status, refusal.Code, refusal.ClaimID, refusal.Status)
+
+	// 7. The owner approves it.
+	err = d.postJSON(ctx, d.cpURL+"/v1/claims/"+refusal.ClaimID+"/approve",
+		map[string]string{"Cookie": controlplane.SessionCookie + "=" + session}, nil, nil)
+	if err != nil {
+		return fmt.Errorf("approve the claim: %w", err)
+	}
+	d.say("Owner approved claim %s through POST /v1/claims/%s/approve", refusal.ClaimID, refusal.ClaimID)
+
+	// 8. The same call now goes through, with the token injected.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		status, body, err = d.signedGet(ctx, target)
+		if err != nil {
+			return err
+		}
+		if status == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("approved request still refused: %d %s", status, body)
+	}
+	d.say("Signed GET %s → 200 %s", target, strings.TrimSpace(string(body)))
+	d.detail("the agent never saw the upstream token; the gateway injected it after checking signature, claim and nonce")
+	fmt.Fprintf(out, "\nidn quickstart is working (%.1fs). Try it yourself:\n\n", time.Since(start).Seconds())
+	fmt.Fprintf(out, "  IDN_HOME=%s go run ./cmd/idn curl '%s/proxy/%s/forecast?city=Tokyo'\n", agentHome, d.gwURL, connectionID)
+	fmt.Fprintf(out, "  IDN_HOME=%s go run ./cmd/idn curl -i %s/v1/namespaces/%s\n", agentHome, d.cpURL, agentNamespace)
+	fmt.Fprintf(out, "  curl -s %s/api/admin/connections\n", d.gwURL)
+	fmt.Fprintf(out, "  curl -s %s/metrics | grep '^idn_gateway'\n", d.gwURL)
+	fmt.Fprintf(out, "  curl -s %s/1.0/identifiers/did:idn:%s\n", d.cpURL, agentNamespace)
+	if o.once {
+		cancel()
+		return <-gwDone
+	}
+	fmt.Fprintf(out, "\nPress Ctrl-C to stop.\n")
+	<-ctx.Done()
+	fmt.Fprintln(out, "\nStopping…")
+	if err := <-gwDone; err != nil {
+		return err
+	}
+	return nil
+}
+
+func startGateway(ctx context.Context, dir string, ln net.Listener, cpURL, apiKey string) (*gatewayd.Gateway, error) {
+	key, err := credvault.GenerateMasterKey()
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{
+		"GATEWAY_ADDR":                         ln.Addr().String(),
+		"GATEWAY_DATA_DIR":                     filepath.Join(dir, "gateway"),
+		"GATEWAY_MASTER_KEY":                   key.Encode(),
+		"GATEWAY_ADMIN_ACCESS_MODE":            "loopback",
+		"IDN_REGISTRY_URL":                     cpURL,
+		"IDN_SERVICE_API_KEY":                  apiKey,
+		"GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS": "2",
+		"GATEWAY_SHUTDOWN_TIMEOUT_SECONDS":     "5",
+	}
+	settings, err := gatewayd.LoadSettings(func(k string) string { return env[k] }, nil)
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return gatewayd.New(ctx, settings, logger)
+}
+
+// weatherAPI is the demo upstream: it answers only with its bearer token.
+func weatherAPI(token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintln(w, `{"error":"missing or wrong token"}`)
+			return
+		}
+		city := r.URL.Query().Get("city")
+		if city == "" {
+			city = "Nowhere"
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"city": city, "forecast": "sunny, 21°C", "path": r.URL.Path})
+	})
+}
+
+func (d *demo) signedGet(ctx context.Context, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := d.agent.Sign(req, identity.SignOptions{}); err != nil {
+		return 0, nil, err
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+func (d *demo) postJSON(ctx context.Context, url string, headers map[string]string, in, out any) error {
+	var body io.Reader = http.NoBody
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// waitReady waits until the gateway's claims snapshot has loaded.
+func (d *demo) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := d.client.Get(d.gwURL + "/health/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the gateway did not become ready within 15s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// listen binds addr, or a free loopback port when addr is taken.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+func serve(ln net.Listener, h http.Handler) *http.Server {
+	srv := gatewayd.NewServer(h)
+	go func() { _ = srv.Serve(ln) }()
+	return srv
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
