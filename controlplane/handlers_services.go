@@ -156,13 +156,16 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request, owner str
 }
 
 func (s *Server) deleteService(w http.ResponseWriter, r *http.Request, owner string) {
-	revoked, err := s.store.deleteService(r.Context(), owner, r.PathValue("id"), s.now())
+	revoked, rejected, err := s.store.deleteService(r.Context(), owner, r.PathValue("id"), s.now())
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
 	for _, c := range revoked {
 		s.publish(r.Context(), EventRevoked, c)
+	}
+	for _, c := range rejected {
+		s.publish(r.Context(), EventRejected, c)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -118,13 +118,17 @@ func TestServicesAndKeys(t *testing.T) {
 		// Delete: the service disappears, its keys stop working and its
 		// approved claims are revoked (with events).
 		agent := newAgent(t, "acme")
-		e.seed(map[string]any{"claims": []map[string]string{{"namespace": "acme", "service": "my-github-proxy", "public_key": pubKey(agent)}}})
+		e.seed(map[string]any{"claims": []map[string]string{{"namespace": "acme", "service": "my-github-proxy", "public_key": pubKey(agent)},
+			{"namespace": "acme", "service": "my-github-proxy", "public_key": pubKey(newAgent(t, "acme")), "status": "pending"}}})
 		e.drainEvents()
 		e.do("DELETE", "/v1/services/"+id, nil, other).want(t, 404, "SERVICE_NOT_FOUND")
 		e.do("DELETE", "/v1/services/"+id, nil, acme).want(t, 204, "")
 		e.do("GET", "/v1/services/"+id, nil, acme).want(t, 404, "SERVICE_NOT_FOUND")
 		e.signed("GET", "/v1/namespaces/claims", nil, withKey(second["key"].(string))).want(t, 401, "API_KEY_INVALID")
 		if ev := e.events.next(t); ev.Type != EventRevoked || ev.Claim.Service != "my-github-proxy" || ev.Claim.Status != StatusRevoked {
+			t.Fatalf("event = %+v", ev)
+		}
+		if ev := e.events.next(t); ev.Type != EventRejected || ev.Claim.Status != StatusRejected {
 			t.Fatalf("event = %+v", ev)
 		}
 	})

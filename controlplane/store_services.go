@@ -146,11 +146,10 @@ func (s *Store) updateService(ctx context.Context, owner, id string, name, endpo
 
 // deleteService removes a service and its keys. Its approved claims are
 // revoked and its pending claims rejected, so nothing stays authorised for
-// a service that no longer exists; the revoked claims are returned so their
-// events can be published.
-func (s *Store) deleteService(ctx context.Context, owner, id string, now time.Time) ([]Claim, error) {
-	var revoked []Claim
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+// a service that no longer exists; the claims are returned so their events
+// can be published.
+func (s *Store) deleteService(ctx context.Context, owner, id string, now time.Time) (revoked, rejected []Claim, err error) {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var slug string
 		err := tx.QueryRowContext(ctx, `SELECT slug FROM services WHERE id = $1 AND owner = $2`+s.forUpdate(), id, owner).Scan(&slug)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -168,9 +167,13 @@ func (s *Store) deleteService(ctx context.Context, owner, id string, now time.Ti
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE claims SET status = 'rejected', rejected_at = $2, updated_at = $2
-			WHERE service = $1 AND status = 'pending'`, slug, micros(now)); err != nil {
+		rows, err = tx.QueryContext(ctx, `UPDATE claims SET status = 'rejected', rejected_at = $2, updated_at = $2
+			WHERE service = $1 AND status = 'pending' RETURNING `+claimColumns, slug, micros(now))
+		if err != nil {
 			return dbErr("reject claims", err)
+		}
+		if rejected, err = scanClaims(rows); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE service_id = $1`, id); err != nil {
 			return dbErr("delete keys", err)
@@ -178,7 +181,7 @@ func (s *Store) deleteService(ctx context.Context, owner, id string, now time.Ti
 		_, err = tx.ExecContext(ctx, `DELETE FROM services WHERE id = $1`, id)
 		return dbErr("delete service", err)
 	})
-	return revoked, err
+	return revoked, rejected, err
 }
 
 func (s *Store) listKeys(ctx context.Context, owner, serviceID string) ([]apiKey, error) {
