@@ -28,7 +28,16 @@
 // Choices where the specs are silent: a claim of another owner answers 404
 // (ids reveal nothing); GET /v1/verify's service defaults to the key's
 // service and must equal it (403); a pending claim older than the expiry
-// cannot be approved even before Maintain has marked it; deleting a service
-// revokes its approved claims and rejects its pending ones; the feed's ETag
-// is a hash of the page body.
+// cannot be approved, and is expired instead of returned when its tuple is
+// resubmitted, even before Maintain has marked it; deleting a service
+// revokes its approved claims and rejects its pending ones (with events);
+// ALLOWED_ORIGINS also get CORS with credentials; a namespace literally
+// named "claims" is shadowed by the feed route.
+//
+// The feed keeps per-service state (approved count, change version) in a
+// trigger-maintained table: total and ETag cost one row read, an unchanged
+// feed answers 304 without reading claims, and the ETag of page 0 changes
+// whenever any page changes (what a polling gateway needs). Sequential
+// pages continue from a remembered sort key instead of skipping offset
+// rows, so reading 100,000 claims in pages of 2,000 costs the same per page.
 package controlplane
