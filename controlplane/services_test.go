@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -146,6 +147,11 @@ func TestSessions(t *testing.T) {
 			t.Fatalf("IssueSession: exp %v, %v", exp, err)
 		}
 		e.do("GET", "/v1/services", nil, withSession(tok2)).want(t, 200, "")
+	})
+	t.Run("no session for unknown namespace", func(t *testing.T) {
+		if _, _, err := e.srv.IssueSession(t.Context(), "nobody"); !errors.Is(err, errNamespaceNotFound) {
+			t.Fatalf("IssueSession(nobody) = %v", err)
+		}
 	})
 	t.Run("ended in the database", func(t *testing.T) {
 		tok3, _, _ := e.srv.IssueSession(t.Context(), "acme")

@@ -23,8 +23,16 @@ type sessionClaims struct {
 // IssueSession starts a session for the owner of namespace ns and returns
 // the token that is the value of the idn_session cookie, and its expiry.
 // The session is recorded in the database, so ending it there (logout,
-// account deletion) refuses the token at once on every instance.
+// account deletion) refuses the token at once on every instance. An unknown
+// or deactivated namespace gets no session.
 func (s *Server) IssueSession(ctx context.Context, ns string) (token string, expires time.Time, err error) {
+	rec, err := s.store.namespace(ctx, ns)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if !rec.Deactivated.IsZero() {
+		return "", time.Time{}, errNamespaceDeactivated
+	}
 	now := s.now().Truncate(time.Second)
 	expires = now.Add(s.cfg.SessionTTL)
 	sid, err := s.store.createSession(ctx, ns, now, expires)
