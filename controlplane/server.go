@@ -76,6 +76,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock returns the current time; nil means time.Now.
 	Clock func() time.Time
+
+	// Auth configures passkey accounts (WebAuthn), see AuthConfig.
+	Auth AuthConfig
+	// Webhooks configures webhook delivery, see WebhookConfig.
+	Webhooks WebhookConfig
 }
 
 // Server is the control-plane HTTP API. It is an http.Handler; it owns no
@@ -130,6 +135,12 @@ func New(cfg Config) (*Server, error) {
 		Nonces:       nonceChecker{store: cfg.Store, now: cfg.Clock},
 		Origin:       func(r *http.Request) (string, string) { return s.proxy.Scheme(r), s.proxy.Host(r) },
 		MaxBodyBytes: cfg.MaxBodyBytes,
+	}
+	if err := s.initAuth(); err != nil {
+		return nil, err
+	}
+	if err := s.initWebhooks(); err != nil {
+		return nil, err
 	}
 	s.routes()
 	return s, nil
@@ -214,6 +225,8 @@ func (s *Server) routes() {
 	if s.cfg.TestSeedToken != "" {
 		m.HandleFunc("POST /v1/test/seed", s.seed)
 	}
+	s.authRoutes(m)
+	s.webhookRoutes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, errNotFound) })
 }
 
