@@ -142,7 +142,7 @@ func (a *Access) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e, reason := a.check(w, r); e != nil {
 			a.log.Warn("admin access refused", "reason", reason, "method", r.Method, "path", r.URL.Path,
-				"client", maskAddr(a.resolver.ClientAddr(r)), "request_id", apierror.RequestIDFrom(r.Context()))
+				"client", clientip.Mask(a.resolver.ClientAddr(r)), "request_id", apierror.RequestIDFrom(r.Context()))
 			apierror.Write(w, r, e)
 			return
 		}
@@ -231,17 +231,4 @@ func bearerToken(r *http.Request) (string, error) {
 		return "", errNoBearer
 	}
 	return tok, nil
-}
-
-// maskAddr masks a client address for logs: IPv4 to /24, IPv6 to /64.
-func maskAddr(a netip.Addr) string {
-	if !a.IsValid() {
-		return ""
-	}
-	bits := 64
-	if a.Is4() {
-		bits = 24
-	}
-	p, _ := a.Prefix(bits)
-	return p.String()
 }

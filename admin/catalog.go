@@ -130,7 +130,7 @@ func (h *Handler) getCatalog(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, fmt.Errorf("admin: service catalog file %s is not valid JSON: %w", h.cfg.CatalogFile, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, &cat)
+	apierror.WriteJSON(w, http.StatusOK, &cat)
 }
 
 func (h *Handler) putCatalog(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +161,7 @@ func (h *Handler) putCatalog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("admin: service catalog replaced", "services", len(cat.Services), "request_id", apierror.RequestIDFrom(r.Context()))
-	writeJSON(w, http.StatusOK, cat)
+	apierror.WriteJSON(w, http.StatusOK, cat)
 }
 
 // decodeCatalog parses and validates a catalog document from untrusted

@@ -9,7 +9,7 @@ import (
 )
 
 func (h *Handler) listConnections(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.cfg.Vault.Connections())
+	apierror.WriteJSON(w, http.StatusOK, h.cfg.Vault.Connections())
 }
 
 func (h *Handler) getConnection(w http.ResponseWriter, r *http.Request) {
@@ -18,7 +18,7 @@ func (h *Handler) getConnection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	apierror.WriteJSON(w, http.StatusOK, c)
 }
 
 func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +33,7 @@ func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("admin: connection created", "connection", created.ID, "request_id", apierror.RequestIDFrom(r.Context()))
-	writeJSON(w, http.StatusCreated, created)
+	apierror.WriteJSON(w, http.StatusCreated, created)
 }
 
 func (h *Handler) decodeCreate(w http.ResponseWriter, r *http.Request) (*credvault.Connection, map[string]string, error) {
@@ -97,7 +97,7 @@ func (h *Handler) patchConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("admin: connection updated", "connection", id, "request_id", apierror.RequestIDFrom(r.Context()))
-	writeJSON(w, http.StatusOK, updated)
+	apierror.WriteJSON(w, http.StatusOK, updated)
 }
 
 func (h *Handler) deleteConnection(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +138,7 @@ func (h *Handler) rotateConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("admin: credentials rotated", "connection", id, "secret_version", c.SecretVersion, "request_id", apierror.RequestIDFrom(r.Context()))
-	writeJSON(w, http.StatusOK, c)
+	apierror.WriteJSON(w, http.StatusOK, c)
 }
 
 type testRequest struct {
@@ -200,7 +200,7 @@ func (h *Handler) testConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("admin: connection tested", "connection", c.ID, "ok", res.OK, "status", res.Status, "request_id", apierror.RequestIDFrom(r.Context()))
-	writeJSON(w, http.StatusOK, res)
+	apierror.WriteJSON(w, http.StatusOK, res)
 }
 
 func (h *Handler) discoverConnection(w http.ResponseWriter, r *http.Request) {
@@ -237,5 +237,5 @@ func (h *Handler) discoverConnection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	apierror.WriteJSON(w, http.StatusOK, res)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func (h *Handler) listVariables(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.cfg.Vault.Variables())
+	apierror.WriteJSON(w, http.StatusOK, h.cfg.Vault.Variables())
 }
 
 type variableRequest struct {
@@ -38,7 +38,7 @@ func (h *Handler) putVariable(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, v)
+	apierror.WriteJSON(w, status, v)
 }
 
 func (h *Handler) deleteVariable(w http.ResponseWriter, r *http.Request) {

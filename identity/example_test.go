@@ -1,40 +1,22 @@
 package identity_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/replay"
 )
-
-// nonceSet is a minimal httpsig.NonceChecker; real servers use replay.Store.
-type nonceSet struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (n *nonceSet) CheckNonce(_ context.Context, scope, nonce string, _ time.Time) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.seen[scope+" "+nonce] {
-		return httpsig.ErrReplayDetected
-	}
-	n.seen[scope+" "+nonce] = true
-	return nil
-}
 
 // An agent signs its requests with an http.Client whose transport is the
 // identity's; a server verifies them with a Verifier.
 func Example() {
-	verifier := &identity.Verifier{Nonces: &nonceSet{seen: map[string]bool{}}}
+	verifier := &identity.Verifier{Nonces: mustReplay()}
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := verifier.Verify(r)
 		if err != nil {
@@ -104,4 +86,12 @@ func ExampleParseDID() {
 	}
 	fmt.Println(d.Namespace, d.Service, d.Agent, d.Subject)
 	// Output: acme github bot user-42
+}
+
+func mustReplay() *replay.Store {
+	s, err := replay.New(replay.Config{})
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"crypto/tls"
 	"encoding/base64"
@@ -13,11 +12,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/replay"
 )
 
 type profileVectors struct {
@@ -102,24 +101,13 @@ func fixedClock(unix int64) func() time.Time {
 	return func() time.Time { return time.Unix(unix, 0) }
 }
 
-// memNonces is a minimal NonceChecker for tests.
-type memNonces struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (m *memNonces) CheckNonce(_ context.Context, scope, nonce string, _ time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.seen == nil {
-		m.seen = map[string]bool{}
+// nonces returns a replay store on the given clock (nil: time.Now).
+func nonces(clock func() time.Time) *replay.Store {
+	s, err := replay.New(replay.Config{Clock: clock})
+	if err != nil {
+		panic(err)
 	}
-	k := scope + "\x00" + nonce
-	if m.seen[k] {
-		return httpsig.ErrReplayDetected
-	}
-	m.seen[k] = true
-	return nil
+	return s
 }
 
 func TestProfileVectors(t *testing.T) {
@@ -149,7 +137,7 @@ func TestProfileVectors(t *testing.T) {
 			for name, val := range vec.Headers {
 				vr.Header.Set(name, val)
 			}
-			ver := &Verifier{Clock: fixedClock(vec.Created), Nonces: &memNonces{}}
+			ver := &Verifier{Clock: fixedClock(vec.Created), Nonces: nonces(nil)}
 			c, err := ver.Verify(vr)
 			if err != nil {
 				t.Fatalf("Verify: %v (%s)", err, httpsig.Code(err))
@@ -193,7 +181,7 @@ func TestProfileNegativeVectors(t *testing.T) {
 			if h := neg.Change.Header; len(h) == 2 {
 				sr.Header.Set(h[0], h[1])
 			}
-			_, err := (&Verifier{Clock: fixedClock(now), Nonces: &memNonces{}}).Verify(sr)
+			_, err := (&Verifier{Clock: fixedClock(now), Nonces: nonces(nil)}).Verify(sr)
 			code := httpsig.Code(err)
 			if code == "" || !strings.Contains(neg.Expect, code) {
 				t.Errorf("Verify = %v (code %q), want %s", err, code, neg.Expect)
@@ -398,7 +386,7 @@ func TestProfileAttacks(t *testing.T) {
 			continue
 		}
 		t.Run(row.name, func(t *testing.T) {
-			ver := &Verifier{Clock: fixedClock(row.now), Nonces: &memNonces{}}
+			ver := &Verifier{Clock: fixedClock(row.now), Nonces: nonces(nil)}
 			c, err := ver.Verify(row.req(t))
 			if row.expect == nil {
 				if err != nil {
@@ -419,8 +407,7 @@ func TestProfileAttacks(t *testing.T) {
 func TestReplayAndNonceScope(t *testing.T) {
 	const now = 1700000000
 	alice, _ := FromKey("alice", ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32)), time.Unix(now, 0))
-	nonces := &memNonces{}
-	ver := &Verifier{Clock: fixedClock(now), Nonces: nonces}
+	ver := &Verifier{Clock: fixedClock(now), Nonces: nonces(fixedClock(now))}
 	o := SignOptions{Created: time.Unix(now, 0), Nonce: "nonce-0001"}
 	if _, err := ver.Verify(signed(t, alice, "GET", "http://gw/x", "", o)); err != nil {
 		t.Fatal(err)
@@ -455,8 +442,7 @@ func TestSignRejectsBadInput(t *testing.T) {
 
 func TestTransportAgainstServer(t *testing.T) {
 	alice, _ := New("alice")
-	nonces := &memNonces{}
-	ver := &Verifier{Nonces: nonces}
+	ver := &Verifier{Nonces: nonces(nil)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := ver.Verify(r)
 		if err != nil {

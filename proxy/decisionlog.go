@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/netip"
+
+	"github.com/idnhq/idn/internal/clientip"
 )
 
 // decisionLog writes JSON decision logs (DECISIONS §3): identity values
@@ -26,19 +28,6 @@ func (d *decisionLog) fingerprint(v string) string {
 	mac := hmac.New(sha256.New, d.salt)
 	mac.Write([]byte(v))
 	return "fp:" + hex.EncodeToString(mac.Sum(nil))[:12]
-}
-
-// maskAddr masks an IPv4 address to /24 and an IPv6 address to /64.
-func maskAddr(a netip.Addr) string {
-	if !a.IsValid() {
-		return ""
-	}
-	bits := 64
-	if a.Is4() {
-		bits = 24
-	}
-	p, _ := a.Prefix(bits)
-	return p.String()
 }
 
 // decision is one logged decision. Fields with identity meaning are
@@ -81,7 +70,7 @@ func (d *decisionLog) log(ctx context.Context, e decision) {
 	add("public_key", d.fingerprint(e.publicKey))
 	add("key_id", d.fingerprint(e.keyID))
 	add("claim_id", d.fingerprint(e.claimID))
-	add("client_ip", maskAddr(e.client))
+	add("client_ip", clientip.Mask(e.client))
 	if e.status != 0 {
 		attrs = append(attrs, slog.Int("status", e.status))
 	}

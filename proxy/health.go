@@ -2,10 +2,11 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sort"
 	"time"
+
+	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Health serves the gateway's health endpoints (DECISIONS §3):
@@ -32,16 +33,16 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/health":
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": h.Version})
+		apierror.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": h.Version})
 	case "/health/live":
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+		apierror.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	case "/health/ready":
 		status, checks := h.ready(r.Context())
 		code := http.StatusOK
 		if status != "ready" {
 			code = http.StatusServiceUnavailable
 		}
-		writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+		apierror.WriteJSON(w, code, map[string]any{"status": status, "checks": checks})
 	default:
 		http.NotFound(w, r)
 	}
@@ -68,11 +69,4 @@ func (h *Health) ready(ctx context.Context) (string, map[string]string) {
 		}
 	}
 	return status, out
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

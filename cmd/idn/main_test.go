@@ -2,38 +2,21 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/replay"
 )
-
-type nonceSet struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (n *nonceSet) CheckNonce(_ context.Context, scope, nonce string, _ time.Time) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.seen[scope+" "+nonce] {
-		return httpsig.ErrReplayDetected
-	}
-	n.seen[scope+" "+nonce] = true
-	return nil
-}
 
 // verifyingServer answers "<namespace>/<subject> <body>" for requests the
 // profile verifier accepts, and 403 with the error code otherwise.
 func verifyingServer(t *testing.T) *httptest.Server {
-	ver := &identity.Verifier{Nonces: &nonceSet{seen: map[string]bool{}}}
+	ver := &identity.Verifier{Nonces: mustReplay()}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := ver.Verify(r)
 		if err != nil {
@@ -188,4 +171,12 @@ func TestCurlFail(t *testing.T) {
 	if r := runIdn(t, home, "", "curl", srv.URL); r.code != 0 || r.stdout != "nope\n" {
 		t.Errorf("curl on 403: %+v", r)
 	}
+}
+
+func mustReplay() *replay.Store {
+	s, err := replay.New(replay.Config{})
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -120,3 +120,14 @@ func newRequestID() string {
 	_, _ = rand.Read(b[:])
 	return "req_" + hex.EncodeToString(b[:])
 }
+
+// WriteJSON writes v as a JSON answer with the given status, uncached and
+// not sniffable.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -140,3 +140,17 @@ func (res Resolver) Host(r *http.Request) string {
 func (res Resolver) IsLoopback(r *http.Request) bool {
 	return res.ClientAddr(r).IsLoopback()
 }
+
+// Mask returns a for logs with its host part dropped: IPv4 masked to /24,
+// IPv6 to /64 ("" for the zero Addr).
+func Mask(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	bits := 64
+	if a.Is4() {
+		bits = 24
+	}
+	p, _ := a.Prefix(bits)
+	return p.String()
+}
