@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRun runs the whole program with tiny phases: every target and mode
+// must be reported with traffic and without errors, and the derived
+// figures must be filled in.
+func TestRun(t *testing.T) {
+	var out, progress bytes.Buffer
+	err := run(t.Context(), []string{"-duration=200ms", "-claims=2500", "-page=500", "-json"}, &out, &progress)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, progress.String())
+	}
+	var r Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	want := []struct{ target, mode string }{
+		{TargetUpstream, ModeMax}, {TargetBaseline, ModeMax}, {TargetGateway, ModeMax},
+		{TargetUpstream, ModeRate}, {TargetBaseline, ModeRate}, {TargetGateway, ModeRate},
+		{TargetMCPDirect, ModeMax}, {TargetMCPGateway, ModeMax},
+		{TargetMCPDirect, ModeRate}, {TargetMCPGateway, ModeRate},
+		{TargetFeed, ModeMax}, {TargetFeed, ModeRate},
+	}
+	if len(r.Results) != len(want) {
+		t.Fatalf("%d results, want %d: %+v", len(r.Results), len(want), r.Results)
+	}
+	for i, w := range want {
+		got := r.Results[i]
+		if got.Target != w.target || got.Mode != w.mode {
+			t.Errorf("result %d is %s/%s, want %s/%s", i, got.Target, got.Mode, w.target, w.mode)
+		}
+		if got.RPS <= 0 || got.Requests == 0 || got.P50 <= 0 || got.Max < got.P99 || got.P99 < got.P50 {
+			t.Errorf("%s/%s: implausible figures %+v", got.Target, got.Mode, got)
+		}
+		if got.Errors != 0 || got.FirstError != "" {
+			t.Errorf("%s/%s: %d errors, first %q", got.Target, got.Mode, got.Errors, got.FirstError)
+		}
+		if got.PoolExhausted {
+			t.Errorf("%s/%s ran out of pre-signed requests", got.Target, got.Mode)
+		}
+		if got.Mode == ModeRate && got.Rate <= 0 {
+			t.Errorf("%s/%s: no target rate", got.Target, got.Mode)
+		}
+	}
+	if r.GatewayOverBaseline <= 0 || r.GatewayOverUpstream <= 0 || r.MCPGatewayOverDirect <= 0 {
+		t.Errorf("ratios missing: %+v", r)
+	}
+	if r.GatewayAdded.Rate <= 0 || r.MCPAdded.Rate <= 0 || r.FeedClaimsPerSecond <= 0 {
+		t.Errorf("derived figures missing: added %+v, MCP %+v, feed %v", r.GatewayAdded, r.MCPAdded, r.FeedClaimsPerSecond)
+	}
+	if r.Machine.CPUs == 0 || r.Machine.GoVersion == "" || r.Settings.FeedClaims != 2500 || r.Settings.FeedPage != 500 {
+		t.Errorf("machine or settings missing: %+v %+v", r.Machine, r.Settings)
+	}
+
+	var table bytes.Buffer
+	if err := r.writeTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"upstream", "baseline", "gateway", "mcp-direct", "mcp-gateway", "feed",
+		"gateway/baseline", "added latency at", "MCP added latency", "ms/page", "client signing cost excluded"} {
+		if !strings.Contains(table.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, table.String())
+		}
+	}
+}
+
+func TestFlagsRejected(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zero duration", []string{"-duration=0s"}, "-duration"},
+		{"unbounded duration", []string{"-duration=2h"}, "-duration"},
+		{"no workers", []string{"-workers=0"}, "-workers"},
+		{"negative rate", []string{"-rate=-5"}, "-rate"},
+		{"infinite feed rate", []string{"-feed-rate=+Inf"}, "-feed-rate"},
+		{"page above the control plane's maximum", []string{"-page=2001"}, "-page"},
+		{"no claims", []string{"-claims=0"}, "-claims"},
+		{"stray argument", []string{"gateway"}, "unexpected arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			_, err := parseFlags(tc.args, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("parseFlags(%v) = %v, want an error about %s", tc.args, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	sorted := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 5}, {0.9, 9}, {0.99, 10}, {1, 10}, {0.01, 1}, {0, 1}} {
+		if got := percentile(sorted, tc.q); got != tc.want {
+			t.Errorf("percentile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("percentile of nothing = %v, want 0", got)
+	}
+}

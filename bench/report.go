@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// Modes of a phase.
+const (
+	ModeMax  = "max"  // closed loop, as fast as the workers can go
+	ModeRate = "rate" // open loop at a fixed rate
+)
+
+// Target names.
+const (
+	TargetUpstream   = "upstream"
+	TargetBaseline   = "baseline"
+	TargetGateway    = "gateway"
+	TargetMCPDirect  = "mcp-direct"
+	TargetMCPGateway = "mcp-gateway"
+	TargetFeed       = "feed"
+)
+
+// Result is one phase: one target in one mode. Latencies are in
+// milliseconds; in rate mode they run from each request's scheduled send
+// time to the end of its answer.
+type Result struct {
+	Target        string  `json:"target"`
+	Mode          string  `json:"mode"`
+	Workers       int     `json:"workers,omitempty"`     // max mode
+	Rate          float64 `json:"target_rps,omitempty"`  // rate mode
+	Requests      int     `json:"requests"`              // sent, errors included
+	Errors        int     `json:"errors"`                // transport errors and non-200 answers
+	Seconds       float64 `json:"seconds"`               // wall time of the phase
+	RPS           float64 `json:"rps"`                   // successful requests per second
+	P50           float64 `json:"p50_ms"`                // of successful requests
+	P90           float64 `json:"p90_ms"`                //
+	P99           float64 `json:"p99_ms"`                //
+	Max           float64 `json:"max_ms"`                //
+	LagP99        float64 `json:"send_lag_p99_ms"`       // rate mode: how late the sender was
+	PoolExhausted bool    `json:"pool_exhausted"`        // max mode: ran out of pre-signed requests before the duration
+	FirstError    string  `json:"first_error,omitempty"` //
+}
+
+// Added is the latency a proxy adds at a fixed rate: its percentiles minus
+// the direct target's at the same rate.
+type Added struct {
+	Rate float64 `json:"rps"`
+	P50  float64 `json:"p50_ms"`
+	P99  float64 `json:"p99_ms"`
+}
+
+// Report is the whole run.
+type Report struct {
+	Machine  Machine  `json:"machine"`
+	Settings Settings `json:"settings"`
+	Results  []Result `json:"results"`
+
+	GatewayOverBaseline  float64 `json:"gateway_over_baseline_rps"`
+	GatewayOverUpstream  float64 `json:"gateway_over_upstream_rps"`
+	BaselineOverUpstream float64 `json:"baseline_over_upstream_rps"`
+	MCPGatewayOverDirect float64 `json:"mcp_gateway_over_direct_rps"`
+	GatewayAdded         Added   `json:"gateway_added_latency"`  // gateway − upstream at the HTTP rate
+	BaselineAdded        Added   `json:"baseline_added_latency"` // baseline − upstream at the HTTP rate
+	MCPAdded             Added   `json:"mcp_added_latency"`      // mcp-gateway − mcp-direct at the MCP rate
+	FeedClaimsPerSecond  float64 `json:"feed_claims_per_second"` // at max throughput
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPUs       int    `json:"cpus"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	CPUModel   string `json:"cpu_model"`
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+	Date       string `json:"date"`
+}
+
+// Settings are the run's parameters.
+type Settings struct {
+	PhaseSeconds float64 `json:"phase_seconds"`
+	Workers      int     `json:"workers"`
+	FeedClaims   int     `json:"feed_claims"`
+	FeedPage     int     `json:"feed_page"`
+}
+
+func (r *Report) find(target, mode string) Result {
+	for _, x := range r.Results {
+		if x.Target == target && x.Mode == mode {
+			return x
+		}
+	}
+	return Result{}
+}
+
+// derive fills in the ratios and added latencies from the results.
+func (r *Report) derive() {
+	up, base, gw := r.find(TargetUpstream, ModeMax), r.find(TargetBaseline, ModeMax), r.find(TargetGateway, ModeMax)
+	r.GatewayOverBaseline = ratio(gw.RPS, base.RPS)
+	r.GatewayOverUpstream = ratio(gw.RPS, up.RPS)
+	r.BaselineOverUpstream = ratio(base.RPS, up.RPS)
+	r.MCPGatewayOverDirect = ratio(r.find(TargetMCPGateway, ModeMax).RPS, r.find(TargetMCPDirect, ModeMax).RPS)
+	r.GatewayAdded = added(r.find(TargetGateway, ModeRate), r.find(TargetUpstream, ModeRate))
+	r.BaselineAdded = added(r.find(TargetBaseline, ModeRate), r.find(TargetUpstream, ModeRate))
+	r.MCPAdded = added(r.find(TargetMCPGateway, ModeRate), r.find(TargetMCPDirect, ModeRate))
+	r.FeedClaimsPerSecond = math.Round(r.find(TargetFeed, ModeMax).RPS * float64(r.Settings.FeedPage))
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round(a/b*1000) / 1000
+}
+
+func added(proxied, direct Result) Added {
+	return Added{Rate: proxied.Rate, P50: round3(proxied.P50 - direct.P50), P99: round3(proxied.P99 - direct.P99)}
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// errorCount is the errors of every phase.
+func (r *Report) errorCount() int {
+	n := 0
+	for _, x := range r.Results {
+		n += x.Errors
+	}
+	return n
+}
+
+func (r *Report) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// writeTable prints the plain-text report.
+func (r *Report) writeTable(w io.Writer) error {
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "idn bench: %d CPUs (%s), GOMAXPROCS %d, %s %s, %s\n", m.CPUs, m.CPUModel, m.GOMAXPROCS, m.GoVersion, m.OS, m.Date)
+	fmt.Fprintf(&b, "phases of %gs; max = closed loop with %d workers; rate = open loop, latency from each scheduled send time.\n",
+		r.Settings.PhaseSeconds, r.Settings.Workers)
+	b.WriteString("Signed requests are signed before each timed phase (client signing cost excluded).\n")
+	b.WriteString("Client, gateway, control plane and upstream all run in this one process on the same CPUs.\n\n")
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tmode\trequests\terrors\tRPS\tp50 ms\tp90 ms\tp99 ms\tmax ms\tnote\t")
+	for _, x := range r.Results {
+		mode := fmt.Sprintf("max/%d", x.Workers)
+		note := ""
+		if x.Mode == ModeRate {
+			mode = fmt.Sprintf("rate %.0f/s", x.Rate)
+			note = fmt.Sprintf("send lag p99 %.3f ms", x.LagP99)
+		}
+		if x.PoolExhausted {
+			note = "ran out of pre-signed requests"
+		}
+		if x.FirstError != "" {
+			note = "first error: " + x.FirstError
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t\n",
+			x.Target, mode, x.Requests, x.Errors, x.RPS, x.P50, x.P90, x.P99, x.Max, note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\nRPS ratios (max): gateway/baseline %.3f, gateway/upstream %.3f, baseline/upstream %.3f, mcp-gateway/mcp-direct %.3f\n",
+		r.GatewayOverBaseline, r.GatewayOverUpstream, r.BaselineOverUpstream, r.MCPGatewayOverDirect)
+	fmt.Fprintf(&b, "added latency at %.0f req/s (gateway - upstream): p50 %.3f ms, p99 %.3f ms  (baseline - upstream: p50 %.3f ms, p99 %.3f ms)\n",
+		r.GatewayAdded.Rate, r.GatewayAdded.P50, r.GatewayAdded.P99, r.BaselineAdded.P50, r.BaselineAdded.P99)
+	fmt.Fprintf(&b, "MCP added latency at %.0f calls/s (mcp-gateway - mcp-direct): p50 %.3f ms, p99 %.3f ms\n",
+		r.MCPAdded.Rate, r.MCPAdded.P50, r.MCPAdded.P99)
+	feed := r.find(TargetFeed, ModeMax)
+	fmt.Fprintf(&b, "feed: %d approved claims, %d per page: p50 %.3f ms/page at max, %.0f claims/s\n",
+		r.Settings.FeedClaims, r.Settings.FeedPage, feed.P50, r.FeedClaimsPerSecond)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
