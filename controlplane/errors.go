@@ -116,3 +116,20 @@ func isUniqueViolation(err error) bool {
 	}
 	return false
 }
+
+// Errors of passkey accounts and sessions (auth_*.go). They are API errors
+// themselves, so the store can return them and writeErr passes them on.
+var (
+	errNamespaceTaken   = apierror.New(http.StatusConflict, "NAMESPACE_TAKEN", "namespace is not available")
+	errCredentialBad    = apierror.New(http.StatusBadRequest, "CREDENTIAL_INVALID", "credential is not a valid PublicKeyCredential JSON")
+	errChallengeInvalid = apierror.New(http.StatusUnauthorized, "CHALLENGE_INVALID", "unknown or already used challenge for this ceremony")
+	errChallengeExpired = apierror.New(http.StatusUnauthorized, "CHALLENGE_EXPIRED", "challenge expired: request new options")
+	errWebAuthnFailed   = apierror.New(http.StatusUnauthorized, "WEBAUTHN_FAILED", "passkey verification failed")
+	errPasskeyCloned    = apierror.New(http.StatusUnauthorized, "PASSKEY_COUNTER_REGRESSION", "signature counter did not increase: the authenticator may be cloned")
+	errPasskeyExists    = apierror.New(http.StatusConflict, "PASSKEY_EXISTS", "this passkey is already registered")
+	errPasskeyNotFound  = apierror.New(http.StatusNotFound, "PASSKEY_NOT_FOUND", "passkey not found")
+	errLastPasskey      = apierror.New(http.StatusConflict, "LAST_PASSKEY", "the last passkey of an account cannot be deleted")
+	errNoPasskeys       = apierror.New(http.StatusConflict, "NO_PASSKEYS", "the namespace has no passkey to sign in with")
+	errRateLimited      = apierror.New(http.StatusTooManyRequests, "RATE_LIMITED", "too many attempts; retry later")
+	errReauthRequired   = apierror.New(http.StatusForbidden, "REAUTH_REQUIRED", "verify with a passkey again (GET /v1/auth/verify/options, POST /v1/auth/verify) within 5 minutes before this action")
+)

@@ -26,6 +26,12 @@ type sessionClaims struct {
 // account deletion) refuses the token at once on every instance. An unknown
 // or deactivated namespace gets no session.
 func (s *Server) IssueSession(ctx context.Context, ns string) (token string, expires time.Time, err error) {
+	return s.issueSession(ctx, ns, false)
+}
+
+// issueSession starts a session of ns; verified records that its owner has
+// just completed a passkey assertion (recent verification, DECISIONS §4).
+func (s *Server) issueSession(ctx context.Context, ns string, verified bool) (token string, expires time.Time, err error) {
 	rec, err := s.store.namespace(ctx, ns)
 	if err != nil {
 		return "", time.Time{}, err
@@ -38,6 +44,11 @@ func (s *Server) IssueSession(ctx context.Context, ns string) (token string, exp
 	sid, err := s.store.createSession(ctx, ns, now, expires)
 	if err != nil {
 		return "", time.Time{}, err
+	}
+	if verified {
+		if err := s.store.markVerified(ctx, sid, s.now()); err != nil {
+			return "", time.Time{}, err
+		}
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, sessionClaims{
 		Namespace: ns,
@@ -57,19 +68,28 @@ func (s *Server) IssueSession(ctx context.Context, ns string) (token string, exp
 // session authenticates a session token: HS256 only, exp required, and the
 // sid must still be live in the database for the same namespace.
 func (s *Server) session(ctx context.Context, token string) (namespace string, err error) {
-	var c sessionClaims
-	_, err = jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return s.cfg.JWTSecret, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithTimeFunc(s.now))
-	if err != nil || c.Namespace == "" || c.SessionID == "" {
-		return "", errSessionInvalid
+	c, err := s.parseSession(token)
+	if err != nil {
+		return "", err
 	}
 	if err := s.store.checkSession(ctx, c.SessionID, c.Namespace, s.now()); err != nil {
 		return "", err
 	}
 	return c.Namespace, nil
+}
+
+// parseSession checks a token's signature and expiry, not the database.
+func (s *Server) parseSession(token string) (sessionClaims, error) {
+	var c sessionClaims
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return s.cfg.JWTSecret, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(s.now))
+	if err != nil || c.Namespace == "" || c.SessionID == "" {
+		return sessionClaims{}, errSessionInvalid
+	}
+	return c, nil
 }
 
 // sessionCookie builds the idn_session cookie: HttpOnly, SameSite=Lax,
@@ -95,5 +115,12 @@ func (s *Server) sessionCookie(r *http.Request, token string, expires time.Time)
 			c.Secure = false
 		}
 	}
+	return c
+}
+
+// clearedSessionCookie expires the idn_session cookie in the browser.
+func (s *Server) clearedSessionCookie(r *http.Request) *http.Cookie {
+	c := s.sessionCookie(r, "", s.now())
+	c.Expires, c.MaxAge = time.Unix(0, 0), -1
 	return c
 }

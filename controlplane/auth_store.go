@@ -1,0 +1,335 @@
+package controlplane
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
+	"github.com/go-webauthn/webauthn/protocol/webauthncose"
+	"github.com/go-webauthn/webauthn/webauthn"
+)
+
+// Ceremony kinds a challenge is bound to.
+const (
+	ceremonySignup  = "signup"
+	ceremonyLogin   = "login"
+	ceremonyPasskey = "passkey"
+	ceremonyVerify  = "verify"
+)
+
+// saveChallenge stores the server side of a ceremony until expires.
+func (s *Store) saveChallenge(ctx context.Context, kind, ns, sid string, sd *webauthn.SessionData, expires time.Time) error {
+	data, err := json.Marshal(sd)
+	if err != nil {
+		return fmt.Errorf("controlplane: encode challenge: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO webauthn_challenges (challenge, kind, namespace, session_id, data, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, sd.Challenge, kind, ns, sid, string(data), micros(expires))
+	return dbErr("insert challenge", err)
+}
+
+// takeChallenge consumes a challenge of the given kind, namespace and
+// session: the DELETE makes it single-use even across instances. A
+// challenge issued for another kind, namespace or session is not found
+// (and stays usable by its own ceremony).
+func (s *Store) takeChallenge(ctx context.Context, challenge, kind, ns, sid string, now time.Time) (webauthn.SessionData, error) {
+	var (
+		sd      webauthn.SessionData
+		data    string
+		expires int64
+	)
+	err := s.db.QueryRowContext(ctx, `DELETE FROM webauthn_challenges
+		WHERE challenge = $1 AND kind = $2 AND namespace = $3 AND session_id = $4 RETURNING data, expires_at`,
+		challenge, kind, ns, sid).Scan(&data, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sd, errChallengeInvalid
+	}
+	if err != nil {
+		return sd, dbErr("take challenge", err)
+	}
+	if expires <= micros(now) {
+		return sd, errChallengeExpired
+	}
+	if err := json.Unmarshal([]byte(data), &sd); err != nil {
+		return sd, fmt.Errorf("controlplane: decode stored challenge: %w", err)
+	}
+	return sd, nil
+}
+
+// passkey is a stored WebAuthn credential of a namespace's owner.
+type passkey struct {
+	ID         string
+	Name       string
+	Algorithm  int64
+	CreatedAt  time.Time
+	LastUsedAt time.Time
+	Credential webauthn.Credential
+}
+
+// credentialID is the stored (base64url) form of a raw credential id.
+func credentialID(raw []byte) string { return base64.RawURLEncoding.EncodeToString(raw) }
+
+const passkeyColumns = `id, name, algorithm, sign_count, credential, created_at, last_used_at`
+
+func scanPasskey(row interface{ Scan(...any) error }) (passkey, error) {
+	var (
+		p       passkey
+		count   int64
+		cred    string
+		created int64
+		used    sql.NullInt64
+	)
+	if err := row.Scan(&p.ID, &p.Name, &p.Algorithm, &count, &cred, &created, &used); err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal([]byte(cred), &p.Credential); err != nil {
+		return p, fmt.Errorf("controlplane: decode passkey %s: %w", p.ID, err)
+	}
+	// The column is the authority on the counter; a clone warning is never
+	// carried over, it is decided per assertion.
+	p.Credential.Authenticator.SignCount = uint32(count)
+	p.Credential.Authenticator.CloneWarning = false
+	p.CreatedAt, p.LastUsedAt = fromMicros(created), fromNullMicros(used)
+	return p, nil
+}
+
+// passkeys returns the passkeys of ns, oldest first.
+func (s *Store) passkeys(ctx context.Context, ns string) ([]passkey, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+passkeyColumns+` FROM passkeys WHERE namespace = $1 ORDER BY created_at, id`, ns)
+	if err != nil {
+		return nil, dbErr("list passkeys", err)
+	}
+	defer rows.Close()
+	out := []passkey{}
+	for rows.Next() {
+		p, err := scanPasskey(rows)
+		if err != nil {
+			return nil, dbErr("scan passkey", err)
+		}
+		out = append(out, p)
+	}
+	return out, dbErr("list passkeys", rows.Err())
+}
+
+// insertPasskey stores cred as a passkey of ns inside tx.
+func insertPasskey(ctx context.Context, tx *sql.Tx, ns, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
+	data, err := json.Marshal(cred)
+	if err != nil {
+		return passkey{}, fmt.Errorf("controlplane: encode passkey: %w", err)
+	}
+	// The algorithm is read from the verified COSE key, not from the
+	// client's optional publicKeyAlgorithm member.
+	var key webauthncose.PublicKeyData
+	if err := webauthncbor.Unmarshal(cred.PublicKey, &key); err != nil {
+		return passkey{}, fmt.Errorf("controlplane: decode passkey public key: %w", err)
+	}
+	p := passkey{ID: newID("pk_"), Name: name, Algorithm: key.Algorithm,
+		CreatedAt: now.UTC().Truncate(time.Microsecond), Credential: *cred}
+	_, err = tx.ExecContext(ctx, `INSERT INTO passkeys (id, namespace, credential_id, name, algorithm, sign_count, credential, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		p.ID, ns, credentialID(cred.ID), name, p.Algorithm, int64(cred.Authenticator.SignCount), string(data), micros(now))
+	if isUniqueViolation(err) {
+		return p, errPasskeyExists
+	}
+	return p, dbErr("insert passkey", err)
+}
+
+// createAccount registers ns for a new account whose first passkey is
+// cred. A namespace that exists, even deactivated, is never taken again.
+func (s *Store) createAccount(ctx context.Context, ns, accountID, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
+	var p passkey
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM namespaces WHERE namespace = $1`, ns).Scan(&n); err != nil {
+			return dbErr("namespace lookup", err)
+		}
+		if n > 0 {
+			return errNamespaceTaken
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO accounts (id, created_at) VALUES ($1, $2)`, accountID, micros(now)); err != nil {
+			return dbErr("insert account", err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO namespaces (namespace, owner_id, created_at, updated_at) VALUES ($1, $2, $3, $3)`,
+			ns, accountID, micros(now))
+		if isUniqueViolation(err) {
+			return errNamespaceTaken
+		}
+		if err != nil {
+			return dbErr("insert namespace", err)
+		}
+		p, err = insertPasskey(ctx, tx, ns, name, cred, now)
+		return err
+	})
+	return p, err
+}
+
+// addPasskey stores another passkey of ns.
+func (s *Store) addPasskey(ctx context.Context, ns, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
+	var p passkey
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		p, err = insertPasskey(ctx, tx, ns, name, cred, now)
+		return err
+	})
+	return p, err
+}
+
+// usePasskey records a verified assertion of cred: the new counter and
+// flags. The UPDATE only applies while the stored counter is below the
+// asserted one (or both are zero: authenticators without a counter), so of
+// two assertions racing with one counter value exactly one passes, and a
+// regression is errPasskeyCloned.
+func (s *Store) usePasskey(ctx context.Context, ns string, cred *webauthn.Credential, now time.Time) error {
+	data, err := json.Marshal(cred)
+	if err != nil {
+		return fmt.Errorf("controlplane: encode passkey: %w", err)
+	}
+	count := int64(cred.Authenticator.SignCount)
+	res, err := s.db.ExecContext(ctx, `UPDATE passkeys SET sign_count = $3, credential = $4, last_used_at = $5
+		WHERE credential_id = $1 AND namespace = $2 AND (sign_count < $3 OR (sign_count = 0 AND $3 = 0))`,
+		credentialID(cred.ID), ns, count, string(data), micros(now))
+	if err != nil {
+		return dbErr("update passkey", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errPasskeyCloned
+	}
+	return nil
+}
+
+// renamePasskey renames passkey id of ns.
+func (s *Store) renamePasskey(ctx context.Context, ns, id, name string) (passkey, error) {
+	p, err := scanPasskey(s.db.QueryRowContext(ctx, `UPDATE passkeys SET name = $3 WHERE id = $1 AND namespace = $2 RETURNING `+passkeyColumns,
+		id, ns, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, errPasskeyNotFound
+	}
+	return p, dbErr("rename passkey", err)
+}
+
+// deletePasskey removes passkey id of ns unless it is the last one. The
+// namespace row is locked on PostgreSQL, so two concurrent deletions cannot
+// remove the last two passkeys.
+func (s *Store) deletePasskey(ctx context.Context, ns, id string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var owner string
+		if err := tx.QueryRowContext(ctx, `SELECT owner_id FROM namespaces WHERE namespace = $1`+s.forUpdate(), ns).Scan(&owner); err != nil {
+			return dbErr("namespace", err)
+		}
+		var mine, total int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN id = $2 THEN 1 ELSE 0 END), 0)
+			FROM passkeys WHERE namespace = $1`, ns, id).Scan(&total, &mine); err != nil {
+			return dbErr("count passkeys", err)
+		}
+		switch {
+		case mine == 0:
+			return errPasskeyNotFound
+		case total <= 1:
+			return errLastPasskey
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM passkeys WHERE id = $1 AND namespace = $2`, id, ns)
+		return dbErr("delete passkey", err)
+	})
+}
+
+// accountSettings are the owner's notification preferences.
+type accountSettings struct {
+	EmailNotifications    bool `json:"email_notifications"`
+	WebhookFailuresNotify bool `json:"webhook_failures_notify"`
+}
+
+// account returns the account owning ns: its id (also its WebAuthn user
+// handle), creation time and settings.
+func (s *Store) account(ctx context.Context, ns string) (id string, created time.Time, set accountSettings, err error) {
+	var at int64
+	var email, webhook int
+	err = s.db.QueryRowContext(ctx, `SELECT a.id, a.created_at, a.email_notifications, a.webhook_failures_notify
+		FROM namespaces n JOIN accounts a ON a.id = n.owner_id WHERE n.namespace = $1`, ns).Scan(&id, &at, &email, &webhook)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, set, errNamespaceNotFound
+	}
+	if err != nil {
+		return "", time.Time{}, set, dbErr("account", err)
+	}
+	return id, fromMicros(at), accountSettings{EmailNotifications: email == 1, WebhookFailuresNotify: webhook == 1}, nil
+}
+
+// updateSettings sets the non-nil settings of the account owning ns.
+func (s *Store) updateSettings(ctx context.Context, ns string, email, webhook *bool) error {
+	flag := func(b *bool) sql.NullInt64 {
+		if b == nil {
+			return sql.NullInt64{}
+		}
+		if *b {
+			return sql.NullInt64{Int64: 1, Valid: true}
+		}
+		return sql.NullInt64{Int64: 0, Valid: true}
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE accounts SET
+			email_notifications = COALESCE($2, email_notifications),
+			webhook_failures_notify = COALESCE($3, webhook_failures_notify)
+		WHERE id = (SELECT owner_id FROM namespaces WHERE namespace = $1)`, ns, flag(email), flag(webhook))
+	return dbErr("update settings", err)
+}
+
+// markVerified records that the owner of session sid has just completed a
+// passkey assertion.
+func (s *Store) markVerified(ctx context.Context, sid string, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET verified_at = $2 WHERE id = $1`, sid, micros(now))
+	return dbErr("mark session verified", err)
+}
+
+// verifiedAt is when the owner of session sid last completed a passkey
+// assertion (zero: never).
+func (s *Store) verifiedAt(ctx context.Context, sid string) (time.Time, error) {
+	var at sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT verified_at FROM sessions WHERE id = $1`, sid).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, errSessionInvalid
+	}
+	return fromNullMicros(at), dbErr("session", err)
+}
+
+// deleteSession ends session sid.
+func (s *Store) deleteSession(ctx context.Context, sid string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id = $1`, sid)
+	return dbErr("delete session", err)
+}
+
+// deactivateNamespace leaves the tombstone of an account deletion: the
+// namespace row stays (so the name is never registered again and the DID
+// resolves as deactivated) while its passkeys, challenges and sessions go.
+func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE namespaces SET deactivated_at = $2, updated_at = $2
+			WHERE namespace = $1 AND deactivated_at IS NULL`, ns, micros(now)); err != nil {
+			return dbErr("deactivate namespace", err)
+		}
+		for _, q := range []string{
+			`DELETE FROM passkeys WHERE namespace = $1`,
+			`DELETE FROM webauthn_challenges WHERE namespace = $1`,
+			`DELETE FROM sessions WHERE namespace = $1`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, ns); err != nil {
+				return dbErr("delete account data", err)
+			}
+		}
+		return nil
+	})
+}
+
+// cleanupAuth deletes expired challenges, and rate-limit rows whose window
+// has closed and whose backoff ended at least a window ago.
+func (s *Store) cleanupAuth(ctx context.Context, now time.Time) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM webauthn_challenges WHERE expires_at <= $1`, micros(now)); err != nil {
+		return dbErr("delete challenges", err)
+	}
+	old := micros(now.Add(-limitWindow))
+	_, err := s.db.ExecContext(ctx, `DELETE FROM auth_limits WHERE window_start <= $1 AND blocked_until <= $1`, old)
+	return dbErr("delete rate limits", err)
+}
