@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -257,4 +259,44 @@ func TestCeremonyRoutesNeedOrigins(t *testing.T) {
 	if _, err := New(Config{Store: e.st, JWTSecret: testSecret, Auth: AuthConfig{Origins: []string{"https://a.dash.example", "https://dash.example"}, RPID: "dash.example"}}); err != nil {
 		t.Errorf("subdomain origin refused: %v", err)
 	}
+}
+
+// TestConcurrentReplay: one assertion sent by many clients at once signs
+// in exactly once (the challenge is consumed by a single DELETE).
+func TestConcurrentReplay(t *testing.T) {
+	forEachAuthEngine(t, func(t *testing.T, e *env) {
+		dev := newDevice(t, "EdDSA")
+		e.signup("alice", dev).want(t, http.StatusCreated, "")
+		o := e.do("GET", "/v1/auth/login/options?namespace=alice", nil).want(t, http.StatusOK, "")
+		body, _ := json.Marshal(map[string]any{"namespace": "alice", "credential": dev.get(t, o.body)})
+		const n = 8
+		statuses := make(chan int, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				res, err := e.ts.Client().Post(e.ts.URL+"/v1/auth/login", "application/json", bytes.NewReader(body))
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				res.Body.Close()
+				statuses <- res.StatusCode
+			})
+		}
+		wg.Wait()
+		close(statuses)
+		ok := 0
+		for s := range statuses {
+			switch s {
+			case http.StatusOK:
+				ok++
+			case http.StatusUnauthorized, http.StatusTooManyRequests:
+			default:
+				t.Errorf("status %d", s)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("%d logins succeeded with one assertion, want 1", ok)
+		}
+	})
 }

@@ -65,7 +65,7 @@ func (s *Server) initAuth() error {
 	}
 	if a.RPID == "" {
 		u, _ := url.Parse(a.Origins[0])
-		a.RPID = u.Hostname()
+		a.RPID = strings.ToLower(u.Hostname())
 	}
 	for _, o := range a.Origins {
 		u, _ := url.Parse(o)
