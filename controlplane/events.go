@@ -21,20 +21,31 @@ type Event struct {
 	At    time.Time
 }
 
-// Events receives lifecycle events (webhook delivery, cache invalidation).
-// Publish is called synchronously after the change has committed; an error
-// is logged and does not undo the change, so an implementation that must not
-// lose events should enqueue durably and return quickly.
+// Events receives lifecycle events in process (cache invalidation,
+// metrics). Publish is called synchronously after the change has
+// committed; an error is logged and does not undo the change. A crash
+// between the commit and Publish loses the call: webhook deliveries do not
+// depend on it, since their outbox rows are written by the database in the
+// claim change's own transaction (see migrate_webhooks.go), and registry
+// writes in queue mode are found from the claims themselves.
 type Events interface {
 	Publish(ctx context.Context, e Event) error
 }
 
+// publish runs the in-process follow-ups of a committed claim change: the
+// registry write in sync mode (before the request answers) or its
+// enqueueing in memory mode, a nudge to RunWorkers for the webhook
+// deliveries the change queued, and Config.Events.
 func (s *Server) publish(ctx context.Context, typ string, c Claim) {
+	// The request may be ending; the follow-ups must still happen.
+	ctx = context.WithoutCancel(ctx)
+	if reg := s.cfg.Webhooks.rt.registry; reg != nil {
+		reg.claimChanged(ctx, c)
+	}
+	s.wakeWorkers()
 	if s.cfg.Events == nil {
 		return
 	}
-	// The request may be ending; the event must still go out.
-	ctx = context.WithoutCancel(ctx)
 	if err := s.cfg.Events.Publish(ctx, Event{Type: typ, Claim: c, At: s.now()}); err != nil {
 		s.log.ErrorContext(ctx, "publish event failed", "type", typ, "claim_id", c.ID, "err", err)
 	}

@@ -1,0 +1,365 @@
+package controlplane
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Delivery states.
+const (
+	deliveryPending   = "pending"
+	deliveryDelivered = "delivered"
+	deliveryFailed    = "failed"
+	deliveryCanceled  = "canceled"
+)
+
+func encodeEvents(events []string) string { return "," + strings.Join(events, ",") + "," }
+
+func decodeEvents(s string) []string { return strings.Split(strings.Trim(s, ","), ",") }
+
+const webhookColumns = `id, service_id, url, events, created_at, updated_at`
+
+func scanWebhook(row interface{ Scan(...any) error }) (webhook, error) {
+	var (
+		wh               webhook
+		events           string
+		created, updated int64
+	)
+	err := row.Scan(&wh.ID, &wh.ServiceID, &wh.URL, &events, &created, &updated)
+	wh.Events, wh.CreatedAt, wh.UpdatedAt = decodeEvents(events), fromMicros(created), fromMicros(updated)
+	return wh, err
+}
+
+// createWebhook stores a webhook of one of owner's services, refusing when
+// the service already has max webhooks. The service row is locked so the
+// limit holds under concurrency.
+func (s *Store) createWebhook(ctx context.Context, owner string, wh webhook, sealed string, max int, now time.Time) (webhook, error) {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var id string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`+s.forUpdate(), wh.ServiceID, owner).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errServiceNotFound
+		}
+		if err != nil {
+			return dbErr("service", err)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhooks WHERE service_id = $1`, wh.ServiceID).Scan(&n); err != nil {
+			return dbErr("count webhooks", err)
+		}
+		if n >= max {
+			return errWebhookLimit
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO webhooks (id, service_id, url, events, secret, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $6)`, wh.ID, wh.ServiceID, wh.URL, encodeEvents(wh.Events), sealed, micros(now))
+		return dbErr("insert webhook", err)
+	})
+	wh.CreatedAt, wh.UpdatedAt = fromMicros(micros(now)), fromMicros(micros(now))
+	return wh, err
+}
+
+func (s *Store) listWebhooks(ctx context.Context, owner, serviceID string) ([]webhook, error) {
+	if _, err := s.service(ctx, owner, serviceID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE service_id = $1 ORDER BY created_at, id`, serviceID)
+	if err != nil {
+		return nil, dbErr("list webhooks", err)
+	}
+	defer rows.Close()
+	out := []webhook{}
+	for rows.Next() {
+		wh, err := scanWebhook(rows)
+		if err != nil {
+			return nil, dbErr("scan webhook", err)
+		}
+		out = append(out, wh)
+	}
+	return out, dbErr("list webhooks", rows.Err())
+}
+
+// webhook returns webhook wid of service serviceID of owner; anything else
+// is reported as absent.
+func (s *Store) webhook(ctx context.Context, owner, serviceID, wid string) (webhook, error) {
+	wh, err := scanWebhook(s.db.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks
+		WHERE id = $1 AND service_id = $2 AND service_id IN (SELECT id FROM services WHERE owner = $3)`, wid, serviceID, owner))
+	if errors.Is(err, sql.ErrNoRows) {
+		return wh, errWebhookNotFound
+	}
+	return wh, dbErr("webhook", err)
+}
+
+func (s *Store) updateWebhook(ctx context.Context, owner, serviceID, wid string, url *string, events *[]string, now time.Time) (webhook, error) {
+	if _, err := s.webhook(ctx, owner, serviceID, wid); err != nil {
+		return webhook{}, err
+	}
+	sets := []string{"updated_at = $2"}
+	args := []any{wid, micros(now)}
+	if url != nil {
+		args = append(args, *url)
+		sets = append(sets, "url = $3")
+	}
+	if events != nil {
+		args = append(args, encodeEvents(*events))
+		sets = append(sets, "events = $"+strconv.Itoa(len(args)))
+	}
+	wh, err := scanWebhook(s.db.QueryRowContext(ctx, `UPDATE webhooks SET `+strings.Join(sets, ", ")+
+		` WHERE id = $1 RETURNING `+webhookColumns, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return wh, errWebhookNotFound
+	}
+	return wh, dbErr("update webhook", err)
+}
+
+// deleteWebhook removes a webhook and cancels its pending deliveries in one
+// transaction.
+func (s *Store) deleteWebhook(ctx context.Context, owner, serviceID, wid string, now time.Time) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = $1 AND service_id = $2
+			AND service_id IN (SELECT id FROM services WHERE owner = $3)`, wid, serviceID, owner)
+		if err != nil {
+			return dbErr("delete webhook", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errWebhookNotFound
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'canceled', finished_at = $2,
+			lease_token = NULL, lease_until = NULL WHERE webhook_id = $1 AND state = 'pending'`, wid, micros(now))
+		return dbErr("cancel deliveries", err)
+	})
+}
+
+// deliveryRecord is a delivery as its owner sees it (no URL, no secret).
+type deliveryRecord struct {
+	ID             string          `json:"id"`
+	EventType      string          `json:"event_type"`
+	ClaimID        string          `json:"claim_id"`
+	Status         string          `json:"status"`
+	Attempts       int             `json:"attempts"`
+	CreatedAt      time.Time       `json:"created_at"`
+	NextAttemptAt  *time.Time      `json:"next_attempt_at,omitempty"`
+	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
+	LastStatusCode *int            `json:"last_status_code,omitempty"`
+	LastError      string          `json:"last_error,omitempty"`
+	AttemptLog     []attemptRecord `json:"attempt_log"`
+}
+
+// attemptRecord is one attempt: status_code is absent when no response
+// arrived.
+type attemptRecord struct {
+	Attempt    int       `json:"attempt"`
+	At         time.Time `json:"at"`
+	StatusCode *int      `json:"status_code,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+// listDeliveries returns the newest deliveries of a webhook with their
+// attempts.
+func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string, limit int) ([]deliveryRecord, error) {
+	if _, err := s.webhook(ctx, owner, serviceID, wid); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, event_type, claim_id, state, attempts, created_at, next_attempt_at,
+			finished_at, last_status_code, last_error
+		FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, wid, limit)
+	if err != nil {
+		return nil, dbErr("list deliveries", err)
+	}
+	out := []deliveryRecord{}
+	index := map[string]int{}
+	err = func() error {
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				d             deliveryRecord
+				created, next int64
+				finished      sql.NullInt64
+				code          sql.NullInt64
+				lastErr       sql.NullString
+			)
+			if err := rows.Scan(&d.ID, &d.EventType, &d.ClaimID, &d.Status, &d.Attempts, &created, &next, &finished, &code, &lastErr); err != nil {
+				return dbErr("scan delivery", err)
+			}
+			d.CreatedAt, d.FinishedAt, d.LastError = fromMicros(created), timePtr(finished), lastErr.String
+			if d.Status == deliveryPending {
+				t := fromMicros(next)
+				d.NextAttemptAt = &t
+			}
+			if code.Valid {
+				c := int(code.Int64)
+				d.LastStatusCode = &c
+			}
+			d.AttemptLog = []attemptRecord{}
+			index[d.ID] = len(out)
+			out = append(out, d)
+		}
+		return dbErr("list deliveries", rows.Err())
+	}()
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	rows, err = s.db.QueryContext(ctx, `SELECT a.delivery_id, a.attempt, a.at, a.status_code, a.error, a.duration_ms
+		FROM webhook_attempts a WHERE a.delivery_id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = $1
+			ORDER BY created_at DESC, id DESC LIMIT $2) ORDER BY a.delivery_id, a.attempt`, wid, limit)
+	if err != nil {
+		return nil, dbErr("list attempts", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id   string
+			a    attemptRecord
+			at   int64
+			code sql.NullInt64
+		)
+		if err := rows.Scan(&id, &a.Attempt, &at, &code, &a.Error, &a.DurationMS); err != nil {
+			return nil, dbErr("scan attempt", err)
+		}
+		a.At = fromMicros(at)
+		if code.Valid {
+			c := int(code.Int64)
+			a.StatusCode = &c
+		}
+		if i, ok := index[id]; ok {
+			out[i].AttemptLog = append(out[i].AttemptLog, a)
+		}
+	}
+	return out, dbErr("list attempts", rows.Err())
+}
+
+// delivery is a leased delivery: what the worker needs to send it.
+type delivery struct {
+	ID, WebhookID, URL, Secret string
+	EventType                  string
+	OccurredAt, CreatedAt      time.Time
+	Claim                      Claim
+	Attempts                   int
+}
+
+// claimDeliveries leases up to n due pending deliveries for leaseFor under
+// token. Rows leased by another worker (lease not expired) are skipped; on
+// PostgreSQL, SKIP LOCKED also keeps concurrent workers off each other's
+// candidate rows, and the outer conditions re-check what the inner select
+// saw, so a row is only ever leased by one worker at a time.
+func (s *Store) claimDeliveries(ctx context.Context, token string, n int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
+	skip := ""
+	if s.pg {
+		skip = " FOR UPDATE SKIP LOCKED"
+	}
+	rows, err := s.db.QueryContext(ctx, `UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2
+		WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $3
+				AND (lease_until IS NULL OR lease_until <= $3) ORDER BY next_attempt_at LIMIT $4`+skip+`)
+			AND state = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
+		RETURNING id, webhook_id, url, secret, event_type, occurred_at, created_at, claim_id, namespace, service,
+			public_key, subject, agent_id, agent_name, claim_status, attempts`,
+		token, micros(now.Add(leaseFor)), micros(now), n)
+	if err != nil {
+		return nil, dbErr("lease deliveries", err)
+	}
+	defer rows.Close()
+	var out []delivery
+	for rows.Next() {
+		var (
+			d                 delivery
+			occurred, created int64
+		)
+		c := &d.Claim
+		if err := rows.Scan(&d.ID, &d.WebhookID, &d.URL, &d.Secret, &d.EventType, &occurred, &created, &c.ID, &c.Namespace, &c.Service,
+			&c.PublicKey, &c.Subject, &c.AgentID, &c.AgentName, &c.Status, &d.Attempts); err != nil {
+			return nil, dbErr("scan delivery", err)
+		}
+		d.OccurredAt, d.CreatedAt = fromMicros(occurred), fromMicros(created)
+		out = append(out, d)
+	}
+	return out, dbErr("lease deliveries", rows.Err())
+}
+
+// currentTarget returns the URL and sealed secret of a webhook that still
+// exists, so queued deliveries follow a URL change.
+func (s *Store) currentTarget(ctx context.Context, webhookID string) (url, sealed string, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT url, secret FROM webhooks WHERE id = $1`, webhookID).Scan(&url, &sealed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	return url, sealed, err == nil, dbErr("webhook target", err)
+}
+
+// attemptOutcome is the result of one delivery attempt.
+type attemptOutcome struct {
+	At         time.Time
+	StatusCode int // 0: no response
+	Err        string
+	Duration   time.Duration
+	Delivered  bool
+	// NextAt is when to retry; zero means the failure is terminal.
+	NextAt time.Time
+}
+
+// finishAttempt records an attempt of a delivery leased under token and
+// moves the delivery on (delivered, failed, or due again at NextAt). It is
+// conditional on the lease: when the lease was lost, nothing is written
+// and ok is false. A delivered row is never touched again, so each
+// webhook-id succeeds at most once.
+func (s *Store) finishAttempt(ctx context.Context, id, token string, o attemptOutcome) (state string, ok bool, err error) {
+	state = deliveryPending
+	if o.Delivered {
+		state = deliveryDelivered
+	} else if o.NextAt.IsZero() {
+		state = deliveryFailed
+	}
+	var finished sql.NullInt64
+	next := o.NextAt
+	if state != deliveryPending {
+		finished, next = nullMicros(o.At), o.At
+	}
+	code := sql.NullInt64{Int64: int64(o.StatusCode), Valid: o.StatusCode != 0}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var attempt int
+		err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET state = $3, attempts = attempts + 1, next_attempt_at = $4,
+				finished_at = $5, last_status_code = $6, last_error = $7, lease_token = NULL, lease_until = NULL
+			WHERE id = $1 AND lease_token = $2 AND state = 'pending' RETURNING attempts`,
+			id, token, state, micros(next), finished, code, o.Err).Scan(&attempt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return dbErr("finish delivery", err)
+		}
+		ok = true
+		_, err = tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)
+			VALUES ($1, $2, $3, $4, $5, $6)`, id, attempt, micros(o.At), code, o.Err, o.Duration.Milliseconds())
+		return dbErr("record attempt", err)
+	})
+	return state, ok, err
+}
+
+// releaseLease gives a leased delivery back untouched (the worker stopped
+// before attempting it).
+func (s *Store) releaseLease(ctx context.Context, id, token string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_token = NULL, lease_until = NULL
+		WHERE id = $1 AND lease_token = $2 AND state = 'pending'`, id, token)
+	return dbErr("release delivery", err)
+}
+
+// pruneDeliveries deletes finished deliveries (and their attempts) that
+// finished before cutoff.
+func (s *Store) pruneDeliveries(ctx context.Context, cutoff time.Time) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1`, micros(cutoff))
+	return dbErr("prune deliveries", err)
+}
+
+// serviceOwner returns the namespace owning the service with slug, and
+// whether it exists.
+func (s *Store) serviceOwner(ctx context.Context, slug string) (string, bool, error) {
+	var owner string
+	err := s.db.QueryRowContext(ctx, `SELECT owner FROM services WHERE slug = $1`, slug).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return owner, err == nil, dbErr("service owner", err)
+}
