@@ -14,6 +14,7 @@ import (
 // holds no fresh claims (503 AUTH_CLAIMS_UNAVAILABLE with Retry-After, and
 // /health/ready 503 until claims first load) and recovers by itself.
 func TestControlPlaneOutage(t *testing.T) {
+	t.Parallel() // mostly waiting on the claims clock
 	w := newWorld(t)
 	upstream := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		io.WriteString(rw, "ok")
