@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -220,4 +221,79 @@ func TestMaintainAuth(t *testing.T) {
 			t.Fatalf("left %d challenges, %d limits", count("webauthn_challenges"), count("auth_limits"))
 		}
 	})
+}
+
+// TestRateLimitConcurrent: attempts racing on one key are all counted, so
+// exactly the allowed number pass (the row is locked, or SQLite's write
+// lock serialises them).
+func TestRateLimitConcurrent(t *testing.T) {
+	forEachAuthEngine(t, func(t *testing.T, e *env) {
+		const n = 12
+		passed := make(chan time.Duration, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				wait, err := e.st.limitAttempt(context.Background(), "signup:192.0.2.1", signupAttemptsPerHour, e.srv.now())
+				if err != nil {
+					t.Error(err)
+				}
+				passed <- wait
+			})
+		}
+		wg.Wait()
+		close(passed)
+		ok := 0
+		for wait := range passed {
+			if wait == 0 {
+				ok++
+			}
+		}
+		if ok != signupAttemptsPerHour {
+			t.Fatalf("%d attempts passed, want %d", ok, signupAttemptsPerHour)
+		}
+	})
+}
+
+// TestAccountDeletionSendsWebhooks: the revocations of an account deletion
+// reach the services' webhooks, signed, like an owner's revoke would.
+func TestAccountDeletionSendsWebhooks(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			e := newEnv(t, openStore(t, storeConfig(t, engine)), func(c *Config) {
+				withWebhooks(nil)(c)
+				c.Auth = AuthConfig{Origins: []string{testOrigin}}
+			})
+			dev := newDevice(t, "ES256")
+			tok := sessionOf(t, e.signup("alice", dev).want(t, http.StatusCreated, ""))
+			a1, a2 := newAgent(t, "alice"), newAgent(t, "alice")
+			seeded := e.seed(map[string]any{
+				"services": []map[string]string{{"slug": "github", "owner": "ops"}},
+				"claims": []map[string]string{
+					{"namespace": "alice", "service": "github", "public_key": pubKey(a1), "status": "approved"},
+					{"namespace": "alice", "service": "github", "public_key": pubKey(a2), "status": "approved"},
+				},
+			})
+			rc := newReceiver(t)
+			ops := withSession(seeded.Sessions["ops"])
+			_, secret := e.createWebhook(ops, e.serviceID(ops), map[string]any{"url": rc.ts.URL, "events": []string{EventRevoked}})
+			rc.setSecret(secret)
+
+			e.do("DELETE", "/v1/auth/account", nil, withSession(tok), fromBrowser).want(t, http.StatusOK, "")
+			if n := e.deliverDue(); n != 2 {
+				t.Fatalf("delivered %d webhooks, want 2", n)
+			}
+			got, bad := rc.counts()
+			revoked := map[string]bool{}
+			rc.mu.Lock()
+			for id := range got {
+				if p := rc.bodies[id]; p.Type == EventRevoked && p.Data.Namespace == "alice" {
+					revoked[p.Data.ClaimID] = true
+				}
+			}
+			rc.mu.Unlock()
+			if bad != 0 || !revoked[seeded.Claims[0].ClaimID] || !revoked[seeded.Claims[1].ClaimID] {
+				t.Fatalf("receiver got %v (bad %d), revoked %v", got, bad, revoked)
+			}
+		})
+	}
 }

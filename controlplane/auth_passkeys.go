@@ -489,15 +489,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 // assertionOptions answers the request options of a login or verify
 // ceremony, counted under the namespace's login limit.
 func (s *Server) assertionOptions(w http.ResponseWriter, r *http.Request, kind string, sess ownerSession) {
-	if !s.checkAttempt(w, r, loginLimitKey(sess.namespace), loginAttemptsPerHour) {
-		return
-	}
+	// The namespace is looked up first, so made-up names leave no
+	// rate-limit rows behind.
 	rec, err := s.store.namespace(r.Context(), sess.namespace)
 	if err == nil && !rec.Deactivated.IsZero() {
 		err = errNamespaceDeactivated
 	}
 	if err != nil {
 		s.writeErr(w, r, err)
+		return
+	}
+	if !s.checkAttempt(w, r, loginLimitKey(sess.namespace), loginAttemptsPerHour) {
 		return
 	}
 	opts, err := s.beginAssertion(r.Context(), kind, sess.namespace, sess.id)
