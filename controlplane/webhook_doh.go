@@ -33,7 +33,7 @@ type dohResolver struct {
 func newDoHResolver(endpoint string, timeout time.Duration) (*dohResolver, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return nil, errors.New("controlplane: webhook DNS resolver URL must be an absolute https URL without credentials")
+		return nil, errors.New("controlplane: webhook DNS resolver URL must be an absolute http(s) URL without credentials")
 	}
 	return &dohResolver{endpoint: endpoint, client: &http.Client{Timeout: timeout}}, nil
 }
