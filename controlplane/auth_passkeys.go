@@ -97,7 +97,7 @@ func (s *Server) authRoutes(m *http.ServeMux) {
 	m.Handle("PATCH /v1/auth/passkeys/{id}", s.owner(s.renamePasskey))
 	m.Handle("DELETE /v1/auth/passkeys/{id}", s.owner(s.deletePasskey))
 	m.Handle("PATCH /v1/auth/settings", s.owner(s.updateSettings))
-	m.Handle("DELETE /v1/auth/account", s.ownerSession(s.deleteAccount))
+	m.Handle("DELETE /v1/auth/account", s.withOwnerSession(s.deleteAccount))
 	if s.cfg.Auth.rp == nil {
 		return
 	}
@@ -105,10 +105,10 @@ func (s *Server) authRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /v1/auth/signup", s.signup)
 	m.HandleFunc("GET /v1/auth/login/options", s.loginOptions)
 	m.HandleFunc("POST /v1/auth/login", s.login)
-	m.Handle("GET /v1/auth/passkeys/options", s.ownerSession(s.passkeyOptions))
-	m.Handle("POST /v1/auth/passkeys", s.ownerSession(s.addPasskey))
-	m.Handle("GET /v1/auth/verify/options", s.ownerSession(s.verifyOptions))
-	m.Handle("POST /v1/auth/verify", s.ownerSession(s.verify))
+	m.Handle("GET /v1/auth/passkeys/options", s.withOwnerSession(s.passkeyOptions))
+	m.Handle("POST /v1/auth/passkeys", s.withOwnerSession(s.addPasskey))
+	m.Handle("GET /v1/auth/verify/options", s.withOwnerSession(s.verifyOptions))
+	m.Handle("POST /v1/auth/verify", s.withOwnerSession(s.verify))
 }
 
 // ownerSession is the live session behind an owner request.
@@ -117,8 +117,8 @@ type ownerSession struct {
 	id        string
 }
 
-// ownerSession wraps owner for routes that also need the session id.
-func (s *Server) ownerSession(next func(http.ResponseWriter, *http.Request, ownerSession)) http.Handler {
+// withOwnerSession wraps owner for routes that also need the session id.
+func (s *Server) withOwnerSession(next func(http.ResponseWriter, *http.Request, ownerSession)) http.Handler {
 	return s.owner(func(w http.ResponseWriter, r *http.Request, ns string) {
 		c, err := r.Cookie(SessionCookie) // owner has authenticated it
 		if err != nil {
