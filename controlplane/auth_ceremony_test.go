@@ -300,3 +300,23 @@ func TestConcurrentReplay(t *testing.T) {
 		}
 	})
 }
+
+// TestSeededOwnerAddsPasskey: a namespace created without a passkey (test
+// seed) cannot sign in until its owner adds one in a session.
+func TestSeededOwnerAddsPasskey(t *testing.T) {
+	forEachAuthEngine(t, func(t *testing.T, e *env) {
+		tok := e.seed(map[string]any{"namespaces": []string{"acme"}}).Sessions["acme"]
+		e.do("GET", "/v1/auth/login/options?namespace=acme", nil).want(t, http.StatusConflict, "NO_PASSKEYS")
+		e.do("GET", "/v1/auth/verify/options", nil, withSession(tok)).want(t, http.StatusConflict, "NO_PASSKEYS")
+		dev := newDevice(t, "EdDSA")
+		e.addPasskey(tok, dev, "").want(t, http.StatusCreated, "")
+		e.login("acme", dev).want(t, http.StatusOK, "")
+		// A passkey ceremony begun in one session cannot finish in another.
+		other := sessionOf(t, e.login("acme", dev))
+		o := e.do("GET", "/v1/auth/passkeys/options", nil, withSession(tok)).want(t, http.StatusOK, "")
+		e.do("POST", "/v1/auth/passkeys", map[string]any{"credential": newDevice(t, "ES256").create(t, o.body)}, withSession(other)).
+			want(t, http.StatusUnauthorized, "CHALLENGE_INVALID")
+		e.do("POST", "/v1/auth/passkeys", map[string]any{"passkey_name": strings.Repeat("x", 65), "credential": map[string]string{}},
+			withSession(tok)).want(t, http.StatusBadRequest, "VALIDATION_ERROR")
+	})
+}
