@@ -263,23 +263,29 @@ func (a answer) want(t testing.TB, status int, code string) {
 	}
 }
 
-// call sends one request, signed by agent unless agent is nil.
+// call sends one request, signed by agent unless agent is nil, and fails
+// the test on a transport error. Only for the test's own goroutine.
 func call(t testing.TB, client *http.Client, method, url string, agent *identity.Identity, body []byte) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if agent != nil {
-		if err := agent.Sign(req, identity.SignOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, err := do(client, req)
+	a, err := try(client, method, url, agent, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// try is call for any goroutine: it returns the error.
+func try(client *http.Client, method, url string, agent *identity.Identity, body []byte) (answer, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
+	if agent != nil {
+		if err := agent.Sign(req, identity.SignOptions{}); err != nil {
+			return answer{}, err
+		}
+	}
+	return do(client, req)
 }
 
 func do(client *http.Client, req *http.Request) (answer, error) {

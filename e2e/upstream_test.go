@@ -109,8 +109,12 @@ func TestUpstreamFaults(t *testing.T) {
 		for range perCase {
 			wg.Go(func() {
 				start := time.Now()
-				a := call(t, client, "POST", gw.url+"/proxy/"+tc.conn+"/v1/items?page=2", w.agent, []byte(`{"a":1}`))
+				a, err := try(client, "POST", gw.url+"/proxy/"+tc.conn+"/v1/items?page=2", w.agent, []byte(`{"a":1}`))
 				elapsed := time.Since(start)
+				if err != nil {
+					t.Errorf("%s: %v", tc.conn, err)
+					return
+				}
 				e, err := a.envelope()
 				if err != nil || a.status != tc.status || e.Code != tc.code {
 					t.Errorf("%s: got %d %s (%v), want %d %s", tc.conn, a.status, a.body, err, tc.status, tc.code)
@@ -124,12 +128,12 @@ func TestUpstreamFaults(t *testing.T) {
 				if tc.code == "UPSTREAM_TIMEOUT" && (elapsed < time.Second || elapsed > 3*time.Second) {
 					t.Errorf("slow upstream answered after %v; GATEWAY_PROXY_TIMEOUT_SECONDS is 1", elapsed)
 				}
-				if a := call(t, client, "GET", gw.url+"/proxy/healthy/x", w.agent, nil); a.status == 200 {
+				if a, err := try(client, "GET", gw.url+"/proxy/healthy/x", w.agent, nil); err == nil && a.status == 200 {
 					mu.Lock()
 					healthyOK++
 					mu.Unlock()
 				} else {
-					t.Errorf("healthy connection during faults: %d %s", a.status, a.body)
+					t.Errorf("healthy connection during faults: %d %s %v", a.status, a.body, err)
 				}
 			})
 		}
