@@ -438,7 +438,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"namespace":          in.Namespace,
 		"did":                identity.DID(in.Namespace),
-		"created_at":         timestamp(now),
+		"created_at":         timestamp(pk.CreatedAt),
 		"session_expires_at": timestamp(expires),
 		"passkey":            toPasskeyRecord(pk),
 	})
