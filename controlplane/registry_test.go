@@ -1,0 +1,292 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeRegistry is an in-memory registry contract: namespaces, claims and
+// the authorised tuples, with injectable write failures.
+type fakeRegistry struct {
+	mu         sync.Mutex
+	fail       int // the next fail writes return an error
+	txs        int
+	writes     []string // "op namespace/service" of successful writes
+	namespaces map[string]string
+	claims     map[string]string // chain claim id → tuple
+	authorized map[string]bool   // tuple → authorised
+}
+
+var _ Registry = (*fakeRegistry)(nil)
+
+func newFakeRegistry() *fakeRegistry {
+	return &fakeRegistry{namespaces: map[string]string{}, claims: map[string]string{}, authorized: map[string]bool{}}
+}
+
+func tuple(ns, pub, svc string) string { return ns + "|" + pub + "|" + svc }
+
+// tx makes a write: fails when asked to, else applies fn and returns a hash.
+func (f *fakeRegistry) tx(op string, fn func()) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail > 0 {
+		f.fail--
+		return "", errors.New("fake registry: rpc unavailable")
+	}
+	fn()
+	f.txs++
+	f.writes = append(f.writes, op)
+	return fmt.Sprintf("0x%064x", f.txs), nil
+}
+
+func (f *fakeRegistry) RegisterNamespace(_ context.Context, name string) (string, error) {
+	return f.tx("registerNamespace "+name, func() { f.namespaces[name] = "owner" })
+}
+
+func (f *fakeRegistry) TransferNamespace(_ context.Context, name, newOwner string) (string, error) {
+	return f.tx("transferNamespace "+name, func() { f.namespaces[name] = newOwner })
+}
+
+func (f *fakeRegistry) SubmitClaim(_ context.Context, ns, pub, svc, _ string) (string, string, error) {
+	id := fmt.Sprintf("chain-%d", len(f.claims)+1)
+	h, err := f.tx("submitClaim "+ns+"/"+svc, func() { f.claims[id] = tuple(ns, pub, svc) })
+	return id, h, err
+}
+
+func (f *fakeRegistry) ApproveClaim(_ context.Context, id string) (string, error) {
+	return f.tx("approveClaim "+id, func() { f.authorized[f.claims[id]] = true })
+}
+
+func (f *fakeRegistry) RejectClaim(_ context.Context, id string) (string, error) {
+	return f.tx("rejectClaim "+id, func() { delete(f.claims, id) })
+}
+
+func (f *fakeRegistry) RevokeClaim(_ context.Context, id string) (string, error) {
+	return f.tx("revokeClaim "+id, func() { f.authorized[f.claims[id]] = false })
+}
+
+func (f *fakeRegistry) ApproveClaimDirect(_ context.Context, ns, pub, svc, _ string) (string, error) {
+	return f.tx("approve "+ns+"/"+svc, func() { f.authorized[tuple(ns, pub, svc)] = true })
+}
+
+func (f *fakeRegistry) RevokeClaimDirect(_ context.Context, ns, pub, svc string) (string, error) {
+	return f.tx("revoke "+ns+"/"+svc, func() { f.authorized[tuple(ns, pub, svc)] = false })
+}
+
+func (f *fakeRegistry) IsAuthorized(_ context.Context, ns, pub, svc string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.authorized[tuple(ns, pub, svc)], nil
+}
+
+func (f *fakeRegistry) failNext(n int) {
+	f.mu.Lock()
+	f.fail = n
+	f.mu.Unlock()
+}
+
+func (f *fakeRegistry) written() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.writes...)
+}
+
+func withRegistry(mode string, backend Registry) func(*Config) {
+	return func(c *Config) { c.Webhooks.Registry = RegistryConfig{Mode: mode, Backend: backend} }
+}
+
+// claimHashes reads a claim's hashes from the owner listing.
+func (e *env) claimHashes(owner reqOpt, id string) (approval, revocation string) {
+	e.t.Helper()
+	list := e.do("GET", "/v1/namespaces/acme/claims", nil, owner).want(e.t, 200, "").json(e.t)["claims"].([]any)
+	for _, c := range list {
+		m := c.(map[string]any)
+		if m["claim_id"] == id {
+			a, _ := m["approval_tx_hash"].(string)
+			r, _ := m["revocation_tx_hash"].(string)
+			return a, r
+		}
+	}
+	e.t.Fatalf("claim %s not listed", id)
+	return "", ""
+}
+
+// submitted submits a fresh claim of acme for github and returns its id.
+func (e *env) submitted(key string) string {
+	e.t.Helper()
+	return e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(e.t, "acme")), "github"), withKey(key)).
+		want(e.t, 201, "").json(e.t)["claim_id"].(string)
+}
+
+func (e *env) runRegistry() {
+	e.t.Helper()
+	if err := e.srv.cfg.Webhooks.rt.registry.runDue(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestRegistryModeNeedsBackend(t *testing.T) {
+	st := openStore(t, storeConfig(t, ProviderSQLite))
+	for _, mode := range []string{RegistrySync, RegistryMemory, RegistryQueue} {
+		_, err := New(Config{Store: st, JWTSecret: testSecret, Webhooks: WebhookConfig{Registry: RegistryConfig{Mode: mode}}})
+		if err == nil || !strings.Contains(err.Error(), "needs a registry backend") {
+			t.Fatalf("mode %s without backend: %v", mode, err)
+		}
+	}
+	if _, err := New(Config{Store: st, JWTSecret: testSecret, Webhooks: WebhookConfig{Registry: RegistryConfig{Mode: "chain", Backend: newFakeRegistry()}}}); err == nil {
+		t.Fatal("unknown mode accepted")
+	}
+	for _, mode := range []string{"", RegistryDisabled} {
+		if _, err := New(Config{Store: st, JWTSecret: testSecret, Webhooks: WebhookConfig{Registry: RegistryConfig{Mode: mode}}}); err != nil {
+			t.Fatalf("mode %q: %v", mode, err)
+		}
+	}
+}
+
+func TestRegistrySync(t *testing.T) {
+	forEachEngineWith(t, nil, func(t *testing.T, _ *env, sc StoreConfig) {
+		reg := newFakeRegistry()
+		e := newEnv(t, openStore(t, sc), withRegistry(RegistrySync, reg))
+		owner, key := claimWorld(e)
+		id := e.submitted(key)
+		e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+		if a, _ := e.claimHashes(owner, id); !strings.HasPrefix(a, "0x") {
+			t.Fatalf("approval_tx_hash = %q right after the approval answered", a)
+		}
+		e.do("POST", "/v1/claims/"+id+"/revoke", nil, owner).want(t, 200, "")
+		if _, r := e.claimHashes(owner, id); !strings.HasPrefix(r, "0x") {
+			t.Fatalf("revocation_tx_hash = %q right after the revocation answered", r)
+		}
+		if w := reg.written(); len(w) != 2 || w[0] != "approve acme/github" || w[1] != "revoke acme/github" {
+			t.Fatalf("writes = %v", w)
+		}
+
+		t.Run("failed inline write is retried by the worker", func(t *testing.T) {
+			id := e.submitted(key)
+			reg.failNext(1)
+			e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+			if a, _ := e.claimHashes(owner, id); a != "" {
+				t.Fatalf("hash %q despite the failed write", a)
+			}
+			e.runRegistry()
+			if a, _ := e.claimHashes(owner, id); a != "" {
+				t.Fatal("retried before the backoff")
+			}
+			e.advanceTo(e.srv.now().Add(time.Hour))
+			e.runRegistry()
+			if a, _ := e.claimHashes(owner, id); a == "" {
+				t.Fatal("not retried")
+			}
+		})
+	})
+}
+
+func TestRegistryMemory(t *testing.T) {
+	reg := newFakeRegistry()
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), withRegistry(RegistryMemory, reg))
+	owner, key := claimWorld(e)
+	id := e.submitted(key)
+	quick := e.submitted(key) // signed now: the clock moves below
+	e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+	if a, _ := e.claimHashes(owner, id); a != "" || len(reg.written()) != 0 {
+		t.Fatal("memory mode wrote inline")
+	}
+	reg.failNext(1)
+	e.runRegistry()
+	if a, _ := e.claimHashes(owner, id); a != "" {
+		t.Fatal("hash despite the failure")
+	}
+	e.advanceTo(e.srv.now().Add(time.Hour))
+	e.runRegistry()
+	if a, _ := e.claimHashes(owner, id); a == "" {
+		t.Fatal("memory queue did not retry")
+	}
+
+	// Approved and revoked before the worker ran: nothing reaches the chain.
+	e.do("POST", "/v1/claims/"+quick+"/approve", nil, owner).want(t, 200, "")
+	e.do("POST", "/v1/claims/"+quick+"/revoke", nil, owner).want(t, 200, "")
+	e.do("POST", "/v1/claims/"+id+"/revoke", nil, owner).want(t, 200, "")
+	e.runRegistry()
+	if w := reg.written(); len(w) != 2 || w[1] != "revoke acme/github" {
+		t.Fatalf("writes = %v, want the first claim's approval and revocation only", w)
+	}
+	if a, r := e.claimHashes(owner, quick); a != "" || r != "" {
+		t.Fatalf("coalesced claim has hashes %q %q", a, r)
+	}
+}
+
+// TestRegistryQueue: writes are found in the database, so approvals made
+// before a restart are written after it, and a failing backend is retried
+// with backoff until it gives up.
+func TestRegistryQueue(t *testing.T) {
+	forEachEngineWith(t, nil, func(t *testing.T, _ *env, sc StoreConfig) {
+		reg := newFakeRegistry()
+		e := newEnv(t, openStore(t, sc), withRegistry(RegistryQueue, reg))
+		owner, key := claimWorld(e)
+		id := e.submitted(key)
+		e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+		reg.failNext(2)
+		e.runRegistry()
+		if a, _ := e.claimHashes(owner, id); a != "" || len(reg.written()) != 0 {
+			t.Fatal("written despite the failure")
+		}
+
+		// Restart: a new Store and Server on the same database.
+		e2 := newEnv(t, openStore(t, sc), withRegistry(RegistryQueue, reg))
+		e2.runRegistry()
+		if a, _ := e2.claimHashes(owner, id); a != "" {
+			t.Fatal("retried before the backoff")
+		}
+		for i := 0; i < 2; i++ {
+			e2.advanceTo(e2.srv.now().Add(2 * time.Hour))
+			e2.runRegistry()
+		}
+		a, _ := e2.claimHashes(owner, id)
+		if !strings.HasPrefix(a, "0x") {
+			t.Fatalf("approval_tx_hash = %q after recovery", a)
+		}
+		var jobs int
+		e2.st.db.QueryRow(`SELECT COUNT(*) FROM registry_jobs`).Scan(&jobs)
+		if jobs != 0 {
+			t.Fatalf("%d registry jobs left after success", jobs)
+		}
+		if ok, _ := reg.IsAuthorized(context.Background(), "acme", "", "github"); ok {
+			t.Fatal("fake registry authorises an unknown key")
+		}
+
+		e2.do("POST", "/v1/claims/"+id+"/revoke", nil, owner).want(t, 200, "")
+		e2.runRegistry()
+		if _, r := e2.claimHashes(owner, id); !strings.HasPrefix(r, "0x") {
+			t.Fatalf("revocation_tx_hash = %q", r)
+		}
+		e2.runRegistry()
+		if w := reg.written(); len(w) != 2 {
+			t.Fatalf("writes = %v, want one approval and one revocation", w)
+		}
+
+		t.Run("given up after MaxAttempts", func(t *testing.T) {
+			e3 := newEnv(t, openStore(t, sc), func(c *Config) {
+				c.Webhooks.Registry = RegistryConfig{Mode: RegistryQueue, Backend: reg, MaxAttempts: 2, RetryWindow: time.Hour}
+			})
+			id := e3.submitted(e.apiKeys["github"])
+			e3.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+			reg.failNext(10)
+			for i := 0; i < 4; i++ {
+				e3.runRegistry()
+				e3.advanceTo(e3.srv.now().Add(time.Hour))
+			}
+			var attempts int
+			var failed *int64
+			e3.st.db.QueryRow(`SELECT attempts, failed_at FROM registry_jobs WHERE claim_id = $1`, id).Scan(&attempts, &failed)
+			if attempts != 2 || failed == nil {
+				t.Fatalf("attempts %d, failed_at %v", attempts, failed)
+			}
+			reg.failNext(0)
+		})
+	})
+}
