@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"sync"
@@ -9,53 +10,100 @@ import (
 	"time"
 )
 
-// doFunc sends request number i of a phase and reports whether it failed.
+// doFunc sends request number i of a round and reports whether it failed.
 // Signed targets hold exactly limit pre-signed requests, so i < limit.
 type doFunc func(ctx context.Context, i int) error
 
-// requestGrace bounds how long a request may still run after its phase's
-// duration; a phase never lasts longer than its duration plus this.
+// requestGrace bounds how long a request may still run after its round's
+// duration; a round never lasts longer than its duration plus this.
 const requestGrace = 5 * time.Second
 
-// maxInFlight caps the open loop's outstanding requests. A request that
-// waits for a slot is still timed from its scheduled send time.
-const maxInFlight = 4096
+// maxWorkers bounds -workers, and so the connections per target.
+const maxWorkers = 4096
 
-// tally collects one worker's outcomes without sharing memory.
-type tally struct {
-	lats     []time.Duration
-	errors   int
-	firstErr error
+// sample is what one or more rounds of one target measured.
+type sample struct {
+	lats      []time.Duration // of successful requests
+	errors    int
+	firstErr  error
+	elapsed   time.Duration
+	lag       []time.Duration // open loop: how late each request was scheduled
+	exhausted bool            // closed loop: ran out of pre-signed requests
+	cpu       time.Duration   // the process's CPU time meanwhile
 }
 
-func (t *tally) add(lat time.Duration, err error) {
+func (s *sample) add(lat time.Duration, err error) {
 	if err != nil {
-		t.errors++
-		if t.firstErr == nil {
-			t.firstErr = err
+		s.errors++
+		if s.firstErr == nil {
+			s.firstErr = err
 		}
 		return
 	}
-	t.lats = append(t.lats, lat)
+	s.lats = append(s.lats, lat)
+}
+
+// merge adds another round's measurements to s.
+func (s *sample) merge(o sample) {
+	s.lats = append(s.lats, o.lats...)
+	s.errors += o.errors
+	if s.firstErr == nil {
+		s.firstErr = o.firstErr
+	}
+	s.elapsed += o.elapsed
+	s.lag = append(s.lag, o.lag...)
+	s.exhausted = s.exhausted || o.exhausted
+	s.cpu += o.cpu
+}
+
+// rps is the successful requests per second.
+func (s *sample) rps() float64 {
+	if s.elapsed <= 0 {
+		return 0
+	}
+	return float64(len(s.lats)) / s.elapsed.Seconds()
+}
+
+// result summarizes s with exact (nearest-rank) percentiles.
+func (s *sample) result(cpus int) Result {
+	slices.Sort(s.lats)
+	slices.Sort(s.lag)
+	r := Result{
+		Requests: len(s.lats) + s.errors, Errors: s.errors, Seconds: round3(s.elapsed.Seconds()),
+		RPS: math.Round(s.rps()), PoolExhausted: s.exhausted,
+		P50: ms(percentile(s.lats, 0.50)), P90: ms(percentile(s.lats, 0.90)), P99: ms(percentile(s.lats, 0.99)),
+		LagP99: ms(percentile(s.lag, 0.99)),
+	}
+	if len(s.lats) > 0 {
+		r.Max = ms(s.lats[len(s.lats)-1])
+	}
+	if s.firstErr != nil {
+		r.FirstError = s.firstErr.Error()
+	}
+	if s.elapsed > 0 && s.cpu > 0 {
+		r.CPU = math.Round(s.cpu.Seconds() / s.elapsed.Seconds() / float64(cpus) * 100)
+	}
+	return r
 }
 
 // closedLoop runs workers that each send a request as soon as their
 // previous one is answered, for d or until limit requests (when limit > 0)
 // have been sent. Latency is the time from send to the end of the body.
-func closedLoop(ctx context.Context, do doFunc, workers, limit int, d time.Duration) Result {
+func closedLoop(ctx context.Context, do doFunc, workers, limit int, d time.Duration) sample {
 	rctx, cancel := context.WithTimeout(ctx, d+requestGrace)
 	defer cancel()
-	tallies := make([]tally, workers)
+	per := make([]sample, workers)
 	var (
 		next      atomic.Int64
 		exhausted atomic.Bool
 		wg        sync.WaitGroup
 	)
+	cpu := processCPU()
 	start := time.Now()
 	deadline := start.Add(d)
-	for w := range tallies {
+	for w := range per {
 		wg.Go(func() {
-			t := &tallies[w]
+			s := &per[w]
 			for ctx.Err() == nil {
 				sent := time.Now()
 				if !sent.Before(deadline) {
@@ -67,99 +115,94 @@ func closedLoop(ctx context.Context, do doFunc, workers, limit int, d time.Durat
 					return
 				}
 				err := do(rctx, i)
-				t.add(time.Since(sent), err)
+				s.add(time.Since(sent), err)
 			}
 		})
 	}
 	wg.Wait()
-	r := summarize(tallies, time.Since(start))
-	r.Mode, r.Workers, r.PoolExhausted = ModeMax, workers, exhausted.Load()
-	return r
+	all := sample{elapsed: time.Since(start), cpu: processCPU() - cpu, exhausted: exhausted.Load()}
+	for _, s := range per {
+		all.lats = append(all.lats, s.lats...)
+		all.errors += s.errors
+		if all.firstErr == nil {
+			all.firstErr = s.firstErr
+		}
+	}
+	return all
 }
 
-// openLoop sends rate requests per second for d whatever the answers, each
-// at its scheduled time, and times every request from that scheduled time,
-// so a stalled server is charged for the requests that queue behind it (no
-// coordinated omission). Lag records how late the sender itself was.
-func openLoop(ctx context.Context, do doFunc, rate float64, d time.Duration) Result {
-	n := max(1, int(rate*d.Seconds()))
+// openLoop schedules rate requests per second for d, whatever the answers,
+// and workers send them in schedule order, like wrk2: a fixed number of
+// connections, with every request timed from its scheduled send time, so a
+// server that stalls is charged for the requests queued behind it (no
+// coordinated omission). The sample's lag says how late the scheduler
+// itself was.
+func openLoop(ctx context.Context, do doFunc, workers int, rate float64, d time.Duration) sample {
+	n := scheduled(rate, d)
 	interval := time.Duration(float64(time.Second) / rate)
 	rctx, cancel := context.WithTimeout(ctx, d+requestGrace)
 	defer cancel()
 	lats := make([]time.Duration, n)
 	errs := make([]error, n)
 	lag := make([]time.Duration, 0, n)
-	slots := make(chan struct{}, maxInFlight)
-	timer := time.NewTimer(0)
-	<-timer.C
-	var wg sync.WaitGroup
+	queue := make(chan int, n)
+	cpu := processCPU()
 	start := time.Now()
-	sent := 0
-schedule:
-	for i := range n {
-		due := start.Add(time.Duration(i) * interval)
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-rctx.Done():
-				break schedule
+	due := func(i int) time.Time { return start.Add(time.Duration(i) * interval) }
+	go func() {
+		// The scheduler has a thread of its own; it exits with the goroutine.
+		preciseTimer()
+		defer close(queue)
+		for i := range n {
+			if !sleepUntil(rctx, due(i)) {
+				return
 			}
+			lag = append(lag, time.Since(due(i)))
+			queue <- i
 		}
-		select {
-		case slots <- struct{}{}:
-		case <-rctx.Done():
-			break schedule
-		}
-		lag = append(lag, time.Since(due))
-		sent++
+	}()
+	var wg sync.WaitGroup
+	for range workers {
 		wg.Go(func() {
-			defer func() { <-slots }()
-			errs[i] = do(rctx, i)
-			lats[i] = time.Since(due)
+			for i := range queue {
+				errs[i] = do(rctx, i)
+				lats[i] = time.Since(due(i))
+			}
 		})
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	t := tally{lats: make([]time.Duration, 0, sent)}
-	for i := range sent {
-		t.add(lats[i], errs[i])
+	wg.Wait() // the queue is closed and drained: the scheduler is done
+	s := sample{elapsed: time.Since(start), cpu: processCPU() - cpu, lag: lag}
+	for i := range lag {
+		s.add(lats[i], errs[i])
 	}
-	r := summarize([]tally{t}, elapsed)
-	r.Mode, r.Rate = ModeRate, rate
-	slices.Sort(lag)
-	r.LagP99 = ms(percentile(lag, 0.99))
-	if sent < n {
-		r.Errors += n - sent
-		if r.FirstError == "" {
-			r.FirstError = "phase stopped before every request was sent"
+	if unsent := n - len(lag); unsent > 0 {
+		s.errors += unsent
+		if s.firstErr == nil {
+			s.firstErr = errStopped
 		}
 	}
-	return r
+	return s
 }
 
-// summarize merges the tallies into a Result with exact percentiles.
-func summarize(ts []tally, elapsed time.Duration) Result {
-	var all []time.Duration
-	var r Result
-	for _, t := range ts {
-		all = append(all, t.lats...)
-		r.Errors += t.errors
-		if t.firstErr != nil && r.FirstError == "" {
-			r.FirstError = t.firstErr.Error()
+// scheduled is how many requests openLoop sends at rate for d.
+func scheduled(rate float64, d time.Duration) int { return max(1, int(rate*d.Seconds())) }
+
+// errStopped counts the requests an interrupted open loop never scheduled.
+var errStopped = errors.New("the round stopped before every request was scheduled")
+
+// sleepUntil sleeps until due, in slices short enough to notice ctx's end
+// promptly; it reports false when ctx ended first.
+func sleepUntil(ctx context.Context, due time.Time) bool {
+	for {
+		if ctx.Err() != nil {
+			return false
 		}
+		wait := time.Until(due)
+		if wait <= 0 {
+			return true
+		}
+		sleep(min(wait, 50*time.Millisecond))
 	}
-	slices.Sort(all)
-	r.Requests = len(all) + r.Errors
-	r.Seconds = elapsed.Seconds()
-	if r.Seconds > 0 {
-		r.RPS = float64(len(all)) / r.Seconds
-	}
-	r.P50, r.P90, r.P99 = ms(percentile(all, 0.50)), ms(percentile(all, 0.90)), ms(percentile(all, 0.99))
-	if len(all) > 0 {
-		r.Max = ms(all[len(all)-1])
-	}
-	return r
 }
 
 // percentile is the nearest-rank percentile of sorted samples (0 when

@@ -38,16 +38,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/idnhq/idn/identity"
 )
 
 func main() {
@@ -65,11 +63,13 @@ func main() {
 // options are the command-line flags.
 type options struct {
 	duration                time.Duration
+	rounds                  int
 	workers                 int
 	rate, mcpRate, feedRate float64
 	claims, page            int
 	json                    bool
 	cpuProfile              string
+	profilePhase            string
 }
 
 // Bounds of the flags, so that a run always ends in reasonable time.
@@ -83,15 +83,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each of the 12 timed phases (at most 1m)")
-	fs.IntVar(&o.workers, "workers", 2*runtime.GOMAXPROCS(0)*4, "concurrent workers in max-throughput phases")
+	fs.DurationVar(&o.duration, "duration", 3*time.Second, "timed length of each of the 12 phases (at most 1m)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds each phase is split into, alternating with the phases it is compared with")
+	fs.IntVar(&o.workers, "workers", 2*runtime.GOMAXPROCS(0)*4, "concurrent workers (and connections) per target, in both modes")
 	fs.Float64Var(&o.rate, "rate", 0, "req/s of the fixed-rate upstream, baseline and gateway phases (0: half the gateway's max)")
 	fs.Float64Var(&o.mcpRate, "mcp-rate", 0, "calls/s of the fixed-rate MCP phases (0: half the gateway's MCP max)")
 	fs.Float64Var(&o.feedRate, "feed-rate", 0, "pages/s of the fixed-rate feed phase (0: half the feed's max)")
 	fs.IntVar(&o.claims, "claims", 10_000, "approved claims seeded in the control plane's feed")
 	fs.IntVar(&o.page, "page", 2000, "claims per feed page (at most 2000)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the gateway's max-throughput phase to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of one phase (see -profile) to this file")
+	fs.StringVar(&o.profilePhase, "profile", TargetGateway+"/"+ModeMax, "the phase -cpuprofile profiles, as target/mode")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -102,8 +104,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.duration <= 0 || o.duration > maxPhase {
 		problems = append(problems, fmt.Sprintf("-duration must be in (0, %s]", maxPhase))
 	}
-	if o.workers < 1 || o.workers > maxInFlight {
-		problems = append(problems, fmt.Sprintf("-workers must be in [1, %d]", maxInFlight))
+	if o.rounds < 1 || o.rounds > 100 || (o.duration > 0 && o.duration/time.Duration(max(o.rounds, 1)) < 10*time.Millisecond) {
+		problems = append(problems, "-rounds must be in [1, 100], with rounds of at least 10ms")
+	}
+	if o.workers < 1 || o.workers > maxWorkers {
+		problems = append(problems, fmt.Sprintf("-workers must be in [1, %d]", maxWorkers))
 	}
 	for name, r := range map[string]float64{"-rate": o.rate, "-mcp-rate": o.mcpRate, "-feed-rate": o.feedRate} {
 		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
@@ -115,6 +120,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.page < 1 || o.page > maxPage {
 		problems = append(problems, fmt.Sprintf("-page must be in [1, %d]", maxPage))
+	}
+	if target, mode, _ := strings.Cut(o.profilePhase, "/"); !slices.Contains(targets, target) || (mode != ModeMax && mode != ModeRate) {
+		problems = append(problems, fmt.Sprintf("-profile must be target/mode with a target among %s and mode %s or %s",
+			strings.Join(targets, ", "), ModeMax, ModeRate))
 	}
 	if len(problems) > 0 {
 		return o, errors.New(strings.Join(problems, "; "))
@@ -146,7 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	b := &bench{ctx: ctx, o: o, st: st, progress: stderr, report: &Report{
 		Machine: machine(),
-		Settings: Settings{PhaseSeconds: o.duration.Seconds(), Workers: o.workers,
+		Settings: Settings{PhaseSeconds: o.duration.Seconds(), Rounds: o.rounds, Workers: o.workers,
 			FeedClaims: o.claims, FeedPage: o.page},
 	}}
 	defer b.closeIdle()
@@ -169,218 +178,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// bench runs the phases against a started stack.
-type bench struct {
-	ctx      context.Context
-	o        options
-	st       *stack
-	progress io.Writer
-	report   *Report
-	clients  []*http.Client
-}
-
-// newClient returns a client for one target, kept so that closeIdle can
-// close its connections.
-func (b *bench) newClient() *http.Client {
-	c := newClient()
-	b.clients = append(b.clients, c)
-	return c
-}
-
-// closeIdle closes the clients' connections before the servers stop, so a
-// graceful shutdown has no connection left to wait for (net/http waits up
-// to 5 s for connections that were dialed but never used).
-func (b *bench) closeIdle() {
-	for _, c := range b.clients {
-		c.CloseIdleConnections()
-	}
-}
-
-func (b *bench) runAll() error {
-	d := b.o.duration
-	st := b.st
-	const path = "/v1/items/42"
-
-	// HTTP: upstream, baseline, gateway.
-	upstream := &httpTarget{client: b.newClient(), method: "GET", urls: []string{st.upstream + path}}
-	if err := signOnce(upstream, st.agent, st.gateway+"/proxy/"+httpConnection+path); err != nil {
-		return err
-	}
-	baseline := &httpTarget{client: b.newClient(), method: "GET", urls: []string{st.baseline + path}}
-	gateway := &httpTarget{client: b.newClient(), method: "GET", urls: []string{st.gateway + "/proxy/" + httpConnection + path}}
-	if err := b.check(gateway, st.agent, nil, `"credential":true`); err != nil {
-		return fmt.Errorf("gateway check: %w", err)
-	}
-	up, err := b.max(TargetUpstream, upstream, nil, 0)
+// startProfile starts a CPU profile of the whole process (client and
+// servers alike) into path.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pool := signedPool(up.RPS, d)
-	if _, err := b.max(TargetBaseline, baseline, st.agent, pool); err != nil {
-		return err
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
 	}
-	gw, err := b.max(TargetGateway, gateway, st.agent, pool)
-	if err != nil {
-		return err
-	}
-	rate := half(b.o.rate, gw.RPS)
-	for _, t := range []struct {
-		name   string
-		target *httpTarget
-		signer *identity.Identity
-	}{{TargetUpstream, upstream, nil}, {TargetBaseline, baseline, st.agent}, {TargetGateway, gateway, st.agent}} {
-		if err := b.atRate(t.name, t.target, t.signer, rate); err != nil {
-			return err
-		}
-	}
-
-	// MCP: a direct go-sdk session against tool calls through the gateway.
-	direct := mcpDirect{st.mcpSession}
-	viaGateway := &httpTarget{client: b.newClient(), method: "POST", body: []byte(`{"text":"hello"}`),
-		urls: []string{st.gateway + "/mcp/" + mcpConnection + "/tools/" + echoTool + "/call"}}
-	if err := b.check(viaGateway, st.agent, nil, `"hello"`); err != nil {
-		return fmt.Errorf("MCP through the gateway: %w", err)
-	}
-	dm := b.phase(TargetMCPDirect, ModeMax, func() Result { return closedLoop(b.ctx, direct.do, b.o.workers, 0, d) })
-	gm, err := b.max(TargetMCPGateway, viaGateway, st.agent, signedPool(dm.RPS, d))
-	if err != nil {
-		return err
-	}
-	mcpRate := half(b.o.mcpRate, gm.RPS)
-	b.phase(TargetMCPDirect, ModeRate, func() Result { return openLoop(b.ctx, direct.do, mcpRate, d) })
-	if err := b.atRate(TargetMCPGateway, viaGateway, st.agent, mcpRate); err != nil {
-		return err
-	}
-
-	// The control plane's feed, page by page, as a gateway reads it.
-	feed := &httpTarget{client: b.newClient(), method: "GET"}
-	for off := 0; off < b.o.claims; off += b.o.page {
-		feed.urls = append(feed.urls, fmt.Sprintf("%s/v1/namespaces/claims?service=%s&limit=%d&offset=%d",
-			st.controlPlane, serviceSlug, b.o.page, off))
-	}
-	key := map[string][]string{"Authorization": {"Bearer " + st.serviceKey}}
-	if err := b.check(feed, st.feedReader, key, fmt.Sprintf(`"total":%d`, b.o.claims)); err != nil {
-		return fmt.Errorf("feed check: %w", err)
-	}
-	// No 2,000-claim page is served in under 0.3 ms, so this pool outlasts
-	// the phase on any machine this runs on; if not, the report says so.
-	fm, err := b.maxWith(TargetFeed, feed, st.feedReader, key, int(3000*d.Seconds())+100)
-	if err != nil {
-		return err
-	}
-	return b.atRateWith(TargetFeed, feed, st.feedReader, key, half(b.o.feedRate, fm.RPS))
-}
-
-// max runs a max-throughput phase of t, first signing pool requests with
-// signer when it is set.
-func (b *bench) max(name string, t *httpTarget, signer *identity.Identity, pool int) (Result, error) {
-	return b.maxWith(name, t, signer, nil, pool)
-}
-
-func (b *bench) maxWith(name string, t *httpTarget, signer *identity.Identity, extra map[string][]string, pool int) (Result, error) {
-	if signer != nil {
-		if err := b.sign(t, signer, extra, pool); err != nil {
-			return Result{}, err
-		}
-	}
-	profile := name == TargetGateway && b.o.cpuProfile != ""
-	if profile {
-		f, err := os.Create(b.o.cpuProfile)
-		if err != nil {
-			return Result{}, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return Result{}, err
-		}
-	}
-	r := b.phase(name, ModeMax, func() Result { return closedLoop(b.ctx, t.do, b.o.workers, t.limit(), b.o.duration) })
-	if profile {
-		pprof.StopCPUProfile()
-	}
-	return r, b.ctx.Err()
-}
-
-// atRate runs a fixed-rate phase of t, first signing exactly the requests
-// it will send.
-func (b *bench) atRate(name string, t *httpTarget, signer *identity.Identity, rate float64) error {
-	return b.atRateWith(name, t, signer, nil, rate)
-}
-
-func (b *bench) atRateWith(name string, t *httpTarget, signer *identity.Identity, extra map[string][]string, rate float64) error {
-	if signer != nil {
-		if err := b.sign(t, signer, extra, max(1, int(rate*b.o.duration.Seconds()))); err != nil {
-			return err
-		}
-	}
-	b.phase(name, ModeRate, func() Result { return openLoop(b.ctx, t.do, rate, b.o.duration) })
-	return b.ctx.Err()
-}
-
-func (b *bench) sign(t *httpTarget, signer *identity.Identity, extra map[string][]string, n int) error {
-	start := time.Now()
-	if err := presign(t, signer, n, extra); err != nil {
-		return fmt.Errorf("signing requests: %w", err)
-	}
-	fmt.Fprintf(b.progress, "  signed %d requests in %s\n", n, time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-// phase runs one timed phase after a garbage collection, so that one
-// phase's garbage is not collected during the next, and records it.
-func (b *bench) phase(name, mode string, f func() Result) Result {
-	runtime.GC()
-	fmt.Fprintf(b.progress, "%-12s %-5s ", name, mode)
-	r := f()
-	r.Target = name
-	fmt.Fprintf(b.progress, "%8.0f req/s  p50 %.3f ms  p99 %.3f ms  errors %d\n", r.RPS, r.P50, r.P99, r.Errors)
-	b.report.Results = append(b.report.Results, r)
-	return r
-}
-
-// check sends one signed request to t and requires a 200 whose body
-// contains want, before anything is timed.
-func (b *bench) check(t *httpTarget, signer *identity.Identity, extra map[string][]string, want string) error {
-	if err := presign(t, signer, 1, extra); err != nil {
-		return err
-	}
-	got := &strings.Builder{}
-	if err := t.doInto(b.ctx, 0, got); err != nil {
-		return err
-	}
-	if !strings.Contains(got.String(), want) {
-		return fmt.Errorf("answer lacks %s: %.300s", want, got.String())
-	}
-	return nil
-}
-
-// signOnce gives t one fixed set of signed headers, signed for signedURL,
-// so an unverifying target receives requests of the same size as the
-// gateway does.
-func signOnce(t *httpTarget, id *identity.Identity, signedURL string) error {
-	probe := &httpTarget{method: t.method, urls: []string{signedURL}, body: t.body}
-	if err := presign(probe, id, 1, nil); err != nil {
-		return err
-	}
-	t.header = probe.header.Clone()
-	t.header["Signature"] = []string{probe.sigs[0].sig}
-	t.header["Signature-Input"] = []string{probe.sigs[0].input}
-	return nil
-}
-
-// signedPool is how many requests to sign for a max-throughput phase
-// through a proxy of a target that served directRPS: a proxy is not faster
-// than what it proxies, so this outlasts the phase with a margin.
-func signedPool(directRPS float64, d time.Duration) int {
-	return min(int(directRPS*d.Seconds()*1.25)+1000, 2_000_000)
-}
-
-// half is the fixed rate: the flag when set, else half the measured max.
-func half(flagRate, maxRPS float64) float64 {
-	if flagRate > 0 {
-		return flagRate
-	}
-	return max(1, math.Round(maxRPS/2))
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func machine() Machine {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // figures must be filled in.
 func TestRun(t *testing.T) {
 	var out, progress bytes.Buffer
-	err := run(t.Context(), []string{"-duration=200ms", "-claims=2500", "-page=500", "-json"}, &out, &progress)
+	err := run(t.Context(), []string{"-duration=200ms", "-rounds=2", "-claims=2500", "-page=500", "-json"}, &out, &progress)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, progress.String())
 	}
@@ -55,7 +56,7 @@ func TestRun(t *testing.T) {
 	if r.GatewayAdded.Rate <= 0 || r.MCPAdded.Rate <= 0 || r.FeedClaimsPerSecond <= 0 {
 		t.Errorf("derived figures missing: added %+v, MCP %+v, feed %v", r.GatewayAdded, r.MCPAdded, r.FeedClaimsPerSecond)
 	}
-	if r.Machine.CPUs == 0 || r.Machine.GoVersion == "" || r.Settings.FeedClaims != 2500 || r.Settings.FeedPage != 500 {
+	if r.Machine.CPUs == 0 || r.Machine.GoVersion == "" || r.Settings.FeedClaims != 2500 || r.Settings.FeedPage != 500 || r.Settings.Rounds != 2 {
 		t.Errorf("machine or settings missing: %+v %+v", r.Machine, r.Settings)
 	}
 
@@ -84,7 +85,10 @@ func TestFlagsRejected(t *testing.T) {
 		{"infinite feed rate", []string{"-feed-rate=+Inf"}, "-feed-rate"},
 		{"page above the control plane's maximum", []string{"-page=2001"}, "-page"},
 		{"no claims", []string{"-claims=0"}, "-claims"},
+		{"rounds too short", []string{"-duration=50ms", "-rounds=10"}, "-rounds"},
 		{"stray argument", []string{"gateway"}, "unexpected arguments"},
+		{"profile of no phase", []string{"-profile=gateway/slow"}, "-profile"},
+		{"profile of no target", []string{"-profile=nginx/max"}, "-profile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -108,5 +112,40 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := percentile(nil, 0.5); got != 0 {
 		t.Errorf("percentile of nothing = %v, want 0", got)
+	}
+}
+
+// A server that stalls is charged for every request scheduled during the
+// stall, not only for the one it was serving (no coordinated omission).
+func TestOpenLoopChargesStalls(t *testing.T) {
+	const stall = 50 * time.Millisecond
+	do := func(_ context.Context, i int) error {
+		if i == 0 {
+			time.Sleep(stall) // the server under test stalls
+		}
+		return nil
+	}
+	s := openLoop(t.Context(), do, 1, 1000, 100*time.Millisecond)
+	if len(s.lats) != 100 || s.errors != 0 {
+		t.Fatalf("%d answers, %d errors; want 100, 0", len(s.lats), s.errors)
+	}
+	late := 0
+	for _, l := range s.lats {
+		if l >= 10*time.Millisecond {
+			late++
+		}
+	}
+	// Requests 1…39 were scheduled at least 10 ms before the stall ended.
+	if late < 40 {
+		t.Fatalf("%d requests charged with ≥ 10 ms, want at least 40 (the stalled one and those queued behind it)", late)
+	}
+}
+
+func TestSampleMerge(t *testing.T) {
+	a := sample{lats: []time.Duration{3 * time.Millisecond, time.Millisecond}, elapsed: time.Second}
+	a.merge(sample{lats: []time.Duration{2 * time.Millisecond}, errors: 1, firstErr: errStopped, elapsed: time.Second, exhausted: true})
+	r := a.result(1)
+	if r.Requests != 4 || r.Errors != 1 || r.RPS != 2 || r.P50 != 2 || r.Max != 3 || !r.PoolExhausted || r.FirstError != errStopped.Error() {
+		t.Fatalf("merged result %+v", r)
 	}
 }

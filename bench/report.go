@@ -25,6 +25,9 @@ const (
 	TargetFeed       = "feed"
 )
 
+// targets lists every target, in the order the phases run.
+var targets = []string{TargetUpstream, TargetBaseline, TargetGateway, TargetMCPDirect, TargetMCPGateway, TargetFeed}
+
 // Result is one phase: one target in one mode. Latencies are in
 // milliseconds; in rate mode they run from each request's scheduled send
 // time to the end of its answer.
@@ -42,6 +45,7 @@ type Result struct {
 	P99           float64 `json:"p99_ms"`                //
 	Max           float64 `json:"max_ms"`                //
 	LagP99        float64 `json:"send_lag_p99_ms"`       // rate mode: how late the sender was
+	CPU           float64 `json:"cpu_percent"`           // the process's CPU use, in % of all CPUs (0: not measured)
 	PoolExhausted bool    `json:"pool_exhausted"`        // max mode: ran out of pre-signed requests before the duration
 	FirstError    string  `json:"first_error,omitempty"` //
 }
@@ -83,6 +87,7 @@ type Machine struct {
 // Settings are the run's parameters.
 type Settings struct {
 	PhaseSeconds float64 `json:"phase_seconds"`
+	Rounds       int     `json:"rounds"`
 	Workers      int     `json:"workers"`
 	FeedClaims   int     `json:"feed_claims"`
 	FeedPage     int     `json:"feed_page"`
@@ -143,13 +148,14 @@ func (r *Report) writeTable(w io.Writer) error {
 	var b strings.Builder
 	m := r.Machine
 	fmt.Fprintf(&b, "idn bench: %d CPUs (%s), GOMAXPROCS %d, %s %s, %s\n", m.CPUs, m.CPUModel, m.GOMAXPROCS, m.GoVersion, m.OS, m.Date)
-	fmt.Fprintf(&b, "phases of %gs; max = closed loop with %d workers; rate = open loop, latency from each scheduled send time.\n",
-		r.Settings.PhaseSeconds, r.Settings.Workers)
-	b.WriteString("Signed requests are signed before each timed phase (client signing cost excluded).\n")
+	fmt.Fprintf(&b, "phases of %gs in %d rounds alternating between the targets compared, %d workers (connections) per target;\n",
+		r.Settings.PhaseSeconds, r.Settings.Rounds, r.Settings.Workers)
+	b.WriteString("max = closed loop; rate = open loop, latency from each scheduled send time.\n")
+	b.WriteString("Signed requests are signed before each timed round, each with its own nonce (client signing cost excluded).\n")
 	b.WriteString("Client, gateway, control plane and upstream all run in this one process on the same CPUs.\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tmode\trequests\terrors\tRPS\tp50 ms\tp90 ms\tp99 ms\tmax ms\tnote\t")
+	fmt.Fprintln(tw, "target\tmode\trequests\terrors\tRPS\tp50 ms\tp90 ms\tp99 ms\tmax ms\tCPU %\tnote\t")
 	for _, x := range r.Results {
 		mode := fmt.Sprintf("max/%d", x.Workers)
 		note := ""
@@ -163,8 +169,8 @@ func (r *Report) writeTable(w io.Writer) error {
 		if x.FirstError != "" {
 			note = "first error: " + x.FirstError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t\n",
-			x.Target, mode, x.Requests, x.Errors, x.RPS, x.P50, x.P90, x.P99, x.Max, note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t%s\t\n",
+			x.Target, mode, x.Requests, x.Errors, x.RPS, x.P50, x.P90, x.P99, x.Max, x.CPU, note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -31,9 +31,6 @@ type httpTarget struct {
 	sigs   []signature
 }
 
-// limit is how many distinct requests the target holds; 0 means any number.
-func (t *httpTarget) limit() int { return len(t.sigs) }
-
 func (t *httpTarget) do(ctx context.Context, i int) error { return t.doInto(ctx, i, io.Discard) }
 
 // doInto sends request i and copies a 200 answer's body to w.
@@ -137,7 +134,7 @@ func newClient() *http.Client {
 	return &http.Client{
 		Timeout: requestGrace,
 		Transport: &http.Transport{
-			MaxIdleConns: maxInFlight, MaxIdleConnsPerHost: maxInFlight, IdleConnTimeout: 30 * time.Second,
+			MaxIdleConns: maxWorkers, MaxIdleConnsPerHost: maxWorkers, IdleConnTimeout: 30 * time.Second,
 			DisableCompression: true,
 		},
 	}
