@@ -116,18 +116,6 @@ func (w *seededWorld) post(t *testing.T, body string, out any) {
 	}
 }
 
-// claim seeds an approved claim and returns its id.
-func (w *seededWorld) claim(t *testing.T, ns, service string, agent *identity.Identity) string {
-	t.Helper()
-	var out struct {
-		Claims []struct {
-			ID string `json:"claim_id"`
-		} `json:"claims"`
-	}
-	w.post(t, fmt.Sprintf(`{"claims":[{"namespace":%q,"service":%q,"public_key":%q}]}`, ns, service, identity.FormatPublicKey(agent.PublicKey)), &out)
-	return out.Claims[0].ID
-}
-
 // owner runs an owner action on a claim with the seeded session of ns.
 func (w *seededWorld) owner(t *testing.T, ns, claimID, action string) {
 	t.Helper()

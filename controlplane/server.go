@@ -241,8 +241,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 // Maintain runs one pass of the background work: pending claims older than
-// PendingExpiry become expired, and expired nonces and sessions are
-// deleted. Call it periodically (every minute is plenty); it is safe to run
+// PendingExpiry become expired, and expired nonces, sessions, WebAuthn
+// challenges and rate-limit counters are deleted. Call it periodically (every minute is plenty); it is safe to run
 // on several instances at once.
 func (s *Server) Maintain(ctx context.Context) error {
 	now := s.now()
@@ -253,7 +253,10 @@ func (s *Server) Maintain(ctx context.Context) error {
 	if n > 0 {
 		s.log.InfoContext(ctx, "expired pending claims", "count", n)
 	}
-	return s.store.cleanup(ctx, now)
+	if err := s.store.cleanup(ctx, now); err != nil {
+		return err
+	}
+	return s.maintainAuth(ctx)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

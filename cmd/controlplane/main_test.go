@@ -69,8 +69,8 @@ func TestLoadSettingsProduction(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.addr != ":8787" || s.server.PendingExpiry != 48*time.Hour || s.server.MaxAPIKeys != 5 || s.server.TestSeedToken != "" ||
-		s.server.InsecureLocalhostCookie || len(s.webhookKey) != 32 || s.webauthnOrigins[0] != "https://dash.example" ||
-		s.blockchainMode != "disabled" || s.challengeExpiry != time.Hour || s.maxWebhooks != 5 || s.webhookFailures != 10 ||
+		s.server.InsecureLocalhostCookie || len(s.webhookKey) != 32 || s.server.Auth.Origins[0] != "https://dash.example" ||
+		s.blockchainMode != "disabled" || s.server.Auth.ChallengeExpiry != time.Hour || s.maxWebhooks != 5 || s.webhookFailures != 10 ||
 		s.webhookRetryWindow != 24*time.Hour || s.webhookAllowPriv || s.blockchainNetwork != "mainnet" || s.webhookDNS != "" || s.alertFrom != "" {
 		t.Fatalf("settings = %+v", s)
 	}
@@ -94,7 +94,7 @@ func TestLocalGeneratesSecretsOnce(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("jwt_secret: %v %v", fi, err)
 	}
-	if !a.server.InsecureLocalhostCookie || a.webauthnOrigins[0] != "http://localhost:8787" || a.store.SQLitePath != filepath.Join(dir, "controlplane.db") {
+	if !a.server.InsecureLocalhostCookie || a.server.Auth.Origins[0] != "http://localhost:8787" || a.store.SQLitePath != filepath.Join(dir, "controlplane.db") {
 		t.Fatalf("local settings = %+v", a)
 	}
 }

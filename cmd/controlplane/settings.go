@@ -26,8 +26,6 @@ type settings struct {
 	store       controlplane.StoreConfig
 	server      controlplane.Config
 
-	webauthnOrigins    []string
-	challengeExpiry    time.Duration
 	webhookKey         []byte // WEBHOOK_SECRET_ENCRYPTION_KEY, 32 bytes
 	maxWebhooks        int
 	webhookRetryWindow time.Duration
@@ -145,8 +143,8 @@ func loadSettings(getenv func(string) string) (settings, error) {
 	if local {
 		def = "http://localhost:8787"
 	}
-	s.webauthnOrigins = origins("WEBAUTHN_ALLOWED_ORIGINS", def)
-	if len(s.webauthnOrigins) == 0 {
+	webauthnOrigins := origins("WEBAUTHN_ALLOWED_ORIGINS", def)
+	if len(webauthnOrigins) == 0 {
 		bad("WEBAUTHN_ALLOWED_ORIGINS is required: comma-separated dashboard origins such as https://dashboard.example")
 	}
 	allowed := origins("ALLOWED_ORIGINS", "http://localhost:8787")
@@ -187,9 +185,14 @@ func loadSettings(getenv func(string) string) (settings, error) {
 		TrustedProxies:          trusted,
 		PublicURL:               publicURL,
 		TestSeedToken:           seedToken,
+		Auth: controlplane.AuthConfig{
+			Origins:         webauthnOrigins,
+			RPID:            str("WEBAUTHN_RP_ID", ""),
+			RPName:          str("WEBAUTHN_RP_NAME", ""),
+			ChallengeExpiry: time.Duration(positive("CHALLENGE_EXPIRY_HOURS", 1)) * time.Hour,
+		},
 	}
 
-	s.challengeExpiry = time.Duration(positive("CHALLENGE_EXPIRY_HOURS", 1)) * time.Hour
 	s.maxWebhooks = positive("MAX_WEBHOOKS_PER_SERVICE", 5)
 	s.webhookRetryWindow = time.Duration(positive("WEBHOOK_RETRY_WINDOW_HOURS", 24)) * time.Hour
 	s.webhookFailures = positive("WEBHOOK_FAILURE_THRESHOLD", 10)
