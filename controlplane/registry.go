@@ -54,7 +54,9 @@ type RegistryConfig struct {
 	//   - queue: RunWorkers finds the writes the registry lacks in the
 	//     database (approved claims without approval_tx_hash, revoked ones
 	//     with approval_tx_hash but no revocation_tx_hash), so no write is
-	//     lost to a restart, and retries with backoff.
+	//     lost to a restart, and retries with backoff. Turning sync or
+	//     queue on for an existing database therefore also writes the
+	//     approvals made while writes were disabled.
 	Mode string
 	// Backend performs the writes. Required unless Mode is disabled.
 	Backend Registry

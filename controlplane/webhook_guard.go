@@ -136,6 +136,11 @@ func validateWebhookURL(raw string, allowPrivate bool) error {
 	if strings.Contains(host, "%") || strings.Contains(host, ":") {
 		return errors.New("url host is not a valid name or address")
 	}
+	// RFC 6761 reserves localhost names for loopback; refusing them here
+	// only gives an earlier, clearer answer than the dial-time check.
+	if h := strings.ToLower(strings.TrimSuffix(host, ".")); !allowPrivate && (h == "localhost" || strings.HasSuffix(h, ".localhost")) {
+		return errForbiddenTarget
+	}
 	return nil
 }
 

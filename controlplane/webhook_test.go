@@ -659,6 +659,15 @@ func TestBackoffDelay(t *testing.T) {
 	if d := backoffDelay(99, 200, window); d > window {
 		t.Fatalf("huge attempt count gave %v", d)
 	}
+	// A retry that would land outside the window is not scheduled.
+	rt := &webhookRuntime{window: time.Hour, threshold: 10}
+	now := time.Now()
+	if next := rt.nextAttempt(1, now.Add(-time.Hour+time.Second), now); !next.IsZero() {
+		t.Fatalf("retry scheduled at %v, past the window", next)
+	}
+	if next := rt.nextAttempt(1, now, now); next.IsZero() || next.Sub(now) > time.Hour {
+		t.Fatalf("first retry at %v", next)
+	}
 }
 
 // TestWebhookSignatureVector checks signWebhook against the Standard
