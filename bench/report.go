@@ -181,9 +181,9 @@ func (r *Report) writeTable(w io.Writer) error {
 		r.GatewayAdded.Rate, r.GatewayAdded.P50, r.GatewayAdded.P99, r.BaselineAdded.P50, r.BaselineAdded.P99)
 	fmt.Fprintf(&b, "MCP added latency at %.0f calls/s (mcp-gateway - mcp-direct): p50 %.3f ms, p99 %.3f ms\n",
 		r.MCPAdded.Rate, r.MCPAdded.P50, r.MCPAdded.P99)
-	feed := r.find(TargetFeed, ModeMax)
-	fmt.Fprintf(&b, "feed: %d approved claims, %d per page: p50 %.3f ms/page at max, %.0f claims/s\n",
-		r.Settings.FeedClaims, r.Settings.FeedPage, feed.P50, r.FeedClaimsPerSecond)
+	feed, calm := r.find(TargetFeed, ModeMax), r.find(TargetFeed, ModeRate)
+	fmt.Fprintf(&b, "feed: %d approved claims, %d per page: p50 %.3f ms/page at %.0f pages/s, %.3f ms/page at max (%d readers, %.0f claims/s)\n",
+		r.Settings.FeedClaims, r.Settings.FeedPage, calm.P50, calm.Rate, feed.P50, r.Settings.Workers, r.FeedClaimsPerSecond)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
