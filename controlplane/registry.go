@@ -66,6 +66,8 @@ type RegistryConfig struct {
 	// RetryWindow spreads the attempts like webhook retries; zero means
 	// 24 hours.
 	RetryWindow time.Duration
+	// Timeout bounds each backend call; zero means 30 s.
+	Timeout time.Duration
 }
 
 // Registry operations recorded in registry_jobs.
@@ -83,6 +85,8 @@ type registryRunner struct {
 	now       func() time.Time
 	threshold int
 	window    time.Duration
+	timeout   time.Duration
+	wake      chan struct{}
 
 	mu      sync.Mutex
 	pending map[string]*memoryJob // memory mode: claim id → job
@@ -107,13 +111,15 @@ func newRegistryRunner(c RegistryConfig, st *Store, log *slog.Logger, now func()
 		return nil, fmt.Errorf("controlplane: registry mode %q needs a registry backend, and none is configured "+
 			"(no EVM backend exists yet): use mode %q", c.Mode, RegistryDisabled)
 	}
-	if c.MaxAttempts < 0 || c.RetryWindow < 0 {
-		return nil, errors.New("controlplane: registry MaxAttempts and RetryWindow must not be negative")
+	if c.MaxAttempts < 0 || c.RetryWindow < 0 || c.Timeout < 0 {
+		return nil, errors.New("controlplane: registry MaxAttempts, RetryWindow and Timeout must not be negative")
 	}
 	r := &registryRunner{mode: c.Mode, backend: c.Backend, store: st, log: log, now: now,
-		threshold: c.MaxAttempts, window: c.RetryWindow, pending: map[string]*memoryJob{}}
+		threshold: c.MaxAttempts, window: c.RetryWindow, timeout: c.Timeout,
+		wake: make(chan struct{}, 1), pending: map[string]*memoryJob{}}
 	setDefault(&r.threshold, 10)
 	setDefault(&r.window, 24*time.Hour)
+	setDefault(&r.timeout, 30*time.Second)
 	return r, nil
 }
 
@@ -134,6 +140,10 @@ func (r *registryRunner) claimChanged(ctx context.Context, c Claim) {
 			r.pending[c.ID] = &memoryJob{due: now, queued: now}
 		}
 		r.mu.Unlock()
+	}
+	select { // the queue (or the memory queue) has work
+	case r.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -231,19 +241,22 @@ func (r *registryRunner) write(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	switch {
 	case c.Status == StatusApproved && c.ApprovalTxHash == "":
 		h, err := r.backend.ApproveClaimDirect(ctx, c.Namespace, c.PublicKey, c.Service, c.AgentIP)
 		if err != nil {
 			return fmt.Errorf("controlplane: registry approve: %w", err)
 		}
-		return r.store.setTxHash(ctx, id, "approval_tx_hash", h)
+		// The write happened: record it even if ctx ended meanwhile.
+		return r.store.setTxHash(context.WithoutCancel(ctx), id, "approval_tx_hash", h)
 	case c.Status == StatusRevoked && c.ApprovalTxHash != "" && c.RevocationTxHash == "":
 		h, err := r.backend.RevokeClaimDirect(ctx, c.Namespace, c.PublicKey, c.Service)
 		if err != nil {
 			return fmt.Errorf("controlplane: registry revoke: %w", err)
 		}
-		return r.store.setTxHash(ctx, id, "revocation_tx_hash", h)
+		return r.store.setTxHash(context.WithoutCancel(ctx), id, "revocation_tx_hash", h)
 	}
 	return nil
 }

@@ -16,7 +16,8 @@ type fakeRegistry struct {
 	mu         sync.Mutex
 	fail       int // the next fail writes return an error
 	txs        int
-	writes     []string // "op namespace/service" of successful writes
+	writes     []string    // "op namespace/service" of successful writes
+	notify     chan string // when set, receives each successful write
 	namespaces map[string]string
 	claims     map[string]string // chain claim id → tuple
 	authorized map[string]bool   // tuple → authorised
@@ -41,6 +42,9 @@ func (f *fakeRegistry) tx(op string, fn func()) (string, error) {
 	fn()
 	f.txs++
 	f.writes = append(f.writes, op)
+	if f.notify != nil {
+		f.notify <- op
+	}
 	return fmt.Sprintf("0x%064x", f.txs), nil
 }
 
@@ -289,4 +293,36 @@ func TestRegistryQueue(t *testing.T) {
 			reg.failNext(0)
 		})
 	})
+}
+
+// TestRunWorkersWritesRegistry: RunWorkers is woken by an approval and
+// writes it in queue mode without waiting for a poll.
+func TestRunWorkersWritesRegistry(t *testing.T) {
+	reg := newFakeRegistry()
+	reg.notify = make(chan string, 4)
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
+		withRegistry(RegistryQueue, reg)(c)
+		c.Webhooks.PollInterval = time.Hour
+	})
+	owner, key := claimWorld(e)
+	id := e.submitted(key)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.srv.RunWorkers(ctx) }()
+	e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+	select {
+	case op := <-reg.notify:
+		if op != "approve acme/github" {
+			t.Fatalf("write = %s", op)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunWorkers did not write the approval")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunWorkers returned %v", err)
+	}
+	if a, _ := e.claimHashes(owner, id); !strings.HasPrefix(a, "0x") {
+		t.Fatalf("approval_tx_hash = %q", a)
+	}
 }

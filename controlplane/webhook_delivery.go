@@ -21,24 +21,30 @@ import (
 )
 
 // RunWorkers delivers webhooks and registry writes until ctx ends, then
-// returns ctx's error. It polls the database every PollInterval and is
-// woken at once by claim changes made through this Server. Any number of
-// instances may run it against one database: deliveries and registry jobs
-// are leased row by row, so each is attempted by one worker at a time.
-// Run it once per Server.
+// returns ctx's error. Each kind of work has its own loop, so a slow
+// registry never holds up webhooks; both poll the database every
+// PollInterval and are woken at once by claim changes made through this
+// Server. Any number of instances may run it against one database:
+// deliveries and registry jobs are leased row by row, so each is attempted
+// by one worker at a time. Run it once per Server.
 func (s *Server) RunWorkers(ctx context.Context) error {
 	rt := s.cfg.Webhooks.rt
-	t := time.NewTicker(s.cfg.Webhooks.PollInterval)
-	defer t.Stop()
+	var wg sync.WaitGroup
+	if rt.registry != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.loop(ctx, rt.registry.wake, func() {
+				if err := rt.registry.runDue(ctx); err != nil && ctx.Err() == nil {
+					s.log.ErrorContext(ctx, "registry pass failed", "err", err)
+				}
+			})
+		}()
+	}
 	var lastPrune time.Time
-	for {
+	s.loop(ctx, rt.wake, func() {
 		if _, err := s.deliverDue(ctx); err != nil && ctx.Err() == nil {
 			s.log.ErrorContext(ctx, "webhook delivery pass failed", "err", err)
-		}
-		if rt.registry != nil {
-			if err := rt.registry.runDue(ctx); err != nil && ctx.Err() == nil {
-				s.log.ErrorContext(ctx, "registry pass failed", "err", err)
-			}
 		}
 		if now := s.now(); now.Sub(lastPrune) > time.Hour {
 			lastPrune = now
@@ -46,11 +52,23 @@ func (s *Server) RunWorkers(ctx context.Context) error {
 				s.log.ErrorContext(ctx, "pruning webhook deliveries failed", "err", err)
 			}
 		}
+	})
+	wg.Wait()
+	return ctx.Err()
+}
+
+// loop runs pass now, then after every PollInterval or wake-up, until ctx
+// ends.
+func (s *Server) loop(ctx context.Context, wake <-chan struct{}, pass func()) {
+	t := time.NewTicker(s.cfg.Webhooks.PollInterval)
+	defer t.Stop()
+	for {
+		pass()
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return
 		case <-t.C:
-		case <-rt.wake:
+		case <-wake:
 		}
 	}
 }
