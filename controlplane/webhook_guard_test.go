@@ -172,10 +172,13 @@ func TestSSRFGuard(t *testing.T) {
 	}, map[string]string{"cname.test": "receiver.test"})
 	guarded := withWebhooks(func(c *WebhookConfig) { c.AllowPrivateTargets = false; c.DNSResolverURL = doh.ts.URL })
 
-	t.Run("address literals refused when saved", func(t *testing.T) {
+	t.Run("private literals and localhost names refused when saved", func(t *testing.T) {
 		e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), guarded)
 		owner, _ := claimWorld(e)
 		base := "/v1/services/" + e.serviceID(owner) + "/webhooks"
+		open := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), withWebhooks(func(c *WebhookConfig) { c.MaxPerService = 100 }))
+		openOwner, _ := claimWorld(open)
+		openBase := "/v1/services/" + open.serviceID(openOwner) + "/webhooks"
 		for name, u := range map[string]string{
 			"loopback":                  "http://127.0.0.1:" + port + "/",
 			"RFC 1918 10/8":             "http://10.0.0.1/",
@@ -190,9 +193,12 @@ func TestSSRFGuard(t *testing.T) {
 			"IPv4-mapped IPv6 loopback": "http://[::ffff:127.0.0.1]/",
 			"IPv4-mapped IPv6 private":  "http://[::ffff:10.0.0.1]/",
 			"IPv4-mapped IPv6 hex form": "http://[::ffff:7f00:1]/",
+			"localhost name":            "http://localhost:" + port + "/",
+			"localhost subdomain":       "http://api.localhost./",
 		} {
 			t.Run(name, func(t *testing.T) {
 				e.do("POST", base, map[string]any{"url": u}, owner).want(t, 400, "WEBHOOK_URL_FORBIDDEN")
+				open.do("POST", openBase, map[string]any{"url": u}, openOwner).want(t, 201, "")
 			})
 		}
 		e.do("POST", base, map[string]any{"url": "https://93.184.216.34/hook"}, owner).want(t, 201, "")
