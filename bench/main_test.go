@@ -14,9 +14,10 @@ import (
 // figures must be filled in.
 func TestRun(t *testing.T) {
 	var out, progress bytes.Buffer
-	err := run(t.Context(), []string{"-duration=200ms", "-rounds=2", "-claims=2500", "-page=500", "-json"}, &out, &progress)
+	// Few workers and a small feed keep it quick under -race too.
+	err := run(t.Context(), []string{"-duration=200ms", "-rounds=2", "-workers=4", "-claims=1000", "-page=250", "-json"}, &out, &progress)
 	if err != nil {
-		t.Fatalf("run: %v\n%s", err, progress.String())
+		t.Errorf("run: %v\n%s", err, progress.String()) // the report says more
 	}
 	var r Report
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
@@ -56,7 +57,7 @@ func TestRun(t *testing.T) {
 	if r.GatewayAdded.Rate <= 0 || r.MCPAdded.Rate <= 0 || r.FeedClaimsPerSecond <= 0 {
 		t.Errorf("derived figures missing: added %+v, MCP %+v, feed %v", r.GatewayAdded, r.MCPAdded, r.FeedClaimsPerSecond)
 	}
-	if r.Machine.CPUs == 0 || r.Machine.GoVersion == "" || r.Settings.FeedClaims != 2500 || r.Settings.FeedPage != 500 || r.Settings.Rounds != 2 {
+	if r.Machine.CPUs == 0 || r.Machine.GoVersion == "" || r.Settings.FeedClaims != 1000 || r.Settings.FeedPage != 250 || r.Settings.Rounds != 2 {
 		t.Errorf("machine or settings missing: %+v %+v", r.Machine, r.Settings)
 	}
 
