@@ -128,6 +128,14 @@ func added(proxied, direct Result) Added {
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
+// bar says whether a figure meets issue 8's bar.
+func bar(met bool, want string) string {
+	if met {
+		return "(bar " + want + ": met)"
+	}
+	return "(bar " + want + ": NOT met)"
+}
+
 // errorCount is the errors of every phase.
 func (r *Report) errorCount() int {
 	n := 0
@@ -175,10 +183,10 @@ func (r *Report) writeTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "\nRPS ratios (max): gateway/baseline %.3f, gateway/upstream %.3f, baseline/upstream %.3f, mcp-gateway/mcp-direct %.3f\n",
-		r.GatewayOverBaseline, r.GatewayOverUpstream, r.BaselineOverUpstream, r.MCPGatewayOverDirect)
-	fmt.Fprintf(&b, "added latency at %.0f req/s (gateway - upstream): p50 %.3f ms, p99 %.3f ms  (baseline - upstream: p50 %.3f ms, p99 %.3f ms)\n",
-		r.GatewayAdded.Rate, r.GatewayAdded.P50, r.GatewayAdded.P99, r.BaselineAdded.P50, r.BaselineAdded.P99)
+	fmt.Fprintf(&b, "\nRPS ratios (max): gateway/baseline %.3f %s, gateway/upstream %.3f, baseline/upstream %.3f, mcp-gateway/mcp-direct %.3f\n",
+		r.GatewayOverBaseline, bar(r.GatewayOverBaseline >= 0.8, "≥ 0.8"), r.GatewayOverUpstream, r.BaselineOverUpstream, r.MCPGatewayOverDirect)
+	fmt.Fprintf(&b, "added latency at %.0f req/s (gateway - upstream): p50 %.3f ms, p99 %.3f ms %s  (baseline - upstream: p50 %.3f ms, p99 %.3f ms)\n",
+		r.GatewayAdded.Rate, r.GatewayAdded.P50, r.GatewayAdded.P99, bar(r.GatewayAdded.P99 <= 2, "≤ 2 ms"), r.BaselineAdded.P50, r.BaselineAdded.P99)
 	fmt.Fprintf(&b, "MCP added latency at %.0f calls/s (mcp-gateway - mcp-direct): p50 %.3f ms, p99 %.3f ms\n",
 		r.MCPAdded.Rate, r.MCPAdded.P50, r.MCPAdded.P99)
 	feed, calm := r.find(TargetFeed, ModeMax), r.find(TargetFeed, ModeRate)
