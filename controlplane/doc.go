@@ -14,6 +14,11 @@
 //     /v1/services, claim approve/reject/revoke under /v1/claims/{id}/,
 //     the claim listing and the API form of the DID document under
 //     /v1/namespaces/{ns}/;
+//   - passkey accounts under /v1/auth/* (Config.Auth, WebAuthn with ES256
+//     and EdDSA): signup, login, me, logout, passkeys, settings,
+//     verification and account deletion;
+//   - webhooks under /v1/services/{id}/webhooks (Config.Webhooks), with
+//     their recent deliveries;
 //   - public DID resolution at /1.0/identifiers/{did} and GET /health;
 //   - POST /v1/test/seed, only when Config.TestSeedToken is set (loopback
 //     clients with the token; no signed headers, so tests and the quickstart
@@ -24,6 +29,27 @@
 // (… WHERE status = <from>), so concurrent moves of one claim serialise on
 // the row and the loser gets 409 CLAIM_STATE_CONFLICT. Lifecycle changes
 // are published to Config.Events after they commit.
+//
+// Passkey challenges are single-use, bound to their ceremony, namespace and
+// session, and expire; signup and login attempts are rate-limited with
+// exponential backoff after failures, with the counters in the database. A
+// session remembers its last passkey check: deleting the account needs one
+// within five minutes. Deletion revokes every approved claim through the
+// normal transition (so webhooks fire), removes services, keys, passkeys
+// and sessions, and leaves a tombstone, so the DID resolves as deactivated
+// and the name can never be registered again.
+//
+// Webhook deliveries are written by triggers into an outbox in the same
+// transaction as the claim change, then sent by Server.RunWorkers per
+// Standard Webhooks (HMAC-SHA256 signatures), leased so several instances
+// can share the queue and each webhook-id succeeds once, retried with
+// backoff within the retry window and marked failed after the threshold
+// (with an optional SMTP alert). Targets are checked at dial time, so
+// private, loopback and link-local addresses are refused even through DNS
+// rebinding, and redirects are never followed. Registry writes
+// (BLOCKCHAIN_MODE) go through the Registry interface: sync in the request,
+// memory in a process queue, queue from the database; RunWorkers retries
+// them. The PostgreSQL triggers need PostgreSQL 13 or newer.
 //
 // Choices where the specs are silent: a claim of another owner answers 404
 // (ids reveal nothing); GET /v1/verify's service defaults to the key's

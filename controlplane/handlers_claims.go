@@ -210,8 +210,7 @@ func (s *Server) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
 		s.writeErr(w, r, err)
 		return
 	}
-	s.publish(r.Context(), event, c)
-	writeJSON(w, http.StatusOK, toClaimRecord(c))
+	writeJSON(w, http.StatusOK, toClaimRecord(s.publish(r.Context(), event, c)))
 }
 
 var claimStatuses = map[string]bool{StatusPending: true, StatusApproved: true, StatusRevoked: true, StatusRejected: true, StatusExpired: true}

@@ -158,11 +158,14 @@ func TestRegistrySync(t *testing.T) {
 		e := newEnv(t, openStore(t, sc), withRegistry(RegistrySync, reg))
 		owner, key := claimWorld(e)
 		id := e.submitted(key)
-		e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
-		if a, _ := e.claimHashes(owner, id); !strings.HasPrefix(a, "0x") {
-			t.Fatalf("approval_tx_hash = %q right after the approval answered", a)
+		approved := e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "").json(t)
+		if a, _ := e.claimHashes(owner, id); !strings.HasPrefix(a, "0x") || approved["approval_tx_hash"] != a {
+			t.Fatalf("approval_tx_hash = %q right after the approval answered, %v in the answer", a, approved["approval_tx_hash"])
 		}
-		e.do("POST", "/v1/claims/"+id+"/revoke", nil, owner).want(t, 200, "")
+		revoked := e.do("POST", "/v1/claims/"+id+"/revoke", nil, owner).want(t, 200, "").json(t)
+		if _, r := e.claimHashes(owner, id); revoked["revocation_tx_hash"] != r {
+			t.Fatalf("revocation answer carries %v, stored %q", revoked["revocation_tx_hash"], r)
+		}
 		if _, r := e.claimHashes(owner, id); !strings.HasPrefix(r, "0x") {
 			t.Fatalf("revocation_tx_hash = %q right after the revocation answered", r)
 		}

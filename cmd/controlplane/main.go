@@ -6,10 +6,15 @@
 // status is 2. Storage is SQLite in IDN_DATA_DIR (ADAPTER_PROVIDER=sqlite,
 // the default) or PostgreSQL at DATABASE_URL (ADAPTER_PROVIDER=postgres).
 // The server listens on CONTROLPLANE_ADDR (default :8787), serves /health,
-// runs the claim expiry and cleanup once a minute, and shuts down
-// gracefully on SIGINT or SIGTERM. Extra settings of this binary:
-// CONTROLPLANE_TRUSTED_PROXY_CIDRS (proxies whose X-Forwarded-* headers
-// count) and CONTROLPLANE_PUBLIC_URL (base of DID service endpoints).
+// runs the claim expiry and cleanup once a minute and the webhook and
+// registry workers continuously, and shuts down gracefully on SIGINT or
+// SIGTERM. Extra settings of this binary: CONTROLPLANE_TRUSTED_PROXY_CIDRS
+// (proxies whose X-Forwarded-* headers count), CONTROLPLANE_PUBLIC_URL (base
+// of DID service endpoints), WEBAUTHN_RP_ID and WEBAUTHN_RP_NAME (relying
+// party; default: the first WebAuthn origin's host, "idn"), and
+// WEBHOOK_ALERT_EMAIL_TO, WEBHOOK_ALERT_SMTP_ADDR,
+// WEBHOOK_ALERT_SMTP_USERNAME, WEBHOOK_ALERT_SMTP_PASSWORD (default
+// MAILER_API_KEY) for failure alerts.
 package main
 
 import (
@@ -99,6 +104,13 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 			}
 		}
 	}()
+	workers := make(chan struct{})
+	go func() {
+		defer close(workers)
+		if err := api.RunWorkers(ctx); err != nil && ctx.Err() == nil {
+			log.Error("webhook and registry workers stopped", "err", err)
+		}
+	}()
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -114,6 +126,7 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 	cancel()
 	<-drained // Serve returns as shutdown starts; in-flight requests still use the store
 	<-maintained
+	<-workers
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -69,9 +69,9 @@ func TestLoadSettingsProduction(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.addr != ":8787" || s.server.PendingExpiry != 48*time.Hour || s.server.MaxAPIKeys != 5 || s.server.TestSeedToken != "" ||
-		s.server.InsecureLocalhostCookie || len(s.webhookKey) != 32 || s.server.Auth.Origins[0] != "https://dash.example" ||
-		s.blockchainMode != "disabled" || s.server.Auth.ChallengeExpiry != time.Hour || s.maxWebhooks != 5 || s.webhookFailures != 10 ||
-		s.webhookRetryWindow != 24*time.Hour || s.webhookAllowPriv || s.blockchainNetwork != "mainnet" || s.webhookDNS != "" || s.alertFrom != "" {
+		s.server.InsecureLocalhostCookie || len(s.server.Webhooks.SecretKey) != 32 || s.server.Auth.Origins[0] != "https://dash.example" ||
+		s.server.Webhooks.Registry.Mode != "disabled" || s.server.Auth.ChallengeExpiry != time.Hour || s.server.Webhooks.MaxPerService != 5 || s.server.Webhooks.FailureThreshold != 10 ||
+		s.server.Webhooks.RetryWindow != 24*time.Hour || s.server.Webhooks.AllowPrivateTargets || s.server.Webhooks.DNSResolverURL != "" || s.server.Webhooks.Alert.From != "" {
 		t.Fatalf("settings = %+v", s)
 	}
 }
@@ -87,7 +87,7 @@ func TestLocalGeneratesSecretsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(a.server.JWTSecret) != string(b.server.JWTSecret) || string(a.webhookKey) != string(b.webhookKey) || len(a.webhookKey) != 32 {
+	if string(a.server.JWTSecret) != string(b.server.JWTSecret) || string(a.server.Webhooks.SecretKey) != string(b.server.Webhooks.SecretKey) || len(a.server.Webhooks.SecretKey) != 32 {
 		t.Fatal("local secrets changed between starts")
 	}
 	fi, err := os.Stat(filepath.Join(dir, "jwt_secret"))

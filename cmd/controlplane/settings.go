@@ -25,16 +25,6 @@ type settings struct {
 	dataDir     string
 	store       controlplane.StoreConfig
 	server      controlplane.Config
-
-	webhookKey         []byte // WEBHOOK_SECRET_ENCRYPTION_KEY, 32 bytes
-	maxWebhooks        int
-	webhookRetryWindow time.Duration
-	webhookFailures    int
-	webhookAllowPriv   bool
-	webhookDNS         string
-	alertFrom          string
-	blockchainMode     string
-	blockchainNetwork  string
 }
 
 var environments = map[string]bool{"local": true, "test": true, "development": true, "staging": true, "production": true}
@@ -75,6 +65,15 @@ func loadSettings(getenv func(string) string) (settings, error) {
 		}
 		return b
 	}
+	list := func(name string) []string {
+		var out []string
+		for _, v := range strings.Split(str(name, ""), ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
 	origins := func(name, def string) []string {
 		var out []string
 		for _, o := range strings.Split(str(name, def), ",") {
@@ -112,6 +111,7 @@ func loadSettings(getenv func(string) string) (settings, error) {
 	}
 
 	jwtSecret := str("JWT_SECRET", "")
+	var webhookSecretKey []byte
 	webhookKey := str("WEBHOOK_SECRET_ENCRYPTION_KEY", "")
 	if local && (jwtSecret == "" || webhookKey == "") {
 		var err error
@@ -136,7 +136,7 @@ func loadSettings(getenv func(string) string) (settings, error) {
 	} else if k, err := base64.StdEncoding.DecodeString(webhookKey); err != nil || len(k) != 32 {
 		bad("WEBHOOK_SECRET_ENCRYPTION_KEY must be standard base64 of exactly 32 bytes")
 	} else {
-		s.webhookKey = k
+		webhookSecretKey = k
 	}
 
 	def := ""
@@ -193,30 +193,43 @@ func loadSettings(getenv func(string) string) (settings, error) {
 		},
 	}
 
-	s.maxWebhooks = positive("MAX_WEBHOOKS_PER_SERVICE", 5)
-	s.webhookRetryWindow = time.Duration(positive("WEBHOOK_RETRY_WINDOW_HOURS", 24)) * time.Hour
-	s.webhookFailures = positive("WEBHOOK_FAILURE_THRESHOLD", 10)
-	s.webhookAllowPriv = boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS")
-	if s.webhookDNS = str("WEBHOOK_DNS_RESOLVER_URL", ""); s.webhookDNS != "" {
-		if u, err := url.Parse(s.webhookDNS); err != nil || u.Scheme != "https" || u.Host == "" {
+	hooks := controlplane.WebhookConfig{
+		SecretKey:           webhookSecretKey,
+		MaxPerService:       positive("MAX_WEBHOOKS_PER_SERVICE", 5),
+		RetryWindow:         time.Duration(positive("WEBHOOK_RETRY_WINDOW_HOURS", 24)) * time.Hour,
+		FailureThreshold:    positive("WEBHOOK_FAILURE_THRESHOLD", 10),
+		AllowPrivateTargets: boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS"),
+		DNSResolverURL:      str("WEBHOOK_DNS_RESOLVER_URL", ""),
+		Alert: controlplane.AlertConfig{
+			From:         str("WEBHOOK_ALERT_EMAIL_FROM", ""),
+			To:           list("WEBHOOK_ALERT_EMAIL_TO"),
+			SMTPAddr:     str("WEBHOOK_ALERT_SMTP_ADDR", ""),
+			SMTPUsername: str("WEBHOOK_ALERT_SMTP_USERNAME", ""),
+			SMTPPassword: str("WEBHOOK_ALERT_SMTP_PASSWORD", str("MAILER_API_KEY", "")),
+		},
+		Registry: controlplane.RegistryConfig{Mode: str("BLOCKCHAIN_MODE", controlplane.RegistryDisabled)},
+	}
+	if u := hooks.DNSResolverURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || pu.Scheme != "https" || pu.Host == "" {
 			bad("WEBHOOK_DNS_RESOLVER_URL must be an https URL (DNS over HTTPS)")
 		}
 	}
-	if s.alertFrom = str("WEBHOOK_ALERT_EMAIL_FROM", ""); s.alertFrom != "" && !strings.Contains(s.alertFrom, "@") {
+	if a := hooks.Alert; a.From != "" && !strings.Contains(a.From, "@") {
 		bad("WEBHOOK_ALERT_EMAIL_FROM must be an e-mail address")
 	}
-
-	s.blockchainMode = str("BLOCKCHAIN_MODE", "disabled")
-	switch s.blockchainMode {
-	case "disabled":
-	case "sync", "memory", "queue":
-		bad("BLOCKCHAIN_MODE=%s needs a registry backend, and none is built in yet: use BLOCKCHAIN_MODE=disabled", s.blockchainMode)
-	default:
-		bad("BLOCKCHAIN_MODE must be disabled, sync, memory or queue, got %q", s.blockchainMode)
+	if a := hooks.Alert; (a.From != "" || len(a.To) > 0 || a.SMTPAddr != "") && (a.From == "" || len(a.To) == 0 || a.SMTPAddr == "") {
+		bad("webhook failure alerts need WEBHOOK_ALERT_EMAIL_FROM, WEBHOOK_ALERT_EMAIL_TO and WEBHOOK_ALERT_SMTP_ADDR together")
 	}
-	s.blockchainNetwork = str("BLOCKCHAIN_NETWORK", "mainnet")
-	if s.blockchainNetwork != "mainnet" && s.blockchainNetwork != "testnet" {
-		bad("BLOCKCHAIN_NETWORK must be mainnet or testnet, got %q", s.blockchainNetwork)
+	switch mode := hooks.Registry.Mode; mode {
+	case controlplane.RegistryDisabled:
+	case controlplane.RegistrySync, controlplane.RegistryMemory, controlplane.RegistryQueue:
+		bad("BLOCKCHAIN_MODE=%s needs a registry backend, and none is built in yet: use BLOCKCHAIN_MODE=disabled", mode)
+	default:
+		bad("BLOCKCHAIN_MODE must be disabled, sync, memory or queue, got %q", mode)
+	}
+	s.server.Webhooks = hooks
+	if n := str("BLOCKCHAIN_NETWORK", "mainnet"); n != "mainnet" && n != "testnet" {
+		bad("BLOCKCHAIN_NETWORK must be mainnet or testnet, got %q", n)
 	}
 	if rpc := str("BLOCKCHAIN_RPC_URL", ""); rpc != "" {
 		if u, err := url.Parse(rpc); err != nil || u.Host == "" {
