@@ -31,7 +31,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, ns string) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"namespace":  ns,
 		"did":        identity.DID(ns),
 		"settings":   set,
@@ -56,7 +56,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, s.clearedSessionCookie(r))
-	writeJSON(w, http.StatusOK, map[string]bool{"logged_out": true})
+	apierror.WriteJSON(w, http.StatusOK, map[string]bool{"logged_out": true})
 }
 
 // listPasskeys is GET /v1/auth/passkeys.
@@ -70,7 +70,7 @@ func (s *Server) listPasskeys(w http.ResponseWriter, r *http.Request, ns string)
 	for i, k := range keys {
 		out[i] = toPasskeyRecord(k)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"passkeys": out})
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"passkeys": out})
 }
 
 // renamePasskey is PATCH /v1/auth/passkeys/{id} with {"name"}.
@@ -96,7 +96,7 @@ func (s *Server) renamePasskey(w http.ResponseWriter, r *http.Request, ns string
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toPasskeyRecord(p))
+	apierror.WriteJSON(w, http.StatusOK, toPasskeyRecord(p))
 }
 
 // deletePasskey is DELETE /v1/auth/passkeys/{id}; the last passkey stays.
@@ -131,7 +131,7 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, ns strin
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, set)
+	apierror.WriteJSON(w, http.StatusOK, set)
 }
 
 // deleteAccount is DELETE /v1/auth/account. It needs a passkey assertion
@@ -195,7 +195,7 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, sess owne
 	}
 	s.log.InfoContext(ctx, "account deleted", "namespace", ns, "revoked", revoked+late, "rejected", rejected)
 	http.SetCookie(w, s.clearedSessionCookie(r))
-	writeJSON(w, http.StatusOK, map[string]any{
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"namespace":       ns,
 		"did":             identity.DID(ns),
 		"deactivated_at":  timestamp(now),

@@ -380,7 +380,7 @@ func (s *Server) signupOptions(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, opts)
+	apierror.WriteJSON(w, http.StatusOK, opts)
 }
 
 // signup is POST /v1/auth/signup: it creates the account, the namespace
@@ -435,7 +435,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, s.sessionCookie(r, token, expires))
-	writeJSON(w, http.StatusCreated, map[string]any{
+	apierror.WriteJSON(w, http.StatusCreated, map[string]any{
 		"namespace":          in.Namespace,
 		"did":                identity.DID(in.Namespace),
 		"created_at":         timestamp(pk.CreatedAt),
@@ -479,7 +479,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, s.sessionCookie(r, token, expires))
-	writeJSON(w, http.StatusOK, map[string]any{
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"namespace":          in.Namespace,
 		"did":                identity.DID(in.Namespace),
 		"session_expires_at": timestamp(expires),
@@ -507,7 +507,7 @@ func (s *Server) assertionOptions(w http.ResponseWriter, r *http.Request, kind s
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, opts)
+	apierror.WriteJSON(w, http.StatusOK, opts)
 }
 
 // finishAssertionRequest runs the finish of a login or verify ceremony
@@ -550,7 +550,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request, sess ownerSessio
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"verified_at":    timestamp(now),
 		"verified_until": timestamp(now.Add(recentVerification)),
 	})
@@ -569,7 +569,7 @@ func (s *Server) passkeyOptions(w http.ResponseWriter, r *http.Request, sess own
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, opts)
+	apierror.WriteJSON(w, http.StatusOK, opts)
 }
 
 // addPasskey is POST /v1/auth/passkeys.
@@ -596,5 +596,5 @@ func (s *Server) addPasskey(w http.ResponseWriter, r *http.Request, sess ownerSe
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, toPasskeyRecord(pk))
+	apierror.WriteJSON(w, http.StatusCreated, toPasskeyRecord(pk))
 }

@@ -29,7 +29,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"did":           identity.DID(ns),
 		"namespace":     ns,
 		"owner":         rec.Owner,
@@ -191,7 +191,7 @@ func (s *Server) submitClaim(w http.ResponseWriter, r *http.Request, svc service
 		status = http.StatusCreated
 		s.publish(r.Context(), EventSubmitted, c)
 	}
-	writeJSON(w, status, toClaimRecord(c))
+	apierror.WriteJSON(w, status, toClaimRecord(c))
 }
 
 var actionEvents = map[string]string{"approve": EventApproved, "reject": EventRejected, "revoke": EventRevoked}
@@ -210,7 +210,7 @@ func (s *Server) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toClaimRecord(s.publish(r.Context(), event, c)))
+	apierror.WriteJSON(w, http.StatusOK, toClaimRecord(s.publish(r.Context(), event, c)))
 }
 
 var claimStatuses = map[string]bool{StatusPending: true, StatusApproved: true, StatusRevoked: true, StatusRejected: true, StatusExpired: true}
@@ -241,7 +241,7 @@ func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner strin
 	for i, c := range p.Claims {
 		recs[i] = toClaimRecord(c)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"claims":     recs,
 		"pagination": pagination{Limit: limit, Offset: offset, Total: p.Total, HasMore: p.HasMore},
 	})
@@ -272,7 +272,7 @@ func (s *Server) verifyClaim(w http.ResponseWriter, r *http.Request, svc service
 	}
 	c, err := s.store.latestClaim(r.Context(), ns, identity.FormatPublicKey(pub), slug)
 	if err == errClaimNotFound {
-		writeJSON(w, http.StatusOK, map[string]any{"authorized": false})
+		apierror.WriteJSON(w, http.StatusOK, map[string]any{"authorized": false})
 		return
 	}
 	if err != nil {
@@ -283,5 +283,5 @@ func (s *Server) verifyClaim(w http.ResponseWriter, r *http.Request, svc service
 	if c.Status == StatusApproved {
 		out["approved_at"] = timestamp(c.ApprovedAt)
 	}
-	writeJSON(w, http.StatusOK, out)
+	apierror.WriteJSON(w, http.StatusOK, out)
 }

@@ -211,7 +211,7 @@ func (s *Server) ownerDID(w http.ResponseWriter, r *http.Request, owner string) 
 		vms = append(vms, apiVerificationMethod{ID: identity.KeyID(ns, k), Type: didresolve.KeyType,
 			PublicKeyBase64: base64.StdEncoding.EncodeToString(k), Service: c.Service, Status: c.Status, ClaimID: c.ID})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"@context":           []string{didresolve.ContextDID, didresolve.ContextEd25519},
 		"id":                 identity.DID(ns),
 		"controller":         identity.DID(ns),

@@ -98,7 +98,7 @@ func (s *Server) createService(w http.ResponseWriter, r *http.Request, owner str
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"service": svc, "api_key": key})
+	apierror.WriteJSON(w, http.StatusCreated, map[string]any{"service": svc, "api_key": key})
 }
 
 func (s *Server) listServices(w http.ResponseWriter, r *http.Request, owner string) {
@@ -107,7 +107,7 @@ func (s *Server) listServices(w http.ResponseWriter, r *http.Request, owner stri
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"services": list})
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"services": list})
 }
 
 func (s *Server) getService(w http.ResponseWriter, r *http.Request, owner string) {
@@ -116,7 +116,7 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request, owner string
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, svc)
+	apierror.WriteJSON(w, http.StatusOK, svc)
 }
 
 // updateService changes name and/or service_endpoint. The slug is part of
@@ -152,7 +152,7 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request, owner str
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, svc)
+	apierror.WriteJSON(w, http.StatusOK, svc)
 }
 
 func (s *Server) deleteService(w http.ResponseWriter, r *http.Request, owner string) {
@@ -176,7 +176,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, owner string) 
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"api_keys": keys})
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"api_keys": keys})
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request, owner string) {
@@ -185,7 +185,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, owner string)
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"api_key": key})
+	apierror.WriteJSON(w, http.StatusCreated, map[string]any{"api_key": key})
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, owner string) {

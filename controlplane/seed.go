@@ -136,7 +136,7 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 		}
 		sessions[ns] = tok
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"api_keys": keys, "sessions": sessions, "claims": claims})
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"api_keys": keys, "sessions": sessions, "claims": claims})
 }
 
 // seedService creates the service, or issues another key when the owner

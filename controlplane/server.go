@@ -234,10 +234,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+		apierror.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	apierror.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // Maintain runs one pass of the background work: pending claims older than
@@ -257,15 +257,6 @@ func (s *Server) Maintain(ctx context.Context) error {
 		return err
 	}
 	return s.maintainAuth(ctx)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // decodeJSON reads a JSON object body into v: Content-Type must be

@@ -287,7 +287,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, owner str
 		return
 	}
 	wh.Secret = secret
-	writeJSON(w, http.StatusCreated, wh)
+	apierror.WriteJSON(w, http.StatusCreated, wh)
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, owner string) {
@@ -296,7 +296,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, owner stri
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"webhooks": list})
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"webhooks": list})
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, owner string) {
@@ -305,7 +305,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, owner string
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wh)
+	apierror.WriteJSON(w, http.StatusOK, wh)
 }
 
 // updateWebhook changes url and/or events. Deliveries already queued go to
@@ -341,7 +341,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, owner str
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wh)
+	apierror.WriteJSON(w, http.StatusOK, wh)
 }
 
 // deleteWebhook removes a webhook and cancels its queued deliveries.
@@ -370,5 +370,5 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, owner st
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"deliveries": list})
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"deliveries": list})
 }
