@@ -16,7 +16,7 @@ type doFunc func(ctx context.Context, i int) error
 
 // requestGrace bounds how long a request may still run after its round's
 // duration; a round never lasts longer than its duration plus this.
-const requestGrace = 5 * time.Second
+const requestGrace = 10 * time.Second
 
 // maxWorkers bounds -workers, and so the connections per target.
 const maxWorkers = 4096
