@@ -37,6 +37,9 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
 		}
+		if len(raw) != ed25519.PublicKeySize { // 44 characters without padding hold 33 bytes
+			return nil, fmt.Errorf("%w: %d bytes, want %d", ErrInvalidKey, len(raw), ed25519.PublicKeySize)
+		}
 		return ed25519.PublicKey(raw), nil
 	}
 	if strings.HasPrefix(s, "z") {
