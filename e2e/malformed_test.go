@@ -142,7 +142,10 @@ type storm struct {
 	approved   *identity.Identity
 	unapproved []*identity.Identity
 	template   []header // one signature of the approved agent; mutated copies share its nonce
-	filler     []byte   // body bytes
+	// longKeyCert is the approved agent's certificate with a 33-byte public
+	// key: 44 base64 characters, the length of a 32-byte key's form.
+	longKeyCert string
+	filler      []byte // body bytes
 }
 
 const tokenChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_!#$%&'*+.^`|~"
@@ -255,11 +258,19 @@ func (s *storm) next(i int) rawRequest {
 	case 5:
 		return s.plain("bad base64 cert", "GET", signedPath, s.garble(identity.HeaderAgentCert))
 	case 6:
-		hs := s.garble(identity.HeaderAgentKey)
-		if s.rng.Intn(2) == 0 {
-			hs = s.garble(identity.HeaderNamespace)
+		switch s.rng.Intn(3) {
+		case 0:
+			return s.plain("bad key or namespace", "GET", signedPath, s.garble(identity.HeaderAgentKey))
+		case 1:
+			return s.plain("bad key or namespace", "GET", signedPath, s.garble(identity.HeaderNamespace))
 		}
-		return s.plain("bad key or namespace", "GET", signedPath, hs)
+		hs := append([]header(nil), s.template...)
+		for i := range hs {
+			if strings.EqualFold(hs[i].name, identity.HeaderAgentCert) {
+				hs[i].value = s.longKeyCert
+			}
+		}
+		return s.plain("cert with a 33-byte key", "GET", signedPath, hs)
 	case 7: // declared body over the limit; sent in full only when the server would drain it
 		n := int64(s.maxBody) + 1 + s.rng.Int63n(1<<40)
 		send := min(n, int64(s.maxBody))
@@ -410,6 +421,14 @@ func TestMalformedRequests(t *testing.T) {
 			s.unapproved = append(s.unapproved, id)
 		}
 		s.template = signedHeaders(t, w.agent, "GET", gw.url+"/proxy/github/repos", nil, identity.SignOptions{})
+		cert, err := identity.DecodeCertificateHeader(w.agent.CertificateHeader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert.PublicKey = identity.FormatPublicKey(bytes.Repeat([]byte{7}, 33))
+		if s.longKeyCert, err = cert.EncodeHeader(); err != nil {
+			t.Fatal(err)
+		}
 		return s
 	}
 
