@@ -22,18 +22,30 @@ import (
 	"github.com/idnhq/idn/identity"
 )
 
+// binDir holds the built gateway; TestMain removes it.
+var binDir string
+
 // buildGateway compiles cmd/gateway once per test binary.
 var buildGateway = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "e2e-gateway-bin")
 	if err != nil {
 		return "", err
 	}
+	binDir = dir
 	bin := filepath.Join(dir, "gateway")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idnhq/idn/cmd/gateway").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build cmd/gateway: %w: %s", err, out)
 	}
 	return bin, nil
 })
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // lockedLog is a process's stderr, safe to read while it runs.
 type lockedLog struct {

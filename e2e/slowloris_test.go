@@ -75,14 +75,14 @@ func TestServerTimeouts(t *testing.T) {
 
 // TestSlowloris opens 200 connections that dribble request headers one
 // byte per 100 ms at a gateway served by gatewayd.NewServer with
-// ReadHeaderTimeout shortened to 1 s (the only change; TestServerTimeouts
+// ReadHeaderTimeout shortened to 2 s (the only change; TestServerTimeouts
 // covers the real 10 s). While they are open a well-behaved agent still
 // gets every answer at once, and the server cuts every slow connection
 // within the timeout.
 func TestSlowloris(t *testing.T) {
 	const (
 		slow          = 200
-		headerTimeout = time.Second
+		headerTimeout = 2 * time.Second
 	)
 	w := newWorld(t)
 	upstream := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { io.WriteString(rw, "ok") }))
