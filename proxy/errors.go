@@ -120,10 +120,11 @@ func newError(code string, cause error) *Error {
 // classify turns any error of the pipeline into an *Error.
 func classify(err error) *Error {
 	var e *Error
+	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &e):
 		return e
-	case errors.Is(err, httpsig.ErrBodyTooLarge):
+	case errors.Is(err, httpsig.ErrBodyTooLarge), errors.As(err, &tooLarge):
 		return newError(CodeBodyTooLarge, err)
 	case httpsig.Code(err) != "":
 		return newError(httpsig.Code(err), err)

@@ -114,6 +114,11 @@ func (h *Handler) upstreamResponded(resp *http.Response) error {
 // classified, never echoed: it may contain the upstream URL and with it a
 // query-parameter credential.
 func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) { // a streamed (unsigned-bypass) body passed the limit
+		apierror.Write(w, r, newError(CodeBodyTooLarge, err).api())
+		return
+	}
 	class, timeout := upstreamClass(err)
 	outcome := "error"
 	code := CodeUpstreamError

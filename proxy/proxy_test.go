@@ -265,4 +265,9 @@ func TestBodyLimit(t *testing.T) {
 	if a.status != 413 || a.env["code"] != CodeBodyTooLarge {
 		t.Errorf("oversized body: %d %v", a.status, a.env["code"])
 	}
+	chunked := g.request(g.agent, "POST", "/proxy/github/upload", strings.Repeat("x", 4096))
+	chunked.ContentLength = -1 // sent chunked: the limit trips while reading
+	if a := g.do(chunked); a.status != 413 || a.env["code"] != CodeBodyTooLarge {
+		t.Errorf("oversized chunked body: %d %v", a.status, a.env["code"])
+	}
 }

@@ -105,9 +105,10 @@ func TestCLIWorkflow(t *testing.T) {
 		t.Fatalf("add: %+v", r)
 	}
 	r = c.run("add", "--id", "mcp1", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9", "--mcp-endpoint", "/mcp",
-		"--mcp-allow", "repo.*", "--mcp-deny", "repo.delete", "--json")
+		"--mcp-allow", "repo.*", "--mcp-deny", "repo.delete", "--service", "github-tools", "--json")
 	var m credvault.Connection
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || m.MCPTransport != "streamable_http" || len(m.MCPToolDenylist) != 1 {
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || m.MCPTransport != "streamable_http" || len(m.MCPToolDenylist) != 1 ||
+		m.ServiceSlug() != "github-tools" {
 		t.Fatalf("add mcp --json: %+v", r)
 	}
 	r = c.run("list")

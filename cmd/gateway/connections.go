@@ -96,6 +96,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	)
 	fs.StringVar(&c.ID, "id", "", "connection id (required): letters, digits, '-' and '_'")
 	fs.StringVar(&c.Name, "name", "", "human-readable name")
+	fs.StringVar(&c.Service, "service", "", "service slug of the claims for this connection (default: the id)")
 	fs.StringVar(&c.Protocol, "protocol", "http", "http or mcp")
 	fs.StringVar(&c.BaseURL, "base-url", "", "upstream base URL (required)")
 	fs.StringVar(&c.AuthMode, "auth-mode", "", "bearer, header_key or query_param")

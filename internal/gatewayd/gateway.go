@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -194,14 +195,28 @@ func (g *Gateway) wire(logger *slog.Logger) error {
 		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
 		"claims": g.claimsReady,
 	}}
-	mux := http.NewServeMux()
-	mux.Handle("/health", health)
-	mux.Handle("/health/", health)
-	mux.Handle("/metrics", timeout(s.AdminTimeout, access.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))))
-	mux.Handle("/api/admin/", timeout(s.AdminTimeout, adminHandler))
-	mux.Handle("/", runtime)
-	g.handler = apierror.RequestID(mux)
+	g.handler = apierror.RequestID(dispatch(health,
+		timeout(s.AdminTimeout, access.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))),
+		timeout(s.AdminTimeout, adminHandler), runtime))
 	return nil
+}
+
+// dispatch routes by path prefix. Unlike http.ServeMux it never redirects
+// a path that is not clean, so runtime paths reach the signed pipeline
+// exactly as the agent signed them (which refuses dot-segments itself).
+func dispatch(health, metrics, adminAPI, runtime http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/health" || strings.HasPrefix(p, "/health/"):
+			health.ServeHTTP(w, r)
+		case p == "/metrics":
+			metrics.ServeHTTP(w, r)
+		case strings.HasPrefix(p, "/api/admin/"):
+			adminAPI.ServeHTTP(w, r)
+		default:
+			runtime.ServeHTTP(w, r)
+		}
+	})
 }
 
 // Handler is the gateway's whole HTTP surface.

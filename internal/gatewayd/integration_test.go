@@ -130,6 +130,11 @@ func TestGatewayWithControlPlane(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// Unclean paths reach the pipeline (no mux redirect) and are refused there.
+	if status, body := call(t, signed("GET", gwSrv.URL+"/proxy/conn/a/../../admin", "")); status != 400 || body["code"] != "VALIDATION_ERROR" {
+		t.Errorf("dot-segment path: %d %v", status, body)
+	}
+
 	// Admin test needs signed headers and an approved claim.
 	unsigned, _ := http.NewRequest("POST", gwSrv.URL+"/api/admin/connections/conn/test", nil)
 	if status, body := call(t, unsigned); status != 403 || body["code"] != "AUTH_IDENTITY_INVALID" {
