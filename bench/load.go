@@ -82,6 +82,7 @@ func (s *sample) result(cpus int) Result {
 	}
 	if s.elapsed > 0 && s.cpu > 0 {
 		r.CPU = math.Round(s.cpu.Seconds() / s.elapsed.Seconds() / float64(cpus) * 100)
+		r.PerCPU = math.Round(float64(len(s.lats)) / s.cpu.Seconds())
 	}
 	return r
 }

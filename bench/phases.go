@@ -123,7 +123,7 @@ func (b *bench) group(mode string, rate float64, members ...member) ([]Result, e
 			if m.sign != nil {
 				limit = scheduled(rate, round)
 				if mode == ModeMax {
-					limit = maxPool(samples, m.ceiling, round)
+					limit = maxPool(samples[k], samples, m.ceiling, round)
 				}
 				if err := m.sign(limit); err != nil {
 					return nil, fmt.Errorf("signing %s requests: %w", m.name, err)
@@ -161,21 +161,24 @@ func (b *bench) group(mode string, rate float64, members ...member) ([]Result, e
 }
 
 // maxPool is how many requests to sign for a max-throughput round of
-// length d: a proxy is not faster than what it proxies, so the fastest
-// rate measured in the group so far (else ceiling, else 50,000/s) with a
-// margin outlasts the round.
-func maxPool(measured []sample, ceiling float64, d time.Duration) int {
-	fastest := 0.0
-	for _, s := range measured {
-		fastest = max(fastest, s.rps())
+// length d. Twice the member's own rate in earlier rounds leaves a wide
+// margin; before that, a proxy is not faster than what it proxies, so the
+// fastest rate measured in the group (else ceiling, else 50,000/s) bounds
+// it.
+func maxPool(own sample, group []sample, ceiling float64, d time.Duration) int {
+	rate := 2 * own.rps()
+	if rate == 0 {
+		for _, s := range group {
+			rate = max(rate, 1.25*s.rps())
+		}
 	}
-	if fastest == 0 {
-		fastest = ceiling
+	if rate == 0 {
+		rate = ceiling
 	}
-	if fastest == 0 {
-		fastest = 50_000
+	if rate == 0 {
+		rate = 50_000
 	}
-	return min(int(fastest*d.Seconds()*1.25)+1000, 2_000_000)
+	return min(int(rate*d.Seconds())+1000, 2_000_000)
 }
 
 // profile starts the -cpuprofile profile when this is the profiled phase;

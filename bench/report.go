@@ -34,20 +34,21 @@ var targets = []string{TargetUpstream, TargetBaseline, TargetGateway, TargetMCPD
 type Result struct {
 	Target        string  `json:"target"`
 	Mode          string  `json:"mode"`
-	Workers       int     `json:"workers,omitempty"`     // max mode
-	Rate          float64 `json:"target_rps,omitempty"`  // rate mode
-	Requests      int     `json:"requests"`              // sent, errors included
-	Errors        int     `json:"errors"`                // transport errors and non-200 answers
-	Seconds       float64 `json:"seconds"`               // wall time of the phase
-	RPS           float64 `json:"rps"`                   // successful requests per second
-	P50           float64 `json:"p50_ms"`                // of successful requests
-	P90           float64 `json:"p90_ms"`                //
-	P99           float64 `json:"p99_ms"`                //
-	Max           float64 `json:"max_ms"`                //
-	LagP99        float64 `json:"send_lag_p99_ms"`       // rate mode: how late the sender was
-	CPU           float64 `json:"cpu_percent"`           // the process's CPU use, in % of all CPUs (0: not measured)
-	PoolExhausted bool    `json:"pool_exhausted"`        // max mode: ran out of pre-signed requests before the duration
-	FirstError    string  `json:"first_error,omitempty"` //
+	Workers       int     `json:"workers,omitempty"`       // max mode
+	Rate          float64 `json:"target_rps,omitempty"`    // rate mode
+	Requests      int     `json:"requests"`                // sent, errors included
+	Errors        int     `json:"errors"`                  // transport errors and non-200 answers
+	Seconds       float64 `json:"seconds"`                 // wall time of the phase
+	RPS           float64 `json:"rps"`                     // successful requests per second
+	P50           float64 `json:"p50_ms"`                  // of successful requests
+	P90           float64 `json:"p90_ms"`                  //
+	P99           float64 `json:"p99_ms"`                  //
+	Max           float64 `json:"max_ms"`                  //
+	LagP99        float64 `json:"send_lag_p99_ms"`         // rate mode: how late the sender was
+	CPU           float64 `json:"cpu_percent"`             // the process's CPU use, in % of all CPUs (0: not measured)
+	PerCPU        float64 `json:"requests_per_cpu_second"` // successful requests per CPU-second of the whole process
+	PoolExhausted bool    `json:"pool_exhausted"`          // max mode: ran out of pre-signed requests before the duration
+	FirstError    string  `json:"first_error,omitempty"`   //
 }
 
 // Added is the latency a proxy adds at a fixed rate: its percentiles minus
@@ -64,14 +65,17 @@ type Report struct {
 	Settings Settings `json:"settings"`
 	Results  []Result `json:"results"`
 
-	GatewayOverBaseline  float64 `json:"gateway_over_baseline_rps"`
-	GatewayOverUpstream  float64 `json:"gateway_over_upstream_rps"`
-	BaselineOverUpstream float64 `json:"baseline_over_upstream_rps"`
-	MCPGatewayOverDirect float64 `json:"mcp_gateway_over_direct_rps"`
-	GatewayAdded         Added   `json:"gateway_added_latency"`  // gateway − upstream at the HTTP rate
-	BaselineAdded        Added   `json:"baseline_added_latency"` // baseline − upstream at the HTTP rate
-	MCPAdded             Added   `json:"mcp_added_latency"`      // mcp-gateway − mcp-direct at the MCP rate
-	FeedClaimsPerSecond  float64 `json:"feed_claims_per_second"` // at max throughput
+	GatewayOverBaseline float64 `json:"gateway_over_baseline_rps"`
+	// GatewayOverBaselineCPU compares requests per CPU-second instead,
+	// which holds when other processes take CPU from some rounds.
+	GatewayOverBaselineCPU float64 `json:"gateway_over_baseline_per_cpu"`
+	GatewayOverUpstream    float64 `json:"gateway_over_upstream_rps"`
+	BaselineOverUpstream   float64 `json:"baseline_over_upstream_rps"`
+	MCPGatewayOverDirect   float64 `json:"mcp_gateway_over_direct_rps"`
+	GatewayAdded           Added   `json:"gateway_added_latency"`  // gateway − upstream at the HTTP rate
+	BaselineAdded          Added   `json:"baseline_added_latency"` // baseline − upstream at the HTTP rate
+	MCPAdded               Added   `json:"mcp_added_latency"`      // mcp-gateway − mcp-direct at the MCP rate
+	FeedClaimsPerSecond    float64 `json:"feed_claims_per_second"` // at max throughput
 }
 
 // Machine describes where the run happened.
@@ -106,6 +110,7 @@ func (r *Report) find(target, mode string) Result {
 func (r *Report) derive() {
 	up, base, gw := r.find(TargetUpstream, ModeMax), r.find(TargetBaseline, ModeMax), r.find(TargetGateway, ModeMax)
 	r.GatewayOverBaseline = ratio(gw.RPS, base.RPS)
+	r.GatewayOverBaselineCPU = ratio(gw.PerCPU, base.PerCPU)
 	r.GatewayOverUpstream = ratio(gw.RPS, up.RPS)
 	r.BaselineOverUpstream = ratio(base.RPS, up.RPS)
 	r.MCPGatewayOverDirect = ratio(r.find(TargetMCPGateway, ModeMax).RPS, r.find(TargetMCPDirect, ModeMax).RPS)
@@ -163,7 +168,7 @@ func (r *Report) writeTable(w io.Writer) error {
 	b.WriteString("Client, gateway, control plane and upstream all run in this one process on the same CPUs.\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tmode\trequests\terrors\tRPS\tp50 ms\tp90 ms\tp99 ms\tmax ms\tCPU %\tnote\t")
+	fmt.Fprintln(tw, "target\tmode\trequests\terrors\tRPS\tp50 ms\tp90 ms\tp99 ms\tmax ms\tCPU %\treq/CPU-s\tnote\t")
 	for _, x := range r.Results {
 		mode := fmt.Sprintf("max/%d", x.Workers)
 		note := ""
@@ -177,14 +182,15 @@ func (r *Report) writeTable(w io.Writer) error {
 		if x.FirstError != "" {
 			note = "first error: " + x.FirstError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t%s\t\n",
-			x.Target, mode, x.Requests, x.Errors, x.RPS, x.P50, x.P90, x.P99, x.Max, x.CPU, note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t%.0f\t%s\t\n",
+			x.Target, mode, x.Requests, x.Errors, x.RPS, x.P50, x.P90, x.P99, x.Max, x.CPU, x.PerCPU, note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(&b, "\nRPS ratios (max): gateway/baseline %.3f %s, gateway/upstream %.3f, baseline/upstream %.3f, mcp-gateway/mcp-direct %.3f\n",
 		r.GatewayOverBaseline, bar(r.GatewayOverBaseline >= 0.8, "≥ 0.8"), r.GatewayOverUpstream, r.BaselineOverUpstream, r.MCPGatewayOverDirect)
+	fmt.Fprintf(&b, "requests per CPU-second (max): gateway/baseline %.3f\n", r.GatewayOverBaselineCPU)
 	fmt.Fprintf(&b, "added latency at %.0f req/s (gateway - upstream): p50 %.3f ms, p99 %.3f ms %s  (baseline - upstream: p50 %.3f ms, p99 %.3f ms)\n",
 		r.GatewayAdded.Rate, r.GatewayAdded.P50, r.GatewayAdded.P99, bar(r.GatewayAdded.P99 <= 2, "≤ 2 ms"), r.BaselineAdded.P50, r.BaselineAdded.P99)
 	fmt.Fprintf(&b, "MCP added latency at %.0f calls/s (mcp-gateway - mcp-direct): p50 %.3f ms, p99 %.3f ms\n",
