@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -202,8 +203,9 @@ func (g *Gateway) wire(logger *slog.Logger) error {
 }
 
 // dispatch routes by path prefix. Unlike http.ServeMux it never redirects
-// a path that is not clean, so runtime paths reach the signed pipeline
-// exactly as the agent signed them (which refuses dot-segments itself).
+// a path that is not clean: runtime paths reach the signed pipeline exactly
+// as the agent signed them (it refuses dot-segments itself), and admin paths
+// that are not canonical are refused here.
 func dispatch(health, metrics, adminAPI, runtime http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
@@ -212,6 +214,10 @@ func dispatch(health, metrics, adminAPI, runtime http.Handler) http.Handler {
 		case p == "/metrics":
 			metrics.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/api/admin/"):
+			if path.Clean(p) != strings.TrimSuffix(p, "/") {
+				apierror.Write(w, r, apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", "admin path is not canonical"))
+				return
+			}
 			adminAPI.ServeHTTP(w, r)
 		default:
 			runtime.ServeHTTP(w, r)
