@@ -198,6 +198,10 @@ func (r *Report) writeTable(w io.Writer) error {
 	feed, calm := r.find(TargetFeed, ModeMax), r.find(TargetFeed, ModeRate)
 	fmt.Fprintf(&b, "feed: %d approved claims, %d per page: p50 %.3f ms/page at %.0f pages/s, %.3f ms/page at max (%d readers, %.0f claims/s)\n",
 		r.Settings.FeedClaims, r.Settings.FeedPage, calm.P50, calm.Rate, feed.P50, r.Settings.Workers, r.FeedClaimsPerSecond)
-	_, err := io.WriteString(w, b.String())
+	var out strings.Builder
+	for line := range strings.Lines(b.String()) {
+		out.WriteString(strings.TrimRight(line, " \n") + "\n")
+	}
+	_, err := io.WriteString(w, out.String())
 	return err
 }
