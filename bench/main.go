@@ -9,25 +9,29 @@
 // gateway. Then it loads, each for -duration:
 //
 //   - upstream, baseline and gateway (/proxy/<connection>/…) with small GETs,
-//     at maximum throughput (closed loop, -workers concurrent workers) and
-//     at a fixed rate (open loop, by default half the gateway's maximum);
+//     at maximum throughput (closed loop, -workers workers) and at a fixed
+//     rate (open loop, by default half the gateway's maximum);
 //   - MCP tool calls: POST /mcp/<connection>/tools/echo/call through the
 //     gateway against a direct go-sdk client session, in both modes;
 //   - the control plane's approved-claims feed (GET /v1/namespaces/claims,
 //     signed, with the service key), page by page, in both modes.
 //
-// Signed requests are signed before their timed phase, each with its own
-// nonce, so the client's signing cost is not measured. In rate mode the
-// latency of a request runs from its scheduled send time, so a server that
-// stalls is charged for the requests queued behind it (no coordinated
-// omission).
+// Each phase is split into -rounds rounds that alternate between the
+// targets compared, so other load on the machine weighs on each alike.
+// Signed requests are signed before their round, each with its own nonce,
+// so the client's signing cost is not measured. The fixed-rate mode works
+// like wrk2: requests are scheduled at the rate and sent in order by the
+// same number of workers, and each latency runs from the request's
+// scheduled send time, so a server that stalls is charged for the requests
+// queued behind it (no coordinated omission).
 //
 // Usage:
 //
-//	go run ./bench [-duration 3s] [-workers N] [-rate R] [-json]
+//	go run ./bench [-duration 3s] [-rounds 5] [-workers N] [-rate R] [-json]
 //
 // The report is a table on stdout (or JSON with -json); progress goes to
-// stderr. The exit status is 1 when any request failed.
+// stderr. The exit status is 1 when any request failed. README.md explains
+// every figure.
 package main
 
 import (
