@@ -161,16 +161,15 @@ func (b *bench) group(mode string, rate float64, members ...member) ([]Result, e
 }
 
 // maxPool is how many requests to sign for a max-throughput round of
-// length d. Twice the member's own rate in earlier rounds leaves a wide
-// margin; before that, a proxy is not faster than what it proxies, so the
-// fastest rate measured in the group (else ceiling, else 50,000/s) bounds
-// it.
+// length d: enough for twice the member's own rate in earlier rounds, and
+// for the fastest rate measured in its group so far with a margin (a
+// proxy is not faster than what it proxies). With neither measured yet,
+// ceiling bounds it, else 50,000/s. A pool that still runs out only ends
+// the round early, and the report says so.
 func maxPool(own sample, group []sample, ceiling float64, d time.Duration) int {
 	rate := 2 * own.rps()
-	if rate == 0 {
-		for _, s := range group {
-			rate = max(rate, 1.25*s.rps())
-		}
+	for _, s := range group {
+		rate = max(rate, 1.25*s.rps())
 	}
 	if rate == 0 {
 		rate = ceiling
