@@ -25,6 +25,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/gatewayd"
+	"github.com/idnhq/idn/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -160,7 +161,7 @@ func (s *stack) startBaseline() (string, error) {
 	sig := ed25519.Sign(key, baselineMessage)
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second},
+		Transport: proxy.NewTransport(),
 		ErrorLog:  log.New(io.Discard, "", 0),
 	}
 	return s.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

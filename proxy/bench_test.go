@@ -77,7 +77,7 @@ func BenchmarkBaselineGET(b *testing.B) {
 	pub, key, _ := ed25519.GenerateKey(nil)
 	msg := make([]byte, 900) // about the size of a profile signature base
 	sig := ed25519.Sign(key, msg)
-	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }, Transport: newTransport()}
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }, Transport: NewTransport()}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !ed25519.Verify(pub, msg, sig) {
 			http.Error(w, "bad", http.StatusForbidden)

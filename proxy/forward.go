@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/idnhq/idn/credvault"
@@ -138,19 +139,33 @@ func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 	apierror.Write(w, r, newError(code, nil).api())
 }
 
-// newTransport is the default upstream transport: pooled keep-alive
-// connections sized for a busy local gateway, no redirects followed (the
-// ReverseProxy never follows them), HTTP/2 where the upstream offers it.
-func newTransport() *http.Transport {
+// NewTransport returns the gateway's upstream transport: pooled keep-alive
+// connections sized for a busy local gateway (a large idle pool, so bursts
+// of concurrent requests do not churn connections), HTTP/2 where the
+// upstream offers it, and no overall timeout (the route timeouts bound each
+// request). The ReverseProxy never follows redirects.
+func NewTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
+		MaxIdleConns:          2048,
+		MaxIdleConnsPerHost:   1024,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		ResponseHeaderTimeout: 0, // bounded by the route timeout instead
 	}
 }
+
+// bufferPool recycles the ReverseProxy's 32 KiB copy buffers, which would
+// otherwise be allocated and zeroed for every response.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }

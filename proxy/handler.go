@@ -83,7 +83,7 @@ type Config struct {
 	RotationEnforcement credvault.RotationEnforcement
 	RotationGrace       time.Duration
 
-	// Transport forwards to upstreams; nil means a pooled http.Transport.
+	// Transport forwards to upstreams; nil means NewTransport().
 	Transport http.RoundTripper
 	// MaxBodyBytes caps request bodies (zero: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -174,7 +174,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	transport := cfg.Transport
 	if transport == nil {
-		transport = newTransport()
+		transport = NewTransport()
 	}
 	h.rp = &httputil.ReverseProxy{
 		Rewrite:        rewrite,
@@ -182,6 +182,7 @@ func New(cfg Config) (*Handler, error) {
 		ModifyResponse: h.upstreamResponded,
 		ErrorHandler:   h.upstreamFailed,
 		ErrorLog:       slogErrorLog(h.logger),
+		BufferPool:     &bufferPool{},
 	}
 	return h, nil
 }

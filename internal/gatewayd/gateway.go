@@ -82,10 +82,7 @@ func New(ctx context.Context, s Settings, logger *slog.Logger) (*Gateway, error)
 
 func (g *Gateway) wire(logger *slog.Logger) error {
 	s := g.settings
-	upstream := &http.Transport{
-		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 256,
-		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,
-	}
+	upstream := proxy.NewTransport()
 	control := &http.Client{Timeout: 15 * time.Second, Transport: g.identity.Transport(nil, identity.SignOptions{})}
 
 	reg := prometheus.NewRegistry()
