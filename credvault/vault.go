@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -96,12 +97,18 @@ type Resolved struct {
 	Connection *Connection
 	secret     string
 	err        error
+	base       *url.URL // Connection.UpstreamBase, parsed once per snapshot
+	baseErr    error
 }
 
 // Secret returns the resolved upstream credential, "" when the connection
 // has no auth_secret_key (an MCP upstream without credentials), or an error
 // matching ErrCredentialUnresolved.
 func (r *Resolved) Secret() (string, error) { return r.secret, r.err }
+
+// UpstreamBase returns Connection.UpstreamBase, parsed when the snapshot was
+// built. The URL is shared by every reader: copy it before changing it.
+func (r *Resolved) UpstreamBase() (*url.URL, error) { return r.base, r.baseErr }
 
 type snapshot struct {
 	byID      map[string]*Resolved
@@ -264,6 +271,7 @@ func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 		rec := recs.Connections[id]
 		c := &rec.Connection
 		r := &Resolved{Connection: c}
+		r.base, r.baseErr = c.UpstreamBase()
 		s.byID[id] = r
 		s.ordered = append(s.ordered, c)
 		if c.AuthSecretKey == "" {

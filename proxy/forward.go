@@ -52,7 +52,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res 
 		w.Header().Set("Idn-Rotation-Warning", "credential rotation overdue for connection "+c.ID)
 		h.logger.Warn("credential rotation overdue", "connection_id", c.ID, "due", c.NextRotationDueAt)
 	}
-	base, err := c.UpstreamBase()
+	base, err := res.UpstreamBase()
 	if err != nil {
 		h.fail(w, r, newError(CodeUpstreamError, err), nil)
 		return
