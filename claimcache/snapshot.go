@@ -130,8 +130,10 @@ func (b *builder) build(version string) *snapshot {
 	for size*3 < len(b.slots)*4+4 { // keep the table at most 3/4 full, never full
 		size *= 2
 	}
+	table := make([]slot, size)
+	adviseHugePages(table)
 	s := &snapshot{
-		table:   make([]slot, size),
+		table:   table,
 		ids:     string(b.ids),
 		version: version,
 		skipped: b.skipped,

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package claimcache
+
+func adviseHugePages([]slot) {}
