@@ -245,15 +245,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, newError(CodeNotFound, nil), nil)
 		return
 	}
+	timeout := h.cfg.Timeout
 	if rt.mcp {
-		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.MCPTimeout)
-		defer cancel()
-		r = r.WithContext(ctx)
-	} else {
-		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
-		defer cancel()
-		r = r.WithContext(ctx)
+		timeout = h.cfg.MCPTimeout
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	r = r.WithContext(ctx)
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		h.fail(w, r, newError(CodeBodyTooLarge, nil), nil)
 		return
@@ -296,9 +294,10 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 		return caller, nil, err
 	}
 	if err := h.cfg.Nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil); err != nil {
-		if errors.Is(err, httpsig.ErrReplayDetected) || classify(err).Code == "AUTH_REPLAY_DETECTED" {
+		switch classify(err).Code {
+		case "AUTH_REPLAY_DETECTED":
 			h.metrics.replayDetected.Inc()
-		} else if classify(err).Code == CodeNonceStoreFull {
+		case CodeNonceStoreFull:
 			h.metrics.nonceStoreFull.Inc()
 		}
 		return caller, nil, err
