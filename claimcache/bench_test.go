@@ -18,8 +18,11 @@ import (
 )
 
 // generatedSource delivers n synthetic approved claims without holding them:
-// claim i is for namespace "agent-<i>" with a key derived from i.
-type generatedSource struct{ n int }
+// claim i is for namespace prefix+"<i>" with a key derived from i.
+type generatedSource struct {
+	n      int
+	prefix string
+}
 
 func benchKey(i int) ed25519.PublicKey {
 	sum := sha256.Sum256(binary.LittleEndian.AppendUint64(nil, uint64(i)))
@@ -31,7 +34,7 @@ func (g generatedSource) ApprovedClaims(_ context.Context, service, _ string, ad
 	for i := range g.n {
 		err := add(claimcache.Claim{
 			ID:         "clm_" + hex.EncodeToString(benchKey(-i)[:11]), // 26 characters, like clm_ + random
-			Namespace:  "agent-" + strconv.Itoa(i),
+			Namespace:  g.prefix + strconv.Itoa(i),
 			PublicKey:  "ed25519:" + base64.StdEncoding.EncodeToString(benchKey(i)),
 			Service:    service,
 			ApprovedAt: at.Add(time.Duration(i) * time.Second),
@@ -45,9 +48,15 @@ func (g generatedSource) ApprovedClaims(_ context.Context, service, _ string, ad
 
 const benchClaims = 1_000_000
 
-func loadedCache(b *testing.B, n int) *claimcache.Cache {
+// Namespaces are 3 to 64 characters; the short ones fit in a table slot.
+const (
+	shortPrefix = "agent-"                                   // 7 to 12 characters
+	longPrefix  = "the-research-agents-of-acme-corporation-" // 41 to 46 characters
+)
+
+func loadedCache(b *testing.B, n int, prefix string) *claimcache.Cache {
 	b.Helper()
-	c, err := claimcache.New(claimcache.Config{Source: generatedSource{n}, Services: []string{"github"}, TTL: time.Hour})
+	c, err := claimcache.New(claimcache.Config{Source: generatedSource{n, prefix}, Services: []string{"github"}, TTL: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,34 +67,40 @@ func loadedCache(b *testing.B, n int) *claimcache.Cache {
 }
 
 // BenchmarkSnapshotMemory1M builds a snapshot of 1,000,000 approved claims
-// and reports the heap it retains per claim (B/claim).
+// and reports the heap it retains per claim (B/claim), with namespaces that
+// fit in a slot and with namespaces that need a tail.
 func BenchmarkSnapshotMemory1M(b *testing.B) {
-	for b.Loop() {
-		before := heapAlloc()
-		c := loadedCache(b, benchClaims)
-		after := heapAlloc()
-		if st := c.Status("github"); st.Claims != benchClaims {
-			b.Fatalf("Status = %+v", st)
-		}
-		b.ReportMetric(float64(after-before)/benchClaims, "B/claim")
-		b.ReportMetric(float64(after-before)/(1<<20), "heap-MB")
-		runtime.KeepAlive(c)
+	for _, prefix := range []string{shortPrefix, longPrefix} {
+		b.Run(map[string]string{shortPrefix: "short-namespaces", longPrefix: "long-namespaces"}[prefix], func(b *testing.B) {
+			for b.Loop() {
+				before := heapAlloc()
+				c := loadedCache(b, benchClaims, prefix)
+				after := heapAlloc()
+				if st := c.Status("github"); st.Claims != benchClaims {
+					b.Fatalf("Status = %+v", st)
+				}
+				b.ReportMetric(float64(after-before)/benchClaims, "B/claim")
+				b.ReportMetric(float64(after-before)/(1<<20), "heap-MB")
+				runtime.KeepAlive(c)
+			}
+		})
 	}
 }
 
 // BenchmarkLookup1M looks up tuples in a snapshot of 1,000,000 approved
-// claims: hits on random tuples (each lookup a cache and TLB miss), hits on a
-// hot set of 1,000, and misses (unknown callers; the early-refresh request
-// they make is a no-op without Run).
+// claims: hits on random tuples (each lookup a cache miss), hits on a hot set
+// of 1,000, misses (unknown callers; the early-refresh request they make is a
+// no-op without Run), parallel hits, and hits on random tuples whose
+// namespaces are too long to sit in a slot.
 func BenchmarkLookup1M(b *testing.B) {
-	c := loadedCache(b, benchClaims)
+	c := loadedCache(b, benchClaims, shortPrefix)
 	const probes = 1 << 16
 	namespaces := make([]string, probes)
 	keys := make([]ed25519.PublicKey, probes)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range probes {
 		n := r.IntN(benchClaims)
-		namespaces[i], keys[i] = "agent-"+strconv.Itoa(n), benchKey(n)
+		namespaces[i], keys[i] = shortPrefix+strconv.Itoa(n), benchKey(n)
 	}
 	b.Run("hit", func(b *testing.B) {
 		lookups(b, func(i int) error {
@@ -119,6 +134,18 @@ func BenchmarkLookup1M(b *testing.B) {
 				}
 				i++
 			}
+		})
+	})
+	b.Run("hit-long-namespace", func(b *testing.B) {
+		c := loadedCache(b, benchClaims, longPrefix)
+		long := make([]string, probes)
+		for i, ns := range namespaces {
+			long[i] = longPrefix + ns[len(shortPrefix):]
+		}
+		b.ResetTimer()
+		lookups(b, func(i int) error {
+			_, err := c.Lookup("github", long[i%probes], keys[i%probes])
+			return err
 		})
 	})
 }

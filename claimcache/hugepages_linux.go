@@ -8,9 +8,9 @@ import (
 // adviseHugePages asks Linux to back a large table with transparent huge
 // pages (where the system's THP mode is "madvise"), so a random lookup costs
 // a cache miss instead of a cache and a TLB miss. Failure is harmless.
-func adviseHugePages(table []slot) {
+func adviseHugePages[T any](table []T) {
 	const huge = 2 << 20
-	n := uintptr(len(table)) * unsafe.Sizeof(slot{})
+	n := uintptr(len(table)) * unsafe.Sizeof(*new(T))
 	if n < 2*huge {
 		return
 	}

@@ -2,4 +2,4 @@
 
 package claimcache
 
-func adviseHugePages([]slot) {}
+func adviseHugePages[T any]([]T) {}

@@ -1,24 +1,33 @@
 package claimcache
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+	"unsafe"
+)
 
 // A table large enough to be advised stays fully usable.
 func TestAdviseHugePagesLargeTable(t *testing.T) {
 	b := &builder{service: "svc"}
-	for i := range 200_000 {
+	key := func(i int) []byte {
 		k := make([]byte, 32)
 		k[0], k[1], k[2] = byte(i), byte(i>>8), byte(i>>16)
-		b.slots = append(b.slots, slot{key: makeTupleKey("ns", k), approvedAt: int64(i)})
+		return k
+	}
+	for i := range 100_000 {
+		c := Claim{ID: fmt.Sprint("clm_", i), Namespace: "ns", PublicKey: format(key(i)), Service: "svc", ApprovedAt: time.UnixMilli(int64(i))}
+		if err := b.add(c); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := b.build("v1")
-	if n := uintptr(len(s.table)) * 32; n < 4<<20 {
+	if n := uintptr(len(s.table)) * unsafe.Sizeof(slot{}); n < 4<<20 {
 		t.Fatalf("table of %d bytes does not reach the advised path", n)
 	}
-	for i := range 200_000 {
-		k := make([]byte, 32)
-		k[0], k[1], k[2] = byte(i), byte(i>>8), byte(i>>16)
-		if a, ok := s.lookup("ns", k); !ok || a.ApprovedAt.UnixMilli() != int64(i) {
-			t.Fatalf("tuple %d lost after advising huge pages", i)
+	for i := range 100_000 {
+		if a, ok := s.lookup("ns", key(i)); !ok || a.ApprovedAt.UnixMilli() != int64(i) || a.ClaimID != fmt.Sprint("clm_", i) {
+			t.Fatalf("tuple %d lost after advising huge pages: %+v, %v", i, a, ok)
 		}
 	}
 }

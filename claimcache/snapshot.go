@@ -2,10 +2,10 @@ package claimcache
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -15,93 +15,130 @@ type Approval struct {
 	ApprovedAt time.Time
 }
 
-// tupleKey identifies <namespace, public key> within a service: the first 16
-// bytes of SHA-256 over the length-prefixed namespace and the raw key. A false
-// match needs a second preimage of 128 bits against one of the approved
-// tuples, so a fixed-size key is as good as the tuple itself and lets a whole
-// table slot fit in half a cache line. The all-zero key marks an empty slot,
-// so a (never expected) zero hash is nudged to another value.
-type tupleKey [16]byte
+// Limits on one claim's fields, so that they fit a slot; a claim over either
+// is skipped as malformed. Namespaces are at most 64 characters by the spec.
+const (
+	maxNamespaceLen = 64
+	maxClaimIDLen   = math.MaxUint8
+)
 
-func makeTupleKey(namespace string, publicKey []byte) tupleKey {
-	var buf [128]byte
-	b := binary.AppendUvarint(buf[:0], uint64(len(namespace)))
-	b = append(b, namespace...)
-	b = append(b, publicKey...)
-	sum := sha256.Sum256(b)
-	k := tupleKey(sum[:16])
-	if k == (tupleKey{}) {
-		k[15] = 1
-	}
-	return k
-}
+// inlineNamespace is how much of a namespace its slot holds; the rest, when
+// there is any, is in the slot's tail.
+const inlineNamespace = 16
 
-// slot is one cell of a snapshot's open-addressing table: the tuple key and
-// the claim's metadata (its id as a span of the id arena, its approval time
-// in Unix milliseconds). 32 bytes, so a lookup usually touches one cache line.
+// slot is one cell of a snapshot's open-addressing table, one cache line
+// long: the tuple itself, compared exactly (the raw public key and the
+// namespace's first bytes), and the claim's metadata. The claim id is in the
+// snapshot's arena at idOff.
 type slot struct {
-	key            tupleKey
-	idStart, idEnd uint32
-	approvedAt     int64
+	publicKey  [ed25519.PublicKeySize]byte
+	approvedAt int64 // Unix milliseconds
+	idOff      uint32
+	nsLen      uint8
+	idLen      uint8
+	namespace  [inlineNamespace]byte
 }
+
+// tail holds the part of a long namespace that its slot does not.
+type tail [maxNamespaceLen - inlineNamespace]byte
 
 // snapshot is an immutable view of one service's approved claims: a linear
-// probing hash table at most 3/4 full, indexed by the key's second half
-// (uniform, being a hash). A Go map would cost two to three cache misses per
-// lookup at a million entries; this table costs about one.
+// probing hash table at most 3/4 full, indexed by a seeded hash of the tuple
+// and resolved by exact comparison.
+//
+// Beside the table, one byte per slot holds 8 bits of the slot's hash (0:
+// empty). That array is small enough to stay in the processor's cache, so
+// probing happens there: a hit usually reads one slot, one cache line, and a
+// miss usually reads none. When some namespace is longer than
+// inlineNamespace, a second array, parallel to the table, holds the tails;
+// its address is known as soon as the slot's, so the processor fetches both
+// at once. A Go map would cost two to three dependent cache misses per lookup
+// at a million entries.
 type snapshot struct {
-	table   []slot // length a power of two
-	ids     string // every claim id, concatenated
+	tags    []uint8
+	table   []slot // as long as tags
+	tails   []tail // nil, or as long as tags
+	arena   string // claim ids
+	seed    maphash.Seed
 	version string
 	claims  int // distinct tuples
 	skipped int // records that were malformed or for another service
 }
 
+// hash returns where the probe for a tuple starts and the tag its slot
+// carries. The seed is random per snapshot, so callers cannot aim their keys
+// at one run of the table.
+func (s *snapshot) hash(namespace string, publicKey *[ed25519.PublicKeySize]byte) (int, uint8) {
+	h := maphash.Bytes(s.seed, publicKey[:]) ^ bits.RotateLeft64(maphash.String(s.seed, namespace), 31)
+	i, _ := bits.Mul64(h, uint64(len(s.table))) // the high bits of h pick the start
+	tag := uint8(h)                             // the low bits make the tag
+	if tag == 0 {
+		tag = 1
+	}
+	return int(i), tag
+}
+
+// holds reports whether the slot at i is the tuple's.
+func (s *snapshot) holds(i int, namespace string, publicKey *[ed25519.PublicKeySize]byte) bool {
+	sl := &s.table[i]
+	if sl.publicKey != *publicKey || int(sl.nsLen) != len(namespace) {
+		return false
+	}
+	head := min(len(namespace), inlineNamespace)
+	if string(sl.namespace[:head]) != namespace[:head] {
+		return false
+	}
+	return len(namespace) == head || string(s.tails[i][:len(namespace)-head]) == namespace[head:]
+}
+
+// find returns the position of the tuple's slot and true, or the empty
+// position where it would go and false.
+func (s *snapshot) find(namespace string, publicKey *[ed25519.PublicKeySize]byte) (int, uint8, bool) {
+	i, tag := s.hash(namespace, publicKey)
+	for {
+		switch s.tags[i] {
+		case 0:
+			return i, tag, false
+		case tag:
+			if s.holds(i, namespace, publicKey) {
+				return i, tag, true
+			}
+		}
+		if i++; i == len(s.table) {
+			i = 0
+		}
+	}
+}
+
 func (s *snapshot) lookup(namespace string, publicKey []byte) (Approval, bool) {
-	if len(s.table) == 0 {
+	if len(s.table) == 0 || len(publicKey) != ed25519.PublicKeySize {
 		return Approval{}, false
 	}
-	k := makeTupleKey(namespace, publicKey)
-	mask := uint64(len(s.table) - 1)
-	for i := binary.LittleEndian.Uint64(k[8:]) & mask; ; i = (i + 1) & mask {
-		sl := &s.table[i]
-		switch sl.key {
-		case k:
-			return Approval{ClaimID: s.ids[sl.idStart:sl.idEnd], ApprovedAt: time.UnixMilli(sl.approvedAt).UTC()}, true
-		case tupleKey{}:
-			return Approval{}, false
-		}
+	i, _, ok := s.find(namespace, (*[ed25519.PublicKeySize]byte)(publicKey))
+	if !ok {
+		return Approval{}, false
 	}
+	sl := &s.table[i]
+	return Approval{
+		ClaimID:    s.arena[sl.idOff : sl.idOff+uint32(sl.idLen)],
+		ApprovedAt: time.UnixMilli(sl.approvedAt).UTC(),
+	}, true
 }
 
-// insert adds sl unless its key is present; it reports whether it did.
-func (s *snapshot) insert(sl slot) bool {
-	mask := uint64(len(s.table) - 1)
-	for i := binary.LittleEndian.Uint64(sl.key[8:]) & mask; ; i = (i + 1) & mask {
-		switch s.table[i].key {
-		case sl.key:
-			return false
-		case tupleKey{}:
-			s.table[i] = sl
-			return true
-		}
-	}
-}
-
-// builder accumulates one delivery of a Source. Claims are collected in flat
-// slices first so the map can be allocated once at its final size.
+// builder accumulates one delivery of a Source. Slots are collected in a flat
+// slice first so the table can be allocated once at its final size.
 type builder struct {
-	service string
-	slots   []slot
-	ids     []byte
-	skipped int
+	service    string
+	slots      []slot
+	namespaces []string // of the slots, for the tails
+	long       bool     // some namespace needs a tail
+	arena      []byte
+	skipped    int
 }
-
-// maxClaimIDLen bounds a claim id; longer ones are skipped as malformed.
-const maxClaimIDLen = 256
 
 func (b *builder) add(c Claim) error {
-	if c.Service != b.service || c.ID == "" || len(c.ID) > maxClaimIDLen || c.Namespace == "" {
+	if c.Service != b.service || c.ID == "" || len(c.ID) > maxClaimIDLen ||
+		c.Namespace == "" || len(c.Namespace) > maxNamespaceLen {
 		b.skipped++
 		return nil
 	}
@@ -110,36 +147,50 @@ func (b *builder) add(c Claim) error {
 		b.skipped++
 		return nil
 	}
-	if len(b.ids)+len(c.ID) > math.MaxUint32 {
+	if len(b.arena)+len(c.ID) > math.MaxUint32 {
 		return fmt.Errorf("claimcache: claim ids exceed %d bytes", uint32(math.MaxUint32))
 	}
-	start := uint32(len(b.ids))
-	b.ids = append(b.ids, c.ID...)
-	b.slots = append(b.slots, slot{
-		key:     makeTupleKey(c.Namespace, pub),
-		idStart: start, idEnd: uint32(len(b.ids)),
+	sl := slot{
+		publicKey:  [ed25519.PublicKeySize]byte(pub),
 		approvedAt: c.ApprovedAt.UnixMilli(),
-	})
+		idOff:      uint32(len(b.arena)),
+		nsLen:      uint8(len(c.Namespace)),
+		idLen:      uint8(len(c.ID)),
+	}
+	copy(sl.namespace[:], c.Namespace)
+	b.long = b.long || len(c.Namespace) > inlineNamespace
+	b.arena = append(b.arena, c.ID...)
+	b.slots = append(b.slots, sl)
+	b.namespaces = append(b.namespaces, c.Namespace)
 	return nil
 }
 
 // build returns the snapshot. When a tuple appears twice (the feed moved
 // while it was paged), the first record wins.
 func (b *builder) build(version string) *snapshot {
-	size := 1
-	for size*3 < len(b.slots)*4+4 { // keep the table at most 3/4 full, never full
-		size *= 2
-	}
-	table := make([]slot, size)
-	adviseHugePages(table)
 	s := &snapshot{
-		table:   table,
-		ids:     string(b.ids),
+		arena:   string(b.arena),
+		seed:    maphash.MakeSeed(),
 		version: version,
 		skipped: b.skipped,
 	}
-	for _, sl := range b.slots {
-		if s.insert(sl) {
+	if len(b.slots) == 0 {
+		return s
+	}
+	n := len(b.slots) + len(b.slots)/3 + 1 // at most 3/4 full, never full
+	s.tags, s.table = make([]uint8, n), make([]slot, n)
+	adviseHugePages(s.table)
+	if b.long {
+		s.tails = make([]tail, n)
+		adviseHugePages(s.tails)
+	}
+	for j := range b.slots {
+		ns := b.namespaces[j]
+		if i, tag, found := s.find(ns, &b.slots[j].publicKey); !found {
+			s.tags[i], s.table[i] = tag, b.slots[j]
+			if len(ns) > inlineNamespace {
+				copy(s.tails[i][:], ns[inlineNamespace:])
+			}
 			s.claims++
 		}
 	}
