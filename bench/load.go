@@ -29,7 +29,7 @@ type sample struct {
 	elapsed   time.Duration
 	lag       []time.Duration // open loop: how late each request was scheduled
 	exhausted bool            // closed loop: ran out of pre-signed requests
-	cpu       time.Duration   // the process's CPU time meanwhile
+	cpu       time.Duration   // the CPU time both processes used meanwhile
 }
 
 func (s *sample) add(lat time.Duration, err error) {
@@ -90,7 +90,7 @@ func (s *sample) result(cpus int) Result {
 // closedLoop runs workers that each send a request as soon as their
 // previous one is answered, for d or until limit requests (when limit > 0)
 // have been sent. Latency is the time from send to the end of the body.
-func closedLoop(ctx context.Context, do doFunc, workers, limit int, d time.Duration) sample {
+func closedLoop(ctx context.Context, do doFunc, workers, limit int, d time.Duration, cpuTime func() time.Duration) sample {
 	rctx, cancel := context.WithTimeout(ctx, d+requestGrace)
 	defer cancel()
 	per := make([]sample, workers)
@@ -99,7 +99,7 @@ func closedLoop(ctx context.Context, do doFunc, workers, limit int, d time.Durat
 		exhausted atomic.Bool
 		wg        sync.WaitGroup
 	)
-	cpu := processCPU()
+	cpu := cpuTime()
 	start := time.Now()
 	deadline := start.Add(d)
 	for w := range per {
@@ -121,7 +121,7 @@ func closedLoop(ctx context.Context, do doFunc, workers, limit int, d time.Durat
 		})
 	}
 	wg.Wait()
-	all := sample{elapsed: time.Since(start), cpu: processCPU() - cpu, exhausted: exhausted.Load()}
+	all := sample{elapsed: time.Since(start), cpu: cpuTime() - cpu, exhausted: exhausted.Load()}
 	for _, s := range per {
 		all.lats = append(all.lats, s.lats...)
 		all.errors += s.errors
@@ -138,7 +138,7 @@ func closedLoop(ctx context.Context, do doFunc, workers, limit int, d time.Durat
 // server that stalls is charged for the requests queued behind it (no
 // coordinated omission). The sample's lag says how late the scheduler
 // itself was.
-func openLoop(ctx context.Context, do doFunc, workers int, rate float64, d time.Duration) sample {
+func openLoop(ctx context.Context, do doFunc, workers int, rate float64, d time.Duration, cpuTime func() time.Duration) sample {
 	n := scheduled(rate, d)
 	interval := time.Duration(float64(time.Second) / rate)
 	rctx, cancel := context.WithTimeout(ctx, d+requestGrace)
@@ -147,7 +147,7 @@ func openLoop(ctx context.Context, do doFunc, workers int, rate float64, d time.
 	errs := make([]error, n)
 	lag := make([]time.Duration, 0, n)
 	queue := make(chan int, n)
-	cpu := processCPU()
+	cpu := cpuTime()
 	start := time.Now()
 	due := func(i int) time.Time { return start.Add(time.Duration(i) * interval) }
 	go func() {
@@ -172,7 +172,7 @@ func openLoop(ctx context.Context, do doFunc, workers int, rate float64, d time.
 		})
 	}
 	wg.Wait() // the queue is closed and drained: the scheduler is done
-	s := sample{elapsed: time.Since(start), cpu: processCPU() - cpu, lag: lag}
+	s := sample{elapsed: time.Since(start), cpu: cpuTime() - cpu, lag: lag}
 	for i := range lag {
 		s.add(lats[i], errs[i])
 	}

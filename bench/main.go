@@ -40,7 +40,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"os"
 	"os/signal"
@@ -48,11 +47,15 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
 func main() {
+	if os.Getenv(roleEnv) == roleProxies {
+		os.Exit(proxiesMain(os.Stdin, os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -96,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.claims, "claims", 10_000, "approved claims seeded in the control plane's feed")
 	fs.IntVar(&o.page, "page", 2000, "claims per feed page (at most 2000)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of one phase (see -profile) to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of one phase (see -profile) to this file, from the process serving its target")
 	fs.StringVar(&o.profilePhase, "profile", TargetGateway+"/"+ModeMax, "the phase -cpuprofile profiles, as target/mode")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -141,16 +144,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stderr = &syncWriter{w: stderr} // the child process writes to it too
 	dir, cleanup, err := tempDir()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	fmt.Fprintf(stderr, "starting upstream, control plane (%d claims), gateway, baseline and MCP server on 127.0.0.1\n", o.claims)
+	fmt.Fprintf(stderr, "starting upstream, MCP server, control plane (%d claims), gateway and baseline on 127.0.0.1\n", o.claims)
 	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	st, err := startStack(setupCtx, dir, o.claims, logger)
+	st, err := startStack(setupCtx, dir, o.claims, stderr)
 	cancel()
 	if err != nil {
 		return err
@@ -158,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer st.close()
 
 	b := &bench{ctx: ctx, o: o, st: st, progress: stderr, report: &Report{
-		Machine: machine(),
+		Machine: machine(st.proxies.proxyAddrs),
 		Settings: Settings{PhaseSeconds: o.duration.Seconds(), Rounds: o.rounds, Workers: o.workers,
 			FeedClaims: o.claims, FeedPage: o.page},
 	}}
@@ -196,9 +199,11 @@ func startProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-func machine() Machine {
+func machine(proxies proxyAddrs) Machine {
 	return Machine{
-		CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPUModel: cpuModel(),
+		CPUs: runtime.NumCPU(), CPUModel: cpuModel(),
+		LoadCPUs: allowedCPUs(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		ProxyCPUs: proxies.CPUs, ProxyGOMAXPROCS: proxies.GOMAXPROCS,
 		GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 		Date: time.Now().UTC().Format(time.RFC3339),
 	}
@@ -216,4 +221,16 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -4,10 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary serve as the bench's child process too.
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == roleProxies {
+		os.Exit(proxiesMain(os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 // TestRun runs the whole program with tiny phases: every target and mode
 // must be reported with traffic and without errors, and the derived
@@ -46,6 +57,13 @@ func TestRun(t *testing.T) {
 		}
 		if got.Mode == ModeRate && got.Rate <= 0 {
 			t.Errorf("%s/%s: no target rate", got.Target, got.Mode)
+		}
+	}
+	if m := r.Machine; runtime.GOOS == "linux" && m.CPUs >= 2 {
+		// The two sides run on separate CPUs, each with two Ps at least.
+		if len(m.LoadCPUs) == 0 || len(m.ProxyCPUs) == 0 || slices.ContainsFunc(m.LoadCPUs, func(c int) bool { return slices.Contains(m.ProxyCPUs, c) }) ||
+			m.GOMAXPROCS < 2 || m.ProxyGOMAXPROCS < 2 {
+			t.Errorf("placement: load on CPUs %v (GOMAXPROCS %d), proxies on %v (GOMAXPROCS %d)", m.LoadCPUs, m.GOMAXPROCS, m.ProxyCPUs, m.ProxyGOMAXPROCS)
 		}
 	}
 	if r.GatewayOverBaseline <= 0 || r.GatewayOverUpstream <= 0 || r.MCPGatewayOverDirect <= 0 {
@@ -123,7 +141,7 @@ func TestOpenLoopChargesStalls(t *testing.T) {
 		}
 		return nil
 	}
-	s := openLoop(t.Context(), do, 1, 1000, 100*time.Millisecond)
+	s := openLoop(t.Context(), do, 1, 1000, 100*time.Millisecond, processCPU)
 	if len(s.lats) != 100 || s.errors != 0 {
 		t.Fatalf("%d answers, %d errors; want 100, 0", len(s.lats), s.errors)
 	}

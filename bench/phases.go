@@ -133,9 +133,9 @@ func (b *bench) group(mode string, rate float64, members ...member) ([]Result, e
 			stop := b.profile(m.name, mode)
 			var s sample
 			if mode == ModeMax {
-				s = closedLoop(b.ctx, m.do, b.o.workers, limit, round)
+				s = closedLoop(b.ctx, m.do, b.o.workers, limit, round, b.cpu)
 			} else {
-				s = openLoop(b.ctx, m.do, b.o.workers, rate, round)
+				s = openLoop(b.ctx, m.do, b.o.workers, rate, round, b.cpu)
 			}
 			stop()
 			samples[k].merge(s)
@@ -180,21 +180,30 @@ func maxPool(own sample, group []sample, ceiling float64, d time.Duration) int {
 	return min(int(rate*d.Seconds())+1000, 2_000_000)
 }
 
-// profile starts the -cpuprofile profile when this is the profiled phase;
-// only the phase's first round is profiled.
+// profile starts the -cpuprofile profile when this is the profiled phase,
+// in the process that runs the target's server: the child for the
+// proxies, this process otherwise. Only the phase's first round is
+// profiled.
 func (b *bench) profile(name, mode string) (stop func()) {
 	if b.o.cpuProfile == "" || b.o.profilePhase != name+"/"+mode {
 		return func() {}
 	}
 	path := b.o.cpuProfile
 	b.o.cpuProfile = "" // one round only
-	stop, err := startProfile(path)
+	start := startProfile
+	if name == TargetBaseline || name == TargetGateway || name == TargetMCPGateway {
+		start = b.st.proxies.profile
+	}
+	stop, err := start(path)
 	if err != nil {
 		fmt.Fprintln(b.progress, "no CPU profile:", err)
 		return func() {}
 	}
 	return stop
 }
+
+// cpu is the CPU time both processes have used.
+func (b *bench) cpu() time.Duration { return processCPU() + b.st.proxies.cpu() }
 
 // newClient returns a client for one target, kept so that closeIdle can
 // close its connections.

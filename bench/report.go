@@ -45,7 +45,7 @@ type Result struct {
 	P99           float64 `json:"p99_ms"`                  //
 	Max           float64 `json:"max_ms"`                  //
 	LagP99        float64 `json:"send_lag_p99_ms"`         // rate mode: how late the sender was
-	CPU           float64 `json:"cpu_percent"`             // the process's CPU use, in % of all CPUs (0: not measured)
+	CPU           float64 `json:"cpu_percent"`             // both processes' CPU use, in % of all CPUs (0: not measured)
 	PerCPU        float64 `json:"requests_per_cpu_second"` // successful requests per CPU-second of the whole process
 	PoolExhausted bool    `json:"pool_exhausted"`          // max mode: ran out of pre-signed requests before the duration
 	FirstError    string  `json:"first_error,omitempty"`   //
@@ -80,12 +80,18 @@ type Report struct {
 
 // Machine describes where the run happened.
 type Machine struct {
-	CPUs       int    `json:"cpus"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	CPUModel   string `json:"cpu_model"`
-	GoVersion  string `json:"go_version"`
-	OS         string `json:"os"`
-	Date       string `json:"date"`
+	CPUs int `json:"cpus"`
+	// The load side (client, upstream, MCP server, control plane) and the
+	// child process of the proxies: their CPUs (nil: not known) and
+	// GOMAXPROCS.
+	LoadCPUs        []int  `json:"load_cpus"`
+	GOMAXPROCS      int    `json:"gomaxprocs"`
+	ProxyCPUs       []int  `json:"proxy_cpus"`
+	ProxyGOMAXPROCS int    `json:"proxy_gomaxprocs"`
+	CPUModel        string `json:"cpu_model"`
+	GoVersion       string `json:"go_version"`
+	OS              string `json:"os"`
+	Date            string `json:"date"`
 }
 
 // Settings are the run's parameters.
@@ -160,12 +166,14 @@ func (r *Report) writeJSON(w io.Writer) error {
 func (r *Report) writeTable(w io.Writer) error {
 	var b strings.Builder
 	m := r.Machine
-	fmt.Fprintf(&b, "idn bench: %d CPUs (%s), GOMAXPROCS %d, %s %s, %s\n", m.CPUs, m.CPUModel, m.GOMAXPROCS, m.GoVersion, m.OS, m.Date)
+	fmt.Fprintf(&b, "idn bench: %d CPUs (%s), %s %s, %s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Date)
+	fmt.Fprintf(&b, "client, upstream, MCP server and control plane on CPUs %s (GOMAXPROCS %d); gateway and baseline in a child process on CPUs %s (GOMAXPROCS %d).\n",
+		cpuList(m.LoadCPUs), m.GOMAXPROCS, cpuList(m.ProxyCPUs), m.ProxyGOMAXPROCS)
 	fmt.Fprintf(&b, "phases of %gs in %d rounds alternating between the targets compared, %d workers (connections) per target;\n",
 		r.Settings.PhaseSeconds, r.Settings.Rounds, r.Settings.Workers)
 	b.WriteString("max = closed loop; rate = open loop, latency from each scheduled send time.\n")
 	b.WriteString("Signed requests are signed before each timed round, each with its own nonce (client signing cost excluded).\n")
-	b.WriteString("Client, gateway, control plane and upstream all run in this one process on the same CPUs.\n\n")
+	b.WriteString("CPU % counts both processes, as a share of all CPUs.\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tmode\trequests\terrors\tRPS\tp50 ms\tp90 ms\tp99 ms\tmax ms\tCPU %\treq/CPU-s\tnote\t")
@@ -204,4 +212,11 @@ func (r *Report) writeTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
+}
+
+func cpuList(cpus []int) string {
+	if cpus == nil {
+		return "not known"
+	}
+	return strings.Trim(fmt.Sprint(cpus), "[]")
 }

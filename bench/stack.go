@@ -52,13 +52,15 @@ type stack struct {
 	serviceKey string             // the service API key of serviceSlug
 
 	mcpSession *mcp.ClientSession // the direct client's session
+	proxies    *proxyProcess      // runs the gateway and the baseline
 	stops      []func()           // run in reverse order by close
 }
 
-// startStack starts the upstream, the control plane (seeded with claims
-// approved claims, the agent's among them), the gateway, the baseline and
-// the MCP server. On error it stops what it started.
-func startStack(ctx context.Context, dir string, claims int, logger *slog.Logger) (s *stack, err error) {
+// startStack starts the upstream, the MCP server, the control plane
+// (seeded with claims approved claims, the agent's among them) and the
+// child process of the gateway and the baseline, whose errors go to stderr.
+// On error it stops what it started.
+func startStack(ctx context.Context, dir string, claims int, stderr io.Writer) (s *stack, err error) {
 	s = &stack{}
 	defer func() {
 		if err != nil {
@@ -71,9 +73,6 @@ func startStack(ctx context.Context, dir string, claims int, logger *slog.Logger
 	if s.mcpServer, err = s.serve(mcpHandler()); err != nil {
 		return s, err
 	}
-	if s.baseline, err = s.startBaseline(); err != nil {
-		return s, err
-	}
 	if s.agent, err = identity.New("bench-agent"); err != nil {
 		return s, err
 	}
@@ -83,9 +82,13 @@ func startStack(ctx context.Context, dir string, claims int, logger *slog.Logger
 	if err = s.startControlPlane(ctx, dir, claims); err != nil {
 		return s, fmt.Errorf("control plane: %w", err)
 	}
-	if err = s.startGateway(ctx, dir, logger); err != nil {
-		return s, fmt.Errorf("gateway: %w", err)
+	p, err := startProxies(ctx, proxyConfig{Upstream: s.upstream, MCPServer: s.mcpServer,
+		ControlPlane: s.controlPlane, ServiceKey: s.serviceKey, Dir: dir}, stderr)
+	if err != nil {
+		return s, fmt.Errorf("gateway and baseline: %w", err)
 	}
+	s.proxies, s.gateway, s.baseline = p, p.Gateway, p.Baseline
+	s.stops = append(s.stops, p.close)
 	if err = s.connectMCP(ctx); err != nil {
 		return s, fmt.Errorf("direct MCP client: %w", err)
 	}

@@ -2,7 +2,10 @@
 
 package main
 
-import "time"
+import (
+	"os/exec"
+	"time"
+)
 
 // preciseTimer does nothing here: only Linux lets a thread shrink its
 // timer slack, so elsewhere open-loop send times may lag by the runtime
@@ -13,3 +16,9 @@ func sleep(d time.Duration) { time.Sleep(d) }
 
 // processCPU is not measured here; the report then shows no CPU figure.
 func processCPU() time.Duration { return 0 }
+
+// startSplit starts cmd; CPUs are pinned on Linux only.
+func startSplit(cmd *exec.Cmd) error { return cmd.Start() }
+
+// allowedCPUs is not known here.
+func allowedCPUs() []int { return nil }

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The measured side of the stack, the gateway and the baseline, runs in a
+// child process: the same executable started with roleEnv set. When the
+// machine has two CPUs or more, the child is pinned to one half of them and
+// this process (load generator, upstream, MCP server, control plane) to the
+// other, so the proxies do not queue behind the client and the upstream
+// they are measured with, as they would not on separate hosts; each side
+// also collects only its own garbage.
+//
+// The parent writes the child one JSON proxyConfig line on its stdin; the
+// child answers one JSON proxyAddrs line on its stdout, then serves
+// commands, one per line, until its stdin closes:
+//
+//	cpu             answers the child's CPU time in nanoseconds
+//	profile <path>  starts a CPU profile into path; answers "ok" or the error
+//	stop            stops the profile; answers "ok"
+const (
+	roleEnv     = "IDN_BENCH_ROLE"
+	roleProxies = "proxies"
+)
+
+// proxyConfig is what the child needs to start the proxies.
+type proxyConfig struct {
+	Upstream, MCPServer, ControlPlane string // base URLs
+	ServiceKey                        string
+	Dir                               string // for the gateway's data
+}
+
+// proxyAddrs is the child's answer: where the proxies listen.
+type proxyAddrs struct {
+	Gateway, Baseline string // base URLs
+	GOMAXPROCS        int
+	CPUs              []int // the child's allowed CPUs (nil: unknown)
+}
+
+// proxiesMain is the child's main; it returns the exit code.
+func proxiesMain(stdin io.Reader, stdout, stderr io.Writer) int {
+	if err := serveProxies(context.Background(), stdin, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "bench proxies:", err)
+		return 1
+	}
+	return 0
+}
+
+func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	in := bufio.NewScanner(stdin)
+	if !in.Scan() {
+		return fmt.Errorf("no configuration on stdin: %v", in.Err())
+	}
+	var cfg proxyConfig
+	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	s := &stack{upstream: cfg.Upstream, mcpServer: cfg.MCPServer, controlPlane: cfg.ControlPlane, serviceKey: cfg.ServiceKey}
+	defer s.close()
+	var err error
+	if s.baseline, err = s.startBaseline(); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := s.startGateway(ctx, cfg.Dir, logger); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	out := json.NewEncoder(stdout)
+	addrs := proxyAddrs{Gateway: s.gateway, Baseline: s.baseline, GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: allowedCPUs()}
+	if err := out.Encode(addrs); err != nil {
+		return err
+	}
+	stopProfile := func() {}
+	defer func() { stopProfile() }()
+	for in.Scan() {
+		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		answer := "ok"
+		switch cmd {
+		case "cpu":
+			answer = strconv.FormatInt(int64(processCPU()), 10)
+		case "profile":
+			stop, err := startProfile(arg)
+			if err != nil {
+				answer = err.Error()
+			} else {
+				stopProfile = stop
+			}
+		case "stop":
+			stopProfile()
+			stopProfile = func() {}
+		default:
+			answer = "unknown command " + strconv.Quote(cmd)
+		}
+		if _, err := fmt.Fprintln(stdout, answer); err != nil {
+			return err
+		}
+	}
+	return in.Err()
+}
+
+// proxyProcess is the parent's handle on the child.
+type proxyProcess struct {
+	proxyAddrs
+
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	mu  sync.Mutex // one command at a time
+	out *bufio.Scanner
+}
+
+// startProxies starts the child with cfg, pinning it and this process to
+// separate CPUs when there are enough, and waits until its proxies are
+// ready.
+func startProxies(ctx context.Context, cfg proxyConfig, stderr io.Writer) (*proxyProcess, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleProxies)
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &proxyProcess{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	if err := startSplit(cmd); err != nil {
+		return nil, err
+	}
+	ready := make(chan error, 1)
+	go func() {
+		if err := json.NewEncoder(in).Encode(cfg); err != nil {
+			ready <- err
+			return
+		}
+		if !p.out.Scan() {
+			ready <- errors.New("the proxies' process ended before it was ready (its errors are above)")
+			return
+		}
+		ready <- json.Unmarshal(p.out.Bytes(), &p.proxyAddrs)
+	}()
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// command sends one command line and returns the child's answer.
+func (p *proxyProcess) command(line string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := fmt.Fprintln(p.in, line); err != nil {
+		return "", err
+	}
+	if !p.out.Scan() {
+		return "", errors.New("the proxies' process ended")
+	}
+	return p.out.Text(), nil
+}
+
+// cpu is the child's CPU time so far (0 when it cannot be had).
+func (p *proxyProcess) cpu() time.Duration {
+	answer, err := p.command("cpu")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(answer, 10, 64)
+	return time.Duration(n)
+}
+
+// profile starts a CPU profile of the child into path.
+func (p *proxyProcess) profile(path string) (stop func(), err error) {
+	answer, err := p.command("profile " + path)
+	if err == nil && answer != "ok" {
+		err = errors.New(answer)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() { _, _ = p.command("stop") }, nil
+}
+
+// close ends the child: it stops its servers when its stdin closes.
+func (p *proxyProcess) close() {
+	_ = p.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
