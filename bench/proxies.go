@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idnhq/idn/internal/gatewayd"
 )
 
 // The measured side of the stack, the gateway and the baseline, runs in a
@@ -69,6 +71,7 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	gatewayd.TuneGC(os.Getenv) // as cmd/gateway does; the baseline shares the process
 	s := &stack{upstream: cfg.Upstream, mcpServer: cfg.MCPServer, controlPlane: cfg.ControlPlane, serviceKey: cfg.ServiceKey}
 	defer s.close()
 	var err error

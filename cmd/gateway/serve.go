@@ -37,6 +37,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(env.stderr, nil))
+	gcPercent := gatewayd.TuneGC(env.getenv)
 	gw, err := gatewayd.New(ctx, settings, logger)
 	if err != nil {
 		return err
@@ -47,6 +48,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("listen on %s: %w", settings.Addr, err)
 	}
 	logger.Info("gateway listening", "addr", ln.Addr().String(), "data_dir", settings.DataDir,
-		"registry", settings.RegistryURL, "admin_access", string(settings.AdminMode), "gateway_did", gw.Identity().DID())
+		"registry", settings.RegistryURL, "admin_access", string(settings.AdminMode), "gateway_did", gw.Identity().DID(), "gogc", gcPercent)
 	return gw.Serve(ctx, ln)
 }

@@ -1,0 +1,30 @@
+package gatewayd
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestTuneGC(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	for _, tt := range []struct {
+		gogc       string
+		want, runs int // the target reported, and the one in force
+	}{
+		{"", GCPercent, GCPercent},
+		{"50", 50, 100},  // the runtime applied GOGC at start; TuneGC leaves it
+		{"off", -1, 100}, // likewise
+	} {
+		debug.SetGCPercent(100)
+		got := TuneGC(func(k string) string {
+			if k == "GOGC" {
+				return tt.gogc
+			}
+			return ""
+		})
+		if runs := debug.SetGCPercent(100); got != tt.want || runs != tt.runs {
+			t.Errorf("GOGC=%q: TuneGC = %d with %d in force, want %d with %d", tt.gogc, got, runs, tt.want, tt.runs)
+		}
+	}
+}
