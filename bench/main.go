@@ -1,12 +1,13 @@
-// Command bench measures the idn gateway against the physical limit, all
-// in one process on 127.0.0.1 (issue 8, item 2).
+// Command bench measures the idn gateway against the physical limit, on
+// 127.0.0.1 (issue 8, item 2).
 //
 // It starts a small upstream HTTP server, a real control plane (SQLite in a
 // temporary directory, seeded through its test seed route with one service
-// and -claims approved claims), a real gateway composed by
-// internal/gatewayd, a baseline that is a bare httputil.ReverseProxy doing
-// one ed25519.Verify per request, and a go-sdk MCP server behind the
-// gateway. Then it loads, each for -duration:
+// and -claims approved claims) and a go-sdk MCP server. In a child process
+// pinned to its own CPUs (proxies.go) it starts a real gateway composed by
+// internal/gatewayd, in front of the upstream and the MCP server, and a
+// baseline that is a bare httputil.ReverseProxy doing one ed25519.Verify
+// per request. Then it loads, each for -duration:
 //
 //   - upstream, baseline and gateway (/proxy/<connection>/…) with small GETs,
 //     at maximum throughput (closed loop, -workers workers) and at a fixed
