@@ -175,24 +175,24 @@ type ceremonyRequest struct {
 
 // parseCreation decodes the PublicKeyCredential JSON of a registration.
 func parseCreation(raw []byte) (*protocol.ParsedCredentialCreationData, *apierror.Error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, errCredentialBad.With("details", map[string]string{"reason": "credential is required"})
-	}
-	p, err := protocol.ParseCredentialCreationResponseBytes(raw)
-	if err != nil {
-		return nil, errCredentialBad.With("details", map[string]string{"reason": protocolReason(err)})
-	}
-	return p, nil
+	return parseCredential(raw, protocol.ParseCredentialCreationResponseBytes)
 }
 
 // parseAssertion decodes the PublicKeyCredential JSON of an assertion.
 func parseAssertion(raw []byte) (*protocol.ParsedCredentialAssertionData, *apierror.Error) {
+	return parseCredential(raw, protocol.ParseCredentialRequestResponseBytes)
+}
+
+// parseCredential decodes a ceremony's credential with parse, answering
+// CREDENTIAL_INVALID for a missing or malformed one.
+func parseCredential[T any](raw []byte, parse func([]byte) (T, error)) (T, *apierror.Error) {
+	var zero T
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, errCredentialBad.With("details", map[string]string{"reason": "credential is required"})
+		return zero, errCredentialBad.With("details", map[string]string{"reason": "credential is required"})
 	}
-	p, err := protocol.ParseCredentialRequestResponseBytes(raw)
+	p, err := parse(raw)
 	if err != nil {
-		return nil, errCredentialBad.With("details", map[string]string{"reason": protocolReason(err)})
+		return zero, errCredentialBad.With("details", map[string]string{"reason": protocolReason(err)})
 	}
 	return p, nil
 }
