@@ -41,8 +41,11 @@ type Config struct {
 	EarlyRefreshInterval time.Duration
 	// Logger receives refresh failures. Nil discards them.
 	Logger *slog.Logger
-	// Clock returns the current time; it decides freshness and early
-	// refreshes. Nil means the system clock, read monotonically.
+	// Clock, when set, replaces the system clock, so that a test can move
+	// time: it stamps refreshes, and every Lookup and Status reads it to
+	// check the snapshot's TTL. Leave it nil outside tests: lookups then
+	// read no clock, because a timer ends each snapshot's lease when its TTL
+	// runs out.
 	Clock func() time.Time
 	// OnRefresh, when set, is called after every refresh attempt with the
 	// service, the number of approved tuples now held, and the error (nil on
@@ -67,14 +70,19 @@ type Cache struct {
 	changed  chan struct{} // wakes Run when the service set changes
 }
 
-// service is the per-slug state.
+// service is the per-slug state. A good refresh leases its snapshot for the
+// TTL from the refresh's start; lookups use only a leased snapshot, and a
+// timer ends the lease unless another good refresh renews it first.
 type service struct {
 	name        string
-	snap        atomic.Pointer[snapshot]
-	refreshedAt atomic.Int64  // when the last good refresh began (see Cache.now); 0: never
-	earlyAt     atomic.Int64  // when the last early refresh was requested; 0: never
-	wake        chan struct{} // capacity 1: a pending early refresh
-	refreshMu   sync.Mutex    // one refresh at a time
+	snap        atomic.Pointer[snapshot] // the last one built, leased or not
+	leased      atomic.Pointer[snapshot] // snap while its lease runs, else nil
+	refreshedAt atomic.Int64             // when the last good refresh began (see Cache.now); 0: never
+	leaseMu     sync.Mutex               // orders renewals and expiry
+	lease       *time.Timer              // ends the lease; nil before the first
+	earlyAsked  atomic.Bool              // an early refresh is pending or was made within EarlyRefreshInterval
+	wake        chan struct{}            // capacity 1: a pending early refresh
+	refreshMu   sync.Mutex               // one refresh at a time
 }
 
 // New returns a Cache configured by cfg. It loads nothing: call Run, or
@@ -114,8 +122,8 @@ func New(cfg Config) (*Cache, error) {
 }
 
 // now returns the current instant as nanoseconds since c.base, at least 1 so
-// that 0 can mean "never" (even if an injected clock goes backwards). Without an injected clock it reads only the
-// monotonic clock, which costs half of time.Now on the lookup path.
+// that 0 can mean "never" (even if an injected clock goes backwards). Without
+// an injected clock it reads only the monotonic clock.
 func (c *Cache) now() int64 {
 	var d time.Duration
 	if c.clock != nil {
@@ -169,29 +177,71 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 	if !validKey(publicKey) {
 		return Approval{}, fmt.Errorf("%w: public key is %d bytes", ErrLookupFailed, len(publicKey))
 	}
-	now := c.now()
-	snap := s.snap.Load()
-	at := s.refreshedAt.Load()
-	if snap == nil || at == 0 || now-at >= int64(c.ttl) {
-		c.requestEarlyRefresh(s, now)
+	snap := c.fresh(s)
+	if snap == nil {
+		c.requestEarlyRefresh(s)
 		return Approval{}, fmt.Errorf("%w: service %q has no fresh snapshot", ErrUnavailable, service)
 	}
 	if a, ok := snap.lookup(namespace, publicKey); ok {
 		return a, nil
 	}
-	c.requestEarlyRefresh(s, now)
+	c.requestEarlyRefresh(s)
 	return Approval{}, ErrNotApproved
+}
+
+// fresh returns the service's snapshot while its lease runs, or nil. With an
+// injected clock it also checks the TTL against that clock.
+func (c *Cache) fresh(s *service) *snapshot {
+	snap := s.leased.Load()
+	if snap != nil && c.clock != nil && c.now()-s.refreshedAt.Load() >= int64(c.ttl) {
+		return nil
+	}
+	return snap
+}
+
+// renew installs snap, built (or confirmed) by the refresh that began at
+// began, and leases it for the rest of its TTL.
+func (c *Cache) renew(s *service, snap *snapshot, began int64) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	s.snap.Store(snap)
+	s.refreshedAt.Store(began)
+	left := c.leaseLeft(s)
+	if left <= 0 { // the refresh took longer than the TTL
+		s.leased.Store(nil)
+		return
+	}
+	s.leased.Store(snap)
+	if s.lease == nil {
+		s.lease = time.AfterFunc(left, func() { c.expire(s) })
+	} else {
+		s.lease.Reset(left)
+	}
+}
+
+// expire ends the service's lease when the lease timer fires, unless a
+// renewal that raced with the timer extended it.
+func (c *Cache) expire(s *service) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	if left := c.leaseLeft(s); left > 0 {
+		s.lease.Reset(left)
+		return
+	}
+	s.leased.Store(nil)
+}
+
+// leaseLeft returns how long the lease of the last good refresh still runs.
+func (c *Cache) leaseLeft(s *service) time.Duration {
+	return c.ttl - time.Duration(c.now()-s.refreshedAt.Load())
 }
 
 // requestEarlyRefresh wakes the service's refresher at most once per
 // EarlyRefreshInterval, however many lookups miss at the same time, so a
-// burst of unapproved callers costs the control plane one read.
-func (c *Cache) requestEarlyRefresh(s *service, now int64) {
-	if c.early < 0 {
-		return
-	}
-	last := s.earlyAt.Load()
-	if last != 0 && now-last < int64(c.early) || !s.earlyAt.CompareAndSwap(last, now) {
+// burst of unapproved callers costs the control plane one read. Run's
+// poller clears earlyAsked an EarlyRefreshInterval after it takes the wake.
+func (c *Cache) requestEarlyRefresh(s *service) {
+	if c.early < 0 || s.earlyAsked.Load() || !s.earlyAsked.CompareAndSwap(false, true) {
 		return
 	}
 	select {
@@ -224,7 +274,7 @@ func (c *Cache) Status(service string) Status {
 	}
 	st.Loaded = true
 	st.RefreshedAt = c.base.Add(time.Duration(at))
-	st.Fresh = c.now()-at < int64(c.ttl)
+	st.Fresh = c.fresh(s) != nil
 	st.Claims, st.Skipped = snap.claims, snap.skipped
 	return st
 }
@@ -270,11 +320,14 @@ func (c *Cache) load(ctx context.Context, s *service) error {
 		got, err := c.source.ApprovedClaims(ctx, s.name, version, b.add)
 		switch {
 		case err == nil:
-			s.snap.Store(b.build(got))
-			s.refreshedAt.Store(began)
+			snap, err := b.build(got)
+			if err != nil {
+				return fmt.Errorf("claimcache: refreshing service %q: %w", s.name, err)
+			}
+			c.renew(s, snap, began)
 			return nil
 		case errors.Is(err, ErrNotModified) && current != nil:
-			s.refreshedAt.Store(began)
+			c.renew(s, current, began)
 			return nil
 		case errors.Is(err, ErrFeedChanged) && attempt < maxFeedChangedRetries:
 			continue
@@ -330,6 +383,9 @@ func (c *Cache) poll(ctx context.Context, s *service) {
 			return
 		case <-t.C:
 		case <-s.wake:
+			// The next pass is the early refresh; the one after it may be
+			// asked for an EarlyRefreshInterval from now.
+			time.AfterFunc(c.early, func() { s.earlyAsked.Store(false) })
 		}
 	}
 }

@@ -157,8 +157,7 @@ func TestEarlyRefreshIsSingleFlight(t *testing.T) {
 		t.Fatalf("after early refresh: %+v, %v", a, err)
 	}
 
-	// Within the early-refresh interval further misses fetch nothing.
-	clk.Advance(time.Second)
+	// Within the early-refresh interval (2 s) further misses fetch nothing.
 	for range 50 {
 		c.Lookup("github", "mallory", newAgent("mallory").pub)
 	}
@@ -240,7 +239,7 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 	cp := newFakeControlPlane(t, "github")
 	cp.approve(alice.claim("clm_alice", "github"))
 	clk := newFakeClock()
-	c, events := newTestCache(t, cp, clk, claimcache.Config{TTL: 2 * time.Hour, RefreshInterval: time.Hour})
+	c, events := newTestCache(t, cp, clk, claimcache.Config{TTL: 2 * time.Hour, RefreshInterval: time.Hour, EarlyRefreshInterval: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.Run(ctx)
@@ -258,14 +257,73 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 	}
 
 	cp.setDown(false)
-	clk.Advance(2 * time.Second)
 	if _, err := c.Lookup("github", "alice", alice.pub); !errors.Is(err, claimcache.ErrUnavailable) {
 		t.Fatalf("before the next refresh: %v", err)
 	}
-	if ev := <-events; ev.err != nil {
-		t.Fatalf("refresh after recovery: %v", ev.err)
+	// Lookups go on asking, one early refresh per EarlyRefreshInterval.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		a, err := c.Lookup("github", "alice", alice.pub)
+		if err == nil && a.ClaimID == "clm_alice" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not recovered: %+v, %v", a, err)
+		}
 	}
-	if a, err := c.Lookup("github", "alice", alice.pub); err != nil || a.ClaimID != "clm_alice" {
-		t.Fatalf("after recovery: %+v, %v", a, err)
+}
+
+// Without an injected clock lookups read no time: a timer ends the lease a
+// TTL after the last good refresh began, and every good refresh renews it.
+func TestLeaseRunsOnTheSystemClock(t *testing.T) {
+	ctx := context.Background()
+	alice := newAgent("alice")
+	cp := newFakeControlPlane(t, "github")
+	cp.approve(alice.claim("clm_alice", "github"))
+	const ttl = time.Second
+	c, err := claimcache.New(claimcache.Config{
+		Source:   &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor},
+		Services: []string{"github"}, TTL: ttl, RefreshInterval: ttl / 2, EarlyRefreshInterval: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	lookup := func() error { _, err := c.Lookup("github", "alice", alice.pub); return err }
+	refresh := func() time.Time {
+		t.Helper()
+		began := time.Now()
+		if err := c.Refresh(ctx, "github"); err != nil {
+			t.Fatal(err)
+		}
+		return began
+	}
+	// fresh checks a lookup made before the lease can have ended.
+	fresh := func(step string, since time.Time) {
+		t.Helper()
+		err := lookup()
+		if time.Since(since) < ttl && err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+
+	fresh("loaded", refresh())
+	time.Sleep(ttl / 2)
+	renewed := refresh() // the feed is unchanged: a 304 renews the lease
+	time.Sleep(ttl/2 + ttl/4)
+	fresh("renewed", renewed)
+
+	for deadline := time.Now().Add(10 * time.Second); lookup() == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease never ended")
+		}
+	}
+	if waited := time.Since(renewed); waited < ttl {
+		t.Fatalf("the lease ended %v after the renewal, before the TTL of %v", waited, ttl)
+	}
+	if err := lookup(); !errors.Is(err, claimcache.ErrUnavailable) {
+		t.Fatalf("after the lease: %v", err)
+	}
+	if st := c.Status("github"); !st.Loaded || st.Fresh {
+		t.Fatalf("Status after the lease = %+v", st)
+	}
+	fresh("reloaded", refresh())
 }

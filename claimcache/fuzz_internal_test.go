@@ -35,7 +35,7 @@ func FuzzDecodeFeedPage(f *testing.F) {
 				t.Fatalf("builder refused a decoded claim: %v", err)
 			}
 		}
-		s := b.build("v")
+		s := mustBuild(t, b)
 		if s.claims+s.skipped > len(p.claims) {
 			t.Fatalf("%d claims + %d skipped from %d records", s.claims, s.skipped, len(p.claims))
 		}

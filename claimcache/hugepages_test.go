@@ -21,7 +21,7 @@ func TestAdviseHugePagesLargeTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := b.build("v1")
+	s := mustBuild(t, b)
 	if n := uintptr(len(s.table)) * unsafe.Sizeof(slot{}); n < 4<<20 {
 		t.Fatalf("table of %d bytes does not reach the advised path", n)
 	}

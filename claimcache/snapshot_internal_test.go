@@ -3,6 +3,7 @@ package claimcache
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 
 // The snapshot matches tuples exactly: a lookup that differs from an approved
 // tuple in any byte of the namespace or key misses, whether the namespace
-// sits in its slot or in the arena, and however many tuples share a key.
+// sits in its slot or runs into a tail, and however many tuples share a key.
 func TestSnapshotMatchesExactly(t *testing.T) {
 	key := func(b byte) ed25519.PublicKey { k := make([]byte, 32); k[0], k[31] = b, b; return k }
 	short, long := "alice", "the-research-agents-of-acme-corporation" // inline, arena
@@ -39,7 +40,7 @@ func TestSnapshotMatchesExactly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := b.build("v1")
+	s := mustBuild(t, b)
 	if s.claims != 6 || s.skipped != 3 {
 		t.Fatalf("claims %d, skipped %d; want 6 and 3", s.claims, s.skipped)
 	}
@@ -70,6 +71,8 @@ func TestSnapshotMatchesExactly(t *testing.T) {
 		{long, flipped(key(2), 17), ""},
 		{"team-c", key(3), ""},
 		{strings.Repeat("e", inlineNamespace+2), key(4), ""},
+		{strings.Repeat("e", inlineNamespace-1) + "f", key(4), ""},
+		{long[:10] + "X" + long[11:], key(2), ""},
 		{"", key(1), ""},
 	} {
 		a, ok := s.lookup(tt.namespace, tt.key)
@@ -77,30 +80,94 @@ func TestSnapshotMatchesExactly(t *testing.T) {
 			t.Errorf("lookup(%q, %x…) = %q, %v; want %q", tt.namespace, tt.key[:2], a.ClaimID, ok, tt.want)
 		}
 	}
-	// Variants of the same length and key: with 8-bit tags, thousands of
-	// them make sure the exact comparison itself is exercised.
-	for i := range 26 * 26 * 26 {
-		for _, ns := range []string{short, long} {
-			k := key(map[string]byte{short: 1, long: 2}[ns])
-			for _, at := range [][3]int{{0, 1, len(ns) - 1}, {len(ns) - 3, len(ns) - 2, len(ns) - 1}} {
-				v := []byte(ns)
-				v[at[0]], v[at[1]], v[at[2]] = byte('a'+i%26), byte('a'+i/26%26), byte('a'+i/676)
-				if a, ok := s.lookup(string(v), k); ok && string(v) != ns {
-					t.Fatalf("lookup(%q) matched %q", v, a.ClaimID)
+	// A lookup of any other tuple lands on some slot; the comparison must
+	// refuse it there. So every approved tuple's own slot is checked against
+	// each change of one byte of its namespace or key, and a byte more or
+	// less of namespace.
+	for _, c := range approved {
+		pub, err := ParsePublicKey(c.PublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := (*[ed25519.PublicKeySize]byte)(pub)
+		h := s.hash(c.Namespace, k)
+		i := s.position(h, s.pilots[s.bucket(h)])
+		if !s.holds(i, c.Namespace, k) {
+			t.Fatalf("%s is not in its slot", c.ID)
+		}
+		ns := []byte(c.Namespace)
+		for at := range ns {
+			for _, d := range []byte{0x01, 0x20, 0x80} {
+				ns[at] ^= d
+				if s.holds(i, string(ns), k) {
+					t.Fatalf("slot of %s holds %q", c.ID, ns)
 				}
-			}
-			k[1+i%30], k[2+i/30%29] = byte(i), byte(i>>8|1)
-			if a, ok := s.lookup(ns, k); ok {
-				t.Fatalf("lookup(%q, %x) matched %q", ns, k, a.ClaimID)
+				ns[at] ^= d
 			}
 		}
+		for _, v := range []string{c.Namespace + "x", c.Namespace + "\x00", c.Namespace[:len(c.Namespace)-1]} {
+			if s.holds(i, v, k) {
+				t.Fatalf("slot of %s holds %q", c.ID, v)
+			}
+		}
+		for at := range k {
+			other := *k
+			other[at] ^= 0x10
+			if s.holds(i, c.Namespace, &other) {
+				t.Fatalf("slot of %s holds a key that differs in byte %d", c.ID, at)
+			}
+		}
+	}
+	// An empty slot is all zeros: it matches no tuple, not even the zero one.
+	empty := 0
+	for i := range s.table {
+		if s.table[i].idLen == 0 {
+			empty++
+			if s.holds(i, "", &[ed25519.PublicKeySize]byte{}) {
+				t.Fatalf("empty slot %d matched", i)
+			}
+		}
+	}
+	if empty == 0 {
+		t.Fatal("no empty slot to check")
 	}
 	if _, ok := s.lookup(short, key(1)[:31]); ok {
 		t.Error("a 31-byte key matched")
 	}
-	if _, ok := (&builder{service: "svc"}).build("v0").lookup(short, key(1)); ok {
+	if _, ok := mustBuild(t, &builder{service: "svc"}).lookup(short, key(1)); ok {
 		t.Error("an empty snapshot matched")
 	}
 }
 
 func format(k ed25519.PublicKey) string { return "ed25519:" + base64.StdEncoding.EncodeToString(k) }
+
+func mustBuild(t testing.TB, b *builder) *snapshot {
+	t.Helper()
+	s, err := b.build("v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A bucket keeps the first record of a repeated tuple, and refuses two
+// different tuples with one hash, which no pilot could separate.
+func TestDistinctDropsRepeatsAndRefusesHashCollisions(t *testing.T) {
+	b := &builder{service: "svc"}
+	k := make([]byte, 32)
+	for _, c := range []Claim{
+		{ID: "clm_a", Namespace: "alice"}, {ID: "clm_a_again", Namespace: "alice"}, {ID: "clm_b", Namespace: "bob"},
+	} {
+		c.PublicKey, c.Service = format(k), "svc"
+		if err := b.add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok := b.distinct([]member{{1, 0}, {2, 2}, {1, 1}})
+	if want := []member{{1, 0}, {2, 2}}; !ok || !slices.Equal(got, want) {
+		t.Fatalf("distinct = %v, %v; want %v, true", got, ok, want)
+	}
+	if _, ok := b.distinct([]member{{1, 0}, {1, 2}}); ok {
+		t.Fatal("two tuples with one hash accepted")
+	}
+}
