@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,6 +190,32 @@ func BenchmarkBuild1M(b *testing.B) {
 	for b.Loop() {
 		if _, err := bl.build("v"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Every size of snapshot finds each of its tuples, whatever the number of
+// buckets and however full the last one.
+func TestSnapshotFindsEveryTupleAtEverySize(t *testing.T) {
+	for n := range 200 {
+		b := &builder{service: "svc"}
+		k := make([]byte, ed25519.PublicKeySize)
+		for i := range n {
+			k[i%ed25519.PublicKeySize]++
+			c := Claim{ID: fmt.Sprint("clm_", i), Namespace: fmt.Sprint("ns-", i%7), PublicKey: format(k), Service: "svc"}
+			if err := b.add(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := mustBuild(t, b)
+		if s.claims != n {
+			t.Fatalf("n=%d: %d claims", n, s.claims)
+		}
+		for j := range b.slots {
+			a, ok := s.lookup(b.namespaces[j], b.slots[j].publicKey[:])
+			if want := fmt.Sprint("clm_", j); !ok || a.ClaimID != want {
+				t.Fatalf("n=%d: tuple %d: %q, %v; want %q", n, j, a.ClaimID, ok, want)
+			}
 		}
 	}
 }
