@@ -6,16 +6,16 @@
 // A claim approves the tuple <namespace, public key, service>. A Cache holds,
 // per service slug, a snapshot built from one complete read of a Source and
 // swapped atomically, so a lookup never sees half a feed. A lookup reads one
-// slot of a perfect-hash table, allocates nothing and takes no lock. A
-// snapshot is fresh for Config.TTL after the refresh that produced (or
-// confirmed) it began; past that, and before the first load, Lookup fails
-// closed with ErrUnavailable. A timer ends that lease, so lookups read no
-// clock. Run refreshes every service
-// in the background, and a miss (or a stale snapshot) asks for one early
-// refresh (at most one per service per Config.EarlyRefreshInterval), so a
-// claim approved a moment ago works on the caller's next attempt instead of
-// after a full poll interval. The early refresh runs in Run's goroutine; the
-// lookup that asked for it is not delayed and still reports the miss.
+// pilot and one slot of a perfect-hash table, allocates nothing and takes no
+// lock. A snapshot is fresh for Config.TTL after the refresh that produced
+// (or confirmed) it began; past that, and before the first load, Lookup
+// fails closed with ErrUnavailable. A timer ends that lease, so lookups read
+// no clock. Run refreshes every service in the background, and a miss (or a
+// stale snapshot) asks for one early refresh (at most one per service per
+// Config.EarlyRefreshInterval), so a claim approved a moment ago works on the
+// caller's next attempt instead of after a full poll interval. The early
+// refresh runs in Run's goroutine; the lookup that asked for it is not
+// delayed and still reports the miss.
 //
 // HTTPSource reads the control plane's paginated feed
 // (GET /v1/namespaces/claims) with If-None-Match; Submitter posts
