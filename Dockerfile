@@ -1,0 +1,31 @@
+# Builds both servers as static binaries and ships them in a distroless
+# image: no shell, no package manager, running as an unprivileged user.
+#
+#   docker build -t idn .
+#   docker run --rm idn gateway --help
+#   docker run --rm idn controlplane --help
+#
+# compose.yaml runs the control plane on PostgreSQL beside a gateway.
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+# modernc.org/sqlite is pure Go, so CGO_ENABLED=0 gives a static binary.
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
+      -o /out/gateway ./cmd/gateway && \
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
+      -o /out/controlplane ./cmd/controlplane && \
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
+      -o /out/idn ./cmd/idn
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/ /usr/local/bin/
+# Data directories default under $HOME; the nonroot user's home is
+# /home/nonroot. Mount a volume there (compose.yaml does) to keep data.
+ENV HOME=/home/nonroot
+USER nonroot:nonroot
+EXPOSE 38100 8787
+ENTRYPOINT ["/usr/local/bin/controlplane"]
