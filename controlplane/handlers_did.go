@@ -212,7 +212,7 @@ func (s *Server) ownerDID(w http.ResponseWriter, r *http.Request, owner string) 
 			PublicKeyBase64: base64.StdEncoding.EncodeToString(k), Service: c.Service, Status: c.Status, ClaimID: c.ID})
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
-		"@context":           []string{didresolve.ContextDID, didresolve.ContextEd25519},
+		"@context":           didresolve.Context(),
 		"id":                 identity.DID(ns),
 		"controller":         identity.DID(ns),
 		"created":            meta.Created,

@@ -7,7 +7,13 @@
 // id is the agent's own keyId, "<did>#ed25519-<first 8 bytes of SHA-256 of
 // the key, hex>" (DECISIONS §2), so ids are stable across resolutions.
 // Resolution results use the DID Resolution v1 envelope (didDocument,
-// didDocumentMetadata, didResolutionMetadata). Resolver is an HTTP client
+// didDocumentMetadata, didResolutionMetadata).
+//
+// Every term a document uses is defined by one of its contexts, so strict
+// JSON-LD processors (safe mode, which refuses a document with an undefined
+// term) expand it: the W3C DID v1 and Ed25519 2020 contexts, and an inline
+// context (Context) that maps idn's own terms, such as the service type
+// AgentEndpoint, to absolute IRIs under TermsIRI. Resolver is an HTTP client
 // for the control plane's /1.0/identifiers/{did} endpoint with a bounded TTL
 // cache.
 package didresolve
@@ -31,6 +37,10 @@ const (
 	MediaTypeDIDLDJSON  = "application/did+ld+json"
 	MediaTypeResolution = `application/ld+json;profile="https://w3id.org/did-resolution"`
 
+	// TermsIRI is the base of the absolute IRIs of idn's own terms; it
+	// names the page of the repository's documentation that defines them.
+	TermsIRI = "https://github.com/idnhq/idn/blob/main/docs/did.md#"
+
 	// KeyType is the verification-method type of agent keys.
 	KeyType = "Ed25519VerificationKey2020"
 	// ServiceType is the type of the service entries of a document.
@@ -45,9 +55,31 @@ var (
 	ErrNotFound = errors.New("didresolve: not found")
 )
 
+// Context returns the @context of idn DID documents: the DID v1 and
+// Ed25519 2020 context URLs and an inline context defining idn's own terms
+// (AgentEndpoint, and the fields of the owner API's form of the document:
+// created, updated, deactivated, publicKeyBase64, status, claim_id). Each
+// call returns a fresh value.
+func Context() []any {
+	dateTime := func(iri string) map[string]any {
+		return map[string]any{"@id": iri, "@type": "http://www.w3.org/2001/XMLSchema#dateTime"}
+	}
+	return []any{ContextDID, ContextEd25519, map[string]any{
+		ServiceType:       TermsIRI + ServiceType,
+		"created":         dateTime("http://purl.org/dc/terms/created"),
+		"updated":         dateTime("http://purl.org/dc/terms/modified"),
+		"deactivated":     TermsIRI + "deactivated",
+		"publicKeyBase64": TermsIRI + "publicKeyBase64",
+		"status":          TermsIRI + "claimStatus",
+		"claim_id":        TermsIRI + "claimId",
+	}}
+}
+
 // Document is a did:idn DID document in the W3C form.
 type Document struct {
-	Context            []string             `json:"@context"`
+	// Context is Context() in documents this package builds; documents
+	// read from elsewhere keep theirs as decoded.
+	Context            []any                `json:"@context"`
 	ID                 string               `json:"id"`
 	VerificationMethod []VerificationMethod `json:"verificationMethod"`
 	Authentication     []string             `json:"authentication"`
@@ -119,7 +151,7 @@ func ParseDID(did string) (namespace string, err error) {
 func NewDocument(namespace string, keys []ed25519.PublicKey, endpoints []Endpoint) *Document {
 	did := identity.DID(namespace)
 	d := &Document{
-		Context:            []string{ContextDID, ContextEd25519},
+		Context:            Context(),
 		ID:                 did,
 		VerificationMethod: []VerificationMethod{},
 		Authentication:     []string{},
