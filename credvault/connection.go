@@ -44,6 +44,11 @@ const (
 //
 // The fields from ID to MCPDiscovery are configuration; the fields after it
 // are maintained by the Vault and ignored when passed to Create or Update.
+//
+// AllowUpstreamCookies (http connections only) lets the upstream's
+// Set-Cookie headers reach agents and the agents' Cookie headers reach the
+// upstream. Off by default: the gateway drops Set-Cookie, since a session
+// cookie is a credential the agent was never meant to hold.
 type Connection struct {
 	ID                     string                `json:"id"`
 	Name                   string                `json:"name,omitempty"`
@@ -58,6 +63,7 @@ type Connection struct {
 	AuthSecretKey          string                `json:"auth_secret_key,omitempty"`
 	Status                 string                `json:"status"`
 	RotationIntervalDays   int                   `json:"rotation_interval_days,omitempty"`
+	AllowUpstreamCookies   bool                  `json:"allow_upstream_cookies,omitempty"`
 	MCPEndpoint            string                `json:"mcp_endpoint,omitempty"`
 	MCPTransport           string                `json:"mcp_transport,omitempty"`
 	MCPToolAllowlist       []string              `json:"mcp_tool_allowlist,omitempty"`

@@ -32,4 +32,8 @@
 // Inject and Vault.Transport put a connection's credential on an outbound
 // request (bearer, header_key or query_param). Errors returned by the
 // transport never carry the credential, including URLs whose query holds it.
+// Resolved.Redactions lists the forms in which a credential can come back
+// from an upstream (raw, URL- and JSON-escaped, the whole injected header
+// value, and the longer variable values it is built from), so a proxy can
+// strip them from what it returns.
 package credvault

@@ -1,10 +1,12 @@
 package credvault
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -178,4 +180,78 @@ func redact(err error, secret string) error {
 		return &redactedError{msg: msg, err: err}
 	}
 	return err
+}
+
+// minFragmentLen is the shortest credential variable value that Redactions
+// lists on its own when a secret is built from references.
+const minFragmentLen = 8
+
+// referencedValues returns the values of the variables that a secret
+// template references, those of at least minFragmentLen bytes.
+func referencedValues(template string, vars map[string]string) []string {
+	keys, _ := TemplateReferences(template)
+	var out []string
+	for _, k := range keys {
+		if v := vars[k]; len(v) >= minFragmentLen {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// redactions lists the forms of secret (and of fragments) that Inject puts
+// on the wire or that an upstream is likely to echo, longest first.
+func redactions(c *Connection, secret string, fragments []string) []string {
+	if secret == "" {
+		return nil
+	}
+	var forms []string
+	for _, v := range append([]string{secret}, fragments...) {
+		forms = append(forms, wireForms(v)...)
+	}
+	if (c.AuthMode == AuthBearer || c.AuthMode == AuthHeaderKey) && c.AuthPrefix != "" {
+		forms = append(forms, c.AuthPrefix+secret)
+	}
+	slices.SortFunc(forms, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	return slices.Compact(forms)
+}
+
+// wireForms returns v as it appears raw, in a query or path (escaped by Go,
+// or re-escaped by an upstream that writes lower-case hex), and inside a JSON
+// string (escaped as Go does, as most encoders do, and with "\/" as PHP does).
+func wireForms(v string) []string {
+	forms := []string{v, url.QueryEscape(v), url.PathEscape(v)}
+	for _, f := range forms[1:] {
+		if strings.Contains(f, "%") {
+			forms = append(forms, lowerHex(f))
+		}
+	}
+	plain := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v)
+	goJSON, _ := json.Marshal(v) // a string always encodes
+	return append(forms, plain, strings.ReplaceAll(plain, "/", `\/`), string(goJSON[1:len(goJSON)-1]))
+}
+
+// lowerHex rewrites the hex digits of every percent-escape in s to lower
+// case.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lower(b[i+1]), lower(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

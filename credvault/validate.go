@@ -169,6 +169,9 @@ func (c *Connection) validateConfig(secretNames []string) error {
 	if c.RotationIntervalDays < 0 || c.RotationIntervalDays > maxRotationDays {
 		return invalid("rotation_interval_days", "must be between 0 and %d", maxRotationDays)
 	}
+	if c.AllowUpstreamCookies && c.Protocol != ProtocolHTTP {
+		return invalid("allow_upstream_cookies", "applies to %q connections only", ProtocolHTTP)
+	}
 	return c.validateMCP()
 }
 

@@ -99,12 +99,26 @@ type Resolved struct {
 	err        error
 	base       *url.URL // Connection.UpstreamBase, parsed once per snapshot
 	baseErr    error
+	redactions []string
 }
 
 // Secret returns the resolved upstream credential, "" when the connection
 // has no auth_secret_key (an MCP upstream without credentials), or an error
 // matching ErrCredentialUnresolved.
 func (r *Resolved) Secret() (string, error) { return r.secret, r.err }
+
+// Redactions returns every form in which the connection's credential can
+// travel upstream and come back in a response, for a proxy to strip from
+// what it returns: the resolved secret; its query-escaped, path-escaped
+// (upper- and lower-case hex) and JSON-escaped forms; the whole injected
+// header value in bearer and header_key modes; and the same forms of each
+// credential variable value of at least 8 bytes that the secret references
+// as {{KEY}} (shorter ones are more likely identifiers than secrets, and
+// would be replaced wherever their bytes occur by chance). The secret itself
+// is listed however short it is. Longest first, without duplicates; empty
+// when the connection has no credential or it is unresolved. The slice is
+// shared by every reader of the snapshot: do not modify it.
+func (r *Resolved) Redactions() []string { return r.redactions }
 
 // UpstreamBase returns Connection.UpstreamBase, parsed when the snapshot was
 // built. The URL is shared by every reader: copy it before changing it.
@@ -289,6 +303,9 @@ func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 			continue
 		}
 		r.secret, r.err = resolveTemplate(raw, vars)
+		if r.err == nil {
+			r.redactions = redactions(c, r.secret, referencedValues(raw, vars))
+		}
 	}
 	return s
 }
