@@ -62,7 +62,9 @@ type Config struct {
 	MaxBodyBytes int64
 
 	// PublicURL is the external base URL (scheme://host[:port]) used in DID
-	// service endpoints. Empty derives it from each request.
+	// service endpoints. Empty derives it from each request's Host (or a
+	// trusted proxy's header), which the client chooses: leave it empty only
+	// for local runs.
 	PublicURL string
 
 	// TestSeedToken enables POST /v1/test/seed for loopback clients that

@@ -30,7 +30,8 @@ type StoreConfig struct {
 	// Provider is ProviderSQLite (also when empty) or ProviderPostgres.
 	Provider string
 	// SQLitePath is the database file for ProviderSQLite. Its directory is
-	// created (0700) when missing. Required for SQLite.
+	// created (0700) when missing; the file and its -wal and -shm companions
+	// are made readable by their owner only (0600). Required for SQLite.
 	SQLitePath string
 	// DatabaseURL is the PostgreSQL connection URL for ProviderPostgres
 	// (any form pgx accepts). Required for PostgreSQL.
@@ -63,6 +64,9 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 		}
 		if err := os.MkdirAll(filepath.Dir(cfg.SQLitePath), 0o700); err != nil {
 			return nil, fmt.Errorf("controlplane: create data directory: %w", err)
+		}
+		if err := privateFiles(cfg.SQLitePath); err != nil {
+			return nil, err
 		}
 		// Immediate transactions take the write lock up front, so read-then-write
 		// sequences (pending limit, state transitions) are serialised
@@ -128,6 +132,34 @@ func (s *Store) enableWAL(ctx context.Context) error {
 		}
 	}
 	return dbErr("enable WAL", err)
+}
+
+// privateFiles creates the SQLite database file readable by its owner only
+// (0600), and takes group and other access away from an existing one and
+// from its -wal and -shm files, which hold the same data. SQLite creates
+// the -wal and -shm files with the database file's mode, so a private
+// database file keeps them private too.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("controlplane: create database file: %w", err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("controlplane: database file: %w", err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+				return fmt.Errorf("controlplane: make database file private: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Close closes the database.

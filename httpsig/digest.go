@@ -103,11 +103,10 @@ func readAndRestore(body *io.ReadCloser, contentLength, max int64) ([]byte, erro
 	if contentLength > max {
 		return nil, newError(ErrBodyTooLarge, "body exceeds the size limit")
 	}
-	capacity := int64(512)
-	if contentLength > 0 {
-		capacity = contentLength + 1
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, capacity))
+	// The buffer grows with the bytes that arrive, never from the declared
+	// length: a sender could claim max bytes and send a few, once per
+	// connection.
+	var buf bytes.Buffer
 	n, err := buf.ReadFrom(io.LimitReader(rc, max+1))
 	if err != nil {
 		*body = readCloser{io.MultiReader(bytes.NewReader(buf.Bytes()), rc), rc}

@@ -53,6 +53,11 @@ type Verifier struct {
 	// MaxBodyBytes caps the body read to check content-digest; zero means
 	// 8 MiB. A larger body fails with httpsig.ErrBodyTooLarge.
 	MaxBodyBytes int64
+	// InsecureSkipBodyCheck verifies the signature over content-digest but
+	// reads no body byte: the caller must pass the body to Caller.CheckBody
+	// before acting on it. The gateway does, after its claim and nonce
+	// checks, so that only callers it admitted make it buffer a body.
+	InsecureSkipBodyCheck bool
 	// CertCacheSize bounds the cache of verified certificates; zero means 4096.
 	CertCacheSize int
 
@@ -72,6 +77,9 @@ type Caller struct {
 	Created    time.Time
 	NonceUntil time.Time // the nonce must be remembered until then
 	Label      string
+
+	digestSigned bool   // the signature covers content-digest
+	digest       string // its value
 }
 
 func (v *Verifier) init() {
@@ -84,6 +92,9 @@ func (v *Verifier) init() {
 			AcceptLowercaseMethod:  true,
 			Origin:                 v.Origin,
 			MaxBodyBytes:           v.MaxBodyBytes,
+			// Checked by Caller.CheckBody, after the signature and only
+			// when the caller wants the body.
+			InsecureSkipContentDigest: true,
 		}
 		if v.base.MaxAge == 0 {
 			v.base.MaxAge = DefaultMaxAge
@@ -109,8 +120,10 @@ func (v *Verifier) now() time.Time {
 	return time.Now()
 }
 
-// Verify checks r and returns the verified caller. It buffers the body (up
-// to MaxBodyBytes) and leaves r.Body readable from the start.
+// Verify checks r and returns the verified caller. It reads no body byte
+// before the signature has verified; then, unless InsecureSkipBodyCheck is
+// set, it buffers the body (up to MaxBodyBytes), checks it against the
+// signed content-digest and leaves r.Body readable from the start.
 func (v *Verifier) Verify(r *http.Request) (*Caller, error) {
 	v.init()
 	var hdr [4]string
@@ -137,19 +150,21 @@ func (v *Verifier) Verify(r *http.Request) (*Caller, error) {
 	if validSubject(subject) != nil {
 		return nil, fmt.Errorf("identity: bad %s header: %w", HeaderSubject, httpsig.ErrIdentityInvalid)
 	}
-	hasBody := false
-	if r.Body != nil && r.Body != http.NoBody {
-		body, err := httpsig.ReadBody(r, v.base.MaxBodyBytes)
-		if err != nil {
-			return nil, err
-		}
-		hasBody = len(body) > 0
+	// Whether a body comes is known from the framing unless it is sent
+	// chunked; then either component set passes here and CheckBody
+	// decides once the body is read.
+	bodyKnown, hasBody := true, false
+	switch {
+	case r.ContentLength > 0:
+		hasBody = true
+	case r.Body != nil && r.Body != http.NoBody:
+		bodyKnown = false
 	}
 
 	var entry *certEntry
 	base := v.base
 	base.Keys = httpsig.KeyResolverFunc(func(_ context.Context, _ http.Header, p *httpsig.Params) (httpsig.VerifyingKey, error) {
-		if err := checkProfileParams(p, hasBody); err != nil {
+		if err := checkProfileParams(p, bodyKnown, hasBody); err != nil {
 			return nil, err
 		}
 		e, err := v.certificate(certHeader)
@@ -186,6 +201,20 @@ func (v *Verifier) Verify(r *http.Request) (*Caller, error) {
 		NonceUntil: res.NonceUntil,
 		Label:      res.Label,
 	}
+	if coversContentDigest(res.Params.Components) {
+		caller.digestSigned, caller.digest = true, r.Header.Get("Content-Digest")
+	}
+	if !v.InsecureSkipBodyCheck {
+		var body []byte
+		if r.Body != nil && r.Body != http.NoBody {
+			if body, err = httpsig.ReadBody(r, v.base.MaxBodyBytes); err != nil {
+				return nil, err
+			}
+		}
+		if err := caller.CheckBody(body); err != nil {
+			return nil, err
+		}
+	}
 	if v.InsecureSkipNonceCheck {
 		return caller, nil
 	}
@@ -198,14 +227,40 @@ func (v *Verifier) Verify(r *http.Request) (*Caller, error) {
 	return caller, nil
 }
 
+// CheckBody checks the body of a request verified with
+// InsecureSkipBodyCheck: under a signature that covers content-digest the
+// body must be non-empty and match it; under one that does not, it must be
+// empty. body is the whole body; nil means none.
+func (c *Caller) CheckBody(body []byte) error {
+	switch {
+	case !c.digestSigned && len(body) > 0:
+		return fmt.Errorf("identity: a body arrived under a signature without content-digest: %w", httpsig.ErrComponentsInvalid)
+	case !c.digestSigned:
+		return nil
+	case len(body) == 0:
+		return fmt.Errorf("identity: the signature covers content-digest but no body arrived: %w", httpsig.ErrComponentsInvalid)
+	}
+	return httpsig.VerifyContentDigest(c.digest, body)
+}
+
+func coversContentDigest(comps []httpsig.Component) bool {
+	for _, c := range comps {
+		if c.Name == "content-digest" {
+			return true
+		}
+	}
+	return false
+}
+
 // checkProfileParams applies the profile's rules to the signature
-// parameters before any cryptography runs.
-func checkProfileParams(p *httpsig.Params, hasBody bool) error {
+// parameters before any cryptography runs. When bodyKnown is false either
+// component set passes.
+func checkProfileParams(p *httpsig.Params, bodyKnown, hasBody bool) error {
 	want := componentsNoBody
 	if hasBody {
 		want = componentsBody
 	}
-	if !sameComponents(p.Components, want) {
+	if !sameComponents(p.Components, want) && (bodyKnown || !sameComponents(p.Components, componentsBody)) {
 		return fmt.Errorf("identity: covered components are not the %s set for a request %s a body: %w",
 			Profile, map[bool]string{true: "with", false: "without"}[hasBody], httpsig.ErrComponentsInvalid)
 	}

@@ -8,13 +8,16 @@
 // The server listens on CONTROLPLANE_ADDR (default :8787), serves /health,
 // runs the claim expiry and cleanup once a minute and the webhook and
 // registry workers continuously, and shuts down gracefully on SIGINT or
-// SIGTERM. Extra settings of this binary: CONTROLPLANE_TRUSTED_PROXY_CIDRS
-// (proxies whose X-Forwarded-* headers count), CONTROLPLANE_PUBLIC_URL (base
-// of DID service endpoints), WEBAUTHN_RP_ID and WEBAUTHN_RP_NAME (relying
-// party; default: the first WebAuthn origin's host, "idn"), and
-// WEBHOOK_ALERT_EMAIL_TO, WEBHOOK_ALERT_SMTP_ADDR,
-// WEBHOOK_ALERT_SMTP_USERNAME, WEBHOOK_ALERT_SMTP_PASSWORD (default
-// MAILER_API_KEY) for failure alerts.
+// SIGTERM. The data directory is created 0700, and the database, its -wal
+// and -shm files and the secrets generated for ENVIRONMENT=local are 0600.
+// Extra settings of this binary: CONTROLPLANE_TRUSTED_PROXY_CIDRS
+// (proxies whose X-Forwarded-* headers count), CONTROLPLANE_PUBLIC_URL
+// (base of DID service endpoints; required unless ENVIRONMENT=local, since
+// otherwise they would follow each client's Host header), WEBAUTHN_RP_ID
+// and WEBAUTHN_RP_NAME (relying party; default: the first WebAuthn
+// origin's host, "idn"), and WEBHOOK_ALERT_EMAIL_TO,
+// WEBHOOK_ALERT_SMTP_ADDR, WEBHOOK_ALERT_SMTP_USERNAME,
+// WEBHOOK_ALERT_SMTP_PASSWORD (default MAILER_API_KEY) for failure alerts.
 package main
 
 import (

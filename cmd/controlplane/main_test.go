@@ -30,7 +30,7 @@ func TestLoadSettingsListsEveryProblem(t *testing.T) {
 		t.Fatal("accepted a broken configuration")
 	}
 	for _, want := range []string{"DATABASE_URL is required", "JWT_SECRET must be at least 32", "WEBHOOK_SECRET_ENCRYPTION_KEY is required",
-		"WEBAUTHN_ALLOWED_ORIGINS is required", "MAX_PENDING_AUTHORIZATIONS must be a positive integer", "BLOCKCHAIN_MODE=queue needs a registry backend",
+		"WEBAUTHN_ALLOWED_ORIGINS is required", "MAX_PENDING_AUTHORIZATIONS must be a positive integer", "CONTROLPLANE_PUBLIC_URL is required unless ENVIRONMENT=local", "BLOCKCHAIN_MODE=queue needs a registry backend",
 		"ENABLE_TEST_SEED_ENDPOINT=true needs ENVIRONMENT local or test", "ALLOWED_ORIGINS"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -64,6 +64,7 @@ func TestLoadSettingsProduction(t *testing.T) {
 		"WEBHOOK_SECRET_ENCRYPTION_KEY":      "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
 		"WEBAUTHN_ALLOWED_ORIGINS":           "https://dash.example",
 		"PENDING_AUTHORIZATION_EXPIRY_HOURS": "48",
+		"CONTROLPLANE_PUBLIC_URL":            "https://idn.example/",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +91,14 @@ func TestLocalGeneratesSecretsOnce(t *testing.T) {
 	if string(a.server.JWTSecret) != string(b.server.JWTSecret) || string(a.server.Webhooks.SecretKey) != string(b.server.Webhooks.SecretKey) || len(a.server.Webhooks.SecretKey) != 32 {
 		t.Fatal("local secrets changed between starts")
 	}
-	fi, err := os.Stat(filepath.Join(dir, "jwt_secret"))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("jwt_secret: %v %v", fi, err)
+	for _, name := range []string{"jwt_secret", "webhook_secret_encryption_key"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", name, fi, err)
+		}
 	}
-	if !a.server.InsecureLocalhostCookie || a.server.Auth.Origins[0] != "http://localhost:8787" || a.store.SQLitePath != filepath.Join(dir, "controlplane.db") {
+	if !a.server.InsecureLocalhostCookie || a.server.Auth.Origins[0] != "http://localhost:8787" || a.store.SQLitePath != filepath.Join(dir, "controlplane.db") ||
+		a.server.PublicURL != "" {
 		t.Fatalf("local settings = %+v", a)
 	}
 }
@@ -104,7 +108,8 @@ func TestLocalGeneratesSecretsOnce(t *testing.T) {
 func TestServeHealthAndShutdown(t *testing.T) {
 	s, err := loadSettings(env(map[string]string{"ENVIRONMENT": "test", "IDN_DATA_DIR": t.TempDir(),
 		"JWT_SECRET": strings.Repeat("j", 32), "WEBHOOK_SECRET_ENCRYPTION_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-		"WEBAUTHN_ALLOWED_ORIGINS": "http://localhost:8787", "ENABLE_TEST_SEED_ENDPOINT": "true", "IDN_TEST_SEED_TOKEN": "tok"}))
+		"WEBAUTHN_ALLOWED_ORIGINS": "http://localhost:8787", "ENABLE_TEST_SEED_ENDPOINT": "true", "IDN_TEST_SEED_TOKEN": "tok",
+		"CONTROLPLANE_PUBLIC_URL": "http://127.0.0.1:8787"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,5 +147,75 @@ func TestRunRefusesBadConfig(t *testing.T) {
 	var out strings.Builder
 	if code := run(context.Background(), env(nil), &out); code != 2 || !strings.Contains(out.String(), "JWT_SECRET is required") {
 		t.Fatalf("run = %d, %q", code, out.String())
+	}
+}
+
+// TestDataDirectoryIsPrivate runs a local control plane in a fresh data
+// directory: the directory is 0700 and every file in it (generated
+// secrets, the database and its -wal and -shm files) is 0600.
+func TestDataDirectoryIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := loadSettings(env(map[string]string{"ENVIRONMENT": "local", "IDN_DATA_DIR": dir}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, s, ln, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	res, err := http.Get("http://" + ln.Addr().String() + "/health")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("health: %v %v", res, err)
+	}
+	res.Body.Close()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data directory mode %v (%v), want 0700", fi.Mode().Perm(), err)
+	}
+	names := map[string]bool{}
+	for _, f := range files {
+		fi, err := f.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[f.Name()] = true
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", f.Name(), fi.Mode().Perm())
+		}
+	}
+	for _, want := range []string{"jwt_secret", "webhook_secret_encryption_key", "controlplane.db", "controlplane.db-wal", "controlplane.db-shm"} {
+		if !names[want] {
+			t.Errorf("%s missing from the data directory (have %v)", want, names)
+		}
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLocalSecretReadableByOthersIsTightened: a secret copied in by hand
+// with mode 0644 is made 0600 when it is read.
+func TestLocalSecretReadableByOthersIsTightened(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "jwt_secret")
+	if err := os.WriteFile(path, []byte(strings.Repeat("s", 44)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := localSecret(dir, "jwt_secret")
+	if err != nil || got != strings.Repeat("s", 44) {
+		t.Fatalf("localSecret = %q, %v", got, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
 }

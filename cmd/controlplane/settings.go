@@ -153,8 +153,13 @@ func loadSettings(getenv func(string) string) (settings, error) {
 	if err != nil {
 		bad("CONTROLPLANE_TRUSTED_PROXY_CIDRS: %v", err)
 	}
+	// Without a public URL, DID documents name service endpoints after the
+	// Host header of whoever asked, so only a local run may leave it out.
 	publicURL := str("CONTROLPLANE_PUBLIC_URL", "")
-	if publicURL != "" {
+	switch {
+	case publicURL == "" && !local:
+		bad("CONTROLPLANE_PUBLIC_URL is required unless ENVIRONMENT=local: the external base URL (scheme://host[:port], e.g. https://idn.example) that DID documents name as service endpoint")
+	case publicURL != "":
 		if u, err := url.Parse(publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
 			bad("CONTROLPLANE_PUBLIC_URL must be scheme://host[:port], got %q", publicURL)
 		}
@@ -261,6 +266,13 @@ func defaultDataDir(getenv func(string) string) string {
 func localSecret(dir, name string) (string, error) {
 	path := filepath.Join(dir, name)
 	if b, err := os.ReadFile(path); err == nil {
+		// A copy made by hand may be readable by others; the secret is not
+		// meant to be.
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(path, 0o600); err != nil {
+				return "", err
+			}
+		}
 		return strings.TrimSpace(string(b)), nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", err
