@@ -25,7 +25,8 @@
 // the list it received (canonical re-serialisation, parameter order and
 // unknown parameters kept), so it verifies signatures made by any RFC 9421
 // signer. The target URI of a received request is Verifier.Origin plus the
-// request-target exactly as received, never re-encoded.
+// path and query of the request-target exactly as received, never
+// re-encoded; an absolute-form target cannot choose the scheme or authority.
 //
 // # Secure defaults
 //

@@ -219,6 +219,14 @@ func TestVerifyRejects(t *testing.T) {
 		{name: "tampered query", tamper: func(r *http.Request) { r.RequestURI = "/v1/items?b=2&a=9" }, want: httpsig.ErrSignatureInvalid},
 		{name: "tampered host", tamper: func(r *http.Request) { r.Host = "evil.example.com" }, want: httpsig.ErrSignatureInvalid},
 		{name: "host gains an explicit default port (target-uri differs)", tamper: func(r *http.Request) { r.Host = "api.example.com:443" }, want: httpsig.ErrSignatureInvalid},
+		{name: "absolute-form target claims https over a plain-HTTP connection", tamper: func(r *http.Request) {
+			r.RequestURI = "https://api.example.com/v1/items?b=2&a=1"
+		}, verifier: func(v *httpsig.Verifier) { v.Origin = func(r *http.Request) (string, string) { return "http", r.Host } }, want: httpsig.ErrSignatureInvalid},
+		{name: "absolute-form target names the signed authority, origin is another", tamper: func(r *http.Request) {
+			r.RequestURI = "https://api.example.com/v1/items?b=2&a=1"
+		}, verifier: func(v *httpsig.Verifier) {
+			v.Origin = func(*http.Request) (string, string) { return "https", "gw.example" }
+		}, want: httpsig.ErrSignatureInvalid},
 		{name: "tampered covered header", tamper: func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, want: httpsig.ErrSignatureInvalid},
 		{name: "covered header appended line", tamper: func(r *http.Request) { r.Header.Add("Content-Type", "text/plain") }, want: httpsig.ErrSignatureInvalid},
 		{name: "tampered body", tamper: func(r *http.Request) { r.Body = io.NopCloser(strings.NewReader(`{"item":"apple","count":300}`)) }, want: httpsig.ErrSignatureInvalid},

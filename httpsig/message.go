@@ -35,9 +35,9 @@ type message struct {
 
 // requestMessage builds the view of r. A request with RequestURI set was
 // received by a server: its target URI is origin (scheme and authority) plus
-// the request-target exactly as received. Otherwise r is a client request
-// and r.URL is used: its scheme, r.Host (or r.URL.Host) and
-// r.URL.RequestURI(), which is what net/http writes on the request line.
+// the path and query of the request-target exactly as received. Otherwise r
+// is a client request and r.URL is used: its scheme, r.Host (or r.URL.Host)
+// and r.URL.RequestURI(), which is what net/http writes on the request line.
 func requestMessage(r *http.Request, origin func(*http.Request) (string, string)) *message {
 	m := &message{header: r.Header, trailer: r.Trailer, method: r.Method, contentLength: -1}
 	if r.RequestURI == "" {
@@ -68,15 +68,17 @@ func requestMessage(r *http.Request, origin func(*http.Request) (string, string)
 		m.pathQuery = m.target
 	case m.target == "*":
 	default:
-		// absolute-form: the target carries scheme and authority itself
-		// (RFC 9112 §3.2.2).
-		if scheme, rest, ok := strings.Cut(m.target, "://"); ok {
-			m.scheme = scheme
+		// absolute-form (RFC 9112 §3.2.2): only its path and query count.
+		// Its scheme and authority are the client's word, and taking them
+		// would let a signature made for https://other.example verify over
+		// this plain-HTTP connection; the origin above stays bound to the
+		// connection.
+		if _, rest, ok := strings.Cut(m.target, "://"); ok {
 			i := strings.IndexAny(rest, "/?")
 			if i < 0 {
 				i = len(rest)
 			}
-			m.authority, m.pathQuery = rest[:i], rest[i:]
+			m.pathQuery = rest[i:]
 		}
 	}
 	return m

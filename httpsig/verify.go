@@ -47,7 +47,8 @@ type Verifier struct {
 	// Origin returns the scheme and authority of the target URI of a
 	// received request (for example from trusted proxy headers). nil:
 	// "https" if r.TLS != nil else "http", and r.Host. A request-target in
-	// absolute form carries its own scheme and authority, which win.
+	// absolute form contributes only its path and query: the scheme and
+	// authority it names never reach the signature base.
 	Origin func(r *http.Request) (scheme, authority string)
 	// MaxBodyBytes bounds the body read to check a covered content-digest.
 	// zero: 8 MiB. When content-digest is covered the body is read, checked

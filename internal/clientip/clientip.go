@@ -1,25 +1,38 @@
-// Package clientip finds the address of the client behind trusted proxies.
+// Package clientip finds the address of the client behind trusted proxies,
+// and the scheme and authority a request was addressed to.
 //
 // It fails closed: forwarding headers are read only when the direct peer is
 // a trusted proxy, and X-Forwarded-For is walked from the right, skipping
 // trusted proxies, so a client cannot choose its own address by prepending
-// entries.
+// entries. The scheme comes from the connection, never from the request
+// line: a client that sends an absolute-form request-target (RFC 9112
+// §3.2.2) cannot make a signature made for https://other.example verify
+// over plain HTTP here (see Origin and CheckTarget).
 package clientip
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
+
+	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Resolver answers questions about a request's origin. The zero value trusts
-// no proxy.
+// no proxy and binds requests to the Host they name.
 type Resolver struct {
 	// Trusted lists the networks whose forwarding headers are believed.
 	// Empty means none: only the direct peer address counts.
 	Trusted []netip.Prefix
+	// PublicAuthority, when set, is the authority (host[:port]) every
+	// request is bound to, whatever Host it names (GATEWAY_PUBLIC_AUTHORITY).
+	// Empty means the Host the client sent (or a trusted proxy's
+	// X-Forwarded-Host).
+	PublicAuthority string
 }
 
 // ParseCIDRs parses a comma-separated list of CIDR prefixes or single
@@ -133,6 +146,137 @@ func (res Resolver) Host(r *http.Request) string {
 		}
 	}
 	return r.Host
+}
+
+// Origin returns the scheme and authority a request is bound to: Scheme(r),
+// and PublicAuthority when set, else Host(r). It is what a signed request's
+// @target-uri is rebuilt from.
+func (res Resolver) Origin(r *http.Request) (scheme, authority string) {
+	authority = res.PublicAuthority
+	if authority == "" {
+		authority = res.Host(r)
+	}
+	return res.Scheme(r), authority
+}
+
+// ErrForeignTarget is returned by CheckTarget.
+var ErrForeignTarget = errors.New("clientip: the absolute-form request target names another origin")
+
+// CheckTarget returns ErrForeignTarget when r's request-target is in
+// absolute form (RFC 9112 §3.2.2) and its scheme or authority differ from
+// Origin(r) or from r.Host, or it carries userinfo. Origin-form, asterisk
+// form and client requests (no RequestURI) pass. Go's server takes Host
+// from an absolute-form target and drops the Host field, so what the
+// comparison with r.Host catches is a host that differs once a trusted
+// proxy or PublicAuthority has a say.
+func (res Resolver) CheckTarget(r *http.Request) error {
+	t := r.RequestURI
+	if t == "" || t == "*" || strings.HasPrefix(t, "/") {
+		return nil
+	}
+	u, err := url.Parse(t)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || u.Opaque != "" {
+		return ErrForeignTarget
+	}
+	scheme, authority := res.Origin(r)
+	target := normalAuthority(u.Scheme, u.Host)
+	if !strings.EqualFold(u.Scheme, scheme) || target != normalAuthority(scheme, authority) ||
+		target != normalAuthority(scheme, r.Host) {
+		return ErrForeignTarget
+	}
+	return nil
+}
+
+// NormalAuthority returns authority lower-cased, without the default port
+// of scheme (RFC 9110 §4.2.3), for comparisons.
+func normalAuthority(scheme, authority string) string {
+	authority = strings.ToLower(authority)
+	if i := strings.LastIndexByte(authority, ':'); i >= 0 && !strings.Contains(authority[i:], "]") {
+		switch port := authority[i+1:]; {
+		case port == "",
+			port == "80" && strings.EqualFold(scheme, "http"),
+			port == "443" && strings.EqualFold(scheme, "https"):
+			authority = authority[:i]
+		}
+	}
+	return authority
+}
+
+// RefuseForeignTarget is middleware that answers 400 VALIDATION_ERROR to a
+// request whose CheckTarget fails, before next sees it.
+func (res Resolver) RefuseForeignTarget(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if res.CheckTarget(r) != nil {
+			apierror.Write(w, r, errForeignTarget)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+var errForeignTarget = apierror.New(http.StatusBadRequest, "VALIDATION_ERROR",
+	"the request target names a scheme or authority other than this server's; send the path only (origin-form)")
+
+// SplitAuthority splits an authority (a Host value) into host and port. The
+// host is a bracketed IPv6 literal or a name or IPv4 literal without ':';
+// the port, when present, is 1 to 5 digits. Anything else (userinfo, an
+// unbracketed IPv6 address, an empty host or port) is refused.
+func SplitAuthority(authority string) (host, port string, ok bool) {
+	host, port = authority, ""
+	if strings.HasPrefix(authority, "[") {
+		end := strings.IndexByte(authority, ']')
+		if end < 0 {
+			return "", "", false
+		}
+		host, port = authority[:end+1], authority[end+1:]
+		if port != "" {
+			if port[0] != ':' {
+				return "", "", false
+			}
+			port = port[1:]
+			if port == "" {
+				return "", "", false
+			}
+		}
+	} else if i := strings.IndexByte(authority, ':'); i >= 0 {
+		host, port = authority[:i], authority[i+1:]
+		if port == "" {
+			return "", "", false
+		}
+	}
+	if host == "" || strings.ContainsAny(host, "@/?#\\ ") || len(port) > 5 {
+		return "", "", false
+	}
+	for _, c := range []byte(port) {
+		if c < '0' || c > '9' {
+			return "", "", false
+		}
+	}
+	return host, port, true
+}
+
+// ValidHost reports whether host (as returned by SplitAuthority) is an IPv4
+// literal, a bracketed IPv6 literal without a zone, or a DNS name: labels of
+// ASCII letters, digits and hyphens, none empty (so no trailing dot).
+func ValidHost(host string) bool {
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		a, err := netip.ParseAddr(host[1 : len(host)-1])
+		return err == nil && a.Is6() && a.Zone() == ""
+	}
+	if len(host) == 0 || len(host) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(host, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, c := range []byte(label) {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // IsLoopback reports whether the client address of r (per ClientAddr) is

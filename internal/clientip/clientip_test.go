@@ -1,9 +1,14 @@
 package clientip
 
 import (
+	"bufio"
 	"crypto/tls"
+	"errors"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -91,6 +96,155 @@ func FuzzClientAddr(f *testing.F) {
 		// Only a trusted peer can make the result differ from the peer.
 		if peer := Peer(r); !(Resolver{Trusted: trusted}).IsTrusted(peer) && a != peer {
 			t.Fatalf("untrusted peer %v yielded %v", peer, a)
+		}
+	})
+}
+
+// serverRequest parses raw as net/http's server does (Host from an
+// absolute-form target, RequestURI as received).
+func serverRequest(t testing.TB, raw, remote string) *http.Request {
+	t.Helper()
+	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(strings.ReplaceAll(raw, "\n", "\r\n") + "\r\n\r\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RemoteAddr = remote
+	return r
+}
+
+func TestCheckTarget(t *testing.T) {
+	trusted, _ := ParseCIDRs("10.0.0.0/8")
+	rows := []struct {
+		name      string
+		public    string
+		raw       string
+		remote    string
+		tls       bool
+		wantError bool
+	}{
+		{"origin_form", "", "GET /proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", false, false},
+		{"asterisk_form", "", "OPTIONS * HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", false, false},
+		{"absolute_form_same_origin", "", "GET http://127.0.0.1:38100/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", false, false},
+		{"absolute_form_default_port_spelled_out", "", "GET http://GW.example:80/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", false, false},
+		{"absolute_form_https_over_plain_http", "", "GET https://evil.example/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", false, true},
+		{"absolute_form_http_over_tls", "", "GET http://gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", true, true},
+		{"absolute_form_https_over_tls", "", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", true, false},
+		{"absolute_form_https_claimed_by_untrusted_forwarded_proto", "", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example\nX-Forwarded-Proto: https", "203.0.113.9:1", false, true},
+		{"absolute_form_https_behind_trusted_tls_proxy", "", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example\nX-Forwarded-Proto: https", "10.0.0.1:1", false, false},
+		{"absolute_form_other_authority_than_forwarded_host", "", "GET http://evil.example/proxy/x HTTP/1.1\nHost: evil.example\nX-Forwarded-Host: gw.example", "10.0.0.1:1", false, true},
+		{"absolute_form_other_authority_than_public_authority", "gw.example", "GET http://evil.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", false, true},
+		{"absolute_form_public_authority", "gw.example:8443", "GET http://GW.example:8443/proxy/x HTTP/1.1\nHost: 127.0.0.1", "127.0.0.1:1", false, false},
+		{"absolute_form_with_userinfo", "", "GET http://user@gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", false, true},
+		{"absolute_form_other_scheme", "", "GET ftp://gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", false, true},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			r := serverRequest(t, row.raw, row.remote)
+			if row.tls {
+				r.TLS = &tls.ConnectionState{}
+			}
+			err := Resolver{Trusted: trusted, PublicAuthority: row.public}.CheckTarget(r)
+			if (err != nil) != row.wantError {
+				t.Fatalf("CheckTarget = %v, want error %v", err, row.wantError)
+			}
+		})
+	}
+}
+
+// TestCheckTargetHostMismatch covers a request whose Host differs from its
+// absolute-form target, as a server other than net/http's (or a hand-built
+// request) presents it.
+func TestCheckTargetHostMismatch(t *testing.T) {
+	r := httptest.NewRequest("GET", "http://evil.example/proxy/x", nil)
+	r.Host = "127.0.0.1:38100"
+	if err := (Resolver{}).CheckTarget(r); !errors.Is(err, ErrForeignTarget) {
+		t.Fatalf("CheckTarget = %v, want ErrForeignTarget", err)
+	}
+}
+
+func TestRefuseForeignTarget(t *testing.T) {
+	h := Resolver{}.RefuseForeignTarget(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	for target, want := range map[string]int{"/x": http.StatusTeapot, "https://evil.example/x": http.StatusBadRequest} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, serverRequest(t, "GET "+target+" HTTP/1.1\nHost: evil.example", "127.0.0.1:1"))
+		if rec.Code != want || (want == http.StatusBadRequest && !strings.Contains(rec.Body.String(), `"VALIDATION_ERROR"`)) {
+			t.Errorf("%s: %d %s, want %d", target, rec.Code, rec.Body, want)
+		}
+	}
+}
+
+func TestOrigin(t *testing.T) {
+	r := serverRequest(t, "GET /x HTTP/1.1\nHost: evil.example", "127.0.0.1:1")
+	if s, a := (Resolver{}).Origin(r); s != "http" || a != "evil.example" {
+		t.Errorf("Origin = %s %s, want the Host", s, a)
+	}
+	if s, a := (Resolver{PublicAuthority: "gw.example"}).Origin(r); s != "http" || a != "gw.example" {
+		t.Errorf("Origin = %s %s, want the public authority whatever Host says", s, a)
+	}
+}
+
+func TestSplitAuthority(t *testing.T) {
+	rows := []struct {
+		in, host, port string
+		ok             bool
+	}{
+		{"localhost", "localhost", "", true},
+		{"localhost:38100", "localhost", "38100", true},
+		{"[::1]", "[::1]", "", true},
+		{"[::1]:80", "[::1]", "80", true},
+		{"::1", "", "", false},
+		{"[::1", "", "", false},
+		{"[::1]x", "", "", false},
+		{"[::1]:", "", "", false},
+		{"localhost:", "", "", false},
+		{"localhost:80:80", "", "", false},
+		{"localhost:123456", "", "", false},
+		{"user@localhost", "", "", false},
+		{"", "", "", false},
+		{":80", "", "", false},
+	}
+	for _, row := range rows {
+		host, port, ok := SplitAuthority(row.in)
+		if host != row.host || port != row.port || ok != row.ok {
+			t.Errorf("SplitAuthority(%q) = %q %q %v, want %q %q %v", row.in, host, port, ok, row.host, row.port, row.ok)
+		}
+	}
+}
+
+func TestValidHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"gw.example.com": true, "127.0.0.1": true, "[::1]": true, "[2001:db8::1]": true, "LOCALHOST": true,
+		"gw.example.com.": false, "[::1%25eth0]": false, "[127.0.0.1]": false, "a..b": false, "a_b": false, "": false, "*.example.com": false,
+	} {
+		if got := ValidHost(host); got != want {
+			t.Errorf("ValidHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func FuzzCheckTarget(f *testing.F) {
+	f.Add("GET https://evil.example/x HTTP/1.1\r\nHost: gw.example\r\n\r\n", false)
+	f.Add("GET /x HTTP/1.1\r\nHost: gw.example\r\n\r\n", true)
+	f.Add("GET http://gw.example:80/x HTTP/1.1\r\nHost: gw.example\r\n\r\n", false)
+	f.Fuzz(func(t *testing.T, raw string, overTLS bool) {
+		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		if err != nil {
+			return
+		}
+		r.RemoteAddr = "203.0.113.9:1"
+		if overTLS {
+			r.TLS = &tls.ConnectionState{}
+		}
+		res := Resolver{PublicAuthority: "gw.example"}
+		if res.CheckTarget(r) != nil || strings.HasPrefix(r.RequestURI, "/") || r.RequestURI == "*" {
+			return
+		}
+		// An accepted absolute-form target names exactly the origin the
+		// signature is checked against.
+		u, err := url.Parse(r.RequestURI)
+		scheme, authority := res.Origin(r)
+		if err != nil || !strings.EqualFold(u.Scheme, scheme) || normalAuthority(scheme, u.Host) != normalAuthority(scheme, authority) {
+			t.Fatalf("accepted %q for origin %s://%s", r.RequestURI, scheme, authority)
 		}
 	})
 }
