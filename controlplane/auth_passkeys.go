@@ -359,8 +359,8 @@ func (s *Server) checkBackoff(w http.ResponseWriter, r *http.Request, key string
 // signupOptions is GET /v1/auth/signup/options?namespace=…
 func (s *Server) signupOptions(w http.ResponseWriter, r *http.Request) {
 	ns := r.URL.Query().Get("namespace")
-	if identity.ValidNamespace(ns) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
+	if e := newNamespaceProblem(ns); e != nil {
+		apierror.Write(w, r, e)
 		return
 	}
 	if !s.checkAttempt(w, r, s.signupLimitKey(r), signupAttemptsPerHour) {
@@ -399,8 +399,8 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 		s.ceremonyFailed(w, r, key, e)
 		return
 	}
-	if identity.ValidNamespace(in.Namespace) != nil {
-		s.ceremonyFailed(w, r, key, errInvalidNamespace)
+	if e := newNamespaceProblem(in.Namespace); e != nil {
+		s.ceremonyFailed(w, r, key, e)
 		return
 	}
 	name, e := validPasskeyName(in.PasskeyName)

@@ -57,8 +57,9 @@
 // cannot be approved, and is expired instead of returned when its tuple is
 // resubmitted, even before Maintain has marked it; deleting a service
 // revokes its approved claims and rejects its pending ones (with events);
-// ALLOWED_ORIGINS also get CORS with credentials; a namespace literally
-// named "claims" is shadowed by the feed route.
+// ALLOWED_ORIGINS also get CORS with credentials; words of the API's paths
+// (claims, services, …) cannot name a new namespace, since a route such as
+// the feed at /v1/namespaces/claims would shadow it.
 //
 // The feed keeps per-service state (approved count, change version) in a
 // trigger-maintained table: total and ETag cost one row read, an unchanged

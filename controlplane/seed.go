@@ -50,8 +50,8 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 	var owners []string
 	seen := map[string]bool{}
 	addNS := func(ns string) *apierror.Error {
-		if identity.ValidNamespace(ns) != nil {
-			return errInvalidNamespace.With("details", map[string]string{"namespace": ns})
+		if e := newNamespaceProblem(ns); e != nil {
+			return e
 		}
 		if !seen[ns] {
 			seen[ns] = true
@@ -106,8 +106,8 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 			apierror.Write(w, r, validationError("claim status %q is not a claim status", c.Status))
 			return
 		}
-		if identity.ValidNamespace(c.Namespace) != nil {
-			apierror.Write(w, r, errInvalidNamespace.With("details", map[string]string{"namespace": c.Namespace}))
+		if e := newNamespaceProblem(c.Namespace); e != nil {
+			apierror.Write(w, r, e)
 			return
 		}
 		pub, err := identity.ParsePublicKey(c.PublicKey)

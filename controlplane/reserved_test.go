@@ -1,0 +1,101 @@
+package controlplane
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/idnhq/idn/identity"
+)
+
+// TestReservedNamespacesCoverRoutes reads every route pattern registered in
+// the package's source and checks that each literal path segment that is a
+// valid namespace is reserved, so a route added later cannot shadow a
+// namespace without this test failing.
+func TestReservedNamespacesCoverRoutes(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	patterns := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || (sel.Sel.Name != "Handle" && sel.Sel.Name != "HandleFunc") {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			pattern, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patterns++
+			_, path, _ := strings.Cut(pattern, " ")
+			if path == "" {
+				path = pattern
+			}
+			for _, seg := range strings.Split(path, "/") {
+				if strings.HasPrefix(seg, "{") || identity.ValidNamespace(seg) != nil {
+					continue
+				}
+				if !reservedNamespaces[strings.ToLower(seg)] {
+					t.Errorf("%s: route %q has segment %q, which is a valid namespace and not in reservedNamespaces", name, pattern, seg)
+				}
+			}
+			return true
+		})
+	}
+	if patterns < 20 {
+		t.Fatalf("found only %d route patterns; the scan is broken", patterns)
+	}
+}
+
+// TestRouteWordNamespacesRefused: a namespace named after a route word
+// would be accepted and then be unreachable (GET /v1/namespaces/claims is
+// the feed), so sign-up and the seed refuse it with a validation error.
+func TestRouteWordNamespacesRefused(t *testing.T) {
+	e := newAuthEnv(t, ProviderSQLite)
+	for i, ns := range []string{"claims", "Claims", "services", "well-known", "reject-pending"} {
+		t.Run(ns, func(t *testing.T) {
+			// A client address each, so failed sign-ups do not trip the backoff.
+			client := withHeader("X-Forwarded-For", fmt.Sprintf("192.0.2.%d", i+1))
+			r := e.do("GET", "/v1/auth/signup/options?namespace="+ns, nil, client).want(t, http.StatusBadRequest, "VALIDATION_ERROR")
+			if !strings.Contains(r.json(t)["error"].(string), "reserved") {
+				t.Errorf("message does not say why: %s", r.body)
+			}
+			e.do("POST", "/v1/auth/signup", map[string]any{"namespace": ns, "credential": map[string]any{}}, fromBrowser, client).
+				want(t, http.StatusBadRequest, "VALIDATION_ERROR")
+			e.do("POST", "/v1/test/seed", map[string]any{"namespaces": []string{ns}}, withHeader("X-IDN-Test-Seed-Token", seedToken)).
+				want(t, http.StatusBadRequest, "VALIDATION_ERROR")
+			e.do("POST", "/v1/test/seed", map[string]any{"claims": []map[string]any{{"namespace": ns, "service": "github",
+				"public_key": pubKey(newAgent(t, "acme"))}}}, withHeader("X-IDN-Test-Seed-Token", seedToken)).
+				want(t, http.StatusBadRequest, "VALIDATION_ERROR")
+			if _, err := e.st.namespace(t.Context(), ns); err != errNamespaceNotFound {
+				t.Fatalf("namespace %q exists after refusal: %v", ns, err)
+			}
+		})
+	}
+	// A name merely containing a route word is fine.
+	e.do("GET", "/v1/auth/signup/options?namespace=claims-bot", nil, withHeader("X-Forwarded-For", "192.0.2.99")).want(t, http.StatusOK, "")
+}
