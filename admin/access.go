@@ -54,6 +54,11 @@ type AccessConfig struct {
 	// TrustedProxies are the networks whose X-Forwarded-For is believed
 	// when deciding whether the client is on loopback. Empty means none.
 	TrustedProxies []netip.Prefix
+	// Hosts are the host names or IP literals, besides loopback literals
+	// and localhost, that a request may address in its Host
+	// (GATEWAY_ADMIN_HOSTS): no port, no trailing dot, matched without
+	// regard to case. Empty means loopback literals and localhost only.
+	Hosts []string
 	// AllowedOrigins are the browser origins ("https://dash.example.com")
 	// admitted cross-origin, with CORS headers. Empty means no browser
 	// origin is admitted.
@@ -69,18 +74,19 @@ type Access struct {
 	tokenHash [32]byte
 	resolver  clientip.Resolver
 	origins   map[string]bool
+	hosts     map[string]bool // lower-cased names and canonical IP literals
 	log       *slog.Logger
 }
 
 // NewAccess validates cfg and returns the policy. It refuses hybrid and
-// token modes without a token of at least 16 bytes, and origins that are
-// not scheme://host[:port].
+// token modes without a token of at least 16 bytes, origins that are not
+// scheme://host[:port], and hosts that are not a bare name or IP literal.
 func NewAccess(cfg AccessConfig) (*Access, error) {
 	mode, err := ParseAccessMode(string(cfg.Mode))
 	if err != nil {
 		return nil, err
 	}
-	a := &Access{mode: mode, resolver: clientip.Resolver{Trusted: cfg.TrustedProxies}, origins: map[string]bool{}, log: cfg.Logger}
+	a := &Access{mode: mode, resolver: clientip.Resolver{Trusted: cfg.TrustedProxies}, origins: map[string]bool{}, hosts: map[string]bool{}, log: cfg.Logger}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -89,6 +95,12 @@ func NewAccess(cfg AccessConfig) (*Access, error) {
 			return nil, fmt.Errorf("admin: access mode %s needs an admin token (GATEWAY_ADMIN_TOKEN) of at least %d characters; make one with `gateway keygen`", mode, minTokenLen)
 		}
 		a.tokenHash = sha256.Sum256([]byte(cfg.Token))
+	}
+	for _, h := range cfg.Hosts {
+		if !clientip.ValidHost(h) {
+			return nil, fmt.Errorf("admin: host %q is not a name or IP literal without port (IPv6 in brackets)", h)
+		}
+		a.hosts[canonicalHost(h)] = true
 	}
 	for _, o := range cfg.AllowedOrigins {
 		n, ok := normalizeOrigin(o)
@@ -115,6 +127,7 @@ func normalizeOrigin(o string) (string, bool) {
 const corsAllowHeaders = "Authorization, Content-Type, X-Request-Id, Signature, Signature-Input, Content-Digest, Idn-Namespace, Idn-Subject, Idn-Agent-Key, Idn-Agent-Cert"
 
 var (
+	errHost          = apierror.New(http.StatusForbidden, "ADMIN_FORBIDDEN", "admin access refused: the Host is not a loopback address, localhost or a name in GATEWAY_ADMIN_HOSTS")
 	errNoCredentials = apierror.New(http.StatusUnauthorized, "ADMIN_UNAUTHORIZED", "admin access needs a bearer token")
 	errForbidden     = apierror.New(http.StatusForbidden, "ADMIN_FORBIDDEN", "admin access refused")
 	errCrossSite     = apierror.New(http.StatusForbidden, "ADMIN_FORBIDDEN", "cross-site requests to the admin API are refused; add the origin to GATEWAY_ALLOWED_ORIGINS")
@@ -123,6 +136,12 @@ var (
 
 // Wrap returns next behind the policy, in this order:
 //
+//  0. The Host the client addressed (a trusted proxy's X-Forwarded-Host,
+//     else Host) must be a loopback literal (127.0.0.0/8 or ::1, with or
+//     without port), localhost, or one of Hosts; else 403 ADMIN_FORBIDDEN.
+//     A browser page on a name the attacker controls can have that name
+//     resolve to 127.0.0.1 (DNS rebinding) and then read this API from a
+//     loopback peer; it cannot make the browser send an allowed Host.
 //  1. Browser checks: an Origin header not in AllowedOrigins, or (without
 //     an Origin) Sec-Fetch-Site cross-site or same-site, is 403
 //     ADMIN_FORBIDDEN. An allowed Origin gets CORS headers; its preflight
@@ -159,6 +178,9 @@ func (a *Access) Wrap(next http.Handler) http.Handler {
 }
 
 func (a *Access) check(w http.ResponseWriter, r *http.Request) (*apierror.Error, string) {
+	if !a.hostAllowed(a.resolver.Host(r)) {
+		return errHost, "host not allowed"
+	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		n, ok := normalizeOrigin(origin)
 		if !ok || !a.origins[n] {
@@ -216,6 +238,45 @@ func (a *Access) isLoopback(r *http.Request) bool {
 		return false
 	}
 	return a.resolver.IsLoopback(r)
+}
+
+// hostAllowed reports whether authority names a loopback literal,
+// localhost or one of the configured hosts. The comparison is exact after
+// lower-casing: "localhost." and "127.0.0.1.nip.io" are other names.
+func (a *Access) hostAllowed(authority string) bool {
+	host, _, ok := clientip.SplitAuthority(authority)
+	if !ok {
+		return false
+	}
+	if addr, ok := ipLiteral(host); ok {
+		return addr.Unmap().IsLoopback() || a.hosts[canonicalHost(host)]
+	}
+	host = strings.ToLower(host)
+	return host == "localhost" || a.hosts[host]
+}
+
+// ipLiteral parses an IPv4 literal or a bracketed IPv6 literal without
+// zone.
+func ipLiteral(host string) (netip.Addr, bool) {
+	if s, ok := strings.CutPrefix(host, "["); ok {
+		s, ok = strings.CutSuffix(s, "]")
+		addr, err := netip.ParseAddr(s)
+		return addr, ok && err == nil && addr.Is6() && addr.Zone() == ""
+	}
+	addr, err := netip.ParseAddr(host)
+	return addr, err == nil && addr.Is4()
+}
+
+// canonicalHost is the form hosts are compared in: IP literals in
+// netip's notation, names lower-cased.
+func canonicalHost(host string) string {
+	if addr, ok := ipLiteral(host); ok {
+		if addr.Is6() {
+			return "[" + addr.String() + "]"
+		}
+		return addr.String()
+	}
+	return strings.ToLower(host)
 }
 
 var errNoBearer = errors.New("no bearer token")

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/idnhq/idn/internal/clientip"
 )
 
 func accessHandler(t *testing.T, mode AccessMode, trusted []netip.Prefix) http.Handler {
@@ -40,7 +42,7 @@ func TestAccessMatrix(t *testing.T) {
 							}
 							name := strings.Join([]string{string(mode), peerName, tokName, xffName, trustName, originName}, "/")
 							t.Run(name, func(t *testing.T) {
-								req := httptest.NewRequest("GET", "/api/admin/connections", nil)
+								req := httptest.NewRequest("GET", "http://127.0.0.1:38100/api/admin/connections", nil)
 								req.RemoteAddr = peer
 								if tok != "" {
 									req.Header.Set("Authorization", tok)
@@ -138,7 +140,7 @@ func TestAccessAttackRows(t *testing.T) {
 			} else {
 				body = strings.NewReader("")
 			}
-			req := httptest.NewRequest(row.method, "/api/admin/connections", body)
+			req := httptest.NewRequest(row.method, "http://127.0.0.1:38100/api/admin/connections", body)
 			req.RemoteAddr = row.peer
 			for k, v := range row.headers {
 				req.Header.Set(k, v)
@@ -157,12 +159,17 @@ func TestAccessAttackRows(t *testing.T) {
 
 func TestNewAccessRefusesWeakConfig(t *testing.T) {
 	bad := map[string]AccessConfig{
-		"hybrid_without_token": {},
-		"token_mode_short":     {Mode: AccessToken, Token: "short"},
-		"unknown_mode":         {Mode: "open", Token: testToken},
-		"wildcard_origin":      {Mode: AccessLoopback, AllowedOrigins: []string{"*"}},
-		"origin_with_path":     {Mode: AccessLoopback, AllowedOrigins: []string{"https://a.example/x"}},
-		"origin_with_userinfo": {Mode: AccessLoopback, AllowedOrigins: []string{"https://u@a.example"}},
+		"hybrid_without_token":  {},
+		"token_mode_short":      {Mode: AccessToken, Token: "short"},
+		"unknown_mode":          {Mode: "open", Token: testToken},
+		"wildcard_origin":       {Mode: AccessLoopback, AllowedOrigins: []string{"*"}},
+		"origin_with_path":      {Mode: AccessLoopback, AllowedOrigins: []string{"https://a.example/x"}},
+		"origin_with_userinfo":  {Mode: AccessLoopback, AllowedOrigins: []string{"https://u@a.example"}},
+		"host_with_port":        {Mode: AccessLoopback, Hosts: []string{"admin.example.com:8443"}},
+		"host_with_scheme":      {Mode: AccessLoopback, Hosts: []string{"https://admin.example.com"}},
+		"wildcard_host":         {Mode: AccessLoopback, Hosts: []string{"*.example.com"}},
+		"host_trailing_dot":     {Mode: AccessLoopback, Hosts: []string{"admin.example.com."}},
+		"ipv6_host_unbracketed": {Mode: AccessLoopback, Hosts: []string{"2001:db8::7"}},
 	}
 	for name, cfg := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -177,4 +184,122 @@ func TestNewAccessRefusesWeakConfig(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Fatal("admin.New accepted a config without Vault and Access")
 	}
+}
+
+// TestHostAllowList is the DNS-rebinding defence: a page on a name the
+// attacker controls, rebound to 127.0.0.1, reaches the admin API from a
+// loopback peer but sends its own name as Host. Every mode refuses a Host
+// that is not a loopback literal, localhost or a configured name.
+func TestHostAllowList(t *testing.T) {
+	a, err := NewAccess(AccessConfig{Mode: AccessHybrid, Token: testToken, Hosts: []string{"admin.example.com", "[2001:db8::7]"},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	rows := []struct {
+		name    string
+		host    string
+		peer    string
+		headers map[string]string
+		want    int
+	}{
+		{"rebind_host", "rebind.evil.example", "", nil, 403},
+		{"rebind_host_with_port", "rebind.evil.example:38100", "", nil, 403},
+		{"rebind_host_with_admin_token", "rebind.evil.example:38100", "", map[string]string{"Authorization": "Bearer " + testToken}, 403},
+		{"localhost_as_subdomain_of_attacker", "localhost.evil.example", "", nil, 403},
+		{"loopback_ip_as_subdomain_nip_io", "127.0.0.1.nip.io", "", nil, 403},
+		{"loopback_ip_as_subdomain_with_port", "127.0.0.1.evil.example:38100", "", nil, 403},
+		{"localhost_trailing_dot", "localhost.", "", nil, 403},
+		{"localhost_trailing_dot_with_port", "localhost.:38100", "", nil, 403},
+		{"listed_name_trailing_dot", "admin.example.com.", "", nil, 403},
+		{"listed_name_as_prefix_of_attacker", "admin.example.com.evil.example", "", nil, 403},
+		{"userinfo_in_host", "localhost:38100@evil.example", "", nil, 403},
+		{"non_numeric_port", "localhost:http", "", nil, 403},
+		{"empty_host", "", "", nil, 403},
+		{"short_ipv4_loopback", "127.1", "", nil, 403},
+		{"hex_ipv4_loopback", "0x7f.0.0.1", "", nil, 403},
+		{"decimal_ipv4_loopback", "2130706433", "", nil, 403},
+		{"unspecified_address", "0.0.0.0:38100", "", nil, 403},
+		{"ipv6_unbracketed", "::1", "", nil, 403},
+		{"ipv6_with_zone", "[::1%25lo]:38100", "", nil, 403},
+		{"ipv6_not_loopback", "[2001:db8::1]:38100", "", nil, 403},
+		{"ipv6_loopback", "[::1]", "", nil, 200},
+		{"ipv6_loopback_with_port", "[::1]:38100", "", nil, 200},
+		{"ipv6_loopback_long_form", "[0:0:0:0:0:0:0:1]:38100", "", nil, 200},
+		{"ipv4_mapped_ipv6_loopback", "[::ffff:127.0.0.1]:38100", "", nil, 200},
+		{"listed_ipv6_literal_other_spelling", "[2001:DB8:0::7]:8443", "", nil, 200},
+		{"uppercase_LOCALHOST_is_localhost", "LOCALHOST:38100", "", nil, 200},
+		{"localhost", "localhost", "", nil, 200},
+		{"loopback_ipv4", "127.0.0.1", "", nil, 200},
+		{"other_loopback_ipv4_with_port", "127.0.0.2:38100", "", nil, 200},
+		{"listed_name_other_case_and_port", "ADMIN.example.com:443", "", nil, 200},
+		{"untrusted_peer_forwarded_host_is_ignored", "rebind.evil.example", "", map[string]string{"X-Forwarded-Host": "localhost"}, 403},
+		{"trusted_proxy_relays_rebind_host", "127.0.0.1:38100", "10.0.0.1:1", map[string]string{"X-Forwarded-Host": "rebind.evil.example", "X-Forwarded-For": "127.0.0.1"}, 403},
+		{"trusted_proxy_relays_listed_host", "127.0.0.1:38100", "10.0.0.1:1", map[string]string{"X-Forwarded-Host": "admin.example.com", "X-Forwarded-For": "127.0.0.1"}, 200},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/api/admin/connections", nil)
+			req.Host = row.host
+			req.RemoteAddr = "127.0.0.1:40000"
+			if row.peer != "" {
+				req.RemoteAddr = row.peer
+			}
+			for k, v := range row.headers {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != row.want {
+				t.Fatalf("status = %d, want %d (%s)", rec.Code, row.want, rec.Body)
+			}
+			if row.want == 403 && !strings.Contains(rec.Body.String(), `"code":"ADMIN_FORBIDDEN"`) {
+				t.Fatalf("body = %s, want ADMIN_FORBIDDEN", rec.Body)
+			}
+		})
+	}
+}
+
+// TestHostAllowListEveryMode: the Host check comes before authentication,
+// so neither a loopback peer nor a valid token passes a foreign Host.
+func TestHostAllowListEveryMode(t *testing.T) {
+	for _, mode := range []AccessMode{AccessHybrid, AccessLoopback, AccessToken} {
+		req := httptest.NewRequest("GET", "http://rebind.evil.example:38100/api/admin/connections", nil)
+		req.RemoteAddr = "127.0.0.1:40000"
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		rec := httptest.NewRecorder()
+		accessHandler(t, mode, nil).ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("%s: status = %d, want 403", mode, rec.Code)
+		}
+	}
+}
+
+func FuzzHostAllowList(f *testing.F) {
+	for _, s := range []string{"localhost:38100", "[::1]", "127.0.0.1.nip.io", "LOCALHOST.", "[::ffff:127.0.0.1]:1", "admin.example.com"} {
+		f.Add(s)
+	}
+	a, err := NewAccess(AccessConfig{Mode: AccessLoopback, Hosts: []string{"admin.example.com"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, authority string) {
+		if !a.hostAllowed(authority) {
+			return
+		}
+		// An admitted Host names localhost, a listed name, or an address
+		// that is loopback: never a name an attacker's DNS answers for.
+		host, _, ok := clientip.SplitAuthority(authority)
+		if !ok {
+			t.Fatalf("admitted unparsable %q", authority)
+		}
+		if n := strings.ToLower(host); n == "localhost" || n == "admin.example.com" {
+			return
+		}
+		addr, err := netip.ParseAddr(strings.Trim(host, "[]"))
+		if err != nil || !addr.Unmap().IsLoopback() {
+			t.Fatalf("admitted %q", authority)
+		}
+	})
 }

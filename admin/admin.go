@@ -37,9 +37,12 @@ type Config struct {
 	// else 502 UPSTREAM_ERROR.
 	Discover func(ctx context.Context, c *credvault.Connection, refresh string) (any, error)
 	// GuardCheck runs before test and discover, after the connection is
-	// found. The gateway sets it to verify the signed headers and the
-	// approved claim when GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS is true. A
-	// non-nil error refuses the request: answered per HTTPError, else 403
+	// found and before any body byte is read: it gets the request as it
+	// arrived and must leave r.Body readable from the start. The gateway
+	// sets it to verify the signature, the approved claim, the nonce and
+	// the body against the signed content-digest (proxy.Handler.Authorize)
+	// when GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS is true. A non-nil error
+	// refuses the request: answered per HTTPError, else 403
 	// ADMIN_FORBIDDEN. Nil means no check beyond Access.
 	GuardCheck func(r *http.Request, c *credvault.Connection) error
 	// TestTransport carries upstream probes of the test route (the

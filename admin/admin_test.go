@@ -101,7 +101,7 @@ func (e *env) do(method, path, body string, hdr ...string) resp {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, path, rd)
+	req := httptest.NewRequest(method, "http://127.0.0.1:38100"+path, rd)
 	req.RemoteAddr = "127.0.0.1:50000"
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")

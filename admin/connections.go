@@ -170,6 +170,13 @@ func (h *Handler) lookupGuarded(r *http.Request) (*credvault.Connection, error) 
 }
 
 func (h *Handler) testConnection(w http.ResponseWriter, r *http.Request) {
+	// The guard runs on the body as it arrived: read first, the body would
+	// be gone, and a signature made without one would authorise any.
+	c, err := h.lookupGuarded(r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
 	body, err := h.readBody(w, r)
 	if err != nil {
 		writeError(w, r, h.log, err)
@@ -181,11 +188,6 @@ func (h *Handler) testConnection(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, h.log, err)
 			return
 		}
-	}
-	c, err := h.lookupGuarded(r)
-	if err != nil {
-		writeError(w, r, h.log, err)
-		return
 	}
 	tr := credvault.TestRequest{Method: req.Method, Path: req.Path, Header: http.Header{}}
 	for k, v := range req.Headers {

@@ -12,8 +12,14 @@
 //
 // Every route is behind an Access policy (see NewAccess): hybrid (loopback
 // peer or bearer token, the default), loopback or token; browser
-// cross-site use is refused. Access.Wrap is also the middleware the
+// cross-site use is refused, and so is a request whose Host is not a
+// loopback literal, localhost or a configured name, which is what a page
+// using DNS rebinding sends. Access.Wrap is also the middleware the
 // gateway puts in front of /metrics.
+//
+// test and discover run Config.GuardCheck on the request as it arrived,
+// before the handler reads a body byte, so a signed check covers the body
+// the handler acts on.
 //
 // Choices where the specifications are silent:
 //

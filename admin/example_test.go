@@ -58,20 +58,27 @@ func ExampleNew() {
 }
 
 // Access.Wrap is middleware: the gateway puts /metrics behind the same
-// policy as the admin API.
+// policy as the admin API. A loopback peer is admitted only when it also
+// addressed a loopback Host: a page whose name was rebound to 127.0.0.1
+// still sends its own name.
 func ExampleAccess_Wrap() {
 	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
 	metrics := access.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "idn_gateway_requests_in_flight 0\n")
 	}))
-	for _, peer := range []string{"127.0.0.1:4000", "203.0.113.9:4000"} {
+	for _, c := range []struct{ peer, host string }{
+		{"127.0.0.1:4000", "127.0.0.1:38100"},
+		{"203.0.113.9:4000", "127.0.0.1:38100"},
+		{"127.0.0.1:4000", "rebind.evil.example:38100"},
+	} {
 		req := httptest.NewRequest("GET", "/metrics", nil)
-		req.RemoteAddr = peer
+		req.RemoteAddr, req.Host = c.peer, c.host
 		rec := httptest.NewRecorder()
 		metrics.ServeHTTP(rec, req)
-		fmt.Println(peer, rec.Code)
+		fmt.Println(c.peer, c.host, rec.Code)
 	}
 	// Output:
-	// 127.0.0.1:4000 200
-	// 203.0.113.9:4000 403
+	// 127.0.0.1:4000 127.0.0.1:38100 200
+	// 203.0.113.9:4000 127.0.0.1:38100 403
+	// 127.0.0.1:4000 rebind.evil.example:38100 403
 }

@@ -89,7 +89,7 @@ func FuzzAccessHeaders(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := httptest.NewRequest("GET", "/api/admin/connections", nil)
+			req := httptest.NewRequest("GET", "http://127.0.0.1:38100/api/admin/connections", nil)
 			req.RemoteAddr = "203.0.113.9:5000"
 			for k, v := range map[string]string{"Origin": origin, "Sec-Fetch-Site": fetchSite, "X-Forwarded-For": xff, "Forwarded": fwd, "Authorization": authz} {
 				if v != "" {
