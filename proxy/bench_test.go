@@ -1,26 +1,31 @@
 package proxy
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 )
 
-// presign makes n signed GETs to url (each with its own nonce) outside the
-// timer, so both benchmarks below measure the server side only.
-func presign(b *testing.B, id *identity.Identity, target string, n int, now time.Time) []http.Header {
+// presign makes n signed requests to url (each with its own nonce) outside
+// the timer, so the benchmarks below measure the server side only. A
+// non-empty body makes them POSTs.
+func presign(b *testing.B, id *identity.Identity, target string, body []byte, n int, now time.Time) []http.Header {
 	b.Helper()
 	out := make([]http.Header, n)
 	for i := range out {
-		r, _ := http.NewRequest("GET", target, nil)
+		r, _ := http.NewRequest(methodFor(body), target, bytes.NewReader(body))
 		if err := id.Sign(r, identity.SignOptions{Created: now}); err != nil {
 			b.Fatal(err)
 		}
@@ -29,8 +34,15 @@ func presign(b *testing.B, id *identity.Identity, target string, n int, now time
 	return out
 }
 
+func methodFor(body []byte) string {
+	if len(body) > 0 {
+		return "POST"
+	}
+	return "GET"
+}
+
 // load sends the requests with 16 concurrent clients and reports req/s.
-func load(b *testing.B, target string, headers []http.Header) {
+func load(b *testing.B, target string, body []byte, headers []http.Header) {
 	b.Helper()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
 	var next atomic.Int64
@@ -41,7 +53,7 @@ func load(b *testing.B, target string, headers []http.Header) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := next.Add(1) - 1
-			req, _ := http.NewRequest("GET", target, nil)
+			req, _ := http.NewRequest(methodFor(body), target, bytes.NewReader(body))
 			req.Header = headers[int(i)%len(headers)]
 			resp, err := client.Do(req)
 			if err != nil {
@@ -64,8 +76,17 @@ func load(b *testing.B, target string, headers []http.Header) {
 // lookup, nonce recording, credential injection and forwarding.
 func BenchmarkGatewayGET(b *testing.B) {
 	g := newGateway(b, gatewayOptions{})
-	headers := presign(b, g.agent, g.srv.URL+"/proxy/github/user", b.N, g.clock.now())
-	load(b, g.srv.URL+"/proxy/github/user", headers)
+	headers := presign(b, g.agent, g.srv.URL+"/proxy/github/user", nil, b.N, g.clock.now())
+	load(b, g.srv.URL+"/proxy/github/user", nil, headers)
+}
+
+// BenchmarkGatewayPOST is BenchmarkGatewayGET with a 16 KiB body, which the
+// gateway reads after authentication and checks against content-digest.
+func BenchmarkGatewayPOST(b *testing.B) {
+	g := newGateway(b, gatewayOptions{})
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1024)
+	headers := presign(b, g.agent, g.srv.URL+"/proxy/github/user", body, b.N, g.clock.now())
+	load(b, g.srv.URL+"/proxy/github/user", body, headers)
 }
 
 // BenchmarkBaselineGET is the reference for BenchmarkGatewayGET: a bare
@@ -87,6 +108,36 @@ func BenchmarkBaselineGET(b *testing.B) {
 	}))
 	defer srv.Close()
 	id, _ := identity.New("baseline")
-	headers := presign(b, id, srv.URL+"/user", b.N, time.Now())
-	load(b, srv.URL+"/user", headers)
+	headers := presign(b, id, srv.URL+"/user", nil, b.N, time.Now())
+	load(b, srv.URL+"/user", nil, headers)
+}
+
+// BenchmarkRedaction16K measures what credential redaction costs a signed
+// GET with a 16 KiB response through the whole pipeline: "redacted" streams
+// the body through the redactor (it has no Content-Encoding, so it loses
+// its Content-Length and goes out chunked), "untouched" is the same body
+// marked Content-Encoding: br, which the gateway passes on as it is. Both
+// have their headers redacted. Compare the two req/s.
+func BenchmarkRedaction16K(b *testing.B) {
+	body := bytes.Repeat([]byte(`{"id":12345,"name":"repository","private":false},`), 400)[:16<<10]
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/untouched" {
+			w.Header().Set("Content-Encoding", "br")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+	}))
+	defer up.Close()
+	g := newGateway(b, gatewayOptions{})
+	c := &credvault.Connection{ID: "big", Protocol: "http", BaseURL: up.URL, AuthMode: "bearer", AuthSecretKey: "t", Service: "github"}
+	if _, err := g.vault.Create(context.Background(), c, map[string]string{"t": upstreamToken}); err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range []string{"untouched", "redacted"} {
+		b.Run(path, func(b *testing.B) {
+			target := g.srv.URL + "/proxy/big/" + path
+			load(b, target, nil, presign(b, g.agent, target, nil, b.N, g.clock.now()))
+		})
+	}
 }

@@ -24,6 +24,7 @@ const (
 	CodeUpstreamError        = "UPSTREAM_ERROR"
 	CodeUpstreamTimeout      = "UPSTREAM_TIMEOUT"
 	CodeBodyTooLarge         = "REQUEST_BODY_TOO_LARGE"
+	CodeBodyCapacity         = "REQUEST_BODY_CAPACITY_EXHAUSTED"
 	CodeNonceStoreFull       = "NONCE_STORE_FULL"
 	CodeValidation           = "VALIDATION_ERROR"
 	CodeNotFound             = "NOT_FOUND"
@@ -78,6 +79,7 @@ var statusOf = map[string]int{
 	CodeUpstreamError:                http.StatusBadGateway,
 	CodeUpstreamTimeout:              http.StatusGatewayTimeout,
 	CodeBodyTooLarge:                 http.StatusRequestEntityTooLarge,
+	CodeBodyCapacity:                 http.StatusServiceUnavailable,
 	CodeNonceStoreFull:               http.StatusServiceUnavailable,
 	CodeValidation:                   http.StatusBadRequest,
 	CodeNotFound:                     http.StatusNotFound,
@@ -104,6 +106,7 @@ var messages = map[string]string{
 	CodeUpstreamError:                "the upstream could not be reached",
 	CodeUpstreamTimeout:              "the upstream did not answer in time",
 	CodeBodyTooLarge:                 "request body is too large",
+	CodeBodyCapacity:                 "the gateway is holding as many request bodies as it may; try again shortly",
 	CodeNonceStoreFull:               "the gateway is at its replay-protection capacity; try again shortly",
 	CodeValidation:                   "invalid request",
 	CodeNotFound:                     "not found",
@@ -124,6 +127,8 @@ func classify(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.Is(err, errBodyBudget):
+		return newError(CodeBodyCapacity, err)
 	case errors.Is(err, httpsig.ErrBodyTooLarge), errors.As(err, &tooLarge):
 		return newError(CodeBodyTooLarge, err)
 	case httpsig.Code(err) != "":

@@ -38,10 +38,6 @@ var strippedHeaders = []string{
 }
 
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res *credvault.Resolved) {
-	if !validRest(rt.rest) {
-		h.fail(w, r, newError(CodeValidation, nil), nil)
-		return
-	}
 	secret, err := res.Secret()
 	if err != nil {
 		h.fail(w, r, newError(CodeCredentialUnresolved, err), nil)

@@ -87,6 +87,11 @@ type Config struct {
 	Transport http.RoundTripper
 	// MaxBodyBytes caps request bodies (zero: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxInflightBodyBytes caps the body bytes buffered at once across all
+	// requests; a request that would pass it is answered 503
+	// REQUEST_BODY_CAPACITY_EXHAUSTED with Retry-After. Zero means
+	// DefaultMaxInflightBodyBytes.
+	MaxInflightBodyBytes int64
 	// Timeout bounds an /proxy request (zero: DefaultTimeout); MCPTimeout an
 	// /mcp request (zero: DefaultMCPTimeout).
 	Timeout    time.Duration
@@ -116,6 +121,7 @@ type Handler struct {
 	decisions *decisionLog
 	logger    *slog.Logger
 	rp        *httputil.ReverseProxy
+	bodies    bodyBudget
 }
 
 // New validates cfg and returns a Handler.
@@ -144,6 +150,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxInflightBodyBytes <= 0 {
+		cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -164,13 +173,17 @@ func New(cfg Config) (*Handler, error) {
 	for _, id := range cfg.InsecureUnsignedConnections {
 		h.unsigned[id] = true
 	}
+	h.bodies.max = cfg.MaxInflightBodyBytes
 	h.verifier = &identity.Verifier{
 		Clock:                  cfg.Clock,
 		MaxAge:                 cfg.MaxAge,
 		FutureSkew:             cfg.FutureSkew,
 		InsecureSkipNonceCheck: true, // recorded after the claim check, below
-		Origin:                 func(r *http.Request) (string, string) { return h.ips.Scheme(r), h.ips.Host(r) },
-		MaxBodyBytes:           cfg.MaxBodyBytes,
+		// The body is read after the nonce, so that no one the gateway
+		// has not admitted makes it buffer a byte.
+		InsecureSkipBodyCheck: true,
+		Origin:                func(r *http.Request) (string, string) { return h.ips.Scheme(r), h.ips.Host(r) },
+		MaxBodyBytes:          cfg.MaxBodyBytes,
 	}
 	transport := cfg.Transport
 	if transport == nil {
@@ -256,12 +269,25 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, newError(CodeBodyTooLarge, nil), nil)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	if !rt.mcp && !validRest(rt.rest) {
+		h.fail(w, r, newError(CodeValidation, nil), nil)
+		return
+	}
 
 	caller, res, err := h.authenticate(r, rt.connID, rt.mcp)
 	if err != nil {
 		h.fail(w, r, err, caller)
 		return
+	}
+	if caller == nil { // the unsigned development bypass streams the body
+		r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	} else {
+		held, err := h.checkBody(r, caller)
+		defer h.bodies.give(held)
+		if err != nil {
+			h.fail(w, r, err, caller)
+			return
+		}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), authKey{}, &authState{caller: caller}))
 	if rt.mcp {
@@ -271,8 +297,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	h.forward(w, r, rt, res)
 }
 
-// authenticate runs steps 1 to 4 of the pipeline. It returns the verified
-// caller (nil on the unsigned development bypass) and the connection.
+// authenticate runs steps 1 to 4 of the pipeline, reading no body byte. It
+// returns the verified caller (nil on the unsigned development bypass) and
+// the connection.
 func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*identity.Caller, *credvault.Resolved, error) {
 	unsigned := h.cfg.InsecureAllowUnsigned || h.unsigned[connID]
 	var caller *identity.Caller
@@ -360,9 +387,21 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 	return e
 }
 
+// checkBody reads the body of an admitted caller and checks it against the
+// signed content-digest, leaving r.Body readable from the start. It
+// returns the budget bytes to give back when the request is done.
+func (h *Handler) checkBody(r *http.Request, caller *identity.Caller) (int64, error) {
+	body, held, err := h.bufferBody(r)
+	if err != nil {
+		return held, err
+	}
+	return held, caller.CheckBody(body)
+}
+
 // Authorize runs the signed part of the pipeline for a request about
-// connection c outside the runtime routes: signature, claim for c's service
-// and nonce. The admin API uses it for test and discover when
+// connection c outside the runtime routes: signature, claim for c's
+// service, nonce, then the body against content-digest (r.Body stays
+// readable). The admin API uses it for test and discover when
 // GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS is on. Errors are *Error.
 func (h *Handler) Authorize(r *http.Request, c *credvault.Connection) error {
 	caller, err := h.verifier.Verify(r)
@@ -371,6 +410,11 @@ func (h *Handler) Authorize(r *http.Request, c *credvault.Connection) error {
 	}
 	if err == nil {
 		err = h.cfg.Nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil)
+	}
+	if err == nil {
+		var held int64
+		held, err = h.checkBody(r, caller)
+		h.bodies.give(held)
 	}
 	if err != nil {
 		e := classify(err)
@@ -418,17 +462,23 @@ func CallerFrom(ctx context.Context) (caller *identity.Caller, ok bool) {
 	return st.caller, true
 }
 
-// validRest rejects dot-segments (also percent-encoded), which could climb
-// out of the connection's base path upstream.
+// validRest reports whether the escaped rest of a route may be forwarded.
+// Upstreams decode before they resolve, so the decoded form must have no
+// "." or ".." segment (a %2F decodes into a separator, and "..;x" is ".."
+// to servers that strip path parameters) and no backslash (a separator to
+// some servers); either could climb out of the connection's base path.
 func validRest(rest string) bool {
-	for _, seg := range strings.Split(rest, "/") {
-		s := strings.ToLower(seg)
-		s = strings.ReplaceAll(s, "%2e", ".")
-		if s == "." || s == ".." {
+	decoded, err := url.PathUnescape(rest)
+	if err != nil || strings.ContainsRune(decoded, '\\') {
+		return false
+	}
+	for seg := range strings.SplitSeq(decoded, "/") {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg == "." || seg == ".." {
 			return false
 		}
 	}
-	return !strings.Contains(strings.ToLower(rest), "%2f%2e%2e")
+	return true
 }
 
 // joinUpstream builds the upstream URL: the connection's base (base_url
