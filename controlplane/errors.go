@@ -62,6 +62,7 @@ var (
 	errOriginForbidden   = apierror.New(http.StatusForbidden, "ORIGIN_FORBIDDEN", "request origin is not allowed")
 	errInvalidNamespace  = apierror.New(http.StatusBadRequest, "INVALID_NAMESPACE", "invalid namespace format")
 	errInvalidDID        = apierror.New(http.StatusBadRequest, "INVALID_DID", "malformed DID")
+	errMetricsForbidden  = apierror.New(http.StatusForbidden, "METRICS_FORBIDDEN", "metrics are served to loopback clients and to bearers of the metrics token")
 	errDIDNotFound       = apierror.New(http.StatusNotFound, "DID_NOT_FOUND", "DID not found")
 	errNotFound          = apierror.New(http.StatusNotFound, "NOT_FOUND", "no such route")
 	errNotAcceptable     = apierror.New(http.StatusNotAcceptable, "NOT_ACCEPTABLE", "supported types: application/did+json, application/did+ld+json, application/json")

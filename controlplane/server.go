@@ -15,7 +15,9 @@ import (
 
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures a Server. Only Store and JWTSecret are required; every
@@ -78,6 +80,20 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock returns the current time; nil means time.Now.
 	Clock func() time.Time
+	// Metrics, when set, receives the control plane's Prometheus collectors
+	// (requests by route and status with latencies, claims by status,
+	// namespaces by pending claims, webhook queue and attempts, database
+	// pool) and is served at GET /metrics to loopback clients and to
+	// bearers of MetricsToken. Nil serves no metrics (404).
+	Metrics *prometheus.Registry
+	// MetricsToken lets a remote scraper read /metrics with
+	// "Authorization: Bearer <token>". Empty allows loopback clients only.
+	MetricsToken string
+	// AccessLog, when set, receives one line per request: request id,
+	// method, route pattern, status and duration (never the path, query,
+	// headers or cookies). Nil logs no requests.
+	AccessLog *slog.Logger
+
 
 	// Auth configures passkey accounts (WebAuthn), see AuthConfig.
 	Auth AuthConfig
@@ -101,6 +117,7 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("controlplane: Config.Store is required")
+	obs      *observer
 	}
 	if len(cfg.JWTSecret) < 32 {
 		return nil, errors.New("controlplane: Config.JWTSecret must be at least 32 bytes")
@@ -151,6 +168,11 @@ func New(cfg Config) (*Server, error) {
 func setDefault[T comparable](v *T, def T) {
 	var zero T
 	if *v == zero {
+	obs, err := newObserver(s)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: metrics: %w", err)
+	}
+	s.obs = obs
 		*v = def
 	}
 }
@@ -159,7 +181,7 @@ func (s *Server) now() time.Time { return s.cfg.Clock() }
 
 // ServeHTTP serves the API; every answer carries an X-Request-Id.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	apierror.RequestID(http.HandlerFunc(s.cors)).ServeHTTP(w, r)
+	apierror.RequestID(s.obs.wrap(http.HandlerFunc(s.cors))).ServeHTTP(w, r)
 }
 
 // cors lets the dashboard origins of AllowedOrigins call the API with
@@ -207,6 +229,9 @@ func (s *Server) routes() {
 	m.Handle("POST /v1/claims", s.signed(s.withServiceKey(s.submitClaim)))
 	m.Handle("GET /v1/verify", s.signed(s.withServiceKey(s.verifyClaim)))
 	m.Handle("GET /.well-known/did/{did}", s.signed(s.wellKnownDID))
+	m.HandleFunc("GET /health/live", s.healthLive)
+	m.HandleFunc("GET /health/ready", s.healthReady)
+	m.HandleFunc("GET /metrics", s.obs.serveMetrics)
 
 	// Public DID resolution (outside the protected prefixes).
 	m.HandleFunc("GET /1.0/identifiers/{did}", s.resolveDID)
@@ -239,7 +264,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		apierror.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 		return
 	}
-	apierror.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	apierror.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": buildinfo.Version()})
 }
 
 // Maintain runs one pass of the background work: pending claims older than

@@ -158,6 +158,14 @@ func (s *Server) deliverOne(ctx context.Context, token string, d delivery) {
 	// happened.
 	state, recorded, err := s.store.finishAttempt(context.WithoutCancel(ctx), d.ID, token, o)
 	switch {
+	case o.Delivered:
+		s.obs.webhooks.WithLabelValues("delivered").Inc()
+	case state == deliveryFailed:
+		s.obs.webhooks.WithLabelValues("failed").Inc()
+	default:
+		s.obs.webhooks.WithLabelValues("retry").Inc()
+	}
+	switch {
 	case err != nil:
 		s.log.ErrorContext(ctx, "recording webhook attempt failed", "delivery_id", d.ID, "err", err)
 	case !recorded:
