@@ -77,9 +77,15 @@ func ExampleSubmitter() {
 	}
 	receipt, err := submitter.Submit(context.Background(), sub)
 	fmt.Println(receipt.ClaimID, receipt.Status, receipt.Created, err)
+	// The agent polls: its repeat is answered from memory.
+	receipt, err = submitter.Submit(context.Background(), sub)
+	fmt.Println(receipt.ClaimID, receipt.Status, receipt.Created, err)
+	// Another key of the namespace is a new submission, over the limit.
+	sub.PublicKey = "ed25519:A3vUMWqxTyp3nd0ELXhOQa8SYKzk5+6gRhHq4uUJM14="
 	_, err = submitter.Submit(context.Background(), sub)
 	fmt.Println(claimcache.Code(err))
 	// Output:
 	// clm_9Zx1 pending true <nil>
+	// clm_9Zx1 pending false <nil>
 	// AUTH_CLAIM_SUBMIT_RATE_LIMITED
 }

@@ -2,6 +2,7 @@ package claimcache
 
 import (
 	"bytes"
+	"cmp"
 	"container/list"
 	"context"
 	"encoding/json"
@@ -23,6 +24,11 @@ const (
 	// DefaultMaxLimiters bounds how many connection + namespace limiters are
 	// remembered.
 	DefaultMaxLimiters = 10_000
+	// DefaultReceiptTTL is how long a receipt answers repeated submissions
+	// of its tuple.
+	DefaultReceiptTTL = time.Minute
+	// DefaultMaxReceipts bounds how many receipts are remembered.
+	DefaultMaxReceipts = 10_000
 )
 
 // SubmitterConfig configures a Submitter.
@@ -45,7 +51,18 @@ type SubmitterConfig struct {
 	// forgotten first, so random namespaces cannot grow memory. Zero means
 	// DefaultMaxLimiters.
 	MaxLimiters int
-	// Clock returns the current time for the rate limit. Nil means time.Now.
+	// ReceiptTTL is how long the receipt of a tuple (connection, namespace,
+	// public key, service) answers later submissions of the same tuple
+	// without a call to the control plane and without spending the rate
+	// limit, so an agent polling while it waits for approval keeps its
+	// claim id. Zero means DefaultReceiptTTL; negative means no memory.
+	ReceiptTTL time.Duration
+	// MaxReceipts bounds the remembered receipts; the oldest is forgotten
+	// first, so self-made identities cannot grow memory. Zero means
+	// DefaultMaxReceipts.
+	MaxReceipts int
+	// Clock returns the current time for the rate limit and the receipts'
+	// age. Nil means time.Now.
 	Clock func() time.Time
 }
 
@@ -75,6 +92,7 @@ type Submitter struct {
 	client   *http.Client
 	apiKey   func(string) (string, error)
 	limits   *limiters // nil when unlimited
+	receipts *receipts // nil without memory
 	clock    func() time.Time
 }
 
@@ -89,6 +107,9 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 	}
 	if cfg.MaxLimiters < 0 {
 		return nil, fmt.Errorf("claimcache: MaxLimiters %d is negative", cfg.MaxLimiters)
+	}
+	if cfg.MaxReceipts < 0 {
+		return nil, fmt.Errorf("claimcache: MaxReceipts %d is negative", cfg.MaxReceipts)
 	}
 	s := &Submitter{endpoint: endpoint, client: client(cfg.Client), apiKey: cfg.APIKey, clock: cfg.Clock}
 	if s.clock == nil {
@@ -105,15 +126,25 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 		}
 		s.limits = newLimiters(perMinute, max)
 	}
+	if cfg.ReceiptTTL >= 0 {
+		s.receipts = newReceipts(cmp.Or(cfg.ReceiptTTL, DefaultReceiptTTL), cmp.Or(cfg.MaxReceipts, DefaultMaxReceipts))
+	}
 	return s, nil
 }
 
 // Submit sends sub unless its connection + namespace pair is over the rate
-// limit, in which case it returns ErrRateLimited and sends nothing. Other
-// failures are a *StatusError for an unexpected answer, or a transport
-// error.
+// limit, in which case it returns ErrRateLimited and sends nothing. A tuple
+// submitted within ReceiptTTL is answered with its remembered receipt
+// (Created false) before the rate limit is consulted, and nothing is sent.
+// Other failures are a *StatusError for an unexpected answer, or a
+// transport error.
 func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error) {
-	if s.limits != nil && !s.limits.allow(sub.ConnectionID+"\x00"+sub.Namespace, s.clock()) {
+	now := s.clock()
+	tuple := sub.ConnectionID + "\x00" + sub.Namespace + "\x00" + sub.PublicKey + "\x00" + sub.Service
+	if rc, ok := s.receipts.get(tuple, now); ok {
+		return rc, nil
+	}
+	if s.limits != nil && !s.limits.allow(sub.ConnectionID+"\x00"+sub.Namespace, now) {
 		return Receipt{}, fmt.Errorf("%w: connection %q", ErrRateLimited, sub.ConnectionID)
 	}
 	key, err := s.apiKey(sub.ConnectionID)
@@ -156,7 +187,74 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error)
 	if answer.ClaimID == "" {
 		return Receipt{}, errors.New("claimcache: submit answer has no claim_id")
 	}
-	return Receipt{ClaimID: answer.ClaimID, Status: answer.Status, Created: resp.StatusCode == http.StatusCreated}, nil
+	rc := Receipt{ClaimID: answer.ClaimID, Status: answer.Status, Created: resp.StatusCode == http.StatusCreated}
+	s.receipts.put(tuple, rc, now)
+	return rc, nil
+}
+
+// receipts remembers the answers to recent submissions, newest first, for
+// at most ttl and max entries.
+type receipts struct {
+	mu      sync.Mutex
+	ttl     time.Duration
+	max     int
+	order   *list.List // front: newest; values are *receiptEntry
+	byTuple map[string]*list.Element
+}
+
+type receiptEntry struct {
+	tuple string
+	rc    Receipt
+	at    time.Time
+}
+
+func newReceipts(ttl time.Duration, max int) *receipts {
+	return &receipts{ttl: ttl, max: max, order: list.New(), byTuple: make(map[string]*list.Element)}
+}
+
+// get returns the receipt remembered for tuple, marked as not created by
+// this call. A nil *receipts remembers nothing.
+func (m *receipts) get(tuple string, now time.Time) (Receipt, bool) {
+	if m == nil {
+		return Receipt{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.byTuple[tuple]
+	if !ok {
+		return Receipt{}, false
+	}
+	e := el.Value.(*receiptEntry)
+	if now.Sub(e.at) >= m.ttl {
+		m.remove(el)
+		return Receipt{}, false
+	}
+	rc := e.rc
+	rc.Created = false
+	return rc, true
+}
+
+func (m *receipts) put(tuple string, rc Receipt, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.byTuple[tuple]; ok {
+		m.remove(el)
+	}
+	m.byTuple[tuple] = m.order.PushFront(&receiptEntry{tuple: tuple, rc: rc, at: now})
+	for oldest := m.order.Back(); oldest != nil; oldest = m.order.Back() {
+		if m.order.Len() <= m.max && now.Sub(oldest.Value.(*receiptEntry).at) < m.ttl {
+			break
+		}
+		m.remove(oldest)
+	}
+}
+
+func (m *receipts) remove(el *list.Element) {
+	delete(m.byTuple, el.Value.(*receiptEntry).tuple)
+	m.order.Remove(el)
 }
 
 // limiters is a bounded LRU of token buckets.

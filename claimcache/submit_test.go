@@ -63,7 +63,9 @@ func TestSubmitterRateLimit(t *testing.T) {
 			sent := 0
 			for i, st := range tt.steps {
 				clk.Advance(st.advance)
-				a := newAgent(st.namespace)
+				// A new key per step: a repeated tuple would be answered
+				// from memory, not limited.
+				a := agent{st.namespace, newAgent(fmt.Sprint(st.namespace, i)).pub}
 				_, err := s.Submit(context.Background(), claimcache.Submission{
 					ConnectionID: st.connection, Namespace: a.namespace, PublicKey: a.header(), Service: "github",
 				})
@@ -156,3 +158,116 @@ func TestSubmitterErrors(t *testing.T) {
 		})
 	}
 }
+
+// An agent that polls while it waits for approval keeps getting its claim
+// id from the submitter's memory: no call to the control plane, no rate
+// limit spent. The memory is bounded in age and entries.
+func TestSubmitterRemembersReceipts(t *testing.T) {
+	type step struct {
+		advance    time.Duration
+		connection string
+		agent      string // namespace/key-seed
+		wantClaim  string // "" with wantErr
+		wantErr    error
+		wantSent   int // control-plane submissions so far
+	}
+	tests := []struct {
+		name        string
+		perMinute   int
+		ttl         time.Duration
+		maxReceipts int
+		fail        bool // the control plane answers 503
+		steps       []step
+	}{
+		{name: "polling agent past the rate limit keeps its claim id", perMinute: 1, steps: []step{
+			{0, "github", "alice/1", "clm_001", nil, 1},
+			{time.Second, "github", "alice/1", "clm_001", nil, 1},
+			{time.Second, "github", "alice/1", "clm_001", nil, 1},
+		}},
+		{name: "remembered answers spend no rate limit", perMinute: 2, steps: []step{
+			{0, "github", "alice/1", "clm_001", nil, 1},
+			{0, "github", "alice/1", "clm_001", nil, 1},
+			{0, "github", "alice/1", "clm_001", nil, 1},
+			{0, "github", "alice/2", "clm_002", nil, 2},
+			{0, "github", "alice/3", "", claimcache.ErrRateLimited, 2},
+		}},
+		{name: "self-made keys in one namespace are still limited", perMinute: 1, steps: []step{
+			{0, "github", "mallory/1", "clm_001", nil, 1},
+			{0, "github", "mallory/2", "", claimcache.ErrRateLimited, 1},
+			{0, "github", "mallory/3", "", claimcache.ErrRateLimited, 1},
+		}},
+		{name: "memory ages out and the control plane answers the same claim", perMinute: 10, ttl: time.Minute, steps: []step{
+			{0, "github", "alice/1", "clm_001", nil, 1},
+			{59 * time.Second, "github", "alice/1", "clm_001", nil, 1},
+			{time.Second, "github", "alice/1", "clm_001", nil, 2},
+		}},
+		{name: "oldest receipt is forgotten past the entry bound", perMinute: 10, maxReceipts: 2, steps: []step{
+			{0, "github", "alice/1", "clm_001", nil, 1},
+			{0, "github", "bob/1", "clm_002", nil, 2},
+			{0, "github", "carol/1", "clm_003", nil, 3},
+			{0, "github", "carol/1", "clm_003", nil, 3},
+			{0, "github", "alice/1", "clm_001", nil, 4},
+		}},
+		{name: "another connection is another tuple", perMinute: 10, steps: []step{
+			{0, "github", "alice/1", "clm_001", nil, 1},
+			{0, "github-enterprise", "alice/1", "clm_001", nil, 2},
+		}},
+		{name: "negative TTL remembers nothing", perMinute: 1, ttl: -1, steps: []step{
+			{0, "github", "alice/1", "clm_001", nil, 1},
+			{0, "github", "alice/1", "", claimcache.ErrRateLimited, 1},
+		}},
+		{name: "a failed submission is not remembered", perMinute: 10, fail: true, steps: []step{
+			{0, "github", "alice/1", "", errSubmitFailed, 1},
+			{0, "github", "alice/1", "", errSubmitFailed, 2},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := newFakeControlPlane(t, "github")
+			if tt.fail {
+				cp.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					cp.mu.Lock()
+					cp.submissions = append(cp.submissions, nil)
+					cp.mu.Unlock()
+					writeError(w, http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE", "down")
+				})
+			}
+			clk := newFakeClock()
+			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
+				BaseURL: cp.srv.URL, APIKey: keyFor, RatePerMinute: tt.perMinute, Clock: clk.Now,
+				ReceiptTTL: tt.ttl, MaxReceipts: tt.maxReceipts,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range tt.steps {
+				clk.Advance(st.advance)
+				ns, _, _ := strings.Cut(st.agent, "/")
+				a := agent{ns, newAgent(st.agent).pub}
+				rc, err := s.Submit(context.Background(), claimcache.Submission{
+					ConnectionID: st.connection, Namespace: a.namespace, PublicKey: a.header(), Service: "github",
+				})
+				switch {
+				case st.wantErr == errSubmitFailed:
+					var se *claimcache.StatusError
+					if !errors.As(err, &se) {
+						t.Fatalf("step %d: Submit = %v, want the control plane's failure", i, err)
+					}
+				case st.wantErr != nil:
+					if !errors.Is(err, st.wantErr) {
+						t.Fatalf("step %d: Submit = %+v, %v, want %v", i, rc, err, st.wantErr)
+					}
+				case err != nil || rc.ClaimID != st.wantClaim || rc.Status != "pending":
+					t.Fatalf("step %d: Submit = %+v, %v, want %s pending", i, rc, err, st.wantClaim)
+				}
+				if got := cp.submissionCount(); got != st.wantSent {
+					t.Fatalf("step %d: control plane saw %d submissions, want %d", i, got, st.wantSent)
+				}
+			}
+		})
+	}
+}
+
+// errSubmitFailed marks a step whose submission reaches a failing control
+// plane.
+var errSubmitFailed = errors.New("control plane failed")

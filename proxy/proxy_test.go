@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/identity"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -97,8 +98,9 @@ func TestAuthCodes(t *testing.T) {
 		{"unapproved agent", func() *http.Request {
 			return g.request(g.stranger, "GET", "/proxy/github/user", "")
 		}, 403, "AUTH_CLAIM_REQUIRED"},
-		{"unapproved agent past the submission limit", func() *http.Request {
-			return g.request(g.stranger, "GET", "/proxy/github/user", "")
+		{"unapproved agent's second key past the submission limit", func() *http.Request {
+			second, _ := identity.New("stranger-ns")
+			return g.request(second, "GET", "/proxy/github/user", "")
 		}, 429, "AUTH_CLAIM_SUBMIT_RATE_LIMITED"},
 		{"disabled connection", func() *http.Request { return g.request(g.agent, "GET", "/proxy/off/x", "") }, 403, CodeConnectionDisabled},
 		{"unknown connection", func() *http.Request { return g.request(g.agent, "GET", "/proxy/nope/x", "") }, 404, CodeConnectionNotFound},
@@ -206,6 +208,43 @@ func TestAuthCodes(t *testing.T) {
 		if strings.Contains(logs, leak) {
 			t.Errorf("decision logs contain %q", leak)
 		}
+	}
+}
+
+// An agent that polls while it waits for approval gets the same claim id
+// every time, from the gateway's memory: the control plane sees one
+// submission and the rate limit is not spent on the repeats.
+func TestPollingAgentKeepsItsClaimID(t *testing.T) {
+	g := newGateway(t, gatewayOptions{submitLimit: 2})
+	var first any
+	for i := range 5 {
+		a := g.do(g.request(g.stranger, "GET", "/proxy/github/user", ""))
+		if a.status != 403 || a.env["code"] != "AUTH_CLAIM_REQUIRED" || a.env["claim_id"] == nil || a.env["claim_status"] != "pending" {
+			t.Fatalf("poll %d: %d %s", i, a.status, a.body)
+		}
+		if i == 0 {
+			first = a.env["claim_id"]
+		} else if a.env["claim_id"] != first {
+			t.Fatalf("poll %d: claim_id %v, first was %v", i, a.env["claim_id"], first)
+		}
+	}
+	if n := g.cp.submissionCount(); n != 1 {
+		t.Fatalf("control plane received %d submissions, want 1", n)
+	}
+	// The namespace still has one of its two submissions left.
+	second, _ := identity.New("stranger-ns")
+	if a := g.do(g.request(second, "GET", "/proxy/github/user", "")); a.status != 403 || a.env["code"] != "AUTH_CLAIM_REQUIRED" {
+		t.Fatalf("second key: %d %s", a.status, a.body)
+	}
+	third, _ := identity.New("stranger-ns")
+	if a := g.do(g.request(third, "GET", "/proxy/github/user", "")); a.status != 429 {
+		t.Fatalf("third key: %d %s, want the rate limit", a.status, a.body)
+	}
+	// Approval still wins at once: the claim check comes before the memory.
+	g.cp.approve("github", g.stranger)
+	g.refresh()
+	if a := g.do(g.request(g.stranger, "GET", "/proxy/github/user", "")); a.status != 200 {
+		t.Fatalf("after approval: %d %s", a.status, a.body)
 	}
 }
 
