@@ -67,6 +67,9 @@ type Config struct {
 	// believed when rebuilding @target-uri and the client address. Empty
 	// means none.
 	TrustedProxies []netip.Prefix
+	// PublicAuthority, when set, is the host[:port] every signature is
+	// checked against, whatever Host the request names. Empty means Host.
+	PublicAuthority string
 
 	// Aliases maps a first path segment to a connection id: /<alias>/{path}
 	// behaves as /proxy/<id>/{path}.
@@ -159,7 +162,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MCPTimeout <= 0 {
 		cfg.MCPTimeout = DefaultMCPTimeout
 	}
-	h := &Handler{cfg: cfg, ips: clientip.Resolver{Trusted: cfg.TrustedProxies}, metrics: cfg.Metrics, logger: cfg.Logger}
+	h := &Handler{cfg: cfg, ips: clientip.Resolver{Trusted: cfg.TrustedProxies, PublicAuthority: cfg.PublicAuthority}, metrics: cfg.Metrics, logger: cfg.Logger}
 	if h.metrics == nil {
 		h.metrics, _ = NewMetrics(nil)
 	}
@@ -182,7 +185,7 @@ func New(cfg Config) (*Handler, error) {
 		// The body is read after the nonce, so that no one the gateway
 		// has not admitted makes it buffer a byte.
 		InsecureSkipBodyCheck: true,
-		Origin:                func(r *http.Request) (string, string) { return h.ips.Scheme(r), h.ips.Host(r) },
+		Origin:                h.ips.Origin,
 		MaxBodyBytes:          cfg.MaxBodyBytes,
 	}
 	transport := cfg.Transport

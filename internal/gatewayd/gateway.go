@@ -22,6 +22,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/proxy"
 	"github.com/idnhq/idn/replay"
@@ -138,10 +139,11 @@ func (g *Gateway) wire(logger *slog.Logger) error {
 
 	cfg := proxy.Config{
 		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter,
-		MaxAge: s.SignatureMaxAge, FutureSkew: s.SignatureFuture, TrustedProxies: s.TrustedProxies,
+		MaxAge: s.SignatureMaxAge, FutureSkew: s.SignatureFuture, TrustedProxies: s.TrustedProxies, PublicAuthority: s.PublicAuthority,
 		Aliases: s.Aliases, InsecureAllowUnsigned: s.AllowUnsignedProxy, InsecureUnsignedConnections: s.AllowUnsignedConnections,
 		RotationEnforcement: s.RotationEnforcement, RotationGrace: s.RotationGrace,
-		Transport: upstream, MaxBodyBytes: s.MaxBodyBytes, Timeout: s.ProxyTimeout, MCPTimeout: s.MCPTimeout,
+		Transport: upstream, MaxBodyBytes: s.MaxBodyBytes, MaxInflightBodyBytes: s.MaxInflightBodyBytes,
+		Timeout: s.ProxyTimeout, MCPTimeout: s.MCPTimeout,
 		MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: logger,
 	}
 	if s.LogProxyRequests {
@@ -158,7 +160,7 @@ func (g *Gateway) wire(logger *slog.Logger) error {
 
 	access, err := admin.NewAccess(admin.AccessConfig{
 		Mode: s.AdminMode, Token: s.AdminToken, TrustedProxies: s.TrustedProxies,
-		AllowedOrigins: s.AllowedOrigins, Logger: logger,
+		AllowedOrigins: s.AllowedOrigins, Hosts: s.AdminHosts, Logger: logger,
 	})
 	if err != nil {
 		return err
@@ -193,9 +195,12 @@ func (g *Gateway) wire(logger *slog.Logger) error {
 		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
 		"claims": g.claimsReady,
 	}}
-	g.handler = apierror.RequestID(dispatch(health,
+	// An absolute-form target naming another scheme or authority is
+	// refused on every route before anything reads it.
+	origin := clientip.Resolver{Trusted: s.TrustedProxies, PublicAuthority: s.PublicAuthority}
+	g.handler = apierror.RequestID(origin.RefuseForeignTarget(dispatch(health,
 		timeout(s.AdminTimeout, access.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))),
-		timeout(s.AdminTimeout, adminHandler), runtime))
+		timeout(s.AdminTimeout, adminHandler), runtime)))
 	return nil
 }
 

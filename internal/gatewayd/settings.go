@@ -43,12 +43,25 @@ type Settings struct {
 	SignatureMaxAge, SignatureFuture time.Duration
 	NonceMaxEntries                  int
 	MaxBodyBytes                     int64
+	// MaxInflightBodyBytes (GATEWAY_MAX_INFLIGHT_BODY_BYTES, default 256
+	// MiB, at least GATEWAY_MAX_REQUEST_BODY_BYTES) caps the request body
+	// bytes the gateway buffers at once across all requests; past it a
+	// request is answered 503 REQUEST_BODY_CAPACITY_EXHAUSTED with
+	// Retry-After.
+	MaxInflightBodyBytes int64
 
 	AdminMode                admin.AccessMode
 	AdminToken               string
 	TrustedProxies           []netip.Prefix
 	AllowedOrigins           []string
 	RequireSignedAdminChecks bool
+	// AdminHosts (GATEWAY_ADMIN_HOSTS) are the names, besides loopback
+	// literals and localhost, the admin API and /metrics answer to.
+	AdminHosts []string
+	// PublicAuthority (GATEWAY_PUBLIC_AUTHORITY), when set, is the
+	// host[:port] every signed request is verified against, whatever Host
+	// it names; empty means the Host the request names.
+	PublicAuthority string
 
 	RotationEnforcement credvault.RotationEnforcement
 	RotationGrace       time.Duration
@@ -98,9 +111,12 @@ func LoadSettings(getenv func(string) string, environ []string) (Settings, error
 		SignatureFuture:                p.seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30),
 		NonceMaxEntries:                p.integer("GATEWAY_NONCE_MAX_ENTRIES", 1_000_000, 1),
 		MaxBodyBytes:                   int64(p.integer("GATEWAY_MAX_REQUEST_BODY_BYTES", 8<<20, 1)),
+		MaxInflightBodyBytes:           int64(p.integer("GATEWAY_MAX_INFLIGHT_BODY_BYTES", 256<<20, 1)),
 
 		AdminToken:               p.str("GATEWAY_ADMIN_TOKEN", ""),
 		AllowedOrigins:           p.list("GATEWAY_ALLOWED_ORIGINS"),
+		AdminHosts:               p.list("GATEWAY_ADMIN_HOSTS"),
+		PublicAuthority:          p.str("GATEWAY_PUBLIC_AUTHORITY", ""),
 		RequireSignedAdminChecks: p.boolean("GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS", true),
 		RotationGrace:            time.Duration(p.integer("GATEWAY_ROTATION_GRACE_DAYS", 0, 0)) * 24 * time.Hour,
 		AllowUnsignedProxy:       p.boolean("GATEWAY_ALLOW_UNSIGNED_PROXY", false),
@@ -133,6 +149,16 @@ func LoadSettings(getenv func(string) string, environ []string) (Settings, error
 				"(make one with 'openssl rand -hex 32', or set GATEWAY_ADMIN_ACCESS_MODE=loopback)", mode))
 		}
 	}
+	for _, h := range s.AdminHosts {
+		if !clientip.ValidHost(h) {
+			p.fail(fmt.Sprintf("GATEWAY_ADMIN_HOSTS: %q is not a host name or IP literal without port (IPv6 in brackets)", h))
+		}
+	}
+	if s.PublicAuthority != "" {
+		if host, _, ok := clientip.SplitAuthority(s.PublicAuthority); !ok || !clientip.ValidHost(host) {
+			p.fail(fmt.Sprintf("GATEWAY_PUBLIC_AUTHORITY: %q is not host[:port] (no scheme or path)", s.PublicAuthority))
+		}
+	}
 	if cidrs, err := clientip.ParseCIDRs(getenv("GATEWAY_TRUSTED_PROXY_CIDRS")); err != nil {
 		p.fail("GATEWAY_TRUSTED_PROXY_CIDRS: " + err.Error())
 	} else {
@@ -147,6 +173,9 @@ func LoadSettings(getenv func(string) string, environ []string) (Settings, error
 		p.fail("IDN_REGISTRY_URL is required: the control plane's base URL, which serves the approved-claims feed")
 	} else if s.RegistryURL != "" && !strings.HasPrefix(s.RegistryURL, "http://") && !strings.HasPrefix(s.RegistryURL, "https://") {
 		p.fail("IDN_REGISTRY_URL must be an http or https URL")
+	}
+	if s.MaxInflightBodyBytes < s.MaxBodyBytes {
+		p.fail("GATEWAY_MAX_INFLIGHT_BODY_BYTES must be at least GATEWAY_MAX_REQUEST_BODY_BYTES")
 	}
 	if s.ClaimsTTL <= s.ClaimsRefresh {
 		p.fail("GATEWAY_CLAIMS_CACHE_TTL_SECONDS must exceed GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS")
