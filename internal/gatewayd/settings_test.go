@@ -103,3 +103,37 @@ func TestAPIKeyFor(t *testing.T) {
 		t.Errorf("global: %q", got)
 	}
 }
+
+func TestLoadSettingsInflightBodyBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name, inflight, maxBody string
+		want                    int64
+		problem                 bool
+	}{
+		{name: "default is 256 MiB", want: 256 << 20},
+		{name: "set", inflight: "67108864", want: 64 << 20},
+		{name: "below one request's limit", inflight: "1048576", maxBody: "2097152", problem: true},
+		{name: "not a number", inflight: "lots", problem: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := validEnv()
+			if tc.inflight != "" {
+				env["GATEWAY_MAX_INFLIGHT_BODY_BYTES"] = tc.inflight
+			}
+			if tc.maxBody != "" {
+				env["GATEWAY_MAX_REQUEST_BODY_BYTES"] = tc.maxBody
+			}
+			getenv, environ := envOf(env)
+			s, err := LoadSettings(getenv, environ)
+			if tc.problem {
+				if err == nil || !strings.Contains(err.Error(), "GATEWAY_MAX_INFLIGHT_BODY_BYTES") {
+					t.Fatalf("err %v, want a problem with GATEWAY_MAX_INFLIGHT_BODY_BYTES", err)
+				}
+				return
+			}
+			if err != nil || s.MaxInflightBodyBytes != tc.want {
+				t.Fatalf("MaxInflightBodyBytes = %d, %v; want %d", s.MaxInflightBodyBytes, err, tc.want)
+			}
+		})
+	}
+}
