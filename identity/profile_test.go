@@ -262,6 +262,12 @@ func TestProfileAttacks(t *testing.T) {
 			r.TLS = &tlsStateForTests
 			return r
 		}, now, httpsig.ErrSignatureInvalid},
+		{"absolute-form target signed for https replayed over plain http", func(t *testing.T) *http.Request {
+			r := signed(t, alice, "GET", "https://evil.example/proxy/github/user?per_page=5", "", at)
+			r.TLS = nil
+			r.RequestURI = "https://evil.example/proxy/github/user?per_page=5"
+			return r
+		}, now, httpsig.ErrSignatureInvalid},
 		{"tampered subject", func(t *testing.T) *http.Request {
 			r := signed(t, alice, "GET", url, "", at)
 			r.Header.Set(HeaderSubject, "someone-else")

@@ -47,8 +47,11 @@ type Verifier struct {
 	// approved callers consume nonce memory).
 	InsecureSkipNonceCheck bool
 
-	// Origin reconstructs the scheme and authority the client addressed;
-	// nil means "https" when r.TLS is set, else "http", and r.Host.
+	// Origin gives the scheme and authority @target-uri is rebuilt from;
+	// nil means "https" when r.TLS is set, else "http", and r.Host. An
+	// absolute-form request-target never overrides them (only its path and
+	// query count), so a request signed for another origin does not verify
+	// here whatever target it is sent with.
 	Origin func(*http.Request) (scheme, authority string)
 	// MaxBodyBytes caps the body read to check content-digest; zero means
 	// 8 MiB. A larger body fails with httpsig.ErrBodyTooLarge.
