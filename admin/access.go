@@ -244,15 +244,11 @@ func (a *Access) isLoopback(r *http.Request) bool {
 // localhost or one of the configured hosts. The comparison is exact after
 // lower-casing: "localhost." and "127.0.0.1.nip.io" are other names.
 func (a *Access) hostAllowed(authority string) bool {
+	if clientip.LoopbackHost(authority) {
+		return true
+	}
 	host, _, ok := clientip.SplitAuthority(authority)
-	if !ok {
-		return false
-	}
-	if addr, ok := ipLiteral(host); ok {
-		return addr.Unmap().IsLoopback() || a.hosts[canonicalHost(host)]
-	}
-	host = strings.ToLower(host)
-	return host == "localhost" || a.hosts[host]
+	return ok && a.hosts[canonicalHost(host)]
 }
 
 // ipLiteral parses an IPv4 literal or a bracketed IPv6 literal without

@@ -49,7 +49,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
 		if claims, err := s.parseSession(c.Value); err == nil {
-			if err := s.store.deleteSession(r.Context(), claims.SessionID); err != nil {
+			if _, err := s.store.endSession(r.Context(), claims.Namespace, claims.SessionID); err != nil {
 				s.writeErr(w, r, err)
 				return
 			}
@@ -99,12 +99,16 @@ func (s *Server) renamePasskey(w http.ResponseWriter, r *http.Request, ns string
 	apierror.WriteJSON(w, http.StatusOK, toPasskeyRecord(p))
 }
 
-// deletePasskey is DELETE /v1/auth/passkeys/{id}; the last passkey stays.
-func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, ns string) {
-	if err := s.store.deletePasskey(r.Context(), ns, r.PathValue("id")); err != nil {
+// deletePasskey is DELETE /v1/auth/passkeys/{id}: a credential change, so
+// it needs step-up; the last passkey stays. The other sessions that the
+// passkey started end with it, and the owner alert is sent.
+func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, sess ownerSession) {
+	pk, err := s.store.deletePasskey(r.Context(), sess.namespace, sess.id, r.PathValue("id"), s.now())
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
+	s.alertCredentialChange(r.Context(), r, sess, "removed", pk)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -134,10 +138,10 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, ns strin
 	apierror.WriteJSON(w, http.StatusOK, set)
 }
 
-// deleteAccount is DELETE /v1/auth/account. It needs a passkey assertion
-// in this session within the last 5 minutes. Pending claims are rejected
-// and approved ones revoked through the owner's transition path (with
-// their events); the account's services are deleted as DELETE
+// deleteAccount is DELETE /v1/auth/account. It needs step-up (a recent
+// assertion in this session with an established passkey). Pending claims
+// are rejected and approved ones revoked through the owner's transition
+// path (with their events); the account's services are deleted as DELETE
 // /v1/services/{id} would; then the namespace becomes a tombstone (DID
 // deactivated, name never registered again) and its passkeys, challenges
 // and sessions go. Claims are moved before the tombstone so a failure
@@ -146,13 +150,7 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, ns strin
 // between.
 func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, sess ownerSession) {
 	ctx := r.Context()
-	verified, err := s.store.verifiedAt(ctx, sess.id)
-	if err != nil {
-		s.writeErr(w, r, err)
-		return
-	}
-	if verified.IsZero() || s.now().Sub(verified) > recentVerification {
-		apierror.Write(w, r, errReauthRequired)
+	if !s.requireStepUp(w, r, sess) {
 		return
 	}
 	ns := sess.namespace

@@ -50,6 +50,7 @@ func TestPasskeyCeremonies(t *testing.T) {
 				// The second passkey signs in too.
 				e.login(ns, second).want(t, http.StatusOK, "")
 				// Registering the same authenticator again is refused.
+				e.verify(tok, dev).want(t, http.StatusOK, "")
 				e.addPasskey(tok, second, "again").want(t, http.StatusConflict, "PASSKEY_EXISTS")
 
 				var list struct {
@@ -69,7 +70,12 @@ func TestPasskeyCeremonies(t *testing.T) {
 				}
 				e.do("PATCH", "/v1/auth/passkeys/"+id0, map[string]string{}, withSession(tok)).want(t, http.StatusBadRequest, "VALIDATION_ERROR")
 				e.do("PATCH", "/v1/auth/passkeys/pk_missing", map[string]string{"name": "x"}, withSession(tok)).want(t, http.StatusNotFound, "PASSKEY_NOT_FOUND")
+				// The refused registration changed nothing, so the verification
+				// made for it still allows one change.
 				e.do("DELETE", "/v1/auth/passkeys/"+id0, nil, withSession(tok), fromBrowser).want(t, http.StatusNoContent, "")
+				// The remaining passkey is a day old before it confirms changes.
+				e.offset.Add(int64(newPasskeyHold))
+				e.verify(tok, second).want(t, http.StatusOK, "")
 				e.do("DELETE", "/v1/auth/passkeys/"+id1, nil, withSession(tok), fromBrowser).want(t, http.StatusConflict, "LAST_PASSKEY")
 				// The deleted passkey no longer signs in; the remaining one does.
 				o := e.do("GET", "/v1/auth/login/options?namespace="+ns, nil).want(t, http.StatusOK, "")
@@ -309,8 +315,11 @@ func TestSeededOwnerAddsPasskey(t *testing.T) {
 		e.do("GET", "/v1/auth/login/options?namespace=acme", nil).want(t, http.StatusConflict, "NO_PASSKEYS")
 		e.do("GET", "/v1/auth/verify/options", nil, withSession(tok)).want(t, http.StatusConflict, "NO_PASSKEYS")
 		dev := newDevice(t, "EdDSA")
+		// The first passkey needs no step-up: there is nothing to verify with.
 		e.addPasskey(tok, dev, "").want(t, http.StatusCreated, "")
 		e.login("acme", dev).want(t, http.StatusOK, "")
+		e.do("GET", "/v1/auth/passkeys/options", nil, withSession(tok)).want(t, http.StatusForbidden, "REAUTH_REQUIRED")
+		e.verify(tok, dev).want(t, http.StatusOK, "")
 		// A passkey ceremony begun in one session cannot finish in another.
 		other := sessionOf(t, e.login("acme", dev))
 		o := e.do("GET", "/v1/auth/passkeys/options", nil, withSession(tok)).want(t, http.StatusOK, "")

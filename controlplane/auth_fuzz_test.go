@@ -2,7 +2,10 @@ package controlplane
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FuzzParseCredential feeds arbitrary bytes to the decoding of the
@@ -29,6 +32,20 @@ func FuzzParseCredential(f *testing.F) {
 		}
 		if p, e := parseAssertion(raw); (p == nil) == (e == nil) || e != nil && e.Code != "CREDENTIAL_INVALID" {
 			t.Fatalf("parseAssertion(%q) = %v, %v", raw, p, e)
+		}
+	})
+}
+
+// FuzzCleanUserAgent: whatever a client sends as User-Agent, the owner's
+// session list shows at most maxUserAgent bytes of valid, printable UTF-8.
+func FuzzCleanUserAgent(f *testing.F) {
+	f.Add("Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0")
+	f.Add("curl/8\r\nX-Evil: 1")
+	f.Add("\xff\xfe\x00\u202e" + strings.Repeat("é", 150))
+	f.Fuzz(func(t *testing.T, ua string) {
+		got := cleanUserAgent(ua)
+		if len(got) > maxUserAgent || !utf8.ValidString(got) || strings.ContainsFunc(got, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			t.Fatalf("cleanUserAgent(%q) = %q", ua, got)
 		}
 	})
 }

@@ -10,34 +10,56 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// Auth rate limits (control-plane.md, Authentication 6 and Limits): signup
-// 5 attempts per client IP per hour, login 10 attempts per namespace per
-// hour. An attempt is a ceremony begun (an options request). Every failed
-// finish doubles a backoff, starting at backoffBase and capped at
-// backoffMax, during which the key gets 429; a success clears it.
+// Auth rate limits. Every counter is keyed by the client address (an IPv4
+// address, or the /64 of an IPv6 one), so no stranger can lock an owner out
+// from elsewhere: a passkey assertion cannot be guessed, so the limits only
+// bound the work an address can cause.
+//
+//   - Ceremony options (signup, login, verification, adding a passkey) are
+//     not attempts: an address may ask for optionsPerAddressPerHour of them.
+//   - Signup: signupsPerAddressPerHour accounts per address per hour.
+//   - Failed assertions (login, verification) back off exponentially per
+//     namespace and address, from backoffBase doubling up to backoffMax; a
+//     success clears that backoff. An address's failed assertions across
+//     all namespaces are capped at assertFailuresPerAddressPerHour, so
+//     spraying made-up namespaces gains nothing either.
+//   - Failed signups back off per address the same way.
+//
+// The counters live in the database, so instances sharing PostgreSQL share
+// them.
 const (
-	signupAttemptsPerHour = 5
-	loginAttemptsPerHour  = 10
-	limitWindow           = time.Hour
-	backoffBase           = time.Second
-	backoffMax            = 15 * time.Minute
+	signupsPerAddressPerHour        = 5
+	optionsPerAddressPerHour        = 200
+	assertFailuresPerAddressPerHour = 100
+	limitWindow                     = time.Hour
+	backoffBase                     = time.Second
+	backoffMax                      = 15 * time.Minute
 )
 
-// signupLimitKey keys signup limits by client address: an IPv4 address,
-// or the /64 of an IPv6 one (a single client usually holds a whole /64).
-func (s *Server) signupLimitKey(r *http.Request) string {
+// clientKey is the part of every limit key that names the client.
+func (s *Server) clientKey(r *http.Request) string {
 	a := s.proxy.ClientAddr(r)
 	if a.Is6() {
 		p, _ := a.Prefix(64)
-		return "signup:" + p.String()
+		return p.String()
 	}
 	if !a.IsValid() {
 		a = netip.IPv4Unspecified()
 	}
-	return "signup:" + a.String()
+	return a.String()
 }
 
-func loginLimitKey(ns string) string { return "login:" + ns }
+func (s *Server) signupLimitKey(r *http.Request) string  { return "signup:" + s.clientKey(r) }
+func (s *Server) optionsLimitKey(r *http.Request) string { return "options:" + s.clientKey(r) }
+func (s *Server) failuresLimitKey(r *http.Request) string {
+	return "assert-failures:" + s.clientKey(r)
+}
+
+// assertLimitKey keys the backoff of failed assertions for ns from the
+// request's client ('@' never occurs in a namespace).
+func (s *Server) assertLimitKey(r *http.Request, ns string) string {
+	return "assert:" + ns + "@" + s.clientKey(r)
+}
 
 // rateLimited is the 429 answer telling the client when to come back.
 func rateLimited(wait time.Duration) *apierror.Error {
@@ -55,16 +77,11 @@ func (s *Store) limitAttempt(ctx context.Context, key string, max int, now time.
 		if err != nil {
 			return err
 		}
-		if st.blockedUntil > micros(now) {
-			wait = time.Duration(st.blockedUntil-micros(now)) * time.Microsecond
+		if wait = st.wait(max, now); wait > 0 {
 			return nil
 		}
 		if st.windowStart+limitWindow.Microseconds() <= micros(now) {
 			st.windowStart, st.attempts = micros(now), 0
-		}
-		if st.attempts >= max {
-			wait = time.Duration(st.windowStart+limitWindow.Microseconds()-micros(now)) * time.Microsecond
-			return nil
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE auth_limits SET window_start = $2, attempts = $3 WHERE limit_key = $1`,
 			key, st.windowStart, st.attempts+1)
@@ -73,17 +90,20 @@ func (s *Store) limitAttempt(ctx context.Context, key string, max int, now time.
 	return wait, err
 }
 
-// limitBlocked reports the backoff still running for key (0: none).
-func (s *Store) limitBlocked(ctx context.Context, key string, now time.Time) (time.Duration, error) {
-	var until int64
-	err := s.db.QueryRowContext(ctx, `SELECT blocked_until FROM auth_limits WHERE limit_key = $1`, key).Scan(&until)
-	if err == sql.ErrNoRows || err == nil && until <= micros(now) {
+// limitWait reports how long key still refuses: its backoff, or the rest of
+// its window once max attempts were counted in it (max 0: no window cap).
+// It counts nothing and creates no row.
+func (s *Store) limitWait(ctx context.Context, key string, max int, now time.Time) (time.Duration, error) {
+	var st limitState
+	err := s.db.QueryRowContext(ctx, `SELECT window_start, attempts, failures, blocked_until FROM auth_limits WHERE limit_key = $1`, key).
+		Scan(&st.windowStart, &st.attempts, &st.failures, &st.blockedUntil)
+	if err == sql.ErrNoRows {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, dbErr("rate limit", err)
 	}
-	return time.Duration(until-micros(now)) * time.Microsecond, nil
+	return st.wait(max, now), nil
 }
 
 // limitFailure records a failed attempt under key and starts the next,
@@ -115,6 +135,19 @@ type limitState struct {
 	attempts, failures        int
 }
 
+// wait is how long the key refuses at now, given max attempts per window
+// (0: uncapped).
+func (st limitState) wait(max int, now time.Time) time.Duration {
+	t := micros(now)
+	if st.blockedUntil > t {
+		return time.Duration(st.blockedUntil-t) * time.Microsecond
+	}
+	if end := st.windowStart + limitWindow.Microseconds(); max > 0 && st.attempts >= max && end > t {
+		return time.Duration(end-t) * time.Microsecond
+	}
+	return 0
+}
+
 // lockLimit returns the row of key inside tx, creating it when absent, and
 // locks it on PostgreSQL (SQLite transactions are already exclusive).
 func (s *Store) lockLimit(ctx context.Context, tx *sql.Tx, key string, now time.Time) (limitState, error) {
@@ -126,4 +159,35 @@ func (s *Store) lockLimit(ctx context.Context, tx *sql.Tx, key string, now time.
 	err := tx.QueryRowContext(ctx, `SELECT window_start, attempts, failures, blocked_until FROM auth_limits WHERE limit_key = $1`+s.forUpdate(),
 		key).Scan(&st.windowStart, &st.attempts, &st.failures, &st.blockedUntil)
 	return st, dbErr("rate limit", err)
+}
+
+// checkAttempt counts an attempt under key; false means the answer (429 or
+// an error) has been written.
+func (s *Server) checkAttempt(w http.ResponseWriter, r *http.Request, key string, max int) bool {
+	wait, err := s.store.limitAttempt(r.Context(), key, max, s.now())
+	return s.limitAnswer(w, r, wait, err)
+}
+
+// checkWait refuses the request while key is backing off or (max > 0) has
+// used up its window; it counts nothing.
+func (s *Server) checkWait(w http.ResponseWriter, r *http.Request, key string, max int) bool {
+	wait, err := s.store.limitWait(r.Context(), key, max, s.now())
+	return s.limitAnswer(w, r, wait, err)
+}
+
+func (s *Server) limitAnswer(w http.ResponseWriter, r *http.Request, wait time.Duration, err error) bool {
+	if err != nil {
+		s.writeErr(w, r, err)
+		return false
+	}
+	if wait > 0 {
+		apierror.Write(w, r, rateLimited(wait))
+		return false
+	}
+	return true
+}
+
+// checkOptions bounds the ceremonies an address may begin.
+func (s *Server) checkOptions(w http.ResponseWriter, r *http.Request) bool {
+	return s.checkAttempt(w, r, s.optionsLimitKey(r), optionsPerAddressPerHour)
 }

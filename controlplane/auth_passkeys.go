@@ -17,7 +17,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// AuthConfig configures passkey accounts (WebAuthn, DECISIONS §4).
+// AuthConfig configures passkey accounts (WebAuthn).
 type AuthConfig struct {
 	// Origins are the origins (scheme://host[:port]) where the dashboard
 	// runs passkey ceremonies (WEBAUTHN_ALLOWED_ORIGINS): a credential whose
@@ -40,10 +40,6 @@ type AuthConfig struct {
 
 	rp *webauthn.WebAuthn // built by New from the fields above
 }
-
-// recentVerification is how fresh a session's last passkey assertion must
-// be for account deletion (DECISIONS §4).
-const recentVerification = 5 * time.Minute
 
 // credentialParams are the accepted key algorithms, in preference order.
 var credentialParams = []protocol.CredentialParameter{
@@ -95,8 +91,10 @@ func (s *Server) authRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /v1/auth/logout", s.logout)
 	m.Handle("GET /v1/auth/passkeys", s.owner(s.listPasskeys))
 	m.Handle("PATCH /v1/auth/passkeys/{id}", s.owner(s.renamePasskey))
-	m.Handle("DELETE /v1/auth/passkeys/{id}", s.owner(s.deletePasskey))
+	m.Handle("DELETE /v1/auth/passkeys/{id}", s.withOwnerSession(s.deletePasskey))
 	m.Handle("PATCH /v1/auth/settings", s.owner(s.updateSettings))
+	m.Handle("GET /v1/auth/sessions", s.withOwnerSession(s.listSessions))
+	m.Handle("DELETE /v1/auth/sessions/{id}", s.withOwnerSession(s.endSessionRoute))
 	m.Handle("DELETE /v1/auth/account", s.withOwnerSession(s.deleteAccount))
 	if s.cfg.Auth.rp == nil {
 		return
@@ -282,44 +280,43 @@ func (s *Server) beginAssertion(ctx context.Context, kind, ns, sid string) (*pro
 
 // finishAssertion verifies an assertion by a passkey of ns against the
 // consumed challenge, and records its counter: a counter that did not
-// increase is refused as a cloned authenticator.
-func (s *Server) finishAssertion(ctx context.Context, raw []byte, kind, ns, sid string) error {
+// increase is refused as a cloned authenticator. It returns the id of the
+// passkey that signed.
+func (s *Server) finishAssertion(ctx context.Context, raw []byte, kind, ns, sid string) (string, error) {
 	parsed, e := parseAssertion(raw)
 	if e != nil {
-		return e
+		return "", e
 	}
 	sd, err := s.store.takeChallenge(ctx, parsed.Response.CollectedClientData.Challenge, kind, ns, sid, s.now())
 	if err != nil {
-		return err
+		return "", err
 	}
 	user, err := s.loadUser(ctx, ns)
 	if err != nil {
-		return err
+		return "", err
 	}
 	cred, err := s.cfg.Auth.rp.ValidateLogin(user, sd, parsed)
 	if err != nil {
-		return errWebAuthnFailed.With("details", map[string]string{"reason": protocolReason(err)})
+		return "", errWebAuthnFailed.With("details", map[string]string{"reason": protocolReason(err)})
 	}
 	if cred.Authenticator.CloneWarning {
 		s.log.WarnContext(ctx, "passkey counter regression refused", "namespace", ns, "credential", credentialID(cred.ID))
-		return errPasskeyCloned
+		return "", errPasskeyCloned
 	}
-	if err := s.store.usePasskey(ctx, ns, cred, s.now()); err != nil {
-		if errors.Is(err, errPasskeyCloned) {
-			s.log.WarnContext(ctx, "passkey counter regression refused", "namespace", ns, "credential", credentialID(cred.ID))
-		}
-		return err
+	id, err := s.store.usePasskey(ctx, ns, cred, s.now())
+	if errors.Is(err, errPasskeyCloned) {
+		s.log.WarnContext(ctx, "passkey counter regression refused", "namespace", ns, "credential", credentialID(cred.ID))
 	}
-	return nil
+	return id, err
 }
 
-// ceremonyFailed records a failed finish under the rate-limit key when
-// the failure is the client's (a bad or replayed credential, not a
-// database outage or a taken namespace), then answers err.
-func (s *Server) ceremonyFailed(w http.ResponseWriter, r *http.Request, key string, err error) {
+// ceremonyFailed runs record when the failure is the client's (a bad or
+// replayed credential, not a database outage or a taken namespace), then
+// answers err.
+func (s *Server) ceremonyFailed(w http.ResponseWriter, r *http.Request, err error, record func(context.Context) error) {
 	var ae *apierror.Error
 	if errors.As(err, &ae) && (ae.Status == http.StatusBadRequest || ae.Status == http.StatusUnauthorized) {
-		if ferr := s.store.limitFailure(r.Context(), key, s.now()); ferr != nil {
+		if ferr := record(r.Context()); ferr != nil {
 			s.writeErr(w, r, ferr)
 			return
 		}
@@ -327,33 +324,11 @@ func (s *Server) ceremonyFailed(w http.ResponseWriter, r *http.Request, key stri
 	s.writeErr(w, r, err)
 }
 
-// checkAttempt counts an attempt (options) under key; false means the
-// answer (429 or an error) has been written.
-func (s *Server) checkAttempt(w http.ResponseWriter, r *http.Request, key string, max int) bool {
-	wait, err := s.store.limitAttempt(r.Context(), key, max, s.now())
-	if err != nil {
-		s.writeErr(w, r, err)
-		return false
-	}
-	if wait > 0 {
-		apierror.Write(w, r, rateLimited(wait))
-		return false
-	}
-	return true
-}
-
-// checkBackoff refuses a finish while key is backing off after failures.
-func (s *Server) checkBackoff(w http.ResponseWriter, r *http.Request, key string) bool {
-	wait, err := s.store.limitBlocked(r.Context(), key, s.now())
-	if err != nil {
-		s.writeErr(w, r, err)
-		return false
-	}
-	if wait > 0 {
-		apierror.Write(w, r, rateLimited(wait))
-		return false
-	}
-	return true
+// signupFailed answers a failed signup and backs its address off.
+func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, err error) {
+	s.ceremonyFailed(w, r, err, func(ctx context.Context) error {
+		return s.store.limitFailure(ctx, s.signupLimitKey(r), s.now())
+	})
 }
 
 // signupOptions is GET /v1/auth/signup/options?namespace=…
@@ -363,7 +338,7 @@ func (s *Server) signupOptions(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, e)
 		return
 	}
-	if !s.checkAttempt(w, r, s.signupLimitKey(r), signupAttemptsPerHour) {
+	if !s.checkWait(w, r, s.signupLimitKey(r), signupsPerAddressPerHour) || !s.checkOptions(w, r) {
 		return
 	}
 	_, err := s.store.namespace(r.Context(), ns)
@@ -391,21 +366,21 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := s.signupLimitKey(r)
-	if !s.checkBackoff(w, r, key) {
+	if !s.checkWait(w, r, key, signupsPerAddressPerHour) {
 		return
 	}
 	var in ceremonyRequest
 	if e := s.decodeJSON(w, r, &in); e != nil {
-		s.ceremonyFailed(w, r, key, e)
+		s.signupFailed(w, r, e)
 		return
 	}
 	if e := newNamespaceProblem(in.Namespace); e != nil {
-		s.ceremonyFailed(w, r, key, e)
+		s.signupFailed(w, r, e)
 		return
 	}
 	name, e := validPasskeyName(in.PasskeyName)
 	if e != nil {
-		s.ceremonyFailed(w, r, key, e)
+		s.signupFailed(w, r, e)
 		return
 	}
 	ctx := r.Context()
@@ -416,7 +391,13 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 			return &webauthnUser{id: sd.UserID, name: in.Namespace}, nil
 		})
 	if err != nil {
-		s.ceremonyFailed(w, r, key, err)
+		s.signupFailed(w, r, err)
+		return
+	}
+	// Counted only now, so options and failed ceremonies never use up an
+	// address's signups; the count is atomic, so racing finishes cannot
+	// exceed it.
+	if !s.checkAttempt(w, r, key, signupsPerAddressPerHour) {
 		return
 	}
 	now := s.now()
@@ -429,7 +410,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	token, expires, err := s.issueSession(ctx, in.Namespace, true)
+	token, expires, err := s.issueSession(ctx, in.Namespace, s.startOf(r, pk.ID))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -470,10 +451,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, errInvalidNamespace)
 		return
 	}
-	if !s.finishAssertionRequest(w, r, ceremonyLogin, ownerSession{namespace: in.Namespace}, in.Credential) {
+	pk, ok := s.finishAssertionRequest(w, r, ceremonyLogin, ownerSession{namespace: in.Namespace}, in.Credential)
+	if !ok {
 		return
 	}
-	token, expires, err := s.issueSession(r.Context(), in.Namespace, true)
+	token, expires, err := s.issueSession(r.Context(), in.Namespace, s.startOf(r, pk))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -487,7 +469,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // assertionOptions answers the request options of a login or verify
-// ceremony, counted under the namespace's login limit.
+// ceremony. Options are not attempts: they count only against the
+// address's options budget, and are refused early while this address is
+// backing off for the namespace (its finish would be refused anyway).
 func (s *Server) assertionOptions(w http.ResponseWriter, r *http.Request, kind string, sess ownerSession) {
 	// The namespace is looked up first, so made-up names leave no
 	// rate-limit rows behind.
@@ -499,7 +483,7 @@ func (s *Server) assertionOptions(w http.ResponseWriter, r *http.Request, kind s
 		s.writeErr(w, r, err)
 		return
 	}
-	if !s.checkAttempt(w, r, loginLimitKey(sess.namespace), loginAttemptsPerHour) {
+	if !s.checkWait(w, r, s.assertLimitKey(r, sess.namespace), 0) || !s.checkOptions(w, r) {
 		return
 	}
 	opts, err := s.beginAssertion(r.Context(), kind, sess.namespace, sess.id)
@@ -511,21 +495,31 @@ func (s *Server) assertionOptions(w http.ResponseWriter, r *http.Request, kind s
 }
 
 // finishAssertionRequest runs the finish of a login or verify ceremony
-// with its backoff; false means the answer has been written.
-func (s *Server) finishAssertionRequest(w http.ResponseWriter, r *http.Request, kind string, sess ownerSession, credential []byte) bool {
-	key := loginLimitKey(sess.namespace)
-	if !s.checkBackoff(w, r, key) {
-		return false
+// under its limits and returns the passkey that signed; false means the
+// answer has been written. A failure backs off this address for this
+// namespace and counts against the address's failures everywhere; other
+// addresses are not affected.
+func (s *Server) finishAssertionRequest(w http.ResponseWriter, r *http.Request, kind string, sess ownerSession, credential []byte) (string, bool) {
+	key, failures := s.assertLimitKey(r, sess.namespace), s.failuresLimitKey(r)
+	if !s.checkWait(w, r, failures, assertFailuresPerAddressPerHour) || !s.checkWait(w, r, key, 0) {
+		return "", false
 	}
-	if err := s.finishAssertion(r.Context(), credential, kind, sess.namespace, sess.id); err != nil {
-		s.ceremonyFailed(w, r, key, err)
-		return false
+	pk, err := s.finishAssertion(r.Context(), credential, kind, sess.namespace, sess.id)
+	if err != nil {
+		s.ceremonyFailed(w, r, err, func(ctx context.Context) error {
+			if err := s.store.limitFailure(ctx, key, s.now()); err != nil {
+				return err
+			}
+			_, err := s.store.limitAttempt(ctx, failures, assertFailuresPerAddressPerHour, s.now())
+			return err
+		})
+		return "", false
 	}
 	if err := s.store.limitSuccess(r.Context(), key); err != nil {
 		s.writeErr(w, r, err)
-		return false
+		return "", false
 	}
-	return true
+	return pk, true
 }
 
 // verifyOptions is GET /v1/auth/verify/options: an assertion ceremony
@@ -542,11 +536,12 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request, sess ownerSessio
 		apierror.Write(w, r, e)
 		return
 	}
-	if !s.finishAssertionRequest(w, r, ceremonyVerify, sess, in.Credential) {
+	pk, ok := s.finishAssertionRequest(w, r, ceremonyVerify, sess, in.Credential)
+	if !ok {
 		return
 	}
 	now := s.now()
-	if err := s.store.markVerified(r.Context(), sess.id, now); err != nil {
+	if err := s.store.markVerified(r.Context(), sess.id, pk, now); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -557,11 +552,19 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request, sess ownerSessio
 }
 
 // passkeyOptions is GET /v1/auth/passkeys/options: a registration
-// ceremony for another passkey of the session's account.
+// ceremony for another passkey of the session's account. Step-up is
+// checked here already, so the owner is not asked to touch an
+// authenticator for a registration that would be refused.
 func (s *Server) passkeyOptions(w http.ResponseWriter, r *http.Request, sess ownerSession) {
 	user, err := s.loadUser(r.Context(), sess.namespace)
 	if err != nil {
 		s.writeErr(w, r, err)
+		return
+	}
+	if len(user.creds) > 0 && !s.requireStepUp(w, r, sess) {
+		return
+	}
+	if !s.checkOptions(w, r) {
 		return
 	}
 	opts, err := s.beginRegistration(r.Context(), ceremonyPasskey, sess.id, user)
@@ -572,7 +575,9 @@ func (s *Server) passkeyOptions(w http.ResponseWriter, r *http.Request, sess own
 	apierror.WriteJSON(w, http.StatusOK, opts)
 }
 
-// addPasskey is POST /v1/auth/passkeys.
+// addPasskey is POST /v1/auth/passkeys: a credential change, so it needs
+// step-up (checked again in the transaction that stores the passkey), and
+// it sends the owner alert.
 func (s *Server) addPasskey(w http.ResponseWriter, r *http.Request, sess ownerSession) {
 	var in ceremonyRequest
 	if e := s.decodeJSON(w, r, &in); e != nil {
@@ -591,10 +596,11 @@ func (s *Server) addPasskey(w http.ResponseWriter, r *http.Request, sess ownerSe
 		s.writeErr(w, r, err)
 		return
 	}
-	pk, err := s.store.addPasskey(ctx, sess.namespace, name, cred, s.now())
+	pk, err := s.store.addPasskey(ctx, sess.namespace, sess.id, name, cred, s.now())
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
+	s.alertCredentialChange(ctx, r, sess, "added", pk)
 	apierror.WriteJSON(w, http.StatusCreated, toPasskeyRecord(pk))
 }

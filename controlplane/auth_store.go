@@ -116,8 +116,9 @@ func (s *Store) passkeys(ctx context.Context, ns string) ([]passkey, error) {
 	return out, dbErr("list passkeys", rows.Err())
 }
 
-// insertPasskey stores cred as a passkey of ns inside tx.
-func insertPasskey(ctx context.Context, tx *sql.Tx, ns, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
+// insertPasskey stores cred as a passkey of ns inside tx, able to confirm
+// credential changes from trusted on (see newPasskeyHold).
+func insertPasskey(ctx context.Context, tx *sql.Tx, ns, name string, cred *webauthn.Credential, now, trusted time.Time) (passkey, error) {
 	data, err := json.Marshal(cred)
 	if err != nil {
 		return passkey{}, fmt.Errorf("controlplane: encode passkey: %w", err)
@@ -130,9 +131,9 @@ func insertPasskey(ctx context.Context, tx *sql.Tx, ns, name string, cred *webau
 	}
 	p := passkey{ID: newID("pk_"), Name: name, Algorithm: key.Algorithm,
 		CreatedAt: now.UTC().Truncate(time.Microsecond), Credential: *cred}
-	_, err = tx.ExecContext(ctx, `INSERT INTO passkeys (id, namespace, credential_id, name, algorithm, sign_count, credential, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		p.ID, ns, credentialID(cred.ID), name, p.Algorithm, int64(cred.Authenticator.SignCount), string(data), micros(now))
+	_, err = tx.ExecContext(ctx, `INSERT INTO passkeys (id, namespace, credential_id, name, algorithm, sign_count, credential, created_at, trusted_from)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		p.ID, ns, credentialID(cred.ID), name, p.Algorithm, int64(cred.Authenticator.SignCount), string(data), micros(now), micros(trusted))
 	if isUniqueViolation(err) {
 		return p, errPasskeyExists
 	}
@@ -162,18 +163,25 @@ func (s *Store) createAccount(ctx context.Context, ns, accountID, name string, c
 		if err != nil {
 			return dbErr("insert namespace", err)
 		}
-		p, err = insertPasskey(ctx, tx, ns, name, cred, now)
+		// The account's first passkey is established at once.
+		p, err = insertPasskey(ctx, tx, ns, name, cred, now, now)
 		return err
 	})
 	return p, err
 }
 
-// addPasskey stores another passkey of ns.
-func (s *Store) addPasskey(ctx context.Context, ns, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
+// addPasskey stores another passkey of ns, a credential change that
+// session sid must be entitled to (see credentialChange). Only a
+// namespace's first passkey is established at once.
+func (s *Store) addPasskey(ctx context.Context, ns, sid, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
 	var p passkey
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.credentialChange(ctx, ns, sid, now, func(tx *sql.Tx, existing int) error {
+		trusted := now
+		if existing > 0 {
+			trusted = now.Add(newPasskeyHold)
+		}
 		var err error
-		p, err = insertPasskey(ctx, tx, ns, name, cred, now)
+		p, err = insertPasskey(ctx, tx, ns, name, cred, now, trusted)
 		return err
 	})
 	return p, err
@@ -183,23 +191,21 @@ func (s *Store) addPasskey(ctx context.Context, ns, name string, cred *webauthn.
 // flags. The UPDATE only applies while the stored counter is below the
 // asserted one (or both are zero: authenticators without a counter), so of
 // two assertions racing with one counter value exactly one passes, and a
-// regression is errPasskeyCloned.
-func (s *Store) usePasskey(ctx context.Context, ns string, cred *webauthn.Credential, now time.Time) error {
+// regression is errPasskeyCloned. It returns the passkey's id.
+func (s *Store) usePasskey(ctx context.Context, ns string, cred *webauthn.Credential, now time.Time) (string, error) {
 	data, err := json.Marshal(cred)
 	if err != nil {
-		return fmt.Errorf("controlplane: encode passkey: %w", err)
+		return "", fmt.Errorf("controlplane: encode passkey: %w", err)
 	}
 	count := int64(cred.Authenticator.SignCount)
-	res, err := s.db.ExecContext(ctx, `UPDATE passkeys SET sign_count = $3, credential = $4, last_used_at = $5
-		WHERE credential_id = $1 AND namespace = $2 AND (sign_count < $3 OR (sign_count = 0 AND $3 = 0))`,
-		credentialID(cred.ID), ns, count, string(data), micros(now))
-	if err != nil {
-		return dbErr("update passkey", err)
+	var id string
+	err = s.db.QueryRowContext(ctx, `UPDATE passkeys SET sign_count = $3, credential = $4, last_used_at = $5
+		WHERE credential_id = $1 AND namespace = $2 AND (sign_count < $3 OR (sign_count = 0 AND $3 = 0)) RETURNING id`,
+		credentialID(cred.ID), ns, count, string(data), micros(now)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", errPasskeyCloned
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return errPasskeyCloned
-	}
-	return nil
+	return id, dbErr("update passkey", err)
 }
 
 // renamePasskey renames passkey id of ns.
@@ -212,29 +218,31 @@ func (s *Store) renamePasskey(ctx context.Context, ns, id, name string) (passkey
 	return p, dbErr("rename passkey", err)
 }
 
-// deletePasskey removes passkey id of ns unless it is the last one. The
+// deletePasskey removes passkey id of ns unless it is the last one, a
+// credential change that session sid must be entitled to (see
+// credentialChange), and ends the other sessions that passkey started. The
 // namespace row is locked on PostgreSQL, so two concurrent deletions cannot
-// remove the last two passkeys.
-func (s *Store) deletePasskey(ctx context.Context, ns, id string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		var owner string
-		if err := tx.QueryRowContext(ctx, `SELECT owner_id FROM namespaces WHERE namespace = $1`+s.forUpdate(), ns).Scan(&owner); err != nil {
-			return dbErr("namespace", err)
-		}
-		var mine, total int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN id = $2 THEN 1 ELSE 0 END), 0)
-			FROM passkeys WHERE namespace = $1`, ns, id).Scan(&total, &mine); err != nil {
-			return dbErr("count passkeys", err)
-		}
+// remove the last two passkeys. It returns the removed passkey.
+func (s *Store) deletePasskey(ctx context.Context, ns, sid, id string, now time.Time) (passkey, error) {
+	var p passkey
+	err := s.credentialChange(ctx, ns, sid, now, func(tx *sql.Tx, total int) error {
+		var err error
+		p, err = scanPasskey(tx.QueryRowContext(ctx, `SELECT `+passkeyColumns+` FROM passkeys WHERE id = $1 AND namespace = $2`, id, ns))
 		switch {
-		case mine == 0:
+		case errors.Is(err, sql.ErrNoRows):
 			return errPasskeyNotFound
+		case err != nil:
+			return dbErr("passkey", err)
 		case total <= 1:
 			return errLastPasskey
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM passkeys WHERE id = $1 AND namespace = $2`, id, ns)
-		return dbErr("delete passkey", err)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM passkeys WHERE id = $1 AND namespace = $2`, id, ns); err != nil {
+			return dbErr("delete passkey", err)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE namespace = $1 AND passkey_id = $2 AND id <> $3`, ns, id, sid)
+		return dbErr("end sessions of passkey", err)
 	})
+	return p, err
 }
 
 // accountSettings are the owner's notification preferences.
@@ -275,30 +283,6 @@ func (s *Store) updateSettings(ctx context.Context, ns string, email, webhook *b
 			webhook_failures_notify = COALESCE($3, webhook_failures_notify)
 		WHERE id = (SELECT owner_id FROM namespaces WHERE namespace = $1)`, ns, flag(email), flag(webhook))
 	return dbErr("update settings", err)
-}
-
-// markVerified records that the owner of session sid has just completed a
-// passkey assertion.
-func (s *Store) markVerified(ctx context.Context, sid string, now time.Time) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET verified_at = $2 WHERE id = $1`, sid, micros(now))
-	return dbErr("mark session verified", err)
-}
-
-// verifiedAt is when the owner of session sid last completed a passkey
-// assertion (zero: never).
-func (s *Store) verifiedAt(ctx context.Context, sid string) (time.Time, error) {
-	var at sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT verified_at FROM sessions WHERE id = $1`, sid).Scan(&at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, errSessionInvalid
-	}
-	return fromNullMicros(at), dbErr("session", err)
-}
-
-// deleteSession ends session sid.
-func (s *Store) deleteSession(ctx context.Context, sid string) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id = $1`, sid)
-	return dbErr("delete session", err)
 }
 
 // deactivateNamespace leaves the tombstone of an account deletion: the

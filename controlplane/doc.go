@@ -16,7 +16,8 @@
 //     /v1/namespaces/{ns}/;
 //   - passkey accounts under /v1/auth/* (Config.Auth, WebAuthn with ES256
 //     and EdDSA): signup, login, me, logout, passkeys, settings,
-//     verification and account deletion;
+//     verification, the owner's sessions (GET /v1/auth/sessions, DELETE
+//     /v1/auth/sessions/{id}) and account deletion;
 //   - webhooks under /v1/services/{id}/webhooks (Config.Webhooks), with
 //     their recent deliveries;
 //   - public DID resolution at /1.0/identifiers/{did} and GET /health;
@@ -31,10 +32,15 @@
 // are published to Config.Events after they commit.
 //
 // Passkey challenges are single-use, bound to their ceremony, namespace and
-// session, and expire; signup and login attempts are rate-limited with
-// exponential backoff after failures, with the counters in the database. A
-// session remembers its last passkey check: deleting the account needs one
-// within five minutes. Deletion revokes every approved claim through the
+// session, and expire. Rate limits key on the client address, never on the
+// namespace alone, so strangers cannot lock an owner out: ceremony options
+// are budgeted per address, signups are 5 per address per hour, and failed
+// assertions back off exponentially per namespace and address (counters in
+// the database). A session remembers its last passkey check: adding or
+// removing a passkey and deleting the account need one within five
+// minutes, made after the last credential change with an established
+// passkey (see auth_stepup.go); passkey changes are mailed to the alert
+// address. Deletion revokes every approved claim through the
 // normal transition (so webhooks fire), removes services, keys, passkeys
 // and sessions, and leaves a tombstone, so the DID resolves as deactivated
 // and the name can never be registered again.

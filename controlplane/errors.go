@@ -132,5 +132,6 @@ var (
 	errLastPasskey      = apierror.New(http.StatusConflict, "LAST_PASSKEY", "the last passkey of an account cannot be deleted")
 	errNoPasskeys       = apierror.New(http.StatusConflict, "NO_PASSKEYS", "the namespace has no passkey to sign in with")
 	errRateLimited      = apierror.New(http.StatusTooManyRequests, "RATE_LIMITED", "too many attempts; retry later")
-	errReauthRequired   = apierror.New(http.StatusForbidden, "REAUTH_REQUIRED", "verify with a passkey again (GET /v1/auth/verify/options, POST /v1/auth/verify) within 5 minutes before this action")
+	errReauthRequired   = apierror.New(http.StatusForbidden, "REAUTH_REQUIRED", "verify with an established passkey again (GET /v1/auth/verify/options, POST /v1/auth/verify) within 5 minutes before this action")
+	errSessionNotFound  = apierror.New(http.StatusNotFound, "SESSION_NOT_FOUND", "session not found")
 )

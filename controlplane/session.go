@@ -26,12 +26,12 @@ type sessionClaims struct {
 // account deletion) refuses the token at once on every instance. An unknown
 // or deactivated namespace gets no session.
 func (s *Server) IssueSession(ctx context.Context, ns string) (token string, expires time.Time, err error) {
-	return s.issueSession(ctx, ns, false)
+	return s.issueSession(ctx, ns, sessionStart{})
 }
 
-// issueSession starts a session of ns; verified records that its owner has
-// just completed a passkey assertion (recent verification, DECISIONS §4).
-func (s *Server) issueSession(ctx context.Context, ns string, verified bool) (token string, expires time.Time, err error) {
+// issueSession starts a session of ns described by start; a session started
+// by a passkey counts as verified by it (recent verification).
+func (s *Server) issueSession(ctx context.Context, ns string, start sessionStart) (token string, expires time.Time, err error) {
 	rec, err := s.store.namespace(ctx, ns)
 	if err != nil {
 		return "", time.Time{}, err
@@ -39,22 +39,23 @@ func (s *Server) issueSession(ctx context.Context, ns string, verified bool) (to
 	if !rec.Deactivated.IsZero() {
 		return "", time.Time{}, errNamespaceDeactivated
 	}
-	now := s.now().Truncate(time.Second)
-	expires = now.Add(s.cfg.SessionTTL)
+	// The row keeps the exact start, which orders an owner's session list;
+	// the token carries whole seconds.
+	now := s.now()
+	issued := now.Truncate(time.Second)
+	expires = issued.Add(s.cfg.SessionTTL)
 	sid, err := s.store.createSession(ctx, ns, now, expires)
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if verified {
-		if err := s.store.markVerified(ctx, sid, s.now()); err != nil {
-			return "", time.Time{}, err
-		}
+	if err := s.store.describeSession(ctx, sid, start, now); err != nil {
+		return "", time.Time{}, err
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, sessionClaims{
 		Namespace: ns,
 		SessionID: sid,
 		RegisteredClaims: jwt.RegisteredClaims{
-			IssuedAt:  jwt.NewNumericDate(now),
+			IssuedAt:  jwt.NewNumericDate(issued),
 			ExpiresAt: jwt.NewNumericDate(expires),
 		},
 	})

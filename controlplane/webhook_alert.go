@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/mail"
 	"net/smtp"
 	"strings"
@@ -14,9 +15,10 @@ import (
 )
 
 // AlertConfig sends an e-mail through SMTP when a webhook delivery fails
-// terminally, if the service owner's webhook_failures_notify setting is on.
-// The zero value sends nothing; From, To and SMTPAddr are all needed to
-// send.
+// terminally, if the service owner's webhook_failures_notify setting is on,
+// and whenever a passkey is added to or removed from an account (whatever
+// the owner's settings: a stolen session could turn them off first). The
+// zero value sends nothing; From, To and SMTPAddr are all needed to send.
 type AlertConfig struct {
 	// From is the sender address (WEBHOOK_ALERT_EMAIL_FROM).
 	From string
@@ -86,6 +88,28 @@ func (s *Server) alertFailure(ctx context.Context, d delivery, attempts int, o a
 		attempts, owner, d.Claim.Service, d.WebhookID, d.ID, d.EventType, d.Claim.ID, o.Err, timestamp(o.At))
 	if err := sendMail(ctx, a, subject, body, s.now()); err != nil {
 		s.log.ErrorContext(ctx, "webhook alert e-mail failed", "delivery_id", d.ID, "err", err)
+	}
+}
+
+// alertCredentialChange e-mails that passkey pk was added or removed
+// (action) in session sess, when alerts are configured. The mail is sent
+// before the request is answered, even if the client has gone: it may be
+// the only sign of a stolen session. Failures to send are logged.
+func (s *Server) alertCredentialChange(ctx context.Context, r *http.Request, sess ownerSession, action string, pk passkey) {
+	a := s.cfg.Webhooks.Alert
+	if !a.enabled() {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	from := s.startOf(r, "")
+	subject := "idn: passkey " + action + " for namespace " + sess.namespace
+	body := fmt.Sprintf("A passkey was %s for namespace %s.\r\n\r\n"+
+		"Passkey: %s (%s)\r\nSession: %s\r\nClient network: %s\r\nUser agent: %s\r\nAt: %s\r\n\r\n"+
+		"If the owner did not do this, the session may be stolen: list the sessions (GET /v1/auth/sessions), "+
+		"end the unknown ones, and remove unknown passkeys with an older one.\r\n",
+		action, sess.namespace, pk.Name, pk.ID, sess.id, from.clientAddr, from.userAgent, timestamp(s.now()))
+	if err := sendMail(ctx, a, subject, body, s.now()); err != nil {
+		s.log.ErrorContext(ctx, "passkey alert e-mail failed", "namespace", sess.namespace, "passkey", pk.ID, "err", err)
 	}
 }
 

@@ -279,6 +279,27 @@ func ValidHost(host string) bool {
 	return true
 }
 
+// LoopbackHost reports whether authority (a Host value, with or without
+// port) is a loopback literal (127.0.0.0/8, [::1], also IPv4-mapped) or
+// localhost in any case. Anything else, "localhost." and
+// "127.0.0.1.nip.io" included, is a name some DNS server answers for, and
+// a page can have such a name resolve to 127.0.0.1 (DNS rebinding).
+func LoopbackHost(authority string) bool {
+	host, _, ok := SplitAuthority(authority)
+	if !ok {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if s, ok := strings.CutPrefix(host, "["); ok {
+		a, err := netip.ParseAddr(strings.TrimSuffix(s, "]"))
+		return strings.HasSuffix(s, "]") && err == nil && a.Is6() && a.Zone() == "" && a.Unmap().IsLoopback()
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Is4() && a.IsLoopback()
+}
+
 // IsLoopback reports whether the client address of r (per ClientAddr) is
 // 127.0.0.0/8 or ::1.
 func (res Resolver) IsLoopback(r *http.Request) bool {

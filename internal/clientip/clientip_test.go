@@ -248,3 +248,28 @@ func FuzzCheckTarget(f *testing.F) {
 		}
 	})
 }
+
+func TestLoopbackHost(t *testing.T) {
+	for authority, want := range map[string]bool{
+		"localhost": true, "localhost:38100": true, "LOCALHOST:1": true, "127.0.0.1": true, "127.9.9.9:80": true,
+		"[::1]": true, "[::1]:38100": true, "[0:0:0:0:0:0:0:1]": true, "[::ffff:127.0.0.1]:1": true,
+		"rebind.evil.example":    false, // a name the attacker's DNS answers for
+		"localhost.evil.example": false,
+		"127.0.0.1.nip.io":       false,
+		"localhost.":             false, // a trailing dot makes it a fully qualified DNS name
+		"localhost.:38100":       false,
+		"127.1":                  false, // short forms are names to a resolver, not literals here
+		"2130706433":             false,
+		"0x7f000001":             false,
+		"::1":                    false, // unbracketed IPv6 is not a Host value
+		"[::1%25lo]":             false,
+		"[127.0.0.1]":            false,
+		"0.0.0.0":                false,
+		"":                       false,
+		"localhost:x":            false,
+	} {
+		if got := LoopbackHost(authority); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", authority, got, want)
+		}
+	}
+}
