@@ -135,15 +135,34 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 // Submit sends sub unless its connection + namespace pair is over the rate
 // limit, in which case it returns ErrRateLimited and sends nothing. A tuple
 // submitted within ReceiptTTL is answered with its remembered receipt
-// (Created false) before the rate limit is consulted, and nothing is sent.
+// (Created false) before the rate limit is consulted, and nothing is sent;
+// so is a tuple whose submission is in flight, once that one is answered.
 // Other failures are a *StatusError for an unexpected answer, or a
 // transport error.
 func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 	now := s.clock()
 	tuple := sub.ConnectionID + "\x00" + sub.Namespace + "\x00" + sub.PublicKey + "\x00" + sub.Service
-	if rc, ok := s.receipts.get(tuple, now); ok {
+	rc, inflight, lead := s.receipts.begin(tuple, now)
+	switch {
+	case inflight != nil:
+		select {
+		case <-inflight.done:
+			rc := inflight.rc
+			rc.Created = false
+			return rc, inflight.err
+		case <-ctx.Done():
+			return Receipt{}, fmt.Errorf("claimcache: waiting for the submission in flight: %w", ctx.Err())
+		}
+	case !lead:
 		return rc, nil
 	}
+	rc, err := s.send(ctx, sub, now)
+	s.receipts.end(tuple, rc, err, now)
+	return rc, err
+}
+
+// send applies the rate limit and posts sub.
+func (s *Submitter) send(ctx context.Context, sub Submission, now time.Time) (Receipt, error) {
 	if s.limits != nil && !s.limits.allow(sub.ConnectionID+"\x00"+sub.Namespace, now) {
 		return Receipt{}, fmt.Errorf("%w: connection %q", ErrRateLimited, sub.ConnectionID)
 	}
@@ -187,19 +206,26 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error)
 	if answer.ClaimID == "" {
 		return Receipt{}, errors.New("claimcache: submit answer has no claim_id")
 	}
-	rc := Receipt{ClaimID: answer.ClaimID, Status: answer.Status, Created: resp.StatusCode == http.StatusCreated}
-	s.receipts.put(tuple, rc, now)
-	return rc, nil
+	return Receipt{ClaimID: answer.ClaimID, Status: answer.Status, Created: resp.StatusCode == http.StatusCreated}, nil
 }
 
 // receipts remembers the answers to recent submissions, newest first, for
-// at most ttl and max entries.
+// at most ttl and max entries, and the submissions in flight (at most one
+// per tuple, each gone when answered).
 type receipts struct {
-	mu      sync.Mutex
-	ttl     time.Duration
-	max     int
-	order   *list.List // front: newest; values are *receiptEntry
-	byTuple map[string]*list.Element
+	mu       sync.Mutex
+	ttl      time.Duration
+	max      int
+	order    *list.List // front: newest; values are *receiptEntry
+	byTuple  map[string]*list.Element
+	inflight map[string]*inflightSubmit
+}
+
+// inflightSubmit is a submission others with the same tuple wait for.
+type inflightSubmit struct {
+	done chan struct{} // closed when rc and err are set
+	rc   Receipt
+	err  error
 }
 
 type receiptEntry struct {
@@ -209,37 +235,51 @@ type receiptEntry struct {
 }
 
 func newReceipts(ttl time.Duration, max int) *receipts {
-	return &receipts{ttl: ttl, max: max, order: list.New(), byTuple: make(map[string]*list.Element)}
+	return &receipts{ttl: ttl, max: max, order: list.New(), byTuple: make(map[string]*list.Element),
+		inflight: make(map[string]*inflightSubmit)}
 }
 
-// get returns the receipt remembered for tuple, marked as not created by
-// this call. A nil *receipts remembers nothing.
-func (m *receipts) get(tuple string, now time.Time) (Receipt, bool) {
+// begin returns the receipt remembered for tuple (marked as not created by
+// this call), or the submission of tuple in flight, or lead true: the
+// caller submits and must call end. A nil *receipts remembers nothing and
+// always lets the caller lead.
+func (m *receipts) begin(tuple string, now time.Time) (rc Receipt, inflight *inflightSubmit, lead bool) {
 	if m == nil {
-		return Receipt{}, false
+		return Receipt{}, nil, true
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	el, ok := m.byTuple[tuple]
-	if !ok {
-		return Receipt{}, false
-	}
-	e := el.Value.(*receiptEntry)
-	if now.Sub(e.at) >= m.ttl {
+	if el, ok := m.byTuple[tuple]; ok {
+		e := el.Value.(*receiptEntry)
+		if now.Sub(e.at) < m.ttl {
+			rc = e.rc
+			rc.Created = false
+			return rc, nil, false
+		}
 		m.remove(el)
-		return Receipt{}, false
 	}
-	rc := e.rc
-	rc.Created = false
-	return rc, true
+	if f, ok := m.inflight[tuple]; ok {
+		return Receipt{}, f, false
+	}
+	m.inflight[tuple] = &inflightSubmit{done: make(chan struct{})}
+	return Receipt{}, nil, true
 }
 
-func (m *receipts) put(tuple string, rc Receipt, now time.Time) {
+// end records the answer of the submission begin let the caller lead:
+// those waiting get it, and a receipt is remembered.
+func (m *receipts) end(tuple string, rc Receipt, err error, now time.Time) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	f := m.inflight[tuple]
+	delete(m.inflight, tuple)
+	f.rc, f.err = rc, err
+	close(f.done)
+	if err != nil {
+		return
+	}
 	if el, ok := m.byTuple[tuple]; ok {
 		m.remove(el)
 	}

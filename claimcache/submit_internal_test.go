@@ -6,26 +6,38 @@ import (
 	"time"
 )
 
+// submitted runs one led submission of tuple through m.
+func submitted(t *testing.T, m *receipts, tuple string, rc Receipt, now time.Time) {
+	t.Helper()
+	if _, _, lead := m.begin(tuple, now); !lead {
+		t.Fatalf("%q: not led", tuple)
+	}
+	m.end(tuple, rc, nil, now)
+}
+
 // A flood of distinct tuples (self-made keys, random namespaces) keeps the
-// receipts at their bound, and entries past their age are dropped as new
-// ones arrive.
+// receipts at their bound, entries past their age are dropped as new ones
+// arrive, and nothing stays in flight.
 func TestReceiptsStayBounded(t *testing.T) {
 	m := newReceipts(time.Minute, 100)
 	now := time.Now()
 	for i := range 10_000 {
-		m.put(fmt.Sprintf("github\x00rand-%d\x00key\x00github", i), Receipt{ClaimID: fmt.Sprint(i)}, now)
+		submitted(t, m, fmt.Sprintf("github\x00rand-%d\x00key\x00github", i), Receipt{ClaimID: fmt.Sprint(i)}, now)
 	}
-	if len(m.byTuple) != 100 || m.order.Len() != 100 {
-		t.Fatalf("%d receipts held, want 100", len(m.byTuple))
+	if len(m.byTuple) != 100 || m.order.Len() != 100 || len(m.inflight) != 0 {
+		t.Fatalf("%d receipts and %d in flight held, want 100 and 0", len(m.byTuple), len(m.inflight))
 	}
-	if rc, ok := m.get("github\x00rand-9999\x00key\x00github", now); !ok || rc.ClaimID != "9999" {
-		t.Fatalf("newest receipt lost: %+v %v", rc, ok)
+	if rc, _, lead := m.begin("github\x00rand-9999\x00key\x00github", now); lead || rc.ClaimID != "9999" {
+		t.Fatalf("newest receipt lost: %+v", rc)
 	}
-	if _, ok := m.get("github\x00rand-0\x00key\x00github", now); ok {
+	if _, _, lead := m.begin("github\x00rand-0\x00key\x00github", now); !lead {
 		t.Fatal("oldest receipt kept past the bound")
 	}
-	m.put("github\x00late\x00key\x00github", Receipt{ClaimID: "late"}, now.Add(time.Minute))
-	if len(m.byTuple) != 1 {
-		t.Fatalf("%d receipts held after the others aged out, want 1", len(m.byTuple))
+	m.end("github\x00rand-0\x00key\x00github", Receipt{}, errFailed, now)
+	submitted(t, m, "github\x00late\x00key\x00github", Receipt{ClaimID: "late"}, now.Add(time.Minute))
+	if len(m.byTuple) != 1 || len(m.inflight) != 0 {
+		t.Fatalf("%d receipts and %d in flight after the others aged out, want 1 and 0", len(m.byTuple), len(m.inflight))
 	}
 }
+
+var errFailed = fmt.Errorf("failed")

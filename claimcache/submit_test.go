@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,3 +272,46 @@ func TestSubmitterRemembersReceipts(t *testing.T) {
 // errSubmitFailed marks a step whose submission reaches a failing control
 // plane.
 var errSubmitFailed = errors.New("control plane failed")
+
+// Requests an agent fires at once before its first submission is answered
+// share that one submission: one call, one rate-limit token, one claim id.
+func TestSubmitterConcurrentRepeatsShareOneSubmission(t *testing.T) {
+	cp := newFakeControlPlane(t, "github")
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	mux := cp.srv.Config.Handler
+	cp.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		mux.ServeHTTP(w, r)
+	})
+	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: cp.srv.URL, APIKey: keyFor, RatePerMinute: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAgent("alice")
+	sub := claimcache.Submission{ConnectionID: "github", Namespace: "alice", PublicKey: a.header(), Service: "github"}
+	const n = 20
+	type result struct {
+		rc  claimcache.Receipt
+		err error
+	}
+	results := make(chan result, n)
+	go func() { rc, err := s.Submit(context.Background(), sub); results <- result{rc, err} }()
+	<-arrived // the first submission is at the control plane
+	var followers sync.WaitGroup
+	for range n - 1 {
+		followers.Go(func() { rc, err := s.Submit(context.Background(), sub); results <- result{rc, err} })
+	}
+	close(release)
+	followers.Wait()
+	for range n {
+		r := <-results
+		if r.err != nil || r.rc.ClaimID != "clm_001" {
+			t.Fatalf("Submit = %+v, %v", r.rc, r.err)
+		}
+	}
+	if got := cp.submissionCount(); got != 1 {
+		t.Fatalf("control plane saw %d submissions, want 1", got)
+	}
+}
