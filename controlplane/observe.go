@@ -12,6 +12,7 @@ import (
 
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/internal/clientip"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -53,11 +54,15 @@ func newObserver(s *Server) (*observer, error) {
 	if reg == nil {
 		return o, nil
 	}
-	for _, c := range []prometheus.Collector{
+	cs := []prometheus.Collector{
 		o.requests, o.duration, o.webhooks,
 		storeCollector{store: s.store},
 		collectors.NewDBStatsCollector(s.store.db, "controlplane"),
-	} {
+	}
+	if r := s.cfg.Webhooks.rt.registry; r != nil {
+		cs = append(cs, r) // the registry queue
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -113,7 +118,9 @@ func (o *observer) serveMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // metricsAllowed trusts the direct peer only: a forwarded address could
-// be written by anyone.
+// be written by anyone. A loopback peer must also have addressed a
+// loopback Host: a page whose own name was rebound to 127.0.0.1 (DNS
+// rebinding) comes from a loopback peer but names itself.
 func (o *observer) metricsAllowed(r *http.Request) bool {
 	if o.token != "" {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -122,7 +129,7 @@ func (o *observer) metricsAllowed(r *http.Request) bool {
 		}
 	}
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && ap.Addr().Unmap().IsLoopback()
+	return err == nil && ap.Addr().Unmap().IsLoopback() && clientip.LoopbackHost(r.Host)
 }
 
 // statusRecorder remembers the status a handler wrote. It unwraps for

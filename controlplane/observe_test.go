@@ -112,6 +112,7 @@ func TestMetricsAccess(t *testing.T) {
 		{"remote peer with a forged forwarded loopback address", func(c *Config) { c.Metrics = prometheus.NewRegistry() }, "203.0.113.9:4000", "", http.StatusForbidden},
 		{"remote peer with the token", func(c *Config) { c.Metrics, c.MetricsToken = prometheus.NewRegistry(), "scrape-token" }, "203.0.113.9:4000", "Bearer scrape-token", http.StatusOK},
 		{"remote peer with a wrong token", func(c *Config) { c.Metrics, c.MetricsToken = prometheus.NewRegistry(), "scrape-token" }, "203.0.113.9:4000", "Bearer scrape-tokem", http.StatusForbidden},
+		{"loopback peer naming a rebound host", func(c *Config) { c.Metrics = prometheus.NewRegistry() }, "127.0.0.1:4000", "", http.StatusForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +123,10 @@ func TestMetricsAccess(t *testing.T) {
 				t.Fatal(err)
 			}
 			req, _ := http.NewRequestWithContext(context.Background(), "GET", "/metrics", nil)
-			req.RemoteAddr = tt.remote
+			req.RemoteAddr, req.Host = tt.remote, "127.0.0.1:8787"
+			if strings.Contains(tt.name, "rebound") {
+				req.Host = "rebind.evil.example:8787"
+			}
 			req.Header.Set("X-Forwarded-For", "127.0.0.1")
 			if tt.auth != "" {
 				req.Header.Set("Authorization", tt.auth)
