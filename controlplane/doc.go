@@ -12,8 +12,9 @@
 //   - owner routes (idn_session cookie: an HS256 JWT whose sid must be live
 //     in the sessions table): services and their API keys under
 //     /v1/services, claim approve/reject/revoke under /v1/claims/{id}/,
-//     the claim listing and the API form of the DID document under
-//     /v1/namespaces/{ns}/;
+//     the claim listing, the rejection of every pending claim of one
+//     service (POST /v1/namespaces/{ns}/claims/reject-pending?service=…)
+//     and the API form of the DID document under /v1/namespaces/{ns}/;
 //   - passkey accounts under /v1/auth/* (Config.Auth, WebAuthn with ES256
 //     and EdDSA): signup, login, me, logout, passkeys, settings,
 //     verification, the owner's sessions (GET /v1/auth/sessions, DELETE
@@ -30,6 +31,13 @@
 // (… WHERE status = <from>), so concurrent moves of one claim serialise on
 // the row and the loser gets 409 CLAIM_STATE_CONFLICT. Lifecycle changes
 // are published to Config.Events after they commit.
+//
+// Pending claims are budgeted per namespace and service
+// (Config.MaxPendingClaims), and one agent address (an IPv4 address or an
+// IPv6 /64) may hold only Config.MaxPendingPerAgent of a budget: a flood
+// through one service, whether a hostile service's key or self-made agent
+// keys sent through a gateway, never refuses another service's claims,
+// and the owner clears it with one reject-pending call.
 //
 // Passkey challenges are single-use, bound to their ceremony, namespace and
 // session, and expire. Rate limits key on the client address, never on the

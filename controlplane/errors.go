@@ -21,6 +21,7 @@ var (
 	errKeyLimit             = errors.New("controlplane: api key limit reached")
 	errClaimNotFound        = errors.New("controlplane: claim not found")
 	errPendingLimit         = errors.New("controlplane: pending authorization limit reached")
+	errAgentPendingLimit    = errors.New("controlplane: pending authorization limit of the agent address reached")
 	errSessionInvalid       = errors.New("controlplane: session invalid")
 )
 
@@ -46,7 +47,8 @@ var errorTable = []struct {
 	{errKeyNotFound, apierror.New(http.StatusNotFound, "API_KEY_NOT_FOUND", "api key not found")},
 	{errKeyLimit, apierror.New(http.StatusConflict, "API_KEY_LIMIT_REACHED", "the service already has the maximum number of active api keys")},
 	{errClaimNotFound, apierror.New(http.StatusNotFound, "CLAIM_NOT_FOUND", "claim not found")},
-	{errPendingLimit, apierror.New(http.StatusTooManyRequests, "PENDING_LIMIT_REACHED", "the namespace has too many pending authorization requests")},
+	{errPendingLimit, apierror.New(http.StatusTooManyRequests, "PENDING_LIMIT_REACHED", "the namespace has too many pending authorization requests for this service")},
+	{errAgentPendingLimit, apierror.New(http.StatusTooManyRequests, "AGENT_PENDING_LIMIT_REACHED", "this agent address has too many pending authorization requests for the namespace and service")},
 	{errSessionInvalid, errUnauthenticated},
 	{ErrUnavailable, apierror.New(http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE", "database unavailable")},
 }

@@ -181,7 +181,8 @@ func (s *Server) submitClaim(w http.ResponseWriter, r *http.Request, svc service
 		c.AgentIP = s.proxy.ClientAddr(r).String()
 	}
 	now := s.now()
-	c, created, err := s.store.submitClaim(r.Context(), c, s.cfg.MaxPendingClaims, now.Add(-s.cfg.PendingExpiry), now)
+	budget := pendingBudget{perService: s.cfg.MaxPendingClaims, perAgent: s.cfg.MaxPendingPerAgent}
+	c, created, err := s.store.submitClaim(r.Context(), c, budget, now.Add(-s.cfg.PendingExpiry), now)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -211,6 +212,32 @@ func (s *Server) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
 		return
 	}
 	apierror.WriteJSON(w, http.StatusOK, toClaimRecord(s.publish(r.Context(), event, c)))
+}
+
+// rejectPending is POST /v1/namespaces/{namespace}/claims/reject-pending
+// ?service=<slug>: the owner's answer to a flood of claims through one
+// service. Each claim moves as a single reject would (request.rejected
+// webhook and event); the answer is how many moved.
+func (s *Server) rejectPending(w http.ResponseWriter, r *http.Request, owner string) {
+	ns, ok := ownNamespace(w, r, owner)
+	if !ok {
+		return
+	}
+	slug := r.URL.Query().Get("service")
+	if !validSlug(slug) {
+		apierror.Write(w, r, validationError("service must be the slug of the service whose pending claims to reject"))
+		return
+	}
+	now := s.now()
+	claims, err := s.store.rejectPending(r.Context(), ns, slug, now.Add(-s.cfg.PendingExpiry), now)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	for _, c := range claims {
+		s.publish(r.Context(), EventRejected, c)
+	}
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"namespace": ns, "service": slug, "rejected": len(claims)})
 }
 
 var claimStatuses = map[string]bool{StatusPending: true, StatusApproved: true, StatusRevoked: true, StatusRejected: true, StatusExpired: true}

@@ -74,12 +74,6 @@ type Config struct {
 	// route does not exist. Set it only in local or test environments.
 	TestSeedToken string
 
-	// Events receives claim lifecycle events; nil drops them.
-	Events Events
-	// Logger receives operational logs; nil discards them.
-	Logger *slog.Logger
-	// Clock returns the current time; nil means time.Now.
-	Clock func() time.Time
 	// Metrics, when set, receives the control plane's Prometheus collectors
 	// (requests by route and status with latencies, claims by status,
 	// namespaces by pending claims, webhook queue and attempts, database
@@ -94,6 +88,12 @@ type Config struct {
 	// headers or cookies). Nil logs no requests.
 	AccessLog *slog.Logger
 
+	// Events receives claim lifecycle events; nil drops them.
+	Events Events
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
 
 	// Auth configures passkey accounts (WebAuthn), see AuthConfig.
 	Auth AuthConfig
@@ -111,13 +111,13 @@ type Server struct {
 	verifier *identity.Verifier
 	cursors  *cursorCache
 	mux      *http.ServeMux
+	obs      *observer
 }
 
 // New validates cfg and returns the API handler.
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("controlplane: Config.Store is required")
-	obs      *observer
 	}
 	if len(cfg.JWTSecret) < 32 {
 		return nil, errors.New("controlplane: Config.JWTSecret must be at least 32 bytes")
@@ -161,6 +161,11 @@ func New(cfg Config) (*Server, error) {
 	if err := s.initWebhooks(); err != nil {
 		return nil, err
 	}
+	obs, err := newObserver(s)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: metrics: %w", err)
+	}
+	s.obs = obs
 	s.routes()
 	return s, nil
 }
@@ -168,11 +173,6 @@ func New(cfg Config) (*Server, error) {
 func setDefault[T comparable](v *T, def T) {
 	var zero T
 	if *v == zero {
-	obs, err := newObserver(s)
-	if err != nil {
-		return nil, fmt.Errorf("controlplane: metrics: %w", err)
-	}
-	s.obs = obs
 		*v = def
 	}
 }
@@ -222,6 +222,9 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	s.mux = m
 	m.HandleFunc("GET /health", s.health)
+	m.HandleFunc("GET /health/live", s.healthLive)
+	m.HandleFunc("GET /health/ready", s.healthReady)
+	m.HandleFunc("GET /metrics", s.obs.serveMetrics)
 
 	// Signed-header routes (DECISIONS §4).
 	m.Handle("GET /v1/namespaces/{namespace}", s.signed(s.getNamespace))
@@ -229,9 +232,6 @@ func (s *Server) routes() {
 	m.Handle("POST /v1/claims", s.signed(s.withServiceKey(s.submitClaim)))
 	m.Handle("GET /v1/verify", s.signed(s.withServiceKey(s.verifyClaim)))
 	m.Handle("GET /.well-known/did/{did}", s.signed(s.wellKnownDID))
-	m.HandleFunc("GET /health/live", s.healthLive)
-	m.HandleFunc("GET /health/ready", s.healthReady)
-	m.HandleFunc("GET /metrics", s.obs.serveMetrics)
 
 	// Public DID resolution (outside the protected prefixes).
 	m.HandleFunc("GET /1.0/identifiers/{did}", s.resolveDID)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -73,13 +74,39 @@ func scanClaims(rows *sql.Rows) ([]Claim, error) {
 	return out, dbErr("read claims", rows.Err())
 }
 
+// pendingBudget bounds the pending claims of a namespace. Counting per
+// service keeps a flood through one service (a hostile service's key, or
+// self-made agent keys sent through one gateway) from refusing the
+// genuine claims of every other service; the share of one agent network
+// keeps a single address from spending even its own service's budget.
+type pendingBudget struct {
+	perService int // pending claims per namespace and service
+	perAgent   int // of those, from one agent network (see agentNet)
+}
+
+// agentNet is the unit the per-agent budget counts: an IPv4 address, or
+// the /64 of an IPv6 one, since a single IPv6 host usually holds a whole
+// /64. It is "" for an empty or unparsable address.
+func agentNet(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ""
+	}
+	a = a.Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.WithZone("").Prefix(64)
+	return p.String()
+}
+
 // submitClaim creates a pending claim, or returns the live (pending or
 // approved) claim of the same tuple with created == false. The namespace row
 // is locked on PostgreSQL (SQLite transactions are already exclusive), so the
-// pending limit holds under concurrency. A pending claim created at or
+// pending budget holds under concurrency. A pending claim created at or
 // before pendingCutoff is expired on the spot rather than returned or
 // counted, so a stale request never blocks a fresh one.
-func (s *Store) submitClaim(ctx context.Context, in Claim, maxPending int, pendingCutoff, now time.Time) (c Claim, created bool, err error) {
+func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget, pendingCutoff, now time.Time) (c Claim, created bool, err error) {
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var deactivated sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT deactivated_at FROM namespaces WHERE namespace = $1`+s.forUpdate(), in.Namespace).Scan(&deactivated)
@@ -105,19 +132,25 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, maxPending int, pendi
 		if !errors.Is(err, sql.ErrNoRows) {
 			return dbErr("claim lookup", err)
 		}
-		var pending int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE namespace = $1 AND status = 'pending'`, in.Namespace).Scan(&pending); err != nil {
+		var pending, fromAgent int
+		net := agentNet(in.AgentIP)
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN agent_net = $3 THEN 1 ELSE 0 END), 0)
+			FROM claims WHERE namespace = $1 AND service = $2 AND status = 'pending'`,
+			in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
 			return dbErr("count pending", err)
 		}
-		if pending >= maxPending {
+		switch {
+		case pending >= budget.perService:
 			return errPendingLimit
+		case fromAgent >= budget.perAgent:
+			return errAgentPendingLimit
 		}
 		c = in
 		c.ID, c.Status = newID("clm_"), StatusPending
 		c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
-		_, err = tx.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $9)`,
-			c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, c.Subject, c.AgentID, c.AgentName, micros(now))
+		_, err = tx.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $10)`,
+			c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName, micros(now))
 		if err != nil {
 			return dbErr("insert claim", err)
 		}
@@ -187,6 +220,21 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 			return c, fmt.Errorf("controlplane: claim %s kept changing during %s", id, action)
 		}
 	}
+}
+
+// rejectPending rejects, in one statement, every pending claim of service
+// slug in ns that is not past pendingCutoff, and returns them as rejected.
+// Like a single reject it needs an active namespace; the webhook triggers
+// see one status change per claim.
+func (s *Store) rejectPending(ctx context.Context, ns, slug string, pendingCutoff, now time.Time) ([]Claim, error) {
+	rows, err := s.db.QueryContext(ctx, `UPDATE claims SET status = 'rejected', rejected_at = $4, updated_at = $4
+		WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at > $3
+			AND namespace IN (SELECT namespace FROM namespaces WHERE deactivated_at IS NULL)
+		RETURNING `+claimColumns, ns, slug, micros(pendingCutoff), micros(now))
+	if err != nil {
+		return nil, dbErr("reject pending", err)
+	}
+	return scanClaims(rows)
 }
 
 // expirePending moves pending claims created at or before cutoff to expired.

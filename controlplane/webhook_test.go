@@ -706,7 +706,7 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		pub := pubKey(newAgent(b, "acme"))
-		if _, _, err := st.submitClaim(ctx, Claim{Namespace: "acme", PublicKey: pub, Service: "github"}, 1<<30, now.Add(-time.Hour), now); err != nil {
+		if _, _, err := st.submitClaim(ctx, Claim{Namespace: "acme", PublicKey: pub, Service: "github"}, pendingBudget{perService: 1 << 30, perAgent: 1 << 30}, now.Add(-time.Hour), now); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,6 +10,9 @@
 // registry workers continuously, and shuts down gracefully on SIGINT or
 // SIGTERM. The data directory is created 0700, and the database, its -wal
 // and -shm files and the secrets generated for ENVIRONMENT=local are 0600.
+// MAX_PENDING_AUTHORIZATIONS (default 20) counts pending claims per
+// namespace and service, and MAX_PENDING_AUTHORIZATIONS_PER_AGENT (default
+// 5) bounds how many of them one agent address (IPv4, or IPv6 /64) holds.
 // Extra settings of this binary: CONTROLPLANE_TRUSTED_PROXY_CIDRS
 // (proxies whose X-Forwarded-* headers count), CONTROLPLANE_PUBLIC_URL
 // (base of DID service endpoints; required unless ENVIRONMENT=local, since

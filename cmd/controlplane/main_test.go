@@ -57,19 +57,21 @@ func TestLoadSettingsProduction(t *testing.T) {
 		t.Fatalf("seed endpoint in production: %v", err)
 	}
 	s, err = loadSettings(env(map[string]string{
-		"ENVIRONMENT":                        "production",
-		"ADAPTER_PROVIDER":                   "postgres",
-		"DATABASE_URL":                       "postgres://cp@db/cp",
-		"JWT_SECRET":                         strings.Repeat("j", 40),
-		"WEBHOOK_SECRET_ENCRYPTION_KEY":      "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-		"WEBAUTHN_ALLOWED_ORIGINS":           "https://dash.example",
-		"PENDING_AUTHORIZATION_EXPIRY_HOURS": "48",
-		"CONTROLPLANE_PUBLIC_URL":            "https://idn.example/",
+		"ENVIRONMENT":                          "production",
+		"ADAPTER_PROVIDER":                     "postgres",
+		"DATABASE_URL":                         "postgres://cp@db/cp",
+		"JWT_SECRET":                           strings.Repeat("j", 40),
+		"WEBHOOK_SECRET_ENCRYPTION_KEY":        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+		"WEBAUTHN_ALLOWED_ORIGINS":             "https://dash.example",
+		"PENDING_AUTHORIZATION_EXPIRY_HOURS":   "48",
+		"CONTROLPLANE_PUBLIC_URL":              "https://idn.example/",
+		"MAX_PENDING_AUTHORIZATIONS_PER_AGENT": "3",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.addr != ":8787" || s.server.PendingExpiry != 48*time.Hour || s.server.MaxAPIKeys != 5 || s.server.TestSeedToken != "" ||
+	if s.addr != ":8787" || s.server.PendingExpiry != 48*time.Hour || s.server.MaxPendingPerAgent != 3 || s.server.MaxPendingClaims != 20 ||
+		s.server.MaxAPIKeys != 5 || s.server.TestSeedToken != "" ||
 		s.server.InsecureLocalhostCookie || len(s.server.Webhooks.SecretKey) != 32 || s.server.Auth.Origins[0] != "https://dash.example" ||
 		s.server.Webhooks.Registry.Mode != "disabled" || s.server.Auth.ChallengeExpiry != time.Hour || s.server.Webhooks.MaxPerService != 5 || s.server.Webhooks.FailureThreshold != 10 ||
 		s.server.Webhooks.RetryWindow != 24*time.Hour || s.server.Webhooks.AllowPrivateTargets || s.server.Webhooks.DNSResolverURL != "" || s.server.Webhooks.Alert.From != "" {

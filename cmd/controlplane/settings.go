@@ -183,6 +183,7 @@ func loadSettings(getenv func(string) string) (settings, error) {
 		AllowedOrigins:          allowed,
 		InsecureLocalhostCookie: local,
 		MaxPendingClaims:        positive("MAX_PENDING_AUTHORIZATIONS", 20),
+		MaxPendingPerAgent:      positive("MAX_PENDING_AUTHORIZATIONS_PER_AGENT", 5),
 		MaxAPIKeys:              positive("MAX_API_KEYS_PER_SERVICE", 5),
 		PendingExpiry:           time.Duration(positive("PENDING_AUTHORIZATION_EXPIRY_HOURS", 24)) * time.Hour,
 		SignatureMaxAge:         time.Duration(positive("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300)) * time.Second,
