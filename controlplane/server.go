@@ -42,9 +42,15 @@ type Config struct {
 	// only). False always sets Secure.
 	InsecureLocalhostCookie bool
 
-	// MaxPendingClaims is the pending claims allowed per namespace
-	// (MAX_PENDING_AUTHORIZATIONS); zero means 20.
+	// MaxPendingClaims is the pending claims allowed per namespace and
+	// service (MAX_PENDING_AUTHORIZATIONS); zero means 20. Counting per
+	// service keeps a flood through one service from refusing the claims
+	// of the others.
 	MaxPendingClaims int
+	// MaxPendingPerAgent is how many of those one agent network (an IPv4
+	// address, or an IPv6 /64) may hold
+	// (MAX_PENDING_AUTHORIZATIONS_PER_AGENT); zero means 5.
+	MaxPendingPerAgent int
 	// MaxAPIKeys is the active keys allowed per service
 	// (MAX_API_KEYS_PER_SERVICE); zero means 5.
 	MaxAPIKeys int
@@ -133,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	setDefault(&cfg.SessionTTL, 7*24*time.Hour)
 	setDefault(&cfg.MaxPendingClaims, 20)
+	setDefault(&cfg.MaxPendingPerAgent, 5)
 	setDefault(&cfg.MaxAPIKeys, 5)
 	setDefault(&cfg.PendingExpiry, 24*time.Hour)
 	setDefault(&cfg.SignatureMaxAge, identity.DefaultMaxAge)
@@ -239,6 +246,7 @@ func (s *Server) routes() {
 	// Owner session routes.
 	m.Handle("GET /v1/namespaces/{namespace}/claims", s.owner(s.ownerClaims))
 	m.Handle("GET /v1/namespaces/{namespace}/did", s.owner(s.ownerDID))
+	m.Handle("POST /v1/namespaces/{namespace}/claims/reject-pending", s.owner(s.rejectPending))
 	m.Handle("POST /v1/claims/{id}/{action}", s.owner(s.moveClaim))
 	m.Handle("POST /v1/services", s.owner(s.createService))
 	m.Handle("GET /v1/services", s.owner(s.listServices))
