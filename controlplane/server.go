@@ -159,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 		MaxAge:       cfg.SignatureMaxAge,
 		FutureSkew:   cfg.SignatureFutureSkew,
 		Nonces:       nonceChecker{store: cfg.Store, now: cfg.Clock},
-		Origin:       func(r *http.Request) (string, string) { return s.proxy.Scheme(r), s.proxy.Host(r) },
+		Origin:       s.proxy.Origin,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 	}
 	if err := s.initAuth(); err != nil {
@@ -186,9 +186,11 @@ func setDefault[T comparable](v *T, def T) {
 
 func (s *Server) now() time.Time { return s.cfg.Clock() }
 
-// ServeHTTP serves the API; every answer carries an X-Request-Id.
+// ServeHTTP serves the API; every answer carries an X-Request-Id. An
+// absolute-form request target naming another scheme or authority than the
+// connection's is answered 400 before any route sees it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	apierror.RequestID(s.obs.wrap(http.HandlerFunc(s.cors))).ServeHTTP(w, r)
+	apierror.RequestID(s.obs.wrap(s.proxy.RefuseForeignTarget(http.HandlerFunc(s.cors)))).ServeHTTP(w, r)
 }
 
 // cors lets the dashboard origins of AllowedOrigins call the API with
