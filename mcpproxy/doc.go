@@ -27,8 +27,11 @@
 //     was completely sent before a timeout.
 //   - Secrets: upstream error text has every URL's user info and query
 //     removed and every known secret value replaced before it reaches a
-//     response, a log line or the stored discovery. Redirects are never
-//     followed, so credentials cannot be forwarded elsewhere.
+//     response, a log line or the stored discovery. Tool results and tool
+//     listings have every known secret replaced in their strings, so an
+//     upstream that echoes its request headers cannot hand the credential
+//     to the agent. Redirects are never followed, so credentials cannot be
+//     forwarded elsewhere.
 //
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.

@@ -139,6 +139,9 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		}
 		return nil, callError, err
 	}
+	if res, err = launder(st.scrubber.Load(), res); err != nil {
+		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
+	}
 	out := &CallResult{
 		ConnectionID:      conn.ID,
 		Tool:              tool,

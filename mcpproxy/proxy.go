@@ -43,8 +43,9 @@ type Connection struct {
 	// sees this connection. Nil or invalid means no seed.
 	Discovery json.RawMessage
 	// Redact lists secret values (credential values, resolved variables) to
-	// scrub from any error text, in addition to the endpoint's query values
-	// and user info, which are always scrubbed.
+	// scrub from any error text, tool result and tool listing, in addition
+	// to the endpoint's query values and user info, which are always
+	// scrubbed.
 	Redact []string
 }
 

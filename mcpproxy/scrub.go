@@ -1,6 +1,8 @@
 package mcpproxy
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/url"
 	"strings"
 )
@@ -58,11 +60,7 @@ func newScrubber(endpoint *url.URL, extra []string) *scrubber {
 
 // scrub returns msg with URLs shortened and secrets replaced.
 func (sc *scrubber) scrub(msg string) string {
-	msg = scrubURLs(msg)
-	for _, v := range sc.secrets {
-		msg = strings.ReplaceAll(msg, v, redacted)
-	}
-	return msg
+	return sc.replace(scrubURLs(msg))
 }
 
 // scrubURLs rewrites every http(s) URL in msg to scheme://host/path, with
@@ -112,4 +110,78 @@ func isURLEnd(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// launder returns v with every secret replaced inside the strings (object
+// keys included) of its JSON form, decoded into a new T; v itself when no
+// string held one. Upstream content (tool results, tool listings) reaches
+// the agent this way, so an upstream that echoes the request headers cannot
+// hand over the credential. Working on decoded strings finds a secret
+// however the upstream escaped it in its JSON.
+func launder[T any](sc *scrubber, v *T) (*T, error) {
+	if len(sc.secrets) == 0 {
+		return v, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers come back byte for byte
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	tree, changed := sc.redactTree(tree)
+	if !changed {
+		return v, nil
+	}
+	if raw, err = json.Marshal(tree); err != nil {
+		return nil, err
+	}
+	out := new(T)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// redactTree replaces secrets in the strings of a decoded JSON value, in
+// place where it can; changed reports whether any was found.
+func (sc *scrubber) redactTree(v any) (out any, changed bool) {
+	switch t := v.(type) {
+	case string:
+		s := sc.replace(t)
+		return s, s != t
+	case []any:
+		for i, e := range t {
+			if n, c := sc.redactTree(e); c {
+				t[i], changed = n, true
+			}
+		}
+	case map[string]any:
+		renamed := map[string]string{}
+		for k, e := range t {
+			if n, c := sc.redactTree(e); c {
+				t[k], changed = n, true
+			}
+			if nk := sc.replace(k); nk != k {
+				renamed[k] = nk
+			}
+		}
+		for k, nk := range renamed {
+			t[nk] = t[k]
+			delete(t, k)
+			changed = true
+		}
+	}
+	return v, changed
+}
+
+// replace substitutes every known secret in s, longest first.
+func (sc *scrubber) replace(s string) string {
+	for _, v := range sc.secrets {
+		s = strings.ReplaceAll(s, v, redacted)
+	}
+	return s
 }

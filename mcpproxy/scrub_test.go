@@ -1,9 +1,12 @@
 package mcpproxy
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestScrub(t *testing.T) {
@@ -60,5 +63,31 @@ func TestResolveEndpoint(t *testing.T) {
 		if _, err := resolveEndpoint(bad[0], bad[1]); err == nil {
 			t.Errorf("resolveEndpoint(%q, %q) accepted", bad[0], bad[1])
 		}
+	}
+}
+
+func TestLaunderToolResult(t *testing.T) {
+	const secret = "tok/SECRET+1"
+	sc := newScrubber(nil, []string{"Bearer " + secret, secret})
+	var res mcp.CallToolResult
+	// The upstream escapes the credential in its JSON as it likes.
+	wire := `{"content":[{"type":"text","text":"you sent Bearer tok\/SECRET+1"},
+		{"type":"resource_link","uri":"https://x.example/?k=tok%2FSECRET%2B1","name":"n"}],
+		"structuredContent":{"headers":{"Authorization":"Bearer tok\u002fSECRET+1"},"tok/SECRET+1":1.50},"isError":false}`
+	if err := json.Unmarshal([]byte(wire), &res); err != nil {
+		t.Fatal(err)
+	}
+	clean, err := launder(sc, &res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(clean)
+	if strings.Contains(string(out), "SECRET") || !strings.Contains(string(out), `"[redacted]":1.5`) ||
+		!strings.Contains(string(out), `you sent [redacted]`) {
+		t.Fatalf("laundered result = %s", out)
+	}
+	plain := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "nothing to hide"}}}
+	if got, err := launder(sc, plain); err != nil || got != plain {
+		t.Fatalf("a clean result was rebuilt: %v, %v", got, err)
 	}
 }
