@@ -25,6 +25,7 @@ type forwardTarget struct {
 	conn   *credvault.Connection
 	secret string
 	url    *url.URL
+	redact []string // credvault.Resolved.Redactions
 }
 
 type forwardKey struct{}
@@ -58,8 +59,8 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res 
 		h.fail(w, r, newError(CodeValidation, err), nil)
 		return
 	}
-	fw := &forwarded{target: &forwardTarget{conn: c, secret: secret, url: u}, start: time.Now()}
-	h.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, fw)))
+	fw := &forwarded{target: &forwardTarget{conn: c, secret: secret, url: u, redact: res.Redactions()}, start: time.Now()}
+	h.rp.ServeHTTP(informational{w, fw.target}, r.WithContext(context.WithValue(r.Context(), forwardKey{}, fw)))
 }
 
 // rewrite is the ReverseProxy's Rewrite hook (never Director: golang/go#50580).
@@ -70,6 +71,9 @@ func rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL = &u
 	pr.Out.Host = ""
 	for _, name := range strippedHeaders {
+		if name == "Cookie" && t.conn.AllowUpstreamCookies {
+			continue // the agent returns the upstream's own cookies
+		}
 		pr.Out.Header.Del(name)
 	}
 	if id := apierror.RequestIDFrom(pr.In.Context()); id != "" {
@@ -93,6 +97,9 @@ func outcomeOf(status int) string {
 // at once).
 func (h *Handler) upstreamResponded(resp *http.Response) error {
 	fw, _ := resp.Request.Context().Value(forwardKey{}).(*forwarded)
+	if fw != nil {
+		redactResponse(resp, fw.target.redact, fw.target.conn.AllowUpstreamCookies)
+	}
 	outcome := outcomeOf(resp.StatusCode)
 	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()
 	if fw != nil {

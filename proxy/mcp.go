@@ -11,8 +11,8 @@ import (
 // MCPConnections adapts a Vault to mcpproxy.ConnectionSource: each lookup
 // builds the connection from the current snapshot (so policy changes and
 // rotations apply at once), with a transport that injects the credential
-// and the credential listed for redaction. base sends the upstream requests
-// (nil means http.DefaultTransport).
+// and the credential's forms listed for redaction. base sends the upstream
+// requests (nil means http.DefaultTransport).
 func MCPConnections(v *credvault.Vault, base http.RoundTripper) mcpproxy.ConnectionSource {
 	return &mcpSource{vault: v, base: base}
 }
@@ -54,9 +54,7 @@ func MCPConnection(res *credvault.Resolved, transport http.RoundTripper) *mcppro
 		Policy:    policy,
 		Discovery: c.MCPDiscovery,
 	}
-	if secret, err := res.Secret(); err == nil && secret != "" {
-		mc.Redact = []string{secret}
-	}
+	mc.Redact = res.Redactions()
 	return mc
 }
 
