@@ -43,6 +43,7 @@ var writableFields = map[string]fieldSetter{
 	"auth_secret_key":           field(func(c *credvault.Connection) *string { return &c.AuthSecretKey }),
 	"status":                    field(func(c *credvault.Connection) *string { return &c.Status }),
 	"rotation_interval_days":    field(func(c *credvault.Connection) *int { return &c.RotationIntervalDays }),
+	"allow_upstream_cookies":    field(func(c *credvault.Connection) *bool { return &c.AllowUpstreamCookies }),
 	"mcp_endpoint":              field(func(c *credvault.Connection) *string { return &c.MCPEndpoint }),
 	"mcp_transport":             field(func(c *credvault.Connection) *string { return &c.MCPTransport }),
 	"mcp_tool_allowlist":        field(func(c *credvault.Connection) *[]string { return &c.MCPToolAllowlist }),

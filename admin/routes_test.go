@@ -70,6 +70,10 @@ func TestConnectionRoutes(t *testing.T) {
 		t.Fatalf("patched = %s", r.Body)
 	}
 	wantStatus(t, e.do("PATCH", "/api/admin/connections/gh", `{"status":"active"}`), 200, "")
+	r = e.do("PATCH", "/api/admin/connections/gh", `{"allow_upstream_cookies":true}`)
+	if wantStatus(t, r, 200, ""); r.json(t)["allow_upstream_cookies"] != true {
+		t.Fatalf("allow_upstream_cookies not kept: %s", r.Body)
+	}
 
 	// test probes the upstream with the injected credential.
 	r = e.do("POST", "/api/admin/connections/gh/test", `{"method":"GET","path":"/user","headers":{"Accept":"application/json"}}`)

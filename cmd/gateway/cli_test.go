@@ -132,6 +132,11 @@ func TestCLIWorkflow(t *testing.T) {
 	if r = c.run("delete", "--id", "gh"); r.code != 0 {
 		t.Fatalf("delete: %+v", r)
 	}
+	r = c.run("add", "--id", "cookies", "--base-url", up.URL, "--auth-mode", "bearer", "--secret", "t="+secret,
+		"--allow-upstream-cookies", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || !m.AllowUpstreamCookies {
+		t.Fatalf("add --allow-upstream-cookies: %+v", r)
+	}
 
 	failures := []struct {
 		name string

@@ -102,6 +102,8 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&c.AuthMode, "auth-mode", "", "bearer, header_key or query_param")
 	fs.StringVar(&c.AuthPrefix, "auth-prefix", "", `prefix before the secret (default "Bearer " in bearer mode)`)
 	fs.StringVar(&c.AuthSecretKey, "auth-secret-key", "", "name of the --secret used for upstream auth")
+	fs.BoolVar(&c.AllowUpstreamCookies, "allow-upstream-cookies", false,
+		"let the upstream's Set-Cookie reach agents and their Cookie reach the upstream (dropped by default)")
 	fs.Var(&secrets, "secret", "secret as name=value (value - reads it from stdin); repeatable; the value may reference a variable as {{KEY}}")
 	fs.StringVar(&c.MCPEndpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
 	fs.Var(&allow, "mcp-allow", "MCP tool to allow (wildcards * and ?); repeatable")
