@@ -406,6 +406,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
+	s.namespaceCreated(ctx, in.Namespace)
 	if err := s.store.limitSuccess(ctx, key); err != nil {
 		s.writeErr(w, r, err)
 		return

@@ -33,20 +33,14 @@ type Events interface {
 }
 
 // publish runs the in-process follow-ups of a committed claim change: the
-// registry write in sync mode (before the request answers) or its
-// enqueueing in memory mode, a nudge to RunWorkers for the webhook
-// deliveries the change queued, and Config.Events. It returns the claim as
-// it stands after them (with the tx hash of a sync-mode write).
+// registry write's enqueueing (memory and queue modes; a sync-mode write
+// happened before the change), a nudge to RunWorkers for the webhook
+// deliveries the change queued, and Config.Events. It returns c.
 func (s *Server) publish(ctx context.Context, typ string, c Claim) Claim {
 	// The request may be ending; the follow-ups must still happen.
 	ctx = context.WithoutCancel(ctx)
 	if reg := s.cfg.Webhooks.rt.registry; reg != nil {
-		reg.claimChanged(ctx, c)
-		if reg.mode == RegistrySync { // the write stored a tx hash: answer with it
-			if fresh, err := s.store.latestClaim(ctx, c.Namespace, c.PublicKey, c.Service); err == nil && fresh.ID == c.ID {
-				c = fresh
-			}
-		}
+		reg.claimChanged(c)
 	}
 	s.wakeWorkers()
 	if s.cfg.Events == nil {

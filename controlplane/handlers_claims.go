@@ -66,6 +66,7 @@ type claimRecord struct {
 	ExpiredAt        string `json:"expired_at,omitempty"`
 	ApprovalTxHash   string `json:"approval_tx_hash,omitempty"`
 	RevocationTxHash string `json:"revocation_tx_hash,omitempty"`
+	RegistryError    string `json:"registry_error,omitempty"`
 	Subject          string `json:"subject,omitempty"`
 	AgentID          string `json:"agent_id,omitempty"`
 	AgentName        string `json:"agent_name,omitempty"`
@@ -76,7 +77,7 @@ func toClaimRecord(c Claim) claimRecord {
 		ClaimID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey, AgentIP: c.AgentIP,
 		Status: c.Status, CreatedAt: timestamp(c.CreatedAt), ApprovedAt: timestamp(c.ApprovedAt),
 		RejectedAt: timestamp(c.RejectedAt), RevokedAt: timestamp(c.RevokedAt), ExpiredAt: timestamp(c.ExpiredAt),
-		ApprovalTxHash: c.ApprovalTxHash, RevocationTxHash: c.RevocationTxHash,
+		ApprovalTxHash: c.ApprovalTxHash, RevocationTxHash: c.RevocationTxHash, RegistryError: c.RegistryError,
 		Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName,
 	}
 }
@@ -206,7 +207,7 @@ func (s *Server) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
 		return
 	}
 	now := s.now()
-	c, err := s.store.transition(r.Context(), ns, r.PathValue("id"), action, now.Add(-s.cfg.PendingExpiry), now)
+	c, err := s.applyClaimAction(r.Context(), ns, r.PathValue("id"), action, now)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fakeRegistry is an in-memory registry contract: namespaces, claims and
@@ -94,10 +97,25 @@ func (f *fakeRegistry) failNext(n int) {
 	f.mu.Unlock()
 }
 
+// written returns the claim writes made (namespace registrations aside).
 func (f *fakeRegistry) written() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]string(nil), f.writes...)
+	var out []string
+	for _, w := range f.writes {
+		if !strings.HasPrefix(w, "registerNamespace ") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// registered reports whether name was registered on the fake chain.
+func (f *fakeRegistry) registered(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.namespaces[name]
+	return ok
 }
 
 func withRegistry(mode string, backend Registry) func(*Config) {
@@ -118,6 +136,19 @@ func (e *env) claimHashes(owner reqOpt, id string) (approval, revocation string)
 	}
 	e.t.Fatalf("claim %s not listed", id)
 	return "", ""
+}
+
+// claimRecord reads a claim from the owner listing.
+func (e *env) claimRecord(owner reqOpt, id string) map[string]any {
+	e.t.Helper()
+	list := e.do("GET", "/v1/namespaces/acme/claims", nil, owner).want(e.t, 200, "").json(e.t)["claims"].([]any)
+	for _, c := range list {
+		if m := c.(map[string]any); m["claim_id"] == id {
+			return m
+		}
+	}
+	e.t.Fatalf("claim %s not listed", id)
+	return nil
 }
 
 // submitted submits a fresh claim of acme for github and returns its id.
@@ -173,21 +204,29 @@ func TestRegistrySync(t *testing.T) {
 			t.Fatalf("writes = %v", w)
 		}
 
-		t.Run("failed inline write is retried by the worker", func(t *testing.T) {
+		t.Run("failed write answers 502 and leaves the claim pending", func(t *testing.T) {
 			id := e.submitted(key)
 			reg.failNext(1)
-			e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
-			if a, _ := e.claimHashes(owner, id); a != "" {
-				t.Fatalf("hash %q despite the failed write", a)
+			e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 502, "REGISTRY_WRITE_FAILED")
+			c := e.claimRecord(owner, id)
+			if c["status"] != StatusPending || c["approval_tx_hash"] != nil || c["registry_error"] != nil {
+				t.Fatalf("claim after the failed write: %v", c)
 			}
-			e.runRegistry()
-			if a, _ := e.claimHashes(owner, id); a != "" {
-				t.Fatal("retried before the backoff")
+			e.runRegistry() // nothing is owed: the claim did not move
+			if w := reg.written(); len(w) != 2 {
+				t.Fatalf("writes = %v", w)
 			}
-			e.advanceTo(e.srv.now().Add(time.Hour))
-			e.runRegistry()
-			if a, _ := e.claimHashes(owner, id); a == "" {
-				t.Fatal("not retried")
+			approved := e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "").json(t)
+			if approved["status"] != StatusApproved || !strings.HasPrefix(approved["approval_tx_hash"].(string), "0x") {
+				t.Fatalf("second approval: %v", approved)
+			}
+		})
+		t.Run("an expired claim is not written", func(t *testing.T) {
+			id := e.submitted(key)
+			e.advanceTo(e.srv.now().Add(25 * time.Hour))
+			e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 409, "CLAIM_STATE_CONFLICT")
+			if w := reg.written(); len(w) != 3 {
+				t.Fatalf("writes = %v", w)
 			}
 		})
 	})
@@ -235,6 +274,10 @@ func TestRegistryQueue(t *testing.T) {
 		reg := newFakeRegistry()
 		e := newEnv(t, openStore(t, sc), withRegistry(RegistryQueue, reg))
 		owner, key := claimWorld(e)
+		e.runRegistry()
+		if !reg.registered("acme") || !reg.registered("bob") {
+			t.Fatal("the queue did not register the existing namespaces")
+		}
 		id := e.submitted(key)
 		e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
 		reg.failNext(2)
@@ -302,7 +345,7 @@ func TestRegistryQueue(t *testing.T) {
 // writes it in queue mode without waiting for a poll.
 func TestRunWorkersWritesRegistry(t *testing.T) {
 	reg := newFakeRegistry()
-	reg.notify = make(chan string, 4)
+	reg.notify = make(chan string, 8)
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
 		withRegistry(RegistryQueue, reg)(c)
 		c.Webhooks.PollInterval = time.Hour
@@ -313,13 +356,15 @@ func TestRunWorkersWritesRegistry(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- e.srv.RunWorkers(ctx) }()
 	e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
-	select {
-	case op := <-reg.notify:
-		if op != "approve acme/github" {
-			t.Fatalf("write = %s", op)
+	for op := ""; op != "approve acme/github"; {
+		select {
+		case op = <-reg.notify:
+			if op != "approve acme/github" && !strings.HasPrefix(op, "registerNamespace ") {
+				t.Fatalf("write = %s", op)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("RunWorkers did not write the approval")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("RunWorkers did not write the approval")
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -327,5 +372,145 @@ func TestRunWorkersWritesRegistry(t *testing.T) {
 	}
 	if a, _ := e.claimHashes(owner, id); !strings.HasPrefix(a, "0x") {
 		t.Fatalf("approval_tx_hash = %q", a)
+	}
+}
+
+// TestRegistrySignupRegistersNamespace: a namespace made by sign-up is
+// registered, inline in sync mode, by RunWorkers in the queued modes.
+func TestRegistrySignupRegistersNamespace(t *testing.T) {
+	for _, mode := range []string{RegistrySync, RegistryMemory, RegistryQueue} {
+		t.Run(mode, func(t *testing.T) {
+			reg := newFakeRegistry()
+			e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
+				c.Auth = AuthConfig{Origins: []string{testOrigin}}
+				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+				withRegistry(mode, reg)(c)
+			})
+			e.signup("carol", newDevice(t, "ES256")).want(t, 201, "")
+			if mode != RegistrySync {
+				if reg.registered("carol") {
+					t.Fatal("registered before RunWorkers ran")
+				}
+				e.runRegistry()
+			}
+			if !reg.registered("carol") {
+				t.Fatal("namespace not registered")
+			}
+			var hash string
+			e.st.db.QueryRow(`SELECT registration_tx_hash FROM namespaces WHERE namespace = 'carol'`).Scan(&hash)
+			if !strings.HasPrefix(hash, "0x") {
+				t.Fatalf("registration_tx_hash = %q", hash)
+			}
+		})
+	}
+}
+
+// TestRegistryErrorShownOnClaim: the owner sees why a queued write failed
+// until a retry succeeds.
+func TestRegistryErrorShownOnClaim(t *testing.T) {
+	forEachEngineWith(t, nil, func(t *testing.T, _ *env, sc StoreConfig) {
+		reg := newFakeRegistry()
+		e := newEnv(t, openStore(t, sc), withRegistry(RegistryQueue, reg))
+		owner, key := claimWorld(e)
+		e.runRegistry()
+		id := e.submitted(key)
+		e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+		reg.failNext(1)
+		e.runRegistry()
+		c := e.claimRecord(owner, id)
+		if msg, _ := c["registry_error"].(string); msg != "registry approve: fake registry: rpc unavailable" {
+			t.Fatalf("registry_error = %q", msg)
+		}
+		backlog, err := e.st.RegistryBacklog(context.Background())
+		if err != nil || backlog.Owed != 1 || backlog.Retrying != 1 || len(backlog.LastErrors) != 1 {
+			t.Fatalf("backlog = %+v, %v", backlog, err)
+		}
+		e.advanceTo(e.srv.now().Add(time.Hour))
+		e.runRegistry()
+		c = e.claimRecord(owner, id)
+		if c["registry_error"] != nil || !strings.HasPrefix(c["approval_tx_hash"].(string), "0x") {
+			t.Fatalf("claim after the retry: %v", c)
+		}
+		if backlog, _ := e.st.RegistryBacklog(context.Background()); backlog.Owed != 0 {
+			t.Fatalf("backlog after the retry = %+v", backlog)
+		}
+	})
+}
+
+// TestRegistryTupleOrder: a tuple's writes reach the registry in the order
+// of its claims' changes, so a later approval never lands before an
+// earlier revocation that is still being retried.
+func TestRegistryTupleOrder(t *testing.T) {
+	for _, mode := range []string{RegistryMemory, RegistryQueue} {
+		t.Run(mode, func(t *testing.T) {
+			reg := newFakeRegistry()
+			e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), withRegistry(mode, reg))
+			owner, key := claimWorld(e)
+			e.runRegistry()
+			agent := newAgent(t, "acme")
+			submit := func() string {
+				return e.signed("POST", "/v1/claims", submitBody("acme", pubKey(agent), "github"), withKey(key)).
+					want(t, 201, "").json(t)["claim_id"].(string)
+			}
+			first := submit()
+			e.do("POST", "/v1/claims/"+first+"/approve", nil, owner).want(t, 200, "")
+			e.runRegistry()
+			e.do("POST", "/v1/claims/"+first+"/revoke", nil, owner).want(t, 200, "")
+			second := submit()
+			e.do("POST", "/v1/claims/"+second+"/approve", nil, owner).want(t, 200, "")
+			reg.failNext(1)
+			e.runRegistry() // the revocation fails; the approval must wait for it
+			if w := reg.written(); len(w) != 1 {
+				t.Fatalf("writes = %v, want only the first approval", w)
+			}
+			e.advanceTo(e.srv.now().Add(time.Hour))
+			e.runRegistry()
+			if w := reg.written(); len(w) != 3 || w[1] != "revoke acme/github" || w[2] != "approve acme/github" {
+				t.Fatalf("writes = %v, want approve, revoke, approve", w)
+			}
+			if ok, _ := reg.IsAuthorized(context.Background(), "acme", pubKey(agent), "github"); !ok {
+				t.Fatal("the tuple ends unauthorised")
+			}
+		})
+	}
+}
+
+// TestRegistryQueueMetrics: the queue depth is exported with the control
+// plane's metrics.
+func TestRegistryQueueMetrics(t *testing.T) {
+	reg := newFakeRegistry()
+	metrics := prometheus.NewRegistry()
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
+		withRegistry(RegistryQueue, reg)(c)
+		c.Metrics = metrics
+	})
+	owner, key := claimWorld(e)
+	e.runRegistry()
+	id := e.submitted(key)
+	e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+	depth := func(state string) float64 {
+		families, err := metrics.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != "idn_registry_queue_depth" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				if m.GetLabel()[0].GetValue() == state {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+		t.Fatal("idn_registry_queue_depth not exported")
+		return 0
+	}
+	if d := depth("due"); d != 1 {
+		t.Fatalf("due = %v before the write", d)
+	}
+	e.runRegistry()
+	if d := depth("due"); d != 0 {
+		t.Fatalf("due = %v after the write", d)
 	}
 }

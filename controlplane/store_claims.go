@@ -40,24 +40,26 @@ type Claim struct {
 	ExpiredAt        time.Time
 	ApprovalTxHash   string
 	RevocationTxHash string
+	RegistryError    string // why the last registry write failed; "" once a write succeeded
 }
 
 const claimColumns = `id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
-	created_at, updated_at, approved_at, rejected_at, revoked_at, expired_at, approval_tx_hash, revocation_tx_hash`
+	created_at, updated_at, approved_at, rejected_at, revoked_at, expired_at, approval_tx_hash, revocation_tx_hash, registry_error`
 
 func scanClaim(row interface{ Scan(...any) error }) (Claim, error) {
 	var (
 		c                                   Claim
 		created, updated                    int64
 		approved, rejected, revoked, expird sql.NullInt64
-		approvalTx, revocationTx            sql.NullString
+		approvalTx, revocationTx, regErr    sql.NullString
 	)
 	err := row.Scan(&c.ID, &c.Namespace, &c.PublicKey, &c.Service, &c.AgentIP, &c.Subject, &c.AgentID, &c.AgentName, &c.Status,
-		&created, &updated, &approved, &rejected, &revoked, &expird, &approvalTx, &revocationTx)
+		&created, &updated, &approved, &rejected, &revoked, &expird, &approvalTx, &revocationTx, &regErr)
 	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
 	c.ApprovedAt, c.RejectedAt = fromNullMicros(approved), fromNullMicros(rejected)
 	c.RevokedAt, c.ExpiredAt = fromNullMicros(revoked), fromNullMicros(expird)
 	c.ApprovalTxHash, c.RevocationTxHash = approvalTx.String, revocationTx.String
+	c.RegistryError = regErr.String
 	return c, err
 }
 
