@@ -42,8 +42,10 @@
 // name holds a form is dropped. A body without Content-Encoding is redacted
 // as it streams, holding back only bytes that may begin a form, so event
 // streams still arrive event by event; it loses its Content-Length and goes
-// out chunked. Encoded (compressed) bodies and upgraded connections pass as
-// they are. A credential is redacted however short it is, so one of a few
+// out chunked. The agent's Accept-Encoding is not forwarded: the
+// transport asks for gzip itself and decodes it, so a compressed echo is
+// redacted too. A body an upstream encodes without being asked (say br), and
+// upgraded connections, pass as they are. A credential is redacted however short it is, so one of a few
 // bytes also replaces the same bytes where they occur by chance. Upstream
 // Set-Cookie is dropped, and the agent's Cookie withheld, unless the
 // connection sets allow_upstream_cookies. This guards against accidental

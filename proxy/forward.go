@@ -79,6 +79,13 @@ func rewrite(pr *httputil.ProxyRequest) {
 	if id := apierror.RequestIDFrom(pr.In.Context()); id != "" {
 		pr.Out.Header.Set("X-Request-Id", id)
 	}
+	if len(t.redact) > 0 {
+		// The agent must not pick an encoding the redactor cannot read
+		// (an echo of the credential inside a gzip body would pass). With
+		// no Accept-Encoding, Go's transport asks for gzip itself and
+		// hands the body on decoded, so it is redacted like any other.
+		pr.Out.Header.Del("Accept-Encoding")
+	}
 	credvault.Inject(pr.Out, t.conn, t.secret)
 }
 
