@@ -1,58 +1,13 @@
 package controlplane
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 )
-
-// signed admits only requests that verify under the idn-rfc9421-v1 profile,
-// recording their nonce in the shared database.
-func (s *Server) signed(next http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.verifier.Verify(r); err != nil {
-			switch {
-			case errors.Is(err, httpsig.ErrReplayDetected):
-				apierror.Write(w, r, errNonceReplay)
-			case errors.Is(err, httpsig.ErrBodyTooLarge):
-				apierror.Write(w, r, errBodyTooLarge)
-			case errors.Is(err, ErrUnavailable):
-				s.writeErr(w, r, err)
-			default:
-				apierror.Write(w, r, errSignatureInvalid.With("details", map[string]string{"reason": httpsig.Code(err)}))
-			}
-			return
-		}
-		next(w, r)
-	})
-}
-
-// withServiceKey authenticates the service API key of the Authorization
-// bearer header.
-func (s *Server) withServiceKey(next func(http.ResponseWriter, *http.Request, service)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(key, apiKeyPrefix) {
-			apierror.Write(w, r, errAPIKeyInvalid)
-			return
-		}
-		svc, err := s.store.serviceByKey(r.Context(), key, s.now())
-		if errors.Is(err, errKeyNotFound) {
-			apierror.Write(w, r, errAPIKeyInvalid)
-			return
-		}
-		if err != nil {
-			s.writeErr(w, r, err)
-			return
-		}
-		next(w, r, svc)
-	}
-}
 
 // owner admits requests carrying a live idn_session cookie and passes the
 // owner's namespace on. Mutating requests must also come from an allowed
@@ -73,6 +28,7 @@ func (s *Server) owner(next func(http.ResponseWriter, *http.Request, string)) ht
 			s.writeErr(w, r, err)
 			return
 		}
+		s.admitBody(r)
 		next(w, r, ns)
 	})
 }

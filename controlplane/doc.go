@@ -39,6 +39,15 @@
 // keys sent through a gateway, never refuses another service's claims,
 // and the owner clears it with one reject-pending call.
 //
+// No request makes the server hold a body byte before its sender is
+// known: a signed request's body is read after its signature (which covers
+// content-digest), nonce and service key have passed, an owner route's
+// after the session has, and any other request may send 64 KiB at most.
+// Buffers grow with the bytes received, never from Content-Length, and the
+// bytes held at once across requests are capped
+// (Config.MaxInflightBodyBytes; past it 503
+// REQUEST_BODY_CAPACITY_EXHAUSTED with Retry-After).
+//
 // Passkey challenges are single-use, bound to their ceremony, namespace and
 // session, and expire. Rate limits key on the client address, never on the
 // namespace alone, so strangers cannot lock an owner out: ceremony options

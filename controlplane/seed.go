@@ -41,6 +41,7 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, errNotFound)
 		return
 	}
+	s.admitBody(r)
 	var in seedRequest
 	if e := s.decodeJSON(w, r, &in); e != nil {
 		apierror.Write(w, r, e)

@@ -66,8 +66,16 @@ type Config struct {
 	// believed when rebuilding the signed target URI and the client
 	// address. Empty trusts none.
 	TrustedProxies []netip.Prefix
-	// MaxBodyBytes caps request bodies; zero means 1 MiB.
+	// MaxBodyBytes caps the body of an authenticated request (a verified
+	// signature with, where the route needs it, a service API key; or an
+	// owner session); zero means 1 MiB. A request whose sender is not
+	// authenticated (sign-up, login) may send at most 64 KiB.
 	MaxBodyBytes int64
+	// MaxInflightBodyBytes caps the request body bytes held at once across
+	// all requests (CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES); a request that
+	// would pass it is answered 503 REQUEST_BODY_CAPACITY_EXHAUSTED with
+	// Retry-After. Zero means DefaultMaxInflightBodyBytes (64 MiB).
+	MaxInflightBodyBytes int64
 
 	// PublicURL is the external base URL (scheme://host[:port]) used in DID
 	// service endpoints. Empty derives it from each request's Host (or a
@@ -117,6 +125,7 @@ type Server struct {
 	verifier *identity.Verifier
 	cursors  *cursorCache
 	mux      *http.ServeMux
+	bodies   bodyBudget
 	obs      *observer
 }
 
@@ -145,6 +154,7 @@ func New(cfg Config) (*Server, error) {
 	setDefault(&cfg.SignatureMaxAge, identity.DefaultMaxAge)
 	setDefault(&cfg.SignatureFutureSkew, identity.DefaultFutureSkew)
 	setDefault(&cfg.MaxBodyBytes, 1<<20)
+	setDefault(&cfg.MaxInflightBodyBytes, DefaultMaxInflightBodyBytes)
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -155,13 +165,16 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies},
 		cursors: newCursorCache(4096)}
 	s.verifier = &identity.Verifier{
-		Clock:        cfg.Clock,
-		MaxAge:       cfg.SignatureMaxAge,
-		FutureSkew:   cfg.SignatureFutureSkew,
-		Nonces:       nonceChecker{store: cfg.Store, now: cfg.Clock},
-		Origin:       s.proxy.Origin,
-		MaxBodyBytes: cfg.MaxBodyBytes,
+		Clock:      cfg.Clock,
+		MaxAge:     cfg.SignatureMaxAge,
+		FutureSkew: cfg.SignatureFutureSkew,
+		Nonces:     nonceChecker{store: cfg.Store, now: cfg.Clock},
+		Origin:     s.proxy.Origin,
+		// The body is read by readSignedBody once the signature, nonce and
+		// service key have passed, so no unverified request is buffered.
+		InsecureSkipBodyCheck: true,
 	}
+	s.bodies.max = cfg.MaxInflightBodyBytes
 	if err := s.initAuth(); err != nil {
 		return nil, err
 	}
@@ -190,6 +203,7 @@ func (s *Server) now() time.Time { return s.cfg.Clock() }
 // absolute-form request target naming another scheme or authority than the
 // connection's is answered 400 before any route sees it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.meterBody(w, r)()
 	apierror.RequestID(s.obs.wrap(s.proxy.RefuseForeignTarget(http.HandlerFunc(s.cors)))).ServeHTTP(w, r)
 }
 
@@ -237,9 +251,9 @@ func (s *Server) routes() {
 
 	// Signed-header routes (DECISIONS §4).
 	m.Handle("GET /v1/namespaces/{namespace}", s.signed(s.getNamespace))
-	m.Handle("GET /v1/namespaces/claims", s.signed(s.withServiceKey(s.claimsFeed)))
-	m.Handle("POST /v1/claims", s.signed(s.withServiceKey(s.submitClaim)))
-	m.Handle("GET /v1/verify", s.signed(s.withServiceKey(s.verifyClaim)))
+	m.Handle("GET /v1/namespaces/claims", s.signedService(s.claimsFeed))
+	m.Handle("POST /v1/claims", s.signedService(s.submitClaim))
+	m.Handle("GET /v1/verify", s.signedService(s.verifyClaim))
 	m.Handle("GET /.well-known/did/{did}", s.signed(s.wellKnownDID))
 
 	// Public DID resolution (outside the protected prefixes).
@@ -297,21 +311,32 @@ func (s *Server) Maintain(ctx context.Context) error {
 }
 
 // decodeJSON reads a JSON object body into v: Content-Type must be
-// application/json, the size is capped and trailing data is refused.
+// application/json, the size is capped (see admitBody) and trailing data is
+// refused. A declared length over the cap is refused before any byte is
+// read.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apierror.Error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return errUnsupportedMedia
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if r.ContentLength > s.bodyLimit(r) {
+		return errBodyTooLarge
+	}
+	body := r.Body
+	if _, metered := body.(*meteredBody); !metered {
+		body = http.MaxBytesReader(w, body, s.cfg.MaxBodyBytes)
+	}
+	dec := json.NewDecoder(body)
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return errBodyTooLarge
+		if e := bodyError(err); e != nil {
+			return e
 		}
 		return validationError("request body is not valid JSON: %v", jsonProblem(err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
+		if e := bodyError(err); e != nil {
+			return e
+		}
 		return validationError("request body must be a single JSON object")
 	}
 	return nil

@@ -13,8 +13,11 @@
 // MAX_PENDING_AUTHORIZATIONS (default 20) counts pending claims per
 // namespace and service, and MAX_PENDING_AUTHORIZATIONS_PER_AGENT (default
 // 5) bounds how many of them one agent address (IPv4, or IPv6 /64) holds.
-// Extra settings of this binary: CONTROLPLANE_TRUSTED_PROXY_CIDRS
-// (proxies whose X-Forwarded-* headers count), CONTROLPLANE_PUBLIC_URL
+// CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES (default 64 MiB) caps the request
+// body bytes held at once; past it requests are answered 503 with
+// Retry-After. Extra settings of this binary:
+// CONTROLPLANE_TRUSTED_PROXY_CIDRS (proxies whose X-Forwarded-* headers
+// count), CONTROLPLANE_PUBLIC_URL
 // (base of DID service endpoints; required unless ENVIRONMENT=local, since
 // otherwise they would follow each client's Host header), WEBAUTHN_RP_ID
 // and WEBAUTHN_RP_NAME (relying party; default: the first WebAuthn

@@ -66,11 +66,13 @@ func TestLoadSettingsProduction(t *testing.T) {
 		"PENDING_AUTHORIZATION_EXPIRY_HOURS":   "48",
 		"CONTROLPLANE_PUBLIC_URL":              "https://idn.example/",
 		"MAX_PENDING_AUTHORIZATIONS_PER_AGENT": "3",
+		"CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES": "1048576",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.addr != ":8787" || s.server.PendingExpiry != 48*time.Hour || s.server.MaxPendingPerAgent != 3 || s.server.MaxPendingClaims != 20 ||
+		s.server.MaxInflightBodyBytes != 1<<20 ||
 		s.server.MaxAPIKeys != 5 || s.server.TestSeedToken != "" ||
 		s.server.InsecureLocalhostCookie || len(s.server.Webhooks.SecretKey) != 32 || s.server.Auth.Origins[0] != "https://dash.example" ||
 		s.server.Webhooks.Registry.Mode != "disabled" || s.server.Auth.ChallengeExpiry != time.Hour || s.server.Webhooks.MaxPerService != 5 || s.server.Webhooks.FailureThreshold != 10 ||

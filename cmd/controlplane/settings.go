@@ -184,6 +184,7 @@ func loadSettings(getenv func(string) string) (settings, error) {
 		InsecureLocalhostCookie: local,
 		MaxPendingClaims:        positive("MAX_PENDING_AUTHORIZATIONS", 20),
 		MaxPendingPerAgent:      positive("MAX_PENDING_AUTHORIZATIONS_PER_AGENT", 5),
+		MaxInflightBodyBytes:    int64(positive("CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES", controlplane.DefaultMaxInflightBodyBytes)),
 		MaxAPIKeys:              positive("MAX_API_KEYS_PER_SERVICE", 5),
 		PendingExpiry:           time.Duration(positive("PENDING_AUTHORIZATION_EXPIRY_HOURS", 24)) * time.Hour,
 		SignatureMaxAge:         time.Duration(positive("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300)) * time.Second,

@@ -1,0 +1,133 @@
+package controlplane
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// Request bodies are read only once their sender is known: a signed
+// request after its signature (which covers content-digest), nonce and,
+// where the route needs one, service API key have passed; an owner route
+// after the session has. Everything else, sign-up and login included, may
+// send at most anonymousBodyBytes. No buffer is ever sized from
+// Content-Length; buffers grow with the bytes that arrive, and every byte
+// read counts against Config.MaxInflightBodyBytes until its request ends.
+
+// DefaultMaxInflightBodyBytes is the zero Config's cap on the request body
+// bytes held at once across all requests in flight.
+const DefaultMaxInflightBodyBytes = 64 << 20
+
+// anonymousBodyBytes caps the body of a request whose sender has not been
+// authenticated; sign-up and login bodies are a few kilobytes.
+const anonymousBodyBytes = 64 << 10
+
+// errBodyCapacity reports that reading on would pass
+// Config.MaxInflightBodyBytes; the client is told to retry shortly.
+var (
+	errBodyCapacity          = errors.New("controlplane: in-flight request bodies at capacity")
+	errBodyCapacityExhausted = &apierror.Error{Status: http.StatusServiceUnavailable, Code: "REQUEST_BODY_CAPACITY_EXHAUSTED",
+		Message: "too many request bodies are being received; retry shortly", RetryAfter: time.Second}
+)
+
+// bodyBudget is the shared allowance of request body bytes.
+type bodyBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+func (b *bodyBudget) take(n int64) bool {
+	if b.used.Add(n) > b.max {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
+
+// meteredBody is every request's body as the handlers see it. It yields at
+// most limit bytes and charges each byte read to the budget until the
+// request ends, so the bodies held at once never pass the budget whatever
+// clients declare.
+type meteredBody struct {
+	rc     io.ReadCloser
+	w      http.ResponseWriter
+	budget *bodyBudget
+	limit  int64 // raised by admitBody once the sender is authenticated
+	read   int64
+	err    error
+}
+
+func (b *meteredBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	// One byte past the limit tells a body of exactly limit bytes from a
+	// longer one.
+	if room := b.limit + 1 - b.read; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.rc.Read(p)
+	if n == 0 {
+		return 0, err
+	}
+	if !b.budget.take(int64(n)) {
+		b.err = errBodyCapacity
+		return 0, b.err
+	}
+	b.read += int64(n)
+	if b.read > b.limit {
+		// The rest of the body is not wanted: do not keep the connection
+		// for another request behind it.
+		b.w.Header().Set("Connection", "close")
+		b.err = &http.MaxBytesError{Limit: b.limit}
+		return 0, b.err
+	}
+	return n, err
+}
+
+func (b *meteredBody) Close() error { return b.rc.Close() }
+
+// meterBody puts r's body under the budget with the anonymous limit and
+// returns the function that gives its bytes back when the request ends.
+func (s *Server) meterBody(w http.ResponseWriter, r *http.Request) (release func()) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return func() {}
+	}
+	b := &meteredBody{rc: r.Body, w: w, budget: &s.bodies, limit: min(anonymousBodyBytes, s.cfg.MaxBodyBytes)}
+	r.Body = b
+	return func() { s.bodies.give(b.read) }
+}
+
+// admitBody lets an authenticated request send up to MaxBodyBytes. It has
+// no effect once reading has begun.
+func (s *Server) admitBody(r *http.Request) {
+	if b, ok := r.Body.(*meteredBody); ok && b.read == 0 {
+		b.limit = s.cfg.MaxBodyBytes
+	}
+}
+
+// bodyLimit is what r's body may hold now.
+func (s *Server) bodyLimit(r *http.Request) int64 {
+	if b, ok := r.Body.(*meteredBody); ok {
+		return b.limit
+	}
+	return s.cfg.MaxBodyBytes
+}
+
+// bodyError maps a failed body read to its answer.
+func bodyError(err error) *apierror.Error {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.Is(err, errBodyCapacity):
+		return errBodyCapacityExhausted
+	case errors.As(err, &tooBig):
+		return errBodyTooLarge
+	}
+	return nil
+}
