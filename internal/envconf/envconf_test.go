@@ -76,3 +76,37 @@ func TestVarsListWhatWasRead(t *testing.T) {
 		t.Fatalf("PrintVars:\n%s", b.String())
 	}
 }
+
+func TestLog(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, level, format string
+		wantProblem         bool
+		want, notWant       string
+	}{
+		{name: "defaults are info and json", want: `"msg":"info line"`},
+		{name: "text at warn", level: "warn", format: "text", want: `msg="warn line"`, notWant: "info line"},
+		{name: "debug", level: "debug", want: `"msg":"debug line"`},
+		{name: "error", level: "error", want: `"msg":"error line"`, notWant: "warn line"},
+		{name: "unknown level", level: "loud", wantProblem: true, want: `"msg":"info line"`},
+		{name: "unknown format", format: "xml", wantProblem: true, want: `"msg":"info line"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"LOG_LEVEL": tt.level, "LOG_FORMAT": tt.format}
+			r := New(func(k string) string { return env[k] })
+			l := r.Log()
+			if (r.Err() != nil) != tt.wantProblem {
+				t.Fatalf("Err = %v, want a problem: %v", r.Err(), tt.wantProblem)
+			}
+			var b strings.Builder
+			log := l.Logger(&b)
+			log.Debug("debug line")
+			log.Info("info line")
+			log.Warn("warn line")
+			log.Error("error line")
+			if !strings.Contains(b.String(), tt.want) || (tt.notWant != "" && strings.Contains(b.String(), tt.notWant)) {
+				t.Errorf("output %q: want %q, not %q", b.String(), tt.want, tt.notWant)
+			}
+		})
+	}
+}
