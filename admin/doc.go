@@ -1,7 +1,7 @@
 // Package admin is the gateway's admin API as a mountable http.Handler:
-// the routes of gateway.md "Admin: connections", "Admin: credential
-// variables" and "Admin: service catalog", with the field set and status
-// codes of DECISIONS.md §3, on top of a credvault.Vault.
+// connections, credential variables and the service catalog under
+// /api/admin/, on top of a credvault.Vault. docs/gateway.md lists every
+// route, field and error code.
 //
 // Secrets are write-only: connection objects list their names in
 // credential_keys, variables are listed without values, and no response,
@@ -21,7 +21,7 @@
 // before the handler reads a body byte, so a signed check covers the body
 // the handler acts on.
 //
-// Choices where the specifications are silent:
+// Answers worth knowing:
 //
 //   - POST /api/admin/credential-variables answers 201 for a new key and
 //     200 when it replaced an existing one.

@@ -36,8 +36,8 @@ func as[T error](err error) (T, bool) {
 
 func isType[T error](err error) bool { _, ok := as[T](err); return ok }
 
-// errorTable is the one place where store and request errors become the
-// codes of DECISIONS §3.
+// errorTable is the one place where store and request errors become API
+// codes and statuses.
 var errorTable = []errorRule{
 	{isType[*apierror.Error], func(err error) *apierror.Error { e, _ := as[*apierror.Error](err); return e }},
 	{isType[HTTPError], func(err error) *apierror.Error {

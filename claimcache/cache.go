@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Defaults for the zero Config, as in gateway.md "Limits" and DECISIONS §3.
+// Defaults for the zero Config; the gateway's settings use the same ones.
 const (
 	DefaultTTL                  = 30 * time.Second
 	DefaultRefreshInterval      = 10 * time.Second

@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// Claim is one record of the approved-claims feed (control-plane.md "Claim
-// (approved-claims feed record)"). A snapshot leaves out, as malformed, a
+// Claim is one record of the control plane's approved-claims feed
+// (GET /v1/namespaces/claims). A snapshot leaves out, as malformed, a
 // record with an empty ID or one over 255 bytes, an empty Namespace or one
-// over the spec's 64 characters, or a PublicKey ParsePublicKey refuses.
+// over 64 characters (the longest valid namespace), or a PublicKey
+// ParsePublicKey refuses.
 type Claim struct {
 	ID         string    `json:"claim_id"`
 	Namespace  string    `json:"namespace"`

@@ -1,7 +1,6 @@
 // Package claimcache keeps the approved-claims snapshot a gateway checks
 // every signed request against, and submits authorization requests for
-// callers that are not approved yet (gateway.md "Authentication" item 6,
-// DECISIONS §3 "Claims feed" and "Auto claim submission").
+// callers that are not approved yet.
 //
 // A claim approves the tuple <namespace, public key, service>. A Cache holds,
 // per service slug, a snapshot built from one complete read of a Source and

@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// Feed paging limits of the control plane (control-plane.md "Limits").
+// Feed paging limits: the control plane answers at most 2,000 claims a page.
 const (
 	DefaultPageSize = 2000
 	maxPageSize     = 2000

@@ -18,7 +18,7 @@ type Approval struct {
 }
 
 // Limits on one claim's fields, so that they fit a slot; a claim over either
-// is skipped as malformed. Namespaces are at most 64 characters by the spec.
+// is skipped as malformed. A valid namespace has at most 64 characters.
 const (
 	maxNamespaceLen = 64
 	maxClaimIDLen   = math.MaxUint8

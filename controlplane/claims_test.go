@@ -87,7 +87,8 @@ func TestSubmitClaim(t *testing.T) {
 }
 
 // TestClaimStateMachine drives every (status, action) pair: the three moves
-// of control-plane.md succeed, every other one is 409.
+// of the claim lifecycle (pending → approved, pending → rejected,
+// approved → revoked) succeed, every other one is 409.
 func TestClaimStateMachine(t *testing.T) {
 	allowed := map[[2]string]string{
 		{StatusPending, "approve"}: StatusApproved,

@@ -10,7 +10,8 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// Page bounds of the two claim listings (control-plane.md, Limits).
+// Page bounds of the two claim listings: the gateway's feed reads large
+// pages, an owner's browser small ones.
 const (
 	feedDefaultLimit  = 500
 	feedMaxLimit      = 2000

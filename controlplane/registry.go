@@ -18,7 +18,7 @@ import (
 )
 
 // Registry is the on-chain identity registry, one method per contract
-// operation of control-plane.md ("Registry contract operations"). Writes
+// operation of the IDNRegistry contract (package registry/evm). Writes
 // return the transaction hash once the write is mined. The control plane
 // registers namespaces with RegisterNamespace, writes approvals with
 // ApproveClaimDirect and revocations with RevokeClaimDirect (single step,

@@ -37,8 +37,8 @@ const (
 	DefaultBearerPrefix   = "Bearer "
 )
 
-// Connection is an upstream the gateway proxies to, as gateway.md and
-// DECISIONS §3 describe it. It never holds secret values: CredentialKeys
+// Connection is an upstream the gateway proxies to. It never holds secret
+// values: CredentialKeys
 // names the secrets, which stay sealed in the store. Zero times are omitted
 // from JSON.
 //
@@ -110,7 +110,7 @@ type RotationEvent struct {
 const maxRotationHistory = 100
 
 // ServiceSlug is the service named in the claim tuple: Service when set,
-// else ID (DECISIONS §3).
+// else ID.
 func (c *Connection) ServiceSlug() string {
 	if c.Service != "" {
 		return c.Service

@@ -1,7 +1,7 @@
 // Package credvault is the gateway's credential store: connections, their
 // encrypted upstream secrets, shared credential variables and rotation
-// metadata, as specified by gateway.md ("Resources", "Upstream credentials",
-// "Rotation enforcement") and DECISIONS.md §3.
+// metadata. docs/gateway.md lists the connection fields as the admin API
+// shows them.
 //
 // A Vault sits on a Store (OpenSQLite gives the default, one SQLite file in
 // WAL mode that the command-line tool and a running gateway share). Secrets

@@ -460,7 +460,8 @@ func (v *Vault) Delete(ctx context.Context, id string) error {
 	})
 }
 
-// Rotation is a credential rotation request (DECISIONS §3).
+// Rotation is a credential rotation request, applied atomically: a crash
+// leaves the old or the new version, never a mix.
 type Rotation struct {
 	// Secrets lists the secrets to replace; a nil value deletes that
 	// secret. Secrets not listed are kept.

@@ -5,7 +5,7 @@
 // verification methods: publicKeyMultibase is "z" + base58btc of the
 // multicodec prefix 0xed 0x01 and the raw key, and every verification-method
 // id is the agent's own keyId, "<did>#ed25519-<first 8 bytes of SHA-256 of
-// the key, hex>" (DECISIONS §2), so ids are stable across resolutions.
+// the key, hex>", so ids are stable across resolutions.
 // Resolution results use the DID Resolution v1 envelope (didDocument,
 // didDocumentMetadata, didResolutionMetadata).
 //

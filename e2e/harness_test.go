@@ -111,7 +111,7 @@ func (cp *controlPlane) stop() {
 	cp.srv, cp.st = nil, nil
 }
 
-// seed posts to the test seed endpoint (DECISIONS §4) and decodes the answer.
+// seed posts to the test seed endpoint (POST /v1/test/seed) and decodes the answer.
 func (cp *controlPlane) seed(body string) seedAnswer {
 	cp.t.Helper()
 	req, _ := http.NewRequest("POST", cp.url()+"/v1/test/seed", strings.NewReader(body))

@@ -119,8 +119,8 @@ func isCode(a answer, code string) bool {
 // After the restart the store passes SQLite's integrity check, every write
 // a writer saw succeed is there, gateway list works, and the gateway
 // injects the connection's current secret. The nonce store is empty, as
-// designed: it is process-local memory (gateway.md "Local-only design",
-// item 6), so a request accepted before the kill and replayed after the
+// designed: it is process-local memory (the gateway is a single local
+// instance), so a request accepted before the kill and replayed after the
 // restart within its signature window is accepted once more, and then
 // refused as a replay again.
 func TestGatewayKilledDuringLoad(t *testing.T) {

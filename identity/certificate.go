@@ -20,7 +20,7 @@ const certificateHeaderLine = "idn-certificate-v1"
 // maxCertificateHeader bounds the idn-agent-cert header a verifier decodes.
 const maxCertificateHeader = 4096
 
-// Certificate is a self-signed agent certificate (DECISIONS §2). Its proof
+// Certificate is a self-signed agent certificate (docs/profile.md). Its proof
 // is an Ed25519 signature by PublicKey over CanonicalText.
 type Certificate struct {
 	Version   int       `json:"version"`

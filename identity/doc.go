@@ -1,5 +1,5 @@
 // Package identity implements idn agent identities and the idn-rfc9421-v1
-// signing profile (DECISIONS §1 and §2).
+// signing profile, whose wire format docs/profile.md describes.
 //
 // An Identity is a namespace, an Ed25519 key pair and a self-signed
 // certificate, stored as a version 1 identity record at

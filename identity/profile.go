@@ -26,7 +26,7 @@ const (
 // maxSubject bounds the idn-subject header.
 const maxSubject = 256
 
-// The profile's component lists (DECISIONS §1), without and with a body.
+// The profile's component lists, without and with a body.
 var (
 	componentsNoBody = []httpsig.Component{
 		{Name: "@method"}, {Name: "@target-uri"},

@@ -27,7 +27,7 @@ const maxRecordSize = 1 << 20
 
 // Identity is an agent identity: a namespace, an Ed25519 key pair and a
 // self-signed certificate. It is the in-memory form of the version 1
-// identity record (DECISIONS §2); fields of the record this version does
+// identity record (docs/profile.md); fields of the record this version does
 // not know are kept and written back by Save.
 type Identity struct {
 	Namespace   string

@@ -12,7 +12,8 @@ import (
 	"github.com/idnhq/idn/httpsig"
 )
 
-// Default verification window (DECISIONS §1).
+// Default verification window: a signature's created time may lie up to
+// DefaultMaxAge in the past and DefaultFutureSkew in the future.
 const (
 	DefaultMaxAge     = 300 * time.Second
 	DefaultFutureSkew = 30 * time.Second

@@ -74,7 +74,7 @@ func (ts *toolSchema) check(args map[string]any) []ArgumentFailure {
 // locate walks the schema's properties and items alongside the instance to
 // find the JSON Pointers of the values that fail. The validator itself only
 // reports the first failure by schema location; this gives callers the
-// instance paths DECISIONS §3 asks for. Where the schema cannot be taken
+// instance paths of every failing value. Where the schema cannot be taken
 // apart (references, combinators), the nearest enclosing path is reported.
 func locate(s *jsonschema.Schema, v any, path string) []ArgumentFailure {
 	var out []ArgumentFailure

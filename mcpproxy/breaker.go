@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// breaker is the per-connection circuit breaker of DECISIONS §3: closed →
+// breaker is the per-connection circuit breaker: closed →
 // open after threshold consecutive upstream failures; open answers at once
 // until the cooldown ends; then exactly one probe goes through (half-open);
 // its success closes the breaker, its failure reopens it for a new cooldown.

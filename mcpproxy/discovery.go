@@ -13,8 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Refresh selects how a request uses the discovery cache (the spec's
-// refresh query parameter).
+// Refresh selects how a request uses the discovery cache (the refresh
+// query parameter).
 type Refresh string
 
 const (
@@ -107,8 +107,8 @@ type flight struct {
 	err  error
 }
 
-// discover returns the connection's discovery per the cache states of
-// gateway.md: fresh (age ≤ TTL) is served as is; stale (≤ TTL +
+// discover returns the connection's discovery per its cache state: fresh
+// (age ≤ TTL) is served as is; stale (≤ TTL +
 // stale-if-error) is refreshed, falling back to the cached result on error;
 // expired or absent must be refreshed. RefreshForce always refreshes and
 // never falls back. Concurrent refreshes of one connection share a single

@@ -4,9 +4,8 @@
 // input_schema, and calls tools over the streamable HTTP transport (MCP
 // 2025-03-26 and later) using github.com/modelcontextprotocol/go-sdk.
 //
-// It follows gateway.md (discovery cache states, circuit breaker, MCP session
-// states, the /mcp runtime routes, limits) and DECISIONS §3 (policy order,
-// mcp_max_tools, response shapes, error codes, retries, breaker):
+// The routes, answers and error codes are listed in docs/gateway.md; how
+// the parts behave:
 //
 //   - Sessions: per connection, initialize_required → ready; a session the
 //     server forgets (404 for its id) or that fails goes to

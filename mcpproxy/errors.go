@@ -76,7 +76,7 @@ func (e *UpstreamError) Error() string {
 // Unwrap returns ErrUpstream.
 func (e *UpstreamError) Unwrap() error { return ErrUpstream }
 
-// errorTable maps each sentinel to its HTTP answer (DECISIONS §3).
+// errorTable maps each sentinel to its HTTP answer, in one place.
 var errorTable = []struct {
 	err    error
 	status int

@@ -25,8 +25,8 @@ type ToolList struct {
 	DiscoveredAt time.Time  `json:"discovered_at"`
 }
 
-// CallResult is the answer of POST /mcp/{id}/tools/{tool}/call (DECISIONS
-// §3). IsError reports that the tool ran and failed; it is still a 200.
+// CallResult is the answer of POST /mcp/{id}/tools/{tool}/call. IsError
+// reports that the tool ran and failed; it is still a 200.
 type CallResult struct {
 	ConnectionID      string        `json:"connection_id"`
 	Tool              string        `json:"tool"`

@@ -6,11 +6,11 @@ import (
 )
 
 // Source names the rule that decided whether a tool is exposed, as reported
-// by the explain route (DECISIONS §3).
+// by the explain route.
 type Source string
 
-// The decision sources. The first five are the spec's; SourceToolCap is the
-// extra source DECISIONS §3 adds for tools hidden by mcp_max_tools.
+// The decision sources. SourceToolCap explains a tool hidden by
+// mcp_max_tools; the other five name the list that decided.
 const (
 	SourceConnectionAllowlist Source = "connection_allowlist"
 	SourceConnectionDenylist  Source = "connection_denylist"
@@ -32,8 +32,8 @@ type SubjectPolicy struct {
 
 // Policy is a connection's tool policy. Every list takes patterns where '*'
 // matches any run of characters and '?' exactly one. The zero Policy exposes
-// every discovered tool (source default_allow), as the spec requires for a
-// connection with no lists.
+// every discovered tool (source default_allow): a connection with no lists
+// restricts nothing.
 type Policy struct {
 	// Allow is mcp_tool_allowlist: when non-empty, only matching tools are
 	// exposed. Empty means no connection allow list.
@@ -89,9 +89,10 @@ func (p *Policy) subjectDecision(subject, tool string, connSrc Source) (bool, So
 }
 
 // Explain decides whether subject may see and call tool, given the names of
-// all discovered tools (needed for the MaxTools cap). The order is DECISIONS
-// §3: connection deny, connection allow, the cap, subject deny, subject
-// allow, else default allow. The cap is a connection rule, so it is applied
+// all discovered tools (needed for the MaxTools cap). The order is
+// connection deny, connection allow, the cap, subject deny, subject allow,
+// else default allow, so a subject's lists can only narrow what the
+// connection exposes. The cap is a connection rule, so it is applied
 // before the subject's lists and counts the same tools for every subject.
 func (p *Policy) Explain(subject, tool string, discovered []string) Decision {
 	allowed, src := p.connectionDecision(tool)

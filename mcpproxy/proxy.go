@@ -63,7 +63,7 @@ type ConnectionSource interface {
 	MCPConnection(ctx context.Context, id string) (*Connection, error)
 }
 
-// Config configures a Proxy. Durations left at zero take the spec's
+// Config configures a Proxy. Durations left at zero take the documented
 // defaults; the integer limits take zero to mean "disabled", as their
 // GATEWAY_* settings do.
 type Config struct {
@@ -220,7 +220,7 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// SessionState is the MCP session state of a connection (gateway.md).
+// SessionState is the MCP session state of a connection.
 type SessionState string
 
 const (
@@ -371,7 +371,7 @@ func (p *Proxy) acquire(ctx context.Context, st *connState) (*mcp.ClientSession,
 	cs, err := p.client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:             st.endpoint,
 		HTTPClient:           st.httpClient,
-		MaxRetries:           -1, // retries are ours, under DECISIONS §3 rules
+		MaxRetries:           -1, // retries are retryTransport's, which knows what is safe to repeat
 		DisableStandaloneSSE: true,
 	}, nil)
 	if err != nil {

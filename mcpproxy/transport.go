@@ -59,8 +59,8 @@ func (t *trace) snapshot() (attempts, status int) {
 
 // retryTransport sits between the SDK's streamable client transport and the
 // caller's credential-injecting RoundTripper. It observes every HTTP attempt
-// and retries, with jittered exponential backoff, exactly what DECISIONS §3
-// allows: network timeouts and 429/502/503/504 answers. A tools/call whose
+// and retries, with jittered exponential backoff, only what is safe to
+// repeat: network timeouts and 429/502/503/504 answers. A tools/call whose
 // body was completely handed to the network before a timeout is never
 // retried, because the server may have run it.
 type retryTransport struct {

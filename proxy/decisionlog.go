@@ -11,7 +11,7 @@ import (
 	"github.com/idnhq/idn/internal/clientip"
 )
 
-// decisionLog writes JSON decision logs (DECISIONS §3): identity values
+// decisionLog writes JSON decision logs: identity values
 // become stable fingerprints, client addresses are masked, and secrets are
 // never passed to it. A nil *decisionLog logs nothing.
 type decisionLog struct {

@@ -1,6 +1,5 @@
 // Package proxy is the idn gateway's runtime: an http.Handler that runs
-// every agent request through the pipeline of gateway.md "What the service
-// does" item 2, in the order of DECISIONS §1:
+// every agent request through this pipeline, cheapest refusals first:
 //
 //  1. verify the identity headers, the agent certificate and the RFC 9421
 //     signature (identity.Verifier, profile idn-rfc9421-v1), which covers
@@ -53,7 +52,8 @@
 // it some other way. MCP tool results and listings are redacted the same
 // way by mcpproxy.
 //
-// Every failure is answered with the spec's error envelope; the mapping
+// Every failure is answered with the JSON error envelope of
+// docs/gateway.md; the mapping
 // from errors to status and code is the table in errors.go. Decision logs
 // (when Config.DecisionLog is set) fingerprint identities and mask client
 // addresses; secrets never reach them.

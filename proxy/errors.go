@@ -57,8 +57,7 @@ func (e *Error) api() *apierror.Error {
 	return &apierror.Error{Status: e.Status, Code: e.Code, Message: e.Message, Extra: e.extra}
 }
 
-// statusOf is the one table from codes to HTTP status (gateway.md "Errors"
-// and DECISIONS §3).
+// statusOf is the one table from codes to HTTP status.
 var statusOf = map[string]int{
 	"AUTH_HEADERS_INVALID":           http.StatusForbidden,
 	"AUTH_SIGNATURE_INVALID":         http.StatusForbidden,

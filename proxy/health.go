@@ -9,7 +9,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// Health serves the gateway's health endpoints (DECISIONS §3):
+// Health serves the gateway's health endpoints:
 //
 //	GET /health        {"status":"ok","version":…}
 //	GET /health/live   {"status":"ok"}

@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the gateway's Prometheus collectors, with the names and
-// labels of gateway.md "Metrics". Create them with NewMetrics and share one
+// Metrics are the gateway's Prometheus collectors (idn_gateway_*, listed
+// in docs/gateway.md). Create them with NewMetrics and share one
 // set between the Handler and the process that owns the server (which
 // records the shutdown drain).
 type Metrics struct {

@@ -55,7 +55,7 @@ func TestApprovedRequestIsForwarded(t *testing.T) {
 	}
 }
 
-// Every AUTH_* code of gateway.md's table, each produced by a named
+// Every AUTH_* code of the gateway, each produced by a named
 // request, with its exact status.
 func TestAuthCodes(t *testing.T) {
 	g := newGateway(t, gatewayOptions{submitLimit: 1})

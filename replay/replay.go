@@ -1,5 +1,5 @@
 // Package replay is a bounded, in-memory nonce store for replay protection of
-// signed requests (RFC 9421 §7.2.2, profile idn-rfc9421-v1 in DECISIONS §1).
+// signed requests (RFC 9421 §7.2.2, profile idn-rfc9421-v1).
 //
 // A Store remembers each (scope, nonce) pair, where the scope is the signer's
 // namespace, until the time its signature stops being acceptable (created +
