@@ -8,9 +8,10 @@
 // the parts behave:
 //
 //   - Sessions: per connection, initialize_required → ready; a session the
-//     server forgets (404 for its id) or that fails goes to
-//     reinitialize_pending and is re-initialized by the next request; a
-//     request that met a lost session is retried once on the new one.
+//     server forgets (404 for its id, or the 400 "no valid session" some
+//     servers answer instead) or that fails goes to reinitialize_pending
+//     and is re-initialized by the next request; a request that met a lost
+//     session is retried once on the new one.
 //   - Discovery: fresh within DiscoveryTTL; stale up to StaleIfError later
 //     (refreshed, served stale when the refresh fails); expired after that.
 //     refresh=force always asks upstream. Concurrent refreshes of one

@@ -54,6 +54,7 @@ type upstream struct {
 	entered   map[string]chan struct{} // method → signalled when a held request arrives
 	abandoned map[string]chan struct{} // method → signalled when the client gives up on a held request
 	down      bool                     // answer everything 500
+	lostBody  string                   // when set, a forgotten session is 400 with this body, not 404
 	seen      []http.Header            // request headers, for credential checks
 }
 
@@ -92,7 +93,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		status, u.script[method] = q[0], q[1:]
 	}
 	hold, entered, abandoned := u.holds[method], u.entered[method], u.abandoned[method]
+	lostBody := u.lostBody
 	u.mu.Unlock()
+	if lostBody != "" && r.Header.Get("Mcp-Session-Id") != "" {
+		w = &lostSessionWriter{ResponseWriter: w, body: lostBody}
+	}
 	if down {
 		http.Error(w, "upstream down", http.StatusInternalServerError)
 		return
@@ -113,6 +118,49 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	(*u.handler.Load()).ServeHTTP(w, r)
+}
+
+// answerLostSessionWith400 makes the server answer a session id it does not
+// know with 400 and body, as servers built on the TypeScript and Python SDK
+// examples do, instead of the specified 404.
+func (u *upstream) answerLostSessionWith400(body string) {
+	u.mu.Lock()
+	u.lostBody = body
+	u.mu.Unlock()
+}
+
+// lostSessionWriter rewrites the go-sdk handler's 404 for an unknown
+// session into a 400 with its own body.
+type lostSessionWriter struct {
+	http.ResponseWriter
+	body     string
+	replaced bool
+}
+
+func (w *lostSessionWriter) WriteHeader(code int) {
+	if code != http.StatusNotFound {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.replaced = true
+	if strings.HasPrefix(w.body, "{") {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.ResponseWriter.WriteHeader(http.StatusBadRequest)
+	_, _ = io.WriteString(w.ResponseWriter, w.body)
+}
+
+func (w *lostSessionWriter) Write(b []byte) (int, error) {
+	if w.replaced {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *lostSessionWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func (u *upstream) count(method string) int {

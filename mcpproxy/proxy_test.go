@@ -426,6 +426,41 @@ func TestSessionLossReinitializes(t *testing.T) {
 	}
 }
 
+// An upstream restarted on the same address that answers the old session
+// id with 400 "no valid session" (instead of 404) is re-initialized and the
+// call retried once, so the first call after the restart succeeds.
+func TestSessionLostAs400Reinitializes(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"plain text", "Bad Request: No valid session ID provided"},
+		{"JSON-RPC error", `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`},
+		{"invalid session id", "Invalid or expired session ID"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{})
+			e.up.answerLostSessionWith400(tt.body)
+			wantStatus(t, e.call("s", "a.echo", `{"text":"one"}`), http.StatusOK, "")
+			e.up.restart()
+			r := e.call("s", "a.echo", `{"text":"two"}`)
+			wantStatus(t, r, http.StatusOK, "")
+			if n := e.up.count("initialize"); n != 2 {
+				t.Errorf("initialize = %d, want 2", n)
+			}
+			if n := e.up.count("tools/call"); n != 3 {
+				t.Errorf("tools/call = %d, want 3 (one refused for the lost session, retried once)", n)
+			}
+		})
+	}
+	// A 400 that is about something else is not taken for a lost session.
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
+	wantStatus(t, e.call("s", "a.echo", `{"text":"one"}`), http.StatusOK, "")
+	e.up.fail("tools/call", http.StatusBadRequest)
+	wantStatus(t, e.call("s", "a.echo", `{"text":"two"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
+	if n := e.up.count("initialize"); n != 1 {
+		t.Errorf("initialize = %d after an unrelated 400, want 1", n)
+	}
+}
+
 func TestRateLimit(t *testing.T) {
 	e := newEnv(t, mcpproxy.Config{RateLimitPerMinute: 2}, mcpproxy.Connection{})
 	for range 2 {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,14 @@ type retryTransport struct {
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.roundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	return sessionLost(req, resp), nil
+}
+
+func (t *retryTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.Body == nil {
 		resp, err := t.base().RoundTrip(req)
 		if resp != nil {
@@ -147,6 +156,59 @@ func (t *retryTransport) backoff(attempt int) time.Duration {
 	}
 	// Full jitter: spread simultaneous retries over the whole window.
 	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+// sessionLostPeek bounds how much of a 400 answer is read to recognise a
+// lost session.
+const sessionLostPeek = 4 << 10
+
+// sessionLost turns an upstream's 400 that says the request's session id is
+// unknown into the 404 the transport specifies for a session the server
+// forgot. Servers built on the pattern of the TypeScript and Python SDK
+// examples answer a restarted server's old session id with 400 "Bad
+// Request: No valid session ID provided"; the go-sdk client would take that
+// for a broken request (or, with a JSON-RPC body, for the server's verdict)
+// instead of re-initializing. Any other answer is returned unchanged.
+func sessionLost(req *http.Request, resp *http.Response) *http.Response {
+	if resp.StatusCode != http.StatusBadRequest || req.Header.Get("Mcp-Session-Id") == "" {
+		return resp
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, sessionLostPeek))
+	if err != nil || !saysSessionUnknown(head) {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+		return resp
+	}
+	_ = resp.Body.Close()
+	const msg = "mcpproxy: upstream no longer knows the session"
+	return &http.Response{
+		Status:        "404 Not Found",
+		StatusCode:    http.StatusNotFound,
+		Proto:         resp.Proto,
+		ProtoMajor:    resp.ProtoMajor,
+		ProtoMinor:    resp.ProtoMinor,
+		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}},
+		Body:          io.NopCloser(strings.NewReader(msg)),
+		ContentLength: int64(len(msg)),
+		Request:       resp.Request,
+	}
+}
+
+// saysSessionUnknown reports whether an error body (plain text or a
+// JSON-RPC error) is about an invalid, unknown or expired session.
+func saysSessionUnknown(body []byte) bool {
+	s := strings.ToLower(string(body))
+	if !strings.Contains(s, "session") {
+		return false
+	}
+	for _, w := range []string{"valid", "not found", "unknown", "expired", "no such", "missing"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func retryableStatus(code int) bool {
