@@ -50,6 +50,8 @@ var writableFields = map[string]fieldSetter{
 	"mcp_tool_denylist":         field(func(c *credvault.Connection) *[]string { return &c.MCPToolDenylist }),
 	"mcp_subject_tool_policies": field(func(c *credvault.Connection) *map[string]credvault.ToolPolicy { return &c.MCPSubjectToolPolicies }),
 	"mcp_max_tools":             field(func(c *credvault.Connection) *int { return &c.MCPMaxTools }),
+	"mcp_expose_resources":      field(func(c *credvault.Connection) *bool { return &c.MCPExposeResources }),
+	"mcp_expose_prompts":        field(func(c *credvault.Connection) *bool { return &c.MCPExposePrompts }),
 }
 
 // readOnlyFields may appear in a connection object but not in a write.

@@ -198,7 +198,11 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 		}
 	})
 	wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"m","protocol":"mcp","base_url":"http://127.0.0.1:9","mcp_endpoint":"/mcp","mcp_transport":"http"}`), 201, "")
-	r := e.do("POST", "/api/admin/connections/m/discover", "")
+	r := e.do("PATCH", "/api/admin/connections/m", `{"mcp_expose_resources":true,"mcp_expose_prompts":true}`)
+	if wantStatus(t, r, 200, ""); r.json(t)["mcp_expose_resources"] != true || r.json(t)["mcp_expose_prompts"] != true {
+		t.Fatalf("mcp_expose_* not kept: %s", r.Body)
+	}
+	r = e.do("POST", "/api/admin/connections/m/discover", "")
 	wantStatus(t, r, 200, "")
 	if m := r.json(t); m["refresh"] != "force" {
 		t.Fatalf("discover default refresh = %s", r.Body)

@@ -49,6 +49,11 @@ const (
 // Set-Cookie headers reach agents and the agents' Cookie headers reach the
 // upstream. Off by default: the gateway drops Set-Cookie, since a session
 // cookie is a credential the agent was never meant to hold.
+//
+// MCPExposeResources and MCPExposePrompts (mcp connections only) let the
+// upstream's resources and prompts through the gateway's MCP endpoint
+// /mcp/{id}. Off by default: tools pass the tool policy, while resources
+// and prompts have no policy of their own.
 type Connection struct {
 	ID                     string                `json:"id"`
 	Name                   string                `json:"name,omitempty"`
@@ -70,6 +75,8 @@ type Connection struct {
 	MCPToolDenylist        []string              `json:"mcp_tool_denylist,omitempty"`
 	MCPSubjectToolPolicies map[string]ToolPolicy `json:"mcp_subject_tool_policies,omitempty"`
 	MCPMaxTools            int                   `json:"mcp_max_tools,omitempty"`
+	MCPExposeResources     bool                  `json:"mcp_expose_resources,omitempty"`
+	MCPExposePrompts       bool                  `json:"mcp_expose_prompts,omitempty"`
 	MCPDiscovery           json.RawMessage       `json:"mcp_discovery,omitempty"`
 
 	CredentialKeys    []string        `json:"credential_keys"`

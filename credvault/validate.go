@@ -178,7 +178,8 @@ func (c *Connection) validateConfig(secretNames []string) error {
 func (c *Connection) validateMCP() error {
 	if c.Protocol != ProtocolMCP {
 		if c.MCPEndpoint != "" || len(c.MCPToolAllowlist) > 0 || len(c.MCPToolDenylist) > 0 ||
-			len(c.MCPSubjectToolPolicies) > 0 || c.MCPMaxTools != 0 || c.MCPTransport != "" {
+			len(c.MCPSubjectToolPolicies) > 0 || c.MCPMaxTools != 0 || c.MCPTransport != "" ||
+			c.MCPExposeResources || c.MCPExposePrompts {
 			return invalid("protocol", "mcp_* fields need protocol %q", ProtocolMCP)
 		}
 		return nil

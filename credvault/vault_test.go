@@ -295,6 +295,8 @@ func TestValidateConnection(t *testing.T) {
 		{"mcp_fields_on_http", func(c *Connection) { c.MCPToolAllowlist = []string{"a"} }, ok, "protocol"},
 		{"mcp_bad_transport", func(c *Connection) { c.Protocol = ProtocolMCP; c.MCPTransport = "sse" }, ok, "mcp_transport"},
 		{"upstream_cookies_on_mcp", func(c *Connection) { c.Protocol = ProtocolMCP; c.AllowUpstreamCookies = true }, ok, "allow_upstream_cookies"},
+		{"mcp_expose_resources_on_http", func(c *Connection) { c.MCPExposeResources = true }, ok, "protocol"},
+		{"mcp_expose_prompts_on_http", func(c *Connection) { c.MCPExposePrompts = true }, ok, "protocol"},
 		{"malformed_template", func(c *Connection) {}, map[string]string{"token": "{{oops"}, "secrets"},
 		{"empty_secret", func(c *Connection) {}, map[string]string{"token": ""}, "secrets"},
 		{"secret_header_injection", func(c *Connection) {}, map[string]string{"token": "a\r\nX-Evil: 1"}, "secrets"},

@@ -105,10 +105,10 @@ func TestCLIWorkflow(t *testing.T) {
 		t.Fatalf("add: %+v", r)
 	}
 	r = c.run("add", "--id", "mcp1", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9", "--mcp-endpoint", "/mcp",
-		"--mcp-allow", "repo.*", "--mcp-deny", "repo.delete", "--service", "github-tools", "--json")
+		"--mcp-allow", "repo.*", "--mcp-deny", "repo.delete", "--service", "github-tools", "--mcp-expose-prompts", "--json")
 	var m credvault.Connection
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || m.MCPTransport != "streamable_http" || len(m.MCPToolDenylist) != 1 ||
-		m.ServiceSlug() != "github-tools" {
+		m.ServiceSlug() != "github-tools" || !m.MCPExposePrompts || m.MCPExposeResources {
 		t.Fatalf("add mcp --json: %+v", r)
 	}
 	r = c.run("list")

@@ -108,6 +108,8 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&c.MCPEndpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
 	fs.Var(&allow, "mcp-allow", "MCP tool to allow (wildcards * and ?); repeatable")
 	fs.Var(&deny, "mcp-deny", "MCP tool to deny (wildcards * and ?); repeatable")
+	fs.BoolVar(&c.MCPExposeResources, "mcp-expose-resources", false, "pass the upstream's MCP resources through /mcp/{id} (off by default)")
+	fs.BoolVar(&c.MCPExposePrompts, "mcp-expose-prompts", false, "pass the upstream's MCP prompts through /mcp/{id} (off by default)")
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(env, fs, synopsis, args); err != nil {
 		return err
