@@ -278,6 +278,7 @@ func (s *Server) routes() {
 	}
 	s.authRoutes(m)
 	s.webhookRoutes(m)
+	s.dashboardRoutes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, errNotFound) })
 }
 

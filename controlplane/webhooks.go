@@ -131,6 +131,7 @@ func (s *Server) webhookRoutes(m *http.ServeMux) {
 	m.Handle("PATCH /v1/services/{id}/webhooks/{wid}", s.owner(s.webhooksOn(s.updateWebhook)))
 	m.Handle("DELETE /v1/services/{id}/webhooks/{wid}", s.owner(s.webhooksOn(s.deleteWebhook)))
 	m.Handle("GET /v1/services/{id}/webhooks/{wid}/deliveries", s.owner(s.webhooksOn(s.listDeliveries)))
+	m.Handle("POST /v1/services/{id}/webhooks/{wid}/test", s.owner(s.webhooksOn(s.testWebhook)))
 }
 
 var (

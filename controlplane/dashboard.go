@@ -1,0 +1,490 @@
+package controlplane
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-webauthn/webauthn/protocol/webauthncose"
+	"github.com/idnhq/idn/identity"
+)
+
+// The owner dashboard: HTML pages rendered here from the store, and small
+// ES modules (web/static) that run every action through the JSON API, the
+// same routes any other client calls. Nothing is built at compile time and
+// nothing is loaded from another origin.
+
+//go:embed web/templates/*.html web/static/*
+var webFiles embed.FS
+
+// dashboardCSP allows scripts, styles, images and fetches from the
+// dashboard's own origin only: no inline code, no eval, no framing.
+const dashboardCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// claimsPageSize is the number of claims a page of the claims view shows.
+const claimsPageSize = 50
+
+// staticAsset is an embedded file with its content type.
+type staticAsset struct {
+	body  []byte
+	ctype string
+}
+
+// dashboardUI is the parsed templates and the static files, versioned by a
+// hash of their content so browsers may cache them for good.
+type dashboardUI struct {
+	pages   map[string]*template.Template
+	assets  map[string]staticAsset
+	version string
+}
+
+var dashboard = mustLoadDashboard()
+
+func mustLoadDashboard() *dashboardUI {
+	ui, err := loadDashboard(webFiles)
+	if err != nil {
+		panic(err) // the files are embedded: a failure is a build defect, caught by every test
+	}
+	return ui
+}
+
+func loadDashboard(files fs.FS) (*dashboardUI, error) {
+	ui := &dashboardUI{pages: map[string]*template.Template{}, assets: map[string]staticAsset{}}
+	h := sha256.New()
+	static, err := fs.ReadDir(files, "web/static")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range static {
+		b, err := fs.ReadFile(files, "web/static/"+e.Name())
+		if err != nil {
+			return nil, err
+		}
+		ctype := mime.TypeByExtension(path.Ext(e.Name()))
+		if path.Ext(e.Name()) == ".js" {
+			ctype = "text/javascript; charset=utf-8"
+		}
+		ui.assets[e.Name()] = staticAsset{body: b, ctype: ctype}
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
+		h.Write(b)
+	}
+	ui.version = hex.EncodeToString(h.Sum(nil))[:12]
+	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when}).ParseFS(files, "web/templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	pages, err := fs.Glob(files, "web/templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pages {
+		name := strings.TrimSuffix(path.Base(p), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(files, p)
+		if err != nil {
+			return nil, err
+		}
+		ui.pages[name] = t
+	}
+	return ui, nil
+}
+
+func (s *Server) dashboardRoutes(m *http.ServeMux) {
+	m.HandleFunc("GET /{$}", s.dashboardHome)
+	m.HandleFunc("GET /login", s.publicPage("login", "Log in"))
+	m.HandleFunc("GET /signup", s.publicPage("signup", "Sign up"))
+	m.HandleFunc("GET /signin", s.publicPage("signin", "Signing in"))
+	m.HandleFunc("GET /claims", s.ownerPage("claims", "Claims", s.claimsView))
+	m.HandleFunc("GET /services", s.ownerPage("services", "Services", s.servicesView))
+	m.HandleFunc("GET /services/{id}", s.ownerPage("service", "Service", s.serviceView))
+	m.HandleFunc("GET /account", s.ownerPage("account", "Account", s.accountView))
+	m.HandleFunc("GET /did", s.ownerPage("did", "DID document", s.didView))
+	m.HandleFunc("GET /assets/{version}/{file}", s.dashboardAsset)
+	s.signinRoutes(m)
+}
+
+// pageData is what every page template gets.
+type pageData struct {
+	Title     string
+	Page      string // the template name, also the body's data-page
+	Namespace string // the signed-in owner; empty on public pages
+	Assets    string // URL prefix of the static files
+	Passkeys  bool   // WebAuthn ceremonies are configured
+	View      any    // the page's own data
+}
+
+// pageHeaders are the security headers of every dashboard answer.
+func pageHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", dashboardCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+}
+
+// render writes page with status. The page is rendered into a buffer
+// first, so a template failure never sends half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page, title, ns string, view any) {
+	var buf bytes.Buffer
+	err := dashboard.pages[page].ExecuteTemplate(&buf, "layout", pageData{
+		Title: title, Page: page, Namespace: ns, Assets: "/assets/" + dashboard.version,
+		Passkeys: s.cfg.Auth.rp != nil, View: view,
+	})
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "dashboard render failed", "page", page, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	pageHeaders(h)
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// pageSession returns the owner of a live session cookie, or "".
+func (s *Server) pageSession(r *http.Request) string {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	ns, err := s.session(r.Context(), c.Value)
+	if err != nil {
+		return ""
+	}
+	return ns
+}
+
+func (s *Server) dashboardHome(w http.ResponseWriter, r *http.Request) {
+	target := "/login"
+	if s.pageSession(r) != "" {
+		target = "/claims"
+	}
+	pageHeaders(w.Header())
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// publicPage serves a page for visitors without a session; a signed-in
+// owner is sent on to the claims (except from /signin, which may be
+// switching accounts).
+func (s *Server) publicPage(page, title string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if page != "signin" && s.pageSession(r) != "" {
+			pageHeaders(w.Header())
+			http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+			return
+		}
+		s.render(w, r, http.StatusOK, page, title, "", nil)
+	}
+}
+
+// safeNext is a same-origin path to continue to after logging in: an
+// absolute path that cannot be read as another origin, else /claims.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+		return "/claims"
+	}
+	return next
+}
+
+// viewFunc builds the data of an owner page; an error is answered with
+// an error page.
+type viewFunc func(r *http.Request, ns string) (any, error)
+
+// ownerPage serves a page of the signed-in owner; without a live session
+// it redirects to the login page, which comes back here afterwards.
+func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ns := s.pageSession(r)
+		if ns == "" {
+			pageHeaders(w.Header())
+			http.Redirect(w, r, "/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
+			return
+		}
+		v, err := view(r, ns)
+		if err != nil {
+			status, msg := http.StatusInternalServerError, "The page could not be loaded. Try again in a moment."
+			switch {
+			case errors.Is(err, errServiceNotFound):
+				status, msg = http.StatusNotFound, "There is no such service in your account."
+			case errors.Is(err, ErrUnavailable):
+				status, msg = http.StatusServiceUnavailable, "The database is unavailable. Try again in a moment."
+			default:
+				s.log.ErrorContext(r.Context(), "dashboard page failed", "page", page, "err", err)
+			}
+			s.render(w, r, status, "error", "Error", ns, msg)
+			return
+		}
+		s.render(w, r, http.StatusOK, page, title, ns, v)
+	}
+}
+
+// dashboardAsset serves a static file. Under the current version it may
+// be cached for good, since a change of content changes the URL.
+func (s *Server) dashboardAsset(w http.ResponseWriter, r *http.Request) {
+	a, ok := dashboard.assets[r.PathValue("file")]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	pageHeaders(h)
+	h.Set("Content-Type", a.ctype)
+	if r.PathValue("version") == dashboard.version {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(a.body)))
+	w.Write(a.body)
+}
+
+// ago is a short human age of t at now.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + " min ago"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + " h ago"
+	default:
+		return strconv.Itoa(int(d/(24*time.Hour))) + " days ago"
+	}
+}
+
+// when is a timestamp as the pages show it (UTC, to the minute).
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// claimTab is one status tab of the claims page.
+type claimTab struct {
+	Status, Label, URL string
+	Count              int64
+	Current            bool
+}
+
+// claimRow is a claim as a row of the claims page shows it.
+type claimRow struct {
+	ID, Service, AgentName, AgentID, Subject, AgentIP, Status string
+	PublicKey, Fingerprint                                    string
+	Created, Age                                              string
+	Label                                                     string // who the claim is for, in action names
+}
+
+type claimsPage struct {
+	Status, Service string
+	Services        []string
+	Tabs            []claimTab
+	Rows            []claimRow
+	Total           int64
+	Pending         int64
+	From, To        int
+	PrevURL         string
+	NextURL         string
+	Query           string // the JSON API query of this view, for live updates
+}
+
+var claimTabs = []struct{ status, label string }{
+	{StatusPending, "Pending"}, {StatusApproved, "Approved"}, {StatusRevoked, "Revoked"},
+	{StatusRejected, "Rejected"}, {StatusExpired, "Expired"},
+}
+
+func claimsURL(status, service string, offset int) string {
+	q := url.Values{"status": {status}}
+	if service != "" {
+		q.Set("service", service)
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	return "/claims?" + q.Encode()
+}
+
+// claimsView is the claims page: one status at a time, newest first,
+// optionally one service's, a page of claimsPageSize.
+func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
+	q := r.URL.Query()
+	v := claimsPage{Status: q.Get("status"), Service: q.Get("service")}
+	if !claimStatuses[v.Status] {
+		v.Status = StatusPending
+	}
+	if v.Service != "" && !validSlug(v.Service) {
+		v.Service = ""
+	}
+	offset, err := strconv.Atoi(q.Get("offset"))
+	if err != nil || offset < 0 {
+		offset = 0
+	}
+	ctx := r.Context()
+	p, err := s.store.ownerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, offset)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := s.store.claimCounts(ctx, ns, v.Service)
+	if err != nil {
+		return nil, err
+	}
+	if v.Services, err = s.store.claimServices(ctx, ns); err != nil {
+		return nil, err
+	}
+	for _, t := range claimTabs {
+		v.Tabs = append(v.Tabs, claimTab{Status: t.status, Label: t.label, Count: counts[t.status],
+			URL: claimsURL(t.status, v.Service, 0), Current: t.status == v.Status})
+	}
+	v.Total, v.Pending = p.Total, counts[StatusPending]
+	if len(p.Claims) > 0 {
+		v.From, v.To = offset+1, offset+len(p.Claims)
+	}
+	if offset > 0 {
+		v.PrevURL = claimsURL(v.Status, v.Service, max(0, offset-claimsPageSize))
+	}
+	if p.HasMore {
+		v.NextURL = claimsURL(v.Status, v.Service, offset+claimsPageSize)
+	}
+	api := url.Values{"status": {v.Status}, "limit": {strconv.Itoa(claimsPageSize)}, "offset": {strconv.Itoa(offset)}}
+	if v.Service != "" {
+		api.Set("service", v.Service)
+	}
+	v.Query = api.Encode()
+	now := s.now()
+	v.Rows = make([]claimRow, len(p.Claims))
+	for i, c := range p.Claims {
+		row := claimRow{ID: c.ID, Service: c.Service, AgentName: c.AgentName, AgentID: c.AgentID, Subject: c.Subject,
+			AgentIP: c.AgentIP, Status: c.Status, PublicKey: c.PublicKey,
+			Created: timestamp(c.CreatedAt), Age: ago(now, c.CreatedAt)}
+		if pub, err := identity.ParsePublicKey(c.PublicKey); err == nil {
+			row.Fingerprint = identity.KeyFragment(pub)
+		}
+		row.Label = cmp.Or(c.AgentName, c.AgentID, row.Fingerprint) + " on " + c.Service
+		v.Rows[i] = row
+	}
+	return v, nil
+}
+
+type servicesPage struct {
+	Services []service
+}
+
+func (s *Server) servicesView(r *http.Request, ns string) (any, error) {
+	list, err := s.store.listServices(r.Context(), ns)
+	return servicesPage{Services: list}, err
+}
+
+// webhookView is a webhook with its recent deliveries.
+type webhookView struct {
+	webhook
+	Deliveries []deliveryRecord
+}
+
+type servicePage struct {
+	Service     service
+	Keys        []apiKey
+	ActiveKeys  int
+	MaxKeys     int
+	Webhooks    []webhookView
+	WebhooksOff bool
+	Events      []string
+}
+
+// recentDeliveries is how many deliveries the service page lists per webhook.
+const recentDeliveries = 10
+
+func (s *Server) serviceView(r *http.Request, ns string) (any, error) {
+	ctx, id := r.Context(), r.PathValue("id")
+	svc, err := s.store.service(ctx, ns, id)
+	if err != nil {
+		return nil, err
+	}
+	v := servicePage{Service: svc, MaxKeys: s.cfg.MaxAPIKeys, Events: webhookEvents, WebhooksOff: s.cfg.Webhooks.rt.aead == nil}
+	if v.Keys, err = s.store.listKeys(ctx, ns, id); err != nil {
+		return nil, err
+	}
+	for _, k := range v.Keys {
+		if k.RevokedAt == nil {
+			v.ActiveKeys++
+		}
+	}
+	if v.WebhooksOff {
+		return v, nil
+	}
+	hooks, err := s.store.listWebhooks(ctx, ns, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, wh := range hooks {
+		d, err := s.store.listDeliveries(ctx, ns, id, wh.ID, recentDeliveries)
+		if err != nil {
+			return nil, err
+		}
+		v.Webhooks = append(v.Webhooks, webhookView{webhook: wh, Deliveries: d})
+	}
+	return v, nil
+}
+
+type accountPage struct {
+	Passkeys []passkeyRecord
+	Settings accountSettings
+	Created  string
+}
+
+func (s *Server) accountView(r *http.Request, ns string) (any, error) {
+	_, created, set, err := s.store.account(r.Context(), ns)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.store.passkeys(r.Context(), ns)
+	if err != nil {
+		return nil, err
+	}
+	v := accountPage{Settings: set, Created: when(created), Passkeys: make([]passkeyRecord, len(keys))}
+	for i, k := range keys {
+		v.Passkeys[i] = passkeyRecord{ID: k.ID, Name: k.Name, Algorithm: webauthncose.COSEAlgorithmIdentifier(k.Algorithm).String(),
+			CreatedAt: when(k.CreatedAt), LastUsedAt: when(k.LastUsedAt)}
+	}
+	return v, nil
+}
+
+type didPage struct {
+	DID, Document, ResolveURL string
+	Keys, Services            int
+}
+
+// didView shows the namespace's public DID document, as resolvers get it.
+func (s *Server) didView(r *http.Request, ns string) (any, error) {
+	res, err := s.lookupDID(r.Context(), ns)
+	if err != nil {
+		return nil, err
+	}
+	doc, _ := s.document(r, res)
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: encode DID document: %w", err)
+	}
+	return didPage{DID: identity.DID(ns), Document: string(b), ResolveURL: "/1.0/identifiers/" + identity.DID(ns),
+		Keys: len(doc.VerificationMethod), Services: len(doc.Service)}, nil
+}

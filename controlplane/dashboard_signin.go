@@ -1,0 +1,135 @@
+package controlplane
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/apierror"
+)
+
+// One-time sign-in links open the dashboard as an owner in one step, for
+// the quickstart and tests of a local deployment, where a namespace made by
+// the test seed has no passkey to log in with. They exist only where the
+// test seed does (Config.TestSeedToken set, which the command allows only
+// with ENVIRONMENT local or test), and both of their routes serve loopback
+// clients only:
+//
+//   - POST /v1/test/signin-links with X-IDN-Test-Seed-Token and
+//     {"namespace","next"?} answers 201 {"url","expires_at"}; the URL is
+//     <base>/signin[?next=<path>]#<token>, where next is the dashboard page
+//     to open (default /claims), and the token sits in the fragment so it
+//     never reaches a server log, a proxy or a Referer header;
+//   - POST /v1/auth/signin-link with {"token"} (sent by the /signin page)
+//     consumes the link and sets the idn_session cookie.
+//
+// A token is 32 random bytes, stored only as its SHA-256, usable once and
+// for signinLinkTTL. The session it starts is not a passkey verification,
+// so credential changes and account deletion still ask for a passkey.
+const (
+	signinLinkTTL     = 10 * time.Minute
+	signinTokenPrefix = "idn_sl_"
+)
+
+var errSigninLinkInvalid = apierror.New(http.StatusUnauthorized, "SIGNIN_LINK_INVALID",
+	"this sign-in link is unknown, already used or expired; create a new one")
+
+func (s *Server) signinRoutes(m *http.ServeMux) {
+	if s.cfg.TestSeedToken == "" {
+		return
+	}
+	m.HandleFunc("POST /v1/test/signin-links", s.createSigninLink)
+	m.HandleFunc("POST /v1/auth/signin-link", s.redeemSigninLink)
+}
+
+// createSigninLink is POST /v1/test/signin-links. Like the seed route, a
+// request that is not from loopback or lacks the seed token gets the 404 of
+// a missing route.
+func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
+	tok := r.Header.Get("X-IDN-Test-Seed-Token")
+	if !s.proxy.IsLoopback(r) || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.TestSeedToken)) != 1 {
+		apierror.Write(w, r, errNotFound)
+		return
+	}
+	var in struct {
+		Namespace string `json:"namespace"`
+		Next      string `json:"next"`
+	}
+	if e := s.decodeJSON(w, r, &in); e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	page := "/signin"
+	if in.Next != "" {
+		if safeNext(in.Next) != in.Next {
+			apierror.Write(w, r, validationError("next must be a path of this dashboard, such as /claims?status=approved"))
+			return
+		}
+		page += "?" + url.Values{"next": {in.Next}}.Encode()
+	}
+	if identity.ValidNamespace(in.Namespace) != nil {
+		apierror.Write(w, r, errInvalidNamespace)
+		return
+	}
+	rec, err := s.store.namespace(r.Context(), in.Namespace)
+	if err == nil && !rec.Deactivated.IsZero() {
+		err = errNamespaceDeactivated
+	}
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	var b [32]byte
+	rand.Read(b[:])
+	token := signinTokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	now := s.now()
+	expires := now.Add(signinLinkTTL)
+	if err := s.store.createSigninLink(r.Context(), in.Namespace, token, now, expires); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	apierror.WriteJSON(w, http.StatusCreated, map[string]string{
+		"url":        s.baseURL(r) + page + "#" + token,
+		"expires_at": timestamp(expires),
+	})
+}
+
+// redeemSigninLink is POST /v1/auth/signin-link: the link's token starts a
+// session of its namespace, once.
+func (s *Server) redeemSigninLink(w http.ResponseWriter, r *http.Request) {
+	if !s.proxy.IsLoopback(r) {
+		apierror.Write(w, r, errNotFound)
+		return
+	}
+	if !s.originAllowed(r) {
+		apierror.Write(w, r, errOriginForbidden)
+		return
+	}
+	var in struct {
+		Token string `json:"token"`
+	}
+	if e := s.decodeJSON(w, r, &in); e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	ns, err := s.store.takeSigninLink(r.Context(), in.Token, s.now())
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	token, expires, err := s.IssueSession(r.Context(), ns)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	http.SetCookie(w, s.sessionCookie(r, token, expires))
+	apierror.WriteJSON(w, http.StatusOK, map[string]string{
+		"namespace":          ns,
+		"did":                identity.DID(ns),
+		"session_expires_at": timestamp(expires),
+	})
+}
