@@ -8,9 +8,13 @@
 //  5. a gateway holding the upstream's token in its encrypted vault,
 //  6. a signed request the gateway refuses while it files a claim,
 //  7. the owner approving the claim through the control-plane API,
-//  8. the same request succeeding, with the token injected.
+//  8. the same request succeeding, with the token injected,
+//  9. a one-time link that opens the owner dashboard, signed in as the
+//     namespace's owner, on the claim it approved.
 //
-// It then keeps running and prints commands to try, until Ctrl-C.
+// It then keeps running and prints commands to try, until Ctrl-C. The link
+// is single-use and valid for ten minutes; run the quickstart again for a
+// fresh one.
 //
 //	go run ./examples/quickstart [--dir DIR] [--once]
 package main
@@ -85,15 +89,16 @@ func defaultDir() string {
 
 // demo is the running system.
 type demo struct {
-	out      io.Writer
-	step     int
-	dir      string
-	cpURL    string
-	gwURL    string
-	upstream string
-	token    string // the upstream's secret, held only by the gateway
-	agent    *identity.Identity
-	client   *http.Client
+	out       io.Writer
+	step      int
+	dir       string
+	cpURL     string
+	dashboard string // the control plane's dashboard origin, by the name localhost
+	gwURL     string
+	upstream  string
+	token     string // the upstream's secret, held only by the gateway
+	agent     *identity.Identity
+	client    *http.Client
 }
 
 func (d *demo) say(format string, args ...any) {
@@ -138,15 +143,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	seedToken := randomHex(16)
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret, TestSeedToken: seedToken, InsecureLocalhostCookie: true})
-	if err != nil {
-		return err
-	}
 	cpLn, err := listen(o.cpAddr)
 	if err != nil {
 		return err
 	}
 	d.cpURL = "http://" + cpLn.Addr().String()
+	// Browsers treat http://localhost as a secure context, where passkeys
+	// work and the session cookie may drop Secure: the dashboard is opened
+	// by that name.
+	d.dashboard = fmt.Sprintf("http://localhost:%d", cpLn.Addr().(*net.TCPAddr).Port)
+	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret, TestSeedToken: seedToken, InsecureLocalhostCookie: true,
+		AllowedOrigins: []string{d.dashboard, d.cpURL}, Auth: controlplane.AuthConfig{Origins: []string{d.dashboard}}})
+	if err != nil {
+		return err
+	}
 	servers = append(servers, serve(cpLn, cp))
 	d.say("Control plane running at %s (SQLite in %s)", d.cpURL, filepath.Join(o.dir, "controlplane"))
 
@@ -256,6 +266,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	d.say("Signed GET %s → 200 %s", target, strings.TrimSpace(string(body)))
 	d.detail("the agent never saw the upstream token; the gateway injected it after checking signature, claim and nonce")
+	var link struct {
+		URL string `json:"url"`
+	}
+	err = d.postJSON(ctx, d.dashboard+"/v1/test/signin-links", map[string]string{"X-IDN-Test-Seed-Token": seedToken},
+		map[string]string{"namespace": agentNamespace, "next": "/claims?status=approved"}, &link)
+	if err != nil {
+		return fmt.Errorf("create a dashboard sign-in link: %w", err)
+	}
+	d.say("Open the dashboard as %s to see the approved claim (one-time link, valid 10 minutes):", agentNamespace)
+	d.detail("%s", link.URL)
 	fmt.Fprintf(out, "\nidn quickstart is working (%.1fs). Try it yourself:\n\n", time.Since(start).Seconds())
 	fmt.Fprintf(out, "  IDN_HOME=%s go run ./cmd/idn curl '%s/proxy/%s/forecast?city=Tokyo'\n", agentHome, d.gwURL, connectionID)
 	fmt.Fprintf(out, "  IDN_HOME=%s go run ./cmd/idn curl -i %s/v1/namespaces/%s\n", agentHome, d.cpURL, agentNamespace)

@@ -23,6 +23,8 @@ func TestQuickstartOnce(t *testing.T) {
 		"AUTH_CLAIM_REQUIRED; the gateway filed claim clm_",
 		"Owner approved claim clm_",
 		`→ 200 {"city":"Paris"`,
+		"Open the dashboard as quickstart-agent",
+		"/signin?next=%2Fclaims%3Fstatus%3Dapproved#idn_sl_",
 		"idn quickstart is working",
 		"go run ./cmd/idn curl",
 	} {
