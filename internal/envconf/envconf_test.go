@@ -110,3 +110,15 @@ func TestLog(t *testing.T) {
 		})
 	}
 }
+
+func TestFamily(t *testing.T) {
+	t.Parallel()
+	r := New(func(string) string { return "" })
+	got := r.Family("K_", "<ID>", "per-id key", []string{"K_A=1", "K_=x", "K_B= ", "OTHER=2", "K_C_D=3"})
+	if len(got) != 2 || got["A"] != "1" || got["C_D"] != "3" {
+		t.Errorf("Family = %v", got)
+	}
+	if vars := r.Vars(); len(vars) != 1 || vars[0].Name != "K_<ID>" {
+		t.Errorf("Vars = %+v", vars)
+	}
+}
