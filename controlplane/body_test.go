@@ -161,15 +161,12 @@ func TestUnauthenticatedUploadsHoldNoMemory(t *testing.T) {
 	tr := &http.Transport{MaxConnsPerHost: clients, MaxIdleConnsPerHost: clients}
 	t.Cleanup(tr.CloseIdleConnections)
 	client := &http.Client{Transport: tr}
-	forged := http.Header{}
-	{
-		req, _ := http.NewRequest("POST", e.ts.URL+"/v1/claims", strings.NewReader(`{"namespace":"acme"}`))
-		if err := e.agent.Sign(req, identity.SignOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		forged = req.Header.Clone()
-		forged.Set("Signature", "sig1=:"+strings.Repeat("A", 86)+"==:")
+	signedReq, _ := http.NewRequest("POST", e.ts.URL+"/v1/claims", strings.NewReader(`{"namespace":"acme"}`))
+	if err := e.agent.Sign(signedReq, identity.SignOptions{}); err != nil {
+		t.Fatal(err)
 	}
+	forged := signedReq.Header
+	forged.Set("Signature", "sig1=:"+strings.Repeat("A", 86)+"==:")
 
 	runtime.GC()
 	var before runtime.MemStats
