@@ -20,11 +20,27 @@
 //     verification, the owner's sessions (GET /v1/auth/sessions, DELETE
 //     /v1/auth/sessions/{id}) and account deletion;
 //   - webhooks under /v1/services/{id}/webhooks (Config.Webhooks), with
-//     their recent deliveries;
+//     their recent deliveries and a test event on request (POST
+//     …/webhooks/{wid}/test);
 //   - public DID resolution at /1.0/identifiers/{did} and GET /health;
-//   - POST /v1/test/seed, only when Config.TestSeedToken is set (loopback
-//     clients with the token; no signed headers, so tests and the quickstart
-//     need no identity to bootstrap).
+//   - the owner dashboard at / (below);
+//   - POST /v1/test/seed and POST /v1/test/signin-links, only when
+//     Config.TestSeedToken is set (loopback clients with the token; no
+//     signed headers, so tests and the quickstart need no identity to
+//     bootstrap).
+//
+// The dashboard is HTML from html/template (/login, /signup, /claims,
+// /services, /services/{id}, /account, /did) with a few ES modules under
+// /assets/<content hash>/, all embedded in the binary. Pages read the store
+// to render; every action runs through the JSON API above from the browser
+// (fetch with the session cookie, WebAuthn through navigator.credentials),
+// so the dashboard's origin must be in AllowedOrigins and Auth.Origins. The
+// pages send a CSP without inline code or eval, frame-ancestors 'none',
+// nosniff and Referrer-Policy: same-origin. The claims page asks the API for
+// its view every two seconds and re-renders what changed, so new requests
+// appear without a reload; an answer of REAUTH_REQUIRED runs the passkey
+// check and the action again. One-time sign-in links (dashboard_signin.go)
+// open it as the owner of a seeded namespace, for the quickstart.
 //
 // Claim states move pending → approved → revoked, pending → rejected and
 // pending → expired (Server.Maintain). Every move is one conditional UPDATE
