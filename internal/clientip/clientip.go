@@ -187,7 +187,7 @@ func (res Resolver) CheckTarget(r *http.Request) error {
 	return nil
 }
 
-// NormalAuthority returns authority lower-cased, without the default port
+// normalAuthority returns authority lower-cased, without the default port
 // of scheme (RFC 9110 §4.2.3), for comparisons.
 func normalAuthority(scheme, authority string) string {
 	authority = strings.ToLower(authority)
