@@ -78,3 +78,15 @@ func (b *breaker) done(probe, success bool) {
 		b.openUntil = b.now().Add(b.cooldown)
 	}
 }
+
+// abandon releases an operation allow let through whose outcome will never
+// be known (its caller gave up); it decides nothing, and a probe's slot is
+// freed for the next caller.
+func (b *breaker) abandon(probe bool) {
+	if b.threshold <= 0 || !probe {
+		return
+	}
+	b.mu.Lock()
+	b.probing = false
+	b.mu.Unlock()
+}

@@ -33,6 +33,19 @@
 //     to the agent. Redirects are never followed, so credentials cannot be
 //     forwarded elsewhere.
 //
+//   - MCP endpoint: /mcp/{connection_id} also speaks the MCP Streamable HTTP
+//     transport (POST, GET, DELETE; the go-sdk's server side), so MCP
+//     clients use the gateway as an MCP server. tools/list and tools/call
+//     take the same policy, validation, rate limit and breaker as the REST
+//     routes; invalid arguments come back as a tool result with isError,
+//     other refusals as JSON-RPC errors whose data.code is the REST code.
+//     Progress notifications and cancellation pass through to the upstream
+//     session. Resources and prompts pass through only when the connection
+//     exposes them. A session is bound to the caller (namespace, key and
+//     subject) and connection that opened it: another caller naming its id
+//     gets 404, the same answer as an unknown id. Sessions end after
+//     SessionIdleTimeout without a request and are at most MaxSessions.
+//
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.
 package mcpproxy

@@ -22,6 +22,11 @@ var (
 	ErrCircuitOpen        = errors.New("mcpproxy: circuit breaker open")
 	ErrUpstream           = errors.New("mcpproxy: upstream MCP server failed")
 	ErrBadRequest         = errors.New("mcpproxy: bad request")
+	// ErrSessionNotFound: the MCP endpoint has no session of that id for
+	// this caller and connection (it ended, or another caller owns it).
+	ErrSessionNotFound = errors.New("mcpproxy: no such MCP session")
+	// ErrSessionsExhausted: the MCP endpoint has MaxSessions open.
+	ErrSessionsExhausted = errors.New("mcpproxy: too many MCP sessions open")
 )
 
 // ArgumentFailure is one place where call arguments break the tool's
@@ -52,7 +57,7 @@ func (e *ArgumentsError) Error() string {
 func (e *ArgumentsError) Is(target error) bool { return target == ErrInvalidArguments }
 
 // RetryError is a refusal the caller may retry after RetryAfter. It wraps
-// ErrRateLimited or ErrCircuitOpen.
+// ErrRateLimited, ErrCircuitOpen or ErrSessionsExhausted.
 type RetryError struct {
 	Err        error
 	RetryAfter time.Duration
@@ -92,6 +97,8 @@ var errorTable = []struct {
 	{ErrRateLimited, http.StatusTooManyRequests, "MCP_TOOL_RATE_LIMITED"},
 	{ErrCircuitOpen, http.StatusServiceUnavailable, "MCP_CIRCUIT_OPEN"},
 	{ErrUpstream, http.StatusBadGateway, "MCP_UPSTREAM_ERROR"},
+	{ErrSessionNotFound, http.StatusNotFound, "MCP_SESSION_NOT_FOUND"},
+	{ErrSessionsExhausted, http.StatusServiceUnavailable, "MCP_SESSIONS_EXHAUSTED"},
 }
 
 // ErrorStatus returns the HTTP status and stable code the gateway answers

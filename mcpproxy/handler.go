@@ -9,18 +9,32 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// Handler returns the http.Handler of the three MCP runtime routes:
+// Handler returns the http.Handler of the MCP runtime routes:
 //
 //	GET  /mcp/{connection_id}/tools                 → ToolList
 //	GET  /mcp/{connection_id}/tools/{tool}/explain  → Decision
 //	POST /mcp/{connection_id}/tools/{tool}/call     → CallResult
+//	POST, GET, DELETE /mcp/{connection_id}          → the MCP endpoint
 //
-// each with the query parameter refresh=auto (default) or force. Mount it
-// at "/mcp/" behind the gateway's signed pipeline; it reads the caller with
-// Config.Caller and the connection with Config.Connections. Every error is
-// the shared JSON envelope (see toAPIError).
+// The first three take the query parameter refresh=auto (default) or
+// force. The MCP endpoint speaks the MCP Streamable HTTP transport:
+// initialize, ping, tools/list (filtered by the policy) and tools/call
+// (checked as the call route checks, with progress and cancellation passed
+// through), and resources and prompts when the connection exposes them. A
+// session belongs to the caller (namespace, key and subject) and the
+// connection it was opened for: any other request naming its id is 404
+// MCP_SESSION_NOT_FOUND. Sessions end after SessionIdleTimeout without a
+// request; past MaxSessions a new one is 503 MCP_SESSIONS_EXHAUSTED.
+//
+// Mount it at "/mcp/" behind the gateway's signed pipeline; it reads the
+// caller with Config.Caller and the connection with Config.Connections.
+// Every error outside an MCP session is the shared JSON envelope (see
+// toAPIError).
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		mux.Handle(method+" /mcp/{connection_id}", p.endpoint)
+	}
 	mux.HandleFunc("GET /mcp/{connection_id}/tools", p.serveTools)
 	mux.HandleFunc("GET /mcp/{connection_id}/tools/{tool}/explain", p.serveExplain)
 	mux.HandleFunc("POST /mcp/{connection_id}/tools/{tool}/call", p.serveCall)
@@ -33,9 +47,26 @@ func (p *Proxy) Handler() http.Handler {
 // begin authenticates the request and resolves its connection and refresh
 // mode; on failure it has written the answer and returns ok=false.
 func (p *Proxy) begin(w http.ResponseWriter, r *http.Request) (caller Caller, conn *Connection, refresh Refresh, ok bool) {
+	if caller, ok = p.authenticated(w, r); !ok {
+		return Caller{}, nil, "", false
+	}
+	refresh, err := ParseRefresh(r.URL.Query().Get("refresh"), RefreshAuto)
+	if err != nil {
+		apierror.Write(w, r, toAPIError(err))
+		return Caller{}, nil, "", false
+	}
+	if conn, ok = p.connection(w, r); !ok {
+		return Caller{}, nil, "", false
+	}
+	return caller, conn, refresh, true
+}
+
+// authenticated returns the request's caller; on failure it has written
+// the answer.
+func (p *Proxy) authenticated(w http.ResponseWriter, r *http.Request) (Caller, bool) {
 	if p.caller == nil || p.sources == nil {
 		apierror.Write(w, r, apierror.New(http.StatusForbidden, "AUTH_FORBIDDEN", "mcpproxy: handler is not configured with a caller and a connection source"))
-		return Caller{}, nil, "", false
+		return Caller{}, false
 	}
 	caller, err := p.caller(r)
 	if err != nil {
@@ -48,19 +79,20 @@ func (p *Proxy) begin(w http.ResponseWriter, r *http.Request) (caller Caller, co
 			ae = apierror.New(he.StatusCode(), he.ErrorCode(), err.Error())
 		}
 		apierror.Write(w, r, ae)
-		return Caller{}, nil, "", false
+		return Caller{}, false
 	}
-	refresh, err = ParseRefresh(r.URL.Query().Get("refresh"), RefreshAuto)
+	return caller, true
+}
+
+// connection resolves the request's connection; on failure it has written
+// the answer.
+func (p *Proxy) connection(w http.ResponseWriter, r *http.Request) (*Connection, bool) {
+	conn, err := p.sources.MCPConnection(r.Context(), r.PathValue("connection_id"))
 	if err != nil {
 		apierror.Write(w, r, toAPIError(err))
-		return Caller{}, nil, "", false
+		return nil, false
 	}
-	conn, err = p.sources.MCPConnection(r.Context(), r.PathValue("connection_id"))
-	if err != nil {
-		apierror.Write(w, r, toAPIError(err))
-		return Caller{}, nil, "", false
-	}
-	return caller, conn, refresh, true
+	return conn, true
 }
 
 func (p *Proxy) serveTools(w http.ResponseWriter, r *http.Request) {

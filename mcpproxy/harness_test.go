@@ -246,8 +246,8 @@ type env struct {
 }
 
 // newEnv builds an env; conn gets ID "mcp1" and the upstream's URL when
-// unset. The caller hook reads X-Test-Namespace and X-Test-Subject, as the
-// gateway's pipeline would read its verified identity.
+// unset. The caller hook reads X-Test-Namespace, X-Test-Subject and
+// X-Test-Key, as the gateway's pipeline would read its verified identity.
 func newEnv(t testing.TB, cfg mcpproxy.Config, conn mcpproxy.Connection) *env {
 	e := &env{t: t, up: newUpstream(t), clock: newClock(), reg: prometheus.NewRegistry(), src: &sources{conns: map[string]*mcpproxy.Connection{}}}
 	if conn.ID == "" {
@@ -259,7 +259,7 @@ func newEnv(t testing.TB, cfg mcpproxy.Config, conn mcpproxy.Connection) *env {
 	e.src.set(&conn)
 	cfg.Connections = e.src
 	cfg.Caller = func(r *http.Request) (mcpproxy.Caller, error) {
-		return mcpproxy.Caller{Namespace: r.Header.Get("X-Test-Namespace"), Subject: r.Header.Get("X-Test-Subject")}, nil
+		return mcpproxy.Caller{Namespace: r.Header.Get("X-Test-Namespace"), Subject: r.Header.Get("X-Test-Subject"), Key: r.Header.Get("X-Test-Key")}, nil
 	}
 	cfg.Registerer = e.reg
 	if cfg.Clock == nil {

@@ -26,6 +26,7 @@ const (
 type metrics struct {
 	discovery *prometheus.CounterVec
 	calls     *prometheus.CounterVec
+	sessions  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,6 +39,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "idn_gateway_mcp_tool_call_total",
 			Help: "MCP tool calls by result (success, tool_error, error, filtered, not_found, invalid_arguments, rate_limited, circuit_open).",
 		}, []string{"result"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "idn_gateway_mcp_sessions",
+			Help: "Sessions open on the MCP endpoint /mcp/{connection_id}.",
+		}),
 	}
 	for _, r := range []string{discoverySuccess, discoveryError, discoveryCacheHit, discoveryStaleIfError, discoveryCircuitOpen} {
 		m.discovery.WithLabelValues(r)
@@ -46,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.calls.WithLabelValues(r)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.discovery, m.calls} {
+		for _, c := range []prometheus.Collector{m.discovery, m.calls, m.sessions} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -92,12 +92,18 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 // and the breaker closed (*RetryError). Upstream failures are
 // *UpstreamError; a tool that runs and fails is a CallResult with IsError.
 func (p *Proxy) Call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh) (*CallResult, error) {
-	res, result, err := p.call(ctx, conn, caller, tool, body, refresh)
+	return p.callTool(ctx, conn, caller, tool, body, refresh, nil)
+}
+
+// callTool is Call with an optional relay for the upstream's progress
+// notifications about this call (nil: none are asked for).
+func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, relay progressRelay) (*CallResult, error) {
+	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, relay)
 	p.metrics.calls.WithLabelValues(result).Inc()
 	return res, err
 }
 
-func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh) (*CallResult, string, error) {
+func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, relay progressRelay) (*CallResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	st, snap, err := p.lookup(ctx, conn, refresh)
@@ -127,10 +133,20 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	if ok, wait := p.limits.allow(conn.ID, caller.Namespace, p.now()); !ok {
 		return nil, callRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
 	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: raw}
+	if relay != nil {
+		sc := st.scrubber.Load()
+		token := p.progress.add(func(n *mcp.ProgressNotificationParams) {
+			n.Message = sc.replace(n.Message)
+			relay(n)
+		})
+		defer p.progress.remove(token)
+		params.SetProgressToken(token)
+	}
 	var res *mcp.CallToolResult
 	err = p.guarded(ctx, st, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: raw})
+		res, err = cs.CallTool(ctx, params)
 		return err
 	})
 	if err != nil {

@@ -47,6 +47,11 @@ type Connection struct {
 	// to the endpoint's query values and user info, which are always
 	// scrubbed.
 	Redact []string
+	// ExposeResources and ExposePrompts pass the upstream's resources and
+	// prompts through the MCP endpoint (Streamable). False hides them: the
+	// endpoint advertises neither and answers their methods "not found".
+	ExposeResources bool
+	ExposePrompts   bool
 }
 
 // Caller is the authenticated requester, established by the gateway's signed
@@ -54,6 +59,10 @@ type Connection struct {
 type Caller struct {
 	Namespace string // idn-namespace: keys the tool-call rate limit
 	Subject   string // idn-subject: selects the subject tool policy
+	// Key is the caller's public key in any stable encoding. With
+	// Namespace and Subject it owns the MCP sessions the caller opens on
+	// the MCP endpoint; no other caller can use them.
+	Key string
 }
 
 // ConnectionSource looks up an MCP connection by id. It returns errors
@@ -127,6 +136,15 @@ type Config struct {
 	// MaxBodyBytes bounds a tool call's request body. Zero means 8 MiB.
 	MaxBodyBytes int64
 
+	// SessionIdleTimeout ends a session of the MCP endpoint (see
+	// Streamable) that has received no request for this long. Zero means
+	// 10 minutes.
+	SessionIdleTimeout time.Duration
+	// MaxSessions bounds the sessions of the MCP endpoint open at once; a
+	// caller opening one more is answered 503 MCP_SESSIONS_EXHAUSTED. Zero
+	// means 1000.
+	MaxSessions int
+
 	// Clock is the time source for cache ages, the breaker and the rate
 	// limit. Nil means time.Now.
 	Clock func() time.Time
@@ -151,6 +169,8 @@ type Proxy struct {
 	now          func() time.Time
 	limits       *limiterSet
 	client       *mcp.Client
+	progress     progressRelays
+	endpoint     *endpoint
 
 	mu     sync.Mutex
 	conns  map[string]*connState
@@ -209,7 +229,10 @@ func New(cfg Config) (*Proxy, error) {
 		maxKeys = 10000
 	}
 	p.limits = &limiterSet{perMinute: cfg.RateLimitPerMinute, maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
-	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, nil)
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: p.progress.deliver,
+	})
+	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), cfg.MaxSessions)
 	return p, nil
 }
 
@@ -413,6 +436,12 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, op func(context.Cont
 		return &RetryError{Err: ErrCircuitOpen, RetryAfter: retryAfter}
 	}
 	err := p.withSession(ctx, st, op)
+	if err != nil && !serverAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
+		// The caller gave up (an MCP client's notifications/cancelled, or a
+		// closed session): that says nothing about the upstream.
+		st.breaker.abandon(probe)
+		return fmt.Errorf("mcpproxy: request cancelled: %w", context.Canceled)
+	}
 	healthy := err == nil || serverAnswered(err)
 	st.breaker.done(probe, healthy)
 	if err == nil {
@@ -436,7 +465,9 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, op func(context.
 		}
 		opCtx, tr := withTrace(ctx)
 		err = op(opCtx, cs)
-		if err == nil || serverAnswered(err) {
+		if err == nil || serverAnswered(err) || errors.Is(ctx.Err(), context.Canceled) {
+			// A cancelled request was withdrawn upstream with
+			// notifications/cancelled; its session is still good.
 			return err
 		}
 		p.dropSession(st, cs)
@@ -513,9 +544,10 @@ func (p *Proxy) Forget(connectionID string) {
 	}
 }
 
-// Close ends every upstream session and waits for them to close. The Proxy
-// cannot be used afterwards.
+// Close ends every session of the MCP endpoint and every upstream session,
+// and waits for them to close. The Proxy cannot be used afterwards.
 func (p *Proxy) Close() error {
+	p.endpoint.closeAll()
 	p.mu.Lock()
 	p.closed = true
 	ids := make([]string, 0, len(p.conns))

@@ -1,0 +1,470 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The MCP endpoint: /mcp/{connection_id} speaks the MCP Streamable HTTP
+// transport to agents (the go-sdk's server side) and answers tools/list and
+// tools/call from the same discovery, policy, validation, rate limit and
+// breaker as the REST routes, over the connection's shared upstream
+// session. Each agent session has a server of its own, so what it
+// advertises (resources, prompts) follows its connection, and its id is
+// known, and bound to its caller, before the SDK hands it out.
+
+// sessionHeader carries the MCP session id (Streamable HTTP transport).
+const sessionHeader = "Mcp-Session-Id"
+
+// sessionsFullRetryAfter is what a caller refused a new session is told to
+// wait: sessions end when idle or deleted, not on a schedule.
+const sessionsFullRetryAfter = 5 * time.Second
+
+// errorMetaKey names the _meta entry of a tool result the gateway made
+// itself (invalid arguments), with its stable code and details.
+const errorMetaKey = "idn/error"
+
+var serverInfo = &mcp.Implementation{Name: "idn-gateway", Version: "1"}
+
+// agentSession is one session of the endpoint, bound to the caller that
+// opened it and to its connection.
+type agentSession struct {
+	id     string
+	connID string
+	caller Caller
+	server *mcp.Server
+	// conn is the connection as resolved by the latest HTTP request on the
+	// session, so policy changes apply to the next message.
+	conn atomic.Pointer[Connection]
+	ss   atomic.Pointer[mcp.ServerSession]
+}
+
+// endpoint serves /mcp/{connection_id}.
+type endpoint struct {
+	p   *Proxy
+	sdk *mcp.StreamableHTTPHandler
+	max int
+
+	streams    context.Context // done once EndStreams was called
+	endStreams context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]*agentSession
+	wg       sync.WaitGroup // session watchers
+}
+
+type openingKey struct{}
+
+func newEndpoint(p *Proxy, idle time.Duration, maxSessions int) *endpoint {
+	e := &endpoint{p: p, max: maxSessions, sessions: make(map[string]*agentSession)}
+	if e.max <= 0 {
+		e.max = 1000
+	}
+	e.streams, e.endStreams = context.WithCancel(context.Background())
+	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      idle,
+		MaxRequestBodyBytes: p.maxBody,
+		Logger:              p.log,
+		// The guard against DNS rebinding protects unauthenticated local
+		// servers; every request here is signed by an admitted caller and
+		// the session is bound to it, and the guard would refuse a gateway
+		// reached by name through a local reverse proxy.
+		DisableLocalhostProtection: true,
+	})
+	return e
+}
+
+// server is the SDK's getServer: the new session's own server when the
+// request is an initialize, else none, so that no session exists that
+// ServeHTTP did not reserve and bind. (The SDK answers 400 to a POST
+// without a session that gets no server; clients probing with
+// server/discover then fall back to initialize.)
+func (e *endpoint) server(r *http.Request) *mcp.Server {
+	if s, ok := r.Context().Value(openingKey{}).(*agentSession); ok {
+		return s.server
+	}
+	return nil
+}
+
+func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	caller, ok := e.p.authenticated(w, r)
+	if !ok {
+		return
+	}
+	conn, ok := e.p.connection(w, r)
+	if !ok {
+		return
+	}
+	id := r.Header.Get(sessionHeader)
+	switch {
+	case id != "":
+		s := e.lookup(id)
+		// Unknown and foreign sessions get the same answer, so session ids
+		// cannot be probed.
+		if s == nil || s.connID != conn.ID || s.caller != caller {
+			apierror.Write(w, r, toAPIError(ErrSessionNotFound))
+			return
+		}
+		s.conn.Store(conn)
+		if r.Method == http.MethodGet {
+			e.serveStream(w, r)
+			return
+		}
+	case r.Method == http.MethodPost:
+		initialize, refusal := e.initializes(w, r)
+		if refusal != nil {
+			apierror.Write(w, r, refusal)
+			return
+		}
+		if !initialize {
+			break
+		}
+		s, err := e.open(conn, caller)
+		if err != nil {
+			apierror.Write(w, r, toAPIError(err))
+			return
+		}
+		defer e.settle(s)
+		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, s))
+	}
+	e.sdk.ServeHTTP(w, r)
+}
+
+// serveStream serves a session's standalone SSE stream (GET). It lives as
+// long as the session, so it is exempt from the server's read timeout, and
+// it ends at EndStreams so a graceful shutdown does not wait for it.
+func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
+	if e.streams.Err() != nil {
+		// 405 tells a client this server offers no stream; it carries on
+		// with POST alone.
+		w.Header().Set("Allow", "POST, DELETE")
+		apierror.Write(w, r, apierror.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "mcpproxy: the gateway is shutting down and opens no new event streams"))
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(e.streams, cancel)()
+	e.sdk.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// initializes reports whether a POST without a session id is a single
+// initialize request, leaving r.Body readable from the start.
+func (e *endpoint) initializes(w http.ResponseWriter, r *http.Request) (bool, *apierror.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.p.maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return false, apierror.New(http.StatusRequestEntityTooLarge, "REQUEST_BODY_TOO_LARGE", "mcpproxy: request body too large")
+		}
+		return false, apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", "mcpproxy: reading request body failed")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return jsonRPCMethod(body) == "initialize", nil
+}
+
+// open reserves a session for caller on conn, with a fresh id and its own
+// server.
+func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) {
+	s := &agentSession{id: rand.Text(), connID: conn.ID, caller: caller}
+	s.conn.Store(conn)
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	if conn.ExposeResources {
+		caps.Resources = &mcp.ResourceCapabilities{}
+	}
+	if conn.ExposePrompts {
+		caps.Prompts = &mcp.PromptCapabilities{}
+	}
+	s.server = mcp.NewServer(serverInfo, &mcp.ServerOptions{
+		Capabilities: caps,
+		GetSessionID: func() string { return s.id },
+	})
+	s.server.AddReceivingMiddleware(e.dispatch(s))
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.sessions) >= e.max {
+		return nil, &RetryError{Err: ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
+	}
+	e.sessions[s.id] = s
+	e.p.metrics.sessions.Inc()
+	return s, nil
+}
+
+// settle runs after the request that opened s: a session the SDK kept is
+// watched until it ends (idle timeout, DELETE, Close); anything else (a
+// refused or failed initialize) frees the reservation now.
+func (e *endpoint) settle(s *agentSession) {
+	var ss *mcp.ServerSession
+	for x := range s.server.Sessions() {
+		ss = x
+	}
+	if ss == nil || ss.InitializeParams() == nil {
+		e.forget(s.id)
+		return
+	}
+	s.ss.Store(ss)
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		_ = ss.Wait()
+		e.forget(s.id)
+	}()
+}
+
+func (e *endpoint) lookup(id string) *agentSession {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sessions[id]
+}
+
+func (e *endpoint) forget(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.sessions[id]; ok {
+		delete(e.sessions, id)
+		e.p.metrics.sessions.Dec()
+	}
+}
+
+// closeAll ends every session and waits until all are gone.
+func (e *endpoint) closeAll() {
+	e.endStreams()
+	e.mu.Lock()
+	open := make([]*agentSession, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		open = append(open, s)
+	}
+	e.mu.Unlock()
+	for _, s := range open {
+		if ss := s.ss.Load(); ss != nil {
+			_ = ss.Close()
+		}
+	}
+	e.wg.Wait()
+}
+
+// EndStreams ends every standalone event stream (GET) of the MCP endpoint
+// and refuses new ones with 405, which MCP clients take as "no stream".
+// Call it when a graceful shutdown starts (http.Server.RegisterOnShutdown):
+// the streams would otherwise hold the drain until its deadline. Sessions
+// and their POST requests are unaffected.
+func (p *Proxy) EndStreams() { p.endpoint.endStreams() }
+
+// dispatch answers the methods the gateway serves itself; the rest
+// (initialize, ping, notifications) are the SDK's.
+func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			conn := s.conn.Load()
+			switch r := req.(type) {
+			case *mcp.ListToolsRequest:
+				return e.listTools(ctx, s, conn)
+			case *mcp.CallToolRequest:
+				return e.callTool(ctx, s, conn, r)
+			case *mcp.ListResourcesRequest:
+				if !conn.ExposeResources {
+					return nil, notExposed(method)
+				}
+				params := &mcp.ListResourcesParams{}
+				if r.Params != nil {
+					params.Cursor = r.Params.Cursor
+				}
+				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) {
+					return cs.ListResources(ctx, params)
+				})
+			case *mcp.ListResourceTemplatesRequest:
+				if !conn.ExposeResources {
+					return nil, notExposed(method)
+				}
+				params := &mcp.ListResourceTemplatesParams{}
+				if r.Params != nil {
+					params.Cursor = r.Params.Cursor
+				}
+				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
+					return cs.ListResourceTemplates(ctx, params)
+				})
+			case *mcp.ReadResourceRequest:
+				if !conn.ExposeResources || r.Params == nil {
+					return nil, notExposed(method)
+				}
+				params := &mcp.ReadResourceParams{URI: r.Params.URI}
+				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+					return cs.ReadResource(ctx, params)
+				})
+			case *mcp.ListPromptsRequest:
+				if !conn.ExposePrompts {
+					return nil, notExposed(method)
+				}
+				params := &mcp.ListPromptsParams{}
+				if r.Params != nil {
+					params.Cursor = r.Params.Cursor
+				}
+				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) {
+					return cs.ListPrompts(ctx, params)
+				})
+			case *mcp.GetPromptRequest:
+				if !conn.ExposePrompts || r.Params == nil {
+					return nil, notExposed(method)
+				}
+				params := &mcp.GetPromptParams{Name: r.Params.Name, Arguments: r.Params.Arguments}
+				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+					return cs.GetPrompt(ctx, params)
+				})
+			case *mcp.SubscribeRequest, *mcp.UnsubscribeRequest, *mcp.CompleteRequest:
+				return nil, notExposed(method)
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// listTools answers tools/list with the tools the session's subject may
+// use, in one page.
+func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connection) (mcp.Result, error) {
+	list, err := e.p.Tools(ctx, conn, s.caller.Subject, RefreshAuto)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(list.Tools))}
+	for _, t := range list.Tools {
+		res.Tools = append(res.Tools, &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	return res, nil
+}
+
+// callTool answers tools/call through Call's checks. The upstream's
+// progress notifications reach the agent under the agent's own token, on
+// the stream of its request; the agent's notifications/cancelled cancels
+// ctx, which withdraws the upstream call.
+func (e *endpoint) callTool(ctx context.Context, s *agentSession, conn *Connection, r *mcp.CallToolRequest) (mcp.Result, error) {
+	var relay progressRelay
+	if token := r.Params.GetProgressToken(); token != nil {
+		ss := r.Session
+		relay = func(n *mcp.ProgressNotificationParams) {
+			n.ProgressToken = token
+			_ = ss.NotifyProgress(ctx, n)
+		}
+	}
+	res, err := e.p.callTool(ctx, conn, s.caller, r.Params.Name, r.Params.Arguments, RefreshAuto, relay)
+	var ae *ArgumentsError
+	if errors.As(err, &ae) {
+		// As the go-sdk's own servers do: a tool error the model can read
+		// and correct, rather than a protocol error.
+		return argumentsResult(ae), nil
+	}
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return &mcp.CallToolResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
+}
+
+func argumentsResult(ae *ArgumentsError) *mcp.CallToolResult {
+	var b strings.Builder
+	b.WriteString("invalid arguments for tool " + ae.Tool)
+	for _, f := range ae.Failures {
+		path := f.Path
+		if path == "" {
+			path = "(arguments)"
+		}
+		b.WriteString("\n" + path + ": " + f.Message)
+	}
+	return &mcp.CallToolResult{
+		Meta:    mcp.Meta{errorMetaKey: map[string]any{"code": "MCP_TOOL_ARGUMENTS_INVALID", "details": ae.Failures}},
+		Content: []mcp.Content{&mcp.TextContent{Text: b.String()}},
+		IsError: true,
+	}
+}
+
+// passThrough forwards one resources or prompts request upstream behind the
+// connection's breaker, with secrets replaced in the answer.
+func passThrough[R mcp.Result](ctx context.Context, p *Proxy, conn *Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	st, err := p.state(conn)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	var out R
+	err = p.guarded(ctx, st, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		out, err = op(ctx, cs)
+		return err
+	})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	clean, err := launder(st.scrubber.Load(), &out)
+	if err != nil {
+		return nil, rpcError(&UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
+	}
+	return *clean, nil
+}
+
+func notExposed(method string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "mcpproxy: " + method + " is not offered on this connection"}
+}
+
+// rpcError turns an error of this package into a JSON-RPC error whose data
+// carries the stable code of the REST answer (and retry_after_seconds).
+// Refusals about the request are invalid params, as the go-sdk answers an
+// unknown tool; the rest are internal errors.
+func rpcError(err error) error {
+	ae := toAPIError(err)
+	data := map[string]any{"code": ae.Code}
+	if ae.RetryAfter > 0 {
+		data["retry_after_seconds"] = int64((ae.RetryAfter + time.Second - 1) / time.Second)
+	}
+	raw, _ := json.Marshal(data)
+	code := int64(jsonrpc.CodeInternalError)
+	switch ae.Status {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound:
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: ae.Message, Data: raw}
+}
+
+// progressRelay receives one upstream progress notification about a call.
+type progressRelay func(*mcp.ProgressNotificationParams)
+
+// progressRelays routes the upstream's progress notifications to the call
+// that asked for them. An upstream session is shared by every caller of a
+// connection, so each call sends a token of the gateway's own, never the
+// agent's; a notification with any other token is dropped.
+type progressRelays struct {
+	seq    atomic.Uint64
+	relays sync.Map // token → progressRelay
+}
+
+func (r *progressRelays) add(f progressRelay) string {
+	token := "idn-" + strconv.FormatUint(r.seq.Add(1), 10)
+	r.relays.Store(token, f)
+	return token
+}
+
+func (r *progressRelays) remove(token string) { r.relays.Delete(token) }
+
+// deliver is the upstream client's ProgressNotificationHandler.
+func (r *progressRelays) deliver(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	token, _ := req.Params.ProgressToken.(string)
+	f, ok := r.relays.Load(token)
+	if !ok {
+		return
+	}
+	n := &mcp.ProgressNotificationParams{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message}
+	f.(progressRelay)(n)
+}
