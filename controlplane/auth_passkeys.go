@@ -86,7 +86,7 @@ func (s *Server) initAuth() error {
 	return nil
 }
 
-func (s *Server) authRoutes(m *http.ServeMux) {
+func (s *Server) authRoutes(m *routeMux) {
 	m.Handle("GET /v1/auth/me", s.owner(s.me))
 	m.HandleFunc("POST /v1/auth/logout", s.logout)
 	m.Handle("GET /v1/auth/passkeys", s.owner(s.listPasskeys))

@@ -106,7 +106,7 @@ func loadDashboard(files fs.FS) (*dashboardUI, error) {
 	return ui, nil
 }
 
-func (s *Server) dashboardRoutes(m *http.ServeMux) {
+func (s *Server) dashboardRoutes(m *routeMux) {
 	m.HandleFunc("GET /{$}", s.dashboardHome)
 	m.HandleFunc("GET /login", s.publicPage("login", "Log in"))
 	m.HandleFunc("GET /signup", s.publicPage("signup", "Sign up"))

@@ -38,7 +38,7 @@ const (
 var errSigninLinkInvalid = apierror.New(http.StatusUnauthorized, "SIGNIN_LINK_INVALID",
 	"this sign-in link is unknown, already used or expired; create a new one")
 
-func (s *Server) signinRoutes(m *http.ServeMux) {
+func (s *Server) signinRoutes(m *routeMux) {
 	if s.cfg.TestSeedToken == "" {
 		return
 	}

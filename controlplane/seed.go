@@ -12,7 +12,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// seedRequest is the body of POST /v1/test/seed (DECISIONS §4).
+// seedRequest is the body of POST /v1/test/seed.
 type seedRequest struct {
 	Namespaces []string `json:"namespaces"`
 	Services   []struct {

@@ -124,7 +124,7 @@ type Server struct {
 	proxy    clientip.Resolver
 	verifier *identity.Verifier
 	cursors  *cursorCache
-	mux      *http.ServeMux
+	mux      *routeMux
 	bodies   bodyBudget
 	obs      *observer
 }
@@ -242,14 +242,16 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) routes() {
-	m := http.NewServeMux()
+	m := newRouteMux()
 	s.mux = m
+	m.HandleFunc("GET /openapi.json", serveOpenAPI)
 	m.HandleFunc("GET /health", s.health)
 	m.HandleFunc("GET /health/live", s.healthLive)
 	m.HandleFunc("GET /health/ready", s.healthReady)
 	m.HandleFunc("GET /metrics", s.obs.serveMetrics)
 
-	// Signed-header routes (DECISIONS §4).
+	// Signed-header routes: an agent or a service proves who it is on
+	// every request.
 	m.Handle("GET /v1/namespaces/{namespace}", s.signed(s.getNamespace))
 	m.Handle("GET /v1/namespaces/claims", s.signedService(s.claimsFeed))
 	m.Handle("POST /v1/claims", s.signedService(s.submitClaim))

@@ -15,8 +15,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// WebhookConfig configures webhooks to services and registry writes
-// (control-plane.md "Webhooks to services", "Registry writes"; DECISIONS §4).
+// WebhookConfig configures webhooks to services and registry writes.
 // The zero value turns webhooks off and registry writes off.
 type WebhookConfig struct {
 	// SecretKey is the AES-256-GCM key that encrypts webhook secrets at
@@ -124,7 +123,7 @@ func (s *Server) initWebhooks() error {
 	return nil
 }
 
-func (s *Server) webhookRoutes(m *http.ServeMux) {
+func (s *Server) webhookRoutes(m *routeMux) {
 	m.Handle("POST /v1/services/{id}/webhooks", s.owner(s.webhooksOn(s.createWebhook)))
 	m.Handle("GET /v1/services/{id}/webhooks", s.owner(s.webhooksOn(s.listWebhooks)))
 	m.Handle("GET /v1/services/{id}/webhooks/{wid}", s.owner(s.webhooksOn(s.getWebhook)))

@@ -1,29 +1,28 @@
-// Command controlplane runs the idn control plane (package controlplane)
-// as an HTTP server.
+// Command controlplane runs the idn control plane (package controlplane).
 //
-// Every setting of control-plane.md is read from the environment and
-// validated at start; all problems are listed in one message and the exit
-// status is 2. Storage is SQLite in IDN_DATA_DIR (ADAPTER_PROVIDER=sqlite,
-// the default) or PostgreSQL at DATABASE_URL (ADAPTER_PROVIDER=postgres).
-// The server listens on CONTROLPLANE_ADDR (default :8787), serves /health,
-// runs the claim expiry and cleanup once a minute and the webhook and
-// registry workers continuously, and shuts down gracefully on SIGINT or
-// SIGTERM. The data directory is created 0700, and the database, its -wal
-// and -shm files and the secrets generated for ENVIRONMENT=local are 0600.
-// MAX_PENDING_AUTHORIZATIONS (default 20) counts pending claims per
-// namespace and service, and MAX_PENDING_AUTHORIZATIONS_PER_AGENT (default
-// 5) bounds how many of them one agent address (IPv4, or IPv6 /64) holds.
-// CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES (default 64 MiB) caps the request
-// body bytes held at once; past it requests are answered 503 with
-// Retry-After. Extra settings of this binary:
-// CONTROLPLANE_TRUSTED_PROXY_CIDRS (proxies whose X-Forwarded-* headers
-// count), CONTROLPLANE_PUBLIC_URL
-// (base of DID service endpoints; required unless ENVIRONMENT=local, since
-// otherwise they would follow each client's Host header), WEBAUTHN_RP_ID
-// and WEBAUTHN_RP_NAME (relying party; default: the first WebAuthn
-// origin's host, "idn"), and WEBHOOK_ALERT_EMAIL_TO,
-// WEBHOOK_ALERT_SMTP_ADDR, WEBHOOK_ALERT_SMTP_USERNAME,
-// WEBHOOK_ALERT_SMTP_PASSWORD (default MAILER_API_KEY) for failure alerts.
+//	controlplane [serve]     run the HTTP server (the default command)
+//	controlplane --version   print the version
+//	controlplane <command> -h
+//	                         a command's usage, flags and the variables it reads
+//
+// Every setting is an environment variable; docs/control-plane.md describes
+// each one, and `controlplane -h` lists them with their defaults. serve
+// reads and checks them all before it opens anything: the problems are
+// listed together, one per line, and the exit status is 2 (1 for a failure
+// after start). With ENVIRONMENT=local and nothing else set it runs on
+// SQLite in IDN_DATA_DIR with secrets it generates there once (the
+// directory 0700, its files 0600).
+//
+// serve listens on CONTROLPLANE_ADDR, by default 127.0.0.1:8787: binding
+// beyond loopback is a choice made by setting it, and is logged as a
+// warning at start. It serves the API, /health, /health/live,
+// /health/ready and /metrics (loopback clients, or
+// CONTROLPLANE_METRICS_TOKEN as a bearer token), logs one line per request
+// (request id, method, route pattern, status, duration) in the LOG_FORMAT
+// and at the LOG_LEVEL chosen, runs the claim expiry and cleanup once a
+// minute and the webhook and registry workers continuously, and on SIGINT
+// or SIGTERM drains in-flight requests for up to
+// CONTROLPLANE_SHUTDOWN_TIMEOUT_SECONDS, logging how the drain ended.
 package main
 
 import (
@@ -31,113 +30,43 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
-	"time"
 
-	"github.com/idnhq/idn/controlplane"
+	"github.com/idnhq/idn/internal/envconf"
 )
+
+// root is the command line; each command registers itself from its own
+// file.
+var root = &command{name: "controlplane", summary: "the idn control plane", defaultSub: "serve"}
+
+func register(c *command) { root.sub = append(root.sub, c) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Getenv, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run starts the control plane and blocks until ctx ends; it returns the
-// exit status.
-func run(ctx context.Context, getenv func(string) string, stderr io.Writer) int {
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	s, err := loadSettings(getenv)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
+// run executes one command line and returns the exit status: 0, 1 for a
+// failure, 2 for a usage error or configuration problems.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	path, err := root.dispatch(ctx, &cliEnv{getenv: getenv, stdout: stdout, stderr: stderr}, root.name, args)
+	var problems *envconf.Problems
+	var usage *usageError
+	switch {
+	case err == nil, errors.Is(err, errDone):
+		return 0
+	case errors.As(err, &problems):
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return 2
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "%s: %s (see %s -h)\n", path, usage.msg, path)
 		return 2
 	}
-	ln, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "controlplane: listen on %s: %v\n", s.addr, err)
-		return 1
-	}
-	if err := serve(ctx, s, ln, log); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	return 0
-}
-
-// serve opens the store, serves the API on ln and runs maintenance until
-// ctx ends, then drains in-flight requests (up to 15 s).
-func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) error {
-	store, err := controlplane.Open(ctx, s.store)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer store.Close()
-	cfg := s.server
-	cfg.Store, cfg.Logger = store, log
-	api, err := controlplane.New(cfg)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	srv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	maintained := make(chan struct{})
-	go func() {
-		defer close(maintained)
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			if err := api.Maintain(ctx); err != nil && ctx.Err() == nil {
-				log.Error("maintenance failed", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	workers := make(chan struct{})
-	go func() {
-		defer close(workers)
-		if err := api.RunWorkers(ctx); err != nil && ctx.Err() == nil {
-			log.Error("webhook and registry workers stopped", "err", err)
-		}
-	}()
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shutdown); err != nil {
-			log.Warn("shutdown incomplete", "err", err)
-		}
-	}()
-	log.Info("control plane listening", "addr", ln.Addr().String(), "environment", s.environment, "storage", s.store.Provider)
-	err = srv.Serve(ln)
-	cancel()
-	<-drained // Serve returns as shutdown starts; in-flight requests still use the store
-	<-maintained
-	<-workers
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
+	fmt.Fprintf(stderr, "%s: %s\n", path, strings.Join(strings.Fields(err.Error()), " "))
+	return 1
 }
