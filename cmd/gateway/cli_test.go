@@ -58,7 +58,8 @@ func (c *cliRunner) run(args ...string) cliResult {
 	code := run(context.Background(), args, func(k string) string { return c.env[k] }, &stdout, &stderr)
 	c.out = append(c.out, stdout.String(), stderr.String())
 	if code != 0 {
-		if lines := strings.Count(stderr.String(), "\n"); lines != 1 && !strings.HasPrefix(stderr.String(), "gateway: unknown command") && !strings.HasPrefix(stderr.String(), "usage:") {
+		if lines := strings.Count(stderr.String(), "\n"); lines != 1 && !strings.HasPrefix(stderr.String(), "gateway: unknown command") &&
+			!strings.HasPrefix(stderr.String(), "usage:") && !strings.Contains(stderr.String(), "configuration problems:\n  - ") {
 			c.t.Fatalf("%v: stderr has %d lines, want 1: %q", args, lines, stderr.String())
 		}
 		if strings.Contains(stderr.String(), "goroutine") || strings.Contains(stderr.String(), "panic") {
@@ -155,8 +156,8 @@ func TestCLIWorkflow(t *testing.T) {
 		{"unknown_connection", nil, []string{"delete", "--id", "nope"}, 1, "connection not found"},
 		{"duplicate_id", nil, []string{"add", "--id", "mcp1", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9"}, 1, "already exists"},
 		{"bad_base_url", nil, []string{"add", "--id", "y", "--base-url", "ftp://x", "--auth-mode", "bearer", "--secret", "t=" + secret}, 1, "base_url"},
-		{"no_master_key", map[string]string{"GATEWAY_MASTER_KEY": ""}, []string{"list"}, 1, "gateway keygen"},
-		{"malformed_master_key", map[string]string{"GATEWAY_MASTER_KEY": "not-a-key"}, []string{"list"}, 1, "gateway keygen"},
+		{"no_master_key", map[string]string{"GATEWAY_MASTER_KEY": ""}, []string{"list"}, 2, "gateway keygen"},
+		{"malformed_master_key", map[string]string{"GATEWAY_MASTER_KEY": "not-a-key"}, []string{"list"}, 2, "gateway keygen"},
 		{"wrong_master_key", map[string]string{"GATEWAY_MASTER_KEY": "ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY="}, []string{"list"}, 1, "does not match this store"},
 		{"master_key_flag_wins", map[string]string{"GATEWAY_MASTER_KEY": "not-a-key"}, []string{"list", "--master-key", cliMasterKey}, 0, ""},
 	}
@@ -288,17 +289,65 @@ func TestDataDirDefaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := dataDir(func(k string) string { return c.env[k] })
-			if err != nil || got != c.want {
-				t.Fatalf("dataDir = %q, %v; want %q", got, err, c.want)
+			c.env["GATEWAY_MASTER_KEY"] = cliMasterKey
+			var out, errb bytes.Buffer
+			if code := run(context.Background(), []string{"list"}, func(k string) string { return c.env[k] }, &out, &errb); code != 0 {
+				t.Fatalf("list: %d %s", code, errb.String())
 			}
-			if fi, err := os.Stat(got); err != nil || fi.Mode().Perm() != 0o700 {
+			if _, err := os.Stat(filepath.Join(c.want, credvault.DefaultFileName)); err != nil {
+				t.Fatalf("store in %s: %v", c.want, err)
+			}
+			if fi, err := os.Stat(c.want); err != nil || fi.Mode().Perm() != 0o700 {
 				t.Fatalf("data dir mode = %v, %v", fi.Mode(), err)
 			}
 		})
 	}
-	if _, err := dataDir(func(string) string { return "" }); err == nil {
-		t.Fatal("no HOME and no GATEWAY_DATA_DIR accepted")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"list"}, func(k string) string { return map[string]string{"GATEWAY_MASTER_KEY": cliMasterKey}[k] }, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "set GATEWAY_DATA_DIR") {
+		t.Fatalf("no HOME and no GATEWAY_DATA_DIR: %d %s", code, errb.String())
+	}
+}
+
+// Every command answers -h with its flags and the variables it reads, and
+// --version with the version, without touching the store.
+func TestHelpAndVersion(t *testing.T) {
+	names := []string{""}
+	for n := range commands {
+		names = append(names, n)
+	}
+	for _, name := range names {
+		t.Run("command_"+name, func(t *testing.T) {
+			for _, flag := range []string{"-h", "--help", "--version", "-version"} {
+				args := []string{flag}
+				if name != "" {
+					args = []string{name, flag}
+				}
+				var out, errb bytes.Buffer
+				code := run(context.Background(), args, func(string) string { return "" }, &out, &errb)
+				if code != 0 || errb.Len() != 0 {
+					t.Fatalf("%v: exit %d, stderr %q", args, code, errb.String())
+				}
+				if strings.HasSuffix(flag, "version") {
+					if !strings.HasPrefix(out.String(), "gateway ") || strings.Count(out.String(), "\n") != 1 {
+						t.Errorf("%v: %q", args, out.String())
+					}
+					continue
+				}
+				if !strings.Contains(out.String(), "usage: gateway") || !strings.Contains(out.String(), "-version") {
+					t.Errorf("%v lacks usage or flags:\n%s", args, out.String())
+				}
+				wantVars := map[string][]string{
+					"": {"GATEWAY_ADDR", "LOG_FORMAT"}, "serve": {"GATEWAY_ADDR", "GATEWAY_MASTER_KEY", "LOG_LEVEL"},
+					"list": {"GATEWAY_DATA_DIR", "GATEWAY_MASTER_KEY"}, "add": {"GATEWAY_MASTER_KEY"}, "keygen": nil,
+				}[name]
+				for _, v := range wantVars {
+					if !strings.Contains(out.String(), "Environment:") || !strings.Contains(out.String(), v) {
+						t.Errorf("%v does not list %s:\n%s", args, v, out.String())
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -6,30 +6,49 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/internal/envconf"
 )
 
 // errHelpShown ends a command successfully after -h printed its flags.
 var errHelpShown = errors.New("help shown")
 
-// newFlagSet returns a flag set with the flag every command shares
-// (--master-key).
+// newFlagSet returns a flag set with the flags every command that opens
+// the store shares (--master-key, --version).
 func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := newBareFlagSet(name)
 	fs.String("master-key", "", "master key (standard base64 of 32 bytes); default $GATEWAY_MASTER_KEY")
 	return fs
 }
 
-// parseFlags parses args; -h prints "usage: gateway <name> <synopsis>" and
-// the flags to stdout. It never echoes a flag's value in an error, because values may be
-// secrets.
+// newBareFlagSet returns a flag set with only --version.
+func newBareFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.Bool("version", false, "print the version and exit")
+	return fs
+}
+
+// parseFlags parses args; -h prints "usage: gateway <name> <synopsis>",
+// the flags and the variables the command reads to stdout, and --version
+// the version. It never echoes a flag's value in an error, because values
+// may be secrets.
 func parseFlags(env *cliEnv, fs *flag.FlagSet, synopsis string, args []string) error {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(env.stdout, "usage: gateway %s %s\n\nflags:\n", fs.Name(), synopsis)
+		fmt.Fprintf(env.stdout, "%s\n\nflags:\n", strings.TrimSpace("usage: gateway "+fs.Name()+" "+synopsis))
 		fs.SetOutput(env.stdout)
 		fs.PrintDefaults()
+		if vars := varsOf(fs); len(vars) > 0 {
+			fmt.Fprintln(env.stdout)
+			envconf.PrintVars(env.stdout, vars)
+		}
+		return errHelpShown
+	}
+	if err == nil && fs.Lookup("version").Value.String() == "true" {
+		fmt.Fprintln(env.stdout, "gateway", buildinfo.Version())
 		return errHelpShown
 	}
 	if err != nil {
@@ -50,6 +69,18 @@ func parseFlags(env *cliEnv, fs *flag.FlagSet, synopsis string, args []string) e
 }
 
 func flagString(fs *flag.FlagSet, name string) string { return fs.Lookup(name).Value.String() }
+
+// varsOf returns the variables of fs's command: its own list, else the
+// store's when the command opens the store (it has --master-key).
+func varsOf(fs *flag.FlagSet) []envconf.Var {
+	if c := commands[fs.Name()]; c != nil && c.vars != nil {
+		return c.vars()
+	}
+	if fs.Lookup("master-key") != nil {
+		return storeVars()
+	}
+	return nil
+}
 
 // listFlag collects a repeatable string flag.
 type listFlag []string

@@ -12,12 +12,9 @@ func init() {
 }
 
 func runKeygen(_ context.Context, env *cliEnv, args []string) error {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(env.stdout, "usage: gateway keygen\n\nPrints a fresh master key for GATEWAY_MASTER_KEY. Keep it secret; without it the store cannot be read.")
-		return errHelpShown
-	}
-	if len(args) > 0 {
-		return usagef("keygen takes no arguments")
+	fs := newBareFlagSet("keygen")
+	if err := parseFlags(env, fs, "\n\nPrints a fresh master key for GATEWAY_MASTER_KEY. Keep it secret; without it the store cannot be read.", args); err != nil {
+		return err
 	}
 	k, err := credvault.GenerateMasterKey()
 	if err != nil {

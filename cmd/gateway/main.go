@@ -4,11 +4,15 @@
 //	gateway [serve]                               run the gateway (default when a server command is registered)
 //	gateway list|add|test|rotate|delete [flags]   manage connections in the local store
 //	gateway keygen                                print a new master key
+//	gateway --version                             print the version
 //
-// The store is GATEWAY_DATA_DIR/gateway.db (default
-// $XDG_DATA_HOME/idn-gateway, else ~/.local/share/idn-gateway), sealed under
-// GATEWAY_MASTER_KEY or --master-key. Errors are one line on stderr; the
-// exit status is 1 for a failure and 2 for a usage error.
+// The composition itself is package gateway; this command only reads flags
+// and variables (`gateway <command> -h` lists both) and owns the listener,
+// the signals and the exit status. The store is GATEWAY_DATA_DIR/gateway.db
+// (default $XDG_DATA_HOME/idn-gateway, else ~/.local/share/idn-gateway),
+// sealed under GATEWAY_MASTER_KEY or --master-key. Errors are one line on
+// stderr, configuration problems one line each; the exit status is 1 for a
+// failure and 2 for a usage error or a configuration problem.
 package main
 
 import (
@@ -21,6 +25,9 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/internal/envconf"
 )
 
 // command is one sub-command.
@@ -28,6 +35,9 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, env *cliEnv, args []string) error
+	// vars lists the variables the command reads, for -h; nil means those
+	// of the store (GATEWAY_DATA_DIR, GATEWAY_MASTER_KEY).
+	vars func() []envconf.Var
 }
 
 var commands = map[string]*command{}
@@ -40,10 +50,11 @@ func register(c *command) { commands[c.name] = c }
 
 // cliEnv is what a command may use of the process.
 type cliEnv struct {
-	getenv func(string) string
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	getenv  func(string) string
+	environ []string // NAME=value entries, for variable families
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // usageError marks a mistake in the command line (exit status 2).
@@ -65,12 +76,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	name := defaultCommand
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
-	} else if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+	} else if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			printUsage(stdout)
+			return 0
+		case "-version", "--version":
+			fmt.Fprintln(stdout, "gateway", buildinfo.Version())
+			return 0
+		}
+	}
+	switch name {
+	case "help":
 		printUsage(stdout)
 		return 0
-	}
-	if name == "help" {
-		printUsage(stdout)
+	case "version":
+		fmt.Fprintln(stdout, "gateway", buildinfo.Version())
 		return 0
 	}
 	cmd, ok := commands[name]
@@ -81,9 +102,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		printUsage(stderr)
 		return 2
 	}
-	err := cmd.run(ctx, &cliEnv{getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
+	err := cmd.run(ctx, &cliEnv{getenv: getenv, environ: os.Environ(), stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
 	if err == nil || errors.Is(err, errHelpShown) {
 		return 0
+	}
+	var problems *envconf.Problems
+	if errors.As(err, &problems) {
+		fmt.Fprintf(stderr, "gateway %s: %v\n", name, err)
+		return 2
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ") // always one line
 	var ue *usageError
@@ -106,5 +132,9 @@ func printUsage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun gateway <command> -h for its flags.")
+	fmt.Fprintln(w, "\nflags:\n  -h, --help   show help (gateway <command> -h: the command's flags and variables)\n  --version    print the version")
+	if c := commands[defaultCommand]; c != nil && c.vars != nil {
+		fmt.Fprintf(w, "\nWithout a command, gateway runs %s, which reads:\n\n", defaultCommand)
+		envconf.PrintVars(w, c.vars())
+	}
 }

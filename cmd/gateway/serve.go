@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
+	"time"
 
-	"github.com/idnhq/idn/internal/gatewayd"
+	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/internal/envconf"
 )
 
 func init() {
-	register(&command{name: "serve", summary: "run the gateway (the default command)", run: runServe})
+	register(&command{name: "serve", summary: "run the gateway (the default command)", run: runServe, vars: serveVars})
 	defaultCommand = "serve"
 }
 
@@ -20,34 +21,70 @@ func init() {
 // GATEWAY_SHUTDOWN_TIMEOUT_SECONDS.
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("serve")
-	if err := parseFlags(env, fs, "[--master-key KEY] (configured by GATEWAY_* and IDN_* variables)", args); err != nil {
+	if err := parseFlags(env, fs, "[--master-key KEY] (configured by the variables below)", args); err != nil {
 		return err
 	}
-	getenv := env.getenv
-	if key := flagString(fs, "master-key"); key != "" {
-		getenv = func(name string) string {
-			if name == "GATEWAY_MASTER_KEY" {
-				return key
-			}
-			return env.getenv(name)
-		}
-	}
-	settings, err := gatewayd.LoadSettings(getenv, os.Environ())
-	if err != nil {
+	r := envconf.New(env.getenv)
+	s := readServe(r, env.getenv, env.environ, flagString(fs, "master-key"))
+	if err := r.Err(); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(env.stderr, nil))
-	gcPercent := gatewayd.TuneGC(env.getenv)
-	gw, err := gatewayd.New(ctx, settings, logger)
+	logger := s.log.Logger(env.stderr)
+	s.gateway.Logger = logger
+	gcPercent := tuneGC(s.gogc)
+	gw, err := gateway.New(s.gateway)
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
-	ln, err := net.Listen("tcp", settings.Addr)
+	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", settings.Addr, err)
+		return fmt.Errorf("listen on %s: %w", s.addr, err)
 	}
-	logger.Info("gateway listening", "addr", ln.Addr().String(), "data_dir", settings.DataDir,
-		"registry", settings.RegistryURL, "admin_access", string(settings.AdminMode), "gateway_did", gw.Identity().DID(), "gogc", gcPercent)
-	return gw.Serve(ctx, ln)
+	if !onLoopback(ln.Addr()) {
+		logger.Warn("gateway listens beyond loopback: anyone who can reach this address can call the runtime routes",
+			"addr", ln.Addr().String())
+	}
+	logger.Info("gateway listening", "addr", ln.Addr().String(), "data_dir", s.gateway.DataDir,
+		"registry", s.gateway.RegistryURL, "admin_access", string(s.gateway.AdminAccess), "gateway_did", gw.Identity().DID(),
+		"gogc", gcPercent)
+	if err := gw.Start(context.Background()); err != nil {
+		return err
+	}
+	return serve(ctx, gw, ln, s.shutdownTimeout, logger)
+}
+
+func onLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// serve serves gw on ln until ctx is done, then shuts down gracefully: no
+// new connections, in-flight requests drained within timeout, and the
+// drain recorded in the metrics. It returns nil after a clean drain.
+func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, timeout time.Duration, logger *slog.Logger) error {
+	srv := gateway.NewServer(gw)
+	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	outcome := "success"
+	if err != nil {
+		outcome = "timeout"
+		_ = srv.Close()
+	}
+	gw.Metrics().ObserveDrain(outcome, time.Since(start))
+	logger.Info("gateway stopped", "drain", outcome, "seconds", time.Since(start).Seconds())
+	if err != nil {
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %s", timeout)
+	}
+	return nil
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/idnhq/idn/credvault"
 )
 
+// linkedVersion is set at link time into the binary buildGateway builds.
+const linkedVersion = "v9.9.9-test"
+
 // buildGateway compiles this command once per test binary.
 var buildGateway = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "gateway-bin")
@@ -26,7 +29,8 @@ var buildGateway = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "gateway")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-ldflags", "-X github.com/idnhq/idn/internal/buildinfo.version="+linkedVersion,
+		"-o", bin, ".").CombinedOutput()
 	if err != nil {
 		return "", &buildError{out: string(out), err: err}
 	}
@@ -106,6 +110,20 @@ func TestServeGracefulShutdown(t *testing.T) {
 		return err == nil && resp.StatusCode == 200
 	})
 
+	// --version and /health report the version set at link time.
+	if out, err := exec.Command(bin, "--version").Output(); err != nil || string(out) != "gateway "+linkedVersion+"\n" {
+		t.Errorf("gateway --version = %q, %v", out, err)
+	}
+	if resp, err := http.Get("http://" + addr + "/health"); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), `"version":"`+linkedVersion+`"`) {
+			t.Errorf("/health = %s, want version %s", b, linkedVersion)
+		}
+	}
+
 	type result struct {
 		body string
 		err  error
@@ -164,4 +182,53 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// Binding beyond loopback is allowed and logged as a warning at start;
+// LOG_FORMAT=text gives text lines.
+func TestServeWarnsBeyondLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		warn bool
+	}{
+		{"127.0.0.1:0", false},
+		{"0.0.0.0:0", true},
+	} {
+		t.Run(tt.addr, func(t *testing.T) {
+			key, _ := credvault.GenerateMasterKey()
+			env := map[string]string{"GATEWAY_ADDR": tt.addr, "GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_MASTER_KEY": key.Encode(),
+				"GATEWAY_ADMIN_ACCESS_MODE": "loopback", "IDN_REGISTRY_URL": "http://127.0.0.1:1", "LOG_FORMAT": "text"}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stderr syncWriter
+			done := make(chan int, 1)
+			go func() {
+				done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)
+			}()
+			waitFor(t, "the gateway to listen", func() bool { return strings.Contains(stderr.String(), "gateway listening") })
+			cancel()
+			if code := <-done; code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			logs := stderr.String()
+			if warned := strings.Contains(logs, "level=WARN msg=\"gateway listens beyond loopback"); warned != tt.warn {
+				t.Errorf("warned = %v, want %v:\n%s", warned, tt.warn, logs)
+			}
+		})
+	}
+}
+
+// Configuration problems are listed one per line, with exit status 2.
+func TestServeConfigurationProblems(t *testing.T) {
+	env := map[string]string{"GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_ADDR": "127.0.0.1:0", "LOG_LEVEL": "loud", "GATEWAY_NONCE_MAX_ENTRIES": "0"}
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, stderr.String())
+	}
+	for _, want := range []string{"configuration problems:", "\n  - GATEWAY_MASTER_KEY", "\n  - LOG_LEVEL", "\n  - GATEWAY_NONCE_MAX_ENTRIES", "\n  - IDN_REGISTRY_URL", "\n  - GATEWAY_ADMIN_TOKEN"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
 }

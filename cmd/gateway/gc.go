@@ -1,0 +1,26 @@
+package main
+
+import (
+	"runtime/debug"
+	"strconv"
+
+	"github.com/idnhq/idn/gateway"
+)
+
+// tuneGC sets the collector's target to gateway.GCPercent unless GOGC is
+// set (gogc is its value), and returns the target in force (-1: collection
+// is off).
+func tuneGC(gogc string) int {
+	if gogc != "" {
+		if gogc == "off" {
+			return -1
+		}
+		n, err := strconv.Atoi(gogc)
+		if err != nil {
+			return 100 // the runtime ignores a malformed GOGC
+		}
+		return n
+	}
+	debug.SetGCPercent(gateway.GCPercent)
+	return gateway.GCPercent
+}

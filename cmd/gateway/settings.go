@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/envconf"
+)
+
+// serveSettings is everything `gateway serve` reads from the environment:
+// the server's own settings and the library's Config.
+type serveSettings struct {
+	addr            string
+	shutdownTimeout time.Duration
+	gogc            string // GOGC as set; "" means tuneGC picks gateway.GCPercent
+	log             envconf.Log
+	gateway         gateway.Config
+}
+
+const dataDirDoc = "data folder: credential store, gateway identity, decision-log salt " +
+	"(default $XDG_DATA_HOME/idn-gateway, else ~/.local/share/idn-gateway)"
+
+// defaultDataDir is GATEWAY_DATA_DIR's default.
+func defaultDataDir(getenv func(string) string) (string, error) {
+	if x := getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "idn-gateway"), nil
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".local", "share", "idn-gateway"), nil
+	}
+	return "", errors.New("cannot find a data directory: set GATEWAY_DATA_DIR")
+}
+
+// readStore reads what every command that opens the store needs: the data
+// folder and the master key (--master-key, when given, wins).
+func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag string) (string, credvault.MasterKey) {
+	dir := r.String("GATEWAY_DATA_DIR", "", dataDirDoc)
+	if dir == "" {
+		var err error
+		if dir, err = defaultDataDir(getenv); err != nil {
+			r.Problemf("%v", err)
+		}
+	}
+	raw := r.Secret("GATEWAY_MASTER_KEY", "master key sealing the stored credentials: standard base64 of 32 random bytes (required)")
+	if masterKeyFlag != "" {
+		raw = masterKeyFlag
+	}
+	var key credvault.MasterKey
+	if raw == "" {
+		r.Problemf("GATEWAY_MASTER_KEY is required (standard base64 of 32 random bytes; make one with 'gateway keygen')")
+	} else if k, err := credvault.ParseMasterKey(raw); err != nil {
+		r.Problemf("GATEWAY_MASTER_KEY: %v (make one with 'gateway keygen')", err)
+	} else {
+		key = k
+	}
+	return dir, key
+}
+
+// storeVars are the variables of the commands that open the store.
+func storeVars() []envconf.Var {
+	r := envconf.New(func(string) string { return "" })
+	readStore(r, func(string) string { return "" }, "")
+	return r.Vars()
+}
+
+// serveVars are the variables of serve.
+func serveVars() []envconf.Var {
+	r := envconf.New(func(string) string { return "" })
+	readServe(r, func(string) string { return "" }, nil, "")
+	return r.Vars()
+}
+
+// readServe reads every GATEWAY_* and IDN_* setting of serve through r,
+// which collects the problems.
+func readServe(r *envconf.Reader, getenv func(string) string, environ []string, masterKeyFlag string) serveSettings {
+	var s serveSettings
+	c := &s.gateway
+	s.addr = r.String("GATEWAY_ADDR", "127.0.0.1:38100", "listen address; an address beyond loopback is logged as a warning at start")
+	c.DataDir, c.MasterKey = readStore(r, getenv, masterKeyFlag)
+	c.RegistryURL = strings.TrimRight(r.String("IDN_REGISTRY_URL", "",
+		"control plane base URL, which serves the approved-claims feed (required unless GATEWAY_ALLOW_UNSIGNED_PROXY)"), "/")
+	c.ServiceAPIKey = r.Secret("IDN_SERVICE_API_KEY", "control-plane service API key for the claims feed and claim submissions")
+	perConnection := r.Family("IDN_SERVICE_API_KEY_", "<CONNECTION_ID>",
+		"service API key of one connection (its id upper-cased, '-' as '_'), instead of IDN_SERVICE_API_KEY", environ)
+	if len(perConnection) > 0 {
+		c.ConnectionAPIKey = func(id string) string { return perConnection[strings.ToUpper(strings.ReplaceAll(id, "-", "_"))] }
+	}
+	c.Namespace = r.String("GATEWAY_IDN_NAMESPACE", "gateway", "the gateway's own idn namespace, which signs its control-plane calls")
+	c.IdentityHome = r.String("GATEWAY_IDN_HOME", "", "folder of the gateway's identity (default GATEWAY_DATA_DIR/identity)")
+	c.CatalogFile = r.String("GATEWAY_SERVICE_CATALOG_FILE", "", "service catalog of the admin API (default GATEWAY_DATA_DIR/service-catalog.json)")
+
+	c.ClaimsTTL = r.Seconds("GATEWAY_CLAIMS_CACHE_TTL_SECONDS", 30, "seconds a claims snapshot stays usable without a successful refresh")
+	c.ClaimsRefresh = r.Seconds("GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS", 10, "seconds between two polls of the claims feed")
+	c.MCPDiscoveryTTL = r.Seconds("GATEWAY_MCP_DISCOVERY_CACHE_TTL_SECONDS", 300, "seconds an MCP tool discovery stays fresh")
+	c.MCPDiscoveryStaleIfError = zeroMeansOff(time.Duration(r.Int("GATEWAY_MCP_DISCOVERY_STALE_IF_ERROR_SECONDS", 3600, 0,
+		"seconds past freshness a stale discovery is served while the upstream fails; 0 never"))*time.Second, -1)
+	c.MCPTimeout = r.Seconds("GATEWAY_MCP_TIMEOUT_SECONDS", 90, "seconds an /mcp request or MCP upstream operation may take")
+	c.ProxyTimeout = r.Seconds("GATEWAY_PROXY_TIMEOUT_SECONDS", 120, "seconds an /proxy request may take")
+	c.AdminTimeout = r.Seconds("GATEWAY_ADMIN_TIMEOUT_SECONDS", 20, "seconds an admin or /metrics request may take")
+	s.shutdownTimeout = r.Seconds("GATEWAY_SHUTDOWN_TIMEOUT_SECONDS", 15, "seconds in-flight requests get to finish at shutdown")
+	c.MCPBreakerFailures = zeroMeansOff(r.Int("GATEWAY_MCP_CIRCUIT_BREAKER_FAILURES", 3, 0,
+		"consecutive upstream failures that open an MCP connection's circuit breaker; 0 disables it"), -1)
+	c.MCPBreakerCooldown = r.Seconds("GATEWAY_MCP_CIRCUIT_BREAKER_COOLDOWN_SECONDS", 10, "seconds an open circuit breaker refuses calls")
+	c.MCPToolCallRateLimitPerMinute = zeroMeansOff(r.Int("GATEWAY_MCP_TOOL_CALL_RATE_LIMIT_PER_MINUTE", 120, 0,
+		"tool calls per minute per connection and namespace; 0 disables the limit"), -1)
+	c.ClaimRateLimitPerMinute = zeroMeansOff(r.Int("GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE", 30, 0,
+		"claims one connection and namespace may file per minute; 0 disables the limit"), -1)
+	c.SignatureMaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
+	c.SignatureFutureSkew = r.Seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30, "seconds a signature's creation time may lie in the future")
+	c.NonceMaxEntries = r.Int("GATEWAY_NONCE_MAX_ENTRIES", 1_000_000, 1, "nonces remembered against replay; past it requests are answered 503 NONCE_STORE_FULL")
+	c.MaxBodyBytes = r.Int64("GATEWAY_MAX_REQUEST_BODY_BYTES", 8<<20, 1, "largest request body, in bytes")
+	c.MaxInflightBodyBytes = r.Int64("GATEWAY_MAX_INFLIGHT_BODY_BYTES", 256<<20, 1,
+		"request body bytes held at once across all requests; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")
+	if c.MaxInflightBodyBytes < c.MaxBodyBytes {
+		r.Problemf("GATEWAY_MAX_INFLIGHT_BODY_BYTES must be at least GATEWAY_MAX_REQUEST_BODY_BYTES")
+	}
+	if c.ClaimsTTL <= c.ClaimsRefresh {
+		r.Problemf("GATEWAY_CLAIMS_CACHE_TTL_SECONDS must exceed GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS")
+	}
+
+	readAdmin(r, c)
+	c.RotationEnforcement = credvault.RotationEnforcement(r.OneOf("GATEWAY_ROTATION_ENFORCEMENT", "warn",
+		[]string{"off", "warn", "block"}, "what an overdue credential rotation does"))
+	c.RotationGrace = time.Duration(r.Int("GATEWAY_ROTATION_GRACE_DAYS", 0, 0, "days added to every rotation due date")) * 24 * time.Hour
+
+	c.InsecureAllowUnsigned = r.Bool("GATEWAY_ALLOW_UNSIGNED_PROXY", false, "UNSAFE, development only: no signature, claim or replay check on any connection")
+	c.InsecureUnsignedConnections = r.List("GATEWAY_ALLOW_UNSIGNED_CONNECTIONS", "UNSAFE, development only: connection ids served without signature, claim or replay check")
+	for _, id := range c.InsecureUnsignedConnections {
+		if err := credvault.ValidateConnectionID(id); err != nil {
+			r.Problemf("GATEWAY_ALLOW_UNSIGNED_CONNECTIONS: %v", err)
+		}
+	}
+	if c.RegistryURL == "" && !c.InsecureAllowUnsigned {
+		r.Problemf("IDN_REGISTRY_URL is required: the control plane's base URL, which serves the approved-claims feed")
+	} else if c.RegistryURL != "" && !strings.HasPrefix(c.RegistryURL, "http://") && !strings.HasPrefix(c.RegistryURL, "https://") {
+		r.Problemf("IDN_REGISTRY_URL must be an http or https URL")
+	}
+	c.LogDecisions = r.Bool("GATEWAY_LOG_PROXY_REQUESTS", false, "log one decision per authentication and upstream outcome (identities fingerprinted)")
+	c.Aliases = map[string]string{}
+	for _, pair := range r.List("GATEWAY_PATH_ALIASES", "alias=connection_id pairs: /<alias>/{path} serves as /proxy/<connection_id>/{path}") {
+		alias, id, ok := strings.Cut(pair, "=")
+		if !ok || alias == "" || strings.Contains(alias, "/") || credvault.ValidateConnectionID(id) != nil {
+			r.Problemf("GATEWAY_PATH_ALIASES: %q is not alias=connection_id", pair)
+			continue
+		}
+		c.Aliases[alias] = id
+	}
+	if err := identity.ValidNamespace(c.Namespace); err != nil {
+		r.Problemf("GATEWAY_IDN_NAMESPACE: %v", err)
+	}
+	s.log = r.Log()
+	s.gogc = r.Raw("GOGC", fmt.Sprintf("garbage collector target (the gateway runs at %d unless it is set)", gateway.GCPercent))
+	return s
+}
+
+// readAdmin reads the admin API's access settings.
+func readAdmin(r *envconf.Reader, c *gateway.Config) {
+	c.AdminAccess = admin.AccessMode(r.OneOf("GATEWAY_ADMIN_ACCESS_MODE", "hybrid", []string{"hybrid", "loopback", "token"},
+		"who may use the admin API and /metrics"))
+	c.AdminToken = r.Secret("GATEWAY_ADMIN_TOKEN", "admin bearer token, at least 16 characters (required in hybrid and token modes)")
+	if c.AdminAccess != admin.AccessLoopback && len(c.AdminToken) < 16 {
+		r.Problemf("GATEWAY_ADMIN_TOKEN of at least 16 characters is required in %s mode "+
+			"(make one with 'openssl rand -hex 32', or set GATEWAY_ADMIN_ACCESS_MODE=loopback)", c.AdminAccess)
+	}
+	c.AllowedOrigins = r.List("GATEWAY_ALLOWED_ORIGINS", "browser origins admitted to the admin API cross-origin")
+	c.AdminHosts = r.List("GATEWAY_ADMIN_HOSTS", "host names, besides loopback literals and localhost, the admin API answers to")
+	for _, h := range c.AdminHosts {
+		if !clientip.ValidHost(h) {
+			r.Problemf("GATEWAY_ADMIN_HOSTS: %q is not a host name or IP literal without port (IPv6 in brackets)", h)
+		}
+	}
+	c.PublicAuthority = r.String("GATEWAY_PUBLIC_AUTHORITY", "", "host[:port] every signature is checked against, whatever Host a request names")
+	if c.PublicAuthority != "" {
+		if host, _, ok := clientip.SplitAuthority(c.PublicAuthority); !ok || !clientip.ValidHost(host) {
+			r.Problemf("GATEWAY_PUBLIC_AUTHORITY: %q is not host[:port] (no scheme or path)", c.PublicAuthority)
+		}
+	}
+	c.InsecureUnsignedAdminChecks = !r.Bool("GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS", true,
+		"admin test and discover need a signed, approved caller")
+	cidrs, err := clientip.ParseCIDRs(r.Raw("GATEWAY_TRUSTED_PROXY_CIDRS", "networks whose X-Forwarded-* headers are believed"))
+	if err != nil {
+		r.Problemf("GATEWAY_TRUSTED_PROXY_CIDRS: %v", err)
+	}
+	c.TrustedProxies = cidrs
+}
+
+// zeroMeansOff maps a setting whose 0 turns something off to the
+// library's value for off.
+func zeroMeansOff[T int | time.Duration](v, off T) T {
+	if v == 0 {
+		return off
+	}
+	return v
+}

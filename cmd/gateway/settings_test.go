@@ -1,0 +1,216 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/envconf"
+)
+
+func validEnv() map[string]string {
+	key, _ := credvault.GenerateMasterKey()
+	return map[string]string{
+		"GATEWAY_MASTER_KEY":  key.Encode(),
+		"GATEWAY_ADMIN_TOKEN": "0123456789abcdef0123",
+		"IDN_REGISTRY_URL":    "http://127.0.0.1:8787/",
+		"GATEWAY_DATA_DIR":    "/tmp/gw",
+	}
+}
+
+// load reads serve's settings from env as the process would.
+func load(env map[string]string) (serveSettings, error) {
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	getenv := func(k string) string { return env[k] }
+	r := envconf.New(getenv)
+	s := readServe(r, getenv, environ, "")
+	return s, r.Err()
+}
+
+func TestServeSettingsDefaults(t *testing.T) {
+	s, err := load(validEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.gateway
+	if s.addr != "127.0.0.1:38100" || s.shutdownTimeout != 15*time.Second || s.log.Format != "json" {
+		t.Errorf("server defaults: %+v", s)
+	}
+	if c.ClaimsTTL != 30*time.Second || c.RegistryURL != "http://127.0.0.1:8787" || c.InsecureUnsignedAdminChecks ||
+		c.AdminAccess != admin.AccessHybrid || c.RotationEnforcement != credvault.RotationWarn || c.NonceMaxEntries != 1_000_000 ||
+		c.MaxBodyBytes != 8<<20 || c.MaxInflightBodyBytes != 256<<20 || c.MCPBreakerFailures != 3 || c.ClaimRateLimitPerMinute != 30 {
+		t.Errorf("gateway defaults: %+v", c)
+	}
+}
+
+// A setting whose 0 turns something off reaches the library as its
+// negative "off", not as its zero "default".
+func TestServeSettingsZeroMeansOff(t *testing.T) {
+	env := validEnv()
+	env["GATEWAY_MCP_DISCOVERY_STALE_IF_ERROR_SECONDS"] = "0"
+	env["GATEWAY_MCP_CIRCUIT_BREAKER_FAILURES"] = "0"
+	env["GATEWAY_MCP_TOOL_CALL_RATE_LIMIT_PER_MINUTE"] = "0"
+	env["GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE"] = "0"
+	s, err := load(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.gateway
+	if c.MCPDiscoveryStaleIfError >= 0 || c.MCPBreakerFailures >= 0 || c.MCPToolCallRateLimitPerMinute >= 0 || c.ClaimRateLimitPerMinute >= 0 {
+		t.Errorf("0 did not become off: %+v", c)
+	}
+}
+
+func TestServeSettingsListEveryProblem(t *testing.T) {
+	env := map[string]string{
+		"GATEWAY_MASTER_KEY":                   "not-base64!",
+		"GATEWAY_ADMIN_ACCESS_MODE":            "open",
+		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS":     "ten",
+		"GATEWAY_TRUSTED_PROXY_CIDRS":          "10.0.0.0/33",
+		"GATEWAY_ROTATION_ENFORCEMENT":         "maybe",
+		"GATEWAY_PATH_ALIASES":                 "nope",
+		"GATEWAY_LOG_PROXY_REQUESTS":           "sometimes",
+		"GATEWAY_ALLOW_UNSIGNED_CONNECTIONS":   "bad id!",
+		"GATEWAY_IDN_NAMESPACE":                "x",
+		"IDN_REGISTRY_URL":                     "ftp://cp",
+		"GATEWAY_SIGNATURE_MAX_AGE_SECONDS":    "-5",
+		"GATEWAY_MCP_CIRCUIT_BREAKER_FAILURES": "-1",
+		"LOG_LEVEL":                            "loud",
+		"LOG_FORMAT":                           "xml",
+		"GATEWAY_DATA_DIR":                     "/tmp/gw",
+	}
+	_, err := load(env)
+	var problems *envconf.Problems
+	if !errors.As(err, &problems) {
+		t.Fatalf("err = %v, want *envconf.Problems", err)
+	}
+	for _, name := range []string{"GATEWAY_MASTER_KEY", "GATEWAY_ADMIN_ACCESS_MODE", "GATEWAY_CLAIMS_CACHE_TTL_SECONDS",
+		"GATEWAY_TRUSTED_PROXY_CIDRS", "GATEWAY_ROTATION_ENFORCEMENT", "GATEWAY_PATH_ALIASES", "GATEWAY_LOG_PROXY_REQUESTS",
+		"GATEWAY_ALLOW_UNSIGNED_CONNECTIONS", "GATEWAY_IDN_NAMESPACE", "IDN_REGISTRY_URL", "GATEWAY_SIGNATURE_MAX_AGE_SECONDS",
+		"GATEWAY_MCP_CIRCUIT_BREAKER_FAILURES", "LOG_LEVEL", "LOG_FORMAT"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not mention %s:\n%v", name, err)
+		}
+	}
+	if strings.Contains(err.Error(), "not-base64!") {
+		t.Errorf("error echoes the master key value:\n%v", err)
+	}
+}
+
+func TestServeSettingsRequireAdminToken(t *testing.T) {
+	env := validEnv()
+	delete(env, "GATEWAY_ADMIN_TOKEN")
+	if _, err := load(env); err == nil || !strings.Contains(err.Error(), "openssl rand") {
+		t.Errorf("hybrid without a token: %v", err)
+	}
+	env["GATEWAY_ADMIN_ACCESS_MODE"] = "loopback"
+	if _, err := load(env); err != nil {
+		t.Errorf("loopback mode needs no token: %v", err)
+	}
+}
+
+func TestConnectionAPIKey(t *testing.T) {
+	env := validEnv()
+	env["IDN_SERVICE_API_KEY"] = "idn_sk_global"
+	env["IDN_SERVICE_API_KEY_MY_GITHUB"] = "idn_sk_github"
+	s, err := load(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.gateway.ServiceAPIKey != "idn_sk_global" || s.gateway.ConnectionAPIKey == nil {
+		t.Fatalf("keys: %q, per-connection set %v", s.gateway.ServiceAPIKey, s.gateway.ConnectionAPIKey != nil)
+	}
+	if got := s.gateway.ConnectionAPIKey("my-github"); got != "idn_sk_github" {
+		t.Errorf("override: %q", got)
+	}
+	if got := s.gateway.ConnectionAPIKey("other"); got != "" {
+		t.Errorf("a connection without its own key: %q, want empty (the library falls back)", got)
+	}
+}
+
+func TestServeSettingsInflightBodyBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name, inflight, maxBody string
+		want                    int64
+		problem                 bool
+	}{
+		{name: "default is 256 MiB", want: 256 << 20},
+		{name: "set", inflight: "67108864", want: 64 << 20},
+		{name: "below one request's limit", inflight: "1048576", maxBody: "2097152", problem: true},
+		{name: "not a number", inflight: "lots", problem: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := validEnv()
+			if tc.inflight != "" {
+				env["GATEWAY_MAX_INFLIGHT_BODY_BYTES"] = tc.inflight
+			}
+			if tc.maxBody != "" {
+				env["GATEWAY_MAX_REQUEST_BODY_BYTES"] = tc.maxBody
+			}
+			s, err := load(env)
+			if tc.problem {
+				if err == nil || !strings.Contains(err.Error(), "GATEWAY_MAX_INFLIGHT_BODY_BYTES") {
+					t.Fatalf("err %v, want a problem with GATEWAY_MAX_INFLIGHT_BODY_BYTES", err)
+				}
+				return
+			}
+			if err != nil || s.gateway.MaxInflightBodyBytes != tc.want {
+				t.Fatalf("MaxInflightBodyBytes = %d, %v; want %d", s.gateway.MaxInflightBodyBytes, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBindingSettings(t *testing.T) {
+	env := validEnv()
+	env["GATEWAY_ADMIN_HOSTS"] = " gw.example.com , [2001:db8::1] "
+	env["GATEWAY_PUBLIC_AUTHORITY"] = "gw.example.com:8443"
+	s, err := load(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.gateway.AdminHosts, ",") != "gw.example.com,[2001:db8::1]" || s.gateway.PublicAuthority != "gw.example.com:8443" {
+		t.Errorf("parsed %q %q", s.gateway.AdminHosts, s.gateway.PublicAuthority)
+	}
+	for name, bad := range map[string][2]string{
+		"admin_host_with_port":      {"GATEWAY_ADMIN_HOSTS", "gw.example.com:8443"},
+		"admin_host_wildcard":       {"GATEWAY_ADMIN_HOSTS", "*.example.com"},
+		"admin_host_url":            {"GATEWAY_ADMIN_HOSTS", "https://gw.example.com"},
+		"public_authority_url":      {"GATEWAY_PUBLIC_AUTHORITY", "https://gw.example.com"},
+		"public_authority_path":     {"GATEWAY_PUBLIC_AUTHORITY", "gw.example.com/x"},
+		"public_authority_userinfo": {"GATEWAY_PUBLIC_AUTHORITY", "u@gw.example.com"},
+		"public_authority_bad_port": {"GATEWAY_PUBLIC_AUTHORITY", "gw.example.com:https"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := validEnv()
+			env[bad[0]] = bad[1]
+			if _, err := load(env); err == nil || !strings.Contains(err.Error(), bad[0]) {
+				t.Errorf("settings = %v, want an error naming %s", err, bad[0])
+			}
+		})
+	}
+}
+
+// Every variable serve reads is listed by -h with its meaning.
+func TestServeVarsDocumented(t *testing.T) {
+	vars := serveVars()
+	seen := map[string]bool{}
+	for _, v := range vars {
+		if v.Doc == "" {
+			t.Errorf("%s has no meaning", v.Name)
+		}
+		seen[v.Name] = true
+	}
+	for _, name := range []string{"GATEWAY_ADDR", "GATEWAY_MASTER_KEY", "GATEWAY_DATA_DIR", "IDN_REGISTRY_URL",
+		"IDN_SERVICE_API_KEY_<CONNECTION_ID>", "LOG_LEVEL", "LOG_FORMAT", "GOGC", "GATEWAY_SHUTDOWN_TIMEOUT_SECONDS"} {
+		if !seen[name] {
+			t.Errorf("serve -h does not list %s", name)
+		}
+	}
+}

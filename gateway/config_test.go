@@ -1,0 +1,116 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/internal/buildinfo"
+)
+
+func minimalConfig(t *testing.T) gateway.Config {
+	t.Helper()
+	key, err := credvault.GenerateMasterKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: "http://127.0.0.1:1"}
+}
+
+func TestNewListsEveryProblem(t *testing.T) {
+	t.Parallel()
+	_, err := gateway.New(gateway.Config{
+		RegistryURL: "ftp://cp", Namespace: "x", ClaimsTTL: 5e9, ClaimsRefresh: 10e9,
+		MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 1 << 20, AdminHosts: []string{"gw.example.com:8443"},
+		PublicAuthority: "https://gw.example.com", InsecureUnsignedConnections: []string{"bad id!"},
+	})
+	if err == nil {
+		t.Fatal("New accepted an invalid Config")
+	}
+	for _, want := range []string{"DataDir", "MasterKey", "RegistryURL", "Namespace", "ClaimsTTL", "MaxInflightBodyBytes",
+		"AdminHosts", "PublicAuthority", "InsecureUnsignedConnections"} {
+		if !strings.Contains(err.Error(), "gateway: Config."+want) {
+			t.Errorf("error does not name Config.%s:\n%v", want, err)
+		}
+	}
+	if _, err := gateway.New(gateway.Config{}); err == nil || !strings.Contains(err.Error(), "RegistryURL is required") {
+		t.Errorf("zero Config: %v", err)
+	}
+}
+
+func TestZeroConfigDefaults(t *testing.T) {
+	t.Parallel()
+	cfg := minimalConfig(t)
+	gw, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+
+	// Without AdminToken the admin API is loopback-only, and needs no token.
+	resp, err := http.Get(srv.URL + "/api/admin/connections")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("admin API from loopback without a token: %d", resp.StatusCode)
+	}
+	// /health reports the binary's version.
+	resp, err = http.Get(srv.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct{ Version string }
+	_ = json.NewDecoder(resp.Body).Decode(&health)
+	resp.Body.Close()
+	if health.Version != buildinfo.Version() {
+		t.Errorf("/health version %q, want %q", health.Version, buildinfo.Version())
+	}
+	if gw.Identity().Namespace != "gateway" {
+		t.Errorf("namespace %q, want gateway", gw.Identity().Namespace)
+	}
+}
+
+// A token set without a mode selects hybrid mode, which wants a real token.
+func TestAdminTokenSelectsHybrid(t *testing.T) {
+	t.Parallel()
+	cfg := minimalConfig(t)
+	cfg.AdminToken = "short"
+	if _, err := gateway.New(cfg); err == nil || !strings.Contains(err.Error(), "16") {
+		t.Fatalf("New with a short token and no mode: %v", err)
+	}
+}
+
+func TestStartAndClose(t *testing.T) {
+	t.Parallel()
+	gw, err := gateway.New(minimalConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(context.Background()); !errors.Is(err, gateway.ErrStarted) {
+		t.Errorf("second Start = %v, want ErrStarted", err)
+	}
+	if err := gw.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+
+	unstarted, err := gateway.New(minimalConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstarted.Close(); err != nil {
+		t.Errorf("Close without Start = %v", err)
+	}
+}

@@ -1,0 +1,35 @@
+// Package gateway is a complete idn gateway as a library: the credential
+// vault (credvault) sealed in a SQLite file, the approved-claims cache and
+// its feed poller (claimcache), claim submission for unknown callers, the
+// nonce store (replay), the signed runtime pipeline (proxy), the MCP proxy
+// (mcpproxy), the admin API (admin), Prometheus metrics and health checks,
+// wired as cmd/gateway runs them.
+//
+// A Gateway is an http.Handler; it never owns a listener or the process.
+// Configure it with a Config whose zero fields take sensible defaults,
+// call Start for the background work (the claims feed poll), serve it with
+// any http.Server (NewServer has the recommended timeouts), and Close it
+// when done:
+//
+//	gw, err := gateway.New(gateway.Config{
+//		DataDir:       dir,
+//		MasterKey:     key,
+//		RegistryURL:   "https://idn.example",
+//		ServiceAPIKey: apiKey,
+//		Logger:        slog.Default(),
+//	})
+//	if err != nil { … }
+//	defer gw.Close()
+//	if err := gw.Start(ctx); err != nil { … }
+//	http.Handle("/idn/", http.StripPrefix("/idn", gw))
+//
+// Routes, relative to where it is mounted: /proxy/{connection_id}/{path}
+// and /mcp/{connection_id}/… for agents (signed, RFC 9421 profile
+// idn-rfc9421-v1), /api/admin/… for the operator, /metrics and /health,
+// /health/live, /health/ready. Mounted under a prefix with
+// http.StripPrefix, signatures are still checked against the request-target
+// the client sent, prefix included, so an agent signs the URL it calls.
+//
+// It reads no environment variable: cmd/gateway maps the GATEWAY_* and
+// IDN_* settings onto Config.
+package gateway

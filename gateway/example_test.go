@@ -1,0 +1,97 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"time"
+
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/identity"
+)
+
+// A gateway mounted under /idn/ of an existing server. The agent signs the
+// URL it calls, prefix included.
+func ExampleNew() {
+	agent, _ := identity.New("alice")
+
+	// The upstream API, which wants a bearer token the agent never sees.
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer upstream-token" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, "sunny")
+	}))
+	defer upstream.Close()
+	// A stand-in for the control plane's approved-claims feed: alice's
+	// agent is approved for the service "weather".
+	controlPlane := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{
+			"claims": []claimcache.Claim{{ID: "clm_1", Namespace: "alice", Service: "weather",
+				PublicKey: agent.PublicKeyString(), ApprovedAt: time.Now()}},
+			"pagination": map[string]any{"limit": 2000, "offset": 0, "total": 1, "has_more": false},
+		})
+	}))
+	defer controlPlane.Close()
+
+	dir, _ := os.MkdirTemp("", "gateway-example")
+	defer os.RemoveAll(dir)
+	key, _ := credvault.GenerateMasterKey()
+	gw, err := gateway.New(gateway.Config{
+		DataDir:       dir,
+		MasterKey:     key,
+		RegistryURL:   controlPlane.URL,
+		ServiceAPIKey: "idn_sk_example",
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer gw.Close()
+	ctx := context.Background()
+	_, err = gw.Vault().Create(ctx, &credvault.Connection{ID: "weather", BaseURL: upstream.URL,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, map[string]string{"token": "upstream-token"})
+	if err != nil {
+		panic(err)
+	}
+	if err := gw.Start(ctx); err != nil {
+		panic(err)
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/idn/", http.StripPrefix("/idn", gw))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	waitReady(srv.URL + "/idn/health/ready")
+
+	client := &http.Client{Transport: agent.Transport(nil, identity.SignOptions{})}
+	resp, err := client.Get(srv.URL + "/idn/proxy/weather/forecast")
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output:
+	// 200 sunny
+}
+
+// waitReady polls a readiness URL: the first claims poll runs on the
+// gateway's own schedule.
+func waitReady(url string) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+	}
+	panic("not ready: " + url)
+}

@@ -1,0 +1,329 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/proxy"
+	"github.com/idnhq/idn/replay"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Gateway is a complete idn gateway: an http.Handler serving the runtime
+// routes, the admin API, /metrics and /health, plus the background work
+// that keeps its claims current (Start). Create it with New and release it
+// with Close.
+type Gateway struct {
+	cfg      Config
+	store    *credvault.SQLiteStore
+	vault    *credvault.Vault
+	cache    *claimcache.Cache
+	mcp      *mcpproxy.Proxy
+	metrics  *proxy.Metrics
+	handler  http.Handler
+	identity *identity.Identity
+
+	mu      sync.Mutex
+	started bool
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+var _ http.Handler = (*Gateway)(nil)
+
+// New validates cfg, opens the credential store in cfg.DataDir, loads the
+// gateway's identity (creating it on first use) and wires every part. It
+// starts no goroutine; Start does.
+func New(cfg Config) (*Gateway, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	g := &Gateway{cfg: cfg}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("gateway: data directory: %w", err)
+	}
+	if g.store, err = credvault.OpenSQLite(ctx, filepath.Join(cfg.DataDir, credvault.DefaultFileName)); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger}); err != nil {
+		g.store.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if g.identity, err = loadOrCreateIdentity(cfg.IdentityHome, cfg.Namespace); err != nil {
+		g.Close()
+		return nil, err
+	}
+	if err := g.wire(); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if cfg.InsecureAllowUnsigned || len(cfg.InsecureUnsignedConnections) > 0 {
+		cfg.Logger.Warn("UNSAFE: signature, claim and replay checks are OFF for some requests; development only",
+			"all_connections", cfg.InsecureAllowUnsigned, "connections", cfg.InsecureUnsignedConnections)
+	}
+	return g, nil
+}
+
+func (g *Gateway) wire() error {
+	c := g.cfg
+	upstream := proxy.NewTransport()
+	control := &http.Client{Timeout: 15 * time.Second, Transport: g.identity.Transport(nil, identity.SignOptions{})}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var err error
+	if g.metrics, err = proxy.NewMetrics(reg); err != nil {
+		return err
+	}
+
+	g.cache, err = claimcache.New(claimcache.Config{
+		Source:          &claimcache.HTTPSource{BaseURL: c.RegistryURL, Client: control, APIKey: g.serviceKey},
+		TTL:             c.ClaimsTTL,
+		RefreshInterval: c.ClaimsRefresh,
+		Logger:          c.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
+		BaseURL: c.RegistryURL, Client: control, RatePerMinute: c.ClaimRateLimitPerMinute, APIKey: g.connectionKey,
+	})
+	if err != nil {
+		return err
+	}
+	nonces, err := replay.New(replay.Config{MaxEntries: c.NonceMaxEntries})
+	if err != nil {
+		return err
+	}
+
+	g.mcp, err = mcpproxy.New(mcpproxy.Config{
+		Connections:        proxy.MCPConnections(g.vault, upstream),
+		Caller:             proxy.MCPCaller,
+		OnDiscovery:        g.storeDiscovery,
+		Logger:             c.Logger,
+		Registerer:         reg,
+		DiscoveryTTL:       c.MCPDiscoveryTTL,
+		StaleIfError:       c.MCPDiscoveryStaleIfError,
+		Timeout:            c.MCPTimeout,
+		BreakerFailures:    orOff(c.MCPBreakerFailures, 3),
+		BreakerCooldown:    c.MCPBreakerCooldown,
+		RateLimitPerMinute: orOff(c.MCPToolCallRateLimitPerMinute, 120),
+		MaxBodyBytes:       c.MaxBodyBytes,
+	})
+	if err != nil {
+		return err
+	}
+
+	pcfg := proxy.Config{
+		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter,
+		MaxAge: c.SignatureMaxAge, FutureSkew: c.SignatureFutureSkew, TrustedProxies: c.TrustedProxies, PublicAuthority: c.PublicAuthority,
+		Aliases: c.Aliases, InsecureAllowUnsigned: c.InsecureAllowUnsigned, InsecureUnsignedConnections: c.InsecureUnsignedConnections,
+		RotationEnforcement: c.RotationEnforcement, RotationGrace: c.RotationGrace,
+		Transport: upstream, MaxBodyBytes: c.MaxBodyBytes, MaxInflightBodyBytes: c.MaxInflightBodyBytes,
+		Timeout: c.ProxyTimeout, MCPTimeout: c.MCPTimeout,
+		MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger,
+	}
+	if c.LogDecisions {
+		salt, err := installSalt(c.DataDir)
+		if err != nil {
+			return err
+		}
+		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
+	}
+	runtime, err := proxy.New(pcfg)
+	if err != nil {
+		return err
+	}
+
+	access, err := admin.NewAccess(admin.AccessConfig{
+		Mode: c.AdminAccess, Token: c.AdminToken, TrustedProxies: c.TrustedProxies,
+		AllowedOrigins: c.AllowedOrigins, Hosts: c.AdminHosts, Logger: c.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	acfg := admin.Config{
+		Vault: g.vault, Access: access, CatalogFile: c.CatalogFile, TestTransport: upstream, Logger: c.Logger,
+		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (any, error) {
+			res, ok := g.vault.Lookup(conn.ID)
+			if !ok {
+				return nil, credvault.ErrNotFound
+			}
+			r, err := mcpproxy.ParseRefresh(refresh, mcpproxy.RefreshForce)
+			if err != nil {
+				return nil, err
+			}
+			d, err := g.mcp.Discover(ctx, proxy.MCPConnection(res, g.vault.Transport(conn.ID, upstream)), r)
+			if err != nil {
+				return nil, mcpError{err}
+			}
+			return d, nil
+		},
+	}
+	if !c.InsecureUnsignedAdminChecks {
+		acfg.GuardCheck = runtime.Authorize
+	}
+	adminHandler, err := admin.New(acfg)
+	if err != nil {
+		return err
+	}
+
+	health := &proxy.Health{Version: c.Version, Checks: map[string]func(context.Context) error{
+		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
+		"claims": g.claimsReady,
+	}}
+	// An absolute-form target naming another scheme or authority is
+	// refused on every route before anything reads it.
+	origin := clientip.Resolver{Trusted: c.TrustedProxies, PublicAuthority: c.PublicAuthority}
+	g.handler = apierror.RequestID(origin.RefuseForeignTarget(dispatch(health,
+		timeout(c.AdminTimeout, access.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))),
+		timeout(c.AdminTimeout, adminHandler), runtime)))
+	return nil
+}
+
+// ServeHTTP serves the gateway's whole HTTP surface: /proxy/…, /mcp/… and
+// alias routes, /api/admin/…, /metrics and /health. Mounted under a
+// prefix with http.StripPrefix it works unchanged: signatures are checked
+// against the request-target as received, so agents sign the URL they
+// call, prefix included.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+// Vault is the gateway's credential store, for adding and changing
+// connections from code.
+func (g *Gateway) Vault() *credvault.Vault { return g.vault }
+
+// Identity is the gateway's own identity, which signs its control-plane
+// calls.
+func (g *Gateway) Identity() *identity.Identity { return g.identity }
+
+// Metrics are the gateway's collectors; a server that drains the gateway
+// at shutdown records the outcome with ObserveDrain.
+func (g *Gateway) Metrics() *proxy.Metrics { return g.metrics }
+
+// ErrStarted is returned by Start on a gateway that was already started.
+var ErrStarted = errors.New("gateway: already started")
+
+// Start runs the background work in goroutines until ctx is done or Close
+// is called: the claims feed poll, and tracking which services the stored
+// connections use. Until it runs, signed requests are refused 503
+// AUTH_CLAIMS_UNAVAILABLE.
+func (g *Gateway) Start(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.started {
+		return ErrStarted
+	}
+	g.started = true
+	ctx, g.stop = context.WithCancel(ctx)
+	g.done = make(chan struct{})
+	go func() {
+		defer close(g.done)
+		g.run(ctx)
+	}()
+	return nil
+}
+
+func (g *Gateway) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = g.cache.Run(ctx) })
+	defer wg.Wait()
+	g.syncServices()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.syncServices()
+		}
+	}
+}
+
+// syncServices tracks the service slug of every stored connection.
+func (g *Gateway) syncServices() {
+	seen := map[string]bool{}
+	var services []string
+	for _, c := range g.vault.Connections() {
+		if slug := c.ServiceSlug(); !seen[slug] {
+			seen[slug] = true
+			services = append(services, slug)
+		}
+	}
+	g.cache.SetServices(services...)
+}
+
+func (g *Gateway) claimsReady(context.Context) error {
+	if g.cfg.InsecureAllowUnsigned {
+		return nil
+	}
+	for _, c := range g.vault.Connections() {
+		if st := g.cache.Status(c.ServiceSlug()); !st.Loaded {
+			return fmt.Errorf("claims for service %q never loaded", c.ServiceSlug())
+		}
+	}
+	return nil
+}
+
+// storeDiscovery persists an MCP discovery with its connection.
+func (g *Gateway) storeDiscovery(ctx context.Context, id string, d mcpproxy.Discovery) {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return
+	}
+	_, err = g.vault.Update(ctx, id, func(c *credvault.Connection) error {
+		c.MCPDiscovery = raw
+		return nil
+	})
+	if err != nil && !errors.Is(err, credvault.ErrNotFound) {
+		g.cfg.Logger.Warn("storing MCP discovery failed", "connection_id", id, "error", err)
+	}
+}
+
+// Close stops the background work, waits for it, and releases the MCP
+// sessions and the store. The handler must not be used afterwards.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	if g.stop != nil {
+		g.stop()
+		<-g.done
+		g.stop = nil
+	}
+	g.mu.Unlock()
+	if g.mcp != nil {
+		g.mcp.Close()
+	}
+	if g.vault != nil {
+		g.vault.Close()
+	}
+	if g.store != nil {
+		return g.store.Close()
+	}
+	return nil
+}
+
+// mcpError gives the admin API the status and code of an MCP error.
+type mcpError struct{ err error }
+
+func (e mcpError) Error() string     { return e.err.Error() }
+func (e mcpError) Unwrap() error     { return e.err }
+func (e mcpError) StatusCode() int   { s, _ := mcpproxy.ErrorStatus(e.err); return s }
+func (e mcpError) ErrorCode() string { _, c := mcpproxy.ErrorStatus(e.err); return c }
