@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -11,9 +10,9 @@ import (
 )
 
 func cmdInit(args []string, e env) error {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs := newFlagSet("init")
 	force := fs.Bool("force", false, "replace an existing identity")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(fs, args, e)
 	if err != nil {
 		return err
 	}
@@ -45,9 +44,9 @@ func cmdInit(args []string, e env) error {
 }
 
 func cmdWhoami(args []string, e env) error {
-	fs := flag.NewFlagSet("whoami", flag.ContinueOnError)
+	fs := newFlagSet("whoami")
 	ns := fs.String("namespace", "", "identity to show")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(fs, args, e)
 	if err != nil {
 		return err
 	}

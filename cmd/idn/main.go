@@ -6,8 +6,11 @@
 //	idn sign [-X METHOD] [-H 'K: V']... [-d BODY | -d @file] [--subject S] [--namespace NS] URL
 //	idn curl [same flags as sign] [-i] [-f] URL
 //
+//	idn --version
+//
 // IDN_HOME selects the home folder (default ~/.idn). With one identity in
-// it, --namespace is optional.
+// it, --namespace is optional. Every command answers -h with its flags and
+// the variables it reads.
 package main
 
 import (
@@ -18,6 +21,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/internal/envconf"
 )
 
 const usage = `idn: the agent CLI of idn (signed HTTP requests, profile idn-rfc9421-v1)
@@ -37,12 +43,24 @@ Request flags (sign, curl):
   -i               (curl) also print the status line and response headers
   -f               (curl) exit 22 when the response status is 400 or above
 
-Environment:
-  IDN_HOME         identities folder (default ~/.idn)
+  -h, --help       show help (idn <command> -h: the command's own)
+  --version        print the version
+
 `
 
 // errUsage marks errors caused by how the command was called (exit 2).
 var errUsage = errors.New("usage")
+
+// errHelpShown ends a command successfully after -h or --version printed.
+var errHelpShown = errors.New("help shown")
+
+// synopses are the commands' argument summaries, for -h.
+var synopses = map[string]string{
+	"init":   "<namespace> [--force]",
+	"whoami": "[--namespace NS]",
+	"sign":   "[flags] URL",
+	"curl":   "[flags] [-i] [-f] URL",
+}
 
 // env is the part of the process environment the commands read.
 type env struct {
@@ -58,11 +76,16 @@ func main() {
 // run executes one command and returns the process exit code. Errors are
 // printed as one line on stderr.
 func run(args []string, e env) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(e.stdout, usage)
+		envconf.PrintVars(e.stdout, homeVars())
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "version" || args[0] == "-version" || args[0] == "--version" {
+		fmt.Fprintln(e.stdout, "idn", buildinfo.Version())
 		return 0
 	}
 	var err error
@@ -82,7 +105,7 @@ func run(args []string, e env) int {
 	default:
 		err = fmt.Errorf("%w: unknown command %q (try 'idn help')", errUsage, args[0])
 	}
-	if err == nil {
+	if err == nil || errors.Is(err, errHelpShown) {
 		return 0
 	}
 	fmt.Fprintln(e.stderr, "idn: "+oneLine(strings.TrimPrefix(err.Error(), errUsage.Error()+": ")))
@@ -94,9 +117,21 @@ func run(args []string, e env) int {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// readHome reads IDN_HOME through r; "" means ~/.idn.
+func readHome(r *envconf.Reader) string {
+	return r.String("IDN_HOME", "", "folder of the agent identities (default ~/.idn)")
+}
+
+// homeVars are the variables every command reads.
+func homeVars() []envconf.Var {
+	r := envconf.New(func(string) string { return "" })
+	readHome(r)
+	return r.Vars()
+}
+
 // home returns IDN_HOME or ~/.idn.
 func home(e env) (string, error) {
-	if h := e.getenv("IDN_HOME"); h != "" {
+	if h := readHome(envconf.New(e.getenv)); h != "" {
 		return h, nil
 	}
 	dir, err := os.UserHomeDir()
@@ -106,14 +141,36 @@ func home(e env) (string, error) {
 	return filepath.Join(dir, ".idn"), nil
 }
 
+// newFlagSet returns a command's flag set with --version.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Bool("version", false, "print the version and exit")
+	return fs
+}
+
 // parseInterleaved parses flags that may appear before or after positional
-// arguments, as users type curl-style commands.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+// arguments, as users type curl-style commands. -h prints the command's
+// usage, flags and variables, --version the version; both end the command
+// with errHelpShown.
+func parseInterleaved(fs *flag.FlagSet, args []string, e env) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(e.stdout, "usage: idn %s %s\n\nflags:\n", fs.Name(), synopses[fs.Name()])
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			fmt.Fprintln(e.stdout)
+			envconf.PrintVars(e.stdout, homeVars())
+			return nil, errHelpShown
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		if fs.Lookup("version").Value.String() == "true" {
+			fmt.Fprintln(e.stdout, "idn", buildinfo.Version())
+			return nil, errHelpShown
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

@@ -111,9 +111,9 @@ var signingHeaders = []string{
 
 func cmdSign(args []string, e env) error {
 	var f requestFlags
-	fs := flag.NewFlagSet("sign", flag.ContinueOnError)
+	fs := newFlagSet("sign")
 	f.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(fs, args, e)
 	if err != nil {
 		return err
 	}
@@ -131,11 +131,11 @@ func cmdSign(args []string, e env) error {
 
 func cmdCurl(args []string, e env) (int, error) {
 	var f requestFlags
-	fs := flag.NewFlagSet("curl", flag.ContinueOnError)
+	fs := newFlagSet("curl")
 	f.register(fs)
 	include := fs.Bool("i", false, "print status line and headers")
 	fail := fs.Bool("f", false, "exit 22 on HTTP status >= 400")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(fs, args, e)
 	if err != nil {
 		return 0, err
 	}
