@@ -5,7 +5,7 @@
 // temporary directory, seeded through its test seed route with one service
 // and -claims approved claims) and a go-sdk MCP server. In a child process
 // pinned to its own CPUs (proxies.go) it starts a real gateway composed by
-// internal/gatewayd, in front of the upstream and the MCP server, and a
+// package gateway, in front of the upstream and the MCP server, and a
 // baseline that is a bare httputil.ReverseProxy doing one ed25519.Verify
 // per request. Then it loads, each for -duration:
 //

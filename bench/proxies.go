@@ -11,12 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/idnhq/idn/internal/gatewayd"
+	"github.com/idnhq/idn/gateway"
 )
 
 // The measured side of the stack, the gateway and the baseline, runs in a
@@ -71,7 +72,9 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	gatewayd.TuneGC(os.Getenv) // as cmd/gateway does; the baseline shares the process
+	if os.Getenv("GOGC") == "" { // as cmd/gateway does; the baseline shares the process
+		debug.SetGCPercent(gateway.GCPercent)
+	}
 	s := &stack{upstream: cfg.Upstream, mcpServer: cfg.MCPServer, controlPlane: cfg.ControlPlane, serviceKey: cfg.ServiceKey}
 	defer s.close()
 	var err error

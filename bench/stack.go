@@ -21,10 +21,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/gatewayd"
 	"github.com/idnhq/idn/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -110,7 +111,7 @@ func (s *stack) serve(h http.Handler) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := gatewayd.NewServer(h)
+	srv := gateway.NewServer(h)
 	srv.ErrorLog = log.New(io.Discard, "", 0)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
@@ -258,33 +259,29 @@ func seed(ctx context.Context, base, token string, body, out any) error {
 	return json.NewDecoder(res.Body).Decode(out)
 }
 
-// startGateway composes a real gateway with gatewayd from settings as
-// cmd/gateway would read them, adds the HTTP and MCP connections, serves it
-// and waits until it reports ready (claims loaded).
+// startGateway composes a real gateway with package gateway, configured as
+// cmd/gateway would be with defaults, adds the HTTP and MCP connections,
+// serves it and waits until it reports ready (claims loaded).
 func (s *stack) startGateway(ctx context.Context, dir string, logger *slog.Logger) error {
 	key, err := credvault.GenerateMasterKey()
 	if err != nil {
 		return err
 	}
-	vars := map[string]string{
-		"GATEWAY_DATA_DIR":          filepath.Join(dir, "gateway"),
-		"GATEWAY_MASTER_KEY":        key.Encode(),
-		"GATEWAY_ADMIN_ACCESS_MODE": "loopback",
-		"IDN_REGISTRY_URL":          s.controlPlane,
-		"IDN_SERVICE_API_KEY":       s.serviceKey,
+	gw, err := gateway.New(gateway.Config{
+		DataDir:       filepath.Join(dir, "gateway"),
+		MasterKey:     key,
+		AdminAccess:   admin.AccessLoopback,
+		RegistryURL:   s.controlPlane,
+		ServiceAPIKey: s.serviceKey,
 		// The per-namespace tool-call limit (120/min by default) would
 		// measure the limiter, not the gateway.
-		"GATEWAY_MCP_TOOL_CALL_RATE_LIMIT_PER_MINUTE": "0",
-	}
-	settings, err := gatewayd.LoadSettings(func(k string) string { return vars[k] }, nil)
+		MCPToolCallRateLimitPerMinute: -1,
+		Logger:                        logger,
+	})
 	if err != nil {
 		return err
 	}
-	gw, err := gatewayd.New(ctx, settings, logger)
-	if err != nil {
-		return err
-	}
-	s.stops = append(s.stops, gw.Close)
+	s.stops = append(s.stops, func() { gw.Close() })
 	secrets := map[string]string{"token": upstreamToken}
 	for _, c := range []*credvault.Connection{
 		{ID: httpConnection, Service: serviceSlug, Protocol: "http", BaseURL: s.upstream, AuthMode: "bearer", AuthSecretKey: "token"},
@@ -294,15 +291,12 @@ func (s *stack) startGateway(ctx context.Context, dir string, logger *slog.Logge
 			return err
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := gw.Start(context.Background()); err != nil {
 		return err
 	}
-	serveCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- gw.Serve(serveCtx, ln) }()
-	s.stops = append(s.stops, func() { stop(); <-done })
-	s.gateway = "http://" + ln.Addr().String()
+	if s.gateway, err = s.serve(gw); err != nil {
+		return err
+	}
 	return waitReady(ctx, s.gateway+"/health/ready", 15*time.Second)
 }
 
