@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -486,4 +487,29 @@ func BenchmarkClaimsPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzSafeNext: whatever a login or sign-in link asks to continue to, the
+// dashboard only ever goes to a path of its own origin.
+func FuzzSafeNext(f *testing.F) {
+	for _, s := range []string{"/claims?status=approved", "//evil.example", "/\\evil.example", "https://evil.example/",
+		"/%2F%2Fevil.example", "/\t/evil.example", "/%", "", "javascript:alert(1)", "/services/svc_1#x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := safeNext(next)
+		if got != next && got != "/claims" {
+			t.Fatalf("safeNext(%q) = %q: neither the input nor the default", next, got)
+		}
+		if !strings.HasPrefix(got, "/") || strings.HasPrefix(got, "//") {
+			t.Fatalf("safeNext(%q) = %q is not a path of this origin", next, got)
+		}
+		if u, err := url.Parse(got); err == nil && (u.Scheme != "" || u.Host != "") {
+			t.Fatalf("safeNext(%q) = %q names another origin (%+v)", next, got, u)
+		}
+		// Browsers read a backslash as a slash and drop tabs and newlines.
+		if cleaned := strings.NewReplacer("\\", "/", "\t", "", "\n", "", "\r", "").Replace(got); strings.HasPrefix(cleaned, "//") {
+			t.Fatalf("safeNext(%q) = %q, which a browser reads as %q", next, got, cleaned)
+		}
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,10 +17,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/gatewayd"
 )
 
 const seedToken = "dashboard-e2e-seed-token"
@@ -118,25 +118,23 @@ func startGateway(t *testing.T, cpURL, apiKey string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{
-		"GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_MASTER_KEY": key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE": "loopback",
-		"IDN_REGISTRY_URL": cpURL, "IDN_SERVICE_API_KEY": apiKey,
-		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS": "2", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS": "1",
-	}
-	settings, err := gatewayd.LoadSettings(func(k string) string { return env[k] }, nil)
+	gw, err := gateway.New(gateway.Config{
+		DataDir: t.TempDir(), MasterKey: key, AdminAccess: admin.AccessLoopback,
+		RegistryURL: cpURL, ServiceAPIKey: apiKey, ClaimsTTL: 2 * time.Second, ClaimsRefresh: time.Second,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	gw, err := gatewayd.New(ctx, settings, slog.New(slog.DiscardHandler))
-	if err != nil {
+	if err := gw.Start(ctx); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	ln := freePort(t)
+	srv := gateway.NewServer(gw)
 	served := make(chan struct{})
-	go func() { defer close(served); _ = gw.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-served; gw.Close() })
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { cancel(); srv.Close(); <-served; gw.Close() })
 	if _, err := gw.Vault().Create(ctx, &credvault.Connection{ID: "weather", Name: "Weather", Service: "weather",
 		BaseURL: upstream.URL, AuthMode: credvault.AuthBearer, AuthSecretKey: "token"},
 		map[string]string{"token": "upstream-token"}); err != nil {
@@ -227,6 +225,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 			}
 		}
 		b.shot("claims-pending")
+		if len(b.named("button", "Reject ")) != 1 {
+			t.Error("the pending claim offers no Reject")
+		}
 		b.press("button", "Approve ")
 		b.waitFor(`!document.querySelector("tr[data-status=pending]")`, 5*time.Second)
 		eventually(t, 10*time.Second, "the agent's approved request", func() bool {
@@ -320,6 +321,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 		if s := eval[string](b, `document.getElementById("hook-secret-value").value`); !strings.HasPrefix(s, "whsec_") {
 			t.Fatalf("webhook secret shown = %q", s)
 		}
+		if len(b.named("button", "Delete webhook")) != 1 {
+			t.Error("the webhook offers no Delete webhook")
+		}
 		b.press("button", "Send test event")
 		eventually(t, 10*time.Second, "the test event at the receiver", func() bool { return w.hooks.count(controlplane.EventWebhookTest) == 1 })
 		eventually(t, 5*time.Second, "the delivered test event in the list", func() bool {
@@ -366,6 +370,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 		b.press("button", "Log out")
 		b.waitFor(`location.pathname === "/login"`, 5*time.Second)
 		b.shot("login")
+		if len(b.named("button", "Log in")) != 1 || len(b.named("textbox", "Namespace")) != 1 {
+			t.Error("the login page lacks its Namespace field or Log in button")
+		}
 		b.restorePasskeys()
 		for range 6 {
 			if eval[string](b, `document.activeElement.id`) == "namespace" {
