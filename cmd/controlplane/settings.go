@@ -1,253 +1,94 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/base64"
-	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/envconf"
 )
 
-// settings is everything read from the environment. Fields that only the
-// passkey, webhook and registry work consumes are validated now, so a bad
-// deployment fails at start rather than later.
+// settings is everything serve reads from the environment. Settings that
+// only the passkey, webhook and registry work consumes are checked now too,
+// so a bad deployment fails at start rather than later.
 type settings struct {
-	addr        string
-	environment string
-	dataDir     string
-	store       controlplane.StoreConfig
-	server      controlplane.Config
+	addr            string
+	environment     string
+	dataDir         string
+	shutdownTimeout time.Duration
+	log             envconf.Log
+	store           controlplane.StoreConfig
+	server          controlplane.Config
 }
 
-var environments = map[string]bool{"local": true, "test": true, "development": true, "staging": true, "production": true}
+// defaultAddr keeps the server on loopback until an operator chooses an
+// address others can reach.
+const defaultAddr = "127.0.0.1:8787"
 
-// loadSettings reads and validates every setting and reports all problems
-// in one error. With ENVIRONMENT=local, JWT_SECRET and
+var environments = []string{"local", "test", "development", "staging", "production"}
+
+// readSettings reads every setting of serve through r, which collects the
+// problems. Each variable is read whatever the others say, so --help lists
+// them all. With ENVIRONMENT=local, JWT_SECRET and
 // WEBHOOK_SECRET_ENCRYPTION_KEY are generated once into the data directory
 // when unset.
-func loadSettings(getenv func(string) string) (settings, error) {
-	var (
-		s        settings
-		problems []string
-	)
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	str := func(name, def string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return def
-	}
-	positive := func(name string, def int) int {
-		v := str(name, "")
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			bad("%s must be a positive integer, got %q", name, v)
-			return def
-		}
-		return n
-	}
-	boolean := func(name string) bool {
-		v := str(name, "false")
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			bad("%s must be true or false, got %q", name, v)
-		}
-		return b
-	}
-	list := func(name string) []string {
-		var out []string
-		for _, v := range strings.Split(str(name, ""), ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				out = append(out, v)
-			}
-		}
-		return out
-	}
-	origins := func(name, def string) []string {
-		var out []string
-		for _, o := range strings.Split(str(name, def), ",") {
-			o = strings.TrimSuffix(strings.TrimSpace(o), "/")
-			if o == "" {
-				continue
-			}
-			if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
-				bad("%s: %q is not an origin (scheme://host[:port])", name, o)
-				continue
-			}
-			out = append(out, o)
-		}
-		return out
-	}
-
-	s.environment = str("ENVIRONMENT", "production")
-	if !environments[s.environment] {
-		bad("ENVIRONMENT must be local, test, development, staging or production, got %q", s.environment)
-	}
+func readSettings(r *envconf.Reader, getenv func(string) string) settings {
+	var s settings
+	s.environment = r.OneOf("ENVIRONMENT", "production", environments,
+		"deployment kind; local generates the secrets, defaults the WebAuthn origin to http://localhost:8787, "+
+			"sends the session cookie over http://localhost and lets CONTROLPLANE_PUBLIC_URL be unset")
 	local := s.environment == "local"
-	s.addr = str("CONTROLPLANE_ADDR", ":8787")
-	s.dataDir = str("IDN_DATA_DIR", defaultDataDir(getenv))
+	s.addr = r.String("CONTROLPLANE_ADDR", defaultAddr,
+		"listen address (host:port); an address beyond loopback is logged as a warning at start")
+	s.shutdownTimeout = r.Seconds("CONTROLPLANE_SHUTDOWN_TIMEOUT_SECONDS", 15, "seconds in-flight requests get to finish at shutdown")
+	s.log = r.Log()
+	s.dataDir, s.store = readStorage(r, getenv)
 
-	switch provider := str("ADAPTER_PROVIDER", controlplane.ProviderSQLite); provider {
-	case controlplane.ProviderSQLite:
-		s.store = controlplane.StoreConfig{Provider: provider, SQLitePath: filepath.Join(s.dataDir, "controlplane.db")}
-	case controlplane.ProviderPostgres:
-		s.store = controlplane.StoreConfig{Provider: provider, DatabaseURL: str("DATABASE_URL", "")}
-		if s.store.DatabaseURL == "" {
-			bad("DATABASE_URL is required with ADAPTER_PROVIDER=postgres")
-		}
-	default:
-		bad("ADAPTER_PROVIDER must be sqlite or postgres, got %q", provider)
-	}
+	c := &s.server
+	jwtSecret, webhookKey := readSecrets(r, s.dataDir, local)
+	c.JWTSecret = jwtSecret
+	c.InsecureLocalhostCookie = local
+	readNetwork(r, c, local)
+	readLimits(r, c)
+	c.Auth = readPasskeys(r, local)
+	c.TestSeedToken = readSeed(r, s.environment)
+	c.MetricsToken = r.Secret("CONTROLPLANE_METRICS_TOKEN",
+		"bearer token that lets a remote scraper read /metrics (loopback clients need none); unset: loopback only")
+	c.Webhooks = readWebhooks(r, webhookKey)
+	c.Webhooks.Registry = readRegistry(r)
+	return s
+}
 
-	jwtSecret := str("JWT_SECRET", "")
-	var webhookSecretKey []byte
-	webhookKey := str("WEBHOOK_SECRET_ENCRYPTION_KEY", "")
-	if local && (jwtSecret == "" || webhookKey == "") {
-		var err error
-		if jwtSecret == "" {
-			jwtSecret, err = localSecret(s.dataDir, "jwt_secret")
-		}
-		if err == nil && webhookKey == "" {
-			webhookKey, err = localSecret(s.dataDir, "webhook_secret_encryption_key")
-		}
-		if err != nil {
-			bad("generate local secrets in IDN_DATA_DIR %s: %v", s.dataDir, err)
-		}
-	}
-	switch {
-	case jwtSecret == "":
-		bad("JWT_SECRET is required (at least 32 characters; e.g. openssl rand -base64 32), or set ENVIRONMENT=local to generate one")
-	case len(jwtSecret) < 32:
-		bad("JWT_SECRET must be at least 32 characters")
-	}
-	if webhookKey == "" {
-		bad("WEBHOOK_SECRET_ENCRYPTION_KEY is required (standard base64 of 32 bytes; e.g. openssl rand -base64 32)")
-	} else if k, err := base64.StdEncoding.DecodeString(webhookKey); err != nil || len(k) != 32 {
-		bad("WEBHOOK_SECRET_ENCRYPTION_KEY must be standard base64 of exactly 32 bytes")
-	} else {
-		webhookSecretKey = k
-	}
+// serveVars are the variables serve reads, for --help and the reference.
+func serveVars() []envconf.Var {
+	empty := func(string) string { return "" }
+	r := envconf.New(empty)
+	readSettings(r, empty)
+	return r.Vars()
+}
 
-	def := ""
-	if local {
-		def = "http://localhost:8787"
+func readStorage(r *envconf.Reader, getenv func(string) string) (string, controlplane.StoreConfig) {
+	provider := r.OneOf("ADAPTER_PROVIDER", controlplane.ProviderSQLite, []string{controlplane.ProviderSQLite, controlplane.ProviderPostgres},
+		"database: sqlite (one file in IDN_DATA_DIR) or postgres (DATABASE_URL)")
+	// The URL may carry a password.
+	dbURL := r.Secret("DATABASE_URL", "PostgreSQL connection URL (required with ADAPTER_PROVIDER=postgres)")
+	dir := r.String("IDN_DATA_DIR", "", "data directory (0700): controlplane.db and the secrets generated for ENVIRONMENT=local "+
+		"(default $XDG_DATA_HOME/idn-controlplane, else ~/.local/share/idn-controlplane)")
+	if dir == "" {
+		dir = defaultDataDir(getenv)
 	}
-	webauthnOrigins := origins("WEBAUTHN_ALLOWED_ORIGINS", def)
-	if len(webauthnOrigins) == 0 {
-		bad("WEBAUTHN_ALLOWED_ORIGINS is required: comma-separated dashboard origins such as https://dashboard.example")
-	}
-	allowed := origins("ALLOWED_ORIGINS", "http://localhost:8787")
-
-	trusted, err := clientip.ParseCIDRs(str("CONTROLPLANE_TRUSTED_PROXY_CIDRS", ""))
-	if err != nil {
-		bad("CONTROLPLANE_TRUSTED_PROXY_CIDRS: %v", err)
-	}
-	// Without a public URL, DID documents name service endpoints after the
-	// Host header of whoever asked, so only a local run may leave it out.
-	publicURL := str("CONTROLPLANE_PUBLIC_URL", "")
-	switch {
-	case publicURL == "" && !local:
-		bad("CONTROLPLANE_PUBLIC_URL is required unless ENVIRONMENT=local: the external base URL (scheme://host[:port], e.g. https://idn.example) that DID documents name as service endpoint")
-	case publicURL != "":
-		if u, err := url.Parse(publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
-			bad("CONTROLPLANE_PUBLIC_URL must be scheme://host[:port], got %q", publicURL)
+	if provider == controlplane.ProviderPostgres {
+		if dbURL == "" {
+			r.Problemf("DATABASE_URL is required with ADAPTER_PROVIDER=postgres")
 		}
+		return dir, controlplane.StoreConfig{Provider: provider, DatabaseURL: dbURL}
 	}
-
-	seedToken := ""
-	if boolean("ENABLE_TEST_SEED_ENDPOINT") {
-		seedToken = str("IDN_TEST_SEED_TOKEN", "")
-		switch {
-		case s.environment != "local" && s.environment != "test":
-			bad("ENABLE_TEST_SEED_ENDPOINT=true needs ENVIRONMENT local or test, not %q", s.environment)
-			seedToken = ""
-		case seedToken == "":
-			bad("ENABLE_TEST_SEED_ENDPOINT=true needs IDN_TEST_SEED_TOKEN")
-		}
-	}
-
-	s.server = controlplane.Config{
-		JWTSecret:               []byte(jwtSecret),
-		SessionTTL:              time.Duration(positive("GATEWAY_AUTH_SESSION_HOURS", 168)) * time.Hour,
-		AllowedOrigins:          allowed,
-		InsecureLocalhostCookie: local,
-		MaxPendingClaims:        positive("MAX_PENDING_AUTHORIZATIONS", 20),
-		MaxPendingPerAgent:      positive("MAX_PENDING_AUTHORIZATIONS_PER_AGENT", 5),
-		MaxInflightBodyBytes:    int64(positive("CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES", controlplane.DefaultMaxInflightBodyBytes)),
-		MaxAPIKeys:              positive("MAX_API_KEYS_PER_SERVICE", 5),
-		PendingExpiry:           time.Duration(positive("PENDING_AUTHORIZATION_EXPIRY_HOURS", 24)) * time.Hour,
-		SignatureMaxAge:         time.Duration(positive("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300)) * time.Second,
-		SignatureFutureSkew:     time.Duration(positive("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30)) * time.Second,
-		TrustedProxies:          trusted,
-		PublicURL:               publicURL,
-		TestSeedToken:           seedToken,
-		Auth: controlplane.AuthConfig{
-			Origins:         webauthnOrigins,
-			RPID:            str("WEBAUTHN_RP_ID", ""),
-			RPName:          str("WEBAUTHN_RP_NAME", ""),
-			ChallengeExpiry: time.Duration(positive("CHALLENGE_EXPIRY_HOURS", 1)) * time.Hour,
-		},
-	}
-
-	hooks := controlplane.WebhookConfig{
-		SecretKey:           webhookSecretKey,
-		MaxPerService:       positive("MAX_WEBHOOKS_PER_SERVICE", 5),
-		RetryWindow:         time.Duration(positive("WEBHOOK_RETRY_WINDOW_HOURS", 24)) * time.Hour,
-		FailureThreshold:    positive("WEBHOOK_FAILURE_THRESHOLD", 10),
-		AllowPrivateTargets: boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS"),
-		DNSResolverURL:      str("WEBHOOK_DNS_RESOLVER_URL", ""),
-		Alert: controlplane.AlertConfig{
-			From:         str("WEBHOOK_ALERT_EMAIL_FROM", ""),
-			To:           list("WEBHOOK_ALERT_EMAIL_TO"),
-			SMTPAddr:     str("WEBHOOK_ALERT_SMTP_ADDR", ""),
-			SMTPUsername: str("WEBHOOK_ALERT_SMTP_USERNAME", ""),
-			SMTPPassword: str("WEBHOOK_ALERT_SMTP_PASSWORD", str("MAILER_API_KEY", "")),
-		},
-		Registry: controlplane.RegistryConfig{Mode: str("BLOCKCHAIN_MODE", controlplane.RegistryDisabled)},
-	}
-	if u := hooks.DNSResolverURL; u != "" {
-		if pu, err := url.Parse(u); err != nil || pu.Scheme != "https" || pu.Host == "" {
-			bad("WEBHOOK_DNS_RESOLVER_URL must be an https URL (DNS over HTTPS)")
-		}
-	}
-	if a := hooks.Alert; a.From != "" && !strings.Contains(a.From, "@") {
-		bad("WEBHOOK_ALERT_EMAIL_FROM must be an e-mail address")
-	}
-	if a := hooks.Alert; (a.From != "" || len(a.To) > 0 || a.SMTPAddr != "") && (a.From == "" || len(a.To) == 0 || a.SMTPAddr == "") {
-		bad("webhook failure alerts need WEBHOOK_ALERT_EMAIL_FROM, WEBHOOK_ALERT_EMAIL_TO and WEBHOOK_ALERT_SMTP_ADDR together")
-	}
-	switch mode := hooks.Registry.Mode; mode {
-	case controlplane.RegistryDisabled:
-	case controlplane.RegistrySync, controlplane.RegistryMemory, controlplane.RegistryQueue:
-		bad("BLOCKCHAIN_MODE=%s needs a registry backend, and none is built in yet: use BLOCKCHAIN_MODE=disabled", mode)
-	default:
-		bad("BLOCKCHAIN_MODE must be disabled, sync, memory or queue, got %q", mode)
-	}
-	s.server.Webhooks = hooks
-	if n := str("BLOCKCHAIN_NETWORK", "mainnet"); n != "mainnet" && n != "testnet" {
-		bad("BLOCKCHAIN_NETWORK must be mainnet or testnet, got %q", n)
-	}
-	if rpc := str("BLOCKCHAIN_RPC_URL", ""); rpc != "" {
-		if u, err := url.Parse(rpc); err != nil || u.Host == "" {
-			bad("BLOCKCHAIN_RPC_URL must be a URL")
-		}
-	}
-
-	if len(problems) > 0 {
-		return s, errors.New("controlplane: invalid configuration:\n  - " + strings.Join(problems, "\n  - "))
-	}
-	return s, nil
+	return dir, controlplane.StoreConfig{Provider: controlplane.ProviderSQLite, SQLitePath: filepath.Join(dir, "controlplane.db")}
 }
 
 // defaultDataDir is $XDG_DATA_HOME/idn-controlplane, else
@@ -263,45 +104,197 @@ func defaultDataDir(getenv func(string) string) string {
 	return filepath.Join(home, ".local", "share", "idn-controlplane")
 }
 
-// localSecret returns the secret stored in dir/name, creating it (standard
-// base64 of 32 random bytes, mode 0600, written atomically) on first use.
-func localSecret(dir, name string) (string, error) {
-	path := filepath.Join(dir, name)
-	if b, err := os.ReadFile(path); err == nil {
-		// A copy made by hand may be readable by others; the secret is not
-		// meant to be.
-		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			if err := os.Chmod(path, 0o600); err != nil {
-				return "", err
-			}
+// readSecrets returns the session key and the webhook secrets' sealing
+// key, generating them in dataDir when local and unset.
+func readSecrets(r *envconf.Reader, dataDir string, local bool) (jwtSecret, webhookKey []byte) {
+	jwt := r.Secret("JWT_SECRET", "HS256 key of owner session tokens, at least 32 characters (required; generated with ENVIRONMENT=local)")
+	key := r.Secret("WEBHOOK_SECRET_ENCRYPTION_KEY",
+		"key sealing webhook signing secrets at rest: standard base64 of 32 bytes (required; generated with ENVIRONMENT=local)")
+	if local {
+		jwt = orLocalSecret(r, jwt, dataDir, "jwt_secret")
+		key = orLocalSecret(r, key, dataDir, "webhook_secret_encryption_key")
+	}
+	switch {
+	case jwt == "" && !local:
+		r.Problemf("JWT_SECRET is required (at least 32 characters; e.g. openssl rand -base64 32), or set ENVIRONMENT=local to generate one")
+	case jwt != "" && len(jwt) < 32:
+		r.Problemf("JWT_SECRET must be at least 32 characters")
+	}
+	if key == "" {
+		if !local {
+			r.Problemf("WEBHOOK_SECRET_ENCRYPTION_KEY is required (standard base64 of 32 bytes; e.g. openssl rand -base64 32)")
 		}
-		return strings.TrimSpace(string(b)), nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", err
+		return []byte(jwt), nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+	k, err := base64.StdEncoding.DecodeString(key)
+	if err != nil || len(k) != 32 {
+		r.Problemf("WEBHOOK_SECRET_ENCRYPTION_KEY must be standard base64 of exactly 32 bytes")
+		return []byte(jwt), nil
 	}
-	var raw [32]byte
-	rand.Read(raw[:])
-	secret := base64.StdEncoding.EncodeToString(raw[:])
-	tmp, err := os.CreateTemp(dir, "."+name+".*")
+	return []byte(jwt), k
+}
+
+// orLocalSecret returns value, or the secret stored under name in dir
+// (created on first use) when value is empty.
+func orLocalSecret(r *envconf.Reader, value, dir, name string) string {
+	if value != "" {
+		return value
+	}
+	secret, err := localSecret(dir, name)
 	if err != nil {
-		return "", err
+		r.Problemf("IDN_DATA_DIR: cannot keep the generated %s in %s: %v", name, dir, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(secret + "\n"); err != nil {
-		tmp.Close()
-		return "", err
+	return secret
+}
+
+// readNetwork reads who may call from where and how the server names
+// itself.
+func readNetwork(r *envconf.Reader, c *controlplane.Config, local bool) {
+	c.AllowedOrigins = readOrigins(r, "ALLOWED_ORIGINS", "http://localhost:8787",
+		"comma-separated browser origins (scheme://host[:port]) that get CORS with credentials and may call mutating session routes")
+	trusted, err := clientip.ParseCIDRs(r.String("CONTROLPLANE_TRUSTED_PROXY_CIDRS", "",
+		"comma-separated networks whose X-Forwarded-For, -Proto and -Host are believed; unset: none"))
+	if err != nil {
+		r.Problemf("CONTROLPLANE_TRUSTED_PROXY_CIDRS: %v", err)
 	}
-	if err := tmp.Close(); err != nil {
-		return "", err
+	c.TrustedProxies = trusted
+	// Without a public URL, DID documents name service endpoints after the
+	// Host header of whoever asked, so only a local run may leave it out.
+	c.PublicURL = r.String("CONTROLPLANE_PUBLIC_URL", "",
+		"external base URL (scheme://host[:port]) that DID documents name as service endpoint (required unless ENVIRONMENT=local)")
+	switch u, err := url.Parse(c.PublicURL); {
+	case c.PublicURL == "" && !local:
+		r.Problemf("CONTROLPLANE_PUBLIC_URL is required unless ENVIRONMENT=local: the external base URL (scheme://host[:port], e.g. https://idn.example) that DID documents name as service endpoint")
+	case c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != ""):
+		r.Problemf("CONTROLPLANE_PUBLIC_URL: %q is not scheme://host[:port]", c.PublicURL)
 	}
-	// Link, not rename: if another process created the file meanwhile, its
-	// secret wins and is the one returned.
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
+}
+
+// readOrigins reads a comma-separated list of origins, each
+// scheme://host[:port] (a trailing slash is dropped).
+func readOrigins(r *envconf.Reader, name, def, doc string) []string {
+	var out []string
+	for _, o := range strings.Split(r.String(name, def, doc), ",") {
+		o = strings.TrimSuffix(strings.TrimSpace(o), "/")
+		if o == "" {
+			continue
+		}
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+			r.Problemf("%s: %q is not an origin (scheme://host[:port])", name, o)
+			continue
+		}
+		out = append(out, o)
 	}
-	b, err := os.ReadFile(path)
-	return strings.TrimSpace(string(b)), err
+	return out
+}
+
+// readLimits reads the quotas, lifetimes and the signature window.
+func readLimits(r *envconf.Reader, c *controlplane.Config) {
+	c.SessionTTL = r.Hours("GATEWAY_AUTH_SESSION_HOURS", 168, "owner session lifetime, in hours")
+	c.MaxPendingClaims = r.Int("MAX_PENDING_AUTHORIZATIONS", 20, 1, "pending claims allowed per namespace and service")
+	c.MaxPendingPerAgent = r.Int("MAX_PENDING_AUTHORIZATIONS_PER_AGENT", 5, 1,
+		"of those, how many one agent network (an IPv4 address, or an IPv6 /64) may hold")
+	c.PendingExpiry = r.Hours("PENDING_AUTHORIZATION_EXPIRY_HOURS", 24, "hours a claim may stay pending before it expires")
+	c.MaxAPIKeys = r.Int("MAX_API_KEYS_PER_SERVICE", 5, 1, "active API keys allowed per service")
+	c.MaxInflightBodyBytes = r.Int64("CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES", controlplane.DefaultMaxInflightBodyBytes, 1,
+		"request body bytes held at once across all requests, in bytes; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")
+	c.SignatureMaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
+	c.SignatureFutureSkew = r.Seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30, "seconds a signature's creation time may lie in the future")
+}
+
+// readPasskeys reads the WebAuthn relying party.
+func readPasskeys(r *envconf.Reader, local bool) controlplane.AuthConfig {
+	def := ""
+	if local {
+		def = "http://localhost:8787"
+	}
+	a := controlplane.AuthConfig{
+		Origins: readOrigins(r, "WEBAUTHN_ALLOWED_ORIGINS", def,
+			"comma-separated origins where passkey ceremonies run, the dashboard's (required; http://localhost:8787 with ENVIRONMENT=local)"),
+		RPID:            r.String("WEBAUTHN_RP_ID", "", "WebAuthn relying-party id (default: the host of the first WebAuthn origin)"),
+		RPName:          r.String("WEBAUTHN_RP_NAME", "", "relying-party name authenticators show (default idn)"),
+		ChallengeExpiry: r.Hours("CHALLENGE_EXPIRY_HOURS", 1, "hours a WebAuthn challenge stays usable"),
+	}
+	if len(a.Origins) == 0 {
+		r.Problemf("WEBAUTHN_ALLOWED_ORIGINS is required: comma-separated dashboard origins such as https://dashboard.example")
+	}
+	return a
+}
+
+// readSeed returns the test seed endpoint's token, or "" when the endpoint
+// is off.
+func readSeed(r *envconf.Reader, environment string) string {
+	enabled := r.Bool("ENABLE_TEST_SEED_ENDPOINT", false,
+		"serve POST /v1/test/seed to loopback clients with IDN_TEST_SEED_TOKEN (ENVIRONMENT local or test only)")
+	token := r.Secret("IDN_TEST_SEED_TOKEN", "token the test seed endpoint requires in X-IDN-Test-Seed-Token")
+	switch {
+	case !enabled:
+		return ""
+	case environment != "local" && environment != "test":
+		r.Problemf("ENABLE_TEST_SEED_ENDPOINT=true needs ENVIRONMENT local or test, not %q", environment)
+		return ""
+	case token == "":
+		r.Problemf("ENABLE_TEST_SEED_ENDPOINT=true needs IDN_TEST_SEED_TOKEN")
+	}
+	return token
+}
+
+// readWebhooks reads webhook delivery and its failure alerts.
+func readWebhooks(r *envconf.Reader, secretKey []byte) controlplane.WebhookConfig {
+	w := controlplane.WebhookConfig{
+		SecretKey:           secretKey,
+		MaxPerService:       r.Int("MAX_WEBHOOKS_PER_SERVICE", 5, 1, "webhooks allowed per service"),
+		RetryWindow:         r.Hours("WEBHOOK_RETRY_WINDOW_HOURS", 24, "hours a failing delivery is retried before it is given up"),
+		FailureThreshold:    r.Int("WEBHOOK_FAILURE_THRESHOLD", 10, 1, "consecutive failed deliveries that disable a webhook and alert"),
+		AllowPrivateTargets: r.Bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", false, "UNSAFE outside development: deliver to loopback and private addresses"),
+		DNSResolverURL: r.String("WEBHOOK_DNS_RESOLVER_URL", "",
+			"https URL of a DNS-over-HTTPS resolver for webhook hosts (default: the system resolver)"),
+	}
+	if u := w.DNSResolverURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || pu.Scheme != "https" || pu.Host == "" {
+			r.Problemf("WEBHOOK_DNS_RESOLVER_URL must be an https URL (DNS over HTTPS)")
+		}
+	}
+	w.Alert = readAlert(r)
+	return w
+}
+
+// readAlert reads the e-mail sent when a webhook is disabled for failing.
+func readAlert(r *envconf.Reader) controlplane.AlertConfig {
+	a := controlplane.AlertConfig{
+		From:         r.String("WEBHOOK_ALERT_EMAIL_FROM", "", "sender address of webhook failure alerts"),
+		To:           r.List("WEBHOOK_ALERT_EMAIL_TO", "comma-separated recipients of webhook failure alerts"),
+		SMTPAddr:     r.String("WEBHOOK_ALERT_SMTP_ADDR", "", "SMTP server (host:port) that sends webhook failure alerts"),
+		SMTPUsername: r.String("WEBHOOK_ALERT_SMTP_USERNAME", "", "SMTP user name"),
+		SMTPPassword: r.Secret("WEBHOOK_ALERT_SMTP_PASSWORD", "SMTP password (default MAILER_API_KEY)"),
+	}
+	if mailer := r.Secret("MAILER_API_KEY", "SMTP password when WEBHOOK_ALERT_SMTP_PASSWORD is unset"); a.SMTPPassword == "" {
+		a.SMTPPassword = mailer
+	}
+	if a.From != "" && !strings.Contains(a.From, "@") {
+		r.Problemf("WEBHOOK_ALERT_EMAIL_FROM must be an e-mail address")
+	}
+	if (a.From != "" || len(a.To) > 0 || a.SMTPAddr != "") && (a.From == "" || len(a.To) == 0 || a.SMTPAddr == "") {
+		r.Problemf("webhook failure alerts need WEBHOOK_ALERT_EMAIL_FROM, WEBHOOK_ALERT_EMAIL_TO and WEBHOOK_ALERT_SMTP_ADDR together")
+	}
+	return a
+}
+
+// readRegistry reads how claim changes are written to the on-chain
+// registry.
+func readRegistry(r *envconf.Reader) controlplane.RegistryConfig {
+	mode := r.OneOf("BLOCKCHAIN_MODE", controlplane.RegistryDisabled,
+		[]string{controlplane.RegistryDisabled, controlplane.RegistrySync, controlplane.RegistryMemory, controlplane.RegistryQueue},
+		"how approvals and revocations are written to the on-chain registry")
+	if mode != controlplane.RegistryDisabled {
+		r.Problemf("BLOCKCHAIN_MODE=%s needs a registry backend, and none is built in yet: use BLOCKCHAIN_MODE=disabled", mode)
+	}
+	r.OneOf("BLOCKCHAIN_NETWORK", "mainnet", []string{"mainnet", "testnet"}, "registry network")
+	// The URL of a hosted node often carries an API key.
+	if rpc := r.Secret("BLOCKCHAIN_RPC_URL", "JSON-RPC endpoint of the registry's chain"); rpc != "" {
+		if u, err := url.Parse(rpc); err != nil || u.Host == "" {
+			r.Problemf("BLOCKCHAIN_RPC_URL must be a URL")
+		}
+	}
+	return controlplane.RegistryConfig{Mode: mode}
 }

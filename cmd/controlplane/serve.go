@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/idnhq/idn/controlplane"
+	"github.com/idnhq/idn/internal/envconf"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run the control plane's HTTP server",
+		vars:    serveVars,
+		setup: func(*flag.FlagSet) func(context.Context, *cliEnv, []string) error {
+			return runServe
+		},
+	})
+}
+
+// runServe reads the settings and serves until ctx ends.
+func runServe(ctx context.Context, env *cliEnv, _ []string) error {
+	r := envconf.New(env.getenv)
+	s := readSettings(r, env.getenv)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	log := s.log.Logger(env.stderr)
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.addr, err)
+	}
+	if !onLoopback(ln.Addr()) {
+		log.Warn("control plane listens beyond loopback: anyone who can reach this address can call the API",
+			"addr", ln.Addr().String())
+	}
+	return serve(ctx, s, ln, log)
+}
+
+func onLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// serve opens the store, serves the API on ln and runs maintenance until
+// ctx ends, then drains in-flight requests for up to s.shutdownTimeout.
+func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) error {
+	store, err := controlplane.Open(ctx, s.store)
+	if err != nil {
+		ln.Close()
+		if ctx.Err() != nil {
+			return nil // stopped while starting: nothing to drain
+		}
+		return err
+	}
+	defer store.Close()
+	cfg := s.server
+	cfg.Store, cfg.Logger = store, log
+	cfg.AccessLog = log.With("log", "access")
+	cfg.Metrics = prometheus.NewRegistry()
+	cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api, err := controlplane.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	background := runBackground(ctx, api, log)
+	served := make(chan error, 1)
+	log.Info("control plane listening", "addr", ln.Addr().String(), "environment", s.environment, "storage", s.store.Provider)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		cancel()
+		<-background
+		return err
+	case <-ctx.Done():
+	}
+	err = drain(srv, s.shutdownTimeout, log)
+	<-served
+	<-background // after the drain: in-flight requests still used the store
+	return err
+}
+
+// runBackground runs the periodic maintenance and the webhook and registry
+// workers until ctx ends; the returned channel closes when both stopped.
+func runBackground(ctx context.Context, api *controlplane.Server, log *slog.Logger) <-chan struct{} {
+	done := make(chan struct{})
+	maintained := make(chan struct{})
+	go func() {
+		defer close(maintained)
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			if err := api.Maintain(ctx); err != nil && ctx.Err() == nil {
+				log.Error("maintenance failed", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	go func() {
+		defer close(done)
+		if err := api.RunWorkers(ctx); err != nil && ctx.Err() == nil {
+			log.Error("webhook and registry workers stopped", "err", err)
+		}
+		<-maintained
+	}()
+	return done
+}
+
+// drain stops accepting connections and waits up to timeout for in-flight
+// requests, then closes what is left; it logs how the drain ended.
+func drain(srv *http.Server, timeout time.Duration, log *slog.Logger) error {
+	start := time.Now()
+	log.Info("control plane shutting down", "timeout_seconds", timeout.Seconds())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	elapsed := time.Since(start)
+	if errors.Is(err, context.DeadlineExceeded) {
+		srv.Close()
+		log.Warn("control plane stopped: in-flight requests did not finish in time and were cut", "drain", "timeout", "seconds", elapsed.Seconds())
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %s", timeout)
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("control plane stopped", "drain", "success", "seconds", elapsed.Seconds())
+	return nil
+}
