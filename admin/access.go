@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/clientip"
 )
@@ -92,7 +93,7 @@ func NewAccess(cfg AccessConfig) (*Access, error) {
 	}
 	if mode != AccessLoopback {
 		if len(cfg.Token) < minTokenLen {
-			return nil, fmt.Errorf("admin: access mode %s needs an admin token (GATEWAY_ADMIN_TOKEN) of at least %d characters; make one with `gateway keygen`", mode, minTokenLen)
+			return nil, fmt.Errorf("admin: access mode %s needs an admin token (GATEWAY_ADMIN_TOKEN) of at least %d characters", mode, minTokenLen)
 		}
 		a.tokenHash = sha256.Sum256([]byte(cfg.Token))
 	}
@@ -127,11 +128,11 @@ func normalizeOrigin(o string) (string, bool) {
 const corsAllowHeaders = "Authorization, Content-Type, X-Request-Id, Signature, Signature-Input, Content-Digest, Idn-Namespace, Idn-Subject, Idn-Agent-Key, Idn-Agent-Cert"
 
 var (
-	errHost          = apierror.New(http.StatusForbidden, "ADMIN_FORBIDDEN", "admin access refused: the Host is not a loopback address, localhost or a name in GATEWAY_ADMIN_HOSTS")
-	errNoCredentials = apierror.New(http.StatusUnauthorized, "ADMIN_UNAUTHORIZED", "admin access needs a bearer token")
-	errForbidden     = apierror.New(http.StatusForbidden, "ADMIN_FORBIDDEN", "admin access refused")
-	errCrossSite     = apierror.New(http.StatusForbidden, "ADMIN_FORBIDDEN", "cross-site requests to the admin API are refused; add the origin to GATEWAY_ALLOWED_ORIGINS")
-	errContentType   = apierror.New(http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "admin requests with a body must have Content-Type: application/json")
+	errHost          = apierror.Coded(errcode.AdminForbidden, "admin access refused: the Host is not a loopback address, localhost or a name in GATEWAY_ADMIN_HOSTS")
+	errNoCredentials = apierror.Coded(errcode.AdminUnauthorized, "")
+	errForbidden     = apierror.Coded(errcode.AdminForbidden, "")
+	errCrossSite     = apierror.Coded(errcode.AdminForbidden, "cross-site requests to the admin API are refused; add the origin to GATEWAY_ALLOWED_ORIGINS")
+	errContentType   = apierror.Coded(errcode.UnsupportedMediaType, "admin requests with a body must have Content-Type: application/json")
 )
 
 // Wrap returns next behind the policy, in this order:

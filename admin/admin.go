@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -33,8 +34,9 @@ type Config struct {
 	// Discover runs MCP tool discovery for the discover route; refresh is
 	// "force" or "auto". The result is answered as JSON. It should persist
 	// what it found (e.g. through Vault.Update setting MCPDiscovery). Nil
-	// answers 501 DISCOVERY_UNAVAILABLE. Errors are answered per HTTPError,
-	// else 502 UPSTREAM_ERROR.
+	// answers 501 DISCOVERY_UNAVAILABLE. An error that carries a code
+	// (errcode.Error) is answered with that code and its message, any
+	// other with 502 UPSTREAM_ERROR.
 	Discover func(ctx context.Context, c *credvault.Connection, refresh string) (any, error)
 	// GuardCheck runs before test and discover, after the connection is
 	// found and before any body byte is read: it gets the request as it
@@ -42,8 +44,9 @@ type Config struct {
 	// sets it to verify the signature, the approved claim, the nonce and
 	// the body against the signed content-digest (proxy.Handler.Authorize)
 	// when GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS is true. A non-nil error
-	// refuses the request: answered per HTTPError, else 403
-	// ADMIN_FORBIDDEN. Nil means no check beyond Access.
+	// refuses the request: answered with its code and message when it
+	// carries a code (errcode.Error), else with 403 ADMIN_FORBIDDEN. Nil
+	// means no check beyond Access.
 	GuardCheck func(r *http.Request, c *credvault.Connection) error
 	// TestTransport carries upstream probes of the test route (the
 	// credential is injected on top of it). Nil means http.DefaultTransport.
@@ -93,7 +96,7 @@ func New(cfg Config) (*Handler, error) {
 	mux.HandleFunc("/api/admin/service-catalog", h.methods(map[string]http.HandlerFunc{
 		http.MethodGet: h.getCatalog, http.MethodPut: h.putCatalog}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		apierror.Write(w, r, apierror.New(http.StatusNotFound, "NOT_FOUND", "no such admin route"))
+		apierror.Write(w, r, apierror.Coded(errcode.NotFound, "no such admin route"))
 	})
 	h.handler = cfg.Access.Wrap(mux)
 	return h, nil
@@ -124,7 +127,7 @@ func (h *Handler) methods(m map[string]http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Allow", allow)
-		apierror.Write(w, r, apierror.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method not allowed; allowed: "+allow))
+		apierror.Write(w, r, apierror.Coded(errcode.MethodNotAllowed, "method not allowed; allowed: "+allow))
 	}
 }
 

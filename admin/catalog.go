@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -105,7 +106,7 @@ func (c *Catalog) validate() error {
 	return nil
 }
 
-var errNoCatalog = apierror.New(http.StatusNotFound, "NOT_FOUND", "the service catalog is not configured")
+var errNoCatalog = apierror.Coded(errcode.NotFound, "the service catalog is not configured")
 
 func (h *Handler) getCatalog(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.CatalogFile == "" {

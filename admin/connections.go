@@ -5,11 +5,12 @@ import (
 	"net/http"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
 func (h *Handler) listConnections(w http.ResponseWriter, r *http.Request) {
-	apierror.WriteJSON(w, http.StatusOK, h.cfg.Vault.Connections())
+	apierror.WriteJSON(w, http.StatusOK, shownAll(h.cfg.Vault.Connections()))
 }
 
 func (h *Handler) getConnection(w http.ResponseWriter, r *http.Request) {
@@ -18,7 +19,7 @@ func (h *Handler) getConnection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	apierror.WriteJSON(w, http.StatusOK, c)
+	apierror.WriteJSON(w, http.StatusOK, shown(c))
 }
 
 func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +34,7 @@ func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("admin: connection created", "connection", created.ID, "request_id", apierror.RequestIDFrom(r.Context()))
-	apierror.WriteJSON(w, http.StatusCreated, created)
+	apierror.WriteJSON(w, http.StatusCreated, shown(created))
 }
 
 func (h *Handler) decodeCreate(w http.ResponseWriter, r *http.Request) (*credvault.Connection, map[string]string, error) {
@@ -97,7 +98,7 @@ func (h *Handler) patchConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("admin: connection updated", "connection", id, "request_id", apierror.RequestIDFrom(r.Context()))
-	apierror.WriteJSON(w, http.StatusOK, updated)
+	apierror.WriteJSON(w, http.StatusOK, shown(updated))
 }
 
 func (h *Handler) deleteConnection(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +139,7 @@ func (h *Handler) rotateConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("admin: credentials rotated", "connection", id, "secret_version", c.SecretVersion, "request_id", apierror.RequestIDFrom(r.Context()))
-	apierror.WriteJSON(w, http.StatusOK, c)
+	apierror.WriteJSON(w, http.StatusOK, shown(c))
 }
 
 type testRequest struct {
@@ -156,10 +157,7 @@ func (h *Handler) lookupGuarded(r *http.Request) (*credvault.Connection, error) 
 	}
 	if h.cfg.GuardCheck != nil {
 		if err := h.cfg.GuardCheck(r, c); err != nil {
-			if _, ok := as[HTTPError](err); ok {
-				return nil, err
-			}
-			if _, ok := as[*apierror.Error](err); ok {
+			if isType[errcode.Error](err) || isType[*apierror.Error](err) {
 				return nil, err
 			}
 			h.log.Warn("admin: guard check refused", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
@@ -225,16 +223,14 @@ func (h *Handler) discoverConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.cfg.Discover == nil {
-		apierror.Write(w, r, apierror.New(http.StatusNotImplemented, "DISCOVERY_UNAVAILABLE", "MCP discovery is not available in this gateway"))
+		apierror.Write(w, r, apierror.Coded(errcode.DiscoveryUnavailable, ""))
 		return
 	}
 	res, err := h.cfg.Discover(r.Context(), c, refresh)
 	if err != nil {
-		if _, ok := as[HTTPError](err); !ok {
-			if _, ok := as[*apierror.Error](err); !ok {
-				h.log.Warn("admin: discovery failed", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
-				err = apierror.New(http.StatusBadGateway, "UPSTREAM_ERROR", "MCP discovery failed")
-			}
+		if !isType[errcode.Error](err) && !isType[*apierror.Error](err) {
+			h.log.Warn("admin: discovery failed", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
+			err = apierror.Coded(errcode.UpstreamError, "MCP discovery failed")
 		}
 		writeError(w, r, h.log, err)
 		return

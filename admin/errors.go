@@ -6,19 +6,9 @@ import (
 	"net/http"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
-
-// HTTPError may be implemented by errors returned from Config.GuardCheck
-// and Config.Discover to choose the answer: the error's message, with the
-// given status and stable code, is written as the error envelope. Other
-// errors from GuardCheck answer 403 ADMIN_FORBIDDEN; other errors from
-// Discover answer 502 UPSTREAM_ERROR.
-type HTTPError interface {
-	error
-	StatusCode() int
-	ErrorCode() string
-}
 
 // errorRule maps errors matching match to an envelope.
 type errorRule struct {
@@ -28,45 +18,38 @@ type errorRule struct {
 
 func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
 
-func as[T error](err error) (T, bool) {
-	var t T
-	ok := errors.As(err, &t)
-	return t, ok
+func isType[T error](err error) bool { _, ok := errors.AsType[T](err); return ok }
+
+// withDefaultMessage answers an error that carries a code with that code's
+// default message: the error's own text may name ids and paths.
+func withDefaultMessage(err error) *apierror.Error {
+	code, _ := errcode.Of(err)
+	return apierror.Coded(code, "")
 }
 
-func isType[T error](err error) bool { _, ok := as[T](err); return ok }
-
-// errorTable is the one place where store and request errors become API
-// codes and statuses.
+// errorTable is the one place where the errors of the admin API become
+// answers; the first matching row wins. An error from Config.GuardCheck or
+// Config.Discover that carries a code (errcode.Error) is answered with
+// that code and its own message; anything unmatched is a 500.
 var errorTable = []errorRule{
-	{isType[*apierror.Error], func(err error) *apierror.Error { e, _ := as[*apierror.Error](err); return e }},
-	{isType[HTTPError], func(err error) *apierror.Error {
-		e, _ := as[HTTPError](err)
-		return apierror.New(e.StatusCode(), e.ErrorCode(), e.Error())
-	}},
-	{isType[*http.MaxBytesError], func(error) *apierror.Error {
-		return apierror.New(http.StatusRequestEntityTooLarge, "REQUEST_BODY_TOO_LARGE", "request body is too large")
-	}},
+	{isType[*apierror.Error], func(err error) *apierror.Error { e, _ := errors.AsType[*apierror.Error](err); return e }},
+	{isType[*http.MaxBytesError], func(error) *apierror.Error { return apierror.Coded(errcode.RequestBodyTooLarge, "") }},
 	{isType[*credvault.ValidationError], func(err error) *apierror.Error {
-		e, _ := as[*credvault.ValidationError](err)
-		return apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", e.Field+": "+e.Message).With("field", e.Field)
+		e, _ := errors.AsType[*credvault.ValidationError](err)
+		return apierror.Coded(errcode.ValidationError, e.Field+": "+e.Message).With("field", e.Field)
 	}},
 	{isType[*credvault.VariableInUseError], func(err error) *apierror.Error {
-		e, _ := as[*credvault.VariableInUseError](err)
-		return apierror.New(http.StatusConflict, "VARIABLE_IN_USE", "credential variable "+e.Key+" is still referenced; delete with ?force=true to remove it anyway").
+		e, _ := errors.AsType[*credvault.VariableInUseError](err)
+		return apierror.Coded(errcode.VariableInUse, "credential variable "+e.Key+" is still referenced; delete with ?force=true to remove it anyway").
 			With("connections", e.Connections)
 	}},
-	{is(credvault.ErrNotFound), func(error) *apierror.Error {
-		return apierror.New(http.StatusNotFound, "CONNECTION_NOT_FOUND", "connection not found")
-	}},
-	{is(credvault.ErrVariableNotFound), func(error) *apierror.Error {
-		return apierror.New(http.StatusNotFound, "VARIABLE_NOT_FOUND", "credential variable not found")
-	}},
-	{is(credvault.ErrExists), func(error) *apierror.Error {
-		return apierror.New(http.StatusConflict, "CONNECTION_EXISTS", "a connection with this id already exists")
-	}},
-	{is(credvault.ErrCredentialUnresolved), func(error) *apierror.Error {
-		return apierror.New(http.StatusInternalServerError, "CREDENTIAL_UNRESOLVED", "the connection's stored credential cannot be resolved")
+	{is(credvault.ErrNotFound), withDefaultMessage},
+	{is(credvault.ErrVariableNotFound), withDefaultMessage},
+	{is(credvault.ErrExists), withDefaultMessage},
+	{is(credvault.ErrCredentialUnresolved), withDefaultMessage},
+	{isType[errcode.Error], func(err error) *apierror.Error {
+		code, _ := errcode.Of(err)
+		return apierror.Coded(code, err.Error())
 	}},
 }
 
@@ -80,9 +63,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		}
 	}
 	log.Error("admin: request failed", "method", r.Method, "path", r.URL.Path, "request_id", apierror.RequestIDFrom(r.Context()), "err", err)
-	apierror.Write(w, r, apierror.New(http.StatusInternalServerError, "INTERNAL_ERROR", "internal error"))
+	apierror.Write(w, r, apierror.Coded(errcode.InternalError, ""))
 }
 
-func badRequest(format string) *apierror.Error {
-	return apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", format)
+func badRequest(message string) *apierror.Error {
+	return apierror.Coded(errcode.ValidationError, message)
 }

@@ -113,3 +113,29 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 	}
 	return obj, nil
 }
+
+// shown is a connection as the admin API shows it: without the fields of
+// the auth modes it does not use. The vault keeps their defaults (a
+// bearer connection stores auth_header_name X-API-Key) so that a later
+// change of mode has them, but showing them would suggest they apply.
+func shown(c *credvault.Connection) *credvault.Connection {
+	v := *c
+	if v.AuthMode != credvault.AuthHeaderKey {
+		v.AuthHeaderName = ""
+	}
+	if v.AuthMode != credvault.AuthQueryParam {
+		v.AuthQueryParam = ""
+	}
+	if v.AuthMode != credvault.AuthBearer && v.AuthMode != credvault.AuthHeaderKey {
+		v.AuthPrefix = "" // only a header value carries a prefix
+	}
+	return &v
+}
+
+func shownAll(cs []*credvault.Connection) []*credvault.Connection {
+	out := make([]*credvault.Connection, len(cs))
+	for i, c := range cs {
+		out[i] = shown(c)
+	}
+	return out
+}

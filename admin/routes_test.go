@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 )
 
 const (
@@ -210,7 +211,7 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover?refresh=auto", ""), 502, "UPSTREAM_ERROR")
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover?refresh=sometimes", ""), 400, "VALIDATION_ERROR")
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover", "", "X-Test-Guard", "plain"), 403, "ADMIN_FORBIDDEN")
-	wantStatus(t, e.do("POST", "/api/admin/connections/m/test", `{}`, "X-Test-Guard", "coded"), 401, "AUTH_SIGNATURE_INVALID")
+	wantStatus(t, e.do("POST", "/api/admin/connections/m/test", `{}`, "X-Test-Guard", "coded"), 403, "AUTH_SIGNATURE_INVALID")
 	if len(guarded) != 4 {
 		t.Fatalf("guard ran %d times: %v", len(guarded), guarded)
 	}
@@ -221,9 +222,8 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 
 type codedErr struct{}
 
-func (codedErr) Error() string     { return "signature does not verify" }
-func (codedErr) StatusCode() int   { return 401 }
-func (codedErr) ErrorCode() string { return "AUTH_SIGNATURE_INVALID" }
+func (codedErr) Error() string      { return "signature does not verify" }
+func (codedErr) Code() errcode.Code { return errcode.AuthSignatureInvalid }
 
 // TestBadInput sends named bad requests to every writing route; each must
 // answer an error envelope and leave the store and catalog unchanged.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/errcode"
 )
 
 type refreshEvent struct {
@@ -215,21 +216,24 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 }
 
-func TestCode(t *testing.T) {
+func TestSentinelsCarryCodes(t *testing.T) {
 	tests := []struct {
 		err  error
 		want string
 	}{
-		{nil, ""},
 		{fmt.Errorf("x: %w", claimcache.ErrUnavailable), "AUTH_CLAIMS_UNAVAILABLE"},
 		{claimcache.ErrNotApproved, "AUTH_CLAIM_REQUIRED"},
 		{claimcache.ErrRateLimited, "AUTH_CLAIM_SUBMIT_RATE_LIMITED"},
 		{claimcache.ErrLookupFailed, "AUTH_CLAIMS_LOOKUP_FAILED"},
-		{errors.New("anything else"), "AUTH_CLAIMS_LOOKUP_FAILED"},
 	}
 	for _, tt := range tests {
-		if got := claimcache.Code(tt.err); got != tt.want {
-			t.Errorf("Code(%v) = %q, want %q", tt.err, got, tt.want)
+		if got, ok := errcode.Of(tt.err); !ok || got.String() != tt.want {
+			t.Errorf("errcode.Of(%v) = %s, %v; want %s", tt.err, got, ok, tt.want)
+		}
+	}
+	for _, err := range []error{claimcache.ErrNotModified, claimcache.ErrFeedChanged} {
+		if code, ok := errcode.Of(err); ok {
+			t.Errorf("%v carries %s; it is a signal to the Cache, never an answer", err, code)
 		}
 	}
 }
@@ -249,7 +253,7 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 
 	cp.setDown(true)
 	clk.Advance(2 * time.Hour)
-	if _, err := c.Lookup("github", "alice", alice.pub); claimcache.Code(err) != "AUTH_CLAIMS_UNAVAILABLE" {
+	if _, err := c.Lookup("github", "alice", alice.pub); !errors.Is(err, claimcache.ErrUnavailable) {
 		t.Fatalf("feed down past TTL: %v", err)
 	}
 	if ev := <-events; ev.err == nil { // the early refresh the lookup asked for

@@ -1,5 +1,5 @@
 // Package claimcache keeps the approved-claims snapshot a gateway checks
-// every signed request against, and submits authorization requests for
+// every signed request against, and submits claims for
 // callers that are not approved yet.
 //
 // A claim approves the tuple <namespace, public key, service>. A Cache holds,
@@ -17,12 +17,14 @@
 // delayed and still reports the miss.
 //
 // HTTPSource reads the control plane's paginated feed
-// (GET /v1/namespaces/claims) with If-None-Match; Submitter posts
-// authorization requests (POST /v1/claims) under a per connection + namespace
-// rate limit, and answers a repeat of a recently submitted tuple from a
-// bounded memory of receipts, so a polling agent keeps its claim id. Both take the caller's *http.Client, so the gateway can pass one
-// that signs its requests, and both take the service API key from a callback
-// and never write it into an error or a log.
+// (GET /v1/namespaces/claims) with If-None-Match; Submitter submits claims
+// (POST /v1/claims) under a per connection + namespace rate limit, and
+// answers a repeat of a recently submitted tuple from a bounded memory of
+// receipts, so a polling agent keeps its claim id. Both take the caller's
+// *http.Client, so the gateway can pass one that signs its requests, and
+// both take the service API key from a callback and never write it into an
+// error or a log.
 //
-// Code maps this package's errors onto the gateway's stable error codes.
+// ErrUnavailable, ErrNotApproved, ErrLookupFailed and ErrRateLimited carry
+// the codes the gateway answers them with (errcode.Of).
 package claimcache

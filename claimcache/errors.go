@@ -3,23 +3,27 @@ package claimcache
 import (
 	"errors"
 	"fmt"
+
+	"github.com/idnhq/idn/errcode"
 )
 
-// Sentinel errors. Code maps them onto the gateway's error codes.
+// Sentinel errors. The first four carry the code the gateway answers them
+// with (see package errcode); the last two are signals between a Source and
+// the Cache.
 var (
 	// ErrUnavailable means the service's claims were never loaded or are
 	// older than the TTL: the cache fails closed (503 AUTH_CLAIMS_UNAVAILABLE).
-	ErrUnavailable = errors.New("claimcache: claims unavailable")
+	ErrUnavailable = errcode.New(errcode.AuthClaimsUnavailable, "claimcache: claims unavailable")
 	// ErrNotApproved means a fresh snapshot holds no approved claim for the
 	// tuple (403 AUTH_CLAIM_REQUIRED).
-	ErrNotApproved = errors.New("claimcache: no approved claim")
+	ErrNotApproved = errcode.New(errcode.AuthClaimRequired, "claimcache: no approved claim")
 	// ErrLookupFailed means the lookup itself could not be made, e.g. the
 	// service is not tracked or the key is malformed (500
 	// AUTH_CLAIMS_LOOKUP_FAILED).
-	ErrLookupFailed = errors.New("claimcache: claim lookup failed")
+	ErrLookupFailed = errcode.New(errcode.AuthClaimsLookupFailed, "claimcache: claim lookup failed")
 	// ErrRateLimited means a claim submission was refused by the local rate
 	// limit (429 AUTH_CLAIM_SUBMIT_RATE_LIMITED); nothing was sent.
-	ErrRateLimited = errors.New("claimcache: claim submission rate-limited")
+	ErrRateLimited = errcode.New(errcode.AuthClaimSubmitRateLimited, "claimcache: claim submission rate-limited")
 	// ErrNotModified is returned by a Source when the claims still have the
 	// version the caller already holds.
 	ErrNotModified = errors.New("claimcache: claims not modified")
@@ -42,23 +46,4 @@ func (e *StatusError) Error() string {
 		return fmt.Sprintf("claimcache: %s: control plane answered %d %s", e.Op, e.StatusCode, e.Code)
 	}
 	return fmt.Sprintf("claimcache: %s: control plane answered %d", e.Op, e.StatusCode)
-}
-
-// Code returns the gateway error code for an error of this package:
-// "AUTH_CLAIMS_UNAVAILABLE", "AUTH_CLAIM_REQUIRED",
-// "AUTH_CLAIM_SUBMIT_RATE_LIMITED", "AUTH_CLAIMS_LOOKUP_FAILED" for any other
-// non-nil error, and "" for nil.
-func Code(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, ErrUnavailable):
-		return "AUTH_CLAIMS_UNAVAILABLE"
-	case errors.Is(err, ErrNotApproved):
-		return "AUTH_CLAIM_REQUIRED"
-	case errors.Is(err, ErrRateLimited):
-		return "AUTH_CLAIM_SUBMIT_RATE_LIMITED"
-	default:
-		return "AUTH_CLAIMS_LOOKUP_FAILED"
-	}
 }

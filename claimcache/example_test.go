@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/errcode"
 )
 
 func ExampleCache() {
@@ -50,7 +51,8 @@ func ExampleCache() {
 	approval, err := cache.Lookup("github", "alice", agentKey)
 	fmt.Println(approval.ClaimID, err)
 	_, err = cache.Lookup("github", "mallory", agentKey)
-	fmt.Println(errors.Is(err, claimcache.ErrNotApproved), claimcache.Code(err))
+	code, _ := errcode.Of(err)
+	fmt.Println(errors.Is(err, claimcache.ErrNotApproved), code)
 	// Output:
 	// clm_7Hq2 <nil>
 	// true AUTH_CLAIM_REQUIRED
@@ -83,9 +85,10 @@ func ExampleSubmitter() {
 	// Another key of the namespace is a new submission, over the limit.
 	sub.PublicKey = "ed25519:A3vUMWqxTyp3nd0ELXhOQa8SYKzk5+6gRhHq4uUJM14="
 	_, err = submitter.Submit(context.Background(), sub)
-	fmt.Println(claimcache.Code(err))
+	code, _ := errcode.Of(err)
+	fmt.Println(code, code.Status())
 	// Output:
 	// clm_9Zx1 pending true <nil>
 	// clm_9Zx1 pending false <nil>
-	// AUTH_CLAIM_SUBMIT_RATE_LIMITED
+	// AUTH_CLAIM_SUBMIT_RATE_LIMITED 429
 }

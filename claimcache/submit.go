@@ -66,7 +66,7 @@ type SubmitterConfig struct {
 	Clock func() time.Time
 }
 
-// Submission is one authorization request for an unapproved caller.
+// Submission is one claim submitted for an unapproved caller.
 type Submission struct {
 	ConnectionID string // selects the rate-limit bucket and the API key; not sent
 	Namespace    string

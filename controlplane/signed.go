@@ -59,7 +59,11 @@ func (s *Server) signatureFailed(w http.ResponseWriter, r *http.Request, err err
 	case errors.Is(err, ErrUnavailable):
 		s.writeErr(w, r, err)
 	default:
-		apierror.Write(w, r, errSignatureInvalid.With("details", map[string]string{"reason": httpsig.Code(err)}))
+		var reason string
+		if code, ok := identity.AuthCode(err); ok {
+			reason = code.String()
+		}
+		apierror.Write(w, r, errSignatureInvalid.With("details", map[string]string{"reason": reason}))
 	}
 }
 

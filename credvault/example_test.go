@@ -89,5 +89,5 @@ func ExampleVault_Transport() {
 func ExampleParseMasterKey() {
 	_, err := credvault.ParseMasterKey("not-a-key")
 	fmt.Println(err)
-	// Output: credvault: master key must be the standard base64 encoding of exactly 32 random bytes (make one with `gateway keygen`): the key is not valid base64
+	// Output: credvault: master key must be the standard base64 encoding of exactly 32 random bytes: the key is not valid base64
 }

@@ -22,7 +22,7 @@ type MasterKey struct {
 
 // ErrInvalidMasterKey is returned by ParseMasterKey for input that is not the
 // standard base64 encoding of exactly 32 bytes.
-var ErrInvalidMasterKey = errors.New("credvault: master key must be the standard base64 encoding of exactly 32 random bytes (make one with `gateway keygen`)")
+var ErrInvalidMasterKey = errors.New("credvault: master key must be the standard base64 encoding of exactly 32 random bytes")
 
 // ParseMasterKey decodes a master key given as the standard base64 (padded)
 // encoding of exactly 32 bytes, as GATEWAY_MASTER_KEY is. Surrounding white

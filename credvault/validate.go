@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/idnhq/idn/errcode"
 )
 
 // ValidationError says which field of a request is wrong and why. Its
@@ -19,6 +21,9 @@ type ValidationError struct {
 func (e *ValidationError) Error() string {
 	return "credvault: invalid " + e.Field + ": " + e.Message
 }
+
+// Code returns VALIDATION_ERROR.
+func (e *ValidationError) Code() errcode.Code { return errcode.ValidationError }
 
 func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/idnhq/idn/errcode"
 )
 
 func testKey(t testing.TB) MasterKey {
@@ -401,5 +403,25 @@ func TestStoreFilesArePrivate(t *testing.T) {
 		if fi.Mode().Perm()&0o077 != 0 {
 			t.Errorf("%s has mode %v; want no group or other access", e.Name(), fi.Mode().Perm())
 		}
+	}
+}
+
+// TestErrorsCarryCodes pins the codes the gateway answers the vault's
+// errors with, wrapped or not.
+func TestErrorsCarryCodes(t *testing.T) {
+	for err, want := range map[error]errcode.Code{
+		fmt.Errorf("get gh: %w", ErrNotFound):   errcode.ConnectionNotFound,
+		ErrVariableNotFound:                     errcode.VariableNotFound,
+		ErrExists:                               errcode.ConnectionExists,
+		ErrCredentialUnresolved:                 errcode.CredentialUnresolved,
+		&VariableInUseError{Key: "K"}:           errcode.VariableInUse,
+		invalid("base_url", "must be absolute"): errcode.ValidationError,
+	} {
+		if got, ok := errcode.Of(err); !ok || got != want {
+			t.Errorf("errcode.Of(%v) = %s, %v; want %s", err, got, ok, want)
+		}
+	}
+	if code, ok := errcode.Of(ErrWrongMasterKey); ok {
+		t.Errorf("ErrWrongMasterKey carries %s; it is a start-up error, never an answer", code)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -23,7 +24,7 @@ func dispatch(health, metrics, adminAPI, runtime http.Handler) http.Handler {
 			metrics.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/api/admin/"):
 			if path.Clean(p) != strings.TrimSuffix(p, "/") {
-				apierror.Write(w, r, apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", "admin path is not canonical"))
+				apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "admin path is not canonical"))
 				return
 			}
 			adminAPI.ServeHTTP(w, r)

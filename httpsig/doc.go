@@ -38,8 +38,8 @@
 // Label a message must carry exactly one signature, and Signature-Input or
 // Signature repeated on several field lines is rejected. A covered
 // content-digest is checked against a body of at most MaxBodyBytes (8 MiB).
-// Every verification error wraps one sentinel; Code maps it to the stable
-// error codes of the idn gateway (AUTH_HEADERS_INVALID, ...).
+// Every verification error wraps one sentinel (ErrHeadersInvalid, ...), for
+// servers to map onto their own error answers.
 //
 // # The one deviation, opt-in
 //

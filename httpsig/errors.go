@@ -3,7 +3,7 @@ package httpsig
 import "errors"
 
 // Sentinel errors. Every error returned by the verifier wraps exactly one of
-// the first six; Code maps them onto the gateway's stable error codes.
+// them, so a server can answer each kind its own way.
 var (
 	// ErrHeadersInvalid: Signature or Signature-Input is missing, repeated on
 	// several field lines, or malformed; the selected label is absent; or the
@@ -58,28 +58,17 @@ func wrapError(kind error, detail string, cause error) *Error {
 	return &Error{Kind: kind, Detail: detail, Cause: cause}
 }
 
-// Code returns the stable error code for err: "AUTH_HEADERS_INVALID",
-// "AUTH_SIGNATURE_INVALID", "AUTH_SIGNED_COMPONENTS_INVALID",
-// "AUTH_IDENTITY_INVALID", "AUTH_NONCE_INVALID", "AUTH_REPLAY_DETECTED",
-// "REQUEST_BODY_TOO_LARGE", or "" when err wraps none of the sentinels.
-func Code(err error) string {
-	for _, c := range errorCodes {
-		if errors.Is(err, c.err) {
-			return c.code
+// kindOf returns the sentinel that err wraps, or nil.
+func kindOf(err error) error {
+	for _, kind := range kinds {
+		if errors.Is(err, kind) {
+			return kind
 		}
 	}
-	return ""
+	return nil
 }
 
-var errorCodes = [...]struct {
-	err  error
-	code string
-}{
-	{ErrHeadersInvalid, "AUTH_HEADERS_INVALID"},
-	{ErrSignatureInvalid, "AUTH_SIGNATURE_INVALID"},
-	{ErrComponentsInvalid, "AUTH_SIGNED_COMPONENTS_INVALID"},
-	{ErrIdentityInvalid, "AUTH_IDENTITY_INVALID"},
-	{ErrNonceInvalid, "AUTH_NONCE_INVALID"},
-	{ErrReplayDetected, "AUTH_REPLAY_DETECTED"},
-	{ErrBodyTooLarge, "REQUEST_BODY_TOO_LARGE"},
+var kinds = [...]error{
+	ErrHeadersInvalid, ErrSignatureInvalid, ErrComponentsInvalid, ErrIdentityInvalid,
+	ErrNonceInvalid, ErrReplayDetected, ErrBodyTooLarge,
 }

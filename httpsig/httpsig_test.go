@@ -46,6 +46,18 @@ func (n *memNonces) CheckNonce(_ context.Context, scope, nonce string, until tim
 	return nil
 }
 
+// wrapsSentinel reports whether err wraps one of the package's sentinels,
+// as every verification error must.
+func wrapsSentinel(err error) bool {
+	for _, kind := range []error{httpsig.ErrHeadersInvalid, httpsig.ErrSignatureInvalid, httpsig.ErrComponentsInvalid,
+		httpsig.ErrIdentityInvalid, httpsig.ErrNonceInvalid, httpsig.ErrReplayDetected, httpsig.ErrBodyTooLarge} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
+}
+
 func staticKey(k httpsig.VerifyingKey) httpsig.KeyResolver {
 	return httpsig.KeyResolverFunc(func(context.Context, http.Header, *httpsig.Params) (httpsig.VerifyingKey, error) {
 		return k, nil
@@ -348,8 +360,8 @@ func TestVerifyRejects(t *testing.T) {
 			if ver != nil {
 				t.Fatal("Verified returned with an error")
 			}
-			if httpsig.Code(err) == "" {
-				t.Fatalf("error %v has no code", err)
+			if !wrapsSentinel(err) {
+				t.Fatalf("error %v wraps no sentinel", err)
 			}
 		})
 	}
@@ -365,7 +377,7 @@ func TestReplayDetected(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := v.VerifyRequest(received(t, r))
-	if !errors.Is(err, httpsig.ErrReplayDetected) || httpsig.Code(err) != "AUTH_REPLAY_DETECTED" {
+	if !errors.Is(err, httpsig.ErrReplayDetected) {
 		t.Fatalf("replayed request: %v", err)
 	}
 	// InsecureSkipNonceCheck leaves replay protection to the caller.

@@ -3,8 +3,6 @@ package httpsig
 import (
 	"context"
 	"net/http"
-
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 type verifiedKey struct{}
@@ -33,26 +31,16 @@ func FromContext(ctx context.Context) (*Verified, bool) {
 	return v, ok && v != nil
 }
 
-// errorMessages are the client-facing messages of the default error
-// handler; details stay out of responses.
-var errorMessages = map[string]string{
-	"AUTH_HEADERS_INVALID":           "signature headers are missing or malformed",
-	"AUTH_SIGNATURE_INVALID":         "signature verification failed",
-	"AUTH_SIGNED_COMPONENTS_INVALID": "signed components are invalid",
-	"AUTH_IDENTITY_INVALID":          "signer identity is invalid",
-	"AUTH_NONCE_INVALID":             "nonce is missing or malformed",
-	"AUTH_REPLAY_DETECTED":           "nonce already used",
-	"REQUEST_BODY_TOO_LARGE":         "request body too large",
-}
-
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code := Code(err)
-	switch code {
-	case "":
-		apierror.Write(w, r, apierror.New(http.StatusInternalServerError, "INTERNAL_ERROR", "signature verification could not be completed"))
-	case "REQUEST_BODY_TOO_LARGE":
-		apierror.Write(w, r, apierror.New(http.StatusRequestEntityTooLarge, code, errorMessages[code]))
+// writeError is the default ErrorHandler. The answer names only the kind of
+// failure: the detail may describe the key or the signature base, which is
+// for the server's logs.
+func writeError(w http.ResponseWriter, _ *http.Request, err error) {
+	switch kind := kindOf(err); kind {
+	case nil:
+		http.Error(w, "httpsig: signature verification could not be completed", http.StatusInternalServerError)
+	case ErrBodyTooLarge:
+		http.Error(w, kind.Error(), http.StatusRequestEntityTooLarge)
 	default:
-		apierror.Write(w, r, apierror.New(http.StatusForbidden, code, errorMessages[code]))
+		http.Error(w, kind.Error(), http.StatusForbidden)
 	}
 }

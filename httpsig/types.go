@@ -51,8 +51,8 @@ type NonceChecker interface {
 	// CheckNonce records nonce for scope until the given time, or fails
 	// with an error wrapping ErrReplayDetected if it is already recorded.
 	// Other failures (a full store) should not wrap a sentinel: the
-	// verifier then returns them with an empty Code, which Middleware's
-	// default answers with 500.
+	// verifier then returns them wrapping none, which Middleware's default
+	// answers with 500.
 	CheckNonce(ctx context.Context, scope, nonce string, until time.Time) error
 }
 

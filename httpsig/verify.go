@@ -60,9 +60,9 @@ type Verifier struct {
 	// caller must check the body with VerifyContentDigest before using it.
 	// A server sets it to read bodies only from callers it has admitted.
 	InsecureSkipContentDigest bool
-	// ErrorHandler answers requests that Middleware rejects. nil: the JSON
-	// error envelope with Code(err), status 403 (413 for an oversized body,
-	// 500 for errors without a code).
+	// ErrorHandler answers requests that Middleware rejects. nil: a plain
+	// text answer naming the sentinel the error wraps, status 403 (413 for
+	// ErrBodyTooLarge, 500 for an error that wraps no sentinel).
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 }
 
@@ -162,7 +162,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, h http.Header, body f
 	}
 	key, err := v.Keys.ResolveKey(ctx, h, p)
 	if err != nil {
-		if Code(err) != "" {
+		if kindOf(err) != nil {
 			return nil, err
 		}
 		return nil, wrapError(ErrIdentityInvalid, "key resolution failed", err)
@@ -207,7 +207,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, h http.Header, body f
 
 	if !v.InsecureSkipNonceCheck {
 		if err := v.Nonces.CheckNonce(ctx, p.KeyID, p.Nonce, ver.NonceUntil); err != nil {
-			if Code(err) != "" {
+			if kindOf(err) != nil {
 				return nil, err
 			}
 			return nil, errors.New("httpsig: nonce check failed: " + err.Error())

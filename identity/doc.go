@@ -20,6 +20,6 @@
 // certificate's proof and validity, the signature (over the lower-cased or
 // the as-sent method, so strict RFC 9421 signers work too), the time window
 // and the nonce. Verified certificates are cached, so a hot caller costs one
-// Ed25519 verification per request. Errors wrap the httpsig sentinels:
-// httpsig.Code maps them to the gateway's AUTH_* codes.
+// Ed25519 verification per request. Errors wrap the httpsig sentinels;
+// AuthCode maps them to the AUTH_* codes of package errcode.
 package identity

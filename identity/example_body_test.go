@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -19,7 +18,7 @@ func ExampleCaller_CheckBody() {
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := verifier.Verify(r) // reads no body byte
 		if err != nil {
-			http.Error(w, httpsig.Code(err), http.StatusForbidden)
+			refuse(w, err)
 			return
 		}
 		// ... admit or refuse the caller here, still without the body ...
@@ -28,7 +27,7 @@ func ExampleCaller_CheckBody() {
 			err = caller.CheckBody(body)
 		}
 		if err != nil {
-			http.Error(w, httpsig.Code(err), http.StatusForbidden)
+			refuse(w, err)
 			return
 		}
 		fmt.Fprintf(w, "%s sent %s", caller.Namespace, body)

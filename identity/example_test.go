@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/replay"
 )
@@ -20,7 +19,7 @@ func Example() {
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := verifier.Verify(r)
 		if err != nil {
-			http.Error(w, httpsig.Code(err), http.StatusForbidden)
+			refuse(w, err)
 			return
 		}
 		fmt.Fprintf(w, "hello %s (subject %s)", caller.Namespace, caller.Subject)
@@ -94,4 +93,26 @@ func mustReplay() *replay.Store {
 		panic(err)
 	}
 	return s
+}
+
+// refuse answers a failed verification with its code and status.
+func refuse(w http.ResponseWriter, err error) {
+	code, _ := identity.AuthCode(err) // INTERNAL_ERROR when err wraps no sentinel
+	http.Error(w, code.String(), code.Status())
+}
+
+// AuthCode maps a verification failure to the code a server answers with.
+func ExampleAuthCode() {
+	verifier := &identity.Verifier{Nonces: mustReplay()}
+	agent, _ := identity.New("acme-bot")
+	r, _ := http.NewRequest("GET", "http://127.0.0.1:38100/proxy/github/user", nil)
+	_ = agent.Sign(r, identity.SignOptions{})
+	if _, err := verifier.Verify(r); err != nil {
+		panic(err)
+	}
+	_, err := verifier.Verify(r) // the same request again: a replay
+	if code, ok := identity.AuthCode(err); ok {
+		fmt.Println(code, code.Status())
+	}
+	// Output: AUTH_REPLAY_DETECTED 403
 }

@@ -29,7 +29,7 @@ const defaultCertCacheSize = 4096
 // component set, the identity headers, the agent certificate, the Ed25519
 // signature over the lower-cased method (or the method as sent, the strict
 // RFC 9421 form), the time window and the nonce. Errors wrap the httpsig
-// sentinels, so httpsig.Code maps them to the AUTH_* codes.
+// sentinels, so AuthCode maps them to the AUTH_* codes.
 //
 // A Verifier must not be copied after first use. Its zero value verifies
 // with the default window and rejects every request, because it has no

@@ -2,31 +2,31 @@ package mcpproxy
 
 import (
 	"errors"
-	"net/http"
 	"time"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Sentinel errors. A ConnectionSource returns the first three (wrapped is
-// fine); the Proxy returns the others. toAPIError maps each to its status and
-// code.
+// fine); the Proxy returns the others. Each carries the code the gateway
+// answers it with (errcode.Of), which gives the status.
 var (
-	ErrConnectionNotFound = errors.New("mcpproxy: connection not found")
-	ErrConnectionDisabled = errors.New("mcpproxy: connection disabled")
-	ErrNotMCP             = errors.New("mcpproxy: connection is not an MCP connection")
-	ErrToolNotFound       = errors.New("mcpproxy: tool not found")
-	ErrToolForbidden      = errors.New("mcpproxy: tool not allowed for this subject")
-	ErrInvalidArguments   = errors.New("mcpproxy: invalid tool arguments")
-	ErrRateLimited        = errors.New("mcpproxy: tool-call rate limit exceeded")
-	ErrCircuitOpen        = errors.New("mcpproxy: circuit breaker open")
-	ErrUpstream           = errors.New("mcpproxy: upstream MCP server failed")
-	ErrBadRequest         = errors.New("mcpproxy: bad request")
+	ErrConnectionNotFound = errcode.New(errcode.ConnectionNotFound, "mcpproxy: connection not found")
+	ErrConnectionDisabled = errcode.New(errcode.ConnectionDisabled, "mcpproxy: connection disabled")
+	ErrNotMCP             = errcode.New(errcode.ValidationError, "mcpproxy: connection is not an MCP connection")
+	ErrToolNotFound       = errcode.New(errcode.MCPToolNotFound, "mcpproxy: tool not found")
+	ErrToolForbidden      = errcode.New(errcode.MCPToolForbidden, "mcpproxy: tool not allowed for this subject")
+	ErrInvalidArguments   = errcode.New(errcode.MCPToolArgumentsInvalid, "mcpproxy: invalid tool arguments")
+	ErrRateLimited        = errcode.New(errcode.MCPToolRateLimited, "mcpproxy: tool-call rate limit exceeded")
+	ErrCircuitOpen        = errcode.New(errcode.MCPCircuitOpen, "mcpproxy: circuit breaker open")
+	ErrUpstream           = errcode.New(errcode.MCPUpstreamError, "mcpproxy: upstream MCP server failed")
+	ErrBadRequest         = errcode.New(errcode.ValidationError, "mcpproxy: bad request")
 	// ErrSessionNotFound: the MCP endpoint has no session of that id for
 	// this caller and connection (it ended, or another caller owns it).
-	ErrSessionNotFound = errors.New("mcpproxy: no such MCP session")
+	ErrSessionNotFound = errcode.New(errcode.MCPSessionNotFound, "mcpproxy: no such MCP session")
 	// ErrSessionsExhausted: the MCP endpoint has MaxSessions open.
-	ErrSessionsExhausted = errors.New("mcpproxy: too many MCP sessions open")
+	ErrSessionsExhausted = errcode.New(errcode.MCPSessionsExhausted, "mcpproxy: too many MCP sessions open")
 )
 
 // ArgumentFailure is one place where call arguments break the tool's
@@ -56,6 +56,9 @@ func (e *ArgumentsError) Error() string {
 // Is makes errors.Is(err, ErrInvalidArguments) true.
 func (e *ArgumentsError) Is(target error) bool { return target == ErrInvalidArguments }
 
+// Code returns MCP_TOOL_ARGUMENTS_INVALID.
+func (e *ArgumentsError) Code() errcode.Code { return errcode.MCPToolArgumentsInvalid }
+
 // RetryError is a refusal the caller may retry after RetryAfter. It wraps
 // ErrRateLimited, ErrCircuitOpen or ErrSessionsExhausted.
 type RetryError struct {
@@ -81,54 +84,43 @@ func (e *UpstreamError) Error() string {
 // Unwrap returns ErrUpstream.
 func (e *UpstreamError) Unwrap() error { return ErrUpstream }
 
-// errorTable maps each sentinel to its HTTP answer, in one place.
-var errorTable = []struct {
-	err    error
-	status int
-	code   string
-}{
-	{ErrConnectionNotFound, http.StatusNotFound, "CONNECTION_NOT_FOUND"},
-	{ErrConnectionDisabled, http.StatusForbidden, "CONNECTION_DISABLED"},
-	{ErrNotMCP, http.StatusBadRequest, "VALIDATION_ERROR"},
-	{ErrBadRequest, http.StatusBadRequest, "VALIDATION_ERROR"},
-	{ErrToolNotFound, http.StatusNotFound, "MCP_TOOL_NOT_FOUND"},
-	{ErrToolForbidden, http.StatusForbidden, "MCP_TOOL_FORBIDDEN"},
-	{ErrInvalidArguments, http.StatusBadRequest, "MCP_TOOL_ARGUMENTS_INVALID"},
-	{ErrRateLimited, http.StatusTooManyRequests, "MCP_TOOL_RATE_LIMITED"},
-	{ErrCircuitOpen, http.StatusServiceUnavailable, "MCP_CIRCUIT_OPEN"},
-	{ErrUpstream, http.StatusBadGateway, "MCP_UPSTREAM_ERROR"},
-	{ErrSessionNotFound, http.StatusNotFound, "MCP_SESSION_NOT_FOUND"},
-	{ErrSessionsExhausted, http.StatusServiceUnavailable, "MCP_SESSIONS_EXHAUSTED"},
+// own are the sentinels of this package. An error that wraps one is
+// answered with its own text, which this package keeps free of secrets
+// (UpstreamError is scrubbed); any other error is answered with its code's
+// default message, so nothing unscrubbed can leak.
+var own = [...]error{
+	ErrConnectionNotFound, ErrConnectionDisabled, ErrNotMCP, ErrToolNotFound, ErrToolForbidden,
+	ErrInvalidArguments, ErrRateLimited, ErrCircuitOpen, ErrUpstream, ErrBadRequest,
+	ErrSessionNotFound, ErrSessionsExhausted,
 }
 
-// ErrorStatus returns the HTTP status and stable code the gateway answers
-// an error of this package with; an error it does not know is 502
-// MCP_UPSTREAM_ERROR. The admin discover route uses it.
-func ErrorStatus(err error) (status int, code string) {
-	e := toAPIError(err)
-	return e.Status, e.Code
-}
-
-// toAPIError maps an error from this package to the gateway's error
-// envelope: status, stable code, Retry-After and, for invalid arguments,
-// the failing paths under "details". An error this package does not know
-// becomes 502 MCP_UPSTREAM_ERROR with a generic message, so nothing
-// unscrubbed can leak.
-func toAPIError(err error) *apierror.Error {
-	for _, row := range errorTable {
-		if !errors.Is(err, row.err) {
-			continue
-		}
-		e := apierror.New(row.status, row.code, err.Error())
-		var re *RetryError
-		if errors.As(err, &re) {
-			e.RetryAfter = re.RetryAfter
-		}
-		var ae *ArgumentsError
-		if errors.As(err, &ae) {
-			e = e.With("details", ae.Failures)
-		}
-		return e
+// ErrorCode returns the code the gateway answers err with: the code err
+// carries (errcode.Of), else MCP_UPSTREAM_ERROR. The admin discover route
+// uses it.
+func ErrorCode(err error) errcode.Code {
+	if code, ok := errcode.Of(err); ok {
+		return code
 	}
-	return apierror.New(http.StatusBadGateway, "MCP_UPSTREAM_ERROR", "mcpproxy: upstream MCP request failed")
+	return errcode.MCPUpstreamError
+}
+
+// toAPIError maps an error to the gateway's error envelope: its code,
+// Retry-After and, for invalid arguments, the failing paths under
+// "details".
+func toAPIError(err error) *apierror.Error {
+	message := "" // the code's default
+	for _, sentinel := range own {
+		if errors.Is(err, sentinel) {
+			message = err.Error()
+			break
+		}
+	}
+	e := apierror.Coded(ErrorCode(err), message)
+	if re, ok := errors.AsType[*RetryError](err); ok {
+		e.RetryAfter = re.RetryAfter
+	}
+	if ae, ok := errors.AsType[*ArgumentsError](err); ok {
+		e = e.With("details", ae.Failures)
+	}
+	return e
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/idnhq/idn/errcode"
 )
 
 func TestErrorTable(t *testing.T) {
@@ -26,6 +28,8 @@ func TestErrorTable(t *testing.T) {
 		{"circuit open", &RetryError{Err: ErrCircuitOpen, RetryAfter: time.Second}, http.StatusServiceUnavailable, "MCP_CIRCUIT_OPEN", time.Second},
 		{"upstream", &UpstreamError{ConnectionID: "c", Message: "x"}, http.StatusBadGateway, "MCP_UPSTREAM_ERROR", 0},
 		{"unknown error hides its text", errors.New(`Post "https://h/?api_key=s": boom`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR", 0},
+		{"session not found", ErrSessionNotFound, http.StatusNotFound, "MCP_SESSION_NOT_FOUND", 0},
+		{"sessions exhausted", &RetryError{Err: ErrSessionsExhausted, RetryAfter: time.Second}, http.StatusServiceUnavailable, "MCP_SESSIONS_EXHAUSTED", time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,7 +37,7 @@ func TestErrorTable(t *testing.T) {
 			if e.Status != tt.status || e.Code != tt.code || e.RetryAfter != tt.retryAfter {
 				t.Errorf("toAPIError = %d %s %v, want %d %s %v", e.Status, e.Code, e.RetryAfter, tt.status, tt.code, tt.retryAfter)
 			}
-			if tt.name == "unknown error hides its text" && e.Message != "mcpproxy: upstream MCP request failed" {
+			if tt.name == "unknown error hides its text" && e.Message != errcode.MCPUpstreamError.Message() {
 				t.Errorf("message = %q", e.Message)
 			}
 		})

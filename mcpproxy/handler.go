@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -39,7 +40,7 @@ func (p *Proxy) Handler() http.Handler {
 	mux.HandleFunc("GET /mcp/{connection_id}/tools/{tool}/explain", p.serveExplain)
 	mux.HandleFunc("POST /mcp/{connection_id}/tools/{tool}/call", p.serveCall)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		apierror.Write(w, r, apierror.New(http.StatusNotFound, "NOT_FOUND", "mcpproxy: no such MCP route"))
+		apierror.Write(w, r, apierror.Coded(errcode.NotFound, "mcpproxy: no such MCP route"))
 	})
 	return mux
 }
@@ -65,18 +66,14 @@ func (p *Proxy) begin(w http.ResponseWriter, r *http.Request) (caller Caller, co
 // the answer.
 func (p *Proxy) authenticated(w http.ResponseWriter, r *http.Request) (Caller, bool) {
 	if p.caller == nil || p.sources == nil {
-		apierror.Write(w, r, apierror.New(http.StatusForbidden, "AUTH_FORBIDDEN", "mcpproxy: handler is not configured with a caller and a connection source"))
+		apierror.Write(w, r, apierror.Coded(errcode.AuthForbidden, "mcpproxy: handler is not configured with a caller and a connection source"))
 		return Caller{}, false
 	}
 	caller, err := p.caller(r)
 	if err != nil {
-		ae := apierror.New(http.StatusForbidden, "AUTH_FORBIDDEN", "mcpproxy: caller not authenticated")
-		var he interface {
-			StatusCode() int
-			ErrorCode() string
-		}
-		if errors.As(err, &he) {
-			ae = apierror.New(he.StatusCode(), he.ErrorCode(), err.Error())
+		ae := apierror.Coded(errcode.AuthForbidden, "mcpproxy: caller not authenticated")
+		if code, ok := errcode.Of(err); ok {
+			ae = apierror.Coded(code, err.Error())
 		}
 		apierror.Write(w, r, ae)
 		return Caller{}, false
@@ -122,10 +119,10 @@ func (p *Proxy) serveCall(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			apierror.Write(w, r, apierror.New(http.StatusRequestEntityTooLarge, "REQUEST_BODY_TOO_LARGE", "mcpproxy: request body too large"))
+			apierror.Write(w, r, apierror.Coded(errcode.RequestBodyTooLarge, "mcpproxy: request body too large"))
 			return
 		}
-		apierror.Write(w, r, apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", "mcpproxy: reading request body failed"))
+		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "mcpproxy: reading request body failed"))
 		return
 	}
 	res, err := p.Call(r.Context(), conn, caller, r.PathValue("tool"), body, refresh)

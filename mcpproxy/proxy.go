@@ -81,9 +81,9 @@ type Config struct {
 	Connections ConnectionSource
 	// Caller returns the authenticated caller of a runtime request, as set
 	// by the gateway's signed pipeline (e.g. from its request context).
-	// Required by Handler. An error with methods StatusCode() int and
-	// ErrorCode() string is answered with that status and code; any other
-	// error is answered 403 AUTH_FORBIDDEN.
+	// Required by Handler. An error that carries a code (errcode.Error) is
+	// answered with that code and its message; any other error is answered
+	// 403 AUTH_FORBIDDEN.
 	Caller func(r *http.Request) (Caller, error)
 	// OnDiscovery, when set, is called after every upstream discovery
 	// attempt with the connection's new mcp_discovery value (on failure the

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -152,7 +153,7 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		// 405 tells a client this server offers no stream; it carries on
 		// with POST alone.
 		w.Header().Set("Allow", "POST, DELETE")
-		apierror.Write(w, r, apierror.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "mcpproxy: the gateway is shutting down and opens no new event streams"))
+		apierror.Write(w, r, apierror.Coded(errcode.MethodNotAllowed, "mcpproxy: the gateway is shutting down and opens no new event streams"))
 		return
 	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
@@ -169,9 +170,9 @@ func (e *endpoint) initializes(w http.ResponseWriter, r *http.Request) (bool, *a
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return false, apierror.New(http.StatusRequestEntityTooLarge, "REQUEST_BODY_TOO_LARGE", "mcpproxy: request body too large")
+			return false, apierror.Coded(errcode.RequestBodyTooLarge, "mcpproxy: request body too large")
 		}
-		return false, apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", "mcpproxy: reading request body failed")
+		return false, apierror.Coded(errcode.ValidationError, "mcpproxy: reading request body failed")
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return jsonRPCMethod(body) == "initialize", nil
@@ -384,7 +385,7 @@ func argumentsResult(ae *ArgumentsError) *mcp.CallToolResult {
 		b.WriteString("\n" + path + ": " + f.Message)
 	}
 	return &mcp.CallToolResult{
-		Meta:    mcp.Meta{errorMetaKey: map[string]any{"code": "MCP_TOOL_ARGUMENTS_INVALID", "details": ae.Failures}},
+		Meta:    mcp.Meta{errorMetaKey: map[string]any{"code": ae.Code().String(), "details": ae.Failures}},
 		Content: []mcp.Content{&mcp.TextContent{Text: b.String()}},
 		IsError: true,
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/idnhq/idn/errcode"
 )
 
 // DefaultMaxInflightBodyBytes is the zero Config's cap on the request body
@@ -108,7 +110,7 @@ func (h *Handler) bufferBody(r *http.Request) ([]byte, int64, error) {
 	case errors.Is(err, errBodyBudget), errors.As(err, &tooLarge):
 		return nil, held, err
 	case err != nil: // the client stopped sending or broke the framing
-		return nil, held, newError(CodeValidation, err)
+		return nil, held, newError(errcode.ValidationError, err)
 	}
 	r.ContentLength, r.TransferEncoding = int64(len(body)), nil
 	if len(body) == 0 {

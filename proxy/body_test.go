@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -137,7 +138,7 @@ func TestBodyUnreadUntilAdmitted(t *testing.T) {
 		}, 403, "AUTH_CLAIM_REQUIRED"},
 		{"disabled connection", func() *http.Request {
 			return g.signedHead(g.agent, "POST", "/proxy/off/upload", body)
-		}, 403, CodeConnectionDisabled},
+		}, 403, errcode.ConnectionDisabled.String()},
 		{"replay of an approved upload", func() *http.Request {
 			r := g.signedHead(g.agent, "POST", "/proxy/github/replayed", body)
 			if a := g.do(r); a.status != 200 {
@@ -223,7 +224,7 @@ func TestInflightBodyCap(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	a := g.do(g.request(g.agent, "POST", "/proxy/github/second", string(body)))
-	if a.status != 503 || a.env["code"] != CodeBodyCapacity || a.header.Get("Retry-After") == "" {
+	if a.status != 503 || a.env["code"] != errcode.RequestBodyCapacityExhausted.String() || a.header.Get("Retry-After") == "" {
 		t.Fatalf("second upload while the first holds the budget: %d %v, Retry-After %q", a.status, a.env["code"], a.header.Get("Retry-After"))
 	}
 	if a := g.do(g.request(g.agent, "GET", "/proxy/github/small", "")); a.status != 200 {

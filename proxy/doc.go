@@ -9,7 +9,7 @@
 //     CONNECTION_DISABLED, 403 ROTATION_REQUIRED in block mode) before any
 //     claim work;
 //  3. check the approved claim <namespace, public key, service>, submitting
-//     an authorization request for an unapproved caller;
+//     a claim for an unapproved caller;
 //  4. record the nonce (403 AUTH_REPLAY_DETECTED; 503 NONCE_STORE_FULL), so
 //     only approved callers consume nonce memory;
 //  5. read the body into a buffer that grows with the bytes received (413
@@ -22,8 +22,12 @@
 //     stream the upstream response back with the credential redacted.
 //
 // Routes: /proxy/{connection_id}/{path} and /<alias>/{path} for http
-// connections, and /mcp/{connection_id}/… for mcp connections, which are
-// authenticated the same way and then served by Config.MCP. A {path} whose
+// connections, and /mcp/{connection_id} (the MCP endpoint, every POST, GET
+// and DELETE of the session signed) and /mcp/{connection_id}/… for mcp
+// connections, which are authenticated the same way and then served by
+// Config.MCP. Config.MCPTimeout bounds every /mcp request but the MCP
+// session's event stream (GET /mcp/{connection_id}), which lasts as long
+// as its session. A {path} whose
 // percent-decoded form has a "." or ".." segment or a backslash is refused
 // (400 VALIDATION_ERROR) before step 1, since an upstream could resolve it
 // outside the connection's base path and prefix; any other path is
@@ -52,9 +56,10 @@
 // it some other way. MCP tool results and listings are redacted the same
 // way by mcpproxy.
 //
-// Every failure is answered with the JSON error envelope of
-// docs/gateway.md; the mapping
-// from errors to status and code is the table in errors.go. Decision logs
+// Every failure is answered with the JSON error envelope and a code of
+// package errcode, which gives the status; codeOf in errors.go is the one
+// mapping from the pipeline's errors to codes, and Handler.Authorize returns
+// the refusal as an *Error. Decision logs
 // (when Config.DecisionLog is set) fingerprint identities and mask client
 // addresses; secrets never reach them.
 package proxy

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -41,7 +42,7 @@ var strippedHeaders = []string{
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res *credvault.Resolved) {
 	secret, err := res.Secret()
 	if err != nil {
-		h.fail(w, r, newError(CodeCredentialUnresolved, err), nil)
+		h.fail(w, r, newError(errcode.CredentialUnresolved, err), nil)
 		return
 	}
 	c := res.Connection
@@ -51,12 +52,12 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res 
 	}
 	base, err := res.UpstreamBase()
 	if err != nil {
-		h.fail(w, r, newError(CodeUpstreamError, err), nil)
+		h.fail(w, r, newError(errcode.UpstreamError, err), nil)
 		return
 	}
 	u, err := joinUpstream(base, rt.rest, r.URL.RawQuery)
 	if err != nil {
-		h.fail(w, r, newError(CodeValidation, err), nil)
+		h.fail(w, r, newError(errcode.ValidationError, err), nil)
 		return
 	}
 	fw := &forwarded{target: &forwardTarget{conn: c, secret: secret, url: u, redact: res.Redactions()}, start: time.Now()}
@@ -127,20 +128,20 @@ func (h *Handler) upstreamResponded(resp *http.Response) error {
 func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) { // a streamed (unsigned-bypass) body passed the limit
-		apierror.Write(w, r, newError(CodeBodyTooLarge, err).api())
+		apierror.Write(w, r, newError(errcode.RequestBodyTooLarge, err).api())
 		return
 	}
 	class, timeout := upstreamClass(err)
 	outcome := "error"
-	code := CodeUpstreamError
+	code := errcode.UpstreamError
 	if timeout {
-		outcome, code = "timeout", CodeUpstreamTimeout
+		outcome, code = "timeout", errcode.UpstreamTimeout
 	}
 	h.metrics.upstreamErrors.WithLabelValues(class).Inc()
 	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()
 	if fw, ok := r.Context().Value(forwardKey{}).(*forwarded); ok {
 		h.metrics.upstreamLatency.WithLabelValues("http", outcome).Observe(time.Since(fw.start).Seconds())
-		h.decisions.log(r.Context(), decision{kind: "upstream", outcome: outcome, code: code,
+		h.decisions.log(r.Context(), decision{kind: "upstream", outcome: outcome, code: code.String(),
 			connection: fw.target.conn.ID, requestID: apierror.RequestIDFrom(r.Context()), method: r.Method})
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {

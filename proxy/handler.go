@@ -15,6 +15,7 @@ import (
 
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
@@ -33,7 +34,7 @@ type Claims interface {
 	Lookup(service, namespace string, publicKey []byte) (claimcache.Approval, error)
 }
 
-// ClaimSubmitter files an authorization request for an unapproved caller;
+// ClaimSubmitter submits a claim for an unapproved caller;
 // *claimcache.Submitter implements it.
 type ClaimSubmitter interface {
 	Submit(ctx context.Context, sub claimcache.Submission) (claimcache.Receipt, error)
@@ -54,7 +55,7 @@ type Config struct {
 	Claims      Claims
 	// Nonces records accepted nonces per namespace (replay.Store).
 	Nonces httpsig.NonceChecker
-	// Submitter, when set, files an authorization request for callers that
+	// Submitter, when set, submits a claim for callers that
 	// have no approved claim. Nil means callers are refused without one.
 	Submitter ClaimSubmitter
 
@@ -258,22 +259,28 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	defer h.metrics.inFlight.Dec()
 	rt, ok := h.parseRoute(r)
 	if !ok || (rt.mcp && h.cfg.MCP == nil) {
-		h.fail(w, r, newError(CodeNotFound, nil), nil)
+		h.fail(w, r, newError(errcode.NotFound, nil), nil)
 		return
 	}
 	timeout := h.cfg.Timeout
 	if rt.mcp {
 		timeout = h.cfg.MCPTimeout
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if !rt.mcp || rt.rest != "" || r.Method != http.MethodGet {
+		// An MCP session's event stream (GET /mcp/{id}) is the exception:
+		// it lives as long as the session, and the MCP handler ends it
+		// with the session or at shutdown.
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
 	r = r.WithContext(ctx)
 	if r.ContentLength > h.cfg.MaxBodyBytes {
-		h.fail(w, r, newError(CodeBodyTooLarge, nil), nil)
+		h.fail(w, r, newError(errcode.RequestBodyTooLarge, nil), nil)
 		return
 	}
 	if !rt.mcp && !validRest(rt.rest) {
-		h.fail(w, r, newError(CodeValidation, nil), nil)
+		h.fail(w, r, newError(errcode.ValidationError, nil), nil)
 		return
 	}
 
@@ -324,10 +331,10 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 		return caller, nil, err
 	}
 	if err := h.cfg.Nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil); err != nil {
-		switch classify(err).Code {
-		case "AUTH_REPLAY_DETECTED":
+		switch classify(err).code {
+		case errcode.AuthReplayDetected:
 			h.metrics.replayDetected.Inc()
-		case CodeNonceStoreFull:
+		case errcode.NonceStoreFull:
 			h.metrics.nonceStoreFull.Inc()
 		}
 		return caller, nil, err
@@ -344,23 +351,23 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 func (h *Handler) connection(id string, mcp bool) (*credvault.Resolved, error) {
 	res, ok := h.cfg.Connections.Lookup(id)
 	if !ok {
-		return nil, newError(CodeConnectionNotFound, nil)
+		return nil, newError(errcode.ConnectionNotFound, nil)
 	}
 	c := res.Connection
 	if c.Status == credvault.StatusDisabled {
-		return nil, newError(CodeConnectionDisabled, nil)
+		return nil, newError(errcode.ConnectionDisabled, nil)
 	}
 	if (c.Protocol == credvault.ProtocolMCP) != mcp {
-		return nil, newError(CodeProtocolMismatch, nil)
+		return nil, newError(errcode.ConnectionProtocolMismatch, nil)
 	}
 	if h.cfg.RotationEnforcement == credvault.RotationBlock && c.RotationOverdue(h.now(), h.cfg.RotationGrace) {
-		return nil, newError(CodeRotationRequired, nil)
+		return nil, newError(errcode.RotationRequired, nil)
 	}
 	return res, nil
 }
 
 // checkClaim looks up the caller's claim for the connection's service and,
-// for an unapproved caller, files an authorization request.
+// for an unapproved caller, submits one.
 func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credvault.Connection) error {
 	service := c.ServiceSlug()
 	_, err := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key)
@@ -379,9 +386,9 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 		Nonce:        caller.Nonce,
 	})
 	if errors.Is(serr, claimcache.ErrRateLimited) {
-		return newError("AUTH_CLAIM_SUBMIT_RATE_LIMITED", serr)
+		return newError(errcode.AuthClaimSubmitRateLimited, serr)
 	}
-	e := newError("AUTH_CLAIM_REQUIRED", err)
+	e := newError(errcode.AuthClaimRequired, err)
 	if serr != nil {
 		h.logger.Warn("claim submission failed", "connection_id", c.ID, "error", serr)
 		return e
@@ -421,7 +428,7 @@ func (h *Handler) Authorize(r *http.Request, c *credvault.Connection) error {
 	}
 	if err != nil {
 		e := classify(err)
-		h.metrics.authReject.WithLabelValues(e.Code).Inc()
+		h.metrics.authReject.WithLabelValues(e.code.String()).Inc()
 		return e
 	}
 	return nil
@@ -430,18 +437,19 @@ func (h *Handler) Authorize(r *http.Request, c *credvault.Connection) error {
 // fail answers with the envelope of err and records the rejection.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, caller *identity.Caller) {
 	e := classify(err)
-	if e.Status == http.StatusForbidden || e.Status == http.StatusTooManyRequests || e.Code == "AUTH_CLAIMS_UNAVAILABLE" ||
-		e.Code == "AUTH_CLAIMS_LOOKUP_FAILED" || e.Code == CodeNonceStoreFull {
-		h.metrics.authReject.WithLabelValues(e.Code).Inc()
+	status := e.code.Status()
+	if status == http.StatusForbidden || status == http.StatusTooManyRequests || e.code == errcode.AuthClaimsUnavailable ||
+		e.code == errcode.AuthClaimsLookupFailed || e.code == errcode.NonceStoreFull {
+		h.metrics.authReject.WithLabelValues(e.code.String()).Inc()
 	}
-	d := decision{kind: "auth", outcome: "deny", code: e.Code, status: e.Status,
+	d := decision{kind: "auth", outcome: "deny", code: e.code.String(), status: status,
 		requestID: apierror.RequestIDFrom(r.Context()), client: h.ips.ClientAddr(r), method: r.Method}
 	if caller != nil {
 		d.namespace, d.subject, d.publicKey, d.keyID = caller.Namespace, caller.Subject, caller.PublicKey, caller.KeyID
 	}
 	h.decisions.log(r.Context(), d)
 	ae := e.api()
-	if e.Status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable {
 		ae.RetryAfter = retryAfter
 	}
 	apierror.Write(w, r, ae)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/mcpproxy"
 )
 
@@ -47,12 +48,14 @@ func MCPConnection(res *credvault.Resolved, transport http.RoundTripper) *mcppro
 		}
 	}
 	mc := &mcpproxy.Connection{
-		ID:        c.ID,
-		BaseURL:   c.BaseURL,
-		Endpoint:  c.MCPEndpoint,
-		Transport: transport,
-		Policy:    policy,
-		Discovery: c.MCPDiscovery,
+		ID:              c.ID,
+		BaseURL:         c.BaseURL,
+		Endpoint:        c.MCPEndpoint,
+		Transport:       transport,
+		Policy:          policy,
+		Discovery:       c.MCPDiscovery,
+		ExposeResources: c.MCPExposeResources,
+		ExposePrompts:   c.MCPExposePrompts,
 	}
 	mc.Redact = res.Redactions()
 	return mc
@@ -64,10 +67,10 @@ func MCPConnection(res *credvault.Resolved, transport http.RoundTripper) *mcppro
 func MCPCaller(r *http.Request) (mcpproxy.Caller, error) {
 	caller, ok := CallerFrom(r.Context())
 	if !ok {
-		return mcpproxy.Caller{}, newError(CodeAuthForbidden, nil)
+		return mcpproxy.Caller{}, newError(errcode.AuthForbidden, nil)
 	}
-	if caller == nil { // unsigned development bypass
+	if caller == nil { // unsigned development bypass: one anonymous caller
 		return mcpproxy.Caller{}, nil
 	}
-	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject}, nil
+	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
 }

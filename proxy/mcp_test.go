@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/identity"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,10 +69,10 @@ func TestMCPThroughPipeline(t *testing.T) {
 	if a := g.do(g.request(g.stranger, "GET", "/mcp/tools/tools", "")); a.status != 403 || a.env["code"] != "AUTH_CLAIM_REQUIRED" {
 		t.Errorf("unapproved: %d %v", a.status, a.env["code"])
 	}
-	if a := g.do(g.request(g.agent, "GET", "/mcp/github/tools", "")); a.status != 400 || a.env["code"] != CodeProtocolMismatch {
+	if a := g.do(g.request(g.agent, "GET", "/mcp/github/tools", "")); a.status != 400 || a.env["code"] != errcode.ConnectionProtocolMismatch.String() {
 		t.Errorf("http connection on /mcp: %d %v", a.status, a.env["code"])
 	}
-	if a := g.do(g.request(g.agent, "GET", "/proxy/tools/x", "")); a.status != 400 || a.env["code"] != CodeProtocolMismatch {
+	if a := g.do(g.request(g.agent, "GET", "/proxy/tools/x", "")); a.status != 400 || a.env["code"] != errcode.ConnectionProtocolMismatch.String() {
 		t.Errorf("mcp connection on /proxy: %d %v", a.status, a.env["code"])
 	}
 }
@@ -77,5 +81,108 @@ func TestMCPThroughPipeline(t *testing.T) {
 func TestMCPCallerRequiresPipeline(t *testing.T) {
 	if _, err := MCPCaller(httptest.NewRequest("GET", "/mcp/x/tools", nil)); err == nil {
 		t.Fatal("MCPCaller accepted a request that bypassed the pipeline")
+	}
+}
+
+// connectMCP opens an MCP session on the gateway's endpoint for connection
+// id, every HTTP request signed by agent.
+func (g *gateway) connectMCP(agent *identity.Identity, id string) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+	return client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:   g.srv.URL + "/mcp/" + id,
+		HTTPClient: &http.Client{Transport: agent.Transport(nil, identity.SignOptions{})},
+		MaxRetries: -1,
+	}, nil)
+}
+
+// mcpMessage is a signed POST of one MCP message on session sid, and a way
+// to send the very same request again.
+func (g *gateway) mcpMessage(agent *identity.Identity, sid, body string) (send func() answer) {
+	g.t.Helper()
+	r := g.request(agent, "POST", "/mcp/tools", body)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		r.Header.Set("Mcp-Session-Id", sid)
+	}
+	return func() answer {
+		again := r.Clone(context.Background())
+		again.Body, _ = r.GetBody()
+		return g.do(again)
+	}
+}
+
+// The MCP endpoint answers only signed, approved, fresh requests, serves
+// the connection's policy with its credential injected, and keeps each
+// session to the caller that opened it.
+func TestMCPEndpointThroughPipeline(t *testing.T) {
+	up, calls := mcpUpstream(t)
+	g := newGateway(t, gatewayOptions{mcpUpstream: up.URL})
+	ctx := context.Background()
+
+	cs, err := g.connectMCP(g.agent, "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != 1 || list.Tools[0].Name != "docs.search" {
+		t.Fatalf("tools/list = %+v, %v", list, err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "echo:hi" {
+		t.Fatalf("tools/call = %+v, %v", res, err)
+	}
+	before := calls.Load()
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "admin.wipe", Arguments: map[string]any{"text": "x"}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || !strings.Contains(string(je.Data), "MCP_TOOL_FORBIDDEN") {
+		t.Errorf("denied tool: %v", err)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": 5}})
+	if err != nil || !res.IsError {
+		t.Errorf("invalid arguments: %+v, %v", res, err)
+	}
+	if calls.Load() != before {
+		t.Errorf("refused calls reached the upstream")
+	}
+
+	const list1 = `{"jsonrpc":"2.0","id":41,"method":"tools/list"}`
+	other, _ := identity.New("other-ns")
+	g.cp.approve("github", other)
+	g.refresh()
+	attacks := []struct {
+		name   string
+		send   func() answer
+		status int
+		code   string
+	}{
+		{"unsigned request on a live session", func() answer {
+			r, _ := http.NewRequest("POST", g.srv.URL+"/mcp/tools", strings.NewReader(list1))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			r.Header.Set("Mcp-Session-Id", cs.ID())
+			return g.do(r)
+		}, 403, "AUTH_IDENTITY_INVALID"},
+		{"approved caller hijacking another caller's session", g.mcpMessage(other, cs.ID(), list1), 404, "MCP_SESSION_NOT_FOUND"},
+		{"unapproved caller on a live session", g.mcpMessage(g.stranger, cs.ID(), list1), 403, "AUTH_CLAIM_REQUIRED"},
+	}
+	for _, tt := range attacks {
+		if a := tt.send(); a.status != tt.status || a.env["code"] != tt.code {
+			t.Errorf("%s: %d %s", tt.name, a.status, a.body)
+		}
+	}
+
+	// A signed message replayed verbatim is refused before it reaches the session.
+	send := g.mcpMessage(g.agent, cs.ID(), list1)
+	if a := send(); a.status != 200 || !strings.Contains(string(a.body), "docs.search") {
+		t.Fatalf("signed message: %d %s", a.status, a.body)
+	}
+	if a := send(); a.status != 403 || a.env["code"] != "AUTH_REPLAY_DETECTED" {
+		t.Errorf("replayed message: %d %s", a.status, a.body)
+	}
+	// The session is still the owner's.
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Errorf("owner after the attempts: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/idnhq/idn/errcode"
 )
 
 // escapes are rest paths that climb out of a connection's base path once
@@ -39,8 +41,8 @@ func TestPathPrefixEscape(t *testing.T) {
 		for _, route := range []string{"/proxy/keyed", "/proxy/github", "/gh"} {
 			t.Run(route+rest, func(t *testing.T) {
 				a := g.do(g.request(g.agent, "GET", route+rest, ""))
-				if a.status != 400 || a.env["code"] != CodeValidation {
-					t.Fatalf("got %d %v, want 400 %s", a.status, a.env["code"], CodeValidation)
+				if a.status != 400 || a.env["code"] != errcode.ValidationError.String() {
+					t.Fatalf("got %d %v, want 400 %s", a.status, a.env["code"], errcode.ValidationError.String())
 				}
 				if s := g.up.lastSeen(); strings.Contains(s.Path, "secret") {
 					t.Fatalf("upstream saw %s", s.Path)
@@ -50,7 +52,7 @@ func TestPathPrefixEscape(t *testing.T) {
 	}
 	t.Run("unauthenticated escape is refused the same way", func(t *testing.T) {
 		r, _ := http.NewRequest("GET", g.srv.URL+"/proxy/keyed/..%2fsecret.txt", nil)
-		if a := g.do(r); a.status != 400 || a.env["code"] != CodeValidation {
+		if a := g.do(r); a.status != 400 || a.env["code"] != errcode.ValidationError.String() {
 			t.Fatalf("got %d %v", a.status, a.env["code"])
 		}
 	})

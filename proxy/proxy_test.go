@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -102,13 +103,13 @@ func TestAuthCodes(t *testing.T) {
 			second, _ := identity.New("stranger-ns")
 			return g.request(second, "GET", "/proxy/github/user", "")
 		}, 429, "AUTH_CLAIM_SUBMIT_RATE_LIMITED"},
-		{"disabled connection", func() *http.Request { return g.request(g.agent, "GET", "/proxy/off/x", "") }, 403, CodeConnectionDisabled},
-		{"unknown connection", func() *http.Request { return g.request(g.agent, "GET", "/proxy/nope/x", "") }, 404, CodeConnectionNotFound},
+		{"disabled connection", func() *http.Request { return g.request(g.agent, "GET", "/proxy/off/x", "") }, 403, errcode.ConnectionDisabled.String()},
+		{"unknown connection", func() *http.Request { return g.request(g.agent, "GET", "/proxy/nope/x", "") }, 404, errcode.ConnectionNotFound.String()},
 		{"dot-segment escape", func() *http.Request {
 			r := g.request(g.agent, "GET", "/proxy/github/%2e%2e/admin", "")
 			return r
-		}, 400, CodeValidation},
-		{"upstream unreachable", func() *http.Request { return g.request(g.agent, "GET", "/proxy/dead/x", "") }, 502, CodeUpstreamError},
+		}, 400, errcode.ValidationError.String()},
+		{"upstream unreachable", func() *http.Request { return g.request(g.agent, "GET", "/proxy/dead/x", "") }, 502, errcode.UpstreamError.String()},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -176,7 +177,7 @@ func TestAuthCodes(t *testing.T) {
 		"AUTH_HEADERS_INVALID": 1, "AUTH_SIGNATURE_INVALID": 2, "AUTH_SIGNED_COMPONENTS_INVALID": 1,
 		"AUTH_IDENTITY_INVALID": 1, "AUTH_NONCE_INVALID": 1, "AUTH_REPLAY_DETECTED": 1, "AUTH_CLAIMS_UNAVAILABLE": 1,
 		"AUTH_CLAIMS_LOOKUP_FAILED": 1, "AUTH_CLAIM_REQUIRED": 1, "AUTH_CLAIM_SUBMIT_RATE_LIMITED": 1,
-		CodeConnectionDisabled: 1,
+		errcode.ConnectionDisabled.String(): 1,
 	} {
 		if got := testutil.ToFloat64(g.metrics.authReject.WithLabelValues(code)); got != want {
 			t.Errorf("auth_reject_total{reason=%s} = %v, want %v", code, got, want)
@@ -250,7 +251,7 @@ func TestPollingAgentKeepsItsClaimID(t *testing.T) {
 
 func TestRotationEnforcement(t *testing.T) {
 	block := newGateway(t, gatewayOptions{rotation: credvault.RotationBlock})
-	if a := block.do(block.request(block.agent, "GET", "/proxy/stale/x", "")); a.status != 403 || a.env["code"] != CodeRotationRequired {
+	if a := block.do(block.request(block.agent, "GET", "/proxy/stale/x", "")); a.status != 403 || a.env["code"] != errcode.RotationRequired.String() {
 		t.Errorf("block: %d %v", a.status, a.env["code"])
 	}
 	if a := block.do(block.request(block.agent, "GET", "/proxy/github/x", "")); a.status != 200 {
@@ -271,7 +272,7 @@ func (failingNonces) CheckNonce(context.Context, string, string, time.Time) erro
 
 func TestUnknownFailureIsAuthForbidden(t *testing.T) {
 	g := newGateway(t, gatewayOptions{nonces: failingNonces{}})
-	if a := g.do(g.request(g.agent, "GET", "/proxy/github/x", "")); a.status != 403 || a.env["code"] != CodeAuthForbidden {
+	if a := g.do(g.request(g.agent, "GET", "/proxy/github/x", "")); a.status != 403 || a.env["code"] != errcode.AuthForbidden.String() {
 		t.Errorf("got %d %v, want 403 AUTH_FORBIDDEN", a.status, a.env["code"])
 	}
 }
@@ -301,12 +302,12 @@ func TestBodyLimit(t *testing.T) {
 	g.handler.cfg.MaxBodyBytes = 1024
 	g.handler.verifier.MaxBodyBytes = 1024
 	a := g.do(g.request(g.agent, "POST", "/proxy/github/upload", strings.Repeat("x", 4096)))
-	if a.status != 413 || a.env["code"] != CodeBodyTooLarge {
+	if a.status != 413 || a.env["code"] != errcode.RequestBodyTooLarge.String() {
 		t.Errorf("oversized body: %d %v", a.status, a.env["code"])
 	}
 	chunked := g.request(g.agent, "POST", "/proxy/github/upload", strings.Repeat("x", 4096))
 	chunked.ContentLength = -1 // sent chunked: the limit trips while reading
-	if a := g.do(chunked); a.status != 413 || a.env["code"] != CodeBodyTooLarge {
+	if a := g.do(chunked); a.status != 413 || a.env["code"] != errcode.RequestBodyTooLarge.String() {
 		t.Errorf("oversized chunked body: %d %v", a.status, a.env["code"])
 	}
 }

@@ -42,7 +42,7 @@ const shardCount = 32
 var (
 	// ErrReplay means the (scope, nonce) pair was already recorded and has
 	// not expired: the request is a replay. It is httpsig.ErrReplayDetected,
-	// so httpsig.Code maps it to AUTH_REPLAY_DETECTED.
+	// so a verifier reports it as the replay it is.
 	ErrReplay = httpsig.ErrReplayDetected
 	// ErrFull means the store holds MaxEntries live nonces; the nonce was not
 	// recorded and the request must be refused (the gateway answers 503).

@@ -172,12 +172,12 @@ func TestNewRejectsNegativeConfig(t *testing.T) {
 	}
 }
 
-func TestReplayMapsToTheGatewayCode(t *testing.T) {
+func TestReplayIsTheHTTPSigSentinel(t *testing.T) {
 	s, _ := newStore(t, replay.Config{})
 	ctx := context.Background()
 	s.CheckNonce(ctx, "alice", "nonce-0001", t0.Add(time.Minute))
 	err := s.CheckNonce(ctx, "alice", "nonce-0001", t0.Add(time.Minute))
-	if got := httpsig.Code(err); got != "AUTH_REPLAY_DETECTED" {
-		t.Fatalf("httpsig.Code(%v) = %q", err, got)
+	if !errors.Is(err, httpsig.ErrReplayDetected) {
+		t.Fatalf("CheckNonce = %v, want httpsig.ErrReplayDetected", err)
 	}
 }

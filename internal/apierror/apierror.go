@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/idnhq/idn/errcode"
 )
 
 // Error is an HTTP error answer: a status, a stable machine code and a
@@ -31,6 +33,15 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // New returns an Error with the given status, code and message.
 func New(status int, code, message string) *Error {
 	return &Error{Status: status, Code: code, Message: message}
+}
+
+// Coded returns an Error with the given code, its status, and message; an
+// empty message means the code's default message.
+func Coded(code errcode.Code, message string) *Error {
+	if message == "" {
+		message = code.Message()
+	}
+	return &Error{Status: code.Status(), Code: code.String(), Message: message}
 }
 
 // With returns a copy of e with key set to value in its extra fields.

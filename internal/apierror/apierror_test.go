@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idnhq/idn/errcode"
 )
 
 func TestWriteEnvelope(t *testing.T) {
 	var gotID string
 	h := RequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotID = RequestIDFrom(r.Context())
-		e := New(http.StatusServiceUnavailable, "AUTH_CLAIMS_UNAVAILABLE", "claims unavailable").With("claim_id", "clm_1")
+		e := Coded(errcode.AuthClaimsUnavailable, "claims unavailable").With("claim_id", "clm_1")
 		e.RetryAfter = 1500 * time.Millisecond
 		Write(w, r, e)
 	}))
@@ -53,5 +55,17 @@ func TestRequestIDValidation(t *testing.T) {
 		if got == in || !strings.HasPrefix(got, "req_") {
 			t.Errorf("%s: request id %q, want a generated one", name, got)
 		}
+	}
+}
+
+func TestDefaultMessage(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Write(rec, httptest.NewRequest("GET", "/", nil), Coded(errcode.SlugTaken, ""))
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != 409 || body["code"] != "SLUG_TAKEN" || body["error"] != errcode.SlugTaken.Message() {
+		t.Errorf("envelope: %d %v", rec.Code, body)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -214,7 +215,7 @@ func (res Resolver) RefuseForeignTarget(next http.Handler) http.Handler {
 	})
 }
 
-var errForeignTarget = apierror.New(http.StatusBadRequest, "VALIDATION_ERROR",
+var errForeignTarget = apierror.Coded(errcode.ValidationError,
 	"the request target names a scheme or authority other than this server's; send the path only (origin-form)")
 
 // SplitAuthority splits an authority (a Host value) into host and port. The

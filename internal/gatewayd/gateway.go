@@ -20,6 +20,7 @@ import (
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/clientip"
@@ -217,7 +218,7 @@ func dispatch(health, metrics, adminAPI, runtime http.Handler) http.Handler {
 			metrics.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/api/admin/"):
 			if path.Clean(p) != strings.TrimSuffix(p, "/") {
-				apierror.Write(w, r, apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", "admin path is not canonical"))
+				apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "admin path is not canonical"))
 				return
 			}
 			adminAPI.ServeHTTP(w, r)
@@ -375,13 +376,12 @@ func timeout(d time.Duration, next http.Handler) http.Handler {
 	})
 }
 
-// mcpError gives the admin API the status and code of an MCP error.
+// mcpError gives the admin API the code of an MCP error.
 type mcpError struct{ err error }
 
-func (e mcpError) Error() string     { return e.err.Error() }
-func (e mcpError) Unwrap() error     { return e.err }
-func (e mcpError) StatusCode() int   { s, _ := mcpproxy.ErrorStatus(e.err); return s }
-func (e mcpError) ErrorCode() string { _, c := mcpproxy.ErrorStatus(e.err); return c }
+func (e mcpError) Error() string      { return e.err.Error() }
+func (e mcpError) Unwrap() error      { return e.err }
+func (e mcpError) Code() errcode.Code { return mcpproxy.ErrorCode(e.err) }
 
 // serviceKeys picks the feed key of a service: the key of a connection that
 // uses that slug and has its own IDN_SERVICE_API_KEY_<ID>, else the global one.

@@ -1,0 +1,124 @@
+// Package errcode is the error vocabulary of idn's HTTP APIs: every stable
+// code that the gateway (runtime, admin and MCP routes) and the control plane
+// answer with, its HTTP status and its default message, in one table.
+//
+// Every error answer is the JSON envelope
+//
+//	{"error": "<message>", "code": "<CODE>", "request_id": "...", "timestamp": "..."}
+//
+// sometimes with "details" and, for answers that clear by themselves, a
+// Retry-After header. Clients branch on "code"; the message is for people.
+//
+// A Code is one of the constants of this package, so a misspelt code does
+// not compile. Errors that carry a code implement Error (a Code method);
+// Of finds the code anywhere in an error chain, and New makes a sentinel
+// error that carries one. A program embedding proxy.Handler or
+// controlplane.Server can branch on the codes of their errors:
+//
+//	if code, ok := errcode.Of(err); ok && code == errcode.AuthClaimRequired { ... }
+//
+// # Codes
+//
+// Code, HTTP status and default message. Answers often carry a more
+// specific message than the default.
+//
+// Every API:
+//
+//	INTERNAL_ERROR                   500  internal error
+//	VALIDATION_ERROR                 400  invalid request
+//	NOT_FOUND                        404  not found
+//	METHOD_NOT_ALLOWED               405  method not allowed
+//	NOT_ACCEPTABLE                   406  no acceptable media type
+//	UNSUPPORTED_MEDIA_TYPE           415  Content-Type must be application/json
+//	REQUEST_BODY_TOO_LARGE           413  request body is too large
+//	REQUEST_BODY_CAPACITY_EXHAUSTED  503  the server is holding as many request bodies as it may; try again shortly
+//	RATE_LIMITED                     429  too many attempts; retry later
+//
+// Gateway, request authentication and claims:
+//
+//	AUTH_HEADERS_INVALID             403  signed headers are missing, duplicated or malformed
+//	AUTH_SIGNATURE_INVALID           403  request signature verification failed
+//	AUTH_SIGNED_COMPONENTS_INVALID   403  signed components do not match the idn-rfc9421-v1 profile
+//	AUTH_IDENTITY_INVALID            403  identity headers or agent certificate are missing or invalid
+//	AUTH_NONCE_INVALID               403  signature nonce is missing or malformed
+//	AUTH_REPLAY_DETECTED             403  nonce already used; retry with a new nonce
+//	AUTH_CLAIMS_UNAVAILABLE          503  approved claims are not available; try again shortly
+//	AUTH_CLAIMS_LOOKUP_FAILED        500  approved-claims lookup failed
+//	AUTH_CLAIM_REQUIRED              403  this agent is not approved for this service; the namespace owner must approve the claim
+//	AUTH_CLAIM_SUBMIT_RATE_LIMITED   429  too many claims submitted for this namespace; try again later
+//	AUTH_FORBIDDEN                   403  request refused
+//	NONCE_STORE_FULL                 503  the gateway is at its replay-protection capacity; try again shortly
+//
+// Gateway, connections and upstreams:
+//
+//	CONNECTION_NOT_FOUND             404  connection not found
+//	CONNECTION_DISABLED              403  the connection is disabled
+//	CONNECTION_PROTOCOL_MISMATCH     400  the connection does not serve this protocol
+//	CONNECTION_EXISTS                409  a connection with this id already exists
+//	ROTATION_REQUIRED                403  the connection's credential is overdue for rotation
+//	CREDENTIAL_UNRESOLVED            500  the connection's stored credential cannot be resolved
+//	VARIABLE_NOT_FOUND               404  credential variable not found
+//	VARIABLE_IN_USE                  409  the credential variable is still referenced by a connection
+//	UPSTREAM_ERROR                   502  the upstream could not be reached
+//	UPSTREAM_TIMEOUT                 504  the upstream did not answer in time
+//
+// Gateway, admin API:
+//
+//	ADMIN_UNAUTHORIZED               401  admin access needs a bearer token
+//	ADMIN_FORBIDDEN                  403  admin access refused
+//	DISCOVERY_UNAVAILABLE            501  MCP discovery is not available in this gateway
+//
+// Gateway, MCP routes:
+//
+//	MCP_TOOL_NOT_FOUND               404  tool not found
+//	MCP_TOOL_FORBIDDEN               403  tool not allowed for this subject
+//	MCP_TOOL_ARGUMENTS_INVALID       400  invalid tool arguments
+//	MCP_TOOL_RATE_LIMITED            429  tool-call rate limit exceeded
+//	MCP_CIRCUIT_OPEN                 503  the upstream MCP server keeps failing; calls resume after a cooldown
+//	MCP_UPSTREAM_ERROR               502  upstream MCP request failed
+//	MCP_SESSION_NOT_FOUND            404  no such MCP session
+//	MCP_SESSIONS_EXHAUSTED           503  too many MCP sessions are open; try again shortly
+//
+// Control plane:
+//
+//	UNAUTHENTICATED                  401  a valid idn_session is required
+//	SIGNATURE_INVALID                401  missing or invalid signed headers
+//	NONCE_REPLAY                     409  nonce already used
+//	API_KEY_INVALID                  401  missing or invalid service api key
+//	API_KEY_NOT_FOUND                404  api key not found
+//	API_KEY_LIMIT_REACHED            409  the service already has the maximum number of active api keys
+//	SERVICE_NOT_FOUND                404  service not found
+//	SERVICE_MISMATCH                 403  service differs from the api key's service
+//	SLUG_TAKEN                       409  service slug is already taken
+//	NAMESPACE_NOT_FOUND              404  namespace not found
+//	NAMESPACE_DEACTIVATED            403  namespace is deactivated
+//	NAMESPACE_TAKEN                  409  namespace is not available
+//	NAMESPACE_FORBIDDEN              403  not authorized for this namespace
+//	INVALID_NAMESPACE                400  invalid namespace format
+//	ORIGIN_FORBIDDEN                 403  request origin is not allowed
+//	METRICS_FORBIDDEN                403  metrics are served to loopback clients and to bearers of the metrics token
+//	INVALID_DID                      400  malformed DID
+//	DID_NOT_FOUND                    404  DID not found
+//	CLAIM_NOT_FOUND                  404  claim not found
+//	CLAIM_STATE_CONFLICT             409  transition not allowed
+//	PENDING_LIMIT_REACHED            429  the namespace has too many pending claims for this service
+//	AGENT_PENDING_LIMIT_REACHED      429  this agent address has too many pending claims for the namespace and service
+//	DATABASE_UNAVAILABLE             503  database unavailable
+//	REGISTRY_WRITE_FAILED            502  the registry write failed; the claim is unchanged
+//	CREDENTIAL_INVALID               400  credential is not a valid PublicKeyCredential JSON
+//	CHALLENGE_INVALID                401  unknown or already used challenge for this ceremony
+//	CHALLENGE_EXPIRED                401  challenge expired: request new options
+//	WEBAUTHN_FAILED                  401  passkey verification failed
+//	PASSKEY_COUNTER_REGRESSION       401  signature counter did not increase: the authenticator may be cloned
+//	PASSKEY_EXISTS                   409  this passkey is already registered
+//	PASSKEY_NOT_FOUND                404  passkey not found
+//	LAST_PASSKEY                     409  the last passkey of an account cannot be deleted
+//	NO_PASSKEYS                      409  the namespace has no passkey to sign in with
+//	REAUTH_REQUIRED                  403  verify with an established passkey again within 5 minutes before this action
+//	SESSION_NOT_FOUND                404  session not found
+//	SIGNIN_LINK_INVALID              401  this sign-in link is unknown, already used or expired; create a new one
+//	WEBHOOKS_DISABLED                503  webhooks are not configured on this control plane
+//	WEBHOOK_NOT_FOUND                404  webhook not found
+//	WEBHOOK_LIMIT_REACHED            409  the service already has the maximum number of webhooks
+//	WEBHOOK_URL_FORBIDDEN            400  webhook url points to a private or special-use address
+package errcode

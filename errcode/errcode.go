@@ -1,0 +1,288 @@
+package errcode
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+)
+
+// Code is one row of the table of error codes. Only the constants below name
+// codes, so a misspelt code does not compile; the zero Code is
+// InternalError, so an error that forgets its code answers 500.
+type Code uint8
+
+// The codes, in the order of the package documentation's table.
+const (
+	InternalError Code = iota
+	ValidationError
+	NotFound
+	MethodNotAllowed
+	NotAcceptable
+	UnsupportedMediaType
+	RequestBodyTooLarge
+	RequestBodyCapacityExhausted
+	RateLimited
+
+	AuthHeadersInvalid
+	AuthSignatureInvalid
+	AuthSignedComponentsInvalid
+	AuthIdentityInvalid
+	AuthNonceInvalid
+	AuthReplayDetected
+	AuthClaimsUnavailable
+	AuthClaimsLookupFailed
+	AuthClaimRequired
+	AuthClaimSubmitRateLimited
+	AuthForbidden
+	NonceStoreFull
+
+	ConnectionNotFound
+	ConnectionDisabled
+	ConnectionProtocolMismatch
+	ConnectionExists
+	RotationRequired
+	CredentialUnresolved
+	VariableNotFound
+	VariableInUse
+	UpstreamError
+	UpstreamTimeout
+
+	AdminUnauthorized
+	AdminForbidden
+	DiscoveryUnavailable
+
+	MCPToolNotFound
+	MCPToolForbidden
+	MCPToolArgumentsInvalid
+	MCPToolRateLimited
+	MCPCircuitOpen
+	MCPUpstreamError
+	MCPSessionNotFound
+	MCPSessionsExhausted
+
+	Unauthenticated
+	SignatureInvalid
+	NonceReplay
+	APIKeyInvalid
+	APIKeyNotFound
+	APIKeyLimitReached
+	ServiceNotFound
+	ServiceMismatch
+	SlugTaken
+	NamespaceNotFound
+	NamespaceDeactivated
+	NamespaceTaken
+	NamespaceForbidden
+	InvalidNamespace
+	OriginForbidden
+	MetricsForbidden
+	InvalidDID
+	DIDNotFound
+	ClaimNotFound
+	ClaimStateConflict
+	PendingLimitReached
+	AgentPendingLimitReached
+	DatabaseUnavailable
+	RegistryWriteFailed
+	CredentialInvalid
+	ChallengeInvalid
+	ChallengeExpired
+	WebAuthnFailed
+	PasskeyCounterRegression
+	PasskeyExists
+	PasskeyNotFound
+	LastPasskey
+	NoPasskeys
+	ReauthRequired
+	SessionNotFound
+	SigninLinkInvalid
+	WebhooksDisabled
+	WebhookNotFound
+	WebhookLimitReached
+	WebhookURLForbidden
+
+	codeCount // not a code: the length of the table
+)
+
+type row struct {
+	name    string
+	status  int
+	message string
+}
+
+// table is the one place where a code gets its wire name, HTTP status and
+// default message. Messages are safe to show any caller.
+var table = [codeCount]row{
+	InternalError:                {"INTERNAL_ERROR", http.StatusInternalServerError, "internal error"},
+	ValidationError:              {"VALIDATION_ERROR", http.StatusBadRequest, "invalid request"},
+	NotFound:                     {"NOT_FOUND", http.StatusNotFound, "not found"},
+	MethodNotAllowed:             {"METHOD_NOT_ALLOWED", http.StatusMethodNotAllowed, "method not allowed"},
+	NotAcceptable:                {"NOT_ACCEPTABLE", http.StatusNotAcceptable, "no acceptable media type"},
+	UnsupportedMediaType:         {"UNSUPPORTED_MEDIA_TYPE", http.StatusUnsupportedMediaType, "Content-Type must be application/json"},
+	RequestBodyTooLarge:          {"REQUEST_BODY_TOO_LARGE", http.StatusRequestEntityTooLarge, "request body is too large"},
+	RequestBodyCapacityExhausted: {"REQUEST_BODY_CAPACITY_EXHAUSTED", http.StatusServiceUnavailable, "the server is holding as many request bodies as it may; try again shortly"},
+	RateLimited:                  {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
+
+	AuthHeadersInvalid:          {"AUTH_HEADERS_INVALID", http.StatusForbidden, "signed headers are missing, duplicated or malformed"},
+	AuthSignatureInvalid:        {"AUTH_SIGNATURE_INVALID", http.StatusForbidden, "request signature verification failed"},
+	AuthSignedComponentsInvalid: {"AUTH_SIGNED_COMPONENTS_INVALID", http.StatusForbidden, "signed components do not match the idn-rfc9421-v1 profile"},
+	AuthIdentityInvalid:         {"AUTH_IDENTITY_INVALID", http.StatusForbidden, "identity headers or agent certificate are missing or invalid"},
+	AuthNonceInvalid:            {"AUTH_NONCE_INVALID", http.StatusForbidden, "signature nonce is missing or malformed"},
+	AuthReplayDetected:          {"AUTH_REPLAY_DETECTED", http.StatusForbidden, "nonce already used; retry with a new nonce"},
+	AuthClaimsUnavailable:       {"AUTH_CLAIMS_UNAVAILABLE", http.StatusServiceUnavailable, "approved claims are not available; try again shortly"},
+	AuthClaimsLookupFailed:      {"AUTH_CLAIMS_LOOKUP_FAILED", http.StatusInternalServerError, "approved-claims lookup failed"},
+	AuthClaimRequired:           {"AUTH_CLAIM_REQUIRED", http.StatusForbidden, "this agent is not approved for this service; the namespace owner must approve the claim"},
+	AuthClaimSubmitRateLimited:  {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
+	AuthForbidden:               {"AUTH_FORBIDDEN", http.StatusForbidden, "request refused"},
+	NonceStoreFull:              {"NONCE_STORE_FULL", http.StatusServiceUnavailable, "the gateway is at its replay-protection capacity; try again shortly"},
+
+	ConnectionNotFound:         {"CONNECTION_NOT_FOUND", http.StatusNotFound, "connection not found"},
+	ConnectionDisabled:         {"CONNECTION_DISABLED", http.StatusForbidden, "the connection is disabled"},
+	ConnectionProtocolMismatch: {"CONNECTION_PROTOCOL_MISMATCH", http.StatusBadRequest, "the connection does not serve this protocol"},
+	ConnectionExists:           {"CONNECTION_EXISTS", http.StatusConflict, "a connection with this id already exists"},
+	RotationRequired:           {"ROTATION_REQUIRED", http.StatusForbidden, "the connection's credential is overdue for rotation"},
+	CredentialUnresolved:       {"CREDENTIAL_UNRESOLVED", http.StatusInternalServerError, "the connection's stored credential cannot be resolved"},
+	VariableNotFound:           {"VARIABLE_NOT_FOUND", http.StatusNotFound, "credential variable not found"},
+	VariableInUse:              {"VARIABLE_IN_USE", http.StatusConflict, "the credential variable is still referenced by a connection"},
+	UpstreamError:              {"UPSTREAM_ERROR", http.StatusBadGateway, "the upstream could not be reached"},
+	UpstreamTimeout:            {"UPSTREAM_TIMEOUT", http.StatusGatewayTimeout, "the upstream did not answer in time"},
+
+	AdminUnauthorized:    {"ADMIN_UNAUTHORIZED", http.StatusUnauthorized, "admin access needs a bearer token"},
+	AdminForbidden:       {"ADMIN_FORBIDDEN", http.StatusForbidden, "admin access refused"},
+	DiscoveryUnavailable: {"DISCOVERY_UNAVAILABLE", http.StatusNotImplemented, "MCP discovery is not available in this gateway"},
+
+	MCPToolNotFound:         {"MCP_TOOL_NOT_FOUND", http.StatusNotFound, "tool not found"},
+	MCPToolForbidden:        {"MCP_TOOL_FORBIDDEN", http.StatusForbidden, "tool not allowed for this subject"},
+	MCPToolArgumentsInvalid: {"MCP_TOOL_ARGUMENTS_INVALID", http.StatusBadRequest, "invalid tool arguments"},
+	MCPToolRateLimited:      {"MCP_TOOL_RATE_LIMITED", http.StatusTooManyRequests, "tool-call rate limit exceeded"},
+	MCPCircuitOpen:          {"MCP_CIRCUIT_OPEN", http.StatusServiceUnavailable, "the upstream MCP server keeps failing; calls resume after a cooldown"},
+	MCPUpstreamError:        {"MCP_UPSTREAM_ERROR", http.StatusBadGateway, "upstream MCP request failed"},
+	MCPSessionNotFound:      {"MCP_SESSION_NOT_FOUND", http.StatusNotFound, "no such MCP session"},
+	MCPSessionsExhausted:    {"MCP_SESSIONS_EXHAUSTED", http.StatusServiceUnavailable, "too many MCP sessions are open; try again shortly"},
+
+	Unauthenticated:          {"UNAUTHENTICATED", http.StatusUnauthorized, "a valid idn_session is required"},
+	SignatureInvalid:         {"SIGNATURE_INVALID", http.StatusUnauthorized, "missing or invalid signed headers"},
+	NonceReplay:              {"NONCE_REPLAY", http.StatusConflict, "nonce already used"},
+	APIKeyInvalid:            {"API_KEY_INVALID", http.StatusUnauthorized, "missing or invalid service api key"},
+	APIKeyNotFound:           {"API_KEY_NOT_FOUND", http.StatusNotFound, "api key not found"},
+	APIKeyLimitReached:       {"API_KEY_LIMIT_REACHED", http.StatusConflict, "the service already has the maximum number of active api keys"},
+	ServiceNotFound:          {"SERVICE_NOT_FOUND", http.StatusNotFound, "service not found"},
+	ServiceMismatch:          {"SERVICE_MISMATCH", http.StatusForbidden, "service differs from the api key's service"},
+	SlugTaken:                {"SLUG_TAKEN", http.StatusConflict, "service slug is already taken"},
+	NamespaceNotFound:        {"NAMESPACE_NOT_FOUND", http.StatusNotFound, "namespace not found"},
+	NamespaceDeactivated:     {"NAMESPACE_DEACTIVATED", http.StatusForbidden, "namespace is deactivated"},
+	NamespaceTaken:           {"NAMESPACE_TAKEN", http.StatusConflict, "namespace is not available"},
+	NamespaceForbidden:       {"NAMESPACE_FORBIDDEN", http.StatusForbidden, "not authorized for this namespace"},
+	InvalidNamespace:         {"INVALID_NAMESPACE", http.StatusBadRequest, "invalid namespace format"},
+	OriginForbidden:          {"ORIGIN_FORBIDDEN", http.StatusForbidden, "request origin is not allowed"},
+	MetricsForbidden:         {"METRICS_FORBIDDEN", http.StatusForbidden, "metrics are served to loopback clients and to bearers of the metrics token"},
+	InvalidDID:               {"INVALID_DID", http.StatusBadRequest, "malformed DID"},
+	DIDNotFound:              {"DID_NOT_FOUND", http.StatusNotFound, "DID not found"},
+	ClaimNotFound:            {"CLAIM_NOT_FOUND", http.StatusNotFound, "claim not found"},
+	ClaimStateConflict:       {"CLAIM_STATE_CONFLICT", http.StatusConflict, "transition not allowed"},
+	PendingLimitReached:      {"PENDING_LIMIT_REACHED", http.StatusTooManyRequests, "the namespace has too many pending claims for this service"},
+	AgentPendingLimitReached: {"AGENT_PENDING_LIMIT_REACHED", http.StatusTooManyRequests, "this agent address has too many pending claims for the namespace and service"},
+	DatabaseUnavailable:      {"DATABASE_UNAVAILABLE", http.StatusServiceUnavailable, "database unavailable"},
+	RegistryWriteFailed:      {"REGISTRY_WRITE_FAILED", http.StatusBadGateway, "the registry write failed; the claim is unchanged"},
+	CredentialInvalid:        {"CREDENTIAL_INVALID", http.StatusBadRequest, "credential is not a valid PublicKeyCredential JSON"},
+	ChallengeInvalid:         {"CHALLENGE_INVALID", http.StatusUnauthorized, "unknown or already used challenge for this ceremony"},
+	ChallengeExpired:         {"CHALLENGE_EXPIRED", http.StatusUnauthorized, "challenge expired: request new options"},
+	WebAuthnFailed:           {"WEBAUTHN_FAILED", http.StatusUnauthorized, "passkey verification failed"},
+	PasskeyCounterRegression: {"PASSKEY_COUNTER_REGRESSION", http.StatusUnauthorized, "signature counter did not increase: the authenticator may be cloned"},
+	PasskeyExists:            {"PASSKEY_EXISTS", http.StatusConflict, "this passkey is already registered"},
+	PasskeyNotFound:          {"PASSKEY_NOT_FOUND", http.StatusNotFound, "passkey not found"},
+	LastPasskey:              {"LAST_PASSKEY", http.StatusConflict, "the last passkey of an account cannot be deleted"},
+	NoPasskeys:               {"NO_PASSKEYS", http.StatusConflict, "the namespace has no passkey to sign in with"},
+	ReauthRequired:           {"REAUTH_REQUIRED", http.StatusForbidden, "verify with an established passkey again within 5 minutes before this action"},
+	SessionNotFound:          {"SESSION_NOT_FOUND", http.StatusNotFound, "session not found"},
+	SigninLinkInvalid:        {"SIGNIN_LINK_INVALID", http.StatusUnauthorized, "this sign-in link is unknown, already used or expired; create a new one"},
+	WebhooksDisabled:         {"WEBHOOKS_DISABLED", http.StatusServiceUnavailable, "webhooks are not configured on this control plane"},
+	WebhookNotFound:          {"WEBHOOK_NOT_FOUND", http.StatusNotFound, "webhook not found"},
+	WebhookLimitReached:      {"WEBHOOK_LIMIT_REACHED", http.StatusConflict, "the service already has the maximum number of webhooks"},
+	WebhookURLForbidden:      {"WEBHOOK_URL_FORBIDDEN", http.StatusBadRequest, "webhook url points to a private or special-use address"},
+}
+
+// byName finds a code from its wire name.
+var byName = func() map[string]Code {
+	m := make(map[string]Code, codeCount)
+	for c := range All() {
+		m[c.String()] = c
+	}
+	return m
+}()
+
+func (c Code) row() row {
+	if c >= codeCount {
+		return table[InternalError]
+	}
+	return table[c]
+}
+
+// String returns the wire name, e.g. "AUTH_CLAIM_REQUIRED".
+func (c Code) String() string { return c.row().name }
+
+// Status returns the HTTP status answered with the code.
+func (c Code) Status() int { return c.row().status }
+
+// Message returns the default message: what the code means, safe to show
+// any caller.
+func (c Code) Message() string { return c.row().message }
+
+// MarshalText encodes the wire name, so a Code in JSON is its name.
+func (c Code) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText decodes a wire name; a name outside the table is an error.
+func (c *Code) UnmarshalText(b []byte) error {
+	code, ok := Parse(string(b))
+	if !ok {
+		return fmt.Errorf("errcode: unknown code %q", b)
+	}
+	*c = code
+	return nil
+}
+
+// Parse returns the code whose wire name is name.
+func Parse(name string) (Code, bool) {
+	c, ok := byName[name]
+	return c, ok
+}
+
+// All yields every code in table order.
+func All() iter.Seq[Code] {
+	return func(yield func(Code) bool) {
+		for c := range codeCount {
+			if !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+// Error is an error that carries its code. The errors of every idn package
+// that answers HTTP requests implement it, directly or by wrapping one that
+// does.
+type Error interface {
+	error
+	Code() Code
+}
+
+// Of returns the code of the first error in err's chain that carries one.
+func Of(err error) (Code, bool) {
+	if e, ok := errors.AsType[Error](err); ok {
+		return e.Code(), true
+	}
+	return 0, false
+}
+
+// New returns a sentinel error with the given message that carries code.
+// Like errors.New, each call returns a distinct error for errors.Is.
+func New(code Code, message string) Error { return &sentinel{code: code, msg: message} }
+
+type sentinel struct {
+	code Code
+	msg  string
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Code() Code    { return e.code }
