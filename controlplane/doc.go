@@ -86,9 +86,13 @@
 // (with an optional SMTP alert). Targets are checked at dial time, so
 // private, loopback and link-local addresses are refused even through DNS
 // rebinding, and redirects are never followed. Registry writes
-// (BLOCKCHAIN_MODE) go through the Registry interface: sync in the request,
-// memory in a process queue, queue from the database; RunWorkers retries
-// them. The PostgreSQL triggers need PostgreSQL 13 or newer.
+// (BLOCKCHAIN_MODE; RegistryConfig) go through the Registry interface,
+// which registry/evm implements on a chain, so this package never imports
+// a chain client: sync writes before the claim moves (502
+// REGISTRY_WRITE_FAILED leaves it unchanged), memory queues in the
+// process, queue leases each owed write from the database; a failed write
+// shows on its claim as registry_error. The PostgreSQL triggers need
+// PostgreSQL 13 or newer.
 //
 // Choices where the specs are silent: a claim of another owner answers 404
 // (ids reveal nothing); GET /v1/verify's service defaults to the key's

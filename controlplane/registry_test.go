@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -512,5 +513,17 @@ func TestRegistryQueueMetrics(t *testing.T) {
 	e.runRegistry()
 	if d := depth("due"); d != 0 {
 		t.Fatalf("due = %v after the write", d)
+	}
+}
+
+// TestNoChainClientDependency: a program that imports this package does not
+// link go-ethereum; only registry/evm does.
+func TestNoChainClientDependency(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	if strings.Contains(string(out), "github.com/ethereum/go-ethereum") {
+		t.Fatal("controlplane depends on go-ethereum")
 	}
 }
