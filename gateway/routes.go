@@ -22,6 +22,8 @@ func dispatch(health, metrics, adminAPI, runtime http.Handler) http.Handler {
 			health.ServeHTTP(w, r)
 		case p == "/metrics":
 			metrics.ServeHTTP(w, r)
+		case p == "/openapi.json" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			serveOpenAPI(w, r)
 		case strings.HasPrefix(p, "/api/admin/"):
 			if path.Clean(p) != strings.TrimSuffix(p, "/") {
 				apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "admin path is not canonical"))

@@ -2,7 +2,7 @@
 // packages: the credential vault, the claims cache, the nonce store, the MCP
 // proxy, the admin API, health and metrics. cmd/gateway serve and the
 // quickstart both run it; Settings holds everything the GATEWAY_* and IDN_*
-// variables of gateway.md and DECISIONS §3 configure.
+// variables configure.
 package gatewayd
 
 import (
