@@ -51,7 +51,7 @@ func TestSettingsListEveryProblem(t *testing.T) {
 	}
 	for _, want := range []string{"DATABASE_URL is required", "JWT_SECRET must be at least 32", "WEBHOOK_SECRET_ENCRYPTION_KEY is required",
 		"WEBAUTHN_ALLOWED_ORIGINS is required", `MAX_PENDING_AUTHORIZATIONS: "-1" is not a whole number >= 1`,
-		`CONTROLPLANE_PUBLIC_URL: "ftp://idn.example" is not scheme://host[:port]`, "BLOCKCHAIN_MODE=queue needs a registry backend",
+		`CONTROLPLANE_PUBLIC_URL: "ftp://idn.example" is not scheme://host[:port]`, "BLOCKCHAIN_MODE=queue needs IDN_REGISTRY_ADDRESS", "BLOCKCHAIN_MODE=queue needs RELAYER_PRIVATE_KEY",
 		"ENABLE_TEST_SEED_ENDPOINT=true needs ENVIRONMENT local or test", "ALLOWED_ORIGINS", `LOG_LEVEL: "loud"`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("problems lack %q:\n%s", want, msg)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/registry/evm"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -68,6 +69,18 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 	cfg.AccessLog = log.With("log", "access")
 	cfg.Metrics = prometheus.NewRegistry()
 	cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.Webhooks.Registry.Mode != controlplane.RegistryDisabled {
+		chain := s.chain.evm
+		chain.Logger = log
+		backend, err := evm.New(ctx, chain) // refuses an endpoint on another chain
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer backend.Close()
+		cfg.Webhooks.Registry.Backend = backend
+		cfg.Metrics.MustRegister(backend.Collectors()...)
+	}
 	api, err := controlplane.New(cfg)
 	if err != nil {
 		ln.Close()

@@ -24,6 +24,7 @@ type settings struct {
 	log             envconf.Log
 	store           controlplane.StoreConfig
 	server          controlplane.Config
+	chain           chainSettings // the registry backend's, when BLOCKCHAIN_MODE is not disabled
 }
 
 // defaultAddr keeps the server on loopback until an operator chooses an
@@ -60,7 +61,7 @@ func readSettings(r *envconf.Reader, getenv func(string) string) settings {
 	c.MetricsToken = r.Secret("CONTROLPLANE_METRICS_TOKEN",
 		"bearer token that lets a remote scraper read /metrics (loopback clients need none); unset: loopback only")
 	c.Webhooks = readWebhooks(r, webhookKey)
-	c.Webhooks.Registry = readRegistry(r)
+	c.Webhooks.Registry, s.chain = readRegistry(r)
 	return s
 }
 
@@ -281,20 +282,15 @@ func readAlert(r *envconf.Reader) controlplane.AlertConfig {
 }
 
 // readRegistry reads how claim changes are written to the on-chain
-// registry.
-func readRegistry(r *envconf.Reader) controlplane.RegistryConfig {
+// registry, and the chain settings of its backend (serve connects it).
+func readRegistry(r *envconf.Reader) (controlplane.RegistryConfig, chainSettings) {
 	mode := r.OneOf("BLOCKCHAIN_MODE", controlplane.RegistryDisabled,
 		[]string{controlplane.RegistryDisabled, controlplane.RegistrySync, controlplane.RegistryMemory, controlplane.RegistryQueue},
-		"how approvals and revocations are written to the on-chain registry")
+		"how namespaces, approvals and revocations are written to the on-chain registry: disabled; sync (approve and revoke "+
+			"wait for the mined write); memory (an in-process queue, lost on restart); queue (a durable queue in the database)")
+	needer := ""
 	if mode != controlplane.RegistryDisabled {
-		r.Problemf("BLOCKCHAIN_MODE=%s needs a registry backend, and none is built in yet: use BLOCKCHAIN_MODE=disabled", mode)
+		needer = "BLOCKCHAIN_MODE=" + mode
 	}
-	r.OneOf("BLOCKCHAIN_NETWORK", "mainnet", []string{"mainnet", "testnet"}, "registry network")
-	// The URL of a hosted node often carries an API key.
-	if rpc := r.Secret("BLOCKCHAIN_RPC_URL", "JSON-RPC endpoint of the registry's chain"); rpc != "" {
-		if u, err := url.Parse(rpc); err != nil || u.Host == "" {
-			r.Problemf("BLOCKCHAIN_RPC_URL must be a URL")
-		}
-	}
-	return controlplane.RegistryConfig{Mode: mode}
+	return controlplane.RegistryConfig{Mode: mode}, readChain(r, needer, true)
 }

@@ -28,7 +28,7 @@ func TestDirectWrites(t *testing.T) {
 	contract := c.deploy()
 	b := c.backend(contract)
 	ctx := context.Background()
-	if b.Relayer() != crypto.PubkeyToAddress(c.relayer.PublicKey) || b.Contract() != contract {
+	if b.Relayer() != crypto.PubkeyToAddress(c.Relayer.PublicKey) || b.Contract() != contract {
 		t.Fatalf("relayer %s, contract %s", b.Relayer(), b.Contract())
 	}
 
@@ -84,7 +84,7 @@ func TestDirectWrites(t *testing.T) {
 	}
 
 	// The key the contract computes is TupleKey.
-	out, err := c.sim.Client().CallContract(ctx, callMsg(contract, binding.PackTupleKey(ns, pub, svc)), nil)
+	out, err := c.Sim.Client().CallContract(ctx, callMsg(contract, binding.PackTupleKey(ns, pub, svc)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestTwoStepClaims(t *testing.T) {
 	if _, err := b.RegisterNamespace(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	newOwner := crypto.PubkeyToAddress(c.other.PublicKey).Hex()
+	newOwner := crypto.PubkeyToAddress(c.Other.PublicKey).Hex()
 	if _, err := b.TransferNamespace(ctx, "acme", newOwner); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestRevertReason(t *testing.T) {
 	c := newChain(t)
 	contract := c.deploy()
 	b := c.backend(contract)
-	other := crypto.PubkeyToAddress(c.other.PublicKey)
+	other := crypto.PubkeyToAddress(c.Other.PublicKey)
 	c.asOwner(contract, binding.PackSetRelayer(other))
 	_, err := b.ApproveClaimDirect(context.Background(), "acme", "ed25519:DDDD", "github", "")
 	var we *evm.WriteError
@@ -235,7 +235,7 @@ func TestRPCURLNeverInErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	c.down.Store(true)
+	c.SetDown(true)
 	_, err = b.ApproveClaimDirect(context.Background(), "acme", "ed25519:EEEE", "github", "")
 	var we *evm.WriteError
 	if !errors.As(err, &we) || we.Reason != evm.ReasonRPC || strings.Contains(err.Error(), "sekrit") {
@@ -301,13 +301,13 @@ func TestReceiptTimeoutThenRepeat(t *testing.T) {
 	}
 	defer b.Close()
 	start := c.nonce()
-	c.pause()
+	c.Pause()
 	_, err = b.ApproveClaimDirect(context.Background(), "acme", "ed25519:FFFF", "github", "")
 	var we *evm.WriteError
 	if !errors.As(err, &we) || we.Reason != evm.ReasonReceiptTimeout || we.TxHash == "" {
 		t.Fatalf("write without a block: %v", err)
 	}
-	c.resume()
+	c.Resume()
 	hash, err := b.ApproveClaimDirect(context.Background(), "acme", "ed25519:FFFF", "github", "")
 	if err != nil || hash != we.TxHash {
 		t.Fatalf("repeat: %s, %v; want the first transaction %s", hash, err, we.TxHash)
@@ -327,7 +327,7 @@ func TestDeployAndInspect(t *testing.T) {
 	}
 	contract := c.deploy()
 	s, err := evm.Inspect(context.Background(), c.config(contract))
-	relayer := crypto.PubkeyToAddress(c.relayer.PublicKey)
+	relayer := crypto.PubkeyToAddress(c.Relayer.PublicKey)
 	if err != nil || !s.Deployed || s.ContractRelayer != relayer || s.ContractOwner != relayer || s.Nonce != 1 || s.Block == 0 {
 		t.Fatalf("after deploy: %+v, %v", s, err)
 	}

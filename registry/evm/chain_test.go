@@ -3,14 +3,7 @@ package evm_test
 import (
 	"context"
 	"crypto/ecdsa"
-	"encoding/json"
-	"io"
 	"math/big"
-	"net/http"
-	"net/http/httptest"
-	"reflect"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,162 +12,28 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
-	"github.com/ethereum/go-ethereum/ethclient/simulated"
-	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/idnhq/idn/registry/evm"
+	"github.com/idnhq/idn/registry/evm/evmtest"
 	"github.com/idnhq/idn/registry/evm/internal/idnregistry"
 )
 
 // simChainID is the chain id of go-ethereum's simulated chain.
-const simChainID = 1337
+const simChainID = evmtest.ChainID
 
 var binding = idnregistry.NewIDNRegistry()
 
-// chain is go-ethereum's simulated chain served over HTTP JSON-RPC, as a
-// node serves it, so the backend runs its real client. It mines a block
-// whenever a transaction arrives (unless paused), and the test can take the
-// endpoint down or hold the answers to sends.
+// chain is the simulated chain of evmtest with the helpers of these tests.
 type chain struct {
-	t       testing.TB
-	sim     *simulated.Backend
-	rc      *rpc.Client
-	URL     string
-	relayer *ecdsa.PrivateKey // funded; deploys and writes
-	other   *ecdsa.PrivateKey // funded; not the relayer
-
-	down   atomic.Bool
-	paused atomic.Bool
-	sent   atomic.Int64 // transactions accepted
-	mine   chan struct{}
-
-	mu   sync.Mutex
-	hold chan struct{} // when set, answers to sends wait until it closes
+	*evmtest.Chain
+	t testing.TB
 }
 
-func newChain(t testing.TB) *chain {
-	t.Helper()
-	relayer, _ := crypto.GenerateKey()
-	other, _ := crypto.GenerateKey()
-	funds, _ := new(big.Int).SetString("1000000000000000000000", 10) // 1000 ether
-	sim := simulated.NewBackend(types.GenesisAlloc{
-		crypto.PubkeyToAddress(relayer.PublicKey): {Balance: funds},
-		crypto.PubkeyToAddress(other.PublicKey):   {Balance: funds},
-	})
-	// The simulated client hides its RPC client in an exported field of an
-	// unexported type; the endpoint forwards requests to it.
-	rc := reflect.ValueOf(sim.Client()).FieldByName("Client").Interface().(*ethclient.Client).Client()
-	c := &chain{t: t, sim: sim, rc: rc, relayer: relayer, other: other, mine: make(chan struct{}, 1)}
-	srv := httptest.NewServer(c)
-	c.URL = srv.URL
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range c.mine {
-			if !c.paused.Load() {
-				sim.Commit()
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		c.release()
-		srv.Close()
-		close(c.mine)
-		<-done
-		sim.Close()
-	})
-	return c
-}
-
-// ServeHTTP answers one JSON-RPC request through the simulated node.
-func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if c.down.Load() {
-		http.Error(w, "endpoint down", http.StatusServiceUnavailable)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		ID     json.RawMessage   `json:"id"`
-		Method string            `json:"method"`
-		Params []json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, "single JSON-RPC requests only", http.StatusBadRequest)
-		return
-	}
-	args := make([]any, len(req.Params))
-	for i, p := range req.Params {
-		args[i] = p
-	}
-	var result json.RawMessage
-	err := c.rc.CallContext(r.Context(), &result, req.Method, args...)
-	out := map[string]any{"jsonrpc": "2.0", "id": req.ID}
-	if err != nil {
-		e := map[string]any{"code": -32000, "message": err.Error()}
-		if re, ok := err.(rpc.Error); ok {
-			e["code"] = re.ErrorCode()
-		}
-		if de, ok := err.(rpc.DataError); ok && de.ErrorData() != nil {
-			e["data"] = de.ErrorData()
-		}
-		out["error"] = e
-	} else {
-		if result == nil {
-			result = json.RawMessage("null")
-		}
-		out["result"] = result
-	}
-	if req.Method == "eth_sendRawTransaction" && err == nil {
-		c.sent.Add(1)
-		c.kick()
-		c.mu.Lock()
-		hold := c.hold
-		c.mu.Unlock()
-		if hold != nil {
-			select {
-			case <-hold:
-			case <-r.Context().Done():
-				return
-			}
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(out)
-}
-
-// kick asks for a block.
-func (c *chain) kick() {
-	select {
-	case c.mine <- struct{}{}:
-	default:
-	}
-}
-
-// pause stops mining; resume mines what is pending and goes on.
-func (c *chain) pause()  { c.paused.Store(true) }
-func (c *chain) resume() { c.paused.Store(false); c.kick() }
-
-// holdSends makes answers to sends wait (the transaction is accepted and
-// mined, the sender never hears of it) until release.
-func (c *chain) holdSends() {
-	c.mu.Lock()
-	c.hold = make(chan struct{})
-	c.mu.Unlock()
-}
-
-func (c *chain) release() {
-	c.mu.Lock()
-	if c.hold != nil {
-		close(c.hold)
-		c.hold = nil
-	}
-	c.mu.Unlock()
-}
+func newChain(t testing.TB) *chain { return &chain{Chain: evmtest.New(t), t: t} }
 
 // config is a backend configuration for this chain with the relayer key.
 func (c *chain) config(contract common.Address) evm.Config {
-	return evm.Config{RPCURL: c.URL, ChainID: simChainID, Contract: contract, Key: c.relayer,
+	return evm.Config{RPCURL: c.URL, ChainID: simChainID, Contract: contract, Key: c.Relayer,
 		PollInterval: 5 * time.Millisecond, ReceiptTimeout: 20 * time.Second}
 }
 
@@ -202,7 +61,7 @@ func (c *chain) backend(contract common.Address) *evm.Backend {
 // nonce is the relayer's count of mined transactions.
 func (c *chain) nonce() uint64 {
 	c.t.Helper()
-	n, err := c.sim.Client().NonceAt(context.Background(), crypto.PubkeyToAddress(c.relayer.PublicKey), nil)
+	n, err := c.Sim.Client().NonceAt(context.Background(), crypto.PubkeyToAddress(c.Relayer.PublicKey), nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -217,7 +76,7 @@ func (c *chain) events(contract common.Address, name string, first ...common.Has
 	if len(first) > 0 {
 		topics = append(topics, first)
 	}
-	logs, err := c.sim.Client().FilterLogs(context.Background(), ethereum.FilterQuery{
+	logs, err := c.Sim.Client().FilterLogs(context.Background(), ethereum.FilterQuery{
 		FromBlock: big.NewInt(0), Addresses: []common.Address{contract}, Topics: topics})
 	if err != nil {
 		c.t.Fatal(err)
@@ -229,18 +88,18 @@ func (c *chain) events(contract common.Address, name string, first ...common.Has
 // contract's owner (setRelayer and the like), and waits for it.
 func (c *chain) asOwner(contract common.Address, data []byte) {
 	c.t.Helper()
-	c.transactAs(c.relayer, contract, data)
+	c.transactAs(c.Relayer, contract, data)
 }
 
 func (c *chain) transactAs(key *ecdsa.PrivateKey, contract common.Address, data []byte) *types.Receipt {
 	c.t.Helper()
-	client := c.sim.Client()
+	client := c.Sim.Client()
 	opts := bind.NewKeyedTransactor(key, big.NewInt(simChainID))
 	tx, err := binding.Instance(client, contract).RawTransact(opts, data)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.kick()
+	c.Kick()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r, err := bind.WaitMined(ctx, client, tx.Hash())

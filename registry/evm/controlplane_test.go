@@ -222,9 +222,9 @@ func TestSyncMode(t *testing.T) {
 	}
 
 	second := w.claims[1]
-	c.down.Store(true)
+	c.SetDown(true)
 	status, failed := p.move(w, second.ID, "approve")
-	c.down.Store(false)
+	c.SetDown(false)
 	if status != http.StatusBadGateway || failed["code"] != "REGISTRY_WRITE_FAILED" {
 		t.Fatalf("approve with the RPC down: %d %v", status, failed)
 	}
@@ -280,14 +280,14 @@ func TestQueueCrashBetweenSendAndRecord(t *testing.T) {
 		}
 	}
 	start := c.nonce()
-	c.holdSends()
+	c.HoldSends()
 	first.run()
 	// Sends are ordered by nonce: the first holds the others back.
-	eventually(t, 30*time.Second, "a write sent", func() bool { return c.sent.Load() == 2 }) // deploy, then it
+	eventually(t, 30*time.Second, "a write sent", func() bool { return c.Sent() == 2 }) // deploy, then it
 	eventually(t, 10*time.Second, "the sent write mined", func() bool { return c.nonce() == start+1 })
 	first.store.Close() // the crash: nothing more is recorded
 	first.stopWorkers()
-	c.release()
+	c.Release()
 
 	clk.advance(10 * time.Minute) // past the dead worker's leases
 	second := newPlane(t, c, sc, controlplane.RegistryQueue, contract, clk)
@@ -317,7 +317,7 @@ func TestQueueRPCOutage(t *testing.T) {
 	clk := &clock{}
 	p := newPlane(t, c, sqliteStore(t), controlplane.RegistryQueue, contract, clk)
 	w := p.seed(3)
-	c.down.Store(true)
+	c.SetDown(true)
 	p.run()
 	for _, cl := range w.claims {
 		if status, _ := p.move(w, cl.ID, "approve"); status != 200 {
@@ -332,7 +332,7 @@ func TestQueueRPCOutage(t *testing.T) {
 		}
 		return true
 	})
-	c.down.Store(false)
+	c.SetDown(false)
 	clk.advance(time.Hour) // past the retry backoff
 	eventually(t, 30*time.Second, "the queue drained", func() bool {
 		for _, cl := range p.claims(w) {
