@@ -12,7 +12,7 @@ func TestCheckReference(t *testing.T) {
 	vars := []Var{{Name: "A_ADDR", Default: ":80"}, {Name: "B_TTL", Default: "30"}, {Name: "D_NEW"}}
 	got := CheckReference(vars, ref)
 	want := []string{
-		`B_TTL: the default cell "`+"`5`"+`" does not show the default `+"`30`",
+		`B_TTL: the default cell "` + "`5`" + `" does not show the default ` + "`30`",
 		"D_NEW is read but has no row in the settings tables",
 		"C_GONE has a row in the settings tables but is not read",
 	}
