@@ -1,6 +1,6 @@
 // Package e2e is the fault and abuse suite of the whole system (issue 8,
 // item 3): a real control plane on SQLite, the gateway composed by
-// internal/gatewayd (in process) or the built cmd/gateway binary, and
+// package gateway (in process) or the built cmd/gateway binary, and
 // upstreams that fail in the ways networks fail. Everything runs on
 // loopback under plain go test; every loop is bounded in count and time.
 //
@@ -22,10 +22,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/gatewayd"
 )
 
 // freeAddr reserves a loopback port and releases it for the caller to
@@ -165,64 +166,60 @@ func bearer(id, baseURL, token string) conn {
 		secrets: map[string]string{"token": token}}
 }
 
-// inproc is a gateway composed by internal/gatewayd, serving on loopback
-// in this process with the server gatewayd.NewServer builds.
+// inproc is a gateway composed by package gateway, serving on loopback
+// in this process with the server gateway.NewServer builds, as
+// cmd/gateway serves it.
 type inproc struct {
-	url    string
-	gw     *gatewayd.Gateway
-	cancel context.CancelFunc
-	served chan error
+	url string
+	gw  *gateway.Gateway
 }
 
 // startGateway runs a gateway whose claims feed is w's control plane;
-// vars override the settings (GATEWAY_* names).
-func startGateway(t testing.TB, w *world, vars map[string]string, conns ...conn) *inproc {
+// configure, when set, changes its Config before New.
+func startGateway(t testing.TB, w *world, configure func(*gateway.Config), conns ...conn) *inproc {
 	t.Helper()
 	key, err := credvault.GenerateMasterKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{
-		"GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_MASTER_KEY": key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE": "loopback",
-		"IDN_REGISTRY_URL": w.cp.url(), "IDN_SERVICE_API_KEY": w.apiKey,
-		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS": "2", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS": "1",
+	cfg := gateway.Config{
+		DataDir: t.TempDir(), MasterKey: key, AdminAccess: admin.AccessLoopback,
+		RegistryURL: w.cp.url(), ServiceAPIKey: w.apiKey,
+		ClaimsTTL: 2 * time.Second, ClaimsRefresh: time.Second,
 	}
-	for k, v := range vars {
-		env[k] = v
+	if configure != nil {
+		configure(&cfg)
 	}
-	settings, err := gatewayd.LoadSettings(func(k string) string { return env[k] }, nil)
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	gw, err := gatewayd.New(ctx, settings, nil)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { gw.Close() })
+	ctx := context.Background()
 	for _, c := range conns {
 		if _, err := gw.Vault().Create(ctx, &c.c, c.secrets); err != nil {
-			cancel()
-			gw.Close()
 			t.Fatal(err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		gw.Close()
+	if err := gw.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g := &inproc{url: "http://" + ln.Addr().String(), gw: gw, cancel: cancel, served: make(chan error, 1)}
-	go func() { g.served <- gw.Serve(ctx, ln) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := gateway.NewServer(gw)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-g.served; err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
 			t.Errorf("gateway shutdown: %v", err)
 		}
-		gw.Close()
+		<-served
 	})
-	return g
+	return &inproc{url: "http://" + ln.Addr().String(), gw: gw}
 }
 
 // answer is one decoded HTTP answer.

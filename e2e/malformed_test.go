@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -395,9 +396,8 @@ func TestMalformedRequests(t *testing.T) {
 		io.WriteString(rw, "ok")
 	}))
 	defer upstream.Close()
-	gw := startGateway(t, w, map[string]string{
-		"GATEWAY_MAX_REQUEST_BODY_BYTES": strconv.Itoa(maxBody), "GATEWAY_NONCE_MAX_ENTRIES": strconv.Itoa(nonceRoom),
-		"GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE": "1",
+	gw := startGateway(t, w, func(c *gateway.Config) {
+		c.MaxBodyBytes, c.NonceMaxEntries, c.ClaimRateLimitPerMinute = maxBody, nonceRoom, 1
 	}, bearer("github", upstream.URL, "upstream-token"))
 	client := &http.Client{Timeout: 10 * time.Second}
 	eventually(t, 5*time.Second, "the gateway to be ready", func() bool {

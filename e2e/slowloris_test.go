@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/internal/gatewayd"
+	"github.com/idnhq/idn/gateway"
 )
 
 // slowClient opens a connection and sends a request head one byte at a
@@ -50,13 +50,13 @@ func slowClient(addr string, interval, limit time.Duration) (lived time.Duration
 	}
 }
 
-// TestServerTimeouts checks the values gatewayd.NewServer sets, and that
-// the gateway's own server (gatewayd.Gateway.Serve) cuts a client that
+// TestServerTimeouts checks the values gateway.NewServer sets, and that
+// the server built with it, as cmd/gateway serves the gateway, cuts a client that
 // dribbles its headers after ReadHeaderTimeout (10 s; this test runs in
 // parallel with the others to hide the wait).
 func TestServerTimeouts(t *testing.T) {
 	t.Parallel()
-	srv := gatewayd.NewServer(http.NotFoundHandler())
+	srv := gateway.NewServer(http.NotFoundHandler())
 	if srv.ReadHeaderTimeout != 10*time.Second || srv.ReadTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
 		t.Fatalf("NewServer timeouts: header %v, read %v, idle %v, max header bytes %d",
 			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.IdleTimeout, srv.MaxHeaderBytes)
@@ -74,7 +74,7 @@ func TestServerTimeouts(t *testing.T) {
 }
 
 // TestSlowloris opens 200 connections that dribble request headers one
-// byte per 100 ms at a gateway served by gatewayd.NewServer with
+// byte per 100 ms at a gateway served by gateway.NewServer with
 // ReadHeaderTimeout shortened to 2 s (the only change; TestServerTimeouts
 // covers the real 10 s). While they are open a well-behaved agent still
 // gets every answer at once, and the server cuts every slow connection
@@ -89,7 +89,7 @@ func TestSlowloris(t *testing.T) {
 	defer upstream.Close()
 	gw := startGateway(t, w, nil, bearer("github", upstream.URL, "upstream-token"))
 
-	srv := gatewayd.NewServer(gw.gw.Handler())
+	srv := gateway.NewServer(gw.gw)
 	srv.ReadHeaderTimeout = headerTimeout
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 )
 
 // closingUpstream accepts connections, reads the request head and closes:
@@ -81,7 +82,7 @@ func TestUpstreamFaults(t *testing.T) {
 	down := "http://" + freeAddr(t) // nothing listens: connection refused
 	eof, rst := closingUpstream(t, false), closingUpstream(t, true)
 
-	gw := startGateway(t, w, map[string]string{"GATEWAY_PROXY_TIMEOUT_SECONDS": "1"},
+	gw := startGateway(t, w, func(c *gateway.Config) { c.ProxyTimeout = time.Second },
 		bearer("healthy", healthy.URL, secret),
 		querySecret("down", down, secret), querySecret("slow", slow.URL, secret),
 		querySecret("eof", eof, secret), querySecret("rst", rst, secret), querySecret("hijack", hijack.URL, secret))
@@ -126,7 +127,7 @@ func TestUpstreamFaults(t *testing.T) {
 					}
 				}
 				if tc.code == "UPSTREAM_TIMEOUT" && (elapsed < time.Second || elapsed > 3*time.Second) {
-					t.Errorf("slow upstream answered after %v; GATEWAY_PROXY_TIMEOUT_SECONDS is 1", elapsed)
+					t.Errorf("slow upstream answered after %v; the proxy timeout is 1 s", elapsed)
 				}
 				if a, err := try(client, "GET", gw.url+"/proxy/healthy/x", w.agent, nil); err == nil && a.status == 200 {
 					mu.Lock()

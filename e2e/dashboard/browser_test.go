@@ -1,6 +1,6 @@
 // Package dashboard_test drives the owner dashboard in a real Chromium
 // (chromedp) against a real control plane and a gateway composed by
-// internal/gatewayd, with a CDP virtual authenticator standing in for the
+// package gateway, with a CDP virtual authenticator standing in for the
 // owner's passkeys.
 //
 // Where Chromium is missing the suite skips with the reason; with CI=true

@@ -14,7 +14,10 @@
 //
 // It then keeps running and prints commands to try, until Ctrl-C. The link
 // is single-use and valid for ten minutes; run the quickstart again for a
-// fresh one.
+// fresh one. The data folder is reset at every start, so a second
+// quickstart on the same folder refuses to start while the first runs
+// (a lock file held for the life of the process), and the first one's
+// printed commands keep working; give the second its own --dir.
 //
 //	go run ./examples/quickstart [--dir DIR] [--once]
 package main
@@ -39,10 +42,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/gatewayd"
 )
 
 const (
@@ -117,20 +121,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	start := time.Now()
 	d := &demo{out: out, dir: o.dir, token: "demo-upstream-token-" + randomHex(8), client: &http.Client{Timeout: 10 * time.Second}}
-	if err := os.RemoveAll(o.dir); err != nil {
+	if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(o.dir, 0o700); err != nil {
+	unlock, err := lockDir(o.dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := resetDir(o.dir); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var servers []*http.Server
 	defer func() {
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
 		for _, s := range servers {
-			_ = s.Shutdown(sctx)
+			shutdown(s)
 		}
 	}()
 
@@ -202,13 +209,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	d.gwURL = "http://" + gwLn.Addr().String()
-	gw, err := startGateway(ctx, o.dir, gwLn, d.cpURL, apiKey)
+	gw, err := startGateway(ctx, o.dir, d.cpURL, apiKey)
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
-	gwDone := make(chan error, 1)
-	go func() { gwDone <- gw.Serve(ctx, gwLn) }()
+	defer shutdown(serve(gwLn, gw)) // before Close
 	if _, err := gw.Vault().Create(ctx, &credvault.Connection{
 		ID: connectionID, Name: "Demo Weather", Service: serviceSlug, BaseURL: d.upstream,
 		AuthMode: credvault.AuthBearer, AuthSecretKey: "token",
@@ -283,39 +289,38 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "  curl -s %s/metrics | grep '^idn_gateway'\n", d.gwURL)
 	fmt.Fprintf(out, "  curl -s %s/1.0/identifiers/did:idn:%s\n", d.cpURL, agentNamespace)
 	if o.once {
-		cancel()
-		return <-gwDone
+		return nil
 	}
 	fmt.Fprintf(out, "\nPress Ctrl-C to stop.\n")
 	<-ctx.Done()
 	fmt.Fprintln(out, "\nStopping…")
-	if err := <-gwDone; err != nil {
-		return err
-	}
 	return nil
 }
 
-func startGateway(ctx context.Context, dir string, ln net.Listener, cpURL, apiKey string) (*gatewayd.Gateway, error) {
+// startGateway composes the gateway with package gateway and starts its
+// claims poll.
+func startGateway(ctx context.Context, dir, cpURL, apiKey string) (*gateway.Gateway, error) {
 	key, err := credvault.GenerateMasterKey()
 	if err != nil {
 		return nil, err
 	}
-	env := map[string]string{
-		"GATEWAY_ADDR":                         ln.Addr().String(),
-		"GATEWAY_DATA_DIR":                     filepath.Join(dir, "gateway"),
-		"GATEWAY_MASTER_KEY":                   key.Encode(),
-		"GATEWAY_ADMIN_ACCESS_MODE":            "loopback",
-		"IDN_REGISTRY_URL":                     cpURL,
-		"IDN_SERVICE_API_KEY":                  apiKey,
-		"GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS": "2",
-		"GATEWAY_SHUTDOWN_TIMEOUT_SECONDS":     "5",
-	}
-	settings, err := gatewayd.LoadSettings(func(k string) string { return env[k] }, nil)
+	gw, err := gateway.New(gateway.Config{
+		DataDir:       filepath.Join(dir, "gateway"),
+		MasterKey:     key,
+		AdminAccess:   admin.AccessLoopback,
+		RegistryURL:   cpURL,
+		ServiceAPIKey: apiKey,
+		ClaimsRefresh: 2 * time.Second,
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
 	if err != nil {
 		return nil, err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return gatewayd.New(ctx, settings, logger)
+	if err := gw.Start(ctx); err != nil {
+		gw.Close()
+		return nil, err
+	}
+	return gw, nil
 }
 
 // weatherAPI is the demo upstream: it answers only with its bearer token.
@@ -418,9 +423,16 @@ func listen(addr string) (net.Listener, error) {
 }
 
 func serve(ln net.Listener, h http.Handler) *http.Server {
-	srv := gatewayd.NewServer(h)
+	srv := gateway.NewServer(h)
 	go func() { _ = srv.Serve(ln) }()
 	return srv
+}
+
+// shutdown stops srv, letting requests in flight finish for a few seconds.
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }
 
 func randomHex(n int) string {

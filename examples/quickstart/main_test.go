@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/idnhq/idn/identity"
 )
 
 // The quickstart runs the whole system and its demo succeeds.
@@ -34,5 +40,88 @@ func TestQuickstartOnce(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "demo-upstream-token-") {
 		t.Errorf("output shows the upstream token:\n%s", out.String())
+	}
+}
+
+// signalWriter collects output and closes seen once it contains want.
+type signalWriter struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	want string
+	seen chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := strings.Contains(w.b.String(), w.want)
+	w.b.Write(p)
+	if !had && strings.Contains(w.b.String(), w.want) {
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// A second quickstart on the same folder refuses to start while the first
+// runs, and leaves it working: the first run's printed commands still
+// succeed. Once the first stops, the folder is free again.
+func TestQuickstartTwice(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--dir", dir, "--gateway-addr", "127.0.0.1:0", "--controlplane-addr", "127.0.0.1:0"}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	first := &signalWriter{want: "Press Ctrl-C", seen: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, first) }()
+	select {
+	case <-first.seen:
+	case err := <-done:
+		t.Fatalf("first quickstart ended: %v\n%s", err, first.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("first quickstart not up after a minute:\n%s", first.String())
+	}
+
+	var second bytes.Buffer
+	err := run(context.Background(), append(args, "--once"), &second)
+	if err == nil || !strings.Contains(err.Error(), "another quickstart (pid ") || !strings.Contains(err.Error(), "--dir") {
+		t.Fatalf("second quickstart on the same folder: %v\n%s", err, second.String())
+	}
+
+	// The first run's printed `idn curl` command: its agent, its gateway.
+	m := regexp.MustCompile(`IDN_HOME=(\S+) go run ./cmd/idn curl '(\S+)'`).FindStringSubmatch(first.String())
+	if m == nil {
+		t.Fatalf("no idn curl command printed:\n%s", first.String())
+	}
+	agent, err := identity.Load(m[1], agentNamespace)
+	if err != nil {
+		t.Fatalf("the first run's agent identity is gone: %v", err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, m[2], nil)
+	if err := agent.Sign(req, identity.SignOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Tokyo") {
+		t.Fatalf("the first run's printed command now answers %d %s", resp.StatusCode, body)
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("first quickstart: %v", err)
+	}
+	var third bytes.Buffer
+	if err := run(context.Background(), append(args, "--once"), &third); err != nil {
+		t.Fatalf("quickstart after the first stopped: %v\n%s", err, third.String())
 	}
 }
