@@ -62,11 +62,7 @@ func (s *Server) assertLimitKey(r *http.Request, ns string) string {
 }
 
 // rateLimited is the 429 answer telling the client when to come back.
-func rateLimited(wait time.Duration) *apierror.Error {
-	e := *errRateLimited
-	e.RetryAfter = wait
-	return &e
-}
+func rateLimited(wait time.Duration) *apierror.Error { return errRateLimited.WithRetryAfter(wait) }
 
 // limitAttempt counts one attempt under key, allowing max per window. It
 // returns how long the caller must wait instead (0: go ahead); a refused

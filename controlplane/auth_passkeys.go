@@ -314,8 +314,7 @@ func (s *Server) finishAssertion(ctx context.Context, raw []byte, kind, ns, sid 
 // replayed credential, not a database outage or a taken namespace), then
 // answers err.
 func (s *Server) ceremonyFailed(w http.ResponseWriter, r *http.Request, err error, record func(context.Context) error) {
-	var ae *apierror.Error
-	if errors.As(err, &ae) && (ae.Status == http.StatusBadRequest || ae.Status == http.StatusUnauthorized) {
+	if status := toAPIError(err).Status; status == http.StatusBadRequest || status == http.StatusUnauthorized {
 		if ferr := record(r.Context()); ferr != nil {
 			s.writeErr(w, r, ferr)
 			return
@@ -334,8 +333,8 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, err error)
 // signupOptions is GET /v1/auth/signup/options?namespace=…
 func (s *Server) signupOptions(w http.ResponseWriter, r *http.Request) {
 	ns := r.URL.Query().Get("namespace")
-	if e := newNamespaceProblem(ns); e != nil {
-		apierror.Write(w, r, e)
+	if err := newNamespaceProblem(ns); err != nil {
+		s.writeErr(w, r, err)
 		return
 	}
 	if !s.checkWait(w, r, s.signupLimitKey(r), signupsPerAddressPerHour) || !s.checkOptions(w, r) {
@@ -343,7 +342,7 @@ func (s *Server) signupOptions(w http.ResponseWriter, r *http.Request) {
 	}
 	_, err := s.store.namespace(r.Context(), ns)
 	if err == nil {
-		apierror.Write(w, r, errNamespaceTaken)
+		s.writeErr(w, r, errNamespaceTaken)
 		return
 	}
 	if !errors.Is(err, errNamespaceNotFound) {
@@ -374,8 +373,8 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 		s.signupFailed(w, r, e)
 		return
 	}
-	if e := newNamespaceProblem(in.Namespace); e != nil {
-		s.signupFailed(w, r, e)
+	if err := newNamespaceProblem(in.Namespace); err != nil {
+		s.signupFailed(w, r, err)
 		return
 	}
 	name, e := validPasskeyName(in.PasskeyName)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"time"
-
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Step-up: what a stolen session cookie cannot do.
@@ -43,11 +41,9 @@ type stepUp struct {
 }
 
 // check returns nil when the session may change credentials at now, else
-// the REAUTH_REQUIRED answer saying why.
-func (st stepUp) check(now time.Time) *apierror.Error {
-	reason := func(why string) *apierror.Error {
-		return errReauthRequired.With("details", map[string]string{"reason": why})
-	}
+// a *reauthError saying why.
+func (st stepUp) check(now time.Time) error {
+	reason := func(why string) error { return &reauthError{Reason: why} }
 	switch {
 	case st.verifiedAt.IsZero():
 		return reason("not_verified")
@@ -58,8 +54,7 @@ func (st stepUp) check(now time.Time) *apierror.Error {
 	case !st.verifierFound:
 		return reason("verifying_passkey_removed")
 	case st.verifierTrusted.After(st.verifiedAt):
-		return errReauthRequired.With("details", map[string]string{
-			"reason": "passkey_too_new", "passkey_trusted_from": timestamp(st.verifierTrusted)})
+		return &reauthError{Reason: "passkey_too_new", TrustedFrom: st.verifierTrusted}
 	}
 	return nil
 }
@@ -101,8 +96,8 @@ func (s *Server) requireStepUp(w http.ResponseWriter, r *http.Request, sess owne
 		s.writeErr(w, r, err)
 		return false
 	}
-	if e := st.check(s.now()); e != nil {
-		apierror.Write(w, r, e)
+	if err := st.check(s.now()); err != nil {
+		s.writeErr(w, r, err)
 		return false
 	}
 	return true
@@ -143,8 +138,8 @@ func (s *Store) credentialChange(ctx context.Context, ns, sid string, now time.T
 			if err != nil {
 				return err
 			}
-			if e := st.check(now); e != nil {
-				return e
+			if err := st.check(now); err != nil {
+				return err
 			}
 		}
 		if err := change(tx, n); err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -30,8 +31,7 @@ const anonymousBodyBytes = 64 << 10
 // Config.MaxInflightBodyBytes; the client is told to retry shortly.
 var (
 	errBodyCapacity          = errors.New("controlplane: in-flight request bodies at capacity")
-	errBodyCapacityExhausted = &apierror.Error{Status: http.StatusServiceUnavailable, Code: "REQUEST_BODY_CAPACITY_EXHAUSTED",
-		Message: "too many request bodies are being received; retry shortly", RetryAfter: time.Second}
+	errBodyCapacityExhausted = apierror.Coded(errcode.RequestBodyCapacityExhausted, "").WithRetryAfter(time.Second)
 )
 
 // bodyBudget is the shared allowance of request body bytes.

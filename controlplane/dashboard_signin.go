@@ -35,9 +35,6 @@ const (
 	signinTokenPrefix = "idn_sl_"
 )
 
-var errSigninLinkInvalid = apierror.New(http.StatusUnauthorized, "SIGNIN_LINK_INVALID",
-	"this sign-in link is unknown, already used or expired; create a new one")
-
 func (s *Server) signinRoutes(m *routeMux) {
 	if s.cfg.TestSeedToken == "" {
 		return

@@ -5,24 +5,37 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Domain errors returned by the store. The HTTP layer maps them to statuses
-// and codes in errorTable, nowhere else.
+// Domain errors returned by the store and the claim lifecycle. They know
+// nothing of HTTP: errorTable alone maps them to codes.
 var (
 	errNamespaceNotFound    = errors.New("controlplane: namespace not found")
 	errNamespaceDeactivated = errors.New("controlplane: namespace deactivated")
+	errNamespaceTaken       = errors.New("controlplane: namespace taken")
 	errServiceNotFound      = errors.New("controlplane: service not found")
 	errSlugTaken            = errors.New("controlplane: service slug already taken")
 	errKeyNotFound          = errors.New("controlplane: api key not found")
 	errKeyLimit             = errors.New("controlplane: api key limit reached")
 	errClaimNotFound        = errors.New("controlplane: claim not found")
-	errPendingLimit         = errors.New("controlplane: pending authorization limit reached")
-	errAgentPendingLimit    = errors.New("controlplane: pending authorization limit of the agent address reached")
+	errPendingLimit         = errors.New("controlplane: pending claim limit reached")
+	errAgentPendingLimit    = errors.New("controlplane: pending claim limit of the agent address reached")
 	errSessionInvalid       = errors.New("controlplane: session invalid")
+	errChallengeInvalid     = errors.New("controlplane: unknown or used challenge")
+	errChallengeExpired     = errors.New("controlplane: challenge expired")
+	errPasskeyCloned        = errors.New("controlplane: passkey signature counter regression")
+	errPasskeyExists        = errors.New("controlplane: passkey already registered")
+	errPasskeyNotFound      = errors.New("controlplane: passkey not found")
+	errLastPasskey          = errors.New("controlplane: last passkey of the account")
+	errWebhookNotFound      = errors.New("controlplane: webhook not found")
+	errWebhookLimit         = errors.New("controlplane: webhook limit reached")
+	errSigninLinkInvalid    = errors.New("controlplane: sign-in link unknown, used or expired")
 )
 
 // transitionError is a claim state move that the state machine forbids.
@@ -35,74 +48,154 @@ func (e *transitionError) Error() string {
 	return fmt.Sprintf("controlplane: cannot %s a claim that is %s", e.Action, e.From)
 }
 
-// errorTable maps store sentinels to API errors.
-var errorTable = []struct {
-	err  error
-	resp *apierror.Error
-}{
-	{errNamespaceNotFound, apierror.New(http.StatusNotFound, "NAMESPACE_NOT_FOUND", "namespace not found")},
-	{errNamespaceDeactivated, apierror.New(http.StatusForbidden, "NAMESPACE_DEACTIVATED", "namespace is deactivated")},
-	{errServiceNotFound, apierror.New(http.StatusNotFound, "SERVICE_NOT_FOUND", "service not found")},
-	{errSlugTaken, apierror.New(http.StatusConflict, "SLUG_TAKEN", "service slug is already taken")},
-	{errKeyNotFound, apierror.New(http.StatusNotFound, "API_KEY_NOT_FOUND", "api key not found")},
-	{errKeyLimit, apierror.New(http.StatusConflict, "API_KEY_LIMIT_REACHED", "the service already has the maximum number of active api keys")},
-	{errClaimNotFound, apierror.New(http.StatusNotFound, "CLAIM_NOT_FOUND", "claim not found")},
-	{errPendingLimit, apierror.New(http.StatusTooManyRequests, "PENDING_LIMIT_REACHED", "the namespace has too many pending authorization requests for this service")},
-	{errAgentPendingLimit, apierror.New(http.StatusTooManyRequests, "AGENT_PENDING_LIMIT_REACHED", "this agent address has too many pending authorization requests for the namespace and service")},
-	{errSessionInvalid, errUnauthenticated},
-	{ErrUnavailable, apierror.New(http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE", "database unavailable")},
+// reauthError refuses a credential change: the session's passkey
+// verification is missing, too old or no longer counts.
+type reauthError struct {
+	Reason      string    // not_verified, verification_expired, ...
+	TrustedFrom time.Time // for passkey_too_new: when the verifying passkey becomes established
+}
+
+func (e *reauthError) Error() string { return "controlplane: step-up required: " + e.Reason }
+
+// namespaceError says why a name cannot be a new namespace.
+type namespaceError struct {
+	Namespace string
+	Reserved  bool // a word of the API's paths; else the identity rule fails
+}
+
+func (e *namespaceError) Error() string {
+	if e.Reserved {
+		return fmt.Sprintf("controlplane: namespace %q is reserved", e.Namespace)
+	}
+	return fmt.Sprintf("controlplane: invalid namespace %q", e.Namespace)
+}
+
+// registryWriteError is a failed registry write; the claim is unchanged.
+type registryWriteError struct{ Err error }
+
+func (e *registryWriteError) Error() string {
+	return "controlplane: registry write failed: " + e.Err.Error()
+}
+func (e *registryWriteError) Unwrap() error { return e.Err }
+
+// errorRule answers the errors that match with build's envelope.
+type errorRule struct {
+	match func(error) bool
+	build func(error) *apierror.Error
+}
+
+func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
+
+func isType[T error](err error) bool { _, ok := errors.AsType[T](err); return ok }
+
+// answer builds the envelope of code with its default message.
+func answer(code errcode.Code) func(error) *apierror.Error {
+	return func(error) *apierror.Error { return apierror.Coded(code, "") }
+}
+
+// errorTable is the one place where the errors of the store, the claim
+// lifecycle and the HTTP layer become answers; the first matching row wins.
+var errorTable = []errorRule{
+	{isType[*apierror.Error], func(err error) *apierror.Error { e, _ := errors.AsType[*apierror.Error](err); return e }},
+	{is(errNamespaceNotFound), answer(errcode.NamespaceNotFound)},
+	{is(errNamespaceDeactivated), answer(errcode.NamespaceDeactivated)},
+	{is(errNamespaceTaken), answer(errcode.NamespaceTaken)},
+	{is(errServiceNotFound), answer(errcode.ServiceNotFound)},
+	{is(errSlugTaken), answer(errcode.SlugTaken)},
+	{is(errKeyNotFound), answer(errcode.APIKeyNotFound)},
+	{is(errKeyLimit), answer(errcode.APIKeyLimitReached)},
+	{is(errClaimNotFound), answer(errcode.ClaimNotFound)},
+	{is(errPendingLimit), answer(errcode.PendingLimitReached)},
+	{is(errAgentPendingLimit), answer(errcode.AgentPendingLimitReached)},
+	{is(errSessionInvalid), answer(errcode.Unauthenticated)},
+	{is(errChallengeInvalid), answer(errcode.ChallengeInvalid)},
+	{is(errChallengeExpired), answer(errcode.ChallengeExpired)},
+	{is(errPasskeyCloned), answer(errcode.PasskeyCounterRegression)},
+	{is(errPasskeyExists), answer(errcode.PasskeyExists)},
+	{is(errPasskeyNotFound), answer(errcode.PasskeyNotFound)},
+	{is(errLastPasskey), answer(errcode.LastPasskey)},
+	{is(errWebhookNotFound), answer(errcode.WebhookNotFound)},
+	{is(errWebhookLimit), answer(errcode.WebhookLimitReached)},
+	{is(errSigninLinkInvalid), answer(errcode.SigninLinkInvalid)},
+	{isType[*transitionError], func(err error) *apierror.Error {
+		te, _ := errors.AsType[*transitionError](err)
+		return apierror.Coded(errcode.ClaimStateConflict, strings.TrimPrefix(te.Error(), "controlplane: ")).
+			With("details", map[string]string{"action": te.Action, "status": te.From})
+	}},
+	{isType[*reauthError], func(err error) *apierror.Error {
+		re, _ := errors.AsType[*reauthError](err)
+		details := map[string]string{"reason": re.Reason}
+		if !re.TrustedFrom.IsZero() {
+			details["passkey_trusted_from"] = timestamp(re.TrustedFrom)
+		}
+		return apierror.Coded(errcode.ReauthRequired, "").With("details", details)
+	}},
+	{isType[*namespaceError], func(err error) *apierror.Error {
+		ne, _ := errors.AsType[*namespaceError](err)
+		if ne.Reserved {
+			return validationError("namespace %q is reserved: it is a word of the API's paths", ne.Namespace).
+				With("details", map[string]string{"namespace": ne.Namespace, "reason": "reserved"})
+		}
+		return errInvalidNamespace.With("details", map[string]string{"namespace": ne.Namespace})
+	}},
+	{isType[*registryWriteError], func(err error) *apierror.Error {
+		re, _ := errors.AsType[*registryWriteError](err)
+		return apierror.Coded(errcode.RegistryWriteFailed, "").With("details", map[string]string{"reason": re.Err.Error()})
+	}},
+	{is(ErrUnavailable), answer(errcode.DatabaseUnavailable)},
+}
+
+// toAPIError is err's answer through errorTable; an error no row matches
+// is 500 INTERNAL_ERROR.
+func toAPIError(err error) *apierror.Error {
+	for _, row := range errorTable {
+		if row.match(err) {
+			return row.build(err)
+		}
+	}
+	return errInternal
 }
 
 // Errors raised by the HTTP layer itself.
 var (
-	errUnauthenticated   = apierror.New(http.StatusUnauthorized, "UNAUTHENTICATED", "a valid idn_session is required")
-	errSignatureInvalid  = apierror.New(http.StatusUnauthorized, "SIGNATURE_INVALID", "missing or invalid signed headers")
-	errNonceReplay       = apierror.New(http.StatusConflict, "NONCE_REPLAY", "nonce already used")
-	errAPIKeyInvalid     = apierror.New(http.StatusUnauthorized, "API_KEY_INVALID", "missing or invalid service api key")
-	errServiceMismatch   = apierror.New(http.StatusForbidden, "SERVICE_MISMATCH", "service differs from the api key's service")
-	errNamespaceForbid   = apierror.New(http.StatusForbidden, "NAMESPACE_FORBIDDEN", "not authorized for this namespace")
-	errOriginForbidden   = apierror.New(http.StatusForbidden, "ORIGIN_FORBIDDEN", "request origin is not allowed")
-	errInvalidNamespace  = apierror.New(http.StatusBadRequest, "INVALID_NAMESPACE", "invalid namespace format")
-	errInvalidDID        = apierror.New(http.StatusBadRequest, "INVALID_DID", "malformed DID")
-	errMetricsForbidden  = apierror.New(http.StatusForbidden, "METRICS_FORBIDDEN", "metrics are served to loopback clients and to bearers of the metrics token")
-	errDIDNotFound       = apierror.New(http.StatusNotFound, "DID_NOT_FOUND", "DID not found")
-	errNotFound          = apierror.New(http.StatusNotFound, "NOT_FOUND", "no such route")
-	errNotAcceptable     = apierror.New(http.StatusNotAcceptable, "NOT_ACCEPTABLE", "supported types: application/did+json, application/did+ld+json, application/json")
-	errInternal          = apierror.New(http.StatusInternalServerError, "INTERNAL_ERROR", "internal error")
-	errBodyTooLarge      = apierror.New(http.StatusRequestEntityTooLarge, "REQUEST_BODY_TOO_LARGE", "request body too large")
-	errUnsupportedMedia  = apierror.New(http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
-	errClaimStateInvalid = apierror.New(http.StatusConflict, "CLAIM_STATE_CONFLICT", "transition not allowed")
+	errUnauthenticated  = apierror.Coded(errcode.Unauthenticated, "")
+	errSignatureInvalid = apierror.Coded(errcode.SignatureInvalid, "")
+	errNonceReplay      = apierror.Coded(errcode.NonceReplay, "")
+	errAPIKeyInvalid    = apierror.Coded(errcode.APIKeyInvalid, "")
+	errServiceMismatch  = apierror.Coded(errcode.ServiceMismatch, "")
+	errNamespaceForbid  = apierror.Coded(errcode.NamespaceForbidden, "")
+	errOriginForbidden  = apierror.Coded(errcode.OriginForbidden, "")
+	errMetricsForbidden = apierror.Coded(errcode.MetricsForbidden, "")
+	errInvalidNamespace = apierror.Coded(errcode.InvalidNamespace, "")
+	errInvalidDID       = apierror.Coded(errcode.InvalidDID, "")
+	errDIDNotFound      = apierror.Coded(errcode.DIDNotFound, "")
+	errNotFound         = apierror.Coded(errcode.NotFound, "no such route")
+	errNotAcceptable    = apierror.Coded(errcode.NotAcceptable, "supported types: application/did+json, application/did+ld+json, application/json")
+	errInternal         = apierror.Coded(errcode.InternalError, "")
+	errBodyTooLarge     = apierror.Coded(errcode.RequestBodyTooLarge, "")
+	errUnsupportedMedia = apierror.Coded(errcode.UnsupportedMediaType, "")
+	errCredentialBad    = apierror.Coded(errcode.CredentialInvalid, "")
+	errWebAuthnFailed   = apierror.Coded(errcode.WebAuthnFailed, "")
+	errNoPasskeys       = apierror.Coded(errcode.NoPasskeys, "")
+	errRateLimited      = apierror.Coded(errcode.RateLimited, "")
+	errSessionNotFound  = apierror.Coded(errcode.SessionNotFound, "")
+	errWebhooksDisabled = apierror.Coded(errcode.WebhooksDisabled, "")
+	errWebhookURL       = apierror.Coded(errcode.WebhookURLForbidden, "")
 )
 
 func validationError(format string, args ...any) *apierror.Error {
-	return apierror.New(http.StatusBadRequest, "VALIDATION_ERROR", fmt.Sprintf(format, args...))
+	return apierror.Coded(errcode.ValidationError, fmt.Sprintf(format, args...))
 }
 
-// writeErr answers err: a *apierror.Error as is, a known sentinel through
-// errorTable, anything else as 500 (logged, never echoed).
+// writeErr answers err through errorTable; anything else is a 500 whose
+// detail is logged, never echoed. A cancelled request gets no answer.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
-	var ae *apierror.Error
-	var te *transitionError
-	switch {
-	case errors.As(err, &ae):
-	case errors.As(err, &te):
-		ae = errClaimStateInvalid.With("details", map[string]string{"action": te.Action, "status": te.From})
-		ae.Message = te.Error()[len("controlplane: "):]
-	case errors.Is(err, context.Canceled):
+	if errors.Is(err, context.Canceled) {
 		return
-	default:
-		for _, row := range errorTable {
-			if errors.Is(err, row.err) {
-				ae = row.resp
-				break
-			}
-		}
-		if ae == nil {
-			ae = errInternal
-		}
-		if ae.Status >= 500 {
-			s.log.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "request_id", apierror.RequestIDFrom(r.Context()), "err", err)
-		}
+	}
+	ae := toAPIError(err)
+	if ae.Status >= 500 && !isType[*apierror.Error](err) {
+		s.log.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "request_id", apierror.RequestIDFrom(r.Context()), "err", err)
 	}
 	apierror.Write(w, r, ae)
 }
@@ -119,21 +212,3 @@ func isUniqueViolation(err error) bool {
 	}
 	return false
 }
-
-// Errors of passkey accounts and sessions (auth_*.go). They are API errors
-// themselves, so the store can return them and writeErr passes them on.
-var (
-	errNamespaceTaken   = apierror.New(http.StatusConflict, "NAMESPACE_TAKEN", "namespace is not available")
-	errCredentialBad    = apierror.New(http.StatusBadRequest, "CREDENTIAL_INVALID", "credential is not a valid PublicKeyCredential JSON")
-	errChallengeInvalid = apierror.New(http.StatusUnauthorized, "CHALLENGE_INVALID", "unknown or already used challenge for this ceremony")
-	errChallengeExpired = apierror.New(http.StatusUnauthorized, "CHALLENGE_EXPIRED", "challenge expired: request new options")
-	errWebAuthnFailed   = apierror.New(http.StatusUnauthorized, "WEBAUTHN_FAILED", "passkey verification failed")
-	errPasskeyCloned    = apierror.New(http.StatusUnauthorized, "PASSKEY_COUNTER_REGRESSION", "signature counter did not increase: the authenticator may be cloned")
-	errPasskeyExists    = apierror.New(http.StatusConflict, "PASSKEY_EXISTS", "this passkey is already registered")
-	errPasskeyNotFound  = apierror.New(http.StatusNotFound, "PASSKEY_NOT_FOUND", "passkey not found")
-	errLastPasskey      = apierror.New(http.StatusConflict, "LAST_PASSKEY", "the last passkey of an account cannot be deleted")
-	errNoPasskeys       = apierror.New(http.StatusConflict, "NO_PASSKEYS", "the namespace has no passkey to sign in with")
-	errRateLimited      = apierror.New(http.StatusTooManyRequests, "RATE_LIMITED", "too many attempts; retry later")
-	errReauthRequired   = apierror.New(http.StatusForbidden, "REAUTH_REQUIRED", "verify with an established passkey again (GET /v1/auth/verify/options, POST /v1/auth/verify) within 5 minutes before this action")
-	errSessionNotFound  = apierror.New(http.StatusNotFound, "SESSION_NOT_FOUND", "session not found")
-)

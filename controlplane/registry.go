@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -167,9 +165,6 @@ func newRegistryRunner(c RegistryConfig, st *Store, log *slog.Logger, now func()
 // lease is how long a queue worker holds a write.
 func (r *registryRunner) lease() time.Duration { return 2*r.timeout + time.Minute }
 
-var errRegistryWriteFailed = apierror.New(http.StatusBadGateway, "REGISTRY_WRITE_FAILED",
-	"the registry write failed; the claim is unchanged")
-
 // applyClaimAction applies an owner's action to claim id of ns. In sync mode an
 // approval or revocation is written to the registry first, and the claim
 // moves only once the write is mined, carrying its hash; a failed write
@@ -201,7 +196,7 @@ func (s *Server) applyClaimAction(ctx context.Context, ns, id, action string, no
 	if op == registryApprove || c.ApprovalTxHash != "" { // a revocation needs a recorded approval
 		if hash, err = r.writeClaim(ctx, c, op); err != nil {
 			r.log.WarnContext(ctx, "registry write failed; the claim is unchanged", "claim_id", id, "op", op, "err", err)
-			return Claim{}, errRegistryWriteFailed.With("details", map[string]string{"reason": err.Error()})
+			return Claim{}, &registryWriteError{Err: err}
 		}
 	}
 	moved, err := s.store.transition(ctx, ns, id, action, cutoff, now)

@@ -51,8 +51,8 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 	var owners []string
 	seen := map[string]bool{}
 	addNS := func(ns string) *apierror.Error {
-		if e := newNamespaceProblem(ns); e != nil {
-			return e
+		if err := newNamespaceProblem(ns); err != nil {
+			return toAPIError(err)
 		}
 		if !seen[ns] {
 			seen[ns] = true
@@ -107,8 +107,8 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 			apierror.Write(w, r, validationError("claim status %q is not a claim status", c.Status))
 			return
 		}
-		if e := newNamespaceProblem(c.Namespace); e != nil {
-			apierror.Write(w, r, e)
+		if err := newNamespaceProblem(c.Namespace); err != nil {
+			s.writeErr(w, r, err)
 			return
 		}
 		pub, err := identity.ParsePublicKey(c.PublicKey)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // reservedNamespaces are the literal segments of the API's paths that are
@@ -30,15 +29,15 @@ var reservedNamespaces = map[string]bool{
 	"verify": true, "webhooks": true, "well-known": true,
 }
 
-// newNamespaceProblem explains why ns cannot name a new namespace, or
-// returns nil: it must pass the identity rule and not be a reserved word.
-func newNamespaceProblem(ns string) *apierror.Error {
+// newNamespaceProblem returns a *namespaceError saying why ns cannot name a
+// new namespace, or nil: it must pass the identity rule and not be a
+// reserved word.
+func newNamespaceProblem(ns string) error {
 	if identity.ValidNamespace(ns) != nil {
-		return errInvalidNamespace.With("details", map[string]string{"namespace": ns})
+		return &namespaceError{Namespace: ns}
 	}
 	if reservedNamespaces[strings.ToLower(ns)] {
-		return validationError("namespace %q is reserved: it is a word of the API's paths", ns).
-			With("details", map[string]string{"namespace": ns, "reason": "reserved"})
+		return &namespaceError{Namespace: ns, Reserved: true}
 	}
 	return nil
 }

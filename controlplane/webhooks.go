@@ -133,13 +133,6 @@ func (s *Server) webhookRoutes(m *routeMux) {
 	m.Handle("POST /v1/services/{id}/webhooks/{wid}/test", s.owner(s.webhooksOn(s.testWebhook)))
 }
 
-var (
-	errWebhooksDisabled = apierror.New(http.StatusServiceUnavailable, "WEBHOOKS_DISABLED", "webhooks are not configured on this control plane")
-	errWebhookNotFound  = apierror.New(http.StatusNotFound, "WEBHOOK_NOT_FOUND", "webhook not found")
-	errWebhookLimit     = apierror.New(http.StatusConflict, "WEBHOOK_LIMIT_REACHED", "the service already has the maximum number of webhooks")
-	errWebhookURL       = apierror.New(http.StatusBadRequest, "WEBHOOK_URL_FORBIDDEN", "webhook url points to a private or special-use address")
-)
-
 type ownerHandler = func(http.ResponseWriter, *http.Request, string)
 
 func (s *Server) webhooksOn(next ownerHandler) ownerHandler {

@@ -114,11 +114,21 @@
 //	PASSKEY_NOT_FOUND                404  passkey not found
 //	LAST_PASSKEY                     409  the last passkey of an account cannot be deleted
 //	NO_PASSKEYS                      409  the namespace has no passkey to sign in with
-//	REAUTH_REQUIRED                  403  verify with an established passkey again within 5 minutes before this action
+//	REAUTH_REQUIRED                  403  verify with an established passkey again (GET /v1/auth/verify/options, POST /v1/auth/verify) within 5 minutes before this action
 //	SESSION_NOT_FOUND                404  session not found
 //	SIGNIN_LINK_INVALID              401  this sign-in link is unknown, already used or expired; create a new one
 //	WEBHOOKS_DISABLED                503  webhooks are not configured on this control plane
 //	WEBHOOK_NOT_FOUND                404  webhook not found
 //	WEBHOOK_LIMIT_REACHED            409  the service already has the maximum number of webhooks
 //	WEBHOOK_URL_FORBIDDEN            400  webhook url points to a private or special-use address
+//
+// Control plane, gateway pairing:
+//
+//	GATEWAY_NOT_FOUND                404  gateway not found
+//	GATEWAY_NOT_PAIRED               403  this gateway key is not paired; pair it again from the dashboard
+//	GATEWAY_OFFLINE                  409  the gateway is not connected
+//	GATEWAY_TIMEOUT                  504  the gateway did not answer in time
+//	PAIRING_CODE_INVALID             401  unknown pairing session or wrong pairing code
+//	PAIRING_EXPIRED                  410  the pairing session expired; start a new one
+//	PAIRING_ENDED                    410  the pairing session was used or ended after too many wrong codes; start a new one
 package errcode

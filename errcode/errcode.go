@@ -101,6 +101,13 @@ const (
 	WebhookNotFound
 	WebhookLimitReached
 	WebhookURLForbidden
+	GatewayNotFound
+	GatewayNotPaired
+	GatewayOffline
+	GatewayTimeout
+	PairingCodeInvalid
+	PairingExpired
+	PairingEnded
 
 	codeCount // not a code: the length of the table
 )
@@ -194,13 +201,20 @@ var table = [codeCount]row{
 	PasskeyNotFound:          {"PASSKEY_NOT_FOUND", http.StatusNotFound, "passkey not found"},
 	LastPasskey:              {"LAST_PASSKEY", http.StatusConflict, "the last passkey of an account cannot be deleted"},
 	NoPasskeys:               {"NO_PASSKEYS", http.StatusConflict, "the namespace has no passkey to sign in with"},
-	ReauthRequired:           {"REAUTH_REQUIRED", http.StatusForbidden, "verify with an established passkey again within 5 minutes before this action"},
+	ReauthRequired:           {"REAUTH_REQUIRED", http.StatusForbidden, "verify with an established passkey again (GET /v1/auth/verify/options, POST /v1/auth/verify) within 5 minutes before this action"},
 	SessionNotFound:          {"SESSION_NOT_FOUND", http.StatusNotFound, "session not found"},
 	SigninLinkInvalid:        {"SIGNIN_LINK_INVALID", http.StatusUnauthorized, "this sign-in link is unknown, already used or expired; create a new one"},
 	WebhooksDisabled:         {"WEBHOOKS_DISABLED", http.StatusServiceUnavailable, "webhooks are not configured on this control plane"},
 	WebhookNotFound:          {"WEBHOOK_NOT_FOUND", http.StatusNotFound, "webhook not found"},
 	WebhookLimitReached:      {"WEBHOOK_LIMIT_REACHED", http.StatusConflict, "the service already has the maximum number of webhooks"},
 	WebhookURLForbidden:      {"WEBHOOK_URL_FORBIDDEN", http.StatusBadRequest, "webhook url points to a private or special-use address"},
+	GatewayNotFound:          {"GATEWAY_NOT_FOUND", http.StatusNotFound, "gateway not found"},
+	GatewayNotPaired:         {"GATEWAY_NOT_PAIRED", http.StatusForbidden, "this gateway key is not paired; pair it again from the dashboard"},
+	GatewayOffline:           {"GATEWAY_OFFLINE", http.StatusConflict, "the gateway is not connected"},
+	GatewayTimeout:           {"GATEWAY_TIMEOUT", http.StatusGatewayTimeout, "the gateway did not answer in time"},
+	PairingCodeInvalid:       {"PAIRING_CODE_INVALID", http.StatusUnauthorized, "unknown pairing session or wrong pairing code"},
+	PairingExpired:           {"PAIRING_EXPIRED", http.StatusGone, "the pairing session expired; start a new one"},
+	PairingEnded:             {"PAIRING_ENDED", http.StatusGone, "the pairing session was used or ended after too many wrong codes; start a new one"},
 }
 
 // byName finds a code from its wire name.

@@ -55,6 +55,13 @@ func (e *Error) With(key string, value any) *Error {
 	return &c
 }
 
+// WithRetryAfter returns a copy of e that sets Retry-After to d.
+func (e *Error) WithRetryAfter(d time.Duration) *Error {
+	c := *e
+	c.RetryAfter = d
+	return &c
+}
+
 // Write sends e as the JSON envelope. The request id is taken from the
 // request's context (see RequestID); it is generated when absent.
 func Write(w http.ResponseWriter, r *http.Request, e *Error) {

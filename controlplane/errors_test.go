@@ -1,0 +1,83 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/errcode"
+)
+
+// TestErrorTable pins the answer of every domain error, wrapped as the
+// store wraps them, so a new one cannot fall through to 500.
+func TestErrorTable(t *testing.T) {
+	rows := []struct {
+		err  error
+		code errcode.Code
+	}{
+		{errNamespaceNotFound, errcode.NamespaceNotFound},
+		{errNamespaceDeactivated, errcode.NamespaceDeactivated},
+		{errNamespaceTaken, errcode.NamespaceTaken},
+		{errServiceNotFound, errcode.ServiceNotFound},
+		{errSlugTaken, errcode.SlugTaken},
+		{errKeyNotFound, errcode.APIKeyNotFound},
+		{errKeyLimit, errcode.APIKeyLimitReached},
+		{errClaimNotFound, errcode.ClaimNotFound},
+		{errPendingLimit, errcode.PendingLimitReached},
+		{errAgentPendingLimit, errcode.AgentPendingLimitReached},
+		{errSessionInvalid, errcode.Unauthenticated},
+		{errChallengeInvalid, errcode.ChallengeInvalid},
+		{errChallengeExpired, errcode.ChallengeExpired},
+		{errPasskeyCloned, errcode.PasskeyCounterRegression},
+		{errPasskeyExists, errcode.PasskeyExists},
+		{errPasskeyNotFound, errcode.PasskeyNotFound},
+		{errLastPasskey, errcode.LastPasskey},
+		{errWebhookNotFound, errcode.WebhookNotFound},
+		{errWebhookLimit, errcode.WebhookLimitReached},
+		{errSigninLinkInvalid, errcode.SigninLinkInvalid},
+		{&transitionError{Action: "approve", From: StatusRevoked}, errcode.ClaimStateConflict},
+		{&reauthError{Reason: "not_verified"}, errcode.ReauthRequired},
+		{&namespaceError{Namespace: "a"}, errcode.InvalidNamespace},
+		{&namespaceError{Namespace: "claims", Reserved: true}, errcode.ValidationError},
+		{&registryWriteError{Err: errors.New("rpc down")}, errcode.RegistryWriteFailed},
+		{dbErr("insert claim", errors.New("connection refused")), errcode.DatabaseUnavailable},
+		{errors.New("anything else"), errcode.InternalError},
+	}
+	for _, row := range rows {
+		for _, err := range []error{row.err, fmt.Errorf("controlplane: op: %w", row.err)} {
+			if got := toAPIError(err); got.Code != row.code.String() || got.Status != row.code.Status() {
+				t.Errorf("toAPIError(%v) = %d %s, want %d %s", err, got.Status, got.Code, row.code.Status(), row.code)
+			}
+		}
+	}
+	e := toAPIError(&reauthError{Reason: "passkey_too_new", TrustedFrom: time.Unix(1_800_000_000, 0)})
+	if d, _ := e.Extra["details"].(map[string]string); d["reason"] != "passkey_too_new" || d["passkey_trusted_from"] == "" {
+		t.Errorf("REAUTH_REQUIRED details = %v", e.Extra)
+	}
+}
+
+// TestStoreReturnsNoHTTPErrors keeps the store free of the HTTP layer: its
+// files do not import the envelope package, so they can only return
+// domain errors, which errorTable maps.
+func TestStoreReturnsNoHTTPErrors(t *testing.T) {
+	files, err := filepath.Glob("*store*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == "github.com/idnhq/idn/internal/apierror" || path == "net/http" {
+				t.Errorf("%s imports %s: the store returns domain errors, never HTTP answers", name, path)
+			}
+		}
+	}
+}
