@@ -99,8 +99,11 @@ type Vault struct {
 	closeOnce sync.Once
 }
 
-// Resolved is one connection of a snapshot with its credential: the value
-// of the secret named by auth_secret_key, {{KEY}} references replaced.
+// Resolved is one connection with its credential: the value of the secret
+// named by auth_secret_key, {{KEY}} references replaced. A Vault's snapshot
+// holds them; NewResolved makes one from a connection kept anywhere else.
+// A Resolved written as a literal has no credential: its Secret fails
+// whenever the connection names one.
 type Resolved struct {
 	// Connection is shared by every reader of the snapshot: do not modify
 	// it (use Clone).
@@ -110,12 +113,22 @@ type Resolved struct {
 	base       *url.URL // Connection.UpstreamBase, parsed once per snapshot
 	baseErr    error
 	redactions []string
+	built      bool // made by a Vault or NewResolved
 }
+
+// ErrNotResolved is returned by the methods of a Resolved that neither a
+// Vault nor NewResolved made, when what they are asked for is not there.
+var ErrNotResolved = errors.New("credvault: connection not resolved (make it with NewResolved)")
 
 // Secret returns the resolved upstream credential, "" when the connection
 // has no auth_secret_key (an MCP upstream without credentials), or an error
 // matching ErrCredentialUnresolved.
-func (r *Resolved) Secret() (string, error) { return r.secret, r.err }
+func (r *Resolved) Secret() (string, error) {
+	if !r.built && (r.Connection == nil || r.Connection.AuthSecretKey != "") {
+		return "", fmt.Errorf("%w: %w", ErrCredentialUnresolved, ErrNotResolved)
+	}
+	return r.secret, r.err
+}
 
 // Redactions returns every form in which the connection's credential can
 // travel upstream and come back in a response, for a proxy to strip from
@@ -131,8 +144,20 @@ func (r *Resolved) Secret() (string, error) { return r.secret, r.err }
 func (r *Resolved) Redactions() []string { return r.redactions }
 
 // UpstreamBase returns Connection.UpstreamBase, parsed when the snapshot was
-// built. The URL is shared by every reader: copy it before changing it.
-func (r *Resolved) UpstreamBase() (*url.URL, error) { return r.base, r.baseErr }
+// built. The URL is shared by every reader: copy it before changing it. An
+// error means the connection cannot be forwarded to.
+func (r *Resolved) UpstreamBase() (*url.URL, error) {
+	if r.built {
+		return r.base, r.baseErr
+	}
+	if r.Connection == nil {
+		return nil, ErrNotResolved
+	}
+	if err := ValidateBaseURL(r.Connection.BaseURL); err != nil {
+		return nil, err
+	}
+	return r.Connection.UpstreamBase()
+}
 
 type snapshot struct {
 	byID      map[string]*Resolved
@@ -294,7 +319,7 @@ func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 	for _, id := range sortedKeys(recs.Connections) {
 		rec := recs.Connections[id]
 		c := &rec.Connection
-		r := &Resolved{Connection: c}
+		r := &Resolved{Connection: c, built: true}
 		r.base, r.baseErr = c.UpstreamBase()
 		s.byID[id] = r
 		s.ordered = append(s.ordered, c)

@@ -57,6 +57,7 @@
 //	CONNECTION_EXISTS                409  a connection with this id already exists
 //	ROTATION_REQUIRED                403  the connection's credential is overdue for rotation
 //	CREDENTIAL_UNRESOLVED            500  the connection's stored credential cannot be resolved
+//	CONNECTION_MISCONFIGURED         500  the connection is misconfigured on the gateway
 //	VARIABLE_NOT_FOUND               404  credential variable not found
 //	VARIABLE_IN_USE                  409  the credential variable is still referenced by a connection
 //	UPSTREAM_ERROR                   502  the upstream could not be reached

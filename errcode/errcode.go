@@ -43,6 +43,7 @@ const (
 	ConnectionExists
 	RotationRequired
 	CredentialUnresolved
+	ConnectionMisconfigured
 	VariableNotFound
 	VariableInUse
 	UpstreamError
@@ -150,6 +151,7 @@ var table = [codeCount]row{
 	ConnectionExists:           {"CONNECTION_EXISTS", http.StatusConflict, "a connection with this id already exists"},
 	RotationRequired:           {"ROTATION_REQUIRED", http.StatusForbidden, "the connection's credential is overdue for rotation"},
 	CredentialUnresolved:       {"CREDENTIAL_UNRESOLVED", http.StatusInternalServerError, "the connection's stored credential cannot be resolved"},
+	ConnectionMisconfigured:    {"CONNECTION_MISCONFIGURED", http.StatusInternalServerError, "the connection is misconfigured on the gateway"},
 	VariableNotFound:           {"VARIABLE_NOT_FOUND", http.StatusNotFound, "credential variable not found"},
 	VariableInUse:              {"VARIABLE_IN_USE", http.StatusConflict, "the credential variable is still referenced by a connection"},
 	UpstreamError:              {"UPSTREAM_ERROR", http.StatusBadGateway, "the upstream could not be reached"},

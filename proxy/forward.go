@@ -52,7 +52,8 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res 
 	}
 	base, err := res.UpstreamBase()
 	if err != nil {
-		h.fail(w, r, newError(errcode.UpstreamError, err), nil)
+		h.logger.Error("connection has no usable base URL", "connection_id", c.ID, "error", err)
+		h.fail(w, r, newError(errcode.ConnectionMisconfigured, err), nil)
 		return
 	}
 	u, err := joinUpstream(base, rt.rest, r.URL.RawQuery)

@@ -23,7 +23,10 @@ import (
 )
 
 // Connections finds a connection and its resolved credential;
-// *credvault.Vault implements it.
+// *credvault.Vault implements it, and a program that keeps connections
+// elsewhere makes each with credvault.NewResolved. A connection the handler
+// cannot use (no credential, no connection, no absolute base URL) is
+// refused 500 CREDENTIAL_UNRESOLVED or CONNECTION_MISCONFIGURED.
 type Connections interface {
 	Lookup(id string) (*credvault.Resolved, bool)
 }
@@ -352,6 +355,11 @@ func (h *Handler) connection(id string, mcp bool) (*credvault.Resolved, error) {
 	res, ok := h.cfg.Connections.Lookup(id)
 	if !ok {
 		return nil, newError(errcode.ConnectionNotFound, nil)
+	}
+	if res == nil || res.Connection == nil {
+		// A Connections implementation's mistake: refuse, never panic.
+		h.logger.Error("connection lookup returned no connection", "connection_id", id)
+		return nil, newError(errcode.ConnectionMisconfigured, nil)
 	}
 	c := res.Connection
 	if c.Status == credvault.StatusDisabled {
