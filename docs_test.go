@@ -114,12 +114,13 @@ var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{2,}$`)
 
 // systemVariables are read for their usual meaning only (a default
 // folder, a benchmark's CPU count), so the reference need not list them.
-var systemVariables = map[string]bool{"HOME": true, "GOMAXPROCS": true}
+var systemVariables = map[string]bool{"HOME": true, "XDG_DATA_HOME": true, "GOMAXPROCS": true}
 
 // TestEnvironmentVariablesDocumented: every variable the code reads by name
 // is in the reference: a variable of the gateway (cmd/gateway, gateway) in
 // docs/gateway.md, of the control plane (cmd/controlplane, controlplane) in
-// docs/control-plane.md, any other in docs/ or the README. The binaries'
+// docs/control-plane.md, of an example or the benchmark in its own folder's
+// comments or Markdown, any other in docs/ or the README. The binaries'
 // own tests compare their recorded variables, with defaults, row by row.
 func TestEnvironmentVariablesDocumented(t *testing.T) {
 	t.Parallel()
@@ -138,21 +139,35 @@ func TestEnvironmentVariablesDocumented(t *testing.T) {
 		}
 	})
 	fset := token.NewFileSet()
-	found := 0
-	sourceFiles(t, []string{".go"}, func(path string, src []byte) {
-		if strings.HasSuffix(path, "_test.go") {
+	files := map[string]*ast.File{}
+	own := map[string][]byte{} // folder → its comments and Markdown
+	sourceFiles(t, []string{".go", ".md"}, func(path string, src []byte) {
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if strings.HasSuffix(path, ".md") {
+			own[dir] = append(own[dir], src...)
 			return
 		}
-		f, err := parser.ParseFile(fset, path, src, 0)
+		f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, c := range f.Comments {
+			own[dir] = append(own[dir], c.Text()...)
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			files[path] = f
+		}
+	})
+	found := 0
+	for path, f := range files {
 		ref, refName := anyRef, "docs/ or README.md"
 		switch dir := filepath.ToSlash(filepath.Dir(path)); {
 		case dir == "cmd/gateway" || dir == "gateway":
 			ref, refName = gatewayRef, "docs/gateway.md"
 		case dir == "cmd/controlplane" || dir == "controlplane":
 			ref, refName = controlRef, "docs/control-plane.md"
+		case strings.HasPrefix(dir, "examples/") || dir == "bench":
+			ref, refName = own[dir], dir+"'s comments"
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
@@ -180,7 +195,7 @@ func TestEnvironmentVariablesDocumented(t *testing.T) {
 			}
 			return true
 		})
-	})
+	}
 	if found < 50 {
 		t.Fatalf("found only %d variables read; the scan is broken", found)
 	}
