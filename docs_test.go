@@ -2,6 +2,7 @@ package idn_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -239,5 +240,60 @@ func TestErrorCodesDocumented(t *testing.T) {
 	}
 	if n < 50 {
 		t.Fatalf("errcode.All yields only %d codes", n)
+	}
+}
+
+// errorResponse is how the OpenAPI documents name the codes of an error
+// answer: "Error: `CODE`, `CODE`".
+var errorResponse = regexp.MustCompile("^Error: (`[A-Z][A-Z0-9_]+`(?:, `[A-Z][A-Z0-9_]+`)*)")
+
+// TestOpenAPIErrorCodes: every code an OpenAPI document names for an error
+// answer is a code of the errcode table, under the status that code has.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"controlplane/openapi.json", "gateway/openapi.json"} {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Paths map[string]map[string]json.RawMessage `json:"paths"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		named := 0
+		for path, item := range doc.Paths {
+			for method, rawOp := range item {
+				var op struct {
+					Responses map[string]struct {
+						Description string `json:"description"`
+					} `json:"responses"`
+				}
+				if method == "parameters" || json.Unmarshal(rawOp, &op) != nil {
+					continue
+				}
+				for status, res := range op.Responses {
+					m := errorResponse.FindStringSubmatch(res.Description)
+					if m == nil {
+						continue
+					}
+					for _, name := range strings.Split(m[1], ", ") {
+						named++
+						name = strings.Trim(name, "`")
+						code, ok := errcode.Parse(name)
+						switch {
+						case !ok:
+							t.Errorf("%s: %s %s answers %s with %s, which is not an error code", file, method, path, status, name)
+						case strconv.Itoa(code.Status()) != status:
+							t.Errorf("%s: %s %s lists %s under %s; its status is %d", file, method, path, name, status, code.Status())
+						}
+					}
+				}
+			}
+		}
+		if named < 50 {
+			t.Errorf("%s names only %d error codes; the scan is broken", file, named)
+		}
 	}
 }
