@@ -1,5 +1,7 @@
 // Command embed mounts a complete idn gateway under /idn/ of an existing
-// net/http server; agents sign the URL they call, prefix included.
+// net/http server; agents sign the URL they call, prefix included. It reads
+// GATEWAY_DATA_DIR, GATEWAY_MASTER_KEY, IDN_REGISTRY_URL and
+// IDN_SERVICE_API_KEY as `gateway serve` does.
 package main
 
 import (
