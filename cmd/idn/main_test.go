@@ -5,10 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/replay"
 )
@@ -21,7 +21,8 @@ func verifyingServer(t *testing.T) *httptest.Server {
 		c, err := ver.Verify(r)
 		if err != nil {
 			w.WriteHeader(http.StatusForbidden)
-			_, _ = io.WriteString(w, httpsig.Code(err))
+			code, _ := identity.AuthCode(err)
+			_, _ = io.WriteString(w, code.String())
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
@@ -179,4 +180,41 @@ func mustReplay() *replay.Store {
 		panic(err)
 	}
 	return s
+}
+
+// Every command answers -h with its usage, flags and the variables it
+// reads, and --version with the version; none of them touches the home.
+func TestHelpAndVersion(t *testing.T) {
+	home := t.TempDir()
+	for _, cmd := range []string{"", "init", "whoami", "sign", "curl"} {
+		for _, flag := range []string{"-h", "--help", "--version", "-version"} {
+			args := []string{flag}
+			if cmd != "" {
+				args = []string{cmd, flag}
+			}
+			t.Run(strings.Join(args, "_"), func(t *testing.T) {
+				r := runIdn(t, home, "", args...)
+				if r.code != 0 || r.stderr != "" {
+					t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+				}
+				if strings.HasSuffix(flag, "version") {
+					if !strings.HasPrefix(r.stdout, "idn ") || strings.Count(r.stdout, "\n") != 1 {
+						t.Errorf("version output %q", r.stdout)
+					}
+					return
+				}
+				for _, want := range []string{"sage", "-version", "Environment:", "IDN_HOME"} {
+					if !strings.Contains(r.stdout, want) {
+						t.Errorf("help lacks %q:\n%s", want, r.stdout)
+					}
+				}
+				if cmd != "" && !strings.HasPrefix(r.stdout, "usage: idn "+cmd) {
+					t.Errorf("help does not start with the command's usage:\n%s", r.stdout)
+				}
+			})
+		}
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("help created %d entries in the home", len(entries))
+	}
 }
