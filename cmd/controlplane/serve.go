@@ -95,6 +95,11 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	if cfg.Webhooks.Registry.Mode == controlplane.RegistrySync {
+		// An owner's approval waits for its write's receipt (up to 60 s)
+		// before it answers.
+		srv.WriteTimeout = 2 * time.Minute
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	background := runBackground(ctx, api, log)

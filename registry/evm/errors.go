@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/rpc"
@@ -46,10 +48,33 @@ func (e *WriteError) Error() string {
 }
 
 // revertReason decodes revert data: a custom error of the contract with its
-// arguments, Error(string), or Panic(uint256).
+// arguments, Error(string), or Panic(uint256). The node supplies the data,
+// so the reason is cut to maxReason bytes without control characters.
 func revertReason(contract *abi.ABI, data []byte) string {
-	if len(data) < 4 {
+	return cleanReason(decodeRevert(contract, data))
+}
+
+const maxReason = 200
+
+func cleanReason(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if len(s) > maxReason {
+		s = strings.ToValidUTF8(s[:maxReason], "") + "…"
+	}
+	if s == "" {
 		return "without reason"
+	}
+	return s
+}
+
+func decodeRevert(contract *abi.ABI, data []byte) string {
+	if len(data) < 4 {
+		return ""
 	}
 	if msg, err := abi.UnpackRevert(data); err == nil {
 		return msg
