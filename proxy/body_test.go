@@ -167,6 +167,7 @@ func TestBodyCheckedAfterAdmission(t *testing.T) {
 	g := newGateway(t, gatewayOptions{})
 	addr := strings.TrimPrefix(g.srv.URL, "http://")
 	body := bytes.Repeat([]byte("0123456789abcdef"), 5000) // 80 000 bytes: the buffer grows past its first chunk
+	huge := bytes.Repeat([]byte{'x'}, DefaultMaxBodyBytes+1)
 	rows := []struct {
 		name    string
 		signed  []byte
@@ -181,6 +182,7 @@ func TestBodyCheckedAfterAdmission(t *testing.T) {
 		{"tampered chunked body", body, append(bytes.Clone(body), 'x'), true, 403, "AUTH_SIGNATURE_INVALID"},
 		{"chunked body smuggled under a bodiless signature", nil, body, true, 403, "AUTH_SIGNED_COMPONENTS_INVALID"},
 		{"signed digest, empty chunked body", body, nil, true, 403, "AUTH_SIGNED_COMPONENTS_INVALID"},
+		{"chunked body over the limit", huge, huge, true, 413, "REQUEST_BODY_TOO_LARGE"},
 	}
 	for i, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
