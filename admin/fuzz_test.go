@@ -28,7 +28,7 @@ func FuzzConnectionBody(f *testing.F) {
 		checkClientError := func(err error) {
 			var ae *apierror.Error
 			var ve *credvault.ValidationError
-			if errors.As(err, &ae) && ae.Status == 400 || errors.As(err, &ve) {
+			if errors.As(err, &ae) && ae.Code().Status() == 400 || errors.As(err, &ve) {
 				return
 			}
 			t.Fatalf("decode failed with a non-400 error: %v", err)

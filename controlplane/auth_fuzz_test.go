@@ -27,10 +27,10 @@ func FuzzParseCredential(f *testing.F) {
 		if !json.Valid(raw) {
 			return // the request body decoder refuses it before
 		}
-		if p, e := parseCreation(raw); (p == nil) == (e == nil) || e != nil && e.Code != "CREDENTIAL_INVALID" {
+		if p, e := parseCreation(raw); (p == nil) == (e == nil) || e != nil && e.Code().String() != "CREDENTIAL_INVALID" {
 			t.Fatalf("parseCreation(%q) = %v, %v", raw, p, e)
 		}
-		if p, e := parseAssertion(raw); (p == nil) == (e == nil) || e != nil && e.Code != "CREDENTIAL_INVALID" {
+		if p, e := parseAssertion(raw); (p == nil) == (e == nil) || e != nil && e.Code().String() != "CREDENTIAL_INVALID" {
 			t.Fatalf("parseAssertion(%q) = %v, %v", raw, p, e)
 		}
 	})

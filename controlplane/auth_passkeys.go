@@ -314,7 +314,7 @@ func (s *Server) finishAssertion(ctx context.Context, raw []byte, kind, ns, sid 
 // replayed credential, not a database outage or a taken namespace), then
 // answers err.
 func (s *Server) ceremonyFailed(w http.ResponseWriter, r *http.Request, err error, record func(context.Context) error) {
-	if status := toAPIError(err).Status; status == http.StatusBadRequest || status == http.StatusUnauthorized {
+	if status := toAPIError(err).Code().Status(); status == http.StatusBadRequest || status == http.StatusUnauthorized {
 		if ferr := record(r.Context()); ferr != nil {
 			s.writeErr(w, r, ferr)
 			return

@@ -142,6 +142,20 @@ var errorTable = []errorRule{
 		re, _ := errors.AsType[*registryWriteError](err)
 		return apierror.Coded(errcode.RegistryWriteFailed, "").With("details", map[string]string{"reason": re.Err.Error()})
 	}},
+	{is(errGatewayNotFound), answer(errcode.GatewayNotFound)},
+	{is(errGatewayNotPaired), answer(errcode.GatewayNotPaired)},
+	{is(errGatewayOffline), answer(errcode.GatewayOffline)},
+	{is(errGatewayTimeout), answer(errcode.GatewayTimeout)},
+	{is(errPairingExpired), answer(errcode.PairingExpired)},
+	{is(errPairingEnded), answer(errcode.PairingEnded)},
+	{isType[*pairingCodeError], func(err error) *apierror.Error {
+		pe, _ := errors.AsType[*pairingCodeError](err)
+		e := apierror.Coded(errcode.PairingCodeInvalid, "")
+		if pe.AttemptsLeft >= 0 {
+			e = e.With("details", map[string]int{"attempts_left": pe.AttemptsLeft})
+		}
+		return e
+	}},
 	{is(ErrUnavailable), answer(errcode.DatabaseUnavailable)},
 }
 
@@ -194,7 +208,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	ae := toAPIError(err)
-	if ae.Status >= 500 && !isType[*apierror.Error](err) {
+	if ae.Code().Status() >= 500 && !isType[*apierror.Error](err) {
 		s.log.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "request_id", apierror.RequestIDFrom(r.Context()), "err", err)
 	}
 	apierror.Write(w, r, ae)

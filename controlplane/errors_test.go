@@ -40,6 +40,13 @@ func TestErrorTable(t *testing.T) {
 		{errWebhookNotFound, errcode.WebhookNotFound},
 		{errWebhookLimit, errcode.WebhookLimitReached},
 		{errSigninLinkInvalid, errcode.SigninLinkInvalid},
+		{errGatewayNotFound, errcode.GatewayNotFound},
+		{errGatewayNotPaired, errcode.GatewayNotPaired},
+		{errGatewayOffline, errcode.GatewayOffline},
+		{errGatewayTimeout, errcode.GatewayTimeout},
+		{errPairingExpired, errcode.PairingExpired},
+		{errPairingEnded, errcode.PairingEnded},
+		{&pairingCodeError{AttemptsLeft: 3}, errcode.PairingCodeInvalid},
 		{&transitionError{Action: "approve", From: StatusRevoked}, errcode.ClaimStateConflict},
 		{&reauthError{Reason: "not_verified"}, errcode.ReauthRequired},
 		{&namespaceError{Namespace: "a"}, errcode.InvalidNamespace},
@@ -50,8 +57,8 @@ func TestErrorTable(t *testing.T) {
 	}
 	for _, row := range rows {
 		for _, err := range []error{row.err, fmt.Errorf("controlplane: op: %w", row.err)} {
-			if got := toAPIError(err); got.Code != row.code.String() || got.Status != row.code.Status() {
-				t.Errorf("toAPIError(%v) = %d %s, want %d %s", err, got.Status, got.Code, row.code.Status(), row.code)
+			if got := toAPIError(err).Code(); got != row.code {
+				t.Errorf("toAPIError(%v) = %s, want %s", err, got, row.code)
 			}
 		}
 	}

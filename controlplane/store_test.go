@@ -70,8 +70,8 @@ func FuzzSubmitRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ns, pub, svc, ip, subject string) {
 		c, e := submitRequest{Namespace: ns, PublicKey: pub, Service: svc, AgentIP: ip, Subject: subject}.validate()
 		if e != nil {
-			if e.Status != 400 {
-				t.Fatalf("status %d", e.Status)
+			if e.Code().Status() != 400 {
+				t.Fatalf("status %d", e.Code().Status())
 			}
 			return
 		}

@@ -34,8 +34,8 @@ func TestErrorTable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := toAPIError(tt.err)
-			if e.Status != tt.status || e.Code != tt.code || e.RetryAfter != tt.retryAfter {
-				t.Errorf("toAPIError = %d %s %v, want %d %s %v", e.Status, e.Code, e.RetryAfter, tt.status, tt.code, tt.retryAfter)
+			if c := e.Code(); c.Status() != tt.status || c.String() != tt.code || e.RetryAfter != tt.retryAfter {
+				t.Errorf("toAPIError = %d %s %v, want %d %s %v", c.Status(), c, e.RetryAfter, tt.status, tt.code, tt.retryAfter)
 			}
 			if tt.name == "unknown error hides its text" && e.Message != errcode.MCPUpstreamError.Message() {
 				t.Errorf("message = %q", e.Message)

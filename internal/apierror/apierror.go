@@ -2,7 +2,8 @@
 // the control plane, and carries the request id that every envelope names.
 //
 // The envelope is {"error","code","request_id","timestamp"} plus optional
-// fields (docs_url, details, or anything a caller adds through Error.Extra).
+// fields (docs_url, details, or anything a caller adds through Error.Extra);
+// codes, and so statuses, come only from package errcode.
 // Request ids come from a validated X-Request-Id header or are generated.
 package apierror
 
@@ -18,30 +19,28 @@ import (
 	"github.com/idnhq/idn/errcode"
 )
 
-// Error is an HTTP error answer: a status, a stable machine code and a
-// human-readable message. Extra fields are merged into the envelope.
+// Error is an HTTP error answer: a code of package errcode, which gives the
+// status, and a message safe to show the caller. Extra fields are merged
+// into the envelope. It implements errcode.Error.
 type Error struct {
-	Status     int
-	Code       string
+	code       errcode.Code
 	Message    string
 	RetryAfter time.Duration  // when > 0, sets Retry-After in whole seconds (at least 1)
 	Extra      map[string]any // additional envelope fields, e.g. "details"
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return e.code.String() + ": " + e.Message }
 
-// New returns an Error with the given status, code and message.
-func New(status int, code, message string) *Error {
-	return &Error{Status: status, Code: code, Message: message}
-}
+// Code returns the error's code; its Status is the answer's.
+func (e *Error) Code() errcode.Code { return e.code }
 
-// Coded returns an Error with the given code, its status, and message; an
-// empty message means the code's default message.
+// Coded returns an Error with the given code and message; an empty message
+// means the code's default message.
 func Coded(code errcode.Code, message string) *Error {
 	if message == "" {
 		message = code.Message()
 	}
-	return &Error{Status: code.Status(), Code: code.String(), Message: message}
+	return &Error{code: code, Message: message}
 }
 
 // With returns a copy of e with key set to value in its extra fields.
@@ -74,7 +73,7 @@ func Write(w http.ResponseWriter, r *http.Request, e *Error) {
 		body[k] = v
 	}
 	body["error"] = e.Message
-	body["code"] = e.Code
+	body["code"] = e.code.String()
 	body["request_id"] = id
 	body["timestamp"] = time.Now().UTC().Format(time.RFC3339)
 	h := w.Header()
@@ -85,7 +84,7 @@ func Write(w http.ResponseWriter, r *http.Request, e *Error) {
 		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
 	}
-	w.WriteHeader(e.Status)
+	w.WriteHeader(e.code.Status())
 	_ = json.NewEncoder(w).Encode(body)
 }
 
