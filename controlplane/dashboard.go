@@ -226,6 +226,8 @@ func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
 			switch {
 			case errors.Is(err, errServiceNotFound):
 				status, msg = http.StatusNotFound, "There is no such service in your account."
+			case errors.Is(err, errGatewayNotFound):
+				status, msg = http.StatusNotFound, "There is no such gateway in your account."
 			case errors.Is(err, ErrUnavailable):
 				status, msg = http.StatusServiceUnavailable, "The database is unavailable. Try again in a moment."
 			default:
@@ -294,6 +296,15 @@ type claimRow struct {
 	PublicKey, Fingerprint                                    string
 	Created, Age                                              string
 	Label                                                     string // who the claim is for, in action names
+	// Registry writes: the transactions, each linked to the block
+	// explorer when one is configured, and why the last write failed.
+	Transactions  []claimTx
+	RegistryError string
+}
+
+// claimTx is one registry transaction of a claim.
+type claimTx struct {
+	Label, Hash, URL string
 }
 
 type claimsPage struct {
@@ -381,6 +392,16 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 			row.Fingerprint = identity.KeyFragment(pub)
 		}
 		row.Label = cmp.Or(c.AgentName, c.AgentID, row.Fingerprint) + " on " + c.Service
+		row.RegistryError = c.RegistryError
+		for _, tx := range []claimTx{{Label: "approval", Hash: c.ApprovalTxHash}, {Label: "revocation", Hash: c.RevocationTxHash}} {
+			if tx.Hash == "" {
+				continue
+			}
+			if base := s.cfg.Webhooks.Registry.ExplorerURL; base != "" {
+				tx.URL = strings.TrimSuffix(base, "/") + "/tx/" + url.PathEscape(tx.Hash)
+			}
+			row.Transactions = append(row.Transactions, tx)
+		}
 		v.Rows[i] = row
 	}
 	return v, nil

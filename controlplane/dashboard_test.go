@@ -185,6 +185,31 @@ func TestDashboardEscapesStoredText(t *testing.T) {
 	}
 }
 
+// A claim's registry transactions link to the chain's block explorer, and
+// a failed write shows its reason.
+func TestDashboardRegistryTransactions(t *testing.T) {
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
+		c.Webhooks.Registry.ExplorerURL = "https://sepolia.basescan.org/"
+	})
+	owner, key := claimWorld(e)
+	ok := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)
+	failed := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)
+	hash := "0x" + strings.Repeat("ab", 32)
+	if _, err := e.st.db.Exec(`UPDATE claims SET status = 'approved', approved_at = created_at, approval_tx_hash = $1 WHERE id = $2`, hash, ok["claim_id"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.db.Exec(`UPDATE claims SET status = 'approved', approved_at = created_at, registry_error = 'execution reverted: NotRelayer' WHERE id = $1`, failed["claim_id"]); err != nil {
+		t.Fatal(err)
+	}
+	body := string(e.page("/claims?status=approved", owner).want(t, 200, "").body)
+	if !strings.Contains(body, `href="https://sepolia.basescan.org/tx/`+hash+`"`) {
+		t.Errorf("approved claim's transaction is not linked to the explorer:\n%s", body)
+	}
+	if !strings.Contains(body, "registry write failed: execution reverted: NotRelayer") {
+		t.Errorf("failed registry write is not shown:\n%s", body)
+	}
+}
+
 func TestDashboardAssets(t *testing.T) {
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	for name, ctype := range map[string]string{"app.js": "text/javascript", "api.js": "text/javascript",

@@ -98,6 +98,10 @@ type RegistryConfig struct {
 	// Concurrency is how many writes RunWorkers has in flight at once;
 	// zero means 16.
 	Concurrency int
+	// ExplorerURL is the base of the chain's block explorer
+	// (https://basescan.org); the dashboard links a claim's transactions
+	// to ExplorerURL + "/tx/" + hash. Empty shows the hashes unlinked.
+	ExplorerURL string
 }
 
 // Registry write operations, as recorded in registry_jobs.op.

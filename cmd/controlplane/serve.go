@@ -79,6 +79,7 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 		}
 		defer backend.Close()
 		cfg.Webhooks.Registry.Backend = backend
+		cfg.Webhooks.Registry.ExplorerURL = s.chain.explorer
 		cfg.Metrics.MustRegister(backend.Collectors()...)
 	}
 	api, err := controlplane.New(cfg)
@@ -95,6 +96,7 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(api.CloseGateways) // Shutdown neither closes nor waits for WebSockets
 	if cfg.Webhooks.Registry.Mode == controlplane.RegistrySync {
 		// An owner's approval waits for its write's receipt (up to 60 s)
 		// before it answers.
