@@ -32,7 +32,6 @@
 //     upstream that echoes its request headers cannot hand the credential
 //     to the agent. Redirects are never followed, so credentials cannot be
 //     forwarded elsewhere.
-//
 //   - MCP endpoint: /mcp/{connection_id} also speaks the MCP Streamable HTTP
 //     transport (POST, GET, DELETE; the go-sdk's server side), so MCP
 //     clients use the gateway as an MCP server. tools/list and tools/call
@@ -40,7 +39,8 @@
 //     routes; invalid arguments come back as a tool result with isError,
 //     other refusals as JSON-RPC errors whose data.code is the REST code.
 //     Progress notifications and cancellation pass through to the upstream
-//     session. Resources and prompts pass through only when the connection
+//     session, the result held until the progress sent before it has been
+//     relayed. Resources and prompts pass through only when the connection
 //     exposes them. A session is bound to the caller (namespace, key and
 //     subject) and connection that opened it: another caller naming its id
 //     gets 404, the same answer as an unknown id. Sessions end after

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idnhq/idn/internal/mcporder"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -136,12 +137,13 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	params := &mcp.CallToolParams{Name: tool, Arguments: raw}
 	if relay != nil {
 		sc := st.scrubber.Load()
-		token := p.progress.add(func(n *mcp.ProgressNotificationParams) {
+		token, order := p.progress.add(func(n *mcp.ProgressNotificationParams) {
 			n.Message = sc.replace(n.Message)
 			relay(n)
 		})
 		defer p.progress.remove(token)
 		params.SetProgressToken(token)
+		ctx = mcporder.WithCall(ctx, order)
 	}
 	var res *mcp.CallToolResult
 	err = p.guarded(ctx, st, func(ctx context.Context, cs *mcp.ClientSession) error {

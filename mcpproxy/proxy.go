@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/internal/mcporder"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -303,7 +304,9 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 			sessionState: SessionInitializeRequired,
 		}
 		st.httpClient = &http.Client{
-			Transport: &retryTransport{base: st.currentTransport, policy: p.retry},
+			// mcporder keeps a call's result behind the progress sent
+			// before it, which the relay would otherwise drop.
+			Transport: &mcporder.Transport{Base: &retryTransport{base: st.currentTransport, policy: p.retry}},
 			// Never follow redirects: the credential transport would hand
 			// the secret to wherever the upstream points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/mcporder"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -426,13 +427,13 @@ func notExposed(method string) error {
 // unknown tool; the rest are internal errors.
 func rpcError(err error) error {
 	ae := toAPIError(err)
-	data := map[string]any{"code": ae.Code}
+	data := map[string]any{"code": ae.Code().String()}
 	if ae.RetryAfter > 0 {
 		data["retry_after_seconds"] = int64((ae.RetryAfter + time.Second - 1) / time.Second)
 	}
 	raw, _ := json.Marshal(data)
 	code := int64(jsonrpc.CodeInternalError)
-	switch ae.Status {
+	switch ae.Code().Status() {
 	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound:
 		code = jsonrpc.CodeInvalidParams
 	}
@@ -448,13 +449,21 @@ type progressRelay func(*mcp.ProgressNotificationParams)
 // agent's; a notification with any other token is dropped.
 type progressRelays struct {
 	seq    atomic.Uint64
-	relays sync.Map // token → progressRelay
+	relays sync.Map // token → *relayEntry
 }
 
-func (r *progressRelays) add(f progressRelay) string {
+type relayEntry struct {
+	relay progressRelay
+	order *mcporder.Call
+}
+
+// add registers f under a fresh token; the call's request must carry the
+// returned order (mcporder.WithCall) so its result waits for f.
+func (r *progressRelays) add(f progressRelay) (string, *mcporder.Call) {
 	token := "idn-" + strconv.FormatUint(r.seq.Add(1), 10)
-	r.relays.Store(token, f)
-	return token
+	e := &relayEntry{relay: f, order: mcporder.NewCall(token)}
+	r.relays.Store(token, e)
+	return token, e.order
 }
 
 func (r *progressRelays) remove(token string) { r.relays.Delete(token) }
@@ -462,10 +471,11 @@ func (r *progressRelays) remove(token string) { r.relays.Delete(token) }
 // deliver is the upstream client's ProgressNotificationHandler.
 func (r *progressRelays) deliver(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	token, _ := req.Params.ProgressToken.(string)
-	f, ok := r.relays.Load(token)
+	v, ok := r.relays.Load(token)
 	if !ok {
 		return
 	}
-	n := &mcp.ProgressNotificationParams{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message}
-	f.(progressRelay)(n)
+	e := v.(*relayEntry)
+	e.relay(&mcp.ProgressNotificationParams{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	e.order.Delivered()
 }
