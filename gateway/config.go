@@ -87,6 +87,12 @@ type Config struct {
 	// MCPToolCallRateLimitPerMinute is the tool-call rate per connection and
 	// namespace. Zero means 120; negative means no limit.
 	MCPToolCallRateLimitPerMinute int
+	// MCPSessionIdleTimeout ends a session of the MCP endpoint
+	// /mcp/{connection_id} that has had no request for this long; zero
+	// means 10 minutes. MCPMaxSessions bounds the sessions open at once
+	// (503 MCP_SESSIONS_EXHAUSTED past it); zero means 1000.
+	MCPSessionIdleTimeout time.Duration
+	MCPMaxSessions        int
 
 	// AdminAccess selects who may use the admin API and /metrics. Zero
 	// means admin.AccessHybrid when AdminToken is set, else

@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/clientip"
@@ -127,6 +128,8 @@ func (g *Gateway) wire() error {
 		BreakerCooldown:    c.MCPBreakerCooldown,
 		RateLimitPerMinute: orOff(c.MCPToolCallRateLimitPerMinute, 120),
 		MaxBodyBytes:       c.MaxBodyBytes,
+		SessionIdleTimeout: c.MCPSessionIdleTimeout,
+		MaxSessions:        c.MCPMaxSessions,
 	})
 	if err != nil {
 		return err
@@ -205,6 +208,12 @@ func (g *Gateway) wire() error {
 // against the request-target as received, so agents sign the URL they
 // call, prefix included.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+// EndStreams ends the event streams (GET) of the MCP endpoint's sessions,
+// which would otherwise hold a graceful shutdown until its deadline; MCP
+// clients carry on with POST alone. Register it with
+// http.Server.RegisterOnShutdown.
+func (g *Gateway) EndStreams() { g.mcp.EndStreams() }
 
 // Vault is the gateway's credential store, for adding and changing
 // connections from code.
@@ -320,10 +329,9 @@ func (g *Gateway) Close() error {
 	return nil
 }
 
-// mcpError gives the admin API the status and code of an MCP error.
+// mcpError gives the admin API the code of an MCP error.
 type mcpError struct{ err error }
 
-func (e mcpError) Error() string     { return e.err.Error() }
-func (e mcpError) Unwrap() error     { return e.err }
-func (e mcpError) StatusCode() int   { s, _ := mcpproxy.ErrorStatus(e.err); return s }
-func (e mcpError) ErrorCode() string { _, c := mcpproxy.ErrorStatus(e.err); return c }
+func (e mcpError) Error() string      { return e.err.Error() }
+func (e mcpError) Unwrap() error      { return e.err }
+func (e mcpError) Code() errcode.Code { return mcpproxy.ErrorCode(e.err) }

@@ -65,6 +65,7 @@ func onLoopback(a net.Addr) bool {
 func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, timeout time.Duration, logger *slog.Logger) error {
 	srv := gateway.NewServer(gw)
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	srv.RegisterOnShutdown(gw.EndStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

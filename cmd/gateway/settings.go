@@ -111,6 +111,10 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c.MCPBreakerCooldown = r.Seconds("GATEWAY_MCP_CIRCUIT_BREAKER_COOLDOWN_SECONDS", 10, "seconds an open circuit breaker refuses calls")
 	c.MCPToolCallRateLimitPerMinute = zeroMeansOff(r.Int("GATEWAY_MCP_TOOL_CALL_RATE_LIMIT_PER_MINUTE", 120, 0,
 		"tool calls per minute per connection and namespace; 0 disables the limit"), -1)
+	c.MCPSessionIdleTimeout = r.Seconds("GATEWAY_MCP_SESSION_IDLE_SECONDS", 600,
+		"seconds a session of the MCP endpoint /mcp/{id} lasts without a request")
+	c.MCPMaxSessions = r.Int("GATEWAY_MCP_MAX_SESSIONS", 1000, 1,
+		"sessions of the MCP endpoint open at once; past it 503 MCP_SESSIONS_EXHAUSTED")
 	c.ClaimRateLimitPerMinute = zeroMeansOff(r.Int("GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE", 30, 0,
 		"claims one connection and namespace may file per minute; 0 disables the limit"), -1)
 	c.SignatureMaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
