@@ -5,12 +5,18 @@
 //	idn whoami [--namespace NS]
 //	idn sign [-X METHOD] [-H 'K: V']... [-d BODY | -d @file] [--subject S] [--namespace NS] URL
 //	idn curl [same flags as sign] [-i] [-f] URL
+//	idn mcp --gateway URL --connection ID [--subject S] [--namespace NS]
 //
 //	idn --version
 //
 // IDN_HOME selects the home folder (default ~/.idn). With one identity in
 // it, --namespace is optional. Every command answers -h with its flags and
 // the variables it reads.
+//
+// idn mcp is an MCP server on stdin and stdout for desktop MCP clients: it
+// forwards every request to the gateway's MCP endpoint /mcp/{ID}, each HTTP
+// request signed with the identity, and opens a new gateway session when
+// the gateway has forgotten its own (idle expiry, restart).
 package main
 
 import (
@@ -33,6 +39,8 @@ Usage:
   idn whoami [--namespace NS]           show an identity
   idn sign [flags] URL                  print the headers that sign a request
   idn curl [flags] [-i] [-f] URL        send a signed request and print the response
+  idn mcp --gateway URL --connection ID serve a gateway's MCP connection on stdin/stdout
+                                        (for desktop MCP clients; --subject, --namespace)
 
 Request flags (sign, curl):
   -X METHOD        HTTP method (default GET, or POST with -d)
@@ -60,6 +68,7 @@ var synopses = map[string]string{
 	"whoami": "[--namespace NS]",
 	"sign":   "[flags] URL",
 	"curl":   "[flags] [-i] [-f] URL",
+	"mcp":    "--gateway URL --connection ID [--subject S] [--namespace NS]",
 }
 
 // env is the part of the process environment the commands read.
@@ -96,6 +105,8 @@ func run(args []string, e env) int {
 		err = cmdWhoami(args[1:], e)
 	case "sign":
 		err = cmdSign(args[1:], e)
+	case "mcp":
+		err = cmdMCP(args[1:], e)
 	case "curl":
 		var code int
 		code, err = cmdCurl(args[1:], e)

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/internal/mcporder"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// cmdMCP is `idn mcp`: an MCP server on stdin/stdout that forwards every
+// request to a gateway's MCP endpoint /mcp/{connection}, each HTTP request
+// signed with the identity, so a desktop MCP client can use a gateway with
+// no code. It serves until stdin closes.
+func cmdMCP(args []string, e env) error {
+	fs := newFlagSet("mcp")
+	gatewayURL := fs.String("gateway", "", "gateway base URL, e.g. http://127.0.0.1:38100 (required)")
+	connection := fs.String("connection", "", "id of the MCP connection on the gateway (required)")
+	subject := fs.String("subject", "", "idn-subject (default: the namespace)")
+	ns := fs.String("namespace", "", "identity to use (optional when only one exists)")
+	pos, err := parseInterleaved(fs, args, e)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || *gatewayURL == "" || *connection == "" {
+		return fmt.Errorf("%w: idn mcp --gateway URL --connection ID [--subject S] [--namespace NS]", errUsage)
+	}
+	base, err := url.Parse(strings.TrimRight(*gatewayURL, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || base.RawQuery != "" {
+		return fmt.Errorf("%w: --gateway %q is not an http(s) base URL", errUsage, *gatewayURL)
+	}
+	id, _, err := loadIdentity(e, *ns)
+	if err != nil {
+		return err
+	}
+	b := &bridge{
+		endpoint: base.String() + "/mcp/" + url.PathEscape(*connection),
+		// mcporder keeps a call's result behind the progress the gateway
+		// sent before it, which would otherwise be dropped.
+		http:  &http.Client{Transport: &mcporder.Transport{Base: id.Transport(nil, identity.SignOptions{Subject: *subject})}},
+		calls: map[string]*mcporder.Call{},
+	}
+	return b.serve(context.Background(), e.stdin, e.stdout)
+}
+
+// bridge is one stdio MCP session forwarded to one gateway session.
+type bridge struct {
+	endpoint string
+	http     *http.Client
+
+	mu     sync.Mutex
+	remote *mcp.ClientSession        // nil until connected, and after it was lost
+	local  *mcp.ServerSession        // the stdio session, once connected
+	calls  map[string]*mcporder.Call // tools/call in flight by progress token (JSON)
+}
+
+var bridgeInfo = &mcp.Implementation{Name: "idn", Version: buildinfo.Version()}
+
+func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	// Connect first, so the stdio side can offer what the gateway offers
+	// and a wrong URL, connection or identity fails at start, not later.
+	remote, err := b.session(ctx)
+	if err != nil {
+		return err
+	}
+	offered := remote.InitializeResult().Capabilities
+	caps := &mcp.ServerCapabilities{Tools: offered.Tools, Resources: offered.Resources, Prompts: offered.Prompts}
+	if caps.Tools == nil {
+		caps.Tools = &mcp.ToolCapabilities{}
+	}
+	// Requests of a newer protocol than the gateway session's carry its
+	// version in _meta, which the gateway would refuse: offer the stdio
+	// client no newer one.
+	var versions []string
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v <= remote.InitializeResult().ProtocolVersion {
+			versions = append(versions, v)
+		}
+	}
+	server := mcp.NewServer(bridgeInfo, &mcp.ServerOptions{
+		Capabilities:              caps,
+		Instructions:              remote.InitializeResult().Instructions,
+		SupportedProtocolVersions: versions,
+	})
+	server.AddReceivingMiddleware(b.forward)
+	local, err := server.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.local = local
+	b.mu.Unlock()
+	_ = local.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.remote != nil {
+		_ = b.remote.Close() // ends the gateway session (DELETE)
+	}
+	return nil
+}
+
+// session returns the gateway session, opening one when there is none.
+func (b *bridge) session(ctx context.Context) (*mcp.ClientSession, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.remote != nil {
+		return b.remote, nil
+	}
+	client := mcp.NewClient(bridgeInfo, &mcp.ClientOptions{ProgressNotificationHandler: b.progress})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   b.endpoint,
+		HTTPClient: b.http,
+		// The gateway sends nothing unprompted: every notification
+		// belongs to a request and arrives on its response.
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", b.endpoint, err)
+	}
+	b.remote = cs
+	return cs, nil
+}
+
+// drop forgets a gateway session that was lost.
+func (b *bridge) drop(cs *mcp.ClientSession) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.remote == cs {
+		b.remote = nil
+		_ = cs.Close()
+	}
+}
+
+// progress relays the gateway's progress notifications to the stdio
+// client. The gateway session serves this one client, so its tokens are
+// the client's own.
+func (b *bridge) progress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+	key := tokenKey(req.Params.ProgressToken)
+	b.mu.Lock()
+	local, call := b.local, b.calls[key]
+	b.mu.Unlock()
+	if local != nil {
+		_ = local.NotifyProgress(ctx, req.Params)
+	}
+	if call != nil {
+		call.Delivered()
+	}
+}
+
+func tokenKey(token any) string {
+	raw, _ := json.Marshal(token)
+	return string(raw)
+}
+
+// forward sends the requests the gateway answers to it; initialize, ping
+// and notifications stay with the local server. Cancellation follows ctx:
+// the stdio client's notifications/cancelled cancels it, and the go-sdk
+// client then sends its own to the gateway.
+func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		var op func(*mcp.ClientSession) (mcp.Result, error)
+		// A tools/call that met a closed connection may have run; one that
+		// met a lost session (404) never reached the gateway's session.
+		retryClosed := true
+		switch r := req.(type) {
+		case *mcp.ListToolsRequest:
+			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListTools(ctx, r.Params) }
+		case *mcp.CallToolRequest:
+			retryClosed = false
+			params := &mcp.CallToolParams{Meta: r.Params.Meta, Name: r.Params.Name, Arguments: r.Params.Arguments}
+			if r.Params.Arguments == nil {
+				params.Arguments = map[string]any{}
+			}
+			if token := r.Params.GetProgressToken(); token != nil {
+				key, call := tokenKey(token), mcporder.NewCall(token)
+				b.mu.Lock()
+				b.calls[key] = call
+				b.mu.Unlock()
+				defer func() {
+					b.mu.Lock()
+					delete(b.calls, key)
+					b.mu.Unlock()
+				}()
+				ctx = mcporder.WithCall(ctx, call)
+			}
+			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.CallTool(ctx, params) }
+		case *mcp.ListResourcesRequest:
+			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListResources(ctx, r.Params) }
+		case *mcp.ListResourceTemplatesRequest:
+			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListResourceTemplates(ctx, r.Params) }
+		case *mcp.ReadResourceRequest:
+			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ReadResource(ctx, r.Params) }
+		case *mcp.ListPromptsRequest:
+			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListPrompts(ctx, r.Params) }
+		case *mcp.GetPromptRequest:
+			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.GetPrompt(ctx, r.Params) }
+		default:
+			return next(ctx, method, req)
+		}
+		return b.call(ctx, op, retryClosed)
+	}
+}
+
+// call runs op on the gateway session. A session the gateway no longer
+// knows (it expired while idle, or the gateway restarted) is replaced and
+// op retried once.
+func (b *bridge) call(ctx context.Context, op func(*mcp.ClientSession) (mcp.Result, error), retryClosed bool) (mcp.Result, error) {
+	for try := 0; ; try++ {
+		cs, err := b.session(ctx)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "idn: " + err.Error()}
+		}
+		res, err := op(cs)
+		if err == nil {
+			return res, nil
+		}
+		var je *jsonrpc.Error
+		if errors.As(err, &je) && !errors.Is(err, mcp.ErrSessionMissing) {
+			return nil, je // the gateway's answer, code and data intact
+		}
+		lost := errors.Is(err, mcp.ErrSessionMissing) || (retryClosed && errors.Is(err, mcp.ErrConnectionClosed))
+		if lost {
+			b.drop(cs)
+		}
+		if !lost || try > 0 || ctx.Err() != nil {
+			return nil, fmt.Errorf("idn: gateway: %w", err)
+		}
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
