@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/chromedp/cdproto v0.159.2
 	github.com/chromedp/chromedp v0.23.0
+	github.com/coder/websocket v1.8.15
 	github.com/descope/virtualwebauthn v1.0.3
 	github.com/dunglas/httpsfv v1.1.2
 	github.com/ethereum/go-ethereum v1.17.10

@@ -113,6 +113,8 @@ type Config struct {
 	Auth AuthConfig
 	// Webhooks configures webhook delivery, see WebhookConfig.
 	Webhooks WebhookConfig
+	// Gateways configures gateway pairing, see GatewayConfig.
+	Gateways GatewayConfig
 }
 
 // Server is the control-plane HTTP API. It is an http.Handler; it owns no
@@ -280,6 +282,7 @@ func (s *Server) routes() {
 	}
 	s.authRoutes(m)
 	s.webhookRoutes(m)
+	s.gatewayRoutes(m)
 	s.dashboardRoutes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, errNotFound) })
 }

@@ -45,8 +45,9 @@ type StoreConfig struct {
 // so several control-plane instances can share one PostgreSQL database.
 // A Store is safe for concurrent use.
 type Store struct {
-	db *sql.DB
-	pg bool
+	db    *sql.DB
+	pg    bool
+	relay gatewayRelay // gateway sockets held by this instance (gateways_relay.go)
 }
 
 // Open connects to the database and applies pending migrations. Concurrent

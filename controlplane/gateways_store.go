@@ -1,0 +1,307 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Pairing codes: 8 characters of Crockford's base32 (40 bits), valid for
+// pairingTTL, single use; maxPairingFailures wrong codes end the session.
+// Five guesses at 2^40 codes leave a guesser no chance, and only the
+// owner can start a session.
+const (
+	pairingTTL         = 10 * time.Minute
+	maxPairingFailures = 5
+	crockford          = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+)
+
+// Domain errors of gateway pairing; errorTable maps them to codes.
+var (
+	errGatewayNotFound  = errors.New("controlplane: gateway not found")
+	errGatewayNotPaired = errors.New("controlplane: gateway key not paired")
+	errGatewayOffline   = errors.New("controlplane: gateway not connected")
+	errGatewayTimeout   = errors.New("controlplane: gateway did not answer in time")
+	errPairingExpired   = errors.New("controlplane: pairing session expired")
+	errPairingEnded     = errors.New("controlplane: pairing session used or ended")
+)
+
+// pairingCodeError is a pairing attempt with an unknown session or a wrong
+// code.
+type pairingCodeError struct {
+	AttemptsLeft int // -1: the session is unknown
+}
+
+func (e *pairingCodeError) Error() string {
+	return "controlplane: unknown pairing session or wrong pairing code"
+}
+
+// newPairingCode returns a fresh code.
+func newPairingCode() string {
+	var b [5]byte
+	rand.Read(b[:])
+	v := uint64(b[0])<<32 | uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(b[4])
+	out := make([]byte, 8)
+	for i := 7; i >= 0; i-- {
+		out[i] = crockford[v&31]
+		v >>= 5
+	}
+	return string(out)
+}
+
+// normalizePairingCode reads a code as people type it: any case, with
+// hyphens or spaces, I and L for 1, O for 0. Anything else gives "".
+func normalizePairingCode(code string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(code) {
+		switch {
+		case r == '-' || r == ' ':
+			continue
+		case r == 'I' || r == 'L':
+			r = '1'
+		case r == 'O':
+			r = '0'
+		case !strings.ContainsRune(crockford, r):
+			return ""
+		}
+		b.WriteRune(r)
+	}
+	if b.Len() != 8 {
+		return ""
+	}
+	return b.String()
+}
+
+// pairingCodeHash binds the stored hash to its session, so equal codes of
+// two sessions hash differently.
+func pairingCodeHash(sessionID, code string) string {
+	sum := sha256.Sum256([]byte(sessionID + "\x00" + code))
+	return hex.EncodeToString(sum[:])
+}
+
+// gatewayRecord is a row of gateways.
+type gatewayRecord struct {
+	ID, Namespace           string
+	KeyNamespace, PublicKey string // the gateway's signing identity
+	Name, Version           string
+	HPKEPublicKey           string // base64url, no padding
+	CreatedAt, LastSeen     time.Time
+	Instance, ConnID        string // the socket holding it; "" when none
+}
+
+const gatewayColumns = `id, namespace, key_namespace, public_key, name, version, hpke_public_key, created_at, last_seen, instance, conn_id`
+
+func scanGateway(sc interface{ Scan(...any) error }) (gatewayRecord, error) {
+	var g gatewayRecord
+	var created int64
+	var seen sql.NullInt64
+	var inst, conn sql.NullString
+	err := sc.Scan(&g.ID, &g.Namespace, &g.KeyNamespace, &g.PublicKey, &g.Name, &g.Version, &g.HPKEPublicKey,
+		&created, &seen, &inst, &conn)
+	g.CreatedAt, g.LastSeen, g.Instance, g.ConnID = fromMicros(created), fromNullMicros(seen), inst.String, conn.String
+	return g, err
+}
+
+// online reports whether a socket held the gateway within window.
+func (g gatewayRecord) online(now time.Time, window time.Duration) bool {
+	return g.Instance != "" && now.Sub(g.LastSeen) < window
+}
+
+// createPairing starts a pairing session of ns with the hash of its code.
+func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, now time.Time) error {
+	// Old sessions of the namespace are of no use to anyone.
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE namespace = $1 AND expires_at < $2`,
+		ns, micros(now.Add(-time.Hour))); err != nil {
+		return dbErr("delete old pairings", err)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO gateway_pairings (id, namespace, code_hash, failures, created_at, expires_at)
+		VALUES ($1, $2, $3, 0, $4, $5)`, id, ns, codeHash, micros(now), micros(now.Add(pairingTTL)))
+	return dbErr("insert pairing", err)
+}
+
+// pairingAttempt is what a gateway presents to complete a pairing.
+type pairingAttempt struct {
+	SessionID, Code, Namespace string
+	KeyNamespace, PublicKey    string
+	Name, Version, HPKE        string
+}
+
+// redeemPairing checks a attempt against its session and, when the code
+// is right, ends the session and records the gateway. A wrong code is
+// counted (and the session ended at the limit) even though the attempt
+// fails, so the count survives the refusal.
+func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, now time.Time) (gatewayRecord, error) {
+	var (
+		g       gatewayRecord
+		refusal error
+	)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var ns, hash string
+		var failures int
+		var expires int64
+		var ended sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT namespace, code_hash, failures, expires_at, ended_at FROM gateway_pairings WHERE id = $1`+s.forUpdate(),
+			a.SessionID).Scan(&ns, &hash, &failures, &expires, &ended)
+		if errors.Is(err, sql.ErrNoRows) {
+			refusal = &pairingCodeError{AttemptsLeft: -1}
+			return nil
+		}
+		if err != nil {
+			return dbErr("read pairing", err)
+		}
+		switch {
+		case ended.Valid:
+			refusal = errPairingEnded
+			return nil
+		case !now.Before(fromMicros(expires)):
+			refusal = errPairingExpired
+			return nil
+		}
+		code := normalizePairingCode(a.Code)
+		right := code != "" && subtle.ConstantTimeCompare([]byte(pairingCodeHash(a.SessionID, code)), []byte(hash)) == 1
+		if !right || (a.Namespace != "" && a.Namespace != ns) {
+			failures++
+			var endedAt sql.NullInt64
+			if failures >= maxPairingFailures {
+				endedAt = nullMicros(now)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE gateway_pairings SET failures = $1, ended_at = $2 WHERE id = $3`,
+				failures, endedAt, a.SessionID); err != nil {
+				return dbErr("count pairing failure", err)
+			}
+			refusal = &pairingCodeError{AttemptsLeft: maxPairingFailures - failures}
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE gateway_pairings SET ended_at = $1 WHERE id = $2`, micros(now), a.SessionID); err != nil {
+			return dbErr("end pairing", err)
+		}
+		g = gatewayRecord{ID: newID("gw_"), Namespace: ns, KeyNamespace: a.KeyNamespace, PublicKey: a.PublicKey,
+			Name: a.Name, Version: a.Version, HPKEPublicKey: a.HPKE, CreatedAt: now}
+		_, err = tx.ExecContext(ctx, `INSERT INTO gateways (id, namespace, key_namespace, public_key, name, version, hpke_public_key, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+			g.ID, g.Namespace, g.KeyNamespace, g.PublicKey, g.Name, g.Version, g.HPKEPublicKey, micros(now))
+		if isUniqueViolation(err) {
+			// The key paired in a concurrent attempt; it reconnects as
+			// that gateway.
+			refusal = errPairingEnded
+			return errors.New("rollback")
+		}
+		return dbErr("insert gateway", err)
+	})
+	if refusal != nil {
+		return gatewayRecord{}, refusal
+	}
+	return g, err
+}
+
+// gatewayByKey finds the paired gateway of a signing key.
+func (s *Store) gatewayByKey(ctx context.Context, keyNS, pub string) (gatewayRecord, error) {
+	g, err := scanGateway(s.db.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE key_namespace = $1 AND public_key = $2`, keyNS, pub))
+	if errors.Is(err, sql.ErrNoRows) {
+		return g, errGatewayNotPaired
+	}
+	return g, dbErr("read gateway", err)
+}
+
+// gateway returns gateway id of namespace ns.
+func (s *Store) gateway(ctx context.Context, ns, id string) (gatewayRecord, error) {
+	g, err := scanGateway(s.db.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE id = $1 AND namespace = $2`, id, ns))
+	if errors.Is(err, sql.ErrNoRows) {
+		return g, errGatewayNotFound
+	}
+	return g, dbErr("read gateway", err)
+}
+
+// listGateways returns the gateways of ns, oldest first.
+func (s *Store) listGateways(ctx context.Context, ns string) ([]gatewayRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE namespace = $1 ORDER BY created_at, id`, ns)
+	if err != nil {
+		return nil, dbErr("list gateways", err)
+	}
+	defer rows.Close()
+	var out []gatewayRecord
+	for rows.Next() {
+		g, err := scanGateway(rows)
+		if err != nil {
+			return nil, dbErr("scan gateway", err)
+		}
+		out = append(out, g)
+	}
+	return out, dbErr("list gateways", rows.Err())
+}
+
+// deleteGateway unpairs gateway id of ns and returns the row as it was.
+func (s *Store) deleteGateway(ctx context.Context, ns, id string) (gatewayRecord, error) {
+	var g gatewayRecord
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		g, err = scanGateway(tx.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE id = $1 AND namespace = $2`+s.forUpdate(), id, ns))
+		if errors.Is(err, sql.ErrNoRows) {
+			return errGatewayNotFound
+		}
+		if err != nil {
+			return dbErr("read gateway", err)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM gateways WHERE id = $1`, id)
+		return dbErr("delete gateway", err)
+	})
+	return g, err
+}
+
+// attachGateway records that socket connID of instance holds gateway id
+// now, replacing whichever socket held it before.
+func (s *Store) attachGateway(ctx context.Context, id, instance, connID string, now time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE gateways SET instance = $1, conn_id = $2, last_seen = $3 WHERE id = $4`,
+		instance, connID, micros(now), id)
+	if err != nil {
+		return false, dbErr("attach gateway", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, dbErr("attach gateway", err)
+}
+
+// heartbeat refreshes last_seen of the gateway held by socket connID and
+// reports false when the gateway was unpaired or is held by another
+// socket now.
+func (s *Store) heartbeat(ctx context.Context, id, connID string, now time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE gateways SET last_seen = $1 WHERE id = $2 AND conn_id = $3`, micros(now), id, connID)
+	if err != nil {
+		return false, dbErr("gateway heartbeat", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, dbErr("gateway heartbeat", err)
+}
+
+// detachGateway records that socket connID no longer holds gateway id (a
+// newer socket's claim is left alone).
+func (s *Store) detachGateway(ctx context.Context, id, connID string, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE gateways SET instance = NULL, conn_id = NULL, last_seen = $1 WHERE id = $2 AND conn_id = $3`,
+		micros(now), id, connID)
+	return dbErr("detach gateway", err)
+}
+
+// relayRowTTL is how long an unread relay row is kept (its reader died).
+const relayRowTTL = 5 * time.Minute
+
+// putRelayRow stores a relay message too large for a notification.
+func (s *Store) putRelayRow(ctx context.Context, payload []byte, now time.Time) (string, error) {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM gateway_relay WHERE created_at < $1`, micros(now.Add(-relayRowTTL))); err != nil {
+		return "", dbErr("prune relay rows", err)
+	}
+	id := newID("rly_")
+	_, err := s.db.ExecContext(ctx, `INSERT INTO gateway_relay (id, payload, created_at) VALUES ($1, $2, $3)`, id, string(payload), micros(now))
+	return id, dbErr("insert relay row", err)
+}
+
+// takeRelayRow reads and deletes a relay row.
+func (s *Store) takeRelayRow(ctx context.Context, id string) ([]byte, error) {
+	var payload string
+	err := s.db.QueryRowContext(ctx, `DELETE FROM gateway_relay WHERE id = $1 RETURNING payload`, id).Scan(&payload)
+	return []byte(payload), dbErr("take relay row", err)
+}

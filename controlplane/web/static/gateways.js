@@ -1,0 +1,328 @@
+// The Gateways pages: pairing, and a paired gateway's connections and
+// credential variables, managed through the control plane's RPC relay.
+// Every secret typed here is sealed to the gateway's HPKE key (hpke.js)
+// before it leaves the page; the relay never sees it in clear.
+import { ApiError, call, describe, reference } from './api.js';
+import { sealSecrets } from './hpke.js';
+
+const ns = document.body.dataset.namespace ?? '';
+const page = document.body.dataset.page;
+let messages = 0;
+let rpcID = 0;
+
+// feedback shows text next to control ("err" or "done"), or clears it.
+function feedback(control, text, kind, ref) {
+  const host = control.closest('.act') ?? control.parentElement;
+  let p = host.querySelector(':scope > .err, :scope > .done');
+  if (!text) {
+    p?.remove();
+    control.removeAttribute('aria-describedby');
+    return;
+  }
+  if (!p) {
+    p = document.createElement('p');
+    p.id = `gw-msg-${++messages}`;
+    host.append(p);
+  }
+  p.className = kind;
+  p.setAttribute('role', kind === 'err' ? 'alert' : 'status');
+  p.textContent = text;
+  if (ref) {
+    const small = document.createElement('small');
+    small.textContent = ref;
+    p.append(small);
+  }
+  control.setAttribute('aria-describedby', p.id);
+}
+
+async function run(control, fn) {
+  if (control.disabled) return;
+  feedback(control, '');
+  control.disabled = true;
+  control.setAttribute('aria-busy', 'true');
+  try {
+    await fn();
+  } catch (err) {
+    feedback(control, describe(err), 'err', reference(err));
+  } finally {
+    control.disabled = false;
+    control.removeAttribute('aria-busy');
+  }
+}
+
+// RPCError is a JSON-RPC error answered by the gateway; an admin API error
+// carries its envelope in data.
+class RPCError extends Error {
+  constructor(e) {
+    super(e.data?.error ?? e.message);
+    this.code = e.data?.code ?? `RPC_${e.code}`;
+  }
+}
+
+// rpc calls a method of the gateway through the relay and returns its
+// result.
+async function rpc(gateway, method, params = {}) {
+  const r = await call('POST', `/v1/gateways/${encodeURIComponent(gateway)}/rpc`, { jsonrpc: '2.0', id: ++rpcID, method, params });
+  if (r.error) throw new RPCError(r.error);
+  return r.result;
+}
+
+function explain(err) {
+  if (err instanceof RPCError) return `${err.message[0].toUpperCase()}${err.message.slice(1).replace(/\.$/, '')}. (${err.code})`;
+  return describe(err);
+}
+
+function confirmAction(text, verb) {
+  const d = document.getElementById('confirm');
+  d.querySelector('#confirm-title').textContent = `${verb}?`;
+  d.querySelector('#confirm-text').textContent = text;
+  d.querySelector('#confirm-ok').textContent = verb;
+  d.returnValue = '';
+  d.showModal();
+  return new Promise((resolve) => d.addEventListener('close', () => resolve(d.returnValue === 'ok'), { once: true }));
+}
+
+function el(tag, props = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === 'dataset') Object.assign(e.dataset, v);
+    else if (k.startsWith('aria-') || k === 'role') e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  e.append(...children);
+  return e;
+}
+
+function table(headers, rows) {
+  const t = el('table', { className: 'cards' });
+  const head = t.createTHead().insertRow();
+  for (const h of headers) head.append(el('th', { scope: 'col' }, h ? h : el('span', { className: 'vh' }, 'Actions')));
+  const body = t.createTBody();
+  for (const r of rows) body.append(r);
+  return t;
+}
+
+function cell(label, ...content) {
+  return el('td', { dataset: { label } }, ...content);
+}
+
+const utc = (t) => (t ? `${t.replace('T', ' ').slice(0, 16)} UTC` : '');
+
+// The gateway page.
+const region = document.getElementById('gateway-region');
+const gateway = region?.dataset.gateway;
+const gatewayKey = region?.dataset.key;
+let connections = [];
+
+function actionButton(label, verb, name, onClick, danger = false) {
+  const b = el('button', { type: 'button', className: danger ? 'danger small' : 'secondary small', textContent: verb, 'aria-label': `${verb} ${name}` });
+  b.dataset.verb = verb;
+  b.addEventListener('click', () => onClick(b));
+  return b;
+}
+
+function renderConnections(list) {
+  connections = list;
+  const host = document.getElementById('connections');
+  if (!list.length) {
+    host.replaceChildren(el('p', { className: 'summary' }, 'No connections yet.'));
+    return;
+  }
+  const rows = list.map((c) => {
+    const name = c.name || c.id;
+    const last = c.last_test ? `${c.last_test.ok ? 'ok' : 'failed'}${c.last_test.status ? ` (HTTP ${c.last_test.status})` : ''} ${utc(c.last_test.tested_at)}` : 'never';
+    const act = el('td', { className: 'act' },
+      actionButton('Test', 'Test', name, (b) => run(b, async () => {
+        const r = await rpc(gateway, 'connections.test', { id: c.id });
+        feedback(b, r.ok ? `Test passed: HTTP ${r.status} in ${r.latency_ms} ms.` : `Test failed: ${r.error ?? `HTTP ${r.status}`}.`, r.ok ? 'done' : 'err');
+      })), ' ',
+      actionButton('Discover', 'Discover', name, (b) => run(b, async () => {
+        const r = await rpc(gateway, 'connections.discover', { id: c.id, refresh: 'force' });
+        const n = r?.tools?.length ?? 0;
+        feedback(b, `Discovered ${n} tool${n === 1 ? '' : 's'}.`, 'done');
+      })), ' ',
+      actionButton('Rotate', 'Rotate', name, () => openRotate(c)), ' ',
+      actionButton('Edit', 'Edit', name, () => openEdit(c)), ' ',
+      actionButton('Delete connection', 'Delete connection', name, async (b) => {
+        if (!(await confirmAction(`Delete the connection ${name}? Agents can no longer call it through this gateway.`, 'Delete connection'))) return;
+        await run(b, async () => {
+          await rpc(gateway, 'connections.delete', { id: c.id });
+          await loadGateway();
+        });
+      }, true));
+    return el('tr', { dataset: { connection: c.id } },
+      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, c.id)),
+      cell('Base URL', el('span', { className: 'wrap' }, c.base_url)),
+      cell('Authentication', `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`),
+      cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
+      cell('Last test', last),
+      act);
+  });
+  host.replaceChildren(table(['Connection', 'Base URL', 'Authentication', 'Status', 'Last test', ''], rows));
+}
+
+function renderVariables(list) {
+  const host = document.getElementById('variables');
+  if (!list.length) {
+    host.replaceChildren(el('p', { className: 'summary' }, 'No credential variables yet.'));
+    return;
+  }
+  const rows = list.map((v) => el('tr', { dataset: { variable: v.key } },
+    cell('Key', el('code', {}, v.key)),
+    cell('Version', `${v.version ?? ''}`),
+    cell('Updated', utc(v.updated_at ?? v.created_at)),
+    el('td', { className: 'act' }, actionButton('Delete variable', 'Delete variable', v.key, async (b) => {
+      if (!(await confirmAction(`Delete the variable ${v.key}?`, 'Delete variable'))) return;
+      await run(b, async () => {
+        await rpc(gateway, 'variables.delete', { key: v.key });
+        await loadGateway();
+      });
+    }, true))));
+  host.replaceChildren(table(['Key', 'Version', 'Updated', ''], rows));
+}
+
+async function loadGateway() {
+  const conns = document.getElementById('connections');
+  const vars = document.getElementById('variables');
+  try {
+    const [c, v] = await Promise.all([rpc(gateway, 'connections.list'), rpc(gateway, 'variables.list')]);
+    renderConnections(c ?? []);
+    renderVariables(v ?? []);
+  } catch (err) {
+    const text = err instanceof ApiError && err.code === 'GATEWAY_OFFLINE'
+      ? 'The gateway is offline: its connections and variables show once it reconnects.'
+      : `The gateway could not be read: ${explain(err)}`;
+    for (const host of [conns, vars]) host.replaceChildren(el('p', { className: 'note', role: 'note' }, text));
+  }
+}
+
+function openEdit(c) {
+  const d = document.getElementById('edit-connection');
+  const f = d.querySelector('form');
+  f.elements.id.value = c.id;
+  f.elements.name.value = c.name ?? '';
+  f.elements.base_url.value = c.base_url ?? '';
+  f.elements.status.value = c.status ?? 'active';
+  d.showModal();
+}
+
+function openRotate(c) {
+  const d = document.getElementById('rotate-connection');
+  const f = d.querySelector('form');
+  f.reset();
+  f.elements.id.value = c.id;
+  f.elements.key.value = c.auth_secret_key || c.credential_keys?.[0] || 'token';
+  d.querySelector('h2').textContent = `Rotate the secret of ${c.name || c.id}`;
+  d.showModal();
+}
+
+const value = (f, name) => f.elements[name]?.value.trim() ?? '';
+
+const forms = {
+  async 'add-connection'(f, button) {
+    const id = value(f, 'id');
+    const mode = value(f, 'auth_mode');
+    const params = { id, base_url: value(f, 'base_url'), auth_mode: mode, auth_secret_key: 'token' };
+    if (value(f, 'name')) params.name = value(f, 'name');
+    if (value(f, 'service')) params.service = value(f, 'service');
+    if (value(f, 'auth_name')) params[mode === 'query_param' ? 'auth_query_param' : 'auth_header_name'] = value(f, 'auth_name');
+    params.sealed_secrets = await sealSecrets(gateway, gatewayKey, { token: f.elements.secret.value });
+    await rpc(gateway, 'connections.create', params);
+    f.reset();
+    await loadGateway();
+    feedback(button, `Connection ${id} added.`, 'done');
+  },
+  async 'set-variable'(f, button) {
+    const key = value(f, 'key');
+    const sealed = await sealSecrets(gateway, gatewayKey, { [key]: f.elements.value.value });
+    await rpc(gateway, 'variables.set', { key, sealed_secrets: sealed });
+    f.reset();
+    await loadGateway();
+    feedback(button, `Variable ${key} set.`, 'done');
+  },
+  async 'edit-connection'(f) {
+    await rpc(gateway, 'connections.update', { id: f.elements.id.value, name: value(f, 'name'), base_url: value(f, 'base_url'), status: value(f, 'status') });
+    f.closest('dialog').close();
+    await loadGateway();
+  },
+  async 'rotate-connection'(f) {
+    const params = { id: f.elements.id.value, sealed_secrets: await sealSecrets(gateway, gatewayKey, { [f.elements.key.value]: f.elements.secret.value }) };
+    if (value(f, 'reason')) params.reason = value(f, 'reason');
+    await rpc(gateway, 'connections.rotate', params);
+    f.closest('dialog').close();
+    await loadGateway();
+  },
+};
+
+document.addEventListener('submit', (ev) => {
+  const f = ev.target;
+  const handler = forms[f.dataset.gwForm];
+  if (!handler) return;
+  ev.preventDefault();
+  const button = ev.submitter ?? f.querySelector('[type=submit]');
+  run(button, async () => {
+    try {
+      await handler(f, button);
+    } catch (err) {
+      throw err instanceof RPCError ? new Error(explain(err)) : err;
+    }
+  });
+});
+
+document.addEventListener('click', (ev) => {
+  const b = ev.target.closest('button');
+  if (!b) return;
+  if ('close' in b.dataset) b.closest('dialog').close();
+  else if ('pair' in b.dataset) run(b, startPairing);
+});
+
+// The list page: pairing, then the new gateway appears by itself.
+async function startPairing() {
+  const p = await call('POST', '/v1/gateways/pairings');
+  const panel = document.getElementById('pairing');
+  panel.querySelector('#pairing-session').textContent = p.session_id;
+  panel.querySelector('#pairing-code').textContent = p.pair_code;
+  panel.querySelector('#pairing-expires').textContent = utc(p.expires_at);
+  const command = panel.querySelector('#pairing-command');
+  command.value = `IDN_REGISTRY_URL=${location.origin} gateway pair --session-id ${p.session_id} --pair-code ${p.pair_code} --namespace ${ns}`;
+  panel.hidden = false;
+  command.focus();
+  command.select();
+  watchList(Date.parse(p.expires_at));
+}
+
+let watching = 0;
+
+// watchList refreshes the gateway list while a pairing may complete.
+function watchList(until) {
+  clearInterval(watching);
+  const known = () => [...document.querySelectorAll('tr[data-gateway]')].map((r) => r.dataset.gateway).join();
+  let shown = known();
+  watching = setInterval(async () => {
+    if (Date.now() > until) {
+      clearInterval(watching);
+      return;
+    }
+    try {
+      const { gateways } = await call('GET', '/v1/gateways');
+      const now = gateways.map((g) => `${g.id}`).join();
+      if (now !== shown) {
+        await refreshList();
+        shown = known();
+      }
+    } catch {
+      // the next tick tries again
+    }
+  }, 1500);
+}
+
+async function refreshList() {
+  const res = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin', cache: 'no-store' });
+  if (!res.ok) return;
+  const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+  const fresh = doc.getElementById('gateways-region');
+  const old = document.getElementById('gateways-region');
+  if (fresh && old) old.replaceWith(document.adoptNode(fresh));
+}
+
+if (page === 'gateway' && gateway) loadGateway();

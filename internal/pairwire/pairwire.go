@@ -1,0 +1,111 @@
+// Package pairwire is the wire format shared by the control plane and a
+// paired gateway: the messages of the gateway's WebSocket, its close
+// codes, and the HPKE suite the dashboard seals secrets with.
+//
+// The socket carries one JSON text message per frame. The gateway opens it
+// with an upgrade request signed by its own identity (profile
+// idn-rfc9421-v1). A gateway that is not paired yet names its pairing
+// session in the upgrade's query (?pairing=<session id>, so the signature
+// covers it) and sends a Pair message first. The control plane then sends
+// a Control message of type "ready" (or "error" before it closes), after
+// which it sends JSON-RPC 2.0 requests and the gateway answers each with a
+// JSON-RPC 2.0 response of the same id.
+//
+// Secrets sealed for a gateway use RFC 9180 HPKE in base mode with
+// DHKEM(X25519, HKDF-SHA256), HKDF-SHA256 and AES-256-GCM, single shot,
+// with Info(gatewayID) as info and no additional data; the sealed form is
+// base64url (no padding) of enc || ciphertext.
+package pairwire
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// Path is the control plane's WebSocket route.
+const Path = "/v1/gateways/connect"
+
+// PairingQuery is the upgrade's query parameter that names the pairing
+// session an unpaired gateway means to complete.
+const PairingQuery = "pairing"
+
+// MaxMessageBytes is the largest message either side accepts as a request
+// or an answer; a larger one is answered with an error and the socket stays
+// up. ReadLimit is the largest frame read at all: beyond it the socket is
+// closed, since the frame cannot be skipped without reading it.
+const (
+	MaxMessageBytes = 1 << 20
+	ReadLimit       = 4 << 20
+)
+
+// Pair is the first message of an unpaired gateway.
+type Pair struct {
+	SessionID     string `json:"session_id"`
+	PairCode      string `json:"pair_code"`
+	Namespace     string `json:"namespace,omitempty"` // the owner's namespace the operator meant to pair with
+	Name          string `json:"name"`
+	Version       string `json:"version"`
+	HPKEPublicKey string `json:"hpke_public_key"` // base64url (no padding) of the raw 32-byte X25519 key
+}
+
+// Control is a message of the control plane that is not an RPC request.
+type Control struct {
+	Type      string `json:"type"` // ControlReady or ControlError
+	GatewayID string `json:"gateway_id,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
+// Control message types.
+const (
+	ControlReady = "ready"
+	ControlError = "error"
+)
+
+// Close codes of the socket (RFC 6455 private range), so a gateway knows
+// whether reconnecting can help.
+const (
+	// CloseUnpaired: the gateway's key is not (or no longer) paired; a
+	// reconnect without pairing again is refused.
+	CloseUnpaired = 4403
+	// ClosePairingFailed: the pairing message was refused (wrong or
+	// expired code, ended session, bad key).
+	ClosePairingFailed = 4401
+	// CloseReplaced: the same gateway connected again elsewhere.
+	CloseReplaced = 4409
+)
+
+// InfoPrefix starts the HPKE info of every sealed secret.
+const InfoPrefix = "idn-pairing-v1"
+
+// Info is the HPKE info for secrets sealed to gatewayID.
+func Info(gatewayID string) []byte { return []byte(InfoPrefix + gatewayID) }
+
+// Fingerprint is how a gateway's HPKE key is shown: the lower-case hex of
+// the first 8 bytes of the SHA-256 of the raw public key.
+func Fingerprint(rawPublicKey []byte) string {
+	sum := sha256.Sum256(rawPublicKey)
+	return hex.EncodeToString(sum[:8])
+}
+
+// JSON-RPC 2.0 error codes used over the socket beyond the standard ones
+// (-32700 parse error, -32600 invalid request, -32601 method not found,
+// -32602 invalid params, -32603 internal error).
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeAPIError carries an admin API error: data holds its envelope
+	// (status, code, error, details).
+	CodeAPIError = -32000
+)
+
+// Methods are the RPC methods a paired gateway serves.
+var Methods = []string{
+	"connections.list", "connections.get", "connections.create", "connections.update", "connections.delete",
+	"connections.test", "connections.discover", "connections.rotate",
+	"variables.list", "variables.set", "variables.delete",
+}
