@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,11 +46,12 @@ func cmdMCP(args []string, e env) error {
 	}
 	b := &bridge{
 		endpoint: base.String() + "/mcp/" + url.PathEscape(*connection),
-		// mcporder keeps a call's result behind the progress the gateway
-		// sent before it, which would otherwise be dropped.
-		http:  &http.Client{Transport: &mcporder.Transport{Base: id.Transport(nil, identity.SignOptions{Subject: *subject})}},
-		calls: map[string]*mcporder.Call{},
+		refusals: &refusals{base: id.Transport(nil, identity.SignOptions{Subject: *subject})},
+		calls:    map[string]*mcporder.Call{},
 	}
+	// mcporder keeps a call's result behind the progress the gateway sent
+	// before it, which would otherwise be dropped.
+	b.http = &http.Client{Transport: &mcporder.Transport{Base: b.refusals}}
 	return b.serve(context.Background(), e.stdin, e.stdout)
 }
 
@@ -57,6 +59,7 @@ func cmdMCP(args []string, e env) error {
 type bridge struct {
 	endpoint string
 	http     *http.Client
+	refusals *refusals
 
 	mu     sync.Mutex
 	remote *mcp.ClientSession        // nil until connected, and after it was lost
@@ -125,6 +128,9 @@ func (b *bridge) session(ctx context.Context) (*mcp.ClientSession, error) {
 		DisableStandaloneSSE: true,
 	}, nil)
 	if err != nil {
+		if why := b.refusals.lastRefusal(); why != "" {
+			return nil, fmt.Errorf("connecting to %s: %s", b.endpoint, why)
+		}
 		return nil, fmt.Errorf("connecting to %s: %w", b.endpoint, err)
 	}
 	b.remote = cs
@@ -236,6 +242,46 @@ func (b *bridge) call(ctx context.Context, op func(*mcp.ClientSession) (mcp.Resu
 			return nil, fmt.Errorf("idn: gateway: %w", err)
 		}
 	}
+}
+
+// refusals remembers the gateway's last error envelope, so that a failure
+// to connect says why (a claim awaiting approval, an unknown connection)
+// where the MCP client would only say "Forbidden".
+type refusals struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	last string
+}
+
+func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var envelope struct {
+		Code    string `json:"code"`
+		Message string `json:"error"`
+		ClaimID string `json:"claim_id"`
+	}
+	if err == nil && json.Unmarshal(body, &envelope) == nil && envelope.Code != "" {
+		why := envelope.Code + ": " + envelope.Message
+		if envelope.ClaimID != "" {
+			why += " (claim " + envelope.ClaimID + " awaits the owner's approval)"
+		}
+		r.mu.Lock()
+		r.last = why
+		r.mu.Unlock()
+	}
+	return resp, nil
+}
+
+func (r *refusals) lastRefusal() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -268,6 +268,23 @@ func (st *mcpStack) awaitNoSession(t *testing.T) {
 	}
 }
 
+// An agent the gateway refuses learns why from idn mcp's message.
+func TestMCPBridgeSaysWhyItCannotConnect(t *testing.T) {
+	st := newMCPStack(t, 0)
+	home := t.TempDir()
+	if r := runIdn(t, home, "", "init", "unknown-agent"); r.code != 0 {
+		t.Fatal(r)
+	}
+	r := runIdn(t, home, "", "mcp", "--gateway", st.url, "--connection", "docs")
+	if r.code != 1 || !strings.Contains(r.stderr, "AUTH_CLAIM_REQUIRED") {
+		t.Errorf("unapproved agent: %+v", r)
+	}
+	r = runIdn(t, st.home, "", "mcp", "--gateway", st.url, "--connection", "nope")
+	if r.code != 1 || !strings.Contains(r.stderr, "CONNECTION_NOT_FOUND") {
+		t.Errorf("unknown connection: %+v", r)
+	}
+}
+
 func TestMCPUsage(t *testing.T) {
 	home := t.TempDir()
 	for _, args := range [][]string{
