@@ -4,6 +4,8 @@
 //	gateway [serve]                               run the gateway (default when a server command is registered)
 //	gateway list|add|test|rotate|delete [flags]   manage connections in the local store
 //	gateway keygen                                print a new master key
+//	gateway pair [--session-id --pair-code --namespace] [--daemon|--status|--stop]
+//	                                              pair with an owner's dashboard and serve its RPCs
 //	gateway --version                             print the version
 //
 // The composition itself is package gateway; this command only reads flags

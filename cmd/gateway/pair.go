@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/pairing"
+)
+
+func init() {
+	register(&command{name: "pair", summary: "pair with an owner's dashboard and stay connected (--daemon, --status, --stop)",
+		run: runPair, vars: serveVars})
+}
+
+// Files of a running pair process in the data directory.
+const (
+	pairPIDFile = "pair.pid"
+	pairLogFile = "pair.log"
+)
+
+// runPair completes a pairing session (or, once paired, reconnects) and
+// keeps the gateway connected to the control plane, serving the owner's
+// RPCs on the local store that `gateway serve` uses. It reads the same
+// variables as serve, since it acts on the same store with the same
+// identity.
+func runPair(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("pair")
+	session := fs.String("session-id", "", "pairing session id, as the dashboard shows it")
+	code := fs.String("pair-code", "", "one-time pairing code, as the dashboard shows it")
+	namespace := fs.String("namespace", "", "the owner's namespace the session belongs to (a session of another namespace is refused)")
+	host, _ := os.Hostname()
+	name := fs.String("name", host, "name shown in the dashboard")
+	daemon := fs.Bool("daemon", false, "run in the background: pid and log files in the data directory")
+	status := fs.Bool("status", false, "show the pairing, the HPKE key fingerprint and whether a pair process runs")
+	stop := fs.Bool("stop", false, "stop the background pair process")
+	if err := parseFlags(env, fs, "[--session-id ID --pair-code CODE --namespace NS] [--name NAME] [--daemon | --status | --stop]", args); err != nil {
+		return err
+	}
+	modes := 0
+	for _, m := range []bool{*daemon, *status, *stop} {
+		if m {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return usagef("--daemon, --status and --stop exclude each other")
+	}
+	if (*session == "") != (*code == "") {
+		return usagef("--session-id and --pair-code go together")
+	}
+	if *status || *stop {
+		r := envconf.New(env.getenv)
+		dir := r.String("GATEWAY_DATA_DIR", "", dataDirDoc)
+		if dir == "" {
+			var err error
+			if dir, err = defaultDataDir(env.getenv); err != nil {
+				return err
+			}
+		}
+		if *status {
+			return pairStatus(env, dir)
+		}
+		return pairStop(env, dir)
+	}
+
+	r := envconf.New(env.getenv)
+	s := readServe(r, env.getenv, env.environ, flagString(fs, "master-key"))
+	if s.gateway.RegistryURL == "" {
+		r.Problemf("IDN_REGISTRY_URL is required: the control plane to pair with")
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if pid, ok := runningPair(s.gateway.DataDir); ok {
+		return fmt.Errorf("a pair process already runs for %s (pid %d); stop it with gateway pair --stop", s.gateway.DataDir, pid)
+	}
+	if *daemon {
+		return pairDaemon(env, s.gateway.DataDir, args)
+	}
+
+	logger := s.log.Logger(env.stderr)
+	c := s.gateway
+	c.Logger = logger
+	// The RPCs come from the namespace owner, authenticated by passkey at
+	// the control plane, through the admin API in process: there is no
+	// agent whose signed request test and discover could check.
+	c.AdminAccess, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
+	gw, err := gateway.New(c)
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	client, err := pairing.New(pairing.Config{
+		RegistryURL: c.RegistryURL, Identity: gw.Identity(), Admin: gw, DataDir: c.DataDir, MasterKey: c.MasterKey,
+		Name: *name, Version: buildinfo.Version(), Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(c.DataDir, pairPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(c.DataDir, pairPIDFile))
+	var p *pairing.Pairing
+	if *session != "" {
+		p = &pairing.Pairing{SessionID: *session, Code: *code, Namespace: *namespace}
+	} else if _, ok := client.State(); !ok {
+		return usagef("this gateway is not paired yet: pass --session-id, --pair-code and --namespace from the dashboard")
+	}
+	logger.Info("pairing: connecting", "registry", c.RegistryURL, "hpke_key_fingerprint", client.Fingerprint(), "gateway_did", gw.Identity().DID())
+	return client.Run(ctx, p)
+}
+
+// pairDaemon starts this command again in the background, detached, with
+// its output appended to the log file; the child writes its pid file.
+func pairDaemon(env *cliEnv, dir string, args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, pairLogFile)
+	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	childArgs := append([]string{"pair"}, slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+		return a == "--daemon" || a == "-daemon" || a == "--daemon=true" || a == "-daemon=true"
+	})...)
+	cmd := exec.Command(exe, childArgs...)
+	cmd.Env = env.environ
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	cmd.Process.Release()
+	// The child writes the pid file once it has read its settings; wait
+	// for it so a mistake is reported here, not only in the log.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if got, ok := runningPair(dir); ok && got == pid {
+			fmt.Fprintf(env.stdout, "gateway pair running in the background (pid %d); log: %s\n", pid, logPath)
+			return nil
+		}
+		if syscall.Kill(pid, 0) != nil {
+			return fmt.Errorf("the background pair process exited; see %s", logPath)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the background pair process (pid %d) did not start in time; see %s", pid, logPath)
+}
+
+// runningPair reads the pid file and reports a live process.
+func runningPair(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, pairPIDFile))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0, false
+	}
+	return pid, true
+}
+
+func pairStatus(env *cliEnv, dir string) error {
+	st, paired, fp, err := pairing.Status(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	w := env.stdout
+	if fp != "" {
+		fmt.Fprintf(w, "hpke key fingerprint: %s\n", fp)
+	}
+	if paired {
+		fmt.Fprintf(w, "paired: gateway %s of namespace %s at %s (since %s)\n", st.GatewayID, st.Namespace, st.RegistryURL,
+			st.PairedAt.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(w, "paired: no")
+	}
+	if pid, ok := runningPair(dir); ok {
+		fmt.Fprintf(w, "running: yes (pid %d, log %s)\n", pid, filepath.Join(dir, pairLogFile))
+	} else {
+		fmt.Fprintln(w, "running: no")
+	}
+	return nil
+}
+
+func pairStop(env *cliEnv, dir string) error {
+	pid, ok := runningPair(dir)
+	if !ok {
+		fmt.Fprintln(env.stdout, "no pair process is running")
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop pid %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			os.Remove(filepath.Join(dir, pairPIDFile))
+			fmt.Fprintf(env.stdout, "stopped the pair process (pid %d)\n", pid)
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the pair process (pid %d) did not stop within 15 s", pid)
+}
+
+// writeFileAtomic writes path (0600) through a temporary file.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

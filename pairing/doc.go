@@ -1,0 +1,58 @@
+// Package pairing connects a gateway to its owner's dashboard: it keeps an
+// outbound WebSocket to the control plane open (so nothing needs to reach
+// the gateway) and runs the owner's RPCs on the gateway's local store.
+//
+// Pairing: the owner starts a pairing session in the dashboard and gets a
+// session id and an 8-character code; the gateway's operator runs
+// `gateway pair --session-id S --pair-code C --namespace N`. The client
+// opens {RegistryURL}/v1/gateways/connect with an upgrade request signed
+// by the gateway's own identity (profile idn-rfc9421-v1, a fresh nonce per
+// attempt), sends the code with the gateway's name, version and HPKE
+// public key, and stores what the control plane answers (its gateway id)
+// in DataDir/pairing.json. From then on the signed upgrade alone
+// reconnects, with exponential backoff and jitter (at most MaxBackoff)
+// whenever the socket ends, until the owner unpairs the gateway (close
+// code 4403, ErrUnpaired).
+//
+// The HPKE key pair (X25519) is kept in DataDir/pairing-key, its private
+// half sealed with the gateway's master key (credvault's AES-256-GCM
+// sealing). Status reports its fingerprint, the lower-case hex of the
+// first 8 bytes of the SHA-256 of the public key, as the dashboard shows
+// it.
+//
+// RPCs are JSON-RPC 2.0 requests whose params and results are the bodies
+// of the gateway's admin API (package admin), which serves them:
+//
+//	connections.list     {}                              GET    /api/admin/connections
+//	connections.get      {"id"}                          GET    /api/admin/connections/{id}
+//	connections.create   create body, sealed_secrets     POST   /api/admin/connections
+//	connections.update   {"id", …fields}                 PATCH  /api/admin/connections/{id}
+//	connections.delete   {"id"}                          DELETE /api/admin/connections/{id}
+//	connections.test     {"id", …test body}              POST   /api/admin/connections/{id}/test
+//	connections.discover {"id", "refresh"?}              POST   /api/admin/connections/{id}/discover
+//	connections.rotate   {"id", sealed_secrets, …}       POST   /api/admin/connections/{id}/rotate
+//	variables.list       {}                              GET    /api/admin/credential-variables
+//	variables.set        {"key", sealed_secrets, …}      POST   /api/admin/credential-variables
+//	variables.delete     {"key", "force"?}               DELETE /api/admin/credential-variables/{key}
+//
+// An admin error answers a JSON-RPC error of code -32000 whose data is
+// the admin envelope ({"status","code","error","details"?}).
+//
+// Secret values never travel in clear: a body that would carry "secrets"
+// (create, rotate) or a variable's "value" carries "sealed_secrets"
+// instead, base64url of an RFC 9180 HPKE single-shot seal (base mode,
+// DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, info
+// "idn-pairing-v1" followed by the gateway id, no additional data) of the
+// JSON secrets object: {"NAME":"value",…} for a connection, {"KEY":"value"}
+// with the variable's own key for a variable. A plaintext "secrets" or
+// "value" field is refused (-32602), so a relay that logs its messages, or
+// a control plane that is not trusted with secrets, never sees one. The
+// control plane is trusted to say which owner asks: the admin API is used
+// with loopback access, and test and discover need no signed agent check,
+// since the caller is the owner, authenticated by passkey at the control
+// plane, not an agent.
+//
+// A message that is not JSON, not a JSON-RPC 2.0 request or larger than
+// pairwire.MaxMessageBytes is answered with a JSON-RPC error; the socket
+// stays up.
+package pairing
