@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/ecdh"
 	"crypto/hpke"
+	"crypto/rand"
+	"database/sql"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,12 +18,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
@@ -30,6 +35,54 @@ import (
 )
 
 const seedToken = "pairing-test-seed-token"
+
+// postgresSchema makes a fresh schema in IDN_TEST_POSTGRES_URL, dropped
+// at cleanup, and returns the URL that uses it. Without the variable the
+// test is skipped (failed when CI=true).
+func postgresSchema(t *testing.T) (string, string) {
+	t.Helper()
+	base := os.Getenv("IDN_TEST_POSTGRES_URL")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("IDN_TEST_POSTGRES_URL is unset but CI=true")
+		}
+		t.Skip("PostgreSQL run skipped: IDN_TEST_POSTGRES_URL is unset")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "pair_" + hex.EncodeToString(b[:])
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); db.Close() })
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	return base + sep + "search_path=" + schema, schema
+}
+
+// pgDump is pg_dump of the test schema (data included), or nothing when
+// pg_dump is not installed.
+func (cp *controlPlane) pgDump() []byte {
+	cp.t.Helper()
+	if _, err := exec.LookPath("pg_dump"); err != nil {
+		cp.t.Log("pg_dump not installed: the database is not dumped")
+		return nil
+	}
+	out, err := exec.Command("pg_dump", "--schema="+cp.pgSchema, os.Getenv("IDN_TEST_POSTGRES_URL")).Output()
+	if err != nil {
+		cp.t.Fatalf("pg_dump: %v", err)
+	}
+	if !bytes.Contains(out, []byte("gateway_pairings")) {
+		cp.t.Fatalf("pg_dump of %s holds no gateway tables", cp.pgSchema)
+	}
+	return out
+}
 
 // syncBuffer is a log sink the test can read while servers write.
 type syncBuffer struct {
@@ -53,20 +106,27 @@ func (s *syncBuffer) String() string {
 // connection cut, as a crashed process leaves them) and come back on the
 // same address and database.
 type controlPlane struct {
-	t     *testing.T
-	addr  string
-	store *controlplane.Store
-	dbDir string
-	logs  *syncBuffer
-	srv   *http.Server
-	mu    sync.Mutex
-	conns map[net.Conn]bool
+	t        *testing.T
+	addr     string
+	store    *controlplane.Store
+	dbDir    string // SQLite: the database's folder
+	pgURL    string // PostgreSQL: the database, with its test schema as search_path
+	pgSchema string
+	logs     *syncBuffer
+	srv      *http.Server
+	mu       sync.Mutex
+	conns    map[net.Conn]bool
 }
 
-func startControlPlane(t *testing.T) *controlPlane {
+func startControlPlane(t *testing.T, engine string) *controlPlane {
 	t.Helper()
 	cp := &controlPlane{t: t, dbDir: t.TempDir(), logs: &syncBuffer{}}
-	st, err := controlplane.Open(context.Background(), controlplane.StoreConfig{SQLitePath: filepath.Join(cp.dbDir, "cp.db")})
+	cfg := controlplane.StoreConfig{SQLitePath: filepath.Join(cp.dbDir, "cp.db")}
+	if engine == controlplane.ProviderPostgres {
+		cp.pgURL, cp.pgSchema = postgresSchema(t)
+		cfg = controlplane.StoreConfig{Provider: controlplane.ProviderPostgres, DatabaseURL: cp.pgURL}
+	}
+	st, err := controlplane.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +330,12 @@ func (g *localGateway) run(p *pairing.Pairing) {
 }
 
 func TestPairedGatewayEndToEnd(t *testing.T) {
+	for _, engine := range []string{controlplane.ProviderSQLite, controlplane.ProviderPostgres} {
+		t.Run(engine, func(t *testing.T) { pairedGatewayEndToEnd(t, engine) })
+	}
+}
+
+func pairedGatewayEndToEnd(t *testing.T, engine string) {
 	const secret = "sk-live-9f8e7d6c5b4a"
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+secret {
@@ -277,7 +343,7 @@ func TestPairedGatewayEndToEnd(t *testing.T) {
 		}
 	}))
 	defer upstream.Close()
-	cp := startControlPlane(t)
+	cp := startControlPlane(t, engine)
 	tok := cp.owner("alice")
 	session, code := cp.startPairing(tok)
 	g := newLocalGateway(t, cp.url())
@@ -361,7 +427,11 @@ func TestPairedGatewayEndToEnd(t *testing.T) {
 	// Nothing on the control plane's side ever held the secret.
 	db, _ := os.ReadFile(filepath.Join(cp.dbDir, "cp.db"))
 	wal, _ := os.ReadFile(filepath.Join(cp.dbDir, "cp.db-wal"))
-	for name, b := range map[string][]byte{"database": db, "WAL": wal, "logs": []byte(cp.logs.String())} {
+	stored := map[string][]byte{"database": db, "WAL": wal, "logs": []byte(cp.logs.String())}
+	if cp.pgURL != "" {
+		stored["PostgreSQL dump"] = cp.pgDump()
+	}
+	for name, b := range stored {
 		if bytes.Contains(b, []byte(secret)) {
 			t.Errorf("the secret appears in the control plane's %s", name)
 		}
@@ -386,7 +456,7 @@ func TestPairedGatewayEndToEnd(t *testing.T) {
 }
 
 func TestPairingRefused(t *testing.T) {
-	cp := startControlPlane(t)
+	cp := startControlPlane(t, controlplane.ProviderSQLite)
 	tok := cp.owner("alice")
 	session, code := cp.startPairing(tok)
 	g := newLocalGateway(t, cp.url())
@@ -405,5 +475,72 @@ func TestPairingRefused(t *testing.T) {
 	g.run(nil)
 	if err := <-g.done; !errors.Is(err, pairing.ErrUnpaired) {
 		t.Fatalf("Run without pairing: %v", err)
+	}
+}
+
+// TestMalformedMessages: a control plane that sends junk gets a JSON-RPC
+// error for each message and the socket stays up for the next request.
+func TestMalformedMessages(t *testing.T) {
+	answers := make(chan map[string]any, 10)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		conn.SetReadLimit(pairwire.ReadLimit)
+		ctx := r.Context()
+		if _, _, err := conn.Read(ctx); err != nil { // the pairing message
+			return
+		}
+		ready, _ := json.Marshal(pairwire.Control{Type: pairwire.ControlReady, GatewayID: "gw_fake", Namespace: "alice"})
+		conn.Write(ctx, websocket.MessageText, ready)
+		for _, m := range []string{
+			`not json`,
+			`{"jsonrpc":"1.0","id":1,"method":"variables.list"}`,
+			`{"jsonrpc":"2.0","id":"big","method":"variables.set","params":{"key":"K","sealed_secrets":"` + strings.Repeat("A", pairwire.MaxMessageBytes) + `"}}`,
+			`{"jsonrpc":"2.0","id":"unknown","method":"system.exec"}`,
+			`{"jsonrpc":"2.0","id":"params","method":"connections.get","params":[1]}`,
+			`{"jsonrpc":"2.0","id":"ok","method":"variables.list"}`,
+		} {
+			if err := conn.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+				return
+			}
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			var a map[string]any
+			json.Unmarshal(b, &a)
+			answers <- a
+		}
+	}))
+	defer fake.Close()
+	g := newLocalGateway(t, fake.URL)
+	g.run(&pairing.Pairing{SessionID: "gps_fake", Code: "ABCDEFGH"})
+	defer g.cancel()
+	want := []struct {
+		id   any
+		code float64
+	}{{nil, pairwire.CodeParseError}, {float64(1), pairwire.CodeInvalidRequest}, {"big", pairwire.CodeInvalidRequest},
+		{"unknown", pairwire.CodeMethodNotFound}, {"params", pairwire.CodeInvalidParams}}
+	for _, w := range want {
+		select {
+		case a := <-answers:
+			e, _ := a["error"].(map[string]any)
+			if a["id"] != w.id || e == nil || e["code"] != w.code {
+				t.Errorf("answer %v, want id %v and error %v", a, w.id, w.code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer: the socket did not stay up")
+		}
+	}
+	select {
+	case a := <-answers:
+		if _, ok := a["result"]; a["id"] != "ok" || !ok || a["error"] != nil {
+			t.Fatalf("the request after the junk: %v", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to the valid request after the junk")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/idnhq/idn/internal/pairwire"
@@ -89,6 +90,9 @@ type adminCall struct {
 // adminCall translates an RPC into the admin request that serves it,
 // opening sealed secrets on the way.
 func (c *Client) adminCall(gatewayID, method string, p map[string]json.RawMessage) (adminCall, *rpcError) {
+	if !slices.Contains(pairwire.Methods, method) {
+		return adminCall{}, &rpcError{Code: pairwire.CodeMethodNotFound, Message: "unknown method"}
+	}
 	id, e := take(p, "id")
 	switch method {
 	case "connections.list":
@@ -163,7 +167,7 @@ func (c *Client) adminCall(gatewayID, method string, p map[string]json.RawMessag
 		}
 		return adminCall{method: "POST", path: base + "/rotate", body: p}, nil
 	}
-	return adminCall{}, &rpcError{Code: pairwire.CodeMethodNotFound, Message: "unknown method"}
+	return adminCall{}, &rpcError{Code: pairwire.CodeInternalError, Message: "method not served"}
 }
 
 func invalidParams(msg string) *rpcError {
