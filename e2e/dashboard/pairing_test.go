@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -288,12 +289,12 @@ func runGateway(t *testing.T, bin string, env []string, args ...string) string {
 // secret appears nowhere on the control plane's side.
 func TestGatewayPairingEndToEnd(t *testing.T) {
 	chromium(t)
-	const secret = "sk-e2e-4d1f0c2b9a87e6d5"
+	const secret, rotated = "sk-e2e-4d1f0c2b9a87e6d5", "sk-e2e-rotated-77c1e0"
 	bin := filepath.Join(t.TempDir(), "gateway")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idnhq/idn/cmd/gateway").CombinedOutput(); err != nil {
 		t.Fatalf("build the gateway: %v\n%s", err, out)
 	}
-	upstream := newUpstream(t, secret)
+	upstream := newUpstream(t, secret, rotated)
 	w := startPairingWorld(t)
 	agent, err := identity.New("agent-e2e")
 	if err != nil {
@@ -368,17 +369,8 @@ func TestGatewayPairingEndToEnd(t *testing.T) {
 
 	step(t, "a signed agent request goes through the gateway with the secret injected")
 	eventually(t, 20*time.Second, "the agent's request through the paired gateway", func() bool {
-		req, _ := http.NewRequest("GET", "http://"+gwAddr+"/proxy/weather/forecast", nil)
-		if err := agent.Sign(req, identity.SignOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		return res.StatusCode == 200 && strings.Contains(string(body), "sunny")
+		status, body := agentThrough(t, gwAddr, agent)
+		return status == 200 && strings.Contains(body, "sunny")
 	})
 	b.press("button", "Test Weather")
 	b.waitFor(`[...document.querySelectorAll("p.done")].some(p => p.textContent.startsWith("Test passed"))`, 10*time.Second)
@@ -389,8 +381,44 @@ func TestGatewayPairingEndToEnd(t *testing.T) {
 	b.press("button", "Set variable")
 	b.waitFor(`document.querySelector("tr[data-variable=SPARE_TOKEN]")`, 10*time.Second)
 
+	step(t, "rotate, edit, discover and delete from the gateway page")
+	b.press("button", "Rotate Weather")
+	b.fill("New secret", rotated)
+	b.fill("Reason", "drill")
+	b.press("button", "Rotate secret")
+	b.waitFor(`!document.getElementById("rotate-connection").open`, 10*time.Second)
+	if status, _ := agentThrough(t, gwAddr, agent); status != 200 {
+		t.Fatalf("after rotation the agent's request answered %d", status)
+	}
+	b.press("button", "Edit Weather")
+	b.fill("Name", "Weather API")
+	b.press("button", "Save connection")
+	b.waitFor(`document.querySelector("tr[data-connection=weather]")?.textContent.includes("Weather API")`, 10*time.Second)
+	b.press("button", "Discover Weather API")
+	if msg := b.errorText("Discover Weather API"); msg == "" {
+		t.Fatal("discovering an HTTP connection showed nothing")
+	}
+	confirm := func() {
+		b.waitFor(`document.getElementById("confirm").open`, 5*time.Second)
+		eval[bool](b, `(document.getElementById("confirm-ok").click(), true)`)
+	}
+	b.press("button", "Delete variable SPARE_TOKEN")
+	confirm()
+	b.waitFor(`!document.querySelector("tr[data-variable=SPARE_TOKEN]")`, 10*time.Second)
+	b.press("button", "Delete connection Weather API")
+	confirm()
+	b.waitFor(`!document.querySelector("tr[data-connection=weather]")`, 10*time.Second)
+	b.shot("gateway-emptied")
+
+	step(t, "unpair: the pair process ends by itself")
+	b.press("button", "Unpair")
+	confirm()
+	b.waitFor(`location.pathname === "/gateways" && !document.querySelector("tr[data-gateway]")`, 10*time.Second)
+	eventually(t, 15*time.Second, "the pair process to exit after unpairing", func() bool {
+		return strings.Contains(runGateway(t, bin, env, "pair", "--status"), "running: no")
+	})
+
 	step(t, "the secret appears nowhere on the control plane's side")
-	runGateway(t, bin, env, "pair", "--stop")
 	for name, path := range map[string]string{"database": "cp.db", "WAL": "cp.db-wal"} {
 		b, _ := os.ReadFile(filepath.Join(w.dbDir, path))
 		if bytes.Contains(b, []byte(secret)) {
@@ -401,23 +429,44 @@ func TestGatewayPairingEndToEnd(t *testing.T) {
 		t.Error("the secret is in the control plane's logs")
 	}
 	relayed := w.relayed.Bytes()
-	if !bytes.Contains(relayed, []byte("sealed_secrets")) || bytes.Contains(relayed, []byte(secret)) {
-		t.Errorf("relayed RPCs (%d bytes) carry the secret, or no sealed secret at all", len(relayed))
+	if !bytes.Contains(relayed, []byte("sealed_secrets")) {
+		t.Errorf("relayed RPCs (%d bytes) carry no sealed secret", len(relayed))
 	}
-	for _, p := range []string{serveLog, filepath.Join(dataDir, "pair.log")} {
-		b, _ := os.ReadFile(p)
-		if bytes.Contains(b, []byte(secret)) {
-			t.Errorf("the secret is in the gateway's log %s", filepath.Base(p))
+	for _, s := range []string{secret, rotated} {
+		if bytes.Contains(relayed, []byte(s)) || bytes.Contains(w.logs.Bytes(), []byte(s)) {
+			t.Errorf("a secret is in the relayed RPCs or the control plane's logs")
+		}
+		for _, p := range []string{serveLog, filepath.Join(dataDir, "pair.log")} {
+			b, _ := os.ReadFile(p)
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("a secret is in the gateway's log %s", filepath.Base(p))
+			}
 		}
 	}
 }
 
-// newUpstream is an API that answers only with the expected bearer token.
-func newUpstream(t *testing.T, secret string) string {
+// agentThrough sends the agent's signed request through the gateway.
+func agentThrough(t *testing.T, gwAddr string, agent *identity.Identity) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+gwAddr+"/proxy/weather/forecast", nil)
+	if err := agent.Sign(req, identity.SignOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+// newUpstream is an API that answers only with one of the bearer tokens.
+func newUpstream(t *testing.T, tokens ...string) string {
 	t.Helper()
 	ln := freePort(t)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+secret {
+		if !slices.Contains(tokens, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) {
 			http.Error(w, "no token", http.StatusUnauthorized)
 			return
 		}
