@@ -2,13 +2,17 @@ package claimcache_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/errcode"
 )
 
@@ -18,10 +22,10 @@ type refreshEvent struct {
 	err     error
 }
 
-func newTestCache(t *testing.T, cp *fakeControlPlane, clk *fakeClock, cfg claimcache.Config) (*claimcache.Cache, chan refreshEvent) {
+func newTestCache(t *testing.T, cp *claimcachetest.Server, clk *fakeClock, cfg claimcache.Config) (*claimcache.Cache, chan refreshEvent) {
 	t.Helper()
 	events := make(chan refreshEvent, 100)
-	cfg.Source = &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor, PageSize: 2}
+	cfg.Source = &claimcache.HTTPSource{BaseURL: cp.URL, APIKey: keysOf(cp), PageSize: 2}
 	cfg.Clock = clk.Now
 	cfg.OnRefresh = func(service string, claims int, err error) { events <- refreshEvent{service, claims, err} }
 	if cfg.Services == nil {
@@ -37,10 +41,9 @@ func newTestCache(t *testing.T, cp *fakeControlPlane, clk *fakeClock, cfg claimc
 func TestLookupFreshnessFailsClosedAndRecovers(t *testing.T) {
 	ctx := context.Background()
 	alice, mallory := newAgent("alice"), newAgent("mallory")
-	cp := newFakeControlPlane(t, "github")
-	cp.approve(alice.claim("clm_alice", "github"))
+	cp := newControlPlane(t, alice.claim("clm_alice", "github"))
 	for i := range 4 {
-		cp.approve(newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
+		cp.Approve(newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
 	}
 	clk := newFakeClock()
 	c, _ := newTestCache(t, cp, clk, claimcache.Config{TTL: 30 * time.Second, RefreshInterval: 10 * time.Second})
@@ -81,7 +84,7 @@ func TestLookupFreshnessFailsClosedAndRecovers(t *testing.T) {
 	check("renewed by 304", alice, nil)
 
 	// Feed down: the snapshot serves until its TTL runs out, then fails closed.
-	cp.setDown(true)
+	cp.SetUnavailable(true)
 	if err := c.Refresh(ctx, "github"); err == nil {
 		t.Fatal("refresh against a down feed succeeded")
 	}
@@ -94,7 +97,7 @@ func TestLookupFreshnessFailsClosedAndRecovers(t *testing.T) {
 	}
 
 	// Feed back: the next refresh recovers.
-	cp.setDown(false)
+	cp.SetUnavailable(false)
 	if err := c.Refresh(ctx, "github"); err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +106,22 @@ func TestLookupFreshnessFailsClosedAndRecovers(t *testing.T) {
 
 func TestSnapshotSkipsMalformedAndForeignRecords(t *testing.T) {
 	alice, bob, carol := newAgent("alice"), newAgent("bob"), newAgent("carol")
-	cp := newFakeControlPlane(t, "github")
 	bad := carol.claim("clm_carol", "github")
 	bad.PublicKey = "ed25519:not-base64!"
-	cp.approve(alice.claim("clm_alice", "github"), bob.claim("clm_bob", "gitlab"), bad,
-		alice.claim("clm_alice_dup", "github"))
-	c, _ := newTestCache(t, cp, newFakeClock(), claimcache.Config{})
+	// A feed no control plane serves: a foreign service's claim, a bad key
+	// and a duplicate tuple.
+	claims := []claimcache.Claim{alice.claim("clm_alice", "github"), bob.claim("clm_bob", "gitlab"), bad,
+		alice.claim("clm_alice_dup", "github")}
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"claims": claims,
+			"pagination": map[string]any{"limit": 2000, "offset": 0, "total": len(claims), "has_more": false}})
+	}))
+	defer feed.Close()
+	c, err := claimcache.New(claimcache.Config{Services: []string{"github"},
+		Source: &claimcache.HTTPSource{BaseURL: feed.URL, APIKey: func(string) (string, error) { return "idn_sk_k", nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Refresh(context.Background(), "github"); err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +140,7 @@ func TestSnapshotSkipsMalformedAndForeignRecords(t *testing.T) {
 
 func TestEarlyRefreshIsSingleFlight(t *testing.T) {
 	alice := newAgent("alice")
-	cp := newFakeControlPlane(t, "github")
-	cp.approve(newAgent("bob").claim("clm_bob", "github"))
+	cp := newControlPlane(t, newAgent("bob").claim("clm_bob", "github"))
 	clk := newFakeClock()
 	c, events := newTestCache(t, cp, clk, claimcache.Config{TTL: 2 * time.Hour, RefreshInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -137,11 +149,11 @@ func TestEarlyRefreshIsSingleFlight(t *testing.T) {
 	if ev := <-events; ev.err != nil || ev.claims != 1 {
 		t.Fatalf("initial load: %+v", ev)
 	}
-	fetches := func() int { return len(cp.feedRequests()) }
+	fetches := func() int { return len(cp.Requests()) }
 	initial := fetches()
 
 	// Alice is approved just now; her burst of requests all miss.
-	cp.approve(alice.claim("clm_alice", "github"))
+	cp.Approve(alice.claim("clm_alice", "github"))
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
@@ -172,9 +184,8 @@ func TestEarlyRefreshIsSingleFlight(t *testing.T) {
 }
 
 func TestRunPicksUpNewServicesAndStops(t *testing.T) {
-	cp := newFakeControlPlane(t, "gitlab")
 	alice := newAgent("alice")
-	cp.approve(alice.claim("clm_alice", "gitlab"))
+	cp := newControlPlane(t, alice.claim("clm_alice", "gitlab"))
 	c, events := newTestCache(t, cp, newFakeClock(), claimcache.Config{Services: []string{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -198,7 +209,7 @@ func TestRunPicksUpNewServicesAndStops(t *testing.T) {
 }
 
 func TestNewValidatesConfig(t *testing.T) {
-	src := &claimcache.HTTPSource{BaseURL: "http://cp.invalid", APIKey: keyFor}
+	src := &claimcache.HTTPSource{BaseURL: "http://cp.invalid", APIKey: func(string) (string, error) { return "idn_sk_k", nil }}
 	tests := []struct {
 		name string
 		cfg  claimcache.Config
@@ -240,8 +251,7 @@ func TestSentinelsCarryCodes(t *testing.T) {
 
 func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 	alice := newAgent("alice")
-	cp := newFakeControlPlane(t, "github")
-	cp.approve(alice.claim("clm_alice", "github"))
+	cp := newControlPlane(t, alice.claim("clm_alice", "github"))
 	clk := newFakeClock()
 	c, events := newTestCache(t, cp, clk, claimcache.Config{TTL: 2 * time.Hour, RefreshInterval: time.Hour, EarlyRefreshInterval: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -251,7 +261,7 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 		t.Fatalf("initial load: %v", ev.err)
 	}
 
-	cp.setDown(true)
+	cp.SetUnavailable(true)
 	clk.Advance(2 * time.Hour)
 	if _, err := c.Lookup("github", "alice", alice.pub); !errors.Is(err, claimcache.ErrUnavailable) {
 		t.Fatalf("feed down past TTL: %v", err)
@@ -260,7 +270,7 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 		t.Fatal("refresh against a down feed succeeded")
 	}
 
-	cp.setDown(false)
+	cp.SetUnavailable(false)
 	if _, err := c.Lookup("github", "alice", alice.pub); !errors.Is(err, claimcache.ErrUnavailable) {
 		t.Fatalf("before the next refresh: %v", err)
 	}
@@ -281,11 +291,10 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 func TestLeaseRunsOnTheSystemClock(t *testing.T) {
 	ctx := context.Background()
 	alice := newAgent("alice")
-	cp := newFakeControlPlane(t, "github")
-	cp.approve(alice.claim("clm_alice", "github"))
+	cp := newControlPlane(t, alice.claim("clm_alice", "github"))
 	const ttl = time.Second
 	c, err := claimcache.New(claimcache.Config{
-		Source:   &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor},
+		Source:   &claimcache.HTTPSource{BaseURL: cp.URL, APIKey: keysOf(cp)},
 		Services: []string{"github"}, TTL: ttl, RefreshInterval: ttl / 2, EarlyRefreshInterval: -1,
 	})
 	if err != nil {
@@ -309,6 +318,8 @@ func TestLeaseRunsOnTheSystemClock(t *testing.T) {
 		}
 	}
 
+	// The sleeps are the passage of system time under test: no clock to
+	// advance, and nothing to await before the lease is due to end.
 	fresh("loaded", refresh())
 	time.Sleep(ttl / 2)
 	renewed := refresh() // the feed is unchanged: a 304 renews the lease

@@ -27,4 +27,7 @@
 //
 // ErrUnavailable, ErrNotApproved, ErrLookupFailed and ErrRateLimited carry
 // the codes the gateway answers them with (errcode.Of).
+//
+// Package claimcachetest serves the control plane's claims API from memory,
+// for tests of a Cache, a Submitter or a gateway that embeds them.
 package claimcache

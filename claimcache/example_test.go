@@ -5,14 +5,11 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/errcode"
 )
 
@@ -21,22 +18,15 @@ func ExampleCache() {
 	agentKey := ed25519.NewKeyFromSeed(seed[:]).Public().(ed25519.PublicKey)
 
 	// A stand-in for the control plane's approved-claims feed.
-	controlPlane := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{
-			"claims": []claimcache.Claim{{
-				ID: "clm_7Hq2", Namespace: "alice", Service: "github",
-				PublicKey:  "ed25519:" + base64.StdEncoding.EncodeToString(agentKey),
-				ApprovedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-			}},
-			"pagination": map[string]any{"limit": 2000, "offset": 0, "total": 1, "has_more": false},
-		})
-	}))
+	controlPlane := claimcachetest.NewServer()
 	defer controlPlane.Close()
+	controlPlane.Approve(claimcache.Claim{ID: "clm_7Hq2", Namespace: "alice", Service: "github",
+		PublicKey: "ed25519:" + base64.StdEncoding.EncodeToString(agentKey)})
 
 	cache, err := claimcache.New(claimcache.Config{
 		Source: &claimcache.HTTPSource{
 			BaseURL: controlPlane.URL,
-			APIKey:  func(service string) (string, error) { return "idn_sk_example", nil },
+			APIKey:  func(service string) (string, error) { return controlPlane.APIKey(service), nil },
 		},
 		Services: []string{"github"},
 	})
@@ -59,15 +49,13 @@ func ExampleCache() {
 }
 
 func ExampleSubmitter() {
-	controlPlane := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusCreated)
-		fmt.Fprint(w, `{"claim_id":"clm_9Zx1","status":"pending"}`)
-	}))
+	controlPlane := claimcachetest.NewServer()
 	defer controlPlane.Close()
 
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		BaseURL:       controlPlane.URL,
-		APIKey:        func(connectionID string) (string, error) { return "idn_sk_example", nil },
+		BaseURL: controlPlane.URL,
+		// The connection "github" is for the service "github".
+		APIKey:        func(connectionID string) (string, error) { return controlPlane.APIKey("github"), nil },
 		RatePerMinute: 1,
 	})
 	if err != nil {
@@ -88,7 +76,7 @@ func ExampleSubmitter() {
 	code, _ := errcode.Of(err)
 	fmt.Println(code, code.Status())
 	// Output:
-	// clm_9Zx1 pending true <nil>
-	// clm_9Zx1 pending false <nil>
+	// clm_001 pending true <nil>
+	// clm_001 pending false <nil>
 	// AUTH_CLAIM_SUBMIT_RATE_LIMITED 429
 }

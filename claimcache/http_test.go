@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 )
 
 func collect(t *testing.T, src claimcache.Source, service, version string) ([]claimcache.Claim, string, error) {
@@ -22,11 +24,9 @@ func collect(t *testing.T, src claimcache.Source, service, version string) ([]cl
 }
 
 func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
-	cp := newFakeControlPlane(t, "github")
-	for i := range 5 {
-		cp.approve(newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
-	}
-	src := &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor, PageSize: 2}
+	t.Parallel()
+	cp := newControlPlane(t, fiveClaims()...)
+	src := &claimcache.HTTPSource{BaseURL: cp.URL, APIKey: keysOf(cp), PageSize: 2}
 
 	got, etag, err := collect(t, src, "github", "")
 	if err != nil {
@@ -35,7 +35,7 @@ func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
 	if len(got) != 5 || got[0].ID != "clm_0" || got[4].ID != "clm_4" || etag == "" {
 		t.Fatalf("got %d claims, etag %q", len(got), etag)
 	}
-	reqs := cp.feedRequests()
+	reqs := cp.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d page requests, want 3", len(reqs))
 	}
@@ -44,7 +44,7 @@ func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
 		if q.Get("service") != "github" || q.Get("limit") != "2" || q.Get("offset") != fmt.Sprint(2*i) {
 			t.Errorf("page %d query %q", i, r.URL.RawQuery)
 		}
-		if r.Header.Get("Authorization") != "Bearer "+testKey || r.Header.Get("If-None-Match") != "" {
+		if r.Header.Get("Authorization") != "Bearer "+cp.APIKey("github") || r.Header.Get("If-None-Match") != "" {
 			t.Errorf("page %d headers %v", i, r.Header)
 		}
 	}
@@ -53,72 +53,91 @@ func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
 	if _, _, err := collect(t, src, "github", etag); !errors.Is(err, claimcache.ErrNotModified) {
 		t.Fatalf("unchanged feed: %v, want ErrNotModified", err)
 	}
-	reqs = cp.feedRequests()
+	reqs = cp.Requests()
 	if len(reqs) != 4 || reqs[3].Header.Get("If-None-Match") != etag {
 		t.Fatalf("conditional request missing: %d requests", len(reqs))
 	}
 
 	// Changed set: full read again, If-None-Match only on the first page.
-	cp.approve(newAgent("agent-5").claim("clm_5", "github"))
+	cp.Approve(newAgent("agent-5").claim("clm_5", "github"))
 	got, etag2, err := collect(t, src, "github", etag)
 	if err != nil || len(got) != 6 || etag2 == etag {
 		t.Fatalf("changed feed: %d claims, etag %q, err %v", len(got), etag2, err)
 	}
-	for _, r := range cp.feedRequests()[5:] {
+	for _, r := range cp.Requests()[5:] {
 		if r.Header.Get("If-None-Match") != "" {
 			t.Errorf("If-None-Match sent on offset %s", r.URL.Query().Get("offset"))
 		}
 	}
 }
 
+// fiveClaims are approved claims of "github", clm_0 to clm_4: three pages
+// of two.
+func fiveClaims() []claimcache.Claim {
+	var claims []claimcache.Claim
+	for i := range 5 {
+		claims = append(claims, newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
+	}
+	return claims
+}
+
 func TestHTTPSourceErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
-		setup   func(cp *fakeControlPlane, src *claimcache.HTTPSource)
+		setup   func(t *testing.T, cp *claimcachetest.Server, src *claimcache.HTTPSource)
 		want    error // matched with errors.Is, when set
 		status  int   // StatusError.StatusCode, when set
 		code    string
 		message string // substring of the error, when set
 	}{
 		{name: "wrong key is reported without echoing it",
-			setup: func(_ *fakeControlPlane, src *claimcache.HTTPSource) {
+			setup: func(_ *testing.T, _ *claimcachetest.Server, src *claimcache.HTTPSource) {
 				src.APIKey = func(string) (string, error) { return "idn_sk_wrong-key", nil }
 			},
-			status: http.StatusUnauthorized, code: "UNAUTHORIZED"},
+			status: http.StatusUnauthorized, code: "API_KEY_INVALID"},
+		{name: "a control plane that echoes the key in its error is not repeated",
+			setup: func(t *testing.T, _ *claimcachetest.Server, src *claimcache.HTTPSource) {
+				echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					writeError(w, http.StatusUnauthorized, "API_KEY_INVALID", "bad key "+r.Header.Get("Authorization"))
+				}))
+				t.Cleanup(echo.Close)
+				src.BaseURL = echo.URL
+			},
+			status: http.StatusUnauthorized, code: "API_KEY_INVALID"},
 		{name: "control plane down",
-			setup:  func(cp *fakeControlPlane, _ *claimcache.HTTPSource) { cp.setDown(true) },
+			setup:  func(_ *testing.T, cp *claimcachetest.Server, _ *claimcache.HTTPSource) { cp.SetUnavailable(true) },
 			status: http.StatusServiceUnavailable, code: "DATABASE_UNAVAILABLE"},
 		{name: "key callback fails",
-			setup: func(_ *fakeControlPlane, src *claimcache.HTTPSource) {
+			setup: func(_ *testing.T, _ *claimcachetest.Server, src *claimcache.HTTPSource) {
 				src.APIKey = func(string) (string, error) { return "", errors.New("no key") }
 			},
 			message: "no key"},
 		{name: "feed shrinks while paged (revocation)",
-			setup: func(cp *fakeControlPlane, _ *claimcache.HTTPSource) {
-				cp.onPage = func(offset int) {
-					if offset == 2 {
-						cp.mu.Lock()
-						cp.claims = cp.claims[1:]
-						cp.mu.Unlock()
+			setup: func(t *testing.T, cp *claimcachetest.Server, src *claimcache.HTTPSource) {
+				front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Query().Get("offset") == "2" {
+						cp.Revoke("clm_0")
 					}
-				}
+					cp.ServeHTTP(w, r)
+				}))
+				t.Cleanup(front.Close)
+				src.BaseURL = front.URL
 			},
 			want: claimcache.ErrFeedChanged},
 		{name: "page size out of range",
-			setup:   func(_ *fakeControlPlane, src *claimcache.HTTPSource) { src.PageSize = 2001 },
+			setup:   func(_ *testing.T, _ *claimcachetest.Server, src *claimcache.HTTPSource) { src.PageSize = 2001 },
 			message: "PageSize"},
 		{name: "unreachable control plane",
-			setup:   func(cp *fakeControlPlane, _ *claimcache.HTTPSource) { cp.srv.Close() },
+			setup:   func(_ *testing.T, cp *claimcachetest.Server, _ *claimcache.HTTPSource) { cp.Close() },
 			message: "feed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp := newFakeControlPlane(t, "github")
-			for i := range 5 {
-				cp.approve(newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
-			}
-			src := &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor, PageSize: 2}
-			tt.setup(cp, src)
+			t.Parallel()
+			cp := newControlPlane(t, fiveClaims()...)
+			src := &claimcache.HTTPSource{BaseURL: cp.URL, APIKey: keysOf(cp), PageSize: 2}
+			tt.setup(t, cp, src)
 			_, _, err := collect(t, src, "github", "")
 			if err == nil {
 				t.Fatal("no error")
@@ -143,6 +162,7 @@ func TestHTTPSourceErrors(t *testing.T) {
 }
 
 func TestHTTPSourceRejectsMalformedPages(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, body string }{
 		{"not JSON", `<html>`},
 		{"missing claims", `{"pagination":{"limit":2,"offset":0,"total":0,"has_more":false}}`},
@@ -154,11 +174,12 @@ func TestHTTPSourceRejectsMalformedPages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp := newFakeControlPlane(t, "github")
-			cp.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t.Parallel()
+			feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Write([]byte(tt.body))
-			})
-			src := &claimcache.HTTPSource{BaseURL: cp.srv.URL, APIKey: keyFor}
+			}))
+			defer feed.Close()
+			src := &claimcache.HTTPSource{BaseURL: feed.URL, APIKey: func(string) (string, error) { return "idn_sk_k", nil }}
 			if _, _, err := collect(t, src, "github", ""); err == nil {
 				t.Fatal("malformed page accepted")
 			}

@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 )
 
 func TestSubmitterRateLimit(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		advance    time.Duration
 		connection string
@@ -53,10 +56,11 @@ func TestSubmitterRateLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp := newFakeControlPlane(t, "github")
+			t.Parallel()
+			cp := newControlPlane(t)
 			clk := newFakeClock()
 			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-				BaseURL: cp.srv.URL, APIKey: keyFor, RatePerMinute: tt.perMinute, Clock: clk.Now,
+				BaseURL: cp.URL, APIKey: githubKey(cp), RatePerMinute: tt.perMinute, Clock: clk.Now,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -77,7 +81,7 @@ func TestSubmitterRateLimit(t *testing.T) {
 					sent++
 				}
 			}
-			if got := cp.submissionCount(); got != sent {
+			if got := len(cp.Submissions()); got != sent {
 				t.Fatalf("control plane saw %d submissions, want %d (refused ones must not be sent)", got, sent)
 			}
 		})
@@ -85,8 +89,9 @@ func TestSubmitterRateLimit(t *testing.T) {
 }
 
 func TestSubmitterAnswers(t *testing.T) {
-	cp := newFakeControlPlane(t, "github")
-	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: cp.srv.URL, APIKey: keyFor})
+	t.Parallel()
+	cp := newControlPlane(t)
+	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: cp.URL, APIKey: githubKey(cp)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,17 +108,16 @@ func TestSubmitterAnswers(t *testing.T) {
 	if err != nil || again.Created || again.ClaimID != first.ClaimID {
 		t.Fatalf("repeated submission: %+v, %v", again, err)
 	}
-	cp.mu.Lock()
-	body := cp.submissions[0]
-	cp.mu.Unlock()
-	want := map[string]string{"namespace": "alice", "public_key": alice.header(), "service": "github",
-		"agent_ip": "203.0.113.7", "subject": "ci-bot", "nonce": "n0nce-123"}
-	if fmt.Sprint(body) != fmt.Sprint(want) {
-		t.Fatalf("body %v, want %v", body, want)
+	// The server refuses unknown fields, so these are all the body held.
+	want := claimcachetest.Submission{ClaimID: first.ClaimID, Created: true, Namespace: "alice", PublicKey: alice.header(),
+		Service: "github", AgentIP: "203.0.113.7", Subject: "ci-bot", Nonce: "n0nce-123"}
+	if subs := cp.Submissions(); len(subs) != 1 || subs[0] != want {
+		t.Fatalf("submissions %+v, want one %+v", subs, want)
 	}
 }
 
 func TestSubmitterErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		key     string
@@ -121,23 +125,27 @@ func TestSubmitterErrors(t *testing.T) {
 		status  int
 	}{
 		{name: "wrong key is reported without echoing it", key: "idn_sk_wrong-key", status: http.StatusUnauthorized},
-		{name: "pending limit reached", key: testKey, status: http.StatusTooManyRequests,
+		{name: "pending limit reached", status: http.StatusTooManyRequests,
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusTooManyRequests, "PENDING_LIMIT_REACHED", "too many for "+r.Header.Get("Authorization"))
 			}},
-		{name: "answer without claim id", key: testKey,
+		{name: "answer without claim id",
 			handler: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated); w.Write([]byte(`{}`)) }},
-		{name: "answer not JSON", key: testKey,
+		{name: "answer not JSON",
 			handler: func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`<html>`)) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp := newFakeControlPlane(t, "github")
+			t.Parallel()
+			cp := newControlPlane(t)
+			url, key := cp.URL, tt.key
 			if tt.handler != nil {
-				cp.srv.Config.Handler = tt.handler
+				srv := httptest.NewServer(tt.handler)
+				defer srv.Close()
+				url, key = srv.URL, cp.APIKey("github")
 			}
 			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-				BaseURL: cp.srv.URL, APIKey: func(string) (string, error) { return tt.key, nil },
+				BaseURL: url, APIKey: func(string) (string, error) { return key, nil },
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -164,6 +172,7 @@ func TestSubmitterErrors(t *testing.T) {
 // id from the submitter's memory: no call to the control plane, no rate
 // limit spent. The memory is bounded in age and entries.
 func TestSubmitterRemembersReceipts(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		advance    time.Duration
 		connection string
@@ -224,18 +233,12 @@ func TestSubmitterRemembersReceipts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp := newFakeControlPlane(t, "github")
-			if tt.fail {
-				cp.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					cp.mu.Lock()
-					cp.submissions = append(cp.submissions, nil)
-					cp.mu.Unlock()
-					writeError(w, http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE", "down")
-				})
-			}
+			t.Parallel()
+			cp := newControlPlane(t)
+			cp.SetUnavailable(tt.fail)
 			clk := newFakeClock()
 			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-				BaseURL: cp.srv.URL, APIKey: keyFor, RatePerMinute: tt.perMinute, Clock: clk.Now,
+				BaseURL: cp.URL, APIKey: githubKey(cp), RatePerMinute: tt.perMinute, Clock: clk.Now,
 				ReceiptTTL: tt.ttl, MaxReceipts: tt.maxReceipts,
 			})
 			if err != nil {
@@ -261,7 +264,7 @@ func TestSubmitterRemembersReceipts(t *testing.T) {
 				case err != nil || rc.ClaimID != st.wantClaim || rc.Status != "pending":
 					t.Fatalf("step %d: Submit = %+v, %v, want %s pending", i, rc, err, st.wantClaim)
 				}
-				if got := cp.submissionCount(); got != st.wantSent {
+				if got := len(cp.Requests()); got != st.wantSent {
 					t.Fatalf("step %d: control plane saw %d submissions, want %d", i, got, st.wantSent)
 				}
 			}
@@ -276,16 +279,17 @@ var errSubmitFailed = errors.New("control plane failed")
 // Requests an agent fires at once before its first submission is answered
 // share that one submission: one call, one rate-limit token, one claim id.
 func TestSubmitterConcurrentRepeatsShareOneSubmission(t *testing.T) {
-	cp := newFakeControlPlane(t, "github")
+	t.Parallel()
+	cp := newControlPlane(t)
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 1)
-	mux := cp.srv.Config.Handler
-	cp.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		<-release
-		mux.ServeHTTP(w, r)
-	})
-	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: cp.srv.URL, APIKey: keyFor, RatePerMinute: 1})
+		cp.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: front.URL, APIKey: githubKey(cp), RatePerMinute: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +315,7 @@ func TestSubmitterConcurrentRepeatsShareOneSubmission(t *testing.T) {
 			t.Fatalf("Submit = %+v, %v", r.rc, r.err)
 		}
 	}
-	if got := cp.submissionCount(); got != 1 {
+	if got := len(cp.Submissions()); got != 1 {
 		t.Fatalf("control plane saw %d submissions, want 1", got)
 	}
 }
