@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/mcpproxy"
@@ -30,90 +30,6 @@ type clock struct{ ns atomic.Int64 }
 func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
 func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
-// fakeControlPlane serves the approved-claims feed and records claim
-// submissions, like the control plane's /v1 API.
-type fakeControlPlane struct {
-	mu          sync.Mutex
-	approved    map[string][]claimcache.Claim // by service
-	submissions []map[string]string
-	down        bool
-	feedCalls   int
-	srv         *httptest.Server
-}
-
-func newFakeControlPlane(t testing.TB) *fakeControlPlane {
-	cp := &fakeControlPlane{approved: map[string][]claimcache.Claim{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/namespaces/claims", cp.feed)
-	mux.HandleFunc("POST /v1/claims", cp.submit)
-	cp.srv = httptest.NewServer(mux)
-	t.Cleanup(cp.srv.Close)
-	return cp
-}
-
-func apiKeyFor(service string) string { return "idn_sk_test_" + service }
-
-func (cp *fakeControlPlane) approve(service string, id *identity.Identity) {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	cp.approved[service] = append(cp.approved[service], claimcache.Claim{
-		ID: fmt.Sprintf("clm_%d", len(cp.approved[service])+1), Namespace: id.Namespace,
-		PublicKey: id.PublicKeyString(), Service: service, ApprovedAt: time.Unix(1700000000, 0).UTC(),
-	})
-}
-
-func (cp *fakeControlPlane) setDown(down bool) {
-	cp.mu.Lock()
-	cp.down = down
-	cp.mu.Unlock()
-}
-
-func (cp *fakeControlPlane) feed(w http.ResponseWriter, r *http.Request) {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	cp.feedCalls++
-	if cp.down {
-		http.Error(w, `{"error":"down","code":"UNAVAILABLE"}`, http.StatusServiceUnavailable)
-		return
-	}
-	service := r.URL.Query().Get("service")
-	if r.Header.Get("Authorization") != "Bearer "+apiKeyFor(service) {
-		http.Error(w, `{"error":"bad key","code":"UNAUTHORIZED"}`, http.StatusUnauthorized)
-		return
-	}
-	all := cp.approved[service]
-	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
-	end := min(offset+limit, len(all))
-	page := []claimcache.Claim{}
-	if offset < len(all) {
-		page = all[offset:end]
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"claims":     page,
-		"pagination": map[string]any{"limit": limit, "offset": offset, "total": len(all), "has_more": end < len(all)},
-	})
-}
-
-func (cp *fakeControlPlane) submit(w http.ResponseWriter, r *http.Request) {
-	var body map[string]string
-	_ = json.NewDecoder(r.Body).Decode(&body)
-	cp.mu.Lock()
-	cp.submissions = append(cp.submissions, body)
-	n := len(cp.submissions)
-	cp.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(map[string]string{"claim_id": fmt.Sprintf("clm_pending_%d", n), "status": "pending"})
-}
-
-func (cp *fakeControlPlane) submissionCount() int {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	return len(cp.submissions)
-}
 
 // seen is what the upstream observed of one request.
 type seen struct {
@@ -171,7 +87,7 @@ const (
 type gateway struct {
 	t        testing.TB
 	clock    *clock
-	cp       *fakeControlPlane
+	cp       *claimcachetest.Server
 	up       *upstream
 	vault    *credvault.Vault
 	cache    *claimcache.Cache
@@ -215,7 +131,8 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	ctx := context.Background()
 	g := &gateway{t: t, clock: &clock{}, logs: &syncBuffer{}}
 	g.clock.set(time.Now().Truncate(time.Second))
-	g.cp = newFakeControlPlane(t)
+	g.cp = claimcachetest.NewServer()
+	t.Cleanup(g.cp.Close)
 	g.up = newUpstream(t)
 
 	store, err := credvault.OpenSQLite(ctx, filepath.Join(t.TempDir(), "gateway.db"))
@@ -265,8 +182,8 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	g.cache, err = claimcache.New(claimcache.Config{
-		Source: &claimcache.HTTPSource{BaseURL: g.cp.srv.URL, Client: client,
-			APIKey: func(s string) (string, error) { return apiKeyFor(s), nil }},
+		Source: &claimcache.HTTPSource{BaseURL: g.cp.URL, Client: client,
+			APIKey: func(s string) (string, error) { return g.cp.APIKey(s), nil }},
 		Services:             []string{"github"},
 		TTL:                  30 * time.Second,
 		RefreshInterval:      10 * time.Second,
@@ -277,8 +194,8 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		t.Fatal(err)
 	}
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		BaseURL: g.cp.srv.URL, Client: client, RatePerMinute: o.submitLimit, Clock: g.clock.now,
-		APIKey: func(string) (string, error) { return apiKeyFor("github"), nil },
+		BaseURL: g.cp.URL, Client: client, RatePerMinute: o.submitLimit, Clock: g.clock.now,
+		APIKey: func(string) (string, error) { return g.cp.APIKey("github"), nil },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -317,9 +234,16 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 
 	g.agent, _ = identity.New("agent-ns")
 	g.stranger, _ = identity.New("stranger-ns")
-	g.cp.approve("github", g.agent)
+	g.approve(g.agent)
 	g.refresh()
 	return g
+}
+
+// approve approves id's key in its namespace for the service "github", in
+// the control plane; the gateway sees it at its next refresh.
+func (g *gateway) approve(id *identity.Identity) {
+	g.cp.Approve(claimcache.Claim{Namespace: id.Namespace, PublicKey: id.PublicKeyString(), Service: "github",
+		ApprovedAt: time.Unix(1700000000, 0).UTC()})
 }
 
 func (g *gateway) refresh() {

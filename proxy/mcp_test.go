@@ -149,7 +149,7 @@ func TestMCPEndpointThroughPipeline(t *testing.T) {
 
 	const list1 = `{"jsonrpc":"2.0","id":41,"method":"tools/list"}`
 	other, _ := identity.New("other-ns")
-	g.cp.approve("github", other)
+	g.approve(other)
 	g.refresh()
 	attacks := []struct {
 		name   string

@@ -127,13 +127,13 @@ func TestAuthCodes(t *testing.T) {
 			}
 		})
 	}
-	if n := g.cp.submissionCount(); n != 1 {
-		t.Errorf("control plane received %d claim submissions, want 1 (the second was rate-limited)", n)
+	subs := g.cp.Submissions()
+	if len(subs) != 1 {
+		t.Fatalf("control plane received %d claim submissions, want 1 (the second was rate-limited)", len(subs))
 	}
-	sub := g.cp.submissions[0]
-	if sub["namespace"] != "stranger-ns" || sub["service"] != "github" || sub["public_key"] != g.stranger.PublicKeyString() ||
-		sub["agent_ip"] != "127.0.0.1" || sub["nonce"] == "" {
-		t.Errorf("submission = %v", sub)
+	if sub := subs[0]; sub.Namespace != "stranger-ns" || sub.Service != "github" || sub.PublicKey != g.stranger.PublicKeyString() ||
+		sub.AgentIP != "127.0.0.1" || sub.Nonce == "" {
+		t.Errorf("submission = %+v", sub)
 	}
 
 	t.Run("replay", func(t *testing.T) {
@@ -156,7 +156,7 @@ func TestAuthCodes(t *testing.T) {
 	})
 
 	t.Run("claims feed down longer than the TTL", func(t *testing.T) {
-		g.cp.setDown(true)
+		g.cp.SetUnavailable(true)
 		if err := g.cache.Refresh(context.Background(), "github"); err == nil {
 			t.Fatal("refresh succeeded with the feed down")
 		}
@@ -165,7 +165,7 @@ func TestAuthCodes(t *testing.T) {
 		if a.status != 503 || a.env["code"] != "AUTH_CLAIMS_UNAVAILABLE" || a.header.Get("Retry-After") == "" {
 			t.Fatalf("stale claims: %d %v", a.status, a.env["code"])
 		}
-		g.cp.setDown(false)
+		g.cp.SetUnavailable(false)
 		g.refresh()
 		if a := g.do(get()); a.status != 200 {
 			t.Fatalf("after recovery: %d %s", a.status, a.body)
@@ -229,7 +229,7 @@ func TestPollingAgentKeepsItsClaimID(t *testing.T) {
 			t.Fatalf("poll %d: claim_id %v, first was %v", i, a.env["claim_id"], first)
 		}
 	}
-	if n := g.cp.submissionCount(); n != 1 {
+	if n := len(g.cp.Submissions()); n != 1 {
 		t.Fatalf("control plane received %d submissions, want 1", n)
 	}
 	// The namespace still has one of its two submissions left.
@@ -242,7 +242,7 @@ func TestPollingAgentKeepsItsClaimID(t *testing.T) {
 		t.Fatalf("third key: %d %s, want the rate limit", a.status, a.body)
 	}
 	// Approval still wins at once: the claim check comes before the memory.
-	g.cp.approve("github", g.stranger)
+	g.approve(g.stranger)
 	g.refresh()
 	if a := g.do(g.request(g.stranger, "GET", "/proxy/github/user", "")); a.status != 200 {
 		t.Fatalf("after approval: %d %s", a.status, a.body)
