@@ -529,3 +529,47 @@ func BenchmarkRelayAcrossInstances(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+func TestGatewayPages(t *testing.T) {
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
+	s := e.seed(map[string]any{"namespaces": []string{"alice", "mallory"}})
+	tok, other := s.Sessions["alice"], s.Sessions["mallory"]
+	g := e.pairedGateway(tok)
+	fp := pairwire.Fingerprint(g.hpke.PublicKey().Bytes())
+
+	r := e.do("GET", "/gateways", nil, withSession(tok)).want(t, http.StatusOK, "")
+	page := string(r.body)
+	for _, want := range []string{"laptop", "online", fp, ">Pair gateway</button>", `aria-label="Unpair laptop"`, `href="/gateways" aria-current="page"`, "/gateways.js"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("/gateways lacks %q", want)
+		}
+	}
+	if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Errorf("CSP %q", csp)
+	}
+	r = e.do("GET", "/gateways/"+g.ready.GatewayID, nil, withSession(tok)).want(t, http.StatusOK, "")
+	if !strings.Contains(string(r.body), `data-key="`+g.hpkeKey()+`"`) || !strings.Contains(string(r.body), ">Add connection</button>") {
+		t.Errorf("gateway page lacks its key or its form")
+	}
+	e.do("GET", "/gateways/"+g.ready.GatewayID, nil, withSession(other)).want(t, http.StatusNotFound, "")
+	if r := e.do("GET", "/gateways", nil); !strings.Contains(string(r.body), `data-page="login"`) {
+		t.Errorf("/gateways without a session is not sent to the login page: %d", r.status)
+	}
+}
+
+// TestAccountDeletionUnpairs: a deleted account's gateways are unpaired,
+// and the instance holding a socket closes it at its next heartbeat.
+func TestAccountDeletionUnpairs(t *testing.T) {
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) { c.Gateways.Heartbeat = 50 * time.Millisecond })
+	tok := e.seed(map[string]any{"namespaces": []string{"alice"}}).Sessions["alice"]
+	g := e.pairedGateway(tok)
+	if err := e.st.deactivateNamespace(context.Background(), "alice", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if code := g.waitClosed(t); code != pairwire.CloseUnpaired {
+		t.Fatalf("close status = %d", code)
+	}
+	if _, err := g.connect(e.ts.URL, nil); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("reconnect after account deletion: %v", err)
+	}
+}
