@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
@@ -30,16 +30,11 @@ func ExampleNew() {
 		fmt.Fprint(w, "sunny")
 	}))
 	defer upstream.Close()
-	// A stand-in for the control plane's approved-claims feed: alice's
-	// agent is approved for the service "weather".
-	controlPlane := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{
-			"claims": []claimcache.Claim{{ID: "clm_1", Namespace: "alice", Service: "weather",
-				PublicKey: agent.PublicKeyString(), ApprovedAt: time.Now()}},
-			"pagination": map[string]any{"limit": 2000, "offset": 0, "total": 1, "has_more": false},
-		})
-	}))
+	// A stand-in for the control plane's claims API: alice's agent is
+	// approved for the service "weather".
+	controlPlane := claimcachetest.NewServer()
 	defer controlPlane.Close()
+	controlPlane.Approve(claimcache.Claim{Namespace: "alice", Service: "weather", PublicKey: agent.PublicKeyString()})
 
 	dir, _ := os.MkdirTemp("", "gateway-example")
 	defer os.RemoveAll(dir)
@@ -48,7 +43,7 @@ func ExampleNew() {
 		DataDir:       dir,
 		MasterKey:     key,
 		RegistryURL:   controlPlane.URL,
-		ServiceAPIKey: "idn_sk_example",
+		ServiceAPIKey: controlPlane.APIKey("weather"),
 	})
 	if err != nil {
 		panic(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
@@ -28,18 +29,13 @@ func TestEmbedUnderPrefix(t *testing.T) {
 		io.WriteString(w, "sunny in "+r.URL.Path)
 	}))
 	defer upstream.Close()
-	// The control plane's approved-claims feed, approving alice for "weather".
-	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{
-			"claims": []claimcache.Claim{{ID: "clm_1", Namespace: "alice", Service: "weather",
-				PublicKey: agent.PublicKeyString(), ApprovedAt: time.Now()}},
-			"pagination": map[string]any{"limit": 2000, "offset": 0, "total": 1, "has_more": false},
-		})
-	}))
-	defer feed.Close()
+	// The control plane's claims API, approving alice for "weather".
+	cp := claimcachetest.NewServer()
+	defer cp.Close()
+	cp.Approve(claimcache.Claim{Namespace: "alice", Service: "weather", PublicKey: agent.PublicKeyString()})
 
 	key, _ := credvault.GenerateMasterKey()
-	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: feed.URL, ServiceAPIKey: "idn_sk_test"})
+	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: cp.URL, ServiceAPIKey: cp.APIKey("weather")})
 	if err != nil {
 		t.Fatal(err)
 	}
