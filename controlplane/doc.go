@@ -1,6 +1,6 @@
 // Package controlplane is the idn control plane: the store (SQLite or
 // PostgreSQL behind one versioned schema), the claim lifecycle and the HTTP
-// API of control-plane.md as read by DECISIONS §4.
+// API that docs/control-plane.md lists route by route.
 //
 // Open returns a Store; New returns a Server, an http.Handler serving:
 //
@@ -22,6 +22,11 @@
 //   - webhooks under /v1/services/{id}/webhooks (Config.Webhooks), with
 //     their recent deliveries and a test event on request (POST
 //     …/webhooks/{wid}/test);
+//   - gateway pairing (Config.Gateways): pairing sessions (POST
+//     /v1/gateways/pairings), the gateway's WebSocket /v1/gateways/connect
+//     (upgrade signed by the gateway's identity, nonce recorded), the
+//     owner's gateways (GET /v1/gateways, DELETE /v1/gateways/{id}) and
+//     the RPC relay POST /v1/gateways/{id}/rpc (below);
 //   - public DID resolution at /1.0/identifiers/{did} and GET /health;
 //   - the owner dashboard at / (below);
 //   - POST /v1/test/seed and POST /v1/test/signin-links, only when
@@ -103,6 +108,25 @@
 // ALLOWED_ORIGINS also get CORS with credentials; words of the API's paths
 // (claims, services, …) cannot name a new namespace, since a route such as
 // the feed at /v1/namespaces/claims would shadow it.
+//
+// Gateway pairing: a pairing code is 8 characters of Crockford base32 (40
+// bits) stored as a SHA-256 bound to its session, single use, valid 10
+// minutes, and 5 wrong codes end the session. The socket of a gateway is
+// held by one instance at a time; the gateways row names that instance and
+// a heartbeat (GatewayConfig.Heartbeat, 15 s) refreshes last_seen, so a
+// gateway counts as offline three heartbeats after its instance died. An
+// RPC that reaches another instance is NOTIFYed to the holder's channel on
+// PostgreSQL (a message over 7,000 bytes travels in a gateway_relay row)
+// and answered on the sender's; on SQLite the relay is in process, one
+// instance per file. The LISTEN connection is open only while the
+// instance holds a socket or waits for an answer (and 30 s after). An RPC
+// waits GatewayConfig.RPCTimeout (30 s) for the answer: 504
+// GATEWAY_TIMEOUT. Unpairing deletes the row, so the key is unknown from
+// then on, and closes the socket (close code 4403); so does account
+// deletion, at the next heartbeat. Register Server.CloseGateways with
+// http.Server.RegisterOnShutdown: Shutdown leaves WebSockets open. The
+// control plane never sees a secret: the dashboard seals each one to the
+// gateway's HPKE key and the gateway refuses plaintext.
 //
 // The feed keeps per-service state (approved count, change version) in a
 // trigger-maintained table: total and ETag cost one row read, an unchanged
