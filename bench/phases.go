@@ -65,17 +65,24 @@ func (b *bench) runAll() error {
 		return err
 	}
 
-	// MCP: a direct go-sdk session against tool calls through the gateway.
+	// MCP: a direct go-sdk session against tool calls through the
+	// gateway's REST call route and through its MCP endpoint (a go-sdk
+	// session too). The rate is half the slower one's max.
 	viaGateway := &httpTarget{client: b.newClient(), method: "POST", body: []byte(`{"text":"hello"}`),
 		urls: []string{st.gateway + "/mcp/" + mcpConnection + "/tools/" + echoTool + "/call"}}
 	if err := b.check(viaGateway, st.agent, nil, `"hello"`); err != nil {
 		return fmt.Errorf("MCP through the gateway: %w", err)
 	}
-	mcp2 := []member{{name: TargetMCPDirect, do: mcpDirect{st.mcpSession}.do}, signed(TargetMCPGateway, viaGateway, st.agent, nil)}
-	if maxes, err = b.group(ModeMax, 0, mcp2...); err != nil {
+	native := mcpDirect{st.nativeSession}
+	if err := native.do(b.ctx, 0); err != nil {
+		return fmt.Errorf("MCP through the gateway's endpoint: %w", err)
+	}
+	mcp3 := []member{{name: TargetMCPDirect, do: mcpDirect{st.mcpSession}.do}, signed(TargetMCPGateway, viaGateway, st.agent, nil),
+		{name: TargetMCPNative, do: native.do}}
+	if maxes, err = b.group(ModeMax, 0, mcp3...); err != nil {
 		return err
 	}
-	if _, err := b.group(ModeRate, half(b.o.mcpRate, maxes[1].RPS), mcp2...); err != nil {
+	if _, err := b.group(ModeRate, half(b.o.mcpRate, min(maxes[1].RPS, maxes[2].RPS)), mcp3...); err != nil {
 		return err
 	}
 
@@ -191,7 +198,7 @@ func (b *bench) profile(name, mode string) (stop func()) {
 	path := b.o.cpuProfile
 	b.o.cpuProfile = "" // one round only
 	start := startProfile
-	if name == TargetBaseline || name == TargetGateway || name == TargetMCPGateway {
+	if name == TargetBaseline || name == TargetGateway || name == TargetMCPGateway || name == TargetMCPNative {
 		start = b.st.proxies.profile
 	}
 	stop, err := start(path)

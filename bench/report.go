@@ -22,11 +22,12 @@ const (
 	TargetGateway    = "gateway"
 	TargetMCPDirect  = "mcp-direct"
 	TargetMCPGateway = "mcp-gateway"
+	TargetMCPNative  = "mcp-native"
 	TargetFeed       = "feed"
 )
 
 // targets lists every target, in the order the phases run.
-var targets = []string{TargetUpstream, TargetBaseline, TargetGateway, TargetMCPDirect, TargetMCPGateway, TargetFeed}
+var targets = []string{TargetUpstream, TargetBaseline, TargetGateway, TargetMCPDirect, TargetMCPGateway, TargetMCPNative, TargetFeed}
 
 // Result is one phase: one target in one mode. Latencies are in
 // milliseconds; in rate mode they run from each request's scheduled send
@@ -72,10 +73,12 @@ type Report struct {
 	GatewayOverUpstream    float64 `json:"gateway_over_upstream_rps"`
 	BaselineOverUpstream   float64 `json:"baseline_over_upstream_rps"`
 	MCPGatewayOverDirect   float64 `json:"mcp_gateway_over_direct_rps"`
-	GatewayAdded           Added   `json:"gateway_added_latency"`  // gateway − upstream at the HTTP rate
-	BaselineAdded          Added   `json:"baseline_added_latency"` // baseline − upstream at the HTTP rate
-	MCPAdded               Added   `json:"mcp_added_latency"`      // mcp-gateway − mcp-direct at the MCP rate
-	FeedClaimsPerSecond    float64 `json:"feed_claims_per_second"` // at max throughput
+	MCPNativeOverDirect    float64 `json:"mcp_native_over_direct_rps"`
+	GatewayAdded           Added   `json:"gateway_added_latency"`    // gateway − upstream at the HTTP rate
+	BaselineAdded          Added   `json:"baseline_added_latency"`   // baseline − upstream at the HTTP rate
+	MCPAdded               Added   `json:"mcp_added_latency"`        // mcp-gateway − mcp-direct at the MCP rate
+	MCPNativeAdded         Added   `json:"mcp_native_added_latency"` // mcp-native − mcp-direct at the MCP rate
+	FeedClaimsPerSecond    float64 `json:"feed_claims_per_second"`   // at max throughput
 }
 
 // Machine describes where the run happened.
@@ -123,6 +126,8 @@ func (r *Report) derive() {
 	r.GatewayAdded = added(r.find(TargetGateway, ModeRate), r.find(TargetUpstream, ModeRate))
 	r.BaselineAdded = added(r.find(TargetBaseline, ModeRate), r.find(TargetUpstream, ModeRate))
 	r.MCPAdded = added(r.find(TargetMCPGateway, ModeRate), r.find(TargetMCPDirect, ModeRate))
+	r.MCPNativeOverDirect = ratio(r.find(TargetMCPNative, ModeMax).RPS, r.find(TargetMCPDirect, ModeMax).RPS)
+	r.MCPNativeAdded = added(r.find(TargetMCPNative, ModeRate), r.find(TargetMCPDirect, ModeRate))
 	r.FeedClaimsPerSecond = math.Round(r.find(TargetFeed, ModeMax).RPS * float64(r.Settings.FeedPage))
 }
 
@@ -172,7 +177,8 @@ func (r *Report) writeTable(w io.Writer) error {
 	fmt.Fprintf(&b, "phases of %gs in %d rounds alternating between the targets compared, %d workers (connections) per target;\n",
 		r.Settings.PhaseSeconds, r.Settings.Rounds, r.Settings.Workers)
 	b.WriteString("max = closed loop; rate = open loop, latency from each scheduled send time.\n")
-	b.WriteString("Signed requests are signed before each timed round, each with its own nonce (client signing cost excluded).\n")
+	b.WriteString("Signed requests are signed before each timed round, each with its own nonce (client signing cost excluded),\n")
+	b.WriteString("except mcp-native's, which its go-sdk client signs as it sends them.\n")
 	b.WriteString("CPU % counts both processes, as a share of all CPUs.\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -196,13 +202,14 @@ func (r *Report) writeTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "\nRPS ratios (max): gateway/baseline %.3f %s, gateway/upstream %.3f, baseline/upstream %.3f, mcp-gateway/mcp-direct %.3f\n",
-		r.GatewayOverBaseline, bar(r.GatewayOverBaseline >= 0.8, "≥ 0.8"), r.GatewayOverUpstream, r.BaselineOverUpstream, r.MCPGatewayOverDirect)
+	fmt.Fprintf(&b, "\nRPS ratios (max): gateway/baseline %.3f %s, gateway/upstream %.3f, baseline/upstream %.3f, mcp-gateway/mcp-direct %.3f, mcp-native/mcp-direct %.3f\n",
+		r.GatewayOverBaseline, bar(r.GatewayOverBaseline >= 0.8, "≥ 0.8"), r.GatewayOverUpstream, r.BaselineOverUpstream, r.MCPGatewayOverDirect, r.MCPNativeOverDirect)
 	fmt.Fprintf(&b, "requests per CPU-second (max): gateway/baseline %.3f\n", r.GatewayOverBaselineCPU)
 	fmt.Fprintf(&b, "added latency at %.0f req/s (gateway - upstream): p50 %.3f ms, p99 %.3f ms %s  (baseline - upstream: p50 %.3f ms, p99 %.3f ms)\n",
 		r.GatewayAdded.Rate, r.GatewayAdded.P50, r.GatewayAdded.P99, bar(r.GatewayAdded.P99 <= 2, "≤ 2 ms"), r.BaselineAdded.P50, r.BaselineAdded.P99)
-	fmt.Fprintf(&b, "MCP added latency at %.0f calls/s (mcp-gateway - mcp-direct): p50 %.3f ms, p99 %.3f ms\n",
-		r.MCPAdded.Rate, r.MCPAdded.P50, r.MCPAdded.P99)
+	fmt.Fprintf(&b, "MCP added latency at %.0f calls/s (mcp-gateway - mcp-direct): p50 %.3f ms, p99 %.3f ms; "+
+		"MCP endpoint (mcp-native - mcp-direct): p50 %.3f ms %s, p99 %.3f ms\n",
+		r.MCPAdded.Rate, r.MCPAdded.P50, r.MCPAdded.P99, r.MCPNativeAdded.P50, bar(r.MCPNativeAdded.P50 <= 0.5, "≤ 0.5 ms"), r.MCPNativeAdded.P99)
 	feed, calm := r.find(TargetFeed, ModeMax), r.find(TargetFeed, ModeRate)
 	fmt.Fprintf(&b, "feed: %d approved claims, %d per page: p50 %.3f ms/page at %.0f pages/s, %.3f ms/page at max (%d readers, %.0f claims/s)\n",
 		r.Settings.FeedClaims, r.Settings.FeedPage, calm.P50, calm.Rate, feed.P50, r.Settings.Workers, r.FeedClaimsPerSecond)

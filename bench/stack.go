@@ -52,9 +52,10 @@ type stack struct {
 	feedReader *identity.Identity // signs the feed reads, as a gateway would
 	serviceKey string             // the service API key of serviceSlug
 
-	mcpSession *mcp.ClientSession // the direct client's session
-	proxies    *proxyProcess      // runs the gateway and the baseline
-	stops      []func()           // run in reverse order by close
+	mcpSession    *mcp.ClientSession // the direct client's session
+	nativeSession *mcp.ClientSession // a session on the gateway's MCP endpoint, signed
+	proxies       *proxyProcess      // runs the gateway and the baseline
+	stops         []func()           // run in reverse order by close
 }
 
 // startStack starts the upstream, the MCP server, the control plane
@@ -92,6 +93,9 @@ func startStack(ctx context.Context, dir string, claims int, stderr io.Writer) (
 	s.stops = append(s.stops, p.close)
 	if err = s.connectMCP(ctx); err != nil {
 		return s, fmt.Errorf("direct MCP client: %w", err)
+	}
+	if err = s.connectNative(ctx); err != nil {
+		return s, fmt.Errorf("MCP client of the gateway's endpoint: %w", err)
 	}
 	return s, nil
 }
@@ -339,6 +343,22 @@ func (s *stack) connectMCP(ctx context.Context) error {
 		return err
 	}
 	s.mcpSession = cs
+	s.stops = append(s.stops, func() { _ = cs.Close() })
+	return nil
+}
+
+// connectNative opens a go-sdk session on the gateway's MCP endpoint, every
+// request signed by the agent as it is sent (so, unlike the presigned
+// targets, the client's signing is part of each call's time).
+func (s *stack) connectNative(ctx context.Context) error {
+	client := newClient()
+	client.Transport = s.agent.Transport(client.Transport, identity.SignOptions{})
+	c := mcp.NewClient(&mcp.Implementation{Name: "idn-bench", Version: "1.0.0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.gateway + "/mcp/" + mcpConnection, HTTPClient: client, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return err
+	}
+	s.nativeSession = cs
 	s.stops = append(s.stops, func() { _ = cs.Close() })
 	return nil
 }

@@ -114,7 +114,8 @@ func presign(t *httpTarget, id *identity.Identity, n int, extra http.Header) err
 }
 
 // mcpDirect calls the echo tool over one go-sdk client session, the way an
-// agent would without the gateway.
+// agent would without the gateway (or, on a session of the gateway's MCP
+// endpoint, the way an MCP client uses the gateway).
 type mcpDirect struct{ session *mcp.ClientSession }
 
 func (m mcpDirect) do(ctx context.Context, _ int) error {

@@ -29,8 +29,9 @@ func reportPercentiles(b *testing.B, samples []time.Duration) {
 // BenchmarkToolCall compares one tool call made directly with a go-sdk
 // client against the same call made through the proxy's HTTP handler
 // (policy, schema validation, rate limiter, breaker, retry layer and the
-// extra HTTP hop), both against one in-process MCP server. The difference
-// of the p50 figures is the latency the gateway adds.
+// extra HTTP hop), both against one in-process MCP server: "gateway" is the
+// REST call route, "endpoint" a go-sdk client session on the MCP endpoint.
+// The difference of the p50 figures is the latency the gateway adds.
 func BenchmarkToolCall(b *testing.B) {
 	server := newMCPServer()
 	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
@@ -53,6 +54,45 @@ func BenchmarkToolCall(b *testing.B) {
 			if err != nil || res.IsError {
 				b.Fatal(err)
 			}
+		}
+		b.StopTimer()
+		reportPercentiles(b, samples)
+	})
+
+	b.Run("endpoint", func(b *testing.B) {
+		p, err := mcpproxy.New(mcpproxy.Config{
+			Connections: oneConnection{mcpproxy.Connection{ID: "bench", BaseURL: upstream.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}}},
+			Caller: func(*http.Request) (mcpproxy.Caller, error) {
+				return mcpproxy.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
+			},
+			RateLimitPerMinute: 1 << 30,
+			BreakerFailures:    3,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		gw := httptest.NewServer(p.Handler())
+		defer gw.Close()
+		client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp/bench", DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		call := func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "hi"}})
+			if err != nil || res.IsError {
+				b.Fatal(err)
+			}
+		}
+		call() // discovery and the upstream session are not part of a call's cost
+		samples := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			start := time.Now()
+			call()
+			samples = append(samples, time.Since(start))
 		}
 		b.StopTimer()
 		reportPercentiles(b, samples)
