@@ -217,6 +217,11 @@ func (s *Server) gatewayConnect(w http.ResponseWriter, r *http.Request) {
 	pairing := r.URL.Query().Get(pairwire.PairingQuery)
 	switch {
 	case errors.Is(err, errGatewayNotPaired) && pairing != "":
+		// A socket is opened only for a session that can still complete.
+		if err := s.store.pairingOpen(ctx, pairing, s.now()); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
 	case err != nil:
 		s.writeErr(w, r, err)
 		return

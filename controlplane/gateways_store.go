@@ -200,6 +200,25 @@ func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, now time.Ti
 	return g, err
 }
 
+// pairingOpen checks that a pairing session exists and can still be
+// completed, so a socket is opened only for a live session.
+func (s *Store) pairingOpen(ctx context.Context, id string, now time.Time) error {
+	var expires int64
+	var ended sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT expires_at, ended_at FROM gateway_pairings WHERE id = $1`, id).Scan(&expires, &ended)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return &pairingCodeError{AttemptsLeft: -1}
+	case err != nil:
+		return dbErr("read pairing", err)
+	case ended.Valid:
+		return errPairingEnded
+	case !now.Before(fromMicros(expires)):
+		return errPairingExpired
+	}
+	return nil
+}
+
 // gatewayByKey finds the paired gateway of a signing key.
 func (s *Store) gatewayByKey(ctx context.Context, keyNS, pub string) (gatewayRecord, error) {
 	g, err := scanGateway(s.db.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE key_namespace = $1 AND public_key = $2`, keyNS, pub))

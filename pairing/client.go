@@ -338,5 +338,8 @@ func upgradeRefused(res *http.Response) error {
 	if res.StatusCode == http.StatusForbidden && env.Code == "GATEWAY_NOT_PAIRED" {
 		return ErrUnpaired
 	}
+	if strings.HasPrefix(env.Code, "PAIRING_") {
+		return &RefusedError{Code: env.Code, Message: env.Error}
+	}
 	return fmt.Errorf("pairing: upgrade refused: %d %s %s", res.StatusCode, env.Code, env.Error)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/internal/testlog"
 	"github.com/idnhq/idn/pairing"
 )
 
@@ -84,24 +85,6 @@ func (cp *controlPlane) pgDump() []byte {
 	return out
 }
 
-// syncBuffer is a log sink the test can read while servers write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // controlPlane is a control plane on a fixed address that can die (every
 // connection cut, as a crashed process leaves them) and come back on the
 // same address and database.
@@ -112,7 +95,7 @@ type controlPlane struct {
 	dbDir    string // SQLite: the database's folder
 	pgURL    string // PostgreSQL: the database, with its test schema as search_path
 	pgSchema string
-	logs     *syncBuffer
+	logs     *testlog.Buffer
 	srv      *http.Server
 	mu       sync.Mutex
 	conns    map[net.Conn]bool
@@ -120,7 +103,7 @@ type controlPlane struct {
 
 func startControlPlane(t *testing.T, engine string) *controlPlane {
 	t.Helper()
-	cp := &controlPlane{t: t, dbDir: t.TempDir(), logs: &syncBuffer{}}
+	cp := &controlPlane{t: t, dbDir: t.TempDir(), logs: &testlog.Buffer{}}
 	cfg := controlplane.StoreConfig{SQLitePath: filepath.Join(cp.dbDir, "cp.db")}
 	if engine == controlplane.ProviderPostgres {
 		cp.pgURL, cp.pgSchema = postgresSchema(t)
