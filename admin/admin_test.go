@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/testlog"
 )
 
 const testToken = "admin-token-0123456789abcdef"
@@ -26,33 +27,16 @@ type env struct {
 	vault   *credvault.Vault
 	handler *Handler
 	dir     string
-	logs    *syncBuffer
+	logs    *testlog.Buffer
 
 	mu         sync.Mutex
 	transcript []string
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newEnv(t *testing.T, mutate func(*Config)) *env {
 	t.Helper()
 	dir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(dir, credvault.DefaultFileName))
 	if err != nil {

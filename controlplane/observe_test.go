@@ -1,37 +1,18 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/idnhq/idn/internal/testlog"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestMetricsCountRoutesClaimsAndQueue(t *testing.T) {
 	for _, engine := range engines {
@@ -40,7 +21,7 @@ func TestMetricsCountRoutesClaimsAndQueue(t *testing.T) {
 }
 
 func checkMetrics(t *testing.T, engine string) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	e := newEnv(t, openStore(t, storeConfig(t, engine)), func(c *Config) {
 		c.Metrics = prometheus.NewRegistry()
 		c.AccessLog = slog.New(slog.NewJSONHandler(&logs, nil))

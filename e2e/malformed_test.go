@@ -21,6 +21,7 @@ import (
 
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/testlog"
 )
 
 // rawRequest is one request as bytes on the wire, so that it can be
@@ -350,25 +351,6 @@ func muxAnswer(req rawRequest, a answer) (string, bool) {
 	return "", false
 }
 
-// lockedBuffer collects the standard logger, where net/http reports
-// handler panics.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func heapInuse() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
@@ -430,7 +412,8 @@ func TestMalformedRequests(t *testing.T) {
 		return s
 	}
 
-	var logs lockedBuffer
+	// The standard logger is where net/http reports handler panics.
+	var logs testlog.Buffer
 	log.SetOutput(&logs)
 	defer log.SetOutput(io.Discard)
 	t.Cleanup(func() { log.SetOutput(nil) })

@@ -20,6 +20,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/testlog"
 )
 
 // binDir holds the built gateway; TestMain removes it.
@@ -47,31 +48,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lockedLog is a process's stderr, safe to read while it runs.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // gatewayProcess is the built binary serving at a fixed address.
 type gatewayProcess struct {
 	bin  string
 	env  []string
 	addr string
 	cmd  *exec.Cmd
-	logs lockedLog
+	logs testlog.Buffer
 }
 
 func (p *gatewayProcess) start(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/testlog"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/replay"
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,26 +96,9 @@ type gateway struct {
 	srv      *httptest.Server
 	reg      *prometheus.Registry
 	metrics  *Metrics
-	logs     *syncBuffer
+	logs     *testlog.Buffer
 	agent    *identity.Identity
 	stranger *identity.Identity
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type gatewayOptions struct {
@@ -129,7 +113,7 @@ type gatewayOptions struct {
 func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	t.Helper()
 	ctx := context.Background()
-	g := &gateway{t: t, clock: &clock{}, logs: &syncBuffer{}}
+	g := &gateway{t: t, clock: &clock{}, logs: &testlog.Buffer{}}
 	g.clock.set(time.Now().Truncate(time.Second))
 	g.cp = claimcachetest.NewServer()
 	t.Cleanup(g.cp.Close)

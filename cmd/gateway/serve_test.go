@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/testlog"
 )
 
 // linkedVersion is set at link time into the binary buildGateway builds.
@@ -96,7 +97,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		"GATEWAY_ADDR="+addr, "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(),
 		"GATEWAY_ADMIN_ACCESS_MODE=loopback", "GATEWAY_ALLOW_UNSIGNED_CONNECTIONS=slow",
 		"IDN_REGISTRY_URL=http://127.0.0.1:1", "GATEWAY_SHUTDOWN_TIMEOUT_SECONDS=10")
-	var stderr syncWriter
+	var stderr testlog.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -167,23 +168,6 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // Binding beyond loopback is allowed and logged as a warning at start;
 // LOG_FORMAT=text gives text lines.
 func TestServeWarnsBeyondLoopback(t *testing.T) {
@@ -200,12 +184,14 @@ func TestServeWarnsBeyondLoopback(t *testing.T) {
 				"GATEWAY_ADMIN_ACCESS_MODE": "loopback", "IDN_REGISTRY_URL": "http://127.0.0.1:1", "LOG_FORMAT": "text"}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var stderr syncWriter
+			var stderr testlog.Buffer
 			done := make(chan int, 1)
 			go func() {
 				done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)
 			}()
-			waitFor(t, "the gateway to listen", func() bool { return strings.Contains(stderr.String(), "gateway listening") })
+			if !stderr.Await("gateway listening", 10*time.Second) {
+				t.Fatalf("the gateway never said it listens:\n%s", stderr.String())
+			}
 			cancel()
 			if code := <-done; code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
