@@ -6,6 +6,7 @@ import (
 	"crypto/ecdh"
 	"crypto/hpke"
 	"crypto/rand"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -93,7 +94,7 @@ func TestRFC9180VectorsInGo(t *testing.T) {
 func TestHPKEInChromium(t *testing.T) {
 	chromium(t)
 	v := loadVectors(t)
-	cp := startPairingWorld(t)
+	cp := startPairingWorld(t, controlplane.ProviderSQLite)
 	b := newBrowser(t, cp.base)
 	b.open("/login")
 	load := `const m = await import(document.querySelector('script[src$="/app.js"]').src.replace(/app\.js$/, "hpke.js"));
@@ -168,7 +169,8 @@ func TestHPKEInChromium(t *testing.T) {
 // RPCs the test can read.
 type pairingWorld struct {
 	base, cpURL string
-	dbDir       string
+	dbDir       string // SQLite
+	pgSchema    string // PostgreSQL: the test's schema in IDN_TEST_POSTGRES_URL
 	logs        *lockedBuffer
 	relayed     *lockedBuffer // bodies of the RPC route, both ways
 }
@@ -200,13 +202,19 @@ func (r recorder) Write(p []byte) (int, error) { r.to.Write(p); return r.Respons
 
 func (r recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func startPairingWorld(t *testing.T) *pairingWorld {
+func startPairingWorld(t *testing.T, engine string) *pairingWorld {
 	t.Helper()
 	w := &pairingWorld{dbDir: t.TempDir(), logs: &lockedBuffer{}, relayed: &lockedBuffer{}}
 	ln := freePort(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 	w.base, w.cpURL = fmt.Sprintf("http://localhost:%d", port), fmt.Sprintf("http://127.0.0.1:%d", port)
-	st, err := controlplane.Open(context.Background(), controlplane.StoreConfig{SQLitePath: filepath.Join(w.dbDir, "cp.db")})
+	cfg := controlplane.StoreConfig{SQLitePath: filepath.Join(w.dbDir, "cp.db")}
+	if engine == controlplane.ProviderPostgres {
+		var url string
+		url, w.pgSchema = postgresSchema(t)
+		cfg = controlplane.StoreConfig{Provider: controlplane.ProviderPostgres, DatabaseURL: url}
+	}
+	st, err := controlplane.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,13 +297,19 @@ func runGateway(t *testing.T, bin string, env []string, args ...string) string {
 // secret appears nowhere on the control plane's side.
 func TestGatewayPairingEndToEnd(t *testing.T) {
 	chromium(t)
-	const secret, rotated = "sk-e2e-4d1f0c2b9a87e6d5", "sk-e2e-rotated-77c1e0"
 	bin := filepath.Join(t.TempDir(), "gateway")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idnhq/idn/cmd/gateway").CombinedOutput(); err != nil {
 		t.Fatalf("build the gateway: %v\n%s", err, out)
 	}
+	for _, engine := range []string{controlplane.ProviderSQLite, controlplane.ProviderPostgres} {
+		t.Run(engine, func(t *testing.T) { gatewayPairingEndToEnd(t, bin, engine) })
+	}
+}
+
+func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
+	const secret, rotated = "sk-e2e-4d1f0c2b9a87e6d5", "sk-e2e-rotated-77c1e0"
 	upstream := newUpstream(t, secret, rotated)
-	w := startPairingWorld(t)
+	w := startPairingWorld(t, engine)
 	agent, err := identity.New("agent-e2e")
 	if err != nil {
 		t.Fatal(err)
@@ -419,10 +433,16 @@ func TestGatewayPairingEndToEnd(t *testing.T) {
 	})
 
 	step(t, "the secret appears nowhere on the control plane's side")
+	stored := map[string][]byte{}
 	for name, path := range map[string]string{"database": "cp.db", "WAL": "cp.db-wal"} {
-		b, _ := os.ReadFile(filepath.Join(w.dbDir, path))
-		if bytes.Contains(b, []byte(secret)) {
-			t.Errorf("the secret is in the control plane's %s", name)
+		stored[name], _ = os.ReadFile(filepath.Join(w.dbDir, path))
+	}
+	if w.pgSchema != "" {
+		stored["PostgreSQL dump"] = pgDump(t, w.pgSchema)
+	}
+	for name, b := range stored {
+		if bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte(rotated)) {
+			t.Errorf("a secret is in the control plane's %s", name)
 		}
 	}
 	if bytes.Contains(w.logs.Bytes(), []byte(secret)) {
@@ -459,6 +479,54 @@ func agentThrough(t *testing.T, gwAddr string, agent *identity.Identity) (int, s
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(body)
+}
+
+// postgresSchema is a fresh schema in IDN_TEST_POSTGRES_URL, dropped at
+// cleanup, and the URL that uses it; without the variable the test is
+// skipped (failed when CI=true).
+func postgresSchema(t *testing.T) (url, schema string) {
+	t.Helper()
+	base := os.Getenv("IDN_TEST_POSTGRES_URL")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("IDN_TEST_POSTGRES_URL is unset but CI=true")
+		}
+		t.Skip("PostgreSQL run skipped: IDN_TEST_POSTGRES_URL is unset")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema = "e2e_" + hex.EncodeToString(b[:])
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); db.Close() })
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	return base + sep + "search_path=" + schema, schema
+}
+
+// pgDump is pg_dump of schema with its data; empty (logged) without
+// pg_dump.
+func pgDump(t *testing.T, schema string) []byte {
+	t.Helper()
+	if _, err := exec.LookPath("pg_dump"); err != nil {
+		t.Log("pg_dump not installed: the database is not dumped")
+		return nil
+	}
+	out, err := exec.Command("pg_dump", "--schema="+schema, os.Getenv("IDN_TEST_POSTGRES_URL")).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	if !bytes.Contains(out, []byte("gateway_pairings")) {
+		t.Fatalf("pg_dump of %s holds no gateway tables", schema)
+	}
+	return out
 }
 
 // newUpstream is an API that answers only with one of the bearer tokens.
