@@ -31,11 +31,12 @@ import (
 // GatewayConfig configures gateway pairing. Its zero value is ready.
 type GatewayConfig struct {
 	// RPCTimeout bounds how long an RPC waits for the gateway's answer
-	// before 504 GATEWAY_TIMEOUT; zero means 30 s.
+	// before 504 GATEWAY_TIMEOUT; zero (or negative) means 30 s.
 	RPCTimeout time.Duration
 	// Heartbeat is how often a held socket is pinged and its gateway's
-	// last_seen refreshed; zero means 15 s. A gateway not seen for three
-	// heartbeats counts as offline even if an instance died holding it.
+	// last_seen refreshed; zero (or negative) means 15 s. A gateway not
+	// seen for three heartbeats counts as offline even if an instance died
+	// holding it.
 	Heartbeat time.Duration
 }
 
@@ -46,6 +47,7 @@ var websocketStatusUnpaired = websocket.StatusCode(pairwire.CloseUnpaired)
 
 func (s *Server) initGateways() {
 	c := &s.cfg.Gateways
+	c.RPCTimeout, c.Heartbeat = max(0, c.RPCTimeout), max(0, c.Heartbeat)
 	setDefault(&c.RPCTimeout, 30*time.Second)
 	setDefault(&c.Heartbeat, 15*time.Second)
 	s.store.relay.init(s.log, c.RPCTimeout)
