@@ -191,7 +191,9 @@ func (r *gatewayRelay) closeAll(code websocket.StatusCode, reason string) {
 // returns the gateway's answer.
 func (s *Store) relayCall(ctx context.Context, g gatewayRecord, rid string, req []byte) ([]byte, error) {
 	r := &s.relay
-	if sock := r.local(g.ID); sock != nil {
+	// A socket this instance still lists may be one being torn down after
+	// the gateway connected elsewhere: only the one the record names counts.
+	if sock := r.local(g.ID); sock != nil && sock.connID == g.ConnID {
 		return sock.call(ctx, rid, req)
 	}
 	if !s.pg || g.Instance == "" || g.Instance == r.instance {
