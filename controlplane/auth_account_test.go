@@ -12,6 +12,7 @@ import (
 // TestSessionFlow: signup → login → approve a claim → logout → the old
 // cookie is refused.
 func TestSessionFlow(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		dev := newDevice(t, "ES256")
 		e.signup("alice", dev).want(t, http.StatusCreated, "")
@@ -46,6 +47,7 @@ func TestSessionFlow(t *testing.T) {
 
 // TestSettings: PATCH /v1/auth/settings stores per account; me shows them.
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		tok := sessionOf(t, e.signup("alice", newDevice(t, "EdDSA")))
 		other := sessionOf(t, e.signup("bob", newDevice(t, "ES256")))
@@ -75,6 +77,7 @@ func TestSettings(t *testing.T) {
 // DID is deactivated, the name cannot be registered again and the old
 // session is refused.
 func TestAccountDeletion(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		dev := newDevice(t, "EdDSA")
 		tok := sessionOf(t, e.signup("alice", dev).want(t, http.StatusCreated, ""))
@@ -149,6 +152,7 @@ func TestAccountDeletion(t *testing.T) {
 // TestAuthRateLimits: an address gets 5 signups an hour however many
 // options it asks for, and failed assertions back off exponentially.
 func TestAuthRateLimits(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		ip := withHeader("X-Forwarded-For", "198.51.100.7")
 		// Options are not signups: asking again and again uses none up.
@@ -200,6 +204,7 @@ func TestAuthRateLimits(t *testing.T) {
 
 // TestMaintainAuth: expired challenges and stale rate-limit rows go.
 func TestMaintainAuth(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		e.do("GET", "/v1/auth/signup/options?namespace=alice", nil).want(t, http.StatusOK, "")
 		count := func(table string) int {
@@ -229,6 +234,7 @@ func TestMaintainAuth(t *testing.T) {
 // exactly the allowed number pass (the row is locked, or SQLite's write
 // lock serialises them).
 func TestRateLimitConcurrent(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		const n = 12
 		passed := make(chan time.Duration, n)
@@ -259,6 +265,7 @@ func TestRateLimitConcurrent(t *testing.T) {
 // TestAccountDeletionSendsWebhooks: the revocations of an account deletion
 // reach the services' webhooks, signed, like an owner's revoke would.
 func TestAccountDeletionSendsWebhooks(t *testing.T) {
+	t.Parallel()
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			e := newEnv(t, openStore(t, storeConfig(t, engine)), func(c *Config) {

@@ -14,6 +14,7 @@ import (
 // credentials: signup, login, verification, a second passkey, rename and
 // delete (never the last).
 func TestPasskeyCeremonies(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		for _, tc := range []struct{ alg, other string }{{"ES256", "EdDSA"}, {"EdDSA", "ES256"}} {
 			t.Run(tc.alg, func(t *testing.T) {
@@ -90,6 +91,7 @@ func TestPasskeyCeremonies(t *testing.T) {
 
 // TestCeremonyOptionsJSON checks the standard WebAuthn options JSON.
 func TestCeremonyOptionsJSON(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, ProviderSQLite)
 	var creation struct {
 		Challenge string `json:"challenge"`
@@ -135,6 +137,7 @@ func TestCeremonyOptionsJSON(t *testing.T) {
 
 // TestCeremonyAttacks: every row is a ceremony that must be refused.
 func TestCeremonyAttacks(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		// Each row gets its own namespace, so backoffs do not interact.
 		rows := []struct {
@@ -248,6 +251,7 @@ func jsonField(t *testing.T, body []byte, name string) []byte {
 // TestCeremonyRoutesNeedOrigins: without WebAuthn origins the ceremony
 // routes do not exist, and the rest refuse configurations that cannot work.
 func TestCeremonyRoutesNeedOrigins(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	e.do("GET", "/v1/auth/signup/options?namespace=alice", nil).want(t, http.StatusNotFound, "NOT_FOUND")
 	tok := e.seed(map[string]any{"namespaces": []string{"alice"}}).Sessions["alice"]
@@ -270,6 +274,7 @@ func TestCeremonyRoutesNeedOrigins(t *testing.T) {
 // TestConcurrentReplay: one assertion sent by many clients at once signs
 // in exactly once (the challenge is consumed by a single DELETE).
 func TestConcurrentReplay(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		dev := newDevice(t, "EdDSA")
 		e.signup("alice", dev).want(t, http.StatusCreated, "")
@@ -310,6 +315,7 @@ func TestConcurrentReplay(t *testing.T) {
 // TestSeededOwnerAddsPasskey: a namespace created without a passkey (test
 // seed) cannot sign in until its owner adds one in a session.
 func TestSeededOwnerAddsPasskey(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		tok := e.seed(map[string]any{"namespaces": []string{"acme"}}).Sessions["acme"]
 		e.do("GET", "/v1/auth/login/options?namespace=acme", nil).want(t, http.StatusConflict, "NO_PASSKEYS")

@@ -42,6 +42,7 @@ func wantReauth(t *testing.T, r resp, reason string) {
 // take the account over. Each row starts from an owner with one passkey
 // and the stolen cookie of a session the owner logged in to just now.
 func TestStepUpAttacks(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		type world struct {
 			ns     string
@@ -149,6 +150,7 @@ func TestStepUpAttacks(t *testing.T) {
 // verification: exactly one passes (the namespace row is locked, or
 // SQLite's write lock serialises them).
 func TestStepUpOneChangePerVerification(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		a := newDevice(t, "ES256")
 		tok := sessionOf(t, e.signup("alice", a).want(t, http.StatusCreated, ""))
@@ -187,6 +189,7 @@ func TestStepUpOneChangePerVerification(t *testing.T) {
 // the passkey (which ends the sessions it started) with their own, and a
 // passkey of their own becomes able to confirm changes after the hold.
 func TestStepUpOwnerRecovers(t *testing.T) {
+	t.Parallel()
 	smtpAddr, mails := fakeSMTP(t)
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
@@ -258,6 +261,7 @@ func TestStepUpOwnerRecovers(t *testing.T) {
 // from (network only) and ends any of them; another namespace's session
 // is not found.
 func TestOwnerSessions(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		dev := newDevice(t, "ES256")
 		first := sessionOf(t, e.signup("alice", dev, withHeader("X-Forwarded-For", "203.0.113.77"), withHeader("User-Agent", "Firefox/130\tx\xff")).
@@ -313,6 +317,7 @@ func TestOwnerSessions(t *testing.T) {
 // sends failed assertions for the owner's namespace; it is throttled, and
 // the owner signs in and verifies from another address all along.
 func TestStrangersCannotLockOwnerOut(t *testing.T) {
+	t.Parallel()
 	forEachAuthEngine(t, func(t *testing.T, e *env) {
 		owner := newDevice(t, "ES256")
 		e.signup("victim", owner).want(t, http.StatusCreated, "")

@@ -82,6 +82,7 @@ func serveDirect(srv *Server, method, path string, h http.Header, body io.Reader
 // makes the control plane read no byte of its body, and an anonymous route
 // reads no more than its small limit.
 func TestNoBodyByteReadBeforeAuthentication(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, ProviderSQLite)
 	_, key := claimWorld(e)
 	const mib = 1 << 20
@@ -233,6 +234,7 @@ func TestUnauthenticatedUploadsHoldNoMemory(t *testing.T) {
 // capped; a request that would pass the cap is answered 503 with
 // Retry-After, and every byte is given back when its request ends.
 func TestInflightBodyCap(t *testing.T) {
+	t.Parallel()
 	const limit = 16 << 10
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) { c.MaxInflightBodyBytes = limit })
 	owner, key := claimWorld(e)

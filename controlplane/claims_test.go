@@ -28,6 +28,7 @@ func submitBody(ns, pub, svc string) map[string]any {
 }
 
 func TestSubmitClaim(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		_, key := claimWorld(e)
 		agent := newAgent(t, "acme")
@@ -90,6 +91,7 @@ func TestSubmitClaim(t *testing.T) {
 // of the claim lifecycle (pending → approved, pending → rejected,
 // approved → revoked) succeed, every other one is 409.
 func TestClaimStateMachine(t *testing.T) {
+	t.Parallel()
 	allowed := map[[2]string]string{
 		{StatusPending, "approve"}: StatusApproved,
 		{StatusPending, "reject"}:  StatusRejected,
@@ -137,6 +139,7 @@ func TestClaimStateMachine(t *testing.T) {
 // against reject, on one claim: the end state is always one the state
 // machine can reach, and approve/reject have exactly one winner.
 func TestConcurrentTransitions(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		owner, _ := claimWorld(e)
 		for round := 0; round < 10; round++ {
@@ -177,6 +180,7 @@ func TestConcurrentTransitions(t *testing.T) {
 }
 
 func TestPendingExpiry(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		owner, key := claimWorld(e)
 		old := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)
@@ -210,6 +214,7 @@ func TestPendingExpiry(t *testing.T) {
 }
 
 func TestOwnerClaimListing(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		owner, _ := claimWorld(e)
 		var claims []map[string]string
@@ -279,6 +284,7 @@ func TestOwnerClaimListing(t *testing.T) {
 }
 
 func TestClaimsFeed(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		owner, key := claimWorld(e)
 		var claims []map[string]string
@@ -358,6 +364,7 @@ func TestClaimsFeed(t *testing.T) {
 }
 
 func TestVerifyEndpoint(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		owner, key := claimWorld(e)
 		agent := newAgent(t, "acme")
@@ -393,6 +400,7 @@ func TestVerifyEndpoint(t *testing.T) {
 // count after every kind of change, and that sequential paging (which uses
 // remembered cursors) returns exactly what plain offset paging returns.
 func TestFeedStateAndCursors(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		owner, key := claimWorld(e)
 		var claims []map[string]string
@@ -462,6 +470,7 @@ func TestFeedStateAndCursors(t *testing.T) {
 // different keys to one namespace never exceed the pending limit, and
 // parallel submissions of one tuple create one claim.
 func TestConcurrentSubmissionsRespectPendingLimit(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		_, key := claimWorld(e)
 		one := pubKey(newAgent(t, "acme"))

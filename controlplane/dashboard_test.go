@@ -68,6 +68,7 @@ func wantPageHeaders(t *testing.T, path string, h http.Header) {
 var inlineCode = regexp.MustCompile(`(?i)<script(?:\s[^>]*)?>[^<]|<script>|\son[a-z]+=|\sstyle=|javascript:|<style`)
 
 func TestDashboardPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
 		withWebhooks(nil)(c)
 		c.Auth.Origins = []string{"http://localhost:8787"}
@@ -172,6 +173,7 @@ func TestDashboardPages(t *testing.T) {
 // Markup an owner types (agent names, service names, webhook URLs) is
 // text on every page, never markup.
 func TestDashboardEscapesStoredText(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	owner, key := claimWorld(e)
 	agent := newAgent(t, "acme")
@@ -188,6 +190,7 @@ func TestDashboardEscapesStoredText(t *testing.T) {
 // A claim's registry transactions link to the chain's block explorer, and
 // a failed write shows its reason.
 func TestDashboardRegistryTransactions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
 		c.Webhooks.Registry.ExplorerURL = "https://sepolia.basescan.org/"
 	})
@@ -211,6 +214,7 @@ func TestDashboardRegistryTransactions(t *testing.T) {
 }
 
 func TestDashboardAssets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	for name, ctype := range map[string]string{"app.js": "text/javascript", "api.js": "text/javascript",
 		"webauthn.js": "text/javascript", "app.css": "text/css", "icon.svg": "image/svg+xml"} {
@@ -233,6 +237,7 @@ func TestDashboardAssets(t *testing.T) {
 
 // TestSigninLink covers the one-time sign-in link of local deployments.
 func TestSigninLink(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		claimWorld(e)
 		create := func(ns string, opts ...reqOpt) resp {
@@ -316,6 +321,7 @@ func TestSigninLink(t *testing.T) {
 // The link routes serve loopback clients only: a remote client behind a
 // trusted proxy gets the 404 of a missing route, with the right token too.
 func TestSigninLinkRemoteClient(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
@@ -330,6 +336,7 @@ func TestSigninLinkRemoteClient(t *testing.T) {
 }
 
 func TestSigninLinkAbsentWithoutSeed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) { c.TestSeedToken = "" })
 	e.do("POST", "/v1/test/signin-links", map[string]string{"namespace": "acme"}, withHeader("X-IDN-Test-Seed-Token", "")).
 		want(t, http.StatusNotFound, "NOT_FOUND")
@@ -339,6 +346,7 @@ func TestSigninLinkAbsentWithoutSeed(t *testing.T) {
 // TestWebhookTestEvent sends a test event through the real queue and
 // receiver, signed like every delivery.
 func TestWebhookTestEvent(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, withWebhooks(nil), func(t *testing.T, e *env, _ StoreConfig) {
 		rc := newReceiver(t)
 		owner, _ := claimWorld(e)
@@ -431,6 +439,7 @@ var assetRef = regexp.MustCompile(`(?:src|href)="(/assets/[^"]+)"|from '\./([a-z
 // the claims page of a namespace with 10,000 claims: the HTML, the style
 // sheet, the icon and every module, following imports.
 func TestClaimsPageTransferBudget(t *testing.T) {
+	t.Parallel()
 	const budget = 100 << 10
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	s := e.seed(map[string]any{"namespaces": []string{"acme"}})

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDIDResolution(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		agent, other, pending := newAgent(t, "acme"), newAgent(t, "acme"), newAgent(t, "acme")
 		s := e.seed(map[string]any{
@@ -161,6 +162,7 @@ func TestDIDResolution(t *testing.T) {
 }
 
 func TestNegotiateAttacks(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		accept string
 		want   string

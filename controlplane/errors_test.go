@@ -16,6 +16,7 @@ import (
 // TestErrorTable pins the answer of every domain error, wrapped as the
 // store wraps them, so a new one cannot fall through to 500.
 func TestErrorTable(t *testing.T) {
+	t.Parallel()
 	rows := []struct {
 		err  error
 		code errcode.Code
@@ -72,6 +73,7 @@ func TestErrorTable(t *testing.T) {
 // files do not import the envelope package, so they can only return
 // domain errors, which errorTable maps.
 func TestStoreReturnsNoHTTPErrors(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*store*.go")
 	if err != nil {
 		t.Fatal(err)

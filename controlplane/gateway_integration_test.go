@@ -22,6 +22,7 @@ import (
 // the owner, found on the next poll, and gone on the first poll after
 // revocation.
 func TestGatewayClaimPath(t *testing.T) {
+	t.Parallel()
 	ts, seeded := startSeededControlPlane(t)
 
 	gw, _ := identity.New("gateway-local")

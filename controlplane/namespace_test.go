@@ -10,6 +10,7 @@ import (
 )
 
 func TestNamespaceEndpoint(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		agent := newAgent(t, "acme")
 		s := e.seed(map[string]any{
@@ -72,6 +73,7 @@ func TestNamespaceEndpoint(t *testing.T) {
 }
 
 func TestHealthAndUnknownRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	if m := e.do("GET", "/health", nil).want(t, 200, "").json(t); m["status"] != "ok" {
 		t.Fatalf("health = %v", m)
@@ -86,6 +88,7 @@ func TestHealthAndUnknownRoutes(t *testing.T) {
 // handlers) on one PostgreSQL schema: a nonce accepted by one is a replay on
 // the other, and both see the same claims.
 func TestTwoInstancesShareNonces(t *testing.T) {
+	t.Parallel()
 	cfg := storeConfig(t, ProviderPostgres)
 	a := newEnv(t, openStore(t, cfg), nil)
 	b := newEnv(t, openStore(t, cfg), nil)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMetricsCountRoutesClaimsAndQueue(t *testing.T) {
+	t.Parallel()
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) { checkMetrics(t, engine) })
 	}
@@ -122,6 +123,7 @@ func TestMetricsAccess(t *testing.T) {
 }
 
 func TestHealthProbes(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.do("GET", "/health/live", nil).want(t, http.StatusOK, "")
 		r := e.do("GET", "/health/ready", nil).want(t, http.StatusOK, "")

@@ -22,6 +22,7 @@ func allRoutesEnv(t *testing.T) *env {
 // operation (or the reverse) fails here; edit controlplane/openapi.json and
 // docs/control-plane.md together with the route.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	e := allRoutesEnv(t)
 	doc, err := openapicheck.Parse(openAPI)
 	if err != nil {
@@ -54,6 +55,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // TestReferenceListsRoutes: docs/control-plane.md names every path of the
 // API in backticks.
 func TestReferenceListsRoutes(t *testing.T) {
+	t.Parallel()
 	ref, err := os.ReadFile("../docs/control-plane.md")
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +73,7 @@ func TestReferenceListsRoutes(t *testing.T) {
 }
 
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	r := e.do("GET", "/openapi.json", nil)
 	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" || !bytes.Equal(r.body, openAPI) {

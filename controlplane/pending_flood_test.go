@@ -14,6 +14,7 @@ import (
 // addresses through the same one; and the owner clears a flood in one
 // call.
 func TestPendingFlood(t *testing.T) {
+	t.Parallel()
 	budget := func(c *Config) {
 		withWebhooks(nil)(c)
 		c.MaxPendingClaims, c.MaxPendingPerAgent = 4, 2

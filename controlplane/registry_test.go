@@ -167,6 +167,7 @@ func (e *env) runRegistry() {
 }
 
 func TestRegistryModeNeedsBackend(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, storeConfig(t, ProviderSQLite))
 	for _, mode := range []string{RegistrySync, RegistryMemory, RegistryQueue} {
 		_, err := New(Config{Store: st, JWTSecret: testSecret, Webhooks: WebhookConfig{Registry: RegistryConfig{Mode: mode}}})
@@ -185,6 +186,7 @@ func TestRegistryModeNeedsBackend(t *testing.T) {
 }
 
 func TestRegistrySync(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, nil, func(t *testing.T, _ *env, sc StoreConfig) {
 		reg := newFakeRegistry()
 		e := newEnv(t, openStore(t, sc), withRegistry(RegistrySync, reg))
@@ -234,6 +236,7 @@ func TestRegistrySync(t *testing.T) {
 }
 
 func TestRegistryMemory(t *testing.T) {
+	t.Parallel()
 	reg := newFakeRegistry()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), withRegistry(RegistryMemory, reg))
 	owner, key := claimWorld(e)
@@ -271,6 +274,7 @@ func TestRegistryMemory(t *testing.T) {
 // before a restart are written after it, and a failing backend is retried
 // with backoff until it gives up.
 func TestRegistryQueue(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, nil, func(t *testing.T, _ *env, sc StoreConfig) {
 		reg := newFakeRegistry()
 		e := newEnv(t, openStore(t, sc), withRegistry(RegistryQueue, reg))
@@ -345,6 +349,7 @@ func TestRegistryQueue(t *testing.T) {
 // TestRunWorkersWritesRegistry: RunWorkers is woken by an approval and
 // writes it in queue mode without waiting for a poll.
 func TestRunWorkersWritesRegistry(t *testing.T) {
+	t.Parallel()
 	reg := newFakeRegistry()
 	reg.notify = make(chan string, 8)
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
@@ -379,6 +384,7 @@ func TestRunWorkersWritesRegistry(t *testing.T) {
 // TestRegistrySignupRegistersNamespace: a namespace made by sign-up is
 // registered, inline in sync mode, by RunWorkers in the queued modes.
 func TestRegistrySignupRegistersNamespace(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{RegistrySync, RegistryMemory, RegistryQueue} {
 		t.Run(mode, func(t *testing.T) {
 			reg := newFakeRegistry()
@@ -409,6 +415,7 @@ func TestRegistrySignupRegistersNamespace(t *testing.T) {
 // TestRegistryErrorShownOnClaim: the owner sees why a queued write failed
 // until a retry succeeds.
 func TestRegistryErrorShownOnClaim(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, nil, func(t *testing.T, _ *env, sc StoreConfig) {
 		reg := newFakeRegistry()
 		e := newEnv(t, openStore(t, sc), withRegistry(RegistryQueue, reg))
@@ -442,6 +449,7 @@ func TestRegistryErrorShownOnClaim(t *testing.T) {
 // of its claims' changes, so a later approval never lands before an
 // earlier revocation that is still being retried.
 func TestRegistryTupleOrder(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{RegistryMemory, RegistryQueue} {
 		t.Run(mode, func(t *testing.T) {
 			reg := newFakeRegistry()
@@ -479,6 +487,7 @@ func TestRegistryTupleOrder(t *testing.T) {
 // TestRegistryQueueMetrics: the queue depth is exported with the control
 // plane's metrics.
 func TestRegistryQueueMetrics(t *testing.T) {
+	t.Parallel()
 	reg := newFakeRegistry()
 	metrics := prometheus.NewRegistry()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
@@ -519,6 +528,7 @@ func TestRegistryQueueMetrics(t *testing.T) {
 // TestNoChainClientDependency: a program that imports this package does not
 // link go-ethereum; only registry/evm does.
 func TestNoChainClientDependency(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Skipf("go list: %v", err)

@@ -19,6 +19,7 @@ import (
 // valid namespace is reserved, so a route added later cannot shadow a
 // namespace without this test failing.
 func TestReservedNamespacesCoverRoutes(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +76,7 @@ func TestReservedNamespacesCoverRoutes(t *testing.T) {
 // would be accepted and then be unreachable (GET /v1/namespaces/claims is
 // the feed), so sign-up and the seed refuse it with a validation error.
 func TestRouteWordNamespacesRefused(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, ProviderSQLite)
 	for i, ns := range []string{"claims", "Claims", "services", "well-known", "reject-pending"} {
 		t.Run(ns, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestServicesAndKeys(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
 		s := e.seed(map[string]any{"namespaces": []string{"acme", "other"}})
 		acme, other := withSession(s.Sessions["acme"]), withSession(s.Sessions["other"])
@@ -136,6 +137,7 @@ func TestServicesAndKeys(t *testing.T) {
 }
 
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	s := e.seed(map[string]any{"namespaces": []string{"acme"}})
 	tok := s.Sessions["acme"]
@@ -187,6 +189,7 @@ func TestSessions(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	pre := func(origin string) resp {
 		return e.do("OPTIONS", "/v1/services", nil, withHeader("Origin", origin), withHeader("Access-Control-Request-Method", "POST"))
@@ -210,6 +213,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestSessionCookie(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, storeConfig(t, ProviderSQLite))
 	for _, tc := range []struct {
 		name       string
@@ -238,6 +242,7 @@ func TestSessionCookie(t *testing.T) {
 }
 
 func TestSeedEndpointConditions(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, storeConfig(t, ProviderSQLite))
 	body := `{"namespaces":["acme"]}`
 	for _, tc := range []struct {

@@ -12,6 +12,7 @@ import (
 // which hold sessions, passkeys and claims, are readable by their owner only,
 // both when Open creates them and when an older deployment left them 0644.
 func TestSQLiteFilesArePrivate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		prepare func(t *testing.T, path string)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestMigrations(t *testing.T) {
+	t.Parallel()
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			cfg := storeConfig(t, engine)
@@ -49,6 +50,7 @@ func TestMigrations(t *testing.T) {
 }
 
 func TestOpenConfigErrors(t *testing.T) {
+	t.Parallel()
 	for name, cfg := range map[string]StoreConfig{
 		"unknown provider":  {Provider: "mysql"},
 		"sqlite no path":    {Provider: ProviderSQLite},

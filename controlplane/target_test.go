@@ -18,6 +18,7 @@ import (
 // origin is refused (RFC 9112 §3.2.2), so a request an agent signed for
 // https://evil.example cannot be replayed here over plain HTTP.
 func TestTargetBinding(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	e.seed(map[string]any{"namespaces": []string{"gateway-one"}})
 	own := strings.TrimPrefix(e.ts.URL, "http://")

@@ -16,6 +16,7 @@ import (
 )
 
 func TestPublicAddr(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, ip string
 		public   bool
@@ -132,6 +133,7 @@ func (d *dohServer) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestDoHResolver(t *testing.T) {
+	t.Parallel()
 	doh := newDoHServer(t, map[string][]string{
 		"hooks.example.com": {"93.184.216.34", "2606:4700::1"},
 		"edge.example.net":  {"203.0.113.50"},
@@ -161,6 +163,7 @@ func TestDoHResolver(t *testing.T) {
 // resolves to one (refused when dialled, through the configured DoH
 // resolver), or by a redirect (never followed).
 func TestSSRFGuard(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t)
 	_, port, _ := net.SplitHostPort(rc.ts.Listener.Addr().String())
 	doh := newDoHServer(t, map[string][]string{

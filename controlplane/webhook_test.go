@@ -184,6 +184,7 @@ func approvedDelivery(e *env, url string) (whID, secret, claimID, deliveryID str
 }
 
 func TestWebhookCRUD(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, withWebhooks(func(c *WebhookConfig) { c.MaxPerService = 2 }), func(t *testing.T, e *env, _ StoreConfig) {
 		owner, _ := claimWorld(e)
 		svc := e.serviceID(owner)
@@ -271,6 +272,7 @@ func TestWebhookCRUD(t *testing.T) {
 }
 
 func TestWebhooksOffWithoutKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	owner, _ := claimWorld(e)
 	e.do("GET", "/v1/services/"+e.serviceID(owner)+"/webhooks", nil, owner).want(t, 503, "WEBHOOKS_DISABLED")
@@ -292,6 +294,7 @@ func TestWebhooksOffWithoutKey(t *testing.T) {
 // retried with growing delays, and delivered once it is back, signed per
 // Standard Webhooks with the documented body.
 func TestWebhookRetriesThenDelivers(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, withWebhooks(nil), func(t *testing.T, e *env, _ StoreConfig) {
 		rc := newReceiver(t)
 		rc.down.Store(true)
@@ -370,6 +373,7 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 // database between attempts, and a worker dies holding a lease; the
 // delivery still arrives, exactly once per webhook-id.
 func TestWebhookSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, withWebhooks(nil), func(t *testing.T, e *env, sc StoreConfig) {
 		rc := newReceiver(t)
 		rc.down.Store(true)
@@ -429,6 +433,7 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 // TestWebhookConcurrentWorkers: several instances on one database deliver
 // a burst; every webhook-id arrives exactly once.
 func TestWebhookConcurrentWorkers(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, withWebhooks(nil), func(t *testing.T, e *env, sc StoreConfig) {
 		rc := newReceiver(t)
 		owner, key := claimWorld(e)
@@ -471,6 +476,7 @@ func TestWebhookConcurrentWorkers(t *testing.T) {
 // window; the delivery fails terminally after the threshold and an alert
 // e-mail goes out.
 func TestWebhookTerminalFailure(t *testing.T) {
+	t.Parallel()
 	smtpAddr, mails := fakeSMTP(t)
 	forEachEngineWith(t, withWebhooks(func(c *WebhookConfig) {
 		c.FailureThreshold = 4
@@ -584,6 +590,7 @@ func fakeSMTP(t *testing.T) (string, chan string) {
 // handlers (service deletion, a bulk revocation) are delivered too, even
 // after the webhook itself went with its service.
 func TestWebhookOutboxCoversEveryPath(t *testing.T) {
+	t.Parallel()
 	forEachEngineWith(t, withWebhooks(nil), func(t *testing.T, e *env, _ StoreConfig) {
 		rc := newReceiver(t)
 		owner, key := claimWorld(e)
@@ -623,6 +630,7 @@ func TestWebhookOutboxCoversEveryPath(t *testing.T) {
 // TestWebhookDeleteCancelsQueued: deleting a webhook cancels what it had
 // queued.
 func TestWebhookDeleteCancelsQueued(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), withWebhooks(nil))
 	rc := newReceiver(t)
 	rc.down.Store(true)
@@ -639,6 +647,7 @@ func TestWebhookDeleteCancelsQueued(t *testing.T) {
 }
 
 func TestBackoffDelay(t *testing.T) {
+	t.Parallel()
 	window := 24 * time.Hour
 	var sum time.Duration
 	prev := time.Duration(0)
@@ -673,6 +682,7 @@ func TestBackoffDelay(t *testing.T) {
 // TestWebhookSignatureVector checks signWebhook against the Standard
 // Webhooks reference example.
 func TestWebhookSignatureVector(t *testing.T) {
+	t.Parallel()
 	key, _ := base64.StdEncoding.DecodeString("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	got := signWebhook(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", []byte(`{"test": 2432232314}`))
 	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
