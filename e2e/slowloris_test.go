@@ -80,6 +80,7 @@ func TestServerTimeouts(t *testing.T) {
 // gets every answer at once, and the server cuts every slow connection
 // within the timeout.
 func TestSlowloris(t *testing.T) {
+	t.Parallel()
 	const (
 		slow          = 200
 		headerTimeout = 2 * time.Second

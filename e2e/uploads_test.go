@@ -86,6 +86,7 @@ func (u *upload) run(addr string, dialed *sync.WaitGroup, start <-chan struct{})
 // one 403 from the headers, and the peak resident memory of its process
 // (VmHWM, reset before the attack) rises by less than 64 MB.
 func TestUnauthenticatedUploadsStayOutOfMemory(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc to read a process's resident memory")
 	}

@@ -60,6 +60,7 @@ func querySecret(id, baseURL, secret string) conn {
 // envelope with neither the upstream address nor the secret in it, and a
 // healthy connection keeps working during and after the faults.
 func TestUpstreamFaults(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const secret = "sk-upstream-secret-4f1c"
 
