@@ -107,6 +107,7 @@ func (g *gateway) signedHead(id *identity.Identity, method, path string, body []
 // the body: the gateway decides on headers alone and reads no body byte for
 // anyone it has not admitted.
 func TestBodyUnreadUntilAdmitted(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{submitLimit: 100})
 	body := bytes.Repeat([]byte("upload"), 200_000) // 1.2 MB
 	addr := strings.TrimPrefix(g.srv.URL, "http://")
@@ -164,6 +165,7 @@ func TestBodyUnreadUntilAdmitted(t *testing.T) {
 // An admitted caller's body is read and checked against the signed
 // content-digest, whatever the framing.
 func TestBodyCheckedAfterAdmission(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{})
 	addr := strings.TrimPrefix(g.srv.URL, "http://")
 	body := bytes.Repeat([]byte("0123456789abcdef"), 5000) // 80 000 bytes: the buffer grows past its first chunk
@@ -212,6 +214,7 @@ func TestBodyCheckedAfterAdmission(t *testing.T) {
 // admitted upload holds its buffer, another that would pass the cap is
 // answered 503 with Retry-After, and succeeds once the first is done.
 func TestInflightBodyCap(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{})
 	g.handler.bodies.max = 24 << 10
 	addr := strings.TrimPrefix(g.srv.URL, "http://")
@@ -248,6 +251,7 @@ func TestInflightBodyCap(t *testing.T) {
 // never sizes it beyond the first chunk, and what it holds is what the
 // budget was charged.
 func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
+	t.Parallel()
 	const max = 1 << 20
 	rows := []struct {
 		name     string

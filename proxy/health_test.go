@@ -9,6 +9,7 @@ import (
 )
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	failing := true
 	h := &Health{Version: "v1.2.3", Checks: map[string]func(context.Context) error{
 		"store":  func(context.Context) error { return nil },

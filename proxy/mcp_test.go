@@ -44,6 +44,7 @@ func mcpUpstream(t *testing.T) (*httptest.Server, *atomic.Int32) {
 
 // The MCP routes run through the same signed pipeline as /proxy.
 func TestMCPThroughPipeline(t *testing.T) {
+	t.Parallel()
 	up, calls := mcpUpstream(t)
 	g := newGateway(t, gatewayOptions{mcpUpstream: up.URL})
 
@@ -79,6 +80,7 @@ func TestMCPThroughPipeline(t *testing.T) {
 
 // A request that did not pass the pipeline is refused by MCPCaller.
 func TestMCPCallerRequiresPipeline(t *testing.T) {
+	t.Parallel()
 	if _, err := MCPCaller(httptest.NewRequest("GET", "/mcp/x/tools", nil)); err == nil {
 		t.Fatal("MCPCaller accepted a request that bypassed the pipeline")
 	}
@@ -116,6 +118,7 @@ func (g *gateway) mcpMessage(agent *identity.Identity, sid, body string) (send f
 // the connection's policy with its credential injected, and keeps each
 // session to the caller that opened it.
 func TestMCPEndpointThroughPipeline(t *testing.T) {
+	t.Parallel()
 	up, calls := mcpUpstream(t)
 	g := newGateway(t, gatewayOptions{mcpUpstream: up.URL})
 	ctx := context.Background()

@@ -36,6 +36,7 @@ var escapes = []string{
 // forwarded, on /proxy routes and on alias routes alike; ordinary paths,
 // including encoded slashes, go upstream exactly as sent.
 func TestPathPrefixEscape(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{})
 	for _, rest := range escapes {
 		for _, route := range []string{"/proxy/keyed", "/proxy/github", "/gh"} {

@@ -16,6 +16,7 @@ import (
 )
 
 func TestApprovedRequestIsForwarded(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{})
 	a := g.do(g.request(g.agent, "POST", "/proxy/github/repos/a%2Fb/issues?state=open&x=1", `{"title":"hi"}`))
 	if a.status != 200 {
@@ -59,6 +60,7 @@ func TestApprovedRequestIsForwarded(t *testing.T) {
 // Every AUTH_* code of the gateway, each produced by a named
 // request, with its exact status.
 func TestAuthCodes(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{submitLimit: 1})
 	get := func() *http.Request { return g.request(g.agent, "GET", "/proxy/github/user", "") }
 	rows := []struct {
@@ -216,6 +218,7 @@ func TestAuthCodes(t *testing.T) {
 // every time, from the gateway's memory: the control plane sees one
 // submission and the rate limit is not spent on the repeats.
 func TestPollingAgentKeepsItsClaimID(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{submitLimit: 2})
 	var first any
 	for i := range 5 {
@@ -250,6 +253,7 @@ func TestPollingAgentKeepsItsClaimID(t *testing.T) {
 }
 
 func TestRotationEnforcement(t *testing.T) {
+	t.Parallel()
 	block := newGateway(t, gatewayOptions{rotation: credvault.RotationBlock})
 	if a := block.do(block.request(block.agent, "GET", "/proxy/stale/x", "")); a.status != 403 || a.env["code"] != errcode.RotationRequired.String() {
 		t.Errorf("block: %d %v", a.status, a.env["code"])
@@ -271,6 +275,7 @@ func (failingNonces) CheckNonce(context.Context, string, string, time.Time) erro
 }
 
 func TestUnknownFailureIsAuthForbidden(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{nonces: failingNonces{}})
 	if a := g.do(g.request(g.agent, "GET", "/proxy/github/x", "")); a.status != 403 || a.env["code"] != errcode.AuthForbidden.String() {
 		t.Errorf("got %d %v, want 403 AUTH_FORBIDDEN", a.status, a.env["code"])
@@ -278,6 +283,7 @@ func TestUnknownFailureIsAuthForbidden(t *testing.T) {
 }
 
 func TestStreamingResponse(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{})
 	resp, err := http.DefaultClient.Do(g.request(g.agent, "GET", "/proxy/github/events", ""))
 	if err != nil {
@@ -298,6 +304,7 @@ func TestStreamingResponse(t *testing.T) {
 }
 
 func TestBodyLimit(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, gatewayOptions{})
 	g.handler.cfg.MaxBodyBytes = 1024
 	g.handler.verifier.MaxBodyBytes = 1024

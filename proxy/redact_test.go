@@ -248,6 +248,7 @@ func (a rawAnswer) leaks(secret string) []string {
 }
 
 func TestCredentialReflection(t *testing.T) {
+	t.Parallel()
 	g, _ := newEchoGateway(t)
 	cases := []struct {
 		name   string
@@ -299,6 +300,7 @@ func TestCredentialReflection(t *testing.T) {
 }
 
 func TestRedactedBodySplitAcrossReads(t *testing.T) {
+	t.Parallel()
 	g, e := newEchoGateway(t)
 	resp, err := rawClient.Do(g.request(g.agent, "GET", "/proxy/echo-header/split", ""))
 	if err != nil {
@@ -319,6 +321,7 @@ func TestRedactedBodySplitAcrossReads(t *testing.T) {
 }
 
 func TestRedactedEventStreamStillStreams(t *testing.T) {
+	t.Parallel()
 	g, e := newEchoGateway(t)
 	resp, err := rawClient.Do(g.request(g.agent, "GET", "/proxy/echo-bearer/events", ""))
 	if err != nil {
@@ -338,6 +341,7 @@ func TestRedactedEventStreamStillStreams(t *testing.T) {
 }
 
 func TestAgentCannotHideAnEchoInGzip(t *testing.T) {
+	t.Parallel()
 	g, _ := newEchoGateway(t)
 	r := g.request(g.agent, "GET", "/proxy/echo-bearer/gzip", "")
 	r.Header.Set("Accept-Encoding", "gzip")
@@ -348,6 +352,7 @@ func TestAgentCannotHideAnEchoInGzip(t *testing.T) {
 }
 
 func TestUpstreamCookies(t *testing.T) {
+	t.Parallel()
 	g, e := newEchoGateway(t)
 	cases := []struct {
 		name       string
@@ -459,6 +464,7 @@ func (c *choppy) Read(p []byte) (int, error) {
 // An MCP tool that echoes its request headers must not hand the credential
 // to the agent either.
 func TestMCPToolResultReflection(t *testing.T) {
+	t.Parallel()
 	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "debug.headers", Description: "shows what the server received"},
 		func(_ context.Context, req *mcp.CallToolRequest, _ echoArgs) (*mcp.CallToolResult, any, error) {
