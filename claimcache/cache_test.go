@@ -39,6 +39,7 @@ func newTestCache(t *testing.T, cp *claimcachetest.Server, clk *fakeClock, cfg c
 }
 
 func TestLookupFreshnessFailsClosedAndRecovers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	alice, mallory := newAgent("alice"), newAgent("mallory")
 	cp := newControlPlane(t, alice.claim("clm_alice", "github"))
@@ -105,6 +106,7 @@ func TestLookupFreshnessFailsClosedAndRecovers(t *testing.T) {
 }
 
 func TestSnapshotSkipsMalformedAndForeignRecords(t *testing.T) {
+	t.Parallel()
 	alice, bob, carol := newAgent("alice"), newAgent("bob"), newAgent("carol")
 	bad := carol.claim("clm_carol", "github")
 	bad.PublicKey = "ed25519:not-base64!"
@@ -139,6 +141,7 @@ func TestSnapshotSkipsMalformedAndForeignRecords(t *testing.T) {
 }
 
 func TestEarlyRefreshIsSingleFlight(t *testing.T) {
+	t.Parallel()
 	alice := newAgent("alice")
 	cp := newControlPlane(t, newAgent("bob").claim("clm_bob", "github"))
 	clk := newFakeClock()
@@ -184,6 +187,7 @@ func TestEarlyRefreshIsSingleFlight(t *testing.T) {
 }
 
 func TestRunPicksUpNewServicesAndStops(t *testing.T) {
+	t.Parallel()
 	alice := newAgent("alice")
 	cp := newControlPlane(t, alice.claim("clm_alice", "gitlab"))
 	c, events := newTestCache(t, cp, newFakeClock(), claimcache.Config{Services: []string{}})
@@ -209,6 +213,7 @@ func TestRunPicksUpNewServicesAndStops(t *testing.T) {
 }
 
 func TestNewValidatesConfig(t *testing.T) {
+	t.Parallel()
 	src := &claimcache.HTTPSource{BaseURL: "http://cp.invalid", APIKey: func(string) (string, error) { return "idn_sk_k", nil }}
 	tests := []struct {
 		name string
@@ -228,6 +233,7 @@ func TestNewValidatesConfig(t *testing.T) {
 }
 
 func TestSentinelsCarryCodes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want string
@@ -250,6 +256,7 @@ func TestSentinelsCarryCodes(t *testing.T) {
 }
 
 func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
+	t.Parallel()
 	alice := newAgent("alice")
 	cp := newControlPlane(t, alice.claim("clm_alice", "github"))
 	clk := newFakeClock()
@@ -289,6 +296,7 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 // Without an injected clock lookups read no time: a timer ends the lease a
 // TTL after the last good refresh began, and every good refresh renews it.
 func TestLeaseRunsOnTheSystemClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	alice := newAgent("alice")
 	cp := newControlPlane(t, alice.claim("clm_alice", "github"))

@@ -9,6 +9,7 @@ import (
 
 // A table large enough to be advised stays fully usable.
 func TestAdviseHugePagesLargeTable(t *testing.T) {
+	t.Parallel()
 	b := &builder{service: "svc"}
 	key := func(i int) []byte {
 		k := make([]byte, 32)

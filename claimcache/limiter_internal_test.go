@@ -7,6 +7,7 @@ import (
 )
 
 func TestLimitersStayBounded(t *testing.T) {
+	t.Parallel()
 	l := newLimiters(1, 100)
 	now := time.Now()
 	// An attacker cycling through random namespaces.

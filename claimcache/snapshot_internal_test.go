@@ -16,6 +16,7 @@ import (
 // tuple in any byte of the namespace or key misses, whether the namespace
 // sits in its slot or runs into a tail, and however many tuples share a key.
 func TestSnapshotMatchesExactly(t *testing.T) {
+	t.Parallel()
 	key := func(b byte) ed25519.PublicKey { k := make([]byte, 32); k[0], k[31] = b, b; return k }
 	short, long := "alice", "the-research-agents-of-acme-corporation" // inline, arena
 	b := &builder{service: "svc"}
@@ -156,6 +157,7 @@ func mustBuild(t testing.TB, b *builder) *snapshot {
 // A bucket keeps the first record of a repeated tuple, and refuses two
 // different tuples with one hash, which no pilot could separate.
 func TestDistinctDropsRepeatsAndRefusesHashCollisions(t *testing.T) {
+	t.Parallel()
 	b := &builder{service: "svc"}
 	k := make([]byte, 32)
 	for _, c := range []Claim{
@@ -197,6 +199,7 @@ func BenchmarkBuild1M(b *testing.B) {
 // Every size of snapshot finds each of its tuples, whatever the number of
 // buckets and however full the last one.
 func TestSnapshotFindsEveryTupleAtEverySize(t *testing.T) {
+	t.Parallel()
 	for n := range 200 {
 		b := &builder{service: "svc"}
 		k := make([]byte, ed25519.PublicKeySize)

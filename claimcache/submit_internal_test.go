@@ -19,6 +19,7 @@ func submitted(t *testing.T, m *receipts, tuple string, rc Receipt, now time.Tim
 // receipts at their bound, entries past their age are dropped as new ones
 // arrive, and nothing stays in flight.
 func TestReceiptsStayBounded(t *testing.T) {
+	t.Parallel()
 	m := newReceipts(time.Minute, 100)
 	now := time.Now()
 	for i := range 10_000 {
