@@ -80,6 +80,7 @@ func (c *cliRunner) assertNoSecrets(secrets ...string) {
 }
 
 func TestCLIWorkflow(t *testing.T) {
+	t.Parallel()
 	const (
 		secret  = "cli_SECRET_4be6d2"
 		rotated = "cli_ROTATED_91ac3f"
@@ -194,6 +195,7 @@ func TestCLIWorkflow(t *testing.T) {
 // process while this process holds a polling vault on the same data
 // directory, and waits for the new connection to appear.
 func TestCLIAddVisibleToServingProcess(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -237,6 +239,7 @@ func TestCLIAddVisibleToServingProcess(t *testing.T) {
 // TestCLISecretFromStdin runs the binary with --secret name=- and the value
 // on standard input: it is stored, and never printed.
 func TestCLISecretFromStdin(t *testing.T) {
+	t.Parallel()
 	const secret = "stdin_SECRET_0c7e52"
 	dir := filepath.Join(t.TempDir(), "data")
 	runChild := func(stdin string, args ...string) (string, error) {
@@ -277,6 +280,7 @@ func TestCLISecretFromStdin(t *testing.T) {
 }
 
 func TestDataDirDefaults(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	cases := []struct {
 		name string
@@ -312,6 +316,7 @@ func TestDataDirDefaults(t *testing.T) {
 // Every command answers -h with its flags and the variables it reads, and
 // --version with the version, without touching the store.
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	names := []string{""}
 	for n := range commands {
 		names = append(names, n)

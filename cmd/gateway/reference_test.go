@@ -11,6 +11,7 @@ import (
 // right default, for every variable a command reads, and no row for a
 // variable nothing reads.
 func TestReferenceListsEverySetting(t *testing.T) {
+	t.Parallel()
 	ref, err := os.ReadFile("../../docs/gateway.md")
 	if err != nil {
 		t.Fatal(err)

@@ -69,6 +69,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // A slow in-flight request completes after SIGTERM, new connections are
 // refused meanwhile, and the process reports a successful drain.
 func TestServeGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	bin, err := buildGateway()
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +172,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 // Binding beyond loopback is allowed and logged as a warning at start;
 // LOG_FORMAT=text gives text lines.
 func TestServeWarnsBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		addr string
 		warn bool
@@ -206,6 +208,7 @@ func TestServeWarnsBeyondLoopback(t *testing.T) {
 
 // Configuration problems are listed one per line, with exit status 2.
 func TestServeConfigurationProblems(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_ADDR": "127.0.0.1:0", "LOG_LEVEL": "loud", "GATEWAY_NONCE_MAX_ENTRIES": "0"}
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)

@@ -34,6 +34,7 @@ func load(env map[string]string) (serveSettings, error) {
 }
 
 func TestServeSettingsDefaults(t *testing.T) {
+	t.Parallel()
 	s, err := load(validEnv())
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func TestServeSettingsDefaults(t *testing.T) {
 }
 
 func TestServeSettingsMCPSessions(t *testing.T) {
+	t.Parallel()
 	env := validEnv()
 	env["GATEWAY_MCP_SESSION_IDLE_SECONDS"] = "30"
 	env["GATEWAY_MCP_MAX_SESSIONS"] = "5"
@@ -72,6 +74,7 @@ func TestServeSettingsMCPSessions(t *testing.T) {
 // A setting whose 0 turns something off reaches the library as its
 // negative "off", not as its zero "default".
 func TestServeSettingsZeroMeansOff(t *testing.T) {
+	t.Parallel()
 	env := validEnv()
 	env["GATEWAY_MCP_DISCOVERY_STALE_IF_ERROR_SECONDS"] = "0"
 	env["GATEWAY_MCP_CIRCUIT_BREAKER_FAILURES"] = "0"
@@ -88,6 +91,7 @@ func TestServeSettingsZeroMeansOff(t *testing.T) {
 }
 
 func TestServeSettingsListEveryProblem(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{
 		"GATEWAY_MASTER_KEY":                   "not-base64!",
 		"GATEWAY_ADMIN_ACCESS_MODE":            "open",
@@ -124,6 +128,7 @@ func TestServeSettingsListEveryProblem(t *testing.T) {
 }
 
 func TestServeSettingsRequireAdminToken(t *testing.T) {
+	t.Parallel()
 	env := validEnv()
 	delete(env, "GATEWAY_ADMIN_TOKEN")
 	if _, err := load(env); err == nil || !strings.Contains(err.Error(), "openssl rand") {
@@ -136,6 +141,7 @@ func TestServeSettingsRequireAdminToken(t *testing.T) {
 }
 
 func TestConnectionAPIKey(t *testing.T) {
+	t.Parallel()
 	env := validEnv()
 	env["IDN_SERVICE_API_KEY"] = "idn_sk_global"
 	env["IDN_SERVICE_API_KEY_MY_GITHUB"] = "idn_sk_github"
@@ -155,6 +161,7 @@ func TestConnectionAPIKey(t *testing.T) {
 }
 
 func TestServeSettingsInflightBodyBytes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, inflight, maxBody string
 		want                    int64
@@ -188,6 +195,7 @@ func TestServeSettingsInflightBodyBytes(t *testing.T) {
 }
 
 func TestBindingSettings(t *testing.T) {
+	t.Parallel()
 	env := validEnv()
 	env["GATEWAY_ADMIN_HOSTS"] = " gw.example.com , [2001:db8::1] "
 	env["GATEWAY_PUBLIC_AUTHORITY"] = "gw.example.com:8443"
@@ -219,6 +227,7 @@ func TestBindingSettings(t *testing.T) {
 
 // Every variable serve reads is listed by -h with its meaning.
 func TestServeVarsDocumented(t *testing.T) {
+	t.Parallel()
 	vars := serveVars()
 	seen := map[string]bool{}
 	for _, v := range vars {
