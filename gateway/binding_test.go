@@ -187,6 +187,7 @@ func (s *stack) signedHeaders(t *testing.T, method, url, body string) http.Heade
 // §3.2.2), so a request signed for https://evil.example cannot be replayed
 // here over plain HTTP.
 func TestTargetBinding(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, nil)
 	own := strings.TrimPrefix(s.gw.URL, "http://")
 	rows := []struct {
@@ -234,6 +235,7 @@ func TestTargetBinding(t *testing.T) {
 // reaches the gateway from a loopback peer with its own name as Host; the
 // admin API and /metrics refuse it, in loopback and hybrid mode.
 func TestAdminRebinding(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"loopback", "hybrid"} {
 		t.Run(mode, func(t *testing.T) {
 			s := newStack(t, func(c *gateway.Config) {
@@ -269,6 +271,7 @@ func TestAdminRebinding(t *testing.T) {
 // TestAdminSignedCheckCoversBody: with signed admin checks on, the test
 // route verifies the body it acts on against the signed content-digest.
 func TestAdminSignedCheckCoversBody(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, nil)
 	url := s.gw.URL + "/api/admin/connections/conn/test"
 	const signedBody = `{"method":"GET","path":"/signed"}`
@@ -316,6 +319,7 @@ func TestAdminSignedCheckCoversBody(t *testing.T) {
 // made for another host with the same path cannot be replayed here by
 // naming that host.
 func TestPublicAuthority(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, func(c *gateway.Config) { c.PublicAuthority = "gw.example.com:8443" })
 	own := strings.TrimPrefix(s.gw.URL, "http://")
 	rows := []struct {

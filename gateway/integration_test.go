@@ -36,6 +36,7 @@ func call(t *testing.T, req *http.Request) (int, map[string]any) {
 // refuses it within one poll after the owner revokes the claim, and
 // requires signed, approved callers for admin tests.
 func TestGatewayWithControlPlane(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
