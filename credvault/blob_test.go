@@ -6,6 +6,7 @@ import (
 )
 
 func TestMasterKeySeal(t *testing.T) {
+	t.Parallel()
 	k, _ := GenerateMasterKey()
 	other, _ := GenerateMasterKey()
 	sealed, err := k.Seal("hpke-key", []byte("private"))

@@ -69,6 +69,7 @@ func crashSecret(i, version int) string { return fmt.Sprintf("secret-%d-v%d", i,
 // each kind of acknowledgement in turn, so the write in flight is a
 // create, a rotation or a variable write.
 func TestCrashSafety(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns writer processes")
 	}

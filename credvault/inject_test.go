@@ -12,6 +12,7 @@ import (
 )
 
 func TestInject(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		conn      Connection
@@ -42,6 +43,7 @@ func TestInject(t *testing.T) {
 }
 
 func TestUpstreamBase(t *testing.T) {
+	t.Parallel()
 	c := &Connection{BaseURL: "https://api.example.com/v2/", PathPrefix: "/tenant/1"}
 	u, err := c.UpstreamBase()
 	if err != nil || u.String() != "https://api.example.com/v2/tenant/1" {
@@ -50,6 +52,7 @@ func TestUpstreamBase(t *testing.T) {
 }
 
 func TestTransport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var seen http.Header
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -106,6 +109,7 @@ func TestTransport(t *testing.T) {
 // closed port: the error, which the transport returns as a *url.Error,
 // must not contain the secret in any encoding.
 func TestTransportErrorHidesQuerySecret(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +165,7 @@ func encodings(s string) []string {
 }
 
 func TestVaultTestProbe(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-API-Key") != "pk" {

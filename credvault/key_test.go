@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseMasterKey(t *testing.T) {
+	t.Parallel()
 	good := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
 	if k, err := ParseMasterKey(" " + good + "\n"); err != nil || k.Encode() != good {
 		t.Fatalf("ParseMasterKey(good) = %v", err)
@@ -41,6 +42,7 @@ func TestParseMasterKey(t *testing.T) {
 }
 
 func TestMasterKeyNeverPrints(t *testing.T) {
+	t.Parallel()
 	k, err := GenerateMasterKey()
 	if err != nil {
 		t.Fatal(err)

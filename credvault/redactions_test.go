@@ -8,6 +8,7 @@ import (
 )
 
 func TestRedactions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v := newTestVault(t)
 	if _, _, err := v.PutVariable(ctx, "PASS", "p@ss/w0rd+long", ""); err != nil {
@@ -82,6 +83,7 @@ func TestRedactions(t *testing.T) {
 }
 
 func TestAllowUpstreamCookiesIsStored(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
 	v := openTestVault(t, path, testKey(t), -1)

@@ -45,6 +45,7 @@ func loadSealVectors(t *testing.T) (*sealer, sealVectors) {
 // independently (pyca/cryptography): a fixed key and nonce give a fixed
 // ciphertext, and the vectors open.
 func TestSealKnownAnswers(t *testing.T) {
+	t.Parallel()
 	s, vs := loadSealVectors(t)
 	for _, v := range vs.Vectors {
 		t.Run(v.Kind+"/"+v.ID, func(t *testing.T) {
@@ -68,6 +69,7 @@ func TestSealKnownAnswers(t *testing.T) {
 // TestSealBindsRecord shows that a ciphertext only opens for the record and
 // version it was sealed for.
 func TestSealBindsRecord(t *testing.T) {
+	t.Parallel()
 	s, vs := loadSealVectors(t)
 	v := vs.Vectors[0]
 	sealed, _ := hex.DecodeString(v.SealedHex)
@@ -103,6 +105,7 @@ func TestSealBindsRecord(t *testing.T) {
 }
 
 func TestSealFreshNonce(t *testing.T) {
+	t.Parallel()
 	s, _ := loadSealVectors(t)
 	a, _ := s.seal("k", "id", 1, []byte("same"))
 	b, _ := s.seal("k", "id", 1, []byte("same"))

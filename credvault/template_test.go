@@ -8,6 +8,7 @@ import (
 )
 
 func TestTemplate(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"TOKEN": "t0k", "ORG": "acme", "EMPTYISH": "e"}
 	cases := []struct {
 		name, in, want string

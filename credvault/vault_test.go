@@ -63,6 +63,7 @@ func mustSecret(t *testing.T, v *Vault, id string) string {
 }
 
 func TestVaultCreateResolvesVariables(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v := newTestVault(t)
 	c, err := v.Create(ctx, httpConn("github"), map[string]string{"token": "ghp_{{GH_TOKEN}}", "other": "x"})
@@ -96,6 +97,7 @@ func TestVaultCreateResolvesVariables(t *testing.T) {
 }
 
 func TestVaultWrongMasterKeyAtOpen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
 	v := openTestVault(t, path, testKey(t), -1)
 	if _, err := v.Create(context.Background(), httpConn("a"), map[string]string{"token": "s3cr3t"}); err != nil {
@@ -116,6 +118,7 @@ func TestVaultWrongMasterKeyAtOpen(t *testing.T) {
 }
 
 func TestVaultRotate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v := newTestVault(t)
 	c := httpConn("stripe")
@@ -154,6 +157,7 @@ func isValidation(err error) bool {
 }
 
 func TestVaultUpdateKeepsMaintainedFields(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v := newTestVault(t)
 	created, _ := v.Create(ctx, httpConn("gh"), map[string]string{"token": "t"})
@@ -178,6 +182,7 @@ func TestVaultUpdateKeepsMaintainedFields(t *testing.T) {
 }
 
 func TestVaultDeleteVariableInUse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v := newTestVault(t)
 	v.PutVariable(ctx, "SHARED", "val", "")
@@ -209,6 +214,7 @@ func TestVaultDeleteVariableInUse(t *testing.T) {
 // another record in the database file: the swapped record must become
 // unresolved, never yield the other connection's secret.
 func TestCiphertextSwappedInStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
 	v := openTestVault(t, path, testKey(t), -1)
@@ -237,6 +243,7 @@ func TestCiphertextSwappedInStore(t *testing.T) {
 // TestVaultSeesOtherHandleWithinOneSecond writes through one store handle
 // and waits for a polling reader on the same file to see it.
 func TestVaultSeesOtherHandleWithinOneSecond(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
 	reader := openTestVault(t, path, testKey(t), 0)
 	writer := openTestVault(t, path, testKey(t), -1)
@@ -258,6 +265,7 @@ func TestVaultSeesOtherHandleWithinOneSecond(t *testing.T) {
 }
 
 func TestOpenSQLiteRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
 	st, err := OpenSQLite(context.Background(), path)
 	if err != nil {
@@ -273,6 +281,7 @@ func TestOpenSQLiteRefusesNewerSchema(t *testing.T) {
 }
 
 func TestValidateConnection(t *testing.T) {
+	t.Parallel()
 	ok := map[string]string{"token": "t"}
 	cases := []struct {
 		name    string
@@ -321,6 +330,7 @@ func TestValidateConnection(t *testing.T) {
 }
 
 func TestRotationOverdue(t *testing.T) {
+	t.Parallel()
 	due := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
 	c := &Connection{RotationIntervalDays: 30, NextRotationDueAt: due}
 	if c.RotationOverdue(due.Add(-time.Hour), 0) || !c.RotationOverdue(due.Add(time.Hour), 0) || c.RotationOverdue(due.Add(time.Hour), 24*time.Hour) {
@@ -362,6 +372,7 @@ func BenchmarkLookup(b *testing.B) {
 // TestConcurrentWritersShareOneFile writes from two store handles at once
 // (as the CLI and a running gateway do): every write lands.
 func TestConcurrentWritersShareOneFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
 	a := openTestVault(t, path, testKey(t), -1)
 	b := openTestVault(t, path, testKey(t), -1)
@@ -392,6 +403,7 @@ func TestConcurrentWritersShareOneFile(t *testing.T) {
 }
 
 func TestStoreFilesArePrivate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	v := openTestVault(t, filepath.Join(dir, DefaultFileName), testKey(t), -1)
 	if _, err := v.Create(context.Background(), httpConn("x"), map[string]string{"token": "t"}); err != nil {
@@ -409,6 +421,7 @@ func TestStoreFilesArePrivate(t *testing.T) {
 // TestErrorsCarryCodes pins the codes the gateway answers the vault's
 // errors with, wrapped or not.
 func TestErrorsCarryCodes(t *testing.T) {
+	t.Parallel()
 	for err, want := range map[error]errcode.Code{
 		fmt.Errorf("get gh: %w", ErrNotFound):   errcode.ConnectionNotFound,
 		ErrVariableNotFound:                     errcode.VariableNotFound,
