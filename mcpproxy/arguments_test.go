@@ -8,6 +8,7 @@ import (
 const echoSchema = `{"type":"object","properties":{"text":{"type":"string","maxLength":10},"count":{"type":"integer","minimum":1},"tags":{"type":"array","items":{"type":"string"}}},"required":["text"],"additionalProperties":false}`
 
 func TestArgumentsCheck(t *testing.T) {
+	t.Parallel()
 	ts, err := compileSchema(json.RawMessage(echoSchema))
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestArgumentsCheck(t *testing.T) {
 }
 
 func TestDecodeArguments(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, body string
 		ok         bool

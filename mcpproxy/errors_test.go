@@ -11,6 +11,7 @@ import (
 )
 
 func TestErrorTable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		err        error

@@ -8,6 +8,7 @@ import (
 )
 
 func TestLimiterSetIsBounded(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1000, 0)
 	s := &limiterSet{perMinute: 1, maxKeys: 2, limiters: map[limiterKey]*rate.Limiter{}}
 	for _, ns := range []string{"a", "b"} {
@@ -31,6 +32,7 @@ func TestLimiterSetIsBounded(t *testing.T) {
 }
 
 func TestLimiterDisabled(t *testing.T) {
+	t.Parallel()
 	s := &limiterSet{perMinute: 0, maxKeys: 1, limiters: map[limiterKey]*rate.Limiter{}}
 	for range 100 {
 		if ok, _ := s.allow("c", "n", time.Unix(0, 0)); !ok {
@@ -40,6 +42,7 @@ func TestLimiterDisabled(t *testing.T) {
 }
 
 func TestBreakerDisabled(t *testing.T) {
+	t.Parallel()
 	b := &breaker{threshold: 0, cooldown: time.Second, now: time.Now}
 	for range 10 {
 		ok, probe, _ := b.allow()
@@ -51,6 +54,7 @@ func TestBreakerDisabled(t *testing.T) {
 }
 
 func TestBreakerStragglerDecidesNothing(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(0, 0)
 	b := &breaker{threshold: 1, cooldown: time.Second, now: func() time.Time { return now }}
 	ok1, p1, _ := b.allow() // a slow call starts while closed

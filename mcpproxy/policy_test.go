@@ -7,6 +7,7 @@ import (
 )
 
 func TestMatchWildcard(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, pattern, tool string
 		want                bool
@@ -83,6 +84,7 @@ func FuzzMatchWildcard(f *testing.F) {
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 func TestPolicyExplain(t *testing.T) {
+	t.Parallel()
 	discovered := []string{"a.one", "a.two", "b.x", "b.y", "c.z"}
 	tests := []struct {
 		name    string

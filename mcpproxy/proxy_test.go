@@ -14,6 +14,7 @@ import (
 )
 
 func TestDiscoveryAndSubjectFiltering(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{Policy: mcpproxy.Policy{
 		Deny: []string{"a.fail"},
 		Subjects: map[string]mcpproxy.SubjectPolicy{
@@ -52,6 +53,7 @@ func TestDiscoveryAndSubjectFiltering(t *testing.T) {
 }
 
 func TestExplainSources(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{Policy: mcpproxy.Policy{
 		Allow:    []string{"a.*", "b.*"},
 		Deny:     []string{"a.fail"},
@@ -90,6 +92,7 @@ func TestExplainSources(t *testing.T) {
 }
 
 func TestCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{Policy: mcpproxy.Policy{Deny: []string{"c.*"}}})
 
 	t.Run("valid arguments", func(t *testing.T) {
@@ -150,6 +153,7 @@ func TestCalls(t *testing.T) {
 }
 
 func TestSubjectAllowCannotEscalate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{Policy: mcpproxy.Policy{
 		Allow:    []string{"a.*"},
 		Subjects: map[string]mcpproxy.SubjectPolicy{"mallory": {Allow: []string{"b.x"}}},
@@ -168,6 +172,7 @@ func TestSubjectAllowCannotEscalate(t *testing.T) {
 }
 
 func TestCircuitBreaker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{BreakerFailures: 2, BreakerCooldown: 10 * time.Second}, mcpproxy.Connection{})
 	wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 
@@ -207,6 +212,7 @@ func TestCircuitBreaker(t *testing.T) {
 }
 
 func TestBreakerProbeFailureReopens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1, BreakerCooldown: 5 * time.Second}, mcpproxy.Connection{})
 	wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 	e.up.fail("tools/call", http.StatusInternalServerError, http.StatusInternalServerError)
@@ -221,6 +227,7 @@ func TestBreakerProbeFailureReopens(t *testing.T) {
 }
 
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		maxRetries   int
@@ -275,6 +282,7 @@ func TestRetries(t *testing.T) {
 }
 
 func TestDiscoveryCache(t *testing.T) {
+	t.Parallel()
 	const ttl, sie = time.Minute, 10 * time.Minute
 	cfg := mcpproxy.Config{DiscoveryTTL: ttl, StaleIfError: sie}
 	list := func(e *env, query string) response {
@@ -352,6 +360,7 @@ func TestDiscoveryCache(t *testing.T) {
 }
 
 func TestDiscoveryPersistenceAndSeed(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var stored []mcpproxy.Discovery
 	cfg := mcpproxy.Config{OnDiscovery: func(_ context.Context, id string, d mcpproxy.Discovery) {
@@ -399,6 +408,7 @@ func mustConn(t *testing.T, e *env) *mcpproxy.Connection {
 }
 
 func TestSessionLossReinitializes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
 	if got := e.proxy.SessionState("mcp1"); got != mcpproxy.SessionInitializeRequired {
 		t.Errorf("initial state = %s", got)
@@ -430,6 +440,7 @@ func TestSessionLossReinitializes(t *testing.T) {
 // id with 400 "no valid session" (instead of 404) is re-initialized and the
 // call retried once, so the first call after the restart succeeds.
 func TestSessionLostAs400Reinitializes(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, body string }{
 		{"plain text", "Bad Request: No valid session ID provided"},
 		{"JSON-RPC error", `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`},
@@ -462,6 +473,7 @@ func TestSessionLostAs400Reinitializes(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{RateLimitPerMinute: 2}, mcpproxy.Connection{})
 	for range 2 {
 		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusOK, "")
@@ -479,6 +491,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestEndpointChangeStartsOver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
 	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusOK, "")
 	other := newUpstream(t)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestScrub(t *testing.T) {
+	t.Parallel()
 	ep, _ := url.Parse("https://user:pw-SECRET@mcp.example/v1/mcp?api_key=Q-SECRET&x=1")
 	sc := newScrubber(ep, []string{"H-SECRET+/=", ""})
 	tests := []struct {
@@ -41,6 +42,7 @@ func TestScrub(t *testing.T) {
 }
 
 func TestResolveEndpoint(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, base, endpoint, want string
 	}{
@@ -67,6 +69,7 @@ func TestResolveEndpoint(t *testing.T) {
 }
 
 func TestLaunderToolResult(t *testing.T) {
+	t.Parallel()
 	const secret = "tok/SECRET+1"
 	sc := newScrubber(nil, []string{"Bearer " + secret, secret})
 	var res mcp.CallToolResult

@@ -32,6 +32,7 @@ func (c *credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
 	const querySecret, headerSecret = "QSECRET-4f9a", "HSECRET-77c1"
 	var logs bytes.Buffer
 	var mu sync.Mutex

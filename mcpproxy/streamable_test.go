@@ -107,6 +107,7 @@ func names(tools []*mcp.Tool) []string {
 }
 
 func TestEndpointToolsFollowThePolicy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{Policy: mcpproxy.Policy{
 		Deny:     []string{"b.*"},
 		MaxTools: 3,
@@ -145,6 +146,7 @@ func TestEndpointToolsFollowThePolicy(t *testing.T) {
 }
 
 func TestEndpointCallsAreCheckedAsTheCallRoute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{Policy: mcpproxy.Policy{Deny: []string{"b.*"}}})
 	cs := e.mustConnect(t, alice, nil)
 	ctx := context.Background()
@@ -189,6 +191,7 @@ func TestEndpointCallsAreCheckedAsTheCallRoute(t *testing.T) {
 }
 
 func TestEndpointRateLimitAndBreaker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t, mcpproxy.Config{RateLimitPerMinute: 1}, mcpproxy.Connection{})
 	cs := e.mustConnect(t, alice, nil)
@@ -222,6 +225,7 @@ func TestEndpointRateLimitAndBreaker(t *testing.T) {
 // id with 400 is re-initialized under the agent's session, which never
 // notices.
 func TestEndpointSurvivesUpstreamRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
 	e.up.answerLostSessionWith400("Bad Request: No valid session ID provided")
 	cs := e.mustConnect(t, alice, nil)
@@ -240,6 +244,7 @@ func TestEndpointSurvivesUpstreamRestart(t *testing.T) {
 
 // A session belongs to the caller and the connection it was opened for.
 func TestEndpointSessionBelongsToItsCaller(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
 	e.src.set(&mcpproxy.Connection{ID: "mcp2", BaseURL: e.up.srv.URL})
 	cs := e.mustConnect(t, alice, nil)
@@ -274,6 +279,7 @@ func TestEndpointSessionBelongsToItsCaller(t *testing.T) {
 }
 
 func TestEndpointSessionsAreBoundedAndExpire(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{MaxSessions: 2}, mcpproxy.Connection{})
 	first := e.mustConnect(t, alice, nil)
 	e.mustConnect(t, alice, nil)
@@ -344,6 +350,7 @@ func slowServer(t testing.TB, cancelled chan<- string) string {
 // Progress reaches the agent under its own token, scrubbed; the agent's
 // cancellation reaches the upstream tool; neither touches the breaker.
 func TestEndpointProgressAndCancellation(t *testing.T) {
+	t.Parallel()
 	cancelled := make(chan string, 1)
 	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: slowServer(t, cancelled), Redact: []string{"sk-upstream-secret"}})
 	progress := make(chan *mcp.ProgressNotificationParams, 1)
@@ -398,6 +405,7 @@ func resourceServer(t testing.TB) string {
 }
 
 func TestEndpointResourcesAndPromptsOnlyWhenExposed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	up := resourceServer(t)
 	hidden := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up})
@@ -442,6 +450,7 @@ func TestEndpointResourcesAndPromptsOnlyWhenExposed(t *testing.T) {
 // EndStreams ends the standalone event streams, so a graceful shutdown
 // does not wait for them, and refuses new ones with 405.
 func TestEndStreams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
