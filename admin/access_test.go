@@ -26,6 +26,7 @@ func accessHandler(t *testing.T, mode AccessMode, trusted []netip.Prefix) http.H
 // counts as loopback (a spoofed X-Forwarded-For never makes a caller
 // loopback, whoever relays it), and a foreign Origin is always refused.
 func TestAccessMatrix(t *testing.T) {
+	t.Parallel()
 	peers := map[string]string{"loopback_peer": "127.0.0.1:40000", "remote_peer": "203.0.113.9:40000", "proxy_peer": "10.0.0.1:40000"}
 	tokens := map[string]string{"no_token": "", "wrong_token": "Bearer wrong-token-0000000000000", "right_token": "Bearer " + testToken}
 	trustedSets := map[string][]netip.Prefix{"no_trusted_proxies": nil, "trusted_proxies": {netip.MustParsePrefix("10.0.0.0/8")}}
@@ -100,6 +101,7 @@ func expectedAccess(mode AccessMode, loopback bool, tok string) int {
 }
 
 func TestAccessAttackRows(t *testing.T) {
+	t.Parallel()
 	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
 	rows := []struct {
 		name    string
@@ -158,6 +160,7 @@ func TestAccessAttackRows(t *testing.T) {
 }
 
 func TestNewAccessRefusesWeakConfig(t *testing.T) {
+	t.Parallel()
 	bad := map[string]AccessConfig{
 		"hybrid_without_token":  {},
 		"token_mode_short":      {Mode: AccessToken, Token: "short"},
@@ -191,6 +194,7 @@ func TestNewAccessRefusesWeakConfig(t *testing.T) {
 // loopback peer but sends its own name as Host. Every mode refuses a Host
 // that is not a loopback literal, localhost or a configured name.
 func TestHostAllowList(t *testing.T) {
+	t.Parallel()
 	a, err := NewAccess(AccessConfig{Mode: AccessHybrid, Token: testToken, Hosts: []string{"admin.example.com", "[2001:db8::7]"},
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	if err != nil {
@@ -264,6 +268,7 @@ func TestHostAllowList(t *testing.T) {
 // TestHostAllowListEveryMode: the Host check comes before authentication,
 // so neither a loopback peer nor a valid token passes a foreign Host.
 func TestHostAllowListEveryMode(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []AccessMode{AccessHybrid, AccessLoopback, AccessToken} {
 		req := httptest.NewRequest("GET", "http://rebind.evil.example:38100/api/admin/connections", nil)
 		req.RemoteAddr = "127.0.0.1:40000"

@@ -20,6 +20,7 @@ import (
 // see the body as it arrived, so a signature that does not cover the body
 // the handler acts on is refused before the upstream is probed.
 func TestSignedChecksCoverTheBody(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var probed []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

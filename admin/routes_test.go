@@ -34,6 +34,7 @@ func upstream(t *testing.T, header, want string) *httptest.Server {
 }
 
 func TestConnectionRoutes(t *testing.T) {
+	t.Parallel()
 	up := upstream(t, "Authorization", "Bearer "+secretToken)
 	e := newEnv(t, nil)
 
@@ -109,6 +110,7 @@ func TestConnectionRoutes(t *testing.T) {
 }
 
 func TestInlineVariableReferenceThroughAdmin(t *testing.T) {
+	t.Parallel()
 	up := upstream(t, "X-API-Key", "key-"+secretVar)
 	e := newEnv(t, nil)
 	wantStatus(t, e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"svc","base_url":%q,"auth_mode":"header_key","auth_secret_key":"k","secrets":{"k":"key-{{SHARED}}"}}`, up.URL)), 201, "")
@@ -125,6 +127,7 @@ func TestInlineVariableReferenceThroughAdmin(t *testing.T) {
 }
 
 func TestVariableRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("POST", "/api/admin/credential-variables", fmt.Sprintf(`{"key":"OPENAI_KEY","value":%q,"created_by_subject":"body-subject"}`, secretVar), "idn-subject", "header-subject")
 	wantStatus(t, r, 201, "")
@@ -148,6 +151,7 @@ func TestVariableRoutes(t *testing.T) {
 }
 
 func TestCatalogRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("GET", "/api/admin/service-catalog", "")
 	wantStatus(t, r, 200, "")
@@ -178,6 +182,7 @@ func TestCatalogRoutes(t *testing.T) {
 }
 
 func TestDiscoverAndGuardHooks(t *testing.T) {
+	t.Parallel()
 	denied := errors.New("claim missing")
 	var guarded []string
 	e := newEnv(t, func(c *Config) {
@@ -228,6 +233,7 @@ func (codedErr) Code() errcode.Code { return errcode.AuthSignatureInvalid }
 // TestBadInput sends named bad requests to every writing route; each must
 // answer an error envelope and leave the store and catalog unchanged.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.do("GET", "/api/admin/service-catalog", "") // materialize the catalog file
 	wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"gh","base_url":"https://api.github.com","auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":"t"}}`), 201, "")

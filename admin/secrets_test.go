@@ -11,6 +11,7 @@ import (
 // paths, with distinctive secret values, then scans every response body,
 // response header and log line for them.
 func TestNoSecretInAnyOutput(t *testing.T) {
+	t.Parallel()
 	const (
 		qsSecret  = "QS_SECRET_9d2f61/+&"
 		hdrSecret = "HDR_SECRET_a41c07"
