@@ -16,6 +16,7 @@ import (
 
 // The quickstart runs the whole system and its demo succeeds.
 func TestQuickstartOnce(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer
@@ -72,6 +73,7 @@ func (w *signalWriter) String() string {
 // runs, and leaves it working: the first run's printed commands still
 // succeed. Once the first stops, the folder is free again.
 func TestQuickstartTwice(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--dir", dir, "--gateway-addr", "127.0.0.1:0", "--controlplane-addr", "127.0.0.1:0"}
 	ctx, stop := context.WithCancel(context.Background())
