@@ -170,9 +170,13 @@ func newAuthEnv(t *testing.T, engine string) *env {
 	})
 }
 
+// forEachAuthEngine is forEachEngine with passkey sign-in configured.
 func forEachAuthEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 	for _, engine := range engines {
-		t.Run(engine, func(t *testing.T) { fn(t, newAuthEnv(t, engine)) })
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			fn(t, newAuthEnv(t, engine))
+		})
 	}
 }
 

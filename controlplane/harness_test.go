@@ -78,10 +78,12 @@ func openStore(tb testing.TB, cfg StoreConfig) *Store {
 	return st
 }
 
-// forEachEngine runs fn as a subtest per engine, each with a fresh store.
+// forEachEngine runs fn as a parallel subtest per engine, each with a
+// fresh store; fn must not share mutable state between its runs.
 func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
 			fn(t, newEnv(t, openStore(t, storeConfig(t, engine)), nil))
 		})
 	}
