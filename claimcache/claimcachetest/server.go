@@ -25,6 +25,7 @@
 package claimcachetest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -139,7 +140,8 @@ func (s *Server) serviceOf(key string) (string, bool) {
 // Approve puts an approved claim of the tuple <c.Namespace, c.PublicKey,
 // c.Service> at the end of its service's feed and returns it as the feed
 // serves it. A pending claim of the tuple (one a client submitted) is
-// approved under its id; otherwise the claim gets c.ID, or a fresh id when
+// approved under its id, keeping the subject and agent fields c leaves
+// empty; otherwise the claim gets c.ID, or a fresh id when
 // c.ID is empty. A zero c.ApprovedAt means now. The claim is not checked,
 // so a test may serve a record a client must skip.
 func (s *Server) Approve(c claimcache.Claim) claimcache.Claim {
@@ -149,7 +151,11 @@ func (s *Server) Approve(c claimcache.Claim) claimcache.Claim {
 		c.ApprovedAt = time.Now().UTC().Truncate(time.Microsecond)
 	}
 	if i := s.find(c.Namespace, c.PublicKey, c.Service); i >= 0 {
-		c.ID = s.claims[i].claim.ID
+		old := s.claims[i].claim
+		c.ID = old.ID
+		c.Subject = cmp.Or(c.Subject, old.Subject)
+		c.AgentID = cmp.Or(c.AgentID, old.AgentID)
+		c.AgentName = cmp.Or(c.AgentName, old.AgentName)
 		s.claims = append(s.claims[:i], s.claims[i+1:]...)
 	} else if c.ID == "" {
 		c.ID = s.newID()

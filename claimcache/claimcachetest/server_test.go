@@ -191,7 +191,7 @@ func TestSubmissionLifecycle(t *testing.T) {
 	}
 
 	approved := cp.Approve(claimcache.Claim{Namespace: "alice", PublicKey: agentKey("alice"), Service: "github"})
-	if approved.ID != id || approved.ApprovedAt.IsZero() || total() != 1.0 {
+	if approved.ID != id || approved.Subject != "ci" || approved.ApprovedAt.IsZero() || total() != 1.0 {
 		t.Fatalf("approved %+v, feed total %v", approved, total())
 	}
 	if a := submit(); a.status != 200 || a.body["status"] != "approved" {
