@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
@@ -105,17 +106,12 @@ func newMCPStack(t *testing.T, idle time.Duration) *mcpStack {
 	if err := st.agent.Save(st.home); err != nil {
 		t.Fatal(err)
 	}
-	controlPlane := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"claims": []claimcache.Claim{{ID: "clm_1", Namespace: st.agent.Namespace, Service: "docs",
-				PublicKey: st.agent.PublicKeyString(), ApprovedAt: time.Now()}},
-			"pagination": map[string]any{"limit": 2000, "offset": 0, "total": 1, "has_more": false},
-		})
-	}))
+	controlPlane := claimcachetest.NewServer()
 	t.Cleanup(controlPlane.Close)
+	controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
 	key, _ := credvault.GenerateMasterKey()
 	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: controlPlane.URL,
-		ServiceAPIKey: "idn_sk_test", MCPSessionIdleTimeout: idle})
+		ServiceAPIKey: controlPlane.APIKey("docs"), MCPSessionIdleTimeout: idle})
 	if err != nil {
 		t.Fatal(err)
 	}
