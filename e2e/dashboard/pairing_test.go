@@ -21,7 +21,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/testlog"
 )
 
 // vectors are the RFC 9180 test vectors of testdata/rfc9180-x25519.json.
@@ -171,25 +171,8 @@ type pairingWorld struct {
 	base, cpURL string
 	dbDir       string // SQLite
 	pgSchema    string // PostgreSQL: the test's schema in IDN_TEST_POSTGRES_URL
-	logs        *lockedBuffer
-	relayed     *lockedBuffer // bodies of the RPC route, both ways
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
+	logs        *testlog.Buffer
+	relayed     *testlog.Buffer // bodies of the RPC route, both ways
 }
 
 // recorder copies what a handler answers.
@@ -204,7 +187,7 @@ func (r recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func startPairingWorld(t *testing.T, engine string) *pairingWorld {
 	t.Helper()
-	w := &pairingWorld{dbDir: t.TempDir(), logs: &lockedBuffer{}, relayed: &lockedBuffer{}}
+	w := &pairingWorld{dbDir: t.TempDir(), logs: &testlog.Buffer{}, relayed: &testlog.Buffer{}}
 	ln := freePort(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 	w.base, w.cpURL = fmt.Sprintf("http://localhost:%d", port), fmt.Sprintf("http://127.0.0.1:%d", port)

@@ -36,6 +36,13 @@ func (b *Buffer) String() string {
 	return b.b.String()
 }
 
+// Bytes returns a copy of everything written so far.
+func (b *Buffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.b.Bytes())
+}
+
 // Await waits until s has been written or timeout has passed, and reports
 // whether s has been written.
 func (b *Buffer) Await(s string, timeout time.Duration) bool {

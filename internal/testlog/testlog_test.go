@@ -25,6 +25,9 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if string(logs.Bytes()) != logs.String() {
+		t.Fatal("Bytes and String differ")
+	}
 	if n := strings.Count(logs.String(), "\n"); n != 8*50 {
 		t.Fatalf("%d lines, want %d", n, 8*50)
 	}
