@@ -4,11 +4,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/bodybudget"
 )
 
 // Request bodies are read only once their sender is known: a signed
@@ -34,22 +34,6 @@ var (
 	errBodyCapacityExhausted = apierror.Coded(errcode.RequestBodyCapacityExhausted, "").WithRetryAfter(time.Second)
 )
 
-// bodyBudget is the shared allowance of request body bytes.
-type bodyBudget struct {
-	max  int64
-	used atomic.Int64
-}
-
-func (b *bodyBudget) take(n int64) bool {
-	if b.used.Add(n) > b.max {
-		b.used.Add(-n)
-		return false
-	}
-	return true
-}
-
-func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
-
 // meteredBody is every request's body as the handlers see it. It yields at
 // most limit bytes and charges each byte read to the budget until the
 // request ends, so the bodies held at once never pass the budget whatever
@@ -57,7 +41,7 @@ func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
 type meteredBody struct {
 	rc     io.ReadCloser
 	w      http.ResponseWriter
-	budget *bodyBudget
+	budget *bodybudget.Budget
 	limit  int64 // raised by admitBody once the sender is authenticated
 	read   int64
 	err    error
@@ -76,7 +60,7 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 	if n == 0 {
 		return 0, err
 	}
-	if !b.budget.take(int64(n)) {
+	if !b.budget.Take(int64(n)) {
 		b.err = errBodyCapacity
 		return 0, b.err
 	}
@@ -101,7 +85,7 @@ func (s *Server) meterBody(w http.ResponseWriter, r *http.Request) (release func
 	}
 	b := &meteredBody{rc: r.Body, w: w, budget: &s.bodies, limit: min(anonymousBodyBytes, s.cfg.MaxBodyBytes)}
 	r.Body = b
-	return func() { s.bodies.give(b.read) }
+	return func() { s.bodies.Give(b.read) }
 }
 
 // admitBody lets an authenticated request send up to MaxBodyBytes. It has

@@ -142,7 +142,7 @@ func TestNoBodyByteReadBeforeAuthentication(t *testing.T) {
 			if got := body.read.Load(); got > row.maxRead {
 				t.Fatalf("read %d body bytes, want at most %d", got, row.maxRead)
 			}
-			if used := e.srv.bodies.used.Load(); used != 0 {
+			if used := e.srv.bodies.Used(); used != 0 {
 				t.Fatalf("%d body bytes still counted after the request", used)
 			}
 		})
@@ -276,7 +276,7 @@ func TestInflightBodyCap(t *testing.T) {
 			t.Fatalf("still refused once the first request ended: %s", rec.Body)
 		}
 	})
-	if used := e.srv.bodies.used.Load(); used != 0 {
+	if used := e.srv.bodies.Used(); used != 0 {
 		t.Fatalf("%d body bytes still counted after every request ended", used)
 	}
 }

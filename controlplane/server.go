@@ -13,11 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures a Server. Only Store and JWTSecret are required; every
@@ -127,7 +129,7 @@ type Server struct {
 	verifier *identity.Verifier
 	cursors  *cursorCache
 	mux      *routeMux
-	bodies   bodyBudget
+	bodies   bodybudget.Budget
 	obs      *observer
 }
 
@@ -176,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 		// service key have passed, so no unverified request is buffered.
 		InsecureSkipBodyCheck: true,
 	}
-	s.bodies.max = cfg.MaxInflightBodyBytes
+	s.bodies.Max = cfg.MaxInflightBodyBytes
 	if err := s.initAuth(); err != nil {
 		return nil, err
 	}

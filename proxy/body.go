@@ -5,9 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sync/atomic"
 
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/internal/bodybudget"
 )
 
 // DefaultMaxInflightBodyBytes is the zero Config's cap on the request body
@@ -22,31 +22,13 @@ const firstBodyChunk = 16 << 10
 // Config.MaxInflightBodyBytes.
 var errBodyBudget = errors.New("proxy: in-flight request bodies at capacity")
 
-// bodyBudget is the shared allowance of buffered body bytes. Each read holds
-// the capacity of its buffer until the request is done, so the sum over
-// concurrent requests never passes max, whatever the clients declare.
-type bodyBudget struct {
-	max  int64
-	used atomic.Int64
-}
-
-func (b *bodyBudget) take(n int64) bool {
-	if b.used.Add(n) > b.max {
-		b.used.Add(-n)
-		return false
-	}
-	return true
-}
-
-func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
-
 // readBody reads the whole body of an admitted request, at most max bytes,
 // into a buffer that grows only as bytes arrive: the declared length caps
 // growth but never sizes an allocation beyond firstBodyChunk. It returns
 // the body and the budget bytes held for it, which the caller gives back
 // when the request is done (also after an error). A body longer than max
 // gives an *http.MaxBytesError; passing the budget gives errBodyBudget.
-func readBody(r io.Reader, declared, max int64, budget *bodyBudget) (body []byte, held int64, err error) {
+func readBody(r io.Reader, declared, max int64, budget *bodybudget.Budget) (body []byte, held int64, err error) {
 	limit := max
 	if declared >= 0 && declared < limit {
 		limit = declared
@@ -55,7 +37,7 @@ func readBody(r io.Reader, declared, max int64, budget *bodyBudget) (body []byte
 	if size == 0 {
 		size = 1 // room to learn whether an undeclared body is empty
 	}
-	if !budget.take(size) {
+	if !budget.Take(size) {
 		return nil, 0, errBodyBudget
 	}
 	held = size
@@ -79,7 +61,7 @@ func readBody(r io.Reader, declared, max int64, budget *bodyBudget) (body []byte
 			if declared > int64(len(buf)) {
 				grown = min(grown, declared)
 			}
-			if !budget.take(grown - int64(cap(buf))) {
+			if !budget.Take(grown - int64(cap(buf))) {
 				return nil, held, errBodyBudget
 			}
 			held += grown - int64(cap(buf))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/bodybudget"
 )
 
 // rawRequest is a request written by hand on its own connection, so a test
@@ -155,7 +156,7 @@ func TestBodyUnreadUntilAdmitted(t *testing.T) {
 			if a.status != row.status || a.env["code"] != row.code {
 				t.Fatalf("got %d %v, want %d %s", a.status, a.env["code"], row.status, row.code)
 			}
-			if got := g.handler.bodies.used.Load(); got != 0 {
+			if got := g.handler.bodies.Used(); got != 0 {
 				t.Errorf("%d body bytes still held", got)
 			}
 		})
@@ -203,7 +204,7 @@ func TestBodyCheckedAfterAdmission(t *testing.T) {
 			if row.status == 200 && (s.Body != string(row.sent) || s.Header.Get("Content-Length") != fmt.Sprint(len(row.sent))) {
 				t.Errorf("upstream got %d bytes (Content-Length %q), want %d", len(s.Body), s.Header.Get("Content-Length"), len(row.sent))
 			}
-			if got := g.handler.bodies.used.Load(); got != 0 {
+			if got := g.handler.bodies.Used(); got != 0 {
 				t.Errorf("%d body bytes still held after the request", got)
 			}
 		})
@@ -216,13 +217,13 @@ func TestBodyCheckedAfterAdmission(t *testing.T) {
 func TestInflightBodyCap(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, gatewayOptions{})
-	g.handler.bodies.max = 24 << 10
+	g.handler.bodies.Max = 24 << 10
 	addr := strings.TrimPrefix(g.srv.URL, "http://")
 	body := bytes.Repeat([]byte("z"), 16<<10)
 
 	slow := sendHead(t, addr, g.signedHead(g.agent, "POST", "/proxy/github/slow", body), body, 100, false)
 	deadline := time.Now().Add(5 * time.Second)
-	for g.handler.bodies.used.Load() == 0 { // the slow upload is admitted and reading
+	for g.handler.bodies.Used() == 0 { // the slow upload is admitted and reading
 		if time.Now().After(deadline) {
 			t.Fatal("the slow upload never started buffering")
 		}
@@ -242,7 +243,7 @@ func TestInflightBodyCap(t *testing.T) {
 	if a := g.do(g.request(g.agent, "POST", "/proxy/github/second", string(body))); a.status != 200 {
 		t.Fatalf("second upload after the first: %d %s", a.status, a.body)
 	}
-	if got := g.handler.bodies.used.Load(); got != 0 {
+	if got := g.handler.bodies.Used(); got != 0 {
 		t.Errorf("%d body bytes still held", got)
 	}
 }
@@ -277,7 +278,7 @@ func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
 			if row.declared > int64(row.sent) {
 				src = io.MultiReader(src, errReader{io.ErrUnexpectedEOF}) // the server's framing error
 			}
-			budget := &bodyBudget{max: 1 << 30}
+			budget := &bodybudget.Budget{Max: 1 << 30}
 			body, held, err := readBody(src, row.declared, max, budget)
 			var mbe *http.MaxBytesError
 			switch {
@@ -293,16 +294,16 @@ func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
 			if held > row.maxHeld || int64(cap(body)) > held {
 				t.Errorf("held %d (buffer capacity %d), want at most %d", held, cap(body), row.maxHeld)
 			}
-			if budget.used.Load() != held {
-				t.Errorf("budget charged %d, held %d", budget.used.Load(), held)
+			if budget.Used() != held {
+				t.Errorf("budget charged %d, held %d", budget.Used(), held)
 			}
 		})
 	}
 	t.Run("budget exhausted while growing", func(t *testing.T) {
-		budget := &bodyBudget{max: 40 << 10}
+		budget := &bodybudget.Budget{Max: 40 << 10}
 		_, held, err := readBody(bytes.NewReader(make([]byte, 100_000)), -1, max, budget)
-		if !errors.Is(err, errBodyBudget) || held > budget.max || budget.used.Load() != held {
-			t.Fatalf("err %v, held %d of %d", err, held, budget.max)
+		if !errors.Is(err, errBodyBudget) || held > budget.Max || budget.Used() != held {
+			t.Fatalf("err %v, held %d of %d", err, held, budget.Max)
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/clientip"
 )
 
@@ -128,7 +129,7 @@ type Handler struct {
 	decisions *decisionLog
 	logger    *slog.Logger
 	rp        *httputil.ReverseProxy
-	bodies    bodyBudget
+	bodies    bodybudget.Budget
 }
 
 // New validates cfg and returns a Handler.
@@ -180,7 +181,7 @@ func New(cfg Config) (*Handler, error) {
 	for _, id := range cfg.InsecureUnsignedConnections {
 		h.unsigned[id] = true
 	}
-	h.bodies.max = cfg.MaxInflightBodyBytes
+	h.bodies.Max = cfg.MaxInflightBodyBytes
 	h.verifier = &identity.Verifier{
 		Clock:                  cfg.Clock,
 		MaxAge:                 cfg.MaxAge,
@@ -296,7 +297,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
 	} else {
 		held, err := h.checkBody(r, caller)
-		defer h.bodies.give(held)
+		defer h.bodies.Give(held)
 		if err != nil {
 			h.fail(w, r, err, caller)
 			return
@@ -432,7 +433,7 @@ func (h *Handler) Authorize(r *http.Request, c *credvault.Connection) error {
 	if err == nil {
 		var held int64
 		held, err = h.checkBody(r, caller)
-		h.bodies.give(held)
+		h.bodies.Give(held)
 	}
 	if err != nil {
 		e := classify(err)
