@@ -3,39 +3,13 @@
 // the control that caused it, and refreshes the changed parts of the page
 // from a fresh render.
 import { ApiError, call, describe, reference } from './api.js';
+import { feedback } from './feedback.js';
 import * as passkey from './webauthn.js';
 
 const ns = document.body.dataset.namespace ?? '';
 const page = document.body.dataset.page;
-let messages = 0;
 let busy = 0;
 let lastRefresh = Date.now();
-
-// feedback shows text (kind "err" or "done") next to control, or clears
-// it; ref, when given, is a smaller line naming the error for a report.
-function feedback(control, text, kind, ref) {
-  const host = control.closest('.act') ?? control.parentElement;
-  let p = host.querySelector(':scope > .err, :scope > .done');
-  if (!text) {
-    p?.remove();
-    control.removeAttribute('aria-describedby');
-    return;
-  }
-  if (!p) {
-    p = document.createElement('p');
-    p.id = `msg-${++messages}`;
-    host.append(p);
-  }
-  p.className = kind;
-  p.setAttribute('role', kind === 'err' ? 'alert' : 'status');
-  p.textContent = text;
-  if (ref) {
-    const small = document.createElement('small');
-    small.textContent = ref;
-    p.append(small);
-  }
-  control.setAttribute('aria-describedby', p.id);
-}
 
 // run disables control while fn runs and shows fn's error beside it.
 async function run(control, fn) {

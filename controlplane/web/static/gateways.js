@@ -3,37 +3,12 @@
 // Every secret typed here is sealed to the gateway's HPKE key (hpke.js)
 // before it leaves the page; the relay never sees it in clear.
 import { ApiError, call, describe, reference } from './api.js';
+import { feedback } from './feedback.js';
 import { sealSecrets } from './hpke.js';
 
 const ns = document.body.dataset.namespace ?? '';
 const page = document.body.dataset.page;
-let messages = 0;
 let rpcID = 0;
-
-// feedback shows text next to control ("err" or "done"), or clears it.
-function feedback(control, text, kind, ref) {
-  const host = control.closest('.act') ?? control.parentElement;
-  let p = host.querySelector(':scope > .err, :scope > .done');
-  if (!text) {
-    p?.remove();
-    control.removeAttribute('aria-describedby');
-    return;
-  }
-  if (!p) {
-    p = document.createElement('p');
-    p.id = `gw-msg-${++messages}`;
-    host.append(p);
-  }
-  p.className = kind;
-  p.setAttribute('role', kind === 'err' ? 'alert' : 'status');
-  p.textContent = text;
-  if (ref) {
-    const small = document.createElement('small');
-    small.textContent = ref;
-    p.append(small);
-  }
-  control.setAttribute('aria-describedby', p.id);
-}
 
 async function run(control, fn) {
   if (control.disabled) return;
