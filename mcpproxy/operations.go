@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idnhq/idn/internal/mcporder"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -135,20 +134,10 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		return nil, callRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: raw}
-	if relay != nil {
-		sc := st.scrubber.Load()
-		token, order := p.progress.add(func(n *mcp.ProgressNotificationParams) {
-			n.Message = sc.replace(n.Message)
-			relay(n)
-		})
-		defer p.progress.remove(token)
-		params.SetProgressToken(token)
-		ctx = mcporder.WithCall(ctx, order)
-	}
 	var res *mcp.CallToolResult
 	err = p.guarded(ctx, st, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
-		res, err = cs.CallTool(ctx, params)
+		res, err = p.exchangeCall(ctx, st, cs, params, relay)
 		return err
 	})
 	if err != nil {

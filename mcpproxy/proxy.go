@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idnhq/idn/internal/mcporder"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -139,7 +138,7 @@ type Config struct {
 
 	// SessionIdleTimeout ends a session of the MCP endpoint (see
 	// Streamable) that has received no request for this long. Zero means
-	// 10 minutes.
+	// 10 minutes; negative means sessions never end for being idle.
 	SessionIdleTimeout time.Duration
 	// MaxSessions bounds the sessions of the MCP endpoint open at once; a
 	// caller opening one more is answered 503 MCP_SESSIONS_EXHAUSTED. Zero
@@ -170,7 +169,7 @@ type Proxy struct {
 	now          func() time.Time
 	limits       *limiterSet
 	client       *mcp.Client
-	progress     progressRelays
+	callSeq      atomic.Uint64 // ids of the tools/call requests sent upstream
 	endpoint     *endpoint
 
 	mu     sync.Mutex
@@ -230,9 +229,7 @@ func New(cfg Config) (*Proxy, error) {
 		maxKeys = 10000
 	}
 	p.limits = &limiterSet{perMinute: cfg.RateLimitPerMinute, maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
-	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: p.progress.deliver,
-	})
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, nil)
 	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), cfg.MaxSessions)
 	return p, nil
 }
@@ -304,9 +301,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 			sessionState: SessionInitializeRequired,
 		}
 		st.httpClient = &http.Client{
-			// mcporder keeps a call's result behind the progress sent
-			// before it, which the relay would otherwise drop.
-			Transport: &mcporder.Transport{Base: &retryTransport{base: st.currentTransport, policy: p.retry}},
+			Transport: &retryTransport{base: st.currentTransport, policy: p.retry},
 			// Never follow redirects: the credential transport would hand
 			// the secret to wherever the upstream points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

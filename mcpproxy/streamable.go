@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/mcporder"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -53,13 +51,74 @@ type agentSession struct {
 	// session, so policy changes apply to the next message.
 	conn atomic.Pointer[Connection]
 	ss   atomic.Pointer[mcp.ServerSession]
+	// version is the protocol version the session's initialize settled on.
+	version atomic.Pointer[string]
+
+	mu     sync.Mutex
+	active int                           // POST requests being served
+	timer  *time.Timer                   // ends the idle session; nil before settle and after the end
+	calls  map[string]context.CancelFunc // calls answered directly, in flight, by request id
+}
+
+// begin and end bracket every POST on the session: the idle timeout runs
+// only while none is being served. (The endpoint keeps the time itself,
+// as the SDK does not see the calls answered directly.)
+func (s *agentSession) begin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active++
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+func (s *agentSession) end(idle time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active == 0 && s.timer != nil {
+		s.timer.Reset(idle)
+	}
+}
+
+// track registers a direct call's cancel under its request id; false when
+// the id is already in flight.
+func (s *agentSession) track(id string, cancel context.CancelFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.calls[id]; dup {
+		return false
+	}
+	if s.calls == nil {
+		s.calls = make(map[string]context.CancelFunc)
+	}
+	s.calls[id] = cancel
+	return true
+}
+
+func (s *agentSession) untrack(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.calls, id)
+}
+
+// cancel cancels the direct call in flight under id, if any.
+func (s *agentSession) cancel(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cancel, ok := s.calls[id]
+	if ok {
+		cancel()
+	}
+	return ok
 }
 
 // endpoint serves /mcp/{connection_id}.
 type endpoint struct {
-	p   *Proxy
-	sdk *mcp.StreamableHTTPHandler
-	max int
+	p    *Proxy
+	sdk  *mcp.StreamableHTTPHandler
+	max  int
+	idle time.Duration
 
 	streams    context.Context // done once EndStreams was called
 	endStreams context.CancelFunc
@@ -72,13 +131,12 @@ type endpoint struct {
 type openingKey struct{}
 
 func newEndpoint(p *Proxy, idle time.Duration, maxSessions int) *endpoint {
-	e := &endpoint{p: p, max: maxSessions, sessions: make(map[string]*agentSession)}
+	e := &endpoint{p: p, max: maxSessions, idle: idle, sessions: make(map[string]*agentSession)}
 	if e.max <= 0 {
 		e.max = 1000
 	}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      idle,
 		MaxRequestBodyBytes: p.maxBody,
 		Logger:              p.log,
 		// The guard against DNS rebinding protects unauthenticated local
@@ -111,10 +169,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id := r.Header.Get(sessionHeader)
-	switch {
-	case id != "":
-		s := e.lookup(id)
+	var s *agentSession
+	if id := r.Header.Get(sessionHeader); id != "" {
+		s = e.lookup(id)
 		// Unknown and foreign sessions get the same answer, so session ids
 		// cannot be probed.
 		if s == nil || s.connID != conn.ID || s.caller != caller {
@@ -126,15 +183,24 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.serveStream(w, r)
 			return
 		}
-	case r.Method == http.MethodPost:
-		initialize, refusal := e.initializes(w, r)
-		if refusal != nil {
-			apierror.Write(w, r, refusal)
+	}
+	if r.Method != http.MethodPost {
+		e.sdk.ServeHTTP(w, r)
+		return
+	}
+	body, refusal := e.readBody(w, r)
+	if refusal != nil {
+		apierror.Write(w, r, refusal)
+		return
+	}
+	switch {
+	case s != nil:
+		s.begin()
+		defer s.end(e.idle)
+		if e.direct(w, r, s, body) {
 			return
 		}
-		if !initialize {
-			break
-		}
+	case jsonRPCMethod(body) == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
 			apierror.Write(w, r, toAPIError(err))
@@ -164,19 +230,19 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 	e.sdk.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// initializes reports whether a POST without a session id is a single
-// initialize request, leaving r.Body readable from the start.
-func (e *endpoint) initializes(w http.ResponseWriter, r *http.Request) (bool, *apierror.Error) {
+// readBody reads a POST's body within the size limit, leaving r.Body
+// readable from the start for the SDK.
+func (e *endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierror.Error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.p.maxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return false, apierror.Coded(errcode.RequestBodyTooLarge, "mcpproxy: request body too large")
+			return nil, apierror.Coded(errcode.RequestBodyTooLarge, "mcpproxy: request body too large")
 		}
-		return false, apierror.Coded(errcode.ValidationError, "mcpproxy: reading request body failed")
+		return nil, apierror.Coded(errcode.ValidationError, "mcpproxy: reading request body failed")
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return jsonRPCMethod(body) == "initialize", nil
+	return body, nil
 }
 
 // open reserves a session for caller on conn, with a fresh id and its own
@@ -220,10 +286,24 @@ func (e *endpoint) settle(s *agentSession) {
 		return
 	}
 	s.ss.Store(ss)
+	if e.idle > 0 {
+		s.mu.Lock()
+		s.timer = time.AfterFunc(e.idle, func() { _ = ss.Close() })
+		if s.active > 0 {
+			s.timer.Stop()
+		}
+		s.mu.Unlock()
+	}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		_ = ss.Wait()
+		s.mu.Lock()
+		if s.timer != nil {
+			s.timer.Stop()
+			s.timer = nil
+		}
+		s.mu.Unlock()
 		e.forget(s.id)
 	}()
 }
@@ -268,16 +348,29 @@ func (e *endpoint) closeAll() {
 func (p *Proxy) EndStreams() { p.endpoint.endStreams() }
 
 // dispatch answers the methods the gateway serves itself; the rest
-// (initialize, ping, notifications) are the SDK's.
+// (initialize, whose version it notes, ping, notifications) are the SDK's.
 func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			conn := s.conn.Load()
 			switch r := req.(type) {
+			case *mcp.ServerRequest[*mcp.InitializeParams]:
+				res, err := next(ctx, method, req)
+				if ir, ok := res.(*mcp.InitializeResult); ok {
+					s.version.Store(&ir.ProtocolVersion)
+				}
+				return res, err
 			case *mcp.ListToolsRequest:
 				return e.listTools(ctx, s, conn)
 			case *mcp.CallToolRequest:
-				return e.callTool(ctx, s, conn, r)
+				var relay progressRelay
+				if token := r.Params.GetProgressToken(); token != nil {
+					relay = func(n *mcp.ProgressNotificationParams) {
+						n.ProgressToken = token
+						_ = r.Session.NotifyProgress(ctx, n)
+					}
+				}
+				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, relay)
 			case *mcp.ListResourcesRequest:
 				if !conn.ExposeResources {
 					return nil, notExposed(method)
@@ -349,20 +442,12 @@ func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connect
 	return res, nil
 }
 
-// callTool answers tools/call through Call's checks. The upstream's
-// progress notifications reach the agent under the agent's own token, on
-// the stream of its request; the agent's notifications/cancelled cancels
-// ctx, which withdraws the upstream call.
-func (e *endpoint) callTool(ctx context.Context, s *agentSession, conn *Connection, r *mcp.CallToolRequest) (mcp.Result, error) {
-	var relay progressRelay
-	if token := r.Params.GetProgressToken(); token != nil {
-		ss := r.Session
-		relay = func(n *mcp.ProgressNotificationParams) {
-			n.ProgressToken = token
-			_ = ss.NotifyProgress(ctx, n)
-		}
-	}
-	res, err := e.p.callTool(ctx, conn, s.caller, r.Params.Name, r.Params.Arguments, RefreshAuto, relay)
+// call answers tools/call through Call's checks, for the SDK's server and
+// for the direct path alike. relay, when set, receives the upstream's
+// progress notifications about the call; cancelling ctx withdraws the
+// upstream call.
+func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, relay progressRelay) (mcp.Result, error) {
+	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, relay)
 	var ae *ArgumentsError
 	if errors.As(err, &ae) {
 		// As the go-sdk's own servers do: a tool error the model can read
@@ -442,40 +527,3 @@ func rpcError(err error) error {
 
 // progressRelay receives one upstream progress notification about a call.
 type progressRelay func(*mcp.ProgressNotificationParams)
-
-// progressRelays routes the upstream's progress notifications to the call
-// that asked for them. An upstream session is shared by every caller of a
-// connection, so each call sends a token of the gateway's own, never the
-// agent's; a notification with any other token is dropped.
-type progressRelays struct {
-	seq    atomic.Uint64
-	relays sync.Map // token → *relayEntry
-}
-
-type relayEntry struct {
-	relay progressRelay
-	order *mcporder.Call
-}
-
-// add registers f under a fresh token; the call's request must carry the
-// returned order (mcporder.WithCall) so its result waits for f.
-func (r *progressRelays) add(f progressRelay) (string, *mcporder.Call) {
-	token := "idn-" + strconv.FormatUint(r.seq.Add(1), 10)
-	e := &relayEntry{relay: f, order: mcporder.NewCall(token)}
-	r.relays.Store(token, e)
-	return token, e.order
-}
-
-func (r *progressRelays) remove(token string) { r.relays.Delete(token) }
-
-// deliver is the upstream client's ProgressNotificationHandler.
-func (r *progressRelays) deliver(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	token, _ := req.Params.ProgressToken.(string)
-	v, ok := r.relays.Load(token)
-	if !ok {
-		return
-	}
-	e := v.(*relayEntry)
-	e.relay(&mcp.ProgressNotificationParams{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
-	e.order.Delivered()
-}
