@@ -22,6 +22,10 @@
 //     failing JSON Pointer paths, all before any upstream request; then the
 //     per connection + namespace rate limit (429) and breaker (503), both
 //     with Retry-After.
+//   - Upstream calls: each tools/call is one HTTP exchange on the
+//     connection's session, read in the calling goroutine; the call's
+//     progress arrives on its own event stream, ahead of its result.
+//     Everything else uses the go-sdk's client session.
 //   - Retries: only network timeouts and upstream 429/502/503/504, bounded,
 //     with full-jitter exponential backoff; never a tools/call whose request
 //     was completely sent before a timeout.
@@ -38,9 +42,11 @@
 //     take the same policy, validation, rate limit and breaker as the REST
 //     routes; invalid arguments come back as a tool result with isError,
 //     other refusals as JSON-RPC errors whose data.code is the REST code.
-//     Progress notifications and cancellation pass through to the upstream
-//     session, the result held until the progress sent before it has been
-//     relayed. Resources and prompts pass through only when the connection
+//     A tools/call without a progress token is answered by the endpoint
+//     itself with one JSON body; the rest goes through the SDK's server,
+//     whose event streams carry a call's progress before its result.
+//     Cancellation (notifications/cancelled) reaches the upstream either
+//     way. Resources and prompts pass through only when the connection
 //     exposes them. A session is bound to the caller (namespace, key and
 //     subject) and connection that opened it: another caller naming its id
 //     gets 404, the same answer as an unknown id. Sessions end after

@@ -58,7 +58,8 @@ func (t *trace) snapshot() (attempts, status int) {
 	return t.attempts, t.status
 }
 
-// retryTransport sits between the SDK's streamable client transport and the
+// retryTransport sits between the upstream requests (the SDK's streamable
+// client transport and the proxy's own tools/call exchanges) and the
 // caller's credential-injecting RoundTripper. It observes every HTTP attempt
 // and retries, with jittered exponential backoff, only what is safe to
 // repeat: network timeouts and 429/502/503/504 answers. A tools/call whose
