@@ -66,23 +66,38 @@ func (b *bench) runAll() error {
 	}
 
 	// MCP: a direct go-sdk session against tool calls through the
-	// gateway's REST call route and through its MCP endpoint (a go-sdk
-	// session too). The rate is half the slower one's max.
+	// gateway's REST call route and through its MCP endpoint: pre-signed
+	// JSON-RPC requests on a session a go-sdk client opened, sent as the
+	// REST route's are, and that go-sdk client itself, signing as it
+	// sends. The rate is half the slowest one's max.
 	viaGateway := &httpTarget{client: b.newClient(), method: "POST", body: []byte(`{"text":"hello"}`),
 		urls: []string{st.gateway + "/mcp/" + mcpConnection + "/tools/" + echoTool + "/call"}}
 	if err := b.check(viaGateway, st.agent, nil, `"hello"`); err != nil {
 		return fmt.Errorf("MCP through the gateway: %w", err)
 	}
-	native := mcpDirect{st.nativeSession}
-	if err := native.do(b.ctx, 0); err != nil {
+	viaEndpoint := &httpTarget{client: b.newClient(), method: "POST", urls: []string{st.gateway + "/mcp/" + mcpConnection},
+		bodies: func(i int) []byte {
+			return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"hello"}}}`, i, echoTool)
+		}}
+	session := http.Header{
+		"Mcp-Session-Id":       {st.nativeSession.ID()},
+		"Mcp-Protocol-Version": {st.nativeSession.InitializeResult().ProtocolVersion},
+		"Content-Type":         {"application/json"},
+		"Accept":               {"application/json, text/event-stream"},
+	}
+	if err := b.check(viaEndpoint, st.agent, session, `"hello"`); err != nil {
 		return fmt.Errorf("MCP through the gateway's endpoint: %w", err)
 	}
-	mcp3 := []member{{name: TargetMCPDirect, do: mcpDirect{st.mcpSession}.do}, signed(TargetMCPGateway, viaGateway, st.agent, nil),
-		{name: TargetMCPNative, do: native.do}}
-	if maxes, err = b.group(ModeMax, 0, mcp3...); err != nil {
+	sdkClient := mcpDirect{st.nativeSession}
+	if err := sdkClient.do(b.ctx, 0); err != nil {
+		return fmt.Errorf("MCP through the gateway's endpoint with a go-sdk client: %w", err)
+	}
+	mcp4 := []member{{name: TargetMCPDirect, do: mcpDirect{st.mcpSession}.do}, signed(TargetMCPGateway, viaGateway, st.agent, nil),
+		signed(TargetMCPNative, viaEndpoint, st.agent, session), {name: TargetMCPNativeSDK, do: sdkClient.do}}
+	if maxes, err = b.group(ModeMax, 0, mcp4...); err != nil {
 		return err
 	}
-	if _, err := b.group(ModeRate, half(b.o.mcpRate, min(maxes[1].RPS, maxes[2].RPS)), mcp3...); err != nil {
+	if _, err := b.group(ModeRate, half(b.o.mcpRate, min(maxes[1].RPS, maxes[2].RPS, maxes[3].RPS)), mcp4...); err != nil {
 		return err
 	}
 
@@ -198,7 +213,7 @@ func (b *bench) profile(name, mode string) (stop func()) {
 	path := b.o.cpuProfile
 	b.o.cpuProfile = "" // one round only
 	start := startProfile
-	if name == TargetBaseline || name == TargetGateway || name == TargetMCPGateway || name == TargetMCPNative {
+	if name == TargetBaseline || name == TargetGateway || name == TargetMCPGateway || name == TargetMCPNative || name == TargetMCPNativeSDK {
 		start = b.st.proxies.profile
 	}
 	stop, err := start(path)

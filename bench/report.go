@@ -23,11 +23,14 @@ const (
 	TargetMCPDirect  = "mcp-direct"
 	TargetMCPGateway = "mcp-gateway"
 	TargetMCPNative  = "mcp-native"
-	TargetFeed       = "feed"
+	// TargetMCPNativeSDK is the MCP endpoint used by a go-sdk client session
+	// that signs each request as it sends it.
+	TargetMCPNativeSDK = "mcp-native-sdk"
+	TargetFeed         = "feed"
 )
 
 // targets lists every target, in the order the phases run.
-var targets = []string{TargetUpstream, TargetBaseline, TargetGateway, TargetMCPDirect, TargetMCPGateway, TargetMCPNative, TargetFeed}
+var targets = []string{TargetUpstream, TargetBaseline, TargetGateway, TargetMCPDirect, TargetMCPGateway, TargetMCPNative, TargetMCPNativeSDK, TargetFeed}
 
 // Result is one phase: one target in one mode. Latencies are in
 // milliseconds; in rate mode they run from each request's scheduled send
@@ -74,11 +77,12 @@ type Report struct {
 	BaselineOverUpstream   float64 `json:"baseline_over_upstream_rps"`
 	MCPGatewayOverDirect   float64 `json:"mcp_gateway_over_direct_rps"`
 	MCPNativeOverDirect    float64 `json:"mcp_native_over_direct_rps"`
-	GatewayAdded           Added   `json:"gateway_added_latency"`    // gateway − upstream at the HTTP rate
-	BaselineAdded          Added   `json:"baseline_added_latency"`   // baseline − upstream at the HTTP rate
-	MCPAdded               Added   `json:"mcp_added_latency"`        // mcp-gateway − mcp-direct at the MCP rate
-	MCPNativeAdded         Added   `json:"mcp_native_added_latency"` // mcp-native − mcp-direct at the MCP rate
-	FeedClaimsPerSecond    float64 `json:"feed_claims_per_second"`   // at max throughput
+	GatewayAdded           Added   `json:"gateway_added_latency"`        // gateway − upstream at the HTTP rate
+	BaselineAdded          Added   `json:"baseline_added_latency"`       // baseline − upstream at the HTTP rate
+	MCPAdded               Added   `json:"mcp_added_latency"`            // mcp-gateway − mcp-direct at the MCP rate
+	MCPNativeAdded         Added   `json:"mcp_native_added_latency"`     // mcp-native − mcp-direct at the MCP rate
+	MCPNativeSDKAdded      Added   `json:"mcp_native_sdk_added_latency"` // mcp-native-sdk − mcp-direct at the MCP rate
+	FeedClaimsPerSecond    float64 `json:"feed_claims_per_second"`       // at max throughput
 }
 
 // Machine describes where the run happened.
@@ -128,6 +132,7 @@ func (r *Report) derive() {
 	r.MCPAdded = added(r.find(TargetMCPGateway, ModeRate), r.find(TargetMCPDirect, ModeRate))
 	r.MCPNativeOverDirect = ratio(r.find(TargetMCPNative, ModeMax).RPS, r.find(TargetMCPDirect, ModeMax).RPS)
 	r.MCPNativeAdded = added(r.find(TargetMCPNative, ModeRate), r.find(TargetMCPDirect, ModeRate))
+	r.MCPNativeSDKAdded = added(r.find(TargetMCPNativeSDK, ModeRate), r.find(TargetMCPDirect, ModeRate))
 	r.FeedClaimsPerSecond = math.Round(r.find(TargetFeed, ModeMax).RPS * float64(r.Settings.FeedPage))
 }
 
@@ -178,7 +183,7 @@ func (r *Report) writeTable(w io.Writer) error {
 		r.Settings.PhaseSeconds, r.Settings.Rounds, r.Settings.Workers)
 	b.WriteString("max = closed loop; rate = open loop, latency from each scheduled send time.\n")
 	b.WriteString("Signed requests are signed before each timed round, each with its own nonce (client signing cost excluded),\n")
-	b.WriteString("except mcp-native's, which its go-sdk client signs as it sends them.\n")
+	b.WriteString("except mcp-native-sdk's, which its go-sdk client signs as it sends them.\n")
 	b.WriteString("CPU % counts both processes, as a share of all CPUs.\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -210,6 +215,8 @@ func (r *Report) writeTable(w io.Writer) error {
 	fmt.Fprintf(&b, "MCP added latency at %.0f calls/s (mcp-gateway - mcp-direct): p50 %.3f ms, p99 %.3f ms; "+
 		"MCP endpoint (mcp-native - mcp-direct): p50 %.3f ms %s, p99 %.3f ms\n",
 		r.MCPAdded.Rate, r.MCPAdded.P50, r.MCPAdded.P99, r.MCPNativeAdded.P50, bar(r.MCPNativeAdded.P50 <= 0.5, "≤ 0.5 ms"), r.MCPNativeAdded.P99)
+	fmt.Fprintf(&b, "MCP endpoint with its go-sdk client's work included (mcp-native-sdk - mcp-direct): p50 %.3f ms, p99 %.3f ms\n",
+		r.MCPNativeSDKAdded.P50, r.MCPNativeSDKAdded.P99)
 	feed, calm := r.find(TargetFeed, ModeMax), r.find(TargetFeed, ModeRate)
 	fmt.Fprintf(&b, "feed: %d approved claims, %d per page: p50 %.3f ms/page at %.0f pages/s, %.3f ms/page at max (%d readers, %.0f claims/s)\n",
 		r.Settings.FeedClaims, r.Settings.FeedPage, calm.P50, calm.Rate, feed.P50, r.Settings.Workers, r.FeedClaimsPerSecond)

@@ -16,8 +16,9 @@ import (
 )
 
 // signature is the per-request part of a signed request; every other
-// header is the same for all requests of a target.
-type signature struct{ sig, input string }
+// header is the same for all requests of a target. digest is set when the
+// target's bodies differ.
+type signature struct{ sig, input, digest string }
 
 // httpTarget sends one kind of request, cycling through urls. When sigs is
 // set, request i carries the i-th pre-signed signature (its own nonce) and
@@ -27,19 +28,29 @@ type httpTarget struct {
 	method string
 	urls   []string
 	body   []byte
+	// bodies, when set, gives request i its own body instead (a JSON-RPC
+	// request with its own id, say).
+	bodies func(i int) []byte
 	header http.Header
 	sigs   []signature
+}
+
+// bodyOf returns the body of request i, or nil.
+func (t *httpTarget) bodyOf(i int) io.Reader {
+	switch {
+	case t.bodies != nil:
+		return bytes.NewReader(t.bodies(i))
+	case t.body != nil:
+		return bytes.NewReader(t.body)
+	}
+	return nil
 }
 
 func (t *httpTarget) do(ctx context.Context, i int) error { return t.doInto(ctx, i, io.Discard) }
 
 // doInto sends request i and copies a 200 answer's body to w.
 func (t *httpTarget) doInto(ctx context.Context, i int, w io.Writer) error {
-	var body io.Reader
-	if t.body != nil {
-		body = bytes.NewReader(t.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, t.method, t.urls[i%len(t.urls)], body)
+	req, err := http.NewRequestWithContext(ctx, t.method, t.urls[i%len(t.urls)], t.bodyOf(i))
 	if err != nil {
 		return err
 	}
@@ -47,6 +58,9 @@ func (t *httpTarget) doInto(ctx context.Context, i int, w io.Writer) error {
 	if t.sigs != nil {
 		req.Header["Signature"] = []string{t.sigs[i].sig}
 		req.Header["Signature-Input"] = []string{t.sigs[i].input}
+		if t.sigs[i].digest != "" {
+			req.Header["Content-Digest"] = []string{t.sigs[i].digest}
+		}
 	}
 	res, err := t.client.Do(req)
 	if err != nil {
@@ -68,11 +82,7 @@ func (t *httpTarget) doInto(ctx context.Context, i int, w io.Writer) error {
 func presign(t *httpTarget, id *identity.Identity, n int, extra http.Header) error {
 	t.sigs = make([]signature, n)
 	sign := func(k int) (http.Header, error) {
-		var body io.Reader
-		if t.body != nil {
-			body = bytes.NewReader(t.body)
-		}
-		req, err := http.NewRequest(t.method, t.urls[k%len(t.urls)], body)
+		req, err := http.NewRequest(t.method, t.urls[k%len(t.urls)], t.bodyOf(k))
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +92,10 @@ func presign(t *httpTarget, id *identity.Identity, n int, extra http.Header) err
 		if err := id.Sign(req, identity.SignOptions{}); err != nil {
 			return nil, err
 		}
-		t.sigs[k] = signature{req.Header.Get("Signature"), req.Header.Get("Signature-Input")}
+		t.sigs[k] = signature{sig: req.Header.Get("Signature"), input: req.Header.Get("Signature-Input")}
+		if t.bodies != nil {
+			t.sigs[k].digest = req.Header.Get("Content-Digest")
+		}
 		return req.Header, nil
 	}
 	if n == 0 {
