@@ -1,11 +1,14 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,23 +25,10 @@ import (
 // cost more than the rest of the gateway's work on a call. Everything else,
 // and anything unusual about such a message, goes to the SDK.
 
-// rpcMessage is the part of a JSON-RPC message the direct path reads.
-// Params stays raw until the method is known.
-type rpcMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
-
+// directCallParams are the params of a tools/call the direct path serves.
 type directCallParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
-}
-
-type cancelledParams struct {
-	RequestID json.RawMessage `json:"requestId"`
+	Name      string
+	Arguments json.RawMessage
 }
 
 // rpcResponse is a JSON-RPC response with exactly one of Result and Error.
@@ -80,29 +70,66 @@ type directMessage struct {
 
 // classify returns body's message when it is a single tools/call without
 // _meta (progress needs an event stream) or a notifications/cancelled,
-// each with an id the direct path keeps.
+// each with an id the direct path keeps. Members are matched exactly, as
+// the SDK's decoder matches them (encoding/json would take "Method" for
+// "method", and the last of repeated names); anything else is left to the
+// SDK.
 func classify(body []byte) (directMessage, bool) {
-	var msg rpcMessage
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" {
+	msg, ok := members(body, "jsonrpc", "id", "method", "params")
+	if !ok || string(msg["jsonrpc"]) != `"2.0"` {
 		return directMessage{}, false
 	}
-	switch msg.Method {
+	var method string
+	if json.Unmarshal(msg["method"], &method) != nil {
+		return directMessage{}, false
+	}
+	switch method {
 	case "tools/call":
-		var params directCallParams
-		key, ok := idKey(msg.ID)
-		if !ok || json.Unmarshal(msg.Params, &params) != nil || params.Name == "" || len(params.Meta) > 0 {
+		key, ok := idKey(msg["id"])
+		params, pok := members(msg["params"], "name", "arguments")
+		var name string
+		if !ok || !pok || json.Unmarshal(params["name"], &name) != nil || name == "" {
 			return directMessage{}, false
 		}
-		return directMessage{id: msg.ID, key: key, call: &params}, true
+		return directMessage{id: msg["id"], key: key, call: &directCallParams{Name: name, Arguments: params["arguments"]}}, true
 	case "notifications/cancelled":
-		var params cancelledParams
-		if msg.ID != nil || json.Unmarshal(msg.Params, &params) != nil {
+		params, pok := members(msg["params"], "requestId", "reason")
+		if _, hasID := msg["id"]; hasID || !pok {
 			return directMessage{}, false
 		}
-		key, ok := idKey(params.RequestID)
+		key, ok := idKey(params["requestId"])
 		return directMessage{key: key}, ok
 	}
 	return directMessage{}, false
+}
+
+// members returns the members of the JSON object raw, when it is one whose
+// names are all among names, each at most once.
+func members(raw []byte, names ...string) (map[string]json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	out := make(map[string]json.RawMessage, len(names))
+	for dec.More() {
+		tok, err := dec.Token()
+		name, _ := tok.(string)
+		if _, seen := out[name]; err != nil || seen || !slices.Contains(names, name) {
+			return nil, false
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, false
+		}
+		out[name] = v
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return out, true
 }
 
 // directCall answers one tools/call as application/json. The call ends

@@ -2,12 +2,15 @@ package mcpproxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,5 +155,159 @@ func TestUpstreamCallAnswers(t *testing.T) {
 		if err != nil || res.IsError || len(res.Content) != 1 {
 			t.Fatalf("%s: %+v, %v", tt.name, res, err)
 		}
+	}
+}
+
+// interceptedServer serves upstream's tools with a go-sdk server, except
+// that answer, when it returns true, answers a tools/call POST itself.
+func interceptedServer(t testing.TB, answer func(w http.ResponseWriter, id json.RawMessage) bool) string {
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" && answer(w, msg.ID) {
+			return
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Whatever an upstream answers a call with, the gateway answers an error
+// and keeps running; a JSON-RPC error in a 4xx answer is the server's
+// verdict and leaves the session and the breaker alone.
+func TestUpstreamCallOddAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, contentType, body string
+		status                  int
+		serverAnswered          bool
+	}{
+		{"JSON for another id", "application/json", `{"jsonrpc":"2.0","id":"other","result":{"content":[]}}`, 200, false},
+		{"JSON notification", "application/json", `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`, 200, false},
+		{"JSON empty object", "application/json", `{}`, 200, false},
+		{"JSON error with a null id", "application/json", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`, 200, true},
+		{"stream without the result", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":\"other\",\"result\":{}}\n\n", 200, false},
+		{"stream with a null-id error", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"parse error\"}}\n\n", 200, true},
+		{"400 with a JSON-RPC error", "application/json", `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad arguments here"}}`, 400, true},
+		{"500 without one", "text/plain", "oops", 500, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			odd := atomic.Bool{}
+			odd.Store(true)
+			url := interceptedServer(t, func(w http.ResponseWriter, _ json.RawMessage) bool {
+				if !odd.Load() {
+					return false
+				}
+				w.Header().Set("Content-Type", tt.contentType)
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+				return true
+			})
+			e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: url})
+			if r := e.call("agent", "a.echo", `{"text":"x"}`); r.status != http.StatusBadGateway || r.body["code"] != "MCP_UPSTREAM_ERROR" {
+				t.Fatalf("call = %d %s", r.status, r.raw)
+			}
+			// Through the endpoint's SDK path too (a progress token), where
+			// a panic would end the process.
+			cs := e.mustConnect(t, who{"ns1", "agent", "k"}, nil)
+			params := &mcp.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "x"}}
+			params.SetProgressToken("p")
+			if _, err := cs.CallTool(context.Background(), params); err == nil {
+				t.Errorf("endpoint call succeeded")
+			}
+			odd.Store(false)
+			r := e.call("agent", "a.echo", `{"text":"x"}`)
+			if tt.serverAnswered != (r.status == http.StatusOK) {
+				t.Errorf("after answers the server made (%v), the breaker of 1 let a call through: %v (%d %s)", tt.serverAnswered, r.status == http.StatusOK, r.status, r.raw)
+			}
+			if got := e.proxy.SessionState("mcp1"); tt.serverAnswered && got != mcpproxy.SessionReady {
+				t.Errorf("session %s after the server's verdict, want ready", got)
+			}
+		})
+	}
+}
+
+// Upstream sessions work with a stateless server, whatever protocol
+// versions it offers.
+func TestUpstreamStatelessServer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer() }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL})
+	if r := e.call("agent", "a.echo", `{"text":"hi"}`); r.status != http.StatusOK || !strings.Contains(r.raw, `"hi"`) {
+		t.Fatalf("call = %d %s", r.status, r.raw)
+	}
+}
+
+// The gateway's client offers no capabilities (it has nothing to answer
+// with but ping) and answers a ping during a call; the progress an upstream sends reaches the
+// agent without the upstream's _meta; a call that outlasts the idle
+// timeout keeps its session.
+func TestUpstreamRequestsDuringACall(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "curious", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ping"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		err := req.Session.Ping(ctx, nil)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, err
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if token := req.Params.GetProgressToken(); token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Meta: mcp.Meta{"leak": "sk-upstream-secret"}})
+		}
+		time.Sleep(150 * time.Millisecond)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	capabilities := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string
+			Params struct{ Capabilities json.RawMessage }
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Method == "initialize" {
+			capabilities <- string(msg.Params.Capabilities)
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, mcpproxy.Config{SessionIdleTimeout: 50 * time.Millisecond}, mcpproxy.Connection{BaseURL: srv.URL, Redact: []string{"sk-upstream-secret"}})
+
+	progress := make(chan *mcp.ProgressNotificationParams, 1)
+	cs := e.mustConnect(t, alice, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
+	})
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("ping during a call = %+v, %v", res, err)
+	}
+	if caps := <-capabilities; caps != "{}" {
+		t.Errorf("the gateway's client offers capabilities %s", caps)
+	}
+	// Directly answered, and longer than the idle timeout.
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("slow call = %+v, %v", res, err)
+	}
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}}
+	params.SetProgressToken("mine")
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatalf("slow call with progress: %v", err)
+	}
+	select {
+	case p := <-progress:
+		if p.ProgressToken != "mine" || len(p.Meta) > 0 {
+			t.Errorf("progress = %+v", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no progress")
 	}
 }

@@ -31,6 +31,10 @@ import (
 // SDK's client does by default.
 const maxEventBytes = 16 << 20
 
+// refusalPeek bounds how much of a refused call's answer is read for a
+// JSON-RPC error.
+const refusalPeek = 64 << 10
+
 // cancelTimeout bounds the notifications/cancelled sent for a call the
 // caller withdrew.
 const cancelTimeout = 5 * time.Second
@@ -66,21 +70,25 @@ func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientS
 		return nil, p.withdrawn(ctx, st, cs, id, err)
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("tools/call: upstream answered %s", resp.Status)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, refusal(resp, cs.ID())
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	var res *mcp.CallToolResult
 	switch mt {
 	case "application/json":
 		var raw []byte
-		if raw, err = io.ReadAll(resp.Body); err == nil {
+		if raw, err = io.ReadAll(io.LimitReader(resp.Body, maxEventBytes+1)); err == nil {
 			var msg rpcIncoming
-			if err = json.Unmarshal(raw, &msg); err == nil {
-				res, err = callResult(msg, id)
+			switch {
+			case len(raw) > maxEventBytes:
+				err = fmt.Errorf("tools/call: the upstream's answer exceeds %d bytes", maxEventBytes)
+			case json.Unmarshal(raw, &msg) != nil:
+				err = errors.New("tools/call: the upstream's answer is not a JSON-RPC message")
+			default:
+				if res, err = callResult(msg, id); res == nil && err == nil {
+					err = errors.New("tools/call: the upstream's answer is not for this call")
+				}
 			}
 		}
 	case "text/event-stream":
@@ -92,6 +100,27 @@ func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientS
 		return nil, p.withdrawn(ctx, st, cs, id, err)
 	}
 	return res, nil
+}
+
+// refusal is the error of an upstream's non-2xx answer to a call: for an
+// overload status (429, 502, 503, 504) the status; else the JSON-RPC error
+// its body carries, when it does (the server answered), a lost session for
+// a 404 on a session, or the status.
+func refusal(resp *http.Response, sessionID string) error {
+	if retryableStatus(resp.StatusCode) {
+		// Overload, as the SDK's client sees it: whatever the body says,
+		// the server did not get to answer the call.
+		return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, refusalPeek))
+	var msg rpcIncoming
+	if json.Unmarshal(raw, &msg) == nil && msg.Error != nil {
+		return fmt.Errorf("tools/call: upstream answered %s: %w", resp.Status, msg.Error)
+	}
+	if resp.StatusCode == http.StatusNotFound && sessionID != "" {
+		return fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
+	}
+	return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
 }
 
 // readEvents reads an event stream until the response to the call id,
@@ -120,9 +149,9 @@ func (p *Proxy) readEvents(ctx context.Context, st *connState, cs *mcp.ClientSes
 			if msg.Method == "notifications/progress" && relay != nil {
 				var n mcp.ProgressNotificationParams
 				if json.Unmarshal(msg.Params, &n) == nil && n.ProgressToken == id {
-					n.Message = st.scrubber.Load().replace(n.Message)
-					n.ProgressToken = nil
-					relay(&n)
+					// Only the progress itself: the upstream's _meta is not
+					// the agent's business, and its message is scrubbed.
+					relay(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().replace(n.Message)})
 				}
 			}
 		default:
@@ -190,7 +219,7 @@ func (e *eventReader) line() ([]byte, error) {
 // id, and nil, nil for a response to anything else.
 func callResult(msg rpcIncoming, id string) (*mcp.CallToolResult, error) {
 	if key, ok := idKey(msg.ID); !ok || key != strconv.Quote(id) {
-		if msg.ID == nil && msg.Error != nil {
+		if (msg.ID == nil || string(msg.ID) == "null") && msg.Error != nil {
 			// A server that cannot tell which request failed (a parse
 			// error) answers with a null id.
 			return nil, msg.Error
@@ -208,17 +237,19 @@ func callResult(msg rpcIncoming, id string) (*mcp.CallToolResult, error) {
 }
 
 // answer replies to a request the server sends during a call: ping is
-// answered, anything else is a method the gateway's client does not offer.
+// answered; anything else is a method the gateway's client does not offer
+// (it advertises no capabilities).
 func (p *Proxy) answer(ctx context.Context, st *connState, cs *mcp.ClientSession, msg rpcIncoming) {
 	reply := struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Result  *struct{}       `json:"result,omitempty"`
+		Result  any             `json:"result,omitempty"`
 		Error   *jsonrpc.Error  `json:"error,omitempty"`
 	}{JSONRPC: "2.0", ID: msg.ID}
-	if msg.Method == "ping" {
-		reply.Result = &struct{}{}
-	} else {
+	switch msg.Method {
+	case "ping":
+		reply.Result = struct{}{}
+	default:
 		reply.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + msg.Method + " is not offered by this client"}
 	}
 	if resp, err := p.post(ctx, st, cs, reply); err == nil {
@@ -267,7 +298,9 @@ func (p *Proxy) post(ctx context.Context, st *connState, cs *mcp.ClientSession, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", cs.ID())
+	if id := cs.ID(); id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+	}
 	if ir := cs.InitializeResult(); ir != nil {
 		req.Header.Set("Mcp-Protocol-Version", ir.ProtocolVersion)
 	}

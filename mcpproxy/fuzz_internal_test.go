@@ -52,6 +52,8 @@ func FuzzClassify(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x","reason":"stop"}}`))
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}]`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"a"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"Method":"tools/call","method":"tools/list","params":{"NAME":"a","name":"b"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m, ok := classify(body)
 		if !ok {
@@ -61,8 +63,12 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("taken without an id: %s", body)
 		}
 		if m.call != nil {
-			if m.call.Name == "" || len(m.call.Meta) > 0 {
-				t.Fatalf("call taken with name %q and _meta %v: %s", m.call.Name, m.call.Meta, body)
+			var probe struct {
+				Params map[string]json.RawMessage `json:"params"`
+			}
+			_ = json.Unmarshal(body, &probe)
+			if _, meta := probe.Params["_meta"]; m.call.Name == "" || meta {
+				t.Fatalf("call taken with name %q: %s", m.call.Name, body)
 			}
 			if key, ok := idKey(m.id); !ok || key != m.key {
 				t.Fatalf("call id %s keyed %q", m.id, m.key)

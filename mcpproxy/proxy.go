@@ -229,7 +229,9 @@ func New(cfg Config) (*Proxy, error) {
 		maxKeys = 10000
 	}
 	p.limits = &limiterSet{perMinute: cfg.RateLimitPerMinute, maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
-	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, nil)
+	// No capabilities (the SDK's default offers roots): the gateway has
+	// nothing to answer a server's requests with but ping.
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), cfg.MaxSessions)
 	return p, nil
 }
@@ -380,6 +382,12 @@ func resolveEndpoint(base, endpoint string) (*url.URL, error) {
 	return u, nil
 }
 
+// upstreamProtocol is the protocol version the proxy's upstream sessions
+// ask for: the newest whose requests the proxy's own tools/call exchange
+// speaks (later versions move session state into each request's _meta and
+// headers).
+const upstreamProtocol = "2025-11-25"
+
 // acquire returns the connection's session, initializing one when needed.
 // Holding sessMu while connecting makes concurrent requests share one
 // initialize.
@@ -394,7 +402,7 @@ func (p *Proxy) acquire(ctx context.Context, st *connState) (*mcp.ClientSession,
 		HTTPClient:           st.httpClient,
 		MaxRetries:           -1, // retries are retryTransport's, which knows what is safe to repeat
 		DisableStandaloneSSE: true,
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	if err != nil {
 		return nil, err
 	}
