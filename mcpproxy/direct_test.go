@@ -194,20 +194,22 @@ func TestUpstreamCallOddAnswers(t *testing.T) {
 		{"JSON error with a null id", "application/json", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`, 200, true},
 		{"stream without the result", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":\"other\",\"result\":{}}\n\n", 200, false},
 		{"stream with a null-id error", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"parse error\"}}\n\n", 200, true},
-		{"400 with a JSON-RPC error", "application/json", `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad arguments here"}}`, 400, true},
+		{"400 with a JSON-RPC error", "application/json", `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32602,"message":"bad arguments here"}}`, 400, true},
+		{"404 with an id-less JSON-RPC error (a lost session)", "application/json", `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`, 404, false},
+		{"503 with a JSON-RPC error", "application/json", `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32603,"message":"busy"}}`, 503, false},
 		{"500 without one", "text/plain", "oops", 500, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			odd := atomic.Bool{}
 			odd.Store(true)
-			url := interceptedServer(t, func(w http.ResponseWriter, _ json.RawMessage) bool {
+			url := interceptedServer(t, func(w http.ResponseWriter, id json.RawMessage) bool {
 				if !odd.Load() {
 					return false
 				}
 				w.Header().Set("Content-Type", tt.contentType)
 				w.WriteHeader(tt.status)
-				_, _ = io.WriteString(w, tt.body)
+				_, _ = io.WriteString(w, strings.ReplaceAll(tt.body, "$ID", string(id)))
 				return true
 			})
 			e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: url})
@@ -235,7 +237,8 @@ func TestUpstreamCallOddAnswers(t *testing.T) {
 }
 
 // Upstream sessions work with a stateless server, whatever protocol
-// versions it offers.
+// versions it offers, and refuse one that settles on a protocol newer
+// than theirs.
 func TestUpstreamStatelessServer(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer() }, &mcp.StreamableHTTPOptions{Stateless: true}))
@@ -243,6 +246,28 @@ func TestUpstreamStatelessServer(t *testing.T) {
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL})
 	if r := e.call("agent", "a.echo", `{"text":"hi"}`); r.status != http.StatusOK || !strings.Contains(r.raw, `"hi"`) {
 		t.Fatalf("call = %d %s", r.status, r.raw)
+	}
+
+	// A server that settles on a newer protocol than the gateway asked
+	// for is refused with a reason, not spoken to in the wrong protocol.
+	newer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&msg)
+		if msg.Method != "initialize" {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2026-07-28","capabilities":{"tools":{}},"serverInfo":{"name":"new","version":"1"}}}`, msg.ID)
+	}))
+	t.Cleanup(newer.Close)
+	e = newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: newer.URL})
+	if r := e.call("agent", "a.echo", `{"text":"hi"}`); r.status != http.StatusBadGateway || !strings.Contains(r.raw, "2026-07-28") {
+		t.Fatalf("call to a newer server = %d %s", r.status, r.raw)
 	}
 }
 

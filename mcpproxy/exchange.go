@@ -102,23 +102,28 @@ func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientS
 	return res, nil
 }
 
-// refusal is the error of an upstream's non-2xx answer to a call: for an
-// overload status (429, 502, 503, 504) the status; else the JSON-RPC error
-// its body carries, when it does (the server answered), a lost session for
-// a 404 on a session, or the status.
+// refusal is the error of an upstream's non-2xx answer to a call, as the
+// SDK's client reads it: an overload status (429, 502, 503, 504) is the
+// status; a 404 on a session is a lost session; a JSON-RPC error response
+// (with a request id: the TypeScript SDK's "Session not found" has none)
+// is the server's answer; anything else is the status.
 func refusal(resp *http.Response, sessionID string) error {
-	if retryableStatus(resp.StatusCode) {
-		// Overload, as the SDK's client sees it: whatever the body says,
-		// the server did not get to answer the call.
+	switch {
+	case retryableStatus(resp.StatusCode):
 		return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
+	case resp.StatusCode == http.StatusNotFound && sessionID != "":
+		return fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, refusalPeek))
-	var msg rpcIncoming
-	if json.Unmarshal(raw, &msg) == nil && msg.Error != nil {
-		return fmt.Errorf("tools/call: upstream answered %s: %w", resp.Status, msg.Error)
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *jsonrpc.Error  `json:"error"`
 	}
-	if resp.StatusCode == http.StatusNotFound && sessionID != "" {
-		return fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
+	if json.Unmarshal(raw, &msg) == nil && msg.JSONRPC == "2.0" && msg.Error != nil {
+		if _, ok := idKey(msg.ID); ok {
+			return fmt.Errorf("tools/call: upstream answered %s: %w", resp.Status, msg.Error)
+		}
 	}
 	return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
 }

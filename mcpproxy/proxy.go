@@ -383,9 +383,10 @@ func resolveEndpoint(base, endpoint string) (*url.URL, error) {
 }
 
 // upstreamProtocol is the protocol version the proxy's upstream sessions
-// ask for: the newest whose requests the proxy's own tools/call exchange
-// speaks (later versions move session state into each request's _meta and
-// headers).
+// ask for, and the newest they accept: the newest whose requests the
+// proxy's own tools/call exchange speaks (later versions move session
+// state into each request's _meta and headers). Servers of the stateless
+// 2026-07-28 protocol answer it too.
 const upstreamProtocol = "2025-11-25"
 
 // acquire returns the connection's session, initializing one when needed.
@@ -405,6 +406,10 @@ func (p *Proxy) acquire(ctx context.Context, st *connState) (*mcp.ClientSession,
 	}, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	if err != nil {
 		return nil, err
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v > upstreamProtocol {
+		p.closeSession(cs)
+		return nil, fmt.Errorf("the server settled on MCP protocol %s; the gateway speaks up to %s to upstream servers", v, upstreamProtocol)
 	}
 	st.session = cs
 	st.sessionState = SessionReady

@@ -357,7 +357,10 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 			case *mcp.ServerRequest[*mcp.InitializeParams]:
 				res, err := next(ctx, method, req)
 				if ir, ok := res.(*mcp.InitializeResult); ok {
+					// Before the answer leaves, so the session's next
+					// request can be answered directly.
 					s.version.Store(&ir.ProtocolVersion)
+					s.ss.Store(r.Session)
 				}
 				return res, err
 			case *mcp.ListToolsRequest:
