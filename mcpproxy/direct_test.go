@@ -69,30 +69,14 @@ func TestEndpointDirectAnswersAsTheSDK(t *testing.T) {
 	}
 }
 
-// blockingServer is an upstream whose tool "block" waits until it is
-// cancelled, reporting its start on entered and its cancellation on
-// cancelled.
-func blockingServer(t testing.TB, entered, cancelled chan<- string) string {
-	s := mcp.NewServer(&mcp.Implementation{Name: "blocking", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		entered <- "entered"
-		<-ctx.Done()
-		cancelled <- "cancelled"
-		return nil, nil, ctx.Err()
-	})
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 // A call answered directly is withdrawn upstream by the agent's
 // notifications/cancelled; its id cannot be reused while it runs.
 func TestEndpointDirectCallCancellation(t *testing.T) {
 	t.Parallel()
 	entered, cancelled := make(chan string, 1), make(chan string, 1)
-	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: blockingServer(t, entered, cancelled)})
+	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: slowServer(t, entered, cancelled)})
 	sid := e.mustConnect(t, alice, nil).ID()
-	const call = `{"jsonrpc":"2.0","id":"job-1","method":"tools/call","params":{"name":"block","arguments":{}}}`
+	const call = `{"jsonrpc":"2.0","id":"job-1","method":"tools/call","params":{"name":"slow.job","arguments":{}}}`
 	answer := make(chan response, 1)
 	go func() { answer <- e.raw(t, alice, "POST", "mcp1", sid, call) }()
 	<-entered

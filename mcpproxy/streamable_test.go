@@ -328,16 +328,18 @@ func gaugeValue(t testing.TB, e *env, name string) float64 {
 	return -1
 }
 
-// slowServer is an upstream whose tool reports progress, then waits for
+// slowServer is an upstream whose tool "slow.job" reports progress (when
+// asked to), tells entered (when not nil) that it runs, then waits for
 // cancellation and reports it on cancelled.
-func slowServer(t testing.TB, cancelled chan<- string) string {
+func slowServer(t testing.TB, entered, cancelled chan<- string) string {
 	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "slow.job"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		token := req.Params.GetProgressToken()
-		if token == nil {
-			return nil, nil, errors.New("no progress token")
+		if token := req.Params.GetProgressToken(); token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 2, Message: "halfway; key sk-upstream-secret"})
 		}
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 2, Message: "halfway; key sk-upstream-secret"})
+		if entered != nil {
+			entered <- "entered"
+		}
 		<-ctx.Done()
 		cancelled <- "cancelled"
 		return nil, nil, ctx.Err()
@@ -352,7 +354,7 @@ func slowServer(t testing.TB, cancelled chan<- string) string {
 func TestEndpointProgressAndCancellation(t *testing.T) {
 	t.Parallel()
 	cancelled := make(chan string, 1)
-	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: slowServer(t, cancelled), Redact: []string{"sk-upstream-secret"}})
+	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: slowServer(t, nil, cancelled), Redact: []string{"sk-upstream-secret"}})
 	progress := make(chan *mcp.ProgressNotificationParams, 1)
 	cs := e.mustConnect(t, alice, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
