@@ -261,6 +261,7 @@ func TestUpstreamStatelessServer(t *testing.T) {
 // timeout keeps its session.
 func TestUpstreamRequestsDuringACall(t *testing.T) {
 	t.Parallel()
+	const idle = 250 * time.Millisecond
 	s := mcp.NewServer(&mcp.Implementation{Name: "curious", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "ping"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		err := req.Session.Ping(ctx, nil)
@@ -269,8 +270,9 @@ func TestUpstreamRequestsDuringACall(t *testing.T) {
 	mcp.AddTool(s, &mcp.Tool{Name: "slow"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		if token := req.Params.GetProgressToken(); token != nil {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Meta: mcp.Meta{"leak": "sk-upstream-secret"}})
+		} else {
+			time.Sleep(2 * idle)
 		}
-		time.Sleep(150 * time.Millisecond)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
@@ -288,7 +290,7 @@ func TestUpstreamRequestsDuringACall(t *testing.T) {
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	e := newEnv(t, mcpproxy.Config{SessionIdleTimeout: 50 * time.Millisecond}, mcpproxy.Connection{BaseURL: srv.URL, Redact: []string{"sk-upstream-secret"}})
+	e := newEnv(t, mcpproxy.Config{SessionIdleTimeout: idle}, mcpproxy.Connection{BaseURL: srv.URL, Redact: []string{"sk-upstream-secret"}})
 
 	progress := make(chan *mcp.ProgressNotificationParams, 1)
 	cs := e.mustConnect(t, alice, &mcp.ClientOptions{
