@@ -241,6 +241,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return ErrStarted
 	}
 	g.started = true
+	// Tracked before Start returns, so that a request served right after
+	// it meets a service still loading (503), not an unknown one (500).
+	g.syncServices()
 	ctx, g.stop = context.WithCancel(ctx)
 	g.done = make(chan struct{})
 	go func() {
@@ -254,7 +257,6 @@ func (g *Gateway) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = g.cache.Run(ctx) })
 	defer wg.Wait()
-	g.syncServices()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,10 +101,6 @@ func TestGatewayWithControlPlane(t *testing.T) {
 	}
 	gwSrv := httptest.NewServer(gw)
 	defer gwSrv.Close()
-	if err := gw.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-
 	signed := func(method, url, body string) *http.Request {
 		var rb io.Reader
 		if body != "" {
@@ -118,11 +115,25 @@ func TestGatewayWithControlPlane(t *testing.T) {
 		}
 		return r
 	}
+	// From the moment Start returns, a request meets claims that are
+	// loading (503 AUTH_CLAIMS_UNAVAILABLE), never an unknown service.
+	first := signed("GET", gwSrv.URL+"/proxy/conn/x", "")
+	if err := gw.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	gw.ServeHTTP(rec, first)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "AUTH_CLAIMS_UNAVAILABLE") {
+		t.Fatalf("right after Start: %d %s", rec.Code, rec.Body)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		status, _ := call(t, signed("GET", gwSrv.URL+"/proxy/conn/x", ""))
+		status, body := call(t, signed("GET", gwSrv.URL+"/proxy/conn/x", ""))
 		if status == 200 {
 			break
+		}
+		if status != http.StatusServiceUnavailable || body["code"] != "AUTH_CLAIMS_UNAVAILABLE" {
+			t.Fatalf("while claims load: %d %v", status, body)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("approved agent still refused (%d)", status)
