@@ -232,8 +232,10 @@ var ErrStarted = errors.New("gateway: already started")
 
 // Start runs the background work in goroutines until ctx is done or Close
 // is called: the claims feed poll, and tracking which services the stored
-// connections use. Until it runs, signed requests are refused 503
-// AUTH_CLAIMS_UNAVAILABLE.
+// connections use. Call it before serving: from its return until a
+// service's claims have loaded, signed requests for it are refused 503
+// AUTH_CLAIMS_UNAVAILABLE (before it, 500 AUTH_CLAIMS_LOOKUP_FAILED: no
+// service is tracked yet).
 func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
