@@ -229,8 +229,7 @@ func TestUpstreamCallOddAnswers(t *testing.T) {
 }
 
 // Upstream sessions work with a stateless server, whatever protocol
-// versions it offers, and refuse one that settles on a protocol newer
-// than theirs.
+// versions it offers.
 func TestUpstreamStatelessServer(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer() }, &mcp.StreamableHTTPOptions{Stateless: true}))
@@ -240,26 +239,17 @@ func TestUpstreamStatelessServer(t *testing.T) {
 		t.Fatalf("call = %d %s", r.status, r.raw)
 	}
 
-	// A server that settles on a newer protocol than the gateway asked
-	// for is refused with a reason, not spoken to in the wrong protocol.
-	newer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&msg)
-		if msg.Method != "initialize" {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Mcp-Session-Id", "s1")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2026-07-28","capabilities":{"tools":{}},"serverInfo":{"name":"new","version":"1"}}}`, msg.ID)
-	}))
-	t.Cleanup(newer.Close)
-	e = newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: newer.URL})
-	if r := e.call("agent", "a.echo", `{"text":"hi"}`); r.status != http.StatusBadGateway || !strings.Contains(r.raw, "2026-07-28") {
-		t.Fatalf("call to a newer server = %d %s", r.status, r.raw)
+	// A server limited to the newest protocol refuses the gateway's first
+	// handshake; the second, in the SDK's version, works.
+	newest := mcp.NewServer(&mcp.Implementation{Name: "newest", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2026-07-28"}})
+	mcp.AddTool(newest, &mcp.Tool{Name: "a.echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	srv = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newest }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	e = newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL})
+	if r := e.call("agent", "a.echo", `{"text":"hi"}`); r.status != http.StatusOK || !strings.Contains(r.raw, `"hi"`) {
+		t.Fatalf("call to a server of the newest protocol only = %d %s", r.status, r.raw)
 	}
 }
 

@@ -25,7 +25,9 @@
 //   - Upstream calls: each tools/call is one HTTP exchange on the
 //     connection's session, read in the calling goroutine; the call's
 //     progress arrives on its own event stream, ahead of its result.
-//     Everything else uses the go-sdk's client session.
+//     Everything else uses the go-sdk's client session, and so do the
+//     calls to a server that offers only protocol versions newer than
+//     2025-11-25 (without progress).
 //   - Retries: only network timeouts and upstream 429/502/503/504, bounded,
 //     with full-jitter exponential backoff; never a tools/call whose request
 //     was completely sent before a timeout.

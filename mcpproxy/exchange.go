@@ -61,6 +61,11 @@ type rpcIncoming struct {
 // session the server no longer knows as an error wrapping
 // mcp.ErrSessionMissing. relay, when set, receives the call's progress.
 func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientSession, params *mcp.CallToolParams, relay progressRelay) (*mcp.CallToolResult, error) {
+	if cs.InitializeResult().ProtocolVersion > upstreamProtocol {
+		// A server that offers only newer protocols: the SDK's client
+		// speaks them, and the call's progress is not relayed.
+		return cs.CallTool(ctx, params)
+	}
 	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
 	if relay != nil {
 		params.SetProgressToken(id)

@@ -383,33 +383,38 @@ func resolveEndpoint(base, endpoint string) (*url.URL, error) {
 }
 
 // upstreamProtocol is the protocol version the proxy's upstream sessions
-// ask for, and the newest they accept: the newest whose requests the
-// proxy's own tools/call exchange speaks (later versions move session
-// state into each request's _meta and headers). Servers of the stateless
-// 2026-07-28 protocol answer it too.
+// ask for first: the newest whose requests the proxy's own tools/call
+// exchange speaks (later versions move session state into each request's
+// _meta and headers). Servers of the stateless 2026-07-28 protocol offer
+// it too, unless they were limited to newer versions.
 const upstreamProtocol = "2025-11-25"
 
 // acquire returns the connection's session, initializing one when needed.
 // Holding sessMu while connecting makes concurrent requests share one
-// initialize.
+// initialize. A server that refuses upstreamProtocol (a 400 during the
+// handshake) gets a second handshake in which the SDK's client picks the
+// version.
 func (p *Proxy) acquire(ctx context.Context, st *connState) (*mcp.ClientSession, error) {
 	st.sessMu.Lock()
 	defer st.sessMu.Unlock()
 	if st.session != nil {
 		return st.session, nil
 	}
-	cs, err := p.client.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:             st.endpoint,
-		HTTPClient:           st.httpClient,
-		MaxRetries:           -1, // retries are retryTransport's, which knows what is safe to repeat
-		DisableStandaloneSSE: true,
-	}, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+	connect := func(ctx context.Context, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+		return p.client.Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint:             st.endpoint,
+			HTTPClient:           st.httpClient,
+			MaxRetries:           -1, // retries are retryTransport's, which knows what is safe to repeat
+			DisableStandaloneSSE: true,
+		}, opts)
+	}
+	tctx, tr := withTrace(ctx)
+	cs, err := connect(tctx, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+	if _, status := tr.snapshot(); err != nil && status == http.StatusBadRequest {
+		cs, err = connect(ctx, nil)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if v := cs.InitializeResult().ProtocolVersion; v > upstreamProtocol {
-		p.closeSession(cs)
-		return nil, fmt.Errorf("the server settled on MCP protocol %s; the gateway speaks up to %s to upstream servers", v, upstreamProtocol)
 	}
 	st.session = cs
 	st.sessionState = SessionReady
