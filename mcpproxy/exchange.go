@@ -22,10 +22,10 @@ import (
 // headers and its answer, one JSON body or an event stream, is read in the
 // calling goroutine. The call's progress arrives on that stream, in wire
 // order before its result, so it is relayed as it is read. The SDK's
-// client session opens, lists, reads and closes; it never sees the calls.
-// What this saves, against the SDK's call path, is a hand-off between
-// goroutines at every step and a decoder that allocates a large buffer per
-// message: most of the time the gateway spent on a call.
+// client session opens, lists, reads and closes; it sees the calls only
+// on a server that offers no protocol the exchange speaks. What this
+// saves, against the SDK's call path, is a hand-off between goroutines at
+// every step and a decoder that allocates a large buffer per message.
 
 // maxEventBytes bounds one event of an upstream's event stream, as the
 // SDK's client does by default.
