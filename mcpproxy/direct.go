@@ -68,12 +68,12 @@ type directMessage struct {
 	call *directCallParams
 }
 
-// classify returns body's message when it is a single tools/call without
-// _meta (progress needs an event stream) or a notifications/cancelled,
-// each with an id the direct path keeps. Members are matched exactly, as
-// the SDK's decoder matches them (encoding/json would take "Method" for
-// "method", and the last of repeated names); anything else is left to the
-// SDK.
+// classify returns body's message when it is a single tools/call that
+// asks for no progress (progress needs an event stream) or a
+// notifications/cancelled, each with an id the direct path keeps. Members
+// are matched exactly, as the SDK's decoder matches them (encoding/json
+// would take "Method" for "method", and the last of repeated names);
+// anything else is left to the SDK.
 func classify(body []byte) (directMessage, bool) {
 	msg, ok := members(body, "jsonrpc", "id", "method", "params")
 	if !ok || string(msg["jsonrpc"]) != `"2.0"` {
@@ -86,9 +86,9 @@ func classify(body []byte) (directMessage, bool) {
 	switch method {
 	case "tools/call":
 		key, ok := idKey(msg["id"])
-		params, pok := members(msg["params"], "name", "arguments")
+		params, pok := members(msg["params"], "name", "arguments", "_meta")
 		var name string
-		if !ok || !pok || json.Unmarshal(params["name"], &name) != nil || name == "" {
+		if !ok || !pok || json.Unmarshal(params["name"], &name) != nil || name == "" || !plainMeta(params["_meta"]) {
 			return directMessage{}, false
 		}
 		return directMessage{id: msg["id"], key: key, call: &directCallParams{Name: name, Arguments: params["arguments"]}}, true
@@ -101,6 +101,26 @@ func classify(body []byte) (directMessage, bool) {
 		return directMessage{key: key}, ok
 	}
 	return directMessage{}, false
+}
+
+// plainMeta reports whether a call's _meta (nil when absent) is an object
+// that matters to neither path: no progress token, and none of the
+// protocol's own io.modelcontextprotocol/ keys, which the SDK checks. The
+// call itself ignores _meta either way.
+func plainMeta(raw json.RawMessage) bool {
+	if raw == nil {
+		return true
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(raw, &meta) != nil || meta == nil {
+		return false
+	}
+	for k := range meta {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			return false
+		}
+	}
+	return true
 }
 
 // members returns the members of the JSON object raw, when it is one whose

@@ -53,10 +53,15 @@ func TestEndpointDirectAnswersAsTheSDK(t *testing.T) {
 		{"invalid arguments", `{"name":"a.echo","arguments":{"text":5}}`},
 		{"denied tool", `{"name":"b.x","arguments":{"text":"x"}}`},
 		{"unknown tool", `{"name":"z.nope","arguments":{}}`},
+		{"a client's own _meta", `{"name":"a.echo","arguments":{"text":"hi"},"_meta":{"example.com/trace":"t1"}}`},
 	} {
 		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i, tt.params)
 		direct := e.raw(t, alice, "POST", "mcp1", sid, call)
-		viaSDK := e.raw(t, alice, "POST", "mcp1", sid, strings.Replace(call, `"params":{`, `"params":{"_meta":{"progressToken":"p"},`, 1))
+		withProgress := strings.Replace(call, `"params":{`, `"params":{"_meta":{"progressToken":"p"},`, 1)
+		if strings.Contains(call, `"_meta":{`) {
+			withProgress = strings.Replace(call, `"_meta":{`, `"_meta":{"progressToken":"p",`, 1)
+		}
+		viaSDK := e.raw(t, alice, "POST", "mcp1", sid, withProgress)
 		if ct := direct.header.Get("Content-Type"); direct.status != http.StatusOK || ct != "application/json" {
 			t.Errorf("%s: direct answer %d %q", tt.name, direct.status, ct)
 		}

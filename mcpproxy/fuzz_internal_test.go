@@ -49,6 +49,8 @@ func FuzzEventStream(f *testing.F) {
 func FuzzClassify(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a.echo","arguments":{"text":"hi"}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","_meta":{"progressToken":1}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","_meta":{"claudecode/toolUseId":"t1"}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x","reason":"stop"}}`))
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}]`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"a"}}`))
@@ -64,10 +66,12 @@ func FuzzClassify(f *testing.F) {
 		}
 		if m.call != nil {
 			var probe struct {
-				Params map[string]json.RawMessage `json:"params"`
+				Params struct {
+					Meta map[string]json.RawMessage `json:"_meta"`
+				} `json:"params"`
 			}
 			_ = json.Unmarshal(body, &probe)
-			if _, meta := probe.Params["_meta"]; m.call.Name == "" || meta {
+			if _, token := probe.Params.Meta["progressToken"]; m.call.Name == "" || token {
 				t.Fatalf("call taken with name %q: %s", m.call.Name, body)
 			}
 			if key, ok := idKey(m.id); !ok || key != m.key {
