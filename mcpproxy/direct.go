@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The endpoint answers its most frequent message itself: a single
@@ -35,7 +34,7 @@ type directCallParams struct {
 type rpcResponse struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
-	Result  mcp.Result      `json:"result,omitempty"`
+	Result  any             `json:"result,omitempty"`
 	Error   *jsonrpc.Error  `json:"error,omitempty"`
 }
 

@@ -49,11 +49,12 @@ type rpcRequest struct {
 
 // rpcIncoming is any JSON-RPC message an upstream sends.
 type rpcIncoming struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *jsonrpc.Error  `json:"error"`
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *jsonrpc.Error  `json:"error"`
 }
 
 // exchangeCall sends params as a tools/call on cs's session and returns its
@@ -120,11 +121,7 @@ func refusal(resp *http.Response, sessionID string) error {
 		return fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, refusalPeek))
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   *jsonrpc.Error  `json:"error"`
-	}
+	var msg rpcIncoming
 	if json.Unmarshal(raw, &msg) == nil && msg.JSONRPC == "2.0" && msg.Error != nil {
 		if _, ok := idKey(msg.ID); ok {
 			return fmt.Errorf("tools/call: upstream answered %s: %w", resp.Status, msg.Error)
@@ -250,12 +247,7 @@ func callResult(msg rpcIncoming, id string) (*mcp.CallToolResult, error) {
 // answered; anything else is a method the gateway's client does not offer
 // (it advertises no capabilities).
 func (p *Proxy) answer(ctx context.Context, st *connState, cs *mcp.ClientSession, msg rpcIncoming) {
-	reply := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result,omitempty"`
-		Error   *jsonrpc.Error  `json:"error,omitempty"`
-	}{JSONRPC: "2.0", ID: msg.ID}
+	reply := rpcResponse{JSONRPC: "2.0", ID: msg.ID}
 	switch msg.Method {
 	case "ping":
 		reply.Result = struct{}{}
