@@ -73,7 +73,7 @@ func ExampleVault_Transport() {
 	defer v.Close()
 	_, _ = v.Create(ctx, &credvault.Connection{
 		ID: "svc", BaseURL: upstream.URL, AuthMode: credvault.AuthHeaderKey, AuthSecretKey: "api_key",
-	}, map[string]string{"api_key": "k-123"})
+	}, map[string]string{"api_key": "k-123456"})
 
 	client := &http.Client{Transport: v.Transport("svc", nil)}
 	resp, err := client.Get(upstream.URL + "/status")
@@ -83,7 +83,7 @@ func ExampleVault_Transport() {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	fmt.Println(string(body))
-	// Output: upstream saw k-123
+	// Output: upstream saw k-123456
 }
 
 func ExampleParseMasterKey() {

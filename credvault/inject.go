@@ -182,17 +182,14 @@ func redact(err error, secret string) error {
 	return err
 }
 
-// minFragmentLen is the shortest credential variable value that Redactions
-// lists on its own when a secret is built from references.
-const minFragmentLen = 8
-
 // referencedValues returns the values of the variables that a secret
-// template references, those of at least minFragmentLen bytes.
+// template references, those of at least MinSecretLen bytes: shorter ones
+// are more likely identifiers than secrets.
 func referencedValues(template string, vars map[string]string) []string {
 	keys, _ := TemplateReferences(template)
 	var out []string
 	for _, k := range keys {
-		if v := vars[k]; len(v) >= minFragmentLen {
+		if v := vars[k]; len(v) >= MinSecretLen {
 			out = append(out, v)
 		}
 	}

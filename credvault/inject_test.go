@@ -168,14 +168,14 @@ func TestVaultTestProbe(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-API-Key") != "pk" {
+		if r.Header.Get("X-API-Key") != "pk-secret" {
 			w.WriteHeader(http.StatusUnauthorized)
 		}
 	}))
 	defer up.Close()
 	v := newTestVault(t)
 	c := &Connection{ID: "p", BaseURL: up.URL, PathPrefix: "/api", AuthMode: AuthHeaderKey, AuthSecretKey: "k"}
-	v.Create(ctx, c, map[string]string{"k": "pk"})
+	v.Create(ctx, c, map[string]string{"k": "pk-secret"})
 	res, err := v.Test(ctx, "p", TestRequest{Path: "/ping?x=1"}, nil)
 	if err != nil || !res.OK || res.Status != 200 {
 		t.Fatalf("probe = %+v, %v", res, err)

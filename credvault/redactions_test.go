@@ -89,7 +89,7 @@ func TestAllowUpstreamCookiesIsStored(t *testing.T) {
 	v := openTestVault(t, path, testKey(t), -1)
 	c := httpConn("cookies")
 	c.AllowUpstreamCookies = true
-	if _, err := v.Create(ctx, c, map[string]string{"token": "t"}); err != nil {
+	if _, err := v.Create(ctx, c, map[string]string{"token": "tok-secret-1"}); err != nil {
 		t.Fatal(err)
 	}
 	again := openTestVault(t, path, testKey(t), -1)

@@ -37,6 +37,13 @@ var (
 	serviceSlugPattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 )
 
+// MinSecretLen is the shortest secret accepted. Every form of a
+// connection's credential is replaced by "[redacted]" in what its upstream
+// returns; a shorter value also occurs by chance in ordinary text (a
+// one-letter secret in every word holding that letter), and replacing it
+// there would corrupt responses and tool catalogues.
+const MinSecretLen = 8
+
 // Size limits of configuration fields.
 const (
 	maxNameLen        = 200
@@ -267,12 +274,17 @@ func validateSecretValue(name, v string) error {
 	if hasControl(v) {
 		return invalid("secrets", "value of %q contains control characters", name)
 	}
-	if _, err := TemplateReferences(v); err != nil {
+	refs, err := TemplateReferences(v)
+	if err != nil {
 		var te *TemplateError
 		if errors.As(err, &te) {
 			return invalid("secrets", "value of %q: %s", name, te.Reason)
 		}
 		return err
+	}
+	if len(refs) == 0 && len(v) < MinSecretLen {
+		return invalid("secrets", "value of %q is shorter than %d bytes, the minimum: the gateway removes the secret from "+
+			"every response, and a shorter one also matches ordinary text there, which it would corrupt", name, MinSecretLen)
 	}
 	return nil
 }

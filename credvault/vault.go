@@ -135,10 +135,11 @@ func (r *Resolved) Secret() (string, error) {
 // what it returns: the resolved secret; its query-escaped, path-escaped
 // (upper- and lower-case hex) and JSON-escaped forms; the whole injected
 // header value in bearer and header_key modes; and the same forms of each
-// credential variable value of at least 8 bytes that the secret references
-// as {{KEY}} (shorter ones are more likely identifiers than secrets, and
-// would be replaced wherever their bytes occur by chance). The secret itself
-// is listed however short it is. Longest first, without duplicates; empty
+// credential variable value of at least MinSecretLen bytes that the secret
+// references as {{KEY}} (shorter ones are more likely identifiers than
+// secrets, and would be replaced wherever their bytes occur by chance). The
+// secret itself is at least MinSecretLen bytes: shorter values are refused
+// when written, and a {{KEY}} secret that resolves shorter is unresolved. Longest first, without duplicates; empty
 // when the connection has no credential or it is unresolved. The slice is
 // shared by every reader of the snapshot: do not modify it.
 func (r *Resolved) Redactions() []string { return r.redactions }
@@ -338,6 +339,12 @@ func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 			continue
 		}
 		r.secret, r.err = resolveTemplate(raw, vars)
+		if r.err == nil && len(r.secret) < MinSecretLen && raw != r.secret {
+			// The value was checked at creation; what its variables hold
+			// now is checked here.
+			r.secret, r.err = "", fmt.Errorf("%w: the secret of connection %q resolves to fewer than %d bytes, too short to redact from responses",
+				ErrCredentialUnresolved, id, MinSecretLen)
+		}
 		if r.err == nil {
 			r.redactions = redactions(c, r.secret, referencedValues(raw, vars))
 		}

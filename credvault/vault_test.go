@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestVaultCreateResolvesVariables(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	v := newTestVault(t)
-	c, err := v.Create(ctx, httpConn("github"), map[string]string{"token": "ghp_{{GH_TOKEN}}", "other": "x"})
+	c, err := v.Create(ctx, httpConn("github"), map[string]string{"token": "ghp_{{GH_TOKEN}}", "other": "other-secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestVaultCreateResolvesVariables(t *testing.T) {
 	if got := mustSecret(t, v, "github"); got != "ghp_def456" {
 		t.Fatalf("secret after variable update = %q", got)
 	}
-	if _, err := v.Create(ctx, httpConn("github"), map[string]string{"token": "x"}); !errors.Is(err, ErrExists) {
+	if _, err := v.Create(ctx, httpConn("github"), map[string]string{"token": "xx-secret"}); !errors.Is(err, ErrExists) {
 		t.Fatalf("duplicate create err = %v", err)
 	}
 }
@@ -100,7 +101,7 @@ func TestVaultWrongMasterKeyAtOpen(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
 	v := openTestVault(t, path, testKey(t), -1)
-	if _, err := v.Create(context.Background(), httpConn("a"), map[string]string{"token": "s3cr3t"}); err != nil {
+	if _, err := v.Create(context.Background(), httpConn("a"), map[string]string{"token": "s3cr3t-value"}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := OpenSQLite(context.Background(), path)
@@ -123,10 +124,10 @@ func TestVaultRotate(t *testing.T) {
 	v := newTestVault(t)
 	c := httpConn("stripe")
 	c.RotationIntervalDays = 30
-	if _, err := v.Create(ctx, c, map[string]string{"token": "old", "extra": "e"}); err != nil {
+	if _, err := v.Create(ctx, c, map[string]string{"token": "old-secret", "extra": "extra-secret"}); err != nil {
 		t.Fatal(err)
 	}
-	newVal := "new"
+	newVal := "new-secret"
 	got, err := v.Rotate(ctx, "stripe", Rotation{Secrets: map[string]*string{"token": &newVal, "extra": nil}, RotatedBy: "bob", Reason: "compromised"})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +137,7 @@ func TestVaultRotate(t *testing.T) {
 		got.RotationHistory[0] != (RotationEvent{Version: 2, At: got.LastRotatedAt, By: "bob", Reason: "compromised"}) {
 		t.Fatalf("rotated = %+v", got)
 	}
-	if s := mustSecret(t, v, "stripe"); s != "new" {
+	if s := mustSecret(t, v, "stripe"); s != "new-secret" {
 		t.Fatalf("secret = %q", s)
 	}
 	// Deleting the auth secret is refused and changes nothing.
@@ -160,7 +161,7 @@ func TestVaultUpdateKeepsMaintainedFields(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	v := newTestVault(t)
-	created, _ := v.Create(ctx, httpConn("gh"), map[string]string{"token": "t"})
+	created, _ := v.Create(ctx, httpConn("gh"), map[string]string{"token": "tok-secret-1"})
 	up, err := v.Update(ctx, "gh", func(c *Connection) error {
 		c.Name = "renamed"
 		c.ID = "hijack"
@@ -188,7 +189,7 @@ func TestVaultDeleteVariableInUse(t *testing.T) {
 	v.PutVariable(ctx, "SHARED", "val", "")
 	v.Create(ctx, httpConn("b"), map[string]string{"token": "{{SHARED}}"})
 	v.Create(ctx, httpConn("a"), map[string]string{"token": "x-{{SHARED}}"})
-	v.Create(ctx, httpConn("c"), map[string]string{"token": "plain"})
+	v.Create(ctx, httpConn("c"), map[string]string{"token": "plain-secret"})
 	err := v.DeleteVariable(ctx, "SHARED", false)
 	var inUse *VariableInUseError
 	if !errors.As(err, &inUse) || !errors.Is(err, ErrVariableInUse) || !slices.Equal(inUse.Connections, []string{"a", "b"}) {
@@ -248,7 +249,7 @@ func TestVaultSeesOtherHandleWithinOneSecond(t *testing.T) {
 	reader := openTestVault(t, path, testKey(t), 0)
 	writer := openTestVault(t, path, testKey(t), -1)
 	start := time.Now()
-	if _, err := writer.Create(context.Background(), httpConn("fresh"), map[string]string{"token": "t"}); err != nil {
+	if _, err := writer.Create(context.Background(), httpConn("fresh"), map[string]string{"token": "tok-secret-1"}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Second)
@@ -282,7 +283,7 @@ func TestOpenSQLiteRefusesNewerSchema(t *testing.T) {
 
 func TestValidateConnection(t *testing.T) {
 	t.Parallel()
-	ok := map[string]string{"token": "t"}
+	ok := map[string]string{"token": "tok-secret-1"}
 	cases := []struct {
 		name    string
 		mod     func(*Connection)
@@ -311,6 +312,7 @@ func TestValidateConnection(t *testing.T) {
 		{"malformed_template", func(c *Connection) {}, map[string]string{"token": "{{oops"}, "secrets"},
 		{"empty_secret", func(c *Connection) {}, map[string]string{"token": ""}, "secrets"},
 		{"secret_header_injection", func(c *Connection) {}, map[string]string{"token": "a\r\nX-Evil: 1"}, "secrets"},
+		{"one_letter_secret_redaction_corrupts_responses", func(c *Connection) {}, map[string]string{"token": "t"}, "secrets"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -353,7 +355,7 @@ func BenchmarkLookup(b *testing.B) {
 	v := newTestVault(b)
 	ctx := context.Background()
 	for _, id := range []string{"a", "b", "github", "openai", "stripe"} {
-		if _, err := v.Create(ctx, httpConn(id), map[string]string{"token": "t"}); err != nil {
+		if _, err := v.Create(ctx, httpConn(id), map[string]string{"token": "tok-secret-1"}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -384,7 +386,7 @@ func TestConcurrentWritersShareOneFile(t *testing.T) {
 	}{{a, "a"}, {b, "b"}} {
 		go func() {
 			for i := 0; i < n; i++ {
-				_, err := w.v.Create(context.Background(), httpConn(fmt.Sprintf("%s-%d", w.prefix, i)), map[string]string{"token": "t"})
+				_, err := w.v.Create(context.Background(), httpConn(fmt.Sprintf("%s-%d", w.prefix, i)), map[string]string{"token": "tok-secret-1"})
 				errs <- err
 			}
 		}()
@@ -406,7 +408,7 @@ func TestStoreFilesArePrivate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	v := openTestVault(t, filepath.Join(dir, DefaultFileName), testKey(t), -1)
-	if _, err := v.Create(context.Background(), httpConn("x"), map[string]string{"token": "t"}); err != nil {
+	if _, err := v.Create(context.Background(), httpConn("x"), map[string]string{"token": "tok-secret-1"}); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -436,5 +438,41 @@ func TestErrorsCarryCodes(t *testing.T) {
 	}
 	if code, ok := errcode.Of(ErrWrongMasterKey); ok {
 		t.Errorf("ErrWrongMasterKey carries %s; it is a start-up error, never an answer", code)
+	}
+}
+
+// TestShortSecretRefused: a secret shorter than MinSecretLen would be
+// replaced wherever its bytes occur in a response; it is refused when
+// written, with the minimum in the message, and a {{KEY}} secret whose
+// variable makes it shorter is unresolved rather than redacted.
+func TestShortSecretRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newTestVault(t)
+	_, err := v.Create(ctx, httpConn("short"), map[string]string{"token": "t"})
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Field != "secrets" || !strings.Contains(ve.Message, "shorter than 8 bytes, the minimum") ||
+		!strings.Contains(ve.Message, "corrupt") {
+		t.Fatalf("one-letter secret: err = %v, want a validation error naming the minimum and why", err)
+	}
+	if _, err := v.Create(ctx, httpConn("ok"), map[string]string{"token": "12345678"}); err != nil {
+		t.Fatalf("secret of exactly the minimum: %v", err)
+	}
+	short := "1234567"
+	if _, err := v.Rotate(ctx, "ok", Rotation{Secrets: map[string]*string{"token": &short}}); !errors.As(err, &ve) {
+		t.Fatalf("rotation to a short secret: err = %v", err)
+	}
+	if _, _, err := v.PutVariable(ctx, "PIN", "42", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Create(ctx, httpConn("tpl"), map[string]string{"token": "{{PIN}}"}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := v.Lookup("tpl")
+	if _, err := r.Secret(); !errors.Is(err, ErrCredentialUnresolved) || !strings.Contains(err.Error(), "too short") {
+		t.Fatalf("secret resolving to 2 bytes: err = %v, want unresolved", err)
+	}
+	if len(r.Redactions()) != 0 {
+		t.Fatalf("redactions of an unresolved secret = %q", r.Redactions())
 	}
 }

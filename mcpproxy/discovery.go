@@ -223,11 +223,9 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 	if err != nil {
 		return Discovery{}, err
 	}
-	clean, err := launder(st.scrubber.Load(), &d)
-	if err != nil {
+	if err := st.scrubber.Load().cleanDiscovery(&d); err != nil {
 		return Discovery{}, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	d = *clean
 	if d.Tools == nil {
 		d.Tools = []Tool{}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -16,9 +17,12 @@ const minEndpointSecret = 6
 // response, a log line or the stored discovery error: every URL loses its
 // user info, query and fragment, and every known secret value (the caller's
 // Connection.Redact values and the endpoint's own query values, raw and
-// URL-escaped) is replaced by "[redacted]".
+// URL-escaped) is replaced by "[redacted]". Each text is replaced in one
+// pass: a mark is never searched again, so a secret that occurs inside
+// "[redacted]" cannot nest marks.
 type scrubber struct {
-	secrets []string
+	secrets  []string          // longest first, without duplicates
+	replacer *strings.Replacer // every secret by the mark; nil without secrets
 }
 
 func newScrubber(endpoint *url.URL, extra []string) *scrubber {
@@ -49,18 +53,25 @@ func newScrubber(endpoint *url.URL, extra []string) *scrubber {
 			}
 		}
 	}
-	// Longest first, so a secret that contains another is replaced whole.
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
+	// Longest first, so a secret that contains another is replaced whole
+	// (a Replacer tries its pairs in order at each position).
+	slices.SortStableFunc(s, func(a, b string) int { return len(b) - len(a) })
+	s = slices.Compact(s)
+	sc := &scrubber{secrets: s}
+	if len(s) > 0 {
+		pairs := make([]string, 0, 2*len(s))
+		for _, v := range s {
+			pairs = append(pairs, v, redacted)
 		}
+		sc.replacer = strings.NewReplacer(pairs...)
 	}
-	return &scrubber{secrets: s}
+	return sc
 }
 
-// scrub returns msg with URLs shortened and secrets replaced.
+// scrub returns msg with secrets replaced, then URLs shortened (which
+// only removes text, so no mark is searched twice).
 func (sc *scrubber) scrub(msg string) string {
-	return sc.replace(scrubURLs(msg))
+	return scrubURLs(sc.replace(msg))
 }
 
 // scrubURLs rewrites every http(s) URL in msg to scheme://host/path, with
@@ -178,10 +189,36 @@ func (sc *scrubber) redactTree(v any) (out any, changed bool) {
 	return v, changed
 }
 
-// replace substitutes every known secret in s, longest first.
+// replace substitutes every known secret in s in one pass: at each
+// position the longest secret that matches there, never inside a mark
+// already written.
 func (sc *scrubber) replace(s string) string {
-	for _, v := range sc.secrets {
-		s = strings.ReplaceAll(s, v, redacted)
+	if sc.replacer == nil {
+		return s
 	}
-	return s
+	return sc.replacer.Replace(s)
+}
+
+// cleanDiscovery replaces secrets in what the upstream said in a
+// discovery (server name and version, protocol version, each tool's name,
+// title, description and input schema) and never in the gateway's own
+// field names: laundering the Discovery's JSON form would also rewrite a
+// key such as "tools", and a short secret would empty the catalogue.
+func (sc *scrubber) cleanDiscovery(d *Discovery) error {
+	if len(sc.secrets) == 0 {
+		return nil
+	}
+	for _, f := range []*string{&d.ServerName, &d.ServerVersion, &d.ProtocolVersion} {
+		*f = sc.replace(*f)
+	}
+	for i := range d.Tools {
+		t := &d.Tools[i]
+		t.Name, t.Title, t.Description = sc.replace(t.Name), sc.replace(t.Title), sc.replace(t.Description)
+		schema, err := launder(sc, &t.InputSchema) // a schema is upstream JSON throughout, keys included
+		if err != nil {
+			return err
+		}
+		t.InputSchema = *schema
+	}
+	return nil
 }

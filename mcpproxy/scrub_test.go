@@ -94,3 +94,32 @@ func TestLaunderToolResult(t *testing.T) {
 		t.Fatalf("a clean result was rebuilt: %v, %v", got, err)
 	}
 }
+
+// TestScrubReplacesOnce: a secret found in text is replaced by one mark,
+// and the mark is not searched again, so a secret that occurs inside
+// "[redacted]" (or is listed in several identical forms) cannot nest marks.
+func TestScrubReplacesOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		secrets []string
+		in      string
+		want    string
+	}{
+		{"one-letter secret listed in three identical forms", []string{"t"}, "everything", "every[redacted]hing"},
+		{"secret inside the mark", []string{"redacted", "redacted"}, "was redacted twice", "was [redacted] twice"},
+		{"longest form wins at a position", []string{"ab", "abcd"}, "xabcdx abx", "x[redacted]x [redacted]x"},
+		{"adjacent occurrences", []string{"k3y-secret"}, "k3y-secretk3y-secret", "[redacted][redacted]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := newScrubber(nil, tt.secrets)
+			if got := sc.replace(tt.in); got != tt.want {
+				t.Errorf("replace(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if got := sc.scrub(tt.in); got != tt.want {
+				t.Errorf("scrub(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

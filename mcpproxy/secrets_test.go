@@ -103,3 +103,28 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Errorf("logs show no scrubbed error at all:\n%s", logs.String())
 	}
 }
+
+// TestDiscoveryShortSecretKeepsCatalogue: a secret that is one letter,
+// "t", is replaced once in what the upstream says (names, descriptions),
+// and never in the gateway's own discovery fields ("tools"), so the
+// stored catalogue keeps every tool.
+func TestDiscoveryShortSecretKeepsCatalogue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{Redact: []string{"t"}})
+	d, err := e.proxy.Discover(context.Background(), mustConn(t, e), mcpproxy.RefreshForce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Tools) != 6 {
+		t.Fatalf("discovery kept %d tools, want 6: %+v", len(d.Tools), d)
+	}
+	for _, tool := range d.Tools {
+		if tool.Name == "a.echo" && tool.Description != "echoes [redacted]ex[redacted]" {
+			t.Errorf("description = %q, want each t replaced once", tool.Description)
+		}
+		if tool.Name == "a.o[redacted]her" {
+			return
+		}
+	}
+	t.Errorf("tool a.other not found with its t replaced once: %+v", d.Tools)
+}
