@@ -47,7 +47,7 @@ func TestConnectionRoutes(t *testing.T) {
 	if strings.Contains(string(r.Body), "0001-01-01") || strings.Contains(string(r.Body), "last_rotated_at") {
 		t.Fatalf("zero time rendered: %s", r.Body)
 	}
-	wantStatus(t, e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"gh","base_url":%q,"auth_mode":"bearer","auth_secret_key":"t","secrets":{"t":"v"}}`, up.URL)), http.StatusConflict, "CONNECTION_EXISTS")
+	wantStatus(t, e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"gh","base_url":%q,"auth_mode":"bearer","auth_secret_key":"t","secrets":{"t":"tok-secret-1"}}`, up.URL)), http.StatusConflict, "CONNECTION_EXISTS")
 
 	r = e.do("GET", "/api/admin/connections", "")
 	if r.Status != 200 || !strings.HasPrefix(string(r.Body), `[{"id":"gh"`) {
@@ -236,11 +236,11 @@ func TestBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	e.do("GET", "/api/admin/service-catalog", "") // materialize the catalog file
-	wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"gh","base_url":"https://api.github.com","auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":"t"}}`), 201, "")
+	wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"gh","base_url":"https://api.github.com","auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":"tok-secret-1"}}`), 201, "")
 	wantStatus(t, e.do("POST", "/api/admin/credential-variables", `{"key":"K","value":"v"}`), 201, "")
 	huge := `{"id":"big","name":"` + strings.Repeat("a", DefaultMaxBodyBytes) + `"}`
 	okConn := func(mut string) string {
-		return `{"id":"new1","base_url":"https://api.example.com","auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":"t"}` + mut + `}`
+		return `{"id":"new1","base_url":"https://api.example.com","auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":"tok-secret-1"}` + mut + `}`
 	}
 	rows := []struct {
 		name, method, path, body string

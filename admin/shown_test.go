@@ -29,7 +29,7 @@ func TestConnectionShowsOnlyItsModesFields(t *testing.T) {
 			map[string]any{"mcp_transport": "streamable_http"}, map[string]any{"auth_header_name": nil, "auth_query_param": nil, "auth_prefix": nil, "auth_mode": nil}},
 	} {
 		id := fmt.Sprintf("c%d", len(e.vault.Connections()))
-		created := e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":%q,"base_url":"https://api.example",%s,"secrets":{"k":"v"}}`, id, tt.body))
+		created := e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":%q,"base_url":"https://api.example",%s,"secrets":{"k":"key-secret-1"}}`, id, tt.body))
 		wantStatus(t, created, http.StatusCreated, "")
 		got := e.do("GET", "/api/admin/connections/"+id, "")
 		patched := e.do("PATCH", "/api/admin/connections/"+id, `{"name":"renamed"}`)

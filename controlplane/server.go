@@ -204,8 +204,9 @@ func setDefault[T comparable](v *T, def T) {
 func (s *Server) now() time.Time { return s.cfg.Clock() }
 
 // ServeHTTP serves the API; every answer carries an X-Request-Id. An
-// absolute-form request target naming another scheme or authority than the
-// connection's is answered 400 before any route sees it.
+// absolute-form request target naming another scheme than the connection's,
+// or another authority than the address the request arrived on, is
+// answered 400 REQUEST_TARGET_FOREIGN before any route sees it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.meterBody(w, r)()
 	apierror.RequestID(s.obs.wrap(s.proxy.RefuseForeignTarget(http.HandlerFunc(s.cors)))).ServeHTTP(w, r)

@@ -15,8 +15,10 @@ import (
 
 // TestTargetBinding: a signed request is checked against the scheme of the
 // connection and the Host it names; an absolute-form target naming another
-// origin is refused (RFC 9112 §3.2.2), so a request an agent signed for
-// https://evil.example cannot be replayed here over plain HTTP.
+// origin than the server's listen address is refused (RFC 9112 §3.2.2), so
+// a request an agent signed for https://evil.example, or for
+// http://evil.example:9999 (which Go's server would take as Host), cannot
+// be replayed here.
 func TestTargetBinding(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
@@ -31,13 +33,15 @@ func TestTargetBinding(t *testing.T) {
 		wantCode    string
 	}{
 		{"absolute_form_https_target_replayed_over_plain_http", "https://evil.example" + path,
-			"GET https://evil.example" + path + " HTTP/1.1", 400, "VALIDATION_ERROR"},
+			"GET https://evil.example" + path + " HTTP/1.1", 400, "REQUEST_TARGET_FOREIGN"},
 		{"absolute_form_https_own_authority_over_plain_http", "https://" + own + path,
-			"GET https://" + own + path + " HTTP/1.1", 400, "VALIDATION_ERROR"},
+			"GET https://" + own + path + " HTTP/1.1", 400, "REQUEST_TARGET_FOREIGN"},
 		{"absolute_form_with_userinfo", "http://" + own + path,
-			"GET http://user@" + own + path + " HTTP/1.1", 400, "VALIDATION_ERROR"},
+			"GET http://user@" + own + path + " HTTP/1.1", 400, "REQUEST_TARGET_FOREIGN"},
 		{"absolute_form_https_on_a_session_route", "https://evil.example/v1/services",
-			"GET https://evil.example/v1/services HTTP/1.1", 400, "VALIDATION_ERROR"},
+			"GET https://evil.example/v1/services HTTP/1.1", 400, "REQUEST_TARGET_FOREIGN"},
+		{"absolute_form_foreign_authority_replaces_host", "http://evil.example:9999" + path,
+			"GET http://evil.example:9999" + path + " HTTP/1.1", 400, "REQUEST_TARGET_FOREIGN"},
 		{"signed_for_https_sent_origin_form_over_plain_http", "https://" + own + path,
 			"GET " + path + " HTTP/1.1", 401, "SIGNATURE_INVALID"},
 		{"absolute_form_naming_this_server_is_accepted", "http://" + own + path,

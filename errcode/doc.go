@@ -33,6 +33,7 @@
 //	REQUEST_BODY_TOO_LARGE           413  request body is too large
 //	REQUEST_BODY_CAPACITY_EXHAUSTED  503  the server is holding as many request bodies as it may; try again shortly
 //	RATE_LIMITED                     429  too many attempts; retry later
+//	REQUEST_TARGET_FOREIGN           400  the absolute-form request target names another server; send the path only
 //
 // Gateway, request authentication and claims:
 //
@@ -66,6 +67,7 @@
 // Gateway, admin API:
 //
 //	ADMIN_UNAUTHORIZED               401  admin access needs a bearer token
+//	ADMIN_TOKEN_REQUIRED             401  changing where or how a stored secret is sent needs the admin token
 //	ADMIN_FORBIDDEN                  403  admin access refused
 //	DISCOVERY_UNAVAILABLE            501  MCP discovery is not available in this gateway
 //

@@ -23,6 +23,7 @@ const (
 	RequestBodyTooLarge
 	RequestBodyCapacityExhausted
 	RateLimited
+	RequestTargetForeign
 
 	AuthHeadersInvalid
 	AuthSignatureInvalid
@@ -50,6 +51,7 @@ const (
 	UpstreamTimeout
 
 	AdminUnauthorized
+	AdminTokenRequired
 	AdminForbidden
 	DiscoveryUnavailable
 
@@ -131,6 +133,7 @@ var table = [codeCount]row{
 	RequestBodyTooLarge:          {"REQUEST_BODY_TOO_LARGE", http.StatusRequestEntityTooLarge, "request body is too large"},
 	RequestBodyCapacityExhausted: {"REQUEST_BODY_CAPACITY_EXHAUSTED", http.StatusServiceUnavailable, "the server is holding as many request bodies as it may; try again shortly"},
 	RateLimited:                  {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
+	RequestTargetForeign:         {"REQUEST_TARGET_FOREIGN", http.StatusBadRequest, "the absolute-form request target names another server; send the path only"},
 
 	AuthHeadersInvalid:          {"AUTH_HEADERS_INVALID", http.StatusForbidden, "signed headers are missing, duplicated or malformed"},
 	AuthSignatureInvalid:        {"AUTH_SIGNATURE_INVALID", http.StatusForbidden, "request signature verification failed"},
@@ -158,6 +161,7 @@ var table = [codeCount]row{
 	UpstreamTimeout:            {"UPSTREAM_TIMEOUT", http.StatusGatewayTimeout, "the upstream did not answer in time"},
 
 	AdminUnauthorized:    {"ADMIN_UNAUTHORIZED", http.StatusUnauthorized, "admin access needs a bearer token"},
+	AdminTokenRequired:   {"ADMIN_TOKEN_REQUIRED", http.StatusUnauthorized, "changing where or how a stored secret is sent needs the admin token"},
 	AdminForbidden:       {"ADMIN_FORBIDDEN", http.StatusForbidden, "admin access refused"},
 	DiscoveryUnavailable: {"DISCOVERY_UNAVAILABLE", http.StatusNotImplemented, "MCP discovery is not available in this gateway"},
 

@@ -183,9 +183,11 @@ func (s *stack) signedHeaders(t *testing.T, method, url, body string) http.Heade
 
 // TestTargetBinding: the scheme a signature is checked against comes from
 // the connection and the authority from Host (or Config.PublicAuthority);
-// an absolute-form target that names another origin is refused (RFC 9112
-// §3.2.2), so a request signed for https://evil.example cannot be replayed
-// here over plain HTTP.
+// an absolute-form target that names another origin than the gateway's
+// listen address is refused (RFC 9112 §3.2.2), so a request signed for
+// https://evil.example cannot be replayed here over plain HTTP, nor one
+// signed for http://evil.example:9999 (Go's server would take that
+// authority as Host).
 func TestTargetBinding(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, nil)
@@ -200,13 +202,17 @@ func TestTargetBinding(t *testing.T) {
 		wantCode    string
 	}{
 		{"absolute_form_https_target_replayed_over_plain_http", "https://evil.example/proxy/conn/x",
-			"GET https://evil.example/proxy/conn/x HTTP/1.1", own, "", 400, "VALIDATION_ERROR"},
+			"GET https://evil.example/proxy/conn/x HTTP/1.1", own, "", 400, "REQUEST_TARGET_FOREIGN"},
 		{"absolute_form_https_own_authority_over_plain_http", "https://" + own + "/proxy/conn/x",
-			"GET https://" + own + "/proxy/conn/x HTTP/1.1", own, "", 400, "VALIDATION_ERROR"},
+			"GET https://" + own + "/proxy/conn/x HTTP/1.1", own, "", 400, "REQUEST_TARGET_FOREIGN"},
 		{"absolute_form_with_userinfo", "http://" + own + "/proxy/conn/x",
-			"GET http://user@" + own + "/proxy/conn/x HTTP/1.1", own, "", 400, "VALIDATION_ERROR"},
+			"GET http://user@" + own + "/proxy/conn/x HTTP/1.1", own, "", 400, "REQUEST_TARGET_FOREIGN"},
 		{"absolute_form_admin_signed_check_for_other_origin", "https://evil.example/api/admin/connections/conn/test",
-			"POST https://evil.example/api/admin/connections/conn/test HTTP/1.1", own, "", 400, "VALIDATION_ERROR"},
+			"POST https://evil.example/api/admin/connections/conn/test HTTP/1.1", own, "", 400, "REQUEST_TARGET_FOREIGN"},
+		{"absolute_form_foreign_authority_replaces_host", "http://evil.example:9999/proxy/conn/x",
+			"GET http://evil.example:9999/proxy/conn/x HTTP/1.1", own, "", 400, "REQUEST_TARGET_FOREIGN"},
+		{"absolute_form_other_port_of_this_gateway", "http://127.0.0.1:9/proxy/conn/x",
+			"GET http://127.0.0.1:9/proxy/conn/x HTTP/1.1", own, "", 400, "REQUEST_TARGET_FOREIGN"},
 		{"signed_for_https_sent_origin_form_over_plain_http", "https://" + own + "/proxy/conn/x",
 			"GET /proxy/conn/x HTTP/1.1", own, "", 403, "AUTH_SIGNATURE_INVALID"},
 		{"absolute_form_naming_this_gateway_is_accepted", "http://" + own + "/proxy/conn/x",
@@ -333,7 +339,7 @@ func TestPublicAuthority(t *testing.T) {
 		{"signed_for_public_authority_any_host", "http://gw.example.com:8443/proxy/conn/x", "GET /proxy/conn/x HTTP/1.1", own, 200, ""},
 		{"signed_for_other_host_replayed_with_its_host", "http://evil.example/proxy/conn/x", "GET /proxy/conn/x HTTP/1.1", "evil.example", 403, "AUTH_SIGNATURE_INVALID"},
 		{"signed_for_listener_address_not_the_public_authority", "http://" + own + "/proxy/conn/x", "GET /proxy/conn/x HTTP/1.1", own, 403, "AUTH_SIGNATURE_INVALID"},
-		{"absolute_form_naming_other_host", "http://evil.example/proxy/conn/x", "GET http://evil.example/proxy/conn/x HTTP/1.1", "gw.example.com:8443", 400, "VALIDATION_ERROR"},
+		{"absolute_form_naming_other_host", "http://evil.example/proxy/conn/x", "GET http://evil.example/proxy/conn/x HTTP/1.1", "gw.example.com:8443", 400, "REQUEST_TARGET_FOREIGN"},
 		{"absolute_form_naming_public_authority", "http://gw.example.com:8443/proxy/conn/x", "GET http://gw.example.com:8443/proxy/conn/x HTTP/1.1", own, 200, ""},
 	}
 	for _, row := range rows {

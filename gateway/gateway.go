@@ -193,7 +193,8 @@ func (g *Gateway) wire() error {
 		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
 		"claims": g.claimsReady,
 	}}
-	// An absolute-form target naming another scheme or authority is
+	// An absolute-form target naming another scheme, or an authority other
+	// than PublicAuthority or the address the request arrived on, is
 	// refused on every route before anything reads it.
 	origin := clientip.Resolver{Trusted: c.TrustedProxies, PublicAuthority: c.PublicAuthority}
 	g.handler = apierror.RequestID(origin.RefuseForeignTarget(dispatch(health,

@@ -243,8 +243,10 @@ func (c *Client) run(ctx context.Context, id json.RawMessage, call adminCall) []
 	if len(call.query) > 0 {
 		target += "?" + call.query.Encode()
 	}
-	r := httptest.NewRequestWithContext(ctx, call.method, "http://localhost"+target, bytes.NewReader(body))
-	r.RemoteAddr = "127.0.0.1:0"
+	// Origin-form with Host localhost, as a local client sends it: an
+	// absolute-form target that arrived on no listener would be refused.
+	r := httptest.NewRequestWithContext(ctx, call.method, target, bytes.NewReader(body))
+	r.Host, r.RemoteAddr = "localhost", "127.0.0.1:0"
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
 	}

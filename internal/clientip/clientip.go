@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/idnhq/idn/errcode"
@@ -164,12 +165,18 @@ func (res Resolver) Origin(r *http.Request) (scheme, authority string) {
 var ErrForeignTarget = errors.New("clientip: the absolute-form request target names another origin")
 
 // CheckTarget returns ErrForeignTarget when r's request-target is in
-// absolute form (RFC 9112 §3.2.2) and its scheme or authority differ from
-// Origin(r) or from r.Host, or it carries userinfo. Origin-form, asterisk
-// form and client requests (no RequestURI) pass. Go's server takes Host
-// from an absolute-form target and drops the Host field, so what the
-// comparison with r.Host catches is a host that differs once a trusted
-// proxy or PublicAuthority has a say.
+// absolute form (RFC 9112 §3.2.2) and names another server: its scheme is
+// not the connection's (Scheme), it carries userinfo, or its authority is
+// not the one the request is bound to (Origin) — which, without
+// PublicAuthority, must also be an address the server listens on: the
+// local address of the connection the request arrived on
+// (http.LocalAddrContextKey), or localhost with that port when it is a
+// loopback address. Go's server replaces Host with an absolute-form
+// target's authority, so Host alone would let a request signed for
+// http://evil.example:9999/… verify here. A request that did not arrive
+// through a net/http server has no listen address, and its absolute-form
+// target is refused unless it names PublicAuthority. Origin-form, asterisk
+// form and client requests (no RequestURI) pass.
 func (res Resolver) CheckTarget(r *http.Request) error {
 	t := r.RequestURI
 	if t == "" || t == "*" || strings.HasPrefix(t, "/") {
@@ -185,7 +192,44 @@ func (res Resolver) CheckTarget(r *http.Request) error {
 		target != normalAuthority(scheme, r.Host) {
 		return ErrForeignTarget
 	}
+	if res.PublicAuthority == "" && !listensOn(r, scheme, u.Host) {
+		return ErrForeignTarget
+	}
 	return nil
+}
+
+// listensOn reports whether authority names the local address of the
+// connection r arrived on: the same IP and port, or localhost and the
+// port when that address is loopback. A port left out is the scheme's
+// default.
+func listensOn(r *http.Request, scheme, authority string) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(local.String())
+	if err != nil {
+		return false
+	}
+	host, port, ok := SplitAuthority(authority)
+	if !ok {
+		return false
+	}
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(scheme, "https") {
+			port = "443"
+		}
+	}
+	if port != strconv.Itoa(int(ap.Port())) {
+		return false
+	}
+	addr := ap.Addr().Unmap()
+	if strings.EqualFold(host, "localhost") {
+		return addr.IsLoopback()
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return err == nil && a.Zone() == "" && a.Unmap() == addr.WithZone("")
 }
 
 // normalAuthority returns authority lower-cased, without the default port
@@ -203,7 +247,7 @@ func normalAuthority(scheme, authority string) string {
 	return authority
 }
 
-// RefuseForeignTarget is middleware that answers 400 VALIDATION_ERROR to a
+// RefuseForeignTarget is middleware that answers 400 REQUEST_TARGET_FOREIGN to a
 // request whose CheckTarget fails, before next sees it.
 func (res Resolver) RefuseForeignTarget(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -215,8 +259,9 @@ func (res Resolver) RefuseForeignTarget(next http.Handler) http.Handler {
 	})
 }
 
-var errForeignTarget = apierror.Coded(errcode.ValidationError,
-	"the request target names a scheme or authority other than this server's; send the path only (origin-form)")
+var errForeignTarget = apierror.Coded(errcode.RequestTargetForeign,
+	"the absolute-form request target names a scheme or authority other than this server's "+
+		"(its listen address, or the configured public authority); send the path only (origin-form)")
 
 // SplitAuthority splits an authority (a Host value) into host and port. The
 // host is a bracketed IPv6 literal or a name or IPv4 literal without ':';

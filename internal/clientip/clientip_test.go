@@ -2,8 +2,10 @@ package clientip
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -112,34 +114,52 @@ func serverRequest(t testing.TB, raw, remote string) *http.Request {
 	return r
 }
 
+// arrivedOn records local as the address of the connection r arrived on,
+// as net/http's server does.
+func arrivedOn(r *http.Request, local string) *http.Request {
+	if local == "" {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.TCPAddrFromAddrPort(netip.MustParseAddrPort(local))))
+}
+
 func TestCheckTarget(t *testing.T) {
 	trusted, _ := ParseCIDRs("10.0.0.0/8")
+	const listen = "127.0.0.1:38100"
 	rows := []struct {
 		name      string
 		public    string
 		raw       string
 		remote    string
+		local     string
 		tls       bool
 		wantError bool
 	}{
-		{"origin_form", "", "GET /proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", false, false},
-		{"asterisk_form", "", "OPTIONS * HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", false, false},
-		{"absolute_form_same_origin", "", "GET http://127.0.0.1:38100/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", false, false},
-		{"absolute_form_default_port_spelled_out", "", "GET http://GW.example:80/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", false, false},
-		{"absolute_form_https_over_plain_http", "", "GET https://evil.example/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", false, true},
-		{"absolute_form_http_over_tls", "", "GET http://gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", true, true},
-		{"absolute_form_https_over_tls", "", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", true, false},
-		{"absolute_form_https_claimed_by_untrusted_forwarded_proto", "", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example\nX-Forwarded-Proto: https", "203.0.113.9:1", false, true},
-		{"absolute_form_https_behind_trusted_tls_proxy", "", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example\nX-Forwarded-Proto: https", "10.0.0.1:1", false, false},
-		{"absolute_form_other_authority_than_forwarded_host", "", "GET http://evil.example/proxy/x HTTP/1.1\nHost: evil.example\nX-Forwarded-Host: gw.example", "10.0.0.1:1", false, true},
-		{"absolute_form_other_authority_than_public_authority", "gw.example", "GET http://evil.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", false, true},
-		{"absolute_form_public_authority", "gw.example:8443", "GET http://GW.example:8443/proxy/x HTTP/1.1\nHost: 127.0.0.1", "127.0.0.1:1", false, false},
-		{"absolute_form_with_userinfo", "", "GET http://user@gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", false, true},
-		{"absolute_form_other_scheme", "", "GET ftp://gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", false, true},
+		{"origin_form", "", "GET /proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", listen, false, false},
+		{"origin_form_without_listener", "", "GET /proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", "", false, false},
+		{"asterisk_form", "", "OPTIONS * HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", listen, false, false},
+		{"absolute_form_listen_address", "", "GET http://127.0.0.1:38100/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", listen, false, false},
+		{"absolute_form_localhost_on_loopback_listener", "", "GET http://LOCALHOST:38100/proxy/x HTTP/1.1\nHost: localhost:38100", "127.0.0.1:1", listen, false, false},
+		{"absolute_form_ipv6_listen_address", "", "GET http://[::1]:38100/proxy/x HTTP/1.1\nHost: [::1]:38100", "[::1]:1", "[::1]:38100", false, false},
+		{"absolute_form_default_port_spelled_out", "", "GET http://127.0.0.1:80/proxy/x HTTP/1.1\nHost: 127.0.0.1", "127.0.0.1:1", "127.0.0.1:80", false, false},
+		{"absolute_form_foreign_authority_replaces_host", "", "GET http://evil.example:9999/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", listen, false, true},
+		{"absolute_form_other_port_of_listen_ip", "", "GET http://127.0.0.1:9999/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", listen, false, true},
+		{"absolute_form_localhost_on_public_listener", "", "GET http://localhost:38100/proxy/x HTTP/1.1\nHost: localhost:38100", "192.0.2.7:1", "192.0.2.1:38100", false, true},
+		{"absolute_form_without_listener", "", "GET http://127.0.0.1:38100/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", "", false, true},
+		{"absolute_form_https_over_plain_http", "", "GET https://evil.example/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", listen, false, true},
+		{"absolute_form_http_over_tls", "gw.example", "GET http://gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", listen, true, true},
+		{"absolute_form_https_over_tls", "gw.example", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", listen, true, false},
+		{"absolute_form_https_claimed_by_untrusted_forwarded_proto", "gw.example", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example\nX-Forwarded-Proto: https", "203.0.113.9:1", listen, false, true},
+		{"absolute_form_https_behind_trusted_tls_proxy", "gw.example", "GET https://gw.example/proxy/x HTTP/1.1\nHost: gw.example\nX-Forwarded-Proto: https", "10.0.0.1:1", listen, false, false},
+		{"absolute_form_other_authority_than_forwarded_host", "", "GET http://evil.example/proxy/x HTTP/1.1\nHost: evil.example\nX-Forwarded-Host: gw.example", "10.0.0.1:1", listen, false, true},
+		{"absolute_form_other_authority_than_public_authority", "gw.example", "GET http://evil.example/proxy/x HTTP/1.1\nHost: gw.example", "127.0.0.1:1", listen, false, true},
+		{"absolute_form_public_authority", "gw.example:8443", "GET http://GW.example:8443/proxy/x HTTP/1.1\nHost: 127.0.0.1", "127.0.0.1:1", "", false, false},
+		{"absolute_form_with_userinfo", "", "GET http://user@127.0.0.1:38100/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", listen, false, true},
+		{"absolute_form_other_scheme", "", "GET ftp://127.0.0.1:38100/proxy/x HTTP/1.1\nHost: 127.0.0.1:38100", "127.0.0.1:1", listen, false, true},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			r := serverRequest(t, row.raw, row.remote)
+			r := arrivedOn(serverRequest(t, row.raw, row.remote), row.local)
 			if row.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
@@ -167,7 +187,7 @@ func TestRefuseForeignTarget(t *testing.T) {
 	for target, want := range map[string]int{"/x": http.StatusTeapot, "https://evil.example/x": http.StatusBadRequest} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, serverRequest(t, "GET "+target+" HTTP/1.1\nHost: evil.example", "127.0.0.1:1"))
-		if rec.Code != want || (want == http.StatusBadRequest && !strings.Contains(rec.Body.String(), `"VALIDATION_ERROR"`)) {
+		if rec.Code != want || (want == http.StatusBadRequest && !strings.Contains(rec.Body.String(), `"REQUEST_TARGET_FOREIGN"`)) {
 			t.Errorf("%s: %d %s, want %d", target, rec.Code, rec.Body, want)
 		}
 	}
