@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -49,8 +50,11 @@ const minTokenLen = 16
 type AccessConfig struct {
 	// Mode selects who is admitted. Zero means AccessHybrid.
 	Mode AccessMode
-	// Token is the bearer token (GATEWAY_ADMIN_TOKEN). Required, at least
-	// 16 bytes, in hybrid and token modes; ignored in loopback mode.
+	// Token is the bearer token (GATEWAY_ADMIN_TOKEN), at least 16 bytes.
+	// Required in hybrid and token modes. In loopback mode it is optional
+	// and admits nobody by itself: empty means that nothing can change
+	// where or how a stored secret is sent, except the owner over pairing
+	// (OwnerContext). In every mode, that change needs the token.
 	Token string
 	// TrustedProxies are the networks whose X-Forwarded-For is believed
 	// when deciding whether the client is on loopback. Empty means none.
@@ -73,6 +77,7 @@ type AccessConfig struct {
 type Access struct {
 	mode      AccessMode
 	tokenHash [32]byte
+	hasToken  bool
 	resolver  clientip.Resolver
 	origins   map[string]bool
 	hosts     map[string]bool // lower-cased names and canonical IP literals
@@ -91,11 +96,13 @@ func NewAccess(cfg AccessConfig) (*Access, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if mode != AccessLoopback {
-		if len(cfg.Token) < minTokenLen {
-			return nil, fmt.Errorf("admin: access mode %s needs an admin token (GATEWAY_ADMIN_TOKEN) of at least %d characters", mode, minTokenLen)
-		}
-		a.tokenHash = sha256.Sum256([]byte(cfg.Token))
+	switch {
+	case cfg.Token != "" && len(cfg.Token) < minTokenLen:
+		return nil, fmt.Errorf("admin: the admin token (GATEWAY_ADMIN_TOKEN) must have at least %d characters", minTokenLen)
+	case cfg.Token != "":
+		a.tokenHash, a.hasToken = sha256.Sum256([]byte(cfg.Token)), true
+	case mode != AccessLoopback:
+		return nil, fmt.Errorf("admin: access mode %s needs an admin token (GATEWAY_ADMIN_TOKEN) of at least %d characters", mode, minTokenLen)
 	}
 	for _, h := range cfg.Hosts {
 		if !clientip.ValidHost(h) {
@@ -152,15 +159,19 @@ var (
 //     entry; a loopback peer that is not a trusted proxy but forwards
 //     (X-Forwarded-For or Forwarded present) is a proxy for someone else
 //     and does not count as loopback. No usable token → 401
-//     ADMIN_UNAUTHORIZED (hybrid, token); a wrong token, or a non-loopback
-//     client in loopback mode → 403 ADMIN_FORBIDDEN. Tokens are compared in
-//     constant time.
+//     ADMIN_UNAUTHORIZED (hybrid, token); a wrong token (in any mode, from
+//     any address), or a non-loopback client in loopback mode → 403
+//     ADMIN_FORBIDDEN. Tokens are compared in constant time. A request
+//     that presented the valid token, or that carries OwnerContext, is
+//     marked as allowed to change where or how a stored secret is sent
+//     (the handler checks it; a loopback peer alone is not).
 //  3. POST, PUT and PATCH with a body need Content-Type application/json
 //     (415 UNSUPPORTED_MEDIA_TYPE): that is not a type a browser sends
 //     cross-site without a CORS preflight.
 func (a *Access) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e, reason := a.check(w, r); e != nil {
+		checked, e, reason := a.check(w, r)
+		if e != nil {
 			a.log.Warn("admin access refused", "reason", reason, "method", r.Method, "path", r.URL.Path,
 				"client", clientip.Mask(a.resolver.ClientAddr(r)), "request_id", apierror.RequestIDFrom(r.Context()))
 			apierror.Write(w, r, e)
@@ -174,33 +185,61 @@ func (a *Access) Wrap(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, checked)
 	})
 }
 
-func (a *Access) check(w http.ResponseWriter, r *http.Request) (*apierror.Error, string) {
+type secretAuthorityKey struct{}
+
+// OwnerContext marks requests made with the returned context as the
+// namespace owner's, authenticated by the in-process caller that makes
+// them: the pairing client, whose RPCs come from the owner's passkey
+// session over the gateway's signed connection, with secrets sealed to
+// the gateway's key. Such a request is admitted in every mode and may
+// change where or how a stored secret is sent without the admin token.
+// Nothing a client sends can set it; never give a network listener a
+// handler that adds it.
+func OwnerContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, secretAuthorityKey{}, true)
+}
+
+// maySendSecretsElsewhere reports whether r presented the admin token or
+// comes from the owner (OwnerContext): what a change of where or how a
+// stored secret is sent needs, whatever the mode.
+func maySendSecretsElsewhere(r *http.Request) bool {
+	ok, _ := r.Context().Value(secretAuthorityKey{}).(bool)
+	return ok
+}
+
+// check applies the policy; the request it returns is r, marked when it
+// may change where or how a stored secret is sent.
+func (a *Access) check(w http.ResponseWriter, r *http.Request) (*http.Request, *apierror.Error, string) {
 	if !a.hostAllowed(a.resolver.Host(r)) {
-		return errHost, "host not allowed"
+		return nil, errHost, "host not allowed"
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		n, ok := normalizeOrigin(origin)
 		if !ok || !a.origins[n] {
-			return errCrossSite, "origin not allowed"
+			return nil, errCrossSite, "origin not allowed"
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 		w.Header().Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
 		w.Header().Add("Vary", "Origin")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			return nil, "" // preflights carry no credentials
+			return r, nil, "" // preflights carry no credentials
 		}
 	} else {
 		switch strings.ToLower(r.Header.Get("Sec-Fetch-Site")) {
 		case "cross-site", "same-site":
-			return errCrossSite, "cross-site fetch"
+			return nil, errCrossSite, "cross-site fetch"
 		}
 	}
-	if e, reason := a.authenticate(r); e != nil {
-		return e, reason
+	elevated, e, reason := a.authenticate(r)
+	if e != nil {
+		return nil, e, reason
+	}
+	if elevated && !maySendSecretsElsewhere(r) {
+		r = r.WithContext(context.WithValue(r.Context(), secretAuthorityKey{}, true))
 	}
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch:
@@ -209,28 +248,45 @@ func (a *Access) check(w http.ResponseWriter, r *http.Request) (*apierror.Error,
 		}
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			return errContentType, "content type"
+			return nil, errContentType, "content type"
 		}
 	}
-	return nil, ""
+	return r, nil, ""
 }
 
-func (a *Access) authenticate(r *http.Request) (*apierror.Error, string) {
-	if a.mode != AccessToken && a.isLoopback(r) {
-		return nil, ""
+// authenticate admits or refuses r per mode; elevated reports that it
+// presented the valid token or comes from the owner.
+func (a *Access) authenticate(r *http.Request) (elevated bool, e *apierror.Error, reason string) {
+	if maySendSecretsElsewhere(r) {
+		return true, nil, ""
 	}
-	if a.mode == AccessLoopback {
-		return errForbidden, "not loopback"
+	presented := r.Header.Get("Authorization") != ""
+	if presented && a.hasToken {
+		tok, err := bearerToken(r)
+		if err != nil {
+			return false, errNoCredentials, "no bearer token"
+		}
+		h := sha256.Sum256([]byte(tok))
+		if subtle.ConstantTimeCompare(h[:], a.tokenHash[:]) != 1 {
+			return false, errForbidden, "wrong token"
+		}
+		elevated = true
 	}
-	tok, err := bearerToken(r)
-	if err != nil {
-		return errNoCredentials, "no token"
+	switch a.mode {
+	case AccessToken:
+		if !elevated {
+			return false, errNoCredentials, "no token"
+		}
+	case AccessLoopback:
+		if !a.isLoopback(r) {
+			return false, errForbidden, "not loopback"
+		}
+	default:
+		if !elevated && !a.isLoopback(r) {
+			return false, errNoCredentials, "no token"
+		}
 	}
-	h := sha256.Sum256([]byte(tok))
-	if subtle.ConstantTimeCompare(h[:], a.tokenHash[:]) != 1 {
-		return errForbidden, "wrong token"
-	}
-	return nil, ""
+	return elevated, nil, ""
 }
 
 func (a *Access) isLoopback(r *http.Request) bool {

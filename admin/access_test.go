@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,7 +18,10 @@ func accessHandler(t *testing.T, mode AccessMode, trusted []netip.Prefix) http.H
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	return a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-May-Send-Secrets-Elsewhere", strconv.FormatBool(maySendSecretsElsewhere(r)))
+		w.WriteHeader(http.StatusOK)
+	}))
 }
 
 // TestAccessMatrix runs every mode × peer × token × forwarding header ×
@@ -69,6 +73,12 @@ func TestAccessMatrix(t *testing.T) {
 								if rec.Code != want {
 									t.Fatalf("status = %d, want %d (%s)", rec.Code, want, rec.Body)
 								}
+								// Only the token lets a request change where a secret is sent;
+								// a loopback peer alone never does.
+								elevated := rec.Header().Get("X-May-Send-Secrets-Elsewhere") == "true"
+								if want == http.StatusOK && originName != "cross_site_origin" && elevated != (tokName == "right_token") {
+									t.Fatalf("may send secrets elsewhere = %v with %s", elevated, tokName)
+								}
 								if originName == "allowed_origin" && rec.Header().Get("Access-Control-Allow-Origin") != origin {
 									t.Fatalf("allowed origin got no CORS header")
 								}
@@ -85,17 +95,17 @@ func TestAccessMatrix(t *testing.T) {
 }
 
 func expectedAccess(mode AccessMode, loopback bool, tok string) int {
+	if tok == "wrong_token" {
+		return http.StatusForbidden // in every mode, loopback or not
+	}
 	if mode != AccessToken && loopback {
 		return http.StatusOK
 	}
 	if mode == AccessLoopback {
 		return http.StatusForbidden
 	}
-	switch tok {
-	case "no_token":
+	if tok == "no_token" {
 		return http.StatusUnauthorized
-	case "wrong_token":
-		return http.StatusForbidden
 	}
 	return http.StatusOK
 }

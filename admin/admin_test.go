@@ -20,6 +20,10 @@ import (
 
 const testToken = "admin-token-0123456789abcdef"
 
+// withToken are the headers of a request that presents the admin token,
+// for e.do: what changing where or how a stored secret is sent needs.
+var withToken = []string{"Authorization", "Bearer " + testToken}
+
 // env is one admin handler on a real SQLite vault, with a transcript of
 // every response and log line for secret scanning.
 type env struct {

@@ -3,6 +3,8 @@ package admin
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
@@ -27,6 +29,12 @@ func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, r, h.log, err)
 		return
+	}
+	if !maySendSecretsElsewhere(r) {
+		if keys := referencedVariables(secrets); len(keys) > 0 {
+			writeError(w, r, h.log, needsToken("a secret that references a credential variable sends that stored value").With("variables", keys))
+			return
+		}
 	}
 	created, err := h.cfg.Vault.Create(r.Context(), c, secrets)
 	if err != nil {
@@ -91,7 +99,17 @@ func (h *Handler) patchConnection(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	updated, err := h.cfg.Vault.Update(r.Context(), id, func(c *credvault.Connection) error {
-		return applyFields(c, obj, nil)
+		before := c.Clone()
+		if err := applyFields(c, obj, nil); err != nil {
+			return err
+		}
+		if maySendSecretsElsewhere(r) {
+			return nil
+		}
+		if fields := credvault.SecretRouteChanges(before, c); len(fields) > 0 {
+			return needsToken("changing "+strings.Join(fields, ", ")).With("fields", fields)
+		}
+		return nil
 	})
 	if err != nil {
 		writeError(w, r, h.log, err)
@@ -126,6 +144,10 @@ func (h *Handler) rotateConnection(w http.ResponseWriter, r *http.Request) {
 	var req rotateRequest
 	if err := decodeStrict(body, &req); err != nil {
 		writeError(w, r, h.log, err)
+		return
+	}
+	if !maySendSecretsElsewhere(r) {
+		writeError(w, r, h.log, needsToken("replacing the secrets a connection sends"))
 		return
 	}
 	id := r.PathValue("id")
@@ -236,4 +258,26 @@ func (h *Handler) discoverConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	apierror.WriteJSON(w, http.StatusOK, res)
+}
+
+// needsToken answers a change of where or how a stored secret is sent
+// made without the admin token: from this host too, since any process on
+// it (an agent with a shell among them) reaches the admin API as loopback.
+func needsToken(what string) *apierror.Error {
+	return apierror.Coded(errcode.AdminTokenRequired, what+": this changes where or how a stored secret is sent, "+
+		"which needs the admin token even from this host; send Authorization: Bearer <token> "+
+		"(GATEWAY_ADMIN_TOKEN, else the admin-token file of the gateway's data directory, which 'gateway admin-token' prints)")
+}
+
+// referencedVariables returns the credential variables that secrets
+// reference as {{KEY}}, sorted and without duplicates. Malformed
+// references are left to the vault's validation.
+func referencedVariables(secrets map[string]string) []string {
+	var keys []string
+	for _, v := range secrets {
+		refs, _ := credvault.TemplateReferences(v)
+		keys = append(keys, refs...)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }

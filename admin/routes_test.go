@@ -38,7 +38,7 @@ func TestConnectionRoutes(t *testing.T) {
 	up := upstream(t, "Authorization", "Bearer "+secretToken)
 	e := newEnv(t, nil)
 
-	r := e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"gh","name":"GitHub","base_url":%q,"auth_mode":"bearer","auth_secret_key":"token","path_prefix":"/api","secrets":{"token":%q,"spare":"x{{SPARE}}"}}`, up.URL, secretToken))
+	r := e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"gh","name":"GitHub","base_url":%q,"auth_mode":"bearer","auth_secret_key":"token","path_prefix":"/api","secrets":{"token":%q,"spare":"x{{SPARE}}"}}`, up.URL, secretToken), withToken...)
 	wantStatus(t, r, http.StatusCreated, "")
 	c := r.json(t)
 	if c["id"] != "gh" || c["secret_version"] != 1.0 || c["status"] != "active" || fmt.Sprint(c["credential_keys"]) != "[spare token]" || c["secrets"] != nil {
@@ -61,11 +61,11 @@ func TestConnectionRoutes(t *testing.T) {
 		{"POST", "/api/admin/connections/nope/test", ""},
 		{"POST", "/api/admin/connections/nope/discover", ""},
 	} {
-		wantStatus(t, e.do(req[0], req[1], req[2]), 404, "CONNECTION_NOT_FOUND")
+		wantStatus(t, e.do(req[0], req[1], req[2], withToken...), 404, "CONNECTION_NOT_FOUND")
 	}
 
 	// PATCH changes only named fields; null clears optional ones.
-	r = e.do("PATCH", "/api/admin/connections/gh", `{"name":"Renamed","status":"disabled","path_prefix":null,"rotation_interval_days":30}`)
+	r = e.do("PATCH", "/api/admin/connections/gh", `{"name":"Renamed","status":"disabled","path_prefix":null,"rotation_interval_days":30}`, withToken...)
 	wantStatus(t, r, 200, "")
 	c = r.json(t)
 	if c["name"] != "Renamed" || c["status"] != "disabled" || c["path_prefix"] != nil || c["base_url"] != up.URL || c["next_rotation_due_at"] == nil {
@@ -88,7 +88,7 @@ func TestConnectionRoutes(t *testing.T) {
 	}
 
 	// rotate: atomic, null deletes, rotated_by from idn-subject.
-	r = e.do("POST", "/api/admin/connections/gh/rotate", fmt.Sprintf(`{"secrets":{"token":%q,"spare":null},"reason":"compromised"}`, secretNew), "idn-subject", "alice")
+	r = e.do("POST", "/api/admin/connections/gh/rotate", fmt.Sprintf(`{"secrets":{"token":%q,"spare":null},"reason":"compromised"}`, secretNew), "idn-subject", "alice", withToken[0], withToken[1])
 	wantStatus(t, r, 200, "")
 	c = r.json(t)
 	hist, _ := c["rotation_history"].([]any)
@@ -113,12 +113,12 @@ func TestInlineVariableReferenceThroughAdmin(t *testing.T) {
 	t.Parallel()
 	up := upstream(t, "X-API-Key", "key-"+secretVar)
 	e := newEnv(t, nil)
-	wantStatus(t, e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"svc","base_url":%q,"auth_mode":"header_key","auth_secret_key":"k","secrets":{"k":"key-{{SHARED}}"}}`, up.URL)), 201, "")
+	wantStatus(t, e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"svc","base_url":%q,"auth_mode":"header_key","auth_secret_key":"k","secrets":{"k":"key-{{SHARED}}"}}`, up.URL), withToken...), 201, "")
 	r := e.do("POST", "/api/admin/connections/svc/test", `{}`)
 	if res := r.json(t); res["ok"] != false || !strings.Contains(fmt.Sprint(res["error"]), "SHARED") {
 		t.Fatalf("test with undefined variable = %s", r.Body)
 	}
-	wantStatus(t, e.do("POST", "/api/admin/credential-variables", fmt.Sprintf(`{"key":"SHARED","value":%q,"created_by_subject":"body-subject"}`, secretVar), "idn-subject", "header-subject"), 201, "")
+	wantStatus(t, e.do("POST", "/api/admin/credential-variables", fmt.Sprintf(`{"key":"SHARED","value":%q,"created_by_subject":"body-subject"}`, secretVar), "idn-subject", "header-subject", withToken[0], withToken[1]), 201, "")
 	r = e.do("POST", "/api/admin/connections/svc/test", `{}`)
 	if res := r.json(t); res["ok"] != true {
 		t.Fatalf("test with inline variable = %s", r.Body)
@@ -139,7 +139,7 @@ func TestVariableRoutes(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"key":"OPENAI_KEY"`) {
 		t.Fatalf("list = %s", r.Body)
 	}
-	wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"oa","base_url":"https://api.openai.com","auth_mode":"bearer","auth_secret_key":"k","secrets":{"k":"{{OPENAI_KEY}}"}}`), 201, "")
+	wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"oa","base_url":"https://api.openai.com","auth_mode":"bearer","auth_secret_key":"k","secrets":{"k":"{{OPENAI_KEY}}"}}`, withToken...), 201, "")
 	r = e.do("DELETE", "/api/admin/credential-variables/OPENAI_KEY", "")
 	wantStatus(t, r, http.StatusConflict, "VARIABLE_IN_USE")
 	if fmt.Sprint(r.json(t)["connections"]) != "[oa]" {
@@ -305,7 +305,7 @@ func TestBadInput(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			before := e.state()
-			wantStatus(t, e.do(row.method, row.path, row.body), row.status, row.code)
+			wantStatus(t, e.do(row.method, row.path, row.body, withToken...), row.status, row.code)
 			if after := e.state(); after != before {
 				t.Fatalf("store changed:\nbefore %s\nafter  %s", before, after)
 			}

@@ -59,7 +59,7 @@ func TestConnectionShowsOnlyItsModesFields(t *testing.T) {
 	}
 
 	// The stored default of another mode is there once the mode changes.
-	r := e.do("PATCH", "/api/admin/connections/c0", `{"auth_mode":"header_key"}`)
+	r := e.do("PATCH", "/api/admin/connections/c0", `{"auth_mode":"header_key"}`, withToken...)
 	if wantStatus(t, r, 200, ""); r.json(t)["auth_header_name"] != "X-API-Key" {
 		t.Errorf("bearer switched to header_key = %s", r.Body)
 	}

@@ -28,6 +28,17 @@ func (h *Handler) putVariable(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
+	if !maySendSecretsElsewhere(r) {
+		users, err := h.cfg.Vault.VariableUsers(r.Context(), req.Key)
+		if err != nil {
+			writeError(w, r, h.log, err)
+			return
+		}
+		if len(users) > 0 {
+			writeError(w, r, h.log, needsToken("the value of a credential variable that connections reference").With("connections", users))
+			return
+		}
+	}
 	v, created, err := h.cfg.Vault.PutVariable(r.Context(), req.Key, req.Value, subject(r, req.CreatedBySubject))
 	if err != nil {
 		writeError(w, r, h.log, err)

@@ -191,3 +191,43 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	return keys
 }
+
+// secretRoute are the configuration fields that decide where and how a
+// connection's stored secret is sent, by JSON name: the upstream it goes
+// to (protocol, base_url, path_prefix, mcp_endpoint, mcp_transport) and
+// how it travels (auth_mode, auth_prefix, auth_header_name,
+// auth_query_param, and auth_secret_key, which secret it is).
+var secretRoute = []struct {
+	name string
+	get  func(*Connection) string
+}{
+	{"protocol", func(c *Connection) string { return c.Protocol }},
+	{"base_url", func(c *Connection) string { return c.BaseURL }},
+	{"path_prefix", func(c *Connection) string { return c.PathPrefix }},
+	{"auth_mode", func(c *Connection) string { return c.AuthMode }},
+	{"auth_prefix", func(c *Connection) string { return c.AuthPrefix }},
+	{"auth_header_name", func(c *Connection) string { return c.AuthHeaderName }},
+	{"auth_query_param", func(c *Connection) string { return c.AuthQueryParam }},
+	{"auth_secret_key", func(c *Connection) string { return c.AuthSecretKey }},
+	{"mcp_endpoint", func(c *Connection) string { return c.MCPEndpoint }},
+	{"mcp_transport", func(c *Connection) string { return c.MCPTransport }},
+}
+
+// SecretRouteChanges returns the JSON names of the fields, among those
+// that decide where and how the stored secret is sent, whose values differ
+// between before and after once defaults are applied (an emptied
+// auth_header_name that falls back to the default it had is no change).
+// An admin API changing any of them can hand the secret to whoever it
+// names, so it needs more than a local caller.
+func SecretRouteChanges(before, after *Connection) []string {
+	b, a := before.Clone(), after.Clone()
+	b.normalize()
+	a.normalize()
+	var changed []string
+	for _, f := range secretRoute {
+		if f.get(b) != f.get(a) {
+			changed = append(changed, f.name)
+		}
+	}
+	return changed
+}

@@ -632,24 +632,39 @@ func (v *Vault) DeleteVariable(ctx context.Context, key string, force bool) erro
 			return ErrVariableNotFound
 		}
 		if !force {
-			var users []string
-			for _, id := range sortedKeys(r.Connections) {
-				rec := r.Connections[id]
-				secrets, err := v.openSecrets(&rec.Connection, rec.SealedSecrets)
-				if err != nil {
-					continue // unreadable secrets cannot be resolved anyway
-				}
-				if referencesKey(secrets, key) {
-					users = append(users, id)
-				}
-			}
-			if len(users) > 0 {
+			if users := v.users(r, key); len(users) > 0 {
 				return &VariableInUseError{Key: key, Connections: users}
 			}
 		}
 		delete(r.Variables, key)
 		return nil
 	})
+}
+
+// VariableUsers returns the ids of the connections whose secrets reference
+// the credential variable key as {{KEY}}, sorted; whether the variable
+// exists does not matter.
+func (v *Vault) VariableUsers(ctx context.Context, key string) ([]string, error) {
+	recs, err := v.store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.users(recs, key), nil
+}
+
+func (v *Vault) users(r *Records, key string) []string {
+	var users []string
+	for _, id := range sortedKeys(r.Connections) {
+		rec := r.Connections[id]
+		secrets, err := v.openSecrets(&rec.Connection, rec.SealedSecrets)
+		if err != nil {
+			continue // unreadable secrets cannot be resolved anyway
+		}
+		if referencesKey(secrets, key) {
+			users = append(users, id)
+		}
+	}
+	return users
 }
 
 func referencesKey(secrets map[string]string, key string) bool {

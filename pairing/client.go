@@ -47,7 +47,9 @@ type Config struct {
 	// Required.
 	Identity *identity.Identity
 	// Admin serves the gateway's admin API (/api/admin/…) on the store the
-	// RPCs act on; it is called in process as a loopback client. Required.
+	// RPCs act on; it is called in process as a loopback client whose
+	// context carries admin.OwnerContext (the RPCs are the owner's), so it
+	// may change where a stored secret is sent. Required.
 	Admin http.Handler
 	// DataDir holds the HPKE key and the pairing state. Required.
 	DataDir string

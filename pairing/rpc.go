@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/internal/pairwire"
 )
 
@@ -245,7 +246,9 @@ func (c *Client) run(ctx context.Context, id json.RawMessage, call adminCall) []
 	}
 	// Origin-form with Host localhost, as a local client sends it: an
 	// absolute-form target that arrived on no listener would be refused.
-	r := httptest.NewRequestWithContext(ctx, call.method, target, bytes.NewReader(body))
+	// The owner authenticated at the control plane with a passkey, so the
+	// call may change where a secret is sent without the admin token.
+	r := httptest.NewRequestWithContext(admin.OwnerContext(ctx), call.method, target, bytes.NewReader(body))
 	r.Host, r.RemoteAddr = "localhost", "127.0.0.1:0"
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
