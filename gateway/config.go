@@ -95,11 +95,13 @@ type Config struct {
 	MCPMaxSessions        int
 
 	// AdminAccess selects who may use the admin API and /metrics. Zero
-	// means admin.AccessHybrid when AdminToken is set, else
-	// admin.AccessLoopback.
+	// means admin.AccessHybrid. Whatever the mode, changing where or how a
+	// stored secret is sent needs the admin token (or the owner, over
+	// pairing).
 	AdminAccess admin.AccessMode
-	// AdminToken is the admin bearer token, at least 16 bytes in hybrid and
-	// token modes. Empty means none.
+	// AdminToken is the admin bearer token, at least 16 bytes. Empty means
+	// the token kept in DataDir/admin-token (AdminToken), created at the
+	// first start.
 	AdminToken string
 	// AdminHosts are the host names, besides loopback literals and
 	// localhost, the admin API and /metrics answer to. Empty means none.
@@ -194,10 +196,7 @@ func (c Config) withDefaults() (Config, error) {
 		problem("Config.MaxInflightBodyBytes must be at least Config.MaxBodyBytes")
 	}
 	if c.AdminAccess == "" {
-		c.AdminAccess = admin.AccessLoopback
-		if c.AdminToken != "" {
-			c.AdminAccess = admin.AccessHybrid
-		}
+		c.AdminAccess = admin.AccessHybrid
 	}
 	if c.RotationEnforcement == "" {
 		c.RotationEnforcement = credvault.RotationWarn

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,7 +57,8 @@ func TestZeroConfigDefaults(t *testing.T) {
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 
-	// Without AdminToken the admin API is loopback-only, and needs no token.
+	// Without AdminToken a loopback client reads the admin API without a
+	// token (hybrid mode; the token is made in the data directory).
 	resp, err := http.Get(srv.URL + "/api/admin/connections")
 	if err != nil {
 		t.Fatal(err)
@@ -112,5 +115,65 @@ func TestStartAndClose(t *testing.T) {
 	}
 	if err := unstarted.Close(); err != nil {
 		t.Errorf("Close without Start = %v", err)
+	}
+}
+
+// TestAdminTokenKeptInDataDir: without Config.AdminToken the gateway makes
+// one at first start in DataDir/admin-token (0600) and keeps it across
+// restarts; a local process reaches the admin API as loopback, but cannot
+// point a connection's base_url at its own listener without that token.
+func TestAdminTokenKeptInDataDir(t *testing.T) {
+	t.Parallel()
+	cfg := minimalConfig(t)
+	gw, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	path := filepath.Join(cfg.DataDir, gateway.AdminTokenFile)
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("admin token file: %v, %v; want mode 0600", info, err)
+	}
+	tok, err := gateway.AdminToken(cfg.DataDir)
+	if err != nil || len(tok) < 16 {
+		t.Fatalf("AdminToken = %q, %v", tok, err)
+	}
+	again, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if tok2, _ := gateway.AdminToken(cfg.DataDir); tok2 != tok {
+		t.Fatal("a second start made another token")
+	}
+
+	if _, err := gw.Vault().Create(context.Background(), &credvault.Connection{ID: "gh", BaseURL: "https://api.github.com",
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "t"}, map[string]string{"t": "ghp_stored_secret"}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	patch := func(token string) *http.Response {
+		req, _ := http.NewRequest("PATCH", srv.URL+"/api/admin/connections/gh", strings.NewReader(`{"base_url":"http://127.0.0.1:9"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := patch(""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("loopback PATCH of base_url without the token: %d, want 401", resp.StatusCode)
+	}
+	if c, _ := gw.Vault().Connection("gh"); c.BaseURL != "https://api.github.com" {
+		t.Fatalf("base_url changed to %s without the token", c.BaseURL)
+	}
+	if resp := patch(tok); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PATCH of base_url with the data directory's token: %d", resp.StatusCode)
 	}
 }

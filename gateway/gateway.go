@@ -72,6 +72,12 @@ func New(cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
+	if g.cfg.AdminToken == "" {
+		if g.cfg.AdminToken, err = AdminToken(cfg.DataDir); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
 	if err := g.wire(); err != nil {
 		g.Close()
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/idnhq/idn/identity"
 )
@@ -76,4 +78,59 @@ func installSalt(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("decision-log salt: %w", err)
 	}
 	return salt, nil
+}
+
+// AdminTokenFile is the file of DataDir that holds the admin token when
+// Config.AdminToken is empty.
+const AdminTokenFile = "admin-token"
+
+// AdminToken returns the admin token kept in dataDir/admin-token,
+// creating it (32 random bytes, hex, mode 0600) when the file is absent.
+// Every process on the data directory gets the same token: the gateway at
+// start, and the command-line tool that prints it for a local client.
+func AdminToken(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, AdminTokenFile)
+	if tok, err := readAdminToken(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return tok, err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("gateway: admin token: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	// Written aside (CreateTemp makes it 0600), then linked into place:
+	// the link fails if another process created the file meanwhile, and
+	// nobody reads a partial file.
+	tmp, err := os.CreateTemp(dataDir, AdminTokenFile+".*")
+	if err != nil {
+		return "", fmt.Errorf("gateway: admin token: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(hex.EncodeToString(raw) + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if err = os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("gateway: admin token: %w", err)
+	}
+	return readAdminToken(path)
+}
+
+func readAdminToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 16 {
+		return "", fmt.Errorf("gateway: admin token file %s holds fewer than 16 characters; delete it to have a new one made", path)
+	}
+	return tok, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 )
 
 // cliChildArgsEnv makes the test binary act as the gateway CLI: it runs the
@@ -102,7 +103,7 @@ func TestCLIWorkflow(t *testing.T) {
 	}
 
 	r = c.run("add", "--id", "gh", "--name", "GitHub", "--base-url", up.URL, "--auth-mode", "bearer", "--auth-prefix", "token ",
-		"--auth-secret-key", "token", "--secret", "token="+secret, "--secret", "other=x")
+		"--auth-secret-key", "token", "--secret", "token="+secret, "--secret", "other=other-secret")
 	if r.code != 0 || !strings.Contains(r.stdout, "gh") || !strings.Contains(r.stdout, "other,token") {
 		t.Fatalf("add: %+v", r)
 	}
@@ -368,4 +369,32 @@ func Example_add() {
 	// ID      NAME    PROTOCOL  AUTH    STATUS  VERSION  SECRETS  LAST TEST  BASE URL
 	// openai  OpenAI  http      bearer  active  1        api_key  -          https://api.openai.com
 	// openai: deleted
+}
+
+// TestAdminTokenCommand: admin-token prints the data directory's token,
+// making it (0600) on first use exactly as the gateway does at start, so
+// that a local admin call is one command; GATEWAY_ADMIN_TOKEN wins.
+func TestAdminTokenCommand(t *testing.T) {
+	t.Parallel()
+	c := newCLIRunner(t)
+	delete(c.env, "GATEWAY_MASTER_KEY") // the token needs no master key
+	first := c.run("admin-token")
+	tok := strings.TrimSpace(first.stdout)
+	if first.code != 0 || len(tok) < 16 {
+		t.Fatalf("admin-token: %+v", first)
+	}
+	if got, err := gateway.AdminToken(c.env["GATEWAY_DATA_DIR"]); err != nil || got != tok {
+		t.Fatalf("the gateway would use %q (%v), the command printed %q", got, err, tok)
+	}
+	info, err := os.Stat(filepath.Join(c.env["GATEWAY_DATA_DIR"], gateway.AdminTokenFile))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", info, err)
+	}
+	if again := c.run("admin-token"); strings.TrimSpace(again.stdout) != tok {
+		t.Fatalf("second run printed another token: %+v", again)
+	}
+	c.env["GATEWAY_ADMIN_TOKEN"] = "from-the-environment-0123"
+	if r := c.run("admin-token"); strings.TrimSpace(r.stdout) != "from-the-environment-0123" {
+		t.Fatalf("GATEWAY_ADMIN_TOKEN not printed: %+v", r)
+	}
 }

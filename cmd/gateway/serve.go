@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/idnhq/idn/gateway"
@@ -45,7 +46,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		logger.Warn("gateway listens beyond loopback: anyone who can reach this address can call the runtime routes",
 			"addr", ln.Addr().String())
 	}
-	logger.Info("gateway listening", "addr", ln.Addr().String(), "data_dir", s.gateway.DataDir,
+	tokenFrom := "GATEWAY_ADMIN_TOKEN"
+	if s.gateway.AdminToken == "" {
+		tokenFrom = filepath.Join(s.gateway.DataDir, gateway.AdminTokenFile) + " (gateway admin-token prints it)"
+	}
+	logger.Info("gateway listening", "addr", ln.Addr().String(), "data_dir", s.gateway.DataDir, "admin_token", tokenFrom,
 		"registry", s.gateway.RegistryURL, "admin_access", string(s.gateway.AdminAccess), "gateway_did", gw.Identity().DID(),
 		"gogc", gcPercent)
 	if err := gw.Start(context.Background()); err != nil {

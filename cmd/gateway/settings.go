@@ -39,9 +39,8 @@ func defaultDataDir(getenv func(string) string) (string, error) {
 	return "", errors.New("cannot find a data directory: set GATEWAY_DATA_DIR")
 }
 
-// readStore reads what every command that opens the store needs: the data
-// folder and the master key (--master-key, when given, wins).
-func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag string) (string, credvault.MasterKey) {
+// readDataDir reads GATEWAY_DATA_DIR, or its default.
+func readDataDir(r *envconf.Reader, getenv func(string) string) string {
 	dir := r.String("GATEWAY_DATA_DIR", "", dataDirDoc)
 	if dir == "" {
 		var err error
@@ -49,6 +48,13 @@ func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag stri
 			r.Problemf("%v", err)
 		}
 	}
+	return dir
+}
+
+// readStore reads what every command that opens the store needs: the data
+// folder and the master key (--master-key, when given, wins).
+func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag string) (string, credvault.MasterKey) {
+	dir := readDataDir(r, getenv)
 	raw := r.Secret("GATEWAY_MASTER_KEY", "master key sealing the stored credentials: standard base64 of 32 random bytes (required)")
 	if masterKeyFlag != "" {
 		raw = masterKeyFlag
@@ -169,11 +175,7 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 func readAdmin(r *envconf.Reader, c *gateway.Config) {
 	c.AdminAccess = admin.AccessMode(r.OneOf("GATEWAY_ADMIN_ACCESS_MODE", "hybrid", []string{"hybrid", "loopback", "token"},
 		"who may use the admin API and /metrics"))
-	c.AdminToken = r.Secret("GATEWAY_ADMIN_TOKEN", "admin bearer token, at least 16 characters (required in hybrid and token modes)")
-	if c.AdminAccess != admin.AccessLoopback && len(c.AdminToken) < 16 {
-		r.Problemf("GATEWAY_ADMIN_TOKEN of at least 16 characters is required in %s mode "+
-			"(make one with 'openssl rand -hex 32', or set GATEWAY_ADMIN_ACCESS_MODE=loopback)", c.AdminAccess)
-	}
+	c.AdminToken = readAdminToken(r)
 	c.AllowedOrigins = r.List("GATEWAY_ALLOWED_ORIGINS", "browser origins admitted to the admin API cross-origin")
 	c.AdminHosts = r.List("GATEWAY_ADMIN_HOSTS", "host names, besides loopback literals and localhost, the admin API answers to")
 	for _, h := range c.AdminHosts {
@@ -194,6 +196,18 @@ func readAdmin(r *envconf.Reader, c *gateway.Config) {
 		r.Problemf("GATEWAY_TRUSTED_PROXY_CIDRS: %v", err)
 	}
 	c.TrustedProxies = cidrs
+}
+
+// readAdminToken reads GATEWAY_ADMIN_TOKEN; empty means the token of the
+// data directory (gateway.AdminToken).
+func readAdminToken(r *envconf.Reader) string {
+	tok := r.Secret("GATEWAY_ADMIN_TOKEN", "admin bearer token, at least 16 characters, needed to change where a stored secret is sent "+
+		"(default: the one in GATEWAY_DATA_DIR/admin-token, made at first start; 'gateway admin-token' prints it)")
+	if tok != "" && len(tok) < 16 {
+		r.Problemf("GATEWAY_ADMIN_TOKEN must have at least 16 characters " +
+			"(make one with 'openssl rand -hex 32', or leave it unset to use the one in the data directory)")
+	}
+	return tok
 }
 
 // zeroMeansOff maps a setting whose 0 turns something off to the

@@ -127,16 +127,21 @@ func TestServeSettingsListEveryProblem(t *testing.T) {
 	}
 }
 
-func TestServeSettingsRequireAdminToken(t *testing.T) {
+// TestServeSettingsAdminToken: without GATEWAY_ADMIN_TOKEN every mode
+// starts (the data directory's token is used); a set token must be long.
+func TestServeSettingsAdminToken(t *testing.T) {
 	t.Parallel()
 	env := validEnv()
 	delete(env, "GATEWAY_ADMIN_TOKEN")
-	if _, err := load(env); err == nil || !strings.Contains(err.Error(), "openssl rand") {
-		t.Errorf("hybrid without a token: %v", err)
+	for _, mode := range []string{"hybrid", "loopback", "token"} {
+		env["GATEWAY_ADMIN_ACCESS_MODE"] = mode
+		if s, err := load(env); err != nil || s.gateway.AdminToken != "" {
+			t.Errorf("%s without a token: %v (token %q)", mode, err, s.gateway.AdminToken)
+		}
 	}
-	env["GATEWAY_ADMIN_ACCESS_MODE"] = "loopback"
-	if _, err := load(env); err != nil {
-		t.Errorf("loopback mode needs no token: %v", err)
+	env["GATEWAY_ADMIN_TOKEN"] = "short"
+	if _, err := load(env); err == nil || !strings.Contains(err.Error(), "openssl rand") {
+		t.Errorf("short token: %v", err)
 	}
 }
 
