@@ -128,9 +128,16 @@ func TestGatewayKilledDuringLoad(t *testing.T) {
 	p.env = append(os.Environ(), "GATEWAY_ADDR="+p.addr, "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(),
 		"GATEWAY_ADMIN_ACCESS_MODE=loopback", "IDN_REGISTRY_URL="+w.cp.url(), "IDN_SERVICE_API_KEY="+w.apiKey,
 		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS=2", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS=1")
-	if _, err := p.cli("add", "--id", "github", "--base-url", upstream.URL, "--auth-mode", "bearer", "--secret", "token=initial"); err != nil {
+	if _, err := p.cli("add", "--id", "github", "--base-url", upstream.URL, "--auth-mode", "bearer", "--secret", "token=initial-secret"); err != nil {
 		t.Fatal(err)
 	}
+	// Rotating through the admin API needs the admin token even from
+	// loopback; the command-line tool prints the data directory's.
+	adminToken, err := p.cli("admin-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminToken = strings.TrimSpace(adminToken)
 	p.start(t)
 	defer p.kill()
 	base := "http://" + p.addr
@@ -171,7 +178,7 @@ func TestGatewayKilledDuringLoad(t *testing.T) {
 		load503, loadBad       atomic.Int64
 		badAnswers             = make(chan string, 10)
 		mu                     sync.Mutex
-		written                = []string{"Bearer initial"} // every secret a writer sent, as injected
+		written                = []string{"Bearer initial-secret"} // every secret a writer sent, as injected
 		adminDone, cliRotDone  int
 		cliAdded               []string
 		writers, loaders       sync.WaitGroup
@@ -225,7 +232,10 @@ func TestGatewayKilledDuringLoad(t *testing.T) {
 			written = append(written, "Bearer "+secret)
 			mu.Unlock()
 			body := fmt.Sprintf(`{"secrets":{"token":%q},"reason":"e2e"}`, secret)
-			res, err := client.Post(base+"/api/admin/connections/github/rotate", "application/json", strings.NewReader(body))
+			req, _ := http.NewRequest("POST", base+"/api/admin/connections/github/rotate", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			res, err := client.Do(req)
 			mu.Lock()
 			if err == nil && res.StatusCode == 200 {
 				adminDone++
@@ -253,7 +263,7 @@ func TestGatewayKilledDuringLoad(t *testing.T) {
 			written = append(written, "Bearer "+secret)
 			mu.Unlock()
 			_, rerr := p.cli("rotate", "--id", "github", "--secret", "token="+secret, "--reason", "e2e")
-			_, aerr := p.cli("add", "--id", id, "--base-url", upstream.URL, "--auth-mode", "bearer", "--secret", "token=x")
+			_, aerr := p.cli("add", "--id", id, "--base-url", upstream.URL, "--auth-mode", "bearer", "--secret", "token=cli-secret")
 			mu.Lock()
 			if rerr == nil {
 				cliRotDone++

@@ -116,7 +116,7 @@ func TestUnauthenticatedUploadsStayOutOfMemory(t *testing.T) {
 	p.env = append(os.Environ(), "GATEWAY_ADDR="+p.addr, "GATEWAY_DATA_DIR="+t.TempDir(), "GATEWAY_MASTER_KEY="+key.Encode(),
 		"GATEWAY_ADMIN_ACCESS_MODE=loopback", "IDN_REGISTRY_URL="+w.cp.url(), "IDN_SERVICE_API_KEY="+w.apiKey,
 		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS=30", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS=10")
-	if _, err := p.cli("add", "--id", "github", "--base-url", upstream.URL, "--auth-mode", "bearer", "--secret", "token=t"); err != nil {
+	if _, err := p.cli("add", "--id", "github", "--base-url", upstream.URL, "--auth-mode", "bearer", "--secret", "token=upload-secret"); err != nil {
 		t.Fatal(err)
 	}
 	p.start(t)
