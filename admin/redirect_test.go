@@ -35,6 +35,7 @@ func TestLoopbackCannotRedirectSecrets(t *testing.T) {
 		{"patch_path_prefix", "PATCH", "/api/admin/connections/gh", `{"path_prefix":"/redirect"}`},
 		{"patch_protocol", "PATCH", "/api/admin/connections/gh", `{"protocol":"mcp"}`},
 		{"patch_mcp_endpoint_to_attacker", "PATCH", "/api/admin/connections/gh", `{"mcp_endpoint":"` + attacker + `/mcp"}`},
+		{"patch_allow_upstream_cookies_hands_session_cookies_to_agents", "PATCH", "/api/admin/connections/gh", `{"allow_upstream_cookies":true}`},
 		{"rotate_secrets", "POST", "/api/admin/connections/gh/rotate", `{"secrets":{"token":"attacker-chosen-0001"}}`},
 		{"create_referencing_stored_variable", "POST", "/api/admin/connections",
 			`{"id":"steal","base_url":"` + attacker + `","auth_mode":"bearer","auth_secret_key":"k","secrets":{"k":"{{SHARED}}"}}`},

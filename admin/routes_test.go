@@ -72,7 +72,7 @@ func TestConnectionRoutes(t *testing.T) {
 		t.Fatalf("patched = %s", r.Body)
 	}
 	wantStatus(t, e.do("PATCH", "/api/admin/connections/gh", `{"status":"active"}`), 200, "")
-	r = e.do("PATCH", "/api/admin/connections/gh", `{"allow_upstream_cookies":true}`)
+	r = e.do("PATCH", "/api/admin/connections/gh", `{"allow_upstream_cookies":true}`, withToken...)
 	if wantStatus(t, r, 200, ""); r.json(t)["allow_upstream_cookies"] != true {
 		t.Fatalf("allow_upstream_cookies not kept: %s", r.Body)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -194,9 +195,11 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // secretRoute are the configuration fields that decide where and how a
 // connection's stored secret is sent, by JSON name: the upstream it goes
-// to (protocol, base_url, path_prefix, mcp_endpoint, mcp_transport) and
-// how it travels (auth_mode, auth_prefix, auth_header_name,
-// auth_query_param, and auth_secret_key, which secret it is).
+// to (protocol, base_url, path_prefix, mcp_endpoint, mcp_transport), how
+// it travels (auth_mode, auth_prefix, auth_header_name, auth_query_param,
+// and auth_secret_key, which secret it is), and whether the upstream's
+// session cookies, which stand in for it, reach agents
+// (allow_upstream_cookies).
 var secretRoute = []struct {
 	name string
 	get  func(*Connection) string
@@ -211,6 +214,7 @@ var secretRoute = []struct {
 	{"auth_secret_key", func(c *Connection) string { return c.AuthSecretKey }},
 	{"mcp_endpoint", func(c *Connection) string { return c.MCPEndpoint }},
 	{"mcp_transport", func(c *Connection) string { return c.MCPTransport }},
+	{"allow_upstream_cookies", func(c *Connection) string { return strconv.FormatBool(c.AllowUpstreamCookies) }},
 }
 
 // SecretRouteChanges returns the JSON names of the fields, among those
