@@ -17,6 +17,19 @@
 // using DNS rebinding sends. Access.Wrap is also the middleware the
 // gateway puts in front of /metrics.
 //
+// Changing where or how a stored secret is sent needs more than being on
+// the host, whatever the mode: a PATCH that changes a field of
+// credvault.SecretRouteChanges (base_url, path_prefix, protocol, the auth
+// fields, mcp_endpoint, mcp_transport, allow_upstream_cookies), rotate, a
+// create whose secret references a credential variable, and a write of a
+// variable a connection references answer 401 ADMIN_TOKEN_REQUIRED unless
+// the request presented the admin token or carries OwnerContext (the
+// owner's RPCs over pairing). Any process on the gateway host, an agent's
+// shell included, is a loopback client; without this it could point a
+// connection at its own listener and receive the credential. A loopback
+// client may still read, list, test, discover and create connections with
+// secrets it supplies.
+//
 // test and discover run Config.GuardCheck on the request as it arrived,
 // before the handler reads a body byte, so a signed check covers the body
 // the handler acts on.

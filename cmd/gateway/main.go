@@ -3,6 +3,7 @@
 //
 //	gateway [serve]                               run the gateway (default when a server command is registered)
 //	gateway list|add|test|rotate|delete [flags]   manage connections in the local store
+//	gateway admin-token                           print the admin API's token (made in the data directory if absent)
 //	gateway keygen                                print a new master key
 //	gateway pair [--session-id --pair-code --namespace] [--daemon|--status|--stop]
 //	                                              pair with an owner's dashboard and serve its RPCs
