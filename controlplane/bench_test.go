@@ -112,6 +112,7 @@ func BenchmarkFeed(b *testing.B) {
 				for b.Loop() {
 					for off := 0; off < total; off += pageSize {
 						req := httptest.NewRequest("GET", fmt.Sprintf("http://cp.test/v1/namespaces/claims?service=github&limit=%d&offset=%d", pageSize, off), nil)
+						req.RequestURI = req.URL.RequestURI() // origin-form, as a client sends it
 						req.Header.Set("Authorization", "Bearer "+key)
 						if err := agent.Sign(req, identity.SignOptions{}); err != nil {
 							b.Fatal(err)
