@@ -509,3 +509,35 @@ func BenchmarkRedactingBody16K(b *testing.B) {
 		})
 	}
 }
+
+// TestRedactOnce: every occurrence of a credential form becomes one mark
+// in one pass, in bodies and headers alike: a mark is never searched
+// again, so a form listed twice, or a secret that occurs inside
+// "[redacted]", cannot nest marks.
+func TestRedactOnce(t *testing.T) {
+	t.Parallel()
+	rows := []struct {
+		name  string
+		forms []string
+		in    string
+		want  string
+	}{
+		{"one_letter_secret_listed_in_identical_forms", []string{"t", "t", "t"}, "everything", "every[redacted]hing"},
+		{"secret_inside_the_mark", []string{"Bearer redacted", "redacted", "redacted"}, "Bearer redacted, then redacted", "[redacted], then [redacted]"},
+		{"adjacent_occurrences", []string{"k3y-secret"}, "k3y-secretk3y-secret", "[redacted][redacted]"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			body := newRedactingBody(io.NopCloser(strings.NewReader(row.in)), row.forms)
+			got, err := io.ReadAll(body)
+			if err != nil || string(got) != row.want {
+				t.Errorf("body = %q, %v; want %q", got, err, row.want)
+			}
+			h := http.Header{"X-Echo": {row.in}}
+			redactHeader(h, row.forms)
+			if h.Get("X-Echo") != row.want {
+				t.Errorf("header = %q, want %q", h.Get("X-Echo"), row.want)
+			}
+		})
+	}
+}
