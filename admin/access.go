@@ -199,7 +199,12 @@ type secretAuthorityKey struct{}
 // change where or how a stored secret is sent without the admin token.
 // Nothing a client sends can set it; never give a network listener a
 // handler that adds it.
-func OwnerContext(ctx context.Context) context.Context {
+func OwnerContext(ctx context.Context) context.Context { return withSecretAuthority(ctx) }
+
+// withSecretAuthority marks a request as allowed to change where or how a
+// stored secret is sent: the owner's (OwnerContext), or one that
+// presented the admin token.
+func withSecretAuthority(ctx context.Context) context.Context {
 	return context.WithValue(ctx, secretAuthorityKey{}, true)
 }
 
@@ -239,7 +244,7 @@ func (a *Access) check(w http.ResponseWriter, r *http.Request) (*http.Request, *
 		return nil, e, reason
 	}
 	if elevated && !maySendSecretsElsewhere(r) {
-		r = r.WithContext(context.WithValue(r.Context(), secretAuthorityKey{}, true))
+		r = r.WithContext(withSecretAuthority(r.Context()))
 	}
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch:

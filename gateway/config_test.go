@@ -83,8 +83,8 @@ func TestZeroConfigDefaults(t *testing.T) {
 	}
 }
 
-// A token set without a mode selects hybrid mode, which wants a real token.
-func TestAdminTokenSelectsHybrid(t *testing.T) {
+// A token that is set must be a real one, whatever the mode.
+func TestShortAdminTokenRefused(t *testing.T) {
 	t.Parallel()
 	cfg := minimalConfig(t)
 	cfg.AdminToken = "short"
