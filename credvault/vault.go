@@ -603,6 +603,10 @@ func (v *Vault) PutVariable(ctx context.Context, key, value, createdBy string) (
 		return Variable{}, false, invalid("created_by_subject", "must be at most %d bytes without control characters", maxSubjectLen)
 	}
 	err = v.write(ctx, func(r *Records) error {
+		if id, short := v.resolvesShort(r, key, value); short {
+			return invalid("value", "would make the secret of connection %q shorter than %d bytes, the minimum: "+
+				"the gateway removes the secret from every response, and a shorter one also matches ordinary text there", id, MinSecretLen)
+		}
 		now := v.now()
 		rec, ok := r.Variables[key]
 		created = !ok
@@ -639,6 +643,38 @@ func (v *Vault) DeleteVariable(ctx context.Context, key string, force bool) erro
 		delete(r.Variables, key)
 		return nil
 	})
+}
+
+// resolvesShort reports a connection whose credential, with variable key
+// set to value, would resolve to fewer than MinSecretLen bytes.
+func (v *Vault) resolvesShort(r *Records, key, value string) (string, bool) {
+	for _, id := range sortedKeys(r.Connections) {
+		rec := r.Connections[id]
+		if rec.Connection.AuthSecretKey == "" {
+			continue
+		}
+		secrets, err := v.openSecrets(&rec.Connection, rec.SealedSecrets)
+		if err != nil {
+			continue
+		}
+		raw := secrets[rec.Connection.AuthSecretKey]
+		refs, _ := TemplateReferences(raw)
+		if !slices.Contains(refs, key) {
+			continue
+		}
+		vars := map[string]string{key: value}
+		for _, k := range refs {
+			if vr, ok := r.Variables[k]; ok && k != key {
+				if pt, err := v.sealer.open(kindVariable, k, vr.Variable.Version, vr.SealedValue); err == nil {
+					vars[k] = string(pt)
+				}
+			}
+		}
+		if s, err := resolveTemplate(raw, vars); err == nil && len(s) < MinSecretLen {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 // VariableUsers returns the ids of the connections whose secrets reference

@@ -475,4 +475,13 @@ func TestShortSecretRefused(t *testing.T) {
 	if len(r.Redactions()) != 0 {
 		t.Fatalf("redactions of an unresolved secret = %q", r.Redactions())
 	}
+	if _, _, err := v.PutVariable(ctx, "PIN", "43", ""); !errors.As(err, &ve) || ve.Field != "value" || !strings.Contains(ve.Message, `"tpl"`) {
+		t.Fatalf("a referenced variable that keeps the secret short: err = %v", err)
+	}
+	if _, _, err := v.PutVariable(ctx, "PIN", "12345678", ""); err != nil {
+		t.Fatal(err)
+	}
+	if s := mustSecret(t, v, "tpl"); s != "12345678" {
+		t.Fatalf("secret = %q", s)
+	}
 }
