@@ -82,3 +82,37 @@ func ExampleAccess_Wrap() {
 	// 203.0.113.9:4000 127.0.0.1:38100 403
 	// 127.0.0.1:4000 rebind.evil.example:38100 403
 }
+
+// A loopback client may not point a connection elsewhere without the
+// admin token; the pairing client calls the admin API in process with
+// the owner's context, which may.
+func ExampleOwnerContext() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "admin")
+	defer os.RemoveAll(dir)
+	key, _ := credvault.GenerateMasterKey()
+	st, _ := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	defer st.Close()
+	vault, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key})
+	defer vault.Close()
+	_, _ = vault.Create(ctx, &credvault.Connection{ID: "gh", BaseURL: "https://api.github.com", AuthMode: credvault.AuthBearer,
+		AuthSecretKey: "token"}, map[string]string{"token": "ghp_example_token"})
+	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
+	h, _ := admin.New(admin.Config{Vault: vault, Access: access})
+
+	for _, asOwner := range []bool{false, true} {
+		reqCtx := ctx
+		if asOwner {
+			reqCtx = admin.OwnerContext(ctx)
+		}
+		req := httptest.NewRequestWithContext(reqCtx, "PATCH", "/api/admin/connections/gh", strings.NewReader(`{"base_url":"https://ghe.example.com/api/v3"}`))
+		req.Host, req.RemoteAddr = "localhost", "127.0.0.1:50000"
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println("owner:", asOwner, rec.Code)
+	}
+	// Output:
+	// owner: false 401
+	// owner: true 200
+}

@@ -91,3 +91,18 @@ func ExampleParseMasterKey() {
 	fmt.Println(err)
 	// Output: credvault: master key must be the standard base64 encoding of exactly 32 random bytes: the key is not valid base64
 }
+
+// An admin API asks for more than a local caller before a change that
+// decides where or how the stored secret is sent.
+func ExampleSecretRouteChanges() {
+	before := &credvault.Connection{ID: "gh", BaseURL: "https://api.github.com", AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}
+	renamed := before.Clone()
+	renamed.Name = "GitHub"
+	redirected := before.Clone()
+	redirected.BaseURL = "http://127.0.0.1:9"
+	fmt.Println(credvault.SecretRouteChanges(before, renamed))
+	fmt.Println(credvault.SecretRouteChanges(before, redirected))
+	// Output:
+	// []
+	// [base_url]
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
@@ -89,4 +90,16 @@ func waitReady(url string) {
 		}
 	}
 	panic("not ready: " + url)
+}
+
+// Without Config.AdminToken the gateway keeps its admin token in the data
+// directory, made at first start; a local tool reads it from there.
+func ExampleAdminToken() {
+	dir, _ := os.MkdirTemp("", "gateway")
+	defer os.RemoveAll(dir)
+	first, _ := gateway.AdminToken(dir)
+	again, _ := gateway.AdminToken(dir)
+	info, _ := os.Stat(filepath.Join(dir, gateway.AdminTokenFile))
+	fmt.Println(len(first), first == again, info.Mode().Perm())
+	// Output: 64 true -rw-------
 }
