@@ -85,6 +85,10 @@ func (id *Identity) Sign(r *http.Request, o SignOptions) error {
 // Transport returns an http.RoundTripper that signs a clone of every
 // request with o (a fresh nonce and creation time per request unless o
 // fixes them) and sends it with base (nil means http.DefaultTransport).
+// A request an http.Client made to follow a redirect is never signed: it
+// fails with httpsig.ErrRedirectRefused, so whoever answers a 3xx cannot
+// obtain a signed request for a URL of its choosing. Clients that want the
+// 3xx itself set CheckRedirect to return http.ErrUseLastResponse.
 func (id *Identity) Transport(base http.RoundTripper, o SignOptions) http.RoundTripper {
 	return &httpsig.Transport{
 		Base:   base,

@@ -477,6 +477,37 @@ func TestTransportAgainstServer(t *testing.T) {
 	}
 }
 
+// A spoofed gateway that answers 3xx must not get a request signed for the
+// real gateway: the transport refuses to sign the redirected hop.
+func TestTransportNeverSignsARedirect(t *testing.T) {
+	alice, _ := New("alice")
+	ver := &Verifier{Nonces: nonces(nil)}
+	var accepted []string
+	realGateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := ver.Verify(r); err == nil {
+			accepted = append(accepted, r.Method+" "+r.URL.String())
+		}
+	}))
+	defer realGateway.Close()
+	client := &http.Client{Transport: alice.Transport(nil, SignOptions{})}
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		spoofed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, realGateway.URL+"/proxy/bank/transfer?to=mallory", code)
+		}))
+		resp, err := client.Post(spoofed.URL+"/mcp/docs", "application/json", strings.NewReader(`{"jsonrpc":"2.0"}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		if !errors.Is(err, httpsig.ErrRedirectRefused) {
+			t.Errorf("spoofed gateway answering %d: %v, want ErrRedirectRefused", code, err)
+		}
+		spoofed.Close()
+	}
+	if len(accepted) != 0 {
+		t.Errorf("the real gateway accepted redirected requests: %q", accepted)
+	}
+}
+
 func BenchmarkEd25519SignRaw(b *testing.B) {
 	_, key, _ := ed25519.GenerateKey(nil)
 	msg := make([]byte, 900)
