@@ -109,9 +109,10 @@ function showSecret(id, title, value, copyLabel) {
   panel.querySelector(`#${id}-secret-value`).select();
 }
 
+// nextPath is where to go after signing in: the page's data-next, which the
+// server wrote after checking the page's ?next= (the one check there is).
 function nextPath() {
-  const next = new URLSearchParams(location.search).get('next') ?? '';
-  return /^\/(?![/\\])/.test(next) ? next : '/claims';
+  return document.querySelector('[data-next]')?.dataset.next || '/claims';
 }
 
 const value = (form, name) => form.elements[name]?.value.trim() ?? '';
