@@ -150,14 +150,24 @@ func TestDashboardPages(t *testing.T) {
 		}
 	})
 	t.Run("open redirect after login", func(t *testing.T) {
-		for next, want := range map[string]string{"/services": "/services", "//evil.example": "/claims",
+		for next, want := range map[string]string{
+			"/services":                   "/services",
 			"/claims?status=approved&a=b": "/claims?status=approved&a=b",
-			"https://evil.example":        "/claims", "/\\evil.example": "/claims", "\\\\evil.example": "/claims",
-			"/\t/evil.example": "/claims", "/\n/evil.example": "/claims", "/\r/evil.example": "/claims",
-			"/x\t/y": "/claims", " //evil.example": "/claims", "\x01//evil.example": "/claims",
-			"/\u3000/evil.example": "/claims", "/\xff": "/claims",
+			"//evil.example":              "/claims",
+			"https://evil.example":        "/claims",
+			"/\\evil.example":             "/claims",
+			"\\\\evil.example":            "/claims",
+			"/\t/evil.example":            "/claims",
+			"/\n/evil.example":            "/claims",
+			"/\r/evil.example":            "/claims",
+			"/x\t/y":                      "/claims",
+			" //evil.example":             "/claims",
+			"\x01//evil.example":          "/claims",
+			"/\u3000/evil.example":        "/claims",
+			"/\xff":                       "/claims",
 			// Encoded, the tab stays in the path: same origin.
-			"/%09/evil.example": "/%09/evil.example"} {
+			"/%09/evil.example": "/%09/evil.example",
+		} {
 			if got := safeNext(next); got != want {
 				t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
 			}
