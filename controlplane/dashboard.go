@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/display"
 )
 
 // The owner dashboard: HTML pages rendered here from the store, and small
@@ -84,7 +85,7 @@ func loadDashboard(files fs.FS) (*dashboardUI, error) {
 		h.Write(b)
 	}
 	ui.version = hex.EncodeToString(h.Sum(nil))[:12]
-	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when}).ParseFS(files, "web/templates/layout.html")
+	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when, "shown": display.Shown}).ParseFS(files, "web/templates/layout.html")
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +403,7 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 		if pub, err := identity.ParsePublicKey(c.PublicKey); err == nil {
 			row.Fingerprint = identity.KeyFragment(pub)
 		}
-		row.Label = cmp.Or(c.AgentName, c.AgentID, row.Fingerprint) + " on " + c.Service
+		row.Label = display.Shown(cmp.Or(c.AgentName, c.AgentID, row.Fingerprint)) + " on " + display.Shown(c.Service)
 		row.RegistryError = c.RegistryError
 		for _, tx := range []claimTx{{Label: "approval", Hash: c.ApprovalTxHash}, {Label: "revocation", Hash: c.RevocationTxHash}} {
 			if tx.Hash == "" {

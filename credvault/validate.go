@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/internal/display"
 )
 
 // ValidationError says which field of a request is wrong and why. Its
@@ -83,6 +84,9 @@ func validateUpstreamURL(field, raw string) error {
 	if len(raw) > maxURLLen {
 		return invalid(field, "is longer than %d bytes", maxURLLen)
 	}
+	if err := display.Check(raw); err != nil {
+		return invalid(field, "%v", err)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return invalid(field, "is not a URL")
@@ -124,6 +128,9 @@ func (c *Connection) validateConfig(secretNames []string) error {
 	}
 	if len(c.Name) > maxNameLen {
 		return invalid("name", "is longer than %d bytes", maxNameLen)
+	}
+	if err := display.Check(c.Name); err != nil {
+		return invalid("name", "%v", err)
 	}
 	if c.Service != "" && !serviceSlugPattern.MatchString(c.Service) {
 		return invalid("service", "must be 1-128 letters, digits, '.', '-' or '_'")
@@ -211,8 +218,8 @@ func (c *Connection) validateMCP() error {
 		return invalid("mcp_subject_tool_policies", "has more than %d subjects", maxToolNames)
 	}
 	for subject, p := range c.MCPSubjectToolPolicies {
-		if subject == "" || len(subject) > maxSubjectLen || hasControl(subject) {
-			return invalid("mcp_subject_tool_policies", "subjects must be 1-%d bytes without control characters", maxSubjectLen)
+		if subject == "" || len(subject) > maxSubjectLen || display.Check(subject) != nil {
+			return invalid("mcp_subject_tool_policies", "subjects must be 1-%d bytes without control or invisible characters", maxSubjectLen)
 		}
 		if err := validateToolNames("mcp_subject_tool_policies", p.Allow); err != nil {
 			return err
@@ -235,8 +242,8 @@ func validateToolNames(field string, names []string) error {
 		return invalid(field, "has more than %d entries", maxToolNames)
 	}
 	for _, n := range names {
-		if n == "" || len(n) > maxToolNameLen || hasControl(n) {
-			return invalid(field, "tool names must be 1-%d bytes without control characters", maxToolNameLen)
+		if n == "" || len(n) > maxToolNameLen || display.Check(n) != nil {
+			return invalid(field, "tool names must be 1-%d bytes without control or invisible characters", maxToolNameLen)
 		}
 	}
 	return nil
@@ -278,11 +285,11 @@ func validateSecretValue(name, v string) error {
 }
 
 func validateRotationMeta(by, reason string) error {
-	if len(by) > maxSubjectLen || hasControl(by) {
-		return invalid("rotated_by", "must be at most %d bytes without control characters", maxSubjectLen)
+	if len(by) > maxSubjectLen || display.Check(by) != nil {
+		return invalid("rotated_by", "must be at most %d bytes without control or invisible characters", maxSubjectLen)
 	}
-	if len(reason) > maxReasonLen || hasControl(reason) {
-		return invalid("reason", "must be at most %d bytes without control characters", maxReasonLen)
+	if len(reason) > maxReasonLen || display.Check(reason) != nil {
+		return invalid("reason", "must be at most %d bytes without control or invisible characters", maxReasonLen)
 	}
 	return nil
 }

@@ -311,6 +311,15 @@ func TestValidateConnection(t *testing.T) {
 		{"malformed_template", func(c *Connection) {}, map[string]string{"token": "{{oops"}, "secrets"},
 		{"empty_secret", func(c *Connection) {}, map[string]string{"token": ""}, "secrets"},
 		{"secret_header_injection", func(c *Connection) {}, map[string]string{"token": "a\r\nX-Evil: 1"}, "secrets"},
+		{"name_right_to_left_override_shown_beside_approve", func(c *Connection) { c.Name = "GitHub\u202Enimda" }, ok, "name"},
+		{"name_zero_width_space", func(c *Connection) { c.Name = "Git\u200BHub" }, ok, "name"},
+		{"name_not_utf8", func(c *Connection) { c.Name = "Git\xffHub" }, ok, "name"},
+		{"base_url_right_to_left_override", func(c *Connection) { c.BaseURL = "https://example.com/\u202Emoc.live" }, ok, "base_url"},
+		{"mcp_policy_subject_bidi_isolate", func(c *Connection) {
+			c.Protocol = ProtocolMCP
+			c.MCPSubjectToolPolicies = map[string]ToolPolicy{"alice\u2066": {Allow: []string{"a"}}}
+		}, ok, "mcp_subject_tool_policies"},
+		{"mcp_tool_name_zero_width_joiner", func(c *Connection) { c.Protocol = ProtocolMCP; c.MCPToolDenylist = []string{"admin\u200D.*"} }, ok, "mcp_tool_denylist"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -322,6 +331,11 @@ func TestValidateConnection(t *testing.T) {
 				t.Fatalf("err = %v, want field %s", err, c.field)
 			}
 		})
+	}
+	named := httpConn("gh")
+	named.Name = "Zürich ボット \u2764\uFE0F"
+	if err := ValidateConnection(named, ok); err != nil {
+		t.Fatalf("a name in other scripts: %v", err)
 	}
 	mcp := &Connection{ID: "m", Protocol: ProtocolMCP, BaseURL: "http://127.0.0.1:9", MCPTransport: "http", MCPEndpoint: "/mcp"}
 	if err := ValidateConnection(mcp, nil); err != nil {

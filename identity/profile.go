@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/internal/display"
 )
 
 // Profile names the signing profile this package implements.
@@ -151,10 +152,8 @@ func validSubject(s string) error {
 	if s == "" || len(s) > maxSubject {
 		return fmt.Errorf("identity: subject must be 1 to %d bytes", maxSubject)
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("identity: subject contains a control character")
-		}
+	if err := display.Check(s); err != nil {
+		return fmt.Errorf("identity: subject %w", err)
 	}
 	return nil
 }

@@ -438,6 +438,9 @@ func TestSignRejectsBadInput(t *testing.T) {
 		"nonce with quote":  {Nonce: `abcdefgh"`},
 		"subject too long":  {Subject: strings.Repeat("s", 257)},
 		"subject with CRLF": {Subject: "a\r\nX-Evil: 1"},
+		"subject with a right-to-left override shown beside approve": {Subject: "alice\u202Enimda"},
+		"subject with a zero-width space":                            {Subject: "ali\u200Bce"},
+		"subject not UTF-8":                                          {Subject: "ali\xffce"},
 	} {
 		r, _ := http.NewRequest("GET", "http://gw/x", nil)
 		if err := alice.Sign(r, o); err == nil {

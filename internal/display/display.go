@@ -37,7 +37,8 @@ import (
 //     there;
 //   - the other default-ignorable code points that render as nothing:
 //     U+034F, the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0,
-//     U+17B4, U+17B5, U+2065, U+FFF0–U+FFF8 and U+E0000–U+E0FFF;
+//     U+17B4, U+17B5, U+2065, U+FFF0–U+FFF8, U+E0000, U+E0002–U+E001F,
+//     U+E0080–U+E00FF and U+E01F0–U+E0FFF;
 //   - noncharacters (U+FDD0–U+FDEF, and U+xFFFE and U+xFFFF of every
 //     plane).
 //
