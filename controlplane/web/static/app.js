@@ -3,6 +3,7 @@
 // the control that caused it, and refreshes the changed parts of the page
 // from a fresh render.
 import { ApiError, call, describe, reference } from './api.js';
+import { shown } from './display.js';
 import { feedback } from './feedback.js';
 import * as passkey from './webauthn.js';
 
@@ -268,7 +269,7 @@ async function loadSessions() {
     const utc = (t) => (t ? `${t.replace('T', ' ').slice(0, 16)} UTC` : '');
     cell('Started', utc(s.created_at));
     cell('Expires', utc(s.expires_at));
-    cell('Browser', s.user_agent);
+    cell('Browser', shown(s.user_agent));
     cell('Address', s.client_address);
     const td = tr.insertCell();
     td.className = 'act';
