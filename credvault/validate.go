@@ -84,9 +84,6 @@ func validateUpstreamURL(field, raw string) error {
 	if len(raw) > maxURLLen {
 		return invalid(field, "is longer than %d bytes", maxURLLen)
 	}
-	if err := display.Check(raw); err != nil {
-		return invalid(field, "%v", err)
-	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return invalid(field, "is not a URL")
@@ -121,16 +118,57 @@ func ValidateConnection(c *Connection, secrets map[string]string) error {
 }
 
 // validateConfig checks the configuration fields given the names of the
-// connection's secrets.
+// connection's secrets, the fields shown to the owner included.
 func (c *Connection) validateConfig(secretNames []string) error {
+	if err := c.validateShown(); err != nil {
+		return err
+	}
+	return c.validateSettings(secretNames)
+}
+
+// validateShown checks the fields the dashboard shows the owner with the
+// rule of package display: no U+202E or other character that hides or
+// reorders text. Rotate does not call it, so that a name stored before the
+// rule never stands in the way of replacing a leaked secret.
+func (c *Connection) validateShown() error {
+	for _, f := range []struct{ field, v string }{{"name", c.Name}, {"base_url", c.BaseURL}, {"mcp_endpoint", c.MCPEndpoint}} {
+		if err := display.Check(f.v); err != nil {
+			return invalid(f.field, "%v", err)
+		}
+	}
+	tools := func(field string, names ...[]string) error {
+		for _, n := range slices.Concat(names...) {
+			if err := display.Check(n); err != nil {
+				return invalid(field, "a tool name %v", err)
+			}
+		}
+		return nil
+	}
+	if err := tools("mcp_tool_allowlist", c.MCPToolAllowlist); err != nil {
+		return err
+	}
+	if err := tools("mcp_tool_denylist", c.MCPToolDenylist); err != nil {
+		return err
+	}
+	for subject, p := range c.MCPSubjectToolPolicies {
+		if err := display.Check(subject); err != nil {
+			return invalid("mcp_subject_tool_policies", "a subject %v", err)
+		}
+		if err := tools("mcp_subject_tool_policies", p.Allow, p.Deny); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateSettings checks the configuration fields but those validateShown
+// checks, given the names of the connection's secrets.
+func (c *Connection) validateSettings(secretNames []string) error {
 	if err := ValidateConnectionID(c.ID); err != nil {
 		return err
 	}
 	if len(c.Name) > maxNameLen {
 		return invalid("name", "is longer than %d bytes", maxNameLen)
-	}
-	if err := display.Check(c.Name); err != nil {
-		return invalid("name", "%v", err)
 	}
 	if c.Service != "" && !serviceSlugPattern.MatchString(c.Service) {
 		return invalid("service", "must be 1-128 letters, digits, '.', '-' or '_'")
@@ -218,8 +256,8 @@ func (c *Connection) validateMCP() error {
 		return invalid("mcp_subject_tool_policies", "has more than %d subjects", maxToolNames)
 	}
 	for subject, p := range c.MCPSubjectToolPolicies {
-		if subject == "" || len(subject) > maxSubjectLen || display.Check(subject) != nil {
-			return invalid("mcp_subject_tool_policies", "subjects must be 1-%d bytes without control or invisible characters", maxSubjectLen)
+		if subject == "" || len(subject) > maxSubjectLen || hasControl(subject) {
+			return invalid("mcp_subject_tool_policies", "subjects must be 1-%d bytes without control characters", maxSubjectLen)
 		}
 		if err := validateToolNames("mcp_subject_tool_policies", p.Allow); err != nil {
 			return err
@@ -242,8 +280,8 @@ func validateToolNames(field string, names []string) error {
 		return invalid(field, "has more than %d entries", maxToolNames)
 	}
 	for _, n := range names {
-		if n == "" || len(n) > maxToolNameLen || display.Check(n) != nil {
-			return invalid(field, "tool names must be 1-%d bytes without control or invisible characters", maxToolNameLen)
+		if n == "" || len(n) > maxToolNameLen || hasControl(n) {
+			return invalid(field, "tool names must be 1-%d bytes without control characters", maxToolNameLen)
 		}
 	}
 	return nil

@@ -452,3 +452,33 @@ func TestErrorsCarryCodes(t *testing.T) {
 		t.Errorf("ErrWrongMasterKey carries %s; it is a start-up error, never an answer", code)
 	}
 }
+
+// A connection whose name was stored before the display rule keeps working
+// and can still have its secret replaced (a leaked one cannot wait for a
+// rename); changing its settings asks for a clean name.
+func TestNameStoredBeforeTheDisplayRule(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newTestVault(t)
+	if _, err := v.Create(ctx, httpConn("gh"), map[string]string{"token": "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.write(ctx, func(r *Records) error {
+		r.Connections["gh"].Connection.Name = "GitHub\u202Enimda"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := "new"
+	if _, err := v.Rotate(ctx, "gh", Rotation{Secrets: map[string]*string{"token": &fresh}, Reason: "compromised"}); err != nil {
+		t.Fatalf("rotating a connection with an old name: %v", err)
+	}
+	_, err := v.Update(ctx, "gh", func(c *Connection) error { c.Status = StatusDisabled; return nil })
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Field != "name" {
+		t.Fatalf("update keeping the old name: %v, want a name error", err)
+	}
+	if _, err := v.Update(ctx, "gh", func(c *Connection) error { c.Name, c.Status = "GitHub", StatusDisabled; return nil }); err != nil {
+		t.Fatalf("update with a clean name: %v", err)
+	}
+}
