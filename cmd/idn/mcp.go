@@ -260,7 +260,7 @@ type refusals struct {
 
 func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.base.RoundTrip(req)
-	if err == nil && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+	if err == nil && resp.Header.Get("Location") != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		r.mu.Lock()
 		r.last = fmt.Sprintf("the gateway answered %s, a redirect to %q, which idn does not follow with a signed request", resp.Status, resp.Header.Get("Location"))
 		r.mu.Unlock()
