@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/display"
 )
 
 // CatalogSchemaVersion is the only catalog schema_version accepted.
@@ -72,6 +73,9 @@ func (c *Catalog) validate() error {
 		seen[s.ID] = true
 		if s.Name == "" || len(s.Name) > 200 || len(s.Description) > 2000 {
 			return badRequest(field+": name must be 1-200 bytes and description at most 2000").With("field", field+".name")
+		}
+		if err := display.Check(s.Name); err != nil {
+			return badRequest(field+": name "+err.Error()).With("field", field+".name")
 		}
 		conn := &credvault.Connection{
 			ID: s.ID, Protocol: s.Protocol, BaseURL: s.BaseURL, PathPrefix: s.PathPrefix,

@@ -36,7 +36,9 @@ type HTTPSource struct {
 	// Required.
 	BaseURL string
 	// Client sends the requests; the gateway passes one whose transport adds
-	// its signed headers. Nil means http.DefaultClient.
+	// its signed headers. Nil means http.DefaultClient. Redirects are
+	// never followed, whatever its CheckRedirect says: a 3xx is a
+	// StatusError, so the key and the signature reach BaseURL only.
 	Client *http.Client
 	// APIKey returns the service API key to present for service. Required;
 	// the key is never written into errors.
@@ -106,7 +108,7 @@ func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, li
 	if ifNoneMatch != "" {
 		req.Header.Set("If-None-Match", ifNoneMatch)
 	}
-	resp, err := client(h.Client).Do(req)
+	resp, err := noRedirects(h.Client).Do(req)
 	if err != nil {
 		return feedPage{}, "", fmt.Errorf("claimcache: feed: %w", err)
 	}
@@ -164,11 +166,16 @@ func decodeFeedPage(r io.Reader) (feedPage, error) {
 	return feedPage{claims: *wire.Claims, total: *pg.Total, hasMore: *pg.HasMore}, nil
 }
 
-func client(c *http.Client) *http.Client {
+// noRedirects returns a copy of c (nil: http.DefaultClient) that hands a
+// 3xx back instead of following it: the requests carry an API key and,
+// from the gateway, its signature, which belong to the control plane only.
+func noRedirects(c *http.Client) *http.Client {
 	if c == nil {
-		return http.DefaultClient
+		c = http.DefaultClient
 	}
-	return c
+	nc := *c
+	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &nc
 }
 
 // statusError builds a StatusError from an unexpected answer, keeping only

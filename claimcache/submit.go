@@ -37,7 +37,9 @@ type SubmitterConfig struct {
 	// Required.
 	BaseURL string
 	// Client sends the requests; the gateway passes one whose transport adds
-	// its signed headers. Nil means http.DefaultClient.
+	// its signed headers. Nil means http.DefaultClient. Redirects are
+	// never followed, whatever its CheckRedirect says: a 3xx is a
+	// StatusError, so the key and the signature reach BaseURL only.
 	Client *http.Client
 	// APIKey returns the service API key for a connection. Required; the key
 	// is never written into errors.
@@ -111,7 +113,7 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 	if cfg.MaxReceipts < 0 {
 		return nil, fmt.Errorf("claimcache: MaxReceipts %d is negative", cfg.MaxReceipts)
 	}
-	s := &Submitter{endpoint: endpoint, client: client(cfg.Client), apiKey: cfg.APIKey, clock: cfg.Clock}
+	s := &Submitter{endpoint: endpoint, client: noRedirects(cfg.Client), apiKey: cfg.APIKey, clock: cfg.Clock}
 	if s.clock == nil {
 		s.clock = time.Now
 	}

@@ -211,8 +211,8 @@ func validPasskeyName(name *string) (string, *apierror.Error) {
 		return "Passkey", nil
 	}
 	n := strings.TrimSpace(*name)
-	if len(n) > 64 || strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", validationError("passkey name must be at most 64 bytes without control characters")
+	if e := checkDisplay("passkey name", n, 64); e != nil {
+		return "", e
 	}
 	return n, nil
 }

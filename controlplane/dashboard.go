@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/display"
 )
 
 // The owner dashboard: HTML pages rendered here from the store, and small
@@ -84,7 +85,7 @@ func loadDashboard(files fs.FS) (*dashboardUI, error) {
 		h.Write(b)
 	}
 	ui.version = hex.EncodeToString(h.Sum(nil))[:12]
-	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when}).ParseFS(files, "web/templates/layout.html")
+	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when, "shown": display.Shown}).ParseFS(files, "web/templates/layout.html")
 	if err != nil {
 		return nil, err
 	}
@@ -183,24 +184,35 @@ func (s *Server) dashboardHome(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
+// publicView is the data of a public page: where to continue after
+// signing in, already checked by safeNext. The page's script goes there
+// and checks nothing itself, so there is one check, here.
+type publicView struct{ Next string }
+
 // publicPage serves a page for visitors without a session; a signed-in
 // owner is sent on to the claims (except from /signin, which may be
 // switching accounts).
 func (s *Server) publicPage(page, title string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		next := safeNext(r.URL.Query().Get("next"))
 		if page != "signin" && s.pageSession(r) != "" {
 			pageHeaders(w.Header())
-			http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+			http.Redirect(w, r, next, http.StatusSeeOther)
 			return
 		}
-		s.render(w, r, http.StatusOK, page, title, "", nil)
+		s.render(w, r, http.StatusOK, page, title, "", publicView{Next: next})
 	}
 }
 
-// safeNext is a same-origin path to continue to after logging in: an
-// absolute path that cannot be read as another origin, else /claims.
+// safeNext is a same-origin path to continue to after logging in, else
+// /claims: "/" not followed by "/", and printable ASCII other than "\"
+// throughout. Browsers drop tabs and newlines anywhere in a URL, and
+// leading spaces and controls, and read "\" as "/": to them "/\t/evil.example"
+// is "//evil.example". With none of those bytes allowed, the URL a browser
+// resolves is the one checked here.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(c rune) bool { return c <= ' ' || c >= 0x7f || c == '\\' }) {
 		return "/claims"
 	}
 	return next
@@ -391,7 +403,7 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 		if pub, err := identity.ParsePublicKey(c.PublicKey); err == nil {
 			row.Fingerprint = identity.KeyFragment(pub)
 		}
-		row.Label = cmp.Or(c.AgentName, c.AgentID, row.Fingerprint) + " on " + c.Service
+		row.Label = display.Shown(cmp.Or(c.AgentName, c.AgentID, row.Fingerprint)) + " on " + display.Shown(c.Service)
 		row.RegistryError = c.RegistryError
 		for _, tx := range []claimTx{{Label: "approval", Hash: c.ApprovalTxHash}, {Label: "revocation", Hash: c.RevocationTxHash}} {
 			if tx.Hash == "" {

@@ -150,10 +150,36 @@ func TestDashboardPages(t *testing.T) {
 		}
 	})
 	t.Run("open redirect after login", func(t *testing.T) {
-		for next, want := range map[string]string{"/services": "/services", "//evil.example": "/claims",
-			"https://evil.example": "/claims", "/\\evil.example": "/claims"} {
+		for next, want := range map[string]string{
+			"/services":                   "/services",
+			"/claims?status=approved&a=b": "/claims?status=approved&a=b",
+			"//evil.example":              "/claims",
+			"https://evil.example":        "/claims",
+			"/\\evil.example":             "/claims",
+			"\\\\evil.example":            "/claims",
+			"/\t/evil.example":            "/claims",
+			"/\n/evil.example":            "/claims",
+			"/\r/evil.example":            "/claims",
+			"/x\t/y":                      "/claims",
+			" //evil.example":             "/claims",
+			"\x01//evil.example":          "/claims",
+			"/\u3000/evil.example":        "/claims",
+			"/\xff":                       "/claims",
+			// Encoded, the tab stays in the path: same origin.
+			"/%09/evil.example": "/%09/evil.example",
+		} {
 			if got := safeNext(next); got != want {
 				t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+			}
+		}
+		// The login and sign-in pages carry the checked path for their
+		// script, which checks nothing itself.
+		for _, page := range []string{"/login", "/signin"} {
+			for query, want := range map[string]string{"?next=%2F%09%2Fevil.example": `data-next="/claims"`,
+				"?next=%2Fservices%3Fa%3D1%26b%3D2": `data-next="/services?a=1&amp;b=2"`, "": `data-next="/claims"`} {
+				if r := e.page(page + query); r.status != http.StatusOK || !strings.Contains(string(r.body), want) {
+					t.Errorf("%s%s: %d, lacks %s", page, query, r.status, want)
+				}
 			}
 		}
 	})

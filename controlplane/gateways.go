@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/coder/websocket"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/display"
 	"github.com/idnhq/idn/internal/pairwire"
 )
 
@@ -303,15 +303,7 @@ func checkPair(p pairwire.Pair) error {
 }
 
 func printable(v string, max int) bool {
-	if len(v) > max {
-		return false
-	}
-	for _, r := range v {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
+	return len(v) <= max && display.Check(v) == nil
 }
 
 // holdSocket makes this instance the holder of g's socket until it ends:

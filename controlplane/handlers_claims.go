@@ -155,9 +155,11 @@ func (in submitRequest) validate() (Claim, *apierror.Error) {
 			return Claim{}, validationError("agent_ip must be an IP address")
 		}
 	}
-	for name, v := range map[string]string{"subject": in.Subject, "agent_id": in.AgentID, "agent_name": in.AgentName, "nonce": in.Nonce} {
-		if len(v) > 256 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return Claim{}, validationError("%s must be at most 256 bytes without control characters", name)
+	// Shown beside Approve: no U+202E or other character that hides or
+	// reorders what the owner reads.
+	for _, f := range []struct{ name, v string }{{"subject", in.Subject}, {"agent_id", in.AgentID}, {"agent_name", in.AgentName}, {"nonce", in.Nonce}} {
+		if e := checkDisplay(f.name, f.v, 256); e != nil {
+			return Claim{}, e
 		}
 	}
 	return Claim{Namespace: in.Namespace, PublicKey: identity.FormatPublicKey(pub), Service: in.Service,

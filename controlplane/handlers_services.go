@@ -43,10 +43,10 @@ func slugFromName(name string) string {
 }
 
 func validName(name string) *apierror.Error {
-	if strings.TrimSpace(name) == "" || len(name) > 200 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if strings.TrimSpace(name) == "" {
 		return validationError("name is required: 1 to 200 characters without control characters")
 	}
-	return nil
+	return checkDisplay("name", name, 200)
 }
 
 func validEndpoint(u string) *apierror.Error {
@@ -54,7 +54,7 @@ func validEndpoint(u string) *apierror.Error {
 	if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil || len(u) > 2048 {
 		return validationError("service_endpoint must be an absolute http or https URL without credentials")
 	}
-	return nil
+	return checkDisplay("service_endpoint", u, 2048)
 }
 
 type serviceRequest struct {

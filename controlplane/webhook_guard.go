@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/idnhq/idn/internal/display"
 )
 
 // errForbiddenTarget is a webhook destination refused by the SSRF guard.
@@ -104,6 +106,9 @@ func validateWebhookURL(raw string, allowPrivate bool) error {
 	}
 	if strings.ContainsFunc(raw, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
 		return errors.New("url must not contain spaces or control characters")
+	}
+	if err := display.Check(raw); err != nil {
+		return fmt.Errorf("url %w", err)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

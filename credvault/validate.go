@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/internal/display"
 )
 
 // ValidationError says which field of a request is wrong and why. Its
@@ -124,8 +125,52 @@ func ValidateConnection(c *Connection, secrets map[string]string) error {
 }
 
 // validateConfig checks the configuration fields given the names of the
-// connection's secrets.
+// connection's secrets, the fields shown to the owner included.
 func (c *Connection) validateConfig(secretNames []string) error {
+	if err := c.validateShown(); err != nil {
+		return err
+	}
+	return c.validateSettings(secretNames)
+}
+
+// validateShown checks the fields the dashboard shows the owner with the
+// rule of package display: no U+202E or other character that hides or
+// reorders text. Rotate does not call it, so that a name stored before the
+// rule never stands in the way of replacing a leaked secret.
+func (c *Connection) validateShown() error {
+	for _, f := range []struct{ field, v string }{{"name", c.Name}, {"base_url", c.BaseURL}, {"mcp_endpoint", c.MCPEndpoint}} {
+		if err := display.Check(f.v); err != nil {
+			return invalid(f.field, "%v", err)
+		}
+	}
+	tools := func(field string, names ...[]string) error {
+		for _, n := range slices.Concat(names...) {
+			if err := display.Check(n); err != nil {
+				return invalid(field, "a tool name %v", err)
+			}
+		}
+		return nil
+	}
+	if err := tools("mcp_tool_allowlist", c.MCPToolAllowlist); err != nil {
+		return err
+	}
+	if err := tools("mcp_tool_denylist", c.MCPToolDenylist); err != nil {
+		return err
+	}
+	for subject, p := range c.MCPSubjectToolPolicies {
+		if err := display.Check(subject); err != nil {
+			return invalid("mcp_subject_tool_policies", "a subject %v", err)
+		}
+		if err := tools("mcp_subject_tool_policies", p.Allow, p.Deny); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateSettings checks the configuration fields but those validateShown
+// checks, given the names of the connection's secrets.
+func (c *Connection) validateSettings(secretNames []string) error {
 	if err := ValidateConnectionID(c.ID); err != nil {
 		return err
 	}
@@ -290,11 +335,11 @@ func validateSecretValue(name, v string) error {
 }
 
 func validateRotationMeta(by, reason string) error {
-	if len(by) > maxSubjectLen || hasControl(by) {
-		return invalid("rotated_by", "must be at most %d bytes without control characters", maxSubjectLen)
+	if len(by) > maxSubjectLen || display.Check(by) != nil {
+		return invalid("rotated_by", "must be at most %d bytes without control or invisible characters", maxSubjectLen)
 	}
-	if len(reason) > maxReasonLen || hasControl(reason) {
-		return invalid("reason", "must be at most %d bytes without control characters", maxReasonLen)
+	if len(reason) > maxReasonLen || display.Check(reason) != nil {
+		return invalid("reason", "must be at most %d bytes without control or invisible characters", maxReasonLen)
 	}
 	return nil
 }

@@ -547,7 +547,7 @@ func (v *Vault) Rotate(ctx context.Context, id string, rot Rotation) (*Connectio
 				secrets[name] = *val
 			}
 		}
-		if err := c.validateConfig(sortedKeys(secrets)); err != nil {
+		if err := c.validateSettings(sortedKeys(secrets)); err != nil {
 			return err
 		}
 		if err := validateSecrets(secrets); err != nil {

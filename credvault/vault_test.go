@@ -313,6 +313,15 @@ func TestValidateConnection(t *testing.T) {
 		{"empty_secret", func(c *Connection) {}, map[string]string{"token": ""}, "secrets"},
 		{"secret_header_injection", func(c *Connection) {}, map[string]string{"token": "a\r\nX-Evil: 1"}, "secrets"},
 		{"one_letter_secret_redaction_corrupts_responses", func(c *Connection) {}, map[string]string{"token": "t"}, "secrets"},
+		{"name_right_to_left_override_shown_beside_approve", func(c *Connection) { c.Name = "GitHub\u202Enimda" }, ok, "name"},
+		{"name_zero_width_space", func(c *Connection) { c.Name = "Git\u200BHub" }, ok, "name"},
+		{"name_not_utf8", func(c *Connection) { c.Name = "Git\xffHub" }, ok, "name"},
+		{"base_url_right_to_left_override", func(c *Connection) { c.BaseURL = "https://example.com/\u202Emoc.live" }, ok, "base_url"},
+		{"mcp_policy_subject_bidi_isolate", func(c *Connection) {
+			c.Protocol = ProtocolMCP
+			c.MCPSubjectToolPolicies = map[string]ToolPolicy{"alice\u2066": {Allow: []string{"a"}}}
+		}, ok, "mcp_subject_tool_policies"},
+		{"mcp_tool_name_zero_width_joiner", func(c *Connection) { c.Protocol = ProtocolMCP; c.MCPToolDenylist = []string{"admin\u200D.*"} }, ok, "mcp_tool_denylist"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -324,6 +333,11 @@ func TestValidateConnection(t *testing.T) {
 				t.Fatalf("err = %v, want field %s", err, c.field)
 			}
 		})
+	}
+	named := httpConn("gh")
+	named.Name = "Zürich ボット \u2764\uFE0F"
+	if err := ValidateConnection(named, ok); err != nil {
+		t.Fatalf("a name in other scripts: %v", err)
 	}
 	mcp := &Connection{ID: "m", Protocol: ProtocolMCP, BaseURL: "http://127.0.0.1:9", MCPTransport: "http", MCPEndpoint: "/mcp"}
 	if err := ValidateConnection(mcp, nil); err != nil {
@@ -483,5 +497,35 @@ func TestShortSecretRefused(t *testing.T) {
 	}
 	if s := mustSecret(t, v, "tpl"); s != "12345678" {
 		t.Fatalf("secret = %q", s)
+	}
+}
+
+// A connection whose name was stored before the display rule keeps working
+// and can still have its secret replaced (a leaked one cannot wait for a
+// rename); changing its settings asks for a clean name.
+func TestNameStoredBeforeTheDisplayRule(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newTestVault(t)
+	if _, err := v.Create(ctx, httpConn("gh"), map[string]string{"token": "old-secret-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.write(ctx, func(r *Records) error {
+		r.Connections["gh"].Connection.Name = "GitHub\u202Enimda"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := "new-secret-2"
+	if _, err := v.Rotate(ctx, "gh", Rotation{Secrets: map[string]*string{"token": &fresh}, Reason: "compromised"}); err != nil {
+		t.Fatalf("rotating a connection with an old name: %v", err)
+	}
+	_, err := v.Update(ctx, "gh", func(c *Connection) error { c.Status = StatusDisabled; return nil })
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Field != "name" {
+		t.Fatalf("update keeping the old name: %v, want a name error", err)
+	}
+	if _, err := v.Update(ctx, "gh", func(c *Connection) error { c.Name, c.Status = "GitHub", StatusDisabled; return nil }); err != nil {
+		t.Fatalf("update with a clean name: %v", err)
 	}
 }

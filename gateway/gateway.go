@@ -92,7 +92,13 @@ func New(cfg Config) (*Gateway, error) {
 func (g *Gateway) wire() error {
 	c := g.cfg
 	upstream := proxy.NewTransport()
-	control := &http.Client{Timeout: 15 * time.Second, Transport: g.identity.Transport(nil, identity.SignOptions{})}
+	// The control-plane client never follows a redirect: its requests carry
+	// the gateway's signature and API keys, for the registry URL only.
+	control := &http.Client{
+		Timeout:       15 * time.Second,
+		Transport:     g.identity.Transport(nil, identity.SignOptions{}),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

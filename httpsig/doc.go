@@ -18,7 +18,7 @@
 //   - Content-Digest (RFC 9530 §2) with sha-256 and sha-512; the verifier
 //     checks the body whenever content-digest is covered.
 //   - Middleware for servers and a Transport that signs a clone of each
-//     outgoing request.
+//     outgoing request, and never a request made to follow a redirect.
 //
 // All structured fields are parsed with github.com/dunglas/httpsfv. The
 // verifier rebuilds "@signature-params" and every component identifier from

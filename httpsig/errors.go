@@ -27,6 +27,10 @@ var (
 	ErrBodyTooLarge = errors.New("httpsig: body too large")
 )
 
+// ErrRedirectRefused is returned by Transport for a request an
+// http.Client created to follow a redirect: the Transport never signs one.
+var ErrRedirectRefused = errors.New("httpsig: refusing to sign a redirected request")
+
 // Error is the typed error returned by this package. Kind is one of the
 // sentinels above; Detail says what was wrong without echoing secrets or
 // signature bytes; Cause, when set, is the underlying error.

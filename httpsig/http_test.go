@@ -2,9 +2,11 @@ package httpsig_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +168,47 @@ func readAnswer(t *testing.T, resp *http.Response) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+// A server that answers 3xx must not obtain a signed request for the URL it
+// names: a Transport that signed each hop would hand a hostile or spoofed
+// server a request to replay where the signer is trusted.
+func TestTransportNeverSignsARedirect(t *testing.T) {
+	var replayable []string
+	trusted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		replayable = append(replayable, r.Method+" "+r.URL.Path+" "+r.Header.Get("Signature-Input"))
+	}))
+	defer trusted.Close()
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run("hostile server answers "+strconv.Itoa(code), func(t *testing.T) {
+			replayable = nil
+			hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, trusted.URL+"/v1/transfer?to=attacker", code)
+			}))
+			defer hostile.Close()
+			tr := &httpsig.Transport{Signer: &httpsig.Signer{Key: httpsig.NewEd25519SigningKey(testEdPriv)}}
+
+			// A client that follows redirects gets the refusal.
+			resp, err := (&http.Client{Transport: tr}).Post(hostile.URL+"/mcp", "application/json", strings.NewReader(`{"a":1}`))
+			if err == nil {
+				resp.Body.Close()
+			}
+			if !errors.Is(err, httpsig.ErrRedirectRefused) {
+				t.Errorf("following client: %v, want ErrRedirectRefused", err)
+			}
+			// A client that keeps the 3xx gets it.
+			noFollow := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err = noFollow.Post(hostile.URL+"/mcp", "application/json", strings.NewReader(`{"a":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != code {
+				t.Errorf("non-following client got %d, want %d", resp.StatusCode, code)
+			}
+			if len(replayable) != 0 {
+				t.Errorf("the redirect target received %q", replayable)
+			}
+		})
+	}
 }

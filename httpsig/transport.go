@@ -12,6 +12,13 @@ import (
 
 // Transport is an http.RoundTripper that signs a clone of each outgoing
 // request and sends the clone; the caller's request is never modified.
+//
+// It never signs a request an http.Client built to follow a redirect
+// (one whose Response field is set): it fails it with ErrRedirectRefused.
+// Signing each hop would hand whoever answers a 3xx a valid signed
+// request for any URL it names, ready to replay where the signer is
+// trusted. A client that wants the 3xx itself sets
+// CheckRedirect to return http.ErrUseLastResponse.
 type Transport struct {
 	// Base sends the signed requests. nil: http.DefaultTransport.
 	Base http.RoundTripper
@@ -29,6 +36,12 @@ var _ http.RoundTripper = (*Transport)(nil)
 
 // RoundTrip signs a clone of r and sends it with t.Base.
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Response != nil {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, ErrRedirectRefused
+	}
 	body, err := drain(r)
 	if err != nil {
 		return nil, err

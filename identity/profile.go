@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/internal/display"
 )
 
 // Profile names the signing profile this package implements.
@@ -85,6 +86,10 @@ func (id *Identity) Sign(r *http.Request, o SignOptions) error {
 // Transport returns an http.RoundTripper that signs a clone of every
 // request with o (a fresh nonce and creation time per request unless o
 // fixes them) and sends it with base (nil means http.DefaultTransport).
+// A request an http.Client made to follow a redirect is never signed: it
+// fails with httpsig.ErrRedirectRefused, so whoever answers a 3xx cannot
+// obtain a signed request for a URL of its choosing. Clients that want the
+// 3xx itself set CheckRedirect to return http.ErrUseLastResponse.
 func (id *Identity) Transport(base http.RoundTripper, o SignOptions) http.RoundTripper {
 	return &httpsig.Transport{
 		Base:   base,
@@ -147,10 +152,8 @@ func validSubject(s string) error {
 	if s == "" || len(s) > maxSubject {
 		return fmt.Errorf("identity: subject must be 1 to %d bytes", maxSubject)
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("identity: subject contains a control character")
-		}
+	if err := display.Check(s); err != nil {
+		return fmt.Errorf("identity: subject %w", err)
 	}
 	return nil
 }

@@ -438,6 +438,9 @@ func TestSignRejectsBadInput(t *testing.T) {
 		"nonce with quote":  {Nonce: `abcdefgh"`},
 		"subject too long":  {Subject: strings.Repeat("s", 257)},
 		"subject with CRLF": {Subject: "a\r\nX-Evil: 1"},
+		"subject with a right-to-left override shown beside approve": {Subject: "alice\u202Enimda"},
+		"subject with a zero-width space":                            {Subject: "ali\u200Bce"},
+		"subject not UTF-8":                                          {Subject: "ali\xffce"},
 	} {
 		r, _ := http.NewRequest("GET", "http://gw/x", nil)
 		if err := alice.Sign(r, o); err == nil {
@@ -474,6 +477,37 @@ func TestTransportAgainstServer(t *testing.T) {
 		if req.Header.Get("Signature") != "" || req.Header.Get(HeaderNamespace) != "" {
 			t.Errorf("Transport mutated the caller's request")
 		}
+	}
+}
+
+// A spoofed gateway that answers 3xx must not get a request signed for the
+// real gateway: the transport refuses to sign the redirected hop.
+func TestTransportNeverSignsARedirect(t *testing.T) {
+	alice, _ := New("alice")
+	ver := &Verifier{Nonces: nonces(nil)}
+	var accepted []string
+	realGateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := ver.Verify(r); err == nil {
+			accepted = append(accepted, r.Method+" "+r.URL.String())
+		}
+	}))
+	defer realGateway.Close()
+	client := &http.Client{Transport: alice.Transport(nil, SignOptions{})}
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		spoofed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, realGateway.URL+"/proxy/bank/transfer?to=mallory", code)
+		}))
+		resp, err := client.Post(spoofed.URL+"/mcp/docs", "application/json", strings.NewReader(`{"jsonrpc":"2.0"}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		if !errors.Is(err, httpsig.ErrRedirectRefused) {
+			t.Errorf("spoofed gateway answering %d: %v, want ErrRedirectRefused", code, err)
+		}
+		spoofed.Close()
+	}
+	if len(accepted) != 0 {
+		t.Errorf("the real gateway accepted redirected requests: %q", accepted)
 	}
 }
 

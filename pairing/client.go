@@ -211,8 +211,13 @@ func (c *Client) connect(ctx context.Context, p *Pairing) (connected bool, err e
 		u += "?" + url.Values{pairwire.PairingQuery: {p.SessionID}}.Encode()
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A redirect is never followed (websocket.Dial would by default): the
+	// signed upgrade is for RegistryURL only, and a 3xx is a refused upgrade.
 	conn, res, err := websocket.Dial(dctx, u, &websocket.DialOptions{
-		HTTPClient: &http.Client{Transport: c.cfg.Identity.Transport(c.cfg.Transport, identity.SignOptions{})},
+		HTTPClient: &http.Client{
+			Transport:     c.cfg.Identity.Transport(c.cfg.Transport, identity.SignOptions{}),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
 	})
 	cancel()
 	if err != nil {

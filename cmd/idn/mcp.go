@@ -50,8 +50,13 @@ func cmdMCP(args []string, e env) error {
 		calls:    map[string]*mcporder.Call{},
 	}
 	// mcporder keeps a call's result behind the progress the gateway sent
-	// before it, which would otherwise be dropped.
-	b.http = &http.Client{Transport: &mcporder.Transport{Base: b.refusals}}
+	// before it, which would otherwise be dropped. A redirect is never
+	// followed: signing the next hop would give whoever answered the 3xx a
+	// signed request for any URL it names.
+	b.http = &http.Client{
+		Transport:     &mcporder.Transport{Base: b.refusals},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	return b.serve(context.Background(), e.stdin, e.stdout)
 }
 
@@ -244,9 +249,9 @@ func (b *bridge) call(ctx context.Context, op func(*mcp.ClientSession) (mcp.Resu
 	}
 }
 
-// refusals remembers the gateway's last error envelope, so that a failure
-// to connect says why (a claim awaiting approval, an unknown connection)
-// where the MCP client would only say "Forbidden".
+// refusals remembers the gateway's last error envelope or redirect, so that
+// a failure to connect says why (a claim awaiting approval, an unknown
+// connection, a redirect) where the MCP client would only say "Forbidden".
 type refusals struct {
 	base http.RoundTripper
 	mu   sync.Mutex
@@ -255,6 +260,11 @@ type refusals struct {
 
 func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.base.RoundTrip(req)
+	if err == nil && resp.Header.Get("Location") != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		r.mu.Lock()
+		r.last = fmt.Sprintf("the gateway answered %s, a redirect to %q, which idn does not follow with a signed request", resp.Status, resp.Header.Get("Location"))
+		r.mu.Unlock()
+	}
 	if err != nil || resp.StatusCode < 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return resp, err
 	}

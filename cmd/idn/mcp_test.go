@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -410,5 +412,37 @@ func TestTypeScriptSDKOverSignedHTTP(t *testing.T) {
 	checkTSResult(t, res)
 	if res.Server.Name != "idn-gateway" {
 		t.Errorf("server = %+v, want the gateway", res.Server)
+	}
+}
+
+// A hostile or spoofed gateway that answers 3xx gets no signed request for
+// the URL it names, and idn mcp says it was redirected.
+func TestMCPBridgeNeverFollowsARedirect(t *testing.T) {
+	home := t.TempDir()
+	if r := runIdn(t, home, "", "init", "desk-agent"); r.code != 0 {
+		t.Fatal(r)
+	}
+	var mu sync.Mutex
+	var signed []string
+	realGateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Signature") != "" {
+			mu.Lock()
+			signed = append(signed, r.Method+" "+r.URL.String())
+			mu.Unlock()
+		}
+	}))
+	defer realGateway.Close()
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		spoofed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, realGateway.URL+"/proxy/bank/transfer", code)
+		}))
+		r := runIdn(t, home, "", "mcp", "--gateway", spoofed.URL, "--connection", "docs")
+		if r.code != 1 || !strings.Contains(r.stderr, "redirect to") || !strings.Contains(r.stderr, strconv.Itoa(code)) {
+			t.Errorf("spoofed gateway answering %d: %+v", code, r)
+		}
+		spoofed.Close()
+	}
+	if len(signed) != 0 {
+		t.Errorf("the redirect target received signed requests: %q", signed)
 	}
 }

@@ -3,6 +3,7 @@
 // the control that caused it, and refreshes the changed parts of the page
 // from a fresh render.
 import { ApiError, call, describe, reference } from './api.js';
+import { shown } from './display.js';
 import { feedback } from './feedback.js';
 import * as passkey from './webauthn.js';
 
@@ -109,9 +110,10 @@ function showSecret(id, title, value, copyLabel) {
   panel.querySelector(`#${id}-secret-value`).select();
 }
 
+// nextPath is where to go after signing in: the page's data-next, which the
+// server wrote after checking the page's ?next= (the one check there is).
 function nextPath() {
-  const next = new URLSearchParams(location.search).get('next') ?? '';
-  return /^\/(?![/\\])/.test(next) ? next : '/claims';
+  return document.querySelector('[data-next]')?.dataset.next || '/claims';
 }
 
 const value = (form, name) => form.elements[name]?.value.trim() ?? '';
@@ -267,7 +269,7 @@ async function loadSessions() {
     const utc = (t) => (t ? `${t.replace('T', ' ').slice(0, 16)} UTC` : '');
     cell('Started', utc(s.created_at));
     cell('Expires', utc(s.expires_at));
-    cell('Browser', s.user_agent);
+    cell('Browser', shown(s.user_agent));
     cell('Address', s.client_address);
     const td = tr.insertCell();
     td.className = 'act';

@@ -3,6 +3,7 @@
 // Every secret typed here is sealed to the gateway's HPKE key (hpke.js)
 // before it leaves the page; the relay never sees it in clear.
 import { ApiError, call, describe, reference } from './api.js';
+import { shown } from './display.js';
 import { feedback } from './feedback.js';
 import { sealSecrets } from './hpke.js';
 
@@ -104,7 +105,7 @@ function renderConnections(list) {
     return;
   }
   const rows = list.map((c) => {
-    const name = c.name || c.id;
+    const name = shown(c.name || c.id);
     const last = c.last_test ? `${c.last_test.ok ? 'ok' : 'failed'}${c.last_test.status ? ` (HTTP ${c.last_test.status})` : ''} ${utc(c.last_test.tested_at)}` : 'never';
     const act = el('td', { className: 'act' },
       actionButton('Test', 'Test', name, (b) => run(b, async () => {
@@ -126,8 +127,8 @@ function renderConnections(list) {
         });
       }, true));
     return el('tr', { dataset: { connection: c.id } },
-      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, c.id)),
-      cell('Base URL', el('span', { className: 'wrap' }, c.base_url)),
+      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, shown(c.id))),
+      cell('Base URL', el('span', { className: 'wrap' }, shown(c.base_url))),
       cell('Authentication', `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
       cell('Last test', last),
@@ -187,7 +188,7 @@ function openRotate(c) {
   f.reset();
   f.elements.id.value = c.id;
   f.elements.key.value = c.auth_secret_key || c.credential_keys?.[0] || 'token';
-  d.querySelector('h2').textContent = `Rotate the secret of ${c.name || c.id}`;
+  d.querySelector('h2').textContent = `Rotate the secret of ${shown(c.name || c.id)}`;
   d.showModal();
 }
 

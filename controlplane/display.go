@@ -1,0 +1,20 @@
+package controlplane
+
+import (
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/display"
+)
+
+// checkDisplay refuses, with VALIDATION_ERROR, a string an owner will be
+// shown (an agent name, a service name, a webhook URL…) that is longer
+// than max bytes or holds what package display refuses: controls, U+202E
+// and the other characters that hide or reorder text.
+func checkDisplay(field, v string, max int) *apierror.Error {
+	if len(v) > max {
+		return validationError("%s must be at most %d bytes", field, max)
+	}
+	if err := display.Check(v); err != nil {
+		return validationError("%s %v", field, err)
+	}
+	return nil
+}
