@@ -211,3 +211,27 @@ func TestRelayAttackSlowClosesDoNotStallOthers(t *testing.T) {
 		t.Fatalf("victim's p99 under attack %v, over %v", p99(attacked), limit)
 	}
 }
+
+// TestRelayAttackStaleConnectionAnswered: a request relayed to the
+// instance holding a gateway's socket names the connection the sender's
+// row named; the holder runs it only on that connection, as the sender's
+// own instance does, never on another socket it holds for the gateway.
+func TestRelayAttackStaleConnectionAnswered(t *testing.T) {
+	a, b := twoInstances(t)
+	tok := a.seed(map[string]any{"namespaces": []string{"acme"}}).Sessions["acme"]
+	g := a.pairedGateway(tok)
+	rec, err := b.st.gateway(context.Background(), "acme", g.ready.GatewayID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.ConnID = "wsc_gone" // a connection the gateway had before
+	body, _ := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: json.RawMessage(`"rpc_stale"`), Method: "connections.list"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := b.st.relayCall(ctx, rec, "rpc_stale", body); err != errGatewayOffline {
+		t.Fatalf("relayed to a stale connection: %v, want %v", err, errGatewayOffline)
+	}
+	if n := g.served.Load(); n != 0 {
+		t.Fatalf("the gateway's current socket served %d requests meant for another connection", n)
+	}
+}
