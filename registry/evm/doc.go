@@ -47,6 +47,12 @@
 // a nonce because another instance sharing the key used it; a restart
 // therefore starts from the node's count.
 //
+// # What is written
+//
+// Everything a write sends is public for ever: a namespace's name, and a
+// claim's namespace, public key and service (with their tuple key). No
+// address or other detail a service reported about the agent is.
+//
 // # Exactly once
 //
 // The direct writes (RegisterNamespace, ApproveClaimDirect,
