@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -234,4 +236,63 @@ func TestRelayAttackStaleConnectionAnswered(t *testing.T) {
 	if n := g.served.Load(); n != 0 {
 		t.Fatalf("the gateway's current socket served %d requests meant for another connection", n)
 	}
+}
+
+// TestWebhookAttackSlowReceiverHoldsNoSharedSlots: one tenant's webhook
+// receiver never answers, and 20 of its deliveries are due before another
+// tenant's one. The deliveries run on slots shared by every tenant; the
+// other tenant's delivery is made at once, not after rounds of the slow
+// receiver's attempts have timed out.
+func TestWebhookAttackSlowReceiverHoldsNoSharedSlots(t *testing.T) {
+	forEachEngineWith(t, withWebhooks(func(c *WebhookConfig) { c.Timeout = 3 * time.Second }), func(t *testing.T, e *env, _ StoreConfig) {
+		owner, _ := claimWorld(e)
+		mallory, slackKey := withSession(e.sessions["bob"]), e.apiKeys["slack"]
+		release := make(chan struct{})
+		var started atomic.Int64
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			started.Add(1)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer slow.Close()
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		defer free()
+		arrived := make(chan int64, 1)
+		fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case arrived <- started.Load():
+			default:
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		defer fast.Close()
+		e.createWebhook(mallory, e.serviceID(mallory), map[string]any{"url": slow.URL, "events": []string{EventSubmitted}})
+		e.createWebhook(owner, e.serviceID(owner), map[string]any{"url": fast.URL, "events": []string{EventSubmitted}})
+		e.srv.cfg.MaxPendingClaims = 20
+		for i := range 20 {
+			b := submitBody("acme", pubKey(newAgent(t, "acme")), "slack")
+			b["agent_ip"] = fmt.Sprintf("10.%d.0.1", i)
+			e.signed("POST", "/v1/claims", b, withKey(slackKey)).want(t, 201, "")
+		}
+		e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(e.apiKeys["github"])).want(t, 201, "")
+
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			e.srv.deliverDue(context.Background())
+		}()
+		select {
+		case n := <-arrived:
+			if n > deliveryPerService {
+				t.Errorf("the other tenant's delivery waited behind %d attempts on the slow receiver", n)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the other tenant's delivery never came")
+		}
+		free()
+		<-done
+	})
 }
