@@ -150,8 +150,8 @@ func TestRelayAttackUnansweredRPCsHoldNoSharedBudget(t *testing.T) {
 			if r := b.do("POST", "/v1/auth/signup", map[string]any{"namespace": "newcomer"}); r.status == http.StatusServiceUnavailable {
 				t.Fatalf("sign-up during the flood: %d %s", r.status, r.body)
 			}
-			if n := refused.Load(); n != flood-8 {
-				t.Errorf("%d of %d flood RPCs refused GATEWAY_RPC_LIMIT_REACHED, want %d", n, flood, flood-8)
+			if n := refused.Load(); n != flood-maxRPCsPerOwner {
+				t.Errorf("%d of %d flood RPCs refused GATEWAY_RPC_LIMIT_REACHED, want %d", n, flood, flood-maxRPCsPerOwner)
 			}
 			bad.conn.CloseNow() // the waiting RPCs end GATEWAY_OFFLINE
 			wg.Wait()
@@ -295,4 +295,40 @@ func TestWebhookAttackSlowReceiverHoldsNoSharedSlots(t *testing.T) {
 		free()
 		<-done
 	})
+}
+
+// TestRelayAttackGatewayCapAcrossInstances: an owner whose gateway never
+// answers sends its RPCs through both instances, each within the owner's
+// cap there; the instance holding the socket still lets no more than
+// maxRPCsPerGateway wait on it, and refuses the rest with 429.
+func TestRelayAttackGatewayCapAcrossInstances(t *testing.T) {
+	a, b := twoInstances(t)
+	a.srv.cfg.Gateways.RPCTimeout, b.srv.cfg.Gateways.RPCTimeout = 10*time.Second, 10*time.Second
+	tok := a.seed(map[string]any{"namespaces": []string{"mallory"}}).Sessions["mallory"]
+	g := a.pairedGateway(tok)
+	g.answerWith(func(rpcRequest) any { return nil })
+	rpc := "/v1/gateways/" + g.ready.GatewayID + "/rpc"
+	var refused, returned atomic.Int64
+	var wg sync.WaitGroup
+	for _, e := range []*env{a, b} {
+		for range maxRPCsPerOwner {
+			wg.Go(func() {
+				if status, code := e.try("POST", rpc, rpcBody("connections.list", nil), tok); status == http.StatusTooManyRequests && code == "GATEWAY_RPC_LIMIT_REACHED" {
+					refused.Add(1)
+				}
+				returned.Add(1)
+			})
+		}
+	}
+	for g.served.Load()+returned.Load() < 2*maxRPCsPerOwner {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := g.served.Load(); n > maxRPCsPerGateway {
+		t.Errorf("%d RPCs reached the gateway at once, past the cap of %d", n, maxRPCsPerGateway)
+	}
+	if n := refused.Load(); n != 2*maxRPCsPerOwner-maxRPCsPerGateway {
+		t.Errorf("%d RPCs refused GATEWAY_RPC_LIMIT_REACHED, want %d", n, 2*maxRPCsPerOwner-maxRPCsPerGateway)
+	}
+	g.conn.CloseNow()
+	wg.Wait()
 }
