@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/prometheus/client_golang/prometheus"
@@ -142,6 +145,22 @@ func TestStartChecks(t *testing.T) {
 	c := newChain(t)
 	contract := c.deploy()
 	ctx := context.Background()
+	// The registry as it was when its writes took the agent's address.
+	old, err := os.ReadFile("testdata/IDNRegistry-agentip.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := bind.NewKeyedTransactor(c.Relayer, big.NewInt(simChainID))
+	other, _, err := bind.DeployContract(opts, common.FromHex(strings.TrimSpace(string(old))), c.Sim.Client(),
+		binding.PackConstructor(crypto.PubkeyToAddress(c.Relayer.PublicKey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kick()
+	eventually(t, 10*time.Second, "the other contract mined", func() bool {
+		code, err := c.Sim.Client().CodeAt(ctx, other, nil)
+		return err == nil && len(code) > 0
+	})
 	for _, tc := range []struct {
 		name string
 		mod  func(*evm.Config)
@@ -151,6 +170,8 @@ func TestStartChecks(t *testing.T) {
 		{"no contract at the address", func(cfg *evm.Config) {
 			cfg.Contract = common.HexToAddress("0x00000000000000000000000000000000000000aa")
 		}, "no contract at"},
+		{"a contract of another version", func(cfg *evm.Config) { cfg.Contract = other },
+			"has no approveClaimDirect(string,string,string) of this IDNRegistry version"},
 		{"no key", func(cfg *evm.Config) { cfg.Key = nil }, "relayer key"},
 		{"no address", func(cfg *evm.Config) { cfg.Contract = common.Address{} }, "registry address"},
 	} {

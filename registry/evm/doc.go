@@ -18,7 +18,8 @@
 //     wss); default the network's public endpoint, which is rate-limited.
 //     It never appears in an error or log line, since providers put API
 //     keys in it.
-//   - IDN_REGISTRY_ADDRESS: the deployed contract.
+//   - IDN_REGISTRY_ADDRESS: the deployed contract. New refuses a contract
+//     whose code lacks this version's write functions.
 //   - RELAYER_PRIVATE_KEY: the secp256k1 key, in hex, of the account that
 //     signs and pays for every write. The contract accepts writes from
 //     this relayer alone; its owner (the deployer) may appoint another.
