@@ -183,9 +183,13 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, sess owne
 		}
 	}
 	now := s.now()
-	if err := s.store.deactivateNamespace(ctx, ns, now); err != nil {
+	unpaired, err := s.store.deactivateNamespace(ctx, ns, now)
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
+	}
+	for _, g := range unpaired {
+		s.store.relayClose(ctx, g, websocketStatusUnpaired, "the account was deleted")
 	}
 	late, err := s.moveAll(context.WithoutCancel(ctx), ns, StatusApproved, "revoke")
 	if err != nil {

@@ -288,9 +288,11 @@ func (s *Store) updateSettings(ctx context.Context, ns string, email, webhook *b
 // deactivateNamespace leaves the tombstone of an account deletion: the
 // namespace row stays (so the name is never registered again and the DID
 // resolves as deactivated) while its passkeys, challenges, sessions and
-// paired gateways go.
-func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+// paired gateways go. It returns the gateways it unpaired, whose sockets
+// the caller closes.
+func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time) ([]gatewayRecord, error) {
+	var unpaired []gatewayRecord
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE namespaces SET deactivated_at = $2, updated_at = $2
 			WHERE namespace = $1 AND deactivated_at IS NULL`, ns, micros(now)); err != nil {
 			return dbErr("deactivate namespace", err)
@@ -299,17 +301,27 @@ func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Tim
 			`DELETE FROM passkeys WHERE namespace = $1`,
 			`DELETE FROM webauthn_challenges WHERE namespace = $1`,
 			`DELETE FROM sessions WHERE namespace = $1`,
-			// Its gateways are unpaired; the instances holding their
-			// sockets close them at the next heartbeat.
-			`DELETE FROM gateways WHERE namespace = $1`,
 			`DELETE FROM gateway_pairings WHERE namespace = $1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, ns); err != nil {
 				return dbErr("delete account data", err)
 			}
 		}
-		return nil
+		rows, err := tx.QueryContext(ctx, `DELETE FROM gateways WHERE namespace = $1 RETURNING `+gatewayColumns, ns)
+		if err != nil {
+			return dbErr("delete gateways", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			g, err := scanGateway(rows)
+			if err != nil {
+				return dbErr("delete gateways", err)
+			}
+			unpaired = append(unpaired, g)
+		}
+		return dbErr("delete gateways", rows.Err())
 	})
+	return unpaired, err
 }
 
 // cleanupAuth deletes expired challenges, and rate-limit rows whose window

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -17,7 +18,10 @@ import (
 // after the session has. Everything else, sign-up and login included, may
 // send at most anonymousBodyBytes. No buffer is ever sized from
 // Content-Length; buffers grow with the bytes that arrive, and every byte
-// read counts against Config.MaxInflightBodyBytes until its request ends.
+// read counts against Config.MaxInflightBodyBytes until the body is
+// decoded (decodeJSON) or its request ends, whichever comes first: a
+// handler that then waits (an RPC waiting for its gateway's answer) holds
+// no share of the budget other tenants need.
 
 // DefaultMaxInflightBodyBytes is the zero Config's cap on the request body
 // bytes held at once across all requests in flight.
@@ -43,7 +47,8 @@ type meteredBody struct {
 	w      http.ResponseWriter
 	budget *bodybudget.Budget
 	limit  int64 // raised by admitBody once the sender is authenticated
-	read   int64
+	read   int64 // bytes read, counted against limit
+	held   int64 // bytes read and not yet given back to the budget
 	err    error
 }
 
@@ -65,6 +70,7 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	b.read += int64(n)
+	b.held += int64(n)
 	if b.read > b.limit {
 		// The rest of the body is not wanted: do not keep the connection
 		// for another request behind it.
@@ -77,15 +83,36 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 
 func (b *meteredBody) Close() error { return b.rc.Close() }
 
-// meterBody puts r's body under the budget with the anonymous limit and
-// returns the function that gives its bytes back when the request ends.
-func (s *Server) meterBody(w http.ResponseWriter, r *http.Request) (release func()) {
+// giveBack returns the bytes read so far to the budget.
+func (b *meteredBody) giveBack() {
+	b.budget.Give(b.held)
+	b.held = 0
+}
+
+type meteredBodyKey struct{}
+
+// meterBody puts r's body under the budget with the anonymous limit. It
+// returns the request to serve, which lets bodyDecoded find the metered
+// body, and the function that gives its bytes back when the request ends.
+func (s *Server) meterBody(w http.ResponseWriter, r *http.Request) (*http.Request, func()) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return func() {}
+		return r, func() {}
 	}
 	b := &meteredBody{rc: r.Body, w: w, budget: &s.bodies, limit: min(anonymousBodyBytes, s.cfg.MaxBodyBytes)}
+	r = r.WithContext(context.WithValue(r.Context(), meteredBodyKey{}, b))
 	r.Body = b
-	return func() { s.bodies.Give(b.read) }
+	return r, b.giveBack
+}
+
+// bodyDecoded gives r's body bytes back to the budget once decodeJSON has
+// turned them into values: the buffer that held them is garbage, and what
+// a handler keeps of it is bounded by its route (RPCs by the per-owner
+// cap), not by this budget. The body reads as empty from then on.
+func (s *Server) bodyDecoded(r *http.Request) {
+	if b, ok := r.Context().Value(meteredBodyKey{}).(*meteredBody); ok {
+		r.Body = http.NoBody
+		b.giveBack()
+	}
 }
 
 // admitBody lets an authenticated request send up to MaxBodyBytes. It has

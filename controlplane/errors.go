@@ -146,6 +146,9 @@ var errorTable = []errorRule{
 	{is(errGatewayNotPaired), answer(errcode.GatewayNotPaired)},
 	{is(errGatewayOffline), answer(errcode.GatewayOffline)},
 	{is(errGatewayTimeout), answer(errcode.GatewayTimeout)},
+	{is(errGatewayRPCLimit), func(error) *apierror.Error {
+		return apierror.Coded(errcode.GatewayRPCLimitReached, "").WithRetryAfter(time.Second)
+	}},
 	{is(errPairingExpired), answer(errcode.PairingExpired)},
 	{is(errPairingEnded), answer(errcode.PairingEnded)},
 	{isType[*pairingCodeError], func(err error) *apierror.Error {

@@ -140,6 +140,14 @@ type rpcRequest struct {
 // gatewayRPC relays one JSON-RPC request to a gateway of the owner and
 // answers the gateway's JSON-RPC response, with the owner's id.
 func (s *Server) gatewayRPC(w http.ResponseWriter, r *http.Request, ns string) {
+	// The slot is taken before the body is read, so an owner past the cap
+	// costs no body bytes either.
+	release, err := s.store.relay.ownerSlot(ns)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	defer release()
 	var req rpcRequest
 	if e := s.decodeJSON(w, r, &req); e != nil {
 		apierror.Write(w, r, e)

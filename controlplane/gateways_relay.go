@@ -28,6 +28,22 @@ import (
 // The LISTEN connection is held only while it is needed: while this
 // instance holds a socket or waits for a remote answer, and for
 // listenLinger after, so a burst of RPCs does not reopen it each time.
+//
+// One goroutine reads every notification of an instance, whoever they are
+// for, so nothing that waits on a gateway or on the database runs on it:
+// closing a socket (which waits for the gateway's close frame) and
+// reading a relay row are handed to goroutines of their own. No owner
+// holds more than maxRPCsPerOwner RPCs waiting on an instance, and no
+// gateway more than maxRPCsPerGateway on the instance holding its socket,
+// so one owner's gateway that never answers ties up a bounded share.
+
+// maxRPCsPerOwner caps the RPCs of one owner waiting at once on one
+// instance; maxRPCsPerGateway caps those waiting on one gateway's socket,
+// from every instance. Past either, GATEWAY_RPC_LIMIT_REACHED.
+const (
+	maxRPCsPerOwner   = 8
+	maxRPCsPerGateway = 8
+)
 
 // maxNotifyPayload is what fits in a PostgreSQL notification (8000 bytes
 // less a margin for the envelope).
@@ -48,14 +64,17 @@ type relayMsg struct {
 	Gateway string          `json:"gw,omitempty"`   // req, close
 	From    string          `json:"from,omitempty"` // req: the instance that waits
 	Body    json.RawMessage `json:"body,omitempty"` // req: the request; res: the answer
+	Conn    string          `json:"conn,omitempty"` // req: the connection id the sender's gateways row names
 	Offline bool            `json:"offline,omitempty"`
-	Row     string          `json:"row,omitempty"` // ref: the gateway_relay row holding the message
+	Busy    bool            `json:"busy,omitempty"` // res: the gateway has maxRPCsPerGateway waiting
+	Row     string          `json:"row,omitempty"`  // ref: the gateway_relay row holding the message
 }
 
 // relayAnswer is a remote instance's answer to a relayed request.
 type relayAnswer struct {
 	body    []byte
 	offline bool
+	busy    bool
 }
 
 // gatewayRelay is a Store's side of the relay. Its zero value is ready.
@@ -71,6 +90,7 @@ type gatewayRelay struct {
 	users   int
 	listen  *relayListener
 	linger  *time.Timer
+	owners  map[string]int // namespace → its RPCs waiting on this instance
 }
 
 // init sets what the relay needs from the first Server built on the
@@ -83,7 +103,26 @@ func (r *gatewayRelay) init(log *slog.Logger, timeout time.Duration) {
 		r.log, r.timeout = log, timeout
 		r.sockets = map[string]*gatewaySocket{}
 		r.waiting = map[string]chan relayAnswer{}
+		r.owners = map[string]int{}
 	})
+}
+
+// ownerSlot reserves one of the owner's maxRPCsPerOwner RPC slots on this
+// instance; release gives it back.
+func (r *gatewayRelay) ownerSlot(ns string) (release func(), err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owners[ns] >= maxRPCsPerOwner {
+		return nil, errGatewayRPCLimit
+	}
+	r.owners[ns]++
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.owners[ns]--; r.owners[ns] == 0 {
+			delete(r.owners, ns)
+		}
+	}, nil
 }
 
 func channelOf(instance string) string { return "idn_gw_" + instance }
@@ -99,10 +138,15 @@ type gatewaySocket struct {
 }
 
 // call sends req (a JSON-RPC request whose id is rid) and waits for the
-// answer of the same id.
+// answer of the same id; with maxRPCsPerGateway calls waiting already it
+// refuses at once.
 func (g *gatewaySocket) call(ctx context.Context, rid string, req []byte) ([]byte, error) {
 	ch := make(chan []byte, 1)
 	g.mu.Lock()
+	if len(g.pending) >= maxRPCsPerGateway {
+		g.mu.Unlock()
+		return nil, errGatewayRPCLimit
+	}
 	g.pending[rid] = ch
 	g.mu.Unlock()
 	defer func() {
@@ -167,14 +211,18 @@ func (r *gatewayRelay) local(gatewayID string) *gatewaySocket {
 	return r.sockets[gatewayID]
 }
 
-// closeLocal closes this instance's socket of a gateway, if it holds one.
+// closeLocal starts closing this instance's socket of a gateway, if it
+// holds one, and returns at once: the close handshake waits (up to 5 s)
+// for the gateway's close frame, and a gateway that never reads never
+// sends it.
 func (r *gatewayRelay) closeLocal(gatewayID string, code websocket.StatusCode, reason string) {
 	if sock := r.local(gatewayID); sock != nil {
-		sock.conn.Close(code, reason)
+		go sock.conn.Close(code, reason)
 	}
 }
 
-// closeAll closes every socket held here with code.
+// closeAll closes every socket held here with code, all at once, and
+// returns when every close handshake ended.
 func (r *gatewayRelay) closeAll(code websocket.StatusCode, reason string) {
 	r.mu.Lock()
 	socks := make([]*gatewaySocket, 0, len(r.sockets))
@@ -182,9 +230,11 @@ func (r *gatewayRelay) closeAll(code websocket.StatusCode, reason string) {
 		socks = append(socks, s)
 	}
 	r.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range socks {
-		s.conn.Close(code, reason)
+		wg.Go(func() { s.conn.Close(code, reason) })
 	}
+	wg.Wait()
 }
 
 // relayCall sends an RPC to gateway g wherever its socket is held and
@@ -213,12 +263,15 @@ func (s *Store) relayCall(ctx context.Context, g gatewayRecord, rid string, req 
 		delete(r.waiting, rid)
 		r.mu.Unlock()
 	}()
-	if err := s.notify(ctx, g.Instance, relayMsg{Kind: "req", ID: rid, Gateway: g.ID, From: r.instance, Body: req}); err != nil {
+	if err := s.notify(ctx, g.Instance, relayMsg{Kind: "req", ID: rid, Gateway: g.ID, Conn: g.ConnID, From: r.instance, Body: req}); err != nil {
 		return nil, err
 	}
 	select {
 	case a := <-ch:
-		if a.offline {
+		switch {
+		case a.busy:
+			return nil, errGatewayRPCLimit
+		case a.offline:
 			return nil, errGatewayOffline
 		}
 		return a.body, nil
@@ -262,7 +315,9 @@ func (s *Store) notify(ctx context.Context, instance string, m relayMsg) error {
 	return dbErr("notify", err)
 }
 
-// received handles one notification on this instance's channel.
+// received handles one notification on this instance's channel. It runs
+// on the LISTEN goroutine, so it never waits: a relay row is read on a
+// goroutine of its own.
 func (s *Store) received(payload []byte) {
 	r := &s.relay
 	var m relayMsg
@@ -271,18 +326,33 @@ func (s *Store) received(payload []byte) {
 		return
 	}
 	if m.Kind == "ref" {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		b, err := s.takeRelayRow(ctx, m.Row)
-		cancel()
-		if err != nil {
-			r.log.Warn("gateway relay: relay row unreadable", "err", err)
-			return
-		}
-		if err := json.Unmarshal(b, &m); err != nil || m.Kind == "ref" {
-			r.log.Warn("gateway relay: malformed relay row dropped")
-			return
-		}
+		go s.receivedRow(m.Row)
+		return
 	}
+	s.handle(m)
+}
+
+// receivedRow reads and handles a message that travelled in a relay row.
+func (s *Store) receivedRow(row string) {
+	r := &s.relay
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	b, err := s.takeRelayRow(ctx, row)
+	cancel()
+	if err != nil {
+		r.log.Warn("gateway relay: relay row unreadable", "err", err)
+		return
+	}
+	var m relayMsg
+	if err := json.Unmarshal(b, &m); err != nil || m.Kind == "ref" {
+		r.log.Warn("gateway relay: malformed relay row dropped")
+		return
+	}
+	s.handle(m)
+}
+
+// handle acts on one relay message without waiting.
+func (s *Store) handle(m relayMsg) {
+	r := &s.relay
 	switch m.Kind {
 	case "res":
 		r.mu.Lock()
@@ -290,7 +360,7 @@ func (s *Store) received(payload []byte) {
 		delete(r.waiting, m.ID)
 		r.mu.Unlock()
 		if ok {
-			ch <- relayAnswer{body: m.Body, offline: m.Offline}
+			ch <- relayAnswer{body: m.Body, offline: m.Offline, busy: m.Busy}
 		}
 	case "close":
 		r.closeLocal(m.Gateway, websocketStatusUnpaired, "unpaired by the owner")
@@ -306,14 +376,19 @@ func (s *Store) answerRemote(m relayMsg) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	answer := relayMsg{Kind: "res", ID: m.ID}
+	// As on the sender's side, only the socket of the connection the
+	// gateways row names counts: not one being torn down after the gateway
+	// connected again.
 	sock := r.local(m.Gateway)
-	if sock == nil {
+	if sock == nil || sock.connID != m.Conn {
 		answer.Offline = true
 	} else {
 		b, err := sock.call(ctx, m.ID, m.Body)
 		switch {
 		case errors.Is(err, errGatewayTimeout):
 			return // the sender times out on its own clock
+		case errors.Is(err, errGatewayRPCLimit):
+			answer.Busy = true
 		case err != nil:
 			answer.Offline = true
 		default:

@@ -28,6 +28,7 @@ var (
 	errGatewayNotPaired = errors.New("controlplane: gateway key not paired")
 	errGatewayOffline   = errors.New("controlplane: gateway not connected")
 	errGatewayTimeout   = errors.New("controlplane: gateway did not answer in time")
+	errGatewayRPCLimit  = errors.New("controlplane: too many RPCs waiting for this owner or gateway")
 	errPairingExpired   = errors.New("controlplane: pairing session expired")
 	errPairingEnded     = errors.New("controlplane: pairing session used or ended")
 )

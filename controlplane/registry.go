@@ -32,11 +32,11 @@ import (
 type Registry interface {
 	RegisterNamespace(ctx context.Context, name string) (txHash string, err error)
 	TransferNamespace(ctx context.Context, name, newOwner string) (txHash string, err error)
-	SubmitClaim(ctx context.Context, namespace, publicKey, service, agentIP string) (claimID, txHash string, err error)
+	SubmitClaim(ctx context.Context, namespace, publicKey, service string) (claimID, txHash string, err error)
 	ApproveClaim(ctx context.Context, claimID string) (txHash string, err error)
 	RejectClaim(ctx context.Context, claimID string) (txHash string, err error)
 	RevokeClaim(ctx context.Context, claimID string) (txHash string, err error)
-	ApproveClaimDirect(ctx context.Context, namespace, publicKey, service, agentIP string) (txHash string, err error)
+	ApproveClaimDirect(ctx context.Context, namespace, publicKey, service string) (txHash string, err error)
 	RevokeClaimDirect(ctx context.Context, namespace, publicKey, service string) (txHash string, err error)
 	IsAuthorized(ctx context.Context, namespace, publicKey, service string) (bool, error)
 }
@@ -507,7 +507,7 @@ func (r *registryRunner) writeClaim(ctx context.Context, c Claim, op string) (st
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	if op == registryApprove {
-		h, err := r.backend.ApproveClaimDirect(ctx, c.Namespace, c.PublicKey, c.Service, c.AgentIP)
+		h, err := r.backend.ApproveClaimDirect(ctx, c.Namespace, c.PublicKey, c.Service)
 		if err != nil {
 			return "", fmt.Errorf("controlplane: registry approve: %w", err)
 		}

@@ -60,7 +60,7 @@ func (f *fakeRegistry) TransferNamespace(_ context.Context, name, newOwner strin
 	return f.tx("transferNamespace "+name, func() { f.namespaces[name] = newOwner })
 }
 
-func (f *fakeRegistry) SubmitClaim(_ context.Context, ns, pub, svc, _ string) (string, string, error) {
+func (f *fakeRegistry) SubmitClaim(_ context.Context, ns, pub, svc string) (string, string, error) {
 	id := fmt.Sprintf("chain-%d", len(f.claims)+1)
 	h, err := f.tx("submitClaim "+ns+"/"+svc, func() { f.claims[id] = tuple(ns, pub, svc) })
 	return id, h, err
@@ -78,7 +78,7 @@ func (f *fakeRegistry) RevokeClaim(_ context.Context, id string) (string, error)
 	return f.tx("revokeClaim "+id, func() { f.authorized[f.claims[id]] = false })
 }
 
-func (f *fakeRegistry) ApproveClaimDirect(_ context.Context, ns, pub, svc, _ string) (string, error) {
+func (f *fakeRegistry) ApproveClaimDirect(_ context.Context, ns, pub, svc string) (string, error) {
 	return f.tx("approve "+ns+"/"+svc, func() { f.authorized[tuple(ns, pub, svc)] = true })
 }
 

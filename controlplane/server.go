@@ -208,7 +208,8 @@ func (s *Server) now() time.Time { return s.cfg.Clock() }
 // or another authority than the address the request arrived on, is
 // answered 400 REQUEST_TARGET_FOREIGN before any route sees it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	defer s.meterBody(w, r)()
+	r, release := s.meterBody(w, r)
+	defer release()
 	apierror.RequestID(s.obs.wrap(s.proxy.RefuseForeignTarget(http.HandlerFunc(s.cors)))).ServeHTTP(w, r)
 }
 
@@ -335,6 +336,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apie
 	if _, metered := body.(*meteredBody); !metered {
 		body = http.MaxBytesReader(w, body, s.cfg.MaxBodyBytes)
 	}
+	defer s.bodyDecoded(r)
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(v); err != nil {
 		if e := bodyError(err); e != nil {

@@ -14,7 +14,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -76,12 +78,14 @@ func (s *Server) loop(ctx context.Context, wake <-chan struct{}, pass func()) {
 // deliveryRetention is how long finished deliveries stay listed.
 const deliveryRetention = 30 * 24 * time.Hour
 
-// deliveryBatch and deliveryParallelism bound one pass: leases are taken
-// in batches, and a batch is sent with bounded parallelism so one slow
-// receiver does not hold up the others.
+// deliveryParallelism bounds the attempts one pass has in flight, shared
+// by every tenant; deliveryPerService bounds those of one service's
+// webhooks on one instance, so a receiver that never answers holds at
+// most half the slots (each for up to Timeout) and the other services'
+// deliveries go on in the other half.
 const (
-	deliveryBatch       = 32
 	deliveryParallelism = 8
+	deliveryPerService  = 4
 )
 
 // wakeWorkers nudges RunWorkers after a change that may have queued work.
@@ -102,32 +106,75 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 	// The lease outlives an attempt (bounded by the client timeout) with
 	// a wide margin, so it only expires for a worker that died.
 	leaseFor := 2*s.cfg.Webhooks.Timeout + time.Minute
-	total := 0
+	// A slot is leased again as soon as it frees: no attempt waits for a
+	// slower one of the same pass.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	finished := make(chan string, deliveryParallelism) // the service of an ended attempt
+	tick := time.NewTicker(s.cfg.Webhooks.PollInterval)
+	defer tick.Stop()
+	perService := map[string]int{} // attempts in flight
+	// A lease that found nothing with the same services capped is not
+	// tried again before the next tick: with a capped service's backlog
+	// due, that query reads the whole backlog.
+	var nothingWith *string
+	inFlight, total := 0, 0
 	for {
-		token := newID("lease_")
-		batch, err := s.store.claimDeliveries(ctx, token, deliveryBatch, s.now(), leaseFor)
-		if err != nil {
-			return total, err
+		capped := cappedServices(perService)
+		if free := deliveryParallelism - inFlight; free > 0 && ctx.Err() == nil && (nothingWith == nil || *nothingWith != capped) {
+			token := newID("lease_")
+			batch, err := s.store.claimDeliveries(ctx, token, free, deliveryPerService, perService, s.now(), leaseFor)
+			if err != nil {
+				return total, err
+			}
+			if len(batch) == 0 {
+				nothingWith = &capped
+			}
+			newlyCapped := false
+			for _, d := range batch {
+				perService[d.Claim.Service]++
+				newlyCapped = newlyCapped || perService[d.Claim.Service] == deliveryPerService
+				inFlight++
+				wg.Go(func() {
+					s.deliverOne(ctx, token, d)
+					finished <- d.Claim.Service
+				})
+			}
+			total += len(batch)
+			// Lease again while slots are left and the last lease either
+			// filled its slots or capped a service, whose rows may have hidden
+			// others'.
+			if len(batch) == free || newlyCapped {
+				continue
+			}
 		}
-		if len(batch) == 0 {
-			return total, nil
-		}
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, deliveryParallelism)
-		for _, d := range batch {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				s.deliverOne(ctx, token, d)
-			}()
-		}
-		wg.Wait()
-		total += len(batch)
-		if ctx.Err() != nil || len(batch) < deliveryBatch {
+		if inFlight == 0 {
 			return total, ctx.Err()
 		}
+		// Wait for a slot, or for a while: a delivery may have become due.
+		select {
+		case svc := <-finished:
+			inFlight--
+			if perService[svc]--; perService[svc] == 0 {
+				delete(perService, svc)
+			}
+		case <-tick.C:
+			nothingWith = nil
+		}
 	}
+}
+
+// cappedServices names the services with deliveryPerService attempts in
+// flight, in order.
+func cappedServices(perService map[string]int) string {
+	var names []string
+	for svc, n := range perService {
+		if n >= deliveryPerService {
+			names = append(names, svc)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, "\n")
 }
 
 // deliverOne makes one attempt of a leased delivery and records it.

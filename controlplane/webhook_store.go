@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -242,22 +243,49 @@ type delivery struct {
 }
 
 // claimDeliveries leases up to n due pending deliveries for leaseFor under
-// token. Rows leased by another worker (lease not expired) are skipped; on
-// PostgreSQL, SKIP LOCKED also keeps concurrent workers off each other's
-// candidate rows, and the outer conditions re-check what the inner select
-// saw, so a row is only ever leased by one worker at a time.
-func (s *Store) claimDeliveries(ctx context.Context, token string, n int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
+// token, taking no service past perService counting the attempts busy says
+// it has in flight already (the choice is made among the oldest due rows,
+// so the query stays cheap). Rows leased by another worker (lease not
+// expired) are skipped; on PostgreSQL, SKIP LOCKED also keeps concurrent
+// workers off each other's candidate rows, and the outer conditions
+// re-check what the inner select saw, so a row is only ever leased by one
+// worker at a time.
+func (s *Store) claimDeliveries(ctx context.Context, token string, n, perService int, busy map[string]int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
 	skip := ""
 	if s.pg {
 		skip = " FOR UPDATE SKIP LOCKED"
 	}
+	args := []any{token, micros(now.Add(leaseFor)), micros(now), n, 4 * n, perService}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	var full []string
+	inFlight := "0"
+	for svc, k := range busy {
+		if k >= perService {
+			full = append(full, arg(svc))
+		} else if k > 0 {
+			inFlight = "CASE WHEN service = " + arg(svc) + " THEN " + arg(k) + " ELSE " + inFlight + " END"
+		}
+	}
+	notIn := ""
+	if len(full) > 0 {
+		notIn = " AND service NOT IN (" + strings.Join(full, ", ") + ")"
+	}
 	rows, err := s.db.QueryContext(ctx, `UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2
-		WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $3
-				AND (lease_until IS NULL OR lease_until <= $3) ORDER BY next_attempt_at LIMIT $4`+skip+`)
+		WHERE id IN (SELECT id FROM webhook_deliveries WHERE id IN (
+				SELECT id FROM (
+					SELECT id, service, ROW_NUMBER() OVER (PARTITION BY service ORDER BY next_attempt_at, id) AS k FROM (
+						SELECT id, service, next_attempt_at FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $3
+							AND (lease_until IS NULL OR lease_until <= $3)`+notIn+` ORDER BY next_attempt_at LIMIT $5
+					) due
+				) ranked WHERE k + `+inFlight+` <= $6)
+			ORDER BY next_attempt_at LIMIT $4`+skip+`)
 			AND state = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
 		RETURNING id, webhook_id, url, secret, event_type, occurred_at, created_at, claim_id, namespace, service,
 			public_key, subject, agent_id, agent_name, claim_status, attempts`,
-		token, micros(now.Add(leaseFor)), micros(now), n)
+		args...)
 	if err != nil {
 		return nil, dbErr("lease deliveries", err)
 	}

@@ -131,6 +131,7 @@
 //	GATEWAY_NOT_PAIRED               403  this gateway key is not paired; pair it again from the dashboard
 //	GATEWAY_OFFLINE                  409  the gateway is not connected
 //	GATEWAY_TIMEOUT                  504  the gateway did not answer in time
+//	GATEWAY_RPC_LIMIT_REACHED        429  too many RPCs are waiting for this owner or gateway; retry when one has been answered
 //	PAIRING_CODE_INVALID             401  unknown pairing session or wrong pairing code
 //	PAIRING_EXPIRED                  410  the pairing session expired; start a new one
 //	PAIRING_ENDED                    410  the pairing session was used or ended after too many wrong codes; start a new one

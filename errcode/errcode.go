@@ -108,6 +108,7 @@ const (
 	GatewayNotPaired
 	GatewayOffline
 	GatewayTimeout
+	GatewayRPCLimitReached
 	PairingCodeInvalid
 	PairingExpired
 	PairingEnded
@@ -218,6 +219,7 @@ var table = [codeCount]row{
 	GatewayNotPaired:         {"GATEWAY_NOT_PAIRED", http.StatusForbidden, "this gateway key is not paired; pair it again from the dashboard"},
 	GatewayOffline:           {"GATEWAY_OFFLINE", http.StatusConflict, "the gateway is not connected"},
 	GatewayTimeout:           {"GATEWAY_TIMEOUT", http.StatusGatewayTimeout, "the gateway did not answer in time"},
+	GatewayRPCLimitReached:   {"GATEWAY_RPC_LIMIT_REACHED", http.StatusTooManyRequests, "too many RPCs are waiting for this owner or gateway; retry when one has been answered"},
 	PairingCodeInvalid:       {"PAIRING_CODE_INVALID", http.StatusUnauthorized, "unknown pairing session or wrong pairing code"},
 	PairingExpired:           {"PAIRING_EXPIRED", http.StatusGone, "the pairing session expired; start a new one"},
 	PairingEnded:             {"PAIRING_ENDED", http.StatusGone, "the pairing session was used or ended after too many wrong codes; start a new one"},

@@ -273,7 +273,9 @@ func (c *Client) paired(ctl pairwire.Control) error {
 // still there, so a half-open connection is noticed.
 const pingInterval = 30 * time.Second
 
-// maxConcurrentRPC bounds the RPCs run at once.
+// maxConcurrentRPC bounds the RPCs run at once; as many refusals of the
+// requests past it may be being written at once, and a request past both
+// is dropped (its caller times out).
 const maxConcurrentRPC = 8
 
 // serve answers RPCs until the socket ends.
@@ -298,26 +300,50 @@ func (c *Client) serve(ctx context.Context, conn *websocket.Conn, gatewayID stri
 			}
 		}
 	}()
-	sem := make(chan struct{}, maxConcurrentRPC)
+	// The loop never waits for a running RPC: pongs and close frames are
+	// read with the messages, so a loop that stopped reading would let
+	// pings time out and drop the connection under load.
+	running, refusing := make(chan struct{}, maxConcurrentRPC), make(chan struct{}, maxConcurrentRPC)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	answer := func(sem chan struct{}, f func() []byte) {
+		defer func() { <-sem; wg.Done() }()
+		b := f()
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer wcancel()
+		if err := conn.Write(wctx, websocket.MessageText, b); err != nil {
+			c.log.Warn("pairing: answer not sent", "err", err)
+		}
+	}
 	for {
 		_, msg, err := conn.Read(ctx)
 		if err != nil {
 			return closeError(err)
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			answer := c.handle(ctx, gatewayID, msg)
-			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-			defer wcancel()
-			if err := conn.Write(wctx, websocket.MessageText, answer); err != nil {
-				c.log.Warn("pairing: answer not sent", "err", err)
-			}
-		}()
+		select {
+		case running <- struct{}{}:
+			wg.Add(1)
+			go answer(running, func() []byte { return c.handle(ctx, gatewayID, msg) })
+			continue
+		default:
+		}
+		select {
+		case refusing <- struct{}{}:
+			wg.Add(1)
+			go answer(refusing, func() []byte { return busy(msg) })
+		default:
+			c.log.Warn("pairing: request dropped: the gateway is busy")
+		}
 	}
+}
+
+// busy is the refusal of a request that came past maxConcurrentRPC.
+func busy(msg []byte) []byte {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	json.Unmarshal(msg, &probe)
+	return errorResponse(probe.ID, pairwire.CodeBusy, fmt.Sprintf("the gateway is running %d requests; retry when one is answered", maxConcurrentRPC), nil)
 }
 
 // closeError turns the socket's close status into the errors Run stops on.

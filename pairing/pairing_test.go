@@ -529,3 +529,85 @@ func TestMalformedMessages(t *testing.T) {
 		t.Fatal("no answer to the valid request after the junk")
 	}
 }
+
+// TestBusyGatewayKeepsReading: while the gateway runs as many RPCs as it
+// runs at once, a control plane that sends one more gets a refusal at
+// once, and its pings are still answered (the client never stops reading,
+// so a loaded gateway is not taken for a dead one).
+func TestBusyGatewayKeepsReading(t *testing.T) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unblock()
+	slowAdmin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"variables":[]}`))
+	})
+	type outcome struct {
+		refused map[string]any
+		pingErr error
+	}
+	result := make(chan outcome, 1)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		ctx := r.Context()
+		if _, _, err := conn.Read(ctx); err != nil { // the pairing message
+			return
+		}
+		ready, _ := json.Marshal(pairwire.Control{Type: pairwire.ControlReady, GatewayID: "gw_fake", Namespace: "alice"})
+		conn.Write(ctx, websocket.MessageText, ready)
+		for i := range 9 {
+			m := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"variables.list"}`, i+1)
+			if err := conn.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+				return
+			}
+		}
+		answers := make(chan map[string]any, 9)
+		go func() {
+			for {
+				_, b, err := conn.Read(ctx)
+				if err != nil {
+					return
+				}
+				var a map[string]any
+				json.Unmarshal(b, &a)
+				answers <- a
+			}
+		}()
+		var o outcome
+		select {
+		case o.refused = <-answers:
+		case <-time.After(5 * time.Second):
+		}
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		o.pingErr = conn.Ping(pctx)
+		cancel()
+		result <- o
+		<-ctx.Done()
+	}))
+	defer fake.Close()
+	dir := t.TempDir()
+	key, _ := credvault.GenerateMasterKey()
+	id, _ := identity.New("gw-host")
+	client, err := pairing.New(pairing.Config{RegistryURL: fake.URL, Identity: id, Admin: slowAdmin, DataDir: dir, MasterKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go client.Run(ctx, &pairing.Pairing{SessionID: "gps_fake", Code: "ABCDEFGH"})
+	o := <-result
+	unblock()
+	e, _ := o.refused["error"].(map[string]any)
+	if o.refused == nil || o.refused["id"] != float64(9) || e == nil || e["code"] != float64(pairwire.CodeBusy) {
+		t.Errorf("the ninth request while eight run: %v, want an immediate %d refusal", o.refused, pairwire.CodeBusy)
+	}
+	if o.pingErr != nil {
+		t.Errorf("ping while eight RPCs run: %v", o.pingErr)
+	}
+}

@@ -101,6 +101,10 @@ const (
 	// CodeAPIError carries an admin API error: data holds its envelope
 	// (status, code, error, details).
 	CodeAPIError = -32000
+	// CodeBusy refuses a request that arrived while the gateway ran as
+	// many as it runs at once; the control plane's own cap per gateway
+	// keeps it from sending one.
+	CodeBusy = -32001
 )
 
 // Methods are the RPC methods a paired gateway serves.

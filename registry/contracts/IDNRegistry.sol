@@ -5,7 +5,10 @@ pragma solidity 0.8.37;
 /// @notice The on-chain record of idn namespaces and of the agent keys their
 /// owners authorised for a service. The control plane is the authority: only
 /// its relayer account writes, and the owner of the contract may replace the
-/// relayer. Every write that changes state emits one event.
+/// relayer. Every write that changes state emits one event. Everything
+/// written here is public for ever, so no personal data is: a claim is its
+/// namespace, public key and service, never the agent's address or any
+/// other detail the service reported.
 /// @dev A control plane may repeat a write after a crash between the chain
 /// accepting it and the control plane recording it. So a write that finds the
 /// registry already in the state it asks for succeeds without a change and
@@ -52,19 +55,12 @@ contract IDNRegistry {
         bytes32 indexed nameHash, string name, address indexed previousOwner, address indexed newOwner
     );
     event ClaimSubmitted(
-        bytes32 indexed tupleKey,
-        uint256 indexed claimId,
-        string namespace,
-        string publicKey,
-        string service,
-        string agentIP
+        bytes32 indexed tupleKey, uint256 indexed claimId, string namespace, string publicKey, string service
     );
     event ClaimApproved(bytes32 indexed tupleKey, uint256 indexed claimId);
     event ClaimRejected(bytes32 indexed tupleKey, uint256 indexed claimId);
     event ClaimRevoked(bytes32 indexed tupleKey, uint256 indexed claimId);
-    event ClaimApprovedDirect(
-        bytes32 indexed tupleKey, string namespace, string publicKey, string service, string agentIP
-    );
+    event ClaimApprovedDirect(bytes32 indexed tupleKey, string namespace, string publicKey, string service);
     event ClaimRevokedDirect(bytes32 indexed tupleKey, string namespace, string publicKey, string service);
 
     error NotOwner(address sender);
@@ -143,16 +139,15 @@ contract IDNRegistry {
 
     /// @notice Opens a two-step claim; approveClaim, rejectClaim and
     /// revokeClaim move it.
-    function submitClaim(
-        string calldata namespace,
-        string calldata publicKey,
-        string calldata service,
-        string calldata agentIP
-    ) external onlyRelayer returns (uint256 claimId) {
+    function submitClaim(string calldata namespace, string calldata publicKey, string calldata service)
+        external
+        onlyRelayer
+        returns (uint256 claimId)
+    {
         bytes32 key = _key(namespace, publicKey, service);
         claimId = ++claimCount;
         claims[claimId] = Claim(key, ClaimStatus.Pending);
-        emit ClaimSubmitted(key, claimId, namespace, publicKey, service, agentIP);
+        emit ClaimSubmitted(key, claimId, namespace, publicKey, service);
     }
 
     function approveClaim(uint256 claimId) external onlyRelayer {
@@ -184,16 +179,14 @@ contract IDNRegistry {
     }
 
     /// @notice Authorises a tuple in one step.
-    function approveClaimDirect(
-        string calldata namespace,
-        string calldata publicKey,
-        string calldata service,
-        string calldata agentIP
-    ) external onlyRelayer {
+    function approveClaimDirect(string calldata namespace, string calldata publicKey, string calldata service)
+        external
+        onlyRelayer
+    {
         bytes32 key = _key(namespace, publicKey, service);
         if (authorizations[key].authorized) return;
         _authorize(key, true);
-        emit ClaimApprovedDirect(key, namespace, publicKey, service, agentIP);
+        emit ClaimApprovedDirect(key, namespace, publicKey, service);
     }
 
     /// @notice Withdraws a tuple's authorisation in one step.

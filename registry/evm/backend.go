@@ -1,6 +1,7 @@
 package evm
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"errors"
@@ -163,6 +164,15 @@ func (b *Backend) checkContract(ctx context.Context) error {
 	}
 	if len(code) == 0 {
 		return fmt.Errorf("evm: no contract at %s on chain %d", b.cfg.Contract.Hex(), b.cfg.ChainID)
+	}
+	// The dispatcher of a contract holds the selector of every function it
+	// has: a registry of another version (one whose writes took the
+	// agent's address) would revert every write.
+	for _, m := range []string{"registerNamespace", "approveClaimDirect", "revokeClaimDirect"} {
+		if !bytes.Contains(code, b.binding.GetABI().Methods[m].ID) {
+			return fmt.Errorf("evm: the contract at %s has no %s of this IDNRegistry version: deploy the current one (controlplane registry deploy)",
+				b.cfg.Contract.Hex(), b.binding.GetABI().Methods[m].Sig)
+		}
 	}
 	relayer, err := call(ctx, b, b.binding.PackRelayer(), b.binding.UnpackRelayer)
 	if err != nil {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,7 +51,7 @@ func TestDirectWrites(t *testing.T) {
 	if ok, err := b.IsAuthorized(ctx, ns, pub, svc); err != nil || ok {
 		t.Fatalf("authorised before approval: %v %v", ok, err)
 	}
-	approved, err := b.ApproveClaimDirect(ctx, ns, pub, svc, "203.0.113.7")
+	approved, err := b.ApproveClaimDirect(ctx, ns, pub, svc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func TestDirectWrites(t *testing.T) {
 		t.Fatal("not authorised after approveClaimDirect")
 	}
 	nonce := c.nonce()
-	if again, err := b.ApproveClaimDirect(ctx, ns, pub, svc, "203.0.113.7"); err != nil || again != approved {
+	if again, err := b.ApproveClaimDirect(ctx, ns, pub, svc); err != nil || again != approved {
 		t.Fatalf("repeated approval: %s, %v; want %s", again, err, approved)
 	}
 	revoked, err := b.RevokeClaimDirect(ctx, ns, pub, svc)
@@ -100,7 +103,7 @@ func TestTwoStepClaims(t *testing.T) {
 	contract := c.deploy()
 	b := c.backend(contract)
 	ctx := context.Background()
-	id, _, err := b.SubmitClaim(ctx, "acme", "ed25519:CCCC", "github", "198.51.100.1")
+	id, _, err := b.SubmitClaim(ctx, "acme", "ed25519:CCCC", "github")
 	if err != nil || id != "1" {
 		t.Fatalf("submitClaim: %q, %v", id, err)
 	}
@@ -142,6 +145,22 @@ func TestStartChecks(t *testing.T) {
 	c := newChain(t)
 	contract := c.deploy()
 	ctx := context.Background()
+	// The registry as it was when its writes took the agent's address.
+	old, err := os.ReadFile("testdata/IDNRegistry-agentip.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := bind.NewKeyedTransactor(c.Relayer, big.NewInt(simChainID))
+	other, _, err := bind.DeployContract(opts, common.FromHex(strings.TrimSpace(string(old))), c.Sim.Client(),
+		binding.PackConstructor(crypto.PubkeyToAddress(c.Relayer.PublicKey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kick()
+	eventually(t, 10*time.Second, "the other contract mined", func() bool {
+		code, err := c.Sim.Client().CodeAt(ctx, other, nil)
+		return err == nil && len(code) > 0
+	})
 	for _, tc := range []struct {
 		name string
 		mod  func(*evm.Config)
@@ -151,6 +170,8 @@ func TestStartChecks(t *testing.T) {
 		{"no contract at the address", func(cfg *evm.Config) {
 			cfg.Contract = common.HexToAddress("0x00000000000000000000000000000000000000aa")
 		}, "no contract at"},
+		{"a contract of another version", func(cfg *evm.Config) { cfg.Contract = other },
+			"has no approveClaimDirect(string,string,string) of this IDNRegistry version"},
 		{"no key", func(cfg *evm.Config) { cfg.Key = nil }, "relayer key"},
 		{"no address", func(cfg *evm.Config) { cfg.Contract = common.Address{} }, "registry address"},
 	} {
@@ -173,7 +194,7 @@ func TestRevertReason(t *testing.T) {
 	b := c.backend(contract)
 	other := crypto.PubkeyToAddress(c.Other.PublicKey)
 	c.asOwner(contract, binding.PackSetRelayer(other))
-	_, err := b.ApproveClaimDirect(context.Background(), "acme", "ed25519:DDDD", "github", "")
+	_, err := b.ApproveClaimDirect(context.Background(), "acme", "ed25519:DDDD", "github")
 	var we *evm.WriteError
 	if !errors.As(err, &we) || we.Reason != evm.ReasonReverted || we.Detail != fmt.Sprintf("NotRelayer(%s)", b.Relayer().Hex()) {
 		t.Fatalf("write by a replaced relayer: %v", err)
@@ -236,7 +257,7 @@ func TestRPCURLNeverInErrors(t *testing.T) {
 	}
 	defer b.Close()
 	c.SetDown(true)
-	_, err = b.ApproveClaimDirect(context.Background(), "acme", "ed25519:EEEE", "github", "")
+	_, err = b.ApproveClaimDirect(context.Background(), "acme", "ed25519:EEEE", "github")
 	var we *evm.WriteError
 	if !errors.As(err, &we) || we.Reason != evm.ReasonRPC || strings.Contains(err.Error(), "sekrit") {
 		t.Fatalf("write to a down endpoint: %v", err)
@@ -265,7 +286,7 @@ func TestConcurrentWritersShareKey(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := backends[i%2].ApproveClaimDirect(context.Background(), "acme", fmt.Sprintf("ed25519:K%d", i), "github", "")
+			_, err := backends[i%2].ApproveClaimDirect(context.Background(), "acme", fmt.Sprintf("ed25519:K%d", i), "github")
 			errs <- err
 		}()
 	}
@@ -302,13 +323,13 @@ func TestReceiptTimeoutThenRepeat(t *testing.T) {
 	defer b.Close()
 	start := c.nonce()
 	c.Pause()
-	_, err = b.ApproveClaimDirect(context.Background(), "acme", "ed25519:FFFF", "github", "")
+	_, err = b.ApproveClaimDirect(context.Background(), "acme", "ed25519:FFFF", "github")
 	var we *evm.WriteError
 	if !errors.As(err, &we) || we.Reason != evm.ReasonReceiptTimeout || we.TxHash == "" {
 		t.Fatalf("write without a block: %v", err)
 	}
 	c.Resume()
-	hash, err := b.ApproveClaimDirect(context.Background(), "acme", "ed25519:FFFF", "github", "")
+	hash, err := b.ApproveClaimDirect(context.Background(), "acme", "ed25519:FFFF", "github")
 	if err != nil || hash != we.TxHash {
 		t.Fatalf("repeat: %s, %v; want the first transaction %s", hash, err, we.TxHash)
 	}

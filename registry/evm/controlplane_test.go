@@ -26,6 +26,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/idnhq/idn/controlplane"
+	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/registry/evm"
 )
 
@@ -471,4 +472,149 @@ func signup(t *testing.T, base, origin, ns string) int {
 	}
 	res.Body.Close()
 	return res.StatusCode
+}
+
+// TestNoPersonalDataOnChain: what a claim puts on chain is public for
+// ever, so its approval writes the namespace, public key and service and
+// nothing of what the service reported about the agent (its address,
+// subject or name): neither in the transaction's input nor in its logs.
+func TestNoPersonalDataOnChain(t *testing.T) {
+	c := newChain(t)
+	contract := c.deploy()
+	p := newPlane(t, c, sqliteStore(t), controlplane.RegistrySync, contract, &clock{})
+	body, _ := json.Marshal(map[string]any{"namespaces": []string{"acme"},
+		"services": []map[string]string{{"slug": "github", "name": "GitHub", "owner": "acme"}}})
+	req, _ := http.NewRequest("POST", p.url+"/v1/test/seed", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-IDN-Test-Seed-Token", "seed")
+	var seeded struct {
+		Sessions map[string]string `json:"sessions"`
+		APIKeys  map[string]string `json:"api_keys"`
+	}
+	if status := p.call(req, &seeded); status != 200 {
+		t.Fatalf("seed: %d", status)
+	}
+	agent, err := identity.New("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	personal := map[string]string{"agent_ip": "203.0.113.77", "subject": "jane.doe@example.com", "agent_name": "Jane's laptop"}
+	submit := map[string]any{"namespace": "acme", "public_key": identity.FormatPublicKey(agent.PublicKey), "service": "github"}
+	for k, v := range personal {
+		submit[k] = v
+	}
+	body, _ = json.Marshal(submit)
+	req, _ = http.NewRequest("POST", p.url+"/v1/claims", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+seeded.APIKeys["github"])
+	if err := agent.Sign(req, identity.SignOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var claim seededClaim
+	if status := p.call(req, &claim); status != http.StatusCreated {
+		t.Fatalf("claim submission: %d", status)
+	}
+	w := world{session: seeded.Sessions["acme"], claims: []seededClaim{claim}}
+	status, approved := p.move(w, claim.ID, "approve")
+	if status != 200 {
+		t.Fatalf("approve: %d %v", status, approved)
+	}
+	hash := common.HexToHash(approved["approval_tx_hash"].(string))
+	ctx := context.Background()
+	tx, _, err := c.Sim.Client().TransactionByHash(ctx, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receipt, err := c.Sim.Client().TransactionReceipt(ctx, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := [][]byte{tx.Data()}
+	for _, l := range receipt.Logs {
+		written = append(written, l.Data)
+	}
+	for _, b := range written {
+		for field, v := range personal {
+			if bytes.Contains(b, []byte(v)) {
+				t.Errorf("the approval's transaction carries the claim's %s %q on chain", field, v)
+			}
+		}
+	}
+	if !bytes.Contains(tx.Data(), []byte(claim.PublicKey)) {
+		t.Errorf("the approval does not carry the public key it authorises")
+	}
+}
+
+// failingHashRecord wraps a backend: after its first mined approval it
+// makes the database refuse to record approval hashes, the failure
+// between a write reaching the chain and its hash being recorded.
+type failingHashRecord struct {
+	controlplane.Registry
+	db       *sql.DB
+	calls    atomic.Int32
+	firstTx  atomic.Pointer[string]
+	injected chan struct{}
+}
+
+func (f *failingHashRecord) ApproveClaimDirect(ctx context.Context, namespace, publicKey, service string) (string, error) {
+	h, err := f.Registry.ApproveClaimDirect(ctx, namespace, publicKey, service)
+	if f.calls.Add(1) == 1 && err == nil {
+		f.firstTx.Store(&h)
+		if _, err := f.db.Exec(`CREATE TRIGGER refuse_hash BEFORE UPDATE OF approval_tx_hash ON claims
+			BEGIN SELECT RAISE(ABORT, 'injected: the hash cannot be recorded'); END`); err != nil {
+			panic(err)
+		}
+		close(f.injected)
+	}
+	return h, err
+}
+
+// TestQueueHashRecordFailsAfterMinedWrite: the approval is mined but its
+// hash cannot be recorded; the queue retries the job, and the retry finds
+// the write on chain and records its hash without sending it again.
+func TestQueueHashRecordFailsAfterMinedWrite(t *testing.T) {
+	c := newChain(t)
+	contract := c.deploy()
+	sc := sqliteStore(t)
+	clk := &clock{}
+	side, err := sql.Open("sqlite", "file:"+sc.SQLitePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
+	f := &failingHashRecord{db: side, injected: make(chan struct{})}
+	p := newPlane(t, c, sc, controlplane.RegistryQueue, contract, clk, func(cfg *controlplane.Config) {
+		f.Registry = cfg.Webhooks.Registry.Backend
+		cfg.Webhooks.Registry.Backend = f
+	})
+	w := p.seed(1)
+	cl := w.claims[0]
+	if status, _ := p.move(w, cl.ID, "approve"); status != 200 {
+		t.Fatalf("approve: %d", status)
+	}
+	start := c.nonce()
+	p.run()
+	<-f.injected
+	eventually(t, 30*time.Second, "the failed record shown on the claim", func() bool {
+		msg, _ := p.claims(w)[cl.ID]["registry_error"].(string)
+		return strings.Contains(msg, "injected")
+	})
+	if _, err := side.Exec(`DROP TRIGGER refuse_hash`); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(time.Hour) // past the retry's backoff
+	eventually(t, 30*time.Second, "the hash recorded", func() bool { return p.claims(w)[cl.ID]["approval_tx_hash"] != nil })
+	p.stopWorkers()
+
+	if got := p.claims(w)[cl.ID]["approval_tx_hash"]; got != *f.firstTx.Load() {
+		t.Fatalf("recorded %v, the mined write was %s", got, *f.firstTx.Load())
+	}
+	if n := f.calls.Load(); n < 2 {
+		t.Fatalf("the backend was called %d times: the job was not retried", n)
+	}
+	p.approvedOnce(contract, w)
+	// The namespace's registration and the approval, nothing sent twice.
+	if sent := c.nonce() - start; sent != 2 {
+		t.Fatalf("relayer sent %d transactions for 2 writes", sent)
+	}
 }

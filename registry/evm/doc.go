@@ -18,7 +18,8 @@
 //     wss); default the network's public endpoint, which is rate-limited.
 //     It never appears in an error or log line, since providers put API
 //     keys in it.
-//   - IDN_REGISTRY_ADDRESS: the deployed contract.
+//   - IDN_REGISTRY_ADDRESS: the deployed contract. New refuses a contract
+//     whose code lacks this version's write functions.
 //   - RELAYER_PRIVATE_KEY: the secp256k1 key, in hex, of the account that
 //     signs and pays for every write. The contract accepts writes from
 //     this relayer alone; its owner (the deployer) may appoint another.
@@ -46,6 +47,12 @@
 // send, after any failed send or receipt timeout, and when the node refuses
 // a nonce because another instance sharing the key used it; a restart
 // therefore starts from the node's count.
+//
+// # What is written
+//
+// Everything a write sends is public for ever: a namespace's name, and a
+// claim's namespace, public key and service (with their tuple key). No
+// address or other detail a service reported about the agent is.
 //
 // # Exactly once
 //

@@ -50,10 +50,10 @@ func (b *Backend) TransferNamespace(ctx context.Context, name, newOwner string) 
 
 // SubmitClaim opens a two-step claim on chain and returns its on-chain id
 // (decimal) with the transaction hash.
-func (b *Backend) SubmitClaim(ctx context.Context, namespace, publicKey, service, agentIP string) (string, string, error) {
+func (b *Backend) SubmitClaim(ctx context.Context, namespace, publicKey, service string) (string, string, error) {
 	const op = "submitClaim"
 	r, err := b.transact(ctx, op, TupleKey(namespace, publicKey, service), &b.cfg.Contract,
-		b.binding.PackSubmitClaim(namespace, publicKey, service, agentIP))
+		b.binding.PackSubmitClaim(namespace, publicKey, service))
 	if err != nil {
 		return "", "", err
 	}
@@ -92,9 +92,9 @@ func (b *Backend) moveClaim(ctx context.Context, op, claimID string, pack func(*
 
 // ApproveClaimDirect authorises the tuple in one step. An authorised tuple
 // is not sent again: the hash of the write that authorised it is returned.
-func (b *Backend) ApproveClaimDirect(ctx context.Context, namespace, publicKey, service, agentIP string) (string, error) {
+func (b *Backend) ApproveClaimDirect(ctx context.Context, namespace, publicKey, service string) (string, error) {
 	return b.setAuthorization(ctx, "approveClaimDirect", namespace, publicKey, service, true,
-		b.binding.PackApproveClaimDirect(namespace, publicKey, service, agentIP))
+		b.binding.PackApproveClaimDirect(namespace, publicKey, service))
 }
 
 // RevokeClaimDirect withdraws the tuple's authorisation in one step. An
