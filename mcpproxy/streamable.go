@@ -21,10 +21,10 @@ import (
 // The MCP endpoint: /mcp/{connection_id} speaks the MCP Streamable HTTP
 // transport to agents (the go-sdk's server side) and answers tools/list and
 // tools/call from the same discovery, policy, validation, rate limit and
-// breaker as the REST routes, over the connection's shared upstream
-// session. Each agent session has a server of its own, so what it
-// advertises (resources, prompts) follows its connection, and its id is
-// known, and bound to its caller, before the SDK hands it out.
+// breaker as the REST routes. Each agent session has a server of its own,
+// so what it advertises (resources, prompts) follows its connection, and
+// its id is known, and bound to its caller, before the SDK hands it out;
+// and an upstream session of its own (see upstreamSession).
 
 // sessionHeader carries the MCP session id (Streamable HTTP transport).
 const sessionHeader = "Mcp-Session-Id"
