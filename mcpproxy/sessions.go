@@ -200,8 +200,8 @@ func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) 
 }
 
 // evict ends a session the table no longer holds: its SDK session is
-// closed (now, or by settle when it has none yet) and its upstream session
-// with it.
+// closed, now or by settle when it has none yet, and its watcher then
+// closes its upstream session.
 func (e *endpoint) evict(s *agentSession) {
 	s.evicted.Store(true)
 	if ss := s.ss.Load(); ss != nil {
@@ -209,7 +209,6 @@ func (e *endpoint) evict(s *agentSession) {
 		// opening a session does not.
 		go func() { _ = ss.Close() }()
 	}
-	e.p.endUpstream(&s.upstream)
 }
 
 // settle runs after the request that opened s: a session the SDK kept is
