@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,10 +150,15 @@ func BenchmarkToolCall(b *testing.B) {
 // own session. The flood churns through the key's share of sessions; the
 // other agent's calls must all succeed. It reports the resident memory of
 // the process (gateway, upstream and clients together) at the end and at
-// its peak, the sessions left open, and the other agent's calls, failures
+// its peak, the live heap and goroutines once the evicted sessions are
+// closed, the sessions left open, and the other agent's calls, failures
 // and p50.
 func BenchmarkEndpointSessionFlood(b *testing.B) {
-	e := newEnv(b, mcpproxy.Config{RateLimitPerMinute: 1 << 30}, mcpproxy.Connection{})
+	// A plain upstream: the harness's records every request's headers.
+	server := newMCPServer()
+	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer upstream.Close()
+	e := newEnv(b, mcpproxy.Config{RateLimitPerMinute: 1 << 30}, mcpproxy.Connection{BaseURL: upstream.URL})
 	victim := e.mustConnect(b, bob, nil)
 	ctx := context.Background()
 	echo := &mcp.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "hi"}}
@@ -209,6 +215,13 @@ func BenchmarkEndpointSessionFlood(b *testing.B) {
 		b.ReportMetric(rss/(1<<20), "rss-MiB")
 		b.ReportMetric(peak/(1<<20), "rss-peak-MiB")
 	}
+	// What the evicted sessions leave behind, once their closes are done.
+	awaitSessions(b, e, float64(1+min(b.N, 32))) // the victim and the default key share
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-heap-MiB")
+	b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
 	b.ReportMetric(gaugeValue(b, e, "idn_gateway_mcp_sessions"), "sessions-open")
 	b.ReportMetric(float64(len(samples)), "other-calls")
 	b.ReportMetric(float64(failures), "other-failures")
