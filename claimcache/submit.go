@@ -29,6 +29,9 @@ const (
 	DefaultReceiptTTL = time.Minute
 	// DefaultMaxReceipts bounds how many receipts are remembered.
 	DefaultMaxReceipts = 10_000
+	// DefaultMaxReceiptsPerNamespace bounds how many of them one namespace
+	// holds.
+	DefaultMaxReceiptsPerNamespace = 100
 )
 
 // SubmitterConfig configures a Submitter.
@@ -61,6 +64,11 @@ type SubmitterConfig struct {
 	// first, so self-made identities cannot grow memory. Zero means
 	// DefaultMaxReceipts.
 	MaxReceipts int
+	// MaxReceiptsPerNamespace bounds the remembered receipts of one
+	// namespace; its own oldest is forgotten first, so one namespace's
+	// submissions cannot push the receipts of others out. Zero means
+	// DefaultMaxReceiptsPerNamespace; it is capped at MaxReceipts.
+	MaxReceiptsPerNamespace int
 	// Clock returns the current time for the rate limit and the receipts'
 	// age. Nil means time.Now.
 	Clock func() time.Time
@@ -108,8 +116,8 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 	if cfg.MaxLimiters < 0 {
 		return nil, fmt.Errorf("claimcache: MaxLimiters %d is negative", cfg.MaxLimiters)
 	}
-	if cfg.MaxReceipts < 0 {
-		return nil, fmt.Errorf("claimcache: MaxReceipts %d is negative", cfg.MaxReceipts)
+	if cfg.MaxReceipts < 0 || cfg.MaxReceiptsPerNamespace < 0 {
+		return nil, fmt.Errorf("claimcache: MaxReceipts %d or MaxReceiptsPerNamespace %d is negative", cfg.MaxReceipts, cfg.MaxReceiptsPerNamespace)
 	}
 	s := &Submitter{endpoint: endpoint, client: client(cfg.Client), apiKey: cfg.APIKey, clock: cfg.Clock}
 	if s.clock == nil {
@@ -127,7 +135,8 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 		s.limits = newLimiters(perMinute, max)
 	}
 	if cfg.ReceiptTTL >= 0 {
-		s.receipts = newReceipts(cmp.Or(cfg.ReceiptTTL, DefaultReceiptTTL), cmp.Or(cfg.MaxReceipts, DefaultMaxReceipts))
+		max := cmp.Or(cfg.MaxReceipts, DefaultMaxReceipts)
+		s.receipts = newReceipts(cmp.Or(cfg.ReceiptTTL, DefaultReceiptTTL), max, min(max, cmp.Or(cfg.MaxReceiptsPerNamespace, DefaultMaxReceiptsPerNamespace)))
 	}
 	return s, nil
 }
@@ -157,7 +166,7 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error)
 		return rc, nil
 	}
 	rc, err := s.send(ctx, sub, now)
-	s.receipts.end(tuple, rc, err, now)
+	s.receipts.end(tuple, sub.Namespace, rc, err, now)
 	return rc, err
 }
 
@@ -210,15 +219,18 @@ func (s *Submitter) send(ctx context.Context, sub Submission, now time.Time) (Re
 }
 
 // receipts remembers the answers to recent submissions, newest first, for
-// at most ttl and max entries, and the submissions in flight (at most one
-// per tuple, each gone when answered).
+// at most ttl, max entries and perNamespace entries of one namespace, and
+// the submissions in flight (at most one per tuple, each gone when
+// answered).
 type receipts struct {
-	mu       sync.Mutex
-	ttl      time.Duration
-	max      int
-	order    *list.List // front: newest; values are *receiptEntry
-	byTuple  map[string]*list.Element
-	inflight map[string]*inflightSubmit
+	mu           sync.Mutex
+	ttl          time.Duration
+	max          int
+	perNamespace int
+	order        *list.List // front: newest; values are *receiptEntry
+	byTuple      map[string]*list.Element
+	byNamespace  map[string]*list.List // front: newest; values are order's elements
+	inflight     map[string]*inflightSubmit
 }
 
 // inflightSubmit is a submission others with the same tuple wait for.
@@ -229,14 +241,16 @@ type inflightSubmit struct {
 }
 
 type receiptEntry struct {
-	tuple string
-	rc    Receipt
-	at    time.Time
+	tuple     string
+	namespace string
+	inNS      *list.Element // the entry's element in byNamespace[namespace]
+	rc        Receipt
+	at        time.Time
 }
 
-func newReceipts(ttl time.Duration, max int) *receipts {
-	return &receipts{ttl: ttl, max: max, order: list.New(), byTuple: make(map[string]*list.Element),
-		inflight: make(map[string]*inflightSubmit)}
+func newReceipts(ttl time.Duration, max, perNamespace int) *receipts {
+	return &receipts{ttl: ttl, max: max, perNamespace: perNamespace, order: list.New(), byTuple: make(map[string]*list.Element),
+		byNamespace: make(map[string]*list.List), inflight: make(map[string]*inflightSubmit)}
 }
 
 // begin returns the receipt remembered for tuple (marked as not created by
@@ -267,7 +281,7 @@ func (m *receipts) begin(tuple string, now time.Time) (rc Receipt, inflight *inf
 
 // end records the answer of the submission begin let the caller lead:
 // those waiting get it, and a receipt is remembered.
-func (m *receipts) end(tuple string, rc Receipt, err error, now time.Time) {
+func (m *receipts) end(tuple, namespace string, rc Receipt, err error, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -283,7 +297,19 @@ func (m *receipts) end(tuple string, rc Receipt, err error, now time.Time) {
 	if el, ok := m.byTuple[tuple]; ok {
 		m.remove(el)
 	}
-	m.byTuple[tuple] = m.order.PushFront(&receiptEntry{tuple: tuple, rc: rc, at: now})
+	if ns := m.byNamespace[namespace]; ns != nil && ns.Len() >= m.perNamespace {
+		// The namespace pays for its own new receipt.
+		m.remove(ns.Back().Value.(*list.Element))
+	}
+	ns := m.byNamespace[namespace]
+	if ns == nil {
+		ns = list.New()
+		m.byNamespace[namespace] = ns
+	}
+	e := &receiptEntry{tuple: tuple, namespace: namespace, rc: rc, at: now}
+	el := m.order.PushFront(e)
+	e.inNS = ns.PushFront(el)
+	m.byTuple[tuple] = el
 	for oldest := m.order.Back(); oldest != nil; oldest = m.order.Back() {
 		if m.order.Len() <= m.max && now.Sub(oldest.Value.(*receiptEntry).at) < m.ttl {
 			break
@@ -293,8 +319,15 @@ func (m *receipts) end(tuple string, rc Receipt, err error, now time.Time) {
 }
 
 func (m *receipts) remove(el *list.Element) {
-	delete(m.byTuple, el.Value.(*receiptEntry).tuple)
+	e := el.Value.(*receiptEntry)
+	delete(m.byTuple, e.tuple)
 	m.order.Remove(el)
+	if ns := m.byNamespace[e.namespace]; ns != nil {
+		ns.Remove(e.inNS)
+		if ns.Len() == 0 {
+			delete(m.byNamespace, e.namespace)
+		}
+	}
 }
 
 // limiters is a bounded LRU of token buckets.

@@ -2,6 +2,7 @@ package claimcache
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ func submitted(t *testing.T, m *receipts, tuple string, rc Receipt, now time.Tim
 	if _, _, lead := m.begin(tuple, now); !lead {
 		t.Fatalf("%q: not led", tuple)
 	}
-	m.end(tuple, rc, nil, now)
+	m.end(tuple, strings.Split(tuple, "\x00")[1], rc, nil, now)
 }
 
 // A flood of distinct tuples (self-made keys, random namespaces) keeps the
@@ -20,7 +21,7 @@ func submitted(t *testing.T, m *receipts, tuple string, rc Receipt, now time.Tim
 // arrive, and nothing stays in flight.
 func TestReceiptsStayBounded(t *testing.T) {
 	t.Parallel()
-	m := newReceipts(time.Minute, 100)
+	m := newReceipts(time.Minute, 100, 100)
 	now := time.Now()
 	for i := range 10_000 {
 		submitted(t, m, fmt.Sprintf("github\x00rand-%d\x00key\x00github", i), Receipt{ClaimID: fmt.Sprint(i)}, now)
@@ -34,7 +35,7 @@ func TestReceiptsStayBounded(t *testing.T) {
 	if _, _, lead := m.begin("github\x00rand-0\x00key\x00github", now); !lead {
 		t.Fatal("oldest receipt kept past the bound")
 	}
-	m.end("github\x00rand-0\x00key\x00github", Receipt{}, errFailed, now)
+	m.end("github\x00rand-0\x00key\x00github", "rand-0", Receipt{}, errFailed, now)
 	submitted(t, m, "github\x00late\x00key\x00github", Receipt{ClaimID: "late"}, now.Add(time.Minute))
 	if len(m.byTuple) != 1 || len(m.inflight) != 0 {
 		t.Fatalf("%d receipts and %d in flight after the others aged out, want 1 and 0", len(m.byTuple), len(m.inflight))
@@ -42,3 +43,25 @@ func TestReceiptsStayBounded(t *testing.T) {
 }
 
 var errFailed = fmt.Errorf("failed")
+
+// One namespace submitting past its share of the receipts forgets its own
+// oldest, never another namespace's.
+func TestReceiptsFloodOfOneNamespaceForgetsOnlyItsOwn(t *testing.T) {
+	t.Parallel()
+	m := newReceipts(time.Minute, 10, 3)
+	now := time.Now()
+	victim := "github\x00alice\x00key-a\x00github"
+	submitted(t, m, victim, Receipt{ClaimID: "alice's"}, now)
+	for i := range 1000 {
+		submitted(t, m, fmt.Sprintf("github\x00mallory\x00key-%d\x00github", i), Receipt{ClaimID: fmt.Sprint(i)}, now)
+	}
+	if rc, _, lead := m.begin(victim, now); lead || rc.ClaimID != "alice's" {
+		t.Fatalf("the victim's receipt was pushed out by another namespace's flood: %+v", rc)
+	}
+	if len(m.byTuple) != 4 || m.order.Len() != 4 || m.byNamespace["mallory"].Len() != 3 {
+		t.Fatalf("%d receipts held (%d of the flooding namespace), want 4 (3)", len(m.byTuple), m.byNamespace["mallory"].Len())
+	}
+	if rc, _, lead := m.begin("github\x00mallory\x00key-999\x00github", now); lead || rc.ClaimID != "999" {
+		t.Fatalf("the flooding namespace's newest receipt lost: %+v", rc)
+	}
+}
