@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,8 +136,8 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 		s.limits = newLimiters(perMinute, max)
 	}
 	if cfg.ReceiptTTL >= 0 {
-		max := cmp.Or(cfg.MaxReceipts, DefaultMaxReceipts)
-		s.receipts = newReceipts(cmp.Or(cfg.ReceiptTTL, DefaultReceiptTTL), max, min(max, cmp.Or(cfg.MaxReceiptsPerNamespace, DefaultMaxReceiptsPerNamespace)))
+		s.receipts = newReceipts(cmp.Or(cfg.ReceiptTTL, DefaultReceiptTTL), cmp.Or(cfg.MaxReceipts, DefaultMaxReceipts))
+		s.receipts.perNamespace = min(s.receipts.max, cmp.Or(cfg.MaxReceiptsPerNamespace, DefaultMaxReceiptsPerNamespace))
 	}
 	return s, nil
 }
@@ -150,7 +151,7 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 // transport error.
 func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 	now := s.clock()
-	tuple := sub.ConnectionID + "\x00" + sub.Namespace + "\x00" + sub.PublicKey + "\x00" + sub.Service
+	tuple := submissionTuple(sub)
 	rc, inflight, lead := s.receipts.begin(tuple, now)
 	switch {
 	case inflight != nil:
@@ -166,8 +167,21 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error)
 		return rc, nil
 	}
 	rc, err := s.send(ctx, sub, now)
-	s.receipts.end(tuple, sub.Namespace, rc, err, now)
+	s.receipts.end(tuple, rc, err, now)
 	return rc, err
+}
+
+// submissionTuple is the key of sub's receipt: connection, namespace,
+// public key and service, separated by NULs (which none of them contains).
+func submissionTuple(sub Submission) string {
+	return sub.ConnectionID + "\x00" + sub.Namespace + "\x00" + sub.PublicKey + "\x00" + sub.Service
+}
+
+// tupleNamespace returns the namespace of a submissionTuple.
+func tupleNamespace(tuple string) string {
+	_, rest, _ := strings.Cut(tuple, "\x00")
+	ns, _, _ := strings.Cut(rest, "\x00")
+	return ns
 }
 
 // send applies the rate limit and posts sub.
@@ -248,8 +262,10 @@ type receiptEntry struct {
 	at        time.Time
 }
 
-func newReceipts(ttl time.Duration, max, perNamespace int) *receipts {
-	return &receipts{ttl: ttl, max: max, perNamespace: perNamespace, order: list.New(), byTuple: make(map[string]*list.Element),
+// newReceipts returns receipts bounded by ttl and max; each namespace may
+// hold all max until perNamespace is lowered.
+func newReceipts(ttl time.Duration, max int) *receipts {
+	return &receipts{ttl: ttl, max: max, perNamespace: max, order: list.New(), byTuple: make(map[string]*list.Element),
 		byNamespace: make(map[string]*list.List), inflight: make(map[string]*inflightSubmit)}
 }
 
@@ -281,7 +297,7 @@ func (m *receipts) begin(tuple string, now time.Time) (rc Receipt, inflight *inf
 
 // end records the answer of the submission begin let the caller lead:
 // those waiting get it, and a receipt is remembered.
-func (m *receipts) end(tuple, namespace string, rc Receipt, err error, now time.Time) {
+func (m *receipts) end(tuple string, rc Receipt, err error, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -297,6 +313,7 @@ func (m *receipts) end(tuple, namespace string, rc Receipt, err error, now time.
 	if el, ok := m.byTuple[tuple]; ok {
 		m.remove(el)
 	}
+	namespace := tupleNamespace(tuple)
 	if ns := m.byNamespace[namespace]; ns != nil && ns.Len() >= m.perNamespace {
 		// The namespace pays for its own new receipt.
 		m.remove(ns.Back().Value.(*list.Element))

@@ -2,7 +2,6 @@ package claimcache
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 )
@@ -13,7 +12,7 @@ func submitted(t *testing.T, m *receipts, tuple string, rc Receipt, now time.Tim
 	if _, _, lead := m.begin(tuple, now); !lead {
 		t.Fatalf("%q: not led", tuple)
 	}
-	m.end(tuple, strings.Split(tuple, "\x00")[1], rc, nil, now)
+	m.end(tuple, rc, nil, now)
 }
 
 // A flood of distinct tuples (self-made keys, random namespaces) keeps the
@@ -21,7 +20,7 @@ func submitted(t *testing.T, m *receipts, tuple string, rc Receipt, now time.Tim
 // arrive, and nothing stays in flight.
 func TestReceiptsStayBounded(t *testing.T) {
 	t.Parallel()
-	m := newReceipts(time.Minute, 100, 100)
+	m := newReceipts(time.Minute, 100)
 	now := time.Now()
 	for i := range 10_000 {
 		submitted(t, m, fmt.Sprintf("github\x00rand-%d\x00key\x00github", i), Receipt{ClaimID: fmt.Sprint(i)}, now)
@@ -35,7 +34,7 @@ func TestReceiptsStayBounded(t *testing.T) {
 	if _, _, lead := m.begin("github\x00rand-0\x00key\x00github", now); !lead {
 		t.Fatal("oldest receipt kept past the bound")
 	}
-	m.end("github\x00rand-0\x00key\x00github", "rand-0", Receipt{}, errFailed, now)
+	m.end("github\x00rand-0\x00key\x00github", Receipt{}, errFailed, now)
 	submitted(t, m, "github\x00late\x00key\x00github", Receipt{ClaimID: "late"}, now.Add(time.Minute))
 	if len(m.byTuple) != 1 || len(m.inflight) != 0 {
 		t.Fatalf("%d receipts and %d in flight after the others aged out, want 1 and 0", len(m.byTuple), len(m.inflight))
@@ -48,7 +47,8 @@ var errFailed = fmt.Errorf("failed")
 // oldest, never another namespace's.
 func TestReceiptsFloodOfOneNamespaceForgetsOnlyItsOwn(t *testing.T) {
 	t.Parallel()
-	m := newReceipts(time.Minute, 10, 3)
+	m := newReceipts(time.Minute, 10)
+	m.perNamespace = 3
 	now := time.Now()
 	victim := "github\x00alice\x00key-a\x00github"
 	submitted(t, m, victim, Receipt{ClaimID: "alice's"}, now)
