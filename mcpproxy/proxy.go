@@ -596,7 +596,8 @@ const (
 	codeServerClosing = -32004
 )
 
-// SessionState reports the MCP session state of a connection id.
+// SessionState reports the state of a connection id's shared upstream MCP
+// session, the one the REST routes and discovery use.
 func (p *Proxy) SessionState(connectionID string) SessionState {
 	p.mu.Lock()
 	st, ok := p.conns[connectionID]
