@@ -20,7 +20,9 @@
 // (GET /v1/namespaces/claims) with If-None-Match; Submitter submits claims
 // (POST /v1/claims) under a per connection + namespace rate limit, and
 // answers a repeat of a recently submitted tuple from a bounded memory of
-// receipts, so a polling agent keeps its claim id. Both take the caller's
+// receipts, so a polling agent keeps its claim id; each namespace holds at
+// most a share of that memory and a namespace past it forgets its own
+// oldest receipt, not another's. Both take the caller's
 // *http.Client, so the gateway can pass one that signs its requests, and
 // both take the service API key from a callback and never write it into an
 // error or a log.

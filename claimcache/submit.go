@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,9 @@ const (
 	DefaultReceiptTTL = time.Minute
 	// DefaultMaxReceipts bounds how many receipts are remembered.
 	DefaultMaxReceipts = 10_000
+	// DefaultMaxReceiptsPerNamespace bounds how many of them one namespace
+	// holds.
+	DefaultMaxReceiptsPerNamespace = 100
 )
 
 // SubmitterConfig configures a Submitter.
@@ -63,6 +67,11 @@ type SubmitterConfig struct {
 	// first, so self-made identities cannot grow memory. Zero means
 	// DefaultMaxReceipts.
 	MaxReceipts int
+	// MaxReceiptsPerNamespace bounds the remembered receipts of one
+	// namespace; its own oldest is forgotten first, so one namespace's
+	// submissions cannot push the receipts of others out. Zero means
+	// DefaultMaxReceiptsPerNamespace; it is capped at MaxReceipts.
+	MaxReceiptsPerNamespace int
 	// Clock returns the current time for the rate limit and the receipts'
 	// age. Nil means time.Now.
 	Clock func() time.Time
@@ -110,8 +119,8 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 	if cfg.MaxLimiters < 0 {
 		return nil, fmt.Errorf("claimcache: MaxLimiters %d is negative", cfg.MaxLimiters)
 	}
-	if cfg.MaxReceipts < 0 {
-		return nil, fmt.Errorf("claimcache: MaxReceipts %d is negative", cfg.MaxReceipts)
+	if cfg.MaxReceipts < 0 || cfg.MaxReceiptsPerNamespace < 0 {
+		return nil, fmt.Errorf("claimcache: MaxReceipts %d or MaxReceiptsPerNamespace %d is negative", cfg.MaxReceipts, cfg.MaxReceiptsPerNamespace)
 	}
 	s := &Submitter{endpoint: endpoint, client: noRedirects(cfg.Client), apiKey: cfg.APIKey, clock: cfg.Clock}
 	if s.clock == nil {
@@ -130,6 +139,7 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 	}
 	if cfg.ReceiptTTL >= 0 {
 		s.receipts = newReceipts(cmp.Or(cfg.ReceiptTTL, DefaultReceiptTTL), cmp.Or(cfg.MaxReceipts, DefaultMaxReceipts))
+		s.receipts.perNamespace = min(s.receipts.max, cmp.Or(cfg.MaxReceiptsPerNamespace, DefaultMaxReceiptsPerNamespace))
 	}
 	return s, nil
 }
@@ -143,7 +153,7 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 // transport error.
 func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 	now := s.clock()
-	tuple := sub.ConnectionID + "\x00" + sub.Namespace + "\x00" + sub.PublicKey + "\x00" + sub.Service
+	tuple := submissionTuple(sub)
 	rc, inflight, lead := s.receipts.begin(tuple, now)
 	switch {
 	case inflight != nil:
@@ -161,6 +171,19 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (Receipt, error)
 	rc, err := s.send(ctx, sub, now)
 	s.receipts.end(tuple, rc, err, now)
 	return rc, err
+}
+
+// submissionTuple is the key of sub's receipt: connection, namespace,
+// public key and service, separated by NULs (which none of them contains).
+func submissionTuple(sub Submission) string {
+	return sub.ConnectionID + "\x00" + sub.Namespace + "\x00" + sub.PublicKey + "\x00" + sub.Service
+}
+
+// tupleNamespace returns the namespace of a submissionTuple.
+func tupleNamespace(tuple string) string {
+	_, rest, _ := strings.Cut(tuple, "\x00")
+	ns, _, _ := strings.Cut(rest, "\x00")
+	return ns
 }
 
 // send applies the rate limit and posts sub.
@@ -212,15 +235,18 @@ func (s *Submitter) send(ctx context.Context, sub Submission, now time.Time) (Re
 }
 
 // receipts remembers the answers to recent submissions, newest first, for
-// at most ttl and max entries, and the submissions in flight (at most one
-// per tuple, each gone when answered).
+// at most ttl, max entries and perNamespace entries of one namespace, and
+// the submissions in flight (at most one per tuple, each gone when
+// answered).
 type receipts struct {
-	mu       sync.Mutex
-	ttl      time.Duration
-	max      int
-	order    *list.List // front: newest; values are *receiptEntry
-	byTuple  map[string]*list.Element
-	inflight map[string]*inflightSubmit
+	mu           sync.Mutex
+	ttl          time.Duration
+	max          int
+	perNamespace int
+	order        *list.List // front: newest; values are *receiptEntry
+	byTuple      map[string]*list.Element
+	byNamespace  map[string]*list.List // front: newest; values are order's elements
+	inflight     map[string]*inflightSubmit
 }
 
 // inflightSubmit is a submission others with the same tuple wait for.
@@ -231,14 +257,18 @@ type inflightSubmit struct {
 }
 
 type receiptEntry struct {
-	tuple string
-	rc    Receipt
-	at    time.Time
+	tuple     string
+	namespace string
+	inNS      *list.Element // the entry's element in byNamespace[namespace]
+	rc        Receipt
+	at        time.Time
 }
 
+// newReceipts returns receipts bounded by ttl and max; each namespace may
+// hold all max until perNamespace is lowered.
 func newReceipts(ttl time.Duration, max int) *receipts {
-	return &receipts{ttl: ttl, max: max, order: list.New(), byTuple: make(map[string]*list.Element),
-		inflight: make(map[string]*inflightSubmit)}
+	return &receipts{ttl: ttl, max: max, perNamespace: max, order: list.New(), byTuple: make(map[string]*list.Element),
+		byNamespace: make(map[string]*list.List), inflight: make(map[string]*inflightSubmit)}
 }
 
 // begin returns the receipt remembered for tuple (marked as not created by
@@ -285,7 +315,20 @@ func (m *receipts) end(tuple string, rc Receipt, err error, now time.Time) {
 	if el, ok := m.byTuple[tuple]; ok {
 		m.remove(el)
 	}
-	m.byTuple[tuple] = m.order.PushFront(&receiptEntry{tuple: tuple, rc: rc, at: now})
+	namespace := tupleNamespace(tuple)
+	if ns := m.byNamespace[namespace]; ns != nil && ns.Len() >= m.perNamespace {
+		// The namespace pays for its own new receipt.
+		m.remove(ns.Back().Value.(*list.Element))
+	}
+	ns := m.byNamespace[namespace]
+	if ns == nil {
+		ns = list.New()
+		m.byNamespace[namespace] = ns
+	}
+	e := &receiptEntry{tuple: tuple, namespace: namespace, rc: rc, at: now}
+	el := m.order.PushFront(e)
+	e.inNS = ns.PushFront(el)
+	m.byTuple[tuple] = el
 	for oldest := m.order.Back(); oldest != nil; oldest = m.order.Back() {
 		if m.order.Len() <= m.max && now.Sub(oldest.Value.(*receiptEntry).at) < m.ttl {
 			break
@@ -295,8 +338,15 @@ func (m *receipts) end(tuple string, rc Receipt, err error, now time.Time) {
 }
 
 func (m *receipts) remove(el *list.Element) {
-	delete(m.byTuple, el.Value.(*receiptEntry).tuple)
+	e := el.Value.(*receiptEntry)
+	delete(m.byTuple, e.tuple)
 	m.order.Remove(el)
+	if ns := m.byNamespace[e.namespace]; ns != nil {
+		ns.Remove(e.inNS)
+		if ns.Len() == 0 {
+			delete(m.byNamespace, e.namespace)
+		}
+	}
 }
 
 // limiters is a bounded LRU of token buckets.

@@ -42,3 +42,26 @@ func TestReceiptsStayBounded(t *testing.T) {
 }
 
 var errFailed = fmt.Errorf("failed")
+
+// One namespace submitting past its share of the receipts forgets its own
+// oldest, never another namespace's.
+func TestReceiptsFloodOfOneNamespaceForgetsOnlyItsOwn(t *testing.T) {
+	t.Parallel()
+	m := newReceipts(time.Minute, 10)
+	m.perNamespace = 3
+	now := time.Now()
+	victim := "github\x00alice\x00key-a\x00github"
+	submitted(t, m, victim, Receipt{ClaimID: "alice's"}, now)
+	for i := range 1000 {
+		submitted(t, m, fmt.Sprintf("github\x00mallory\x00key-%d\x00github", i), Receipt{ClaimID: fmt.Sprint(i)}, now)
+	}
+	if rc, _, lead := m.begin(victim, now); lead || rc.ClaimID != "alice's" {
+		t.Fatalf("the victim's receipt was pushed out by another namespace's flood: %+v", rc)
+	}
+	if len(m.byTuple) != 4 || m.order.Len() != 4 || m.byNamespace["mallory"].Len() != 3 {
+		t.Fatalf("%d receipts held (%d of the flooding namespace), want 4 (3)", len(m.byTuple), m.byNamespace["mallory"].Len())
+	}
+	if rc, _, lead := m.begin("github\x00mallory\x00key-999\x00github", now); lead || rc.ClaimID != "999" {
+		t.Fatalf("the flooding namespace's newest receipt lost: %+v", rc)
+	}
+}

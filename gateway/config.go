@@ -89,10 +89,17 @@ type Config struct {
 	MCPToolCallRateLimitPerMinute int
 	// MCPSessionIdleTimeout ends a session of the MCP endpoint
 	// /mcp/{connection_id} that has had no request for this long; zero
-	// means 10 minutes. MCPMaxSessions bounds the sessions open at once
-	// (503 MCP_SESSIONS_EXHAUSTED past it); zero means 1000.
-	MCPSessionIdleTimeout time.Duration
-	MCPMaxSessions        int
+	// means 10 minutes. MCPMaxSessions bounds the sessions open at once;
+	// zero means 1000. MCPMaxSessionsPerKey and MCPMaxSessionsPerNamespace
+	// are each caller key's and each namespace's share of them (zero means
+	// 32 and 128, each capped by the one above): a caller opening a session
+	// past its key's or namespace's share, or in a full pool, evicts its
+	// own least recently used session; only a caller whose namespace holds
+	// none is answered 503 MCP_SESSIONS_EXHAUSTED by a full pool.
+	MCPSessionIdleTimeout      time.Duration
+	MCPMaxSessions             int
+	MCPMaxSessionsPerKey       int
+	MCPMaxSessionsPerNamespace int
 
 	// AdminAccess selects who may use the admin API and /metrics. Zero
 	// means admin.AccessHybrid. Whatever the mode, changing where or how a

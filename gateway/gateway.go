@@ -142,6 +142,9 @@ func (g *Gateway) wire() error {
 		MaxBodyBytes:       c.MaxBodyBytes,
 		SessionIdleTimeout: c.MCPSessionIdleTimeout,
 		MaxSessions:        c.MCPMaxSessions,
+
+		MaxSessionsPerKey:       c.MCPMaxSessionsPerKey,
+		MaxSessionsPerNamespace: c.MCPMaxSessionsPerNamespace,
 	})
 	if err != nil {
 		return err

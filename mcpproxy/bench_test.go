@@ -5,8 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,4 +142,112 @@ func BenchmarkToolCall(b *testing.B) {
 		b.StopTimer()
 		reportPercentiles(b, samples)
 	})
+}
+
+// BenchmarkEndpointSessionFlood opens b.N sessions of the MCP endpoint from
+// one key, 8 at a time, each making one tool call (so each opens an
+// upstream session too), while another agent keeps calling a tool on its
+// own session. The flood churns through the key's share of sessions; the
+// other agent's calls must all succeed. It reports the resident memory of
+// the process (gateway, upstream and clients together) at the end and at
+// its peak, the live heap and goroutines once the evicted sessions are
+// closed, the sessions left open, and the other agent's calls, failures
+// and p50.
+func BenchmarkEndpointSessionFlood(b *testing.B) {
+	// A plain upstream: the harness's records every request's headers.
+	server := newMCPServer()
+	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer upstream.Close()
+	e := newEnv(b, mcpproxy.Config{RateLimitPerMinute: 1 << 30}, mcpproxy.Connection{BaseURL: upstream.URL})
+	victim := e.mustConnect(b, bob, nil)
+	ctx := context.Background()
+	echo := &mcp.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "hi"}}
+	if _, err := victim.CallTool(ctx, echo); err != nil {
+		b.Fatal(err)
+	}
+	flooder := who{"mallory", "agent", "key-m"}
+	const call = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a.echo","arguments":{"text":"x"}}}`
+
+	done := make(chan struct{})
+	var samples []time.Duration
+	var failures int
+	victimDone := make(chan struct{})
+	go func() {
+		defer close(victimDone)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			start := time.Now()
+			res, err := victim.CallTool(ctx, echo)
+			samples = append(samples, time.Since(start))
+			if err != nil || res.IsError {
+				failures++
+			}
+		}
+	}()
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				r := e.raw(b, flooder, "POST", "mcp1", "", initialize)
+				if sid := r.header.Get("Mcp-Session-Id"); r.status == http.StatusOK && sid != "" {
+					e.raw(b, flooder, "POST", "mcp1", sid, call)
+				} else {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(done)
+	<-victimDone
+	if failures > 0 || refused.Load() > 0 {
+		b.Errorf("other agent: %d of %d calls failed; flooder refused %d times", failures, len(samples), refused.Load())
+	}
+	if rss, peak, ok := residentMemory(); ok {
+		b.ReportMetric(rss/(1<<20), "rss-MiB")
+		b.ReportMetric(peak/(1<<20), "rss-peak-MiB")
+	}
+	// What the evicted sessions leave behind, once their closes are done.
+	awaitSessions(b, e, float64(1+min(b.N, 32))) // the victim and the default key share
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-heap-MiB")
+	b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
+	b.ReportMetric(gaugeValue(b, e, "idn_gateway_mcp_sessions"), "sessions-open")
+	b.ReportMetric(float64(len(samples)), "other-calls")
+	b.ReportMetric(float64(failures), "other-failures")
+	slices.Sort(samples)
+	if len(samples) > 0 {
+		b.ReportMetric(float64(samples[len(samples)/2].Microseconds()), "other-p50-µs")
+	}
+}
+
+// residentMemory returns the process's resident set size and its peak, in
+// bytes, where /proc says.
+func residentMemory() (rss, peak float64, ok bool) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, false
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		name, value, _ := strings.Cut(line, ":")
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
+		switch {
+		case err != nil:
+		case name == "VmRSS":
+			rss = kb * 1024
+		case name == "VmHWM":
+			peak = kb * 1024
+		}
+	}
+	return rss, peak, rss > 0
 }

@@ -192,7 +192,7 @@ const maxToolPages = 100
 
 func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, error) {
 	var d Discovery
-	err := p.guarded(ctx, st, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := p.guarded(ctx, st, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 		d = Discovery{}
 		if init := cs.InitializeResult(); init != nil {
 			d.ProtocolVersion = init.ProtocolVersion

@@ -23,7 +23,7 @@
 //     per connection + namespace rate limit (429) and breaker (503), both
 //     with Retry-After.
 //   - Upstream calls: each tools/call is one HTTP exchange on the
-//     connection's session, read in the calling goroutine; the call's
+//     upstream session, read in the calling goroutine; the call's
 //     progress arrives on its own event stream, ahead of its result.
 //     Everything else uses the go-sdk's client session, and so do the
 //     calls to a server that offers only protocol versions newer than
@@ -51,8 +51,15 @@
 //     way. Resources and prompts pass through only when the connection
 //     exposes them. A session is bound to the caller (namespace, key and
 //     subject) and connection that opened it: another caller naming its id
-//     gets 404, the same answer as an unknown id. Sessions end after
-//     SessionIdleTimeout without a request and are at most MaxSessions.
+//     gets 404, the same answer as an unknown id. Each has an upstream
+//     session of its own, opened at its first upstream request and closed
+//     when it ends, so upstream state never passes between agent sessions
+//     (the REST routes and discovery share the connection's). Sessions end
+//     after SessionIdleTimeout without a request, on DELETE, or when their
+//     caller opens one past its share: at most MaxSessionsPerKey per key,
+//     MaxSessionsPerNamespace per namespace and MaxSessions in all, the
+//     caller's own least recently used session is evicted to make room. A
+//     full pool refuses (503) only a caller whose namespace holds none.
 //
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.

@@ -291,10 +291,7 @@ func (p *Proxy) post(ctx context.Context, st *connState, cs *mcp.ClientSession, 
 	if err != nil {
 		return nil, err
 	}
-	st.sessMu.Lock()
-	endpoint := st.endpoint
-	st.sessMu.Unlock()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.currentEndpoint(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,10 @@ import (
 // session belongs to the caller (namespace, key and subject) and the
 // connection it was opened for: any other request naming its id is 404
 // MCP_SESSION_NOT_FOUND. Sessions end after SessionIdleTimeout without a
-// request; past MaxSessions a new one is 503 MCP_SESSIONS_EXHAUSTED.
+// request; a caller opening one past its share (MaxSessionsPerKey,
+// MaxSessionsPerNamespace, MaxSessions) evicts its own least recently used
+// session, and a full pool answers 503 MCP_SESSIONS_EXHAUSTED only to a
+// caller whose namespace holds none.
 //
 // Mount it at "/mcp/" behind the gateway's signed pipeline; it reads the
 // caller with Config.Caller and the connection with Config.Connections.

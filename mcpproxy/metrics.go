@@ -27,6 +27,7 @@ type metrics struct {
 	discovery *prometheus.CounterVec
 	calls     *prometheus.CounterVec
 	sessions  prometheus.Gauge
+	evictions prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "idn_gateway_mcp_sessions",
 			Help: "Sessions open on the MCP endpoint /mcp/{connection_id}.",
 		}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "idn_gateway_mcp_sessions_evicted_total",
+			Help: "Sessions of the MCP endpoint ended because their caller opened one past its share.",
+		}),
 	}
 	for _, r := range []string{discoverySuccess, discoveryError, discoveryCacheHit, discoveryStaleIfError, discoveryCircuitOpen} {
 		m.discovery.WithLabelValues(r)
@@ -51,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.calls.WithLabelValues(r)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.discovery, m.calls, m.sessions} {
+		for _, c := range []prometheus.Collector{m.discovery, m.calls, m.sessions, m.evictions} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

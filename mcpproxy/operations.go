@@ -92,18 +92,19 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 // and the breaker closed (*RetryError). Upstream failures are
 // *UpstreamError; a tool that runs and fails is a CallResult with IsError.
 func (p *Proxy) Call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh) (*CallResult, error) {
-	return p.callTool(ctx, conn, caller, tool, body, refresh, nil)
+	return p.callTool(ctx, conn, caller, tool, body, refresh, nil, nil)
 }
 
-// callTool is Call with an optional relay for the upstream's progress
-// notifications about this call (nil: none are asked for).
-func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, relay progressRelay) (*CallResult, error) {
-	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, relay)
+// callTool is Call on upstream session u (nil: the connection's shared
+// one) with an optional relay for the upstream's progress notifications
+// about this call (nil: none are asked for).
+func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, u *upstreamSession, relay progressRelay) (*CallResult, error) {
+	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, u, relay)
 	p.metrics.calls.WithLabelValues(result).Inc()
 	return res, err
 }
 
-func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, relay progressRelay) (*CallResult, string, error) {
+func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, u *upstreamSession, relay progressRelay) (*CallResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	st, snap, err := p.lookup(ctx, conn, refresh)
@@ -135,7 +136,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: raw}
 	var res *mcp.CallToolResult
-	err = p.guarded(ctx, st, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = p.guarded(ctx, st, u, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		res, err = p.exchangeCall(ctx, st, cs, params, relay)
 		return err

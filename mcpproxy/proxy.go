@@ -140,10 +140,20 @@ type Config struct {
 	// Streamable) that has received no request for this long. Zero means
 	// 10 minutes; negative means sessions never end for being idle.
 	SessionIdleTimeout time.Duration
-	// MaxSessions bounds the sessions of the MCP endpoint open at once; a
-	// caller opening one more is answered 503 MCP_SESSIONS_EXHAUSTED. Zero
-	// means 1000.
+	// MaxSessions bounds the sessions of the MCP endpoint open at once.
+	// Zero means 1000. When they are all open, a caller opening one more
+	// evicts the least recently used session of its own namespace, or is
+	// answered 503 MCP_SESSIONS_EXHAUSTED when its namespace has none.
 	MaxSessions int
+	// MaxSessionsPerKey bounds the sessions one caller key (in one
+	// namespace) holds open; opening one more evicts the key's least
+	// recently used session, so one caller cannot take the shared pool.
+	// Zero means 32; it is capped at MaxSessionsPerNamespace.
+	MaxSessionsPerKey int
+	// MaxSessionsPerNamespace bounds the sessions the keys of one namespace
+	// hold open together; opening one more evicts the namespace's least
+	// recently used session. Zero means 128; it is capped at MaxSessions.
+	MaxSessionsPerNamespace int
 
 	// Clock is the time source for cache ages, the breaker and the rate
 	// limit. Nil means time.Now.
@@ -232,7 +242,7 @@ func New(cfg Config) (*Proxy, error) {
 	// No capabilities (the SDK's default offers roots): the gateway has
 	// nothing to answer a server's requests with but ping.
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), cfg.MaxSessions)
+	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), newSessionLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
 	return p, nil
 }
 
@@ -264,16 +274,43 @@ type connState struct {
 	httpClient *http.Client
 	transport  atomic.Pointer[http.RoundTripper]
 	scrubber   atomic.Pointer[scrubber]
+	endpoint   atomic.Pointer[string] // the resolved MCP endpoint
 
 	mu     sync.Mutex // guards the cache
 	snap   *snapshot
 	seeded bool
 	flight *flight
 
-	sessMu       sync.Mutex // guards the session; held while initializing
-	endpoint     string
-	session      *mcp.ClientSession
-	sessionState SessionState
+	// shared is the upstream session of the REST routes and discovery;
+	// each session of the MCP endpoint has its own.
+	shared upstreamSession
+}
+
+// upstreamSession is one session with a connection's upstream MCP server.
+// The connection's shared one serves the REST routes and discovery, whose
+// requests carry no session state; each session of the MCP endpoint has one
+// of its own, opened when it first needs one and closed when it ends, so
+// what one agent session sets upstream (a subscription, a logging level,
+// anything the server keeps per session) is never seen by another.
+type upstreamSession struct {
+	mu      sync.Mutex // held while initializing
+	owner   *connState // whose client and endpoint opened session
+	opened  string     // the endpoint session was opened at
+	session *mcp.ClientSession
+	state   SessionState
+	ended   bool // the agent session ended: nothing is opened again
+}
+
+// endUpstream closes u's session for good; later requests on it get
+// errSessionEnded.
+func (p *Proxy) endUpstream(u *upstreamSession) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.ended = true
+	if u.session != nil {
+		p.closeSession(u.session)
+		u.session = nil
+	}
 }
 
 func (st *connState) currentTransport() http.RoundTripper {
@@ -281,6 +318,13 @@ func (st *connState) currentTransport() http.RoundTripper {
 		return *rt
 	}
 	return http.DefaultTransport
+}
+
+func (st *connState) currentEndpoint() string {
+	if ep := st.endpoint.Load(); ep != nil {
+		return *ep
+	}
+	return ""
 }
 
 // state returns the per-connection state for conn, updating its transport,
@@ -298,9 +342,9 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 	st, ok := p.conns[conn.ID]
 	if !ok {
 		st = &connState{
-			id:           conn.ID,
-			breaker:      breaker{threshold: p.breakerN, cooldown: p.cooldown, now: p.now},
-			sessionState: SessionInitializeRequired,
+			id:      conn.ID,
+			breaker: breaker{threshold: p.breakerN, cooldown: p.cooldown, now: p.now},
+			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
 		st.httpClient = &http.Client{
 			Transport: &retryTransport{base: st.currentTransport, policy: p.retry},
@@ -316,17 +360,23 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 	st.transport.Store(&rt)
 	st.scrubber.Store(newScrubber(endpoint, conn.Redact))
 
-	st.sessMu.Lock()
-	moved := st.endpoint != "" && st.endpoint != endpoint.String()
-	if st.endpoint != endpoint.String() {
-		if st.session != nil {
-			p.closeSession(st.session)
-			st.session = nil
-			st.sessionState = SessionInitializeRequired
-		}
-		st.endpoint = endpoint.String()
+	ep := endpoint.String()
+	var moved bool
+	if old := st.endpoint.Load(); old == nil || *old != ep {
+		old = st.endpoint.Swap(&ep)
+		moved = old != nil && *old != ep
 	}
-	st.sessMu.Unlock()
+	if moved {
+		// Every upstream session opened at the old endpoint is replaced
+		// when next used; the shared one goes now.
+		st.shared.mu.Lock()
+		if st.shared.session != nil {
+			p.closeSession(st.shared.session)
+			st.shared.session = nil
+			st.shared.state = SessionInitializeRequired
+		}
+		st.shared.mu.Unlock()
+	}
 
 	st.mu.Lock()
 	if moved {
@@ -389,20 +439,29 @@ func resolveEndpoint(base, endpoint string) (*url.URL, error) {
 // it too, unless they were limited to newer versions.
 const upstreamProtocol = "2025-11-25"
 
-// acquire returns the connection's session, initializing one when needed.
-// Holding sessMu while connecting makes concurrent requests share one
+// acquire returns u's session, initializing one on st when needed (or when
+// u's was opened on another endpoint or for a connection since forgotten).
+// Holding u.mu while connecting makes concurrent requests share one
 // initialize. A server that refuses upstreamProtocol (a 400 during the
 // handshake) gets a second handshake in which the SDK's client picks the
 // version.
-func (p *Proxy) acquire(ctx context.Context, st *connState) (*mcp.ClientSession, error) {
-	st.sessMu.Lock()
-	defer st.sessMu.Unlock()
-	if st.session != nil {
-		return st.session, nil
+func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ended {
+		return nil, errSessionEnded
+	}
+	endpoint := st.currentEndpoint()
+	if u.session != nil && u.owner == st && u.opened == endpoint {
+		return u.session, nil
+	}
+	if u.session != nil {
+		p.closeSession(u.session)
+		u.session = nil
 	}
 	connect := func(ctx context.Context, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 		return p.client.Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint:             st.endpoint,
+			Endpoint:             endpoint,
 			HTTPClient:           st.httpClient,
 			MaxRetries:           -1, // retries are retryTransport's, which knows what is safe to repeat
 			DisableStandaloneSSE: true,
@@ -414,20 +473,26 @@ func (p *Proxy) acquire(ctx context.Context, st *connState) (*mcp.ClientSession,
 		cs, err = connect(ctx, nil)
 	}
 	if err != nil {
+		if u.state == SessionReady {
+			u.state = SessionReinitializePending
+		}
 		return nil, err
 	}
-	st.session = cs
-	st.sessionState = SessionReady
+	u.owner, u.opened, u.session, u.state = st, endpoint, cs, SessionReady
 	return cs, nil
 }
 
+// errSessionEnded: the agent session whose upstream session a request
+// needs has ended (deleted, idle or evicted) while the request was served.
+var errSessionEnded = errors.New("mcpproxy: the MCP session ended")
+
 // dropSession forgets a failed session so the next request re-initializes.
-func (p *Proxy) dropSession(st *connState, cs *mcp.ClientSession) {
-	st.sessMu.Lock()
-	defer st.sessMu.Unlock()
-	if st.session == cs {
-		st.session = nil
-		st.sessionState = SessionReinitializePending
+func (p *Proxy) dropSession(u *upstreamSession, cs *mcp.ClientSession) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.session == cs {
+		u.session = nil
+		u.state = SessionReinitializePending
 		p.closeSession(cs)
 	}
 }
@@ -440,19 +505,22 @@ func (p *Proxy) closeSession(cs *mcp.ClientSession) {
 	}()
 }
 
-// guarded runs op against the connection's session behind its circuit
-// breaker. A lost session (the server answers 404 for its id, or the
-// request never left) is re-initialized and op retried once, transparently;
-// any other transport failure drops the session and is returned scrubbed.
-// A JSON-RPC error answer means the server is up: it does not count against
-// the breaker.
-func (p *Proxy) guarded(ctx context.Context, st *connState, op func(context.Context, *mcp.ClientSession) error) error {
+// guarded runs op against upstream session u (nil: the connection's shared
+// one) behind the connection's circuit breaker. A lost session (the server
+// answers 404 for its id, or the request never left) is re-initialized and
+// op retried once, transparently; any other transport failure drops the
+// session and is returned scrubbed. A JSON-RPC error answer means the
+// server is up: it does not count against the breaker.
+func (p *Proxy) guarded(ctx context.Context, st *connState, u *upstreamSession, op func(context.Context, *mcp.ClientSession) error) error {
+	if u == nil {
+		u = &st.shared
+	}
 	ok, probe, retryAfter := st.breaker.allow()
 	if !ok {
 		return &RetryError{Err: ErrCircuitOpen, RetryAfter: retryAfter}
 	}
-	err := p.withSession(ctx, st, op)
-	if err != nil && !serverAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
+	err := p.withSession(ctx, st, u, op)
+	if errors.Is(err, errSessionEnded) || err != nil && !serverAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up (an MCP client's notifications/cancelled, or a
 		// closed session): that says nothing about the upstream.
 		st.breaker.abandon(probe)
@@ -468,15 +536,13 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, op func(context.Cont
 	return &UpstreamError{ConnectionID: st.id, Message: msg}
 }
 
-func (p *Proxy) withSession(ctx context.Context, st *connState, op func(context.Context, *mcp.ClientSession) error) error {
+func (p *Proxy) withSession(ctx context.Context, st *connState, u *upstreamSession, op func(context.Context, *mcp.ClientSession) error) error {
 	for try := 0; ; try++ {
-		cs, err := p.acquire(ctx, st)
+		cs, err := p.acquire(ctx, st, u)
+		if errors.Is(err, errSessionEnded) {
+			return err
+		}
 		if err != nil {
-			st.sessMu.Lock()
-			if st.sessionState == SessionReady {
-				st.sessionState = SessionReinitializePending
-			}
-			st.sessMu.Unlock()
 			return fmt.Errorf("initializing MCP session: %w", err)
 		}
 		opCtx, tr := withTrace(ctx)
@@ -486,7 +552,7 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, op func(context.
 			// notifications/cancelled; its session is still good.
 			return err
 		}
-		p.dropSession(st, cs)
+		p.dropSession(u, cs)
 		attempts, _ := tr.snapshot()
 		if try == 0 && ctx.Err() == nil && (errors.Is(err, mcp.ErrSessionMissing) || attempts == 0) {
 			continue
@@ -530,7 +596,8 @@ const (
 	codeServerClosing = -32004
 )
 
-// SessionState reports the MCP session state of a connection id.
+// SessionState reports the state of a connection id's shared upstream MCP
+// session, the one the REST routes and discovery use.
 func (p *Proxy) SessionState(connectionID string) SessionState {
 	p.mu.Lock()
 	st, ok := p.conns[connectionID]
@@ -538,9 +605,9 @@ func (p *Proxy) SessionState(connectionID string) SessionState {
 	if !ok {
 		return SessionInitializeRequired
 	}
-	st.sessMu.Lock()
-	defer st.sessMu.Unlock()
-	return st.sessionState
+	st.shared.mu.Lock()
+	defer st.shared.mu.Unlock()
+	return st.shared.state
 }
 
 // Forget drops all state kept for a connection id (session, cache, breaker),
@@ -551,12 +618,12 @@ func (p *Proxy) Forget(connectionID string) {
 	delete(p.conns, connectionID)
 	p.mu.Unlock()
 	if ok {
-		st.sessMu.Lock()
-		if st.session != nil {
-			p.closeSession(st.session)
-			st.session = nil
+		st.shared.mu.Lock()
+		if st.shared.session != nil {
+			p.closeSession(st.shared.session)
+			st.shared.session = nil
 		}
-		st.sessMu.Unlock()
+		st.shared.mu.Unlock()
 	}
 }
 

@@ -3,7 +3,6 @@ package mcpproxy
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -22,10 +21,10 @@ import (
 // The MCP endpoint: /mcp/{connection_id} speaks the MCP Streamable HTTP
 // transport to agents (the go-sdk's server side) and answers tools/list and
 // tools/call from the same discovery, policy, validation, rate limit and
-// breaker as the REST routes, over the connection's shared upstream
-// session. Each agent session has a server of its own, so what it
-// advertises (resources, prompts) follows its connection, and its id is
-// known, and bound to its caller, before the SDK hands it out.
+// breaker as the REST routes. Each agent session has a server of its own,
+// so what it advertises (resources, prompts) follows its connection, and
+// its id is known, and bound to its caller, before the SDK hands it out;
+// and an upstream session of its own (see upstreamSession).
 
 // sessionHeader carries the MCP session id (Streamable HTTP transport).
 const sessionHeader = "Mcp-Session-Id"
@@ -53,6 +52,13 @@ type agentSession struct {
 	ss   atomic.Pointer[mcp.ServerSession]
 	// version is the protocol version the session's initialize settled on.
 	version atomic.Pointer[string]
+	// upstream is the session's own upstream session.
+	upstream upstreamSession
+	// lastUse orders the sessions of a caller for eviction (the endpoint's
+	// use counter at the session's latest request).
+	lastUse atomic.Uint64
+	// evicted is set when the session is evicted before it settled.
+	evicted atomic.Bool
 
 	mu     sync.Mutex
 	active int                           // POST requests being served
@@ -117,24 +123,19 @@ func (s *agentSession) cancel(id string) bool {
 type endpoint struct {
 	p    *Proxy
 	sdk  *mcp.StreamableHTTPHandler
-	max  int
 	idle time.Duration
 
 	streams    context.Context // done once EndStreams was called
 	endStreams context.CancelFunc
 
-	mu       sync.Mutex
-	sessions map[string]*agentSession
+	sessions sessionTable
 	wg       sync.WaitGroup // session watchers
 }
 
 type openingKey struct{}
 
-func newEndpoint(p *Proxy, idle time.Duration, maxSessions int) *endpoint {
-	e := &endpoint{p: p, max: maxSessions, idle: idle, sessions: make(map[string]*agentSession)}
-	if e.max <= 0 {
-		e.max = 1000
-	}
+func newEndpoint(p *Proxy, idle time.Duration, limits sessionLimits) *endpoint {
+	e := &endpoint{p: p, idle: idle, sessions: newSessionTable(limits, p.metrics)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: p.maxBody,
@@ -171,13 +172,14 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var s *agentSession
 	if id := r.Header.Get(sessionHeader); id != "" {
-		s = e.lookup(id)
+		s = e.sessions.lookup(id)
 		// Unknown and foreign sessions get the same answer, so session ids
 		// cannot be probed.
 		if s == nil || s.connID != conn.ID || s.caller != caller {
 			apierror.Write(w, r, toAPIError(ErrSessionNotFound))
 			return
 		}
+		e.sessions.touch(s)
 		s.conn.Store(conn)
 		if r.Method == http.MethodGet {
 			e.serveStream(w, r)
@@ -245,101 +247,6 @@ func (e *endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *ap
 	return body, nil
 }
 
-// open reserves a session for caller on conn, with a fresh id and its own
-// server.
-func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) {
-	s := &agentSession{id: rand.Text(), connID: conn.ID, caller: caller}
-	s.conn.Store(conn)
-	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
-	if conn.ExposeResources {
-		caps.Resources = &mcp.ResourceCapabilities{}
-	}
-	if conn.ExposePrompts {
-		caps.Prompts = &mcp.PromptCapabilities{}
-	}
-	s.server = mcp.NewServer(serverInfo, &mcp.ServerOptions{
-		Capabilities: caps,
-		GetSessionID: func() string { return s.id },
-	})
-	s.server.AddReceivingMiddleware(e.dispatch(s))
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.sessions) >= e.max {
-		return nil, &RetryError{Err: ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
-	}
-	e.sessions[s.id] = s
-	e.p.metrics.sessions.Inc()
-	return s, nil
-}
-
-// settle runs after the request that opened s: a session the SDK kept is
-// watched until it ends (idle timeout, DELETE, Close); anything else (a
-// refused or failed initialize) frees the reservation now.
-func (e *endpoint) settle(s *agentSession) {
-	var ss *mcp.ServerSession
-	for x := range s.server.Sessions() {
-		ss = x
-	}
-	if ss == nil || ss.InitializeParams() == nil {
-		e.forget(s.id)
-		return
-	}
-	s.ss.Store(ss)
-	if e.idle > 0 {
-		s.mu.Lock()
-		s.timer = time.AfterFunc(e.idle, func() { _ = ss.Close() })
-		if s.active > 0 {
-			s.timer.Stop()
-		}
-		s.mu.Unlock()
-	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		_ = ss.Wait()
-		s.mu.Lock()
-		if s.timer != nil {
-			s.timer.Stop()
-			s.timer = nil
-		}
-		s.mu.Unlock()
-		e.forget(s.id)
-	}()
-}
-
-func (e *endpoint) lookup(id string) *agentSession {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.sessions[id]
-}
-
-func (e *endpoint) forget(id string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.sessions[id]; ok {
-		delete(e.sessions, id)
-		e.p.metrics.sessions.Dec()
-	}
-}
-
-// closeAll ends every session and waits until all are gone.
-func (e *endpoint) closeAll() {
-	e.endStreams()
-	e.mu.Lock()
-	open := make([]*agentSession, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		open = append(open, s)
-	}
-	e.mu.Unlock()
-	for _, s := range open {
-		if ss := s.ss.Load(); ss != nil {
-			_ = ss.Close()
-		}
-	}
-	e.wg.Wait()
-}
-
 // EndStreams ends every standalone event stream (GET) of the MCP endpoint
 // and refuses new ones with 405, which MCP clients take as "no stream".
 // Call it when a graceful shutdown starts (http.Server.RegisterOnShutdown):
@@ -382,7 +289,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) {
+				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) {
 					return cs.ListResources(ctx, params)
 				})
 			case *mcp.ListResourceTemplatesRequest:
@@ -393,7 +300,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
+				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
 					return cs.ListResourceTemplates(ctx, params)
 				})
 			case *mcp.ReadResourceRequest:
@@ -401,7 +308,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					return nil, notExposed(method)
 				}
 				params := &mcp.ReadResourceParams{URI: r.Params.URI}
-				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
 					return cs.ReadResource(ctx, params)
 				})
 			case *mcp.ListPromptsRequest:
@@ -412,7 +319,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) {
+				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) {
 					return cs.ListPrompts(ctx, params)
 				})
 			case *mcp.GetPromptRequest:
@@ -420,7 +327,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					return nil, notExposed(method)
 				}
 				params := &mcp.GetPromptParams{Name: r.Params.Name, Arguments: r.Params.Arguments}
-				return passThrough(ctx, e.p, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
 					return cs.GetPrompt(ctx, params)
 				})
 			case *mcp.SubscribeRequest, *mcp.UnsubscribeRequest, *mcp.CompleteRequest:
@@ -450,7 +357,7 @@ func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connect
 // progress notifications about the call; cancelling ctx withdraws the
 // upstream call.
 func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, relay progressRelay) (mcp.Result, error) {
-	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, relay)
+	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &s.upstream, relay)
 	var ae *ArgumentsError
 	if errors.As(err, &ae) {
 		// As the go-sdk's own servers do: a tool error the model can read
@@ -480,9 +387,9 @@ func argumentsResult(ae *ArgumentsError) *mcp.CallToolResult {
 	}
 }
 
-// passThrough forwards one resources or prompts request upstream behind the
-// connection's breaker, with secrets replaced in the answer.
-func passThrough[R mcp.Result](ctx context.Context, p *Proxy, conn *Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
+// passThrough forwards one resources or prompts request upstream, on the
+// session's own upstream session, behind the connection's breaker, with secrets replaced in the answer.
+func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	st, err := p.state(conn)
@@ -490,7 +397,7 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, conn *Connection, 
 		return nil, rpcError(err)
 	}
 	var out R
-	err = p.guarded(ctx, st, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		out, err = op(ctx, cs)
 		return err

@@ -21,7 +21,10 @@ import (
 // have verified it.
 type who struct{ namespace, subject, key string }
 
-var alice = who{"alice", "agent", "key-a"}
+var (
+	alice = who{"alice", "agent", "key-a"}
+	bob   = who{"bob", "agent", "key-b"}
+)
 
 // identityTransport adds a test identity to every request, as the signing
 // transport of a real agent adds its signature.
@@ -237,8 +240,10 @@ func TestEndpointSurvivesUpstreamRestart(t *testing.T) {
 		}
 		e.up.restart()
 	}
-	if n := e.up.count("initialize"); n != 2 {
-		t.Errorf("upstream initialize = %d, want 2", n)
+	// Discovery's session, the agent session's own, and its own again
+	// after the restart.
+	if n := e.up.count("initialize"); n != 3 {
+		t.Errorf("upstream initialize = %d, want 3", n)
 	}
 }
 
@@ -278,13 +283,15 @@ func TestEndpointSessionBelongsToItsCaller(t *testing.T) {
 	}
 }
 
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+
 func TestEndpointSessionsAreBoundedAndExpire(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{MaxSessions: 2}, mcpproxy.Connection{})
 	first := e.mustConnect(t, alice, nil)
 	e.mustConnect(t, alice, nil)
-	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
-	r := e.raw(t, alice, "POST", "mcp1", "", initialize)
+	// A caller whose namespace holds none of the full pool is refused.
+	r := e.raw(t, bob, "POST", "mcp1", "", initialize)
 	if r.status != http.StatusServiceUnavailable || r.body["code"] != "MCP_SESSIONS_EXHAUSTED" || r.header.Get("Retry-After") == "" {
 		t.Fatalf("third session: %d %s", r.status, r.raw)
 	}
@@ -292,7 +299,7 @@ func TestEndpointSessionsAreBoundedAndExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitSessions(t, e, 1)
-	e.mustConnect(t, alice, nil)
+	e.mustConnect(t, bob, nil)
 
 	e = newEnv(t, mcpproxy.Config{SessionIdleTimeout: 50 * time.Millisecond}, mcpproxy.Connection{})
 	cs := e.mustConnect(t, alice, nil)

@@ -189,3 +189,47 @@ func TestMCPEndpointThroughPipeline(t *testing.T) {
 		t.Errorf("owner after the attempts: %v", err)
 	}
 }
+
+// An approved agent opening MCP sessions past its key's share, through the
+// signed pipeline, ends its own oldest sessions; another approved agent's
+// session keeps working and its new sessions still open.
+func TestMCPSessionFloodThroughPipeline(t *testing.T) {
+	t.Parallel()
+	up, _ := mcpUpstream(t)
+	g := newGateway(t, gatewayOptions{mcpUpstream: up.URL})
+	other, _ := identity.New("other-ns")
+	g.approve(other)
+	g.refresh()
+	ctx := context.Background()
+	victim, err := g.connectMCP(other, "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+
+	const share = 32 // mcpproxy's default MaxSessionsPerKey
+	var flood []*mcp.ClientSession
+	for i := range share + 8 {
+		cs, err := g.connectMCP(g.agent, "tools")
+		if err != nil {
+			t.Fatalf("flood session %d: %v", i, err)
+		}
+		defer cs.Close()
+		flood = append(flood, cs)
+	}
+	const list = `{"jsonrpc":"2.0","id":41,"method":"tools/list"}`
+	if a := g.mcpMessage(g.agent, flood[0].ID(), list)(); a.status != 404 || a.env["code"] != "MCP_SESSION_NOT_FOUND" {
+		t.Errorf("the flooder's oldest session: %d %s", a.status, a.body)
+	}
+	if _, err := flood[len(flood)-1].ListTools(ctx, nil); err != nil {
+		t.Errorf("the flooder's newest session: %v", err)
+	}
+	if _, err := victim.ListTools(ctx, nil); err != nil {
+		t.Errorf("the other agent's session during the flood: %v", err)
+	}
+	again, err := g.connectMCP(other, "tools")
+	if err != nil {
+		t.Fatalf("the other agent's new session: %v", err)
+	}
+	_ = again.Close()
+}

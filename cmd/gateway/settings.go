@@ -120,7 +120,11 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c.MCPSessionIdleTimeout = r.Seconds("GATEWAY_MCP_SESSION_IDLE_SECONDS", 600,
 		"seconds a session of the MCP endpoint /mcp/{id} lasts without a request")
 	c.MCPMaxSessions = r.Int("GATEWAY_MCP_MAX_SESSIONS", 1000, 1,
-		"sessions of the MCP endpoint open at once; past it 503 MCP_SESSIONS_EXHAUSTED")
+		"sessions of the MCP endpoint open at once; a caller opening one more evicts its namespace's least recently used session, or is answered 503 MCP_SESSIONS_EXHAUSTED when its namespace has none")
+	c.MCPMaxSessionsPerKey = r.Int("GATEWAY_MCP_MAX_SESSIONS_PER_KEY", 32, 1,
+		"sessions of the MCP endpoint one caller key holds open; one more evicts the key's least recently used session")
+	c.MCPMaxSessionsPerNamespace = r.Int("GATEWAY_MCP_MAX_SESSIONS_PER_NAMESPACE", 128, 1,
+		"sessions of the MCP endpoint one namespace holds open; one more evicts the namespace's least recently used session")
 	c.ClaimRateLimitPerMinute = zeroMeansOff(r.Int("GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE", 30, 0,
 		"claims one connection and namespace may file per minute; 0 disables the limit"), -1)
 	c.SignatureMaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")

@@ -46,7 +46,7 @@ func TestServeSettingsDefaults(t *testing.T) {
 	if c.ClaimsTTL != 30*time.Second || c.RegistryURL != "http://127.0.0.1:8787" || c.InsecureUnsignedAdminChecks ||
 		c.AdminAccess != admin.AccessHybrid || c.RotationEnforcement != credvault.RotationWarn || c.NonceMaxEntries != 1_000_000 ||
 		c.MaxBodyBytes != 8<<20 || c.MaxInflightBodyBytes != 256<<20 || c.MCPBreakerFailures != 3 || c.ClaimRateLimitPerMinute != 30 ||
-		c.MCPSessionIdleTimeout != 10*time.Minute || c.MCPMaxSessions != 1000 {
+		c.MCPSessionIdleTimeout != 10*time.Minute || c.MCPMaxSessions != 1000 || c.MCPMaxSessionsPerKey != 32 || c.MCPMaxSessionsPerNamespace != 128 {
 		t.Errorf("gateway defaults: %+v", c)
 	}
 }
@@ -56,11 +56,17 @@ func TestServeSettingsMCPSessions(t *testing.T) {
 	env := validEnv()
 	env["GATEWAY_MCP_SESSION_IDLE_SECONDS"] = "30"
 	env["GATEWAY_MCP_MAX_SESSIONS"] = "5"
+	env["GATEWAY_MCP_MAX_SESSIONS_PER_KEY"] = "2"
+	env["GATEWAY_MCP_MAX_SESSIONS_PER_NAMESPACE"] = "3"
 	s, err := load(env)
-	if err != nil || s.gateway.MCPSessionIdleTimeout != 30*time.Second || s.gateway.MCPMaxSessions != 5 {
+	if err != nil || s.gateway.MCPSessionIdleTimeout != 30*time.Second || s.gateway.MCPMaxSessions != 5 ||
+		s.gateway.MCPMaxSessionsPerKey != 2 || s.gateway.MCPMaxSessionsPerNamespace != 3 {
 		t.Fatalf("%+v, %v", s.gateway, err)
 	}
-	for _, bad := range []map[string]string{{"GATEWAY_MCP_SESSION_IDLE_SECONDS": "0"}, {"GATEWAY_MCP_MAX_SESSIONS": "0"}} {
+	for _, bad := range []map[string]string{
+		{"GATEWAY_MCP_SESSION_IDLE_SECONDS": "0"}, {"GATEWAY_MCP_MAX_SESSIONS": "0"},
+		{"GATEWAY_MCP_MAX_SESSIONS_PER_KEY": "0"}, {"GATEWAY_MCP_MAX_SESSIONS_PER_NAMESPACE": "-1"},
+	} {
 		env := validEnv()
 		for k, v := range bad {
 			env[k] = v
