@@ -113,6 +113,7 @@ func cmdSign(args []string, e env) error {
 	var f requestFlags
 	fs := newFlagSet("sign")
 	f.register(fs)
+	asJSON := fs.Bool("json", false, "print the headers as one JSON object (lower-case names)")
 	pos, err := parseInterleaved(fs, args, e)
 	if err != nil {
 		return err
@@ -120,6 +121,15 @@ func cmdSign(args []string, e env) error {
 	req, err := f.signedRequest(pos, e)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		out := make(map[string]string, len(signingHeaders))
+		for _, name := range signingHeaders {
+			if v := req.Header.Get(name); v != "" {
+				out[strings.ToLower(name)] = v
+			}
+		}
+		return writeJSON(e, out)
 	}
 	for _, name := range signingHeaders {
 		if v := req.Header.Get(name); v != "" {
