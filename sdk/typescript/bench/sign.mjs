@@ -1,0 +1,30 @@
+// Signing throughput on one core: a small GET and a small POST (content-
+// digest), signed sequentially for BENCH_SECONDS (default 2) each, on the
+// backend in use (BENCH_BACKEND=webcrypto to measure WebCrypto).
+import { Identity, useCryptoBackend, cryptoBackend } from "../dist/index.js";
+
+if (process.env.BENCH_BACKEND) useCryptoBackend(process.env.BENCH_BACKEND);
+const seconds = Number(process.env.BENCH_SECONDS ?? 2);
+const id = await Identity.create("bench-agent", { name: "Bench" });
+const cases = {
+  "GET, no body": { method: "GET", url: "http://127.0.0.1:8080/proxy/weather/forecast?city=Paris" },
+  "POST, 64-byte JSON body": { method: "POST", url: "http://127.0.0.1:8080/proxy/weather/forecast", body: JSON.stringify({ city: "Paris", days: 3, units: "metric", lang: "en-GB" }) },
+};
+const results = {};
+for (const [name, req] of Object.entries(cases)) {
+  for (let i = 0; i < 500; i++) await id.sign(req); // warm up
+  let n = 0;
+  const end = performance.now() + seconds * 1000;
+  const start = performance.now();
+  while (performance.now() < end) {
+    for (let i = 0; i < 100; i++) await id.sign(req);
+    n += 100;
+  }
+  const perSecond = Math.round(n / ((performance.now() - start) / 1000));
+  results[name] = perSecond;
+  console.log(`${name}: ${perSecond} signatures/s (${(1e6 / perSecond).toFixed(1)} µs each, ${await cryptoBackend()})`);
+}
+if (process.env.BENCH_MIN) {
+  const min = Number(process.env.BENCH_MIN);
+  for (const [name, v] of Object.entries(results)) if (v < min) { console.error(`${name}: ${v}/s is below ${min}/s`); process.exit(1); }
+}
