@@ -1,0 +1,36 @@
+"""Signing throughput on one core: a small GET and a small POST
+(content-digest), signed sequentially for BENCH_SECONDS (default 2) each.
+BENCH_MIN makes it exit 1 below that many signatures per second."""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+import idn  # noqa: E402
+
+seconds = float(os.environ.get("BENCH_SECONDS", "2"))
+agent = idn.Identity.create("bench-agent", name="Bench")
+cases = {
+    "GET, no body": ("GET", "http://127.0.0.1:8080/proxy/weather/forecast?city=Paris", None),
+    "POST, 64-byte JSON body": ("POST", "http://127.0.0.1:8080/proxy/weather/forecast",
+                                json.dumps({"city": "Paris", "days": 3, "units": "metric", "lang": "en-GB"}).encode()),
+}
+failed = False
+for name, (method, url, body) in cases.items():
+    for _ in range(500):
+        agent.sign(method, url, body)
+    n, start = 0, time.perf_counter()
+    end = start + seconds
+    while time.perf_counter() < end:
+        for _ in range(100):
+            agent.sign(method, url, body)
+        n += 100
+    rate = n / (time.perf_counter() - start)
+    print(f"{name}: {rate:.0f} signatures/s ({1e6 / rate:.1f} µs each)")
+    if os.environ.get("BENCH_MIN") and rate < float(os.environ["BENCH_MIN"]):
+        print(f"{name}: below {os.environ['BENCH_MIN']}/s", file=sys.stderr)
+        failed = True
+sys.exit(1 if failed else 0)
