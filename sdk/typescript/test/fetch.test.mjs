@@ -4,7 +4,7 @@ import { createServer } from "node:http";
 import { once } from "node:events";
 import { createHash } from "node:crypto";
 import { Identity, idnFetch, IdnError, readError, throwIfError, waitForApproval } from "../dist/index.js";
-import { verifyReceived } from "./verify.mjs";
+import { verifyReceived } from "../test-support/verify.mjs";
 
 // A server that records what it received.
 async function recorder(answer) {

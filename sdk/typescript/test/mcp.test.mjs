@@ -11,7 +11,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Identity, idnFetch } from "../dist/index.js";
-import { verifyReceived } from "./verify.mjs";
+import { verifyReceived } from "../test-support/verify.mjs";
 
 test("the MCP SDK client transport sends every request signed through idnFetch", async () => {
   const verdicts = [];
