@@ -4,7 +4,7 @@
 //	idn init <namespace> [--name NAME] [--force] [--json]
 //	idn whoami [--namespace NS] [--json]
 //	idn sign [-X METHOD] [-H 'K: V']... [-d BODY | -d @file] [--subject S] [--namespace NS] [--json] URL
-//	idn curl [same flags as sign] [-i] [-f] URL
+//	idn curl [same flags as sign] [-i] [-f] [--json] URL
 //	idn mcp --gateway URL --connection ID [--subject S] [--namespace NS]
 //
 //	idn --version
@@ -55,7 +55,7 @@ Request flags (sign, curl):
   -i               (curl) also print the status line and response headers
   -f               (curl) exit 22 when the response status is 400 or above
 
-  --json           (init, whoami, sign) print JSON instead of text
+  --json           (init, whoami, sign, curl) print JSON instead of text
 
   -h, --help       show help (idn <command> -h: the command's own)
   --version        print the version
@@ -73,7 +73,7 @@ var synopses = map[string]string{
 	"init":   "<namespace> [--name NAME] [--force] [--json]",
 	"whoami": "[--namespace NS] [--json]",
 	"sign":   "[flags] [--json] URL",
-	"curl":   "[flags] [-i] [-f] URL",
+	"curl":   "[flags] [-i] [-f] [--json] URL",
 	"mcp":    "--gateway URL --connection ID [--subject S] [--namespace NS]",
 }
 

@@ -261,4 +261,14 @@ func TestNameAndJSON(t *testing.T) {
 	if err != nil || cert.Name != "Billing bot" {
 		t.Fatalf("signed certificate name: %v %+v", err, cert)
 	}
+	r = runIdn(t, home, "", "curl", "--json", srv.URL+"/x")
+	var answer struct {
+		Status  int                 `json:"status"`
+		Headers map[string][]string `json:"headers"`
+		Body    string              `json:"body"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &answer) != nil || answer.Status != 200 ||
+		answer.Headers["X-Verified"][0] != "yes" || answer.Body != "named-agent/named-agent " {
+		t.Fatalf("curl --json: %+v", r)
+	}
 }
