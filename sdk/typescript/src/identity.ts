@@ -148,7 +148,7 @@ export async function verifyCertificate(c: Certificate): Promise<void> {
   if (c.did !== did(c.namespace) || !c.keyId?.startsWith(c.did + "#") || c.keyId.length === c.did.length + 1) {
     throw new TypeError("idn: certificate did or keyId does not match its namespace");
   }
-  if (c.name !== undefined) validateName(c.name);
+  if (c.name) validateName(c.name); // "" is no name, as in the Go implementation
   if (!c.publicKey?.startsWith("ed25519:") || c.proof?.alg !== "ed25519") throw new TypeError("idn: certificate is not ed25519");
   const pub = fromBase64(c.publicKey.slice(8));
   const sig = fromBase64(c.proof.sig);

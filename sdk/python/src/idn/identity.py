@@ -96,7 +96,7 @@ def verify_certificate(cert: Mapping[str, Any]) -> None:
         key_id = cert["keyId"]
         if cert["did"] != d or not key_id.startswith(d + "#") or len(key_id) == len(d) + 1:
             raise ValueError("idn: certificate did or keyId does not match its namespace")
-        if "name" in cert and cert["name"] is not None:
+        if cert.get("name"):  # "" is no name, as in the Go implementation
             validate_name(cert["name"])
         if not cert["publicKey"].startswith("ed25519:") or cert["proof"]["alg"] != "ed25519":
             raise ValueError("idn: certificate is not ed25519")
