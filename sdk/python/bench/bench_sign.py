@@ -1,6 +1,8 @@
 """Signing throughput on one core: a small GET and a small POST
 (content-digest), signed sequentially for BENCH_SECONDS (default 2) each.
-BENCH_MIN makes it exit 1 below that many signatures per second."""
+The rate per CPU second (the process's time) is what one core does,
+whatever else the machine runs; the wall-clock rate is printed beside it.
+BENCH_MIN makes it exit 1 when the CPU rate is below that."""
 
 import json
 import os
@@ -22,14 +24,15 @@ failed = False
 for name, (method, url, body) in cases.items():
     for _ in range(500):
         agent.sign(method, url, body)
-    n, start = 0, time.perf_counter()
+    n, start, cpu_start = 0, time.perf_counter(), time.process_time()
     end = start + seconds
     while time.perf_counter() < end:
         for _ in range(100):
             agent.sign(method, url, body)
         n += 100
-    rate = n / (time.perf_counter() - start)
-    print(f"{name}: {rate:.0f} signatures/s ({1e6 / rate:.1f} µs each)")
+    rate = n / (time.process_time() - cpu_start)
+    wall = n / (time.perf_counter() - start)
+    print(f"{name}: {rate:.0f} signatures per CPU second ({1e6 / rate:.1f} µs each), {wall:.0f}/s wall clock")
     if os.environ.get("BENCH_MIN") and rate < float(os.environ["BENCH_MIN"]):
         print(f"{name}: below {os.environ['BENCH_MIN']}/s", file=sys.stderr)
         failed = True
