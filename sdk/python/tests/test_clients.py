@@ -51,11 +51,12 @@ def test_httpx_async_signs_each_request(agent, server):
 def test_requests_signs_each_request(agent, server):
     with requests.Session() as s:
         s.auth = RequestsAuth(agent)
-        assert s.post(server.origin + "/p", data="text body").json() == {"verdict": "ok"}
+        assert s.post(server.origin + "/p", data="text body, café").json() == {"verdict": "ok"}
         assert s.get(server.origin + "/g", params={"a": "b c"}).json() == {"verdict": "ok"}
         with pytest.raises(ValueError, match="streamed"):
             s.post(server.origin + "/p", data=(b"x" for _ in range(2)))
     assert [x["verdict"] for x in server.seen] == ["ok", "ok"]
+    assert server.seen[0]["body"] == "text body, café".encode()
 
 
 def envelope(code, **extra):

@@ -24,6 +24,11 @@ class IdnAuth(requests.auth.AuthBase):
         body = r.body
         if body is not None and not isinstance(body, (bytes, str)):
             raise ValueError("idn: a streamed body cannot be signed; pass bytes or str")
+        if isinstance(body, str):
+            # http.client would send a str as Latin-1; send and sign UTF-8.
+            body = body.encode("utf-8")
+            r.body = body
+            r.headers["Content-Length"] = str(len(body))
         for name in _SIGNING:
             r.headers.pop(name, None)
         r.headers.update(self.identity.sign(r.method or "GET", r.url or "", body, subject=self.subject))
