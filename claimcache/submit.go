@@ -85,6 +85,7 @@ type Submission struct {
 	Service      string
 	AgentIP      string // optional; the caller's address
 	Subject      string // optional
+	AgentName    string // optional; the display name the agent's certificate carries
 	Nonce        string // optional
 }
 
@@ -201,8 +202,9 @@ func (s *Submitter) send(ctx context.Context, sub Submission, now time.Time) (Re
 		Service   string `json:"service"`
 		AgentIP   string `json:"agent_ip,omitempty"`
 		Subject   string `json:"subject,omitempty"`
+		AgentName string `json:"agent_name,omitempty"`
 		Nonce     string `json:"nonce,omitempty"`
-	}{sub.Namespace, sub.PublicKey, sub.Service, sub.AgentIP, sub.Subject, sub.Nonce})
+	}{sub.Namespace, sub.PublicKey, sub.Service, sub.AgentIP, sub.Subject, sub.AgentName, sub.Nonce})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("claimcache: encoding submission: %w", err)
 	}

@@ -131,7 +131,8 @@ func (cp *controlPlane) seed(body string) seedAnswer {
 }
 
 type seedAnswer struct {
-	APIKeys map[string]string `json:"api_keys"`
+	APIKeys  map[string]string `json:"api_keys"`
+	Sessions map[string]string `json:"sessions"`
 }
 
 // world is a control plane with owner "acme", its service "github", and

@@ -307,3 +307,37 @@ func FuzzParseRecord(f *testing.F) {
 		}
 	})
 }
+
+// Rename keeps the key (so approvals of it stand) and the record keeps the
+// name across a save and load; a named identity's requests verify with
+// the name on the caller.
+func TestRenameKeepsKeyAndSurvivesSave(t *testing.T) {
+	home := t.TempDir()
+	id, err := NewNamed("rename-ns", "First name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := id.PublicKeyString()
+	if err := id.Rename("Second name", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Rename("bad\u202ename", time.Now()); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("Rename to an invisible character = %v", err)
+	}
+	if id.Name() != "Second name" {
+		t.Fatalf("a refused rename changed the name to %q", id.Name())
+	}
+	if err := id.Save(home); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(home, "rename-ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Name() != "Second name" || back.PublicKeyString() != key || back.CertificateHeader() != id.CertificateHeader() {
+		t.Fatalf("loaded name %q key %s", back.Name(), back.PublicKeyString())
+	}
+	if err := back.Rename("", time.Now()); err != nil || back.Name() != "" {
+		t.Fatalf("removing the name: %v, %q", err, back.Name())
+	}
+}

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ErrInvalidCertificate is returned for a certificate that cannot be
@@ -20,17 +23,48 @@ const certificateHeaderLine = "idn-certificate-v1"
 // maxCertificateHeader bounds the idn-agent-cert header a verifier decodes.
 const maxCertificateHeader = 4096
 
+// ErrInvalidName is returned for an agent display name outside the rule of
+// ValidName.
+var ErrInvalidName = errors.New("identity: invalid agent name")
+
+// maxNameRunes bounds an agent display name.
+const maxNameRunes = 64
+
 // Certificate is a self-signed agent certificate (docs/profile.md). Its proof
 // is an Ed25519 signature by PublicKey over CanonicalText.
 type Certificate struct {
-	Version   int       `json:"version"`
-	Namespace string    `json:"namespace"`
-	DID       string    `json:"did"`
-	KeyID     string    `json:"keyId"`
-	PublicKey string    `json:"publicKey"`
-	IssuedAt  string    `json:"issuedAt"`
-	ExpiresAt *string   `json:"expiresAt"`
-	Proof     CertProof `json:"proof"`
+	Version   int     `json:"version"`
+	Namespace string  `json:"namespace"`
+	DID       string  `json:"did"`
+	KeyID     string  `json:"keyId"`
+	PublicKey string  `json:"publicKey"`
+	IssuedAt  string  `json:"issuedAt"`
+	ExpiresAt *string `json:"expiresAt"`
+	// Name is the agent's display name, empty for none. The proof covers
+	// it, and so does every request signature (through idn-agent-cert):
+	// the gateway files it with the claims it submits, so an owner sees
+	// which agent asks.
+	Name  string    `json:"name,omitempty"`
+	Proof CertProof `json:"proof"`
+}
+
+// ValidName reports whether name can be an agent's display name: 1 to 64
+// characters of valid UTF-8, each printable (letters, marks, numbers,
+// punctuation, symbols, and the ASCII space: no control, format or
+// invisible characters, no other spaces), and no space at either end.
+func ValidName(name string) error {
+	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxNameRunes {
+		return fmt.Errorf("%w: must be 1 to %d characters of UTF-8", ErrInvalidName, maxNameRunes)
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: contains the invisible or control character %U", ErrInvalidName, r)
+		}
+	}
+	if name[0] == ' ' || name[len(name)-1] == ' ' {
+		return fmt.Errorf("%w: starts or ends with a space", ErrInvalidName)
+	}
+	return nil
 }
 
 // CertProof is the signature part of a Certificate.
@@ -41,10 +75,21 @@ type CertProof struct {
 
 // IssueCertificate creates a certificate for key in namespace, issued at
 // issuedAt (truncated to seconds) and, when expiresAt is non-zero, expiring
-// then.
+// then. It has no display name; see IssueNamedCertificate.
 func IssueCertificate(namespace string, key ed25519.PrivateKey, issuedAt, expiresAt time.Time) (*Certificate, error) {
+	return IssueNamedCertificate(namespace, "", key, issuedAt, expiresAt)
+}
+
+// IssueNamedCertificate is IssueCertificate with the agent display name
+// name ("" for none, else valid under ValidName).
+func IssueNamedCertificate(namespace, name string, key ed25519.PrivateKey, issuedAt, expiresAt time.Time) (*Certificate, error) {
 	if err := ValidNamespace(namespace); err != nil {
 		return nil, err
+	}
+	if name != "" {
+		if err := ValidName(name); err != nil {
+			return nil, err
+		}
 	}
 	pub := key.Public().(ed25519.PublicKey)
 	c := &Certificate{
@@ -54,6 +99,7 @@ func IssueCertificate(namespace string, key ed25519.PrivateKey, issuedAt, expire
 		KeyID:     KeyID(namespace, pub),
 		PublicKey: FormatPublicKey(pub),
 		IssuedAt:  formatTime(issuedAt),
+		Name:      name,
 	}
 	if !expiresAt.IsZero() {
 		s := formatTime(expiresAt)
@@ -65,13 +111,15 @@ func IssueCertificate(namespace string, key ed25519.PrivateKey, issuedAt, expire
 }
 
 // CanonicalText returns the UTF-8 lines the proof signs, joined by "\n"
-// with no trailing newline.
+// with no trailing newline. A certificate with a name has one more line,
+// "name:<name>", after expires-at; one without has none, so unnamed
+// certificates sign the same text as before names existed.
 func (c *Certificate) CanonicalText() string {
 	expires := ""
 	if c.ExpiresAt != nil {
 		expires = *c.ExpiresAt
 	}
-	return strings.Join([]string{
+	lines := []string{
 		certificateHeaderLine,
 		"namespace:" + c.Namespace,
 		"did:" + c.DID,
@@ -79,7 +127,11 @@ func (c *Certificate) CanonicalText() string {
 		"public-key:" + c.PublicKey,
 		"issued-at:" + c.IssuedAt,
 		"expires-at:" + expires,
-	}, "\n")
+	}
+	if c.Name != "" {
+		lines = append(lines, "name:"+c.Name)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // VerifyProof checks the certificate's own consistency: version 1, a valid
@@ -102,6 +154,11 @@ func (c *Certificate) VerifyProof() (ed25519.PublicKey, error) {
 	pub, err := ParsePublicKey(c.PublicKey)
 	if err != nil || !strings.HasPrefix(c.PublicKey, keyPrefix) {
 		return nil, fmt.Errorf("%w: publicKey must be %q form", ErrInvalidCertificate, keyPrefix+"<base64>")
+	}
+	if c.Name != "" {
+		if err := ValidName(c.Name); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidCertificate, err)
+		}
 	}
 	if c.Proof.Alg != "ed25519" {
 		return nil, fmt.Errorf("%w: proof alg %q, want ed25519", ErrInvalidCertificate, c.Proof.Alg)
@@ -140,12 +197,17 @@ func (c *Certificate) CheckTimes(now time.Time, skew time.Duration) error {
 
 // EncodeHeader returns the idn-agent-cert header value: base64url without
 // padding of the certificate JSON.
+// The JSON is compact, in the field order of Certificate, with no HTML
+// escaping (a name's "&" stays "&"), so other implementations produce
+// the same bytes with their plain JSON encoders.
 func (c *Certificate) EncodeHeader() (string, error) {
-	js, err := json.Marshal(c)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c); err != nil {
 		return "", fmt.Errorf("identity: encode certificate: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(js), nil
+	return base64.RawURLEncoding.EncodeToString(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
 // DecodeCertificateHeader decodes an idn-agent-cert header value (base64url,

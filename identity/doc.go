@@ -6,7 +6,11 @@
 // <home>/identities/<namespace>/identity.json (folder 0700, file 0600,
 // written atomically; unknown fields survive a load and save). Namespaces map
 // to DIDs did:idn:<namespace>; ParseDID also reads the extended form
-// did:idn:<namespace>:<service>#<agent>#<subject>.
+// did:idn:<namespace>:<service>#<agent>#<subject>. A certificate may carry
+// the agent's display name (NewNamed, Rename; ValidName says which names
+// are allowed): its proof covers the name, every signature covers the
+// certificate, and Verifier hands it to the server as Caller.Name, which a
+// gateway files with the claims it submits.
 //
 // Identity.Sign and Identity.Transport sign requests under the profile: the
 // identity headers idn-namespace, idn-subject (the namespace by default),

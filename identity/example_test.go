@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/replay"
@@ -115,4 +116,42 @@ func ExampleAuthCode() {
 		fmt.Println(code, code.Status())
 	}
 	// Output: AUTH_REPLAY_DETECTED 403
+}
+
+// An agent with a display name: the verifier hands the name, which the
+// signature covers, to the server (a gateway files it with the claim the
+// owner approves). Rename gives the same key a new name.
+func ExampleNewNamed() {
+	verifier := &identity.Verifier{Nonces: mustReplay()}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, err := verifier.Verify(r)
+		if err != nil {
+			refuse(w, err)
+			return
+		}
+		fmt.Fprintf(w, "%s asks, named %q", caller.Namespace, caller.Name)
+	}))
+	defer server.Close()
+
+	agent, err := identity.NewNamed("acme-bot", "Invoice bot")
+	if err != nil {
+		panic(err)
+	}
+	get := func() string {
+		resp, err := (&http.Client{Transport: agent.Transport(nil, identity.SignOptions{})}).Get(server.URL)
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	fmt.Println(get())
+	if err := agent.Rename("Billing bot", time.Now()); err != nil {
+		panic(err)
+	}
+	fmt.Println(get())
+	// Output:
+	// acme-bot asks, named "Invoice bot"
+	// acme-bot asks, named "Billing bot"
 }

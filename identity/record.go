@@ -50,21 +50,30 @@ type wireHeaders struct {
 
 // New creates an identity with a fresh key and a certificate issued now
 // that does not expire.
-func New(namespace string) (*Identity, error) {
+func New(namespace string) (*Identity, error) { return NewNamed(namespace, "") }
+
+// NewNamed is New with the agent display name name ("" for none; else
+// valid under ValidName), carried in the certificate.
+func NewNamed(namespace, name string) (*Identity, error) {
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("identity: generate key: %w", err)
 	}
-	return FromKey(namespace, key, time.Now())
+	return FromKeyNamed(namespace, name, key, time.Now())
 }
 
 // FromKey builds an identity for an existing private key, with a
 // certificate issued at issuedAt that does not expire.
 func FromKey(namespace string, key ed25519.PrivateKey, issuedAt time.Time) (*Identity, error) {
+	return FromKeyNamed(namespace, "", key, issuedAt)
+}
+
+// FromKeyNamed is FromKey with the agent display name name ("" for none).
+func FromKeyNamed(namespace, name string, key ed25519.PrivateKey, issuedAt time.Time) (*Identity, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("identity: private key must be %d bytes", ed25519.PrivateKeySize)
 	}
-	cert, err := IssueCertificate(namespace, key, issuedAt, time.Time{})
+	cert, err := IssueNamedCertificate(namespace, name, key, issuedAt, time.Time{})
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +87,35 @@ func FromKey(namespace string, key ed25519.PrivateKey, issuedAt time.Time) (*Ide
 		privateKey:  key,
 	}
 	return id, id.prepare()
+}
+
+// Name returns the agent display name its certificate carries, "" for none.
+func (id *Identity) Name() string { return id.Certificate.Name }
+
+// Rename replaces the certificate with one issued at now that carries name
+// ("" removes the name), keeping the key, so approvals of the key stand.
+// The certificate's expiry is kept. Save writes the change.
+func (id *Identity) Rename(name string, now time.Time) error {
+	var expires time.Time
+	if e := id.Certificate.ExpiresAt; e != nil && *e != "" {
+		t, err := time.Parse(time.RFC3339, *e)
+		if err != nil {
+			return fmt.Errorf("%w: expiresAt is not RFC 3339", ErrInvalidCertificate)
+		}
+		expires = t
+	}
+	cert, err := IssueNamedCertificate(id.Namespace, name, id.privateKey, now, expires)
+	if err != nil {
+		return err
+	}
+	old := id.Certificate
+	id.Certificate = cert
+	if err := id.prepare(); err != nil {
+		id.Certificate = old
+		return err
+	}
+	id.UpdatedAt = now.UTC().Truncate(time.Second)
+	return nil
 }
 
 // DID returns the identity's DID, "did:idn:<namespace>".

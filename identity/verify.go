@@ -74,6 +74,7 @@ type Verifier struct {
 type Caller struct {
 	Namespace  string
 	Subject    string
+	Name       string // the certificate's agent display name, "" for none
 	KeyID      string
 	PublicKey  string            // "ed25519:<base64>"
 	Key        ed25519.PublicKey // the same key, raw
@@ -197,6 +198,7 @@ func (v *Verifier) Verify(r *http.Request) (*Caller, error) {
 	caller := &Caller{
 		Namespace:  ns,
 		Subject:    subject,
+		Name:       entry.cert.Name,
 		KeyID:      res.Params.KeyID,
 		PublicKey:  entry.cert.PublicKey,
 		Key:        entry.pub,

@@ -392,6 +392,7 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 		Service:      service,
 		AgentIP:      h.ips.ClientAddr(r).String(),
 		Subject:      caller.Subject,
+		AgentName:    caller.Name,
 		Nonce:        caller.Nonce,
 	})
 	if errors.Is(serr, claimcache.ErrRateLimited) {

@@ -318,3 +318,37 @@ func TestBodyLimit(t *testing.T) {
 		t.Errorf("oversized chunked body: %d %v", a.status, a.env["code"])
 	}
 }
+
+// The display name in an agent's certificate reaches the claim the gateway
+// files, so the owner approving it sees which agent asks. The name is
+// covered by the signature: a request whose certificate was swapped for a
+// renamed one fails verification instead of filing a claim under it.
+func TestClaimCarriesAgentName(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, gatewayOptions{})
+	named, err := identity.NewNamed("named-ns", "Invoice bot & co")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := g.do(g.request(named, "GET", "/proxy/github/user", ""))
+	if a.status != 403 || a.env["code"] != "AUTH_CLAIM_REQUIRED" {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	subs := g.cp.Submissions()
+	if len(subs) != 1 || subs[0].AgentName != "Invoice bot & co" || subs[0].Namespace != "named-ns" {
+		t.Fatalf("submissions = %+v", subs)
+	}
+
+	renamed := *named
+	if err := renamed.Rename("Trusted payroll agent", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := g.request(named, "GET", "/proxy/github/user", "")
+	r.Header.Set(identity.HeaderAgentCert, renamed.CertificateHeader())
+	if a := g.do(r); a.env["code"] != "AUTH_SIGNATURE_INVALID" {
+		t.Fatalf("swapped certificate: %d %s", a.status, a.body)
+	}
+	if n := len(g.cp.Submissions()); n != 1 {
+		t.Fatalf("control plane received %d submissions, want 1", n)
+	}
+}

@@ -1,10 +1,10 @@
 // Command idn is the agent CLI: it creates an agent identity and signs HTTP
 // requests with it under the idn-rfc9421-v1 profile.
 //
-//	idn init <namespace> [--force]
-//	idn whoami [--namespace NS]
-//	idn sign [-X METHOD] [-H 'K: V']... [-d BODY | -d @file] [--subject S] [--namespace NS] URL
-//	idn curl [same flags as sign] [-i] [-f] URL
+//	idn init <namespace> [--name NAME] [--force] [--json]
+//	idn whoami [--namespace NS] [--json]
+//	idn sign [-X METHOD] [-H 'K: V']... [-d BODY | -d @file] [--subject S] [--namespace NS] [--json] URL
+//	idn curl [same flags as sign] [-i] [-f] [--json] URL
 //	idn mcp --gateway URL --connection ID [--subject S] [--namespace NS]
 //
 //	idn --version
@@ -35,7 +35,11 @@ import (
 const usage = `idn: the agent CLI of idn (signed HTTP requests, profile idn-rfc9421-v1)
 
 Usage:
-  idn init <namespace> [--force]        create an identity and print its DID and key
+  idn init <namespace> [--name NAME] [--force]
+                                        create an identity and print its DID and key;
+                                        --name gives the agent a display name owners
+                                        see on its claims (on an existing identity:
+                                        renames it, same key)
   idn whoami [--namespace NS]           show an identity
   idn sign [flags] URL                  print the headers that sign a request
   idn curl [flags] [-i] [-f] URL        send a signed request and print the response
@@ -51,6 +55,8 @@ Request flags (sign, curl):
   -i               (curl) also print the status line and response headers
   -f               (curl) exit 22 when the response status is 400 or above
 
+  --json           (init, whoami, sign, curl) print JSON instead of text
+
   -h, --help       show help (idn <command> -h: the command's own)
   --version        print the version
 
@@ -64,10 +70,10 @@ var errHelpShown = errors.New("help shown")
 
 // synopses are the commands' argument summaries, for -h.
 var synopses = map[string]string{
-	"init":   "<namespace> [--force]",
-	"whoami": "[--namespace NS]",
-	"sign":   "[flags] URL",
-	"curl":   "[flags] [-i] [-f] URL",
+	"init":   "<namespace> [--name NAME] [--force] [--json]",
+	"whoami": "[--namespace NS] [--json]",
+	"sign":   "[flags] [--json] URL",
+	"curl":   "[flags] [-i] [-f] [--json] URL",
 	"mcp":    "--gateway URL --connection ID [--subject S] [--namespace NS]",
 }
 

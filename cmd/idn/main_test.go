@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -216,5 +217,58 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
 		t.Errorf("help created %d entries in the home", len(entries))
+	}
+}
+
+// An agent gets a display name at init or later (same key, so approvals
+// stand), and every printing command answers --json.
+func TestNameAndJSON(t *testing.T) {
+	home := t.TempDir()
+	r := runIdn(t, home, "", "init", "named-agent", "--name", "Invoice bot", "--json")
+	var created map[string]string
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &created) != nil || created["name"] != "Invoice bot" ||
+		created["did"] != "did:idn:named-agent" || !strings.HasPrefix(created["publicKey"], "ed25519:") {
+		t.Fatalf("init --name --json: %+v", r)
+	}
+	if strings.Contains(r.stdout, "privateKey") {
+		t.Fatalf("--json printed the private key: %s", r.stdout)
+	}
+	r = runIdn(t, home, "", "init", "named-agent", "--name", "Billing bot")
+	if r.code != 0 || !strings.Contains(r.stdout, "Renamed identity named-agent") || !strings.Contains(r.stdout, "Name:       Billing bot") {
+		t.Fatalf("rename: %+v", r)
+	}
+	r = runIdn(t, home, "", "whoami", "--json")
+	var who map[string]string
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &who) != nil || who["name"] != "Billing bot" || who["publicKey"] != created["publicKey"] {
+		t.Fatalf("whoami --json after rename: %+v", r)
+	}
+	r = runIdn(t, home, "", "init", "named-agent", "--name", "bad\u202ename")
+	if r.code != 2 || !strings.Contains(r.stderr, "bad --name") {
+		t.Fatalf("invisible character in --name: %+v", r)
+	}
+	r = runIdn(t, home, "", "init", "named-agent")
+	if r.code != 1 || !strings.Contains(r.stderr, "--name to rename") {
+		t.Fatalf("init over an identity: %+v", r)
+	}
+
+	srv := verifyingServer(t)
+	r = runIdn(t, home, "", "sign", "--json", "-d", "{}", srv.URL+"/x")
+	var hs map[string]string
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &hs) != nil || hs["content-digest"] == "" || hs["signature"] == "" || hs["idn-agent-cert"] == "" {
+		t.Fatalf("sign --json: %+v", r)
+	}
+	cert, err := identity.DecodeCertificateHeader(hs["idn-agent-cert"])
+	if err != nil || cert.Name != "Billing bot" {
+		t.Fatalf("signed certificate name: %v %+v", err, cert)
+	}
+	r = runIdn(t, home, "", "curl", "--json", srv.URL+"/x")
+	var answer struct {
+		Status  int                 `json:"status"`
+		Headers map[string][]string `json:"headers"`
+		Body    string              `json:"body"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &answer) != nil || answer.Status != 200 ||
+		answer.Headers["X-Verified"][0] != "yes" || answer.Body != "named-agent/named-agent " {
+		t.Fatalf("curl --json: %+v", r)
 	}
 }

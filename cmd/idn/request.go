@@ -113,6 +113,7 @@ func cmdSign(args []string, e env) error {
 	var f requestFlags
 	fs := newFlagSet("sign")
 	f.register(fs)
+	asJSON := fs.Bool("json", false, "print the headers as one JSON object (lower-case names)")
 	pos, err := parseInterleaved(fs, args, e)
 	if err != nil {
 		return err
@@ -120,6 +121,15 @@ func cmdSign(args []string, e env) error {
 	req, err := f.signedRequest(pos, e)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		out := make(map[string]string, len(signingHeaders))
+		for _, name := range signingHeaders {
+			if v := req.Header.Get(name); v != "" {
+				out[strings.ToLower(name)] = v
+			}
+		}
+		return writeJSON(e, out)
 	}
 	for _, name := range signingHeaders {
 		if v := req.Header.Get(name); v != "" {
@@ -135,6 +145,7 @@ func cmdCurl(args []string, e env) (int, error) {
 	f.register(fs)
 	include := fs.Bool("i", false, "print status line and headers")
 	fail := fs.Bool("f", false, "exit 22 on HTTP status >= 400")
+	asJSON := fs.Bool("json", false, `print one JSON object {"status","headers","body"} (body as text)`)
 	pos, err := parseInterleaved(fs, args, e)
 	if err != nil {
 		return 0, err
@@ -152,6 +163,24 @@ func cmdCurl(args []string, e env) (int, error) {
 		return 0, fmt.Errorf("%s %s: %v", req.Method, redactedURL(req.URL), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
+	if *asJSON {
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, fmt.Errorf("read response: %v", err)
+		}
+		err = writeJSON(e, struct {
+			Status  int                 `json:"status"`
+			Headers map[string][]string `json:"headers"`
+			Body    string              `json:"body"`
+		}{resp.StatusCode, resp.Header, string(body)})
+		if err != nil {
+			return 0, err
+		}
+		if *fail && resp.StatusCode >= 400 {
+			return 22, nil
+		}
+		return 0, nil
+	}
 	if *include {
 		fmt.Fprintf(e.stdout, "%s %s\n", resp.Proto, resp.Status)
 		names := make([]string, 0, len(resp.Header))

@@ -51,6 +51,7 @@ import (
 
 const (
 	agentNamespace = "quickstart-agent"
+	agentName      = "Quickstart weather agent" // what the owner sees on its claim
 	serviceSlug    = "demo-weather"
 	connectionID   = "weather"
 )
@@ -194,13 +195,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	// 4. Agent identity.
 	agentHome := filepath.Join(o.dir, "agent")
-	if d.agent, err = identity.New(agentNamespace); err != nil {
+	if d.agent, err = identity.NewNamed(agentNamespace, agentName); err != nil {
 		return err
 	}
 	if err := d.agent.Save(agentHome); err != nil {
 		return err
 	}
-	d.say("Created agent identity %s", d.agent.KeyID())
+	d.say("Created agent identity %s, named %q", d.agent.KeyID(), d.agent.Name())
 	d.detail("public key %s, stored in %s", d.agent.PublicKeyString(), identity.Path(agentHome, agentNamespace))
 
 	// 5. Gateway with the upstream token in its vault.
@@ -244,12 +245,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	d.say("Signed GET %s → %d %s; the gateway filed claim %s (%s)", target, status, refusal.Code, refusal.ClaimID, refusal.Status)
 
 	// 7. The owner approves it.
+	var approved struct {
+		AgentName string `json:"agent_name"`
+	}
 	err = d.postJSON(ctx, d.cpURL+"/v1/claims/"+refusal.ClaimID+"/approve",
-		map[string]string{"Cookie": controlplane.SessionCookie + "=" + session}, nil, nil)
+		map[string]string{"Cookie": controlplane.SessionCookie + "=" + session}, nil, &approved)
 	if err != nil {
 		return fmt.Errorf("approve the claim: %w", err)
 	}
-	d.say("Owner approved claim %s through POST /v1/claims/%s/approve", refusal.ClaimID, refusal.ClaimID)
+	d.say("Owner approved claim %s of agent %q (the name its certificate carries) through POST /v1/claims/%s/approve",
+		refusal.ClaimID, approved.AgentName, refusal.ClaimID)
 
 	// 8. The same call now goes through, with the token injected.
 	deadline := time.Now().Add(15 * time.Second)

@@ -29,6 +29,7 @@ func TestQuickstartOnce(t *testing.T) {
 		"1. Control plane running",
 		"AUTH_CLAIM_REQUIRED; the gateway filed claim clm_",
 		"Owner approved claim clm_",
+		`of agent "Quickstart weather agent"`,
 		`→ 200 {"city":"Paris"`,
 		"Open the dashboard as quickstart-agent",
 		"/signin?next=%2Fclaims%3Fstatus%3Dapproved#idn_sl_",

@@ -1,0 +1,44 @@
+"""idn: sign HTTP and MCP requests as an idn agent under the
+idn-rfc9421-v1 profile (RFC 9421, Ed25519).
+
+- Identity: create, load and save identities in the idn CLI's format
+  ($IDN_HOME/identities/<namespace>/identity.json) and sign requests.
+- idn.httpx_auth.IdnAuth (httpx, sync and async; MCP clients on httpx) and
+  idn.requests_auth.IdnAuth (requests) sign every request of a client.
+- IdnError, read_error, raise_for_error: the servers' error envelope, typed.
+- wait_for_approval, wait_for_approval_async: retry while the owner has not
+  approved the claim.
+"""
+
+from ._rules import validate_name, validate_namespace, validate_nonce, validate_subject
+from .errors import CLAIM_REQUIRED, IdnError, raise_for_error, read_error, wait_for_approval, wait_for_approval_async
+from .identity import (
+    PROFILE,
+    Identity,
+    certificate_canonical_text,
+    did,
+    encode_certificate_header,
+    idn_home,
+    verify_certificate,
+)
+
+__all__ = [
+    "CLAIM_REQUIRED",
+    "PROFILE",
+    "Identity",
+    "IdnError",
+    "certificate_canonical_text",
+    "did",
+    "encode_certificate_header",
+    "idn_home",
+    "raise_for_error",
+    "read_error",
+    "validate_name",
+    "validate_namespace",
+    "validate_nonce",
+    "validate_subject",
+    "verify_certificate",
+    "wait_for_approval",
+    "wait_for_approval_async",
+]
+__version__ = "0.1.0"

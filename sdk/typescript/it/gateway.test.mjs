@@ -1,0 +1,49 @@
+// Against the real control plane and gateway, which the Go test
+// e2e/TestSDKsAgainstRealServers starts and describes in IDN_IT_*: the
+// whole path of a new agent, from identity to an MCP tool call.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Identity, idnFetch, readError, throwIfError, waitForApproval } from "../dist/index.js";
+
+const env = process.env;
+const skip = env.IDN_IT_GATEWAY ? false : "run by the Go test e2e/TestSDKsAgainstRealServers";
+
+test("a new agent: refused, approved, REST, MCP and a signed control-plane route", { skip }, async () => {
+  const ns = env.IDN_IT_NAMESPACE;
+  const agent = await Identity.create(ns, { name: env.IDN_IT_NAME });
+  await agent.save(); // IDN_HOME: the Go side loads it afterwards
+  const f = idnFetch(agent);
+  const url = `${env.IDN_IT_GATEWAY}/proxy/${env.IDN_IT_REST}/forecast?city=Paris`;
+
+  const refusal = await readError(await f(url));
+  assert.equal(refusal?.code, "AUTH_CLAIM_REQUIRED", String(refusal));
+  assert.equal(refusal.status, 403);
+  assert.match(refusal.claimId, /^clm_/);
+  assert.equal(refusal.claimStatus, "pending");
+  assert.ok(refusal.requestId);
+
+  // The gateway remembers the claim: asking again names the same one.
+  const again = await readError(await f(url));
+  assert.equal(again?.claimId, refusal.claimId);
+
+  const approved = await fetch(`${env.IDN_IT_APPROVE}?namespace=${ns}&claim=${refusal.claimId}`, { method: "POST" });
+  assert.equal(approved.status, 200, await approved.text());
+
+  const seen = [];
+  const ok = await throwIfError(await waitForApproval(() => f(url), { initialDelayMs: 200, timeoutMs: 30_000, onClaim: (id) => seen.push(id) }));
+  assert.deepEqual(await ok.json(), { city: "Paris", forecast: "sunny", credential_injected: true });
+  assert.ok(seen.every((id) => id === refusal.claimId), `claims seen while waiting: ${seen}`);
+
+  const client = new Client({ name: "idn-sdk-it", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${env.IDN_IT_GATEWAY}/mcp/${env.IDN_IT_MCP}`), { fetch: f }));
+  const { tools } = await client.listTools();
+  assert.ok(tools.some((t) => t.name === "weather.now"), JSON.stringify(tools));
+  const result = await client.callTool({ name: "weather.now", arguments: { city: "Oslo" } });
+  assert.equal(result.content[0].text, "sunny in Oslo");
+  await client.close();
+
+  const nsInfo = await throwIfError(await f(`${env.IDN_IT_CONTROLPLANE}/v1/namespaces/${ns}`));
+  assert.equal((await nsInfo.json()).namespace, ns);
+});
