@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/idnhq/idn/internal/display"
 )
 
 // ErrInvalidCertificate is returned for a certificate that cannot be
@@ -57,7 +59,9 @@ func ValidName(name string) error {
 		return fmt.Errorf("%w: must be 1 to %d characters of UTF-8", ErrInvalidName, maxNameRunes)
 	}
 	for _, r := range name {
-		if !unicode.IsPrint(r) {
+		// IsPrint alone lets through characters that render as nothing
+		// (U+3164, U+115F), which the servers refuse in any display string.
+		if !unicode.IsPrint(r) || display.Hidden(r) {
 			return fmt.Errorf("%w: contains the invisible or control character %U", ErrInvalidName, r)
 		}
 	}

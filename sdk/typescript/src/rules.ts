@@ -11,6 +11,9 @@ export function validateNamespace(ns: string): void {
 
 // Printable: letters, marks, numbers, punctuation, symbols, ASCII space.
 const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]*$/u;
+// Printable characters that still render as nothing (Unicode's
+// Other_Default_Ignorable_Code_Point), which the servers refuse too.
+const RENDERS_AS_NOTHING = /[\u034F\u115F\u1160\u17B4\u17B5\u2065\u3164\uFFA0\uFFF0-\uFFF8\u{E0000}\u{E0002}-\u{E001F}\u{E0080}-\u{E00FF}\u{E01F0}-\u{E0FFF}]/u;
 
 /**
  * Throws unless name can be an agent's display name: 1–64 characters, each
@@ -22,7 +25,7 @@ export function validateName(name: string): void {
     throw new TypeError("idn: invalid agent name: must be 1 to 64 characters");
   }
   // A lone surrogate is category Cs, so PRINTABLE refuses it too.
-  if (!PRINTABLE.test(name)) throw new TypeError("idn: invalid agent name: contains an invisible or control character");
+  if (!PRINTABLE.test(name) || RENDERS_AS_NOTHING.test(name)) throw new TypeError("idn: invalid agent name: contains an invisible or control character");
   if (name.startsWith(" ") || name.endsWith(" ")) throw new TypeError("idn: invalid agent name: starts or ends with a space");
 }
 

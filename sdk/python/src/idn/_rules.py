@@ -17,6 +17,19 @@ def validate_namespace(ns: str) -> None:
         raise ValueError(f"idn: invalid namespace {ns!r}: use 3-64 characters of a-z, A-Z, 0-9 and inner hyphens")
 
 
+# Printable code points that still render as nothing (Unicode's
+# Other_Default_Ignorable_Code_Point), which the servers refuse too.
+_RENDERS_AS_NOTHING = (
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F),
+    (0xE0080, 0xE00FF), (0xE01F0, 0xE0FFF),
+)
+
+
+def _renders_as_nothing(cp: int) -> bool:
+    return any(lo <= cp <= hi for lo, hi in _RENDERS_AS_NOTHING)
+
+
 def validate_name(name: str) -> None:
     """Raise ValueError unless name can be an agent's display name.
 
@@ -27,7 +40,7 @@ def validate_name(name: str) -> None:
     if not isinstance(name, str) or not 1 <= len(name) <= 64:
         raise ValueError("idn: invalid agent name: must be 1 to 64 characters")
     for ch in name:
-        if ch != " " and unicodedata.category(ch)[0] not in _PRINTABLE_CATEGORIES:
+        if ch != " " and (unicodedata.category(ch)[0] not in _PRINTABLE_CATEGORIES or _renders_as_nothing(ord(ch))):
             raise ValueError(f"idn: invalid agent name: contains the invisible or control character U+{ord(ch):04X}")
     if name[0] == " " or name[-1] == " ":
         raise ValueError("idn: invalid agent name: starts or ends with a space")
