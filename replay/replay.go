@@ -14,7 +14,9 @@
 // its map is released to the garbage collector, which frees it concurrently,
 // or, when small, emptied and reused for a later generation. An entry may thus be
 // remembered up to one granularity longer than asked, never shorter. The store
-// is sharded so that concurrent callers rarely share a lock.
+// is sharded so that concurrent callers rarely share a lock, and no caller
+// ever holds two shard locks at once (a full store sweeps the others after
+// releasing its own), so full-store callers cannot wait for each other.
 package replay
 
 import (
@@ -139,31 +141,37 @@ func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Ti
 	end := ceilDiv(exp, s.gran) * s.gran
 
 	sh := &s.shards[binary.LittleEndian.Uint64(k[:8])%shardCount]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	s.dropExpired(sh, now)
-	for i := range sh.gens {
-		if _, ok := sh.gens[i].entries[k]; ok {
-			return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
+	// At most one shard lock is held at a time: a full store releases its
+	// own before sweeping the others, then checks again from the start,
+	// since the pair may have been recorded meanwhile.
+	for swept := false; ; swept = true {
+		sh.mu.Lock()
+		s.dropExpired(sh, now)
+		for i := range sh.gens {
+			if _, ok := sh.gens[i].entries[k]; ok {
+				sh.mu.Unlock()
+				return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
+			}
 		}
-	}
-	if s.n.Add(1) > s.max {
-		// Expired generations of other shards may still be counted.
+		if s.n.Add(1) <= s.max {
+			sh.generation(end)[k] = struct{}{}
+			sh.mu.Unlock()
+			return nil
+		}
 		s.n.Add(-1)
-		s.sweep(sh, now)
-		if s.n.Add(1) > s.max {
-			s.n.Add(-1)
+		sh.mu.Unlock()
+		if swept {
 			return fmt.Errorf("replay: %d nonces held: %w", s.max, ErrFull)
 		}
+		// Expired generations of other shards may still be counted.
+		s.sweep(now)
 	}
-	sh.generation(end)[k] = struct{}{}
-	return nil
 }
 
 // Len reports the number of nonces held. It first drops expired generations,
 // so it is suited to a gauge scraped now and then, not to a hot path.
 func (s *Store) Len() int {
-	s.sweep(nil, s.clock().UnixNano())
+	s.sweep(s.clock().UnixNano())
 	return int(s.n.Load())
 }
 
@@ -187,14 +195,11 @@ func (s *Store) dropExpired(sh *shard, now int64) {
 	}
 }
 
-// sweep drops expired generations in every shard but the locked one (which
-// may be nil).
-func (s *Store) sweep(locked *shard, now int64) {
+// sweep drops expired generations in every shard, taking one shard lock at
+// a time. The caller holds none.
+func (s *Store) sweep(now int64) {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		if sh == locked {
-			continue
-		}
 		sh.mu.Lock()
 		s.dropExpired(sh, now)
 		sh.mu.Unlock()
