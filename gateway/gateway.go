@@ -192,6 +192,9 @@ func (g *Gateway) wire() error {
 	health := &proxy.Health{Version: c.Version, Checks: map[string]func(context.Context) error{
 		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
 		"claims": g.claimsReady,
+		// A wedged request path leaves liveness answering; readiness
+		// must not.
+		"requests": runtime.Progress,
 	}}
 	// An absolute-form target naming another scheme or authority is
 	// refused on every route before anything reads it.
