@@ -110,7 +110,7 @@ func (g *Gateway) wire() error {
 	if err != nil {
 		return err
 	}
-	nonces, err := replay.New(replay.Config{MaxEntries: c.NonceMaxEntries})
+	nonces, err := replay.New(replay.Config{MaxBytes: c.NonceMaxBytes})
 	if err != nil {
 		return err
 	}

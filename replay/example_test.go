@@ -10,7 +10,7 @@ import (
 )
 
 func ExampleStore_CheckNonce() {
-	store, err := replay.New(replay.Config{}) // 1,000,000 nonces at most
+	store, err := replay.New(replay.Config{}) // 256 MiB, about 15.9 million nonces
 	if err != nil {
 		panic(err)
 	}
