@@ -58,8 +58,8 @@ func (b *bench) soak(stdout io.Writer) error {
 	fmt.Fprintf(stdout, "idn bench soak: GET /proxy/%s/… through the gateway for %s at its maximum rate (closed loop, %d workers),\n"+
 		"each request signed with its own nonce as it is sent (so the client's signing shares the client's CPUs).\n"+
 		"Gateway figures are its process's (CPU as %% of one CPU). Warm-up: the first %s "+
-		"(6 min, when the 330 s nonce window has turned over, or half the soak).\n\n",
-		httpConnection, b.o.soak, b.o.workers, min(soakWarmup, b.o.soak/2))
+		"(6 min, when the 330 s nonce window has turned over, or three quarters of a shorter soak).\n\n",
+		httpConnection, b.o.soak, b.o.workers, b.warmup())
 	fmt.Fprintf(stdout, "%8s %8s %10s %10s %8s %6s %8s %9s %6s\n", "t s", "req/s", "ok", "nonce-full", "errors", "CPU %", "RSS MiB", "heap MiB", "ready")
 
 	var counts soakCounts
@@ -110,7 +110,7 @@ func (b *bench) soak(stdout io.Writer) error {
 		fmt.Fprintf(stdout, " (first: %s)", counts.first)
 	}
 	fmt.Fprintln(stdout)
-	warm := min(soakWarmup, b.o.soak/2)
+	warm := b.warmup()
 	var lo, hi, heapLo, heapHi int64
 	for _, r := range rows {
 		if r.at < warm || r.rss == 0 {
@@ -134,6 +134,9 @@ func (b *bench) soak(stdout io.Writer) error {
 	}
 	return nil
 }
+
+// warmup is the part of the soak its memory may grow in.
+func (b *bench) warmup() time.Duration { return min(soakWarmup, b.o.soak*3/4) }
 
 // errNonceStoreFull is a 503 NONCE_STORE_FULL answer.
 var errNonceStoreFull = errors.New("503 NONCE_STORE_FULL")

@@ -66,7 +66,7 @@ func (d *Detector) Check(now time.Time) error {
 	g := d.gen.Load()
 	if n := d.counts[(g+1)&1].Load(); n > 0 {
 		if waited := now.Sub(d.closed); waited >= timeout {
-			return fmt.Errorf("stall: %d requests in the phase for at least %s", n, waited.Truncate(time.Second))
+			return fmt.Errorf("stall: %d still in the phase after %s", n, waited.Truncate(time.Second))
 		}
 		return nil
 	}
