@@ -29,6 +29,12 @@
 // Usage:
 //
 //	go run ./bench [-duration 3s] [-rounds 5] [-workers N] [-rate R] [-json]
+//	go run ./bench -soak 10m [-soak-every 30s] [-workers N]
+//
+// With -soak it runs no phases: it loads the gateway route at its maximum
+// rate for that long, each request signed as it is sent, and reports the
+// rate, NONCE_STORE_FULL answers, errors and the gateway's memory over
+// time (soak.go).
 //
 // The report is a table on stdout (or JSON with -json); progress goes to
 // stderr. The exit status is 1 when any request failed. README.md explains
@@ -78,6 +84,7 @@ type options struct {
 	json                    bool
 	cpuProfile              string
 	profilePhase            string
+	soak, soakEvery         time.Duration
 }
 
 // Bounds of the flags, so that a run always ends in reasonable time.
@@ -85,6 +92,7 @@ const (
 	maxPhase  = time.Minute
 	maxClaims = 200_000
 	maxPage   = 2000 // the control plane's largest feed page
+	maxSoak   = 24 * time.Hour
 )
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -102,6 +110,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of one phase (see -profile) to this file, from the process serving its target")
 	fs.StringVar(&o.profilePhase, "profile", TargetGateway+"/"+ModeMax, "the phase -cpuprofile profiles, as target/mode")
+	fs.DurationVar(&o.soak, "soak", 0, "instead of the phases, load the gateway route at its maximum rate for this long, "+
+		"signing each request as it is sent, and report rate, NONCE_STORE_FULL, errors and the gateway's memory over time (at most 24h)")
+	fs.DurationVar(&o.soakEvery, "soak-every", 30*time.Second, "interval of the soak's report rows")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -128,6 +139,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.page < 1 || o.page > maxPage {
 		problems = append(problems, fmt.Sprintf("-page must be in [1, %d]", maxPage))
+	}
+	if o.soak < 0 || o.soak > maxSoak || o.soakEvery <= 0 || (o.soak > 0 && o.soakEvery > o.soak) {
+		problems = append(problems, fmt.Sprintf("-soak must be in [0, %s] and -soak-every in (0, -soak]", maxSoak))
 	}
 	if target, mode, _ := strings.Cut(o.profilePhase, "/"); !slices.Contains(targets, target) || (mode != ModeMax && mode != ModeRate) {
 		problems = append(problems, fmt.Sprintf("-profile must be target/mode with a target among %s and mode %s or %s",
@@ -167,6 +181,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			FeedClaims: o.claims, FeedPage: o.page},
 	}}
 	defer b.closeIdle()
+	if o.soak > 0 {
+		return b.soak(stdout)
+	}
 	if err := b.runAll(); err != nil {
 		return err
 	}

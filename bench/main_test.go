@@ -165,3 +165,26 @@ func TestSampleMerge(t *testing.T) {
 		t.Fatalf("merged result %+v", r)
 	}
 }
+
+// TestSoak runs a one-second soak: every row must have traffic, and no
+// request may fail or meet a full nonce store.
+func TestSoak(t *testing.T) {
+	var out, progress bytes.Buffer
+	err := run(t.Context(), []string{"-soak=1s", "-soak-every=250ms", "-workers=4", "-claims=100"}, &out, &progress)
+	if err != nil {
+		t.Errorf("run: %v\n%s", err, progress.String())
+	}
+	rows := 0
+	for line := range strings.Lines(out.String()) {
+		f := strings.Fields(line)
+		if len(f) == 9 && f[0] != "t" {
+			rows++
+			if f[1] == "0" || f[3] != "0" || f[4] != "0" || f[8] != "200" {
+				t.Errorf("row %q: want traffic, no NONCE_STORE_FULL, no errors, ready", strings.TrimSpace(line))
+			}
+		}
+	}
+	if rows < 4 || !strings.Contains(out.String(), "0 answered 503 NONCE_STORE_FULL, 0 other errors") {
+		t.Errorf("%d rows; report:\n%s", rows, out.String())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ import (
 // commands, one per line, until its stdin closes:
 //
 //	cpu             answers the child's CPU time in nanoseconds
+//	mem             answers the child's resident set and live heap, in bytes
 //	profile <path>  starts a CPU profile into path; answers "ok" or the error
 //	stop            stops the profile; answers "ok"
 const (
@@ -98,6 +100,8 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 		switch cmd {
 		case "cpu":
 			answer = strconv.FormatInt(int64(processCPU()), 10)
+		case "mem":
+			answer = fmt.Sprint(residentBytes(), " ", liveHeap())
 		case "profile":
 			stop, err := startProfile(arg)
 			if err != nil {
@@ -196,6 +200,28 @@ func (p *proxyProcess) cpu() time.Duration {
 	}
 	n, _ := strconv.ParseInt(answer, 10, 64)
 	return time.Duration(n)
+}
+
+// mem is the child's resident set and live heap, in bytes (0 when they
+// cannot be had).
+func (p *proxyProcess) mem() (rss, heap int64) {
+	answer, err := p.command("mem")
+	if err != nil {
+		return 0, 0
+	}
+	_, _ = fmt.Sscan(answer, &rss, &heap)
+	return rss, heap
+}
+
+// liveHeap is the heap held by live and not yet swept objects, read
+// without stopping the world.
+func liveHeap() int64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(sample[0].Value.Uint64())
 }
 
 // profile starts a CPU profile of the child into path.

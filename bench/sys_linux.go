@@ -158,3 +158,17 @@ func pinProcess(set *cpuSet) error {
 		}
 	}
 }
+
+// residentBytes is the process's resident set size, from /proc/self/statm
+// (0 when it cannot be read).
+func residentBytes() int64 {
+	raw, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(raw), &size, &resident); err != nil {
+		return 0
+	}
+	return resident * int64(os.Getpagesize())
+}

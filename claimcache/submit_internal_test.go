@@ -2,6 +2,7 @@ package claimcache
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,5 +64,45 @@ func TestReceiptsFloodOfOneNamespaceForgetsOnlyItsOwn(t *testing.T) {
 	}
 	if rc, _, lead := m.begin("github\x00mallory\x00key-999\x00github", now); lead || rc.ClaimID != "999" {
 		t.Fatalf("the flooding namespace's newest receipt lost: %+v", rc)
+	}
+}
+
+// TestFullReceiptsAndLimitersKeepMakingProgress fills the receipts and the
+// rate limiters past their bounds from many goroutines at once, some
+// waiting on each other's submissions in flight: every call must return.
+// (Each store has one lock, taken alone; a store that took another lock
+// while holding its own when full would hang here.)
+func TestFullReceiptsAndLimitersKeepMakingProgress(t *testing.T) {
+	t.Parallel()
+	m, l := newReceipts(time.Minute, 16), newLimiters(1, 16)
+	now := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				for i := range 500 {
+					tuple := fmt.Sprintf("github\x00ns-%d\x00key\x00github", (w*500+i)%300)
+					l.allow(tuple, now)
+					_, f, lead := m.begin(tuple, now)
+					switch {
+					case lead:
+						m.end(tuple, Receipt{ClaimID: tuple}, nil, now)
+					case f != nil:
+						<-f.done
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("full receipts and limiters made no progress for 20 s")
+	}
+	if len(m.byTuple) > 16 || len(m.inflight) != 0 || len(l.byKey) > 16 {
+		t.Fatalf("%d receipts, %d in flight, %d limiters; want at most 16, 0, 16", len(m.byTuple), len(m.inflight), len(l.byKey))
 	}
 }

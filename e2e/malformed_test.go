@@ -359,19 +359,20 @@ func heapInuse() uint64 {
 }
 
 // TestMalformedRequests sends 10,000 malformed requests, generated from a
-// fixed seed, to a gateway with a 16 KiB body limit and room for 8 nonces.
+// fixed seed, to a gateway with a 16 KiB body limit and room for 4 nonces
+// (a nonce store of one 64-byte bucket, whose room is exact).
 // Every answer must be a 4xx: the JSON envelope with a code, or net/http's
 // own plain 400/431 for a request it cannot parse or whose headers exceed
 // MaxHeaderBytes. No connection may close without an answer (a handler
 // panic), the heap must come back to where it was, and afterwards the nonce
-// store must still hold exactly its 8 free places: none of the refused
+// store must still hold exactly its 4 free places: none of the refused
 // requests, validly signed or not, recorded a nonce.
 func TestMalformedRequests(t *testing.T) {
 	const (
 		total     = 10_000
 		workers   = 4
 		maxBody   = 16 << 10
-		nonceRoom = 8
+		nonceRoom = 4
 		heapBound = 16 << 20
 	)
 	w := newWorld(t)
@@ -381,7 +382,7 @@ func TestMalformedRequests(t *testing.T) {
 	}))
 	defer upstream.Close()
 	gw := startGateway(t, w, func(c *gateway.Config) {
-		c.MaxBodyBytes, c.NonceMaxEntries, c.ClaimRateLimitPerMinute = maxBody, nonceRoom, 1
+		c.MaxBodyBytes, c.NonceMaxBytes, c.ClaimRateLimitPerMinute = maxBody, nonceRoom*16, 1
 	}, bearer("github", upstream.URL, "upstream-token"))
 	client := &http.Client{Timeout: 10 * time.Second}
 	eventually(t, 5*time.Second, "the gateway to be ready", func() bool {

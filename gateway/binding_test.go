@@ -353,3 +353,21 @@ func TestPublicAuthority(t *testing.T) {
 		})
 	}
 }
+
+// Readiness includes the request path's own check, so that a gateway
+// whose requests are stuck is taken out of rotation.
+func TestReadinessChecksTheRequestPath(t *testing.T) {
+	s := newStack(t, nil)
+	resp, err := http.Get(s.gw.URL + "/health/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Checks map[string]string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || body.Checks["requests"] != "ok" {
+		t.Fatalf("/health/ready: %d %v, want 200 with requests ok", resp.StatusCode, body.Checks)
+	}
+}

@@ -59,8 +59,11 @@ type Config struct {
 	// SignatureMaxAge and SignatureFutureSkew bound a signature's created
 	// time; zero means 300 s and 30 s.
 	SignatureMaxAge, SignatureFutureSkew time.Duration
-	// NonceMaxEntries bounds the remembered nonces; zero means 1,000,000.
-	NonceMaxEntries int
+	// NonceMaxBytes bounds the memory of the nonce store; zero means
+	// replay.DefaultMaxBytes (256 MiB). It holds NonceMaxBytes /
+	// replay.Bytes nonces, each kept SignatureMaxAge + SignatureFutureSkew,
+	// which sets the sustained request rate it allows (docs/gateway.md).
+	NonceMaxBytes int64
 	// ClaimRateLimitPerMinute is how many claims one connection and
 	// namespace may file per minute. Zero means 30; negative means no limit.
 	ClaimRateLimitPerMinute int

@@ -122,7 +122,7 @@ func (g *Gateway) wire() error {
 	if err != nil {
 		return err
 	}
-	nonces, err := replay.New(replay.Config{MaxEntries: c.NonceMaxEntries})
+	nonces, err := replay.New(replay.Config{MaxBytes: c.NonceMaxBytes})
 	if err != nil {
 		return err
 	}
@@ -207,6 +207,9 @@ func (g *Gateway) wire() error {
 	health := &proxy.Health{Version: c.Version, Checks: map[string]func(context.Context) error{
 		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
 		"claims": g.claimsReady,
+		// A wedged request path leaves liveness answering; readiness
+		// must not.
+		"requests": runtime.Progress,
 	}}
 	// An absolute-form target naming another scheme, or an authority other
 	// than PublicAuthority or the address the request arrived on, is

@@ -1,6 +1,8 @@
 package mcpproxy
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,5 +68,37 @@ func TestBreakerStragglerDecidesNothing(t *testing.T) {
 	b.done(p1, true)  // the straggler's success must not close it
 	if ok, _, wait := b.allow(); ok || wait != time.Second {
 		t.Fatalf("allow = %v, %v; want refused for the cooldown", ok, wait)
+	}
+}
+
+// TestFullLimiterSetKeepsMakingProgress has many goroutines take tokens for
+// more keys than the set holds, so that most calls find it full and sweep:
+// every call must return. (The set has one lock, taken alone.)
+func TestFullLimiterSetKeepsMakingProgress(t *testing.T) {
+	t.Parallel()
+	s := &limiterSet{perMinute: 1, maxKeys: 8, limiters: map[limiterKey]*rate.Limiter{}}
+	start := time.Unix(1000, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				for i := range 500 {
+					// Time moves a second per call, so buckets refill and
+					// sweeps drop some while others are being filled.
+					s.allow("c", fmt.Sprint((w+i)%64), start.Add(time.Duration(i)*time.Second))
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a full limiter set made no progress for 20 s")
+	}
+	if len(s.limiters) > 8 {
+		t.Fatalf("set grew to %d", len(s.limiters))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
@@ -128,4 +129,53 @@ func ExampleHealth() {
 	// Output:
 	// 200 {"status":"ok","version":"v1.2.3"}
 	// 503 {"checks":{"claims":"claims never loaded","store":"ok"},"status":"not_ready"}
+}
+
+// wedged is a nonce checker that stopped answering, as a deadlocked store
+// would.
+type wedged struct{ entered, release chan struct{} }
+
+func (w wedged) CheckNonce(context.Context, string, string, time.Time) error {
+	w.entered <- struct{}{}
+	<-w.release
+	return nil
+}
+
+// Progress is the readiness check that sees a wedged request path, which
+// liveness cannot: here a request stuck in the nonce check.
+func ExampleHandler_Progress() {
+	agent, _ := identity.New("alice")
+	weather, _ := credvault.NewResolved(&credvault.Connection{ID: "weather", BaseURL: "http://127.0.0.1:1",
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "WEATHER_TOKEN"}, "upstream-token")
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	nonces := wedged{make(chan struct{}), make(chan struct{})}
+	h, err := proxy.New(proxy.Config{
+		Connections: connectionMap{"weather": weather},
+		Claims:      newClaims(agent, "weather"),
+		Nonces:      nonces,
+		Clock:       func() time.Time { return time.Unix(0, clock.Load()) },
+	})
+	if err != nil {
+		panic(err)
+	}
+	gw := httptest.NewServer(h)
+	defer gw.Close()
+	signed := &http.Client{Transport: agent.Transport(nil, identity.SignOptions{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := signed.Get(gw.URL + "/proxy/weather/forecast"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-nonces.entered
+	fmt.Println(h.Progress(context.Background())) // a readiness probe
+	clock.Add(int64(15 * time.Second))
+	fmt.Println(h.Progress(context.Background())) // the next, 15 s later
+	close(nonces.release)
+	<-done
+	// Output:
+	// <nil>
+	// proxy: request path stuck: stall: 1 still in the phase after 15s
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/stall"
 )
 
 // Connections finds a connection and its resolved credential;
@@ -104,6 +105,11 @@ type Config struct {
 	// /mcp request (zero: DefaultMCPTimeout).
 	Timeout    time.Duration
 	MCPTimeout time.Duration
+	// StuckAfter is how long a request may spend being authenticated (the
+	// steps before it waits on its body or an upstream, all in memory but
+	// a claim submission bounded at 5 s) before Progress reports the
+	// request path stuck. Zero means 15 s.
+	StuckAfter time.Duration
 
 	// MCP serves /mcp/{connection_id}/… after authentication; the caller is
 	// available to it through CallerFrom. Nil answers those routes 404.
@@ -130,6 +136,7 @@ type Handler struct {
 	logger    *slog.Logger
 	rp        *httputil.ReverseProxy
 	bodies    bodybudget.Budget
+	auth      stall.Detector
 }
 
 // New validates cfg and returns a Handler.
@@ -182,6 +189,7 @@ func New(cfg Config) (*Handler, error) {
 		h.unsigned[id] = true
 	}
 	h.bodies.Max = cfg.MaxInflightBodyBytes
+	h.auth.Timeout = cfg.StuckAfter
 	h.verifier = &identity.Verifier{
 		Clock:                  cfg.Clock,
 		MaxAge:                 cfg.MaxAge,
@@ -311,10 +319,25 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	h.forward(w, r, rt, res)
 }
 
+// Progress is a readiness check for the request path: it fails while a
+// request has been authenticating for StuckAfter or longer, which no
+// request does unless something in the path is wedged (a lock never
+// released, a store that stopped answering). Liveness does not see that,
+// as it takes no part in the path. Progress must be polled (a readiness
+// probe does): a request wedged now is reported by the first poll at
+// least StuckAfter after the poll that follows it.
+func (h *Handler) Progress(context.Context) error {
+	if err := h.auth.Check(h.now()); err != nil {
+		return fmt.Errorf("proxy: request path stuck: %w", err)
+	}
+	return nil
+}
+
 // authenticate runs steps 1 to 4 of the pipeline, reading no body byte. It
 // returns the verified caller (nil on the unsigned development bypass) and
 // the connection.
 func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*identity.Caller, *credvault.Resolved, error) {
+	defer h.auth.Enter().Leave()
 	unsigned := h.cfg.InsecureAllowUnsigned || h.unsigned[connID]
 	var caller *identity.Caller
 	if !unsigned {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestHealth(t *testing.T) {
@@ -36,5 +39,64 @@ func TestHealth(t *testing.T) {
 	failing = false
 	if code, body := get("/health/ready"); code != 200 || body["status"] != "ready" {
 		t.Errorf("/health/ready: %d %v", code, body)
+	}
+}
+
+// wedgedNonces never answers until released, as a deadlocked nonce store
+// would not.
+type wedgedNonces struct{ entered, release chan struct{} }
+
+func (w *wedgedNonces) CheckNonce(context.Context, string, string, time.Time) error {
+	w.entered <- struct{}{}
+	<-w.release
+	return nil
+}
+
+func TestReadinessReportsAWedgedRequestPath(t *testing.T) {
+	t.Parallel()
+	wedge := &wedgedNonces{entered: make(chan struct{}), release: make(chan struct{})}
+	g := newGateway(t, gatewayOptions{nonces: wedge})
+	health := &Health{Checks: map[string]func(context.Context) error{"requests": g.handler.Progress}}
+	ready := func() (int, string) {
+		rec := httptest.NewRecorder()
+		health.ServeHTTP(rec, httptest.NewRequest("GET", "/health/ready", nil))
+		var body struct{ Checks map[string]string }
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec.Code, body.Checks["requests"]
+	}
+	if code, check := ready(); code != 200 {
+		t.Fatalf("idle gateway: %d %q", code, check)
+	}
+
+	r := g.request(g.agent, "GET", "/proxy/github/repos", "")
+	answered := make(chan int)
+	go func() {
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	<-wedge.entered
+	if code, check := ready(); code != 200 {
+		t.Fatalf("request just wedged: %d %q", code, check)
+	}
+	g.clock.advance(15*time.Second - time.Nanosecond)
+	if code, check := ready(); code != 200 {
+		t.Fatalf("wedged for under StuckAfter: %d %q", code, check)
+	}
+	g.clock.advance(time.Nanosecond)
+	if code, check := ready(); code != 503 || !strings.Contains(check, "stuck") {
+		t.Fatalf("wedged for StuckAfter: %d %q, want 503 and the stuck request path", code, check)
+	}
+
+	close(wedge.release)
+	if status := <-answered; status != 200 {
+		t.Fatalf("released request: %d", status)
+	}
+	if code, check := ready(); code != 200 {
+		t.Fatalf("after the request went through: %d %q", code, check)
 	}
 }

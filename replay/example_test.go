@@ -10,7 +10,7 @@ import (
 )
 
 func ExampleStore_CheckNonce() {
-	store, err := replay.New(replay.Config{}) // 1,000,000 nonces at most
+	store, err := replay.New(replay.Config{}) // 256 MiB, about 15.9 million nonces
 	if err != nil {
 		panic(err)
 	}
@@ -24,4 +24,19 @@ func ExampleStore_CheckNonce() {
 	// Output:
 	// <nil>
 	// true
+}
+
+// MemoryFor sizes a store for a request rate: each nonce is kept for the
+// signature window (max age + skew, plus up to a second).
+func ExampleMemoryFor() {
+	const rate, window = 10_000, 331 // requests/s, seconds
+	budget := replay.MemoryFor(rate * window)
+	fmt.Printf("%d MiB\n", budget>>20)
+	store, err := replay.New(replay.Config{MaxBytes: budget})
+	if err != nil {
+		panic(err)
+	}
+	_ = store
+	// Output:
+	// 56 MiB
 }

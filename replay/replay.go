@@ -4,61 +4,89 @@
 // A Store remembers each (scope, nonce) pair, where the scope is the signer's
 // namespace, until the time its signature stops being acceptable (created +
 // max age, plus skew). A second CheckNonce of the same pair before then fails
-// with ErrReplay. Memory is bounded by Config.MaxEntries: when the store is full,
+// with ErrReplay. Memory is bounded by Config.MaxBytes: when no room is left,
 // CheckNonce returns ErrFull instead of evicting a live nonce, so a flood can
 // deny service but can never make a replay pass.
 //
-// Expiry has no stop-the-world sweep. Entries are grouped into generations by
-// the end of the Config.Granularity interval in which their expiry falls; a
-// generation whose interval has ended is dropped as a whole, in bounded time:
-// its map is released to the garbage collector, which frees it concurrently,
-// or, when small, emptied and reused for a later generation. An entry may thus be
-// remembered up to one granularity longer than asked, never shorter. The store
-// is sharded so that concurrent callers rarely share a lock.
+// A nonce takes one 16-byte slot: a 96-bit fingerprint of the pair (a
+// SHA-256 keyed with a secret drawn at New, so no one can aim nonces at a
+// part of the table) and its expiry, to the second. Slots live in a
+// bucketized cuckoo hash table: each fingerprint has two candidate buckets
+// of four slots, a lookup reads those two cache lines, and an insert that
+// finds both full moves fingerprints to their other bucket along the
+// shortest path to a free slot. The table is about 95% full when an insert
+// first finds no room, so a nonce costs under 17 bytes at the bound; plan
+// with Bytes. A slot whose expiry has passed is free, so expiry costs nothing: there is
+// no sweep, no generation to drop, no garbage. Two fingerprints collide with
+// probability 2⁻⁹⁶; a collision can only refuse a fresh nonce as a replay,
+// never accept a replay.
+//
+// The table is split into shards, each with its own lock, so that
+// concurrent callers rarely share one; no caller ever holds two. A shard's
+// table starts small and doubles when an insert finds no path, up to its
+// share of MaxBytes; it does not shrink.
 package replay
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
 )
 
-// Defaults for the zero Config.
-const (
-	DefaultMaxEntries  = 1_000_000
-	DefaultGranularity = 30 * time.Second
-)
+// DefaultMaxBytes is the zero Config's memory bound: 14.9 million nonces
+// (MaxBytes / Bytes), enough for 45,000 requests/s sustained with a 330 s
+// window.
+const DefaultMaxBytes = 256 << 20
 
-// shardCount splits the store so that concurrent checks rarely contend.
-const shardCount = 32
+// Bytes is what to budget per nonce. A nonce takes a 16-byte slot, and the
+// first refusal comes at about 95% of slots in use (16.8 bytes a nonce;
+// BenchmarkMemory), later ones more and more often up to 99.9%; 18 leaves a
+// margin. So a Store holds MaxBytes / Bytes nonces, and one whose nonces
+// are kept W seconds sustains MaxBytes / Bytes / W requests per second.
+const Bytes = 18
+
+// MemoryFor returns the MaxBytes that holds n nonces.
+func MemoryFor(n int) int64 { return int64(n) * Bytes }
+
+const (
+	slotBytes      = 16
+	bucketSlots    = 4
+	bucketBytes    = slotBytes * bucketSlots
+	maxShards      = 32
+	minShardBytes  = 1 << 20 // below it, fewer shards, so each keeps a useful size
+	initialBuckets = 64
+	// searchBuckets bounds the breadth-first search for a free slot (paths
+	// of up to four moves). The first insert that finds none comes at
+	// about 95% of slots in use (BenchmarkMemory); a refusal costs a
+	// search of 512 buckets, some tens of microseconds
+	// (BenchmarkCheckNonceFull).
+	searchBuckets = 512
+)
 
 var (
 	// ErrReplay means the (scope, nonce) pair was already recorded and has
 	// not expired: the request is a replay. It is httpsig.ErrReplayDetected,
 	// so a verifier reports it as the replay it is.
 	ErrReplay = httpsig.ErrReplayDetected
-	// ErrFull means the store holds MaxEntries live nonces; the nonce was not
-	// recorded and the request must be refused (the gateway answers 503).
+	// ErrFull means the store has no room for the nonce within MaxBytes; it
+	// was not recorded and the request must be refused (the gateway
+	// answers 503).
 	ErrFull = errors.New("replay: nonce store full")
 )
 
 // Config configures a Store. The zero value is usable.
 type Config struct {
-	// MaxEntries bounds the number of remembered nonces. Zero means
-	// DefaultMaxEntries; negative is an error.
-	MaxEntries int
-	// Granularity is the width of one expiry generation. Entries are kept up
-	// to one Granularity past their expiry, and a check looks at one map per
-	// live generation, so it trades memory slack against lookup cost. Zero
-	// means DefaultGranularity; negative is an error.
-	Granularity time.Duration
+	// MaxBytes bounds the memory of the store's tables. Zero means
+	// DefaultMaxBytes; below one bucket (64 bytes) is an error.
+	MaxBytes int64
 	// Clock returns the current time. Nil means time.Now.
 	Clock func() time.Time
 }
@@ -67,173 +95,245 @@ type Config struct {
 // httpsig.NonceChecker.
 type Store struct {
 	max    int64
-	gran   int64 // nanoseconds
 	clock  func() time.Time
-	n      atomic.Int64 // entries held, including expired ones not yet dropped
-	shards [shardCount]shard
+	base   int64 // unix seconds; expiries are stored as seconds after it
+	secret [16]byte
+	shards []shard
 }
 
 var _ httpsig.NonceChecker = (*Store)(nil)
 
-type key [16]byte
-
-type shard struct {
-	mu    sync.Mutex
-	gens  []generation       // ascending by end
-	spare []map[key]struct{} // emptied maps of dropped generations, for reuse
-	_     [8]byte            // keep shards on separate cache lines
+// slot is one remembered nonce; exp 0 is an empty slot.
+type slot struct {
+	fp  fingerprint
+	exp uint32 // seconds after Store.base until which the nonce is remembered
 }
 
-// Dropped generation maps up to recycleLen entries are emptied and reused, so
-// a store in steady state allocates almost nothing and does not drive the
-// garbage collector (whose assists would show up as latency in checks).
-// Larger maps, left by bursts, are released instead of pinning their memory.
-const (
-	recycleLen   = 8192
-	recycleSlots = 2
-)
+type fingerprint [3]uint32
 
-// generation holds the entries whose expiry lies in (end-gran, end].
-type generation struct {
-	end     int64 // unix nanoseconds
-	entries map[key]struct{}
+type shard struct {
+	mu         sync.Mutex
+	buckets    [][bucketSlots]slot
+	maxBuckets int
+	search     []step // scratch for insert's search
+	_          [24]byte
+}
+
+// step is one bucket of the search for a free slot: reached by moving the
+// fingerprint in slot from of search[parent] to here.
+type step struct {
+	bucket int32
+	parent int32 // -1 for the fingerprint's own buckets
+	from   int8
 }
 
 // New returns a Store configured by cfg.
 func New(cfg Config) (*Store, error) {
-	if cfg.MaxEntries < 0 {
-		return nil, fmt.Errorf("replay: MaxEntries %d is negative", cfg.MaxEntries)
+	limit := cfg.MaxBytes
+	if limit == 0 {
+		limit = DefaultMaxBytes
 	}
-	if cfg.Granularity < 0 {
-		return nil, fmt.Errorf("replay: Granularity %v is negative", cfg.Granularity)
+	if limit < bucketBytes {
+		return nil, fmt.Errorf("replay: MaxBytes %d is less than one bucket (%d)", cfg.MaxBytes, bucketBytes)
 	}
-	s := &Store{max: int64(cfg.MaxEntries), gran: int64(cfg.Granularity), clock: cfg.Clock}
-	if s.max == 0 {
-		s.max = DefaultMaxEntries
-	}
-	if s.gran == 0 {
-		s.gran = int64(DefaultGranularity)
-	}
+	s := &Store{max: limit, clock: cfg.Clock}
 	if s.clock == nil {
 		s.clock = time.Now
+	}
+	s.base = s.clock().Unix() - 1
+	rand.Read(s.secret[:])
+	n := maxShards
+	for n > 1 && limit/int64(n) < minShardBytes {
+		n /= 2
+	}
+	s.shards = make([]shard, n)
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.maxBuckets = int(min(limit/int64(n)/bucketBytes, math.MaxInt32))
+		sh.buckets = make([][bucketSlots]slot, min(initialBuckets, sh.maxBuckets))
 	}
 	return s, nil
 }
 
 // CheckNonce records nonce in scope until the given time. It returns an error
 // wrapping ErrReplay when the pair is already recorded and live, ErrFull when
-// the store is full, and nil when the nonce was fresh and is now recorded.
-// Recording is atomic: of several concurrent checks of one pair, exactly one
-// succeeds. An until that is not after the current time is treated as "now",
-// so the nonce is still remembered for one generation. A check probes one map
-// per live generation, so until should lie within minutes of now (the
-// gateway's is created + max age + skew). ctx is unused; it is part of the
-// checker interface for stores that do I/O.
+// the store has no room, and nil when the nonce was fresh and is now
+// recorded. Recording is atomic: of several concurrent checks of one pair,
+// exactly one succeeds. The nonce is remembered until at least until, and at
+// least a second: to the next whole second after, or after now when until
+// is earlier. ctx is unused; it is part of the checker interface for stores
+// that do I/O.
 func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Time) error {
-	k := hashKey(scope, nonce)
-	now := s.clock().UnixNano()
-	exp := until.UnixNano()
-	if exp <= now {
-		exp = now + 1
-	}
-	end := ceilDiv(exp, s.gran) * s.gran
-
-	sh := &s.shards[binary.LittleEndian.Uint64(k[:8])%shardCount]
+	fp := s.fingerprint(scope, nonce)
+	nowNs := s.clock().UnixNano()
+	now := s.since(nowNs / 1e9)
+	exp := s.since(ceilDiv(max(until.UnixNano(), nowNs+1e9), 1e9))
+	sh := &s.shards[fastrange(fp[2], len(s.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s.dropExpired(sh, now)
-	for i := range sh.gens {
-		if _, ok := sh.gens[i].entries[k]; ok {
-			return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
+	b1, b2 := sh.candidates(fp)
+	if sh.holds(b1, fp, now) || sh.holds(b2, fp, now) {
+		return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
+	}
+	for !sh.insert(slot{fp, exp}, now) {
+		if !sh.grow(now) {
+			return fmt.Errorf("replay: no room for the nonce in %d bytes: %w", s.max, ErrFull)
 		}
 	}
-	if s.n.Add(1) > s.max {
-		// Expired generations of other shards may still be counted.
-		s.n.Add(-1)
-		s.sweep(sh, now)
-		if s.n.Add(1) > s.max {
-			s.n.Add(-1)
-			return fmt.Errorf("replay: %d nonces held: %w", s.max, ErrFull)
-		}
-	}
-	sh.generation(end)[k] = struct{}{}
 	return nil
 }
 
-// Len reports the number of nonces held. It first drops expired generations,
-// so it is suited to a gauge scraped now and then, not to a hot path.
+// Len reports the number of live nonces. It reads the whole table, one
+// shard at a time, so it suits a gauge scraped now and then, not a hot
+// path.
 func (s *Store) Len() int {
-	s.sweep(nil, s.clock().UnixNano())
-	return int(s.n.Load())
-}
-
-// dropExpired releases every generation of sh that ended at or before now.
-// The caller holds sh.mu.
-func (s *Store) dropExpired(sh *shard, now int64) {
-	i := 0
-	for i < len(sh.gens) && sh.gens[i].end <= now {
-		m := sh.gens[i].entries
-		s.n.Add(-int64(len(m)))
-		if len(m) <= recycleLen && len(sh.spare) < recycleSlots {
-			clear(m)
-			sh.spare = append(sh.spare, m)
-		}
-		i++
-	}
-	if i > 0 {
-		n := copy(sh.gens, sh.gens[i:])
-		clear(sh.gens[n:])
-		sh.gens = sh.gens[:n]
-	}
-}
-
-// sweep drops expired generations in every shard but the locked one (which
-// may be nil).
-func (s *Store) sweep(locked *shard, now int64) {
+	now := s.since(s.clock().Unix())
+	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
-		if sh == locked {
-			continue
-		}
 		sh.mu.Lock()
-		s.dropExpired(sh, now)
+		for b := range sh.buckets {
+			for _, sl := range sh.buckets[b] {
+				if sl.exp > now {
+					n++
+				}
+			}
+		}
 		sh.mu.Unlock()
 	}
+	return n
 }
 
-// generation returns the entry map of the generation ending at end, creating
-// it in order when absent. The caller holds sh.mu.
-func (sh *shard) generation(end int64) map[key]struct{} {
-	i := len(sh.gens)
-	for i > 0 && sh.gens[i-1].end >= end {
-		if sh.gens[i-1].end == end {
-			return sh.gens[i-1].entries
-		}
-		i--
-	}
-	g := generation{end: end}
-	if n := len(sh.spare); n > 0 {
-		g.entries, sh.spare = sh.spare[n-1], sh.spare[:n-1]
-	} else {
-		g.entries = make(map[key]struct{})
-	}
-	sh.gens = append(sh.gens, generation{})
-	copy(sh.gens[i+1:], sh.gens[i:])
-	sh.gens[i] = g
-	return g.entries
+// since returns unix second t as seconds after s.base, clamped to the
+// stored range.
+func (s *Store) since(t int64) uint32 {
+	return uint32(min(max(t-s.base, 0), math.MaxUint32))
 }
 
-// hashKey maps (scope, nonce) to a fixed-size key. The length prefix keeps
-// ("ab","c") and ("a","bc") apart; SHA-256 keeps attacker-chosen nonces from
-// colliding with someone else's.
-func hashKey(scope, nonce string) key {
+// fingerprint maps (scope, nonce) to 96 bits. The length prefix keeps
+// ("ab","c") and ("a","bc") apart; the secret keeps anyone from choosing
+// nonces that land in given buckets or collide with someone else's.
+func (s *Store) fingerprint(scope, nonce string) fingerprint {
 	var buf [256]byte
-	b := binary.AppendUvarint(buf[:0], uint64(len(scope)))
+	b := append(buf[:0], s.secret[:]...)
+	b = binary.AppendUvarint(b, uint64(len(scope)))
 	b = append(b, scope...)
 	b = append(b, nonce...)
 	sum := sha256.Sum256(b)
-	return key(sum[:16])
+	return fingerprint{
+		binary.LittleEndian.Uint32(sum[0:]),
+		binary.LittleEndian.Uint32(sum[4:]),
+		binary.LittleEndian.Uint32(sum[8:]),
+	}
 }
+
+// candidates returns fp's two buckets in sh's current table.
+func (sh *shard) candidates(fp fingerprint) (int, int) {
+	return fastrange(fp[0], len(sh.buckets)), fastrange(fp[1], len(sh.buckets))
+}
+
+// holds reports whether bucket b holds fp, live at now.
+func (sh *shard) holds(b int, fp fingerprint, now uint32) bool {
+	for _, sl := range sh.buckets[b] {
+		if sl.fp == fp && sl.exp > now {
+			return true
+		}
+	}
+	return false
+}
+
+// insert puts sl in one of its buckets, moving other fingerprints to their
+// other bucket along the shortest path to a free slot (empty, or expired at
+// now). It reports false, changing nothing, when the search finds none.
+func (sh *shard) insert(sl slot, now uint32) bool {
+	b1, b2 := sh.candidates(sl.fp)
+	search := append(sh.search[:0], step{int32(b1), -1, -1})
+	if b2 != b1 {
+		search = append(search, step{int32(b2), -1, -1})
+	}
+	defer func() { sh.search = search }()
+	for i := 0; i < len(search); i++ {
+		bucket := &sh.buckets[search[i].bucket]
+		for j := range bucket {
+			if bucket[j].exp > now {
+				continue
+			}
+			if !distinct(search, i) {
+				// Breadth first, the first path found has no cycle, but
+				// one that had would move a fingerprint twice and lose
+				// another: never follow one.
+				return false
+			}
+			// A free slot: shift each fingerprint on the path one step
+			// towards it, then put sl in the slot freed at the start.
+			at, free := i, j
+			for search[at].parent >= 0 {
+				p := search[at]
+				sh.buckets[p.bucket][free] = sh.buckets[search[p.parent].bucket][p.from]
+				at, free = int(p.parent), int(p.from)
+			}
+			sh.buckets[search[at].bucket][free] = sl
+			return true
+		}
+		if len(search) >= searchBuckets {
+			continue
+		}
+		for j, moved := range bucket {
+			c1, c2 := sh.candidates(moved.fp)
+			other := c1
+			if other == int(search[i].bucket) {
+				other = c2
+			}
+			if other != int(search[i].bucket) {
+				search = append(search, step{int32(other), int32(i), int8(j)})
+			}
+		}
+	}
+	return false
+}
+
+// distinct reports whether the buckets on the path to search[i] are all
+// different.
+func distinct(search []step, i int) bool {
+	for a := i; a >= 0; a = int(search[a].parent) {
+		for b := int(search[a].parent); b >= 0; b = int(search[b].parent) {
+			if search[a].bucket == search[b].bucket {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// grow moves sh's live fingerprints to a table twice as large, or as large
+// as its share of MaxBytes allows. It reports false, changing nothing, when
+// the table is at that size already or the live ones do not all fit.
+func (sh *shard) grow(now uint32) bool {
+	old := sh.buckets
+	for size := len(old); size < sh.maxBuckets; {
+		size = min(2*size, sh.maxBuckets)
+		sh.buckets = make([][bucketSlots]slot, size)
+		if sh.rehash(old, now) {
+			return true
+		}
+	}
+	sh.buckets = old
+	return false
+}
+
+func (sh *shard) rehash(old [][bucketSlots]slot, now uint32) bool {
+	for b := range old {
+		for _, sl := range old[b] {
+			if sl.exp > now && !sh.insert(sl, now) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fastrange maps x uniformly onto [0, n), n at most 2³¹.
+func fastrange(x uint32, n int) int { return int(uint64(x) * uint64(n) >> 32) }
 
 func ceilDiv(a, b int64) int64 {
 	q := a / b

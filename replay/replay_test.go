@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,10 +72,15 @@ func TestCheckNonce(t *testing.T) {
 			{0, window, "alice", "x-nonce-0001", nil},
 			{0, window, "alicex", "-nonce-0001", nil},
 		}},
-		{"nonce is forgotten after expiry plus one generation", []step{
+		{"nonce is forgotten once its signature expired", []step{
 			{0, window, "alice", "nonce-0001", nil},
-			{window + replay.DefaultGranularity, 2*window + replay.DefaultGranularity, "alice", "nonce-0001", nil},
-			{window + replay.DefaultGranularity, 2*window + replay.DefaultGranularity, "alice", "nonce-0001", replay.ErrReplay},
+			{window, 2 * window, "alice", "nonce-0001", nil},
+			{window, 2 * window, "alice", "nonce-0001", replay.ErrReplay},
+		}},
+		{"nonce expiring within a second is kept to the next whole second", []step{
+			{0, window + time.Millisecond, "alice", "nonce-0001", nil},
+			{window + 999*time.Millisecond, 2 * window, "alice", "nonce-0001", replay.ErrReplay},
+			{window + time.Second, 2 * window, "alice", "nonce-0001", nil},
 		}},
 	}
 	for _, tt := range tests {
@@ -92,48 +98,102 @@ func TestCheckNonce(t *testing.T) {
 }
 
 func TestUntilInThePastIsStillRemembered(t *testing.T) {
-	s, clk := newStore(t, replay.Config{Granularity: time.Second})
+	s, clk := newStore(t, replay.Config{})
 	ctx := context.Background()
 	if err := s.CheckNonce(ctx, "alice", "nonce-0001", t0.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	clk.Advance(time.Second - time.Nanosecond)
 	if err := s.CheckNonce(ctx, "alice", "nonce-0001", t0.Add(-time.Hour)); !errors.Is(err, replay.ErrReplay) {
-		t.Fatalf("second check = %v, want ErrReplay", err)
+		t.Fatalf("second check within a second = %v, want ErrReplay", err)
 	}
-	clk.Advance(time.Second)
+	clk.Advance(time.Nanosecond)
 	if err := s.CheckNonce(ctx, "alice", "nonce-0001", t0); err != nil {
-		t.Fatalf("after one generation: %v", err)
+		t.Fatalf("after a second: %v", err)
 	}
 }
 
 func TestFullStoreRefusesWithoutEvicting(t *testing.T) {
-	s, clk := newStore(t, replay.Config{MaxEntries: 100, Granularity: time.Second})
+	const maxBytes = 4096
+	s, clk := newStore(t, replay.Config{MaxBytes: maxBytes})
 	ctx := context.Background()
 	until := t0.Add(time.Minute)
-	for i := range 100 {
-		if err := s.CheckNonce(ctx, "flood", fmt.Sprintf("nonce-%04d", i), until); err != nil {
-			t.Fatalf("nonce %d: %v", i, err)
+	accepted := 0
+	for ; ; accepted++ {
+		err := s.CheckNonce(ctx, "flood", fmt.Sprintf("nonce-%04d", accepted), until)
+		if errors.Is(err, replay.ErrFull) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("nonce %d: %v", accepted, err)
 		}
 	}
-	if err := s.CheckNonce(ctx, "victim", "nonce-new", until); !errors.Is(err, replay.ErrFull) {
-		t.Fatalf("check on full store = %v, want ErrFull", err)
+	if accepted < maxBytes/replay.Bytes || accepted > maxBytes/16 {
+		t.Fatalf("%d nonces fit in %d bytes, want %d to %d", accepted, maxBytes, maxBytes/replay.Bytes, maxBytes/16)
 	}
 	// No live nonce was evicted to make room.
-	for i := range 100 {
+	for i := range accepted {
 		if err := s.CheckNonce(ctx, "flood", fmt.Sprintf("nonce-%04d", i), until); !errors.Is(err, replay.ErrReplay) {
 			t.Fatalf("nonce %d after full: %v, want ErrReplay", i, err)
 		}
 	}
-	if got := s.Len(); got != 100 {
-		t.Fatalf("Len = %d, want 100", got)
+	if got := s.Len(); got != accepted {
+		t.Fatalf("Len = %d, want %d", got, accepted)
 	}
-	// Once the flood expires, space is reclaimed, whatever shard it sat in.
+	// Once the flood expires, its room is free again, with no sweep.
 	clk.Advance(time.Minute)
-	if err := s.CheckNonce(ctx, "victim", "nonce-new", clk.Now().Add(time.Minute)); err != nil {
-		t.Fatalf("after expiry: %v", err)
+	if got := s.Len(); got != 0 {
+		t.Fatalf("Len after expiry = %d, want 0", got)
 	}
-	if got := s.Len(); got != 1 {
-		t.Fatalf("Len after expiry = %d, want 1", got)
+	for i := range maxBytes / replay.Bytes {
+		if err := s.CheckNonce(ctx, "victim", fmt.Sprintf("nonce-%04d", i), clk.Now().Add(time.Minute)); err != nil {
+			t.Fatalf("victim nonce %d after expiry: %v", i, err)
+		}
+	}
+}
+
+// TestNoReplayPassesWhileTheTableMovesNonces checks a store against a
+// model through growth, relocations, expiry and full: a nonce the store
+// accepted is refused as a replay until its time has passed, and a nonce it
+// refused as full was not recorded.
+func TestNoReplayPassesWhileTheTableMovesNonces(t *testing.T) {
+	for _, maxBytes := range []int64{64, 1024, 64 << 10, 1 << 20} {
+		t.Run(fmt.Sprint(maxBytes), func(t *testing.T) {
+			s, clk := newStore(t, replay.Config{MaxBytes: maxBytes})
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(uint64(maxBytes), 2))
+			live := map[string]time.Time{} // nonce -> until
+			full := 0
+			for i := range 20_000 {
+				if i%100 == 0 {
+					clk.Advance(time.Duration(rng.IntN(3000)) * time.Millisecond)
+				}
+				nonce := fmt.Sprintf("n-%d", rng.IntN(30_000)) // some reused, replays
+				until := clk.Now().Add(time.Duration(1+rng.IntN(120)) * time.Second)
+				known, ok := live[nonce]
+				isLive := ok && clk.Now().Before(known)
+				// Kept to the next whole second: either answer is right
+				// until then.
+				mayBeLive := ok && clk.Now().Before(known.Add(time.Second-1).Truncate(time.Second))
+				err := s.CheckNonce(ctx, "ns", nonce, until)
+				switch {
+				case mayBeLive && !isLive && errors.Is(err, replay.ErrReplay):
+				case isLive && !errors.Is(err, replay.ErrReplay):
+					t.Fatalf("check %d: live nonce %s (until %v, now %v) = %v: a replay passed", i, nonce, known, clk.Now(), err)
+				case isLive:
+				case errors.Is(err, replay.ErrFull):
+					full++
+				case err != nil:
+					t.Fatalf("check %d: fresh nonce %s = %v", i, nonce, err)
+				default:
+					live[nonce] = until
+				}
+			}
+			if maxBytes <= 1024 && full == 0 {
+				t.Fatal("the store never filled")
+			}
+			t.Logf("%d refused as full", full)
+		})
 	}
 }
 
@@ -164,8 +224,8 @@ func TestConcurrentChecksAcceptExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestNewRejectsNegativeConfig(t *testing.T) {
-	for _, cfg := range []replay.Config{{MaxEntries: -1}, {Granularity: -time.Second}} {
+func TestNewRejectsTooSmallConfig(t *testing.T) {
+	for _, cfg := range []replay.Config{{MaxBytes: -1}, {MaxBytes: 63}} {
 		if _, err := replay.New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded, want error", cfg)
 		}
@@ -179,5 +239,48 @@ func TestReplayIsTheHTTPSigSentinel(t *testing.T) {
 	err := s.CheckNonce(ctx, "alice", "nonce-0001", t0.Add(time.Minute))
 	if !errors.Is(err, httpsig.ErrReplayDetected) {
 		t.Fatalf("CheckNonce = %v, want httpsig.ErrReplayDetected", err)
+	}
+}
+
+// TestFullStoreKeepsMakingProgress fills a small store from many goroutines
+// whose nonces land on every shard, and keeps checking past full: every
+// check must return (ErrFull or nil), never wait on another full-store
+// caller. A store that takes other shards' locks while holding its own
+// deadlocks here.
+func TestFullStoreKeepsMakingProgress(t *testing.T) {
+	s, clk := newStore(t, replay.Config{MaxBytes: 2 << 20}) // two shards
+	ctx := context.Background()
+	const workers, checks = 16, 10_000
+	var full atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range checks {
+					if i%2000 == 0 && w == 0 {
+						clk.Advance(30 * time.Second) // some nonces expire while others fill
+					}
+					err := s.CheckNonce(ctx, fmt.Sprintf("ns-%d", w), fmt.Sprintf("nonce-%d", i), clk.Now().Add(time.Hour))
+					switch {
+					case errors.Is(err, replay.ErrFull):
+						full.Add(1)
+					case err != nil:
+						t.Errorf("worker %d check %d: %v", w, i, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("checks on a full store made no progress for 20 s (deadlock); %d ErrFull so far", full.Load())
+	}
+	if full.Load() == 0 {
+		t.Fatal("the store never filled: the test did not exercise the full path")
 	}
 }

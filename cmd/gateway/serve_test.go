@@ -209,14 +209,14 @@ func TestServeWarnsBeyondLoopback(t *testing.T) {
 // Configuration problems are listed one per line, with exit status 2.
 func TestServeConfigurationProblems(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_ADDR": "127.0.0.1:0", "LOG_LEVEL": "loud", "GATEWAY_NONCE_MAX_ENTRIES": "0",
+	env := map[string]string{"GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_ADDR": "127.0.0.1:0", "LOG_LEVEL": "loud", "GATEWAY_NONCE_MEMORY_BYTES": "0",
 		"GATEWAY_ADMIN_TOKEN": "short"}
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)
 	if code != 2 {
 		t.Fatalf("exit %d, want 2: %s", code, stderr.String())
 	}
-	for _, want := range []string{"configuration problems:", "\n  - GATEWAY_MASTER_KEY", "\n  - LOG_LEVEL", "\n  - GATEWAY_NONCE_MAX_ENTRIES", "\n  - IDN_REGISTRY_URL", "\n  - GATEWAY_ADMIN_TOKEN"} {
+	for _, want := range []string{"configuration problems:", "\n  - GATEWAY_MASTER_KEY", "\n  - LOG_LEVEL", "\n  - GATEWAY_NONCE_MEMORY_BYTES", "\n  - IDN_REGISTRY_URL", "\n  - GATEWAY_ADMIN_TOKEN"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}

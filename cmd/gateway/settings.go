@@ -13,6 +13,7 @@ import (
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/replay"
 )
 
 // serveSettings is everything `gateway serve` reads from the environment:
@@ -129,7 +130,14 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 		"claims one connection and namespace may file per minute; 0 disables the limit"), -1)
 	c.SignatureMaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
 	c.SignatureFutureSkew = r.Seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30, "seconds a signature's creation time may lie in the future")
-	c.NonceMaxEntries = r.Int("GATEWAY_NONCE_MAX_ENTRIES", 1_000_000, 1, "nonces remembered against replay; past it requests are answered 503 NONCE_STORE_FULL")
+	c.NonceMaxBytes = r.Int64("GATEWAY_NONCE_MEMORY_BYTES", replay.DefaultMaxBytes, 1<<20,
+		"memory of the nonce store, in bytes (18 per nonce); past it requests are answered 503 NONCE_STORE_FULL")
+	if n := r.Int("GATEWAY_NONCE_MAX_ENTRIES", 0, 1, "deprecated: nonces to make room for; use GATEWAY_NONCE_MEMORY_BYTES"); n > 0 {
+		if strings.TrimSpace(getenv("GATEWAY_NONCE_MEMORY_BYTES")) != "" {
+			r.Problemf("GATEWAY_NONCE_MAX_ENTRIES is deprecated and cannot be set with GATEWAY_NONCE_MEMORY_BYTES")
+		}
+		c.NonceMaxBytes = max(replay.MemoryFor(n), 1<<20)
+	}
 	c.MaxBodyBytes = r.Int64("GATEWAY_MAX_REQUEST_BODY_BYTES", 8<<20, 1, "largest request body, in bytes")
 	c.MaxInflightBodyBytes = r.Int64("GATEWAY_MAX_INFLIGHT_BODY_BYTES", 256<<20, 1,
 		"request body bytes held at once across all requests; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")

@@ -9,6 +9,7 @@ import (
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/replay"
 )
 
 func validEnv() map[string]string {
@@ -44,7 +45,7 @@ func TestServeSettingsDefaults(t *testing.T) {
 		t.Errorf("server defaults: %+v", s)
 	}
 	if c.ClaimsTTL != 30*time.Second || c.RegistryURL != "http://127.0.0.1:8787" || c.InsecureUnsignedAdminChecks ||
-		c.AdminAccess != admin.AccessHybrid || c.RotationEnforcement != credvault.RotationWarn || c.NonceMaxEntries != 1_000_000 ||
+		c.AdminAccess != admin.AccessHybrid || c.RotationEnforcement != credvault.RotationWarn || c.NonceMaxBytes != 256<<20 ||
 		c.MaxBodyBytes != 8<<20 || c.MaxInflightBodyBytes != 256<<20 || c.MCPBreakerFailures != 3 || c.ClaimRateLimitPerMinute != 30 ||
 		c.MCPSessionIdleTimeout != 10*time.Minute || c.MCPMaxSessions != 1000 || c.MCPMaxSessionsPerKey != 32 || c.MCPMaxSessionsPerNamespace != 128 {
 		t.Errorf("gateway defaults: %+v", c)
@@ -74,6 +75,36 @@ func TestServeSettingsMCPSessions(t *testing.T) {
 		if _, err := load(env); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+func TestServeSettingsNonceMemory(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int64 // 0: a configuration problem
+	}{
+		{"budget in bytes", map[string]string{"GATEWAY_NONCE_MEMORY_BYTES": "1073741824"}, 1 << 30},
+		{"deprecated entry count becomes the memory for them", map[string]string{"GATEWAY_NONCE_MAX_ENTRIES": "2000000"}, 2_000_000 * replay.Bytes},
+		{"small deprecated entry count gets the smallest budget", map[string]string{"GATEWAY_NONCE_MAX_ENTRIES": "10"}, 1 << 20},
+		{"both set", map[string]string{"GATEWAY_NONCE_MAX_ENTRIES": "2000000", "GATEWAY_NONCE_MEMORY_BYTES": "1073741824"}, 0},
+		{"budget below 1 MiB", map[string]string{"GATEWAY_NONCE_MEMORY_BYTES": "65536"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := validEnv()
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			s, err := load(env)
+			switch {
+			case tt.want == 0 && err == nil:
+				t.Fatalf("accepted, NonceMaxBytes %d", s.gateway.NonceMaxBytes)
+			case tt.want != 0 && (err != nil || s.gateway.NonceMaxBytes != tt.want):
+				t.Fatalf("NonceMaxBytes %d, %v; want %d", s.gateway.NonceMaxBytes, err, tt.want)
+			}
+		})
 	}
 }
 
