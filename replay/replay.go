@@ -142,15 +142,22 @@ func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Ti
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s.dropExpired(sh, now)
-	for i := range sh.gens {
-		if _, ok := sh.gens[i].entries[k]; ok {
-			return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
-		}
+	if sh.holds(k) {
+		return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
 	}
 	if s.n.Add(1) > s.max {
-		// Expired generations of other shards may still be counted.
+		// Expired generations of other shards may still be counted. They
+		// are swept with this shard's lock released, so a check holds one
+		// lock at a time: two full shards sweeping each other would
+		// otherwise wait on each other for ever. The pair may have been
+		// recorded meanwhile, so it is looked up again.
 		s.n.Add(-1)
-		s.sweep(sh, now)
+		sh.mu.Unlock()
+		s.sweep(now)
+		sh.mu.Lock()
+		if sh.holds(k) {
+			return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
+		}
 		if s.n.Add(1) > s.max {
 			s.n.Add(-1)
 			return fmt.Errorf("replay: %d nonces held: %w", s.max, ErrFull)
@@ -160,10 +167,21 @@ func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Ti
 	return nil
 }
 
+// holds reports whether a live generation of sh has k. The caller holds
+// sh.mu.
+func (sh *shard) holds(k key) bool {
+	for i := range sh.gens {
+		if _, ok := sh.gens[i].entries[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Len reports the number of nonces held. It first drops expired generations,
 // so it is suited to a gauge scraped now and then, not to a hot path.
 func (s *Store) Len() int {
-	s.sweep(nil, s.clock().UnixNano())
+	s.sweep(s.clock().UnixNano())
 	return int(s.n.Load())
 }
 
@@ -187,14 +205,11 @@ func (s *Store) dropExpired(sh *shard, now int64) {
 	}
 }
 
-// sweep drops expired generations in every shard but the locked one (which
-// may be nil).
-func (s *Store) sweep(locked *shard, now int64) {
+// sweep drops expired generations in every shard, taking one shard's lock
+// at a time. The caller holds none.
+func (s *Store) sweep(now int64) {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		if sh == locked {
-			continue
-		}
 		sh.mu.Lock()
 		s.dropExpired(sh, now)
 		sh.mu.Unlock()

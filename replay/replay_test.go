@@ -181,3 +181,29 @@ func TestReplayIsTheHTTPSigSentinel(t *testing.T) {
 		t.Fatalf("CheckNonce = %v, want httpsig.ErrReplayDetected", err)
 	}
 }
+
+// TestFloodOnFullStoreDoesNotDeadlock: many callers finding the store full
+// at once, each in its own shard, must all get their answer; a check that
+// sweeps the other shards while holding its own lock would wait forever on
+// a caller doing the same the other way round.
+func TestFloodOnFullStoreDoesNotDeadlock(t *testing.T) {
+	s, _ := newStore(t, replay.Config{MaxEntries: 64, Granularity: time.Second})
+	ctx := context.Background()
+	until := t0.Add(time.Minute)
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			for i := range 2000 {
+				err := s.CheckNonce(ctx, "flood", fmt.Sprintf("w%02d-nonce-%05d", w, i), until)
+				if err != nil && !errors.Is(err, replay.ErrFull) {
+					t.Errorf("check: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := s.Len(); got != 64 {
+		t.Fatalf("Len = %d, want 64", got)
+	}
+}
