@@ -175,6 +175,7 @@ var (
 	errUnauthenticated  = apierror.Coded(errcode.Unauthenticated, "")
 	errSignatureInvalid = apierror.Coded(errcode.SignatureInvalid, "")
 	errNonceReplay      = apierror.Coded(errcode.NonceReplay, "")
+	errNonceStoreFull   = apierror.Coded(errcode.NonceStoreFull, "")
 	errAPIKeyInvalid    = apierror.Coded(errcode.APIKeyInvalid, "")
 	errServiceMismatch  = apierror.Coded(errcode.ServiceMismatch, "")
 	errNamespaceForbid  = apierror.Coded(errcode.NamespaceForbidden, "")

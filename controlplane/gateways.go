@@ -206,9 +206,10 @@ func validRPCID(id json.RawMessage) bool {
 }
 
 // gatewayConnect is the gateway's WebSocket. The upgrade must verify under
-// the signing profile (its nonce recorded like any other), so a replayed
-// upgrade is refused; an unknown key is refused unless it names a pairing
-// session to complete.
+// the signing profile, so a replayed upgrade is refused; an unknown key is
+// refused unless it names a pairing session to complete. The nonce is
+// recorded (in the database) only once the key or the session has passed,
+// so a stranger's upgrade writes nothing.
 func (s *Server) gatewayConnect(w http.ResponseWriter, r *http.Request) {
 	caller, ok := s.verifySigned(w, r)
 	if !ok {
@@ -226,6 +227,9 @@ func (s *Server) gatewayConnect(w http.ResponseWriter, r *http.Request) {
 		}
 	case err != nil:
 		s.writeErr(w, r, err)
+		return
+	}
+	if !s.recordNonce(w, r, caller, s.nonces) {
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{})

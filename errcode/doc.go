@@ -47,7 +47,7 @@
 //	AUTH_CLAIM_REQUIRED              403  this agent is not approved for this service; the namespace owner must approve the claim
 //	AUTH_CLAIM_SUBMIT_RATE_LIMITED   429  too many claims submitted for this namespace; try again later
 //	AUTH_FORBIDDEN                   403  request refused
-//	NONCE_STORE_FULL                 503  the gateway is at its replay-protection capacity; try again shortly
+//	NONCE_STORE_FULL                 503  the server is at its replay-protection capacity; try again shortly
 //
 // Gateway, connections and upstreams:
 //

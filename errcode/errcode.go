@@ -143,7 +143,7 @@ var table = [codeCount]row{
 	AuthClaimRequired:           {"AUTH_CLAIM_REQUIRED", http.StatusForbidden, "this agent is not approved for this service; the namespace owner must approve the claim"},
 	AuthClaimSubmitRateLimited:  {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
 	AuthForbidden:               {"AUTH_FORBIDDEN", http.StatusForbidden, "request refused"},
-	NonceStoreFull:              {"NONCE_STORE_FULL", http.StatusServiceUnavailable, "the gateway is at its replay-protection capacity; try again shortly"},
+	NonceStoreFull:              {"NONCE_STORE_FULL", http.StatusServiceUnavailable, "the server is at its replay-protection capacity; try again shortly"},
 
 	ConnectionNotFound:         {"CONNECTION_NOT_FOUND", http.StatusNotFound, "connection not found"},
 	ConnectionDisabled:         {"CONNECTION_DISABLED", http.StatusForbidden, "the connection is disabled"},

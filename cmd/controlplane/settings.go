@@ -199,6 +199,10 @@ func readLimits(r *envconf.Reader, c *controlplane.Config) {
 	c.MaxAPIKeys = r.Int("MAX_API_KEYS_PER_SERVICE", 5, 1, "active API keys allowed per service")
 	c.MaxInflightBodyBytes = r.Int64("CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES", controlplane.DefaultMaxInflightBodyBytes, 1,
 		"request body bytes held at once across all requests, in bytes; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")
+	c.SignedRatePerMinute = r.Int("CONTROLPLANE_SIGNED_RATE_LIMIT_PER_MINUTE", controlplane.DefaultSignedRatePerMinute, 1,
+		"requests to the signed routes one client address (an IPv4 address, or an IPv6 /64) may make per minute, with an equal burst; past it 429 RATE_LIMITED")
+	c.MaxLookupNonces = r.Int("CONTROLPLANE_LOOKUP_NONCE_MAX_ENTRIES", controlplane.DefaultMaxLookupNonces, 1,
+		"nonces of the public signed lookups remembered in memory; when full, lookups get 503 NONCE_STORE_FULL")
 	c.SignatureMaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
 	c.SignatureFutureSkew = r.Seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30, "seconds a signature's creation time may lie in the future")
 }
