@@ -81,7 +81,8 @@ type pairingResponse struct {
 func (s *Server) createPairing(w http.ResponseWriter, r *http.Request, ns string) {
 	now := s.now()
 	id, code := newID("gps_"), newPairingCode()
-	if err := s.store.createPairing(r.Context(), ns, id, pairingCodeHash(id, code), now); err != nil {
+	q := pairingQuota{open: s.cfg.MaxOpenPairings, gateways: s.cfg.MaxGateways}
+	if err := s.store.createPairing(r.Context(), ns, id, pairingCodeHash(id, code), q, now); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -277,7 +278,7 @@ func (s *Server) pair(ctx context.Context, conn *websocket.Conn, keyNS, pub, ses
 		return refuse(err)
 	}
 	g, err := s.store.redeemPairing(ctx, pairingAttempt{SessionID: p.SessionID, Code: p.PairCode, Namespace: p.Namespace,
-		KeyNamespace: keyNS, PublicKey: pub, Name: p.Name, Version: p.Version, HPKE: p.HPKEPublicKey}, s.now())
+		KeyNamespace: keyNS, PublicKey: pub, Name: p.Name, Version: p.Version, HPKE: p.HPKEPublicKey}, s.cfg.MaxGateways, s.now())
 	if err != nil {
 		if toAPIError(err).Code().Status() >= 500 {
 			s.log.ErrorContext(ctx, "gateway pairing failed", "err", err)

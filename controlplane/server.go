@@ -57,6 +57,24 @@ type Config struct {
 	// MaxAPIKeys is the active keys allowed per service
 	// (MAX_API_KEYS_PER_SERVICE); zero means 5.
 	MaxAPIKeys int
+	// Per-namespace quotas (quotas.go). MaxServices is the services one
+	// namespace may own (MAX_SERVICES_PER_NAMESPACE); past it 409
+	// SERVICE_LIMIT_REACHED. Zero means DefaultMaxServices (25).
+	MaxServices int
+	// MaxOpenPairings is the gateway pairing sessions one namespace may
+	// have open, neither used, ended nor expired
+	// (MAX_OPEN_PAIRINGS_PER_NAMESPACE); past it 429 PAIRING_LIMIT_REACHED
+	// with Retry-After. Zero means DefaultMaxOpenPairings (5).
+	MaxOpenPairings int
+	// MaxGateways is the paired gateways one namespace may have
+	// (MAX_GATEWAYS_PER_NAMESPACE); past it 409 GATEWAY_LIMIT_REACHED.
+	// Zero means DefaultMaxGateways (25).
+	MaxGateways int
+	// MaxSessions is the live sessions one namespace may have
+	// (MAX_SESSIONS_PER_NAMESPACE); past it a new session is refused with
+	// 429 SESSION_LIMIT_REACHED and Retry-After. Zero means
+	// DefaultMaxSessions (100).
+	MaxSessions int
 	// PendingExpiry is how long a claim may stay pending
 	// (PENDING_AUTHORIZATION_EXPIRY_HOURS); zero means 24 hours.
 	PendingExpiry time.Duration
@@ -175,13 +193,19 @@ func New(cfg Config) (*Server, error) {
 	setDefault(&cfg.MaxPendingClaims, 20)
 	setDefault(&cfg.MaxPendingPerAgent, 5)
 	setDefault(&cfg.MaxAPIKeys, 5)
+	setDefault(&cfg.MaxServices, DefaultMaxServices)
+	setDefault(&cfg.MaxOpenPairings, DefaultMaxOpenPairings)
+	setDefault(&cfg.MaxGateways, DefaultMaxGateways)
+	setDefault(&cfg.MaxSessions, DefaultMaxSessions)
 	setDefault(&cfg.PendingExpiry, 24*time.Hour)
 	setDefault(&cfg.SignatureMaxAge, identity.DefaultMaxAge)
 	setDefault(&cfg.SignatureFutureSkew, identity.DefaultFutureSkew)
 	setDefault(&cfg.SignedRatePerMinute, DefaultSignedRatePerMinute)
 	setDefault(&cfg.MaxLookupNonces, DefaultMaxLookupNonces)
-	if cfg.SignedRatePerMinute < 0 || cfg.MaxLookupNonces < 0 {
-		return nil, errors.New("controlplane: Config.SignedRatePerMinute and MaxLookupNonces must not be negative")
+	for _, n := range []int{cfg.SignedRatePerMinute, cfg.MaxLookupNonces, cfg.MaxServices, cfg.MaxOpenPairings, cfg.MaxGateways, cfg.MaxSessions} {
+		if n < 0 {
+			return nil, errors.New("controlplane: Config's rate limits and quotas must not be negative")
+		}
 	}
 	setDefault(&cfg.MaxBodyBytes, 1<<20)
 	setDefault(&cfg.MaxInflightBodyBytes, DefaultMaxInflightBodyBytes)
@@ -336,8 +360,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 // Maintain runs one pass of the background work: pending claims older than
-// PendingExpiry become expired, and expired nonces, sessions, WebAuthn
-// challenges and rate-limit counters are deleted. Call it periodically (every minute is plenty); it is safe to run
+// PendingExpiry become expired, and expired nonces, sessions, gateway
+// pairing sessions, WebAuthn challenges and rate-limit counters are
+// deleted. Call it periodically (every minute is plenty); it is safe to run
 // on several instances at once.
 func (s *Server) Maintain(ctx context.Context) error {
 	now := s.now()

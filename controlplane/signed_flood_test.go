@@ -316,7 +316,7 @@ func BenchmarkOwnerUnderStrangerFlood(b *testing.B) {
 				if err := st.ensureNamespace(ctx, "acme", now); err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", now); err != nil {
+				if _, _, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", DefaultMaxServices, now); err != nil {
 					b.Fatal(err)
 				}
 				tok, _, err := srv.IssueSession(ctx, "acme")
