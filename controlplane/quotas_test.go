@@ -41,6 +41,23 @@ func TestNamespaceQuotas(t *testing.T) {
 			e.do("DELETE", "/v1/services/"+last, nil, mallory).want(t, http.StatusNoContent, "")
 			newService(mallory, "flood-four").want(t, http.StatusCreated, "")
 		})
+		t.Run("an owner churns api keys", func(t *testing.T) {
+			svc := newService(alice, "churn").want(t, http.StatusCreated, "").json(t)["service"].(map[string]any)["id"].(string)
+			for range 10 {
+				k := e.do("POST", "/v1/services/"+svc+"/keys", nil, alice).want(t, http.StatusCreated, "").json(t)["api_key"].(map[string]any)
+				e.do("DELETE", "/v1/services/"+svc+"/keys/"+k["id"].(string), nil, alice).want(t, http.StatusNoContent, "")
+			}
+			var rows int
+			if err := e.st.db.QueryRow(`SELECT COUNT(*) FROM api_keys WHERE service_id = $1`, svc).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			// MaxAPIKeys (2) of the harness: the first key, active, the two
+			// newest revoked keys kept at the last creation, and the key
+			// revoked since.
+			if rows > 1+2+1 {
+				t.Fatalf("%d key rows after churning 10 keys, want at most 4", rows)
+			}
+		})
 		t.Run("racing service creations do not overshoot", func(t *testing.T) {
 			tok := s.Sessions["racer"]
 			var (

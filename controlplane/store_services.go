@@ -231,6 +231,9 @@ func timePtr(v sql.NullInt64) *time.Time {
 }
 
 // createKey issues another key, refusing when max keys are already active.
+// Revoked keys stay listed for their history, the newest max of them: the
+// older are deleted, so revoking and creating keys in turn cannot grow the
+// table.
 func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int, now time.Time) (apiKey, error) {
 	var key apiKey
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -248,6 +251,11 @@ func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int,
 		}
 		if active >= max {
 			return errKeyLimit
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE service_id = $1 AND revoked_at IS NOT NULL AND id NOT IN
+			(SELECT id FROM api_keys WHERE service_id = $1 AND revoked_at IS NOT NULL ORDER BY revoked_at DESC, id DESC LIMIT $2)`,
+			serviceID, max); err != nil {
+			return dbErr("delete old revoked keys", err)
 		}
 		key, err = insertKey(ctx, tx, serviceID, now)
 		return err
