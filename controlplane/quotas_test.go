@@ -175,3 +175,30 @@ func TestNamespaceQuotas(t *testing.T) {
 		})
 	})
 }
+
+// TestTestDeliveriesDoNotFillTheQueue: the delivery queue is shared by
+// every owner, so an owner cannot queue test deliveries without bound: a
+// webhook holds one pending test delivery at most.
+func TestTestDeliveriesDoNotFillTheQueue(t *testing.T) {
+	t.Parallel()
+	forEachEngineWith(t, withWebhooks(nil), func(t *testing.T, e *env, _ StoreConfig) {
+		rc := newReceiver(t)
+		owner, _ := claimWorld(e)
+		svcID := e.serviceID(owner)
+		whID, secret := e.createWebhook(owner, svcID, map[string]any{"url": rc.ts.URL})
+		rc.setSecret(secret)
+		path := "/v1/services/" + svcID + "/webhooks/" + whID + "/test"
+		e.do("POST", path, nil, owner).want(t, http.StatusAccepted, "")
+		for range 5 {
+			r := e.do("POST", path, nil, owner).want(t, http.StatusTooManyRequests, "RATE_LIMITED")
+			if r.header.Get("Retry-After") == "" {
+				t.Fatal("no Retry-After")
+			}
+		}
+		if n := e.deliverDue(); n != 1 {
+			t.Fatalf("delivered %d, want the one test delivery", n)
+		}
+		e.do("POST", path, nil, owner).want(t, http.StatusAccepted, "")
+		e.do("POST", "/v1/services/"+svcID+"/webhooks/whk_nope/test", nil, owner).want(t, http.StatusNotFound, "WEBHOOK_NOT_FOUND")
+	})
+}
