@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,5 +202,71 @@ func TestTestDeliveriesDoNotFillTheQueue(t *testing.T) {
 		}
 		e.do("POST", path, nil, owner).want(t, http.StatusAccepted, "")
 		e.do("POST", "/v1/services/"+svcID+"/webhooks/whk_nope/test", nil, owner).want(t, http.StatusNotFound, "WEBHOOK_NOT_FOUND")
+	})
+}
+
+// TestSlowReceiverOfOneOwnerDoesNotStallOthers: an owner whose webhook
+// answers slowly (a tarpit) and who queues many deliveries holds at most
+// its share of the delivery slots, so another owner's delivery goes out
+// while the tarpit still holds every request it got.
+func TestSlowReceiverOfOneOwnerDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
+	budget := func(c *Config) {
+		withWebhooks(nil)(c)
+		c.MaxPendingClaims, c.MaxPendingPerAgent = 50, 50
+	}
+	forEachEngineWith(t, budget, func(t *testing.T, e *env, _ StoreConfig) {
+		s := e.seed(map[string]any{
+			"namespaces": []string{"mallory", "acme"},
+			"services":   []map[string]string{{"slug": "tarpit-svc", "owner": "mallory"}, {"slug": "github", "owner": "acme"}},
+		})
+		mallory, acme := withSession(s.Sessions["mallory"]), withSession(s.Sessions["acme"])
+		release := make(chan struct{})
+		var held atomic.Int64
+		tarpit := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			held.Add(1)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(tarpit.Close)
+		releaseOnce := sync.OnceFunc(func() { close(release) })
+		t.Cleanup(releaseOnce)
+		got := make(chan struct{}, 1)
+		victim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case got <- struct{}{}:
+			default:
+			}
+		}))
+		t.Cleanup(victim.Close)
+		e.createWebhook(mallory, e.serviceID(mallory), map[string]any{"url": tarpit.URL})
+		e.createWebhook(acme, e.serviceID(acme), map[string]any{"url": victim.URL})
+		for range 3 * deliveryParallelism {
+			e.signed("POST", "/v1/claims", submitBody("mallory", pubKey(newAgent(t, "mallory")), "tarpit-svc"), withKey(s.APIKeys["tarpit-svc"])).want(t, 201, "")
+		}
+		e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(s.APIKeys["github"])).want(t, 201, "")
+
+		done := make(chan int)
+		go func() {
+			n, err := e.srv.deliverDue(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			done <- n
+		}()
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the other owner's delivery did not go out while the tarpit held %d requests", held.Load())
+		}
+		if n := held.Load(); n > deliveryPerOwner {
+			t.Errorf("the tarpit held %d requests at once, want at most %d", n, deliveryPerOwner)
+		}
+		releaseOnce()
+		if n := <-done; n != 3*deliveryParallelism+1 {
+			t.Fatalf("attempted %d deliveries, want %d", n, 3*deliveryParallelism+1)
+		}
 	})
 }

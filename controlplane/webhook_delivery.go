@@ -76,12 +76,14 @@ func (s *Server) loop(ctx context.Context, wake <-chan struct{}, pass func()) {
 // deliveryRetention is how long finished deliveries stay listed.
 const deliveryRetention = 30 * 24 * time.Hour
 
-// deliveryBatch and deliveryParallelism bound one pass: leases are taken
-// in batches, and a batch is sent with bounded parallelism so one slow
-// receiver does not hold up the others.
+// deliveryParallelism bounds the attempts in flight at once, and
+// deliveryPerOwner those of the services of one owner: the queue and its
+// slots are shared by every owner, so one whose receivers are slow (or
+// never answer within Timeout) holds half of the slots at most, and the
+// others' deliveries go out meanwhile.
 const (
-	deliveryBatch       = 32
 	deliveryParallelism = 8
+	deliveryPerOwner    = deliveryParallelism / 2
 )
 
 // wakeWorkers nudges RunWorkers after a change that may have queued work.
@@ -93,7 +95,8 @@ func (s *Server) wakeWorkers() {
 }
 
 // deliverDue attempts every delivery due now and returns how many it
-// attempted.
+// attempted. A slot freed by a finished attempt is filled at once, from
+// the due deliveries of owners below their share.
 func (s *Server) deliverDue(ctx context.Context) (int, error) {
 	rt := s.cfg.Webhooks.rt
 	if rt.aead == nil {
@@ -102,30 +105,48 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 	// The lease outlives an attempt (bounded by the client timeout) with
 	// a wide margin, so it only expires for a worker that died.
 	leaseFor := 2*s.cfg.Webhooks.Timeout + time.Minute
-	total := 0
+	var (
+		wg       sync.WaitGroup
+		total    int
+		inflight int
+		finished = make(chan struct{}, deliveryParallelism)
+	)
+	defer wg.Wait()
 	for {
+		var batch []delivery
 		token := newID("lease_")
-		batch, err := s.store.claimDeliveries(ctx, token, deliveryBatch, s.now(), leaseFor)
-		if err != nil {
-			return total, err
+		if free := deliveryParallelism - inflight; free > 0 && ctx.Err() == nil {
+			var err error
+			if batch, err = s.store.claimDeliveries(ctx, token, free, deliveryPerOwner, s.now(), leaseFor); err != nil {
+				return total, err
+			}
 		}
-		if len(batch) == 0 {
-			return total, nil
-		}
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, deliveryParallelism)
 		for _, d := range batch {
+			inflight++
 			wg.Add(1)
-			sem <- struct{}{}
 			go func() {
-				defer func() { <-sem; wg.Done() }()
+				defer wg.Done()
 				s.deliverOne(ctx, token, d)
+				finished <- struct{}{}
 			}()
 		}
-		wg.Wait()
 		total += len(batch)
-		if ctx.Err() != nil || len(batch) < deliveryBatch {
+		if inflight == 0 {
 			return total, ctx.Err()
+		}
+		if len(batch) == 0 || inflight == deliveryParallelism {
+			// Nothing more can be leased until an attempt ends.
+			<-finished
+			inflight--
+		}
+		// Count the attempts that ended meanwhile.
+		for drained := false; !drained; {
+			select {
+			case <-finished:
+				inflight--
+			default:
+				drained = true
+			}
 		}
 	}
 }

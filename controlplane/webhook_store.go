@@ -242,22 +242,27 @@ type delivery struct {
 }
 
 // claimDeliveries leases up to n due pending deliveries for leaseFor under
-// token. Rows leased by another worker (lease not expired) are skipped; on
-// PostgreSQL, SKIP LOCKED also keeps concurrent workers off each other's
-// candidate rows, and the outer conditions re-check what the inner select
-// saw, so a row is only ever leased by one worker at a time.
-func (s *Store) claimDeliveries(ctx context.Context, token string, n int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
-	skip := ""
-	if s.pg {
-		skip = " FOR UPDATE SKIP LOCKED"
-	}
+// token, oldest due first, but no more for one owner (the owner of the
+// delivery's service) than leaves perOwner of them leased at once. Rows
+// leased by another worker (lease not expired) are skipped, and the outer
+// conditions re-check what the inner select saw (on PostgreSQL, a row
+// another worker leased meanwhile is re-read after its lock), so a row is
+// only ever leased by one worker at a time.
+func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
 	rows, err := s.db.QueryContext(ctx, `UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2
-		WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $3
-				AND (lease_until IS NULL OR lease_until <= $3) ORDER BY next_attempt_at LIMIT $4`+skip+`)
+		WHERE id IN (SELECT id FROM (
+				SELECT d.id, d.next_attempt_at, COALESCE(s.owner, d.service) AS tenant,
+					ROW_NUMBER() OVER (PARTITION BY COALESCE(s.owner, d.service) ORDER BY d.next_attempt_at, d.id) AS rank
+				FROM webhook_deliveries d LEFT JOIN services s ON s.slug = d.service
+				WHERE d.state = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until <= $3)
+			) due
+			WHERE rank + (SELECT COUNT(*) FROM webhook_deliveries l LEFT JOIN services ls ON ls.slug = l.service
+				WHERE l.state = 'pending' AND l.lease_until > $3 AND COALESCE(ls.owner, l.service) = due.tenant) <= $5
+			ORDER BY next_attempt_at LIMIT $4)
 			AND state = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
 		RETURNING id, webhook_id, url, secret, event_type, occurred_at, created_at, claim_id, namespace, service,
 			public_key, subject, agent_id, agent_name, claim_status, attempts`,
-		token, micros(now.Add(leaseFor)), micros(now), n)
+		token, micros(now.Add(leaseFor)), micros(now), n, perOwner)
 	if err != nil {
 		return nil, dbErr("lease deliveries", err)
 	}
