@@ -109,41 +109,53 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 		wg       sync.WaitGroup
 		total    int
 		inflight int
-		finished = make(chan struct{}, deliveryParallelism)
+		byOwner  = map[string]int{}
+		finished = make(chan string, deliveryParallelism) // the owner of an ended attempt
 	)
 	defer wg.Wait()
+	ended := func(owner string) {
+		inflight--
+		if byOwner[owner]--; byOwner[owner] == 0 {
+			delete(byOwner, owner)
+		}
+	}
 	for {
 		var batch []delivery
 		token := newID("lease_")
-		if free := deliveryParallelism - inflight; free > 0 && ctx.Err() == nil {
+		free := deliveryParallelism - inflight
+		if free > 0 && ctx.Err() == nil {
+			share := make(map[string]int, len(byOwner))
+			for owner, n := range byOwner {
+				share[owner] = deliveryPerOwner - n
+			}
 			var err error
-			if batch, err = s.store.claimDeliveries(ctx, token, free, deliveryPerOwner, s.now(), leaseFor); err != nil {
+			if batch, err = s.store.claimDeliveries(ctx, token, free, deliveryPerOwner, share, s.now(), leaseFor); err != nil {
 				return total, err
 			}
 		}
 		for _, d := range batch {
 			inflight++
+			byOwner[d.Owner]++
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				s.deliverOne(ctx, token, d)
-				finished <- struct{}{}
+				finished <- d.Owner
 			}()
 		}
 		total += len(batch)
 		if inflight == 0 {
 			return total, ctx.Err()
 		}
-		if len(batch) == 0 || inflight == deliveryParallelism {
+		if len(batch) < free || inflight == deliveryParallelism {
 			// Nothing more can be leased until an attempt ends.
-			<-finished
-			inflight--
+			ended(<-finished)
 		}
 		// Count the attempts that ended meanwhile.
 		for drained := false; !drained; {
 			select {
-			case <-finished:
-				inflight--
+			case owner := <-finished:
+				ended(owner)
 			default:
 				drained = true
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -239,30 +240,57 @@ type delivery struct {
 	OccurredAt, CreatedAt      time.Time
 	Claim                      Claim
 	Attempts                   int
+	Owner                      string // of the webhook's service: its share of the slots
 }
 
-// claimDeliveries leases up to n due pending deliveries for leaseFor under
-// token, oldest due first, but no more for one owner (the owner of the
-// delivery's service) than leaves perOwner of them leased at once. Rows
-// leased by another worker (lease not expired) are skipped, and the outer
-// conditions re-check what the inner select saw (on PostgreSQL, a row
-// another worker leased meanwhile is re-read after its lock), so a row is
-// only ever leased by one worker at a time.
-func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
+// deliveryWindow is how many of the oldest due deliveries a lease looks
+// at, so that leasing costs the same whatever the backlog. The share per
+// owner applies within it: a burst of one owner's deliveries leaves room
+// for the others' behind it, but an owner who keeps more than
+// deliveryWindow deliveries due ahead of everyone else's still delays
+// them (each of its attempts that fails moves its delivery to a later
+// retry, out of the window).
+const deliveryWindow = 64
+
+// claimDeliveries leases for leaseFor under token up to n of the oldest
+// deliveryWindow due pending deliveries, oldest first, but of each owner
+// (the owner of the delivery's service) only as many as its share allows:
+// share[owner] when listed, else perOwner. Rows leased by another worker
+// (lease not expired) are skipped, and the outer conditions re-check what
+// the inner select saw (on PostgreSQL, a row another worker leased
+// meanwhile is re-read after its lock), so a row is only ever leased by
+// one worker at a time. Each delivery comes with its owner.
+func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner int, share map[string]int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
+	args := []any{token, micros(now.Add(leaseFor)), micros(now), n, deliveryWindow, perOwner}
+	// The casts type the parameters for PostgreSQL.
+	allowed := "CAST($6 AS INTEGER)"
+	if len(share) > 0 {
+		var b strings.Builder
+		b.WriteString("CASE tenant")
+		for owner, left := range share {
+			args = append(args, owner, left)
+			fmt.Fprintf(&b, " WHEN CAST($%d AS TEXT) THEN CAST($%d AS INTEGER)", len(args)-1, len(args))
+		}
+		b.WriteString(" ELSE CAST($6 AS INTEGER) END")
+		allowed = b.String()
+	}
 	rows, err := s.db.QueryContext(ctx, `UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2
 		WHERE id IN (SELECT id FROM (
-				SELECT d.id, d.next_attempt_at, COALESCE(s.owner, d.service) AS tenant,
-					ROW_NUMBER() OVER (PARTITION BY COALESCE(s.owner, d.service) ORDER BY d.next_attempt_at, d.id) AS rank
-				FROM webhook_deliveries d LEFT JOIN services s ON s.slug = d.service
-				WHERE d.state = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until <= $3)
+				SELECT c.id, c.next_attempt_at, c.tenant,
+					ROW_NUMBER() OVER (PARTITION BY c.tenant ORDER BY c.next_attempt_at, c.id) AS rank
+				FROM (SELECT w.id, w.next_attempt_at, COALESCE(s.owner, w.service) AS tenant
+					FROM (SELECT id, next_attempt_at, service FROM webhook_deliveries
+						WHERE state = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+						ORDER BY next_attempt_at LIMIT $5) w
+					LEFT JOIN services s ON s.slug = w.service) c
 			) due
-			WHERE rank + (SELECT COUNT(*) FROM webhook_deliveries l LEFT JOIN services ls ON ls.slug = l.service
-				WHERE l.state = 'pending' AND l.lease_until > $3 AND COALESCE(ls.owner, l.service) = due.tenant) <= $5
+			WHERE rank <= `+allowed+`
 			ORDER BY next_attempt_at LIMIT $4)
 			AND state = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
 		RETURNING id, webhook_id, url, secret, event_type, occurred_at, created_at, claim_id, namespace, service,
-			public_key, subject, agent_id, agent_name, claim_status, attempts`,
-		token, micros(now.Add(leaseFor)), micros(now), n, perOwner)
+			public_key, subject, agent_id, agent_name, claim_status, attempts,
+			COALESCE((SELECT owner FROM services WHERE slug = webhook_deliveries.service), service)`,
+		args...)
 	if err != nil {
 		return nil, dbErr("lease deliveries", err)
 	}
@@ -275,7 +303,7 @@ func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner i
 		)
 		c := &d.Claim
 		if err := rows.Scan(&d.ID, &d.WebhookID, &d.URL, &d.Secret, &d.EventType, &occurred, &created, &c.ID, &c.Namespace, &c.Service,
-			&c.PublicKey, &c.Subject, &c.AgentID, &c.AgentName, &c.Status, &d.Attempts); err != nil {
+			&c.PublicKey, &c.Subject, &c.AgentID, &c.AgentName, &c.Status, &d.Attempts, &d.Owner); err != nil {
 			return nil, dbErr("scan delivery", err)
 		}
 		d.OccurredAt, d.CreatedAt = fromMicros(occurred), fromMicros(created)

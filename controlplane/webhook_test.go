@@ -406,7 +406,7 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 			key := e2.do("POST", "/v1/services/"+e2.serviceID(owner)+"/keys", nil, owner).want(t, 201, "").json(t)["api_key"].(map[string]any)["key"].(string)
 			c := e2.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)
 			e2.do("POST", "/v1/claims/"+c["claim_id"].(string)+"/approve", nil, owner).want(t, 200, "")
-			leased, err := e2.st.claimDeliveries(context.Background(), "lease_dead", 10, 10, e2.srv.now(), 5*time.Minute)
+			leased, err := e2.st.claimDeliveries(context.Background(), "lease_dead", 10, 10, nil, e2.srv.now(), 5*time.Minute)
 			if err != nil || len(leased) != 1 {
 				t.Fatalf("lease: %v, %v", leased, err)
 			}
