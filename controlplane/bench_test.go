@@ -24,7 +24,7 @@ func populateFeed(tb testing.TB, st *Store, n int) string {
 	if err := st.ensureNamespace(ctx, "acme", now); err != nil {
 		tb.Fatal(err)
 	}
-	_, key, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", now)
+	_, key, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", DefaultMaxServices, now)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,11 +4,16 @@
 //
 // Open returns a Store; New returns a Server, an http.Handler serving:
 //
-//   - signed routes (idn-rfc9421-v1 profile, nonces recorded in the
-//     database so instances sharing one PostgreSQL refuse each other's
-//     replays): GET /v1/namespaces/{ns}, GET /.well-known/did/{did}, and,
-//     with a service API key as well, POST /v1/claims, GET /v1/verify and
-//     the approved-claims feed GET /v1/namespaces/claims;
+//   - signed routes (idn-rfc9421-v1 profile; see signed.go for the order
+//     in which a request is admitted): the public lookups GET
+//     /v1/namespaces/{ns} and GET /.well-known/did/{did}, whose nonces are
+//     kept in a bounded memory, and, with a service API key as well, POST
+//     /v1/claims, GET /v1/verify and the approved-claims feed GET
+//     /v1/namespaces/claims, whose nonces are recorded in the database so
+//     instances sharing one PostgreSQL refuse each other's replays. Every
+//     signed request first spends a token of its client address
+//     (Config.SignedRatePerMinute), so a signer who proves nothing, which
+//     any self-made key can be, makes the server write nothing;
 //   - owner routes (idn_session cookie: an HS256 JWT whose sid must be live
 //     in the sessions table): services and their API keys under
 //     /v1/services, claim approve/reject/revoke under /v1/claims/{id}/,
@@ -24,7 +29,8 @@
 //     …/webhooks/{wid}/test);
 //   - gateway pairing (Config.Gateways): pairing sessions (POST
 //     /v1/gateways/pairings), the gateway's WebSocket /v1/gateways/connect
-//     (upgrade signed by the gateway's identity, nonce recorded), the
+//     (upgrade signed by the gateway's identity, nonce recorded once the
+//     key is paired or names an open pairing session), the
 //     owner's gateways (GET /v1/gateways, DELETE /v1/gateways/{id}) and
 //     the RPC relay POST /v1/gateways/{id}/rpc (below);
 //   - public DID resolution at /1.0/identifiers/{did} and GET /health;
@@ -62,7 +68,7 @@
 //
 // No request makes the server hold a body byte before its sender is
 // known: a signed request's body is read after its signature (which covers
-// content-digest), nonce and service key have passed, an owner route's
+// content-digest), service key and nonce have passed, an owner route's
 // after the session has, and any other request may send 64 KiB at most.
 // Buffers grow with the bytes received, never from Content-Length, and the
 // bytes held at once across requests are capped

@@ -93,6 +93,17 @@ func answer(code errcode.Code) func(error) *apierror.Error {
 	return func(error) *apierror.Error { return apierror.Coded(code, "") }
 }
 
+// answerWait is answer with the Retry-After of a *retryLater in err.
+func answerWait(code errcode.Code) func(error) *apierror.Error {
+	return func(err error) *apierror.Error {
+		e := apierror.Coded(code, "")
+		if rl, ok := errors.AsType[*retryLater](err); ok {
+			e = e.WithRetryAfter(rl.Wait)
+		}
+		return e
+	}
+}
+
 // errorTable is the one place where the errors of the store, the claim
 // lifecycle and the HTTP layer become answers; the first matching row wins.
 var errorTable = []errorRule{
@@ -104,6 +115,10 @@ var errorTable = []errorRule{
 	{is(errSlugTaken), answer(errcode.SlugTaken)},
 	{is(errKeyNotFound), answer(errcode.APIKeyNotFound)},
 	{is(errKeyLimit), answer(errcode.APIKeyLimitReached)},
+	{is(errServiceLimit), answer(errcode.ServiceLimitReached)},
+	{is(errGatewayLimit), answer(errcode.GatewayLimitReached)},
+	{is(errPairingLimit), answerWait(errcode.PairingLimitReached)},
+	{is(errSessionLimit), answerWait(errcode.SessionLimitReached)},
 	{is(errClaimNotFound), answer(errcode.ClaimNotFound)},
 	{is(errPendingLimit), answer(errcode.PendingLimitReached)},
 	{is(errAgentPendingLimit), answer(errcode.AgentPendingLimitReached)},
@@ -178,6 +193,7 @@ var (
 	errUnauthenticated  = apierror.Coded(errcode.Unauthenticated, "")
 	errSignatureInvalid = apierror.Coded(errcode.SignatureInvalid, "")
 	errNonceReplay      = apierror.Coded(errcode.NonceReplay, "")
+	errNonceStoreFull   = apierror.Coded(errcode.NonceStoreFull, "")
 	errAPIKeyInvalid    = apierror.Coded(errcode.APIKeyInvalid, "")
 	errServiceMismatch  = apierror.Coded(errcode.ServiceMismatch, "")
 	errNamespaceForbid  = apierror.Coded(errcode.NamespaceForbidden, "")

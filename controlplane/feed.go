@@ -93,17 +93,20 @@ type cursorKey struct {
 	offset  int
 }
 
-// cursorCache remembers page-ending sort keys, bounded by evicting the
-// oldest entry. A stale entry is harmless: its version no longer matches.
+// cursorCache remembers page-ending sort keys, at most max of them. The
+// cache is shared by every service, so when it is full the oldest entry of
+// the service holding the most goes: a service paging through many
+// offsets evicts its own cursors, never another's while it holds more. A
+// stale entry is harmless: its version no longer matches.
 type cursorCache struct {
-	mu    sync.Mutex
-	max   int
-	m     map[cursorKey]feedCursor
-	order []cursorKey // insertion order, for eviction
+	mu        sync.Mutex
+	max       int
+	m         map[cursorKey]feedCursor
+	byService map[string][]cursorKey // insertion order per service, for eviction
 }
 
 func newCursorCache(max int) *cursorCache {
-	return &cursorCache{max: max, m: make(map[cursorKey]feedCursor, max)}
+	return &cursorCache{max: max, m: make(map[cursorKey]feedCursor, max), byService: map[string][]cursorKey{}}
 }
 
 func (c *cursorCache) get(k cursorKey) *feedCursor {
@@ -120,11 +123,28 @@ func (c *cursorCache) put(k cursorKey, v feedCursor) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[k]; !ok {
-		for len(c.order) >= c.max {
-			delete(c.m, c.order[0])
-			c.order = c.order[1:]
+		for len(c.m) >= c.max {
+			c.evictFromLargest()
 		}
-		c.order = append(c.order, k)
+		c.byService[k.service] = append(c.byService[k.service], k)
 	}
 	c.m[k] = v
+}
+
+// evictFromLargest drops the oldest entry of the service holding the most.
+// The caller holds c.mu.
+func (c *cursorCache) evictFromLargest() {
+	largest := ""
+	for svc, keys := range c.byService {
+		if len(keys) > len(c.byService[largest]) {
+			largest = svc
+		}
+	}
+	keys := c.byService[largest]
+	delete(c.m, keys[0])
+	if len(keys) == 1 {
+		delete(c.byService, largest)
+		return
+	}
+	c.byService[largest] = keys[1:]
 }

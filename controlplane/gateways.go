@@ -81,7 +81,8 @@ type pairingResponse struct {
 func (s *Server) createPairing(w http.ResponseWriter, r *http.Request, ns string) {
 	now := s.now()
 	id, code := newID("gps_"), newPairingCode()
-	if err := s.store.createPairing(r.Context(), ns, id, pairingCodeHash(id, code), now); err != nil {
+	q := pairingQuota{open: s.cfg.MaxOpenPairings, gateways: s.cfg.MaxGateways}
+	if err := s.store.createPairing(r.Context(), ns, id, pairingCodeHash(id, code), q, now); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -214,9 +215,10 @@ func validRPCID(id json.RawMessage) bool {
 }
 
 // gatewayConnect is the gateway's WebSocket. The upgrade must verify under
-// the signing profile (its nonce recorded like any other), so a replayed
-// upgrade is refused; an unknown key is refused unless it names a pairing
-// session to complete.
+// the signing profile, so a replayed upgrade is refused; an unknown key is
+// refused unless it names a pairing session to complete. The nonce is
+// recorded (in the database) only once the key or the session has passed,
+// so a stranger's upgrade writes nothing.
 func (s *Server) gatewayConnect(w http.ResponseWriter, r *http.Request) {
 	caller, ok := s.verifySigned(w, r)
 	if !ok {
@@ -234,6 +236,9 @@ func (s *Server) gatewayConnect(w http.ResponseWriter, r *http.Request) {
 		}
 	case err != nil:
 		s.writeErr(w, r, err)
+		return
+	}
+	if !s.recordNonce(w, r, caller, s.nonces) {
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{})
@@ -281,7 +286,7 @@ func (s *Server) pair(ctx context.Context, conn *websocket.Conn, keyNS, pub, ses
 		return refuse(err)
 	}
 	g, err := s.store.redeemPairing(ctx, pairingAttempt{SessionID: p.SessionID, Code: p.PairCode, Namespace: p.Namespace,
-		KeyNamespace: keyNS, PublicKey: pub, Name: p.Name, Version: p.Version, HPKE: p.HPKEPublicKey}, s.now())
+		KeyNamespace: keyNS, PublicKey: pub, Name: p.Name, Version: p.Version, HPKE: p.HPKEPublicKey}, s.cfg.MaxGateways, s.now())
 	if err != nil {
 		if toAPIError(err).Code().Status() >= 500 {
 			s.log.ErrorContext(ctx, "gateway pairing failed", "err", err)

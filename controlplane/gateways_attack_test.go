@@ -286,7 +286,7 @@ func TestWebhookAttackSlowReceiverHoldsNoSharedSlots(t *testing.T) {
 		}()
 		select {
 		case n := <-arrived:
-			if n > deliveryPerService {
+			if n > deliveryPerOwner {
 				t.Errorf("the other tenant's delivery waited behind %d attempts on the slow receiver", n)
 			}
 		case <-time.After(30 * time.Second):

@@ -114,16 +114,55 @@ func (g gatewayRecord) online(now time.Time, window time.Duration) bool {
 	return g.Instance != "" && now.Sub(g.LastSeen) < window
 }
 
-// createPairing starts a pairing session of ns with the hash of its code.
-func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, now time.Time) error {
-	// Old sessions of the namespace are of no use to anyone.
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE namespace = $1 AND expires_at < $2`,
-		ns, micros(now.Add(-time.Hour))); err != nil {
-		return dbErr("delete old pairings", err)
+// pairingQuota is how many open pairing sessions and paired gateways one
+// namespace may have.
+type pairingQuota struct{ open, gateways int }
+
+// createPairing starts a pairing session of ns with the hash of its code,
+// unless ns already has q.gateways gateways (errGatewayLimit) or q.open
+// open sessions (a *retryLater wrapping errPairingLimit).
+func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pairingQuota, now time.Time) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		// Expired sessions of the namespace are of no use to anyone. Their
+		// rows are locked before the namespace's, the order redeemPairing
+		// takes too.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE namespace = $1 AND expires_at <= $2`,
+			ns, micros(now)); err != nil {
+			return dbErr("delete expired pairings", err)
+		}
+		if err := s.lockNamespace(ctx, tx, ns); err != nil {
+			return err
+		}
+		if err := countGateways(ctx, tx, ns, q.gateways); err != nil {
+			return err
+		}
+		var (
+			open     int
+			earliest sql.NullInt64
+		)
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(expires_at) FROM gateway_pairings WHERE namespace = $1 AND ended_at IS NULL`,
+			ns).Scan(&open, &earliest); err != nil {
+			return dbErr("count pairings", err)
+		}
+		if open >= q.open {
+			return &retryLater{Err: errPairingLimit, Wait: expiryWait(earliest.Int64, now)}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO gateway_pairings (id, namespace, code_hash, failures, created_at, expires_at)
+			VALUES ($1, $2, $3, 0, $4, $5)`, id, ns, codeHash, micros(now), micros(now.Add(pairingTTL)))
+		return dbErr("insert pairing", err)
+	})
+}
+
+// countGateways reports errGatewayLimit when ns has max gateways or more.
+func countGateways(ctx context.Context, tx *sql.Tx, ns string, max int) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM gateways WHERE namespace = $1`, ns).Scan(&n); err != nil {
+		return dbErr("count gateways", err)
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO gateway_pairings (id, namespace, code_hash, failures, created_at, expires_at)
-		VALUES ($1, $2, $3, 0, $4, $5)`, id, ns, codeHash, micros(now), micros(now.Add(pairingTTL)))
-	return dbErr("insert pairing", err)
+	if n >= max {
+		return errGatewayLimit
+	}
+	return nil
 }
 
 // pairingAttempt is what a gateway presents to complete a pairing.
@@ -134,10 +173,12 @@ type pairingAttempt struct {
 }
 
 // redeemPairing checks a attempt against its session and, when the code
-// is right, ends the session and records the gateway. A wrong code is
-// counted (and the session ended at the limit) even though the attempt
-// fails, so the count survives the refusal.
-func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, now time.Time) (gatewayRecord, error) {
+// is right and the namespace has fewer than maxGateways gateways, ends the
+// session and records the gateway. A wrong code is counted (and the
+// session ended at the limit) even though the attempt fails, so the count
+// survives the refusal; a namespace at its gateway limit leaves the
+// session open, for a retry once the owner unpaired one.
+func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways int, now time.Time) (gatewayRecord, error) {
 	var (
 		g       gatewayRecord
 		refusal error
@@ -178,6 +219,16 @@ func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, now time.Ti
 			}
 			refusal = &pairingCodeError{AttemptsLeft: maxPairingFailures - failures}
 			return nil
+		}
+		if err := s.lockNamespace(ctx, tx, ns); err != nil {
+			return err
+		}
+		if err := countGateways(ctx, tx, ns, maxGateways); err != nil {
+			if errors.Is(err, errGatewayLimit) {
+				refusal = err
+				return nil
+			}
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE gateway_pairings SET ended_at = $1 WHERE id = $2`, micros(now), a.SessionID); err != nil {
 			return dbErr("end pairing", err)

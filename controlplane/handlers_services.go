@@ -93,7 +93,7 @@ func (s *Server) createService(w http.ResponseWriter, r *http.Request, owner str
 		apierror.Write(w, r, validationError("slug must be 3-64 characters of a-z, 0-9 and inner hyphens (derived from name when absent)"))
 		return
 	}
-	svc, key, err := s.store.createService(r.Context(), owner, *in.Name, *in.ServiceEndpoint, slug, s.now())
+	svc, key, err := s.store.createService(r.Context(), owner, *in.Name, *in.ServiceEndpoint, slug, s.cfg.MaxServices, s.now())
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -85,22 +86,34 @@ func TestHealthAndUnknownRoutes(t *testing.T) {
 }
 
 // TestTwoInstancesShareNonces runs two control planes (two pools, two
-// handlers) on one PostgreSQL schema: a nonce accepted by one is a replay on
-// the other, and both see the same claims.
+// handlers) on one PostgreSQL schema: a nonce of a caller with standing (a
+// service key) accepted by one is a replay on the other, and both see the
+// same claims. A public lookup's nonce is kept in the memory of the
+// instance that saw it.
 func TestTwoInstancesShareNonces(t *testing.T) {
 	t.Parallel()
 	cfg := storeConfig(t, ProviderPostgres)
 	a := newEnv(t, openStore(t, cfg), nil)
 	b := newEnv(t, openStore(t, cfg), nil)
-	a.seed(map[string]any{"namespaces": []string{"shared"}})
+	s := a.seed(map[string]any{"namespaces": []string{"shared"}, "services": []map[string]string{{"slug": "shared-svc", "owner": "shared"}}})
+	key := withKey(s.APIKeys["shared-svc"])
 
+	verify := "/v1/verify?" + url.Values{"namespace": {"shared"}, "public_key": {pubKey(a.agent)}}.Encode()
 	o := identity.SignOptions{Nonce: "shared-nonce-0001"}
-	a.do("GET", "/v1/namespaces/shared", nil, signedBy(a.agent, o)).want(t, 200, "")
-	b.do("GET", "/v1/namespaces/shared", nil, func(r *http.Request) {
+	a.do("GET", verify, nil, key, signedBy(a.agent, o)).want(t, 200, "")
+	b.do("GET", verify, nil, key, func(r *http.Request) {
 		// Same agent, same nonce, signed for instance b's address.
 		if err := a.agent.Sign(r, o); err != nil {
 			t.Fatal(err)
 		}
 	}).want(t, 409, "NONCE_REPLAY")
-	b.signed("GET", "/v1/namespaces/shared", nil).want(t, 200, "")
+	b.signed("GET", verify, nil, key).want(t, 200, "")
+
+	lookup := identity.SignOptions{Nonce: "lookup-nonce-0001"}
+	a.do("GET", "/v1/namespaces/shared", nil, signedBy(a.agent, lookup)).want(t, 200, "")
+	a.do("GET", "/v1/namespaces/shared", nil, signedBy(a.agent, lookup)).want(t, 409, "NONCE_REPLAY")
+	var rows int
+	if err := a.st.db.QueryRow(`SELECT COUNT(*) FROM nonces WHERE nonce = $1`, lookup.Nonce).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("lookup nonce rows = %d (%v), want none", rows, err)
+	}
 }

@@ -143,7 +143,7 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 // seedService creates the service, or issues another key when the owner
 // already has it.
 func (s *Server) seedService(ctx context.Context, owner, name, endpoint, slug string) (string, error) {
-	_, key, err := s.store.createService(ctx, owner, name, endpoint, slug, s.now())
+	_, key, err := s.store.createService(ctx, owner, name, endpoint, slug, s.cfg.MaxServices, s.now())
 	if !errors.Is(err, errSlugTaken) {
 		return key.Key, err
 	}

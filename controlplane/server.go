@@ -20,6 +20,7 @@ import (
 	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/replay"
 )
 
 // Config configures a Server. Only Store and JWTSecret are required; every
@@ -56,6 +57,24 @@ type Config struct {
 	// MaxAPIKeys is the active keys allowed per service
 	// (MAX_API_KEYS_PER_SERVICE); zero means 5.
 	MaxAPIKeys int
+	// Per-namespace quotas (quotas.go). MaxServices is the services one
+	// namespace may own (MAX_SERVICES_PER_NAMESPACE); past it 409
+	// SERVICE_LIMIT_REACHED. Zero means DefaultMaxServices (25).
+	MaxServices int
+	// MaxOpenPairings is the gateway pairing sessions one namespace may
+	// have open, neither used, ended nor expired
+	// (MAX_OPEN_PAIRINGS_PER_NAMESPACE); past it 429 PAIRING_LIMIT_REACHED
+	// with Retry-After. Zero means DefaultMaxOpenPairings (5).
+	MaxOpenPairings int
+	// MaxGateways is the paired gateways one namespace may have
+	// (MAX_GATEWAYS_PER_NAMESPACE); past it 409 GATEWAY_LIMIT_REACHED.
+	// Zero means DefaultMaxGateways (25).
+	MaxGateways int
+	// MaxSessions is the live sessions one namespace may have
+	// (MAX_SESSIONS_PER_NAMESPACE); past it a new session is refused with
+	// 429 SESSION_LIMIT_REACHED and Retry-After. Zero means
+	// DefaultMaxSessions (100).
+	MaxSessions int
 	// PendingExpiry is how long a claim may stay pending
 	// (PENDING_AUTHORIZATION_EXPIRY_HOURS); zero means 24 hours.
 	PendingExpiry time.Duration
@@ -64,6 +83,21 @@ type Config struct {
 	// parameter; zero means 300 s and 30 s. Nonces are remembered for
 	// their sum.
 	SignatureMaxAge, SignatureFutureSkew time.Duration
+	// SignedRatePerMinute is how many requests one client network (an IPv4
+	// address, or an IPv6 /64) may make to the signed routes per minute,
+	// with an equal burst (CONTROLPLANE_SIGNED_RATE_LIMIT_PER_MINUTE). Past
+	// it they are answered 429 RATE_LIMITED with Retry-After before their
+	// signature is verified and before any database access. Zero means
+	// DefaultSignedRatePerMinute (600).
+	SignedRatePerMinute int
+	// MaxLookupNonces bounds the nonces of the public signed lookups (GET
+	// /v1/namespaces/{namespace}, GET /.well-known/did/{did}), which are
+	// kept in memory rather than in the database, so that a signer who
+	// proves nothing writes nothing (CONTROLPLANE_LOOKUP_NONCE_MAX_ENTRIES).
+	// When full, lookups are answered 503 NONCE_STORE_FULL until nonces
+	// expire; no live nonce is forgotten early. Zero means
+	// DefaultMaxLookupNonces (100,000).
+	MaxLookupNonces int
 	// TrustedProxies are the networks whose X-Forwarded-* headers are
 	// believed when rebuilding the signed target URI and the client
 	// address. Empty trusts none.
@@ -127,10 +161,15 @@ type Server struct {
 	log      *slog.Logger
 	proxy    clientip.Resolver
 	verifier *identity.Verifier
-	cursors  *cursorCache
-	mux      *routeMux
-	bodies   bodybudget.Budget
-	obs      *observer
+	// Signed routes: the per-address buckets, the durable nonces of callers
+	// with standing and the in-memory nonces of public lookups (signed.go).
+	signedLimits *addressLimits
+	nonces       nonceChecker
+	lookupNonces *replay.Store
+	cursors      *cursorCache
+	mux          *routeMux
+	bodies       bodybudget.Budget
+	obs          *observer
 }
 
 // New validates cfg and returns the API handler.
@@ -154,9 +193,20 @@ func New(cfg Config) (*Server, error) {
 	setDefault(&cfg.MaxPendingClaims, 20)
 	setDefault(&cfg.MaxPendingPerAgent, 5)
 	setDefault(&cfg.MaxAPIKeys, 5)
+	setDefault(&cfg.MaxServices, DefaultMaxServices)
+	setDefault(&cfg.MaxOpenPairings, DefaultMaxOpenPairings)
+	setDefault(&cfg.MaxGateways, DefaultMaxGateways)
+	setDefault(&cfg.MaxSessions, DefaultMaxSessions)
 	setDefault(&cfg.PendingExpiry, 24*time.Hour)
 	setDefault(&cfg.SignatureMaxAge, identity.DefaultMaxAge)
 	setDefault(&cfg.SignatureFutureSkew, identity.DefaultFutureSkew)
+	setDefault(&cfg.SignedRatePerMinute, DefaultSignedRatePerMinute)
+	setDefault(&cfg.MaxLookupNonces, DefaultMaxLookupNonces)
+	for _, n := range []int{cfg.SignedRatePerMinute, cfg.MaxLookupNonces, cfg.MaxServices, cfg.MaxOpenPairings, cfg.MaxGateways, cfg.MaxSessions} {
+		if n < 0 {
+			return nil, errors.New("controlplane: Config's rate limits and quotas must not be negative")
+		}
+	}
 	setDefault(&cfg.MaxBodyBytes, 1<<20)
 	setDefault(&cfg.MaxInflightBodyBytes, DefaultMaxInflightBodyBytes)
 	if cfg.Clock == nil {
@@ -172,12 +222,22 @@ func New(cfg Config) (*Server, error) {
 		Clock:      cfg.Clock,
 		MaxAge:     cfg.SignatureMaxAge,
 		FutureSkew: cfg.SignatureFutureSkew,
-		Nonces:     nonceChecker{store: cfg.Store, now: cfg.Clock},
 		Origin:     s.proxy.Origin,
+		// The nonce is recorded by recordNonce once the rate limit and the
+		// caller's standing have passed, in the database or in memory as
+		// the route needs (signed.go).
+		InsecureSkipNonceCheck: true,
 		// The body is read by readSignedBody once the signature, nonce and
 		// service key have passed, so no unverified request is buffered.
 		InsecureSkipBodyCheck: true,
 	}
+	s.signedLimits = newAddressLimits(cfg.SignedRatePerMinute, maxLimitedAddresses)
+	s.nonces = nonceChecker{store: cfg.Store, now: cfg.Clock}
+	lookups, err := replay.New(replay.Config{MaxBytes: replay.MemoryFor(cfg.MaxLookupNonces), Clock: cfg.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: lookup nonces: %w", err)
+	}
+	s.lookupNonces = lookups
 	s.bodies.Max = cfg.MaxInflightBodyBytes
 	if err := s.initAuth(); err != nil {
 		return nil, err
@@ -302,8 +362,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 // Maintain runs one pass of the background work: pending claims older than
-// PendingExpiry become expired, and expired nonces, sessions, WebAuthn
-// challenges and rate-limit counters are deleted. Call it periodically (every minute is plenty); it is safe to run
+// PendingExpiry become expired, and expired nonces, sessions, gateway
+// pairing sessions, WebAuthn challenges and rate-limit counters are
+// deleted. Call it periodically (every minute is plenty); it is safe to run
 // on several instances at once.
 func (s *Server) Maintain(ctx context.Context) error {
 	now := s.now()

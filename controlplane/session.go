@@ -24,7 +24,8 @@ type sessionClaims struct {
 // the token that is the value of the idn_session cookie, and its expiry.
 // The session is recorded in the database, so ending it there (logout,
 // account deletion) refuses the token at once on every instance. An unknown
-// or deactivated namespace gets no session.
+// or deactivated namespace gets no session, nor does one that has
+// Config.MaxSessions live sessions.
 func (s *Server) IssueSession(ctx context.Context, ns string) (token string, expires time.Time, err error) {
 	return s.issueSession(ctx, ns, sessionStart{})
 }
@@ -44,7 +45,7 @@ func (s *Server) issueSession(ctx context.Context, ns string, start sessionStart
 	now := s.now()
 	issued := now.Truncate(time.Second)
 	expires = issued.Add(s.cfg.SessionTTL)
-	sid, err := s.store.createSession(ctx, ns, now, expires)
+	sid, err := s.store.createSession(ctx, ns, s.cfg.MaxSessions, now, expires)
 	if err != nil {
 		return "", time.Time{}, err
 	}

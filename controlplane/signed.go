@@ -6,28 +6,48 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/replay"
 )
 
-// signed admits only requests that verify under the idn-rfc9421-v1 profile,
-// recording their nonce in the shared database. The signature covers
-// content-digest, so it is checked before any body byte is read; the body
-// is then read and checked against that digest before next runs.
+// Signed routes admit a request in this order, so that a caller who proves
+// nothing (any self-made key can sign) makes the control plane write
+// nothing:
+//
+//  1. the client network (an IPv4 address, or an IPv6 /64) spends a token
+//     of its bucket (SignedRatePerMinute), in memory: past it 429
+//     RATE_LIMITED with Retry-After. Anyone can make a valid signature
+//     with a key of their own, so verifying one first would protect
+//     nothing and cost a flood's every request two Ed25519 verifications;
+//  2. the signature and the agent certificate are verified, in memory;
+//  3. the caller's standing is read where the route needs one (a service
+//     API key, a paired gateway key or an open pairing session);
+//  4. the nonce is recorded: in the database for callers with standing, so
+//     instances sharing it refuse each other's replays; in a bounded memory
+//     (MaxLookupNonces) for the public lookups, which write nothing and
+//     need no standing;
+//  5. the body is read and checked against the signed content-digest.
+
+// signed admits the public lookups: any verified signer, its nonce kept in
+// memory. The signature covers content-digest, so it is checked before any
+// body byte is read; the body is then read and checked against that digest
+// before next runs.
 func (s *Server) signed(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, ok := s.verifySigned(w, r)
-		if ok && s.readSignedBody(w, r, caller) {
+		if ok && s.recordNonce(w, r, caller, s.lookupNonces) && s.readSignedBody(w, r, caller) {
 			next(w, r)
 		}
 	})
 }
 
 // signedService is signed for routes that also need the service API key of
-// the Authorization bearer header; the key is checked before the body is
-// read too.
+// the Authorization bearer header; the key is checked before the nonce is
+// recorded (in the database) and before the body is read.
 func (s *Server) signedService(next func(http.ResponseWriter, *http.Request, service)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, ok := s.verifySigned(w, r)
@@ -35,21 +55,43 @@ func (s *Server) signedService(next func(http.ResponseWriter, *http.Request, ser
 			return
 		}
 		svc, ok := s.serviceKey(w, r)
-		if ok && s.readSignedBody(w, r, caller) {
+		if ok && s.recordNonce(w, r, caller, s.nonces) && s.readSignedBody(w, r, caller) {
 			next(w, r, svc)
 		}
 	})
 }
 
-// verifySigned checks the signature and records the nonce, reading no body
-// byte; on failure it has answered.
+// verifySigned checks the client's rate and the signature, touching
+// neither the body nor the database and recording no nonce; on failure it
+// has answered.
 func (s *Server) verifySigned(w http.ResponseWriter, r *http.Request) (*identity.Caller, bool) {
+	if wait := s.signedLimits.wait(s.clientKey(r), s.now()); wait > 0 {
+		apierror.Write(w, r, rateLimited(wait))
+		return nil, false
+	}
 	caller, err := s.verifier.Verify(r)
 	if err != nil {
 		s.signatureFailed(w, r, err)
 		return nil, false
 	}
 	return caller, true
+}
+
+// recordNonce records the caller's nonce, scoped by its namespace, in
+// nonces; on failure (a replay, a full memory, the database failing) it has
+// answered.
+func (s *Server) recordNonce(w http.ResponseWriter, r *http.Request, caller *identity.Caller, nonces httpsig.NonceChecker) bool {
+	err := nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, replay.ErrFull):
+		// A slot frees the second its nonce expires; come back shortly.
+		apierror.Write(w, r, errNonceStoreFull.WithRetryAfter(5*time.Second))
+	default:
+		s.signatureFailed(w, r, err)
+	}
+	return false
 }
 
 func (s *Server) signatureFailed(w http.ResponseWriter, r *http.Request, err error) {

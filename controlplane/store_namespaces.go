@@ -104,12 +104,30 @@ func (s *Store) namespace(ctx context.Context, ns string) (namespaceRecord, erro
 }
 
 // createSession stores a new session of ns valid until expires and returns
-// its id.
-func (s *Store) createSession(ctx context.Context, ns string, now, expires time.Time) (string, error) {
+// its id, unless ns already has max live sessions (a *retryLater wrapping
+// errSessionLimit).
+func (s *Store) createSession(ctx context.Context, ns string, max int, now, expires time.Time) (string, error) {
 	id := newID("ses_")
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, namespace, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		id, ns, micros(now), micros(expires))
-	return id, dbErr("insert session", err)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockNamespace(ctx, tx, ns); err != nil {
+			return err
+		}
+		var (
+			live     int
+			earliest sql.NullInt64
+		)
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(expires_at) FROM sessions WHERE namespace = $1 AND expires_at > $2`,
+			ns, micros(now)).Scan(&live, &earliest); err != nil {
+			return dbErr("count sessions", err)
+		}
+		if live >= max {
+			return &retryLater{Err: errSessionLimit, Wait: expiryWait(earliest.Int64, now)}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, namespace, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+			id, ns, micros(now), micros(expires))
+		return dbErr("insert session", err)
+	})
+	return id, err
 }
 
 // checkSession reports errSessionInvalid unless session sid of ns exists,
@@ -164,10 +182,13 @@ func (c nonceChecker) CheckNonce(ctx context.Context, scope, nonce string, until
 	return fmt.Errorf("controlplane: nonce %q already used: %w", nonce, httpsig.ErrReplayDetected)
 }
 
-// cleanup deletes expired nonces and sessions.
+// cleanup deletes expired nonces, gateway pairing sessions and sessions.
 func (s *Store) cleanup(ctx context.Context, now time.Time) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM nonces WHERE expires_at <= $1`, micros(now)); err != nil {
 		return dbErr("delete nonces", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE expires_at <= $1`, micros(now)); err != nil {
+		return dbErr("delete pairings", err)
 	}
 	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, micros(now))
 	return dbErr("delete sessions", err)

@@ -70,11 +70,22 @@ func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time)
 	return k, dbErr("insert api key", err)
 }
 
-// createService registers a service owned by owner and issues its first key.
-func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug string, now time.Time) (service, apiKey, error) {
+// createService registers a service owned by owner and issues its first
+// key, unless owner already has max services.
+func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug string, max int, now time.Time) (service, apiKey, error) {
 	svc := service{ID: newID("svc_"), Slug: slug, Name: name, ServiceEndpoint: endpoint, Owner: owner, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
 	var key apiKey
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockNamespace(ctx, tx, owner); err != nil {
+			return err
+		}
+		var owned int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM services WHERE owner = $1`, owner).Scan(&owned); err != nil {
+			return dbErr("count services", err)
+		}
+		if owned >= max {
+			return errServiceLimit
+		}
 		var taken int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM services WHERE slug = $1`, slug).Scan(&taken); err != nil {
 			return dbErr("slug lookup", err)
@@ -220,6 +231,9 @@ func timePtr(v sql.NullInt64) *time.Time {
 }
 
 // createKey issues another key, refusing when max keys are already active.
+// Revoked keys stay listed for their history, the newest max of them: the
+// older are deleted, so revoking and creating keys in turn cannot grow the
+// table.
 func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int, now time.Time) (apiKey, error) {
 	var key apiKey
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -237,6 +251,11 @@ func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int,
 		}
 		if active >= max {
 			return errKeyLimit
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE service_id = $1 AND revoked_at IS NOT NULL AND id NOT IN
+			(SELECT id FROM api_keys WHERE service_id = $1 AND revoked_at IS NOT NULL ORDER BY revoked_at DESC, id DESC LIMIT $2)`,
+			serviceID, max); err != nil {
+			return dbErr("delete old revoked keys", err)
 		}
 		key, err = insertKey(ctx, tx, serviceID, now)
 		return err

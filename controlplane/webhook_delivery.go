@@ -14,9 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -78,14 +76,14 @@ func (s *Server) loop(ctx context.Context, wake <-chan struct{}, pass func()) {
 // deliveryRetention is how long finished deliveries stay listed.
 const deliveryRetention = 30 * 24 * time.Hour
 
-// deliveryParallelism bounds the attempts one pass has in flight, shared
-// by every tenant; deliveryPerService bounds those of one service's
-// webhooks on one instance, so a receiver that never answers holds at
-// most half the slots (each for up to Timeout) and the other services'
-// deliveries go on in the other half.
+// deliveryParallelism bounds the attempts in flight at once, and
+// deliveryPerOwner those of the services of one owner: the queue and its
+// slots are shared by every owner, so one whose receivers are slow (or
+// never answer within Timeout) holds half of the slots at most, and the
+// others' deliveries go out meanwhile.
 const (
 	deliveryParallelism = 8
-	deliveryPerService  = 4
+	deliveryPerOwner    = deliveryParallelism / 2
 )
 
 // wakeWorkers nudges RunWorkers after a change that may have queued work.
@@ -97,7 +95,8 @@ func (s *Server) wakeWorkers() {
 }
 
 // deliverDue attempts every delivery due now and returns how many it
-// attempted.
+// attempted. A slot freed by a finished attempt is filled at once, from
+// the due deliveries of owners below their share.
 func (s *Server) deliverDue(ctx context.Context) (int, error) {
 	rt := s.cfg.Webhooks.rt
 	if rt.aead == nil {
@@ -106,75 +105,62 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 	// The lease outlives an attempt (bounded by the client timeout) with
 	// a wide margin, so it only expires for a worker that died.
 	leaseFor := 2*s.cfg.Webhooks.Timeout + time.Minute
-	// A slot is leased again as soon as it frees: no attempt waits for a
-	// slower one of the same pass.
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		total    int
+		inflight int
+		byOwner  = map[string]int{}
+		finished = make(chan string, deliveryParallelism) // the owner of an ended attempt
+	)
 	defer wg.Wait()
-	finished := make(chan string, deliveryParallelism) // the service of an ended attempt
-	tick := time.NewTicker(s.cfg.Webhooks.PollInterval)
-	defer tick.Stop()
-	perService := map[string]int{} // attempts in flight
-	// A lease that found nothing with the same services capped is not
-	// tried again before the next tick: with a capped service's backlog
-	// due, that query reads the whole backlog.
-	var nothingWith *string
-	inFlight, total := 0, 0
+	ended := func(owner string) {
+		inflight--
+		if byOwner[owner]--; byOwner[owner] == 0 {
+			delete(byOwner, owner)
+		}
+	}
 	for {
-		capped := cappedServices(perService)
-		if free := deliveryParallelism - inFlight; free > 0 && ctx.Err() == nil && (nothingWith == nil || *nothingWith != capped) {
-			token := newID("lease_")
-			batch, err := s.store.claimDeliveries(ctx, token, free, deliveryPerService, perService, s.now(), leaseFor)
-			if err != nil {
+		var batch []delivery
+		token := newID("lease_")
+		free := deliveryParallelism - inflight
+		if free > 0 && ctx.Err() == nil {
+			share := make(map[string]int, len(byOwner))
+			for owner, n := range byOwner {
+				share[owner] = deliveryPerOwner - n
+			}
+			var err error
+			if batch, err = s.store.claimDeliveries(ctx, token, free, deliveryPerOwner, share, s.now(), leaseFor); err != nil {
 				return total, err
 			}
-			if len(batch) == 0 {
-				nothingWith = &capped
-			}
-			newlyCapped := false
-			for _, d := range batch {
-				perService[d.Claim.Service]++
-				newlyCapped = newlyCapped || perService[d.Claim.Service] == deliveryPerService
-				inFlight++
-				wg.Go(func() {
-					s.deliverOne(ctx, token, d)
-					finished <- d.Claim.Service
-				})
-			}
-			total += len(batch)
-			// Lease again while slots are left and the last lease either
-			// filled its slots or capped a service, whose rows may have hidden
-			// others'.
-			if len(batch) == free || newlyCapped {
-				continue
-			}
 		}
-		if inFlight == 0 {
+		for _, d := range batch {
+			inflight++
+			byOwner[d.Owner]++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.deliverOne(ctx, token, d)
+				finished <- d.Owner
+			}()
+		}
+		total += len(batch)
+		if inflight == 0 {
 			return total, ctx.Err()
 		}
-		// Wait for a slot, or for a while: a delivery may have become due.
-		select {
-		case svc := <-finished:
-			inFlight--
-			if perService[svc]--; perService[svc] == 0 {
-				delete(perService, svc)
+		if len(batch) < free || inflight == deliveryParallelism {
+			// Nothing more can be leased until an attempt ends.
+			ended(<-finished)
+		}
+		// Count the attempts that ended meanwhile.
+		for drained := false; !drained; {
+			select {
+			case owner := <-finished:
+				ended(owner)
+			default:
+				drained = true
 			}
-		case <-tick.C:
-			nothingWith = nil
 		}
 	}
-}
-
-// cappedServices names the services with deliveryPerService attempts in
-// flight, in order.
-func cappedServices(perService map[string]int) string {
-	var names []string
-	for svc, n := range perService {
-		if n >= deliveryPerService {
-			names = append(names, svc)
-		}
-	}
-	slices.Sort(names)
-	return strings.Join(names, "\n")
 }
 
 // deliverOne makes one attempt of a leased delivery and records it.

@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"net/http"
 	"time"
 
@@ -18,9 +20,15 @@ const EventWebhookTest = "webhook.test"
 // test delivery to the webhook, whatever events it subscribes to, and
 // answers 202 with the delivery's id. The delivery goes through the same
 // queue, signature, target checks and retries as claim events, so its
-// outcome appears in the webhook's deliveries.
+// outcome appears in the webhook's deliveries. The delivery queue is
+// shared by every owner, so a webhook holds one pending test delivery at
+// most: another is 429 RATE_LIMITED until it is delivered or given up.
 func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, owner string) {
 	id, err := s.store.queueTestDelivery(r.Context(), owner, r.PathValue("id"), r.PathValue("wid"), s.now())
+	if errors.Is(err, errTestQueued) {
+		apierror.Write(w, r, rateLimited(s.cfg.Webhooks.Timeout))
+		return
+	}
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -29,23 +37,43 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, owner strin
 	apierror.WriteJSON(w, http.StatusAccepted, map[string]string{"delivery_id": id, "event_type": EventWebhookTest})
 }
 
+// errTestQueued refuses a test delivery while the webhook has one pending.
+var errTestQueued = errors.New("controlplane: a test delivery of the webhook is already queued")
+
 // queueTestDelivery writes a pending webhook.test delivery of webhook wid
 // of owner's service serviceID, with the same snapshot of URL and sealed
-// secret that the claim triggers take.
+// secret that the claim triggers take, unless one is pending already
+// (errTestQueued).
 func (s *Store) queueTestDelivery(ctx context.Context, owner, serviceID, wid string, now time.Time) (string, error) {
 	id := newID("msg_")
-	res, err := s.db.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, url, secret, event_type, occurred_at,
-			claim_id, namespace, service, public_key, subject, agent_id, agent_name, claim_status,
-			state, attempts, next_attempt_at, created_at)
-		SELECT $1, w.id, w.url, w.secret, $2, $3, '', s.owner, s.slug, '', '', '', '', '', 'pending', 0, $3, $3
-		FROM webhooks w JOIN services s ON s.id = w.service_id
-		WHERE w.id = $4 AND w.service_id = $5 AND s.owner = $6`,
-		id, EventWebhookTest, micros(now), wid, serviceID, owner)
-	if err != nil {
-		return "", dbErr("queue test delivery", err)
+	lock := ""
+	if s.pg {
+		lock = " FOR UPDATE OF w" // serialises the count and insert per webhook
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return "", errWebhookNotFound
-	}
-	return id, nil
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT w.id FROM webhooks w JOIN services s ON s.id = w.service_id
+			WHERE w.id = $1 AND w.service_id = $2 AND s.owner = $3`+lock, wid, serviceID, owner).Scan(new(string))
+		if errors.Is(err, sql.ErrNoRows) {
+			return errWebhookNotFound
+		}
+		if err != nil {
+			return dbErr("webhook", err)
+		}
+		var queued int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = $1 AND event_type = $2 AND state = 'pending'`,
+			wid, EventWebhookTest).Scan(&queued); err != nil {
+			return dbErr("count test deliveries", err)
+		}
+		if queued > 0 {
+			return errTestQueued
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, url, secret, event_type, occurred_at,
+				claim_id, namespace, service, public_key, subject, agent_id, agent_name, claim_status,
+				state, attempts, next_attempt_at, created_at)
+			SELECT $1, w.id, w.url, w.secret, $2, $3, '', s.owner, s.slug, '', '', '', '', '', 'pending', 0, $3, $3
+			FROM webhooks w JOIN services s ON s.id = w.service_id WHERE w.id = $4`,
+			id, EventWebhookTest, micros(now), wid)
+		return dbErr("queue test delivery", err)
+	})
+	return id, err
 }

@@ -240,51 +240,56 @@ type delivery struct {
 	OccurredAt, CreatedAt      time.Time
 	Claim                      Claim
 	Attempts                   int
+	Owner                      string // of the webhook's service: its share of the slots
 }
 
-// claimDeliveries leases up to n due pending deliveries for leaseFor under
-// token, taking no service past perService counting the attempts busy says
-// it has in flight already (the choice is made among the oldest due rows,
-// so the query stays cheap). Rows leased by another worker (lease not
-// expired) are skipped; on PostgreSQL, SKIP LOCKED also keeps concurrent
-// workers off each other's candidate rows, and the outer conditions
-// re-check what the inner select saw, so a row is only ever leased by one
-// worker at a time.
-func (s *Store) claimDeliveries(ctx context.Context, token string, n, perService int, busy map[string]int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
-	skip := ""
-	if s.pg {
-		skip = " FOR UPDATE SKIP LOCKED"
-	}
-	args := []any{token, micros(now.Add(leaseFor)), micros(now), n, 4 * n, perService}
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	var full []string
-	inFlight := "0"
-	for svc, k := range busy {
-		if k >= perService {
-			full = append(full, arg(svc))
-		} else if k > 0 {
-			inFlight = "CASE WHEN service = " + arg(svc) + " THEN " + arg(k) + " ELSE " + inFlight + " END"
+// deliveryWindow is how many of the oldest due deliveries a lease looks
+// at, so that leasing costs the same whatever the backlog. The share per
+// owner applies within it: a burst of one owner's deliveries leaves room
+// for the others' behind it, but an owner who keeps more than
+// deliveryWindow deliveries due ahead of everyone else's still delays
+// them (each of its attempts that fails moves its delivery to a later
+// retry, out of the window).
+const deliveryWindow = 64
+
+// claimDeliveries leases for leaseFor under token up to n of the oldest
+// deliveryWindow due pending deliveries, oldest first, but of each owner
+// (the owner of the delivery's service) only as many as its share allows:
+// share[owner] when listed, else perOwner. Rows leased by another worker
+// (lease not expired) are skipped, and the outer conditions re-check what
+// the inner select saw (on PostgreSQL, a row another worker leased
+// meanwhile is re-read after its lock), so a row is only ever leased by
+// one worker at a time. Each delivery comes with its owner.
+func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner int, share map[string]int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
+	args := []any{token, micros(now.Add(leaseFor)), micros(now), n, deliveryWindow, perOwner}
+	// The casts type the parameters for PostgreSQL.
+	allowed := "CAST($6 AS INTEGER)"
+	if len(share) > 0 {
+		var b strings.Builder
+		b.WriteString("CASE tenant")
+		for owner, left := range share {
+			args = append(args, owner, left)
+			fmt.Fprintf(&b, " WHEN CAST($%d AS TEXT) THEN CAST($%d AS INTEGER)", len(args)-1, len(args))
 		}
-	}
-	notIn := ""
-	if len(full) > 0 {
-		notIn = " AND service NOT IN (" + strings.Join(full, ", ") + ")"
+		b.WriteString(" ELSE CAST($6 AS INTEGER) END")
+		allowed = b.String()
 	}
 	rows, err := s.db.QueryContext(ctx, `UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2
-		WHERE id IN (SELECT id FROM webhook_deliveries WHERE id IN (
-				SELECT id FROM (
-					SELECT id, service, ROW_NUMBER() OVER (PARTITION BY service ORDER BY next_attempt_at, id) AS k FROM (
-						SELECT id, service, next_attempt_at FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $3
-							AND (lease_until IS NULL OR lease_until <= $3)`+notIn+` ORDER BY next_attempt_at LIMIT $5
-					) due
-				) ranked WHERE k + `+inFlight+` <= $6)
-			ORDER BY next_attempt_at LIMIT $4`+skip+`)
+		WHERE id IN (SELECT id FROM (
+				SELECT c.id, c.next_attempt_at, c.tenant,
+					ROW_NUMBER() OVER (PARTITION BY c.tenant ORDER BY c.next_attempt_at, c.id) AS rank
+				FROM (SELECT w.id, w.next_attempt_at, COALESCE(s.owner, w.service) AS tenant
+					FROM (SELECT id, next_attempt_at, service FROM webhook_deliveries
+						WHERE state = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+						ORDER BY next_attempt_at LIMIT $5) w
+					LEFT JOIN services s ON s.slug = w.service) c
+			) due
+			WHERE rank <= `+allowed+`
+			ORDER BY next_attempt_at LIMIT $4)
 			AND state = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
 		RETURNING id, webhook_id, url, secret, event_type, occurred_at, created_at, claim_id, namespace, service,
-			public_key, subject, agent_id, agent_name, claim_status, attempts`,
+			public_key, subject, agent_id, agent_name, claim_status, attempts,
+			COALESCE((SELECT owner FROM services WHERE slug = webhook_deliveries.service), service)`,
 		args...)
 	if err != nil {
 		return nil, dbErr("lease deliveries", err)
@@ -298,7 +303,7 @@ func (s *Store) claimDeliveries(ctx context.Context, token string, n, perService
 		)
 		c := &d.Claim
 		if err := rows.Scan(&d.ID, &d.WebhookID, &d.URL, &d.Secret, &d.EventType, &occurred, &created, &c.ID, &c.Namespace, &c.Service,
-			&c.PublicKey, &c.Subject, &c.AgentID, &c.AgentName, &c.Status, &d.Attempts); err != nil {
+			&c.PublicKey, &c.Subject, &c.AgentID, &c.AgentName, &c.Status, &d.Attempts, &d.Owner); err != nil {
 			return nil, dbErr("scan delivery", err)
 		}
 		d.OccurredAt, d.CreatedAt = fromMicros(occurred), fromMicros(created)

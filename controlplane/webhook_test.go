@@ -706,7 +706,7 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 	if err := st.ensureNamespace(ctx, "acme", now); err != nil {
 		b.Fatal(err)
 	}
-	svc, _, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", now)
+	svc, _, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", DefaultMaxServices, now)
 	if err != nil {
 		b.Fatal(err)
 	}

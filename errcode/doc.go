@@ -48,7 +48,7 @@
 //	AUTH_CLAIM_REQUIRED              403  this agent is not approved for this service; the namespace owner must approve the claim
 //	AUTH_CLAIM_SUBMIT_RATE_LIMITED   429  too many claims submitted for this namespace; try again later
 //	AUTH_FORBIDDEN                   403  request refused
-//	NONCE_STORE_FULL                 503  the gateway is at its replay-protection capacity; try again shortly
+//	NONCE_STORE_FULL                 503  the server is at its replay-protection capacity; try again shortly
 //
 // Gateway, connections and upstreams:
 //
@@ -90,6 +90,7 @@
 //	API_KEY_INVALID                  401  missing or invalid service api key
 //	API_KEY_NOT_FOUND                404  api key not found
 //	API_KEY_LIMIT_REACHED            409  the service already has the maximum number of active api keys
+//	SERVICE_LIMIT_REACHED            409  the namespace already has the maximum number of services
 //	SERVICE_NOT_FOUND                404  service not found
 //	SERVICE_MISMATCH                 403  service differs from the api key's service
 //	SLUG_TAKEN                       409  service slug is already taken
@@ -119,6 +120,7 @@
 //	NO_PASSKEYS                      409  the namespace has no passkey to sign in with
 //	REAUTH_REQUIRED                  403  verify with an established passkey again (GET /v1/auth/verify/options, POST /v1/auth/verify) within 5 minutes before this action
 //	SESSION_NOT_FOUND                404  session not found
+//	SESSION_LIMIT_REACHED            429  the namespace has the maximum number of live sessions; end one, or retry when the oldest expires
 //	SIGNIN_LINK_INVALID              401  this sign-in link is unknown, already used or expired; create a new one
 //	WEBHOOKS_DISABLED                503  webhooks are not configured on this control plane
 //	WEBHOOK_NOT_FOUND                404  webhook not found
@@ -135,4 +137,6 @@
 //	PAIRING_CODE_INVALID             401  unknown pairing session or wrong pairing code
 //	PAIRING_EXPIRED                  410  the pairing session expired; start a new one
 //	PAIRING_ENDED                    410  the pairing session was used or ended after too many wrong codes; start a new one
+//	PAIRING_LIMIT_REACHED            429  the namespace has the maximum number of open pairing sessions; retry when one is used or expires
+//	GATEWAY_LIMIT_REACHED            409  the namespace already has the maximum number of paired gateways; unpair one first
 package errcode

@@ -70,6 +70,7 @@ const (
 	APIKeyInvalid
 	APIKeyNotFound
 	APIKeyLimitReached
+	ServiceLimitReached
 	ServiceNotFound
 	ServiceMismatch
 	SlugTaken
@@ -99,6 +100,7 @@ const (
 	NoPasskeys
 	ReauthRequired
 	SessionNotFound
+	SessionLimitReached
 	SigninLinkInvalid
 	WebhooksDisabled
 	WebhookNotFound
@@ -112,6 +114,8 @@ const (
 	PairingCodeInvalid
 	PairingExpired
 	PairingEnded
+	PairingLimitReached
+	GatewayLimitReached
 
 	codeCount // not a code: the length of the table
 )
@@ -147,7 +151,7 @@ var table = [codeCount]row{
 	AuthClaimRequired:           {"AUTH_CLAIM_REQUIRED", http.StatusForbidden, "this agent is not approved for this service; the namespace owner must approve the claim"},
 	AuthClaimSubmitRateLimited:  {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
 	AuthForbidden:               {"AUTH_FORBIDDEN", http.StatusForbidden, "request refused"},
-	NonceStoreFull:              {"NONCE_STORE_FULL", http.StatusServiceUnavailable, "the gateway is at its replay-protection capacity; try again shortly"},
+	NonceStoreFull:              {"NONCE_STORE_FULL", http.StatusServiceUnavailable, "the server is at its replay-protection capacity; try again shortly"},
 
 	ConnectionNotFound:         {"CONNECTION_NOT_FOUND", http.StatusNotFound, "connection not found"},
 	ConnectionDisabled:         {"CONNECTION_DISABLED", http.StatusForbidden, "the connection is disabled"},
@@ -181,6 +185,7 @@ var table = [codeCount]row{
 	APIKeyInvalid:            {"API_KEY_INVALID", http.StatusUnauthorized, "missing or invalid service api key"},
 	APIKeyNotFound:           {"API_KEY_NOT_FOUND", http.StatusNotFound, "api key not found"},
 	APIKeyLimitReached:       {"API_KEY_LIMIT_REACHED", http.StatusConflict, "the service already has the maximum number of active api keys"},
+	ServiceLimitReached:      {"SERVICE_LIMIT_REACHED", http.StatusConflict, "the namespace already has the maximum number of services"},
 	ServiceNotFound:          {"SERVICE_NOT_FOUND", http.StatusNotFound, "service not found"},
 	ServiceMismatch:          {"SERVICE_MISMATCH", http.StatusForbidden, "service differs from the api key's service"},
 	SlugTaken:                {"SLUG_TAKEN", http.StatusConflict, "service slug is already taken"},
@@ -210,6 +215,7 @@ var table = [codeCount]row{
 	NoPasskeys:               {"NO_PASSKEYS", http.StatusConflict, "the namespace has no passkey to sign in with"},
 	ReauthRequired:           {"REAUTH_REQUIRED", http.StatusForbidden, "verify with an established passkey again (GET /v1/auth/verify/options, POST /v1/auth/verify) within 5 minutes before this action"},
 	SessionNotFound:          {"SESSION_NOT_FOUND", http.StatusNotFound, "session not found"},
+	SessionLimitReached:      {"SESSION_LIMIT_REACHED", http.StatusTooManyRequests, "the namespace has the maximum number of live sessions; end one, or retry when the oldest expires"},
 	SigninLinkInvalid:        {"SIGNIN_LINK_INVALID", http.StatusUnauthorized, "this sign-in link is unknown, already used or expired; create a new one"},
 	WebhooksDisabled:         {"WEBHOOKS_DISABLED", http.StatusServiceUnavailable, "webhooks are not configured on this control plane"},
 	WebhookNotFound:          {"WEBHOOK_NOT_FOUND", http.StatusNotFound, "webhook not found"},
@@ -223,6 +229,8 @@ var table = [codeCount]row{
 	PairingCodeInvalid:       {"PAIRING_CODE_INVALID", http.StatusUnauthorized, "unknown pairing session or wrong pairing code"},
 	PairingExpired:           {"PAIRING_EXPIRED", http.StatusGone, "the pairing session expired; start a new one"},
 	PairingEnded:             {"PAIRING_ENDED", http.StatusGone, "the pairing session was used or ended after too many wrong codes; start a new one"},
+	PairingLimitReached:      {"PAIRING_LIMIT_REACHED", http.StatusTooManyRequests, "the namespace has the maximum number of open pairing sessions; retry when one is used or expires"},
+	GatewayLimitReached:      {"GATEWAY_LIMIT_REACHED", http.StatusConflict, "the namespace already has the maximum number of paired gateways; unpair one first"},
 }
 
 // byName finds a code from its wire name.

@@ -197,8 +197,20 @@ func readLimits(r *envconf.Reader, c *controlplane.Config) {
 		"of those, how many one agent network (an IPv4 address, or an IPv6 /64) may hold")
 	c.PendingExpiry = r.Hours("PENDING_AUTHORIZATION_EXPIRY_HOURS", 24, "hours a claim may stay pending before it expires")
 	c.MaxAPIKeys = r.Int("MAX_API_KEYS_PER_SERVICE", 5, 1, "active API keys allowed per service")
+	c.MaxServices = r.Int("MAX_SERVICES_PER_NAMESPACE", controlplane.DefaultMaxServices, 1,
+		"services one namespace may own; past it 409 SERVICE_LIMIT_REACHED")
+	c.MaxOpenPairings = r.Int("MAX_OPEN_PAIRINGS_PER_NAMESPACE", controlplane.DefaultMaxOpenPairings, 1,
+		"gateway pairing sessions one namespace may have open (neither used, ended nor expired); past it 429 PAIRING_LIMIT_REACHED")
+	c.MaxGateways = r.Int("MAX_GATEWAYS_PER_NAMESPACE", controlplane.DefaultMaxGateways, 1,
+		"paired gateways one namespace may have; past it 409 GATEWAY_LIMIT_REACHED")
+	c.MaxSessions = r.Int("MAX_SESSIONS_PER_NAMESPACE", controlplane.DefaultMaxSessions, 1,
+		"live owner sessions one namespace may have; past it a new session is refused with 429 SESSION_LIMIT_REACHED")
 	c.MaxInflightBodyBytes = r.Int64("CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES", controlplane.DefaultMaxInflightBodyBytes, 1,
 		"request body bytes held at once across all requests, in bytes; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")
+	c.SignedRatePerMinute = r.Int("CONTROLPLANE_SIGNED_RATE_LIMIT_PER_MINUTE", controlplane.DefaultSignedRatePerMinute, 1,
+		"requests to the signed routes one client address (an IPv4 address, or an IPv6 /64) may make per minute, with an equal burst; past it 429 RATE_LIMITED")
+	c.MaxLookupNonces = r.Int("CONTROLPLANE_LOOKUP_NONCE_MAX_ENTRIES", controlplane.DefaultMaxLookupNonces, 1,
+		"nonces of the public signed lookups remembered in memory; when full, lookups get 503 NONCE_STORE_FULL")
 	c.SignatureMaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
 	c.SignatureFutureSkew = r.Seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30, "seconds a signature's creation time may lie in the future")
 }

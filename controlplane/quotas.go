@@ -1,0 +1,69 @@
+package controlplane
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// Per-namespace quotas. One owner (one namespace) may hold at most:
+//
+//   - Config.MaxServices services: past it 409 SERVICE_LIMIT_REACHED. Keys
+//     and webhooks are capped per service, so they are bounded per
+//     namespace too;
+//   - Config.MaxOpenPairings pairing sessions that can still complete
+//     (neither used, ended nor expired): past it 429 PAIRING_LIMIT_REACHED
+//     with Retry-After until the oldest expires. Expired sessions are
+//     deleted by Server.Maintain;
+//   - Config.MaxGateways paired gateways: past it 409
+//     GATEWAY_LIMIT_REACHED, when a pairing session is started and again
+//     when one completes;
+//   - Config.MaxSessions live sessions: a login, sign-up or sign-in link
+//     past it is 429 SESSION_LIMIT_REACHED with Retry-After until the
+//     oldest expires (the owner may end sessions instead).
+//
+// Each count and the insert it guards run in one transaction that holds
+// the namespace's row, so concurrent requests cannot overshoot.
+const (
+	DefaultMaxServices     = 25
+	DefaultMaxOpenPairings = 5
+	DefaultMaxGateways     = 25
+	DefaultMaxSessions     = 100
+)
+
+// Quota errors; errorTable maps them to codes.
+var (
+	errServiceLimit = errors.New("controlplane: service limit of the namespace reached")
+	errPairingLimit = errors.New("controlplane: open pairing session limit of the namespace reached")
+	errGatewayLimit = errors.New("controlplane: gateway limit of the namespace reached")
+	errSessionLimit = errors.New("controlplane: session limit of the namespace reached")
+)
+
+// retryLater is a refusal that clears by itself after Wait, when the
+// oldest item counted against a quota expires.
+type retryLater struct {
+	Err  error
+	Wait time.Duration
+}
+
+func (e *retryLater) Error() string { return e.Err.Error() }
+func (e *retryLater) Unwrap() error { return e.Err }
+
+// lockNamespace holds the row of ns until tx ends (PostgreSQL; SQLite's
+// immediate transactions already hold the write lock), serialising the
+// quota checks of one namespace.
+func (s *Store) lockNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
+	var name string
+	err := tx.QueryRowContext(ctx, `SELECT namespace FROM namespaces WHERE namespace = $1`+s.forUpdate(), ns).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNamespaceNotFound
+	}
+	return dbErr("lock namespace", err)
+}
+
+// expiryWait is how long until the earliest of the given expiry times
+// (micros), at least a second.
+func expiryWait(earliest int64, now time.Time) time.Duration {
+	return max(fromMicros(earliest).Sub(now), time.Second)
+}
