@@ -338,7 +338,7 @@ func (b *browser) fill(label, value string) {
 // errorText waits for the error shown beside the control named prefix.
 func (b *browser) errorText(prefix string) string {
 	b.t.Helper()
-	b.waitFor(`[...document.querySelectorAll("p.err[role=alert]")].some(p => p.textContent)`, 5*time.Second)
+	b.waitFor(`[...document.querySelectorAll("p.err")].some(p => p.textContent)`, 5*time.Second)
 	return eval[string](b, `[...document.querySelectorAll("button")].filter(x => (x.getAttribute("aria-label") || x.textContent).startsWith(`+
 		jsString(prefix)+`)).map(x => document.getElementById(x.getAttribute("aria-describedby") || "")?.textContent || "").join("")`)
 }
