@@ -162,6 +162,8 @@ func (b *browser) checkFocusRings(where string) {
 		b.t.Errorf("%s: Tab reaches no control", where)
 	}
 	b.t.Logf("%s: %d focus rings checked", where, len(seen))
+	// The skip link, shown while focused, would cover the header.
+	eval[bool](b, `(document.activeElement?.blur(), true)`)
 }
 
 // checkTableHeaders asserts, from Chromium's accessibility tree, that
@@ -213,7 +215,18 @@ func (b *browser) tabTo(prefix string) {
 // the assertive one says nothing.
 func (b *browser) said(want string) {
 	b.t.Helper()
-	b.waitFor(`document.getElementById("live-status").textContent === `+jsString(want)+` || document.getElementById("live-alert").textContent`, 10*time.Second)
+	const polite = `document.getElementById("live-status").textContent`
+	for deadline := time.Now().Add(10 * time.Second); eval[string](b, polite) != want; {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("the polite live region says %q, not %q; the assertive one %q", eval[string](b, polite), want,
+				eval[string](b, `document.getElementById("live-alert").textContent`))
+		}
+		select {
+		case <-b.ctx.Done():
+			b.t.Fatal(b.ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	if alert := eval[string](b, `document.getElementById("live-alert").textContent`); alert != "" {
 		b.t.Fatalf("the assertive live region says %q (waiting for %q)", alert, want)
 	}

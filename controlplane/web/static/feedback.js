@@ -17,14 +17,16 @@ export function announce(text, kind) {
 }
 
 // feedback shows text (kind "err" or "done") next to control and
-// announces it, or clears it; ref, when given, is a smaller line naming
-// the error for a report.
+// announces it, or clears it, and the live regions with it, as a new
+// action starts; ref, when given, is a smaller line naming the error for
+// a report.
 export function feedback(control, text, kind, ref) {
   const host = control.closest('.act') ?? control.parentElement;
   let p = host.querySelector(':scope > .err, :scope > .done');
   if (!text) {
     p?.remove();
     control.removeAttribute('aria-describedby');
+    for (const id of ['live-status', 'live-alert']) document.getElementById(id)?.replaceChildren();
     return;
   }
   if (!p) {
