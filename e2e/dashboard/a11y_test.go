@@ -254,6 +254,15 @@ func (b *browser) wantFocus(after, want string) {
 	}
 }
 
+// wantHeading checks the keyboard focus is on the heading named want.
+func (b *browser) wantHeading(after, want string) {
+	b.t.Helper()
+	b.waitFor(`document.activeElement !== document.body`, 5*time.Second)
+	if got, tag := b.focused(), eval[string](b, `document.activeElement.tagName`); got != want || !strings.HasPrefix(tag, "H") {
+		b.t.Errorf("after %s the focus is on %q (%s), want the heading %q", after, got, tag, want)
+	}
+}
+
 // apiCall sends a JSON API request from the page with the session cookie.
 func (b *browser) apiCall(method, path, body string) map[string]any {
 	b.t.Helper()
@@ -325,10 +334,20 @@ func TestDashboardAccessibility(t *testing.T) {
 	b.wantFocus("one Tab", "Reject "+third)
 	b.do(chromedp.KeyEvent(kb.Enter))
 	b.said("Claim for " + third + " rejected.")
-	b.wantFocus("the last Reject", "Claims")
-	if tag := eval[string](b, `document.activeElement.tagName`); tag != "H1" {
-		t.Errorf("after the last Reject the focus is on a %s, want the page's heading", tag)
+	b.wantHeading("the last Reject", "Claims")
+
+	agents = agents[:0]
+	for range 2 {
+		a, _ := identity.New("acme")
+		agents = append(agents, fmt.Sprintf(`{"namespace":"acme","service":"weather","public_key":%q,"status":"pending"}`, identity.FormatPublicKey(a.PublicKey)))
 	}
+	w.post(t, "/v1/test/seed", `{"claims":[`+strings.Join(agents, ",")+`]}`, &seeded)
+	b.open("/claims?status=pending&service=weather")
+	b.tabTo("Reject all pending claims of weather")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.confirmByKeyboard("Reject all")
+	b.said("All 2 pending claims of weather rejected.")
+	b.wantHeading("Reject all", "Claims")
 
 	b.open("/claims?status=approved")
 	b.waitFor(`document.querySelectorAll("tr[data-status=approved]").length === 2`, 5*time.Second)
@@ -342,6 +361,11 @@ func TestDashboardAccessibility(t *testing.T) {
 	if got := b.focused(); got == "Revoke "+revoked {
 		t.Errorf("after Revoke the focus is on the revoked claim's %q", got)
 	}
+	other := strings.TrimPrefix(b.focused(), "Revoke ")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.confirmByKeyboard("Revoke")
+	b.said("Claim for " + other + " revoked.")
+	b.wantHeading("the last Revoke", "Claims")
 
 	step(t, "API keys and webhooks by keyboard")
 	svc := b.apiCall("POST", "/v1/services", `{"name":"Weather API","service_endpoint":"https://weather.example/api"}`)
@@ -375,7 +399,7 @@ func TestDashboardAccessibility(t *testing.T) {
 	b.do(chromedp.KeyEvent(kb.Enter))
 	b.confirmByKeyboard("Delete webhook")
 	b.said("Webhook to " + w.hook + "-2 deleted.")
-	b.wantFocus("the last Delete webhook", "Webhooks")
+	b.wantHeading("the last Delete webhook", "Webhooks")
 
 	step(t, "sessions by keyboard")
 	b.open("/account")
@@ -385,7 +409,7 @@ func TestDashboardAccessibility(t *testing.T) {
 	started := strings.TrimPrefix(b.focused(), "End session started ")
 	b.do(chromedp.KeyEvent(kb.Enter))
 	b.said("The session started " + started + " has ended.")
-	b.wantFocus("the last End session", "Sessions")
+	b.wantHeading("the last End session", "Sessions")
 
 	step(t, "the other pages")
 	b.open("/did")

@@ -5,7 +5,7 @@
 import { ApiError, call, describe, reference } from './api.js';
 import { shown } from './display.js';
 import { announce, feedback } from './feedback.js';
-import { busy as working, isBusy, land, placeOf } from './focus.js';
+import { busy as working, isBusy, land, placeOf, toHeading } from './focus.js';
 import * as passkey from './webauthn.js';
 
 const ns = document.body.dataset.namespace ?? '';
@@ -70,10 +70,7 @@ async function refresh() {
     const again = sel && document.querySelector(sel);
     if (again) again.focus();
     else if (place) land(place);
-    else {
-      focusHome.tabIndex = -1;
-      focusHome.focus({ preventScroll: true });
-    }
+    else toHeading(focusHome);
   }
 }
 

@@ -28,6 +28,11 @@ export function land(place) {
       return;
     }
   }
+  toHeading(region);
+}
+
+// toHeading focuses the heading of the part of the page region is in.
+export function toHeading(region) {
   const heading = region.closest('section')?.querySelector('h2') ?? document.querySelector('main h1');
   heading.tabIndex = -1;
   heading.focus();
