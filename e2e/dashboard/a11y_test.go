@@ -49,7 +49,8 @@ var auditWidths = []struct {
 // impact moderate or above, a focus ring of at least 3:1 against the
 // background behind it on every control Tab reaches, and tables whose
 // column headers stay in the accessibility tree. It saves a screenshot at
-// each width and leaves the laptop width set.
+// each width (a test artifact, never in docs) and leaves the laptop width
+// set.
 func (b *browser) audit(name, axe string) {
 	b.t.Helper()
 	defer b.viewport(1280, 900)
@@ -83,7 +84,7 @@ func (b *browser) audit(name, axe string) {
 		b.t.Logf("%s: axe passed %d rules; %d minor violations", where, result.Passed, result.Minor)
 		b.checkFocusRings(where)
 		b.checkTableHeaders(where)
-		b.shot(name + "-" + w.name)
+		b.saveShot(name+"-"+w.name, false)
 	}
 }
 
@@ -323,7 +324,7 @@ func TestDashboardAccessibility(t *testing.T) {
 	}
 	first, second, third := label(0), label(1), label(2)
 	b.tabTo("Approve ")
-	b.shot("a11y-focus-ring")
+	b.saveShot("a11y-focus-ring", false)
 	b.do(chromedp.KeyEvent(kb.Enter))
 	b.said("Claim for " + first + " approved.")
 	b.wantFocus("Approve", "Approve "+second)
