@@ -406,10 +406,6 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 	if msg := b.errorText("Discover Weather API"); msg == "" {
 		t.Fatal("discovering an HTTP connection showed nothing")
 	}
-	confirm := func() {
-		b.waitFor(`document.getElementById("confirm").open`, 5*time.Second)
-		eval[bool](b, `(document.getElementById("confirm-ok").click(), true)`)
-	}
 	// The deletions by keyboard: each says what it did, and the focus
 	// goes to its section's heading once the list is empty.
 	b.tabTo("Delete variable SPARE_TOKEN")
@@ -426,10 +422,22 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 	b.waitFor(`!document.querySelector("tr[data-connection=weather]")`, 10*time.Second)
 	b.shot("gateway-emptied")
 
-	step(t, "unpair: the pair process ends by itself")
-	b.press("button", "Unpair")
-	confirm()
-	b.waitFor(`location.pathname === "/gateways" && !document.querySelector("tr[data-gateway]")`, 10*time.Second)
+	step(t, "Escape cancels Unpair and returns the focus to it")
+	b.tabTo("Unpair")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.waitFor(`document.getElementById("confirm").open`, 5*time.Second)
+	b.do(chromedp.KeyEvent(kb.Escape))
+	b.waitFor(`!document.getElementById("confirm").open`, 5*time.Second)
+	b.wantFocus("Escape", "Unpair")
+
+	step(t, "unpair from the list by keyboard: the pair process ends by itself")
+	b.open("/gateways")
+	b.tabTo("Unpair e2e-laptop")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.confirmByKeyboard("Unpair")
+	b.said("Gateway e2e-laptop unpaired.")
+	b.wantHeading("the last Unpair", "Your gateways")
+	b.waitFor(`!document.querySelector("tr[data-gateway]")`, 10*time.Second)
 	eventually(t, 15*time.Second, "the pair process to exit after unpairing", func() bool {
 		return strings.Contains(runGateway(t, bin, env, "pair", "--status"), "running: no")
 	})
