@@ -108,14 +108,25 @@ window.contrast ??= (() => {
     return layers.reverse().reduce((under, [r, g, b, a]) => [r * a + under[0] * (1 - a), g * a + under[1] * (1 - a), b * a + under[2] * (1 - a)], [255, 255, 255]);
   };
   const ratio = (fg, bg) => { const [x, y] = [lum(fg), lum(bg)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
-  return { rgba, background, ratio };
+  const over = ([r, g, b, a], [R, G, B]) => [r * a + R * (1 - a), g * a + G * (1 - a), b * a + B * (1 - a)];
+  // edge is the contrast that shows where a control is against what is
+  // around it: its fill or its border, whichever stands out more.
+  const edge = (el) => {
+    const cs = getComputedStyle(el), around = background(el.parentElement);
+    const fill = ratio(over(rgba(cs.backgroundColor), around), around);
+    const border = parseFloat(cs.borderTopWidth) >= 1 && cs.borderTopStyle !== "none" ? ratio(over(rgba(cs.borderTopColor), around), around) : 1;
+    return Math.max(fill, border);
+  };
+  return { rgba, background, ratio, edge };
 })();
 true`
 
 // checkFocusRings presses Tab through the page from its skip link and checks
 // the ring each control shows: an outline at least 2 px wide whose colour
 // has 3:1 against the background around the control (the outline sits
-// outside it, on its parent's background).
+// outside it, on its parent's background). A button or a field must also
+// stand out from that background by 3:1, with its fill or its border
+// (axe checks the contrast of text, not of a control's edge).
 func (b *browser) checkFocusRings(where string) {
 	b.t.Helper()
 	eval[bool](b, contrastJS)
@@ -132,7 +143,7 @@ func (b *browser) checkFocusRings(where string) {
 		}
 		var ring struct {
 			Key, Name, Style, Color, Background string
-			Width, Ratio                        float64
+			Width, Ratio, Edge                  float64
 			Visible                             bool
 		}
 		raw := eval[string](b, `JSON.stringify((() => {
@@ -143,7 +154,8 @@ func (b *browser) checkFocusRings(where string) {
 			const path = []; for (let e = el; e && e !== document.body; e = e.parentElement) path.push(e.tagName + [...(e.parentElement?.children ?? [])].indexOf(e));
 			return { key: path.join("/"), name: (el.getAttribute("aria-label") || el.textContent || el.id || el.tagName).trim().slice(0, 60),
 				style: cs.outlineStyle, color: cs.outlineColor, background: "rgb(" + bg.map(Math.round).join(", ") + ")",
-				width: parseFloat(cs.outlineWidth), ratio: contrast.ratio(contrast.rgba(cs.outlineColor), bg), visible: el.matches(":focus-visible") };
+				width: parseFloat(cs.outlineWidth), ratio: contrast.ratio(contrast.rgba(cs.outlineColor), bg), visible: el.matches(":focus-visible"),
+				edge: el.matches("button, a.button, select, textarea, input:not([type=checkbox], [type=radio])") ? contrast.edge(el) : 0 };
 		})())`)
 		if raw == "null" {
 			break
@@ -162,6 +174,9 @@ func (b *browser) checkFocusRings(where string) {
 		lowest = min(lowest, ring.Ratio)
 		if ring.Ratio < 3 {
 			b.t.Errorf("%s: the focus ring of %q, %s on %s, has contrast %.2f:1, under 3:1", where, ring.Name, ring.Color, ring.Background, ring.Ratio)
+		}
+		if ring.Edge > 0 && ring.Edge < 3 {
+			b.t.Errorf("%s: the edge of %q (its fill or border) has contrast %.2f:1 on %s, under 3:1", where, ring.Name, ring.Edge, ring.Background)
 		}
 	}
 	if len(seen) == 0 {
