@@ -215,6 +215,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 		}
 		took := b.waitFor(`document.querySelector("tr[data-status=pending]")`, 5*time.Second)
 		t.Logf("the pending claim appeared %v after the gateway filed it", took.Round(time.Millisecond))
+		b.said("A new claim is waiting for approval.")
 		if !eval[bool](b, `window.sameDocument === true`) {
 			t.Fatal("the claims page reloaded instead of updating itself")
 		}

@@ -303,7 +303,7 @@ async function loadSessions() {
 
 // pollClaims keeps the claims view current: it asks the API for the same
 // view (and the pending count) and re-renders when anything differs, so
-// new requests appear without a reload.
+// new requests appear without a reload, and says when new ones wait.
 async function pollClaims() {
   const region = document.getElementById('claims-region');
   if (!region || document.hidden || busy > 0 || document.querySelector('dialog[open]')) return;
@@ -319,10 +319,12 @@ async function pollClaims() {
     }
     const shown = [...region.querySelectorAll('tr[data-id]')].map((r) => `${r.dataset.id}:${r.dataset.status}`).join();
     const fresh = view.claims.map((c) => `${c.claim_id}:${c.status}`).join();
+    const waiting = pending - Number(region.dataset.pending);
     if (shown !== fresh || `${view.pagination.total}` !== region.dataset.total || `${pending}` !== region.dataset.pending ||
         Date.now() - lastRefresh > 60000) {
       await refresh();
     }
+    if (waiting > 0) announce(waiting === 1 ? 'A new claim is waiting for approval.' : `${waiting} new claims are waiting for approval.`);
   } catch (err) {
     if (err.status === 401) location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
   }
