@@ -265,8 +265,8 @@ func (b *browser) confirmByKeyboard(verb string) {
 	b.do(chromedp.KeyEvent(kb.Enter))
 }
 
-// wantFocus checks the control with the keyboard focus is named want (a
-// prefix), or, for a heading, is that heading.
+// wantFocus checks the control with the keyboard focus has a name that
+// starts with want.
 func (b *browser) wantFocus(after, want string) {
 	b.t.Helper()
 	b.waitFor(`document.activeElement !== document.body`, 5*time.Second)
