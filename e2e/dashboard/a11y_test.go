@@ -48,8 +48,9 @@ var auditWidths = []struct {
 
 // audit checks the open page at each width: no axe-core violation of
 // impact moderate or above, a focus ring of at least 3:1 against the
-// background behind it on every control Tab reaches, and tables whose
-// column headers stay in the accessibility tree. It saves a screenshot at
+// background behind it on every control Tab reaches, buttons and fields
+// whose edges stand out by 3:1, and tables whose column headers stay in
+// the accessibility tree. It saves a screenshot at
 // each width (a test artifact, never in docs) and leaves the laptop width
 // set.
 func (b *browser) audit(name, axe string) {
@@ -302,7 +303,9 @@ func (b *browser) apiCall(method, path, body string) map[string]any {
 // shows a focus ring of 3:1 on every control, and keeps its tables'
 // headers; and every in-place action, done with the keyboard alone, says
 // what happened in the page's live region and leaves the focus on the
-// same action of the next row, or on the heading when none is left.
+// same action of the next row, or on the heading when none is left. The
+// gateway pages, which need a paired gateway, are checked the same way in
+// TestGatewayPairingEndToEnd.
 func TestDashboardAccessibility(t *testing.T) {
 	axe := axeSource(t)
 	w := newWorld(t)
