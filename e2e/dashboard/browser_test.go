@@ -338,7 +338,7 @@ func (b *browser) fill(label, value string) {
 // errorText waits for the error shown beside the control named prefix.
 func (b *browser) errorText(prefix string) string {
 	b.t.Helper()
-	b.waitFor(`[...document.querySelectorAll("p.err[role=alert]")].some(p => p.textContent)`, 5*time.Second)
+	b.waitFor(`[...document.querySelectorAll("p.err")].some(p => p.textContent)`, 5*time.Second)
 	return eval[string](b, `[...document.querySelectorAll("button")].filter(x => (x.getAttribute("aria-label") || x.textContent).startsWith(`+
 		jsString(prefix)+`)).map(x => document.getElementById(x.getAttribute("aria-describedby") || "")?.textContent || "").join("")`)
 }
@@ -352,6 +352,13 @@ func jsString(s string) string {
 // IDN_UPDATE_SCREENSHOTS=1, under docs/screenshots.
 func (b *browser) shot(name string) {
 	b.t.Helper()
+	b.saveShot(name, os.Getenv("IDN_UPDATE_SCREENSHOTS") == "1")
+}
+
+// saveShot saves a PNG of the page as a test artifact, and under
+// docs/screenshots when docs is set.
+func (b *browser) saveShot(name string, docs bool) {
+	b.t.Helper()
 	b.waitFor(`document.readyState === "complete" && document.body.getBoundingClientRect().height > 0`, 5*time.Second)
 	if problems := eval[[]string](b, `window.pageProblems ?? []`); len(problems) > 0 {
 		b.t.Errorf("%s: %v", name, problems)
@@ -364,7 +371,7 @@ func (b *browser) shot(name string) {
 	if err := os.WriteFile(filepath.Join(b.shots, fmt.Sprintf("%02d-%s.png", b.shotSeq, name)), png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
-	if os.Getenv("IDN_UPDATE_SCREENSHOTS") == "1" {
+	if docs {
 		// The README's set stays small: a page too long for that shows
 		// its first screen.
 		if len(png) > docsShotLimit {

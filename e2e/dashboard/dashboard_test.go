@@ -215,6 +215,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 		}
 		took := b.waitFor(`document.querySelector("tr[data-status=pending]")`, 5*time.Second)
 		t.Logf("the pending claim appeared %v after the gateway filed it", took.Round(time.Millisecond))
+		b.said("A new claim is waiting for approval.")
 		if !eval[bool](b, `window.sameDocument === true`) {
 			t.Fatal("the claims page reloaded instead of updating itself")
 		}
@@ -350,9 +351,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 			t.Errorf("adding a stale session's passkey ran %d ceremonies, want a verification and a registration", n)
 		}
 		before = b.ceremony.Load()
-		b.press("button", "Remove passkey Backup key")
-		b.waitFor(`document.getElementById("confirm").open`, 2*time.Second)
-		b.press("button", "Remove passkey")
+		b.tabTo("Remove passkey Backup key")
+		b.do(chromedp.KeyEvent(kb.Enter))
+		b.confirmByKeyboard("Remove passkey")
 		b.waitFor(`document.querySelectorAll("#passkeys-region tbody tr").length === 1 || document.querySelector("p.err")`, 15*time.Second)
 		if msg := eval[string](b, `document.querySelector("p.err")?.textContent ?? ""`); msg != "" {
 			t.Fatalf("removing the passkey failed: %s", msg)
@@ -360,6 +361,8 @@ func TestDashboardEndToEnd(t *testing.T) {
 		if b.ceremony.Load() == before {
 			t.Error("removing a passkey right after adding one needed no new verification")
 		}
+		b.said("Passkey “Backup key” removed.")
+		b.wantHeading("the last Remove passkey", "Passkeys")
 		if len(b.named("button", "Remove passkey")) != 0 {
 			t.Error("the last passkey offers Remove passkey")
 		}

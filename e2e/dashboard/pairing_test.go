@@ -26,6 +26,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
@@ -322,6 +323,13 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 	})
 
 	b := newBrowser(t, w.base)
+	// The gateway pages' accessibility checks (a11y_test.go) run once,
+	// with the SQLite engine, where axe-core is installed.
+	audit := func(string) {}
+	if engine == controlplane.ProviderSQLite && (os.Getenv("IDN_NODE_MODULES") != "" || os.Getenv("CI") == "true") {
+		axe := axeSource(t)
+		audit = func(name string) { b.audit(name, axe) }
+	}
 	if _, err := chromedp.Call(b.ctx, network.SetCookie, network.SetCookieParams{Name: controlplane.SessionCookie,
 		Value: seeded.Sessions["alice"], URL: w.base, HTTPOnly: new(true)}); err != nil {
 		t.Fatal(err)
@@ -336,6 +344,7 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 		t.Fatalf("the command shown is %q", command)
 	}
 	b.shot("gateways-pairing")
+	audit("a11y-gateways-pairing")
 	// The registry is reached by address here; the command's origin is the
 	// dashboard's own.
 	out := runGateway(t, bin, env, "pair", "--session-id", m[2], "--pair-code", m[3], "--namespace", "alice", "--daemon", "--name", "e2e-laptop")
@@ -351,6 +360,7 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 		t.Fatalf("pair --status:\n%s\n(the dashboard shows %s)", status, fingerprint)
 	}
 	b.shot("gateways")
+	audit("a11y-gateways")
 
 	step(t, "add a connection with a secret, sealed in the browser")
 	b.press("link", "Manage e2e-laptop")
@@ -377,6 +387,7 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 	b.fill("Value", secret+"-spare")
 	b.press("button", "Set variable")
 	b.waitFor(`document.querySelector("tr[data-variable=SPARE_TOKEN]")`, 10*time.Second)
+	audit("a11y-gateway")
 
 	step(t, "rotate, edit, discover and delete from the gateway page")
 	b.press("button", "Rotate Weather")
@@ -395,22 +406,38 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 	if msg := b.errorText("Discover Weather API"); msg == "" {
 		t.Fatal("discovering an HTTP connection showed nothing")
 	}
-	confirm := func() {
-		b.waitFor(`document.getElementById("confirm").open`, 5*time.Second)
-		eval[bool](b, `(document.getElementById("confirm-ok").click(), true)`)
-	}
-	b.press("button", "Delete variable SPARE_TOKEN")
-	confirm()
+	// The deletions by keyboard: each says what it did, and the focus
+	// goes to its section's heading once the list is empty.
+	b.tabTo("Delete variable SPARE_TOKEN")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.confirmByKeyboard("Delete variable")
+	b.said("Variable SPARE_TOKEN deleted.")
+	b.wantHeading("the last Delete variable", "Credential variables")
 	b.waitFor(`!document.querySelector("tr[data-variable=SPARE_TOKEN]")`, 10*time.Second)
-	b.press("button", "Delete connection Weather API")
-	confirm()
+	b.tabTo("Delete connection Weather API")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.confirmByKeyboard("Delete connection")
+	b.said("Connection Weather API deleted.")
+	b.wantHeading("the last Delete connection", "Connections")
 	b.waitFor(`!document.querySelector("tr[data-connection=weather]")`, 10*time.Second)
 	b.shot("gateway-emptied")
 
-	step(t, "unpair: the pair process ends by itself")
-	b.press("button", "Unpair")
-	confirm()
-	b.waitFor(`location.pathname === "/gateways" && !document.querySelector("tr[data-gateway]")`, 10*time.Second)
+	step(t, "Escape cancels Unpair and returns the focus to it")
+	b.tabTo("Unpair")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.waitFor(`document.getElementById("confirm").open`, 5*time.Second)
+	b.do(chromedp.KeyEvent(kb.Escape))
+	b.waitFor(`!document.getElementById("confirm").open`, 5*time.Second)
+	b.wantFocus("Escape", "Unpair")
+
+	step(t, "unpair from the list by keyboard: the pair process ends by itself")
+	b.open("/gateways")
+	b.tabTo("Unpair e2e-laptop")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.confirmByKeyboard("Unpair")
+	b.said("Gateway e2e-laptop unpaired.")
+	b.wantHeading("the last Unpair", "Your gateways")
+	b.waitFor(`!document.querySelector("tr[data-gateway]")`, 10*time.Second)
 	eventually(t, 15*time.Second, "the pair process to exit after unpairing", func() bool {
 		return strings.Contains(runGateway(t, bin, env, "pair", "--status"), "running: no")
 	})

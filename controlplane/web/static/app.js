@@ -4,7 +4,8 @@
 // from a fresh render.
 import { ApiError, call, describe, reference } from './api.js';
 import { shown } from './display.js';
-import { feedback } from './feedback.js';
+import { announce, feedback } from './feedback.js';
+import { busy as working, isBusy, land, placeOf, toHeading } from './focus.js';
 import * as passkey from './webauthn.js';
 
 const ns = document.body.dataset.namespace ?? '';
@@ -12,11 +13,11 @@ const page = document.body.dataset.page;
 let busy = 0;
 let lastRefresh = Date.now();
 
-// run disables control while fn runs and shows fn's error beside it.
+// run marks control busy while fn runs and shows fn's error beside it.
 async function run(control, fn) {
-  if (control.disabled) return;
+  if (isBusy(control)) return;
   feedback(control, '');
-  control.disabled = true;
+  working(control, true);
   control.setAttribute('aria-busy', 'true');
   busy++;
   try {
@@ -24,7 +25,7 @@ async function run(control, fn) {
   } catch (err) {
     feedback(control.isConnected ? control : findAgain(control) ?? control, describe(err), 'err', reference(err));
   } finally {
-    control.disabled = false;
+    working(control, false);
     control.removeAttribute('aria-busy');
     busy--;
   }
@@ -44,7 +45,8 @@ function findAgain(el) {
 }
 
 // refresh replaces each data-region of the page with its fresh render,
-// keeping the keyboard focus where it was when that control still exists.
+// keeping the keyboard focus where it was when that control still exists,
+// else moving it to what took its place (focus.js).
 async function refresh() {
   lastRefresh = Date.now();
   const res = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin', cache: 'no-store' });
@@ -56,6 +58,7 @@ async function refresh() {
   const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
   const active = document.activeElement;
   const sel = active && active !== document.body ? selectorOf(active) : null;
+  const place = placeOf(active);
   let focusHome = null;
   for (const region of document.querySelectorAll('[data-region]')) {
     const fresh = doc.getElementById(region.id);
@@ -66,10 +69,8 @@ async function refresh() {
   if (focusHome && !active.isConnected) {
     const again = sel && document.querySelector(sel);
     if (again) again.focus();
-    else {
-      focusHome.tabIndex = -1;
-      focusHome.focus({ preventScroll: true });
-    }
+    else if (place) land(place);
+    else toHeading(focusHome);
   }
 }
 
@@ -108,6 +109,7 @@ function showSecret(id, title, value, copyLabel) {
   panel.hidden = false;
   panel.querySelector(`#${id}-secret-value`).focus();
   panel.querySelector(`#${id}-secret-value`).select();
+  announce(`${title} shown once, below. Copy it now.`);
 }
 
 // nextPath is where to go after signing in: the page's data-next, which the
@@ -205,6 +207,7 @@ async function act(b) {
     if ('sessions' in b.dataset) await loadSessions();
     else await refresh();
     if (b.dataset.done) feedback(b.isConnected ? b : findAgain(b) ?? b, b.dataset.done, 'done');
+    else announce(b.dataset.announce);
   });
 }
 
@@ -248,13 +251,19 @@ async function loadSessions() {
     return;
   }
   const list = document.getElementById('sessions-list');
+  const place = list.contains(document.activeElement) ? placeOf(document.activeElement) : null;
   const table = document.createElement('table');
   table.className = 'cards';
   const head = table.createTHead().insertRow();
-  for (const h of ['Started', 'Expires', 'Browser', 'Address', '']) {
+  for (const h of ['Started', 'Expires', 'Browser', 'Address', 'Actions']) {
     const th = document.createElement('th');
     th.scope = 'col';
-    th.textContent = h;
+    if (h === 'Actions') {
+      const hidden = document.createElement('span');
+      hidden.className = 'vh';
+      hidden.textContent = h;
+      th.append(hidden);
+    } else th.textContent = h;
     head.append(th);
   }
   const body = table.createTBody();
@@ -282,17 +291,19 @@ async function loadSessions() {
       b.textContent = 'End session';
       b.dataset.call = `DELETE /v1/auth/sessions/${encodeURIComponent(s.id)}`;
       b.dataset.sessions = '';
+      b.dataset.announce = `The session started ${td.parentElement.cells[0].textContent} has ended.`;
       b.setAttribute('aria-label', `End session started ${td.parentElement.cells[0].textContent}`);
       td.append(b);
     }
   }
   list.replaceChildren(table);
   document.getElementById('sessions').hidden = false;
+  if (place) land(place);
 }
 
 // pollClaims keeps the claims view current: it asks the API for the same
 // view (and the pending count) and re-renders when anything differs, so
-// new requests appear without a reload.
+// new requests appear without a reload, and says when new ones wait.
 async function pollClaims() {
   const region = document.getElementById('claims-region');
   if (!region || document.hidden || busy > 0 || document.querySelector('dialog[open]')) return;
@@ -308,10 +319,12 @@ async function pollClaims() {
     }
     const shown = [...region.querySelectorAll('tr[data-id]')].map((r) => `${r.dataset.id}:${r.dataset.status}`).join();
     const fresh = view.claims.map((c) => `${c.claim_id}:${c.status}`).join();
+    const waiting = pending - Number(region.dataset.pending);
     if (shown !== fresh || `${view.pagination.total}` !== region.dataset.total || `${pending}` !== region.dataset.pending ||
         Date.now() - lastRefresh > 60000) {
       await refresh();
     }
+    if (waiting > 0) announce(waiting === 1 ? 'A new claim is waiting for approval.' : `${waiting} new claims are waiting for approval.`);
   } catch (err) {
     if (err.status === 401) location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
   }
@@ -324,7 +337,7 @@ function signIn() {
   const fail = (text) => {
     status.textContent = text;
     status.className = 'note err-note';
-    status.setAttribute('role', 'alert');
+    announce(text, 'err');
   };
   if (!token) {
     fail('This sign-in link is incomplete: open the whole link you were given.');
@@ -341,6 +354,7 @@ function flash() {
   else if (q.has('signedout')) el.textContent = 'You are logged out.';
   else return;
   el.hidden = false;
+  announce(el.textContent);
 }
 
 if (page === 'claims') setInterval(pollClaims, 2000);

@@ -4,7 +4,8 @@
 // before it leaves the page; the relay never sees it in clear.
 import { ApiError, call, describe, reference } from './api.js';
 import { shown } from './display.js';
-import { feedback } from './feedback.js';
+import { announce, feedback } from './feedback.js';
+import { busy, isBusy, land, placeOf } from './focus.js';
 import { sealSecrets } from './hpke.js';
 
 const ns = document.body.dataset.namespace ?? '';
@@ -12,16 +13,16 @@ const page = document.body.dataset.page;
 let rpcID = 0;
 
 async function run(control, fn) {
-  if (control.disabled) return;
+  if (isBusy(control)) return;
   feedback(control, '');
-  control.disabled = true;
+  busy(control, true);
   control.setAttribute('aria-busy', 'true');
   try {
     await fn();
   } catch (err) {
     feedback(control, describe(err), 'err', reference(err));
   } finally {
-    control.disabled = false;
+    busy(control, false);
     control.removeAttribute('aria-busy');
   }
 }
@@ -124,6 +125,7 @@ function renderConnections(list) {
         await run(b, async () => {
           await rpc(gateway, 'connections.delete', { id: c.id });
           await loadGateway();
+          announce(`Connection ${name} deleted.`);
         });
       }, true));
     return el('tr', { dataset: { connection: c.id } },
@@ -152,6 +154,7 @@ function renderVariables(list) {
       await run(b, async () => {
         await rpc(gateway, 'variables.delete', { key: v.key });
         await loadGateway();
+        announce(`Variable ${v.key} deleted.`);
       });
     }, true))));
   host.replaceChildren(table(['Key', 'Version', 'Updated', ''], rows));
@@ -160,10 +163,13 @@ function renderVariables(list) {
 async function loadGateway() {
   const conns = document.getElementById('connections');
   const vars = document.getElementById('variables');
+  const active = document.activeElement;
+  const place = conns.contains(active) || vars.contains(active) ? placeOf(active) : null;
   try {
     const [c, v] = await Promise.all([rpc(gateway, 'connections.list'), rpc(gateway, 'variables.list')]);
     renderConnections(c ?? []);
     renderVariables(v ?? []);
+    if (place && !active.isConnected) land(place);
   } catch (err) {
     const text = err instanceof ApiError && err.code === 'GATEWAY_OFFLINE'
       ? 'The gateway is offline: its connections and variables show once it reconnects.'
@@ -298,7 +304,15 @@ async function refreshList() {
   const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
   const fresh = doc.getElementById('gateways-region');
   const old = document.getElementById('gateways-region');
-  if (fresh && old) old.replaceWith(document.adoptNode(fresh));
+  if (!fresh || !old) return;
+  const active = old.contains(document.activeElement) ? document.activeElement : null;
+  const place = placeOf(active);
+  const more = fresh.querySelectorAll('tr[data-gateway]').length > old.querySelectorAll('tr[data-gateway]').length;
+  old.replaceWith(document.adoptNode(fresh));
+  const again = active?.dataset.call && document.querySelector(`[data-call="${CSS.escape(active.dataset.call)}"]`);
+  if (again) again.focus();
+  else if (place) land(place);
+  if (more) announce('A gateway has connected: it is listed under Your gateways.');
 }
 
 if (page === 'gateway' && gateway) loadGateway();
