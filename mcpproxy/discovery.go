@@ -10,7 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idnhq/idn/internal/tracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // Refresh selects how a request uses the discovery cache (the refresh
@@ -102,9 +106,10 @@ func (s *snapshot) schema(tool string) (*toolSchema, error) {
 
 // flight is one upstream discovery that concurrent requests share.
 type flight struct {
-	done chan struct{}
-	snap *snapshot
-	err  error
+	done   chan struct{}
+	origin oteltrace.SpanContext // of the request that started the flight
+	snap   *snapshot
+	err    error
 }
 
 // discover returns the connection's discovery per its cache state: fresh
@@ -124,7 +129,7 @@ func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*
 	}
 	f := st.flight
 	if f == nil {
-		f = &flight{done: make(chan struct{})}
+		f = &flight{done: make(chan struct{}), origin: oteltrace.SpanContextFromContext(ctx)}
 		st.flight = f
 		go p.runDiscovery(st, f)
 	}
@@ -151,7 +156,15 @@ func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*
 func (p *Proxy) runDiscovery(st *connState, f *flight) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
+	ctx, span := p.tracer.Start(oteltrace.ContextWithSpanContext(ctx, f.origin), "mcp.discovery", oteltrace.SpanKindInternal)
+	defer span.End()
 	d, err := p.fetchDiscovery(ctx, st)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.ConnectionID.String(st.id), attribute.Int("mcp.tools", len(d.Tools)))
+		if err != nil {
+			span.SetStatus(codes.Error, "")
+		}
+	}
 
 	st.mu.Lock()
 	if err == nil {

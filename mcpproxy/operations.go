@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idnhq/idn/internal/tracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // ServerInfo is the upstream server's metadata from its initialize answer.
@@ -99,8 +103,16 @@ func (p *Proxy) Call(ctx context.Context, conn *Connection, caller Caller, tool 
 // one) with an optional relay for the upstream's progress notifications
 // about this call (nil: none are asked for).
 func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, u *upstreamSession, relay progressRelay) (*CallResult, error) {
+	ctx, span := p.tracer.Start(ctx, "mcp.tool_call", oteltrace.SpanKindInternal)
+	defer span.End()
 	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, u, relay)
 	p.metrics.calls.WithLabelValues(result).Inc()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.ConnectionID.String(conn.ID), attribute.String("mcp.tool.name", tool), attribute.String("mcp.result", result))
+		if err != nil {
+			span.SetStatus(codes.Error, result)
+		}
+	}
 	return res, err
 }
 

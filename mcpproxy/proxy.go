@@ -13,9 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/internal/tracing"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 )
 
@@ -95,6 +97,10 @@ type Config struct {
 	// Registerer, when set, gets idn_gateway_mcp_discovery_total and
 	// idn_gateway_mcp_tool_call_total. Nil registers nothing.
 	Registerer prometheus.Registerer
+	// TracerProvider, when set, receives the mcp.discovery and
+	// mcp.tool_call spans, and every upstream request carries the calling
+	// span's traceparent. Nil means no spans and no trace headers.
+	TracerProvider oteltrace.TracerProvider
 
 	// DiscoveryTTL is how long a discovery is fresh. Zero means 300 s.
 	DiscoveryTTL time.Duration
@@ -178,6 +184,7 @@ type Proxy struct {
 	maxBody      int64
 	now          func() time.Time
 	limits       *limiterSet
+	tracer       tracing.Tracer
 	client       *mcp.Client
 	callSeq      atomic.Uint64 // ids of the tools/call requests sent upstream
 	endpoint     *endpoint
@@ -215,6 +222,7 @@ func New(cfg Config) (*Proxy, error) {
 		maxBody: cfg.MaxBodyBytes,
 		now:     cfg.Clock,
 		conns:   make(map[string]*connState),
+		tracer:  tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/mcpproxy"),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -347,7 +355,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
 		st.httpClient = &http.Client{
-			Transport: &retryTransport{base: st.currentTransport, policy: p.retry},
+			Transport: &retryTransport{base: st.currentTransport, policy: p.retry, tracer: p.tracer},
 			// Never follow redirects: the credential transport would hand
 			// the secret to wherever the upstream points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

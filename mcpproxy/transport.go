@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/internal/tracing"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -68,6 +69,7 @@ func (t *trace) snapshot() (attempts, status int) {
 type retryTransport struct {
 	base   func() http.RoundTripper // the connection's current credential transport
 	policy retryPolicy
+	tracer tracing.Tracer // writes traceparent on every attempt
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -80,6 +82,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func (t *retryTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.Body == nil {
+		if t.tracer.On() {
+			req = req.Clone(req.Context())
+			t.tracer.Inject(req.Context(), req.Header)
+		}
 		resp, err := t.base().RoundTrip(req)
 		if resp != nil {
 			traceFrom(req.Context()).record(resp.StatusCode)
@@ -130,6 +136,7 @@ func (t *retryTransport) attempt(req *http.Request, body []byte) (resp *http.Res
 	r.Body = sr
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
+	t.tracer.Inject(r.Context(), r.Header)
 	resp, err = t.base().RoundTrip(r)
 	if timer != nil && !timer.Stop() && err == nil {
 		// The timer fired after the headers arrived; the body is already

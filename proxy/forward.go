@@ -13,6 +13,10 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // forwarded carries what Rewrite and the response hooks need about one
@@ -40,7 +44,12 @@ var strippedHeaders = []string{
 }
 
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res *credvault.Resolved) {
+	_, span := h.tracer.Start(r.Context(), "gateway.credential", trace.SpanKindInternal)
 	secret, err := res.Secret()
+	if err != nil {
+		tracing.Fail(span, errcode.CredentialUnresolved.String())
+	}
+	span.End()
 	if err != nil {
 		h.fail(w, r, newError(errcode.CredentialUnresolved, err), nil)
 		return
@@ -62,11 +71,18 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res 
 		return
 	}
 	fw := &forwarded{target: &forwardTarget{conn: c, secret: secret, url: u, redact: res.Redactions()}, start: time.Now()}
-	h.rp.ServeHTTP(informational{w, fw.target}, r.WithContext(context.WithValue(r.Context(), forwardKey{}, fw)))
+	ctx, span := h.tracer.Start(r.Context(), "gateway.forward", trace.SpanKindClient)
+	defer span.End()
+	if span.IsRecording() {
+		// The upstream's scheme and host only: its path and query may
+		// carry a credential (credvault's query placement).
+		span.SetAttributes(attribute.String("server.address", u.Hostname()), attribute.String("url.scheme", u.Scheme))
+	}
+	h.rp.ServeHTTP(informational{w, fw.target}, r.WithContext(context.WithValue(ctx, forwardKey{}, fw)))
 }
 
 // rewrite is the ReverseProxy's Rewrite hook (never Director: golang/go#50580).
-func rewrite(pr *httputil.ProxyRequest) {
+func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 	fw := pr.In.Context().Value(forwardKey{}).(*forwarded)
 	t := fw.target
 	u := *t.url
@@ -88,6 +104,9 @@ func rewrite(pr *httputil.ProxyRequest) {
 		// hands the body on decoded, so it is redacted like any other.
 		pr.Out.Header.Del("Accept-Encoding")
 	}
+	// The forward span continues the agent's trace; off, the agent's own
+	// traceparent and tracestate pass through untouched.
+	h.tracer.Inject(pr.Out.Context(), pr.Out.Header)
 	credvault.Inject(pr.Out, t.conn, t.secret)
 }
 
@@ -110,6 +129,13 @@ func (h *Handler) upstreamResponded(resp *http.Response) error {
 		redactResponse(resp, fw.target.redact, fw.target.conn.AllowUpstreamCookies)
 	}
 	outcome := outcomeOf(resp.StatusCode)
+	if h.tracer.On() {
+		span := trace.SpanFromContext(resp.Request.Context())
+		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+		if resp.StatusCode >= 500 {
+			span.SetStatus(codes.Error, "")
+		}
+	}
 	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()
 	if fw != nil {
 		elapsed := time.Since(fw.start)
@@ -137,6 +163,9 @@ func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 	code := errcode.UpstreamError
 	if timeout {
 		outcome, code = "timeout", errcode.UpstreamTimeout
+	}
+	if h.tracer.On() {
+		tracing.Fail(trace.SpanFromContext(r.Context()), code.String())
 	}
 	h.metrics.upstreamErrors.WithLabelValues(class).Inc()
 	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()

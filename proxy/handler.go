@@ -22,6 +22,9 @@ import (
 	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/internal/stall"
+	"github.com/idnhq/idn/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Connections finds a connection and its resolved credential;
@@ -123,6 +126,11 @@ type Config struct {
 	LogSalt     []byte
 	// Logger receives operational messages (rotation warnings). Nil discards.
 	Logger *slog.Logger
+	// TracerProvider, when set, receives a span per request and per
+	// pipeline stage, and the agent's traceparent and tracestate are
+	// continued to the upstream. Nil means no spans and no trace headers
+	// touched, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Handler is the gateway runtime. Create it with New.
@@ -137,6 +145,7 @@ type Handler struct {
 	rp        *httputil.ReverseProxy
 	bodies    bodybudget.Budget
 	auth      stall.Detector
+	tracer    tracing.Tracer
 }
 
 // New validates cfg and returns a Handler.
@@ -190,6 +199,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.bodies.Max = cfg.MaxInflightBodyBytes
 	h.auth.Timeout = cfg.StuckAfter
+	h.tracer = tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/proxy")
 	h.verifier = &identity.Verifier{
 		Clock:                  cfg.Clock,
 		MaxAge:                 cfg.MaxAge,
@@ -206,7 +216,7 @@ func New(cfg Config) (*Handler, error) {
 		transport = NewTransport()
 	}
 	h.rp = &httputil.ReverseProxy{
-		Rewrite:        rewrite,
+		Rewrite:        h.rewrite,
 		Transport:      transport,
 		ModifyResponse: h.upstreamResponded,
 		ErrorHandler:   h.upstreamFailed,
@@ -274,11 +284,21 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, newError(errcode.NotFound, nil), nil)
 		return
 	}
+	ctx, span := h.tracer.Start(h.tracer.Extract(r.Context(), r.Header), "gateway.request", trace.SpanKindServer)
+	defer span.End()
+	if span.IsRecording() {
+		kind := "proxy"
+		if rt.mcp {
+			kind = "mcp"
+		}
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("idn.route", kind),
+			tracing.ConnectionID.String(rt.connID))
+	}
 	timeout := h.cfg.Timeout
 	if rt.mcp {
 		timeout = h.cfg.MCPTimeout
 	}
-	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	cancel := context.CancelFunc(func() {})
 	if !rt.mcp || rt.rest != "" || r.Method != http.MethodGet {
 		// An MCP session's event stream (GET /mcp/{id}) is the exception:
 		// it lives as long as the session, and the MCP handler ends it
@@ -341,11 +361,16 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 	unsigned := h.cfg.InsecureAllowUnsigned || h.unsigned[connID]
 	var caller *identity.Caller
 	if !unsigned {
+		_, span := h.tracer.Start(r.Context(), "gateway.verify", trace.SpanKindInternal)
 		c, err := h.verifier.Verify(r)
+		h.endStage(span, err)
 		if err != nil {
 			return nil, nil, err
 		}
 		caller = c
+		if span.IsRecording() {
+			span.SetAttributes(tracing.Namespace.String(c.Namespace))
+		}
 	}
 	res, err := h.connection(connID, mcp)
 	if err != nil {
@@ -354,10 +379,16 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 	if unsigned {
 		return nil, res, nil
 	}
-	if err := h.checkClaim(r, caller, res.Connection); err != nil {
+	_, span := h.tracer.Start(r.Context(), "gateway.claim", trace.SpanKindInternal)
+	err = h.checkClaim(r, caller, res.Connection)
+	h.endStage(span, err)
+	if err != nil {
 		return caller, nil, err
 	}
-	if err := h.cfg.Nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil); err != nil {
+	_, span = h.tracer.Start(r.Context(), "gateway.nonce", trace.SpanKindInternal)
+	err = h.cfg.Nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil)
+	h.endStage(span, err)
+	if err != nil {
 		switch classify(err).code {
 		case errcode.AuthReplayDetected:
 			h.metrics.replayDetected.Inc()
@@ -372,6 +403,15 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 		client: h.ips.ClientAddr(r), method: r.Method,
 	})
 	return caller, res, nil
+}
+
+// endStage ends the span of a pipeline stage, marking it failed with
+// err's code.
+func (h *Handler) endStage(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		tracing.Fail(span, classify(err).code.String())
+	}
+	span.End()
 }
 
 // connection looks up id and applies the connection-level checks.
@@ -481,6 +521,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, caller
 		d.namespace, d.subject, d.publicKey, d.keyID = caller.Namespace, caller.Subject, caller.PublicKey, caller.KeyID
 	}
 	h.decisions.log(r.Context(), d)
+	if h.tracer.On() {
+		tracing.Fail(trace.SpanFromContext(r.Context()), e.code.String())
+	}
 	ae := e.api()
 	if status == http.StatusServiceUnavailable {
 		ae.RetryAfter = retryAfter

@@ -23,6 +23,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/replay"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // clock is a settable test clock shared by every part of the gateway.
@@ -105,6 +106,7 @@ type gatewayOptions struct {
 	rotation    credvault.RotationEnforcement
 	submitLimit int
 	mcpUpstream string // base URL of an MCP server for connection "tools"
+	tracer      trace.TracerProvider
 	nonces      interface {
 		CheckNonce(context.Context, string, string, time.Time) error
 	}
@@ -156,7 +158,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	if o.mcpUpstream != "" {
 		create(&credvault.Connection{ID: "tools", Protocol: "mcp", BaseURL: o.mcpUpstream, AuthMode: "bearer",
 			AuthSecretKey: "t", Service: "github", MCPToolDenylist: []string{"admin.*"}}, map[string]string{"t": upstreamToken})
-		mp, err := mcpproxy.New(mcpproxy.Config{Connections: MCPConnections(g.vault, nil), Caller: MCPCaller})
+		mp, err := mcpproxy.New(mcpproxy.Config{Connections: MCPConnections(g.vault, nil), Caller: MCPCaller, TracerProvider: o.tracer})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,6 +211,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		LogSalt:             []byte("test-salt"),
 		Timeout:             3 * time.Second,
 		MCP:                 mcpHandler,
+		TracerProvider:      o.tracer,
 	})
 	if err != nil {
 		t.Fatal(err)
