@@ -57,7 +57,7 @@ func newObserver(s *Server) (*observer, error) {
 	cs := []prometheus.Collector{
 		o.requests, o.duration, o.webhooks,
 		storeCollector{store: s.store},
-		collectors.NewDBStatsCollector(s.store.db, "controlplane"),
+		collectors.NewDBStatsCollector(s.store.db.DB, "controlplane"),
 	}
 	if r := s.cfg.Webhooks.rt.registry; r != nil {
 		cs = append(cs, r) // the registry queue

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/replay"
 )
 
@@ -142,6 +144,11 @@ type Config struct {
 	Events Events
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
+	// TracerProvider, when set, receives a server span per request, named
+	// for its route pattern, continuing the caller's traceparent. Nil means
+	// none, at no cost. The store's spans are set by
+	// StoreConfig.TracerProvider.
+	TracerProvider trace.TracerProvider
 	// Clock returns the current time; nil means time.Now.
 	Clock func() time.Time
 
@@ -170,6 +177,7 @@ type Server struct {
 	mux          *routeMux
 	bodies       bodybudget.Budget
 	obs          *observer
+	tracer       tracing.Tracer
 }
 
 // New validates cfg and returns the API handler.
@@ -239,6 +247,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.lookupNonces = lookups
 	s.bodies.Max = cfg.MaxInflightBodyBytes
+	s.tracer = tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/controlplane")
 	if err := s.initAuth(); err != nil {
 		return nil, err
 	}
@@ -270,7 +279,7 @@ func (s *Server) now() time.Time { return s.cfg.Clock() }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, release := s.meterBody(w, r)
 	defer release()
-	apierror.RequestID(s.obs.wrap(s.proxy.RefuseForeignTarget(http.HandlerFunc(s.cors)))).ServeHTTP(w, r)
+	apierror.RequestID(s.traced(s.obs.wrap(s.proxy.RefuseForeignTarget(http.HandlerFunc(s.cors))))).ServeHTTP(w, r)
 }
 
 // cors lets the dashboard origins of AllowedOrigins call the API with

@@ -12,6 +12,10 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+
+	"github.com/idnhq/idn/internal/tracing"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Storage providers accepted in StoreConfig.Provider (ADAPTER_PROVIDER).
@@ -38,6 +42,9 @@ type StoreConfig struct {
 	DatabaseURL string
 	// MaxOpenConns bounds the connection pool; zero means 16.
 	MaxOpenConns int
+	// TracerProvider, when set, receives a span per query, statement and
+	// transaction (store_trace.go). Nil means none, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Store is the control plane's database: SQLite or PostgreSQL behind one
@@ -45,7 +52,7 @@ type StoreConfig struct {
 // so several control-plane instances can share one PostgreSQL database.
 // A Store is safe for concurrent use.
 type Store struct {
-	db    *sql.DB
+	db    *tracedDB
 	pg    bool
 	relay gatewayRelay // gateway sockets held by this instance (gateways_relay.go)
 }
@@ -97,7 +104,11 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{db: db, pg: pg}
+	system := "sqlite"
+	if pg {
+		system = "postgresql"
+	}
+	s := &Store{db: &tracedDB{DB: db, tracer: tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/controlplane"), system: system}, pg: pg}
 	if !pg {
 		if err := s.enableWAL(ctx); err != nil {
 			db.Close()
@@ -194,15 +205,20 @@ func (s *Store) forUpdate() string {
 
 // tx runs fn in a transaction and commits when fn returns nil.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	span := s.db.startTx(ctx)
+	defer span.End()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
+		span.SetStatus(codes.Error, "")
 		return dbErr("begin", err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
+		span.SetStatus(codes.Error, "")
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		span.SetStatus(codes.Error, "")
 		return dbErr("commit", err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // presign makes n signed requests to url (each with its own nonce) outside
@@ -71,14 +72,44 @@ func load(b *testing.B, target string, body []byte, headers []http.Header) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 }
 
+// loadCPU is load that also reports cpu-µs/op: the CPU time of the whole
+// test process (client, gateway and upstream) per request, which a busy
+// machine disturbs far less than the wall time.
+func loadCPU(b *testing.B, target string, body []byte, headers []http.Header) {
+	b.Helper()
+	cpu := processCPU()
+	load(b, target, body, headers)
+	if cpu > 0 {
+		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	}
+}
+
 // BenchmarkGatewayGET measures small signed GETs through the whole
 // proxy.Handler pipeline: profile verification, connection lookup, claim
 // lookup, nonce recording, credential injection and forwarding.
 func BenchmarkGatewayGET(b *testing.B) {
 	g := newGateway(b, gatewayOptions{})
 	headers := presign(b, g.agent, g.srv.URL+"/proxy/github/user", nil, b.N, g.clock.now())
-	load(b, g.srv.URL+"/proxy/github/user", nil, headers)
+	loadCPU(b, g.srv.URL+"/proxy/github/user", nil, headers)
 }
+
+// BenchmarkGatewayGETTraced is BenchmarkGatewayGET with tracing on: an SDK
+// TracerProvider that samples every request and batches its spans to an
+// exporter that discards them, so the figure is the cost of making the
+// spans (six per request) and propagating the trace, not of a network
+// export. BenchmarkGatewayGET is the same pipeline with tracing off.
+func BenchmarkGatewayGETTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
+	defer tp.Shutdown(context.Background())
+	g := newGateway(b, gatewayOptions{tracer: tp})
+	headers := presign(b, g.agent, g.srv.URL+"/proxy/github/user", nil, b.N, g.clock.now())
+	loadCPU(b, g.srv.URL+"/proxy/github/user", nil, headers)
+}
+
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
 // BenchmarkGatewayPOST is BenchmarkGatewayGET with a 16 KiB body, which the
 // gateway reads after authentication and checks against content-digest.

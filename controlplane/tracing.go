@@ -1,0 +1,40 @@
+package controlplane
+
+import (
+	"net/http"
+
+	"github.com/idnhq/idn/internal/apierror"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// traced gives each request a server span that continues the caller's
+// traceparent, named for the route pattern that served it ("GET
+// /v1/namespaces/{namespace}"), never the request's own path or query,
+// which may carry identifiers and tokens. The store's spans are its
+// children. With tracing off it is next itself.
+func (s *Server) traced(next http.Handler) http.Handler {
+	if !s.tracer.On() {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := s.tracer.Start(s.tracer.Extract(r.Context(), r.Header), r.Method, trace.SpanKindServer)
+		defer span.End()
+		rec := &statusRecorder{ResponseWriter: w}
+		r = r.WithContext(ctx)
+		next.ServeHTTP(rec, r)
+		if r.Pattern != "" { // set on r by the ServeMux that served it
+			span.SetName(r.Pattern)
+		}
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.Int("http.response.status_code", status),
+			attribute.String("idn.request_id", apierror.RequestIDFrom(ctx)))
+		if status >= 500 {
+			span.SetStatus(codes.Error, "")
+		}
+	})
+}
