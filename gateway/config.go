@@ -15,6 +15,7 @@ import (
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/proxy"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Gateway. DataDir, MasterKey and (unless
@@ -151,6 +152,10 @@ type Config struct {
 
 	// Logger receives operational messages. Nil discards them.
 	Logger *slog.Logger
+	// TracerProvider, when set, receives the runtime's spans (see
+	// proxy.Config and mcpproxy.Config), and the callers' traceparent is
+	// continued to the upstreams. Nil means no spans, at no cost.
+	TracerProvider trace.TracerProvider
 	// LogDecisions sends one JSON decision per authentication and upstream
 	// outcome to Logger, with identities fingerprinted under a salt kept in
 	// DataDir. False logs none.

@@ -133,6 +133,7 @@ func (g *Gateway) wire() error {
 		OnDiscovery:        g.storeDiscovery,
 		Logger:             c.Logger,
 		Registerer:         reg,
+		TracerProvider:     c.TracerProvider,
 		DiscoveryTTL:       c.MCPDiscoveryTTL,
 		StaleIfError:       c.MCPDiscoveryStaleIfError,
 		Timeout:            c.MCPTimeout,
@@ -157,7 +158,7 @@ func (g *Gateway) wire() error {
 		RotationEnforcement: c.RotationEnforcement, RotationGrace: c.RotationGrace,
 		Transport: upstream, MaxBodyBytes: c.MaxBodyBytes, MaxInflightBodyBytes: c.MaxInflightBodyBytes,
 		Timeout: c.ProxyTimeout, MCPTimeout: c.MCPTimeout,
-		MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger,
+		MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
 	}
 	if c.LogDecisions {
 		salt, err := installSalt(c.DataDir)

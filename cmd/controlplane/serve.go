@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/controlplane"
+	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/envconf"
 	"github.com/idnhq/idn/registry/evm"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,12 @@ func runServe(ctx context.Context, env *cliEnv, _ []string) error {
 		return err
 	}
 	log := s.log.Logger(env.stderr)
+	tp, stopTracing, err := s.tracing.Provider(ctx, buildinfo.Version(), log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	s.store.TracerProvider, s.server.TracerProvider = tp, tp
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.addr, err)

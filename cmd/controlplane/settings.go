@@ -11,6 +11,7 @@ import (
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/internal/tracing/otlpexport"
 )
 
 // settings is everything serve reads from the environment. Settings that
@@ -22,6 +23,7 @@ type settings struct {
 	dataDir         string
 	shutdownTimeout time.Duration
 	log             envconf.Log
+	tracing         otlpexport.Settings
 	store           controlplane.StoreConfig
 	server          controlplane.Config
 	chain           chainSettings // the registry backend's, when BLOCKCHAIN_MODE is not disabled
@@ -48,6 +50,7 @@ func readSettings(r *envconf.Reader, getenv func(string) string) settings {
 		"listen address (host:port); an address beyond loopback is logged as a warning at start")
 	s.shutdownTimeout = r.Seconds("CONTROLPLANE_SHUTDOWN_TIMEOUT_SECONDS", 15, "seconds in-flight requests get to finish at shutdown")
 	s.log = r.Log()
+	s.tracing = otlpexport.Read(r, "idn-controlplane")
 	s.dataDir, s.store = readStorage(r, getenv)
 
 	c := &s.server

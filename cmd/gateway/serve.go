@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/envconf"
 )
 
@@ -32,6 +33,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	logger := s.log.Logger(env.stderr)
 	s.gateway.Logger = logger
+	tp, stopTracing, err := s.tracing.Provider(ctx, buildinfo.Version(), logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	s.gateway.TracerProvider = tp
 	gcPercent := tuneGC(s.gogc)
 	gw, err := gateway.New(s.gateway)
 	if err != nil {

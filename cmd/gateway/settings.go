@@ -13,6 +13,7 @@ import (
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/internal/tracing/otlpexport"
 	"github.com/idnhq/idn/replay"
 )
 
@@ -23,6 +24,7 @@ type serveSettings struct {
 	shutdownTimeout time.Duration
 	gogc            string // GOGC as set; "" means tuneGC picks gateway.GCPercent
 	log             envconf.Log
+	tracing         otlpexport.Settings
 	gateway         gateway.Config
 }
 
@@ -179,6 +181,7 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 		r.Problemf("GATEWAY_IDN_NAMESPACE: %v", err)
 	}
 	s.log = r.Log()
+	s.tracing = otlpexport.Read(r, "idn-gateway")
 	s.gogc = r.Raw("GOGC", fmt.Sprintf("garbage collector target (the gateway runs at %d unless it is set)", gateway.GCPercent))
 	return s
 }

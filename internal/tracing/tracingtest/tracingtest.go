@@ -81,6 +81,9 @@ func value(v *commonpb.AnyValue) string {
 	return v.GetStringValue()
 }
 
+// URL is the receiver's base URL (an OTEL_EXPORTER_OTLP_ENDPOINT).
+func (r *Receiver) URL() string { return r.srv.URL }
+
 // Spans returns the spans received so far.
 func (r *Receiver) Spans() []Span {
 	r.mu.Lock()

@@ -1,0 +1,84 @@
+// Package otlpexport builds a binary's OpenTelemetry TracerProvider from
+// the standard OTEL_* variables: an SDK provider that batches spans to an
+// OTLP/HTTP (protobuf) exporter when an OTLP endpoint is set, and nothing
+// at all, so the libraries make no span, when none is or when
+// OTEL_SDK_DISABLED is true. Only the binaries use it; the libraries take
+// a trace.TracerProvider in their Config.
+package otlpexport
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/idnhq/idn/internal/envconf"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Settings are the variables read by Read.
+type Settings struct {
+	endpoint string // the traces URL; "" means tracing off
+	service  string
+}
+
+// Read reads the OTEL_* variables the binaries honour; service is
+// OTEL_SERVICE_NAME's default. The exporter reads the rest of the
+// standard OTLP variables (headers, timeout, compression, certificates)
+// itself, and the SDK the sampler and batch ones (OTEL_TRACES_SAMPLER,
+// OTEL_BSP_*).
+func Read(r *envconf.Reader, service string) Settings {
+	base := r.Raw("OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/HTTP base URL; traces go to its /v1/traces. Setting it turns tracing on")
+	traces := r.Raw("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP/HTTP traces URL, used as is; wins over OTEL_EXPORTER_OTLP_ENDPOINT. Setting it turns tracing on")
+	r.OneOf("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", []string{"http/protobuf"}, "OTLP protocol")
+	r.OneOf("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf", []string{"http/protobuf"}, "OTLP protocol for traces")
+	disabled := r.Bool("OTEL_SDK_DISABLED", false, "true turns tracing off whatever else is set")
+	s := Settings{service: r.String("OTEL_SERVICE_NAME", service, "service.name of the exported spans")}
+	switch {
+	case disabled:
+	case strings.TrimSpace(traces) != "":
+		s.endpoint = strings.TrimSpace(traces)
+	case strings.TrimSpace(base) != "":
+		s.endpoint = strings.TrimSuffix(strings.TrimSpace(base), "/") + "/v1/traces"
+	}
+	return s
+}
+
+// On reports whether an OTLP endpoint is set and tracing not disabled.
+func (s Settings) On() bool { return s.endpoint != "" }
+
+// Provider returns the TracerProvider to hand the libraries and a shutdown
+// that exports the spans still batched, for up to 5 s; the binary calls it
+// on exit. Off, the provider is nil (the libraries make no span) and
+// shutdown does nothing. Export failures are logged to logger as warnings.
+func (s Settings) Provider(ctx context.Context, version string, logger *slog.Logger) (trace.TracerProvider, func(), error) {
+	if !s.On() {
+		return nil, func() {}, nil
+	}
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(s.endpoint))
+	if err != nil {
+		return nil, nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("tracing: span export failed", "error", err.Error())
+	}))
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewSchemaless(
+			attribute.String("service.name", s.service), attribute.String("service.version", version))),
+	)
+	shutdown := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(ctx); err != nil {
+			logger.Warn("tracing: exporting the last spans failed", "error", err.Error())
+		}
+	}
+	return tp, shutdown, nil
+}

@@ -1,0 +1,70 @@
+package otlpexport
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/internal/tracing/tracingtest"
+)
+
+func read(env map[string]string) (Settings, error) {
+	r := envconf.New(func(k string) string { return env[k] })
+	s := Read(r, "idn-test")
+	return s, r.Err()
+}
+
+func TestOffUnlessAnEndpointIsSet(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"nothing set":       {},
+		"only service name": {"OTEL_SERVICE_NAME": "x"},
+		"sdk disabled":      {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := read(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp, shutdown, err := s.Provider(context.Background(), "v", slog.New(slog.DiscardHandler))
+			if err != nil || tp != nil || shutdown == nil {
+				t.Fatalf("provider %v, error %v: want none", tp, err)
+			}
+		})
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	for _, c := range []struct{ env map[string]string }{
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://other:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}},
+	} {
+		s, err := read(c.env)
+		if err != nil || s.endpoint != "http://collector:4318/v1/traces" {
+			t.Errorf("%v: endpoint %q, error %v", c.env, s.endpoint, err)
+		}
+	}
+	if _, err := read(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}); err == nil {
+		t.Error("grpc accepted: only http/protobuf is exported")
+	}
+}
+
+// With an endpoint set, spans reach an OTLP/HTTP receiver by the time
+// shutdown returns.
+func TestExportsToTheEndpoint(t *testing.T) {
+	rec := tracingtest.NewReceiver(t)
+	s, err := read(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rec.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, shutdown, err := s.Provider(context.Background(), "v1", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tp.Tracer("test").Start(context.Background(), "exported")
+	span.End()
+	shutdown()
+	if spans := rec.Spans(); len(spans) != 1 || spans[0].Name != "exported" {
+		t.Fatalf("received %+v", spans)
+	}
+}
