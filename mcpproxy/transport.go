@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/idnhq/idn/internal/tracing"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idnhq/idn/internal/tracing"
 )
 
 // retryPolicy bounds the retries of one upstream HTTP exchange.
