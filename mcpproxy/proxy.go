@@ -299,6 +299,15 @@ type upstreamSession struct {
 	session *mcp.ClientSession
 	state   SessionState
 	ended   bool // the agent session ended: nothing is opened again
+
+	// client opens the session; nil means the proxy's own, which declares
+	// no capabilities and opens no standalone event stream. An agent
+	// session's client declares what its agent declared and relays what
+	// the server sends (see relay.go).
+	client *mcp.Client
+	// protocol is the version asked for first; empty means
+	// upstreamProtocol.
+	protocol string
 }
 
 // endUpstream closes u's session for good; later requests on it get
@@ -459,16 +468,25 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 		p.closeSession(u.session)
 		u.session = nil
 	}
+	client, protocol := u.client, u.protocol
+	if client == nil {
+		client = p.client
+	}
+	if protocol == "" {
+		protocol = upstreamProtocol
+	}
 	connect := func(ctx context.Context, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
-		return p.client.Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint:             endpoint,
-			HTTPClient:           st.httpClient,
-			MaxRetries:           -1, // retries are retryTransport's, which knows what is safe to repeat
-			DisableStandaloneSSE: true,
+		return client.Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint:   endpoint,
+			HTTPClient: st.httpClient,
+			MaxRetries: -1, // retries are retryTransport's, which knows what is safe to repeat
+			// Only an agent session's client has anyone to hand the
+			// server's own messages to.
+			DisableStandaloneSSE: u.client == nil,
 		}, opts)
 	}
 	tctx, tr := withTrace(ctx)
-	cs, err := connect(tctx, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+	cs, err := connect(tctx, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if _, status := tr.snapshot(); err != nil && status == http.StatusBadRequest {
 		cs, err = connect(ctx, nil)
 	}
