@@ -182,6 +182,17 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + method + " is not offered by this client"}
 }
 
+// askDetached is ask for a request the SDK's client received: its context
+// carries the upstream request's id, which the agent's server would take
+// for the id of an agent request whose stream should carry it; the
+// agent's session stream carries it instead.
+func (e *endpoint) askDetached(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
+	detached, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	return e.ask(detached, s, method, raw)
+}
+
 // upstreamClient is the client of s's upstream session: it declares the
 // client capabilities the agent declared that the relay passes on, and
 // hands the agent what the server sends outside a call's own stream (on
@@ -230,7 +241,7 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 			if err != nil {
 				return nil, err
 			}
-			res, err := e.ask(ctx, s, "sampling/createMessage", raw)
+			res, err := e.askDetached(ctx, s, "sampling/createMessage", raw)
 			if err != nil {
 				return nil, err
 			}
@@ -243,7 +254,7 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 			if err != nil {
 				return nil, err
 			}
-			res, err := e.ask(ctx, s, "elicitation/create", raw)
+			res, err := e.askDetached(ctx, s, "elicitation/create", raw)
 			if err != nil {
 				return nil, err
 			}
@@ -263,7 +274,7 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 				if err != nil {
 					return nil, err
 				}
-				res, err := e.ask(ctx, s, method, raw)
+				res, err := e.askDetached(ctx, s, method, raw)
 				if err != nil {
 					return nil, err
 				}
