@@ -117,8 +117,36 @@ func TestEverythingDirectAndThroughTheGatewayAgree(t *testing.T) {
 	upstream := startEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
 	direct := tsConversation(t, upstream)
+	checkConversation(t, direct)
 	gateway := tsConversation(t, e.srv.URL+"/mcp/mcp1", "X-Test-Namespace=alice", "X-Test-Subject=agent", "X-Test-Key=key-a")
 	compareConversations(t, direct, gateway)
+}
+
+// checkConversation fails t when the direct conversation did not exercise
+// what it is meant to: every step but the unknown tool answered, the
+// server's requests asked and its notifications told.
+func checkConversation(t *testing.T, steps []map[string]any) {
+	t.Helper()
+	var asked, told []string
+	for _, s := range steps {
+		if e, ok := s["error"]; ok && s["step"] != "unknown tool" {
+			t.Errorf("step %v failed directly: %v", s["step"], e)
+		}
+		if r, ok := s["result"].(map[string]any); ok {
+			if m, ok := r["told"].(string); ok {
+				told = append(told, m)
+			}
+		}
+		for _, a := range list(s, "asked") {
+			asked = append(asked, a["asked"].(string))
+		}
+	}
+	if got := strings.Join(asked, ","); got != "roots/list,sampling/createMessage,elicitation/create" {
+		t.Errorf("the server asked %s", got)
+	}
+	if got := strings.Join(told, ","); got != "notifications/message,notifications/resources/updated,notifications/message" {
+		t.Errorf("the server told %s", got)
+	}
 }
 
 // compareConversations fails t when two transcripts of the same
@@ -139,8 +167,13 @@ func compareConversations(t *testing.T, want, got []map[string]any) {
 // each dynamic resource it makes.
 var createdAt = regexp.MustCompile(`created at [0-9:]+ [AP]M`)
 
+// sessionID matches the upstream session ids the everything server writes
+// into its logs: each conversation has its own.
+var sessionID = regexp.MustCompile(`session [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
 // normalize removes what differs between two runs of one conversation
-// against the same server: the dynamic resources' creation times.
+// against the same server: the dynamic resources' creation times and the
+// session ids in the server's logs.
 func normalize(t *testing.T, steps []map[string]any) []map[string]any {
 	t.Helper()
 	raw, err := json.Marshal(steps)
@@ -148,6 +181,7 @@ func normalize(t *testing.T, steps []map[string]any) []map[string]any {
 		t.Fatal(err)
 	}
 	raw = createdAt.ReplaceAll(raw, []byte("created at (time)"))
+	raw = sessionID.ReplaceAll(raw, []byte("session (id)"))
 	var out []map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatal(err)

@@ -47,9 +47,21 @@ client.setRequestHandler(ListRootsRequestSchema, async (req) => {
   rootsAsked();
   return { roots: [{ uri: 'file:///work/project', name: 'project' }] };
 });
+// Notifications come in on the session's own stream at times of the
+// server's choosing; steps wait for the ones they expect, in order.
+const told = [];
+const waiting = [];
 client.fallbackNotificationHandler = async (n) => {
-  events.push({ told: n.method, params: strip(n.params) });
+  told.push(n);
+  for (const w of waiting.splice(0)) w();
 };
+async function next(method) {
+  for (;;) {
+    const i = told.findIndex((n) => n.method === method);
+    if (i >= 0) return { told: method, params: strip(told.splice(i, 1)[0].params) };
+    await new Promise((resolve) => waiting.push(resolve));
+  }
+}
 
 const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
 await client.connect(transport);
@@ -85,9 +97,15 @@ await step('prompts/get args', () => client.getPrompt({ name: 'args-prompt', arg
 await step('completion/complete', () => client.complete({
   ref: { type: 'ref/prompt', name: 'completable-prompt' }, argument: { name: 'department', value: 'E' },
 }));
-await step('logging/setLevel', () => client.setLoggingLevel('error'));
+await step('logging/setLevel', () => client.setLoggingLevel('info'));
 await step('resources/subscribe', () => client.subscribeResource({ uri: 'demo://resource/dynamic/text/1' }));
+await step('the log of the subscription', () => next('notifications/message'));
+await step('tools/call toggle-subscriber-updates', () => client.callTool({ name: 'toggle-subscriber-updates', arguments: {} }));
+await step('a resource updated', () => next('notifications/resources/updated'));
+await step('tools/call toggle-subscriber-updates off', () => client.callTool({ name: 'toggle-subscriber-updates', arguments: {} }));
 await step('resources/unsubscribe', () => client.unsubscribeResource({ uri: 'demo://resource/dynamic/text/1' }));
+await step('the log of the unsubscription', () => next('notifications/message'));
+await step('logging/setLevel error', () => client.setLoggingLevel('error'));
 const calls = [
   ['echo', { message: 'hello' }],
   ['get-sum', { a: 2, b: 40 }],
