@@ -5,18 +5,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/idnhq/idn/mcpproxy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // nodeModules returns node and the test node packages, skipping (failing
@@ -140,6 +145,11 @@ func checkConversation(t *testing.T, steps []map[string]any) {
 		for _, a := range list(s, "asked") {
 			asked = append(asked, a["asked"].(string))
 		}
+		if s["step"] == "tools/call with progress" {
+			if r, _ := s["result"].(map[string]any); len(list(r, "progress")) != 3 {
+				t.Errorf("progress = %v", r)
+			}
+		}
 	}
 	if got := strings.Join(asked, ","); got != "roots/list,sampling/createMessage,elicitation/create" {
 		t.Errorf("the server asked %s", got)
@@ -242,10 +252,13 @@ func allowDifferences(t *testing.T, want, got map[string]any) {
 	}
 	// The SDK's server writes the cache hints of list and read results
 	// even when the server sent none, with the protocol's defaults.
+	// (A Go client reads their absence as zero values.)
 	if gotRes != nil && gotRes["ttlMs"] == float64(0) && gotRes["cacheScope"] == "public" {
-		if _, ok := wantRes["ttlMs"]; !ok {
+		if scope, ok := wantRes["cacheScope"]; !ok || scope == "" {
 			delete(gotRes, "ttlMs")
 			delete(gotRes, "cacheScope")
+			delete(wantRes, "ttlMs")
+			delete(wantRes, "cacheScope")
 		}
 	}
 	// The SDK's server writes an elicitation's default mode.
@@ -254,6 +267,11 @@ func allowDifferences(t *testing.T, want, got map[string]any) {
 		a, _ := a.(map[string]any)
 		if p, ok := a["params"].(map[string]any); ok && a["asked"] == "elicitation/create" && p["mode"] == "form" {
 			delete(p, "mode")
+			for _, w := range list(want, "asked") {
+				if w, ok := w["params"].(map[string]any); ok && w["mode"] == "" {
+					delete(w, "mode") // a Go client's zero value
+				}
+			}
 		}
 	}
 }
@@ -267,4 +285,217 @@ func list(res map[string]any, key string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// The same conversation held by the Go SDK's client.
+func TestEverythingDirectAndThroughTheGatewayAgreeForTheGoSDK(t *testing.T) {
+	upstream := startEverything(t)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
+	direct := goConversation(t, upstream, http.DefaultClient)
+	checkConversation(t, direct)
+	gateway := goConversation(t, e.srv.URL+"/mcp/mcp1", &http.Client{Transport: identityTransport{alice}})
+	compareConversations(t, direct, gateway)
+}
+
+// goConversation holds everything_conversation.mjs's conversation with the
+// go-sdk's client and returns its transcript in the same form.
+func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var asked []map[string]any
+	var progress []any
+	record := func(method string, params any) {
+		mu.Lock()
+		defer mu.Unlock()
+		entry := map[string]any{"asked": method}
+		if params != nil {
+			p := jsonMap(t, params)
+			delete(p, "_meta")
+			entry["params"] = p
+		}
+		asked = append(asked, entry)
+	}
+	told := make(chan map[string]any, 100)
+	tell := func(method string, params any) {
+		p := jsonMap(t, params)
+		delete(p, "_meta")
+		told <- map[string]any{"told": method, "params": p}
+	}
+	rootsAsked := make(chan struct{}, 10)
+	client := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-conversation", Version: "1.0.0"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{
+			Sampling:    &mcp.SamplingCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+		},
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			record("sampling/createMessage", r.Params)
+			return &mcp.CreateMessageResult{Model: "fixed-model", Role: "assistant", Content: &mcp.TextContent{Text: "a sampled answer"}, StopReason: "endTurn"}, nil
+		},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			record("elicitation/create", r.Params)
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			tell("notifications/message", r.Params)
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			tell("notifications/resources/updated", r.Params)
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, map[string]any{"progress": r.Params.Progress, "total": r.Params.Total})
+		},
+	})
+	client.AddRoots(&mcp.Root{URI: "file:///work/project", Name: "project"})
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "roots/list" {
+				record(method, nil)
+				defer func() { rootsAsked <- struct{}{} }()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	var steps []map[string]any
+	step := func(name string, fn func() (any, error)) {
+		t.Helper()
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		entry := map[string]any{"step": name}
+		res, err := fn()
+		var je *jsonrpc.Error
+		switch {
+		case errors.As(err, &je):
+			entry["error"] = map[string]any{"code": float64(je.Code), "message": je.Message}
+		case err != nil:
+			t.Fatalf("%s: %v", name, err)
+		case res != nil:
+			entry["result"] = jsonMap(t, res)
+		}
+		mu.Lock()
+		if len(asked) > 0 {
+			a := make([]any, len(asked))
+			for i, x := range asked {
+				a[i] = x
+			}
+			entry["asked"] = a
+		}
+		mu.Unlock()
+		steps = append(steps, entry)
+	}
+	next := func(method string) (any, error) {
+		for {
+			select {
+			case n := <-told:
+				if n["told"] == method {
+					return n, nil
+				}
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	const uri = "demo://resource/dynamic/text/1"
+	init := cs.InitializeResult()
+	step("initialize", func() (any, error) {
+		return map[string]any{"capabilities": init.Capabilities, "instructions": init.Instructions, "protocolVersion": init.ProtocolVersion}, nil
+	})
+	step("roots/list asked by the server", func() (any, error) {
+		select {
+		case <-rootsAsked:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	step("tools/list", func() (any, error) { return cs.ListTools(ctx, nil) })
+	step("prompts/list", func() (any, error) { return cs.ListPrompts(ctx, nil) })
+	step("resources/list", func() (any, error) { return cs.ListResources(ctx, nil) })
+	step("resources/templates/list", func() (any, error) { return cs.ListResourceTemplates(ctx, nil) })
+	step("resources/read", func() (any, error) {
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://resource/static/document/architecture.md"})
+	})
+	step("resources/read template", func() (any, error) { return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}) })
+	step("prompts/get", func() (any, error) { return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "simple-prompt"}) })
+	step("prompts/get args", func() (any, error) {
+		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "args-prompt", Arguments: map[string]string{"city": "Lyon", "state": "Rhone"}})
+	})
+	step("completion/complete", func() (any, error) {
+		return cs.Complete(ctx, &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "completable-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: "department", Value: "E"},
+		})
+	})
+	empty := func(err error) (any, error) { return map[string]any{}, err }
+	step("logging/setLevel", func() (any, error) { return empty(cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})) })
+	step("resources/subscribe", func() (any, error) { return empty(cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})) })
+	step("the log of the subscription", func() (any, error) { return next("notifications/message") })
+	callTool := func(name string, args map[string]any) func() (any, error) {
+		return func() (any, error) { return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args}) }
+	}
+	step("tools/call toggle-subscriber-updates", callTool("toggle-subscriber-updates", map[string]any{}))
+	step("a resource updated", func() (any, error) { return next("notifications/resources/updated") })
+	step("tools/call toggle-subscriber-updates off", callTool("toggle-subscriber-updates", map[string]any{}))
+	step("resources/unsubscribe", func() (any, error) { return empty(cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})) })
+	step("the log of the unsubscription", func() (any, error) { return next("notifications/message") })
+	step("logging/setLevel error", func() (any, error) { return empty(cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "error"})) })
+	for _, c := range []struct {
+		name  string
+		args  map[string]any
+		label string
+	}{
+		{"echo", map[string]any{"message": "hello"}, ""},
+		{"get-sum", map[string]any{"a": 2, "b": 40}, ""},
+		{"get-tiny-image", map[string]any{}, ""},
+		{"get-annotated-message", map[string]any{"messageType": "error", "includeImage": true}, ""},
+		{"get-structured-content", map[string]any{"location": "New York"}, ""},
+		{"get-resource-links", map[string]any{"count": 2}, ""},
+		{"get-resource-reference", map[string]any{"resourceType": "Text", "resourceId": 2}, ""},
+		{"get-roots-list", map[string]any{}, ""},
+		{"trigger-sampling-request", map[string]any{"prompt": "say hi", "maxTokens": 10}, ""},
+		{"trigger-elicitation-request", map[string]any{}, ""},
+		{"echo", map[string]any{"message": 7}, "invalid arguments"},
+		{"no-such-tool", map[string]any{}, "unknown tool"},
+	} {
+		label := c.label
+		if label == "" {
+			label = "tools/call " + c.name
+		}
+		step(label, callTool(c.name, c.args))
+	}
+	step("tools/call with progress", func() (any, error) {
+		params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.3, "steps": 3}}
+		params.SetProgressToken("p1")
+		res, err := cs.CallTool(ctx, params)
+		mu.Lock()
+		defer mu.Unlock()
+		return map[string]any{"res": res, "progress": progress}, err
+	})
+	step("ping", func() (any, error) { return empty(cs.Ping(ctx, nil)) })
+	return steps
+}
+
+// jsonMap is v as its JSON object.
+func jsonMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
