@@ -305,7 +305,7 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 	defer cancel()
 	var mu sync.Mutex
 	var asked []map[string]any
-	var progress []any
+	progress := make(chan any, 10)
 	record := func(method string, params any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -345,9 +345,7 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 			tell("notifications/resources/updated", r.Params)
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			progress = append(progress, map[string]any{"progress": r.Params.Progress, "total": r.Params.Total})
+			progress <- map[string]any{"progress": r.Params.Progress, "total": r.Params.Total}
 		},
 	})
 	client.AddRoots(&mcp.Root{URI: "file:///work/project", Name: "project"})
@@ -478,9 +476,18 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 		params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.3, "steps": 3}}
 		params.SetProgressToken("p1")
 		res, err := cs.CallTool(ctx, params)
-		mu.Lock()
-		defer mu.Unlock()
-		return map[string]any{"res": res, "progress": progress}, err
+		// This client hands notifications to their handler on their own
+		// goroutines: the last may come after the result.
+		var got []any
+		for len(got) < 3 && err == nil {
+			select {
+			case p := <-progress:
+				got = append(got, p)
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		return map[string]any{"res": res, "progress": got}, err
 	})
 	step("ping", func() (any, error) { return empty(cs.Ping(ctx, nil)) })
 	return steps
