@@ -2,6 +2,7 @@ package mcpproxy_test
 
 import (
 	"bufio"
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,13 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,7 +170,7 @@ func compareConversations(t *testing.T, want, got []map[string]any) {
 	for i := range min(len(want), len(got)) {
 		allowDifferences(t, want[i], got[i])
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("direct (-) and through the gateway (+) differ:\n%s", diff)
 	}
 }
@@ -477,7 +479,7 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 		params.SetProgressToken("p1")
 		res, err := cs.CallTool(ctx, params)
 		// This client hands notifications to their handler on their own
-		// goroutines: the last may come after the result.
+		// goroutines: the last may come after the result, and in any order.
 		var got []any
 		for len(got) < 3 && err == nil {
 			select {
@@ -487,6 +489,9 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 				err = ctx.Err()
 			}
 		}
+		slices.SortFunc(got, func(a, b any) int {
+			return cmp.Compare(a.(map[string]any)["progress"].(float64), b.(map[string]any)["progress"].(float64))
+		})
 		return map[string]any{"res": res, "progress": got}, err
 	})
 	step("ping", func() (any, error) { return empty(cs.Ping(ctx, nil)) })
