@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -127,10 +128,21 @@ func (g *Gateway) wire() error {
 		return err
 	}
 
+	var salt []byte
+	var decisionLog *slog.Logger
+	if c.LogDecisions {
+		if salt, err = installSalt(c.DataDir); err != nil {
+			return err
+		}
+		decisionLog = c.Logger
+	}
+	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
 		Connections:        proxy.MCPConnections(g.vault, upstream),
 		Caller:             proxy.MCPCaller,
 		OnDiscovery:        g.storeDiscovery,
+		OnUpstream:         observer.Upstream,
+		OnDecision:         observer.Decision,
 		Logger:             c.Logger,
 		Registerer:         reg,
 		DiscoveryTTL:       c.MCPDiscoveryTTL,
@@ -160,10 +172,6 @@ func (g *Gateway) wire() error {
 		MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger,
 	}
 	if c.LogDecisions {
-		salt, err := installSalt(c.DataDir)
-		if err != nil {
-			return err
-		}
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
 	}
 	runtime, err := proxy.New(pcfg)

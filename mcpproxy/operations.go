@@ -114,6 +114,7 @@ type sessionCall struct {
 func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, error) {
 	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, sc)
 	p.metrics.calls.WithLabelValues(result).Inc()
+	p.decide(ctx, conn, caller, "tools/call", tool, result, err)
 	return res, err
 }
 

@@ -92,6 +92,13 @@ type Config struct {
 	// Logger receives warnings about upstream failures, with secrets
 	// scrubbed. Nil discards.
 	Logger *slog.Logger
+	// OnUpstream, when set, is told of every HTTP exchange with an
+	// upstream MCP server (each attempt), for the gateway's upstream
+	// metrics and decision log. It must not block.
+	OnUpstream func(ctx context.Context, e UpstreamExchange)
+	// OnDecision, when set, is told of every tool listing and tool call a
+	// caller asks for, with its outcome. It must not block.
+	OnDecision func(ctx context.Context, e Event)
 	// Registerer, when set, gets idn_gateway_mcp_discovery_total and
 	// idn_gateway_mcp_tool_call_total. Nil registers nothing.
 	Registerer prometheus.Registerer
@@ -167,6 +174,8 @@ type Proxy struct {
 	sources      ConnectionSource
 	caller       func(*http.Request) (Caller, error)
 	onDiscovery  func(context.Context, string, Discovery)
+	onUpstream   func(context.Context, UpstreamExchange)
+	onDecision   func(context.Context, Event)
 	log          *slog.Logger
 	metrics      *metrics
 	ttl          time.Duration
@@ -199,6 +208,8 @@ func New(cfg Config) (*Proxy, error) {
 		sources:      cfg.Connections,
 		caller:       cfg.Caller,
 		onDiscovery:  cfg.OnDiscovery,
+		onUpstream:   cfg.OnUpstream,
+		onDecision:   cfg.OnDecision,
 		log:          cfg.Logger,
 		metrics:      m,
 		ttl:          orDefault(cfg.DiscoveryTTL, 300*time.Second),
@@ -356,7 +367,9 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
 		st.httpClient = &http.Client{
-			Transport: &retryTransport{base: st.currentTransport, policy: p.retry},
+			Transport: &retryTransport{base: st.currentTransport, policy: p.retry, observe: func(r *http.Request, resp *http.Response, err error, start time.Time) {
+				p.observe(r.Context(), st.id, r, resp, err, start)
+			}},
 			// Never follow redirects: the credential transport would hand
 			// the secret to wherever the upstream points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

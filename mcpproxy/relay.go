@@ -405,47 +405,52 @@ func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) 
 // upstream session lists, as listed (order, metadata, cursor), minus the
 // tools the session's subject may not use.
 func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
+	res, err := e.toolsPage(ctx, s, conn, params)
+	e.p.decide(ctx, conn, s.caller, "tools/list", "", outcome(err), err)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return res, nil
+}
+
+func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
 	defer cancel()
 	st, err := e.p.state(conn)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
-	var res *mcp.ListToolsResult
+	var list *mcp.ListToolsResult
 	err = e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
-		res, err = cs.ListTools(ctx, params)
+		list, err = cs.ListTools(ctx, params)
 		return err
 	})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	snap := s.tools.Load()
-	if params.Cursor == "" && res.NextCursor == "" {
+	if params.Cursor == "" && list.NextCursor == "" {
 		// A complete listing: the session's calls are checked against it.
-		snap, err = e.keepTools(s, st, res.Tools)
+		snap, err = e.keepTools(s, st, list.Tools)
 	} else if snap == nil {
 		snap, err = e.sessionTools(ctx, s, st)
 	}
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
-	kept := res.Tools[:0]
-	for _, t := range res.Tools {
+	kept := list.Tools[:0]
+	for _, t := range list.Tools {
 		if _, ok := snap.byName[t.Name]; ok && conn.Policy.Explain(s.caller.Subject, t.Name, snap.names).Allowed {
 			kept = append(kept, t)
 		}
 	}
-	res.Tools = kept
-	if res.CacheScope == "" {
-		// The protocol's default, which the SDK's servers send when the
-		// server sent none; an empty scope is not a valid one.
-		res.CacheScope = "public"
-	}
-	clean, err := launder(st.scrubber.Load(), &res)
+	list.Tools = kept
+	clean, err := launder(st.scrubber.Load(), &list)
 	if err != nil {
-		return nil, rpcError(&UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"})
+		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
+	defaultCacheScope(*clean)
 	return *clean, nil
 }
 

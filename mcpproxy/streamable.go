@@ -267,6 +267,9 @@ func (p *Proxy) EndStreams() { p.endpoint.endStreams() }
 func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			// The SDK hands its handlers the context of the request that
+			// opened the session, whose request id is not this request's.
+			ctx = apierror.WithRequestID(ctx, "")
 			conn := s.conn.Load()
 			switch r := req.(type) {
 			case *mcp.ServerRequest[*mcp.InitializeParams]:

@@ -68,6 +68,8 @@ func (t *trace) snapshot() (attempts, status int) {
 type retryTransport struct {
 	base   func() http.RoundTripper // the connection's current credential transport
 	policy retryPolicy
+	// observe, when set, is told of every attempt.
+	observe func(req *http.Request, resp *http.Response, err error, start time.Time)
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -80,7 +82,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func (t *retryTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.Body == nil {
+		start := time.Now()
 		resp, err := t.base().RoundTrip(req)
+		if t.observe != nil {
+			t.observe(req, resp, err, start)
+		}
 		if resp != nil {
 			traceFrom(req.Context()).record(resp.StatusCode)
 		}
@@ -130,7 +136,11 @@ func (t *retryTransport) attempt(req *http.Request, body []byte) (resp *http.Res
 	r.Body = sr
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
+	start := time.Now()
 	resp, err = t.base().RoundTrip(r)
+	if t.observe != nil {
+		defer func() { t.observe(req, resp, err, start) }()
+	}
 	if timer != nil && !timer.Stop() && err == nil {
 		// The timer fired after the headers arrived; the body is already
 		// cancelled, so treat the attempt as timed out.
