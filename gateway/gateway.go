@@ -181,7 +181,7 @@ func (g *Gateway) wire() error {
 
 	access, err := admin.NewAccess(admin.AccessConfig{
 		Mode: c.AdminAccess, Token: c.AdminToken, TrustedProxies: c.TrustedProxies,
-		AllowedOrigins: c.AllowedOrigins, Hosts: c.AdminHosts, Logger: c.Logger,
+		AllowedOrigins: c.AllowedOrigins, Hosts: c.AdminHosts, Logger: c.Logger, DecisionLog: decisionLog,
 	})
 	if err != nil {
 		return err
