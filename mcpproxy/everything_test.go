@@ -97,13 +97,13 @@ func startEverything(t *testing.T) string {
 
 // tsConversation holds testdata/everything_conversation.mjs's conversation
 // with the server at url and returns its transcript.
-func tsConversation(t *testing.T, url string, headers ...string) []map[string]any {
+func tsConversation(t *testing.T, caps, url string, headers ...string) []map[string]any {
 	t.Helper()
 	node, modules := nodeModules(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{"testdata/everything_conversation.mjs", url}, headers...)...)
-	cmd.Env = append(os.Environ(), "IDN_NODE_MODULES="+modules)
+	cmd.Env = append(os.Environ(), "IDN_NODE_MODULES="+modules, "CONVERSATION_CAPS="+caps)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -123,16 +123,28 @@ func tsConversation(t *testing.T, url string, headers ...string) []map[string]an
 func TestEverythingDirectAndThroughTheGatewayAgree(t *testing.T) {
 	upstream := startEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
-	direct := tsConversation(t, upstream)
-	checkConversation(t, direct)
-	gateway := tsConversation(t, e.srv.URL+"/mcp/mcp1", "X-Test-Namespace=alice", "X-Test-Subject=agent", "X-Test-Key=key-a")
-	compareConversations(t, direct, gateway)
+	for _, tt := range []struct {
+		name, caps string
+		asked      string // what the server asks during the direct run
+	}{
+		// Calls go through the SDK's server, as event streams.
+		{"client with sampling, elicitation and roots", "all", "roots/list,sampling/createMessage,elicitation/create"},
+		// Calls are answered directly, as single JSON bodies.
+		{"client with roots alone", "roots", "roots/list"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			direct := tsConversation(t, tt.caps, upstream)
+			checkConversation(t, direct, tt.asked)
+			gateway := tsConversation(t, tt.caps, e.srv.URL+"/mcp/mcp1", "X-Test-Namespace=alice", "X-Test-Subject=agent", "X-Test-Key=key-a")
+			compareConversations(t, direct, gateway)
+		})
+	}
 }
 
 // checkConversation fails t when the direct conversation did not exercise
 // what it is meant to: every step but the unknown tool answered, the
 // server's requests asked and its notifications told.
-func checkConversation(t *testing.T, steps []map[string]any) {
+func checkConversation(t *testing.T, steps []map[string]any, wantAsked string) {
 	t.Helper()
 	var asked, told []string
 	for _, s := range steps {
@@ -153,7 +165,7 @@ func checkConversation(t *testing.T, steps []map[string]any) {
 			}
 		}
 	}
-	if got := strings.Join(asked, ","); got != "roots/list,sampling/createMessage,elicitation/create" {
+	if got := strings.Join(asked, ","); got != wantAsked {
 		t.Errorf("the server asked %s", got)
 	}
 	if got := strings.Join(told, ","); got != "notifications/message,notifications/resources/updated,notifications/message" {
@@ -294,7 +306,7 @@ func TestEverythingDirectAndThroughTheGatewayAgreeForTheGoSDK(t *testing.T) {
 	upstream := startEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
 	direct := goConversation(t, upstream, http.DefaultClient)
-	checkConversation(t, direct)
+	checkConversation(t, direct, "roots/list,sampling/createMessage,elicitation/create")
 	gateway := goConversation(t, e.srv.URL+"/mcp/mcp1", &http.Client{Transport: identityTransport{alice}})
 	compareConversations(t, direct, gateway)
 }

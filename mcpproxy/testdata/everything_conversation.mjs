@@ -4,6 +4,10 @@
 //
 //   node everything_conversation.mjs URL [HEADER=VALUE...]
 //
+// With CONVERSATION_CAPS=roots the client declares roots alone: the
+// server then offers no sampling or elicitation tools, and the gateway
+// answers its calls as single JSON bodies instead of event streams.
+//
 // The Go test runs it against the reference "everything" server directly
 // and through the gateway, and compares the two transcripts message by
 // message. The client declares sampling, elicitation and roots, and
@@ -21,8 +25,11 @@ const {
 const [url, ...headerArgs] = process.argv.slice(2);
 const headers = Object.fromEntries(headerArgs.map((h) => h.split('=', 2)));
 
+const rootsOnly = process.env.CONVERSATION_CAPS === 'roots';
 const client = new Client({ name: 'ts-sdk-conversation', version: '1.0.0' }, {
-  capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
+  capabilities: rootsOnly
+    ? { roots: { listChanged: true } }
+    : { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
 });
 // What the server asks and says while a step runs, in the order it came.
 let events = [];
@@ -30,14 +37,16 @@ const strip = (params) => {
   const { _meta, ...rest } = params ?? {};
   return rest;
 };
-client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
-  events.push({ asked: req.method, params: strip(req.params) });
-  return { model: 'fixed-model', role: 'assistant', content: { type: 'text', text: 'a sampled answer' }, stopReason: 'endTurn' };
-});
-client.setRequestHandler(ElicitRequestSchema, async (req) => {
-  events.push({ asked: req.method, params: strip(req.params) });
-  return { action: 'decline' };
-});
+if (!rootsOnly) {
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    events.push({ asked: req.method, params: strip(req.params) });
+    return { model: 'fixed-model', role: 'assistant', content: { type: 'text', text: 'a sampled answer' }, stopReason: 'endTurn' };
+  });
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    events.push({ asked: req.method, params: strip(req.params) });
+    return { action: 'decline' };
+  });
+}
 // The server asks for the roots once it is initialized, on the session's
 // own stream; the conversation waits for that first.
 let rootsAsked;
@@ -115,8 +124,10 @@ const calls = [
   ['get-resource-links', { count: 2 }],
   ['get-resource-reference', { resourceType: 'Text', resourceId: 2 }],
   ['get-roots-list', {}],
-  ['trigger-sampling-request', { prompt: 'say hi', maxTokens: 10 }],
-  ['trigger-elicitation-request', {}],
+  ...(rootsOnly ? [] : [
+    ['trigger-sampling-request', { prompt: 'say hi', maxTokens: 10 }],
+    ['trigger-elicitation-request', {}],
+  ]),
   ['echo', { message: 7 }, 'invalid arguments'],
   ['no-such-tool', {}, 'unknown tool'],
 ];
