@@ -1,127 +1,28 @@
 package mcpproxy_test
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/idnhq/idn/internal/mcpconversation"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// nodeModules returns node and the test node packages, skipping (failing
-// under CI) when they are not installed.
-func nodeModules(t *testing.T) (node, modules string) {
-	t.Helper()
-	modules = os.Getenv("IDN_NODE_MODULES")
-	node, err := exec.LookPath("node")
-	if modules == "" || err != nil {
-		msg := "the tests against the reference MCP server need node and the packages of internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	abs, err := filepath.Abs(modules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return node, abs
-}
-
-// startEverything runs the reference "everything" MCP server (the pinned
-// npm package) over Streamable HTTP and returns its MCP endpoint.
-func startEverything(t *testing.T) string {
-	t.Helper()
-	node, modules := nodeModules(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	_ = l.Close()
-	cmd := exec.Command(node, filepath.Join(modules, "@modelcontextprotocol/server-everything/dist/index.js"), "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	listening := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		said := false
-		for sc.Scan() {
-			if !said && strings.Contains(sc.Text(), "listening on port") {
-				said = true
-				listening <- true
-			}
-		}
-		if !said {
-			listening <- false
-		}
-	}()
-	select {
-	case ok := <-listening:
-		if !ok {
-			t.Fatal("the everything server ended before it listened")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the everything server did not start listening")
-	}
-	return "http://127.0.0.1:" + port + "/mcp"
-}
-
-// tsConversation holds testdata/everything_conversation.mjs's conversation
-// with the server at url and returns its transcript.
-func tsConversation(t *testing.T, caps, url string, headers ...string) []map[string]any {
-	t.Helper()
-	node, modules := nodeModules(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"testdata/everything_conversation.mjs", url}, headers...)...)
-	cmd.Env = append(os.Environ(), "IDN_NODE_MODULES="+modules, "CONVERSATION_CAPS="+caps)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
-	var steps []map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &steps); err != nil {
-		t.Fatalf("node printed %q: %v", stdout.String(), err)
-	}
-	return steps
-}
 
 // The same conversation with the reference server, held by the official
 // TypeScript SDK client directly and through the gateway's MCP endpoint,
 // gets the same answers, message by message, but for the differences
 // docs/gateway.md lists.
 func TestEverythingDirectAndThroughTheGatewayAgree(t *testing.T) {
-	upstream := startEverything(t)
+	upstream := mcpconversation.StartEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
 	for _, tt := range []struct {
 		name, caps string
@@ -133,182 +34,22 @@ func TestEverythingDirectAndThroughTheGatewayAgree(t *testing.T) {
 		{"client with roots alone", "roots", "roots/list"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			direct := tsConversation(t, tt.caps, upstream)
-			checkConversation(t, direct, tt.asked)
-			gateway := tsConversation(t, tt.caps, e.srv.URL+"/mcp/mcp1", "X-Test-Namespace=alice", "X-Test-Subject=agent", "X-Test-Key=key-a")
-			compareConversations(t, direct, gateway)
+			direct := mcpconversation.TypeScript(t, tt.caps, nil, "http", upstream)
+			mcpconversation.Check(t, direct, tt.asked)
+			gateway := mcpconversation.TypeScript(t, tt.caps, nil, "http", e.srv.URL+"/mcp/mcp1", "X-Test-Namespace=alice", "X-Test-Subject=agent", "X-Test-Key=key-a")
+			mcpconversation.Compare(t, direct, gateway)
 		})
 	}
 }
 
-// checkConversation fails t when the direct conversation did not exercise
-// what it is meant to: every step but the unknown tool answered, the
-// server's requests asked and its notifications told.
-func checkConversation(t *testing.T, steps []map[string]any, wantAsked string) {
-	t.Helper()
-	var asked, told []string
-	for _, s := range steps {
-		if e, ok := s["error"]; ok && s["step"] != "unknown tool" {
-			t.Errorf("step %v failed directly: %v", s["step"], e)
-		}
-		if r, ok := s["result"].(map[string]any); ok {
-			if m, ok := r["told"].(string); ok {
-				told = append(told, m)
-			}
-		}
-		for _, a := range list(s, "asked") {
-			asked = append(asked, a["asked"].(string))
-		}
-		if s["step"] == "tools/call with progress" {
-			if r, _ := s["result"].(map[string]any); len(list(r, "progress")) != 3 {
-				t.Errorf("progress = %v", r)
-			}
-		}
-	}
-	if got := strings.Join(asked, ","); got != wantAsked {
-		t.Errorf("the server asked %s", got)
-	}
-	if got := strings.Join(told, ","); got != "notifications/message,notifications/resources/updated,notifications/message" {
-		t.Errorf("the server told %s", got)
-	}
-}
-
-// compareConversations fails t when two transcripts of the same
-// conversation, held directly (want) and through the gateway (got), differ
-// in anything but what docs/gateway.md lists as the gateway's differences.
-func compareConversations(t *testing.T, want, got []map[string]any) {
-	t.Helper()
-	want, got = normalize(t, want), normalize(t, got)
-	for i := range min(len(want), len(got)) {
-		allowDifferences(t, want[i], got[i])
-	}
-	if diff := gocmp.Diff(want, got); diff != "" {
-		t.Errorf("direct (-) and through the gateway (+) differ:\n%s", diff)
-	}
-}
-
-// createdAt matches the creation time the everything server writes into
-// each dynamic resource it makes.
-var createdAt = regexp.MustCompile(`created at [0-9:]+ [AP]M`)
-
-// sessionID matches the upstream session ids the everything server writes
-// into its logs: each conversation has its own.
-var sessionID = regexp.MustCompile(`session [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-
-// normalize removes what differs between two runs of one conversation
-// against the same server: the dynamic resources' creation times and the
-// session ids in the server's logs.
-func normalize(t *testing.T, steps []map[string]any) []map[string]any {
-	t.Helper()
-	raw, err := json.Marshal(steps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw = createdAt.ReplaceAll(raw, []byte("created at (time)"))
-	raw = sessionID.ReplaceAll(raw, []byte("session (id)"))
-	var out []map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// allowDifferences checks, and then removes, the differences the gateway
-// is documented to make in one step (docs/gateway.md, "What the MCP
-// endpoint relays").
-func allowDifferences(t *testing.T, want, got map[string]any) {
-	t.Helper()
-	step, _ := want["step"].(string)
-	wantRes, _ := want["result"].(map[string]any)
-	gotRes, _ := got["result"].(map[string]any)
-	switch step {
-	case "initialize":
-		// Tasks are not relayed: the SDK the gateway is built on has no
-		// model of them.
-		caps, _ := wantRes["capabilities"].(map[string]any)
-		delete(caps, "tasks")
-	case "tools/list":
-		for _, tool := range list(wantRes, "tools") {
-			delete(tool, "execution")
-		}
-	case "prompts/list":
-		// A false "required" is written as its absence.
-		for _, p := range list(wantRes, "prompts") {
-			args, _ := p["arguments"].([]any)
-			for _, a := range args {
-				if a, ok := a.(map[string]any); ok && a["required"] == false {
-					delete(a, "required")
-				}
-			}
-		}
-	case "completion/complete":
-		if c, ok := wantRes["completion"].(map[string]any); ok && c["hasMore"] == false {
-			delete(c, "hasMore")
-		}
-	case "invalid arguments":
-		// The gateway checks arguments against the tool's input schema
-		// itself, and answers with its own message and code.
-		meta, _ := gotRes["_meta"].(map[string]any)
-		idn, _ := meta["idn/error"].(map[string]any)
-		if wantRes["isError"] != true || gotRes["isError"] != true || idn["code"] != "MCP_TOOL_ARGUMENTS_INVALID" {
-			t.Errorf("invalid arguments: direct %v, through the gateway %v", want, got)
-		}
-		delete(want, "result")
-		delete(got, "result")
-	case "unknown tool":
-		// A tool the server does not list is refused by the gateway.
-		gotErr, _ := got["error"].(map[string]any)
-		if wantRes["isError"] != true || gotErr["code"] != float64(-32602) {
-			t.Errorf("unknown tool: direct %v, through the gateway %v", want, got)
-		}
-		delete(want, "result")
-		delete(got, "error")
-	}
-	// The SDK's server writes the cache hints of list and read results
-	// even when the server sent none, with the protocol's defaults.
-	// (A Go client reads their absence as zero values.)
-	if gotRes != nil && gotRes["ttlMs"] == float64(0) && gotRes["cacheScope"] == "public" {
-		if scope, ok := wantRes["cacheScope"]; !ok || scope == "" {
-			delete(gotRes, "ttlMs")
-			delete(gotRes, "cacheScope")
-			delete(wantRes, "ttlMs")
-			delete(wantRes, "cacheScope")
-		}
-	}
-	// The SDK's server writes an elicitation's default mode.
-	asked, _ := got["asked"].([]any)
-	for _, a := range asked {
-		a, _ := a.(map[string]any)
-		if p, ok := a["params"].(map[string]any); ok && a["asked"] == "elicitation/create" && p["mode"] == "form" {
-			delete(p, "mode")
-			for _, w := range list(want, "asked") {
-				if w, ok := w["params"].(map[string]any); ok && w["mode"] == "" {
-					delete(w, "mode") // a Go client's zero value
-				}
-			}
-		}
-	}
-}
-
-func list(res map[string]any, key string) []map[string]any {
-	items, _ := res[key].([]any)
-	out := make([]map[string]any, 0, len(items))
-	for _, it := range items {
-		if m, ok := it.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // The same conversation held by the Go SDK's client.
 func TestEverythingDirectAndThroughTheGatewayAgreeForTheGoSDK(t *testing.T) {
-	upstream := startEverything(t)
+	upstream := mcpconversation.StartEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
 	direct := goConversation(t, upstream, http.DefaultClient)
-	checkConversation(t, direct, "roots/list,sampling/createMessage,elicitation/create")
+	mcpconversation.Check(t, direct, "roots/list,sampling/createMessage,elicitation/create")
 	gateway := goConversation(t, e.srv.URL+"/mcp/mcp1", &http.Client{Transport: identityTransport{alice}})
-	compareConversations(t, direct, gateway)
+	mcpconversation.Compare(t, direct, gateway)
 }
 
 // goConversation holds everything_conversation.mjs's conversation with the

@@ -1,8 +1,9 @@
-// Holds one conversation with an MCP server over Streamable HTTP using the
-// official TypeScript MCP SDK, a client written independently of the
-// gateway, and prints every answer it got as JSON, in order:
+// Holds one conversation with an MCP server using the official
+// TypeScript MCP SDK, a client written independently of the gateway, and
+// prints every answer it got as JSON, in order:
 //
-//   node everything_conversation.mjs URL [HEADER=VALUE...]
+//   node conversation.mjs http URL [HEADER=VALUE...]     Streamable HTTP
+//   node conversation.mjs stdio GATEWAY CONNECTION       through `idn mcp` ($IDN_BINARY)
 //
 // With CONVERSATION_CAPS=roots the client declares roots alone: the
 // server then offers no sampling or elicitation tools, and the gateway
@@ -18,12 +19,12 @@ import { join } from 'node:path';
 const require = createRequire(join(process.env.IDN_NODE_MODULES, 'noop.js'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const {
   CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema,
 } = require('@modelcontextprotocol/sdk/types.js');
 
-const [url, ...headerArgs] = process.argv.slice(2);
-const headers = Object.fromEntries(headerArgs.map((h) => h.split('=', 2)));
+const [mode, url, ...rest] = process.argv.slice(2);
 
 const rootsOnly = process.env.CONVERSATION_CAPS === 'roots';
 const client = new Client({ name: 'ts-sdk-conversation', version: '1.0.0' }, {
@@ -72,7 +73,16 @@ async function next(method) {
   }
 }
 
-const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+const transport = mode === 'stdio'
+  ? new StdioClientTransport({
+    command: process.env.IDN_BINARY,
+    args: ['mcp', '--gateway', url, '--connection', rest[0]],
+    env: { ...process.env },
+    stderr: 'inherit',
+  })
+  : new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: Object.fromEntries(rest.map((h) => h.split('=', 2))) },
+  });
 await client.connect(transport);
 
 const steps = [];
@@ -142,6 +152,6 @@ await step('tools/call with progress', async () => {
   return { res, progress };
 });
 await step('ping', () => client.ping());
-await transport.terminateSession();
+if (mode !== 'stdio') await transport.terminateSession();
 await client.close();
 process.stdout.write(JSON.stringify(steps));
