@@ -277,4 +277,3 @@ func List(res map[string]any, key string) []map[string]any {
 	}
 	return out
 }
-
