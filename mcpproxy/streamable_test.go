@@ -498,3 +498,54 @@ func mustJSON(t testing.TB, v any) []byte {
 	}
 	return b
 }
+
+// A server's sampling request during a call reaches only the agent whose
+// call caused it, on that call's stream, and its answer goes back to the
+// server; another agent's session on the same connection, and a session
+// that did not offer sampling, are never asked.
+func TestServerRequestsReachOnlyTheCallingAgent(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "sampler", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{res.Content}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL})
+
+	sampler := func(name string, asked chan<- string) *mcp.ClientOptions {
+		return &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			asked <- name
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "answer of " + name}}, nil
+		}}
+	}
+	asked := make(chan string, 10)
+	caller := e.mustConnect(t, alice, sampler("alice", asked))
+	_ = e.mustConnect(t, bob, sampler("bob", asked))
+	_ = e.mustConnect(t, alice, sampler("alice's other session", asked))
+	ctx := context.Background()
+	res, err := caller.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "answer of alice" {
+		t.Fatalf("call = %+v, %v", res, err)
+	}
+	if got := <-asked; got != "alice" {
+		t.Errorf("asked %s", got)
+	}
+
+	// An agent that offers no sampling: the server is told so, no one is
+	// asked.
+	plain := e.mustConnect(t, bob, nil)
+	res, err = plain.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+	if err != nil || !res.IsError {
+		t.Errorf("call of an agent without sampling = %+v, %v", res, err)
+	}
+	select {
+	case got := <-asked:
+		t.Errorf("%s was asked for another agent's call", got)
+	default:
+	}
+}
