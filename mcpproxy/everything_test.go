@@ -1,5 +1,7 @@
 package mcpproxy_test
 
+//lint:file-ignore SA1019 the tests drive sampling, roots and logging, which the SDK deprecates for the newest protocol version only.
+
 import (
 	"cmp"
 	"context"
