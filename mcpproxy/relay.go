@@ -140,9 +140,10 @@ func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, par
 	_ = ss.NotifyProgress(context.WithValue(ctx, relayedKey{}, &relayed{method: method, params: params}), &mcp.ProgressNotificationParams{})
 }
 
-// ask relays a request the upstream server sent to the agent of s, when
-// the agent declared the capability it needs, and returns the agent's
-// answer scrubbed of nothing: it goes to the server the agent is using.
+// ask relays a request the upstream server sent to the agent of s, with
+// secrets replaced, when the agent declared the capability it needs, and
+// returns the agent's answer as it is: it goes to the server the agent is
+// using.
 func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
 	ss := s.ss.Load()
 	if ss == nil {
@@ -152,11 +153,21 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
 		caps = ip.Capabilities
 	}
+	st, err := e.p.state(s.conn.Load())
+	if err != nil {
+		return nil, err
+	}
 	decode := func(p any) error {
 		if len(raw) == 0 || string(raw) == "null" {
 			return nil
 		}
-		if err := json.Unmarshal(raw, p); err != nil {
+		// What the server asks the agent is scrubbed of secrets, as
+		// everything else it says is.
+		clean, err := launder(st.scrubber.Load(), &raw)
+		if err == nil {
+			err = json.Unmarshal(*clean, p)
+		}
+		if err != nil {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", method, err)}
 		}
 		return nil

@@ -504,12 +504,13 @@ func mustJSON(t testing.TB, v any) []byte {
 // A server's sampling request during a call reaches only the agent whose
 // call caused it, on that call's stream, and its answer goes back to the
 // server; another agent's session on the same connection, and a session
-// that did not offer sampling, are never asked.
+// that did not offer sampling, are never asked. What the server asks is
+// scrubbed of the connection's secrets.
 func TestServerRequestsReachOnlyTheCallingAgent(t *testing.T) {
 	t.Parallel()
 	s := mcp.NewServer(&mcp.Implementation{Name: "sampler", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi, my key is sk-upstream-secret"}}}})
 		if err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil
 		}
@@ -517,10 +518,13 @@ func TestServerRequestsReachOnlyTheCallingAgent(t *testing.T) {
 	})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(srv.Close)
-	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL})
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL, Redact: []string{"sk-upstream-secret"}})
 
 	sampler := func(name string, asked chan<- string) *mcp.ClientOptions {
-		return &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.ClientOptions{CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			if text := req.Params.Messages[0].Content.(*mcp.TextContent).Text; strings.Contains(text, "sk-upstream-secret") {
+				t.Errorf("the agent was asked %q", text)
+			}
 			asked <- name
 			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "answer of " + name}}, nil
 		}}
