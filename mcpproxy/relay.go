@@ -53,13 +53,19 @@ func (r *callRelay) notification(st *connState, id string, msg rpcIncoming) {
 	if r.notify == nil {
 		return
 	}
-	params, ok := notificationParams(msg.Method, msg.Params)
-	if !ok {
-		return
+	if params, ok := cleanParams(st.scrubber.Load(), msg.Method, msg.Params); ok {
+		r.notify(msg.Method, params)
 	}
-	if clean, err := launder(st.scrubber.Load(), &params); err == nil {
-		r.notify(msg.Method, *clean)
+}
+
+// cleanParams decodes the params of a notification the relay passes on
+// (see notificationParams), with secrets replaced.
+func cleanParams(sc *scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
+	clean, err := launder(sc, &raw)
+	if err != nil {
+		return nil, false
 	}
+	return notificationParams(method, *clean)
 }
 
 // notificationParams decodes the params of a notification the relay
@@ -221,8 +227,12 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 		if err != nil {
 			return
 		}
-		if clean, err := launder(st.scrubber.Load(), &params); err == nil {
-			e.tell(ctx, s, method, *clean)
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return
+		}
+		if clean, ok := cleanParams(st.scrubber.Load(), method, raw); ok {
+			e.tell(ctx, s, method, clean)
 		}
 	}
 	opts := &mcp.ClientOptions{

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -553,5 +554,41 @@ func TestServerRequestsReachOnlyTheCallingAgent(t *testing.T) {
 	case got := <-asked:
 		t.Errorf("%s was asked for another agent's call", got)
 	default:
+	}
+}
+
+// The level an agent sets reaches its upstream session, and the server's
+// log messages during a call reach the agent, scrubbed of the
+// connection's secrets.
+func TestLogMessagesAreRelayedScrubbed(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}}})
+	mcp.AddTool(s, &mcp.Tool{Name: "log"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "below the level"})
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "up", Data: "key sk-upstream-secret"})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL, Redact: []string{"sk-upstream-secret"}})
+	logs := make(chan *mcp.LoggingMessageParams, 10)
+	cs := e.mustConnect(t, alice, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logs <- r.Params }})
+	if cs.InitializeResult().Capabilities.Logging == nil {
+		t.Errorf("capabilities %+v lack the server's logging", cs.InitializeResult().Capabilities)
+	}
+	ctx := context.Background()
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "log", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-logs:
+		if l.Level != "warning" || l.Logger != "up" || strings.Contains(fmt.Sprint(l.Data), "sk-upstream-secret") || !strings.Contains(fmt.Sprint(l.Data), "key ") {
+			t.Errorf("log message = %+v", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no log message reached the agent")
 	}
 }
