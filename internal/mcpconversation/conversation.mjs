@@ -138,6 +138,7 @@ const calls = [
     ['trigger-sampling-request', { prompt: 'say hi', maxTokens: 10 }],
     ['trigger-elicitation-request', {}],
   ]),
+  ['simulate-research-query', { topic: 'x' }, 'a task-only tool called without a task'],
   ['echo', { message: 7 }, 'invalid arguments'],
   ['no-such-tool', {}, 'unknown tool'],
 ];

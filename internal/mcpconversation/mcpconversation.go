@@ -118,13 +118,13 @@ func TypeScript(t *testing.T, caps string, env []string, args ...string) []map[s
 }
 
 // Check fails t when the direct conversation did not exercise
-// what it is meant to: every step but the unknown tool answered, the
+// what it is meant to: every step but the unknown and the task-only tool answered, the
 // server's requests asked and its notifications told.
 func Check(t *testing.T, steps []map[string]any, wantAsked string) {
 	t.Helper()
 	var asked, told []string
 	for _, s := range steps {
-		if e, ok := s["error"]; ok && s["step"] != "unknown tool" {
+		if e, ok := s["error"]; ok && s["step"] != "unknown tool" && s["step"] != "a task-only tool called without a task" {
 			t.Errorf("step %v failed directly: %v", s["step"], e)
 		}
 		if r, ok := s["result"].(map[string]any); ok {
@@ -230,6 +230,17 @@ func allowDifferences(t *testing.T, want, got map[string]any) {
 			t.Errorf("invalid arguments: direct %v, through the gateway %v", want, got)
 		}
 		delete(want, "result")
+		delete(got, "result")
+	case "a task-only tool called without a task":
+		// Tools are listed without their execution (tasks are not
+		// relayed): a client that refuses by itself to call a task-only
+		// tool without a task calls it through the gateway, and gets the
+		// server's refusal as a tool error.
+		wantErr, _ := want["error"].(map[string]any)
+		if gotRes["isError"] != true || wantErr["code"] != float64(-32600) {
+			t.Errorf("task-only tool: direct %v, through the gateway %v", want, got)
+		}
+		delete(want, "error")
 		delete(got, "result")
 	case "unknown tool":
 		// A tool the server does not list is refused by the gateway.
