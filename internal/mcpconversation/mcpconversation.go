@@ -117,9 +117,9 @@ func TypeScript(t *testing.T, caps string, env []string, args ...string) []map[s
 	return steps
 }
 
-// Check fails t when the direct conversation did not exercise
-// what it is meant to: every step but the unknown and the task-only tool answered, the
-// server's requests asked and its notifications told.
+// Check fails t when the direct conversation did not exercise what it is
+// meant to: every step answered but the unknown and the task-only tool,
+// the server's requests asked and its notifications told.
 func Check(t *testing.T, steps []map[string]any, wantAsked string) {
 	t.Helper()
 	var asked, told []string
