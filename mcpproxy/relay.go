@@ -482,7 +482,8 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 // and opens it, so that the agent's session can advertise what the server
 // offers. It returns the server's initialize result, scrubbed, or nil
 // when the server cannot be reached now: the session then advertises
-// tools alone, and its upstream session is opened by its first request.
+// what its own server was given (tools, and resources and prompts where
+// exposed), and its upstream session is opened by its first request.
 func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Connection, params *mcp.InitializeParams) *mcp.InitializeResult {
 	var caps *mcp.ClientCapabilities
 	version := ""
