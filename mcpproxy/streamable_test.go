@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -591,4 +592,85 @@ func TestLogMessagesAreRelayedScrubbed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no log message reached the agent")
 	}
+}
+
+// The endpoint advertises the upstream's instructions and capabilities
+// with their flags (resources only where exposed) and lists its tools in
+// its order with all their metadata, minus the tools the policy denies.
+func TestEndpointRelaysToolMetadataAndCapabilities(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "rich", Version: "1"}, &mcp.ServerOptions{
+		Instructions: "use zeta first",
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+	})
+	yes, no := true, false
+	for _, name := range []string{"zeta", "alpha", "admin.wipe", "mid"} {
+		mcp.AddTool(s, &mcp.Tool{
+			Name: name, Title: "Title of " + name, Description: "d",
+			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &yes},
+			OutputSchema: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "number"}}},
+			Icons:        []mcp.Icon{{Source: "https://example.com/" + name + ".png"}},
+			Meta:         mcp.Meta{"example.com/owner": "team-" + name},
+		}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{StructuredContent: map[string]any{"n": 1}, Meta: mcp.Meta{"example.com/cost": 3}}, nil, nil
+		})
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	ctx := context.Background()
+	want, err := direct.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, exposed := range []bool{false, true} {
+		e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL, ExposeResources: exposed, Policy: mcpproxy.Policy{Deny: []string{"admin.*"}}})
+		cs := e.mustConnect(t, alice, nil)
+		init := cs.InitializeResult()
+		if init.Instructions != "use zeta first" {
+			t.Errorf("instructions = %q", init.Instructions)
+		}
+		caps := init.Capabilities
+		if caps.Tools == nil || !caps.Tools.ListChanged || caps.Logging == nil {
+			t.Errorf("capabilities = %+v", caps)
+		}
+		if exposed != (caps.Resources != nil) || (exposed && (!caps.Resources.Subscribe || !caps.Resources.ListChanged)) {
+			t.Errorf("resources exposed %v: capabilities %+v", exposed, caps.Resources)
+		}
+		got, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantTools []*mcp.Tool
+		for _, tool := range want.Tools {
+			if tool.Name != "admin.wipe" {
+				wantTools = append(wantTools, tool)
+			}
+		}
+		if diff := gocmp.Diff(jsonOf(t, wantTools), jsonOf(t, got.Tools)); diff != "" {
+			t.Errorf("tools directly (-) and through the endpoint (+):\n%s", diff)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mid", Arguments: map[string]any{}})
+		if err != nil || res.Meta["example.com/cost"] != float64(3) {
+			t.Errorf("call result = %+v, %v", res, err)
+		}
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }
