@@ -71,6 +71,11 @@ type AccessConfig struct {
 	// Logger receives one line per refused request (never the token). Nil
 	// discards.
 	Logger *slog.Logger
+	// DecisionLog, when set, receives one JSON decision per request
+	// ("kind":"admin", outcome allow or deny, the refusal's code and
+	// reason, method, path, request id and the client address masked),
+	// as the runtime's decision log does (GATEWAY_LOG_PROXY_REQUESTS).
+	DecisionLog *slog.Logger
 }
 
 // Access is the admin access policy. Its Wrap method is middleware.
@@ -82,6 +87,7 @@ type Access struct {
 	origins   map[string]bool
 	hosts     map[string]bool // lower-cased names and canonical IP literals
 	log       *slog.Logger
+	decisions *slog.Logger // nil: no decision records
 }
 
 // NewAccess validates cfg and returns the policy. It refuses hybrid and
@@ -92,7 +98,7 @@ func NewAccess(cfg AccessConfig) (*Access, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Access{mode: mode, resolver: clientip.Resolver{Trusted: cfg.TrustedProxies}, origins: map[string]bool{}, hosts: map[string]bool{}, log: cfg.Logger}
+	a := &Access{mode: mode, resolver: clientip.Resolver{Trusted: cfg.TrustedProxies}, origins: map[string]bool{}, hosts: map[string]bool{}, log: cfg.Logger, decisions: cfg.DecisionLog}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -171,6 +177,7 @@ var (
 func (a *Access) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checked, e, reason := a.check(w, r)
+		a.decide(r, e, reason)
 		if e != nil {
 			a.log.Warn("admin access refused", "reason", reason, "method", r.Method, "path", r.URL.Path,
 				"client", clientip.Mask(a.resolver.ClientAddr(r)), "request_id", apierror.RequestIDFrom(r.Context()))
@@ -187,6 +194,26 @@ func (a *Access) Wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, checked)
 	})
+}
+
+// decide writes the decision record of r, refused with e (nil: admitted)
+// for reason.
+func (a *Access) decide(r *http.Request, e *apierror.Error, reason string) {
+	if a.decisions == nil {
+		return
+	}
+	attrs := []slog.Attr{slog.String("kind", "admin"), slog.String("outcome", "allow")}
+	if e != nil {
+		attrs = []slog.Attr{slog.String("kind", "admin"), slog.String("outcome", "deny"), slog.String("code", e.Code().String()), slog.String("reason", reason)}
+	}
+	if id := apierror.RequestIDFrom(r.Context()); id != "" {
+		attrs = append(attrs, slog.String("request_id", id))
+	}
+	attrs = append(attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path))
+	if ip := clientip.Mask(a.resolver.ClientAddr(r)); ip != "" {
+		attrs = append(attrs, slog.String("client_ip", ip))
+	}
+	a.decisions.LogAttrs(r.Context(), slog.LevelInfo, "decision", attrs...)
 }
 
 type secretAuthorityKey struct{}

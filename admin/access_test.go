@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -317,4 +318,53 @@ func FuzzHostAllowList(f *testing.F) {
 			t.Fatalf("admitted %q", authority)
 		}
 	})
+}
+
+// Every admin request gets a decision record when a decision log is set:
+// the admitted ones and the refused ones with their code and reason, the
+// client address masked and the token never written.
+func TestAccessDecisionRecords(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	a, err := NewAccess(AccessConfig{Mode: AccessHybrid, Token: testToken, DecisionLog: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	for _, tt := range []struct {
+		peer, token string
+		want        int
+	}{
+		{"127.0.0.1:1234", "", http.StatusOK},
+		{"192.0.2.7:1234", "Bearer " + testToken, http.StatusOK},
+		{"192.0.2.7:1234", "Bearer wrong-token-of-some-length", http.StatusForbidden},
+		{"192.0.2.7:1234", "", http.StatusUnauthorized},
+	} {
+		r := httptest.NewRequest("GET", "http://localhost/api/admin/connections", nil)
+		r.RemoteAddr = tt.peer
+		if tt.token != "" {
+			r.Header.Set("Authorization", tt.token)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Fatalf("%s %q: %d, want %d", tt.peer, tt.token, w.Code, tt.want)
+		}
+	}
+	got := logs.String()
+	for _, want := range []string{
+		`"msg":"decision","kind":"admin","outcome":"allow","method":"GET","path":"/api/admin/connections","client_ip":"127.0.0.0/24"`,
+		`"msg":"decision","kind":"admin","outcome":"allow","method":"GET","path":"/api/admin/connections","client_ip":"192.0.2.0/24"`,
+		`"msg":"decision","kind":"admin","outcome":"deny","code":"ADMIN_FORBIDDEN","reason":"wrong token"`,
+		`"msg":"decision","kind":"admin","outcome":"deny","code":"ADMIN_UNAUTHORIZED","reason":"no token"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("decision records lack %s:\n%s", want, got)
+		}
+	}
+	for _, leak := range []string{testToken, "192.0.2.7", "wrong-token"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("decision records contain %q", leak)
+		}
+	}
 }

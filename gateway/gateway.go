@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -127,10 +128,21 @@ func (g *Gateway) wire() error {
 		return err
 	}
 
+	var salt []byte
+	var decisionLog *slog.Logger
+	if c.LogDecisions {
+		if salt, err = installSalt(c.DataDir); err != nil {
+			return err
+		}
+		decisionLog = c.Logger
+	}
+	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
 		Connections:        proxy.MCPConnections(g.vault, upstream),
 		Caller:             proxy.MCPCaller,
 		OnDiscovery:        g.storeDiscovery,
+		OnUpstream:         observer.Upstream,
+		OnDecision:         observer.Decision,
 		Logger:             c.Logger,
 		Registerer:         reg,
 		TracerProvider:     c.TracerProvider,
@@ -161,10 +173,6 @@ func (g *Gateway) wire() error {
 		MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
 	}
 	if c.LogDecisions {
-		salt, err := installSalt(c.DataDir)
-		if err != nil {
-			return err
-		}
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
 	}
 	runtime, err := proxy.New(pcfg)
@@ -174,7 +182,7 @@ func (g *Gateway) wire() error {
 
 	access, err := admin.NewAccess(admin.AccessConfig{
 		Mode: c.AdminAccess, Token: c.AdminToken, TrustedProxies: c.TrustedProxies,
-		AllowedOrigins: c.AllowedOrigins, Hosts: c.AdminHosts, Logger: c.Logger,
+		AllowedOrigins: c.AllowedOrigins, Hosts: c.AdminHosts, Logger: c.Logger, DecisionLog: decisionLog,
 	})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The endpoint answers its most frequent message itself: a single
@@ -40,9 +41,12 @@ type rpcResponse struct {
 
 // direct answers body, a POST on session s, when it is a call the endpoint
 // serves itself or the cancellation of one, and reports whether it did.
+// A session whose agent offers sampling or elicitation has every call
+// served by the SDK, whose answer is an event stream that can carry the
+// server's requests; roots are asked for on the session's own stream.
 func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	version := s.version.Load()
-	if s.ss.Load() == nil || version == nil || !plainPOST(r, *version) {
+	if s.ss.Load() == nil || version == nil || s.asks.Load() || !plainPOST(r, *version) {
 		return false
 	}
 	m, ok := classify(body)
@@ -164,7 +168,15 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 		return
 	}
 	defer s.untrack(key)
-	res, err := e.call(ctx, s, s.conn.Load(), m.call.Name, m.call.Arguments, nil)
+	// What the server says or asks during the call goes to the session's
+	// own stream: this answer has none.
+	relay := &callRelay{
+		notify: func(method string, params mcp.Params) { e.tell(context.WithoutCancel(ctx), s, method, params) },
+		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			return e.ask(ctx, s, method, params)
+		},
+	}
+	res, err := e.call(ctx, s, s.conn.Load(), m.call.Name, m.call.Arguments, relay)
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {

@@ -258,8 +258,8 @@ func TestUpstreamStatelessServer(t *testing.T) {
 	}
 }
 
-// The gateway's client offers no capabilities (it has nothing to answer
-// with but ping) and answers a ping during a call; the progress an upstream sends reaches the
+// The gateway's client offers the server what the agent offered (here the
+// go-sdk client's default, roots) and answers a ping during a call; the progress an upstream sends reaches the
 // agent without the upstream's _meta; a call that outlasts the idle
 // timeout keeps its session.
 func TestUpstreamRequestsDuringACall(t *testing.T) {
@@ -279,7 +279,7 @@ func TestUpstreamRequestsDuringACall(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	capabilities := make(chan string, 2) // discovery's session and the agent session's own
+	capabilities := make(chan string, 2) // the agent session's own upstream session
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -304,8 +304,8 @@ func TestUpstreamRequestsDuringACall(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("ping during a call = %+v, %v", res, err)
 	}
-	if caps := <-capabilities; caps != "{}" {
-		t.Errorf("the gateway's client offers capabilities %s", caps)
+	if caps := <-capabilities; caps != `{"roots":{"listChanged":true}}` {
+		t.Errorf("the gateway's client offers capabilities %s, not the agent's", caps)
 	}
 	// Directly answered, and longer than the idle timeout.
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}}); err != nil || res.IsError {

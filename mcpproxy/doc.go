@@ -40,22 +40,33 @@
 //     forwarded elsewhere.
 //   - MCP endpoint: /mcp/{connection_id} also speaks the MCP Streamable HTTP
 //     transport (POST, GET, DELETE; the go-sdk's server side), so MCP
-//     clients use the gateway as an MCP server. tools/list and tools/call
-//     take the same policy, validation, rate limit and breaker as the REST
-//     routes; invalid arguments come back as a tool result with isError,
-//     other refusals as JSON-RPC errors whose data.code is the REST code.
-//     A tools/call without a progress token is answered by the endpoint
-//     itself with one JSON body; the rest goes through the SDK's server,
-//     whose event streams carry a call's progress before its result.
-//     Cancellation (notifications/cancelled) reaches the upstream either
-//     way. Resources and prompts pass through only when the connection
-//     exposes them. A session is bound to the caller (namespace, key and
-//     subject) and connection that opened it: another caller naming its id
-//     gets 404, the same answer as an unknown id. Each has an upstream
-//     session of its own, opened at its first upstream request and closed
-//     when it ends, so upstream state never passes between agent sessions
-//     (the REST routes and discovery share the connection's). Sessions end
-//     after SessionIdleTimeout without a request, on DELETE, or when their
+//     clients use the gateway as an MCP server that relays the upstream
+//     one (relay.go): each agent session has an upstream session of its
+//     own, opened at its initialize by a client that declares what the
+//     agent declared (sampling, elicitation, roots) and asks for the
+//     agent's protocol version. The agent gets the server's capabilities,
+//     instructions, tool listings as listed, completions, subscriptions,
+//     logging and notifications, and the server's sampling, elicitation
+//     and roots requests, answered by the agent; minus what policy
+//     removes: tools the subject may not use, resources and prompts where
+//     the connection does not expose them. tools/call takes the same
+//     policy, validation, rate limit and breaker as the REST routes,
+//     checked against the tools the session's upstream session lists;
+//     invalid arguments come back as a tool result with isError, other
+//     refusals as JSON-RPC errors whose data.code is the REST code. A
+//     tools/call without a progress token, from an agent that declared
+//     neither sampling nor elicitation, is answered by the endpoint itself
+//     with one JSON body (direct.go); the rest goes through the SDK's
+//     server, whose event streams carry a call's notifications and the
+//     server's requests before its result. Cancellation
+//     (notifications/cancelled) reaches the upstream either way. A
+//     session is bound to the caller (namespace, key and subject) and
+//     connection that opened it: another caller naming its id gets 404,
+//     the same answer as an unknown id, and what its upstream session
+//     sends reaches it alone. Its upstream session closes when it ends,
+//     so upstream state never passes between agent sessions (the REST
+//     routes and discovery share the connection's). Sessions end after
+//     SessionIdleTimeout without a request, on DELETE, or when their
 //     caller opens one past its share: at most MaxSessionsPerKey per key,
 //     MaxSessionsPerNamespace per namespace and MaxSessions in all, the
 //     caller's own least recently used session is evicted to make room. A

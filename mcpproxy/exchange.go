@@ -60,15 +60,16 @@ type rpcIncoming struct {
 // exchangeCall sends params as a tools/call on cs's session and returns its
 // result. A JSON-RPC error answer is returned as a *jsonrpc.Error; a
 // session the server no longer knows as an error wrapping
-// mcp.ErrSessionMissing. relay, when set, receives the call's progress.
-func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientSession, params *mcp.CallToolParams, relay progressRelay) (*mcp.CallToolResult, error) {
+// mcp.ErrSessionMissing. relay, when set, receives what the server sends
+// during the call.
+func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientSession, params *mcp.CallToolParams, relay *callRelay) (*mcp.CallToolResult, error) {
 	if cs.InitializeResult().ProtocolVersion > upstreamProtocol {
 		// A server that offers only newer protocols: the SDK's client
 		// speaks them, and the call's progress is not relayed.
 		return cs.CallTool(ctx, params)
 	}
 	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
-	if relay != nil {
+	if relay != nil && relay.progress != nil {
 		params.SetProgressToken(id)
 	}
 	resp, err := p.post(ctx, st, cs, rpcRequest{ID: id, Method: "tools/call", Params: params})
@@ -133,7 +134,7 @@ func refusal(resp *http.Response, sessionID string) error {
 // readEvents reads an event stream until the response to the call id,
 // relaying the call's progress and answering the server's requests on the
 // way.
-func (p *Proxy) readEvents(ctx context.Context, st *connState, cs *mcp.ClientSession, body io.Reader, id string, relay progressRelay) (*mcp.CallToolResult, error) {
+func (p *Proxy) readEvents(ctx context.Context, st *connState, cs *mcp.ClientSession, body io.Reader, id string, relay *callRelay) (*mcp.CallToolResult, error) {
 	events := &eventReader{r: bufio.NewReader(body)}
 	for {
 		data, err := events.next()
@@ -153,16 +154,9 @@ func (p *Proxy) readEvents(ctx context.Context, st *connState, cs *mcp.ClientSes
 				return res, err
 			}
 		case msg.ID == nil:
-			if msg.Method == "notifications/progress" && relay != nil {
-				var n mcp.ProgressNotificationParams
-				if json.Unmarshal(msg.Params, &n) == nil && n.ProgressToken == id {
-					// Only the progress itself: the upstream's _meta is not
-					// the agent's business, and its message is scrubbed.
-					relay(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().replace(n.Message)})
-				}
-			}
+			relay.notification(st, id, msg)
 		default:
-			p.answer(ctx, st, cs, msg)
+			p.answer(ctx, st, cs, msg, relay)
 		}
 	}
 }
@@ -244,13 +238,25 @@ func callResult(msg rpcIncoming, id string) (*mcp.CallToolResult, error) {
 }
 
 // answer replies to a request the server sends during a call: ping is
-// answered; anything else is a method the gateway's client does not offer
-// (it advertises no capabilities).
-func (p *Proxy) answer(ctx context.Context, st *connState, cs *mcp.ClientSession, msg rpcIncoming) {
+// answered; sampling, elicitation and roots are asked of the agent whose
+// call this is, when it offers them (relay.ask); anything else is a method
+// the gateway's client does not offer.
+func (p *Proxy) answer(ctx context.Context, st *connState, cs *mcp.ClientSession, msg rpcIncoming, relay *callRelay) {
 	reply := rpcResponse{JSONRPC: "2.0", ID: msg.ID}
-	switch msg.Method {
-	case "ping":
+	switch {
+	case msg.Method == "ping":
 		reply.Result = struct{}{}
+	case relay != nil && relay.ask != nil:
+		res, err := relay.ask(ctx, msg.Method, msg.Params)
+		if err != nil {
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) {
+				je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: st.scrubber.Load().scrub(err.Error())}
+			}
+			reply.Error = je
+		} else {
+			reply.Result = res
+		}
 	default:
 		reply.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + msg.Method + " is not offered by this client"}
 	}

@@ -101,6 +101,7 @@ func (p *Proxy) serveTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := p.Tools(r.Context(), conn, caller.Subject, refresh)
+	p.decide(r.Context(), conn, caller, "tools/list", "", outcome(err), err)
 	p.reply(w, r, list, err)
 }
 

@@ -37,6 +37,8 @@ type CallResult struct {
 	Content           []mcp.Content `json:"content"`
 	StructuredContent any           `json:"structured_content,omitempty"`
 	IsError           bool          `json:"is_error"`
+	// meta is the result's _meta, which the MCP endpoint passes on.
+	meta mcp.Meta
 }
 
 // lookup returns the connection's state and its discovery per refresh.
@@ -96,17 +98,29 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 // and the breaker closed (*RetryError). Upstream failures are
 // *UpstreamError; a tool that runs and fails is a CallResult with IsError.
 func (p *Proxy) Call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh) (*CallResult, error) {
-	return p.callTool(ctx, conn, caller, tool, body, refresh, nil, nil)
+	return p.callTool(ctx, conn, caller, tool, body, refresh, nil)
 }
 
-// callTool is Call on upstream session u (nil: the connection's shared
-// one) with an optional relay for the upstream's progress notifications
-// about this call (nil: none are asked for).
-func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, u *upstreamSession, relay progressRelay) (*CallResult, error) {
+// sessionCall is where a call of the MCP endpoint runs: the agent
+// session's own upstream session, the tools that session lists (a server
+// may offer each session other tools, e.g. by the capabilities its client
+// declared), and what to hand the agent of what the server sends during
+// the call.
+type sessionCall struct {
+	upstream *upstreamSession
+	tools    func(context.Context, *connState) (*snapshot, error)
+	relay    *callRelay
+}
+
+// callTool is Call, on the agent session of sc when it is not nil (else
+// on the connection's shared upstream session, checked against its
+// discovery, with nothing relayed).
+func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, error) {
 	ctx, span := p.tracer.Start(ctx, "mcp.tool_call", oteltrace.SpanKindInternal)
 	defer span.End()
-	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, u, relay)
+	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, sc)
 	p.metrics.calls.WithLabelValues(result).Inc()
+	p.decide(ctx, conn, caller, "tools/call", tool, result, err)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.ConnectionID.String(conn.ID), attribute.String("mcp.tool.name", tool), attribute.String("mcp.result", result))
 		if err != nil {
@@ -116,10 +130,20 @@ func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, t
 	return res, err
 }
 
-func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, u *upstreamSession, relay progressRelay) (*CallResult, string, error) {
+func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	st, snap, err := p.lookup(ctx, conn, refresh)
+	if sc == nil {
+		sc = &sessionCall{}
+	}
+	var st *connState
+	var snap *snapshot
+	var err error
+	if sc.tools == nil {
+		st, snap, err = p.lookup(ctx, conn, refresh)
+	} else if st, err = p.state(conn); err == nil {
+		snap, err = sc.tools(ctx, st)
+	}
 	if err != nil {
 		if errors.Is(err, ErrCircuitOpen) {
 			return nil, callCircuitOpen, err
@@ -148,9 +172,9 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: raw}
 	var res *mcp.CallToolResult
-	err = p.guarded(ctx, st, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
-		res, err = p.exchangeCall(ctx, st, cs, params, relay)
+		res, err = p.exchangeCall(ctx, st, cs, params, sc.relay)
 		return err
 	})
 	if err != nil {
@@ -168,6 +192,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		Content:           res.Content,
 		StructuredContent: res.StructuredContent,
 		IsError:           res.IsError,
+		meta:              res.Meta,
 	}
 	if out.Content == nil {
 		out.Content = []mcp.Content{}

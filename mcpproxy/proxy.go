@@ -94,6 +94,13 @@ type Config struct {
 	// Logger receives warnings about upstream failures, with secrets
 	// scrubbed. Nil discards.
 	Logger *slog.Logger
+	// OnUpstream, when set, is told of every HTTP exchange with an
+	// upstream MCP server (each attempt), for the gateway's upstream
+	// metrics and decision log. It must not block.
+	OnUpstream func(ctx context.Context, e UpstreamExchange)
+	// OnDecision, when set, is told of every tool listing and tool call a
+	// caller asks for, with its outcome. It must not block.
+	OnDecision func(ctx context.Context, e Event)
 	// Registerer, when set, gets idn_gateway_mcp_discovery_total and
 	// idn_gateway_mcp_tool_call_total. Nil registers nothing.
 	Registerer prometheus.Registerer
@@ -173,6 +180,8 @@ type Proxy struct {
 	sources      ConnectionSource
 	caller       func(*http.Request) (Caller, error)
 	onDiscovery  func(context.Context, string, Discovery)
+	onUpstream   func(context.Context, UpstreamExchange)
+	onDecision   func(context.Context, Event)
 	log          *slog.Logger
 	metrics      *metrics
 	ttl          time.Duration
@@ -206,6 +215,8 @@ func New(cfg Config) (*Proxy, error) {
 		sources:      cfg.Connections,
 		caller:       cfg.Caller,
 		onDiscovery:  cfg.OnDiscovery,
+		onUpstream:   cfg.OnUpstream,
+		onDecision:   cfg.OnDecision,
 		log:          cfg.Logger,
 		metrics:      m,
 		ttl:          orDefault(cfg.DiscoveryTTL, 300*time.Second),
@@ -307,6 +318,15 @@ type upstreamSession struct {
 	session *mcp.ClientSession
 	state   SessionState
 	ended   bool // the agent session ended: nothing is opened again
+
+	// client opens the session; nil means the proxy's own, which declares
+	// no capabilities and opens no standalone event stream. An agent
+	// session's client declares what its agent declared and relays what
+	// the server sends (see relay.go).
+	client *mcp.Client
+	// protocol is the version asked for first; empty means
+	// upstreamProtocol.
+	protocol string
 }
 
 // endUpstream closes u's session for good; later requests on it get
@@ -355,7 +375,9 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
 		st.httpClient = &http.Client{
-			Transport: &retryTransport{base: st.currentTransport, policy: p.retry, tracer: p.tracer},
+			Transport: &retryTransport{base: st.currentTransport, policy: p.retry, tracer: p.tracer, observe: func(r *http.Request, resp *http.Response, err error, start time.Time) {
+				p.observe(r.Context(), st.id, r, resp, err, start)
+			}},
 			// Never follow redirects: the credential transport would hand
 			// the secret to wherever the upstream points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -467,16 +489,25 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 		p.closeSession(u.session)
 		u.session = nil
 	}
+	client, protocol := u.client, u.protocol
+	if client == nil {
+		client = p.client
+	}
+	if protocol == "" {
+		protocol = upstreamProtocol
+	}
 	connect := func(ctx context.Context, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
-		return p.client.Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint:             endpoint,
-			HTTPClient:           st.httpClient,
-			MaxRetries:           -1, // retries are retryTransport's, which knows what is safe to repeat
-			DisableStandaloneSSE: true,
+		return client.Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint:   endpoint,
+			HTTPClient: st.httpClient,
+			MaxRetries: -1, // retries are retryTransport's, which knows what is safe to repeat
+			// Only an agent session's client has anyone to hand the
+			// server's own messages to.
+			DisableStandaloneSSE: u.client == nil,
 		}, opts)
 	}
 	tctx, tr := withTrace(ctx)
-	cs, err := connect(tctx, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+	cs, err := connect(tctx, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if _, status := tr.snapshot(); err != nil && status == http.StatusBadRequest {
 		cs, err = connect(ctx, nil)
 	}

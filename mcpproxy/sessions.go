@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"context"
 	"crypto/rand"
 	"sync"
 	"sync/atomic"
@@ -186,8 +187,19 @@ func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) 
 	s.server = mcp.NewServer(serverInfo, &mcp.ServerOptions{
 		Capabilities: caps,
 		GetSessionID: func() string { return s.id },
+		SubscribeHandler: func(ctx context.Context, r *mcp.SubscribeRequest) error {
+			return e.forward(ctx, s, s.conn.Load(), func(ctx context.Context, cs *mcp.ClientSession) error {
+				return cs.Subscribe(ctx, &mcp.SubscribeParams{Meta: r.Params.Meta, URI: r.Params.URI})
+			})
+		},
+		UnsubscribeHandler: func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
+			return e.forward(ctx, s, s.conn.Load(), func(ctx context.Context, cs *mcp.ClientSession) error {
+				return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{Meta: r.Params.Meta, URI: r.Params.URI})
+			})
+		},
 	})
 	s.server.AddReceivingMiddleware(e.dispatch(s))
+	s.server.AddSendingMiddleware(relaySending)
 
 	evicted, err := e.sessions.add(s)
 	for _, v := range evicted {

@@ -1,5 +1,7 @@
 package mcpproxy
 
+//lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
+
 import (
 	"bytes"
 	"context"
@@ -54,6 +56,14 @@ type agentSession struct {
 	version atomic.Pointer[string]
 	// upstream is the session's own upstream session.
 	upstream upstreamSession
+	// tools is the complete tool listing of the upstream session, which
+	// its calls are checked against; nil until listed, and again when the
+	// server says its tools changed.
+	tools atomic.Pointer[snapshot]
+	// asks is set when the agent declared sampling or elicitation, which
+	// the server asks for during a call: its calls then need an event
+	// stream, and are not answered directly.
+	asks atomic.Bool
 	// lastUse orders the sessions of a caller for eviction (the endpoint's
 	// use counter at the session's latest request).
 	lastUse atomic.Uint64
@@ -259,11 +269,19 @@ func (p *Proxy) EndStreams() { p.endpoint.endStreams() }
 func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			// The SDK hands its handlers the context of the request that
+			// opened the session, whose request id is not this request's.
+			ctx = apierror.WithRequestID(ctx, "")
 			conn := s.conn.Load()
 			switch r := req.(type) {
 			case *mcp.ServerRequest[*mcp.InitializeParams]:
+				up := e.openUpstream(ctx, s, conn, r.Params)
 				res, err := next(ctx, method, req)
 				if ir, ok := res.(*mcp.InitializeResult); ok {
+					if up != nil {
+						ir.Capabilities = mirrorCapabilities(up.Capabilities, conn)
+						ir.Instructions = up.Instructions
+					}
 					// Before the answer leaves, so the session's next
 					// request can be answered directly.
 					s.version.Store(&ir.ProtocolVersion)
@@ -271,16 +289,13 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				}
 				return res, err
 			case *mcp.ListToolsRequest:
-				return e.listTools(ctx, s, conn)
-			case *mcp.CallToolRequest:
-				var relay progressRelay
-				if token := r.Params.GetProgressToken(); token != nil {
-					relay = func(n *mcp.ProgressNotificationParams) {
-						n.ProgressToken = token
-						_ = r.Session.NotifyProgress(ctx, n)
-					}
+				params := &mcp.ListToolsParams{}
+				if r.Params != nil {
+					params.Cursor = r.Params.Cursor
 				}
-				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, relay)
+				return e.listTools(ctx, s, conn, params)
+			case *mcp.CallToolRequest:
+				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken()))
 			case *mcp.ListResourcesRequest:
 				if !conn.ExposeResources {
 					return nil, notExposed(method)
@@ -330,34 +345,46 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
 					return cs.GetPrompt(ctx, params)
 				})
-			case *mcp.SubscribeRequest, *mcp.UnsubscribeRequest, *mcp.CompleteRequest:
-				return nil, notExposed(method)
+			case *mcp.SubscribeRequest, *mcp.UnsubscribeRequest:
+				// Forwarded by the server's SubscribeHandler and
+				// UnsubscribeHandler (see open).
+				if !conn.ExposeResources {
+					return nil, notExposed(method)
+				}
+			case *mcp.CompleteRequest:
+				if r.Params == nil || !completable(conn, r.Params.Ref) {
+					return nil, notExposed(method)
+				}
+				params := r.Params
+				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+					return cs.Complete(ctx, params)
+				})
+			case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
+				if r.Params == nil {
+					return next(ctx, method, req)
+				}
+				params := r.Params
+				if err := e.forward(ctx, s, conn, func(ctx context.Context, cs *mcp.ClientSession) error {
+					return cs.SetLoggingLevel(ctx, params)
+				}); err != nil {
+					return nil, err
+				}
 			}
 			return next(ctx, method, req)
 		}
 	}
 }
 
-// listTools answers tools/list with the tools the session's subject may
-// use, in one page.
-func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connection) (mcp.Result, error) {
-	list, err := e.p.Tools(ctx, conn, s.caller.Subject, RefreshAuto)
-	if err != nil {
-		return nil, rpcError(err)
-	}
-	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(list.Tools))}
-	for _, t := range list.Tools {
-		res.Tools = append(res.Tools, &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema})
-	}
-	return res, nil
-}
-
-// call answers tools/call through Call's checks, for the SDK's server and
-// for the direct path alike. relay, when set, receives the upstream's
-// progress notifications about the call; cancelling ctx withdraws the
-// upstream call.
-func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, relay progressRelay) (mcp.Result, error) {
-	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &s.upstream, relay)
+// call answers tools/call through Call's checks, against the tools the
+// session's upstream session lists, for the SDK's server and for the
+// direct path alike. relay receives what the server sends during the call
+// (nil: nothing is relayed); cancelling ctx withdraws the upstream call.
+func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, relay *callRelay) (mcp.Result, error) {
+	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &sessionCall{
+		upstream: &s.upstream,
+		tools:    func(ctx context.Context, st *connState) (*snapshot, error) { return e.sessionTools(ctx, s, st) },
+		relay:    relay,
+	})
 	var ae *ArgumentsError
 	if errors.As(err, &ae) {
 		// As the go-sdk's own servers do: a tool error the model can read
@@ -367,7 +394,7 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	return &mcp.CallToolResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
+	return &mcp.CallToolResult{Meta: res.meta, Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 }
 
 func argumentsResult(ae *ArgumentsError) *mcp.CallToolResult {
@@ -409,7 +436,62 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 	if err != nil {
 		return nil, rpcError(&UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
+	defaultCacheScope(*clean)
 	return *clean, nil
+}
+
+// defaultCacheScope sets a result's cache scope to the protocol's default,
+// "public", when the server sent none: the SDK always writes the field,
+// and an empty scope is not a valid one (its own servers send "public").
+func defaultCacheScope(res mcp.Result) {
+	var c *mcp.Cacheable
+	switch r := res.(type) {
+	case *mcp.ListResourcesResult:
+		c = &r.Cacheable
+	case *mcp.ListResourceTemplatesResult:
+		c = &r.Cacheable
+	case *mcp.ReadResourceResult:
+		c = &r.Cacheable
+	case *mcp.ListPromptsResult:
+		c = &r.Cacheable
+	case *mcp.ListToolsResult:
+		c = &r.Cacheable
+	default:
+		return
+	}
+	if c.CacheScope == "" {
+		c.CacheScope = "public"
+	}
+}
+
+// completable reports whether a completion/complete about ref may pass:
+// prompt arguments where the connection exposes prompts, resource
+// template arguments where it exposes resources.
+func completable(conn *Connection, ref *mcp.CompleteReference) bool {
+	switch {
+	case ref == nil:
+		return false
+	case ref.Type == "ref/prompt":
+		return conn.ExposePrompts
+	case ref.Type == "ref/resource":
+		return conn.ExposeResources
+	}
+	return false
+}
+
+// forward sends one request without a result upstream, on the session's
+// own upstream session, behind the connection's breaker.
+func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	defer cancel()
+	st, err := e.p.state(conn)
+	if err != nil {
+		return rpcError(err)
+	}
+	if err := e.p.guarded(ctx, st, &s.upstream, op); err != nil {
+		return rpcError(err)
+	}
+	return nil
 }
 
 func notExposed(method string) error {
@@ -434,6 +516,3 @@ func rpcError(err error) error {
 	}
 	return &jsonrpc.Error{Code: code, Message: ae.Message, Data: raw}
 }
-
-// progressRelay receives one upstream progress notification about a call.
-type progressRelay func(*mcp.ProgressNotificationParams)

@@ -71,6 +71,8 @@ type retryTransport struct {
 	base   func() http.RoundTripper // the connection's current credential transport
 	policy retryPolicy
 	tracer tracing.Tracer // writes traceparent on every attempt
+	// observe, when set, is told of every attempt.
+	observe func(req *http.Request, resp *http.Response, err error, start time.Time)
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -87,7 +89,11 @@ func (t *retryTransport) roundTrip(req *http.Request) (*http.Response, error) {
 			req = req.Clone(req.Context())
 			t.tracer.Inject(req.Context(), req.Header)
 		}
+		start := time.Now()
 		resp, err := t.base().RoundTrip(req)
+		if t.observe != nil {
+			t.observe(req, resp, err, start)
+		}
 		if resp != nil {
 			traceFrom(req.Context()).record(resp.StatusCode)
 		}
@@ -138,7 +144,11 @@ func (t *retryTransport) attempt(req *http.Request, body []byte) (resp *http.Res
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
 	t.tracer.Inject(r.Context(), r.Header)
+	start := time.Now()
 	resp, err = t.base().RoundTrip(r)
+	if t.observe != nil {
+		defer func() { t.observe(req, resp, err, start) }()
+	}
 	if timer != nil && !timer.Stop() && err == nil {
 		// The timer fired after the headers arrived; the body is already
 		// cancelled, so treat the attempt as timed out.

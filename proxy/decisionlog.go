@@ -33,8 +33,8 @@ func (d *decisionLog) fingerprint(v string) string {
 // decision is one logged decision. Fields with identity meaning are
 // fingerprinted by log.
 type decision struct {
-	kind       string // "auth", "admin", "runtime", "upstream"
-	outcome    string // "allow", "deny", or an upstream outcome
+	kind       string // "auth", "admin", "runtime", "upstream", "mcp"
+	outcome    string // "allow", "deny", an upstream outcome, or an MCP result
 	code       string // error code when denied
 	requestID  string
 	connection string
@@ -45,7 +45,9 @@ type decision struct {
 	claimID    string
 	client     netip.Addr
 	status     int
-	method     string
+	method     string // the HTTP method, or the MCP method of an "mcp" decision
+	tool       string // the MCP tool of a tools/call
+	protocol   string // "mcp" for MCP traffic; empty for HTTP
 	latencyMS  float64
 }
 
@@ -53,7 +55,7 @@ func (d *decisionLog) log(ctx context.Context, e decision) {
 	if d == nil || d.logger == nil {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 14)
+	attrs := make([]slog.Attr, 0, 16)
 	add := func(k, v string) {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
@@ -65,6 +67,8 @@ func (d *decisionLog) log(ctx context.Context, e decision) {
 	add("request_id", e.requestID)
 	add("connection_id", e.connection)
 	add("method", e.method)
+	add("tool", e.tool)
+	add("protocol", e.protocol)
 	add("namespace", d.fingerprint(e.namespace))
 	add("subject", d.fingerprint(e.subject))
 	add("public_key", d.fingerprint(e.publicKey))

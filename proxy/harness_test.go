@@ -154,11 +154,19 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		RotationIntervalDays: 2, Service: "github"}, map[string]string{"t": upstreamToken})
 	g.clock.advance(3 * 24 * time.Hour)
 
+	g.reg = prometheus.NewRegistry()
+	g.metrics, err = NewMetrics(g.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decisionLog := slog.New(slog.NewJSONHandler(g.logs, nil))
 	var mcpHandler http.Handler
 	if o.mcpUpstream != "" {
 		create(&credvault.Connection{ID: "tools", Protocol: "mcp", BaseURL: o.mcpUpstream, AuthMode: "bearer",
 			AuthSecretKey: "t", Service: "github", MCPToolDenylist: []string{"admin.*"}}, map[string]string{"t": upstreamToken})
-		mp, err := mcpproxy.New(mcpproxy.Config{Connections: MCPConnections(g.vault, nil), Caller: MCPCaller, TracerProvider: o.tracer})
+		observer := NewMCPObserver(g.metrics, decisionLog, []byte("test-salt"))
+		mp, err := mcpproxy.New(mcpproxy.Config{Connections: MCPConnections(g.vault, nil), Caller: MCPCaller,
+			OnUpstream: observer.Upstream, OnDecision: observer.Decision, TracerProvider: o.tracer})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,11 +201,6 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 			t.Fatal(err)
 		}
 	}
-	g.reg = prometheus.NewRegistry()
-	g.metrics, err = NewMetrics(g.reg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	g.handler, err = New(Config{
 		Connections:         g.vault,
 		Claims:              g.cache,
@@ -207,7 +210,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		Aliases:             map[string]string{"gh": "github"},
 		RotationEnforcement: o.rotation,
 		Metrics:             g.metrics,
-		DecisionLog:         slog.New(slog.NewJSONHandler(g.logs, nil)),
+		DecisionLog:         decisionLog,
 		LogSalt:             []byte("test-salt"),
 		Timeout:             3 * time.Second,
 		MCP:                 mcpHandler,

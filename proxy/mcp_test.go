@@ -13,6 +13,7 @@ import (
 	"github.com/idnhq/idn/identity"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 type echoArgs struct {
@@ -232,4 +233,70 @@ func TestMCPSessionFloodThroughPipeline(t *testing.T) {
 		t.Fatalf("the other agent's new session: %v", err)
 	}
 	_ = again.Close()
+}
+
+// MCP traffic is counted and logged as REST traffic is: upstream exchanges
+// with protocol="mcp", their failures by class, and one decision record
+// per tool listing and tool call, with identities fingerprinted.
+func TestMCPTrafficIsObserved(t *testing.T) {
+	t.Parallel()
+	up, _ := mcpUpstream(t)
+	g := newGateway(t, gatewayOptions{mcpUpstream: up.URL})
+	ctx := context.Background()
+	cs, err := g.connectMCP(g.agent, "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "admin.wipe", Arguments: map[string]any{"text": "x"}}); err == nil {
+		t.Fatal("a denied tool was called")
+	}
+	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("mcp", "success")); got < 3 {
+		t.Errorf(`upstream_requests_total{protocol="mcp",outcome="success"} = %v, want the initialize, list and call at least`, got)
+	}
+	// The upstream goes away: the next call fails to connect. (Close would
+	// wait for the session's event stream.)
+	_ = up.Listener.Close()
+	up.CloseClientConnections()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "hi"}}); err == nil {
+		t.Fatal("a call to a closed upstream succeeded")
+	}
+	if got := testutil.ToFloat64(g.metrics.upstreamErrors.WithLabelValues("connect")); got < 1 {
+		t.Errorf("upstream_error_total{class=connect} = %v after an MCP call to a closed upstream", got)
+	}
+	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("mcp", "error")); got < 1 {
+		t.Errorf(`upstream_requests_total{protocol="mcp",outcome="error"} = %v`, got)
+	}
+	if got := testutil.CollectAndCount(g.metrics.upstreamLatency); got != 2 {
+		t.Errorf("upstream_latency_seconds has %d series, want mcp success and error", got)
+	}
+
+	logs := g.logs.String()
+	for _, want := range []string{
+		`"kind":"mcp","outcome":"success","connection_id":"tools","method":"tools/list","protocol":"mcp","namespace":"fp:`,
+		`"kind":"mcp","outcome":"success","request_id":"req_`, // a call answered directly has its request's id
+		`"connection_id":"tools","method":"tools/call","tool":"docs.search","protocol":"mcp","namespace":"fp:`,
+		`"kind":"mcp","outcome":"filtered","code":"MCP_TOOL_FORBIDDEN","request_id":"req_`,
+		`"connection_id":"tools","method":"tools/call","tool":"admin.wipe","protocol":"mcp"`,
+		`"kind":"mcp","outcome":"error","code":"MCP_UPSTREAM_ERROR","request_id":"req_`,
+		`"kind":"upstream","outcome":"success","request_id":"req_`,
+		`"connection_id":"tools","method":"POST","protocol":"mcp","status":200,"latency_ms":`,
+		`"kind":"upstream","outcome":"error","code":"MCP_UPSTREAM_ERROR","request_id":"req_`,
+		`"connection_id":"tools","method":"POST","protocol":"mcp","latency_ms":`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("decision logs lack %s", want)
+		}
+	}
+	for _, leak := range []string{upstreamToken, g.agent.Namespace, g.agent.PublicKeyString()} {
+		if strings.Contains(logs, leak) {
+			t.Errorf("decision logs contain %q", leak)
+		}
+	}
 }

@@ -1,5 +1,7 @@
 package main
 
+//lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
+
 import (
 	"bytes"
 	"context"
@@ -70,6 +72,11 @@ type bridge struct {
 	remote *mcp.ClientSession        // nil until connected, and after it was lost
 	local  *mcp.ServerSession        // the stdio session, once connected
 	calls  map[string]*mcporder.Call // tools/call in flight by progress token (JSON)
+	// caps and version are what the stdio client declared in its
+	// initialize: the gateway session is opened with them, so the server
+	// behind the gateway offers what it would offer that client.
+	caps    *mcp.ClientCapabilities
+	version string
 }
 
 var bridgeInfo = &mcp.Implementation{Name: "idn", Version: buildinfo.Version()}
@@ -99,8 +106,17 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		Capabilities:              caps,
 		Instructions:              remote.InitializeResult().Instructions,
 		SupportedProtocolVersions: versions,
+		SubscribeHandler: func(ctx context.Context, r *mcp.SubscribeRequest) error {
+			_, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return nil, cs.Subscribe(ctx, r.Params) }, true)
+			return err
+		},
+		UnsubscribeHandler: func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
+			_, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return nil, cs.Unsubscribe(ctx, r.Params) }, true)
+			return err
+		},
 	})
 	server.AddReceivingMiddleware(b.forward)
+	server.AddSendingMiddleware(relaySending)
 	local, err := server.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
 	if err != nil {
 		return err
@@ -124,14 +140,16 @@ func (b *bridge) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if b.remote != nil {
 		return b.remote, nil
 	}
-	client := mcp.NewClient(bridgeInfo, &mcp.ClientOptions{ProgressNotificationHandler: b.progress})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+	var opts *mcp.ClientSessionOptions
+	if b.version != "" && b.version <= maxRelayedVersion {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: b.version}
+	}
+	cs, err := b.client().Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   b.endpoint,
 		HTTPClient: b.http,
-		// The gateway sends nothing unprompted: every notification
-		// belongs to a request and arrives on its response.
-		DisableStandaloneSSE: true,
-	}, nil)
+		// The session's own stream carries what the server behind the
+		// gateway says and asks outside a call.
+	}, opts)
 	if err != nil {
 		if why := b.refusals.lastRefusal(); why != "" {
 			return nil, fmt.Errorf("connecting to %s: %s", b.endpoint, why)
@@ -184,6 +202,15 @@ func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 		// met a lost session (404) never reached the gateway's session.
 		retryClosed := true
 		switch r := req.(type) {
+		case *mcp.ServerRequest[*mcp.InitializeParams]:
+			return b.initialize(ctx, method, req, r.Params, next)
+		case *mcp.CompleteRequest:
+			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.Complete(ctx, r.Params) }
+		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
+			if _, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return nil, cs.SetLoggingLevel(ctx, r.Params) }, true); err != nil {
+				return nil, err
+			}
+			return next(ctx, method, req)
 		case *mcp.ListToolsRequest:
 			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListTools(ctx, r.Params) }
 		case *mcp.CallToolRequest:

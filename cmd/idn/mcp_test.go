@@ -22,6 +22,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/mcpconversation"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -100,7 +101,18 @@ type mcpStack struct {
 func newMCPStack(t *testing.T, idle time.Duration) *mcpStack {
 	t.Helper()
 	upURL, started, cancelled := mcpUpstream(t)
-	st := &mcpStack{home: t.TempDir(), started: started, cancelled: cancelled}
+	st := newMCPStackFor(t, idle, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", MCPToolDenylist: []string{"admin.*"}})
+	st.started, st.cancelled = started, cancelled
+	return st
+}
+
+// newMCPStackFor is a gateway with the MCP connection conn (of service
+// "docs") and an agent identity in home that the control plane approved
+// for it.
+func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection) *mcpStack {
+	t.Helper()
+	st := &mcpStack{home: t.TempDir()}
 	var err error
 	if st.agent, err = identity.New("desk-agent"); err != nil {
 		t.Fatal(err)
@@ -119,9 +131,8 @@ func newMCPStack(t *testing.T, idle time.Duration) *mcpStack {
 	}
 	t.Cleanup(func() { _ = gw.Close() })
 	ctx := context.Background()
-	_, err = gw.Vault().Create(ctx, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
-		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", MCPToolDenylist: []string{"admin.*"}},
-		map[string]string{"token": upstreamToken})
+	conn.Service = "docs"
+	_, err = gw.Vault().Create(ctx, conn, map[string]string{"token": upstreamToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,4 +456,29 @@ func TestMCPBridgeNeverFollowsARedirect(t *testing.T) {
 	if len(signed) != 0 {
 		t.Errorf("the redirect target received signed requests: %q", signed)
 	}
+}
+
+// The conversation with the reference everything server through idn mcp
+// over stdio, behind a real gateway, gets the answers the direct
+// conversation gets, but for the differences docs/gateway.md lists.
+func TestEverythingThroughIdnMCP(t *testing.T) {
+	upstream := mcpconversation.StartEverything(t)
+	st := newMCPStackFor(t, 0, &credvault.Connection{ID: "everything", Protocol: credvault.ProtocolMCP, BaseURL: upstream,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", MCPExposeResources: true, MCPExposePrompts: true})
+	const asked = "roots/list,sampling/createMessage,elicitation/create"
+	direct := mcpconversation.TypeScript(t, "all", nil, "http", upstream)
+	mcpconversation.Check(t, direct, asked)
+	bridged := mcpconversation.TypeScript(t, "all", []string{
+		"IDN_HOME=" + st.home,
+		"IDN_BINARY=" + os.Args[0],
+		"IDN_TEST_AS_IDN=1", // for the idn the stdio transport starts, not for node
+	}, "stdio", st.url, "everything")
+	// Over stdio the TypeScript client does not show the version it
+	// settled on.
+	for _, steps := range [][]map[string]any{direct, bridged} {
+		if res, ok := steps[0]["result"].(map[string]any); ok {
+			delete(res, "protocolVersion")
+		}
+	}
+	mcpconversation.Compare(t, direct, bridged)
 }

@@ -1,0 +1,168 @@
+package main
+
+//lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The relay of idn mcp: the gateway session is opened with the client
+// capabilities and protocol version the stdio client declared, and what
+// the gateway says and asks on it reaches the stdio client, whose answers
+// go back; the stdio client sees the capabilities and instructions the
+// gateway advertised.
+
+// maxRelayedVersion is the newest protocol version idn mcp asks the
+// gateway for on the stdio client's behalf (newer ones carry no session).
+const maxRelayedVersion = "2025-11-25"
+
+// client is the go-sdk client of a gateway session: it declares what the
+// stdio client declared and relays the gateway's notifications and
+// requests to it.
+func (b *bridge) client() *mcp.Client {
+	caps := &mcp.ClientCapabilities{}
+	if b.caps != nil {
+		caps.Sampling, caps.Elicitation, caps.RootsV2 = b.caps.Sampling, b.caps.Elicitation, b.caps.RootsV2
+	}
+	tell := func(method string, params mcp.Params) {
+		b.mu.Lock()
+		local := b.local
+		b.mu.Unlock()
+		if local != nil {
+			_ = local.NotifyProgress(context.WithValue(context.Background(), relayedKey{}, &relayed{method, params}), &mcp.ProgressNotificationParams{})
+		}
+	}
+	opts := &mcp.ClientOptions{
+		Capabilities:                caps,
+		ProgressNotificationHandler: b.progress,
+		ToolListChangedHandler: func(_ context.Context, r *mcp.ToolListChangedRequest) {
+			tell("notifications/tools/list_changed", orEmpty(r.Params))
+		},
+		PromptListChangedHandler: func(_ context.Context, r *mcp.PromptListChangedRequest) {
+			tell("notifications/prompts/list_changed", orEmpty(r.Params))
+		},
+		ResourceListChangedHandler: func(_ context.Context, r *mcp.ResourceListChangedRequest) {
+			tell("notifications/resources/list_changed", orEmpty(r.Params))
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			tell("notifications/resources/updated", orEmpty(r.Params))
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			if r.Params != nil {
+				tell("notifications/message", r.Params)
+			}
+		},
+		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			tell("notifications/elicitation/complete", orEmpty(r.Params))
+		},
+	}
+	local := func() *mcp.ServerSession {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.local
+	}
+	if caps.Sampling != nil {
+		opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			ctx, cancel := detached(ctx)
+			defer cancel()
+			return local().CreateMessage(ctx, r.Params)
+		}
+	}
+	if caps.Elicitation != nil {
+		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			ctx, cancel := detached(ctx)
+			defer cancel()
+			return local().Elicit(ctx, r.Params)
+		}
+	}
+	c := mcp.NewClient(bridgeInfo, opts)
+	if caps.RootsV2 != nil {
+		c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "roots/list" {
+					return next(ctx, method, req)
+				}
+				ctx, cancel := detached(ctx)
+				defer cancel()
+				params, _ := req.GetParams().(*mcp.ListRootsParams)
+				return local().ListRoots(ctx, params)
+			}
+		})
+	}
+	return c
+}
+
+// initialize answers the stdio client's initialize: the gateway session
+// opened at start (to fail early) is replaced by one opened with the
+// client's capabilities and version, and the answer carries what that
+// session's gateway advertised.
+func (b *bridge) initialize(ctx context.Context, method string, req mcp.Request, params *mcp.InitializeParams, next mcp.MethodHandler) (mcp.Result, error) {
+	b.mu.Lock()
+	if params != nil {
+		b.caps, b.version = params.Capabilities, params.ProtocolVersion
+	}
+	old := b.remote
+	b.remote = nil
+	b.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	remote, err := b.session(ctx)
+	res, rerr := next(ctx, method, req)
+	if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
+		b.mu.Lock()
+		b.local, _ = req.GetSession().(*mcp.ServerSession)
+		b.mu.Unlock()
+		up := remote.InitializeResult()
+		ir.Capabilities, ir.Instructions = up.Capabilities, up.Instructions
+		if ir.Capabilities == nil {
+			ir.Capabilities = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+		}
+	}
+	return res, rerr
+}
+
+// detached is a context for asking the stdio client on the gateway's
+// behalf, cancelled with ctx but without its values: the go-sdk server
+// would take the gateway request's id in ctx for the id of a stdio
+// request whose answer should carry it.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	return d, func() { stop(); cancel() }
+}
+
+// relayedKey marks the context of a notification relayed to the stdio
+// client: relaySending sends the marked method and params in place of the
+// progress notification that carried them, as the go-sdk's server offers
+// no other way to send these.
+type relayedKey struct{}
+
+type relayed struct {
+	method string
+	params mcp.Params
+}
+
+// relaySending is the sending middleware of the stdio server.
+func relaySending(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := ctx.Value(relayedKey{}).(*relayed); ok && method == "notifications/progress" {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			return next(ctx, r.method, &mcp.ServerRequest[mcp.Params]{Session: ss, Params: r.params})
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// orEmpty returns p as Params, or an empty value of its type when nil.
+func orEmpty[T any, P interface {
+	*T
+	mcp.Params
+}](p P) mcp.Params {
+	if p == nil {
+		return P(new(T))
+	}
+	return p
+}

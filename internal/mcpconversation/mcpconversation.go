@@ -1,0 +1,290 @@
+// Package mcpconversation holds one conversation with the reference MCP
+// "everything" server (the npm package pinned in internal/testnode) using
+// the official TypeScript SDK client, and compares two transcripts of it
+// (held directly and through the gateway) message by message, allowing
+// only the differences docs/gateway.md lists. It is for tests.
+package mcpconversation
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+)
+
+// NodeModules returns node and the test node packages, skipping (failing
+// under CI) when they are not installed.
+func NodeModules(t *testing.T) (node, modules string) {
+	t.Helper()
+	modules = os.Getenv("IDN_NODE_MODULES")
+	node, err := exec.LookPath("node")
+	if modules == "" || err != nil {
+		msg := "the tests against the reference MCP server need node and the packages of internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	abs, err := filepath.Abs(modules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node, abs
+}
+
+// StartEverything runs the reference "everything" MCP server (the pinned
+// npm package) over Streamable HTTP and returns its MCP endpoint.
+func StartEverything(t *testing.T) string {
+	t.Helper()
+	node, modules := NodeModules(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	_ = l.Close()
+	cmd := exec.Command(node, filepath.Join(modules, "@modelcontextprotocol/server-everything/dist/index.js"), "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	listening := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		said := false
+		for sc.Scan() {
+			if !said && strings.Contains(sc.Text(), "listening on port") {
+				said = true
+				listening <- true
+			}
+		}
+		if !said {
+			listening <- false
+		}
+	}()
+	select {
+	case ok := <-listening:
+		if !ok {
+			t.Fatal("the everything server ended before it listened")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the everything server did not start listening")
+	}
+	return "http://127.0.0.1:" + port + "/mcp"
+}
+
+// TypeScript holds conversation.mjs's conversation and returns its
+// transcript. args are the script's: "http URL [HEADER=VALUE...]" or
+// "stdio GATEWAY CONNECTION" (idn mcp, run as $IDN_BINARY from env); caps
+// is "all" or "roots" (see the script); env is added to the process's.
+func TypeScript(t *testing.T, caps string, env []string, args ...string) []map[string]any {
+	t.Helper()
+	node, modules := NodeModules(t)
+	_, here, _, _ := runtime.Caller(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(filepath.Dir(here), "conversation.mjs")}, args...)...)
+	cmd.Env = append(append(os.Environ(), "IDN_NODE_MODULES="+modules, "CONVERSATION_CAPS="+caps), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var steps []map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &steps); err != nil {
+		t.Fatalf("node printed %q: %v", stdout.String(), err)
+	}
+	return steps
+}
+
+// Check fails t when the direct conversation did not exercise what it is
+// meant to: every step answered but the unknown and the task-only tool,
+// the server's requests asked and its notifications told.
+func Check(t *testing.T, steps []map[string]any, wantAsked string) {
+	t.Helper()
+	var asked, told []string
+	for _, s := range steps {
+		if e, ok := s["error"]; ok && s["step"] != "unknown tool" && s["step"] != "a task-only tool called without a task" {
+			t.Errorf("step %v failed directly: %v", s["step"], e)
+		}
+		if r, ok := s["result"].(map[string]any); ok {
+			if m, ok := r["told"].(string); ok {
+				told = append(told, m)
+			}
+		}
+		for _, a := range List(s, "asked") {
+			asked = append(asked, a["asked"].(string))
+		}
+		if s["step"] == "tools/call with progress" {
+			if r, _ := s["result"].(map[string]any); len(List(r, "progress")) != 3 {
+				t.Errorf("progress = %v", r)
+			}
+		}
+	}
+	if got := strings.Join(asked, ","); got != wantAsked {
+		t.Errorf("the server asked %s", got)
+	}
+	if got := strings.Join(told, ","); got != "notifications/message,notifications/resources/updated,notifications/message" {
+		t.Errorf("the server told %s", got)
+	}
+}
+
+// Compare fails t when two transcripts of the same
+// conversation, held directly (want) and through the gateway (got), differ
+// in anything but what docs/gateway.md lists as the gateway's differences.
+func Compare(t *testing.T, want, got []map[string]any) {
+	t.Helper()
+	want, got = normalize(t, want), normalize(t, got)
+	for i := range min(len(want), len(got)) {
+		allowDifferences(t, want[i], got[i])
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("direct (-) and through the gateway (+) differ:\n%s", diff)
+	}
+}
+
+// createdAt matches the creation time the everything server writes into
+// each dynamic resource it makes.
+var createdAt = regexp.MustCompile(`created at [0-9:]+ [AP]M`)
+
+// sessionID matches the upstream session ids the everything server writes
+// into its logs: each conversation has its own.
+var sessionID = regexp.MustCompile(`session [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// normalize removes what differs between two runs of one conversation
+// against the same server: the dynamic resources' creation times and the
+// session ids in the server's logs.
+func normalize(t *testing.T, steps []map[string]any) []map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = createdAt.ReplaceAll(raw, []byte("created at (time)"))
+	raw = sessionID.ReplaceAll(raw, []byte("session (id)"))
+	var out []map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// allowDifferences checks, and then removes, the differences the gateway
+// is documented to make in one step (docs/gateway.md, "What the MCP
+// endpoint relays").
+func allowDifferences(t *testing.T, want, got map[string]any) {
+	t.Helper()
+	step, _ := want["step"].(string)
+	wantRes, _ := want["result"].(map[string]any)
+	gotRes, _ := got["result"].(map[string]any)
+	switch step {
+	case "initialize":
+		// Tasks are not relayed: the SDK the gateway is built on has no
+		// model of them.
+		caps, _ := wantRes["capabilities"].(map[string]any)
+		delete(caps, "tasks")
+	case "tools/list":
+		for _, tool := range List(wantRes, "tools") {
+			delete(tool, "execution")
+		}
+	case "prompts/list":
+		// A false "required" is written as its absence.
+		for _, p := range List(wantRes, "prompts") {
+			args, _ := p["arguments"].([]any)
+			for _, a := range args {
+				if a, ok := a.(map[string]any); ok && a["required"] == false {
+					delete(a, "required")
+				}
+			}
+		}
+	case "completion/complete":
+		if c, ok := wantRes["completion"].(map[string]any); ok && c["hasMore"] == false {
+			delete(c, "hasMore")
+		}
+	case "invalid arguments":
+		// The gateway checks arguments against the tool's input schema
+		// itself, and answers with its own message and code.
+		meta, _ := gotRes["_meta"].(map[string]any)
+		idn, _ := meta["idn/error"].(map[string]any)
+		if wantRes["isError"] != true || gotRes["isError"] != true || idn["code"] != "MCP_TOOL_ARGUMENTS_INVALID" {
+			t.Errorf("invalid arguments: direct %v, through the gateway %v", want, got)
+		}
+		delete(want, "result")
+		delete(got, "result")
+	case "a task-only tool called without a task":
+		// Tools are listed without their execution (tasks are not
+		// relayed): a client that refuses by itself to call a task-only
+		// tool without a task calls it through the gateway, and gets the
+		// server's refusal as a tool error.
+		wantErr, _ := want["error"].(map[string]any)
+		if gotRes["isError"] != true || wantErr["code"] != float64(-32600) {
+			t.Errorf("task-only tool: direct %v, through the gateway %v", want, got)
+		}
+		delete(want, "error")
+		delete(got, "result")
+	case "unknown tool":
+		// A tool the server does not list is refused by the gateway.
+		gotErr, _ := got["error"].(map[string]any)
+		if wantRes["isError"] != true || gotErr["code"] != float64(-32602) {
+			t.Errorf("unknown tool: direct %v, through the gateway %v", want, got)
+		}
+		delete(want, "result")
+		delete(got, "error")
+	}
+	// The SDK's server writes the cache hints of list and read results
+	// even when the server sent none, with the protocol's defaults.
+	// (A Go client reads their absence as zero values.)
+	if gotRes != nil && gotRes["ttlMs"] == float64(0) && gotRes["cacheScope"] == "public" {
+		if scope, ok := wantRes["cacheScope"]; !ok || scope == "" {
+			delete(gotRes, "ttlMs")
+			delete(gotRes, "cacheScope")
+			delete(wantRes, "ttlMs")
+			delete(wantRes, "cacheScope")
+		}
+	}
+	// The SDK's server writes an elicitation's default mode.
+	asked, _ := got["asked"].([]any)
+	for _, a := range asked {
+		a, _ := a.(map[string]any)
+		if p, ok := a["params"].(map[string]any); ok && a["asked"] == "elicitation/create" && p["mode"] == "form" {
+			delete(p, "mode")
+			for _, w := range List(want, "asked") {
+				if w, ok := w["params"].(map[string]any); ok && w["mode"] == "" {
+					delete(w, "mode") // a Go client's zero value
+				}
+			}
+		}
+	}
+}
+
+// List returns the objects of the array res[key].
+func List(res map[string]any, key string) []map[string]any {
+	items, _ := res[key].([]any)
+	out := make([]map[string]any, 0, len(items))
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,517 @@
+package mcpproxy
+
+//lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The relay: an agent session of the MCP endpoint gets what its own
+// upstream session offers, minus what policy removes. Its upstream client
+// declares the capabilities the agent declared (sampling, elicitation,
+// roots), so the server offers that session what it would offer the agent
+// directly; the server's notifications and requests to the client reach
+// that agent alone, and its answers go back upstream. docs/gateway.md
+// lists every method and what happens to it.
+
+// callRelay hands an agent what the upstream sends on a call's own event
+// stream. A nil *callRelay drops the notifications and answers the
+// server's requests "method not found" (the REST routes).
+type callRelay struct {
+	// progress receives the call's progress, when the agent asked for it.
+	progress func(*mcp.ProgressNotificationParams)
+	// notify receives every other notification the server sends, by method.
+	notify func(method string, params mcp.Params)
+	// ask relays a request of the server to the agent and returns its answer.
+	ask func(ctx context.Context, method string, params json.RawMessage) (any, error)
+}
+
+// notification hands msg, a notification read from the stream of call id,
+// to the relay: the call's progress (with the agent's token, set by the
+// progress function, and the message scrubbed) or any other notification
+// the agent can be told, scrubbed of secrets.
+func (r *callRelay) notification(st *connState, id string, msg rpcIncoming) {
+	if r == nil {
+		return
+	}
+	if msg.Method == "notifications/progress" {
+		var n mcp.ProgressNotificationParams
+		if r.progress != nil && json.Unmarshal(msg.Params, &n) == nil && n.ProgressToken == id {
+			// Only the progress itself: the upstream's _meta is not the
+			// agent's business, and its message is scrubbed.
+			r.progress(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().replace(n.Message)})
+		}
+		return
+	}
+	if r.notify == nil {
+		return
+	}
+	if params, ok := cleanParams(st.scrubber.Load(), msg.Method, msg.Params); ok {
+		r.notify(msg.Method, params)
+	}
+}
+
+// cleanParams decodes the params of a notification the relay passes on
+// (see notificationParams), with secrets replaced.
+func cleanParams(sc *scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
+	clean, err := launder(sc, &raw)
+	if err != nil {
+		return nil, false
+	}
+	return notificationParams(method, *clean)
+}
+
+// notificationParams decodes the params of a notification the relay
+// passes on; false for any other method (notifications/cancelled about
+// the gateway's own requests, and methods the relay does not know).
+func notificationParams(method string, raw json.RawMessage) (mcp.Params, bool) {
+	var p mcp.Params
+	switch method {
+	case "notifications/message":
+		p = &mcp.LoggingMessageParams{}
+	case "notifications/resources/updated":
+		p = &mcp.ResourceUpdatedNotificationParams{}
+	case "notifications/resources/list_changed":
+		p = &mcp.ResourceListChangedParams{}
+	case "notifications/tools/list_changed":
+		p = &mcp.ToolListChangedParams{}
+	case "notifications/prompts/list_changed":
+		p = &mcp.PromptListChangedParams{}
+	case "notifications/elicitation/complete":
+		p = &mcp.ElicitationCompleteParams{}
+	default:
+		return nil, false
+	}
+	if len(raw) > 0 && string(raw) != "null" {
+		if json.Unmarshal(raw, p) != nil {
+			return nil, false
+		}
+	}
+	return p, true
+}
+
+// relayedKey marks the context of a notification the gateway relays: the
+// sending middleware (relaySending) sends the marked method and params in
+// place of the progress notification that carried them, as the SDK's
+// server offers no other way to send a client one of these.
+type relayedKey struct{}
+
+type relayed struct {
+	method string
+	params mcp.Params
+}
+
+// relaySending is the sending middleware of every agent session's server.
+func relaySending(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := ctx.Value(relayedKey{}).(*relayed); ok && method == "notifications/progress" {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			return next(ctx, r.method, &mcp.ServerRequest[mcp.Params]{Session: ss, Params: r.params})
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// tell sends the agent of s a notification, on the stream of the request
+// ctx belongs to (or the session's own stream), unless policy hides its
+// subject: resources and prompts notifications only where the connection
+// exposes them.
+func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, params mcp.Params) {
+	ss := s.ss.Load()
+	if ss == nil {
+		return
+	}
+	conn := s.conn.Load()
+	switch method {
+	case "notifications/resources/updated", "notifications/resources/list_changed":
+		if !conn.ExposeResources {
+			return
+		}
+	case "notifications/prompts/list_changed":
+		if !conn.ExposePrompts {
+			return
+		}
+	case "notifications/tools/list_changed":
+		// The tools the session's calls are checked against are listed
+		// again at the next call.
+		s.tools.Store(nil)
+	}
+	_ = ss.NotifyProgress(context.WithValue(ctx, relayedKey{}, &relayed{method: method, params: params}), &mcp.ProgressNotificationParams{})
+}
+
+// ask relays a request the upstream server sent to the agent of s, with
+// secrets replaced, when the agent declared the capability it needs, and
+// returns the agent's answer as it is: it goes to the server the agent is
+// using.
+func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
+	ss := s.ss.Load()
+	if ss == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + method + " is not offered by this client"}
+	}
+	caps := &mcp.ClientCapabilities{}
+	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+		caps = ip.Capabilities
+	}
+	st, err := e.p.state(s.conn.Load())
+	if err != nil {
+		return nil, err
+	}
+	decode := func(p any) error {
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil
+		}
+		// What the server asks the agent is scrubbed of secrets, as
+		// everything else it says is.
+		clean, err := launder(st.scrubber.Load(), &raw)
+		if err == nil {
+			err = json.Unmarshal(*clean, p)
+		}
+		if err != nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", method, err)}
+		}
+		return nil
+	}
+	switch {
+	case method == "sampling/createMessage" && caps.Sampling != nil:
+		var p mcp.CreateMessageParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		return ss.CreateMessage(ctx, &p)
+	case method == "elicitation/create" && caps.Elicitation != nil:
+		var p mcp.ElicitParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		return ss.Elicit(ctx, &p)
+	case method == "roots/list" && caps.RootsV2 != nil:
+		var p mcp.ListRootsParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		return ss.ListRoots(ctx, &p)
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + method + " is not offered by this client"}
+}
+
+// askDetached is ask for a request the SDK's client received: its context
+// carries the upstream request's id, which the agent's server would take
+// for the id of an agent request whose stream should carry it; the
+// agent's session stream carries it instead.
+func (e *endpoint) askDetached(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
+	detached, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	return e.ask(detached, s, method, raw)
+}
+
+// upstreamClient is the client of s's upstream session: it declares the
+// client capabilities the agent declared that the relay passes on, and
+// hands the agent what the server sends outside a call's own stream (on
+// the session's stream, or during requests the SDK's client sends).
+func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities) *mcp.Client {
+	caps := &mcp.ClientCapabilities{}
+	if agent != nil {
+		caps.Sampling, caps.Elicitation, caps.RootsV2 = agent.Sampling, agent.Elicitation, agent.RootsV2
+	}
+	ctx := context.Background()
+	tell := func(method string, params mcp.Params) {
+		st, err := e.p.state(s.conn.Load())
+		if err != nil {
+			return
+		}
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return
+		}
+		if clean, ok := cleanParams(st.scrubber.Load(), method, raw); ok {
+			e.tell(ctx, s, method, clean)
+		}
+	}
+	opts := &mcp.ClientOptions{
+		Capabilities: caps,
+		ToolListChangedHandler: func(_ context.Context, r *mcp.ToolListChangedRequest) {
+			tell("notifications/tools/list_changed", orEmpty(r.Params))
+		},
+		PromptListChangedHandler: func(_ context.Context, r *mcp.PromptListChangedRequest) {
+			tell("notifications/prompts/list_changed", orEmpty(r.Params))
+		},
+		ResourceListChangedHandler: func(_ context.Context, r *mcp.ResourceListChangedRequest) {
+			tell("notifications/resources/list_changed", orEmpty(r.Params))
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			tell("notifications/resources/updated", orEmpty(r.Params))
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			if r.Params != nil {
+				tell("notifications/message", r.Params)
+			}
+		},
+		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			tell("notifications/elicitation/complete", orEmpty(r.Params))
+		},
+	}
+	if caps.Sampling != nil {
+		opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			raw, err := json.Marshal(r.Params)
+			if err != nil {
+				return nil, err
+			}
+			res, err := e.askDetached(ctx, s, "sampling/createMessage", raw)
+			if err != nil {
+				return nil, err
+			}
+			return res.(*mcp.CreateMessageResult), nil
+		}
+	}
+	if caps.Elicitation != nil {
+		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			raw, err := json.Marshal(r.Params)
+			if err != nil {
+				return nil, err
+			}
+			res, err := e.askDetached(ctx, s, "elicitation/create", raw)
+			if err != nil {
+				return nil, err
+			}
+			return res.(*mcp.ElicitResult), nil
+		}
+	}
+	c := mcp.NewClient(serverInfo, opts)
+	if caps.RootsV2 != nil {
+		// The SDK's client answers roots/list from roots of its own; the
+		// agent's are asked for instead.
+		c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "roots/list" {
+					return next(ctx, method, req)
+				}
+				raw, err := json.Marshal(req.GetParams())
+				if err != nil {
+					return nil, err
+				}
+				res, err := e.askDetached(ctx, s, method, raw)
+				if err != nil {
+					return nil, err
+				}
+				return res.(*mcp.ListRootsResult), nil
+			}
+		})
+	}
+	return c
+}
+
+// orEmpty returns p as Params, or an empty value of its type when nil.
+func orEmpty[T any, P interface {
+	*T
+	mcp.Params
+}](p P) mcp.Params {
+	if p == nil {
+		return P(new(T))
+	}
+	return p
+}
+
+// relayFor is the relay of a call on s from the request ctx (the agent's
+// tools/call), with progress under token when the agent asked for it.
+func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.ServerSession, token any) *callRelay {
+	r := &callRelay{
+		notify: func(method string, params mcp.Params) { e.tell(ctx, s, method, params) },
+		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			return e.ask(ctx, s, method, params)
+		},
+	}
+	if token != nil {
+		r.progress = func(n *mcp.ProgressNotificationParams) {
+			n.ProgressToken = token
+			_ = ss.NotifyProgress(ctx, n)
+		}
+	}
+	return r
+}
+
+// upstreamVersion is the protocol version an agent session's upstream
+// session asks for: the agent's own when the relay speaks it, else
+// upstreamProtocol. The server may answer with another (see
+// docs/gateway.md).
+func upstreamVersion(agent string) string {
+	if agent <= upstreamProtocol && slices.Contains(mcp.SupportedProtocolVersions(), agent) {
+		return agent
+	}
+	return upstreamProtocol
+}
+
+// mirrorCapabilities is what an agent session advertises: the upstream
+// server's capabilities with their flags, minus what the connection does
+// not expose (resources, prompts, and completions when it exposes
+// neither), minus what the relay does not carry (experimental and
+// extension capabilities, which name methods it does not know).
+func mirrorCapabilities(up *mcp.ServerCapabilities, conn *Connection) *mcp.ServerCapabilities {
+	caps := &mcp.ServerCapabilities{}
+	if up != nil {
+		caps.Tools, caps.Logging, caps.Completions = up.Tools, up.Logging, up.Completions
+		if conn.ExposeResources {
+			caps.Resources = up.Resources
+		}
+		if conn.ExposePrompts {
+			caps.Prompts = up.Prompts
+		}
+	}
+	if !conn.ExposeResources && !conn.ExposePrompts {
+		caps.Completions = nil
+	}
+	if caps.Tools == nil {
+		// The gateway answers tools/list and tools/call itself, with none
+		// when the server offers none.
+		caps.Tools = &mcp.ToolCapabilities{}
+	}
+	return caps
+}
+
+// sessionTools returns the tools s's upstream session lists, the ones its
+// calls are checked against, listing them when no listing is kept (none
+// yet, or the server said they changed).
+func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connState) (*snapshot, error) {
+	if snap := s.tools.Load(); snap != nil {
+		return snap, nil
+	}
+	var tools []*mcp.Tool
+	err := e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		tools = tools[:0]
+		params := &mcp.ListToolsParams{}
+		for range maxToolPages {
+			res, err := cs.ListTools(ctx, params)
+			if err != nil {
+				return err
+			}
+			tools = append(tools, res.Tools...)
+			if res.NextCursor == "" {
+				return nil
+			}
+			params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+		}
+		return errors.New("mcpproxy: tools/list pagination did not end")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e.keepTools(s, st, tools)
+}
+
+// keepTools makes tools, a complete listing of s's upstream session, the
+// one its calls are checked against.
+func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) (*snapshot, error) {
+	d := Discovery{Tools: make([]Tool, 0, len(tools))}
+	for _, t := range tools {
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil || len(schema) == 0 || schema[0] != '{' {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		d.Tools = append(d.Tools, Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema})
+	}
+	if err := st.scrubber.Load().cleanDiscovery(&d); err != nil {
+		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
+	}
+	snap := newSnapshot(d)
+	s.tools.Store(snap)
+	return snap, nil
+}
+
+// listTools answers tools/list with the page of tools the session's
+// upstream session lists, as listed (order, metadata, cursor), minus the
+// tools the session's subject may not use.
+func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
+	res, err := e.toolsPage(ctx, s, conn, params)
+	e.p.decide(ctx, conn, s.caller, "tools/list", "", outcome(err), err)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return res, nil
+}
+
+func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	defer cancel()
+	st, err := e.p.state(conn)
+	if err != nil {
+		return nil, err
+	}
+	var list *mcp.ListToolsResult
+	err = e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		list, err = cs.ListTools(ctx, params)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	snap := s.tools.Load()
+	if params.Cursor == "" && list.NextCursor == "" {
+		// A complete listing: the session's calls are checked against it.
+		snap, err = e.keepTools(s, st, list.Tools)
+	} else if snap == nil {
+		snap, err = e.sessionTools(ctx, s, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	kept := list.Tools[:0]
+	for _, t := range list.Tools {
+		if _, ok := snap.byName[t.Name]; ok && conn.Policy.Explain(s.caller.Subject, t.Name, snap.names).Allowed {
+			kept = append(kept, t)
+		}
+	}
+	list.Tools = kept
+	clean, err := launder(st.scrubber.Load(), &list)
+	if err != nil {
+		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
+	}
+	defaultCacheScope(*clean)
+	return *clean, nil
+}
+
+// openUpstream prepares s's upstream session for the agent's initialize
+// params (the capabilities its client declares, the version it asks for)
+// and opens it, so that the agent's session can advertise what the server
+// offers. It returns the server's initialize result, scrubbed, or nil
+// when the server cannot be reached now: the session then advertises
+// what its own server was given (tools, and resources and prompts where
+// exposed), and its upstream session is opened by its first request.
+func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Connection, params *mcp.InitializeParams) *mcp.InitializeResult {
+	var caps *mcp.ClientCapabilities
+	version := ""
+	if params != nil {
+		caps, version = params.Capabilities, params.ProtocolVersion
+	}
+	// Roots are asked for on the session's own stream when a call is
+	// answered directly; sampling and elicitation belong on the call's.
+	s.asks.Store(caps != nil && (caps.Sampling != nil || caps.Elicitation != nil))
+	s.upstream.mu.Lock()
+	s.upstream.client = e.upstreamClient(s, caps)
+	s.upstream.protocol = upstreamVersion(version)
+	s.upstream.mu.Unlock()
+
+	st, err := e.p.state(conn)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	defer cancel()
+	cs, err := e.p.acquire(ctx, st, &s.upstream)
+	if err != nil {
+		e.p.log.Warn("mcpproxy: opening the upstream session of an MCP session failed", "connection_id", conn.ID, "error", st.scrubber.Load().scrub(err.Error()))
+		return nil
+	}
+	res, err := launder(st.scrubber.Load(), cs.InitializeResult())
+	if err != nil {
+		return nil
+	}
+	return res
+}
