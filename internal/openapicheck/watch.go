@@ -22,7 +22,7 @@ const watchLimit = 4 << 20
 // (CheckResponse) fails t when the test ends. Call it before starting the
 // server, so the server's own cleanup (which waits for its handlers) runs
 // first. Event streams are checked up to their headers, hijacked
-// connections (WebSocket upgrades) not at all.
+// connections (WebSocket upgrades) and CORS preflights not at all.
 func Watch(t testing.TB, h http.Handler) http.Handler {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -47,6 +47,11 @@ func Watch(t testing.TB, h http.Handler) http.Handler {
 		}
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			// A CORS preflight: answered for any path, listed by no document.
+			h.ServeHTTP(w, r)
+			return
+		}
 		tw := &teeWriter{ResponseWriter: w}
 		h.ServeHTTP(tw, r)
 		if tw.hijacked {
