@@ -272,12 +272,12 @@ func readWebhooks(r *envconf.Reader, secretKey []byte) controlplane.WebhookConfi
 	return w
 }
 
-// readAlert reads the e-mail sent when a webhook is disabled for failing.
+// readAlert reads how alert e-mail reaches owners (and operator copies).
 func readAlert(r *envconf.Reader) controlplane.AlertConfig {
 	a := controlplane.AlertConfig{
-		From:         r.String("WEBHOOK_ALERT_EMAIL_FROM", "", "sender address of webhook failure alerts"),
-		To:           r.List("WEBHOOK_ALERT_EMAIL_TO", "comma-separated recipients of webhook failure alerts"),
-		SMTPAddr:     r.String("WEBHOOK_ALERT_SMTP_ADDR", "", "SMTP server (host:port) that sends webhook failure alerts"),
+		From:         r.String("WEBHOOK_ALERT_EMAIL_FROM", "", "sender address of alert e-mail; unset: no alert is sent"),
+		To:           r.List("WEBHOOK_ALERT_EMAIL_TO", "comma-separated operator addresses that get copies of the alerts"),
+		SMTPAddr:     r.String("WEBHOOK_ALERT_SMTP_ADDR", "", "SMTP server (host:port) alerts are sent through (default localhost:25)"),
 		SMTPUsername: r.String("WEBHOOK_ALERT_SMTP_USERNAME", "", "SMTP user name"),
 		SMTPPassword: r.Secret("WEBHOOK_ALERT_SMTP_PASSWORD", "SMTP password (default MAILER_API_KEY)"),
 	}
@@ -287,8 +287,8 @@ func readAlert(r *envconf.Reader) controlplane.AlertConfig {
 	if a.From != "" && !strings.Contains(a.From, "@") {
 		r.Problemf("WEBHOOK_ALERT_EMAIL_FROM must be an e-mail address")
 	}
-	if (a.From != "" || len(a.To) > 0 || a.SMTPAddr != "") && (a.From == "" || len(a.To) == 0 || a.SMTPAddr == "") {
-		r.Problemf("webhook failure alerts need WEBHOOK_ALERT_EMAIL_FROM, WEBHOOK_ALERT_EMAIL_TO and WEBHOOK_ALERT_SMTP_ADDR together")
+	if a.From == "" && (len(a.To) > 0 || a.SMTPAddr != "") {
+		r.Problemf("WEBHOOK_ALERT_EMAIL_TO and WEBHOOK_ALERT_SMTP_ADDR need WEBHOOK_ALERT_EMAIL_FROM, without which no alert is sent")
 	}
 	return a
 }
