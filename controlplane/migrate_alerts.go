@@ -1,7 +1,7 @@
 package controlplane
 
 // alertsMigration gives an account the address its alerts are mailed to:
-// the owner's own, set in the account settings ('' = none; accounts
+// the owner's own, set in the account settings (empty = none; accounts
 // start without one, since sign-up asks for a passkey only).
 var alertsMigration = migration{
 	version: 10,

@@ -277,9 +277,9 @@ func TestWebhooksOffWithoutKey(t *testing.T) {
 	owner, _ := claimWorld(e)
 	e.do("GET", "/v1/services/"+e.serviceID(owner)+"/webhooks", nil, owner).want(t, 503, "WEBHOOKS_DISABLED")
 	for name, c := range map[string]WebhookConfig{
-		"short key":          {SecretKey: []byte("short")},
-		"negative threshold": {FailureThreshold: -1},
-		"bad resolver":       {DNSResolverURL: "not a url"},
+		"short key":               {SecretKey: []byte("short")},
+		"negative threshold":      {FailureThreshold: -1},
+		"bad resolver":            {DNSResolverURL: "not a url"},
 		"copies without a sender": {Alert: AlertConfig{To: []string{"ops@example.com"}}},
 		"sender with a name":      {Alert: AlertConfig{From: "idn <idn@example.com>"}},
 		"server not host:port":    {Alert: AlertConfig{From: "idn@example.com", SMTPAddr: "mail.example.com"}},
