@@ -2,6 +2,7 @@ package openapicheck
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,6 +92,43 @@ func TestWatchReportsDrift(t *testing.T) {
 		f()
 	}
 	if len(tb.errors) != 1 || !strings.Contains(tb.errors[0], "GET /items") {
+		t.Fatalf("reported %q", tb.errors)
+	}
+}
+
+// WatchClient holds the responses a client receives to the document the
+// answering server serves.
+func TestWatchClientReportsDrift(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(responseDoc))
+	})
+	mux.HandleFunc("GET /items", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`[{"id":"a"}]`))
+	})
+	mux.HandleFunc("GET /items/special", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("a body where the document promises none"))
+	})
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+	tb := &fakeTB{TB: t}
+	c := WatchClient(tb, nil)
+	for _, path := range []string{"/items", "/items/special"} {
+		res, err := c.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := io.ReadAll(res.Body); len(b) == 0 {
+			t.Fatalf("%s: the caller lost the body", path)
+		}
+		res.Body.Close()
+	}
+	for _, f := range tb.cleanups {
+		f()
+	}
+	if len(tb.errors) != 1 || !strings.Contains(tb.errors[0], "GET /items/special") {
 		t.Fatalf("reported %q", tb.errors)
 	}
 }
