@@ -62,12 +62,15 @@ func (d *Document) CheckResponse(method, path string, status int, header http.He
 		}
 		return nil
 	}
-	if len(body) == 0 && ctype == "" {
+	if ctype == "" && len(body) == 0 {
 		return fmt.Errorf("%s %d: %w", key, status, errNoBody)
 	}
 	mediaKey, media, ok := pickMedia(content, ctype)
 	if !ok {
 		return fmt.Errorf("%s %d: Content-Type %q is not documented", key, status, ctype)
+	}
+	if len(body) == 0 {
+		return fmt.Errorf("%s %d: %w", key, status, errNoBody)
 	}
 	schema, ok := media["schema"]
 	if !ok || !isJSON(mediaKey, ctype) {
