@@ -81,7 +81,8 @@ func (d *Document) CheckResponse(method, path string, status int, header http.He
 }
 
 func (d *Document) checkError(header http.Header, body []byte) error {
-	schemas, _ := d.raw.(map[string]any)["components"].(map[string]any)["schemas"].(map[string]any)
+	comps, _ := d.raw.(map[string]any)["components"].(map[string]any)
+	schemas, _ := comps["schemas"].(map[string]any)
 	if _, ok := schemas["Error"]; !ok {
 		return nil
 	}
@@ -113,8 +114,8 @@ func (d *Document) operation(method, path string) (string, map[string]any) {
 	var best string
 	bestScore := -1
 	for tmpl, item := range paths {
-		op, ok := item.(map[string]any)[m].(map[string]any)
-		if !ok || op == nil {
+		ops, _ := item.(map[string]any)
+		if _, ok := ops[m].(map[string]any); !ok {
 			continue
 		}
 		if score, ok := matchPath(tmpl, path); ok && score > bestScore {
