@@ -243,6 +243,42 @@ func TestErrorCodesDocumented(t *testing.T) {
 	}
 }
 
+// errorsRow is a row of docs/errors.md, anchored by the code:
+// | <a id="CODE"></a>`CODE` | status | ….
+var errorsRow = regexp.MustCompile("(?m)^\\| <a id=\"([A-Z][A-Z0-9_]+)\"></a>`([A-Z][A-Z0-9_]+)` \\| (\\d{3}) \\|")
+
+// TestErrorsIndex: every code has exactly one row in docs/errors.md, with
+// its status, under the anchor its envelope's docs_url names, and the
+// page lists nothing else.
+func TestErrorsIndex(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("docs/errors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]int{}
+	for _, m := range errorsRow.FindAllStringSubmatch(string(src), -1) {
+		rows[m[1]]++
+		code, ok := errcode.Parse(m[1])
+		switch {
+		case m[1] != m[2]:
+			t.Errorf("docs/errors.md: the row anchored %s names %s", m[1], m[2])
+		case !ok:
+			t.Errorf("docs/errors.md lists %s, which is not an error code", m[1])
+		case strconv.Itoa(code.Status()) != m[3]:
+			t.Errorf("docs/errors.md gives %s status %s; its status is %d", m[1], m[3], code.Status())
+		}
+	}
+	for code := range errcode.All() {
+		if !strings.HasSuffix(code.DocsURL(), "docs/errors.md#"+code.String()) {
+			t.Errorf("%s: docs_url %s does not name its row", code, code.DocsURL())
+		}
+		if rows[code.String()] != 1 {
+			t.Errorf("docs/errors.md has %d rows for %s, want 1", rows[code.String()], code)
+		}
+	}
+}
+
 // errorResponse is how the OpenAPI documents name the codes of an error
 // answer: "Error: `CODE`, `CODE`".
 var errorResponse = regexp.MustCompile("^Error: (`[A-Z][A-Z0-9_]+`(?:, `[A-Z][A-Z0-9_]+`)*)")

@@ -44,8 +44,9 @@ type Config struct {
 	// sets it to verify the signature, the approved claim, the nonce and
 	// the body against the signed content-digest (proxy.Handler.Authorize)
 	// when GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS is true. A non-nil error
-	// refuses the request: answered with its code and message when it
-	// carries a code (errcode.Error), else with 403 ADMIN_FORBIDDEN. Nil
+	// refuses the request: answered with its code and that code's message
+	// when it carries a code (errcode.Error), else with 403
+	// ADMIN_FORBIDDEN; the error's own text goes to no answer. Nil
 	// means no check beyond Access.
 	GuardCheck func(r *http.Request, c *credvault.Connection) error
 	// TestTransport carries upstream probes of the test route (the

@@ -30,7 +30,9 @@ func withDefaultMessage(err error) *apierror.Error {
 // errorTable is the one place where the errors of the admin API become
 // answers; the first matching row wins. An error from Config.GuardCheck or
 // Config.Discover that carries a code (errcode.Error) is answered with
-// that code and its own message; anything unmatched is a 500.
+// that code and the code's message: a Go error's text is written for logs
+// ("proxy: AUTH_IDENTITY_INVALID: …"), not for the people reading the
+// answer. Anything unmatched is a 500.
 var errorTable = []errorRule{
 	{isType[*apierror.Error], func(err error) *apierror.Error { e, _ := errors.AsType[*apierror.Error](err); return e }},
 	{isType[*http.MaxBytesError], func(error) *apierror.Error { return apierror.Coded(errcode.RequestBodyTooLarge, "") }},
@@ -47,10 +49,7 @@ var errorTable = []errorRule{
 	{is(credvault.ErrVariableNotFound), withDefaultMessage},
 	{is(credvault.ErrExists), withDefaultMessage},
 	{is(credvault.ErrCredentialUnresolved), withDefaultMessage},
-	{isType[errcode.Error], func(err error) *apierror.Error {
-		code, _ := errcode.Of(err)
-		return apierror.Coded(code, err.Error())
-	}},
+	{isType[errcode.Error], withDefaultMessage},
 }
 
 // writeError answers err through errorTable; anything unmatched is a 500

@@ -216,7 +216,11 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover?refresh=auto", ""), 502, "UPSTREAM_ERROR")
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover?refresh=sometimes", ""), 400, "VALIDATION_ERROR")
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover", "", "X-Test-Guard", "plain"), 403, "ADMIN_FORBIDDEN")
-	wantStatus(t, e.do("POST", "/api/admin/connections/m/test", `{}`, "X-Test-Guard", "coded"), 403, "AUTH_SIGNATURE_INVALID")
+	r = e.do("POST", "/api/admin/connections/m/test", `{}`, "X-Test-Guard", "coded")
+	wantStatus(t, r, 403, "AUTH_SIGNATURE_INVALID")
+	if msg := r.json(t)["error"]; msg != errcode.AuthSignatureInvalid.Message() {
+		t.Fatalf("a coded guard refusal answers error %q, want the code's message for people %q", msg, errcode.AuthSignatureInvalid.Message())
+	}
 	if len(guarded) != 4 {
 		t.Fatalf("guard ran %d times: %v", len(guarded), guarded)
 	}
@@ -225,9 +229,11 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 	wantStatus(t, e2.do("POST", "/api/admin/connections/m/discover", ""), 501, "DISCOVERY_UNAVAILABLE")
 }
 
+// codedErr is a guard's refusal as Go errors read: package and code
+// first, for logs, never for the answer.
 type codedErr struct{}
 
-func (codedErr) Error() string      { return "signature does not verify" }
+func (codedErr) Error() string      { return "proxy: AUTH_SIGNATURE_INVALID: signature does not verify" }
 func (codedErr) Code() errcode.Code { return errcode.AuthSignatureInvalid }
 
 // TestBadInput sends named bad requests to every writing route; each must

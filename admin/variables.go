@@ -4,11 +4,18 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
+// listVariables answers an array, empty rather than null when there are
+// none, as the document promises.
 func (h *Handler) listVariables(w http.ResponseWriter, r *http.Request) {
-	apierror.WriteJSON(w, http.StatusOK, h.cfg.Vault.Variables())
+	vars := h.cfg.Vault.Variables()
+	if vars == nil {
+		vars = []credvault.Variable{}
+	}
+	apierror.WriteJSON(w, http.StatusOK, vars)
 }
 
 type variableRequest struct {

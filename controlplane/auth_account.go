@@ -112,21 +112,33 @@ func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, sess owne
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// updateSettings is PATCH /v1/auth/settings.
+// updateSettings is PATCH /v1/auth/settings. When the change stops mail
+// to the address the owner had (notifications off, or another address),
+// that address is told, since a stolen session would do this first.
 func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, ns string) {
 	var in struct {
-		EmailNotifications    *bool `json:"email_notifications"`
-		WebhookFailuresNotify *bool `json:"webhook_failures_notify"`
+		Email                 *string `json:"email"`
+		EmailNotifications    *bool   `json:"email_notifications"`
+		WebhookFailuresNotify *bool   `json:"webhook_failures_notify"`
 	}
 	if e := s.decodeJSON(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
-	if in.EmailNotifications == nil && in.WebhookFailuresNotify == nil {
-		apierror.Write(w, r, validationError("nothing to update: give email_notifications and/or webhook_failures_notify"))
+	if in.Email == nil && in.EmailNotifications == nil && in.WebhookFailuresNotify == nil {
+		apierror.Write(w, r, validationError("nothing to update: give email, email_notifications and/or webhook_failures_notify"))
 		return
 	}
-	if err := s.store.updateSettings(r.Context(), ns, in.EmailNotifications, in.WebhookFailuresNotify); err != nil {
+	if in.Email != nil && *in.Email != "" && !validMailbox(*in.Email) {
+		apierror.Write(w, r, validationError("email must be one e-mail address (name@example.com), at most 254 characters, or empty to remove it").With("field", "email"))
+		return
+	}
+	_, _, before, err := s.store.account(r.Context(), ns)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if err := s.store.updateSettings(r.Context(), ns, in.Email, in.EmailNotifications, in.WebhookFailuresNotify); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -134,6 +146,9 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, ns strin
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
+	}
+	if before.EmailNotifications && before.Email != "" && (!set.EmailNotifications || set.Email != before.Email) {
+		s.alertSettingsChange(r.Context(), r, ns, before.Email, set)
 	}
 	apierror.WriteJSON(w, http.StatusOK, set)
 }

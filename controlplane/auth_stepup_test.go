@@ -384,3 +384,78 @@ func newAuthEnvWith(t *testing.T, engine string, mod func(*Config)) *env {
 		mod(c)
 	})
 }
+
+// TestAlertsHonourEmailNotifications: passkey changes are mailed to the
+// owner's address while email_notifications is on and not once it is off;
+// the operator copy goes either way; turning the setting off, or moving
+// to another address, is itself mailed to the address that stops getting
+// mail.
+func TestAlertsHonourEmailNotifications(t *testing.T) {
+	t.Parallel()
+	smtpAddr, mails := fakeSMTP(t)
+	e := newAuthEnvWith(t, ProviderSQLite, func(c *Config) {
+		c.Webhooks.Alert = AlertConfig{From: "idn@example.com", To: []string{"ops@example.com"}, SMTPAddr: smtpAddr}
+	})
+	next := func() string {
+		t.Helper()
+		select {
+		case m := <-mails:
+			return m
+		case <-time.After(5 * time.Second):
+			t.Fatal("no alert e-mail")
+			return ""
+		}
+	}
+	none := func() {
+		t.Helper()
+		select {
+		case m := <-mails:
+			t.Fatalf("unexpected mail: %q", m)
+		default:
+		}
+	}
+	want := func(m string, parts ...string) {
+		t.Helper()
+		for _, p := range parts {
+			if !strings.Contains(m, p) {
+				t.Fatalf("mail lacks %q: %q", p, m)
+			}
+		}
+	}
+	owner := newDevice(t, "ES256")
+	e.signup("alice", owner).want(t, http.StatusCreated, "")
+	tok := sessionOf(t, e.login("alice", owner).want(t, http.StatusOK, ""))
+	settings := func(body map[string]any) resp {
+		return e.do("PATCH", "/v1/auth/settings", body, withSession(tok), fromBrowser)
+	}
+	for _, bad := range []string{"not an address", "Alice <alice@example.com>", "a@example.com, b@example.com", strings.Repeat("a", 250) + "@example.com"} {
+		settings(map[string]any{"email": bad}).want(t, http.StatusBadRequest, "VALIDATION_ERROR")
+	}
+	if set := settings(map[string]any{"email": "alice@example.com"}).want(t, http.StatusOK, "").json(t); set["email"] != "alice@example.com" || set["email_notifications"] != true {
+		t.Fatalf("settings = %v", set)
+	}
+
+	e.verify(tok, owner).want(t, http.StatusOK, "")
+	e.addPasskey(tok, newDevice(t, "EdDSA"), "phone").want(t, http.StatusCreated, "")
+	want(next(), "RCPT TO:<alice@example.com>", "Subject: idn: passkey added for namespace alice", "phone")
+	want(next(), "RCPT TO:<ops@example.com>", "Subject: idn: passkey added for namespace alice")
+
+	settings(map[string]any{"email_notifications": false}).want(t, http.StatusOK, "")
+	want(next(), "RCPT TO:<alice@example.com>", "E-mail notifications were turned off")
+	none()
+
+	e.verify(tok, owner).want(t, http.StatusOK, "")
+	e.addPasskey(tok, newDevice(t, "EdDSA"), "tablet").want(t, http.StatusCreated, "")
+	m := next()
+	want(m, "RCPT TO:<ops@example.com>", "tablet")
+	if strings.Contains(m, "alice@example.com") {
+		t.Fatalf("the owner opted out but was mailed: %q", m)
+	}
+	none()
+
+	// Back on, then another address: the old one is told.
+	settings(map[string]any{"email_notifications": true}).want(t, http.StatusOK, "")
+	settings(map[string]any{"email": "new@example.com"}).want(t, http.StatusOK, "")
+	want(next(), "RCPT TO:<alice@example.com>", "Alerts now go to another address")
+	none()
+}

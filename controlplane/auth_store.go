@@ -245,10 +245,14 @@ func (s *Store) deletePasskey(ctx context.Context, ns, sid, id string, now time.
 	return p, err
 }
 
-// accountSettings are the owner's notification preferences.
+// accountSettings are the owner's notification preferences: Email is the
+// address alerts are mailed to ("" = none); EmailNotifications governs the
+// account's own alerts (passkey changes), WebhookFailuresNotify the alerts
+// of webhooks that fail for good.
 type accountSettings struct {
-	EmailNotifications    bool `json:"email_notifications"`
-	WebhookFailuresNotify bool `json:"webhook_failures_notify"`
+	Email                 string `json:"email"`
+	EmailNotifications    bool   `json:"email_notifications"`
+	WebhookFailuresNotify bool   `json:"webhook_failures_notify"`
 }
 
 // account returns the account owning ns: its id (also its WebAuthn user
@@ -256,19 +260,20 @@ type accountSettings struct {
 func (s *Store) account(ctx context.Context, ns string) (id string, created time.Time, set accountSettings, err error) {
 	var at int64
 	var email, webhook int
-	err = s.db.QueryRowContext(ctx, `SELECT a.id, a.created_at, a.email_notifications, a.webhook_failures_notify
-		FROM namespaces n JOIN accounts a ON a.id = n.owner_id WHERE n.namespace = $1`, ns).Scan(&id, &at, &email, &webhook)
+	var addr string
+	err = s.db.QueryRowContext(ctx, `SELECT a.id, a.created_at, a.email_notifications, a.webhook_failures_notify, a.alert_email
+		FROM namespaces n JOIN accounts a ON a.id = n.owner_id WHERE n.namespace = $1`, ns).Scan(&id, &at, &email, &webhook, &addr)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", time.Time{}, set, errNamespaceNotFound
 	}
 	if err != nil {
 		return "", time.Time{}, set, dbErr("account", err)
 	}
-	return id, fromMicros(at), accountSettings{EmailNotifications: email == 1, WebhookFailuresNotify: webhook == 1}, nil
+	return id, fromMicros(at), accountSettings{Email: addr, EmailNotifications: email == 1, WebhookFailuresNotify: webhook == 1}, nil
 }
 
 // updateSettings sets the non-nil settings of the account owning ns.
-func (s *Store) updateSettings(ctx context.Context, ns string, email, webhook *bool) error {
+func (s *Store) updateSettings(ctx context.Context, ns string, addr *string, email, webhook *bool) error {
 	flag := func(b *bool) sql.NullInt64 {
 		if b == nil {
 			return sql.NullInt64{}
@@ -278,10 +283,15 @@ func (s *Store) updateSettings(ctx context.Context, ns string, email, webhook *b
 		}
 		return sql.NullInt64{Int64: 0, Valid: true}
 	}
+	var address sql.NullString
+	if addr != nil {
+		address = sql.NullString{String: *addr, Valid: true}
+	}
 	_, err := s.db.ExecContext(ctx, `UPDATE accounts SET
 			email_notifications = COALESCE($2, email_notifications),
-			webhook_failures_notify = COALESCE($3, webhook_failures_notify)
-		WHERE id = (SELECT owner_id FROM namespaces WHERE namespace = $1)`, ns, flag(email), flag(webhook))
+			webhook_failures_notify = COALESCE($3, webhook_failures_notify),
+			alert_email = COALESCE($4, alert_email)
+		WHERE id = (SELECT owner_id FROM namespaces WHERE namespace = $1)`, ns, flag(email), flag(webhook), address)
 	return dbErr("update settings", err)
 }
 

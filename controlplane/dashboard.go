@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/display"
 )
 
@@ -180,8 +181,17 @@ func (s *Server) dashboardHome(w http.ResponseWriter, r *http.Request) {
 	if s.pageSession(r) != "" {
 		target = "/claims"
 	}
-	pageHeaders(w.Header())
-	http.Redirect(w, r, target, http.StatusSeeOther)
+	seeOther(w, target)
+}
+
+// seeOther redirects to target, a path of this server, with no body: the
+// document promises a bare 303, and a browser shows none anyway.
+func seeOther(w http.ResponseWriter, target string) {
+	h := w.Header()
+	pageHeaders(h)
+	h.Set("Location", target)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusSeeOther)
 }
 
 // publicView is the data of a public page: where to continue after
@@ -196,8 +206,7 @@ func (s *Server) publicPage(page, title string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		next := safeNext(r.URL.Query().Get("next"))
 		if page != "signin" && s.pageSession(r) != "" {
-			pageHeaders(w.Header())
-			http.Redirect(w, r, next, http.StatusSeeOther)
+			seeOther(w, next)
 			return
 		}
 		s.render(w, r, http.StatusOK, page, title, "", publicView{Next: next})
@@ -228,8 +237,7 @@ func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ns := s.pageSession(r)
 		if ns == "" {
-			pageHeaders(w.Header())
-			http.Redirect(w, r, "/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
+			seeOther(w, "/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode())
 			return
 		}
 		v, err := view(r, ns)
@@ -257,7 +265,7 @@ func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
 func (s *Server) dashboardAsset(w http.ResponseWriter, r *http.Request) {
 	a, ok := dashboard.assets[r.PathValue("file")]
 	if !ok {
-		http.NotFound(w, r)
+		apierror.Write(w, r, errNotFound)
 		return
 	}
 	h := w.Header()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idnhq/idn/didresolve"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/testnode"
 	"github.com/multiformats/go-multibase"
 )
 
@@ -125,7 +126,8 @@ func TestDIDResolution(t *testing.T) {
 				v := v.(map[string]any)
 				statuses[v["status"].(string)]++
 				raw, _ := base64.StdEncoding.DecodeString(v["publicKeyBase64"].(string))
-				if len(raw) != 32 || v["id"] != identity.KeyID("acme", raw) || v["service"] == "" {
+				if len(raw) != 32 || v["id"] != identity.KeyID("acme", raw) ||
+					v["service"] != "did:idn:acme#service-"+v["service_slug"].(string) {
 					t.Fatalf("method = %v", v)
 				}
 			}
@@ -134,6 +136,27 @@ func TestDIDResolution(t *testing.T) {
 			}
 			e.do("GET", "/v1/namespaces/acme/did", nil).want(t, 401, "UNAUTHENTICATED")
 			e.do("GET", "/v1/namespaces/acme/did", nil, withSession(s.Sessions["bob"])).want(t, 403, "NAMESPACE_FORBIDDEN")
+		})
+
+		// Every form of the document the server produces expands in
+		// JSON-LD safe mode with no relative IRI left.
+		t.Run("strict JSON-LD", func(t *testing.T) {
+			forms := map[string][]byte{
+				"owner API form": e.do("GET", "/v1/namespaces/acme/did", nil, withSession(s.Sessions["acme"])).want(t, 200, "").body,
+			}
+			for _, accept := range []string{"application/did+json", "application/did+ld+json", "application/json"} {
+				forms["well-known as "+accept] = e.signed("GET", "/.well-known/did/did:idn:acme", nil, withHeader("Accept", accept)).want(t, 200, "").body
+			}
+			var res struct{ DIDDocument json.RawMessage }
+			if err := json.Unmarshal(e.do("GET", "/1.0/identifiers/did:idn:acme", nil).want(t, 200, "").body, &res); err != nil {
+				t.Fatal(err)
+			}
+			forms["resolution result's document"] = res.DIDDocument
+			for name, body := range forms {
+				if _, err := testnode.ExpandSafe(t, body); err != nil {
+					t.Errorf("%s: safe-mode expansion refused it: %v\n%s", name, err, body)
+				}
+			}
 		})
 
 		t.Run("deactivated 410", func(t *testing.T) {
@@ -147,6 +170,9 @@ func TestDIDResolution(t *testing.T) {
 			var doc didresolve.Document
 			if json.Unmarshal(r.body, &doc) != nil || len(doc.VerificationMethod) != 0 || len(doc.Service) != 0 {
 				t.Fatalf("deactivated document = %s", r.body)
+			}
+			if _, err := testnode.ExpandSafe(t, r.body); err != nil {
+				t.Errorf("deactivated document: safe-mode expansion refused it: %v", err)
 			}
 		})
 

@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/openapicheck"
 )
 
 // TestGatewayClaimPath drives the control plane with the gateway's own
@@ -95,7 +96,7 @@ func startSeededControlPlane(t *testing.T) (*httptest.Server, *seededWorld) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api)
+	ts := httptest.NewServer(openapicheck.Watch(t, api))
 	t.Cleanup(ts.Close)
 	w := &seededWorld{base: ts.URL}
 	w.post(t, `{"namespaces":["acme"],"services":[{"slug":"github","name":"GitHub","owner":"acme"}]}`, w)

@@ -178,12 +178,15 @@ func negotiate(accept string) (string, bool) {
 	return best, best != ""
 }
 
-// apiVerificationMethod is one claimed key of the owner's API form of the DID document.
+// apiVerificationMethod is one claimed key of the owner's API form of the
+// DID document. The DID context makes "service" an IRI, so it names the
+// service entry of the public document; the slug is "service_slug".
 type apiVerificationMethod struct {
 	ID              string `json:"id"`
 	Type            string `json:"type"`
 	PublicKeyBase64 string `json:"publicKeyBase64"`
 	Service         string `json:"service"`
+	ServiceSlug     string `json:"service_slug"`
 	Status          string `json:"status"`
 	ClaimID         string `json:"claim_id"`
 }
@@ -209,7 +212,7 @@ func (s *Server) ownerDID(w http.ResponseWriter, r *http.Request, owner string) 
 			continue
 		}
 		vms = append(vms, apiVerificationMethod{ID: identity.KeyID(ns, k), Type: didresolve.KeyType,
-			PublicKeyBase64: base64.StdEncoding.EncodeToString(k), Service: c.Service, Status: c.Status, ClaimID: c.ID})
+			PublicKeyBase64: base64.StdEncoding.EncodeToString(k), Service: didresolve.ServiceID(identity.DID(ns), c.Service), ServiceSlug: c.Service, Status: c.Status, ClaimID: c.ID})
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"@context":           didresolve.Context(),

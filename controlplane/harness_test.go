@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/openapicheck"
 )
 
 // engines lists the storage engines every store test runs against.
@@ -150,7 +151,7 @@ func newEnv(t *testing.T, st *Store, mod func(*Config)) *env {
 		t.Fatal(err)
 	}
 	e.srv = srv
-	e.ts = httptest.NewServer(srv)
+	e.ts = httptest.NewServer(openapicheck.Watch(t, srv))
 	t.Cleanup(e.ts.Close)
 	e.agent, err = identity.New("gateway-one")
 	if err != nil {

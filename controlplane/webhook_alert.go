@@ -1,9 +1,9 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -14,49 +14,73 @@ import (
 	"time"
 )
 
-// AlertConfig sends an e-mail through SMTP when a webhook delivery fails
-// terminally, if the service owner's webhook_failures_notify setting is on,
-// and whenever a passkey is added to or removed from an account (whatever
-// the owner's settings: a stolen session could turn them off first). The
-// zero value sends nothing; From, To and SMTPAddr are all needed to send.
+// AlertConfig sends alert e-mail through SMTP to the namespace owner, at
+// the address of their account settings ("email"), with optional copies
+// to an operator mailbox:
+//
+//   - a webhook delivery that fails terminally, if the service owner's
+//     webhook_failures_notify setting is on (the copies go with it);
+//   - a passkey added to or removed from an account, to the owner if their
+//     email_notifications setting is on, and to the operator copies
+//     whatever the owner's settings (a stolen session could turn them off
+//     first);
+//   - a settings change that stops mail to the owner's address, to that
+//     address.
+//
+// The zero value sends nothing; From alone is enough to send.
 type AlertConfig struct {
-	// From is the sender address (WEBHOOK_ALERT_EMAIL_FROM).
+	// From is the sender address (WEBHOOK_ALERT_EMAIL_FROM). Empty means
+	// no alert is sent at all.
 	From string
-	// To are the recipients (WEBHOOK_ALERT_EMAIL_TO, comma-separated).
-	// Accounts have no e-mail address (passkeys only), so alerts go to
-	// an operator mailbox.
+	// To are the operator copies (WEBHOOK_ALERT_EMAIL_TO,
+	// comma-separated). Empty means none: alerts go to owners only.
 	To []string
 	// SMTPAddr is the mail server as host:port (WEBHOOK_ALERT_SMTP_ADDR).
-	// STARTTLS is used when the server offers it.
+	// Empty means localhost:25, a mail server on this host. STARTTLS is
+	// used when the server offers it.
 	SMTPAddr string
 	// SMTPUsername and SMTPPassword enable PLAIN authentication
-	// (WEBHOOK_ALERT_SMTP_USERNAME, WEBHOOK_ALERT_SMTP_PASSWORD); net/smtp
-	// sends them only over TLS or to localhost.
+	// (WEBHOOK_ALERT_SMTP_USERNAME, and WEBHOOK_ALERT_SMTP_PASSWORD or
+	// MAILER_API_KEY: mail services take their API key as the SMTP
+	// password); net/smtp sends them only over TLS or to localhost.
 	SMTPUsername, SMTPPassword string
 }
 
-func (a AlertConfig) enabled() bool { return a.From != "" || len(a.To) > 0 || a.SMTPAddr != "" }
+// defaultSMTPAddr is where alerts go without AlertConfig.SMTPAddr.
+const defaultSMTPAddr = "localhost:25"
+
+func (a AlertConfig) enabled() bool { return a.From != "" }
 
 func (a AlertConfig) validate() error {
-	if !a.enabled() {
+	if a.From == "" {
+		if len(a.To) > 0 || a.SMTPAddr != "" {
+			return errors.New("controlplane: alert e-mail needs From (WEBHOOK_ALERT_EMAIL_FROM) to send anything")
+		}
 		return nil
 	}
-	if a.From == "" || len(a.To) == 0 || a.SMTPAddr == "" {
-		return errors.New("controlplane: webhook alert e-mail needs From, To and SMTPAddr together")
-	}
 	for _, addr := range append([]string{a.From}, a.To...) {
-		if _, err := mail.ParseAddress(addr); err != nil || strings.ContainsAny(addr, "\r\n") {
-			return fmt.Errorf("controlplane: webhook alert address %q is not an e-mail address", addr)
+		if !validMailbox(addr) {
+			return fmt.Errorf("controlplane: alert address %q is not an e-mail address", addr)
 		}
 	}
-	if _, _, err := net.SplitHostPort(a.SMTPAddr); err != nil {
-		return fmt.Errorf("controlplane: webhook alert SMTP address %q is not host:port", a.SMTPAddr)
+	if a.SMTPAddr != "" {
+		if _, _, err := net.SplitHostPort(a.SMTPAddr); err != nil {
+			return fmt.Errorf("controlplane: alert SMTP address %q is not host:port", a.SMTPAddr)
+		}
 	}
 	return nil
 }
 
-// alertFailure e-mails the terminal failure of d, when alerts are
-// configured and the owner wants them. Failures to send are logged.
+// validMailbox reports whether addr is one bare e-mail address
+// (name@example.com, no display name), at most 254 bytes.
+func validMailbox(addr string) bool {
+	m, err := mail.ParseAddress(addr)
+	return err == nil && m.Name == "" && m.Address == addr && len(addr) <= 254 && !strings.ContainsAny(addr, "\r\n")
+}
+
+// alertFailure e-mails the terminal failure of d to the service owner and
+// the operator copies, when the owner wants such alerts (the copies alone
+// when the owner is gone). Failures to send are logged.
 func (s *Server) alertFailure(ctx context.Context, d delivery, attempts int, o attemptOutcome) {
 	a := s.cfg.Webhooks.Alert
 	if !a.enabled() {
@@ -67,14 +91,18 @@ func (s *Server) alertFailure(ctx context.Context, d delivery, attempts int, o a
 		s.log.ErrorContext(ctx, "webhook alert: owner lookup failed", "err", err)
 		return
 	}
+	var ownerAddr string
 	if ok {
-		notify, err := s.store.webhookFailuresNotify(ctx, owner)
-		if err != nil {
+		_, _, set, err := s.store.account(ctx, owner)
+		switch {
+		case errors.Is(err, errNamespaceNotFound):
+		case err != nil:
 			s.log.ErrorContext(ctx, "webhook alert: owner setting lookup failed", "err", err)
 			return
-		}
-		if !notify {
+		case !set.WebhookFailuresNotify:
 			return
+		default:
+			ownerAddr = set.Email
 		}
 	}
 	if owner == "" {
@@ -86,13 +114,12 @@ func (s *Server) alertFailure(ctx context.Context, d delivery, attempts int, o a
 		"Namespace owner: %s\r\nService: %s\r\nWebhook: %s\r\nDelivery (webhook-id): %s\r\nEvent: %s for claim %s\r\n"+
 		"Last error: %s\r\nFailed at: %s\r\n",
 		attempts, owner, d.Claim.Service, d.WebhookID, d.ID, d.EventType, d.Claim.ID, o.Err, timestamp(o.At))
-	if err := sendMail(ctx, a, subject, body, s.now()); err != nil {
-		s.log.ErrorContext(ctx, "webhook alert e-mail failed", "delivery_id", d.ID, "err", err)
-	}
+	s.mail(ctx, ownerAddr, a.To, subject, body, "delivery_id", d.ID)
 }
 
 // alertCredentialChange e-mails that passkey pk was added or removed
-// (action) in session sess, when alerts are configured. The mail is sent
+// (action) in session sess: to the owner when their email_notifications
+// setting is on, and to the operator copies always. The mail is sent
 // before the request is answered, even if the client has gone: it may be
 // the only sign of a stolen session. Failures to send are logged.
 func (s *Server) alertCredentialChange(ctx context.Context, r *http.Request, sess ownerSession, action string, pk passkey) {
@@ -101,6 +128,12 @@ func (s *Server) alertCredentialChange(ctx context.Context, r *http.Request, ses
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	var ownerAddr string
+	if _, _, set, err := s.store.account(ctx, sess.namespace); err != nil {
+		s.log.ErrorContext(ctx, "passkey alert: owner setting lookup failed", "err", err)
+	} else if set.EmailNotifications {
+		ownerAddr = set.Email
+	}
 	from := s.startOf(r, "")
 	subject := "idn: passkey " + action + " for namespace " + sess.namespace
 	body := fmt.Sprintf("A passkey was %s for namespace %s.\r\n\r\n"+
@@ -108,23 +141,58 @@ func (s *Server) alertCredentialChange(ctx context.Context, r *http.Request, ses
 		"If the owner did not do this, the session may be stolen: list the sessions (GET /v1/auth/sessions), "+
 		"end the unknown ones, and remove unknown passkeys with an older one.\r\n",
 		action, sess.namespace, pk.Name, pk.ID, sess.id, from.clientAddr, from.userAgent, timestamp(s.now()))
-	if err := sendMail(ctx, a, subject, body, s.now()); err != nil {
-		s.log.ErrorContext(ctx, "passkey alert e-mail failed", "namespace", sess.namespace, "passkey", pk.ID, "err", err)
+	s.mail(ctx, ownerAddr, a.To, subject, body, "namespace", sess.namespace, "passkey", pk.ID)
+}
+
+// alertSettingsChange tells the address the owner had (old) that a
+// settings change stops mail to it: notifications turned off, or another
+// address set. No operator copy: nothing about the account changed.
+func (s *Server) alertSettingsChange(ctx context.Context, r *http.Request, ns, old string, now accountSettings) {
+	if !s.cfg.Webhooks.Alert.enabled() {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	what := "E-mail notifications were turned off"
+	if now.EmailNotifications {
+		what = "Alerts now go to another address"
+	}
+	from := s.startOf(r, "")
+	subject := "idn: alerts for namespace " + ns + " no longer come here"
+	body := fmt.Sprintf("%s for namespace %s: this address gets no more alerts.\r\n\r\n"+
+		"Client network: %s\r\nUser agent: %s\r\nAt: %s\r\n\r\n"+
+		"If the owner did not do this, the session may be stolen: sign in with a passkey, "+
+		"list the sessions (GET /v1/auth/sessions) and end the unknown ones.\r\n",
+		what, ns, from.clientAddr, from.userAgent, timestamp(s.now()))
+	s.mail(ctx, old, nil, subject, body, "namespace", ns)
+}
+
+// mail sends one message to the owner's address (if any) and one to the
+// operator copies (if any), logging failures with the attributes given.
+func (s *Server) mail(ctx context.Context, owner string, copies []string, subject, body string, logAttrs ...any) {
+	a := s.cfg.Webhooks.Alert
+	for _, to := range [][]string{{owner}, copies} {
+		if len(to) == 0 || to[0] == "" {
+			continue
+		}
+		if err := sendMail(ctx, a, to, subject, body, s.now()); err != nil {
+			s.log.ErrorContext(ctx, "alert e-mail failed", append(logAttrs, "subject", subject, "err", err)...)
+		}
 	}
 }
 
 // sendMail delivers one plain-text message, bounded by a 30 s deadline.
-func sendMail(ctx context.Context, a AlertConfig, subject, body string, now time.Time) error {
+func sendMail(ctx context.Context, a AlertConfig, to []string, subject, body string, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", a.SMTPAddr)
+	addr := cmp.Or(a.SMTPAddr, defaultSMTPAddr)
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("controlplane: smtp dial: %w", err)
 	}
 	deadline, _ := ctx.Deadline()
 	conn.SetDeadline(deadline)
-	host, _, _ := net.SplitHostPort(a.SMTPAddr)
+	host, _, _ := net.SplitHostPort(addr)
 	c, err := smtp.NewClient(conn, host)
 	if err != nil {
 		conn.Close()
@@ -144,8 +212,8 @@ func sendMail(ctx context.Context, a AlertConfig, subject, body string, now time
 	if err := c.Mail(a.From); err != nil {
 		return fmt.Errorf("controlplane: smtp MAIL: %w", err)
 	}
-	for _, to := range a.To {
-		if err := c.Rcpt(to); err != nil {
+	for _, rcpt := range to {
+		if err := c.Rcpt(rcpt); err != nil {
 			return fmt.Errorf("controlplane: smtp RCPT: %w", err)
 		}
 	}
@@ -153,7 +221,7 @@ func sendMail(ctx context.Context, a AlertConfig, subject, body string, now time
 	if err != nil {
 		return fmt.Errorf("controlplane: smtp DATA: %w", err)
 	}
-	msg := "From: " + a.From + "\r\nTo: " + strings.Join(a.To, ", ") + "\r\nSubject: " + subject +
+	msg := "From: " + a.From + "\r\nTo: " + strings.Join(to, ", ") + "\r\nSubject: " + subject +
 		"\r\nDate: " + now.UTC().Format(time.RFC1123Z) + "\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + body
 	if _, err := w.Write([]byte(msg)); err != nil {
 		return fmt.Errorf("controlplane: smtp write: %w", err)
@@ -162,16 +230,4 @@ func sendMail(ctx context.Context, a AlertConfig, subject, body string, now time
 		return fmt.Errorf("controlplane: smtp end of data: %w", err)
 	}
 	return c.Quit()
-}
-
-// webhookFailuresNotify reports the webhook_failures_notify setting of
-// the account owning namespace ns (true when the namespace is gone).
-func (s *Store) webhookFailuresNotify(ctx context.Context, ns string) (bool, error) {
-	var on int
-	err := s.db.QueryRowContext(ctx, `SELECT a.webhook_failures_notify FROM accounts a
-		JOIN namespaces n ON n.owner_id = a.id WHERE n.namespace = $1`, ns).Scan(&on)
-	if errors.Is(err, sql.ErrNoRows) {
-		return true, nil
-	}
-	return on != 0, dbErr("webhook_failures_notify", err)
 }

@@ -277,16 +277,23 @@ func TestWebhooksOffWithoutKey(t *testing.T) {
 	owner, _ := claimWorld(e)
 	e.do("GET", "/v1/services/"+e.serviceID(owner)+"/webhooks", nil, owner).want(t, 503, "WEBHOOKS_DISABLED")
 	for name, c := range map[string]WebhookConfig{
-		"short key":          {SecretKey: []byte("short")},
-		"negative threshold": {FailureThreshold: -1},
-		"bad resolver":       {DNSResolverURL: "not a url"},
-		"half an alert":      {Alert: AlertConfig{From: "idn@example.com"}},
+		"short key":               {SecretKey: []byte("short")},
+		"negative threshold":      {FailureThreshold: -1},
+		"bad resolver":            {DNSResolverURL: "not a url"},
+		"copies without a sender": {Alert: AlertConfig{To: []string{"ops@example.com"}}},
+		"sender with a name":      {Alert: AlertConfig{From: "idn <idn@example.com>"}},
+		"server not host:port":    {Alert: AlertConfig{From: "idn@example.com", SMTPAddr: "mail.example.com"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := New(Config{Store: e.st, JWTSecret: testSecret, Webhooks: c}); err == nil {
 				t.Fatal("New accepted the configuration")
 			}
 		})
+	}
+	// A sender alone is enough: owners get alerts, with no operator copies,
+	// through a mail server on this host.
+	if _, err := New(Config{Store: e.st, JWTSecret: testSecret, Webhooks: WebhookConfig{Alert: AlertConfig{From: "idn@example.com"}}}); err != nil {
+		t.Fatalf("a sender alone was refused: %v", err)
 	}
 }
 
@@ -486,6 +493,7 @@ func TestWebhookTerminalFailure(t *testing.T) {
 		rc := newReceiver(t)
 		rc.down.Store(true)
 		whID, _, _, id, owner := approvedDelivery(e, rc.ts.URL+"/?token=secret-query")
+		e.do("PATCH", "/v1/auth/settings", map[string]string{"email": "owner@acme.example"}, owner).want(t, 200, "")
 		start := e.srv.now()
 		for attempt := 1; ; attempt++ {
 			if n := e.deliverDue(); n != 1 {
@@ -512,13 +520,16 @@ func TestWebhookTerminalFailure(t *testing.T) {
 		if rec["status"] != "failed" || rec["attempts"].(float64) != 4 || rec["last_status_code"].(float64) != 503 || rec["finished_at"] == nil {
 			t.Fatalf("delivery = %v", rec)
 		}
-		select {
-		case m := <-mails:
-			if !strings.Contains(m, id) || !strings.Contains(m, "RCPT TO:<ops@example.com>") || strings.Contains(m, "secret-query") {
-				t.Fatalf("alert mail = %q", m)
+		// The owner's alert, then the operator copy.
+		for _, rcpt := range []string{"RCPT TO:<owner@acme.example>", "RCPT TO:<ops@example.com>"} {
+			select {
+			case m := <-mails:
+				if !strings.Contains(m, id) || !strings.Contains(m, rcpt) || strings.Contains(m, "secret-query") {
+					t.Fatalf("alert mail for %s = %q", rcpt, m)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no alert e-mail for %s", rcpt)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("no alert e-mail")
 		}
 
 		t.Run("owner opted out", func(t *testing.T) {

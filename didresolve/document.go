@@ -58,7 +58,8 @@ var (
 // Context returns the @context of idn DID documents: the DID v1 and
 // Ed25519 2020 context URLs and an inline context defining idn's own terms
 // (AgentEndpoint, and the fields of the owner API's form of the document:
-// created, updated, deactivated, publicKeyBase64, status, claim_id). Each
+// created, updated, deactivated, publicKeyBase64, status, claim_id,
+// service_slug). Each
 // call returns a fresh value.
 func Context() []any {
 	dateTime := func(iri string) map[string]any {
@@ -72,6 +73,7 @@ func Context() []any {
 		"publicKeyBase64": TermsIRI + "publicKeyBase64",
 		"status":          TermsIRI + "claimStatus",
 		"claim_id":        TermsIRI + "claimId",
+		"service_slug":    TermsIRI + "serviceSlug",
 	}}
 }
 
@@ -171,10 +173,14 @@ func NewDocument(namespace string, keys []ed25519.PublicKey, endpoints []Endpoin
 		d.AssertionMethod = append(d.AssertionMethod, id)
 	}
 	for _, e := range endpoints {
-		d.Service = append(d.Service, Service{ID: did + "#service-" + e.Service, Type: ServiceType, ServiceEndpoint: e.URL})
+		d.Service = append(d.Service, Service{ID: ServiceID(did, e.Service), Type: ServiceType, ServiceEndpoint: e.URL})
 	}
 	return d
 }
+
+// ServiceID is the DID URL of the document's service entry for the
+// service slug: did + "#service-" + slug.
+func ServiceID(did, slug string) string { return did + "#service-" + slug }
 
 // PublicKey returns the key of the verification method id, given as the
 // full keyId or as its fragment ("ed25519-…"). A missing method gives

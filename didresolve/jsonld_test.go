@@ -4,59 +4,21 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/idnhq/idn/didresolve"
+	"github.com/idnhq/idn/internal/testnode"
 )
 
-// pinnedContexts are the remote contexts idn documents name, as published
-// copies kept in testdata/contexts (so expansion never touches the network).
-var pinnedContexts = map[string]string{
-	didresolve.ContextDID:     "testdata/contexts/did-v1.jsonld",
-	didresolve.ContextEd25519: "testdata/contexts/ed25519-2020-v1.jsonld",
-}
-
-// expandSafe expands doc with jsonld.js in safe mode, the mode Digital
-// Bazaar's libraries use, which fails on any term no context defines. It
-// returns the expanded form, or the processor's message as an error.
+// expandSafe expands doc in JSON-LD safe mode (see testnode.ExpandSafe).
 func expandSafe(t *testing.T, doc any) ([]byte, error) {
 	t.Helper()
-	modules := os.Getenv("IDN_NODE_MODULES")
-	node, err := exec.LookPath("node")
-	if modules == "" || err != nil {
-		msg := "JSON-LD expansion needs node and the packages of internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	abs, err := filepath.Abs(modules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"testdata/expand.mjs"}
-	for url, file := range pinnedContexts {
-		args = append(args, url+"="+file)
-	}
 	in, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, args...)
-	cmd.Env = append(os.Environ(), "IDN_NODE_MODULES="+abs)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, stderr.String())
-	}
-	return out, nil
+	return testnode.ExpandSafe(t, in)
 }
 
 func TestDocumentsExpandInSafeMode(t *testing.T) {
@@ -64,7 +26,6 @@ func TestDocumentsExpandInSafeMode(t *testing.T) {
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32)).Public().(ed25519.PublicKey)
 	doc := didresolve.NewDocument("alice", []ed25519.PublicKey{key},
 		[]didresolve.Endpoint{{Service: "github", URL: "https://cp.example/v1/verify?namespace=alice&service=github"}})
-	vm := doc.VerificationMethod[0]
 	tests := []struct {
 		name string
 		doc  any
@@ -76,15 +37,6 @@ func TestDocumentsExpandInSafeMode(t *testing.T) {
 			"https://w3id.org/security#publicKeyMultibase",
 		}},
 		{"deactivated document", didresolve.NewDocument("alice", nil, nil), nil},
-		// The owner API's form of the document (GET /v1/namespaces/{ns}/did).
-		{"owner API form", map[string]any{
-			"@context": didresolve.Context(), "id": doc.ID, "controller": doc.ID,
-			"created": "2026-11-24T00:00:00Z", "updated": "2026-11-24T00:00:00Z", "deactivated": false,
-			"verificationMethod": []map[string]any{{
-				"id": vm.ID, "type": didresolve.KeyType, "publicKeyBase64": "AAAA",
-				"service": "github", "status": "approved", "claim_id": "clm_1",
-			}},
-		}, []string{didresolve.TermsIRI + "claimStatus", didresolve.TermsIRI + "publicKeyBase64", "http://purl.org/dc/terms/created"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,5 +66,21 @@ func TestUndefinedTermIsRefused(t *testing.T) {
 	_, err := expandSafe(t, doc)
 	if err == nil || !strings.Contains(err.Error(), "relative @type reference") {
 		t.Fatalf("safe mode accepted an undefined type (err %v)", err)
+	}
+}
+
+func TestRelativeIRIIsRefused(t *testing.T) {
+	t.Parallel()
+	// Safe mode itself lets a value coerced to @id through as a relative
+	// IRI: the owner form's earlier bare service slug.
+	doc := map[string]any{
+		"@context": didresolve.Context(),
+		"id":       "did:idn:alice",
+		"verificationMethod": []map[string]any{{"id": "did:idn:alice#k", "type": didresolve.KeyType,
+			"service": "github"}},
+	}
+	_, err := expandSafe(t, doc)
+	if err == nil || !strings.Contains(err.Error(), "relative IRI") {
+		t.Fatalf("a bare slug as an IRI passed (err %v)", err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/openapicheck"
 )
 
 // freeAddr reserves a loopback port and releases it for the caller to
@@ -96,7 +97,7 @@ func (cp *controlPlane) start() {
 		st.Close()
 		cp.t.Fatalf("control plane listen on %s: %v", cp.addr, err)
 	}
-	cp.st, cp.srv, cp.served = st, &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second}, make(chan struct{})
+	cp.st, cp.srv, cp.served = st, &http.Server{Handler: openapicheck.Watch(cp.t, api), ReadHeaderTimeout: 5 * time.Second}, make(chan struct{})
 	go func(srv *http.Server, done chan struct{}) { defer close(done); _ = srv.Serve(ln) }(cp.srv, cp.served)
 }
 
@@ -209,7 +210,7 @@ func startGateway(t testing.TB, w *world, configure func(*gateway.Config), conns
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := gateway.NewServer(gw)
+	srv := gateway.NewServer(openapicheck.Watch(t, gw))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

@@ -4,9 +4,11 @@
 //
 // Every error answer is the JSON envelope
 //
-//	{"error": "<message>", "code": "<CODE>", "request_id": "...", "timestamp": "..."}
+//	{"error": "<message>", "code": "<CODE>", "request_id": "...", "timestamp": "...",
+//	 "docs_url": "https://github.com/idnhq/idn/blob/main/docs/errors.md#<CODE>"}
 //
-// sometimes with "details" and, for answers that clear by themselves, a
+// (docs_url is Code.DocsURL: the code's row in docs/errors.md), sometimes
+// with "details" and, for answers that clear by themselves, a
 // Retry-After header. Clients branch on "code"; the message is for people.
 //
 // A Code is one of the constants of this package, so a misspelt code does

@@ -259,6 +259,14 @@ func (c Code) Status() int { return c.row().status }
 // any caller.
 func (c Code) Message() string { return c.row().message }
 
+// DocsBase is where the codes are documented: docs/errors.md of the
+// repository, one row per code anchored by its wire name.
+const DocsBase = "https://github.com/idnhq/idn/blob/main/docs/errors.md#"
+
+// DocsURL returns the link to the code's row in docs/errors.md, the
+// envelope's docs_url.
+func (c Code) DocsURL() string { return DocsBase + c.String() }
+
 // MarshalText encodes the wire name, so a Code in JSON is its name.
 func (c Code) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/openapicheck"
 )
 
 // stack is a gateway in front of a real control plane, with one connection
@@ -58,7 +59,7 @@ func newStack(t *testing.T, configure func(*gateway.Config)) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpSrv := httptest.NewServer(cp)
+	cpSrv := httptest.NewServer(openapicheck.Watch(t, cp))
 	t.Cleanup(cpSrv.Close)
 
 	s := &stack{}
@@ -107,7 +108,7 @@ func newStack(t *testing.T, configure func(*gateway.Config)) *stack {
 		AuthMode: "bearer", AuthSecretKey: "t"}, map[string]string{"t": "upstream-secret"}); err != nil {
 		t.Fatal(err)
 	}
-	s.gw = httptest.NewServer(gw)
+	s.gw = httptest.NewServer(openapicheck.Watch(t, gw))
 	t.Cleanup(s.gw.Close)
 	if err := gw.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/internal/openapicheck"
 )
 
 func minimalConfig(t *testing.T) gateway.Config {
@@ -54,7 +55,7 @@ func TestZeroConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gw.Close()
-	srv := httptest.NewServer(gw)
+	srv := httptest.NewServer(openapicheck.Watch(t, gw))
 	defer srv.Close()
 
 	// Without AdminToken a loopback client reads the admin API without a
@@ -152,7 +153,7 @@ func TestAdminTokenKeptInDataDir(t *testing.T) {
 		AuthMode: credvault.AuthBearer, AuthSecretKey: "t"}, map[string]string{"t": "ghp_stored_secret"}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(gw)
+	srv := httptest.NewServer(openapicheck.Watch(t, gw))
 	defer srv.Close()
 	patch := func(token string) *http.Response {
 		req, _ := http.NewRequest("PATCH", srv.URL+"/api/admin/connections/gh", strings.NewReader(`{"base_url":"http://127.0.0.1:9"}`))

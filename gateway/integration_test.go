@@ -18,6 +18,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/openapicheck"
 )
 
 func call(t *testing.T, req *http.Request) (int, map[string]any) {
@@ -53,7 +54,7 @@ func TestGatewayWithControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpSrv := httptest.NewServer(cp)
+	cpSrv := httptest.NewServer(openapicheck.Watch(t, cp))
 	defer cpSrv.Close()
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer upstream-secret" {
@@ -99,7 +100,7 @@ func TestGatewayWithControlPlane(t *testing.T) {
 		AuthMode: "bearer", AuthSecretKey: "t"}, map[string]string{"t": "upstream-secret"}); err != nil {
 		t.Fatal(err)
 	}
-	gwSrv := httptest.NewServer(gw)
+	gwSrv := httptest.NewServer(openapicheck.Watch(t, gw))
 	defer gwSrv.Close()
 	signed := func(method, url, body string) *http.Request {
 		var rb io.Reader

@@ -42,7 +42,7 @@ var muxSources = []string{"../admin/admin.go", "../mcpproxy/handler.go"}
 // together with the route.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(newGateway(t))
+	srv := httptest.NewServer(openapicheck.Watch(t, newGateway(t)))
 	t.Cleanup(srv.Close)
 	doc := servedDocument(t, srv.URL)
 
@@ -95,7 +95,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // document in backticks.
 func TestReferenceListsRoutes(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(newGateway(t))
+	srv := httptest.NewServer(openapicheck.Watch(t, newGateway(t)))
 	t.Cleanup(srv.Close)
 	doc := servedDocument(t, srv.URL)
 	ref, err := os.ReadFile("../docs/gateway.md")

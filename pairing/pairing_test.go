@@ -30,6 +30,7 @@ import (
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/openapicheck"
 	"github.com/idnhq/idn/internal/pairwire"
 	"github.com/idnhq/idn/internal/testlog"
 	"github.com/idnhq/idn/pairing"
@@ -143,7 +144,7 @@ func (cp *controlPlane) start(addr string) {
 	cp.mu.Lock()
 	cp.conns = map[net.Conn]bool{}
 	cp.mu.Unlock()
-	cp.srv = &http.Server{Handler: srv, ConnState: func(c net.Conn, s http.ConnState) {
+	cp.srv = &http.Server{Handler: openapicheck.Watch(cp.t, srv), ConnState: func(c net.Conn, s http.ConnState) {
 		cp.mu.Lock()
 		defer cp.mu.Unlock()
 		if s == http.StateClosed {

@@ -110,6 +110,8 @@ type gatewayOptions struct {
 	nonces      interface {
 		CheckNonce(context.Context, string, string, time.Time) error
 	}
+	// submitter, when set, wraps the gateway's claim submitter.
+	submitter func(g *gateway, s ClaimSubmitter) ClaimSubmitter
 }
 
 func newGateway(t testing.TB, o gatewayOptions) *gateway {
@@ -201,11 +203,15 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 			t.Fatal(err)
 		}
 	}
+	var sub ClaimSubmitter = submitter
+	if o.submitter != nil {
+		sub = o.submitter(g, submitter)
+	}
 	g.handler, err = New(Config{
 		Connections:         g.vault,
 		Claims:              g.cache,
 		Nonces:              nonces,
-		Submitter:           submitter,
+		Submitter:           sub,
 		Clock:               g.clock.now,
 		Aliases:             map[string]string{"gh": "github"},
 		RotationEnforcement: o.rotation,

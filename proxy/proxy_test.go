@@ -6,9 +6,11 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
@@ -211,6 +213,38 @@ func TestAuthCodes(t *testing.T) {
 		if strings.Contains(logs, leak) {
 			t.Errorf("decision logs contain %q", leak)
 		}
+	}
+}
+
+// submitFunc is a ClaimSubmitter made of a function.
+type submitFunc func(context.Context, claimcache.Submission) (claimcache.Receipt, error)
+
+func (f submitFunc) Submit(ctx context.Context, sub claimcache.Submission) (claimcache.Receipt, error) {
+	return f(ctx, sub)
+}
+
+// An agent polling for its approval is approved, and the gateway's
+// snapshot learns it while the poll's submission is answered from the
+// remembered "pending" receipt: the snapshot wins, and the caller is let
+// through rather than told its claim is pending.
+func TestRememberedReceiptNeverContradictsSnapshot(t *testing.T) {
+	t.Parallel()
+	var approveDuringSubmit atomic.Bool
+	g := newGateway(t, gatewayOptions{submitter: func(g *gateway, s ClaimSubmitter) ClaimSubmitter {
+		return submitFunc(func(ctx context.Context, sub claimcache.Submission) (claimcache.Receipt, error) {
+			if approveDuringSubmit.Load() {
+				g.approve(g.stranger)
+				g.refresh()
+			}
+			return s.Submit(ctx, sub)
+		})
+	}})
+	if a := g.do(g.request(g.stranger, "GET", "/proxy/github/user", "")); a.status != 403 || a.env["claim_status"] != "pending" {
+		t.Fatalf("first poll: %d %s", a.status, a.body)
+	}
+	approveDuringSubmit.Store(true)
+	if a := g.do(g.request(g.stranger, "GET", "/proxy/github/user", "")); a.status != 200 {
+		t.Fatalf("poll after the approval reached the snapshot: %d %s (the remembered receipt won)", a.status, a.body)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idnhq/idn/docs"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/envconf"
 )
@@ -166,6 +167,7 @@ func (c *command) printUsage(w io.Writer, path string, fs *flag.FlagSet) {
 	}
 	if vars != nil {
 		fmt.Fprintln(w)
-		envconf.PrintVars(w, vars())
+		// What -h says of a setting is its row in the reference.
+		envconf.PrintVars(w, envconf.WithReference(vars(), docs.ControlPlane))
 	}
 }

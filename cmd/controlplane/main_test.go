@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -105,6 +106,34 @@ func TestSettingsProduction(t *testing.T) {
 		c.Webhooks.FailureThreshold != 10 || c.Webhooks.RetryWindow != 24*time.Hour || c.Webhooks.AllowPrivateTargets ||
 		c.Webhooks.DNSResolverURL != "" || c.Webhooks.Alert.From != "" || s.store.DatabaseURL != "postgres://cp@db/cp" {
 		t.Fatalf("settings = %+v", s)
+	}
+}
+
+// TestAlertSettings: the sender and the mail service's key are all alert
+// mail needs (operator copies and the SMTP server are optional); copies or
+// a server without a sender are a mistake.
+func TestAlertSettings(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"ENVIRONMENT": "local", "IDN_DATA_DIR": t.TempDir()}
+	with := func(extra map[string]string) map[string]string {
+		m := maps.Clone(base)
+		maps.Copy(m, extra)
+		return m
+	}
+	s, err := load(with(map[string]string{"WEBHOOK_ALERT_EMAIL_FROM": "idn@example.com", "MAILER_API_KEY": "mail-key"}))
+	if err != nil {
+		t.Fatalf("sender and mailer key alone: %v", err)
+	}
+	if a := s.server.Webhooks.Alert; a.From != "idn@example.com" || len(a.To) != 0 || a.SMTPAddr != "" || a.SMTPPassword != "mail-key" {
+		t.Fatalf("alert = %+v", a)
+	}
+	if _, err := load(with(nil)); err != nil {
+		t.Fatalf("no alert settings: %v", err)
+	}
+	for _, extra := range []map[string]string{{"WEBHOOK_ALERT_EMAIL_TO": "ops@example.com"}, {"WEBHOOK_ALERT_SMTP_ADDR": "mail.example:587"}} {
+		if _, err := load(with(extra)); err == nil || !strings.Contains(err.Error(), "need WEBHOOK_ALERT_EMAIL_FROM") {
+			t.Fatalf("%v without a sender: %v", extra, err)
+		}
 	}
 }
 

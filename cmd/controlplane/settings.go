@@ -261,7 +261,7 @@ func readWebhooks(r *envconf.Reader, secretKey []byte) controlplane.WebhookConfi
 		SecretKey:           secretKey,
 		MaxPerService:       r.Int("MAX_WEBHOOKS_PER_SERVICE", 5, 1, "webhooks allowed per service"),
 		RetryWindow:         r.Hours("WEBHOOK_RETRY_WINDOW_HOURS", 24, "hours a failing delivery is retried before it is given up"),
-		FailureThreshold:    r.Int("WEBHOOK_FAILURE_THRESHOLD", 10, 1, "consecutive failed deliveries that disable a webhook and alert"),
+		FailureThreshold:    r.Int("WEBHOOK_FAILURE_THRESHOLD", 10, 1, "failed attempts after which a delivery fails for good (the webhook stays enabled)"),
 		AllowPrivateTargets: r.Bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", false, "UNSAFE outside development: deliver to loopback and private addresses"),
 		DNSResolverURL: r.String("WEBHOOK_DNS_RESOLVER_URL", "",
 			"https URL of a DNS-over-HTTPS resolver for webhook hosts (default: the system resolver)"),
@@ -275,12 +275,12 @@ func readWebhooks(r *envconf.Reader, secretKey []byte) controlplane.WebhookConfi
 	return w
 }
 
-// readAlert reads the e-mail sent when a webhook is disabled for failing.
+// readAlert reads how alert e-mail reaches owners (and operator copies).
 func readAlert(r *envconf.Reader) controlplane.AlertConfig {
 	a := controlplane.AlertConfig{
-		From:         r.String("WEBHOOK_ALERT_EMAIL_FROM", "", "sender address of webhook failure alerts"),
-		To:           r.List("WEBHOOK_ALERT_EMAIL_TO", "comma-separated recipients of webhook failure alerts"),
-		SMTPAddr:     r.String("WEBHOOK_ALERT_SMTP_ADDR", "", "SMTP server (host:port) that sends webhook failure alerts"),
+		From:         r.String("WEBHOOK_ALERT_EMAIL_FROM", "", "sender address of alert e-mail; unset: no alert is sent"),
+		To:           r.List("WEBHOOK_ALERT_EMAIL_TO", "comma-separated operator addresses that get copies of the alerts"),
+		SMTPAddr:     r.String("WEBHOOK_ALERT_SMTP_ADDR", "", "SMTP server (host:port) alerts are sent through (default localhost:25)"),
 		SMTPUsername: r.String("WEBHOOK_ALERT_SMTP_USERNAME", "", "SMTP user name"),
 		SMTPPassword: r.Secret("WEBHOOK_ALERT_SMTP_PASSWORD", "SMTP password (default MAILER_API_KEY)"),
 	}
@@ -290,8 +290,8 @@ func readAlert(r *envconf.Reader) controlplane.AlertConfig {
 	if a.From != "" && !strings.Contains(a.From, "@") {
 		r.Problemf("WEBHOOK_ALERT_EMAIL_FROM must be an e-mail address")
 	}
-	if (a.From != "" || len(a.To) > 0 || a.SMTPAddr != "") && (a.From == "" || len(a.To) == 0 || a.SMTPAddr == "") {
-		r.Problemf("webhook failure alerts need WEBHOOK_ALERT_EMAIL_FROM, WEBHOOK_ALERT_EMAIL_TO and WEBHOOK_ALERT_SMTP_ADDR together")
+	if a.From == "" && (len(a.To) > 0 || a.SMTPAddr != "") {
+		r.Problemf("WEBHOOK_ALERT_EMAIL_TO and WEBHOOK_ALERT_SMTP_ADDR need WEBHOOK_ALERT_EMAIL_FROM, without which no alert is sent")
 	}
 	return a
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/idnhq/idn/docs"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/envconf"
 )
@@ -43,7 +44,8 @@ func parseFlags(env *cliEnv, fs *flag.FlagSet, synopsis string, args []string) e
 		fs.PrintDefaults()
 		if vars := varsOf(fs); len(vars) > 0 {
 			fmt.Fprintln(env.stdout)
-			envconf.PrintVars(env.stdout, vars)
+			// What -h says of a setting is its row in the reference.
+			envconf.PrintVars(env.stdout, envconf.WithReference(vars, docs.Gateway))
 		}
 		return errHelpShown
 	}

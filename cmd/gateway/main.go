@@ -29,6 +29,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/idnhq/idn/docs"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/envconf"
 )
@@ -138,6 +139,6 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\nflags:\n  -h, --help   show help (gateway <command> -h: the command's flags and variables)\n  --version    print the version")
 	if c := commands[defaultCommand]; c != nil && c.vars != nil {
 		fmt.Fprintf(w, "\nWithout a command, gateway runs %s, which reads:\n\n", defaultCommand)
-		envconf.PrintVars(w, c.vars())
+		envconf.PrintVars(w, envconf.WithReference(c.vars(), docs.Gateway))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/openapicheck"
 )
 
 const seedToken = "dashboard-e2e-seed-token"
@@ -64,7 +65,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: cp, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: openapicheck.Watch(t, cp), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -131,7 +132,7 @@ func startGateway(t *testing.T, cpURL, apiKey string) string {
 		t.Fatal(err)
 	}
 	ln := freePort(t)
-	srv := gateway.NewServer(gw)
+	srv := gateway.NewServer(openapicheck.Watch(t, gw))
 	served := make(chan struct{})
 	go func() { defer close(served); _ = srv.Serve(ln) }()
 	t.Cleanup(func() { cancel(); srv.Close(); <-served; gw.Close() })

@@ -1,8 +1,9 @@
 // Package apierror writes the JSON error envelope shared by the gateway and
 // the control plane, and carries the request id that every envelope names.
 //
-// The envelope is {"error","code","request_id","timestamp"} plus optional
-// fields (docs_url, details, or anything a caller adds through Error.Extra);
+// The envelope is {"error","code","request_id","timestamp","docs_url"}
+// (docs_url links to the code's row in docs/errors.md) plus optional
+// fields (details, or anything a caller adds through Error.Extra);
 // codes, and so statuses, come only from package errcode.
 // Request ids come from a validated X-Request-Id header or are generated.
 package apierror
@@ -76,6 +77,7 @@ func Write(w http.ResponseWriter, r *http.Request, e *Error) {
 	body["code"] = e.code.String()
 	body["request_id"] = id
 	body["timestamp"] = time.Now().UTC().Format(time.RFC3339)
+	body["docs_url"] = e.code.DocsURL()
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")

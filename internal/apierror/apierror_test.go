@@ -28,7 +28,8 @@ func TestWriteEnvelope(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.Code != 503 || body["code"] != "AUTH_CLAIMS_UNAVAILABLE" || body["error"] != "claims unavailable" ||
-		body["request_id"] != "abc-123" || body["claim_id"] != "clm_1" || gotID != "abc-123" {
+		body["request_id"] != "abc-123" || body["claim_id"] != "clm_1" || gotID != "abc-123" ||
+		body["docs_url"] != "https://github.com/idnhq/idn/blob/main/docs/errors.md#AUTH_CLAIMS_UNAVAILABLE" {
 		t.Errorf("envelope: %d %v", rec.Code, body)
 	}
 	if _, err := time.Parse(time.RFC3339, body["timestamp"].(string)); err != nil {

@@ -27,7 +27,9 @@ import (
 type Var struct {
 	Name    string
 	Default string // as a user would write it; "" when there is none
-	Doc     string
+	// Doc is the short description given in code; a command's -h shows
+	// the reference's row instead when there is one (WithReference).
+	Doc string
 }
 
 // Problems lists every configuration problem found; it is the error Err

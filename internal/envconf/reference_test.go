@@ -20,3 +20,12 @@ func TestCheckReference(t *testing.T) {
 		t.Fatalf("CheckReference =\n%q\nwant\n%q", got, want)
 	}
 }
+
+func TestWithReference(t *testing.T) {
+	ref := []byte("# X\n\n## Settings\n\n| Variable | Default | Meaning |\n|---|---|---|\n" +
+		"| `A` | `1` | Attempts, see [retries](#retries); `0` means none. |\n\n## Other\n\n| `B` | x | not a setting |\n")
+	got := WithReference([]Var{{Name: "A", Default: "1", Doc: "code text"}, {Name: "B", Doc: "kept"}}, ref)
+	if got[0].Doc != "Attempts, see retries; 0 means none." || got[1].Doc != "kept" {
+		t.Fatalf("WithReference = %+v", got)
+	}
+}

@@ -2,7 +2,8 @@
 // routes a server really registers: it checks that the document is 3.1,
 // that every $ref resolves and every path parameter is declared, and it
 // turns net/http ServeMux patterns into the document's "METHOD /path" keys
-// so the two lists can be compared.
+// so the two lists can be compared. It also holds real responses to the
+// document (CheckResponse, Watch): status, media type and body schema.
 package openapicheck
 
 import (
@@ -12,6 +13,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Document is a parsed OpenAPI document.
@@ -19,6 +23,9 @@ type Document struct {
 	raw  any
 	ops  []string
 	errs []string
+
+	mu       sync.Mutex
+	compiled map[string]*jsonschema.Resolved // by the schema's JSON text
 }
 
 var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}

@@ -172,6 +172,7 @@ const forms = {
   },
   async settings(f, button) {
     await call('PATCH', '/v1/auth/settings', {
+      email: value(f, 'email'),
       email_notifications: f.elements.email_notifications.checked,
       webhook_failures_notify: f.elements.webhook_failures_notify.checked,
     });

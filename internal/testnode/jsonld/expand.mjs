@@ -1,7 +1,9 @@
 // Expands the JSON-LD document on standard input with jsonld.js in safe
 // mode, loading contexts only from the files named on the command line as
 // url=path pairs (no network). Prints the expanded form; exits 1 with the
-// processor's message when expansion fails or drops a term.
+// processor's message when expansion fails, or when the expanded form
+// holds a relative IRI: safe mode lets a value coerced to @id (a bare
+// "github" under a term the context types @id) through as one.
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +23,19 @@ const documentLoader = async (url) => {
 const input = JSON.parse(readFileSync(0, 'utf8'));
 try {
   const expanded = await jsonld.expand(input, { safe: true, documentLoader });
+  const relative = [];
+  const absolute = (iri) => iri.startsWith('_:') || /^[A-Za-z][A-Za-z0-9+.-]*:/.test(iri);
+  const walk = (node, at) => {
+    if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${at}/${i}`));
+    if (node === null || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '@id' && !absolute(value)) relative.push(`${at}/@id: ${JSON.stringify(value)}`);
+      if (key === '@type') [].concat(value).filter((t) => !absolute(t)).forEach((t) => relative.push(`${at}/@type: ${JSON.stringify(t)}`));
+      if (key !== '@value') walk(value, `${at}/${key}`);
+    }
+  };
+  walk(expanded, '');
+  if (relative.length > 0) throw Object.assign(new Error('relative IRI in the expanded form'), { details: relative });
   process.stdout.write(JSON.stringify(expanded));
 } catch (err) {
   process.stderr.write(`${err.name}: ${err.message}\n${JSON.stringify(err.details ?? {})}\n`);
