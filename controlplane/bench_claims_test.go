@@ -195,11 +195,17 @@ func BenchmarkSubmitClaims(b *testing.B) {
 }
 
 // claimsPageAt is the path of the claims page of status whose first row is
-// the pos-th newest claim of that status.
+// the pos-th newest claim of that status, as the pager links to it: after
+// the claim just before.
 func claimsPageAt(tb testing.TB, st *Store, status string, pos int) string {
 	tb.Helper()
 	if pos == 0 {
 		return "/claims?status=" + status
 	}
-	return fmt.Sprintf("/claims?status=%s&offset=%d", status, pos)
+	var id string
+	if err := st.db.QueryRow(`SELECT id FROM claims WHERE namespace = 'acme' AND status = $1
+		ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET $2`, status, pos-1).Scan(&id); err != nil {
+		tb.Fatal(err)
+	}
+	return "/claims?status=" + status + "&after=" + id
 }

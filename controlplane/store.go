@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -25,6 +26,11 @@ const (
 // The HTTP layer answers it with 503 DATABASE_UNAVAILABLE.
 var ErrUnavailable = errors.New("controlplane: database unavailable")
 
+// ErrBusy is a write refused because SQLite's single writer stayed taken
+// for StoreConfig.WriteWait. The HTTP layer answers it with 503
+// DATABASE_BUSY and a Retry-After, rather than holding the request.
+var ErrBusy = errors.New("controlplane: database busy")
+
 // StoreConfig selects and locates the database.
 type StoreConfig struct {
 	// Provider is ProviderSQLite (also when empty) or ProviderPostgres.
@@ -38,6 +44,11 @@ type StoreConfig struct {
 	DatabaseURL string
 	// MaxOpenConns bounds the connection pool; zero means 16.
 	MaxOpenConns int
+	// WriteWait bounds how long a write waits for SQLite's single writer
+	// (a transaction of this Store, or another process's, through
+	// busy_timeout) before it fails with ErrBusy; zero means one second.
+	// PostgreSQL, whose writers do not exclude each other, ignores it.
+	WriteWait time.Duration
 }
 
 // Store is the control plane's database: SQLite or PostgreSQL behind one
@@ -48,6 +59,14 @@ type Store struct {
 	db    *sql.DB
 	pg    bool
 	relay gatewayRelay // gateway sockets held by this instance (gateways_relay.go)
+
+	// SQLite only: the write turn, taken by every transaction for at most
+	// writeWait. Waiting here is first come, first served, where
+	// SQLite's own busy handler polls with growing sleeps and lets a
+	// late writer overtake waiting ones, so a queue of 32 stalled for
+	// seconds.
+	writeTurn chan struct{}
+	writeWait time.Duration
 }
 
 // Open connects to the database and applies pending migrations. Concurrent
@@ -58,6 +77,10 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 		err error
 		pg  bool
 	)
+	wait := cfg.WriteWait
+	if wait <= 0 {
+		wait = time.Second
+	}
 	switch cfg.Provider {
 	case "", ProviderSQLite:
 		if cfg.SQLitePath == "" {
@@ -73,7 +96,7 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 		// sequences (pending limit, state transitions) are serialised
 		// instead of failing with SQLITE_BUSY on upgrade.
 		q := url.Values{}
-		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "busy_timeout("+strconv.FormatInt(wait.Milliseconds(), 10)+")")
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", "foreign_keys(1)")
 		q.Set("_txlock", "immediate")
@@ -99,12 +122,13 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{db: db, pg: pg}
 	if !pg {
+		s.writeTurn, s.writeWait = make(chan struct{}, 1), wait
 		if err := s.enableWAL(ctx); err != nil {
 			db.Close()
 			return nil, err
 		}
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, migrations); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -175,13 +199,22 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // dbErr classifies a database error: sql.ErrNoRows and context errors pass
-// through, anything else is the database failing and wraps ErrUnavailable.
+// through, SQLite's busy (its writer stayed taken for busy_timeout) wraps
+// ErrBusy, anything else is the database failing and wraps ErrUnavailable.
 func dbErr(op string, err error) error {
-	if err == nil || errors.Is(err, sql.ErrNoRows) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, sql.ErrNoRows) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrBusy) {
 		return err
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy {
+		return fmt.Errorf("%w: %s: %v", ErrBusy, op, err)
 	}
 	return fmt.Errorf("%w: %s: %v", ErrUnavailable, op, err)
 }
+
+// sqliteBusy is SQLITE_BUSY, the primary code of every busy result.
+const sqliteBusy = 5
 
 // forUpdate is the row-lock suffix for a SELECT inside a transaction. SQLite
 // has no row locks; its immediate transactions already hold the write lock.
@@ -192,8 +225,22 @@ func (s *Store) forUpdate() string {
 	return ""
 }
 
-// tx runs fn in a transaction and commits when fn returns nil.
+// tx runs fn in a transaction and commits when fn returns nil. On SQLite
+// it first takes the write turn, waiting at most writeWait (then ErrBusy).
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.writeTurn != nil {
+		t := time.NewTimer(s.writeWait)
+		select {
+		case s.writeTurn <- struct{}{}:
+			t.Stop()
+			defer func() { <-s.writeTurn }()
+		case <-t.C:
+			return fmt.Errorf("%w: no write turn within %v", ErrBusy, s.writeWait)
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return dbErr("begin", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,9 +106,14 @@ func agentNet(ip string) string {
 // submitClaim creates a pending claim, or returns the live (pending or
 // approved) claim of the same tuple with created == false. The namespace row
 // is locked on PostgreSQL (SQLite transactions are already exclusive), so the
-// pending budget holds under concurrency. A pending claim created at or
-// before pendingCutoff is expired on the spot rather than returned or
-// counted, so a stale request never blocks a fresh one.
+// pending budget holds under concurrency. A pending claim of the service
+// created at or before pendingCutoff is expired on the spot rather than
+// returned or counted, so a stale request never blocks a fresh one.
+//
+// Every step costs the same whatever the size of the pending pile: the
+// budget is read from the counters that the claims triggers keep
+// (claim_counts, pending_agents), the tuple from its unique index, and the
+// expiry touches only the claims it expires.
 func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget, pendingCutoff, now time.Time) (c Claim, created bool, err error) {
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var deactivated sql.NullInt64
@@ -121,8 +127,9 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		if deactivated.Valid {
 			return errNamespaceDeactivated
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE claims SET status = 'expired', expired_at = $2, updated_at = $2
-			WHERE namespace = $1 AND status = 'pending' AND created_at <= $3`, in.Namespace, micros(now), micros(pendingCutoff)); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE claims SET status = 'expired', expired_at = $3, updated_at = $3
+			WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at <= $4`,
+			in.Namespace, in.Service, micros(now), micros(pendingCutoff)); err != nil {
 			return dbErr("expire claims", err)
 		}
 		c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims
@@ -134,10 +141,11 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		if !errors.Is(err, sql.ErrNoRows) {
 			return dbErr("claim lookup", err)
 		}
-		var pending, fromAgent int
 		net := agentNet(in.AgentIP)
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN agent_net = $3 THEN 1 ELSE 0 END), 0)
-			FROM claims WHERE namespace = $1 AND service = $2 AND status = 'pending'`,
+		var pending, fromAgent int
+		if err := tx.QueryRowContext(ctx, `SELECT
+				COALESCE((SELECT n FROM claim_counts WHERE namespace = $1 AND service = $2 AND status = 'pending'), 0),
+				COALESCE((SELECT n FROM pending_agents WHERE namespace = $1 AND service = $2 AND agent_net = $3), 0)`,
 			in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
 			return dbErr("count pending", err)
 		}
@@ -250,38 +258,14 @@ func (s *Store) expirePending(ctx context.Context, cutoff, now time.Time) (int64
 	return n, nil
 }
 
-// page is one page of claims and the total number of matches.
+// page is one page of claims and the total number of matches. HasMore
+// tells whether claims follow the page in listing order; HasNewer (owner
+// listing only) whether newer claims precede it.
 type page struct {
-	Claims  []Claim
-	Total   int64
-	HasMore bool
-}
-
-// listClaims pages claims matching where (a SQL condition on $1…$n with
-// args), in order, fetching limit+1 rows so has_more never depends on a
-// separately read total.
-func (s *Store) listClaims(ctx context.Context, where, order string, args []any, limit, offset int) (page, error) {
-	var p page
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE `+where, args...).Scan(&p.Total); err != nil {
-		return p, dbErr("count claims", err)
-	}
-	// Deferred join: the page's ids are found on the index alone (which
-	// holds the filter, order and id columns), so skipping offset rows
-	// costs index steps, not table lookups; only the page is fetched.
-	n := len(args)
-	q := `SELECT ` + claimColumns + ` FROM claims WHERE id IN (SELECT id FROM claims WHERE ` + where + ` ORDER BY ` + order +
-		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) ORDER BY ` + order
-	rows, err := s.db.QueryContext(ctx, q, append(args, limit+1, offset)...)
-	if err != nil {
-		return p, dbErr("list claims", err)
-	}
-	if p.Claims, err = scanClaims(rows); err != nil {
-		return p, err
-	}
-	if len(p.Claims) > limit {
-		p.Claims, p.HasMore = p.Claims[:limit], true
-	}
-	return p, nil
+	Claims   []Claim
+	Total    int64
+	HasMore  bool
+	HasNewer bool
 }
 
 const feedColumns = `id, namespace, public_key, service, subject, agent_id, agent_name, approved_at`
@@ -351,8 +335,22 @@ func (s *Store) feed(ctx context.Context, slug string, after *feedCursor, limit,
 	return p, nil
 }
 
-// ownerClaims pages a namespace's claims, newest first, optionally filtered.
-func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit, offset int) (page, error) {
+// claimCursor places a page of a namespace's claims: right after claim
+// After (older claims), right before claim Before (newer ones), or at
+// Offset. The zero value is the first page.
+type claimCursor struct {
+	After, Before string
+	Offset        int
+}
+
+// ownerClaims pages a namespace's claims, newest first ((created_at, id)
+// descending), optionally filtered by status and service. A cursor page is
+// one range of an index ending in (created_at, id), so it costs the same
+// anywhere in the listing; the cursor claim only gives the position, so
+// paging stays exact while claims arrive or change status. A Before page
+// that reaches the newest claim is the first page. An unknown cursor
+// claim is errClaimNotFound. Total comes from claim_counts.
+func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit int, cur claimCursor) (page, error) {
 	conds := []string{"namespace = $1"}
 	args := []any{ns}
 	if status != "" {
@@ -363,7 +361,61 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit,
 		args = append(args, slug)
 		conds = append(conds, "service = $"+strconv.Itoa(len(args)))
 	}
-	return s.listClaims(ctx, strings.Join(conds, " AND "), `created_at DESC, id DESC`, args, limit, offset)
+	var p page
+	if err := s.db.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM claim_counts WHERE `+strings.Join(conds, " AND "), args...).Scan(&p.Total); err != nil {
+		return p, dbErr("count claims", err)
+	}
+	var (
+		q    string
+		rows *sql.Rows
+		err  error
+	)
+	n := len(args)
+	switch {
+	case cur.After != "" || cur.Before != "":
+		id, op, order := cur.After, "<", "DESC"
+		if id == "" {
+			id, op, order = cur.Before, ">", "ASC"
+		}
+		var at int64
+		err := s.db.QueryRowContext(ctx, `SELECT created_at FROM claims WHERE id = $1 AND namespace = $2`, id, ns).Scan(&at)
+		if errors.Is(err, sql.ErrNoRows) {
+			return p, errClaimNotFound
+		}
+		if err != nil {
+			return p, dbErr("claim cursor", err)
+		}
+		q = `SELECT ` + claimColumns + ` FROM claims WHERE ` + strings.Join(conds, " AND ") +
+			` AND (created_at, id) ` + op + ` ($` + strconv.Itoa(n+1) + `, $` + strconv.Itoa(n+2) + `)` +
+			` ORDER BY created_at ` + order + `, id ` + order + ` LIMIT $` + strconv.Itoa(n+3)
+		rows, err = s.db.QueryContext(ctx, q, append(args, at, id, limit+1)...)
+	default:
+		// Deferred join: the page's ids are found on the index alone, so
+		// skipping offset rows costs index steps, not table lookups.
+		q = `SELECT ` + claimColumns + ` FROM claims WHERE id IN (SELECT id FROM claims WHERE ` + strings.Join(conds, " AND ") +
+			` ORDER BY created_at DESC, id DESC LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) ORDER BY created_at DESC, id DESC`
+		rows, err = s.db.QueryContext(ctx, q, append(args, limit+1, cur.Offset)...)
+	}
+	if err != nil {
+		return p, dbErr("list claims", err)
+	}
+	if p.Claims, err = scanClaims(rows); err != nil {
+		return p, err
+	}
+	more := len(p.Claims) > limit
+	if more {
+		p.Claims = p.Claims[:limit]
+	}
+	switch {
+	case cur.Before != "" && !more:
+		return s.ownerClaims(ctx, ns, status, slug, limit, claimCursor{})
+	case cur.Before != "":
+		slices.Reverse(p.Claims)
+		p.HasMore, p.HasNewer = true, true
+	default:
+		p.HasMore, p.HasNewer = more, cur.After != "" || cur.Offset > 0
+	}
+	return p, nil
 }
 
 // latestClaim returns the claim that decides a tuple: the live one when
