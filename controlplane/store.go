@@ -67,6 +67,8 @@ type Store struct {
 	// seconds.
 	writeTurn chan struct{}
 	writeWait time.Duration
+
+	submit submitStatements
 }
 
 // Open connects to the database and applies pending migrations. Concurrent
@@ -129,6 +131,10 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 		}
 	}
 	if err := s.migrate(ctx, migrations); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.prepareSubmit(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -103,6 +103,37 @@ func agentNet(ip string) string {
 	return p.String()
 }
 
+// submitStatements are the statements of a claim submission, prepared at
+// Open and then once per connection, so a submission does not parse them
+// (and compile the claims triggers) again while it holds the write lock.
+type submitStatements struct {
+	namespace, expire, live, budget, insert *sql.Stmt
+}
+
+func (s *Store) prepareSubmit(ctx context.Context) (err error) {
+	prepare := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = s.db.PrepareContext(ctx, q)
+		return st
+	}
+	s.submit = submitStatements{
+		namespace: prepare(`SELECT deactivated_at FROM namespaces WHERE namespace = $1` + s.forUpdate()),
+		expire: prepare(`UPDATE claims SET status = 'expired', expired_at = $3, updated_at = $3
+			WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at <= $4`),
+		live: prepare(`SELECT ` + claimColumns + ` FROM claims
+			WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status IN ('pending', 'approved')`),
+		budget: prepare(`SELECT
+			COALESCE((SELECT n FROM claim_counts WHERE namespace = $1 AND service = $2 AND status = 'pending'), 0),
+			COALESCE((SELECT n FROM pending_agents WHERE namespace = $1 AND service = $2 AND agent_net = $3), 0)`),
+		insert: prepare(`INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $10)`),
+	}
+	return dbErr("prepare submission", err)
+}
+
 // submitClaim creates a pending claim, or returns the live (pending or
 // approved) claim of the same tuple with created == false. The namespace row
 // is locked on PostgreSQL (SQLite transactions are already exclusive), so the
@@ -116,8 +147,9 @@ func agentNet(ip string) string {
 // expiry touches only the claims it expires.
 func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget, pendingCutoff, now time.Time) (c Claim, created bool, err error) {
 	err = s.tx(ctx, func(tx *sql.Tx) error {
+		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
 		var deactivated sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT deactivated_at FROM namespaces WHERE namespace = $1`+s.forUpdate(), in.Namespace).Scan(&deactivated)
+		err := st(s.submit.namespace).QueryRowContext(ctx, in.Namespace).Scan(&deactivated)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNamespaceNotFound
 		}
@@ -127,14 +159,10 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		if deactivated.Valid {
 			return errNamespaceDeactivated
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE claims SET status = 'expired', expired_at = $3, updated_at = $3
-			WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at <= $4`,
-			in.Namespace, in.Service, micros(now), micros(pendingCutoff)); err != nil {
+		if _, err := st(s.submit.expire).ExecContext(ctx, in.Namespace, in.Service, micros(now), micros(pendingCutoff)); err != nil {
 			return dbErr("expire claims", err)
 		}
-		c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims
-			WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status IN ('pending', 'approved')`,
-			in.Namespace, in.PublicKey, in.Service))
+		c, err = scanClaim(st(s.submit.live).QueryRowContext(ctx, in.Namespace, in.PublicKey, in.Service))
 		if err == nil {
 			return nil
 		}
@@ -143,10 +171,7 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		}
 		net := agentNet(in.AgentIP)
 		var pending, fromAgent int
-		if err := tx.QueryRowContext(ctx, `SELECT
-				COALESCE((SELECT n FROM claim_counts WHERE namespace = $1 AND service = $2 AND status = 'pending'), 0),
-				COALESCE((SELECT n FROM pending_agents WHERE namespace = $1 AND service = $2 AND agent_net = $3), 0)`,
-			in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
+		if err := st(s.submit.budget).QueryRowContext(ctx, in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
 			return dbErr("count pending", err)
 		}
 		switch {
@@ -158,10 +183,8 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		c = in
 		c.ID, c.Status = newID("clm_"), StatusPending
 		c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
-		_, err = tx.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $10)`,
-			c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName, micros(now))
-		if err != nil {
+		if _, err = st(s.submit.insert).ExecContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net,
+			c.Subject, c.AgentID, c.AgentName, micros(now)); err != nil {
 			return dbErr("insert claim", err)
 		}
 		created = true
