@@ -231,22 +231,44 @@ func (s *Store) forUpdate() string {
 	return ""
 }
 
-// tx runs fn in a transaction and commits when fn returns nil. On SQLite
-// it first takes the write turn, waiting at most writeWait (then ErrBusy).
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	if s.writeTurn != nil {
-		t := time.NewTimer(s.writeWait)
-		select {
-		case s.writeTurn <- struct{}{}:
-			t.Stop()
-			defer func() { <-s.writeTurn }()
-		case <-t.C:
-			return fmt.Errorf("%w: no write turn within %v", ErrBusy, s.writeWait)
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
+// takeWriteTurn waits at most writeWait for SQLite's write turn (ErrBusy
+// then) and returns its release; on PostgreSQL it returns at once.
+func (s *Store) takeWriteTurn(ctx context.Context) (release func(), err error) {
+	if s.writeTurn == nil {
+		return func() {}, nil
 	}
+	t := time.NewTimer(s.writeWait)
+	defer t.Stop()
+	select {
+	case s.writeTurn <- struct{}{}:
+		return func() { <-s.writeTurn }, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: no write turn within %v", ErrBusy, s.writeWait)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// exec runs a single writing statement outside a transaction, in the
+// write turn like tx, so that it queues with the transactions instead of
+// polling SQLite's lock beside them.
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	release, err := s.takeWriteTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.db.ExecContext(ctx, q, args...)
+}
+
+// tx runs fn in a transaction and commits when fn returns nil, in the
+// write turn on SQLite (see takeWriteTurn).
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	release, err := s.takeWriteTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return dbErr("begin", err)

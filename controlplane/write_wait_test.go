@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -28,6 +29,11 @@ func TestSQLiteWriteWaitIsBounded(t *testing.T) {
 		r := submit().want(t, http.StatusServiceUnavailable, "DATABASE_BUSY")
 		if r.header.Get("Retry-After") != "1" {
 			t.Fatalf("Retry-After = %q, want 1", r.header.Get("Retry-After"))
+		}
+		// The signed routes' nonces wait their turn the same way.
+		err := nonceChecker{store: st, now: time.Now}.CheckNonce(context.Background(), "acme", "n-1", time.Now().Add(time.Minute))
+		if !errors.Is(err, ErrBusy) {
+			t.Fatalf("nonce while the writer is held: %v, want ErrBusy", err)
 		}
 	}
 
