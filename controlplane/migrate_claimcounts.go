@@ -96,5 +96,50 @@ var claimCountsMigration = migration{
 		END $$`,
 		`CREATE TRIGGER claims_counts AFTER INSERT OR DELETE OR UPDATE OF status ON claims
 			FOR EACH ROW EXECUTE FUNCTION claims_counts()`,
+		// A claim submission in one round trip (Store.submitClaim has the
+		// same steps for SQLite): the namespace row stays locked for the
+		// function's few index lookups, not for a client's round trips, so
+		// concurrent submitters to one namespace queue briefly.
+		`CREATE FUNCTION claims_submit(p_id TEXT, p_namespace TEXT, p_key TEXT, p_service TEXT, p_ip TEXT, p_net TEXT,
+			p_subject TEXT, p_agent_id TEXT, p_agent_name TEXT, p_now BIGINT, p_cutoff BIGINT, p_per_service BIGINT, p_per_agent BIGINT)
+		RETURNS TABLE (outcome TEXT, claim TEXT) LANGUAGE plpgsql AS $$
+		DECLARE
+			deactivated BIGINT;
+			live TEXT;
+			pending BIGINT;
+			from_agent BIGINT;
+		BEGIN
+			SELECT ns.deactivated_at INTO deactivated FROM namespaces ns WHERE ns.namespace = p_namespace FOR UPDATE;
+			IF NOT FOUND THEN
+				RETURN QUERY SELECT 'namespace_not_found', NULL::TEXT;
+				RETURN;
+			END IF;
+			IF deactivated IS NOT NULL THEN
+				RETURN QUERY SELECT 'namespace_deactivated', NULL::TEXT;
+				RETURN;
+			END IF;
+			UPDATE claims c SET status = 'expired', expired_at = p_now, updated_at = p_now
+				WHERE c.namespace = p_namespace AND c.service = p_service AND c.status = 'pending' AND c.created_at <= p_cutoff;
+			SELECT c.id INTO live FROM claims c
+				WHERE c.namespace = p_namespace AND c.public_key = p_key AND c.service = p_service AND c.status IN ('pending', 'approved');
+			IF FOUND THEN
+				RETURN QUERY SELECT 'live', live;
+				RETURN;
+			END IF;
+			SELECT COALESCE((SELECT cc.n FROM claim_counts cc WHERE cc.namespace = p_namespace AND cc.service = p_service AND cc.status = 'pending'), 0),
+				COALESCE((SELECT pa.n FROM pending_agents pa WHERE pa.namespace = p_namespace AND pa.service = p_service AND pa.agent_net = p_net), 0)
+				INTO pending, from_agent;
+			IF pending >= p_per_service THEN
+				RETURN QUERY SELECT 'pending_limit', NULL::TEXT;
+				RETURN;
+			END IF;
+			IF from_agent >= p_per_agent THEN
+				RETURN QUERY SELECT 'agent_pending_limit', NULL::TEXT;
+				RETURN;
+			END IF;
+			INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
+				VALUES (p_id, p_namespace, p_key, p_service, p_ip, p_net, p_subject, p_agent_id, p_agent_name, 'pending', p_now, p_now);
+			RETURN QUERY SELECT 'created', p_id;
+		END $$`,
 	},
 }

@@ -106,8 +106,11 @@ func agentNet(ip string) string {
 // submitStatements are the statements of a claim submission, prepared at
 // Open and then once per connection, so a submission does not parse them
 // (and compile the claims triggers) again while it holds the write lock.
+// PostgreSQL runs them all in one call of claims_submit; SQLite, in
+// process, one by one.
 type submitStatements struct {
-	namespace, expire, live, budget, insert *sql.Stmt
+	call                                    *sql.Stmt // PostgreSQL
+	namespace, expire, live, budget, insert *sql.Stmt // SQLite
 }
 
 func (s *Store) prepareSubmit(ctx context.Context) (err error) {
@@ -119,8 +122,12 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 		st, err = s.db.PrepareContext(ctx, q)
 		return st
 	}
+	if s.pg {
+		s.submit.call = prepare(`SELECT outcome, claim FROM claims_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
+		return dbErr("prepare submission", err)
+	}
 	s.submit = submitStatements{
-		namespace: prepare(`SELECT deactivated_at FROM namespaces WHERE namespace = $1` + s.forUpdate()),
+		namespace: prepare(`SELECT deactivated_at FROM namespaces WHERE namespace = $1`),
 		expire: prepare(`UPDATE claims SET status = 'expired', expired_at = $3, updated_at = $3
 			WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at <= $4`),
 		live: prepare(`SELECT ` + claimColumns + ` FROM claims
@@ -135,17 +142,42 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 }
 
 // submitClaim creates a pending claim, or returns the live (pending or
-// approved) claim of the same tuple with created == false. The namespace row
-// is locked on PostgreSQL (SQLite transactions are already exclusive), so the
-// pending budget holds under concurrency. A pending claim of the service
-// created at or before pendingCutoff is expired on the spot rather than
-// returned or counted, so a stale request never blocks a fresh one.
+// approved) claim of the same tuple with created == false. The namespace
+// row is locked on PostgreSQL (SQLite transactions are already exclusive),
+// so the pending budget holds under concurrency. A pending claim of the
+// service created at or before pendingCutoff is expired on the spot rather
+// than returned or counted, so a stale request never blocks a fresh one.
 //
 // Every step costs the same whatever the size of the pending pile: the
 // budget is read from the counters that the claims triggers keep
 // (claim_counts, pending_agents), the tuple from its unique index, and the
 // expiry touches only the claims it expires.
 func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget, pendingCutoff, now time.Time) (c Claim, created bool, err error) {
+	c = in
+	c.ID, c.Status = newID("clm_"), StatusPending
+	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
+	net := agentNet(in.AgentIP)
+	if s.pg {
+		var (
+			outcome string
+			live    sql.NullString
+		)
+		if err := s.submit.call.QueryRowContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName,
+			micros(now), micros(pendingCutoff), budget.perService, budget.perAgent).Scan(&outcome, &live); err != nil {
+			return c, false, dbErr("submit claim", err)
+		}
+		switch outcome {
+		case "created":
+			return c, true, nil
+		case "live":
+			c, err = scanClaim(s.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = $1`, live.String))
+			return c, false, dbErr("claim lookup", err)
+		}
+		if e, ok := submitRefusals[outcome]; ok {
+			return c, false, e
+		}
+		return c, false, fmt.Errorf("controlplane: claims_submit answered %q", outcome)
+	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
 		var deactivated sql.NullInt64
@@ -162,14 +194,14 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		if _, err := st(s.submit.expire).ExecContext(ctx, in.Namespace, in.Service, micros(now), micros(pendingCutoff)); err != nil {
 			return dbErr("expire claims", err)
 		}
-		c, err = scanClaim(st(s.submit.live).QueryRowContext(ctx, in.Namespace, in.PublicKey, in.Service))
+		live, err := scanClaim(st(s.submit.live).QueryRowContext(ctx, in.Namespace, in.PublicKey, in.Service))
 		if err == nil {
+			c = live
 			return nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return dbErr("claim lookup", err)
 		}
-		net := agentNet(in.AgentIP)
 		var pending, fromAgent int
 		if err := st(s.submit.budget).QueryRowContext(ctx, in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
 			return dbErr("count pending", err)
@@ -180,9 +212,6 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		case fromAgent >= budget.perAgent:
 			return errAgentPendingLimit
 		}
-		c = in
-		c.ID, c.Status = newID("clm_"), StatusPending
-		c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
 		if _, err = st(s.submit.insert).ExecContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net,
 			c.Subject, c.AgentID, c.AgentName, micros(now)); err != nil {
 			return dbErr("insert claim", err)
@@ -191,6 +220,14 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		return nil
 	})
 	return c, created, err
+}
+
+// submitRefusals are claims_submit's refusals.
+var submitRefusals = map[string]error{
+	"namespace_not_found":   errNamespaceNotFound,
+	"namespace_deactivated": errNamespaceDeactivated,
+	"pending_limit":         errPendingLimit,
+	"agent_pending_limit":   errAgentPendingLimit,
 }
 
 // transitions is the claim state machine: action → (from, to, timestamp column).
