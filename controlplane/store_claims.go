@@ -438,7 +438,7 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit 
 			id, op, order = cur.Before, ">", "ASC"
 		}
 		var at int64
-		err := s.db.QueryRowContext(ctx, `SELECT created_at FROM claims WHERE id = $1 AND namespace = $2`, id, ns).Scan(&at)
+		err = s.db.QueryRowContext(ctx, `SELECT created_at FROM claims WHERE id = $1 AND namespace = $2`, id, ns).Scan(&at)
 		if errors.Is(err, sql.ErrNoRows) {
 			return p, errClaimNotFound
 		}
