@@ -334,7 +334,7 @@ type claimsPage struct {
 	Rows            []claimRow
 	Total           int64
 	Pending         int64
-	From, To        int
+	Shown           int // claims on this page
 	PrevURL         string
 	NextURL         string
 	Query           string // the JSON API query of this view, for live updates
@@ -345,19 +345,23 @@ var claimTabs = []struct{ status, label string }{
 	{StatusRejected, "Rejected"}, {StatusExpired, "Expired"},
 }
 
-func claimsURL(status, service string, offset int) string {
+// claimsURL is the claims page of status and service at a cursor of
+// ownerClaims: cursor "after" or "before" with a claim id, or none.
+func claimsURL(status, service, cursor, id string) string {
 	q := url.Values{"status": {status}}
 	if service != "" {
 		q.Set("service", service)
 	}
-	if offset > 0 {
-		q.Set("offset", strconv.Itoa(offset))
+	if cursor != "" {
+		q.Set(cursor, id)
 	}
 	return "/claims?" + q.Encode()
 }
 
 // claimsView is the claims page: one status at a time, newest first,
-// optionally one service's, a page of claimsPageSize.
+// optionally one service's, a page of claimsPageSize. Its pager follows
+// claim ids (after=, before=), so any page costs the same; an unknown one
+// shows the first page.
 func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 	q := r.URL.Query()
 	v := claimsPage{Status: q.Get("status"), Service: q.Get("service")}
@@ -367,12 +371,16 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 	if v.Service != "" && !validSlug(v.Service) {
 		v.Service = ""
 	}
-	offset, err := strconv.Atoi(q.Get("offset"))
-	if err != nil || offset < 0 {
-		offset = 0
+	cur := claimCursor{After: q.Get("after")}
+	if cur.After == "" {
+		cur.Before = q.Get("before")
 	}
 	ctx := r.Context()
-	p, err := s.store.ownerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, offset)
+	p, err := s.store.ownerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, cur)
+	if err == errClaimNotFound {
+		cur = claimCursor{}
+		p, err = s.store.ownerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, cur)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -385,21 +393,25 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 	}
 	for _, t := range claimTabs {
 		v.Tabs = append(v.Tabs, claimTab{Status: t.status, Label: t.label, Count: counts[t.status],
-			URL: claimsURL(t.status, v.Service, 0), Current: t.status == v.Status})
+			URL: claimsURL(t.status, v.Service, "", ""), Current: t.status == v.Status})
 	}
-	v.Total, v.Pending = p.Total, counts[StatusPending]
-	if len(p.Claims) > 0 {
-		v.From, v.To = offset+1, offset+len(p.Claims)
+	v.Total, v.Pending, v.Shown = p.Total, counts[StatusPending], len(p.Claims)
+	pg := ownerPagination(p, claimsPageSize, 0)
+	if pg.PrevBefore != "" {
+		v.PrevURL = claimsURL(v.Status, v.Service, "before", pg.PrevBefore)
 	}
-	if offset > 0 {
-		v.PrevURL = claimsURL(v.Status, v.Service, max(0, offset-claimsPageSize))
+	if pg.NextAfter != "" {
+		v.NextURL = claimsURL(v.Status, v.Service, "after", pg.NextAfter)
 	}
-	if p.HasMore {
-		v.NextURL = claimsURL(v.Status, v.Service, offset+claimsPageSize)
-	}
-	api := url.Values{"status": {v.Status}, "limit": {strconv.Itoa(claimsPageSize)}, "offset": {strconv.Itoa(offset)}}
+	api := url.Values{"status": {v.Status}, "limit": {strconv.Itoa(claimsPageSize)}}
 	if v.Service != "" {
 		api.Set("service", v.Service)
+	}
+	switch {
+	case p.HasNewer && cur.After != "":
+		api.Set("after", cur.After)
+	case p.HasNewer && cur.Before != "":
+		api.Set("before", cur.Before)
 	}
 	v.Query = api.Encode()
 	now := s.now()

@@ -6,11 +6,9 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -506,46 +504,6 @@ func TestClaimsPageTransferBudget(t *testing.T) {
 	}
 	if len(sizes) < 6 {
 		t.Fatalf("found only %v: the asset scan missed files", sizes)
-	}
-}
-
-// BenchmarkClaimsPage renders the claims page (pending tab, and the
-// approved tab of one service, page 2) of a namespace with 10,000 claims,
-// server side only (ServeHTTP on a recorder: session check, the page's
-// queries, the template), and reports the median and 95th percentile.
-func BenchmarkClaimsPage(b *testing.B) {
-	for _, engine := range engines {
-		b.Run(engine, func(b *testing.B) {
-			st := openStore(b, storeConfig(b, engine))
-			populateOwnerClaims(b, st, 10_000)
-			srv, err := New(Config{Store: st, JWTSecret: testSecret})
-			if err != nil {
-				b.Fatal(err)
-			}
-			tok, _, err := srv.IssueSession(context.Background(), "acme")
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, path := range []string{"/claims", "/claims?status=approved&service=slack&offset=50"} {
-				b.Run(strings.TrimPrefix(strings.ReplaceAll(path, "&", ","), "/claims?"), func(b *testing.B) {
-					var took []time.Duration
-					for b.Loop() {
-						req := httptest.NewRequest("GET", path, nil)
-						req.AddCookie(&http.Cookie{Name: SessionCookie, Value: tok})
-						rec := httptest.NewRecorder()
-						start := time.Now()
-						srv.ServeHTTP(rec, req)
-						took = append(took, time.Since(start))
-						if rec.Code != http.StatusOK || rec.Body.Len() < 10_000 {
-							b.Fatalf("status %d, %d bytes", rec.Code, rec.Body.Len())
-						}
-					}
-					slices.Sort(took)
-					b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
-					b.ReportMetric(float64(took[len(took)*95/100].Microseconds())/1000, "p95-ms")
-				})
-			}
-		})
 	}
 }
 

@@ -174,6 +174,9 @@ var errorTable = []errorRule{
 		}
 		return e
 	}},
+	{is(ErrBusy), func(error) *apierror.Error {
+		return apierror.Coded(errcode.DatabaseBusy, "").WithRetryAfter(time.Second)
+	}},
 	{is(ErrUnavailable), answer(errcode.DatabaseUnavailable)},
 }
 

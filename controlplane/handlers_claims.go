@@ -3,6 +3,7 @@ package controlplane
 import (
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,6 +89,10 @@ type pagination struct {
 	Offset  int   `json:"offset"`
 	Total   int64 `json:"total"`
 	HasMore bool  `json:"has_more"`
+	// The owner listing's cursors: the after= of the next page and the
+	// before= of the previous one, when there is one.
+	NextAfter  string `json:"next_after,omitempty"`
+	PrevBefore string `json:"prev_before,omitempty"`
 }
 
 // pageParams reads limit and offset: limit in [1, max] (def when absent),
@@ -263,7 +268,16 @@ func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner strin
 		apierror.Write(w, r, e)
 		return
 	}
-	p, err := s.store.ownerClaims(r.Context(), ns, status, q.Get("service"), limit, offset)
+	cur := claimCursor{After: q.Get("after"), Before: q.Get("before"), Offset: offset}
+	if len(slices.DeleteFunc([]string{"after", "before", "offset"}, func(k string) bool { return !q.Has(k) })) > 1 {
+		apierror.Write(w, r, validationError("after, before and offset exclude each other"))
+		return
+	}
+	p, err := s.store.ownerClaims(r.Context(), ns, status, q.Get("service"), limit, cur)
+	if err == errClaimNotFound {
+		apierror.Write(w, r, validationError("after and before must be the claim_id of a claim of the namespace"))
+		return
+	}
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -274,8 +288,23 @@ func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner strin
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"claims":     recs,
-		"pagination": pagination{Limit: limit, Offset: offset, Total: p.Total, HasMore: p.HasMore},
+		"pagination": ownerPagination(p, limit, offset),
 	})
+}
+
+// ownerPagination is the pagination of a page of the owner listing, with
+// the cursors of its neighbours.
+func ownerPagination(p page, limit, offset int) pagination {
+	pg := pagination{Limit: limit, Offset: offset, Total: p.Total, HasMore: p.HasMore}
+	if n := len(p.Claims); n > 0 {
+		if p.HasMore {
+			pg.NextAfter = p.Claims[n-1].ID
+		}
+		if p.HasNewer {
+			pg.PrevBefore = p.Claims[0].ID
+		}
+	}
+	return pg
 }
 
 // verifyClaim is GET /v1/verify?namespace&public_key&service: is the agent

@@ -152,14 +152,14 @@ var migrations = []migration{{
 		`CREATE TRIGGER claims_feed_state AFTER INSERT OR DELETE OR UPDATE OF status ON claims
 			FOR EACH ROW EXECUTE FUNCTION claims_feed_state()`,
 	},
-}, authMigration, webhookMigration, sessionsMigration, pendingBudgetMigration, dashboardMigration, registryMigration, gatewaysMigration, alertsMigration}
+}, authMigration, webhookMigration, sessionsMigration, pendingBudgetMigration, dashboardMigration, registryMigration, gatewaysMigration, alertsMigration, claimCountsMigration}
 
-// migrate applies every migration newer than the recorded version, each in
-// its own transaction. On PostgreSQL a transaction-scoped advisory lock, on
+// migrate applies every migration of ms not yet recorded, each in its own
+// transaction. On PostgreSQL a transaction-scoped advisory lock, on
 // SQLite the immediate transaction's write lock, makes concurrent instances
 // wait for each other instead of racing.
-func (s *Store) migrate(ctx context.Context) error {
-	for _, m := range migrations {
+func (s *Store) migrate(ctx context.Context, ms []migration) error {
+	for _, m := range ms {
 		err := s.tx(ctx, func(tx *sql.Tx) error {
 			if s.pg {
 				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7291046311)`); err != nil {

@@ -98,7 +98,7 @@ func (s *Server) signatureFailed(w http.ResponseWriter, r *http.Request, err err
 	switch {
 	case errors.Is(err, httpsig.ErrReplayDetected):
 		apierror.Write(w, r, errNonceReplay)
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrBusy):
 		s.writeErr(w, r, err)
 	default:
 		var reason string

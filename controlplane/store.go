@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -29,6 +30,11 @@ const (
 // The HTTP layer answers it with 503 DATABASE_UNAVAILABLE.
 var ErrUnavailable = errors.New("controlplane: database unavailable")
 
+// ErrBusy is a write refused because SQLite's single writer stayed taken
+// for StoreConfig.WriteWait. The HTTP layer answers it with 503
+// DATABASE_BUSY and a Retry-After, rather than holding the request.
+var ErrBusy = errors.New("controlplane: database busy")
+
 // StoreConfig selects and locates the database.
 type StoreConfig struct {
 	// Provider is ProviderSQLite (also when empty) or ProviderPostgres.
@@ -45,6 +51,11 @@ type StoreConfig struct {
 	// TracerProvider, when set, receives a span per query, statement and
 	// transaction (store_trace.go). Nil means none, at no cost.
 	TracerProvider trace.TracerProvider
+	// WriteWait bounds how long a write waits for SQLite's single writer
+	// (a transaction of this Store, or another process's, through
+	// busy_timeout) before it fails with ErrBusy; zero means one second.
+	// PostgreSQL, whose writers do not exclude each other, ignores it.
+	WriteWait time.Duration
 }
 
 // Store is the control plane's database: SQLite or PostgreSQL behind one
@@ -55,6 +66,16 @@ type Store struct {
 	db    *tracedDB
 	pg    bool
 	relay gatewayRelay // gateway sockets held by this instance (gateways_relay.go)
+
+	// SQLite only: the write turn, taken by every transaction for at most
+	// writeWait. Waiting here is first come, first served, where
+	// SQLite's own busy handler polls with growing sleeps and lets a
+	// late writer overtake waiting ones, so a queue of 32 stalled for
+	// seconds.
+	writeTurn chan struct{}
+	writeWait time.Duration
+
+	submit submitStatements
 }
 
 // Open connects to the database and applies pending migrations. Concurrent
@@ -65,6 +86,10 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 		err error
 		pg  bool
 	)
+	wait := cfg.WriteWait
+	if wait <= 0 {
+		wait = time.Second
+	}
 	switch cfg.Provider {
 	case "", ProviderSQLite:
 		if cfg.SQLitePath == "" {
@@ -80,7 +105,7 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 		// sequences (pending limit, state transitions) are serialised
 		// instead of failing with SQLITE_BUSY on upgrade.
 		q := url.Values{}
-		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "busy_timeout("+strconv.FormatInt(wait.Milliseconds(), 10)+")")
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", "foreign_keys(1)")
 		q.Set("_txlock", "immediate")
@@ -110,12 +135,17 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 	}
 	s := &Store{db: &tracedDB{DB: db, tracer: tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/controlplane"), system: system}, pg: pg}
 	if !pg {
+		s.writeTurn, s.writeWait = make(chan struct{}, 1), wait
 		if err := s.enableWAL(ctx); err != nil {
 			db.Close()
 			return nil, err
 		}
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, migrations); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.prepareSubmit(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -186,13 +216,22 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // dbErr classifies a database error: sql.ErrNoRows and context errors pass
-// through, anything else is the database failing and wraps ErrUnavailable.
+// through, SQLite's busy (its writer stayed taken for busy_timeout) wraps
+// ErrBusy, anything else is the database failing and wraps ErrUnavailable.
 func dbErr(op string, err error) error {
-	if err == nil || errors.Is(err, sql.ErrNoRows) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, sql.ErrNoRows) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrBusy) {
 		return err
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy {
+		return fmt.Errorf("%w: %s: %v", ErrBusy, op, err)
 	}
 	return fmt.Errorf("%w: %s: %v", ErrUnavailable, op, err)
 }
+
+// sqliteBusy is SQLITE_BUSY, the primary code of every busy result.
+const sqliteBusy = 5
 
 // forUpdate is the row-lock suffix for a SELECT inside a transaction. SQLite
 // has no row locks; its immediate transactions already hold the write lock.
@@ -203,10 +242,46 @@ func (s *Store) forUpdate() string {
 	return ""
 }
 
-// tx runs fn in a transaction and commits when fn returns nil.
+// takeWriteTurn waits at most writeWait for SQLite's write turn (ErrBusy
+// then) and returns its release; on PostgreSQL it returns at once.
+func (s *Store) takeWriteTurn(ctx context.Context) (release func(), err error) {
+	if s.writeTurn == nil {
+		return func() {}, nil
+	}
+	t := time.NewTimer(s.writeWait)
+	defer t.Stop()
+	select {
+	case s.writeTurn <- struct{}{}:
+		return func() { <-s.writeTurn }, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: no write turn within %v", ErrBusy, s.writeWait)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// exec runs a single writing statement outside a transaction, in the
+// write turn like tx, so that it queues with the transactions instead of
+// polling SQLite's lock beside them.
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	release, err := s.takeWriteTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.db.ExecContext(ctx, q, args...)
+}
+
+// tx runs fn in a transaction and commits when fn returns nil, in the
+// write turn on SQLite (see takeWriteTurn).
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	span := s.db.startTx(ctx)
 	defer span.End()
+	release, err := s.takeWriteTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		span.SetStatus(codes.Error, "")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,16 +103,85 @@ func agentNet(ip string) string {
 	return p.String()
 }
 
+// submitStatements are the statements of a claim submission, prepared at
+// Open and then once per connection, so a submission does not parse them
+// (and compile the claims triggers) again while it holds the write lock.
+// PostgreSQL runs them all in one call of claims_submit; SQLite, in
+// process, one by one.
+type submitStatements struct {
+	call                                    *sql.Stmt // PostgreSQL
+	namespace, expire, live, budget, insert *sql.Stmt // SQLite
+}
+
+func (s *Store) prepareSubmit(ctx context.Context) (err error) {
+	prepare := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = s.db.PrepareContext(ctx, q)
+		return st
+	}
+	if s.pg {
+		s.submit.call = prepare(`SELECT outcome, claim FROM claims_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
+		return dbErr("prepare submission", err)
+	}
+	s.submit = submitStatements{
+		namespace: prepare(`SELECT deactivated_at FROM namespaces WHERE namespace = $1`),
+		expire: prepare(`UPDATE claims SET status = 'expired', expired_at = $3, updated_at = $3
+			WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at <= $4`),
+		live: prepare(`SELECT ` + claimColumns + ` FROM claims
+			WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status IN ('pending', 'approved')`),
+		budget: prepare(`SELECT
+			COALESCE((SELECT n FROM claim_counts WHERE namespace = $1 AND service = $2 AND status = 'pending'), 0),
+			COALESCE((SELECT n FROM pending_agents WHERE namespace = $1 AND service = $2 AND agent_net = $3), 0)`),
+		insert: prepare(`INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $10)`),
+	}
+	return dbErr("prepare submission", err)
+}
+
 // submitClaim creates a pending claim, or returns the live (pending or
-// approved) claim of the same tuple with created == false. The namespace row
-// is locked on PostgreSQL (SQLite transactions are already exclusive), so the
-// pending budget holds under concurrency. A pending claim created at or
-// before pendingCutoff is expired on the spot rather than returned or
-// counted, so a stale request never blocks a fresh one.
+// approved) claim of the same tuple with created == false. The namespace
+// row is locked on PostgreSQL (SQLite transactions are already exclusive),
+// so the pending budget holds under concurrency. A pending claim of the
+// service created at or before pendingCutoff is expired on the spot rather
+// than returned or counted, so a stale request never blocks a fresh one.
+//
+// Every step costs the same whatever the size of the pending pile: the
+// budget is read from the counters that the claims triggers keep
+// (claim_counts, pending_agents), the tuple from its unique index, and the
+// expiry touches only the claims it expires.
 func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget, pendingCutoff, now time.Time) (c Claim, created bool, err error) {
+	c = in
+	c.ID, c.Status = newID("clm_"), StatusPending
+	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
+	net := agentNet(in.AgentIP)
+	if s.pg {
+		var (
+			outcome string
+			live    sql.NullString
+		)
+		if err := s.submit.call.QueryRowContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName,
+			micros(now), micros(pendingCutoff), budget.perService, budget.perAgent).Scan(&outcome, &live); err != nil {
+			return c, false, dbErr("submit claim", err)
+		}
+		switch outcome {
+		case "created":
+			return c, true, nil
+		case "live":
+			c, err = scanClaim(s.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = $1`, live.String))
+			return c, false, dbErr("claim lookup", err)
+		}
+		if e, ok := submitRefusals[outcome]; ok {
+			return c, false, e
+		}
+		return c, false, fmt.Errorf("controlplane: claims_submit answered %q", outcome)
+	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
+		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
 		var deactivated sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT deactivated_at FROM namespaces WHERE namespace = $1`+s.forUpdate(), in.Namespace).Scan(&deactivated)
+		err := st(s.submit.namespace).QueryRowContext(ctx, in.Namespace).Scan(&deactivated)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNamespaceNotFound
 		}
@@ -121,24 +191,19 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		if deactivated.Valid {
 			return errNamespaceDeactivated
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE claims SET status = 'expired', expired_at = $2, updated_at = $2
-			WHERE namespace = $1 AND status = 'pending' AND created_at <= $3`, in.Namespace, micros(now), micros(pendingCutoff)); err != nil {
+		if _, err := st(s.submit.expire).ExecContext(ctx, in.Namespace, in.Service, micros(now), micros(pendingCutoff)); err != nil {
 			return dbErr("expire claims", err)
 		}
-		c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims
-			WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status IN ('pending', 'approved')`,
-			in.Namespace, in.PublicKey, in.Service))
+		live, err := scanClaim(st(s.submit.live).QueryRowContext(ctx, in.Namespace, in.PublicKey, in.Service))
 		if err == nil {
+			c = live
 			return nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return dbErr("claim lookup", err)
 		}
 		var pending, fromAgent int
-		net := agentNet(in.AgentIP)
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN agent_net = $3 THEN 1 ELSE 0 END), 0)
-			FROM claims WHERE namespace = $1 AND service = $2 AND status = 'pending'`,
-			in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
+		if err := st(s.submit.budget).QueryRowContext(ctx, in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
 			return dbErr("count pending", err)
 		}
 		switch {
@@ -147,19 +212,22 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		case fromAgent >= budget.perAgent:
 			return errAgentPendingLimit
 		}
-		c = in
-		c.ID, c.Status = newID("clm_"), StatusPending
-		c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
-		_, err = tx.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $10)`,
-			c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName, micros(now))
-		if err != nil {
+		if _, err = st(s.submit.insert).ExecContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net,
+			c.Subject, c.AgentID, c.AgentName, micros(now)); err != nil {
 			return dbErr("insert claim", err)
 		}
 		created = true
 		return nil
 	})
 	return c, created, err
+}
+
+// submitRefusals are claims_submit's refusals.
+var submitRefusals = map[string]error{
+	"namespace_not_found":   errNamespaceNotFound,
+	"namespace_deactivated": errNamespaceDeactivated,
+	"pending_limit":         errPendingLimit,
+	"agent_pending_limit":   errAgentPendingLimit,
 }
 
 // transitions is the claim state machine: action → (from, to, timestamp column).
@@ -250,38 +318,14 @@ func (s *Store) expirePending(ctx context.Context, cutoff, now time.Time) (int64
 	return n, nil
 }
 
-// page is one page of claims and the total number of matches.
+// page is one page of claims and the total number of matches. HasMore
+// tells whether claims follow the page in listing order; HasNewer (owner
+// listing only) whether newer claims precede it.
 type page struct {
-	Claims  []Claim
-	Total   int64
-	HasMore bool
-}
-
-// listClaims pages claims matching where (a SQL condition on $1…$n with
-// args), in order, fetching limit+1 rows so has_more never depends on a
-// separately read total.
-func (s *Store) listClaims(ctx context.Context, where, order string, args []any, limit, offset int) (page, error) {
-	var p page
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE `+where, args...).Scan(&p.Total); err != nil {
-		return p, dbErr("count claims", err)
-	}
-	// Deferred join: the page's ids are found on the index alone (which
-	// holds the filter, order and id columns), so skipping offset rows
-	// costs index steps, not table lookups; only the page is fetched.
-	n := len(args)
-	q := `SELECT ` + claimColumns + ` FROM claims WHERE id IN (SELECT id FROM claims WHERE ` + where + ` ORDER BY ` + order +
-		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) ORDER BY ` + order
-	rows, err := s.db.QueryContext(ctx, q, append(args, limit+1, offset)...)
-	if err != nil {
-		return p, dbErr("list claims", err)
-	}
-	if p.Claims, err = scanClaims(rows); err != nil {
-		return p, err
-	}
-	if len(p.Claims) > limit {
-		p.Claims, p.HasMore = p.Claims[:limit], true
-	}
-	return p, nil
+	Claims   []Claim
+	Total    int64
+	HasMore  bool
+	HasNewer bool
 }
 
 const feedColumns = `id, namespace, public_key, service, subject, agent_id, agent_name, approved_at`
@@ -351,8 +395,22 @@ func (s *Store) feed(ctx context.Context, slug string, after *feedCursor, limit,
 	return p, nil
 }
 
-// ownerClaims pages a namespace's claims, newest first, optionally filtered.
-func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit, offset int) (page, error) {
+// claimCursor places a page of a namespace's claims: right after claim
+// After (older claims), right before claim Before (newer ones), or at
+// Offset. The zero value is the first page.
+type claimCursor struct {
+	After, Before string
+	Offset        int
+}
+
+// ownerClaims pages a namespace's claims, newest first ((created_at, id)
+// descending), optionally filtered by status and service. A cursor page is
+// one range of an index ending in (created_at, id), so it costs the same
+// anywhere in the listing; the cursor claim only gives the position, so
+// paging stays exact while claims arrive or change status. A Before page
+// that reaches the newest claim is the first page. An unknown cursor
+// claim is errClaimNotFound. Total comes from claim_counts.
+func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit int, cur claimCursor) (page, error) {
 	conds := []string{"namespace = $1"}
 	args := []any{ns}
 	if status != "" {
@@ -363,7 +421,61 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit,
 		args = append(args, slug)
 		conds = append(conds, "service = $"+strconv.Itoa(len(args)))
 	}
-	return s.listClaims(ctx, strings.Join(conds, " AND "), `created_at DESC, id DESC`, args, limit, offset)
+	var p page
+	if err := s.db.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM claim_counts WHERE `+strings.Join(conds, " AND "), args...).Scan(&p.Total); err != nil {
+		return p, dbErr("count claims", err)
+	}
+	var (
+		q    string
+		rows *sql.Rows
+		err  error
+	)
+	n := len(args)
+	switch {
+	case cur.After != "" || cur.Before != "":
+		id, op, order := cur.After, "<", "DESC"
+		if id == "" {
+			id, op, order = cur.Before, ">", "ASC"
+		}
+		var at int64
+		err = s.db.QueryRowContext(ctx, `SELECT created_at FROM claims WHERE id = $1 AND namespace = $2`, id, ns).Scan(&at)
+		if errors.Is(err, sql.ErrNoRows) {
+			return p, errClaimNotFound
+		}
+		if err != nil {
+			return p, dbErr("claim cursor", err)
+		}
+		q = `SELECT ` + claimColumns + ` FROM claims WHERE ` + strings.Join(conds, " AND ") +
+			` AND (created_at, id) ` + op + ` ($` + strconv.Itoa(n+1) + `, $` + strconv.Itoa(n+2) + `)` +
+			` ORDER BY created_at ` + order + `, id ` + order + ` LIMIT $` + strconv.Itoa(n+3)
+		rows, err = s.db.QueryContext(ctx, q, append(args, at, id, limit+1)...)
+	default:
+		// Deferred join: the page's ids are found on the index alone, so
+		// skipping offset rows costs index steps, not table lookups.
+		q = `SELECT ` + claimColumns + ` FROM claims WHERE id IN (SELECT id FROM claims WHERE ` + strings.Join(conds, " AND ") +
+			` ORDER BY created_at DESC, id DESC LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) ORDER BY created_at DESC, id DESC`
+		rows, err = s.db.QueryContext(ctx, q, append(args, limit+1, cur.Offset)...)
+	}
+	if err != nil {
+		return p, dbErr("list claims", err)
+	}
+	if p.Claims, err = scanClaims(rows); err != nil {
+		return p, err
+	}
+	more := len(p.Claims) > limit
+	if more {
+		p.Claims = p.Claims[:limit]
+	}
+	switch {
+	case cur.Before != "" && !more:
+		return s.ownerClaims(ctx, ns, status, slug, limit, claimCursor{})
+	case cur.Before != "":
+		slices.Reverse(p.Claims)
+		p.HasMore, p.HasNewer = true, true
+	default:
+		p.HasMore, p.HasNewer = more, cur.After != "" || cur.Offset > 0
+	}
+	return p, nil
 }
 
 // latestClaim returns the claim that decides a tuple: the live one when

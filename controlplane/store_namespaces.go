@@ -161,7 +161,7 @@ var _ httpsig.NonceChecker = nonceChecker{}
 // httpsig.ErrReplayDetected. The insert is atomic (ON CONFLICT DO NOTHING on
 // the primary key), so two instances racing on one nonce admit exactly one.
 func (c nonceChecker) CheckNonce(ctx context.Context, scope, nonce string, until time.Time) error {
-	res, err := c.store.db.ExecContext(ctx, `INSERT INTO nonces (scope, nonce, expires_at) VALUES ($1, $2, $3)
+	res, err := c.store.exec(ctx, `INSERT INTO nonces (scope, nonce, expires_at) VALUES ($1, $2, $3)
 		ON CONFLICT (scope, nonce) DO NOTHING`, scope, nonce, micros(until))
 	if err != nil {
 		return dbErr("insert nonce", err)
@@ -171,7 +171,7 @@ func (c nonceChecker) CheckNonce(ctx context.Context, scope, nonce string, until
 	}
 	// A leftover row whose window has closed (cleanup not yet run) may be
 	// taken over; the conditional UPDATE keeps that atomic too.
-	res, err = c.store.db.ExecContext(ctx, `UPDATE nonces SET expires_at = $3 WHERE scope = $1 AND nonce = $2 AND expires_at <= $4`,
+	res, err = c.store.exec(ctx, `UPDATE nonces SET expires_at = $3 WHERE scope = $1 AND nonce = $2 AND expires_at <= $4`,
 		scope, nonce, micros(until), micros(c.now()))
 	if err != nil {
 		return dbErr("refresh nonce", err)

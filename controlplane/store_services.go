@@ -293,7 +293,7 @@ func (s *Store) serviceByKey(ctx context.Context, key string, now time.Time) (se
 		return svc, dbErr("api key", err)
 	}
 	svc.CreatedAt, svc.UpdatedAt = fromMicros(created), fromMicros(updated)
-	_, err = s.db.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
+	_, err = s.exec(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
 		keyID, micros(now), micros(now.Add(-time.Minute)))
 	return svc, dbErr("touch api key", err)
 }

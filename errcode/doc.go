@@ -110,6 +110,7 @@
 //	PENDING_LIMIT_REACHED            429  the namespace has too many pending claims for this service
 //	AGENT_PENDING_LIMIT_REACHED      429  this agent address has too many pending claims for the namespace and service
 //	DATABASE_UNAVAILABLE             503  database unavailable
+//	DATABASE_BUSY                    503  the database is busy with other writes; retry after Retry-After seconds
 //	REGISTRY_WRITE_FAILED            502  the registry write failed; the claim is unchanged
 //	CREDENTIAL_INVALID               400  credential is not a valid PublicKeyCredential JSON
 //	CHALLENGE_INVALID                401  unknown or already used challenge for this ceremony

@@ -88,6 +88,7 @@ const (
 	PendingLimitReached
 	AgentPendingLimitReached
 	DatabaseUnavailable
+	DatabaseBusy
 	RegistryWriteFailed
 	CredentialInvalid
 	ChallengeInvalid
@@ -203,6 +204,7 @@ var table = [codeCount]row{
 	PendingLimitReached:      {"PENDING_LIMIT_REACHED", http.StatusTooManyRequests, "the namespace has too many pending claims for this service"},
 	AgentPendingLimitReached: {"AGENT_PENDING_LIMIT_REACHED", http.StatusTooManyRequests, "this agent address has too many pending claims for the namespace and service"},
 	DatabaseUnavailable:      {"DATABASE_UNAVAILABLE", http.StatusServiceUnavailable, "database unavailable"},
+	DatabaseBusy:             {"DATABASE_BUSY", http.StatusServiceUnavailable, "the database is busy with other writes; retry after Retry-After seconds"},
 	RegistryWriteFailed:      {"REGISTRY_WRITE_FAILED", http.StatusBadGateway, "the registry write failed; the claim is unchanged"},
 	CredentialInvalid:        {"CREDENTIAL_INVALID", http.StatusBadRequest, "credential is not a valid PublicKeyCredential JSON"},
 	ChallengeInvalid:         {"CHALLENGE_INVALID", http.StatusUnauthorized, "unknown or already used challenge for this ceremony"},
