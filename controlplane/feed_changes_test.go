@@ -103,7 +103,7 @@ func TestFeedChanges(t *testing.T) {
 		held, _ := fullFeed(t, st, "github")
 
 		// Nothing changed: the cursor stays.
-		m := feed("?since=" + cursor).want(t, 200, "").json(t)
+		m := feed("?since="+cursor).want(t, 200, "").json(t)
 		if len(m["changes"].([]any)) != 0 || m["cursor"] != cursor || m["more"] != false {
 			t.Fatalf("unchanged feed: %v", m)
 		}
@@ -116,7 +116,7 @@ func TestFeedChanges(t *testing.T) {
 
 		var ops []string
 		for next := cursor; ; {
-			m := feed("?limit=2&since=" + next).want(t, 200, "").json(t)
+			m := feed("?limit=2&since="+next).want(t, 200, "").json(t)
 			for _, c := range m["changes"].([]any) {
 				c := c.(map[string]any)
 				ops = append(ops, c["op"].(string)+" "+c["claim_id"].(string))
