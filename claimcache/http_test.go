@@ -2,8 +2,10 @@ package claimcache_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,13 +51,13 @@ func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
 		}
 	}
 
-	// Unchanged set: one request with If-None-Match, answered 304.
+	// Unchanged set: one request for the changes after the cursor.
 	if _, _, err := collect(t, src, "github", etag); !errors.Is(err, claimcache.ErrNotModified) {
 		t.Fatalf("unchanged feed: %v, want ErrNotModified", err)
 	}
 	reqs = cp.Requests()
-	if len(reqs) != 4 || reqs[3].Header.Get("If-None-Match") != etag {
-		t.Fatalf("conditional request missing: %d requests", len(reqs))
+	if len(reqs) != 4 || reqs[3].URL.Query().Get("since") != etag {
+		t.Fatalf("request for changes missing: %d requests", len(reqs))
 	}
 
 	// Changed set: full read again, If-None-Match only on the first page.
@@ -68,6 +70,43 @@ func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
 		if r.Header.Get("If-None-Match") != "" {
 			t.Errorf("If-None-Match sent on offset %s", r.URL.Query().Get("offset"))
 		}
+	}
+}
+
+// TestHTTPSourceETagWithoutCursor: a control plane whose pages carry no
+// cursor is versioned by ETag, and an unchanged feed costs one 304.
+func TestHTTPSourceETagWithoutCursor(t *testing.T) {
+	t.Parallel()
+	cp := newControlPlane(t, fiveClaims()...)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		cp.ServeHTTP(rec, r)
+		maps.Copy(w.Header(), rec.Header())
+		var body map[string]any
+		if json.Unmarshal(rec.Body.Bytes(), &body) == nil {
+			delete(body, "cursor")
+			w.WriteHeader(rec.Code)
+			json.NewEncoder(w).Encode(body)
+			return
+		}
+		w.WriteHeader(rec.Code)
+	}))
+	t.Cleanup(front.Close)
+	src := &claimcache.HTTPSource{BaseURL: front.URL, APIKey: keysOf(cp), PageSize: 2}
+	_, etag, err := collect(t, src, "github", "")
+	if err != nil || !strings.HasPrefix(etag, `"`) {
+		t.Fatalf("version %q, %v", etag, err)
+	}
+	if _, _, err := collect(t, src, "github", etag); !errors.Is(err, claimcache.ErrNotModified) {
+		t.Fatalf("unchanged feed: %v, want ErrNotModified", err)
+	}
+	reqs := cp.Requests()
+	if len(reqs) != 4 || reqs[3].Header.Get("If-None-Match") != etag {
+		t.Fatalf("conditional request missing: %d requests", len(reqs))
+	}
+	_, err = src.ClaimChanges(t.Context(), "github", etag, func(claimcache.Change) error { return nil })
+	if !errors.Is(err, claimcache.ErrVersionExpired) {
+		t.Fatalf("changes after an ETag: %v", err)
 	}
 }
 
