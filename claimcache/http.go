@@ -25,17 +25,20 @@ const (
 )
 
 // HTTPSource reads the control plane's approved-claims feed:
-// GET {BaseURL}/v1/namespaces/claims?service=<slug>&limit=<n>&offset=<n>,
-// following pagination to the end, with "Authorization: Bearer <key>". A
-// read whose pages disagree on pagination.total fails with ErrFeedChanged.
+// GET {BaseURL}/v1/namespaces/claims?service=<slug>&limit=<n>, following
+// pagination to the end, with "Authorization: Bearer <key>". Each page
+// after the first starts after the last claim of the one before
+// (&after=<claim_id>), so a read never skips a claim however the feed
+// changes meanwhile.
 //
 // It is a ChangeSource. The version of a full read is the cursor its first
 // page carries, and ClaimChanges asks for the changes after it
 // (?since=<cursor>, following "more"); a 410 answer (the control plane
 // pruned them) is ErrVersionExpired. ApprovedClaims given a cursor first
 // asks whether any change follows it, and answers ErrNotModified when none
-// does. A control plane whose pages carry no
-// cursor versions its feed by ETag instead: the first page is requested
+// does. A control plane whose pages carry no cursor is paged by offset, a
+// read whose pages disagree on pagination.total fails with ErrFeedChanged,
+// and the feed is versioned by ETag: the first page is requested
 // with If-None-Match set to the ETag of the last complete read, and a 304
 // answer means the whole set is unchanged, so that ETag must identify the
 // service's entire approved set (every page), not one page; ClaimChanges
@@ -80,18 +83,19 @@ func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string
 		}
 		version = ""
 	}
-	etag, total := "", -1
+	etag, total, after, byCursor := "", -1, "", false
 	for offset := 0; ; {
-		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, version)
+		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, after, version)
 		if err != nil {
 			return "", err
 		}
-		if offset == 0 {
-			etag, total, version = tag, p.total, ""
-			if p.cursor != "" {
+		switch {
+		case offset == 0:
+			etag, total, version, byCursor = tag, p.total, "", p.cursor != ""
+			if byCursor {
 				etag = p.cursor
 			}
-		} else if p.total != total {
+		case p.total != total && !byCursor:
 			return "", fmt.Errorf("claimcache: total went from %d to %d: %w", total, p.total, ErrFeedChanged)
 		}
 		for _, c := range p.claims {
@@ -105,6 +109,12 @@ func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string
 		}
 		if len(p.claims) == 0 {
 			return "", fmt.Errorf("claimcache: feed page at offset %d is empty but has_more is true", offset)
+		}
+		if byCursor {
+			// Page on from the last claim read: nothing is skipped however the
+			// feed changes meanwhile, and the changes after the first page's
+			// cursor replay what did.
+			after = p.claims[len(p.claims)-1].ID
 		}
 	}
 }
@@ -235,8 +245,11 @@ func decodeChanges(r io.Reader, since int64, limit int) (changePage, error) {
 }
 
 // page fetches one page. ifNoneMatch is only non-empty for the first page.
-func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, ifNoneMatch string) (feedPage, string, error) {
+func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, after, ifNoneMatch string) (feedPage, string, error) {
 	q := url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
+	if after != "" {
+		q = url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, feedwire.AfterQuery: {after}}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
 	if err != nil {
 		return feedPage{}, "", fmt.Errorf("claimcache: feed request: %w", err)

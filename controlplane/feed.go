@@ -22,9 +22,12 @@ import (
 // keyset paging in disguise: the sort key ending each page is remembered
 // for (service, version, next offset), and a request for that offset at the
 // same version continues from the key instead of skipping offset rows.
-// Every page carries the version read before it as "cursor": a client that
-// read every page continues with the changes after its first page's
-// cursor, which replays whatever changed while it paged.
+// A client may also page by the last claim it read (?after=<claim_id>),
+// which is keyset paging in the open: it neither skips nor repeats a claim
+// however the feed changes meanwhile. Every page carries the version read
+// before it as "cursor": a client that read every page continues with the
+// changes after its first page's cursor, which replays whatever changed
+// while it paged.
 func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service) {
 	q := r.URL.Query()
 	if slug := q.Get("service"); slug != "" && slug != svc.Slug {
@@ -40,23 +43,37 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 		apierror.Write(w, r, e)
 		return
 	}
+	var after *feedCursor
+	if q.Has(feedwire.AfterQuery) {
+		if q.Has("offset") {
+			apierror.Write(w, r, validationError("after and offset cannot be combined"))
+			return
+		}
+		k, err := s.store.feedKey(r.Context(), svc.Slug, q.Get(feedwire.AfterQuery))
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		after = &k
+	}
 	total, version, err := s.store.feedState(r.Context(), svc.Slug)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
-	etag := feedETag(svc.Slug, version, limit, offset)
 	h := w.Header()
-	h.Set("ETag", etag)
 	h.Set("Cache-Control", "no-cache")
-	if etagMatch(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
 	key := cursorKey{service: svc.Slug, version: version, offset: offset}
-	var after *feedCursor
-	if offset > 0 {
-		after = s.cursors.get(key)
+	if after == nil {
+		etag := feedETag(svc.Slug, version, limit, offset)
+		h.Set("ETag", etag)
+		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		if offset > 0 {
+			after = s.cursors.get(key)
+		}
 	}
 	p, err := s.store.feed(r.Context(), svc.Slug, after, limit, offset)
 	if err != nil {
@@ -68,7 +85,7 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 		recs[i] = feedRecord{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
 			ApprovedAt: timestamp(c.ApprovedAt), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
 	}
-	if p.HasMore {
+	if p.HasMore && !q.Has(feedwire.AfterQuery) {
 		last := p.Claims[len(p.Claims)-1]
 		key.offset = offset + len(p.Claims)
 		s.cursors.put(key, feedCursor{approvedAt: micros(last.ApprovedAt), id: last.ID})

@@ -87,6 +87,24 @@ func (s *Store) feedChanges(ctx context.Context, slug string, since int64, limit
 	return changes, more, nil
 }
 
+// errFeedAfterUnknown: ?after= names no claim the feed of the service
+// ever served.
+var errFeedAfterUnknown = validationError("after must be the claim_id of a record the feed returned")
+
+// feedKey returns the sort key of claim id of the feed of slug, approved
+// now or revoked since: the point a page ?after= it starts from.
+func (s *Store) feedKey(ctx context.Context, slug, id string) (feedCursor, error) {
+	var approved sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT approved_at FROM claims WHERE id = $1 AND service = $2`, id, slug).Scan(&approved)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !approved.Valid {
+		return feedCursor{}, errFeedAfterUnknown
+	}
+	if err != nil {
+		return feedCursor{}, dbErr("feed key", err)
+	}
+	return feedCursor{approvedAt: approved.Int64, id: id}, nil
+}
+
 // pruneFeedChanges bounds the change log: for every service it drops the
 // changes made before cutoff and all but the last keep, raising the
 // service's horizon (pruned_through) first, in its own statement, so a

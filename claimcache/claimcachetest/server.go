@@ -12,7 +12,8 @@
 //     service, paged by limit (1 to 2000, 500 when absent) and offset. Each
 //     page carries an ETag that changes whenever the service's approved set
 //     does, and a request whose If-None-Match matches it is answered 304.
-//     Each page also carries the feed's change cursor, and ?since=<cursor>
+//     A page may start after a claim instead (?after=<claim_id>). Each
+//     page also carries the feed's change cursor, and ?since=<cursor>
 //     answers the changes after it, or 410 FEED_CURSOR_EXPIRED once
 //     ExpireChanges has dropped them.
 //   - POST /v1/claims, a claim submission: 201 with a new pending claim, or
@@ -308,17 +309,30 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, service string) {
 		s.feedChanges(w, r, service, limit)
 		return
 	}
+	after, byClaim := q.Get(feedwire.AfterQuery), q.Has(feedwire.AfterQuery)
+	if byClaim && q.Has("offset") {
+		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "after and offset cannot be combined"))
+		return
+	}
 	s.mu.Lock()
 	var approved []claimcache.Claim
+	found := !byClaim
 	for _, rec := range s.claims {
 		if rec.status == statusApproved && rec.claim.Service == service {
 			approved = append(approved, rec.claim)
+		}
+		if byClaim && rec.claim.ID == after && rec.claim.Service == service && rec.status != statusPending {
+			found, offset = true, len(approved) // the approved claims up to it, itself included, come before
 		}
 	}
 	etag := pageETag(service, s.versions[service], limit, offset)
 	cursor := feedwire.FormatCursor(int64(s.versions[service]))
 	s.mu.Unlock()
 
+	if !found {
+		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "after must be the claim_id of a record the feed returned"))
+		return
+	}
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
 	if r.Header.Get("If-None-Match") == etag {

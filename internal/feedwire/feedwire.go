@@ -20,6 +20,12 @@ import (
 // SinceQuery is the feed's query parameter that asks for changes.
 const SinceQuery = "since"
 
+// AfterQuery is the full feed's query parameter that continues a read
+// after a claim (its claim_id), instead of at an offset: a page after the
+// last claim of the previous one neither skips nor repeats a claim however
+// the feed changes between the two.
+const AfterQuery = "after"
+
 // Change operations: the claim is approved (add it, or replace the tuple's
 // claim), or it no longer is (remove the tuple if it holds that claim).
 const (
