@@ -32,7 +32,8 @@ var feedChangesMigration = migration{
 			changed_at BIGINT NOT NULL,
 			PRIMARY KEY (service, seq)
 		)`,
-		`CREATE INDEX feed_changes_age ON feed_changes(changed_at)`,
+		// The age pruning reads only the changes it prunes.
+		`CREATE INDEX feed_changes_age ON feed_changes(service, changed_at)`,
 		`ALTER TABLE feed_state ADD COLUMN pruned_through BIGINT NOT NULL DEFAULT 0`,
 		`UPDATE feed_state SET pruned_through = version`,
 	},
