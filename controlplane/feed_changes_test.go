@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	mathrand "math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/feedwire"
 )
 
@@ -394,6 +398,91 @@ func TestFeedChangesReadsAnIndexRange(t *testing.T) {
 			}
 			if p := strings.Join(plan, "\n"); strings.Contains(p, scan) {
 				t.Fatalf("the changes read scans:\n%s", p)
+			}
+		})
+	}
+}
+
+// fullRead hides ClaimChanges: a Cache over it reads every claim on each
+// refresh, the reference the syncing one must match.
+type fullRead struct{ src *claimcache.HTTPSource }
+
+func (f fullRead) ApprovedClaims(ctx context.Context, service, version string, add func(claimcache.Claim) error) (string, error) {
+	return f.src.ApprovedClaims(ctx, service, version, add)
+}
+
+// TestClaimCacheConvergesOnFeed: the gateway's claims cache, syncing by
+// changes from this control plane, holds after every round of random
+// approvals and revocations exactly what a cache that reads every claim
+// holds, on both engines.
+func TestClaimCacheConvergesOnFeed(t *testing.T) {
+	t.Parallel()
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, openStore(t, storeConfig(t, engine)), func(c *Config) { c.SignedRatePerMinute = 1 << 20 })
+			_, key := claimWorld(e)
+			agents := make([]*identity.Identity, 30)
+			ids := make([]string, len(agents))
+			for i := range agents {
+				agents[i] = newAgent(t, "acme")
+				c, err := e.st.insertSeedClaim(t.Context(), Claim{Namespace: "acme", PublicKey: pubKey(agents[i]), Service: "github", Status: StatusPending}, time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = c.ID
+			}
+			src := &claimcache.HTTPSource{BaseURL: e.ts.URL, Client: &http.Client{Transport: e.agent.Transport(nil, identity.SignOptions{})},
+				APIKey: func(string) (string, error) { return key, nil }, PageSize: 3}
+			caches := make([]*claimcache.Cache, 2)
+			for i, s := range []claimcache.Source{src, fullRead{src}} {
+				c, err := claimcache.New(claimcache.Config{Source: s, Services: []string{"github"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				caches[i] = c
+			}
+			rng := mathrand.New(mathrand.NewPCG(3, 4))
+			held := 0
+			defer func() {
+				if held == 0 {
+					t.Error("no round held a claim: the test proved nothing")
+				}
+			}()
+			for round := range 12 {
+				for range rng.IntN(6) {
+					i := rng.IntN(len(ids))
+					now := time.Now()
+					action := "approve"
+					if c, err := e.st.latestClaim(t.Context(), "acme", pubKey(agents[i]), "github"); err == nil && c.Status == StatusApproved {
+						action = "revoke"
+					} else if err == nil && c.Status == StatusRevoked {
+						nc, err := e.st.insertSeedClaim(t.Context(), Claim{Namespace: "acme", PublicKey: pubKey(agents[i]), Service: "github", Status: StatusPending}, now)
+						if err != nil {
+							t.Fatal(err)
+						}
+						ids[i] = nc.ID
+					}
+					if _, err := e.st.transition(t.Context(), "acme", ids[i], action, now.Add(-time.Hour), now); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, c := range caches {
+					if err := c.Refresh(t.Context(), "github"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if a, b := caches[0].Status("github").Claims, caches[1].Status("github").Claims; a != b {
+					t.Fatalf("round %d: %d claims synced, %d read", round, a, b)
+				}
+				held = max(held, caches[0].Status("github").Claims)
+				for _, a := range agents {
+					x, errX := caches[0].Lookup("github", "acme", a.PublicKey)
+					y, errY := caches[1].Lookup("github", "acme", a.PublicKey)
+					if x != y || (errX == nil) != (errY == nil) {
+						t.Fatalf("round %d: synced %+v %v, read %+v %v", round, x, errX, y, errY)
+					}
+				}
 			}
 		})
 	}
