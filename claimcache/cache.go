@@ -75,14 +75,14 @@ type Cache struct {
 // timer ends the lease unless another good refresh renews it first.
 type service struct {
 	name        string
-	snap        atomic.Pointer[snapshot] // the last one built, leased or not
-	leased      atomic.Pointer[snapshot] // snap while its lease runs, else nil
-	refreshedAt atomic.Int64             // when the last good refresh began (see Cache.now); 0: never
-	leaseMu     sync.Mutex               // orders renewals and expiry
-	lease       *time.Timer              // ends the lease; nil before the first
-	earlyAsked  atomic.Bool              // an early refresh is pending or was made within EarlyRefreshInterval
-	wake        chan struct{}            // capacity 1: a pending early refresh
-	refreshMu   sync.Mutex               // one refresh at a time
+	snap        atomic.Pointer[view] // the last one built, leased or not
+	leased      atomic.Pointer[view] // snap while its lease runs, else nil
+	refreshedAt atomic.Int64         // when the last good refresh began (see Cache.now); 0: never
+	leaseMu     sync.Mutex           // orders renewals and expiry
+	lease       *time.Timer          // ends the lease; nil before the first
+	earlyAsked  atomic.Bool          // an early refresh is pending or was made within EarlyRefreshInterval
+	wake        chan struct{}        // capacity 1: a pending early refresh
+	refreshMu   sync.Mutex           // one refresh at a time
 }
 
 // New returns a Cache configured by cfg. It loads nothing: call Run, or
@@ -191,7 +191,7 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 
 // fresh returns the service's snapshot while its lease runs, or nil. With an
 // injected clock it also checks the TTL against that clock.
-func (c *Cache) fresh(s *service) *snapshot {
+func (c *Cache) fresh(s *service) *view {
 	snap := s.leased.Load()
 	if snap != nil && c.clock != nil && c.now()-s.refreshedAt.Load() >= int64(c.ttl) {
 		return nil
@@ -201,7 +201,7 @@ func (c *Cache) fresh(s *service) *snapshot {
 
 // renew installs snap, built (or confirmed) by the refresh that began at
 // began, and leases it for the rest of its TTL.
-func (c *Cache) renew(s *service, snap *snapshot, began int64) {
+func (c *Cache) renew(s *service, snap *view, began int64) {
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	s.snap.Store(snap)
@@ -281,7 +281,10 @@ func (c *Cache) Status(service string) Status {
 
 // Refresh reads service's claims from the Source now and, on success,
 // installs the new snapshot (or renews the current one when the Source
-// reports it unchanged). Refreshes of one service never overlap.
+// reports it unchanged). From a ChangeSource that delivered a snapshot
+// before, it reads only the changes since, and everything again when the
+// source no longer has them (ErrVersionExpired). Refreshes of one service
+// never overlap.
 func (c *Cache) Refresh(ctx context.Context, service string) error {
 	s := (*c.services.Load())[service]
 	if s == nil {
@@ -314,6 +317,14 @@ func (c *Cache) load(ctx context.Context, s *service) error {
 	if current != nil {
 		version = current.version
 	}
+	if cs, ok := c.source.(ChangeSource); ok && version != "" {
+		err := c.sync(ctx, s, cs, current)
+		if !errors.Is(err, ErrVersionExpired) {
+			return err
+		}
+		c.log.LogAttrs(ctx, slog.LevelInfo, "claims changes unavailable; reading every claim again",
+			slog.String("service", s.name), slog.String("error", err.Error()))
+	}
 	for attempt := 1; ; attempt++ {
 		began := c.now()
 		b := &builder{service: s.name}
@@ -324,7 +335,7 @@ func (c *Cache) load(ctx context.Context, s *service) error {
 			if err != nil {
 				return fmt.Errorf("claimcache: refreshing service %q: %w", s.name, err)
 			}
-			c.renew(s, snap, began)
+			c.renew(s, newView(snap), began)
 			return nil
 		case errors.Is(err, ErrNotModified) && current != nil:
 			c.renew(s, current, began)
@@ -334,6 +345,22 @@ func (c *Cache) load(ctx context.Context, s *service) error {
 		}
 		return fmt.Errorf("claimcache: refreshing service %q: %w", s.name, err)
 	}
+}
+
+// sync applies the changes since current's version, and installs the result.
+func (c *Cache) sync(ctx context.Context, s *service, cs ChangeSource, current *view) error {
+	began := c.now()
+	e := current.edit(s.name)
+	version, err := cs.ClaimChanges(ctx, s.name, current.version, e.apply)
+	if err != nil {
+		return fmt.Errorf("claimcache: changes of service %q: %w", s.name, err)
+	}
+	next, err := e.done(version)
+	if err != nil {
+		return fmt.Errorf("claimcache: changes of service %q: %w", s.name, err)
+	}
+	c.renew(s, next, began)
+	return nil
 }
 
 // Run refreshes every tracked service now and then every RefreshInterval,

@@ -16,8 +16,16 @@
 // refresh runs in Run's goroutine; the lookup that asked for it is not
 // delayed and still reports the miss.
 //
+// A Source that is also a ChangeSource is read in full once; after that a
+// refresh asks only for the changes since the version held, applies them
+// to a small map over the snapshot (folded into a new snapshot once they
+// grow past a sixteenth of it), and reads everything again only when the
+// source no longer has those changes. A refresh then costs the control
+// plane and the gateway in proportion to what changed, not to the number
+// of claims.
+//
 // HTTPSource reads the control plane's paginated feed
-// (GET /v1/namespaces/claims) with If-None-Match; Submitter submits claims
+// (GET /v1/namespaces/claims) and its changes (?since=<cursor>); Submitter submits claims
 // (POST /v1/claims) under a per connection + namespace rate limit, and
 // answers a repeat of a recently submitted tuple from a bounded memory of
 // receipts, so a polling agent keeps its claim id; each namespace holds at

@@ -8,8 +8,8 @@ import (
 )
 
 // Sentinel errors. The first four carry the code the gateway answers them
-// with (see package errcode); the last two are signals between a Source and
-// the Cache.
+// with (see package errcode); the last three are signals between a Source
+// and the Cache.
 var (
 	// ErrUnavailable means the service's claims were never loaded or are
 	// older than the TTL: the cache fails closed (503 AUTH_CLAIMS_UNAVAILABLE).
@@ -31,6 +31,10 @@ var (
 	// they were being read, so the delivery may be incomplete; the Cache
 	// discards it and reads again.
 	ErrFeedChanged = errors.New("claimcache: feed changed during read")
+	// ErrVersionExpired is returned by a ChangeSource that cannot deliver
+	// the changes since a version: it no longer keeps them, or the version
+	// is not one it can continue from. The Cache reads everything again.
+	ErrVersionExpired = errors.New("claimcache: changes since this version are not available")
 )
 
 // StatusError reports an unexpected HTTP answer from the control plane. It

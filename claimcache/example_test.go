@@ -80,3 +80,42 @@ func ExampleSubmitter() {
 	// clm_001 pending false <nil>
 	// AUTH_CLAIM_SUBMIT_RATE_LIMITED 429
 }
+
+func ExampleHTTPSource_ClaimChanges() {
+	controlPlane := claimcachetest.NewServer()
+	defer controlPlane.Close()
+	controlPlane.Approve(claimcache.Claim{ID: "clm_1", Namespace: "alice", Service: "github",
+		PublicKey: "ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="})
+	src := &claimcache.HTTPSource{
+		BaseURL: controlPlane.URL,
+		APIKey:  func(service string) (string, error) { return controlPlane.APIKey(service), nil },
+	}
+	ctx := context.Background()
+	// One full read, whose version is the feed's cursor.
+	version, err := src.ApprovedClaims(ctx, "github", "", func(c claimcache.Claim) error {
+		fmt.Println("claim", c.ID)
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	controlPlane.Approve(claimcache.Claim{ID: "clm_2", Namespace: "bob", Service: "github",
+		PublicKey: "ed25519:A3vUMWqxTyp3nd0ELXhOQa8SYKzk5+6gRhHq4uUJM14="})
+	controlPlane.Revoke("clm_1")
+	// Then only what changed since.
+	_, err = src.ClaimChanges(ctx, "github", version, func(c claimcache.Change) error {
+		fmt.Println("delete", c.Delete, c.ID)
+		return nil
+	})
+	fmt.Println(err)
+	// Once the control plane no longer has those changes, read everything again.
+	controlPlane.ExpireChanges()
+	_, err = src.ClaimChanges(ctx, "github", version, func(claimcache.Change) error { return nil })
+	fmt.Println(errors.Is(err, claimcache.ErrVersionExpired))
+	// Output:
+	// claim clm_1
+	// delete false clm_2
+	// delete true clm_1
+	// <nil>
+	// true
+}

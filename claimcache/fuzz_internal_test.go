@@ -41,3 +41,38 @@ func FuzzDecodeFeedPage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeChanges checks that no answer for changes, however malformed,
+// panics the decoder or yields a page that breaks its invariants (the
+// cursor moves forward with the changes only), and that a view accepts
+// whatever it returns.
+func FuzzDecodeChanges(f *testing.F) {
+	for _, seed := range []string{
+		`{"changes":[],"cursor":"5","more":false}`,
+		`{"changes":[{"op":"upsert","claim_id":"clm_1","namespace":"alice","public_key":"ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=","service":"github","approved_at":"2026-01-02T03:04:05Z"},{"op":"delete","claim_id":"clm_1","namespace":"alice","public_key":"ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=","service":"github"}],"cursor":"7","more":true}`,
+		`{"changes":[{"op":"grant"}],"cursor":"6","more":false}`,
+		`{"changes":[],"cursor":"05","more":false}`,
+		`{"changes":null,"cursor":"5","more":false}`,
+		`[]`, `null`, `{}`, ``,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		p, err := decodeChanges(strings.NewReader(body), 5, 10)
+		if err != nil {
+			return
+		}
+		if len(p.changes) > 10 || len(p.changes) == 0 && (p.cursor != 5 || p.more) || len(p.changes) > 0 && p.cursor <= 5 {
+			t.Fatalf("page breaks its invariants: %d changes, cursor %d, more %v", len(p.changes), p.cursor, p.more)
+		}
+		e := newView(mustBuild(t, &builder{service: "github"})).edit("github")
+		for _, ch := range p.changes {
+			if err := e.apply(ch); err != nil {
+				t.Fatalf("view refused a decoded change: %v", err)
+			}
+		}
+		if v, err := e.done("x"); err != nil || v.claims < 0 {
+			t.Fatalf("view after changes: %+v, %v", v, err)
+		}
+	})
+}

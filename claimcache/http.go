@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/idnhq/idn/internal/feedwire"
 )
 
 // Feed paging limits: the control plane answers at most 2,000 claims a page.
@@ -23,14 +25,24 @@ const (
 )
 
 // HTTPSource reads the control plane's approved-claims feed:
-// GET {BaseURL}/v1/namespaces/claims?service=<slug>&limit=<n>&offset=<n>,
-// following pagination to the end, with "Authorization: Bearer <key>".
+// GET {BaseURL}/v1/namespaces/claims?service=<slug>&limit=<n>, following
+// pagination to the end, with "Authorization: Bearer <key>". Each page
+// after the first starts after the last claim of the one before
+// (&after=<claim_id>), so a read never skips a claim however the feed
+// changes meanwhile.
 //
-// Versions are ETags. The first page is requested with If-None-Match set to
-// the ETag of the last complete read, and a 304 answer means the whole set is
-// unchanged, so the control plane's ETag must identify the service's entire
-// approved set (every page), not one page. A read whose pages disagree on
-// pagination.total fails with ErrFeedChanged.
+// It is a ChangeSource. The version of a full read is the cursor its first
+// page carries, and ClaimChanges asks for the changes after it
+// (?since=<cursor>, following "more"); a 410 answer (the control plane
+// pruned them) is ErrVersionExpired. ApprovedClaims given a cursor first
+// asks whether any change follows it, and answers ErrNotModified when none
+// does. A control plane whose pages carry no cursor is paged by offset, a
+// read whose pages disagree on pagination.total fails with ErrFeedChanged,
+// and the feed is versioned by ETag: the first page is requested
+// with If-None-Match set to the ETag of the last complete read, and a 304
+// answer means the whole set is unchanged, so that ETag must identify the
+// service's entire approved set (every page), not one page; ClaimChanges
+// answers ErrVersionExpired for such a version.
 type HTTPSource struct {
 	// BaseURL is the control plane's base address ({IDN_REGISTRY_URL}).
 	// Required.
@@ -48,37 +60,42 @@ type HTTPSource struct {
 	PageSize int
 }
 
-var _ Source = (*HTTPSource)(nil)
+var _ ChangeSource = (*HTTPSource)(nil)
+
+// maxChangePages bounds the pages of changes one ClaimChanges reads; it
+// returns the version reached, and the next call continues from there.
+const maxChangePages = 50
 
 // ApprovedClaims implements Source.
 func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string, add func(Claim) error) (string, error) {
-	if h.BaseURL == "" || h.APIKey == nil {
-		return "", errors.New("claimcache: HTTPSource needs BaseURL and APIKey")
-	}
-	limit := h.PageSize
-	if limit == 0 {
-		limit = DefaultPageSize
-	}
-	if limit < 1 || limit > maxPageSize {
-		return "", fmt.Errorf("claimcache: PageSize %d outside 1-%d", h.PageSize, maxPageSize)
-	}
-	key, err := h.APIKey(service)
+	limit, key, endpoint, err := h.setup(service)
 	if err != nil {
-		return "", fmt.Errorf("claimcache: API key for service %q: %w", service, err)
+		return "", err
 	}
-	endpoint, err := url.JoinPath(h.BaseURL, "v1/namespaces/claims")
-	if err != nil {
-		return "", fmt.Errorf("claimcache: BaseURL: %w", err)
+	if since, err := feedwire.ParseCursor(version); err == nil {
+		// A cursor: the set is unchanged when no change follows it.
+		p, err := h.changes(ctx, endpoint, key, service, 1, since)
+		if err == nil && len(p.changes) == 0 {
+			return "", ErrNotModified
+		}
+		if err != nil && !errors.Is(err, ErrVersionExpired) {
+			return "", err
+		}
+		version = ""
 	}
-	etag, total := "", -1
+	etag, total, after, byCursor := "", -1, "", false
 	for offset := 0; ; {
-		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, version)
+		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, after, version)
 		if err != nil {
 			return "", err
 		}
-		if offset == 0 {
-			etag, total, version = tag, p.total, ""
-		} else if p.total != total {
+		switch {
+		case offset == 0:
+			etag, total, version, byCursor = tag, p.total, "", p.cursor != ""
+			if byCursor {
+				etag = p.cursor
+			}
+		case p.total != total && !byCursor:
 			return "", fmt.Errorf("claimcache: total went from %d to %d: %w", total, p.total, ErrFeedChanged)
 		}
 		for _, c := range p.claims {
@@ -93,12 +110,146 @@ func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string
 		if len(p.claims) == 0 {
 			return "", fmt.Errorf("claimcache: feed page at offset %d is empty but has_more is true", offset)
 		}
+		if byCursor {
+			// Page on from the last claim read: nothing is skipped however the
+			// feed changes meanwhile, and the changes after the first page's
+			// cursor replay what did.
+			after = p.claims[len(p.claims)-1].ID
+		}
 	}
 }
 
+// setup checks the configuration and returns the page size, the key and
+// the feed's URL.
+func (h *HTTPSource) setup(service string) (limit int, key, endpoint string, err error) {
+	if h.BaseURL == "" || h.APIKey == nil {
+		return 0, "", "", errors.New("claimcache: HTTPSource needs BaseURL and APIKey")
+	}
+	limit = h.PageSize
+	if limit == 0 {
+		limit = DefaultPageSize
+	}
+	if limit < 1 || limit > maxPageSize {
+		return 0, "", "", fmt.Errorf("claimcache: PageSize %d outside 1-%d", h.PageSize, maxPageSize)
+	}
+	if key, err = h.APIKey(service); err != nil {
+		return 0, "", "", fmt.Errorf("claimcache: API key for service %q: %w", service, err)
+	}
+	if endpoint, err = url.JoinPath(h.BaseURL, "v1/namespaces/claims"); err != nil {
+		return 0, "", "", fmt.Errorf("claimcache: BaseURL: %w", err)
+	}
+	return limit, key, endpoint, nil
+}
+
+// ClaimChanges implements ChangeSource.
+func (h *HTTPSource) ClaimChanges(ctx context.Context, service, version string, apply func(Change) error) (string, error) {
+	since, err := feedwire.ParseCursor(version)
+	if err != nil {
+		return "", fmt.Errorf("claimcache: version %q is not a feed cursor: %w", version, ErrVersionExpired)
+	}
+	limit, key, endpoint, err := h.setup(service)
+	if err != nil {
+		return "", err
+	}
+	for range maxChangePages {
+		p, err := h.changes(ctx, endpoint, key, service, limit, since)
+		if err != nil {
+			return "", err
+		}
+		for _, ch := range p.changes {
+			if err := apply(ch); err != nil {
+				return "", fmt.Errorf("claimcache: changes of service %q: %w", service, err)
+			}
+		}
+		since = p.cursor
+		if !p.more {
+			break
+		}
+	}
+	return feedwire.FormatCursor(since), nil
+}
+
+// changes fetches one page of changes after since.
+func (h *HTTPSource) changes(ctx context.Context, endpoint, key, service string, limit int, since int64) (changePage, error) {
+	q := url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, feedwire.SinceQuery: {feedwire.FormatCursor(since)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
+	if err != nil {
+		return changePage{}, fmt.Errorf("claimcache: feed request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "application/json")
+	resp, err := noRedirects(h.Client).Do(req)
+	if err != nil {
+		return changePage{}, fmt.Errorf("claimcache: feed: %w", err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusGone:
+		return changePage{}, fmt.Errorf("%w: %w", statusError("feed", resp), ErrVersionExpired)
+	case resp.StatusCode != http.StatusOK:
+		return changePage{}, statusError("feed", resp)
+	}
+	p, err := decodeChanges(io.LimitReader(resp.Body, maxPageBytes), since, limit)
+	if err != nil {
+		return changePage{}, fmt.Errorf("claimcache: feed changes after %d: %w", since, err)
+	}
+	return p, nil
+}
+
+// changePage is a validated page of changes.
+type changePage struct {
+	changes []Change
+	cursor  int64
+	more    bool
+}
+
+// decodeChanges parses a feedwire.Changes answer to a request for the
+// changes after since: every member is required, every op known, and the
+// cursor moves forward with the changes (and only with them).
+func decodeChanges(r io.Reader, since int64, limit int) (changePage, error) {
+	var wire struct {
+		Changes *[]feedwire.Change `json:"changes"`
+		Cursor  *string            `json:"cursor"`
+		More    *bool              `json:"more"`
+	}
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&wire); err != nil {
+		return changePage{}, fmt.Errorf("malformed JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return changePage{}, errors.New("trailing data after the JSON object")
+	}
+	if wire.Changes == nil || wire.Cursor == nil || wire.More == nil {
+		return changePage{}, errors.New(`missing "changes", "cursor" or "more"`)
+	}
+	cursor, err := feedwire.ParseCursor(*wire.Cursor)
+	switch {
+	case err != nil:
+		return changePage{}, err
+	case len(*wire.Changes) > limit:
+		return changePage{}, fmt.Errorf("%d changes on a page of limit %d", len(*wire.Changes), limit)
+	case len(*wire.Changes) == 0 && (cursor != since || *wire.More):
+		return changePage{}, errors.New("the cursor moved, or more follow, without a change")
+	case len(*wire.Changes) > 0 && cursor <= since:
+		return changePage{}, errors.New("the cursor did not move past the changes")
+	}
+	p := changePage{changes: make([]Change, len(*wire.Changes)), cursor: cursor, more: *wire.More}
+	for i, w := range *wire.Changes {
+		if w.Op != feedwire.OpUpsert && w.Op != feedwire.OpDelete {
+			return changePage{}, fmt.Errorf("change %d has op %q", i, w.Op)
+		}
+		p.changes[i] = Change{Delete: w.Op == feedwire.OpDelete, Claim: Claim{ID: w.ClaimID, Namespace: w.Namespace, PublicKey: w.PublicKey,
+			Service: w.Service, ApprovedAt: w.ApprovedAt, Subject: w.Subject, AgentID: w.AgentID, AgentName: w.AgentName}}
+	}
+	return p, nil
+}
+
 // page fetches one page. ifNoneMatch is only non-empty for the first page.
-func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, ifNoneMatch string) (feedPage, string, error) {
+func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, after, ifNoneMatch string) (feedPage, string, error) {
 	q := url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
+	if after != "" {
+		q = url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, feedwire.AfterQuery: {after}}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
 	if err != nil {
 		return feedPage{}, "", fmt.Errorf("claimcache: feed request: %w", err)
@@ -131,10 +282,11 @@ type feedPage struct {
 	claims  []Claim
 	total   int
 	hasMore bool
+	cursor  string // "" from a control plane without change cursors
 }
 
-// decodeFeedPage parses {"claims":[…],"pagination":{"limit","offset","total","has_more"}}.
-// Both members are required; unknown members are ignored.
+// decodeFeedPage parses {"claims":[…],"pagination":{"limit","offset","total","has_more"},"cursor"}.
+// The first two members are required; unknown members are ignored.
 func decodeFeedPage(r io.Reader) (feedPage, error) {
 	var wire struct {
 		Claims     *[]Claim `json:"claims"`
@@ -144,6 +296,7 @@ func decodeFeedPage(r io.Reader) (feedPage, error) {
 			Total   *int  `json:"total"`
 			HasMore *bool `json:"has_more"`
 		} `json:"pagination"`
+		Cursor string `json:"cursor"`
 	}
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&wire); err != nil {
@@ -163,7 +316,12 @@ func decodeFeedPage(r io.Reader) (feedPage, error) {
 	case len(*wire.Claims) > *pg.Limit:
 		return feedPage{}, fmt.Errorf("%d claims on a page of limit %d", len(*wire.Claims), *pg.Limit)
 	}
-	return feedPage{claims: *wire.Claims, total: *pg.Total, hasMore: *pg.HasMore}, nil
+	if wire.Cursor != "" {
+		if _, err := feedwire.ParseCursor(wire.Cursor); err != nil {
+			return feedPage{}, err
+		}
+	}
+	return feedPage{claims: *wire.Claims, total: *pg.Total, hasMore: *pg.HasMore, cursor: wire.Cursor}, nil
 }
 
 // noRedirects returns a copy of c (nil: http.DefaultClient) that hands a

@@ -2,8 +2,10 @@ package claimcache_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,7 +43,8 @@ func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
 	}
 	for i, r := range reqs {
 		q := r.URL.Query()
-		if q.Get("service") != "github" || q.Get("limit") != "2" || q.Get("offset") != fmt.Sprint(2*i) {
+		// The first page at offset 0, the next after the last claim read.
+		if q.Get("service") != "github" || q.Get("limit") != "2" || i == 0 && q.Get("offset") != "0" || i > 0 && q.Get("after") != fmt.Sprintf("clm_%d", 2*i-1) {
 			t.Errorf("page %d query %q", i, r.URL.RawQuery)
 		}
 		if r.Header.Get("Authorization") != "Bearer "+cp.APIKey("github") || r.Header.Get("If-None-Match") != "" {
@@ -49,13 +52,13 @@ func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
 		}
 	}
 
-	// Unchanged set: one request with If-None-Match, answered 304.
+	// Unchanged set: one request for the changes after the cursor.
 	if _, _, err := collect(t, src, "github", etag); !errors.Is(err, claimcache.ErrNotModified) {
 		t.Fatalf("unchanged feed: %v, want ErrNotModified", err)
 	}
 	reqs = cp.Requests()
-	if len(reqs) != 4 || reqs[3].Header.Get("If-None-Match") != etag {
-		t.Fatalf("conditional request missing: %d requests", len(reqs))
+	if len(reqs) != 4 || reqs[3].URL.Query().Get("since") != etag {
+		t.Fatalf("request for changes missing: %d requests", len(reqs))
 	}
 
 	// Changed set: full read again, If-None-Match only on the first page.
@@ -68,6 +71,73 @@ func TestHTTPSourceFollowsPaginationAndETag(t *testing.T) {
 		if r.Header.Get("If-None-Match") != "" {
 			t.Errorf("If-None-Match sent on offset %s", r.URL.Query().Get("offset"))
 		}
+	}
+}
+
+// withoutCursor serves cp as a control plane from before change cursors
+// does: without "cursor" in its answers. hook, when set, sees each request
+// first.
+func withoutCursor(t *testing.T, cp *claimcachetest.Server, hook func(*http.Request)) string {
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hook != nil {
+			hook(r)
+		}
+		rec := httptest.NewRecorder()
+		cp.ServeHTTP(rec, r)
+		maps.Copy(w.Header(), rec.Header())
+		var body map[string]any
+		if json.Unmarshal(rec.Body.Bytes(), &body) == nil {
+			delete(body, "cursor")
+			w.WriteHeader(rec.Code)
+			json.NewEncoder(w).Encode(body)
+			return
+		}
+		w.WriteHeader(rec.Code)
+	}))
+	t.Cleanup(front.Close)
+	return front.URL
+}
+
+// TestHTTPSourcePagesByClaim: a read paged after the last claim read
+// skips no claim when an earlier one is revoked meanwhile, where paging by
+// offset would skip one.
+func TestHTTPSourcePagesByClaim(t *testing.T) {
+	t.Parallel()
+	cp := newControlPlane(t, fiveClaims()...)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("after") == "clm_1" {
+			cp.Revoke("clm_0")
+		}
+		cp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	src := &claimcache.HTTPSource{BaseURL: front.URL, APIKey: keysOf(cp), PageSize: 2}
+	got, _, err := collect(t, src, "github", "")
+	if err != nil || len(got) != 5 || got[2].ID != "clm_2" || got[4].ID != "clm_4" {
+		t.Fatalf("read %v, %v", got, err)
+	}
+}
+
+// TestHTTPSourceETagWithoutCursor: a control plane whose pages carry no
+// cursor is versioned by ETag, and an unchanged feed costs one 304.
+func TestHTTPSourceETagWithoutCursor(t *testing.T) {
+	t.Parallel()
+	cp := newControlPlane(t, fiveClaims()...)
+	src := &claimcache.HTTPSource{BaseURL: withoutCursor(t, cp, nil), APIKey: keysOf(cp), PageSize: 2}
+	_, etag, err := collect(t, src, "github", "")
+	if err != nil || !strings.HasPrefix(etag, `"`) {
+		t.Fatalf("version %q, %v", etag, err)
+	}
+	if _, _, err := collect(t, src, "github", etag); !errors.Is(err, claimcache.ErrNotModified) {
+		t.Fatalf("unchanged feed: %v, want ErrNotModified", err)
+	}
+	reqs := cp.Requests()
+	if len(reqs) != 4 || reqs[3].Header.Get("If-None-Match") != etag {
+		t.Fatalf("conditional request missing: %d requests", len(reqs))
+	}
+	_, err = src.ClaimChanges(t.Context(), "github", etag, func(claimcache.Change) error { return nil })
+	if !errors.Is(err, claimcache.ErrVersionExpired) {
+		t.Fatalf("changes after an ETag: %v", err)
 	}
 }
 
@@ -113,16 +183,13 @@ func TestHTTPSourceErrors(t *testing.T) {
 				src.APIKey = func(string) (string, error) { return "", errors.New("no key") }
 			},
 			message: "no key"},
-		{name: "feed shrinks while paged (revocation)",
+		{name: "feed paged by offset shrinks while paged (revocation)",
 			setup: func(t *testing.T, cp *claimcachetest.Server, src *claimcache.HTTPSource) {
-				front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				src.BaseURL = withoutCursor(t, cp, func(r *http.Request) {
 					if r.URL.Query().Get("offset") == "2" {
 						cp.Revoke("clm_0")
 					}
-					cp.ServeHTTP(w, r)
-				}))
-				t.Cleanup(front.Close)
-				src.BaseURL = front.URL
+				})
 			},
 			want: claimcache.ErrFeedChanged},
 		{name: "page size out of range",

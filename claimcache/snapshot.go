@@ -139,6 +139,27 @@ func (s *snapshot) lookup(namespace string, publicKey []byte) (Approval, bool) {
 	}, true
 }
 
+// each calls yield for every tuple the snapshot holds, with its approval,
+// until yield returns false. It is how a view folds its changes into a new
+// snapshot.
+func (s *snapshot) each(yield func(namespace string, publicKey *[ed25519.PublicKeySize]byte, a Approval) bool) {
+	for i := range s.table {
+		sl := &s.table[i]
+		if sl.idLen == 0 {
+			continue
+		}
+		n := int(sl.nsLen)
+		ns := string(sl.namespace[:min(n, inlineNamespace)])
+		if n > inlineNamespace {
+			ns += string(s.tails[i][:n-inlineNamespace])
+		}
+		a := Approval{ClaimID: s.arena[sl.idOff : sl.idOff+uint32(sl.idLen)], ApprovedAt: time.UnixMilli(sl.approvedAt).UTC()}
+		if !yield(ns, &sl.publicKey, a) {
+			return
+		}
+	}
+}
+
 // builder accumulates one delivery of a Source. Slots are collected in a flat
 // slice first so the table can be allocated once at its final size.
 type builder struct {

@@ -109,6 +109,7 @@ func answerWait(code errcode.Code) func(error) *apierror.Error {
 var errorTable = []errorRule{
 	{isType[*apierror.Error], func(err error) *apierror.Error { e, _ := errors.AsType[*apierror.Error](err); return e }},
 	{is(errNamespaceNotFound), answer(errcode.NamespaceNotFound)},
+	{is(errFeedCursorExpired), answer(errcode.FeedCursorExpired)},
 	{is(errNamespaceDeactivated), answer(errcode.NamespaceDeactivated)},
 	{is(errNamespaceTaken), answer(errcode.NamespaceTaken)},
 	{is(errServiceNotFound), answer(errcode.ServiceNotFound)},

@@ -9,9 +9,11 @@ import (
 	"sync"
 
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/feedwire"
 )
 
-// claimsFeed serves the approved claims of the key's service.
+// claimsFeed serves the approved claims of the key's service, or with
+// ?since=<cursor> the changes to them after that cursor (claimsChanges).
 //
 // The service's feed_state row (kept by triggers) gives the total and a
 // version that changes with every approval or revocation, so the ETag is
@@ -20,10 +22,20 @@ import (
 // keyset paging in disguise: the sort key ending each page is remembered
 // for (service, version, next offset), and a request for that offset at the
 // same version continues from the key instead of skipping offset rows.
+// A client may also page by the last claim it read (?after=<claim_id>),
+// which is keyset paging in the open: it neither skips nor repeats a claim
+// however the feed changes meanwhile. Every page carries the version read
+// before it as "cursor": a client that read every page continues with the
+// changes after its first page's cursor, which replays whatever changed
+// while it paged.
 func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service) {
 	q := r.URL.Query()
 	if slug := q.Get("service"); slug != "" && slug != svc.Slug {
 		apierror.Write(w, r, errServiceMismatch)
+		return
+	}
+	if q.Has(feedwire.SinceQuery) {
+		s.claimsChanges(w, r, svc)
 		return
 	}
 	limit, offset, e := pageParams(q, feedDefaultLimit, feedMaxLimit)
@@ -31,23 +43,37 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 		apierror.Write(w, r, e)
 		return
 	}
+	var after *feedCursor
+	if q.Has(feedwire.AfterQuery) {
+		if q.Has("offset") {
+			apierror.Write(w, r, validationError("after and offset cannot be combined"))
+			return
+		}
+		k, err := s.store.feedKey(r.Context(), svc.Slug, q.Get(feedwire.AfterQuery))
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		after = &k
+	}
 	total, version, err := s.store.feedState(r.Context(), svc.Slug)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
-	etag := feedETag(svc.Slug, version, limit, offset)
 	h := w.Header()
-	h.Set("ETag", etag)
 	h.Set("Cache-Control", "no-cache")
-	if etagMatch(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
 	key := cursorKey{service: svc.Slug, version: version, offset: offset}
-	var after *feedCursor
-	if offset > 0 {
-		after = s.cursors.get(key)
+	if after == nil {
+		etag := feedETag(svc.Slug, version, limit, offset)
+		h.Set("ETag", etag)
+		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		if offset > 0 {
+			after = s.cursors.get(key)
+		}
 	}
 	p, err := s.store.feed(r.Context(), svc.Slug, after, limit, offset)
 	if err != nil {
@@ -59,7 +85,7 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 		recs[i] = feedRecord{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
 			ApprovedAt: timestamp(c.ApprovedAt), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
 	}
-	if p.HasMore {
+	if p.HasMore && !q.Has(feedwire.AfterQuery) {
 		last := p.Claims[len(p.Claims)-1]
 		key.offset = offset + len(p.Claims)
 		s.cursors.put(key, feedCursor{approvedAt: micros(last.ApprovedAt), id: last.ID})
@@ -67,11 +93,58 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 	body, err := json.Marshal(map[string]any{
 		"claims":     recs,
 		"pagination": pagination{Limit: limit, Offset: offset, Total: total, HasMore: p.HasMore},
+		"cursor":     feedwire.FormatCursor(version),
 	})
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(append(body, '\n'))
+}
+
+// claimsChanges answers the changes to the service's feed after the cursor
+// in ?since=, at most limit of them: an index range of the change log, so
+// the cost follows the number of changes, not the size of the feed. A
+// cursor whose changes were pruned, or that this database never issued,
+// is answered 410 FEED_CURSOR_EXPIRED and the client reads the whole feed
+// again.
+func (s *Server) claimsChanges(w http.ResponseWriter, r *http.Request, svc service) {
+	q := r.URL.Query()
+	if q.Has("offset") {
+		apierror.Write(w, r, validationError("since and offset cannot be combined"))
+		return
+	}
+	since, err := feedwire.ParseCursor(q.Get(feedwire.SinceQuery))
+	if err != nil {
+		apierror.Write(w, r, validationError("since must be a cursor the feed returned"))
+		return
+	}
+	limit, _, e := pageParams(q, feedDefaultLimit, feedMaxLimit)
+	if e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	changes, more, err := s.store.feedChanges(r.Context(), svc.Slug, since, limit)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	out := feedwire.Changes{Changes: make([]feedwire.Change, len(changes)), Cursor: feedwire.FormatCursor(since), More: more}
+	for i, ch := range changes {
+		c := ch.Claim
+		out.Changes[i] = feedwire.Change{Op: ch.Op, ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
+			ApprovedAt: c.ApprovedAt, Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
+		out.Cursor = feedwire.FormatCursor(ch.Seq)
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(append(body, '\n'))

@@ -67,7 +67,7 @@ func TestGatewayClaimPath(t *testing.T) {
 	if err := lookup(); err != nil {
 		t.Fatalf("after approval: %v", err)
 	}
-	if err := lookup(); err != nil { // unchanged feed: 304, snapshot renewed
+	if err := lookup(); err != nil { // no change since: an empty answer, snapshot renewed
 		t.Fatalf("unchanged feed: %v", err)
 	}
 	owner("revoke")

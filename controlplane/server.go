@@ -387,6 +387,9 @@ func (s *Server) Maintain(ctx context.Context) error {
 	if err := s.store.cleanup(ctx, now); err != nil {
 		return err
 	}
+	if _, err := s.store.pruneFeedChanges(ctx, now.Add(-feedChangesMaxAge), feedChangesKeep); err != nil {
+		return err
+	}
 	return s.maintainAuth(ctx)
 }
 

@@ -95,6 +95,7 @@
 //	SERVICE_LIMIT_REACHED            409  the namespace already has the maximum number of services
 //	SERVICE_NOT_FOUND                404  service not found
 //	SERVICE_MISMATCH                 403  service differs from the api key's service
+//	FEED_CURSOR_EXPIRED              410  the feed no longer holds the changes since this cursor; read the whole feed again
 //	SLUG_TAKEN                       409  service slug is already taken
 //	NAMESPACE_NOT_FOUND              404  namespace not found
 //	NAMESPACE_DEACTIVATED            403  namespace is deactivated

@@ -73,6 +73,7 @@ const (
 	ServiceLimitReached
 	ServiceNotFound
 	ServiceMismatch
+	FeedCursorExpired
 	SlugTaken
 	NamespaceNotFound
 	NamespaceDeactivated
@@ -189,6 +190,7 @@ var table = [codeCount]row{
 	ServiceLimitReached:      {"SERVICE_LIMIT_REACHED", http.StatusConflict, "the namespace already has the maximum number of services"},
 	ServiceNotFound:          {"SERVICE_NOT_FOUND", http.StatusNotFound, "service not found"},
 	ServiceMismatch:          {"SERVICE_MISMATCH", http.StatusForbidden, "service differs from the api key's service"},
+	FeedCursorExpired:        {"FEED_CURSOR_EXPIRED", http.StatusGone, "the feed no longer holds the changes since this cursor; read the whole feed again"},
 	SlugTaken:                {"SLUG_TAKEN", http.StatusConflict, "service slug is already taken"},
 	NamespaceNotFound:        {"NAMESPACE_NOT_FOUND", http.StatusNotFound, "namespace not found"},
 	NamespaceDeactivated:     {"NAMESPACE_DEACTIVATED", http.StatusForbidden, "namespace is deactivated"},

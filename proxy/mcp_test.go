@@ -267,8 +267,14 @@ func TestMCPTrafficIsObserved(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "hi"}}); err == nil {
 		t.Fatal("a call to a closed upstream succeeded")
 	}
-	if got := testutil.ToFloat64(g.metrics.upstreamErrors.WithLabelValues("connect")); got < 1 {
-		t.Errorf("upstream_error_total{class=connect} = %v after an MCP call to a closed upstream", got)
+	// A refused dial is "connect"; a pooled connection cut under the call
+	// is "reset" or "other", whichever the race of the close gives.
+	var failed float64
+	for _, class := range []string{"connect", "reset", "other"} {
+		failed += testutil.ToFloat64(g.metrics.upstreamErrors.WithLabelValues(class))
+	}
+	if failed < 1 {
+		t.Errorf("upstream_error_total counts no failure after an MCP call to a closed upstream")
 	}
 	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("mcp", "error")); got < 1 {
 		t.Errorf(`upstream_requests_total{protocol="mcp",outcome="error"} = %v`, got)

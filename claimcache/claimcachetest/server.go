@@ -12,6 +12,10 @@
 //     service, paged by limit (1 to 2000, 500 when absent) and offset. Each
 //     page carries an ETag that changes whenever the service's approved set
 //     does, and a request whose If-None-Match matches it is answered 304.
+//     A page may start after a claim instead (?after=<claim_id>). Each
+//     page also carries the feed's change cursor, and ?since=<cursor>
+//     answers the changes after it, or 410 FEED_CURSOR_EXPIRED once
+//     ExpireChanges has dropped them.
 //   - POST /v1/claims, a claim submission: 201 with a new pending claim, or
 //     200 with the claim the tuple <namespace, public key, service> already
 //     has.
@@ -48,6 +52,7 @@ import (
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/feedwire"
 )
 
 // Feed paging, as the control plane pages.
@@ -78,8 +83,9 @@ type Server struct {
 	srv *httptest.Server
 
 	mu          sync.Mutex
-	claims      []*record         // every claim; the approved ones in approval order
-	versions    map[string]uint64 // per service, bumped by every change to its feed
+	claims      []*record           // every claim; the approved ones in approval order
+	versions    map[string]uint64   // per service, bumped by every change to its feed
+	changes     map[string][]change // per service, the changes still served; the last is numbered versions[service]
 	submissions []Submission
 	requests    []*http.Request
 	unavailable bool
@@ -89,6 +95,13 @@ type Server struct {
 type record struct {
 	claim  claimcache.Claim
 	status string
+}
+
+// change is one logged change of a service's feed.
+type change struct {
+	seq   uint64
+	op    string
+	claim claimcache.Claim
 }
 
 // Submission is a claim submission the server accepted, as the client sent
@@ -109,7 +122,7 @@ type Submission struct {
 
 // NewServer starts a Server with no claims. The caller closes it.
 func NewServer() *Server {
-	s := &Server{versions: map[string]uint64{}}
+	s := &Server{versions: map[string]uint64{}, changes: map[string][]change{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -161,7 +174,7 @@ func (s *Server) Approve(c claimcache.Claim) claimcache.Claim {
 		c.ID = s.newID()
 	}
 	s.claims = append(s.claims, &record{claim: c, status: statusApproved})
-	s.versions[c.Service]++
+	s.logChange(feedwire.OpUpsert, c)
 	return c
 }
 
@@ -174,13 +187,29 @@ func (s *Server) Revoke(id string) bool {
 	for _, r := range s.claims {
 		if r.claim.ID == id && r.status != statusRevoked {
 			if r.status == statusApproved {
-				s.versions[r.claim.Service]++
+				s.logChange(feedwire.OpDelete, r.claim)
 			}
 			r.status = statusRevoked
 			return true
 		}
 	}
 	return false
+}
+
+// logChange numbers a change of c's service's feed and logs it.
+func (s *Server) logChange(op string, c claimcache.Claim) {
+	s.versions[c.Service]++
+	s.changes[c.Service] = append(s.changes[c.Service], change{seq: s.versions[c.Service], op: op, claim: c})
+}
+
+// ExpireChanges drops every change logged so far, as a control plane does
+// when it prunes its change log: a client's next request for the changes
+// after an earlier cursor is answered 410 FEED_CURSOR_EXPIRED, and it must
+// read the whole feed again.
+func (s *Server) ExpireChanges() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.changes)
 }
 
 // SetUnavailable makes every request, while on, answer 503
@@ -276,16 +305,34 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, service string) {
 		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, err.Error()))
 		return
 	}
+	if q.Has(feedwire.SinceQuery) {
+		s.feedChanges(w, r, service, limit)
+		return
+	}
+	after, byClaim := q.Get(feedwire.AfterQuery), q.Has(feedwire.AfterQuery)
+	if byClaim && q.Has("offset") {
+		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "after and offset cannot be combined"))
+		return
+	}
 	s.mu.Lock()
 	var approved []claimcache.Claim
+	found := !byClaim
 	for _, rec := range s.claims {
 		if rec.status == statusApproved && rec.claim.Service == service {
 			approved = append(approved, rec.claim)
 		}
+		if byClaim && rec.claim.ID == after && rec.claim.Service == service && rec.status != statusPending {
+			found, offset = true, len(approved) // the approved claims up to it, itself included, come before
+		}
 	}
 	etag := pageETag(service, s.versions[service], limit, offset)
+	cursor := feedwire.FormatCursor(int64(s.versions[service]))
 	s.mu.Unlock()
 
+	if !found {
+		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "after must be the claim_id of a record the feed returned"))
+		return
+	}
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
 	if r.Header.Get("If-None-Match") == etag {
@@ -302,7 +349,39 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, service string) {
 		"pagination": map[string]any{
 			"limit": limit, "offset": offset, "total": len(approved), "has_more": end < len(approved),
 		},
+		"cursor": cursor,
 	})
+}
+
+// feedChanges serves the changes of service's feed after ?since=, at most
+// limit of them.
+func (s *Server) feedChanges(w http.ResponseWriter, r *http.Request, service string, limit int) {
+	since, err := feedwire.ParseCursor(r.URL.Query().Get(feedwire.SinceQuery))
+	if err != nil || r.URL.Query().Has("offset") {
+		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "since must be a cursor the feed returned, without offset"))
+		return
+	}
+	s.mu.Lock()
+	log, version := s.changes[service], s.versions[service]
+	first := version - uint64(len(log)) // changes up to first are gone
+	if uint64(since) < first || uint64(since) > version {
+		s.mu.Unlock()
+		apierror.Write(w, r, apierror.Coded(errcode.FeedCursorExpired, ""))
+		return
+	}
+	next := log[uint64(since)-first:]
+	out := feedwire.Changes{Changes: []feedwire.Change{}, Cursor: feedwire.FormatCursor(since), More: len(next) > limit}
+	for _, ch := range next[:min(limit, len(next))] {
+		c := ch.claim
+		wc := feedwire.Change{Op: ch.op, ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service}
+		if ch.op == feedwire.OpUpsert {
+			wc.ApprovedAt, wc.Subject, wc.AgentID, wc.AgentName = c.ApprovedAt, c.Subject, c.AgentID, c.AgentName
+		}
+		out.Changes = append(out.Changes, wc)
+		out.Cursor = feedwire.FormatCursor(int64(ch.seq))
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
 }
 
 // page parses limit and offset as the control plane does.

@@ -56,6 +56,14 @@ func call(t *testing.T, method, url, key, etag, body string) answer {
 	return a
 }
 
+// want fails the test unless the answer is status with the envelope's code.
+func (a answer) want(t *testing.T, status int, code string) {
+	t.Helper()
+	if a.status != status || a.body["code"] != code {
+		t.Fatalf("answer %d %v, want %d %s", a.status, a.body, status, code)
+	}
+}
+
 // The feed pages the approved claims of the key's service, with an ETag
 // per page that changes with the set, and a 304 to a matching
 // If-None-Match.
@@ -202,5 +210,42 @@ func TestSubmissionLifecycle(t *testing.T) {
 	}
 	if a := submit(); a.status != 201 || a.body["claim_id"] == id {
 		t.Fatalf("submission after revocation: %d %v", a.status, a.body)
+	}
+}
+
+func TestFeedChanges(t *testing.T) {
+	t.Parallel()
+	s := claimcachetest.NewServer()
+	defer s.Close()
+	key := s.APIKey("github")
+	feed := s.URL + "/v1/namespaces/claims"
+	a := s.Approve(claimcache.Claim{Namespace: "alice", PublicKey: agentKey("alice"), Service: "github"})
+	cursor := call(t, "GET", feed, key, "", "").body["cursor"].(string)
+	b := s.Approve(claimcache.Claim{Namespace: "bob", PublicKey: agentKey("bob"), Service: "github", Subject: "bob"})
+	s.Revoke(a.ID)
+	s.Approve(claimcache.Claim{Namespace: "carol", PublicKey: agentKey("carol"), Service: "slack"})
+
+	got := call(t, "GET", feed+"?since="+cursor, key, "", "")
+	changes := got.body["changes"].([]any)
+	if got.status != 200 || len(changes) != 2 || got.body["more"] != false || got.body["cursor"] == cursor {
+		t.Fatalf("changes: %d %v", got.status, got.body)
+	}
+	up, del := changes[0].(map[string]any), changes[1].(map[string]any)
+	if up["op"] != "upsert" || up["claim_id"] != b.ID || up["subject"] != "bob" || del["op"] != "delete" || del["claim_id"] != a.ID || del["approved_at"] != nil {
+		t.Fatalf("changes %v", changes)
+	}
+	next := got.body["cursor"].(string)
+	if again := call(t, "GET", feed+"?since="+next, key, "", ""); len(again.body["changes"].([]any)) != 0 || again.body["cursor"] != next {
+		t.Fatalf("no changes: %v", again.body)
+	}
+	if got := call(t, "GET", feed+"?since="+cursor+"&limit=1", key, "", ""); len(got.body["changes"].([]any)) != 1 || got.body["more"] != true {
+		t.Fatalf("limit 1: %v", got.body)
+	}
+	call(t, "GET", feed+"?since=x", key, "", "").want(t, 400, "VALIDATION_ERROR")
+	call(t, "GET", feed+"?since=99", key, "", "").want(t, 410, "FEED_CURSOR_EXPIRED")
+	s.ExpireChanges()
+	call(t, "GET", feed+"?since="+cursor, key, "", "").want(t, 410, "FEED_CURSOR_EXPIRED")
+	if got := call(t, "GET", feed+"?since="+next, key, "", ""); got.status != 200 {
+		t.Fatalf("the current cursor after expiry: %d", got.status)
 	}
 }

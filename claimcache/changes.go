@@ -1,0 +1,31 @@
+package claimcache
+
+import "context"
+
+// Change is one change to a service's approved claims. When Delete is
+// false, Claim is approved: it is added, or replaces the claim its tuple
+// had. When Delete is true, Claim no longer is: its tuple is removed if it
+// holds this claim (by ID); only ID, Namespace, PublicKey and Service are
+// needed.
+type Change struct {
+	Delete bool
+	Claim
+}
+
+// ChangeSource is a Source that can also deliver only what changed. The
+// Cache reads a ChangeSource in full once, then asks only for the changes
+// since the version it holds, so a refresh costs the source (and the
+// cache) in proportion to the changes, not to the number of claims.
+type ChangeSource interface {
+	Source
+	// ClaimChanges calls apply for every change to service's approved
+	// claims after version, a version that ApprovedClaims or ClaimChanges
+	// returned, oldest first, and returns the version after the last change
+	// it delivered (version itself when nothing changed). Applying them in
+	// order to the set of that version gives the set of the returned one.
+	// It returns an error wrapping ErrVersionExpired when it cannot deliver
+	// the changes since version, and the error of apply, wrapped, as soon as
+	// apply fails. A delivery that ends in an error is discarded by the
+	// caller.
+	ClaimChanges(ctx context.Context, service, version string, apply func(Change) error) (string, error)
+}

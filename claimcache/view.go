@@ -1,0 +1,148 @@
+package claimcache
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"time"
+)
+
+// view is what a Cache holds for a service: a snapshot built from one full
+// read, and the changes applied since in a small map over it. Like the
+// snapshot, a view is immutable; applying changes makes a new one (see
+// editor), so lookups take no lock. Once the changes outnumber
+// foldThreshold they are folded into a new snapshot, which bounds both the
+// map's memory and the copy each batch of changes makes of it.
+type view struct {
+	base    *snapshot
+	over    map[tuple]overlay // changed tuples; nil when none
+	version string            // the source's version of this state
+	claims  int               // distinct tuples held
+	skipped int               // records and changes left out as malformed or foreign
+}
+
+// tuple is the key of a claim.
+type tuple struct {
+	publicKey [ed25519.PublicKeySize]byte
+	namespace string
+}
+
+// overlay is a changed tuple: its claim, or a removal (id "").
+type overlay struct {
+	id         string
+	approvedAt int64 // Unix milliseconds, as in a slot
+}
+
+// foldThreshold is the number of changed tuples past which a view's
+// changes are folded into a new snapshot: a sixteenth of the snapshot,
+// and at least 4,096, so that folding (which rebuilds the snapshot) costs
+// a small constant per change.
+func foldThreshold(base *snapshot) int { return max(4096, base.claims/16) }
+
+// newView returns the view of a freshly built snapshot.
+func newView(s *snapshot) *view {
+	return &view{base: s, version: s.version, claims: s.claims, skipped: s.skipped}
+}
+
+func (v *view) lookup(namespace string, publicKey []byte) (Approval, bool) {
+	if v.over != nil && len(publicKey) == ed25519.PublicKeySize {
+		if o, ok := v.over[tuple{[ed25519.PublicKeySize]byte(publicKey), namespace}]; ok {
+			if o.id == "" {
+				return Approval{}, false
+			}
+			return Approval{ClaimID: o.id, ApprovedAt: time.UnixMilli(o.approvedAt).UTC()}, true
+		}
+	}
+	return v.base.lookup(namespace, publicKey)
+}
+
+// editor applies one delivery of changes to a copy of a view. The copy of
+// the map is made at the first change, so a delivery with none costs
+// nothing.
+type editor struct {
+	service string
+	from    *view
+	next    view
+	copied  bool
+}
+
+func (v *view) edit(service string) *editor {
+	return &editor{service: service, from: v, next: *v}
+}
+
+// apply applies one change; a malformed or foreign one is counted as
+// skipped, as the builder does with records.
+func (e *editor) apply(ch Change) error {
+	c := ch.Claim
+	if c.Service != e.service || c.ID == "" || len(c.ID) > maxClaimIDLen ||
+		c.Namespace == "" || len(c.Namespace) > maxNamespaceLen {
+		e.next.skipped++
+		return nil
+	}
+	pub, err := ParsePublicKey(c.PublicKey)
+	if err != nil {
+		e.next.skipped++
+		return nil
+	}
+	if !e.copied {
+		e.next.over = maps.Clone(e.from.over)
+		if e.next.over == nil {
+			e.next.over = map[tuple]overlay{}
+		}
+		e.copied = true
+	}
+	k := tuple{[ed25519.PublicKeySize]byte(pub), c.Namespace}
+	held, had := e.next.lookup(c.Namespace, pub)
+	switch {
+	case !ch.Delete:
+		e.next.over[k] = overlay{id: c.ID, approvedAt: c.ApprovedAt.UnixMilli()}
+		if !had {
+			e.next.claims++
+		}
+	case had && held.ClaimID == c.ID:
+		if _, inBase := e.next.base.lookup(c.Namespace, pub); inBase {
+			e.next.over[k] = overlay{}
+		} else {
+			delete(e.next.over, k)
+		}
+		e.next.claims--
+	}
+	return nil
+}
+
+// done returns the edited view at version, folded into a new snapshot when
+// its changes have grown past foldThreshold.
+func (e *editor) done(version string) (*view, error) {
+	v := e.next
+	v.version = version
+	if len(v.over) <= foldThreshold(v.base) {
+		return &v, nil
+	}
+	b := &builder{service: e.service}
+	var err error
+	v.base.each(func(ns string, pub *[ed25519.PublicKeySize]byte, a Approval) bool {
+		if _, changed := v.over[tuple{*pub, ns}]; !changed {
+			err = b.add(Claim{ID: a.ClaimID, Namespace: ns, PublicKey: formatKey(pub[:]), Service: e.service, ApprovedAt: a.ApprovedAt})
+		}
+		return err == nil
+	})
+	for k, o := range v.over {
+		if err == nil && o.id != "" {
+			err = b.add(Claim{ID: o.id, Namespace: k.namespace, PublicKey: formatKey(k.publicKey[:]), Service: e.service, ApprovedAt: time.UnixMilli(o.approvedAt)})
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	snap, err := b.build(version)
+	if err != nil {
+		return nil, fmt.Errorf("claimcache: folding changes: %w", err)
+	}
+	folded := newView(snap)
+	folded.skipped = v.skipped
+	return folded, nil
+}
+
+// formatKey is the feed's form of a raw key, for ParsePublicKey.
+func formatKey(raw []byte) string { return "ed25519:" + base64.StdEncoding.EncodeToString(raw) }

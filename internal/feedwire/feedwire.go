@@ -1,0 +1,76 @@
+// Package feedwire is the wire format of the incremental approved-claims
+// feed, shared by the control plane that serves it and the claims cache
+// that reads it: GET /v1/namespaces/claims?since=<cursor> answers the
+// changes to the key's service's approved claims after the cursor.
+//
+// A cursor is the decimal number of a service's last change seen (its
+// change sequence; the full feed's pages carry the current one). Numbers
+// grow by one with every change, and the changes of one service commit in
+// number order, so "every change up to n" is a complete state: a client
+// holding a snapshot at cursor n reaches the snapshot at m by applying the
+// changes n+1…m in order. A push of changes can carry the same numbers.
+package feedwire
+
+import (
+	"errors"
+	"strconv"
+	"time"
+)
+
+// SinceQuery is the feed's query parameter that asks for changes.
+const SinceQuery = "since"
+
+// AfterQuery is the full feed's query parameter that continues a read
+// after a claim (its claim_id), instead of at an offset: a page after the
+// last claim of the previous one neither skips nor repeats a claim however
+// the feed changes between the two.
+const AfterQuery = "after"
+
+// Change operations: the claim is approved (add it, or replace the tuple's
+// claim), or it no longer is (remove the tuple if it holds that claim).
+const (
+	OpUpsert = "upsert"
+	OpDelete = "delete"
+)
+
+// Changes is the answer to a request with a cursor: the next changes,
+// oldest first, the cursor after the last of them (the request's own when
+// there are none), and whether more follow at once.
+type Changes struct {
+	Changes []Change `json:"changes"`
+	Cursor  string   `json:"cursor"`
+	More    bool     `json:"more"`
+}
+
+// Change is one change. A delete carries the claim's id, namespace,
+// public key and service only.
+type Change struct {
+	Op         string    `json:"op"`
+	ClaimID    string    `json:"claim_id"`
+	Namespace  string    `json:"namespace"`
+	PublicKey  string    `json:"public_key"`
+	Service    string    `json:"service"`
+	ApprovedAt time.Time `json:"approved_at,omitzero"`
+	Subject    string    `json:"subject,omitempty"`
+	AgentID    string    `json:"agent_id,omitempty"`
+	AgentName  string    `json:"agent_name,omitempty"`
+}
+
+// FormatCursor returns the cursor of change number seq.
+func FormatCursor(seq int64) string { return strconv.FormatInt(seq, 10) }
+
+// ErrCursorSyntax is returned by ParseCursor for anything but a decimal
+// number from 0 to 2^63-1 without sign or leading zeros.
+var ErrCursorSyntax = errors.New("feedwire: cursor must be a non-negative decimal number")
+
+// ParseCursor returns the change number of cursor.
+func ParseCursor(cursor string) (int64, error) {
+	if cursor == "" || len(cursor) > 1 && cursor[0] == '0' || cursor[0] < '0' || cursor[0] > '9' {
+		return 0, ErrCursorSyntax
+	}
+	n, err := strconv.ParseInt(cursor, 10, 64)
+	if err != nil {
+		return 0, ErrCursorSyntax
+	}
+	return n, nil
+}
