@@ -52,6 +52,12 @@ var _ Source = (*HTTPSource)(nil)
 
 // ApprovedClaims implements Source.
 func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string, add func(Claim) error) (string, error) {
+	return h.approvedClaims(ctx, service, version, add, nil)
+}
+
+// approvedClaims is ApprovedClaims, and tells reserve (when not nil) the
+// total the first page announces.
+func (h *HTTPSource) approvedClaims(ctx context.Context, service, version string, add func(Claim) error, reserve func(int)) (string, error) {
 	if h.BaseURL == "" || h.APIKey == nil {
 		return "", errors.New("claimcache: HTTPSource needs BaseURL and APIKey")
 	}
@@ -70,34 +76,41 @@ func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string
 	if err != nil {
 		return "", fmt.Errorf("claimcache: BaseURL: %w", err)
 	}
+	var addErr error // add's, told apart from the page's
+	claim := func(c Claim) error {
+		addErr = add(c)
+		return addErr
+	}
 	etag, total := "", -1
 	for offset := 0; ; {
-		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, version)
+		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, version, claim)
+		if addErr != nil {
+			return "", fmt.Errorf("claimcache: feed of service %q: %w", service, addErr)
+		}
 		if err != nil {
 			return "", err
 		}
 		if offset == 0 {
 			etag, total, version = tag, p.total, ""
+			if reserve != nil {
+				reserve(total)
+			}
 		} else if p.total != total {
 			return "", fmt.Errorf("claimcache: total went from %d to %d: %w", total, p.total, ErrFeedChanged)
 		}
-		for _, c := range p.claims {
-			if err := add(c); err != nil {
-				return "", fmt.Errorf("claimcache: feed of service %q: %w", service, err)
-			}
-		}
-		offset += len(p.claims)
+		offset += p.claims
 		if !p.hasMore {
 			return etag, nil
 		}
-		if len(p.claims) == 0 {
+		if p.claims == 0 {
 			return "", fmt.Errorf("claimcache: feed page at offset %d is empty but has_more is true", offset)
 		}
 	}
 }
 
-// page fetches one page. ifNoneMatch is only non-empty for the first page.
-func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, ifNoneMatch string) (feedPage, string, error) {
+// page fetches one page and hands its claims to claim as they are decoded.
+// ifNoneMatch is only non-empty for the first page.
+func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, ifNoneMatch string, claim func(Claim) error) (feedPage, string, error) {
 	q := url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
 	if err != nil {
@@ -119,51 +132,98 @@ func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, li
 	case resp.StatusCode != http.StatusOK:
 		return feedPage{}, "", statusError("feed", resp)
 	}
-	p, err := decodeFeedPage(io.LimitReader(resp.Body, maxPageBytes))
+	p, err := decodeFeedPage(io.LimitReader(resp.Body, maxPageBytes), claim)
 	if err != nil {
 		return feedPage{}, "", fmt.Errorf("claimcache: feed page at offset %d: %w", offset, err)
 	}
 	return p, resp.Header.Get("ETag"), nil
 }
 
-// feedPage is a validated page of the feed.
+// feedPage is what a validated page of the feed said besides its claims.
 type feedPage struct {
-	claims  []Claim
+	claims  int // how many it had
 	total   int
 	hasMore bool
 }
 
-// decodeFeedPage parses {"claims":[…],"pagination":{"limit","offset","total","has_more"}}.
-// Both members are required; unknown members are ignored.
-func decodeFeedPage(r io.Reader) (feedPage, error) {
-	var wire struct {
-		Claims     *[]Claim `json:"claims"`
-		Pagination *struct {
-			Limit   *int  `json:"limit"`
-			Offset  *int  `json:"offset"`
-			Total   *int  `json:"total"`
-			HasMore *bool `json:"has_more"`
-		} `json:"pagination"`
+// decodeFeedPage parses {"claims":[…],"pagination":{"limit","offset","total","has_more"}}
+// as it reads it, handing each claim to claim as soon as it is decoded, so a
+// page is never held whole. Both members are required, "claims" once;
+// unknown members are ignored. An error of claim ends the decoding and is
+// returned as it is. A page that turns out malformed after some of its
+// claims were handed on fails all the same, and its delivery with it.
+func decodeFeedPage(r io.Reader, claim func(Claim) error) (feedPage, error) {
+	var pg *struct {
+		Limit   *int  `json:"limit"`
+		Offset  *int  `json:"offset"`
+		Total   *int  `json:"total"`
+		HasMore *bool `json:"has_more"`
 	}
+	claims := -1 // not seen yet
 	dec := json.NewDecoder(r)
-	if err := dec.Decode(&wire); err != nil {
-		return feedPage{}, fmt.Errorf("malformed JSON: %w", err)
+	malformed := func(err error) (feedPage, error) { return feedPage{}, fmt.Errorf("malformed JSON: %w", err) }
+	if t, err := dec.Token(); err != nil {
+		return malformed(err)
+	} else if t != json.Delim('{') {
+		return feedPage{}, errors.New("the page is not a JSON object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return malformed(err)
+		}
+		switch t {
+		case "claims":
+			if claims >= 0 {
+				return feedPage{}, errors.New(`"claims" appears twice`)
+			}
+			if t, err = dec.Token(); err != nil {
+				return malformed(err)
+			} else if t == nil {
+				continue // null: missing
+			} else if t != json.Delim('[') {
+				return feedPage{}, errors.New(`"claims" is not an array`)
+			}
+			for claims = 0; dec.More(); claims++ {
+				var c Claim
+				if err := dec.Decode(&c); err != nil {
+					return malformed(err)
+				}
+				if err := claim(c); err != nil {
+					return feedPage{}, err
+				}
+			}
+			if _, err := dec.Token(); err != nil { // ]
+				return malformed(err)
+			}
+		case "pagination":
+			if err := dec.Decode(&pg); err != nil {
+				return malformed(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return malformed(err)
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // }
+		return malformed(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return feedPage{}, errors.New("trailing data after the JSON object")
 	}
-	pg := wire.Pagination
 	switch {
-	case wire.Claims == nil:
+	case claims < 0:
 		return feedPage{}, errors.New(`missing "claims"`)
 	case pg == nil || pg.Limit == nil || pg.Offset == nil || pg.Total == nil || pg.HasMore == nil:
 		return feedPage{}, errors.New(`"pagination" needs limit, offset, total and has_more`)
 	case *pg.Limit < 0 || *pg.Offset < 0 || *pg.Total < 0:
 		return feedPage{}, errors.New("negative pagination value")
-	case len(*wire.Claims) > *pg.Limit:
-		return feedPage{}, fmt.Errorf("%d claims on a page of limit %d", len(*wire.Claims), *pg.Limit)
+	case claims > *pg.Limit:
+		return feedPage{}, fmt.Errorf("%d claims on a page of limit %d", claims, *pg.Limit)
 	}
-	return feedPage{claims: *wire.Claims, total: *pg.Total, hasMore: *pg.HasMore}, nil
+	return feedPage{claims: claims, total: *pg.Total, hasMore: *pg.HasMore}, nil
 }
 
 // noRedirects returns a copy of c (nil: http.DefaultClient) that hands a
