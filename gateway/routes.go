@@ -66,6 +66,7 @@ func NewServer(h http.Handler) *http.Server {
 // collection; at 3,000 requests/s that is several a second, and requests
 // that meet one pay for it at p99 (bench/README.md has the figures). At 400
 // the heap may grow to five times the live data before a collection, a few
-// tens of megabytes for a typical gateway; GOMEMLIMIT caps it. cmd/gateway
-// sets it unless GOGC is set.
+// tens of megabytes for a typical gateway, and a memory limit caps it
+// (cmd/gateway sets one: GATEWAY_MEMORY_LIMIT_BYTES or GOMEMLIMIT).
+// cmd/gateway runs at this target unless GOGC is set.
 const GCPercent = 400

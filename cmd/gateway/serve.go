@@ -33,6 +33,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	logger := s.log.Logger(env.stderr)
 	s.gateway.Logger = logger
 	gcPercent := tuneGC(s.gogc)
+	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
 	gw, err := gateway.New(s.gateway)
 	if err != nil {
 		return err
@@ -52,7 +53,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	logger.Info("gateway listening", "addr", ln.Addr().String(), "data_dir", s.gateway.DataDir, "admin_token", tokenFrom,
 		"registry", s.gateway.RegistryURL, "admin_access", string(s.gateway.AdminAccess), "gateway_did", gw.Identity().DID(),
-		"gogc", gcPercent)
+		"gogc", gcPercent, "memory_limit_bytes", memoryLimit)
 	if err := gw.Start(context.Background()); err != nil {
 		return err
 	}
