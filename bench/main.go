@@ -85,6 +85,7 @@ type options struct {
 	cpuProfile              string
 	profilePhase            string
 	soak, soakEvery         time.Duration
+	scale                   bool
 }
 
 // Bounds of the flags, so that a run always ends in reasonable time.
@@ -112,6 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profilePhase, "profile", TargetGateway+"/"+ModeMax, "the phase -cpuprofile profiles, as target/mode")
 	fs.DurationVar(&o.soak, "soak", 0, "instead of the phases, load the gateway route at its maximum rate for this long, "+
 		"signing each request as it is sent, and report rate, NONCE_STORE_FULL, errors and the gateway's memory over time (at most 24h)")
+	fs.BoolVar(&o.scale, "scale", false, "instead of the phases, measure the gateway and the baseline pinned to 1, 2, 4, … cores (see bench/README.md)")
 	fs.DurationVar(&o.soakEvery, "soak-every", 30*time.Second, "interval of the soak's report rows")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -166,6 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer cleanup()
 
+	cpus := allowedCPUs() // before startStack pins this process to some of them
 	fmt.Fprintf(stderr, "starting upstream, MCP server, control plane (%d claims), gateway and baseline on 127.0.0.1\n", o.claims)
 	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	st, err := startStack(setupCtx, dir, o.claims, stderr)
@@ -183,6 +186,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer b.closeIdle()
 	if o.soak > 0 {
 		return b.soak(stdout)
+	}
+	if o.scale {
+		return b.scale(stdout, dir, cpus)
 	}
 	if err := b.runAll(); err != nil {
 		return err

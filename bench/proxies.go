@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/replay"
 )
 
 // The measured side of the stack, the gateway and the baseline, runs in a
@@ -74,8 +75,12 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	if os.Getenv("GOGC") == "" { // as cmd/gateway does; the baseline shares the process
+	// As cmd/gateway does with its defaults; the baseline shares the process.
+	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gateway.GCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(replay.DefaultMaxBytes + gateway.MemoryHeadroom)
 	}
 	s := &stack{upstream: cfg.Upstream, mcpServer: cfg.MCPServer, controlPlane: cfg.ControlPlane, serviceKey: cfg.ServiceKey}
 	defer s.close()
@@ -132,10 +137,9 @@ type proxyProcess struct {
 	out *bufio.Scanner
 }
 
-// startProxies starts the child with cfg, pinning it and this process to
-// separate CPUs when there are enough, and waits until its proxies are
-// ready.
-func startProxies(ctx context.Context, cfg proxyConfig, stderr io.Writer) (*proxyProcess, error) {
+// startProxies starts the child with cfg by start (startSplit, or a
+// startPinned for one core count), and waits until its proxies are ready.
+func startProxies(ctx context.Context, cfg proxyConfig, stderr io.Writer, start func(*exec.Cmd) error) (*proxyProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -152,7 +156,7 @@ func startProxies(ctx context.Context, cfg proxyConfig, stderr io.Writer) (*prox
 		return nil, err
 	}
 	p := &proxyProcess{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	if err := startSplit(cmd); err != nil {
+	if err := start(cmd); err != nil {
 		return nil, err
 	}
 	ready := make(chan error, 1)

@@ -85,7 +85,7 @@ func startStack(ctx context.Context, dir string, claims int, stderr io.Writer) (
 		return s, fmt.Errorf("control plane: %w", err)
 	}
 	p, err := startProxies(ctx, proxyConfig{Upstream: s.upstream, MCPServer: s.mcpServer,
-		ControlPlane: s.controlPlane, ServiceKey: s.serviceKey, Dir: dir}, stderr)
+		ControlPlane: s.controlPlane, ServiceKey: s.serviceKey, Dir: dir}, stderr, startSplit)
 	if err != nil {
 		return s, fmt.Errorf("gateway and baseline: %w", err)
 	}

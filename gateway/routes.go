@@ -70,3 +70,9 @@ func NewServer(h http.Handler) *http.Server {
 // (cmd/gateway sets one: GATEWAY_MEMORY_LIMIT_BYTES or GOMEMLIMIT).
 // cmd/gateway runs at this target unless GOGC is set.
 const GCPercent = 400
+
+// MemoryHeadroom is what cmd/gateway's default memory limit allows beyond
+// the nonce store's budget (Config.NonceMaxBytes): the claims snapshots
+// (about 110 bytes a claim, and a second set while a changed feed is
+// rebuilt), connections, buffers and the garbage between two collections.
+const MemoryHeadroom = 256 << 20

@@ -25,12 +25,6 @@ func tuneGC(gogc string) int {
 	return gateway.GCPercent
 }
 
-// memoryHeadroom is what GATEWAY_MEMORY_LIMIT_BYTES's default allows beyond
-// the nonce store's budget: the claims snapshots (about 110 bytes a claim,
-// and a second set while a changed feed is rebuilt), connections, buffers
-// and the garbage between two collections.
-const memoryHeadroom = 256 << 20
-
 // tuneMemory sets the runtime's memory limit to limit unless GOMEMLIMIT is
 // set (gomemlimit is its value), and returns the limit in force.
 func tuneMemory(limit int64, gomemlimit string) int64 {

@@ -140,8 +140,8 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 		}
 		c.NonceMaxBytes = max(replay.MemoryFor(n), 1<<20)
 	}
-	s.memoryLimit = r.Int64("GATEWAY_MEMORY_LIMIT_BYTES", c.NonceMaxBytes+memoryHeadroom, 1<<20,
-		fmt.Sprintf("memory the Go runtime keeps the process within, in bytes (default: the nonce budget + %d MiB); GOMEMLIMIT, when set, wins", memoryHeadroom>>20))
+	s.memoryLimit = r.Int64("GATEWAY_MEMORY_LIMIT_BYTES", c.NonceMaxBytes+gateway.MemoryHeadroom, 1<<20,
+		fmt.Sprintf("memory the Go runtime keeps the process within, in bytes (default: the nonce budget + %d MiB); GOMEMLIMIT, when set, wins", gateway.MemoryHeadroom>>20))
 	if s.memoryLimit <= c.NonceMaxBytes {
 		r.Problemf("GATEWAY_MEMORY_LIMIT_BYTES must exceed the nonce store's budget (%d bytes), which a busy gateway fills", c.NonceMaxBytes)
 	}
