@@ -149,82 +149,103 @@ type feedPage struct {
 // decodeFeedPage parses {"claims":[…],"pagination":{"limit","offset","total","has_more"}}
 // as it reads it, handing each claim to claim as soon as it is decoded, so a
 // page is never held whole. Both members are required, "claims" once;
-// unknown members are ignored. An error of claim ends the decoding and is
+// unknown members are ignored, and keys match as encoding/json matches
+// them (exactly or under case folding). An error of claim ends the decoding and is
 // returned as it is. A page that turns out malformed after some of its
 // claims were handed on fails all the same, and its delivery with it.
 func decodeFeedPage(r io.Reader, claim func(Claim) error) (feedPage, error) {
-	var pg *struct {
-		Limit   *int  `json:"limit"`
-		Offset  *int  `json:"offset"`
-		Total   *int  `json:"total"`
-		HasMore *bool `json:"has_more"`
+	var pg struct {
+		seen                 bool
+		limit, offset, total *int
+		hasMore              *bool
 	}
 	claims := -1 // not seen yet
-	dec := json.NewDecoder(r)
+	p := &pageReader{r: r, buf: make([]byte, 0, 32<<10)}
+	var text []byte
 	malformed := func(err error) (feedPage, error) { return feedPage{}, fmt.Errorf("malformed JSON: %w", err) }
-	if t, err := dec.Token(); err != nil {
-		return malformed(err)
-	} else if t != json.Delim('{') {
-		return feedPage{}, errors.New("the page is not a JSON object")
+	if !p.consume('{') {
+		return malformed(p.fail())
 	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return malformed(err)
-		}
-		switch t {
-		case "claims":
+	err := p.members(func(key []byte) error {
+		switch {
+		case keyIs(key, "claims"):
 			if claims >= 0 {
-				return feedPage{}, errors.New(`"claims" appears twice`)
+				return errors.New(`"claims" appears twice`)
 			}
-			if t, err = dec.Token(); err != nil {
-				return malformed(err)
-			} else if t == nil {
-				continue // null: missing
-			} else if t != json.Delim('[') {
-				return feedPage{}, errors.New(`"claims" is not an array`)
+			if p.literal("null") {
+				return nil // missing
 			}
-			for claims = 0; dec.More(); claims++ {
+			if !p.consume('[') {
+				return errors.New(`"claims" is not an array`)
+			}
+			claims = 0
+			return p.elements(func() error {
 				var c Claim
-				if err := dec.Decode(&c); err != nil {
-					return malformed(err)
+				var err error
+				if c, text, err = p.claim(text); err != nil {
+					return err
 				}
+				claims++
 				if err := claim(c); err != nil {
-					return feedPage{}, err
+					return &claimError{err}
 				}
+				return nil
+			})
+		case keyIs(key, "pagination"):
+			pg.seen = false
+			if p.literal("null") {
+				return nil
 			}
-			if _, err := dec.Token(); err != nil { // ]
-				return malformed(err)
+			if !p.consume('{') {
+				return errors.New(`"pagination" is not an object`)
 			}
-		case "pagination":
-			if err := dec.Decode(&pg); err != nil {
-				return malformed(err)
-			}
-		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return malformed(err)
-			}
+			pg.seen, pg.limit, pg.offset, pg.total, pg.hasMore = true, nil, nil, nil, nil
+			return p.members(func(key []byte) error {
+				switch {
+				case keyIs(key, "limit"):
+					return p.integer(&pg.limit)
+				case keyIs(key, "offset"):
+					return p.integer(&pg.offset)
+				case keyIs(key, "total"):
+					return p.integer(&pg.total)
+				case keyIs(key, "has_more"):
+					return p.boolean(&pg.hasMore)
+				}
+				return p.skip(0)
+			})
 		}
-	}
-	if _, err := dec.Token(); err != nil { // }
+		return p.skip(0)
+	})
+	var ce *claimError
+	switch {
+	case errors.As(err, &ce):
+		return feedPage{}, ce.err
+	case err != nil:
 		return malformed(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	case p.peek() != 0 || p.err != io.EOF:
+		if p.err != nil && p.err != io.EOF {
+			return malformed(p.err)
+		}
 		return feedPage{}, errors.New("trailing data after the JSON object")
 	}
 	switch {
 	case claims < 0:
 		return feedPage{}, errors.New(`missing "claims"`)
-	case pg == nil || pg.Limit == nil || pg.Offset == nil || pg.Total == nil || pg.HasMore == nil:
+	case !pg.seen || pg.limit == nil || pg.offset == nil || pg.total == nil || pg.hasMore == nil:
 		return feedPage{}, errors.New(`"pagination" needs limit, offset, total and has_more`)
-	case *pg.Limit < 0 || *pg.Offset < 0 || *pg.Total < 0:
+	case *pg.limit < 0 || *pg.offset < 0 || *pg.total < 0:
 		return feedPage{}, errors.New("negative pagination value")
-	case claims > *pg.Limit:
-		return feedPage{}, fmt.Errorf("%d claims on a page of limit %d", claims, *pg.Limit)
+	case claims > *pg.limit:
+		return feedPage{}, fmt.Errorf("%d claims on a page of limit %d", claims, *pg.limit)
 	}
-	return feedPage{claims: claims, total: *pg.Total, hasMore: *pg.HasMore}, nil
+	return feedPage{claims: claims, total: *pg.total, hasMore: *pg.hasMore}, nil
 }
+
+// claimError carries the error of decodeFeedPage's claim out of the
+// reader, apart from the page's own errors.
+type claimError struct{ err error }
+
+func (e *claimError) Error() string { return e.err.Error() }
 
 // noRedirects returns a copy of c (nil: http.DefaultClient) that hands a
 // 3xx back instead of following it: the requests carry an API key and,
