@@ -312,7 +312,7 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 // moves once.
 func (b *builder) permute(pos []uint32) []slot {
 	n, m := len(b.slots), len(pos)
-	table := b.slots[:n:n]
+	var table []slot
 	if c := cap(b.slots); c >= m && c <= m+m/4 { // reserved for this table
 		table = b.slots[:m]
 		clear(table[n:])
