@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The snapshot matches tuples exactly: a lookup that differs from an approved
@@ -224,5 +225,40 @@ func TestSnapshotFindsEveryTupleAtEverySize(t *testing.T) {
 				t.Fatalf("n=%d: tuple %d: %q, %v; want %q", n, j, a.ClaimID, ok, want)
 			}
 		}
+	}
+}
+
+// A builder told the total beforehand collects its claims in the table's
+// own array, and a table built from fewer claims than told is copied to
+// its size, so that no snapshot keeps room it does not use.
+func TestReserveBuildsInPlace(t *testing.T) {
+	t.Parallel()
+	fill := func(b *builder, n int) {
+		k := make([]byte, ed25519.PublicKeySize)
+		for i := range n {
+			binary.LittleEndian.PutUint32(k, uint32(i))
+			if err := b.add(Claim{ID: fmt.Sprint("clm_", i), Namespace: "ns", PublicKey: format(k), Service: "svc"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const n = 10_000
+	b := &builder{service: "svc"}
+	b.reserve(n)
+	array := unsafe.SliceData(b.slots)
+	fill(b, n)
+	if s := mustBuild(t, b); unsafe.SliceData(s.table) != array || len(s.table) != tableSize(n) || s.claims != n {
+		t.Errorf("reserved: table of %d slots (cap %d) for %d claims, in the reserved array: %v", len(s.table), cap(s.table), s.claims, unsafe.SliceData(s.table) == array)
+	}
+	b = &builder{service: "svc"}
+	b.reserve(2 * n)
+	fill(b, n)
+	if s := mustBuild(t, b); cap(s.table) != tableSize(n) || s.claims != n {
+		t.Errorf("over-reserved: table of %d slots (cap %d) for %d claims, want %d", len(s.table), cap(s.table), s.claims, tableSize(n))
+	}
+	b = &builder{service: "svc"}
+	b.reserve(maxReserve + 1) // a feed's claimed total beyond the bound reserves nothing
+	if cap(b.slots) != 0 {
+		t.Errorf("reserved %d slots past maxReserve", cap(b.slots))
 	}
 }
