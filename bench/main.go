@@ -30,11 +30,14 @@
 //
 //	go run ./bench [-duration 3s] [-rounds 5] [-workers N] [-rate R] [-json]
 //	go run ./bench -soak 10m [-soak-every 30s] [-workers N]
+//	go run ./bench -scale [-duration 3s] [-rounds 5] [-workers N] [-claims N]
 //
 // With -soak it runs no phases: it loads the gateway route at its maximum
 // rate for that long, each request signed as it is sent, and reports the
 // rate, NONCE_STORE_FULL answers, errors and the gateway's memory over
-// time (soak.go).
+// time (soak.go). With -scale it runs the gateway and the baseline on 1,
+// 2, 4, … cores in turn and reports their rate, CPU per request, memory
+// and added latency at each count (scale.go).
 //
 // The report is a table on stdout (or JSON with -json); progress goes to
 // stderr. The exit status is 1 when any request failed. README.md explains
@@ -170,7 +173,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	cpus := allowedCPUs() // before startStack pins this process to some of them
 	fmt.Fprintf(stderr, "starting upstream, MCP server, control plane (%d claims), gateway and baseline on 127.0.0.1\n", o.claims)
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	// Seeding the control plane's SQLite takes the most of it: over six
+	// minutes for a million claims on a busy 2-CPU machine.
+	setupCtx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(o.claims)*300*time.Microsecond)
 	st, err := startStack(setupCtx, dir, o.claims, stderr)
 	cancel()
 	if err != nil {

@@ -48,6 +48,7 @@ type proxyConfig struct {
 	Upstream, MCPServer, ControlPlane string // base URLs
 	ServiceKey                        string
 	Dir                               string // for the gateway's data
+	Claims                            int    // in the feed, for how long its first load may take
 }
 
 // proxyAddrs is the child's answer: where the proxies listen.
@@ -89,7 +90,7 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 		return fmt.Errorf("baseline: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := s.startGateway(ctx, cfg.Dir, logger); err != nil {
+	if err := s.startGateway(ctx, cfg.Dir, cfg.Claims, logger); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	out := json.NewEncoder(stdout)
