@@ -9,10 +9,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"testing"
@@ -240,6 +242,54 @@ func BenchmarkLoad1M(b *testing.B) {
 		b.ReportMetric(float64(top-before)/(1<<20), "peak-heap-MB")
 		runtime.KeepAlive(c)
 	}
+}
+
+// BenchmarkMemoryUnderTraffic1M holds a snapshot of 1,000,000 claims while
+// 3,000,000 lookups run with the garbage a gateway's requests make (4 KiB
+// each), at the gateway's GOGC of 400, under the memory limit of each
+// sub-benchmark (192 MiB, and cmd/gateway's default). It reports the memory
+// the Go runtime holds from the system at the end (runtime-MB: mapped and
+// not released, an upper bound of what it keeps resident) and its most
+// during the lookups (peak-runtime-MB). Run it with -benchtime 1x.
+func BenchmarkMemoryUnderTraffic1M(b *testing.B) {
+	for _, limit := range []int64{192 << 20, 512 << 20} { // the larger last: memory it takes is not all given back
+		b.Run(fmt.Sprintf("limit-%dMiB", limit>>20), func(b *testing.B) {
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+			debug.FreeOSMemory() // what an earlier run left
+			c := loadedCache(b, benchClaims, shortPrefix)
+			namespaces := make([]string, 1<<16)
+			for i := range namespaces {
+				namespaces[i] = shortPrefix + strconv.Itoa(i)
+			}
+			var sink []byte
+			var peak uint64
+			for b.Loop() {
+				for i := range 3_000_000 {
+					n := i % len(namespaces)
+					if _, err := c.Lookup("github", namespaces[n], benchKey(n)); err != nil {
+						b.Fatal(err)
+					}
+					sink = make([]byte, 4<<10)
+					if i%4096 == 0 {
+						peak = max(peak, runtimeHeld())
+					}
+				}
+			}
+			runtime.KeepAlive(sink)
+			b.ReportMetric(float64(runtimeHeld())/(1<<20), "runtime-MB")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-runtime-MB")
+			runtime.KeepAlive(c)
+		})
+	}
+}
+
+// runtimeHeld is the memory the Go runtime has mapped and not released
+// to the system.
+func runtimeHeld() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }
 
 // feedPages encodes the feed of n generated claims as the control plane
