@@ -29,6 +29,7 @@ func FuzzDecodeFeedPage(f *testing.F) {
 		`{"claims":[],"pagination":{"limit":1.0,"offset":0,"total":0,"has_more":false}}`,
 		`{"claims":[],"pagination":{"limit":01,"offset":0,"total":0,"has_more":false}}`,
 		`{"claims":[],"pagination":{"limit":1,"offset":0,"total":0,"has_more":false}} {}`,
+		`{"claims":[],"pagination":{"limit":1,"offset":0,"total":0,"has_more":false}}` + "\x00",
 		`{"claims":[],"claims":[],"pagination":{"limit":1,"offset":0,"total":0,"has_more":false}}`,
 		`{"claims":[1],"pagination":{"limit":1,"offset":0,"total":0,"has_more":false}}`,
 		`{"claims":[{"namespace":"a\u00"}],"pagination":{"limit":1,"offset":0,"total":0,"has_more":false}}`,

@@ -222,11 +222,12 @@ func decodeFeedPage(r io.Reader, claim func(Claim) error) (feedPage, error) {
 		return feedPage{}, ce.err
 	case err != nil:
 		return malformed(err)
-	case p.peek() != 0 || p.err != io.EOF:
-		if p.err != nil && p.err != io.EOF {
-			return malformed(p.err)
-		}
+	}
+	if p.peek(); p.pos < len(p.buf) {
 		return feedPage{}, errors.New("trailing data after the JSON object")
+	}
+	if p.err != io.EOF {
+		return malformed(p.err)
 	}
 	switch {
 	case claims < 0:
