@@ -202,7 +202,7 @@ func TestScale(t *testing.T) {
 	rows := 0
 	for line := range strings.Lines(out.String()) {
 		f := strings.Fields(line)
-		if len(f) != 10 || f[0] == "cores" {
+		if len(f) != 11 || f[0] == "cores" {
 			continue
 		}
 		rows++

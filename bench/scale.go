@@ -18,6 +18,7 @@ type scaleRow struct {
 	gwCPU, baseCPU     float64 // the child's CPU µs per successful request
 	rss                int64   // the child's resident set after the gateway's max phase
 	rate               float64 // of the open-loop phase: half the gateway's max
+	achieved           float64 // the gateway's successful requests per second in it
 	addedP50, addedP99 float64 // gateway minus upstream at rate, ms
 }
 
@@ -92,6 +93,7 @@ func (b *bench) scale(stdout io.Writer, dir string, cpus []int) error {
 			return err
 		}
 		row.addedP50, row.addedP99 = res[1].P50-res[0].P50, res[1].P99-res[0].P99
+		row.achieved = res[1].RPS
 		rows = append(rows, row)
 	}
 	writeScale(stdout, b.report.Machine, b.o, rows)
@@ -105,17 +107,18 @@ func writeScale(w io.Writer, m Machine, o options, rows []scaleRow) {
 	fmt.Fprintf(w, "idn bench scale: %d CPUs (%s), %s, %s\n", m.CPUs, m.CPUModel, m.GoVersion, time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "gateway and baseline in a child process with GOMAXPROCS = cores, pinned to that many CPUs while fewer than all;\n"+
 		"load generator, upstream and control plane on the other CPUs (on all of them at the last count). Phases of %s in %d rounds, %d workers.\n"+
-		"CPU µs/req and RSS are the child process's (RSS after the gateway's max phase; the idle baseline shares it); added latency is gateway minus upstream at half the gateway's max (open loop).\n\n",
+		"CPU µs/req and RSS are the child process's (RSS after the gateway's max phase; the idle baseline shares it); added latency is gateway minus upstream\n"+
+		"at half the gateway's max (open loop, rate/s), of which the gateway answered gw got/s: below rate/s, it fell behind and its queue is in the latency.\n\n",
 		o.duration, o.rounds, o.workers)
-	fmt.Fprintf(w, "%5s %10s %10s %6s %10s %12s %8s %8s %8s %8s\n", "cores", "gw req/s", "base req/s", "gw/bl",
-		"gw µs/req", "base µs/req", "RSS MiB", "rate/s", "+p50 ms", "+p99 ms")
+	fmt.Fprintf(w, "%5s %10s %10s %6s %10s %12s %8s %8s %8s %8s %8s\n", "cores", "gw req/s", "base req/s", "gw/bl",
+		"gw µs/req", "base µs/req", "RSS MiB", "rate/s", "gw got/s", "+p50 ms", "+p99 ms")
 	for _, r := range rows {
 		ratio := 0.0
 		if r.baseline.RPS > 0 {
 			ratio = r.gateway.RPS / r.baseline.RPS
 		}
-		fmt.Fprintf(w, "%5d %10.0f %10.0f %6.2f %10.1f %12.1f %8.1f %8.0f %8.3f %8.3f\n", r.cores, r.gateway.RPS, r.baseline.RPS, ratio,
-			r.gwCPU, r.baseCPU, float64(r.rss)/(1<<20), r.rate, r.addedP50, r.addedP99)
+		fmt.Fprintf(w, "%5d %10.0f %10.0f %6.2f %10.1f %12.1f %8.1f %8.0f %8.0f %8.3f %8.3f\n", r.cores, r.gateway.RPS, r.baseline.RPS, ratio,
+			r.gwCPU, r.baseCPU, float64(r.rss)/(1<<20), r.rate, r.achieved, r.addedP50, r.addedP99)
 	}
 	if len(rows) > 1 && rows[0].gateway.RPS > 0 {
 		last := rows[len(rows)-1]
