@@ -30,11 +30,14 @@
 //
 //	go run ./bench [-duration 3s] [-rounds 5] [-workers N] [-rate R] [-json]
 //	go run ./bench -soak 10m [-soak-every 30s] [-workers N]
+//	go run ./bench -scale [-duration 3s] [-rounds 5] [-workers N] [-claims N]
 //
 // With -soak it runs no phases: it loads the gateway route at its maximum
 // rate for that long, each request signed as it is sent, and reports the
 // rate, NONCE_STORE_FULL answers, errors and the gateway's memory over
-// time (soak.go).
+// time (soak.go). With -scale it runs the gateway and the baseline on 1,
+// 2, 4, … cores in turn and reports their rate, CPU per request, memory
+// and added latency at each count (scale.go).
 //
 // The report is a table on stdout (or JSON with -json); progress goes to
 // stderr. The exit status is 1 when any request failed. README.md explains
@@ -85,6 +88,7 @@ type options struct {
 	cpuProfile              string
 	profilePhase            string
 	soak, soakEvery         time.Duration
+	scale                   bool
 }
 
 // Bounds of the flags, so that a run always ends in reasonable time.
@@ -112,6 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profilePhase, "profile", TargetGateway+"/"+ModeMax, "the phase -cpuprofile profiles, as target/mode")
 	fs.DurationVar(&o.soak, "soak", 0, "instead of the phases, load the gateway route at its maximum rate for this long, "+
 		"signing each request as it is sent, and report rate, NONCE_STORE_FULL, errors and the gateway's memory over time (at most 24h)")
+	fs.BoolVar(&o.scale, "scale", false, "instead of the phases, measure the gateway and the baseline pinned to 1, 2, 4, … cores (see bench/README.md)")
 	fs.DurationVar(&o.soakEvery, "soak-every", 30*time.Second, "interval of the soak's report rows")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -166,8 +171,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer cleanup()
 
+	cpus := allowedCPUs() // before startStack pins this process to some of them
 	fmt.Fprintf(stderr, "starting upstream, MCP server, control plane (%d claims), gateway and baseline on 127.0.0.1\n", o.claims)
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	// Seeding the control plane's SQLite takes the most of it: over six
+	// minutes for a million claims on a busy 2-CPU machine.
+	setupCtx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(o.claims)*300*time.Microsecond)
 	st, err := startStack(setupCtx, dir, o.claims, stderr)
 	cancel()
 	if err != nil {
@@ -183,6 +191,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer b.closeIdle()
 	if o.soak > 0 {
 		return b.soak(stdout)
+	}
+	if o.scale {
+		return b.scale(stdout, dir, cpus)
 	}
 	if err := b.runAll(); err != nil {
 		return err

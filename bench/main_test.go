@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/bits"
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +188,29 @@ func TestSoak(t *testing.T) {
 	}
 	if rows < 4 || !strings.Contains(out.String(), "0 answered 503 NONCE_STORE_FULL, 0 other errors") {
 		t.Errorf("%d rows; report:\n%s", rows, out.String())
+	}
+}
+
+// TestScale runs -scale with short phases: a row per core count up to the
+// CPUs there are, each with traffic, CPU per request and a resident set.
+func TestScale(t *testing.T) {
+	var out, progress bytes.Buffer
+	err := run(t.Context(), []string{"-scale", "-duration=200ms", "-rounds=1", "-workers=4", "-claims=100"}, &out, &progress)
+	if err != nil {
+		t.Errorf("run: %v\n%s", err, progress.String())
+	}
+	rows := 0
+	for line := range strings.Lines(out.String()) {
+		f := strings.Fields(line)
+		if len(f) != 11 || f[0] == "cores" {
+			continue
+		}
+		rows++
+		if f[0] != strconv.Itoa(1<<(rows-1)) || f[1] == "0" || f[2] == "0" || f[4] == "0.0" || f[6] == "0.0" {
+			t.Errorf("row %q: want the core count, both rates, CPU per request and RSS", strings.TrimSpace(line))
+		}
+	}
+	if want := bits.Len(uint(len(allowedCPUs()))); runtime.GOOS == "linux" && rows != want {
+		t.Errorf("%d rows, want %d; report:\n%s", rows, want, out.String())
 	}
 }

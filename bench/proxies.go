@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/replay"
 )
 
 // The measured side of the stack, the gateway and the baseline, runs in a
@@ -47,6 +48,7 @@ type proxyConfig struct {
 	Upstream, MCPServer, ControlPlane string // base URLs
 	ServiceKey                        string
 	Dir                               string // for the gateway's data
+	Claims                            int    // in the feed, for how long its first load may take
 }
 
 // proxyAddrs is the child's answer: where the proxies listen.
@@ -74,8 +76,12 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	if os.Getenv("GOGC") == "" { // as cmd/gateway does; the baseline shares the process
+	// As cmd/gateway does with its defaults; the baseline shares the process.
+	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gateway.GCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(replay.DefaultMaxBytes + gateway.MemoryHeadroom)
 	}
 	s := &stack{upstream: cfg.Upstream, mcpServer: cfg.MCPServer, controlPlane: cfg.ControlPlane, serviceKey: cfg.ServiceKey}
 	defer s.close()
@@ -84,7 +90,7 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 		return fmt.Errorf("baseline: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := s.startGateway(ctx, cfg.Dir, logger); err != nil {
+	if err := s.startGateway(ctx, cfg.Dir, cfg.Claims, logger); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	out := json.NewEncoder(stdout)
@@ -132,10 +138,9 @@ type proxyProcess struct {
 	out *bufio.Scanner
 }
 
-// startProxies starts the child with cfg, pinning it and this process to
-// separate CPUs when there are enough, and waits until its proxies are
-// ready.
-func startProxies(ctx context.Context, cfg proxyConfig, stderr io.Writer) (*proxyProcess, error) {
+// startProxies starts the child with cfg by start (startSplit, or a
+// startPinned for one core count), and waits until its proxies are ready.
+func startProxies(ctx context.Context, cfg proxyConfig, stderr io.Writer, start func(*exec.Cmd) error) (*proxyProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -152,7 +157,7 @@ func startProxies(ctx context.Context, cfg proxyConfig, stderr io.Writer) (*prox
 		return nil, err
 	}
 	p := &proxyProcess{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	if err := startSplit(cmd); err != nil {
+	if err := start(cmd); err != nil {
 		return nil, err
 	}
 	ready := make(chan error, 1)

@@ -85,7 +85,7 @@ func startStack(ctx context.Context, dir string, claims int, stderr io.Writer) (
 		return s, fmt.Errorf("control plane: %w", err)
 	}
 	p, err := startProxies(ctx, proxyConfig{Upstream: s.upstream, MCPServer: s.mcpServer,
-		ControlPlane: s.controlPlane, ServiceKey: s.serviceKey, Dir: dir}, stderr)
+		ControlPlane: s.controlPlane, ServiceKey: s.serviceKey, Dir: dir, Claims: claims}, stderr, startSplit)
 	if err != nil {
 		return s, fmt.Errorf("gateway and baseline: %w", err)
 	}
@@ -266,7 +266,7 @@ func seed(ctx context.Context, base, token string, body, out any) error {
 // startGateway composes a real gateway with package gateway, configured as
 // cmd/gateway would be with defaults, adds the HTTP and MCP connections,
 // serves it and waits until it reports ready (claims loaded).
-func (s *stack) startGateway(ctx context.Context, dir string, logger *slog.Logger) error {
+func (s *stack) startGateway(ctx context.Context, dir string, claims int, logger *slog.Logger) error {
 	key, err := credvault.GenerateMasterKey()
 	if err != nil {
 		return err
@@ -301,7 +301,7 @@ func (s *stack) startGateway(ctx context.Context, dir string, logger *slog.Logge
 	if s.gateway, err = s.serve(gw); err != nil {
 		return err
 	}
-	return waitReady(ctx, s.gateway+"/health/ready", 15*time.Second)
+	return waitReady(ctx, s.gateway+"/health/ready", 15*time.Second+time.Duration(claims)*100*time.Microsecond)
 }
 
 // waitReady polls a readiness URL: the gateway loads claims on its own

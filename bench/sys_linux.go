@@ -123,6 +123,31 @@ func startSplit(cmd *exec.Cmd) error {
 	return nil
 }
 
+// startPinned starts cmd with GOMAXPROCS procs on the CPUs child, and
+// moves this process to the CPUs parent (which may overlap child's, or be
+// all of them).
+func startPinned(cmd *exec.Cmd, child, parent []int, procs int) error {
+	cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
+	all, err := affinity(0, nil)
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	if _, err := affinity(0, setOf(child)); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	err = cmd.Start()
+	if _, rerr := affinity(0, all); rerr != nil {
+		return rerr // the thread stays locked and pinned; it is not reused
+	}
+	runtime.UnlockOSThread()
+	if err != nil {
+		return err
+	}
+	return pinProcess(setOf(parent))
+}
+
 // allowedCPUs lists the CPUs the calling thread may run on.
 func allowedCPUs() []int {
 	set, err := affinity(0, nil)

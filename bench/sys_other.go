@@ -4,6 +4,7 @@ package main
 
 import (
 	"os/exec"
+	"strconv"
 	"time"
 )
 
@@ -19,6 +20,13 @@ func processCPU() time.Duration { return 0 }
 
 // startSplit starts cmd; CPUs are pinned on Linux only.
 func startSplit(cmd *exec.Cmd) error { return cmd.Start() }
+
+// startPinned starts cmd with GOMAXPROCS procs; CPUs are pinned on Linux
+// only.
+func startPinned(cmd *exec.Cmd, _, _ []int, procs int) error {
+	cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
+	return cmd.Start()
+}
 
 // allowedCPUs is not known here.
 func allowedCPUs() []int { return nil }

@@ -7,9 +7,15 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"testing"
 	"time"
@@ -192,6 +198,150 @@ func lookups(b *testing.B, lookup func(i int) error) {
 	if b.N >= 1024 {
 		b.ReportMetric(float64(best)/1024, "best-ns/op")
 	}
+}
+
+// BenchmarkLoad1M times a gateway's first full load of 1,000,000 approved
+// claims from the control plane's feed: 500 pages of 2,000, served by an
+// httptest server from pages encoded beforehand, read by an HTTPSource and
+// built into a snapshot. It reports the wall time of the load (load-s) and
+// the CPU time the process spent in it (load-cpu-s, the server's share
+// included, which on a busy machine says more than the wall time), and the heap the snapshot retains (B/claim,
+// heap-MB) and the most the heap held while the load ran, counted from
+// before it (peak-heap-MB).
+func BenchmarkLoad1M(b *testing.B) {
+	pages := feedPages(b, benchClaims, shortPrefix)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("ETag", `"v1"`)
+		_, _ = w.Write(pages[offset/claimcache.DefaultPageSize])
+	}))
+	defer srv.Close()
+	src := &claimcache.HTTPSource{BaseURL: srv.URL, Client: srv.Client(),
+		APIKey: func(string) (string, error) { return "idn_sk_bench", nil }}
+	for b.Loop() {
+		before := heapAlloc()
+		peak := watchHeap()
+		c, err := claimcache.New(claimcache.Config{Source: src, Services: []string{"github"}, TTL: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start, cpu := time.Now(), cpuTime()
+		if err := c.Refresh(context.Background(), "github"); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "load-s")
+		b.ReportMetric((cpuTime() - cpu).Seconds(), "load-cpu-s")
+		top := peak()
+		after := heapAlloc()
+		if st := c.Status("github"); st.Claims != benchClaims {
+			b.Fatalf("Status = %+v", st)
+		}
+		b.ReportMetric(float64(after-before)/benchClaims, "B/claim")
+		b.ReportMetric(float64(after-before)/(1<<20), "heap-MB")
+		b.ReportMetric(float64(top-before)/(1<<20), "peak-heap-MB")
+		runtime.KeepAlive(c)
+	}
+}
+
+// BenchmarkMemoryUnderTraffic1M holds a snapshot of 1,000,000 claims while
+// 3,000,000 lookups run with the garbage a gateway's requests make (4 KiB
+// each), at the gateway's GOGC of 400, under the memory limit of each
+// sub-benchmark (192 MiB, and cmd/gateway's default). It reports the memory
+// the Go runtime holds from the system at the end (runtime-MB: mapped and
+// not released, an upper bound of what it keeps resident) and its most
+// during the lookups (peak-runtime-MB). Run it with -benchtime 1x.
+func BenchmarkMemoryUnderTraffic1M(b *testing.B) {
+	for _, limit := range []int64{192 << 20, 512 << 20} { // the larger last: memory it takes is not all given back
+		b.Run(fmt.Sprintf("limit-%dMiB", limit>>20), func(b *testing.B) {
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+			debug.FreeOSMemory() // what an earlier run left
+			c := loadedCache(b, benchClaims, shortPrefix)
+			namespaces := make([]string, 1<<16)
+			for i := range namespaces {
+				namespaces[i] = shortPrefix + strconv.Itoa(i)
+			}
+			var sink []byte
+			var peak uint64
+			for b.Loop() {
+				for i := range 3_000_000 {
+					n := i % len(namespaces)
+					if _, err := c.Lookup("github", namespaces[n], benchKey(n)); err != nil {
+						b.Fatal(err)
+					}
+					sink = make([]byte, 4<<10)
+					if i%4096 == 0 {
+						peak = max(peak, runtimeHeld())
+					}
+				}
+			}
+			runtime.KeepAlive(sink)
+			b.ReportMetric(float64(runtimeHeld())/(1<<20), "runtime-MB")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-runtime-MB")
+			runtime.KeepAlive(c)
+		})
+	}
+}
+
+// runtimeHeld is the memory the Go runtime has mapped and not released
+// to the system.
+func runtimeHeld() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// feedPages encodes the feed of n generated claims as the control plane
+// serves it, in pages of DefaultPageSize.
+func feedPages(b *testing.B, n int, prefix string) [][]byte {
+	b.Helper()
+	type page struct {
+		Claims     []claimcache.Claim `json:"claims"`
+		Pagination map[string]any     `json:"pagination"`
+	}
+	var pages [][]byte
+	var p page
+	_, err := generatedSource{n, prefix}.ApprovedClaims(context.Background(), "github", "", func(c claimcache.Claim) error {
+		c.Subject, c.AgentName = "agent", "Build bot"
+		p.Claims = append(p.Claims, c)
+		if len(p.Claims) < claimcache.DefaultPageSize && len(pages)*claimcache.DefaultPageSize+len(p.Claims) < n {
+			return nil
+		}
+		offset := len(pages) * claimcache.DefaultPageSize
+		p.Pagination = map[string]any{"limit": claimcache.DefaultPageSize, "offset": offset, "total": n,
+			"has_more": offset+len(p.Claims) < n}
+		body, err := json.Marshal(p)
+		pages, p.Claims = append(pages, body), p.Claims[:0]
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pages
+}
+
+// watchHeap samples the heap's objects every millisecond until the
+// function it returns is called, which returns the most it saw.
+func watchHeap() func() uint64 {
+	stop, done := make(chan struct{}), make(chan uint64)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var top uint64
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			top = max(top, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				done <- top
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(stop); return <-done }
 }
 
 func heapAlloc() uint64 {

@@ -328,7 +328,13 @@ func (c *Cache) load(ctx context.Context, s *service) error {
 	for attempt := 1; ; attempt++ {
 		began := c.now()
 		b := &builder{service: s.name}
-		got, err := c.source.ApprovedClaims(ctx, s.name, version, b.add)
+		var got string
+		var err error
+		if h, ok := c.source.(*HTTPSource); ok { // it says how many claims come
+			got, err = h.approvedClaims(ctx, s.name, version, b.add, b.reserve)
+		} else {
+			got, err = c.source.ApprovedClaims(ctx, s.name, version, b.add)
+		}
 		switch {
 		case err == nil:
 			snap, err := b.build(got)

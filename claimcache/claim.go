@@ -51,3 +51,18 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	}
 	return raw, nil
 }
+
+// parseKeyInto decodes s as ParsePublicKey does, into key, without
+// allocating. It reports whether ParsePublicKey would accept s; when it
+// would not, key is left in any state.
+func parseKeyInto(key *[ed25519.PublicKeySize]byte, s string) bool {
+	b64, ok := strings.CutPrefix(s, "ed25519:")
+	b64 = strings.TrimRight(b64, "=")
+	var src [43]byte // 32 bytes are 43 characters of unpadded base64
+	if !ok || len(b64) != len(src) {
+		return false
+	}
+	copy(src[:], b64)
+	n, err := base64.RawStdEncoding.Decode(key[:], src[:])
+	return err == nil && n == ed25519.PublicKeySize
+}

@@ -5,8 +5,9 @@
 // A claim approves the tuple <namespace, public key, service>. A Cache holds,
 // per service slug, a snapshot built from one complete read of a Source and
 // swapped atomically, so a lookup never sees half a feed. A lookup reads one
-// pilot and one slot of a perfect-hash table, allocates nothing and takes no
-// lock. A snapshot is fresh for Config.TTL after the refresh that produced
+// pilot and one slot of a perfect-hash table (and, for a namespace over 16
+// bytes, the rest of it from the snapshot's arena), allocates nothing and
+// takes no lock. A snapshot holds about 107 bytes per claim. A snapshot is fresh for Config.TTL after the refresh that produced
 // (or confirmed) it began; past that, and before the first load, Lookup
 // fails closed with ErrUnavailable. A timer ends that lease, so lookups read
 // no clock. Run refreshes every service in the background, and a miss (or a
@@ -25,7 +26,8 @@
 // of claims.
 //
 // HTTPSource reads the control plane's paginated feed
-// (GET /v1/namespaces/claims) and its changes (?since=<cursor>); Submitter submits claims
+// (GET /v1/namespaces/claims) and its changes (?since=<cursor>), decoding
+// each page as it arrives, one claim at a time; Submitter submits claims
 // (POST /v1/claims) under a per connection + namespace rate limit, and
 // answers a repeat of a recently submitted tuple from a bounded memory of
 // receipts, so a polling agent keeps its claim id; each namespace holds at

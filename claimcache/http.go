@@ -68,6 +68,12 @@ const maxChangePages = 50
 
 // ApprovedClaims implements Source.
 func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string, add func(Claim) error) (string, error) {
+	return h.approvedClaims(ctx, service, version, add, nil)
+}
+
+// approvedClaims is ApprovedClaims, and tells reserve (when not nil) the
+// total the first page announces.
+func (h *HTTPSource) approvedClaims(ctx context.Context, service, version string, add func(Claim) error, reserve func(int)) (string, error) {
 	limit, key, endpoint, err := h.setup(service)
 	if err != nil {
 		return "", err
@@ -83,9 +89,19 @@ func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string
 		}
 		version = ""
 	}
+	var addErr error // add's, told apart from the page's
+	var last string  // the id of the last claim read
+	claim := func(c Claim) error {
+		last = c.ID
+		addErr = add(c)
+		return addErr
+	}
 	etag, total, after, byCursor := "", -1, "", false
 	for offset := 0; ; {
-		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, after, version)
+		p, tag, err := h.page(ctx, endpoint, key, service, limit, offset, after, version, claim)
+		if addErr != nil {
+			return "", fmt.Errorf("claimcache: feed of service %q: %w", service, addErr)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -95,26 +111,24 @@ func (h *HTTPSource) ApprovedClaims(ctx context.Context, service, version string
 			if byCursor {
 				etag = p.cursor
 			}
+			if reserve != nil {
+				reserve(total)
+			}
 		case p.total != total && !byCursor:
 			return "", fmt.Errorf("claimcache: total went from %d to %d: %w", total, p.total, ErrFeedChanged)
 		}
-		for _, c := range p.claims {
-			if err := add(c); err != nil {
-				return "", fmt.Errorf("claimcache: feed of service %q: %w", service, err)
-			}
-		}
-		offset += len(p.claims)
+		offset += p.claims
 		if !p.hasMore {
 			return etag, nil
 		}
-		if len(p.claims) == 0 {
+		if p.claims == 0 {
 			return "", fmt.Errorf("claimcache: feed page at offset %d is empty but has_more is true", offset)
 		}
 		if byCursor {
 			// Page on from the last claim read: nothing is skipped however the
 			// feed changes meanwhile, and the changes after the first page's
 			// cursor replay what did.
-			after = p.claims[len(p.claims)-1].ID
+			after = last
 		}
 	}
 }
@@ -244,8 +258,9 @@ func decodeChanges(r io.Reader, since int64, limit int) (changePage, error) {
 	return p, nil
 }
 
-// page fetches one page. ifNoneMatch is only non-empty for the first page.
-func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, after, ifNoneMatch string) (feedPage, string, error) {
+// page fetches one page and hands its claims to claim as they are decoded.
+// ifNoneMatch is only non-empty for the first page.
+func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, limit, offset int, after, ifNoneMatch string, claim func(Claim) error) (feedPage, string, error) {
 	q := url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
 	if after != "" {
 		q = url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, feedwire.AfterQuery: {after}}
@@ -270,59 +285,140 @@ func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, li
 	case resp.StatusCode != http.StatusOK:
 		return feedPage{}, "", statusError("feed", resp)
 	}
-	p, err := decodeFeedPage(io.LimitReader(resp.Body, maxPageBytes))
+	p, err := decodeFeedPage(io.LimitReader(resp.Body, maxPageBytes), claim)
 	if err != nil {
 		return feedPage{}, "", fmt.Errorf("claimcache: feed page at offset %d: %w", offset, err)
 	}
 	return p, resp.Header.Get("ETag"), nil
 }
 
-// feedPage is a validated page of the feed.
+// feedPage is what a validated page of the feed said besides its claims.
 type feedPage struct {
-	claims  []Claim
+	claims  int // how many it had
 	total   int
 	hasMore bool
 	cursor  string // "" from a control plane without change cursors
 }
 
-// decodeFeedPage parses {"claims":[…],"pagination":{"limit","offset","total","has_more"},"cursor"}.
-// The first two members are required; unknown members are ignored.
-func decodeFeedPage(r io.Reader) (feedPage, error) {
-	var wire struct {
-		Claims     *[]Claim `json:"claims"`
-		Pagination *struct {
-			Limit   *int  `json:"limit"`
-			Offset  *int  `json:"offset"`
-			Total   *int  `json:"total"`
-			HasMore *bool `json:"has_more"`
-		} `json:"pagination"`
-		Cursor string `json:"cursor"`
+// decodeFeedPage parses {"claims":[…],"pagination":{"limit","offset","total","has_more"},"cursor"}
+// as it reads it, handing each claim to claim as soon as it is decoded, so a
+// page is never held whole. The first two members are required, "claims"
+// once; "cursor", when present, must be a feed cursor;
+// unknown members are ignored, and keys match as encoding/json matches
+// them (exactly or under case folding). An error of claim ends the decoding and is
+// returned as it is. A page that turns out malformed after some of its
+// claims were handed on fails all the same, and its delivery with it.
+func decodeFeedPage(r io.Reader, claim func(Claim) error) (feedPage, error) {
+	var pg struct {
+		seen                 bool
+		limit, offset, total *int
+		hasMore              *bool
 	}
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&wire); err != nil {
-		return feedPage{}, fmt.Errorf("malformed JSON: %w", err)
+	claims := -1 // not seen yet
+	var cursor string
+	p := &pageReader{r: r, buf: make([]byte, 0, 32<<10)}
+	var text []byte
+	malformed := func(err error) (feedPage, error) { return feedPage{}, fmt.Errorf("malformed JSON: %w", err) }
+	if !p.consume('{') {
+		return malformed(p.fail())
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	err := p.members(func(key []byte) error {
+		switch {
+		case keyIs(key, "claims"):
+			if claims >= 0 {
+				return errors.New(`"claims" appears twice`)
+			}
+			if p.literal("null") {
+				return nil // missing
+			}
+			if !p.consume('[') {
+				return errors.New(`"claims" is not an array`)
+			}
+			claims = 0
+			return p.elements(func() error {
+				var c Claim
+				var err error
+				if c, text, err = p.claim(text); err != nil {
+					return err
+				}
+				claims++
+				if err := claim(c); err != nil {
+					return &claimError{err}
+				}
+				return nil
+			})
+		case keyIs(key, "cursor"):
+			if p.literal("null") {
+				cursor = ""
+				return nil
+			}
+			var err error
+			if p.str, err = p.appendString(p.str[:0]); err != nil {
+				return fmt.Errorf("cursor: %w", err)
+			}
+			cursor = string(p.str)
+			return nil
+		case keyIs(key, "pagination"):
+			pg.seen = false
+			if p.literal("null") {
+				return nil
+			}
+			if !p.consume('{') {
+				return errors.New(`"pagination" is not an object`)
+			}
+			pg.seen, pg.limit, pg.offset, pg.total, pg.hasMore = true, nil, nil, nil, nil
+			return p.members(func(key []byte) error {
+				switch {
+				case keyIs(key, "limit"):
+					return p.integer(&pg.limit)
+				case keyIs(key, "offset"):
+					return p.integer(&pg.offset)
+				case keyIs(key, "total"):
+					return p.integer(&pg.total)
+				case keyIs(key, "has_more"):
+					return p.boolean(&pg.hasMore)
+				}
+				return p.skip(0)
+			})
+		}
+		return p.skip(0)
+	})
+	var ce *claimError
+	switch {
+	case errors.As(err, &ce):
+		return feedPage{}, ce.err
+	case err != nil:
+		return malformed(err)
+	}
+	if p.peek(); p.pos < len(p.buf) {
 		return feedPage{}, errors.New("trailing data after the JSON object")
 	}
-	pg := wire.Pagination
-	switch {
-	case wire.Claims == nil:
-		return feedPage{}, errors.New(`missing "claims"`)
-	case pg == nil || pg.Limit == nil || pg.Offset == nil || pg.Total == nil || pg.HasMore == nil:
-		return feedPage{}, errors.New(`"pagination" needs limit, offset, total and has_more`)
-	case *pg.Limit < 0 || *pg.Offset < 0 || *pg.Total < 0:
-		return feedPage{}, errors.New("negative pagination value")
-	case len(*wire.Claims) > *pg.Limit:
-		return feedPage{}, fmt.Errorf("%d claims on a page of limit %d", len(*wire.Claims), *pg.Limit)
+	if p.err != io.EOF {
+		return malformed(p.err)
 	}
-	if wire.Cursor != "" {
-		if _, err := feedwire.ParseCursor(wire.Cursor); err != nil {
+	switch {
+	case claims < 0:
+		return feedPage{}, errors.New(`missing "claims"`)
+	case !pg.seen || pg.limit == nil || pg.offset == nil || pg.total == nil || pg.hasMore == nil:
+		return feedPage{}, errors.New(`"pagination" needs limit, offset, total and has_more`)
+	case *pg.limit < 0 || *pg.offset < 0 || *pg.total < 0:
+		return feedPage{}, errors.New("negative pagination value")
+	case claims > *pg.limit:
+		return feedPage{}, fmt.Errorf("%d claims on a page of limit %d", claims, *pg.limit)
+	}
+	if cursor != "" {
+		if _, err := feedwire.ParseCursor(cursor); err != nil {
 			return feedPage{}, err
 		}
 	}
-	return feedPage{claims: *wire.Claims, total: *pg.Total, hasMore: *pg.HasMore, cursor: wire.Cursor}, nil
+	return feedPage{claims: claims, total: *pg.total, hasMore: *pg.hasMore, cursor: cursor}, nil
 }
+
+// claimError carries the error of decodeFeedPage's claim out of the
+// reader, apart from the page's own errors.
+type claimError struct{ err error }
+
+func (e *claimError) Error() string { return e.err.Error() }
 
 // noRedirects returns a copy of c (nil: http.DefaultClient) that hands a
 // 3xx back instead of following it: the requests carry an API key and,

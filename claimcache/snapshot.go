@@ -25,13 +25,14 @@ const (
 )
 
 // inlineNamespace is how much of a namespace its slot holds; the rest, when
-// there is any, is in the slot's tail.
+// there is any, follows the claim id in the snapshot's arena.
 const inlineNamespace = 16
 
 // slot is one cell of a snapshot's table, one cache line long: the tuple
 // itself, compared exactly (the raw public key and the namespace's first
 // bytes), and the claim's metadata. The claim id is in the snapshot's arena
-// at idOff. An empty slot has idLen 0.
+// at idOff, followed by the namespace's bytes past inlineNamespace. An empty
+// slot has idLen 0.
 type slot struct {
 	publicKey  [ed25519.PublicKeySize]byte
 	approvedAt int64 // Unix milliseconds
@@ -40,9 +41,6 @@ type slot struct {
 	idLen      uint8
 	namespace  [inlineNamespace]byte
 }
-
-// tail holds the part of a long namespace that its slot does not.
-type tail [maxNamespaceLen - inlineNamespace]byte
 
 // Shape of the perfect hash: tuples per bucket on average, and the share of
 // the table's slots that stay empty (1 in emptyEvery), which keeps the search
@@ -62,15 +60,17 @@ const (
 // picks a bucket of about bucketLoad tuples; the bucket's pilot, chosen when
 // the snapshot is built, sends each of them to a free slot. The pilots take
 // half a byte per claim and mostly stay in the processor's caches, so the
-// slot is usually the lookup's only read from memory. When some namespace is
-// longer than inlineNamespace, a second array, parallel to the table, holds
-// the tails; its address does not depend on the slot's contents, so the two
-// reads overlap.
+// slot is usually the lookup's only read from memory before a hit reads its
+// claim id from the arena (and, with it, the rest of a long namespace).
+//
+// A snapshot holds about 107 bytes per claim with namespaces of up to
+// inlineNamespace bytes (80 for the slot and its share of the empty ones,
+// the claim id, half a byte of pilot), plus the bytes of longer ones past
+// it; BenchmarkSnapshotMemory1M measures it.
 type snapshot struct {
 	pilots  []uint16
 	table   []slot
-	tails   []tail // nil, or as long as table
-	arena   string // claim ids
+	arena   string // claim ids, each followed by its namespace's tail
 	seed    maphash.Seed
 	version string
 	claims  int // distinct tuples
@@ -83,6 +83,16 @@ func (s *snapshot) hash(namespace string, publicKey *[ed25519.PublicKeySize]byte
 	return maphash.Bytes(s.seed, publicKey[:]) ^ bits.RotateLeft64(maphash.String(s.seed, namespace), 31)
 }
 
+// hashSlot returns the hash of the tuple a builder's slot holds, equal to
+// hash of its namespace and key.
+func (s *snapshot) hashSlot(sl *slot, arena []byte) uint64 {
+	var buf [maxNamespaceLen]byte
+	ns := buf[:sl.nsLen]
+	n := copy(ns, sl.namespace[:])
+	copy(ns[n:], arena[sl.idOff+uint32(sl.idLen):])
+	return maphash.Bytes(s.seed, sl.publicKey[:]) ^ bits.RotateLeft64(maphash.Bytes(s.seed, ns), 31)
+}
+
 // bucket returns the bucket of a tuple's hash, from its high bits.
 func (s *snapshot) bucket(h uint64) int {
 	b, _ := bits.Mul64(h, uint64(len(s.pilots)))
@@ -92,11 +102,11 @@ func (s *snapshot) bucket(h uint64) int {
 // position returns the slot that pilot sends a tuple's hash to. Tuples of one
 // bucket share their hash's high bits, so the hash and pilot are mixed
 // (with MurmurHash3's finalizer) before they pick the slot.
-func (s *snapshot) position(h uint64, pilot uint16) int {
+func (s *snapshot) position(h uint64, pilot uint16, m int) int {
 	x := h ^ (uint64(pilot)+1)*0x9e3779b97f4a7c15
 	x = (x ^ x>>33) * 0xff51afd7ed558ccd
 	x = (x ^ x>>33) * 0xc4ceb9fe1a85ec53
-	i, _ := bits.Mul64(x^x>>33, uint64(len(s.table)))
+	i, _ := bits.Mul64(x^x>>33, uint64(m))
 	return int(i)
 }
 
@@ -119,7 +129,11 @@ func (s *snapshot) holds(i int, namespace string, publicKey *[ed25519.PublicKeyS
 	if diff != 0 || sl.idLen == 0 {
 		return false
 	}
-	return len(namespace) <= inlineNamespace || string(s.tails[i][:len(namespace)-inlineNamespace]) == namespace[inlineNamespace:]
+	if len(namespace) <= inlineNamespace {
+		return true
+	}
+	at := sl.idOff + uint32(sl.idLen)
+	return s.arena[at:at+uint32(len(namespace)-inlineNamespace)] == namespace[inlineNamespace:]
 }
 
 func (s *snapshot) lookup(namespace string, publicKey []byte) (Approval, bool) {
@@ -128,7 +142,7 @@ func (s *snapshot) lookup(namespace string, publicKey []byte) (Approval, bool) {
 	}
 	key := (*[ed25519.PublicKeySize]byte)(publicKey)
 	h := s.hash(namespace, key)
-	i := s.position(h, s.pilots[s.bucket(h)])
+	i := s.position(h, s.pilots[s.bucket(h)], len(s.table))
 	if !s.holds(i, namespace, key) {
 		return Approval{}, false
 	}
@@ -150,25 +164,26 @@ func (s *snapshot) each(yield func(namespace string, publicKey *[ed25519.PublicK
 		}
 		n := int(sl.nsLen)
 		ns := string(sl.namespace[:min(n, inlineNamespace)])
+		end := sl.idOff + uint32(sl.idLen)
 		if n > inlineNamespace {
-			ns += string(s.tails[i][:n-inlineNamespace])
+			ns += s.arena[end : end+uint32(n-inlineNamespace)]
 		}
-		a := Approval{ClaimID: s.arena[sl.idOff : sl.idOff+uint32(sl.idLen)], ApprovedAt: time.UnixMilli(sl.approvedAt).UTC()}
+		a := Approval{ClaimID: s.arena[sl.idOff:end], ApprovedAt: time.UnixMilli(sl.approvedAt).UTC()}
 		if !yield(ns, &sl.publicKey, a) {
 			return
 		}
 	}
 }
 
-// builder accumulates one delivery of a Source. Slots are collected in a flat
-// slice first so the table can be allocated once at its final size.
+// builder accumulates one delivery of a Source in the slots of the table to
+// be, in arrival order, and build moves them to their places in that same
+// array: a refresh holds each claim once, and the feed's decoded records not
+// at all.
 type builder struct {
-	service    string
-	slots      []slot
-	namespaces []string // of the slots, for the tails
-	long       bool     // some namespace needs a tail
-	arena      []byte
-	skipped    int
+	service string
+	slots   []slot
+	arena   []byte
+	skipped int
 }
 
 func (b *builder) add(c Claim) error {
@@ -177,27 +192,42 @@ func (b *builder) add(c Claim) error {
 		b.skipped++
 		return nil
 	}
-	pub, err := ParsePublicKey(c.PublicKey)
-	if err != nil {
-		b.skipped++
-		return nil
-	}
-	if len(b.arena)+len(c.ID) > math.MaxUint32 {
-		return fmt.Errorf("claimcache: claim ids exceed %d bytes", uint32(math.MaxUint32))
-	}
 	sl := slot{
-		publicKey:  [ed25519.PublicKeySize]byte(pub),
 		approvedAt: c.ApprovedAt.UnixMilli(),
 		idOff:      uint32(len(b.arena)),
 		nsLen:      uint8(len(c.Namespace)),
 		idLen:      uint8(len(c.ID)),
 	}
+	if !parseKeyInto(&sl.publicKey, c.PublicKey) {
+		b.skipped++
+		return nil
+	}
+	tail := max(len(c.Namespace)-inlineNamespace, 0)
+	if len(b.arena)+len(c.ID)+tail > math.MaxUint32 {
+		return fmt.Errorf("claimcache: claim ids exceed %d bytes", uint32(math.MaxUint32))
+	}
 	copy(sl.namespace[:], c.Namespace)
-	b.long = b.long || len(c.Namespace) > inlineNamespace
 	b.arena = append(b.arena, c.ID...)
+	b.arena = append(b.arena, c.Namespace[len(c.Namespace)-tail:]...)
 	b.slots = append(b.slots, sl)
-	b.namespaces = append(b.namespaces, c.Namespace)
 	return nil
+}
+
+// maxReserve bounds the claims reserve makes room for, so that a feed's
+// claimed total cannot make the gateway allocate more than that at once.
+const maxReserve = 1 << 24
+
+// tableSize is the number of slots of the table for n claims.
+func tableSize(n int) int { return n + n/(emptyEvery-1) + 1 }
+
+// reserve makes room for total claims in all, when a Source knows how many
+// it will deliver: the array that collects them then becomes the table
+// itself, without a copy.
+func (b *builder) reserve(total int) {
+	if total <= len(b.slots) || total > maxReserve {
+		return
+	}
+	b.slots = slices.Grow(b.slots, tableSize(total)-len(b.slots))
 }
 
 // maxSeeds bounds the seeds build tries. One fails only when two distinct
@@ -206,27 +236,29 @@ func (b *builder) add(c Claim) error {
 // succeeds.
 const maxSeeds = 4
 
-// build returns the snapshot. When a tuple appears twice (the feed moved
-// while it was paged), the first record wins.
+// build returns the snapshot, and uses up b. When a tuple appears twice (the
+// feed moved while it was paged), the first record wins.
 func (b *builder) build(version string) (*snapshot, error) {
-	s := &snapshot{arena: string(b.arena), version: version, skipped: b.skipped}
+	s := &snapshot{version: version, skipped: b.skipped}
 	n := len(b.slots)
 	if n == 0 {
+		s.arena = string(b.arena)
 		return s, nil
 	}
-	s.pilots = make([]uint16, n/bucketLoad+1)
-	s.table = make([]slot, n+n/(emptyEvery-1)+1)
-	adviseHugePages(s.table)
-	if b.long {
-		s.tails = make([]tail, len(s.table))
-		adviseHugePages(s.tails)
+	if n >= math.MaxUint32/2 {
+		return nil, fmt.Errorf("claimcache: %d claims are too many for one snapshot", n)
 	}
+	s.pilots = make([]uint16, n/bucketLoad+1)
+	m := tableSize(n)
 	for range maxSeeds {
 		s.seed = maphash.MakeSeed()
-		if s.place(b) {
+		if pos, ok := s.place(b, m); ok {
+			s.table = b.permute(pos)
+			adviseHugePages(s.table)
+			s.arena = string(b.arena)
+			b.slots, b.arena = nil, nil
 			return s, nil
 		}
-		clear(s.table)
 		s.claims = 0
 	}
 	return nil, fmt.Errorf("claimcache: no perfect hash for %d claims in %d seeds", n, maxSeeds)
@@ -238,14 +270,19 @@ type member struct {
 	j    int32
 }
 
-// place fills the table with b's tuples under s.seed, choosing each bucket's
-// pilot, largest buckets first (while the table is emptiest). It reports
-// false when the seed cannot separate two tuples.
-func (s *snapshot) place(b *builder) bool {
+// unplaced marks, in place's positions, a record that has no slot (it
+// repeats an earlier record's tuple) or, in permute, a slot that is empty.
+const unplaced = math.MaxUint32
+
+// place chooses each bucket's pilot under s.seed, largest buckets first
+// (while the table is emptiest), for a table of m slots, and returns the
+// slot of each of b's records (and m-len(b.slots) unplaced entries after
+// them). It reports false when the seed cannot separate two tuples.
+func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	hashes := make([]uint64, len(b.slots))
 	start := make([]int32, len(s.pilots)+1) // bucket k is members[start[k]:start[k+1]]
 	for j := range b.slots {
-		hashes[j] = s.hash(b.namespaces[j], &b.slots[j].publicKey)
+		hashes[j] = s.hashSlot(&b.slots[j], b.arena)
 		start[s.bucket(hashes[j])+1]++
 	}
 	for k := range s.pilots {
@@ -265,29 +302,68 @@ func (s *snapshot) place(b *builder) bool {
 	size := func(k int32) int32 { return start[k+1] - start[k] }
 	slices.SortFunc(order, func(a, b int32) int { return int(size(b) - size(a)) })
 
-	taken := make([]bool, len(s.table))
+	pos := make([]uint32, m)
+	for j := range pos {
+		pos[j] = unplaced
+	}
+	taken := make([]bool, m)
 	var at []int
 	for _, k := range order {
 		bucket, ok := b.distinct(members[start[k]:start[k+1]])
 		if !ok {
-			return false
+			return nil, false
 		}
 		if len(bucket) == 0 {
 			break // the rest are empty too
 		}
-		if s.pilots[k], ok = s.pilot(bucket, taken, &at); !ok {
-			return false
+		if s.pilots[k], ok = s.pilot(bucket, taken, m, &at); !ok {
+			return nil, false
 		}
-		for x, m := range bucket {
-			i := at[x]
-			taken[i], s.table[i] = true, b.slots[m.j]
-			if ns := b.namespaces[m.j]; len(ns) > inlineNamespace {
-				copy(s.tails[i][:], ns[inlineNamespace:])
-			}
+		for x, mb := range bucket {
+			taken[at[x]], pos[mb.j] = true, uint32(at[x])
 		}
 		s.claims += len(bucket)
 	}
-	return true
+	return pos, true
+}
+
+// permute moves every record of b to its slot pos[j] (dropping the unplaced
+// ones) in an array of len(pos) slots, and returns it: b's own array when
+// reserve made it that large, so that a refresh holds each claim once. It
+// follows each chain of displaced records to an empty slot, so every record
+// moves once.
+func (b *builder) permute(pos []uint32) []slot {
+	n, m := len(b.slots), len(pos)
+	var table []slot
+	if c := cap(b.slots); c >= m && c <= m+m/4 { // reserved for this table
+		table = b.slots[:m]
+		clear(table[n:])
+	} else { // one copy, so that the table holds no more than m slots
+		table = make([]slot, m)
+		copy(table, b.slots)
+	}
+	b.slots = nil
+	for i := range n {
+		p := pos[i]
+		if p == uint32(i) {
+			continue
+		}
+		if p == unplaced { // a repeat, or a slot emptied by an earlier chain
+			table[i] = slot{}
+			continue
+		}
+		moving := table[i]
+		table[i], pos[i] = slot{}, unplaced
+		for {
+			displaced, next := table[p], pos[p]
+			table[p], pos[p] = moving, p
+			if next == unplaced {
+				break
+			}
+			moving, p = displaced, next
+		}
+	}
+	return table
 }
 
 // distinct drops, in place, the records of bucket that repeat an earlier
@@ -300,20 +376,31 @@ func (b *builder) distinct(bucket []member) ([]member, bool) {
 		switch {
 		case x < 0:
 			out = append(out, m)
-		case b.slots[out[x].j].publicKey != b.slots[m.j].publicKey || b.namespaces[out[x].j] != b.namespaces[m.j]:
+		case !b.sameTuple(out[x].j, m.j):
 			return nil, false
 		}
 	}
 	return out, true
 }
 
+// sameTuple reports whether records i and j hold one tuple.
+func (b *builder) sameTuple(i, j int32) bool {
+	x, y := &b.slots[i], &b.slots[j]
+	if x.publicKey != y.publicKey || x.nsLen != y.nsLen || x.namespace != y.namespace {
+		return false
+	}
+	tail := uint32(max(int(x.nsLen)-inlineNamespace, 0))
+	xt, yt := x.idOff+uint32(x.idLen), y.idOff+uint32(y.idLen)
+	return string(b.arena[xt:xt+tail]) == string(b.arena[yt:yt+tail])
+}
+
 // pilot finds the first pilot that sends every tuple of bucket to a distinct
-// free slot, leaving the slots in *at.
-func (s *snapshot) pilot(bucket []member, taken []bool, at *[]int) (uint16, bool) {
+// free slot of a table of m, leaving the slots in *at.
+func (s *snapshot) pilot(bucket []member, taken []bool, m int, at *[]int) (uint16, bool) {
 	for p := range math.MaxUint16 + 1 {
 		*at = (*at)[:0]
-		for _, m := range bucket {
-			i := s.position(m.hash, uint16(p))
+		for _, mb := range bucket {
+			i := s.position(mb.hash, uint16(p), m)
 			if taken[i] || slices.Contains(*at, i) {
 				break
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The snapshot matches tuples exactly: a lookup that differs from an approved
@@ -95,7 +96,7 @@ func TestSnapshotMatchesExactly(t *testing.T) {
 		}
 		k := (*[ed25519.PublicKeySize]byte)(pub)
 		h := s.hash(c.Namespace, k)
-		i := s.position(h, s.pilots[s.bucket(h)])
+		i := s.position(h, s.pilots[s.bucket(h)], len(s.table))
 		if !s.holds(i, c.Namespace, k) {
 			t.Fatalf("%s is not in its slot", c.ID)
 		}
@@ -190,7 +191,10 @@ func BenchmarkBuild1M(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		if _, err := bl.build("v"); err != nil {
+		b.StopTimer()
+		fresh := &builder{service: bl.service, slots: slices.Clone(bl.slots), arena: bl.arena}
+		b.StartTimer()
+		if _, err := fresh.build("v"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -210,15 +214,51 @@ func TestSnapshotFindsEveryTupleAtEverySize(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		tuples := slices.Clone(b.slots)
 		s := mustBuild(t, b)
 		if s.claims != n {
 			t.Fatalf("n=%d: %d claims", n, s.claims)
 		}
-		for j := range b.slots {
-			a, ok := s.lookup(b.namespaces[j], b.slots[j].publicKey[:])
+		for j := range tuples {
+			a, ok := s.lookup(fmt.Sprint("ns-", j%7), tuples[j].publicKey[:])
 			if want := fmt.Sprint("clm_", j); !ok || a.ClaimID != want {
 				t.Fatalf("n=%d: tuple %d: %q, %v; want %q", n, j, a.ClaimID, ok, want)
 			}
 		}
+	}
+}
+
+// A builder told the total beforehand collects its claims in the table's
+// own array, and a table built from fewer claims than told is copied to
+// its size, so that no snapshot keeps room it does not use.
+func TestReserveBuildsInPlace(t *testing.T) {
+	t.Parallel()
+	fill := func(b *builder, n int) {
+		k := make([]byte, ed25519.PublicKeySize)
+		for i := range n {
+			binary.LittleEndian.PutUint32(k, uint32(i))
+			if err := b.add(Claim{ID: fmt.Sprint("clm_", i), Namespace: "ns", PublicKey: format(k), Service: "svc"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const n = 10_000
+	b := &builder{service: "svc"}
+	b.reserve(n)
+	array := unsafe.SliceData(b.slots)
+	fill(b, n)
+	if s := mustBuild(t, b); unsafe.SliceData(s.table) != array || len(s.table) != tableSize(n) || s.claims != n {
+		t.Errorf("reserved: table of %d slots (cap %d) for %d claims, in the reserved array: %v", len(s.table), cap(s.table), s.claims, unsafe.SliceData(s.table) == array)
+	}
+	b = &builder{service: "svc"}
+	b.reserve(2 * n)
+	fill(b, n)
+	if s := mustBuild(t, b); cap(s.table) != tableSize(n) || s.claims != n {
+		t.Errorf("over-reserved: table of %d slots (cap %d) for %d claims, want %d", len(s.table), cap(s.table), s.claims, tableSize(n))
+	}
+	b = &builder{service: "svc"}
+	b.reserve(maxReserve + 1) // a feed's claimed total beyond the bound reserves nothing
+	if cap(b.slots) != 0 {
+		t.Errorf("reserved %d slots past maxReserve", cap(b.slots))
 	}
 }

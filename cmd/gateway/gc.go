@@ -24,3 +24,13 @@ func tuneGC(gogc string) int {
 	debug.SetGCPercent(gateway.GCPercent)
 	return gateway.GCPercent
 }
+
+// tuneMemory sets the runtime's memory limit to limit unless GOMEMLIMIT is
+// set (gomemlimit is its value), and returns the limit in force.
+func tuneMemory(limit int64, gomemlimit string) int64 {
+	if gomemlimit != "" {
+		return debug.SetMemoryLimit(-1) // the runtime applied GOMEMLIMIT at start
+	}
+	debug.SetMemoryLimit(limit)
+	return limit
+}

@@ -25,3 +25,15 @@ func TestTuneGC(t *testing.T) {
 		}
 	}
 }
+
+func TestTuneMemory(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	debug.SetMemoryLimit(1 << 40) // as GOMEMLIMIT=1TiB would have at start
+	if got := tuneMemory(300<<20, "1TiB"); got != 1<<40 || debug.SetMemoryLimit(-1) != 1<<40 {
+		t.Errorf("with GOMEMLIMIT set: tuneMemory = %d, in force %d; want GOMEMLIMIT's %d", got, debug.SetMemoryLimit(-1), int64(1<<40))
+	}
+	if got := tuneMemory(300<<20, ""); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
+		t.Errorf("tuneMemory = %d, in force %d; want %d", got, debug.SetMemoryLimit(-1), 300<<20)
+	}
+}

@@ -40,6 +40,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	defer stopTracing()
 	s.gateway.TracerProvider = tp
 	gcPercent := tuneGC(s.gogc)
+	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
 	gw, err := gateway.New(s.gateway)
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	logger.Info("gateway listening", "addr", ln.Addr().String(), "data_dir", s.gateway.DataDir, "admin_token", tokenFrom,
 		"registry", s.gateway.RegistryURL, "admin_access", string(s.gateway.AdminAccess), "gateway_did", gw.Identity().DID(),
-		"gogc", gcPercent)
+		"gogc", gcPercent, "memory_limit_bytes", memoryLimit)
 	if err := gw.Start(context.Background()); err != nil {
 		return err
 	}

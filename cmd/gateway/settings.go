@@ -23,6 +23,8 @@ type serveSettings struct {
 	addr            string
 	shutdownTimeout time.Duration
 	gogc            string // GOGC as set; "" means tuneGC picks gateway.GCPercent
+	memoryLimit     int64  // GATEWAY_MEMORY_LIMIT_BYTES, or its default
+	gomemlimit      string // GOMEMLIMIT as set; when set it wins over memoryLimit
 	log             envconf.Log
 	tracing         otlpexport.Settings
 	gateway         gateway.Config
@@ -140,6 +142,12 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 		}
 		c.NonceMaxBytes = max(replay.MemoryFor(n), 1<<20)
 	}
+	s.memoryLimit = r.Int64("GATEWAY_MEMORY_LIMIT_BYTES", c.NonceMaxBytes+gateway.MemoryHeadroom, 1<<20,
+		fmt.Sprintf("memory the Go runtime keeps the process within, in bytes (default: the nonce budget + %d MiB); GOMEMLIMIT, when set, wins", gateway.MemoryHeadroom>>20))
+	if s.memoryLimit <= c.NonceMaxBytes {
+		r.Problemf("GATEWAY_MEMORY_LIMIT_BYTES must exceed the nonce store's budget (%d bytes), which a busy gateway fills", c.NonceMaxBytes)
+	}
+	s.gomemlimit = r.Raw("GOMEMLIMIT", "the Go runtime's memory limit; when set, GATEWAY_MEMORY_LIMIT_BYTES is ignored")
 	c.MaxBodyBytes = r.Int64("GATEWAY_MAX_REQUEST_BODY_BYTES", 8<<20, 1, "largest request body, in bytes")
 	c.MaxInflightBodyBytes = r.Int64("GATEWAY_MAX_INFLIGHT_BODY_BYTES", 256<<20, 1,
 		"request body bytes held at once across all requests; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")

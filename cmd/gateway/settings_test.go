@@ -8,6 +8,7 @@ import (
 
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/envconf"
 	"github.com/idnhq/idn/replay"
 )
@@ -103,6 +104,36 @@ func TestServeSettingsNonceMemory(t *testing.T) {
 				t.Fatalf("accepted, NonceMaxBytes %d", s.gateway.NonceMaxBytes)
 			case tt.want != 0 && (err != nil || s.gateway.NonceMaxBytes != tt.want):
 				t.Fatalf("NonceMaxBytes %d, %v; want %d", s.gateway.NonceMaxBytes, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestServeSettingsMemoryLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int64 // 0: a configuration problem
+	}{
+		{"default: the nonce budget and the headroom", nil, replay.DefaultMaxBytes + gateway.MemoryHeadroom},
+		{"default follows the nonce budget", map[string]string{"GATEWAY_NONCE_MEMORY_BYTES": "1073741824"}, 1<<30 + gateway.MemoryHeadroom},
+		{"set", map[string]string{"GATEWAY_MEMORY_LIMIT_BYTES": "209715200", "GATEWAY_NONCE_MEMORY_BYTES": "16777216"}, 200 << 20},
+		{"not above the nonce budget", map[string]string{"GATEWAY_MEMORY_LIMIT_BYTES": "16777216", "GATEWAY_NONCE_MEMORY_BYTES": "16777216"}, 0},
+		{"not a number", map[string]string{"GATEWAY_MEMORY_LIMIT_BYTES": "200MiB"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := validEnv()
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			s, err := load(env)
+			switch {
+			case tt.want == 0 && err == nil:
+				t.Fatalf("accepted, memory limit %d", s.memoryLimit)
+			case tt.want != 0 && (err != nil || s.memoryLimit != tt.want):
+				t.Fatalf("memory limit %d, %v; want %d", s.memoryLimit, err, tt.want)
 			}
 		})
 	}
@@ -279,7 +310,7 @@ func TestServeVarsDocumented(t *testing.T) {
 		seen[v.Name] = true
 	}
 	for _, name := range []string{"GATEWAY_ADDR", "GATEWAY_MASTER_KEY", "GATEWAY_DATA_DIR", "IDN_REGISTRY_URL",
-		"IDN_SERVICE_API_KEY_<CONNECTION_ID>", "LOG_LEVEL", "LOG_FORMAT", "GOGC", "GATEWAY_SHUTDOWN_TIMEOUT_SECONDS"} {
+		"IDN_SERVICE_API_KEY_<CONNECTION_ID>", "LOG_LEVEL", "LOG_FORMAT", "GOGC", "GOMEMLIMIT", "GATEWAY_MEMORY_LIMIT_BYTES", "GATEWAY_SHUTDOWN_TIMEOUT_SECONDS"} {
 		if !seen[name] {
 			t.Errorf("serve -h does not list %s", name)
 		}
