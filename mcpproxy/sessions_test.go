@@ -136,8 +136,10 @@ func TestEndpointSessionsDoNotShareUpstreamState(t *testing.T) {
 		t.Errorf("second session after the first closed: upstream session %q, want %q", got, upSecond)
 	}
 
-	// An idle timeout closes the upstream session too.
-	e = newEnv(t, mcpproxy.Config{SessionIdleTimeout: 50 * time.Millisecond}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	// An idle timeout closes the upstream session too. It is long enough
+	// for the handshake and one call to fit under the race detector on a
+	// loaded machine (50 ms expired the session mid-handshake in CI).
+	e = newEnv(t, mcpproxy.Config{SessionIdleTimeout: time.Second}, mcpproxy.Connection{BaseURL: up.srv.URL})
 	idle := e.mustConnect(t, alice, nil)
 	up.awaitClosed(t, callText(t, idle, "whoami", "", nil))
 }

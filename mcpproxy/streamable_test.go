@@ -304,7 +304,8 @@ func TestEndpointSessionsAreBoundedAndExpire(t *testing.T) {
 	awaitSessions(t, e, 1)
 	e.mustConnect(t, bob, nil)
 
-	e = newEnv(t, mcpproxy.Config{SessionIdleTimeout: 50 * time.Millisecond}, mcpproxy.Connection{})
+	// Long enough for the handshake under the race detector on a loaded machine.
+	e = newEnv(t, mcpproxy.Config{SessionIdleTimeout: 500 * time.Millisecond}, mcpproxy.Connection{})
 	cs := e.mustConnect(t, alice, nil)
 	awaitSessions(t, e, 0)
 	if r := e.raw(t, alice, "POST", "mcp1", cs.ID(), `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`); r.status != http.StatusNotFound {
