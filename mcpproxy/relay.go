@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -237,27 +238,8 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 	}
 	opts := &mcp.ClientOptions{
 		Capabilities: caps,
-		ToolListChangedHandler: func(_ context.Context, r *mcp.ToolListChangedRequest) {
-			tell("notifications/tools/list_changed", orEmpty(r.Params))
-		},
-		PromptListChangedHandler: func(_ context.Context, r *mcp.PromptListChangedRequest) {
-			tell("notifications/prompts/list_changed", orEmpty(r.Params))
-		},
-		ResourceListChangedHandler: func(_ context.Context, r *mcp.ResourceListChangedRequest) {
-			tell("notifications/resources/list_changed", orEmpty(r.Params))
-		},
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			tell("notifications/resources/updated", orEmpty(r.Params))
-		},
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			if r.Params != nil {
-				tell("notifications/message", r.Params)
-			}
-		},
-		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
-			tell("notifications/elicitation/complete", orEmpty(r.Params))
-		},
 	}
+	mcpnotify.Relay(opts, tell)
 	if caps.Sampling != nil {
 		opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			raw, err := json.Marshal(r.Params)
@@ -306,17 +288,6 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 		})
 	}
 	return c
-}
-
-// orEmpty returns p as Params, or an empty value of its type when nil.
-func orEmpty[T any, P interface {
-	*T
-	mcp.Params
-}](p P) mcp.Params {
-	if p == nil {
-		return P(new(T))
-	}
-	return p
 }
 
 // relayFor is the relay of a call on s from the request ctx (the agent's

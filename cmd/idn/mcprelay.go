@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 
+	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,27 +38,8 @@ func (b *bridge) client() *mcp.Client {
 	opts := &mcp.ClientOptions{
 		Capabilities:                caps,
 		ProgressNotificationHandler: b.progress,
-		ToolListChangedHandler: func(_ context.Context, r *mcp.ToolListChangedRequest) {
-			tell("notifications/tools/list_changed", orEmpty(r.Params))
-		},
-		PromptListChangedHandler: func(_ context.Context, r *mcp.PromptListChangedRequest) {
-			tell("notifications/prompts/list_changed", orEmpty(r.Params))
-		},
-		ResourceListChangedHandler: func(_ context.Context, r *mcp.ResourceListChangedRequest) {
-			tell("notifications/resources/list_changed", orEmpty(r.Params))
-		},
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			tell("notifications/resources/updated", orEmpty(r.Params))
-		},
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			if r.Params != nil {
-				tell("notifications/message", r.Params)
-			}
-		},
-		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
-			tell("notifications/elicitation/complete", orEmpty(r.Params))
-		},
 	}
+	mcpnotify.Relay(opts, tell)
 	local := func() *mcp.ServerSession {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -154,15 +136,4 @@ func relaySending(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
-}
-
-// orEmpty returns p as Params, or an empty value of its type when nil.
-func orEmpty[T any, P interface {
-	*T
-	mcp.Params
-}](p P) mcp.Params {
-	if p == nil {
-		return P(new(T))
-	}
-	return p
 }
