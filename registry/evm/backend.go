@@ -286,7 +286,10 @@ func (b *Backend) sendAndWait(ctx context.Context, op string, target common.Hash
 }
 
 // nonceAttempts bounds the sends of one write refused for their nonce.
-const nonceAttempts = 10
+// Every refusal is a nonce another instance used meanwhile, so a burst of
+// writes from the others costs one attempt each: 10 ran out when two
+// instances sent 15 writes each at once on a loaded machine.
+const nonceAttempts = 64
 
 // signAndSend gives tx the relayer's next nonce, signs and sends it. The
 // nonce is counted here, and read from the node (pending state) at the
