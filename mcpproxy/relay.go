@@ -98,28 +98,6 @@ func notificationParams(method string, raw json.RawMessage) (mcp.Params, bool) {
 	return p, true
 }
 
-// relayedKey marks the context of a notification the gateway relays: the
-// sending middleware (relaySending) sends the marked method and params in
-// place of the progress notification that carried them, as the SDK's
-// server offers no other way to send a client one of these.
-type relayedKey struct{}
-
-type relayed struct {
-	method string
-	params mcp.Params
-}
-
-// relaySending is the sending middleware of every agent session's server.
-func relaySending(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if r, ok := ctx.Value(relayedKey{}).(*relayed); ok && method == "notifications/progress" {
-			ss, _ := req.GetSession().(*mcp.ServerSession)
-			return next(ctx, r.method, &mcp.ServerRequest[mcp.Params]{Session: ss, Params: r.params})
-		}
-		return next(ctx, method, req)
-	}
-}
-
 // tell sends the agent of s a notification, on the stream of the request
 // ctx belongs to (or the session's own stream), unless policy hides its
 // subject: resources and prompts notifications only where the connection
@@ -144,7 +122,7 @@ func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, par
 		// again at the next call.
 		s.tools.Store(nil)
 	}
-	_ = ss.NotifyProgress(context.WithValue(ctx, relayedKey{}, &relayed{method: method, params: params}), &mcp.ProgressNotificationParams{})
+	_ = mcpnotify.Send(ctx, ss, method, params)
 }
 
 // ask relays a request the upstream server sent to the agent of s, with

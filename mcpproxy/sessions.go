@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -199,7 +200,7 @@ func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) 
 		},
 	})
 	s.server.AddReceivingMiddleware(e.dispatch(s))
-	s.server.AddSendingMiddleware(relaySending)
+	s.server.AddSendingMiddleware(mcpnotify.Sending)
 
 	evicted, err := e.sessions.add(s)
 	for _, v := range evicted {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/internal/mcporder"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -116,7 +117,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		},
 	})
 	server.AddReceivingMiddleware(b.forward)
-	server.AddSendingMiddleware(relaySending)
+	server.AddSendingMiddleware(mcpnotify.Sending)
 	local, err := server.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/mcpconversation"
+	"github.com/idnhq/idn/internal/testnode"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -312,26 +312,6 @@ func TestMCPUsage(t *testing.T) {
 	}
 }
 
-// nodeModules returns the test node packages, skipping (failing under CI)
-// when they are not installed.
-func nodeModules(t *testing.T) (node, modules string) {
-	t.Helper()
-	modules = os.Getenv("IDN_NODE_MODULES")
-	node, err := exec.LookPath("node")
-	if modules == "" || err != nil {
-		msg := "the TypeScript MCP SDK tests need node and the packages of internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	abs, err := filepath.Abs(modules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return node, abs
-}
-
 // tsResult is what testdata/mcp_client.mjs reports.
 type tsResult struct {
 	Server struct {
@@ -362,7 +342,7 @@ type tsResult struct {
 // runTSClient runs testdata/mcp_client.mjs in mode against st.
 func runTSClient(t *testing.T, st *mcpStack, mode string) tsResult {
 	t.Helper()
-	node, modules := nodeModules(t)
+	modules, node := testnode.Modules(t, "the TypeScript MCP SDK tests")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "testdata/mcp_client.mjs", mode, st.url, "docs")

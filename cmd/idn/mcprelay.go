@@ -32,7 +32,7 @@ func (b *bridge) client() *mcp.Client {
 		local := b.local
 		b.mu.Unlock()
 		if local != nil {
-			_ = local.NotifyProgress(context.WithValue(context.Background(), relayedKey{}, &relayed{method, params}), &mcp.ProgressNotificationParams{})
+			_ = mcpnotify.Send(context.Background(), local, method, params)
 		}
 	}
 	opts := &mcp.ClientOptions{
@@ -114,26 +114,4 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	d, cancel := context.WithCancel(context.Background())
 	stop := context.AfterFunc(ctx, cancel)
 	return d, func() { stop(); cancel() }
-}
-
-// relayedKey marks the context of a notification relayed to the stdio
-// client: relaySending sends the marked method and params in place of the
-// progress notification that carried them, as the go-sdk's server offers
-// no other way to send these.
-type relayedKey struct{}
-
-type relayed struct {
-	method string
-	params mcp.Params
-}
-
-// relaySending is the sending middleware of the stdio server.
-func relaySending(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if r, ok := ctx.Value(relayedKey{}).(*relayed); ok && method == "notifications/progress" {
-			ss, _ := req.GetSession().(*mcp.ServerSession)
-			return next(ctx, r.method, &mcp.ServerRequest[mcp.Params]{Session: ss, Params: r.params})
-		}
-		return next(ctx, method, req)
-	}
 }

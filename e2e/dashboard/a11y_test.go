@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/testnode"
 )
 
 // axeSource is axe-core's browser bundle from the pinned packages of
@@ -21,14 +22,7 @@ import (
 // them.
 func axeSource(t *testing.T) string {
 	t.Helper()
-	modules := os.Getenv("IDN_NODE_MODULES")
-	if modules == "" {
-		msg := "the accessibility checks need axe-core from internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	modules, _ := testnode.Modules(t, "the accessibility checks (axe-core)")
 	src, err := os.ReadFile(filepath.Join(modules, "axe-core", "axe.min.js"))
 	if err != nil {
 		t.Fatal(err)

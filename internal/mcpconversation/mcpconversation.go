@@ -22,33 +22,14 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/idnhq/idn/internal/testnode"
 )
-
-// NodeModules returns node and the test node packages, skipping (failing
-// under CI) when they are not installed.
-func NodeModules(t *testing.T) (node, modules string) {
-	t.Helper()
-	modules = os.Getenv("IDN_NODE_MODULES")
-	node, err := exec.LookPath("node")
-	if modules == "" || err != nil {
-		msg := "the tests against the reference MCP server need node and the packages of internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	abs, err := filepath.Abs(modules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return node, abs
-}
 
 // StartEverything runs the reference "everything" MCP server (the pinned
 // npm package) over Streamable HTTP and returns its MCP endpoint.
 func StartEverything(t *testing.T) string {
 	t.Helper()
-	node, modules := NodeModules(t)
+	modules, node := testnode.Modules(t, "the tests against the reference MCP server")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +80,7 @@ func StartEverything(t *testing.T) string {
 // is "all" or "roots" (see the script); env is added to the process's.
 func TypeScript(t *testing.T, caps string, env []string, args ...string) []map[string]any {
 	t.Helper()
-	node, modules := NodeModules(t)
+	modules, node := testnode.Modules(t, "the tests against the reference MCP server")
 	_, here, _, _ := runtime.Caller(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -1,8 +1,9 @@
 //lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use logging, which the SDK deprecates for the newer one; relaying it is the point.
 
-// Package mcpnotify hands the notifications an MCP server sends a client
-// session on to one function, by method name, so a relay (the gateway's MCP
-// endpoint, the idn mcp bridge) forwards each kind the same way.
+// Package mcpnotify relays the notifications an MCP server sends a client
+// session to the client of a server session, by method name, for the
+// gateway's MCP endpoint and the idn mcp bridge: Relay hands them on from
+// the client side, Send writes one out on the server side.
 package mcpnotify
 
 import (
@@ -48,4 +49,31 @@ func orEmpty[T any, P interface {
 		return P(new(T))
 	}
 	return p
+}
+
+// sentKey marks the context of a notification Send writes: Sending sends
+// the marked method and params in place of the progress notification that
+// carried them, as the go-sdk's server offers no other way to send these.
+type sentKey struct{}
+
+type sent struct {
+	method string
+	params mcp.Params
+}
+
+// Send writes the notification method with params to the client of ss,
+// which must have Sending among its sending middleware.
+func Send(ctx context.Context, ss *mcp.ServerSession, method string, params mcp.Params) error {
+	return ss.NotifyProgress(context.WithValue(ctx, sentKey{}, &sent{method, params}), &mcp.ProgressNotificationParams{})
+}
+
+// Sending is the sending middleware that lets Send write any notification.
+func Sending(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := ctx.Value(sentKey{}).(*sent); ok && method == "notifications/progress" {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			return next(ctx, r.method, &mcp.ServerRequest[mcp.Params]{Session: ss, Params: r.params})
+		}
+		return next(ctx, method, req)
+	}
 }
