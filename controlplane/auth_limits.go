@@ -122,7 +122,7 @@ func (s *Store) limitFailure(ctx context.Context, key string, now time.Time) err
 
 // limitSuccess clears the backoff of key after a ceremony succeeded.
 func (s *Store) limitSuccess(ctx context.Context, key string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE auth_limits SET failures = 0, blocked_until = 0 WHERE limit_key = $1`, key)
+	_, err := s.exec(ctx, `UPDATE auth_limits SET failures = 0, blocked_until = 0 WHERE limit_key = $1`, key)
 	return dbErr("clear failures", err)
 }
 

@@ -65,7 +65,7 @@ func cleanUserAgent(ua string) string {
 // describeSession stores how session sid started; a session started by a
 // passkey counts as verified by it.
 func (s *Store) describeSession(ctx context.Context, sid string, st sessionStart, now time.Time) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE sessions SET passkey_id = $2, user_agent = $3, client_addr = $4 WHERE id = $1`,
+	if _, err := s.exec(ctx, `UPDATE sessions SET passkey_id = $2, user_agent = $3, client_addr = $4 WHERE id = $1`,
 		sid, st.passkeyID, st.userAgent, st.clientAddr); err != nil {
 		return dbErr("describe session", err)
 	}
@@ -116,7 +116,7 @@ func (s *Store) liveSessions(ctx context.Context, ns string, now time.Time) ([]s
 
 // endSession deletes session id of ns and reports whether there was one.
 func (s *Store) endSession(ctx context.Context, ns, id string) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id = $1 AND namespace = $2`, id, ns)
+	res, err := s.exec(ctx, `DELETE FROM sessions WHERE id = $1 AND namespace = $2`, id, ns)
 	if err != nil {
 		return false, dbErr("delete session", err)
 	}

@@ -106,7 +106,7 @@ func (s *Server) requireStepUp(w http.ResponseWriter, r *http.Request, sess owne
 // markVerified records that the owner of session sid has just completed an
 // assertion with passkey pk, at the account's current credential version.
 func (s *Store) markVerified(ctx context.Context, sid, pk string, now time.Time) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET verified_at = $2, verified_passkey = $3,
+	_, err := s.exec(ctx, `UPDATE sessions SET verified_at = $2, verified_passkey = $3,
 		verified_version = (SELECT a.credential_version FROM accounts a JOIN namespaces n ON n.owner_id = a.id
 			WHERE n.namespace = sessions.namespace)
 		WHERE id = $1`, sid, micros(now), pk)

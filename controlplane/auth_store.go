@@ -28,7 +28,7 @@ func (s *Store) saveChallenge(ctx context.Context, kind, ns, sid string, sd *web
 	if err != nil {
 		return fmt.Errorf("controlplane: encode challenge: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO webauthn_challenges (challenge, kind, namespace, session_id, data, expires_at)
+	_, err = s.exec(ctx, `INSERT INTO webauthn_challenges (challenge, kind, namespace, session_id, data, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6)`, sd.Challenge, kind, ns, sid, string(data), micros(expires))
 	return dbErr("insert challenge", err)
 }
@@ -43,7 +43,7 @@ func (s *Store) takeChallenge(ctx context.Context, challenge, kind, ns, sid stri
 		data    string
 		expires int64
 	)
-	err := s.db.QueryRowContext(ctx, `DELETE FROM webauthn_challenges
+	err := s.writeRow(ctx, `DELETE FROM webauthn_challenges
 		WHERE challenge = $1 AND kind = $2 AND namespace = $3 AND session_id = $4 RETURNING data, expires_at`,
 		challenge, kind, ns, sid).Scan(&data, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -199,7 +199,7 @@ func (s *Store) usePasskey(ctx context.Context, ns string, cred *webauthn.Creden
 	}
 	count := int64(cred.Authenticator.SignCount)
 	var id string
-	err = s.db.QueryRowContext(ctx, `UPDATE passkeys SET sign_count = $3, credential = $4, last_used_at = $5
+	err = s.writeRow(ctx, `UPDATE passkeys SET sign_count = $3, credential = $4, last_used_at = $5
 		WHERE credential_id = $1 AND namespace = $2 AND (sign_count < $3 OR (sign_count = 0 AND $3 = 0)) RETURNING id`,
 		credentialID(cred.ID), ns, count, string(data), micros(now)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -210,7 +210,7 @@ func (s *Store) usePasskey(ctx context.Context, ns string, cred *webauthn.Creden
 
 // renamePasskey renames passkey id of ns.
 func (s *Store) renamePasskey(ctx context.Context, ns, id, name string) (passkey, error) {
-	p, err := scanPasskey(s.db.QueryRowContext(ctx, `UPDATE passkeys SET name = $3 WHERE id = $1 AND namespace = $2 RETURNING `+passkeyColumns,
+	p, err := scanPasskey(s.writeRow(ctx, `UPDATE passkeys SET name = $3 WHERE id = $1 AND namespace = $2 RETURNING `+passkeyColumns,
 		id, ns, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, errPasskeyNotFound
@@ -287,7 +287,7 @@ func (s *Store) updateSettings(ctx context.Context, ns string, addr *string, ema
 	if addr != nil {
 		address = sql.NullString{String: *addr, Valid: true}
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE accounts SET
+	_, err := s.exec(ctx, `UPDATE accounts SET
 			email_notifications = COALESCE($2, email_notifications),
 			webhook_failures_notify = COALESCE($3, webhook_failures_notify),
 			alert_email = COALESCE($4, alert_email)
@@ -337,10 +337,10 @@ func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Tim
 // cleanupAuth deletes expired challenges, and rate-limit rows whose window
 // has closed and whose backoff ended at least a window ago.
 func (s *Store) cleanupAuth(ctx context.Context, now time.Time) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM webauthn_challenges WHERE expires_at <= $1`, micros(now)); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM webauthn_challenges WHERE expires_at <= $1`, micros(now)); err != nil {
 		return dbErr("delete challenges", err)
 	}
 	old := micros(now.Add(-limitWindow))
-	_, err := s.db.ExecContext(ctx, `DELETE FROM auth_limits WHERE window_start <= $1 AND blocked_until <= $1`, old)
+	_, err := s.exec(ctx, `DELETE FROM auth_limits WHERE window_start <= $1 AND blocked_until <= $1`, old)
 	return dbErr("delete rate limits", err)
 }

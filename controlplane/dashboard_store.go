@@ -85,7 +85,7 @@ func (s *Store) takeSigninLink(ctx context.Context, token string, now time.Time)
 		ns      string
 		expires int64
 	)
-	err := s.db.QueryRowContext(ctx, `DELETE FROM signin_links WHERE token_hash = $1 RETURNING namespace, expires_at`,
+	err := s.writeRow(ctx, `DELETE FROM signin_links WHERE token_hash = $1 RETURNING namespace, expires_at`,
 		hashSigninToken(token)).Scan(&ns, &expires)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= micros(now) {
 		return "", errSigninLinkInvalid

@@ -328,7 +328,7 @@ func (s *Store) deleteGateway(ctx context.Context, ns, id string) (gatewayRecord
 // attachGateway records that socket connID of instance holds gateway id
 // now, replacing whichever socket held it before.
 func (s *Store) attachGateway(ctx context.Context, id, instance, connID string, now time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE gateways SET instance = $1, conn_id = $2, last_seen = $3 WHERE id = $4`,
+	res, err := s.exec(ctx, `UPDATE gateways SET instance = $1, conn_id = $2, last_seen = $3 WHERE id = $4`,
 		instance, connID, micros(now), id)
 	if err != nil {
 		return false, dbErr("attach gateway", err)
@@ -341,7 +341,7 @@ func (s *Store) attachGateway(ctx context.Context, id, instance, connID string, 
 // reports false when the gateway was unpaired or is held by another
 // socket now.
 func (s *Store) heartbeat(ctx context.Context, id, connID string, now time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE gateways SET last_seen = $1 WHERE id = $2 AND conn_id = $3`, micros(now), id, connID)
+	res, err := s.exec(ctx, `UPDATE gateways SET last_seen = $1 WHERE id = $2 AND conn_id = $3`, micros(now), id, connID)
 	if err != nil {
 		return false, dbErr("gateway heartbeat", err)
 	}
@@ -352,7 +352,7 @@ func (s *Store) heartbeat(ctx context.Context, id, connID string, now time.Time)
 // detachGateway records that socket connID no longer holds gateway id (a
 // newer socket's claim is left alone).
 func (s *Store) detachGateway(ctx context.Context, id, connID string, now time.Time) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE gateways SET instance = NULL, conn_id = NULL, last_seen = $1 WHERE id = $2 AND conn_id = $3`,
+	_, err := s.exec(ctx, `UPDATE gateways SET instance = NULL, conn_id = NULL, last_seen = $1 WHERE id = $2 AND conn_id = $3`,
 		micros(now), id, connID)
 	return dbErr("detach gateway", err)
 }
@@ -362,17 +362,17 @@ const relayRowTTL = 5 * time.Minute
 
 // putRelayRow stores a relay message too large for a notification.
 func (s *Store) putRelayRow(ctx context.Context, payload []byte, now time.Time) (string, error) {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM gateway_relay WHERE created_at < $1`, micros(now.Add(-relayRowTTL))); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM gateway_relay WHERE created_at < $1`, micros(now.Add(-relayRowTTL))); err != nil {
 		return "", dbErr("prune relay rows", err)
 	}
 	id := newID("rly_")
-	_, err := s.db.ExecContext(ctx, `INSERT INTO gateway_relay (id, payload, created_at) VALUES ($1, $2, $3)`, id, string(payload), micros(now))
+	_, err := s.exec(ctx, `INSERT INTO gateway_relay (id, payload, created_at) VALUES ($1, $2, $3)`, id, string(payload), micros(now))
 	return id, dbErr("insert relay row", err)
 }
 
 // takeRelayRow reads and deletes a relay row.
 func (s *Store) takeRelayRow(ctx context.Context, id string) ([]byte, error) {
 	var payload string
-	err := s.db.QueryRowContext(ctx, `DELETE FROM gateway_relay WHERE id = $1 RETURNING payload`, id).Scan(&payload)
+	err := s.writeRow(ctx, `DELETE FROM gateway_relay WHERE id = $1 RETURNING payload`, id).Scan(&payload)
 	return []byte(payload), dbErr("take relay row", err)
 }

@@ -587,7 +587,7 @@ func (s *Store) leaseRegistryJob(ctx context.Context, t registryTask, token stri
 	if err != nil || !owed {
 		return j, false, err
 	}
-	err = s.db.QueryRowContext(ctx, `INSERT INTO registry_jobs (claim_id, op, attempts, next_attempt_at, lease_token, lease_until)
+	err = s.writeRow(ctx, `INSERT INTO registry_jobs (claim_id, op, attempts, next_attempt_at, lease_token, lease_until)
 		VALUES ($1, $2, 0, $3, $4, $5)
 		ON CONFLICT (claim_id, op) DO UPDATE SET lease_token = excluded.lease_token, lease_until = excluded.lease_until
 		WHERE registry_jobs.failed_at IS NULL AND registry_jobs.next_attempt_at <= $3
@@ -635,14 +635,14 @@ func (s *Store) registryOwed(ctx context.Context, t registryTask) (time.Time, bo
 // zero) and shows the reason on the claim.
 func (s *Store) finishRegistryJob(ctx context.Context, t registryTask, token string, werr error, next, now time.Time) error {
 	if werr == nil {
-		_, err := s.db.ExecContext(ctx, `DELETE FROM registry_jobs WHERE claim_id = $1 AND op = $2 AND lease_token = $3`, t.subject, t.op, token)
+		_, err := s.exec(ctx, `DELETE FROM registry_jobs WHERE claim_id = $1 AND op = $2 AND lease_token = $3`, t.subject, t.op, token)
 		return dbErr("finish registry job", err)
 	}
 	var failed sql.NullInt64
 	if next.IsZero() {
 		failed, next = nullMicros(now), now
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE registry_jobs SET attempts = attempts + 1, next_attempt_at = $4, last_error = $5,
+	res, err := s.exec(ctx, `UPDATE registry_jobs SET attempts = attempts + 1, next_attempt_at = $4, last_error = $5,
 			failed_at = $6, lease_token = NULL, lease_until = NULL
 		WHERE claim_id = $1 AND op = $2 AND lease_token = $3`, t.subject, t.op, token, micros(next), registryReason(werr), failed)
 	if err != nil {
@@ -669,7 +669,7 @@ func registryReason(err error) string {
 
 // setRegistryError shows a failed write on claim id.
 func (s *Store) setRegistryError(ctx context.Context, id string, werr error) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE claims SET registry_error = $2 WHERE id = $1`, id, registryReason(werr))
+	_, err := s.exec(ctx, `UPDATE claims SET registry_error = $2 WHERE id = $1`, id, registryReason(werr))
 	return dbErr("record registry error", err)
 }
 
@@ -685,13 +685,13 @@ func (s *Store) claimByID(ctx context.Context, id string) (Claim, error) {
 // setTxHash records a registry transaction hash on a claim, once, and
 // clears its registry error.
 func (s *Store) setTxHash(ctx context.Context, id, column, hash string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE claims SET `+column+` = $2, registry_error = NULL WHERE id = $1 AND `+column+` IS NULL`, id, hash)
+	_, err := s.exec(ctx, `UPDATE claims SET `+column+` = $2, registry_error = NULL WHERE id = $1 AND `+column+` IS NULL`, id, hash)
 	return dbErr("record tx hash", err)
 }
 
 // setRegistrationHash records the registration of namespace ns, once.
 func (s *Store) setRegistrationHash(ctx context.Context, ns, hash string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE namespaces SET registration_tx_hash = $2 WHERE namespace = $1 AND registration_tx_hash IS NULL`, ns, hash)
+	_, err := s.exec(ctx, `UPDATE namespaces SET registration_tx_hash = $2 WHERE namespace = $1 AND registration_tx_hash IS NULL`, ns, hash)
 	return dbErr("record registration hash", err)
 }
 

@@ -272,6 +272,31 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, er
 	return s.db.ExecContext(ctx, q, args...)
 }
 
+// writeRow runs a writing statement that returns one row (… RETURNING)
+// in the write turn like exec; the turn is held until the row is scanned.
+func (s *Store) writeRow(ctx context.Context, q string, args ...any) turnRow {
+	release, err := s.takeWriteTurn(ctx)
+	if err != nil {
+		return turnRow{err: err}
+	}
+	return turnRow{row: s.db.QueryRowContext(ctx, q, args...), release: release}
+}
+
+// turnRow is writeRow's row: Scan scans it and gives the write turn back.
+type turnRow struct {
+	row     *sql.Row
+	release func()
+	err     error
+}
+
+func (r turnRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.release()
+	return r.row.Scan(dest...)
+}
+
 // tx runs fn in a transaction and commits when fn returns nil, in the
 // write turn on SQLite (see takeWriteTurn).
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {

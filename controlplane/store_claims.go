@@ -258,7 +258,7 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 	// (or still in) the source state because a concurrent move committed
 	// in between, the UPDATE is simply tried again.
 	for attempt := 0; ; attempt++ {
-		c, err := scanClaim(s.db.QueryRowContext(ctx, `UPDATE claims SET status = $4, `+t.column+` = $5, updated_at = $5
+		c, err := scanClaim(s.writeRow(ctx, `UPDATE claims SET status = $4, `+t.column+` = $5, updated_at = $5
 			WHERE id = $1 AND namespace = $2 AND status = $3`+cond+` RETURNING `+claimColumns, args...))
 		if err == nil {
 			return c, nil
@@ -297,6 +297,11 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 // Like a single reject it needs an active namespace; the webhook triggers
 // see one status change per claim.
 func (s *Store) rejectPending(ctx context.Context, ns, slug string, pendingCutoff, now time.Time) ([]Claim, error) {
+	release, err := s.takeWriteTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	rows, err := s.db.QueryContext(ctx, `UPDATE claims SET status = 'rejected', rejected_at = $4, updated_at = $4
 		WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at > $3
 			AND namespace IN (SELECT namespace FROM namespaces WHERE deactivated_at IS NULL)
@@ -309,7 +314,7 @@ func (s *Store) rejectPending(ctx context.Context, ns, slug string, pendingCutof
 
 // expirePending moves pending claims created at or before cutoff to expired.
 func (s *Store) expirePending(ctx context.Context, cutoff, now time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE claims SET status = 'expired', expired_at = $2, updated_at = $2
+	res, err := s.exec(ctx, `UPDATE claims SET status = 'expired', expired_at = $2, updated_at = $2
 		WHERE status = 'pending' AND created_at <= $1`, micros(cutoff), micros(now))
 	if err != nil {
 		return 0, dbErr("expire claims", err)
@@ -521,7 +526,7 @@ func (s *Store) insertSeedClaim(ctx context.Context, c Claim, now time.Time) (Cl
 	case StatusExpired:
 		expired = at
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
+	_, err := s.exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
 			created_at, updated_at, approved_at, rejected_at, revoked_at, expired_at)
 		VALUES ($1, $2, $3, $4, '', '', '', '', $5, $6, $6, $7, $8, $9, $10)`,
 		c.ID, c.Namespace, c.PublicKey, c.Service, c.Status, micros(now), approved, rejected, revoked, expired)

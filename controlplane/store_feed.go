@@ -117,11 +117,11 @@ func (s *Store) pruneFeedChanges(ctx context.Context, cutoff time.Time, keep int
 	}
 	horizon := greatest + `(version - $2, COALESCE((SELECT MAX(seq) FROM feed_changes f
 		WHERE f.service = feed_state.service AND f.changed_at < $1), 0))`
-	if _, err := s.db.ExecContext(ctx, `UPDATE feed_state SET pruned_through = `+horizon+`
+	if _, err := s.exec(ctx, `UPDATE feed_state SET pruned_through = `+horizon+`
 		WHERE `+horizon+` > pruned_through`, micros(cutoff), keep); err != nil {
 		return 0, dbErr("feed horizon", err)
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM feed_changes
+	res, err := s.exec(ctx, `DELETE FROM feed_changes
 		WHERE seq <= (SELECT pruned_through FROM feed_state s WHERE s.service = feed_changes.service)`)
 	if err != nil {
 		return 0, dbErr("prune feed changes", err)

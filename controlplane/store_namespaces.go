@@ -184,12 +184,12 @@ func (c nonceChecker) CheckNonce(ctx context.Context, scope, nonce string, until
 
 // cleanup deletes expired nonces, gateway pairing sessions and sessions.
 func (s *Store) cleanup(ctx context.Context, now time.Time) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM nonces WHERE expires_at <= $1`, micros(now)); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM nonces WHERE expires_at <= $1`, micros(now)); err != nil {
 		return dbErr("delete nonces", err)
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE expires_at <= $1`, micros(now)); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM gateway_pairings WHERE expires_at <= $1`, micros(now)); err != nil {
 		return dbErr("delete pairings", err)
 	}
-	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, micros(now))
+	_, err := s.exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, micros(now))
 	return dbErr("delete sessions", err)
 }

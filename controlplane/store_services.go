@@ -147,7 +147,7 @@ func (s *Store) updateService(ctx context.Context, owner, id string, name, endpo
 		sets = append(sets, "service_endpoint = $"+strconv.Itoa(len(args)))
 	}
 	sets = append(sets, "updated_at = $3")
-	svc, err := scanService(s.db.QueryRowContext(ctx, `UPDATE services SET `+strings.Join(sets, ", ")+
+	svc, err := scanService(s.writeRow(ctx, `UPDATE services SET `+strings.Join(sets, ", ")+
 		` WHERE id = $1 AND owner = $2 RETURNING `+serviceColumns, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return svc, errServiceNotFound
@@ -265,7 +265,7 @@ func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int,
 
 // revokeKey revokes an active key of one of owner's services.
 func (s *Store) revokeKey(ctx context.Context, owner, serviceID, keyID string, now time.Time) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $4 WHERE id = $1 AND service_id = $2 AND revoked_at IS NULL
+	res, err := s.exec(ctx, `UPDATE api_keys SET revoked_at = $4 WHERE id = $1 AND service_id = $2 AND revoked_at IS NULL
 		AND service_id IN (SELECT id FROM services WHERE owner = $3)`, keyID, serviceID, owner, micros(now))
 	if err != nil {
 		return dbErr("revoke key", err)

@@ -108,7 +108,7 @@ func (s *Store) updateWebhook(ctx context.Context, owner, serviceID, wid string,
 		args = append(args, encodeEvents(*events))
 		sets = append(sets, "events = $"+strconv.Itoa(len(args)))
 	}
-	wh, err := scanWebhook(s.db.QueryRowContext(ctx, `UPDATE webhooks SET `+strings.Join(sets, ", ")+
+	wh, err := scanWebhook(s.writeRow(ctx, `UPDATE webhooks SET `+strings.Join(sets, ", ")+
 		` WHERE id = $1 RETURNING `+webhookColumns, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return wh, errWebhookNotFound
@@ -374,7 +374,7 @@ func (s *Store) finishAttempt(ctx context.Context, id, token string, o attemptOu
 // releaseLease gives a leased delivery back untouched (the worker stopped
 // before attempting it).
 func (s *Store) releaseLease(ctx context.Context, id, token string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_token = NULL, lease_until = NULL
+	_, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_token = NULL, lease_until = NULL
 		WHERE id = $1 AND lease_token = $2 AND state = 'pending'`, id, token)
 	return dbErr("release delivery", err)
 }
@@ -382,7 +382,7 @@ func (s *Store) releaseLease(ctx context.Context, id, token string) error {
 // pruneDeliveries deletes finished deliveries (and their attempts) that
 // finished before cutoff.
 func (s *Store) pruneDeliveries(ctx context.Context, cutoff time.Time) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1`, micros(cutoff))
+	_, err := s.exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1`, micros(cutoff))
 	return dbErr("prune deliveries", err)
 }
 

@@ -23,7 +23,8 @@ const watchLimit = 4 << 20
 // (CheckResponse) fails t when the test ends. Call it before starting the
 // server, so the server's own cleanup (which waits for its handlers) runs
 // first. Event streams are checked up to their headers, hijacked
-// connections (WebSocket upgrades) and CORS preflights not at all.
+// connections (WebSocket upgrades), CORS preflights and requests whose
+// client went away before any answer not at all.
 func Watch(t testing.TB, h http.Handler) http.Handler {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -55,7 +56,9 @@ func Watch(t testing.TB, h http.Handler) http.Handler {
 		}
 		tw := &teeWriter{ResponseWriter: w}
 		h.ServeHTTP(tw, r)
-		if tw.hijacked {
+		if tw.hijacked || (tw.status == 0 && tw.body.Len() == 0 && r.Context().Err() != nil) {
+			// Hijacked, or the client went away before anything was
+			// answered: there is no response to hold to the document.
 			return
 		}
 		status := tw.status
