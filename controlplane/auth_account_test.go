@@ -209,7 +209,7 @@ func TestMaintainAuth(t *testing.T) {
 		e.do("GET", "/v1/auth/signup/options?namespace=alice", nil).want(t, http.StatusOK, "")
 		count := func(table string) int {
 			var n int
-			if err := e.st.db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+			if err := e.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			return n

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"database/sql"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/netip"
 	"time"
@@ -68,7 +69,7 @@ func rateLimited(wait time.Duration) *apierror.Error { return errRateLimited.Wit
 // returns how long the caller must wait instead (0: go ahead); a refused
 // attempt is not counted.
 func (s *Store) limitAttempt(ctx context.Context, key string, max int, now time.Time) (wait time.Duration, err error) {
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
 		st, err := s.lockLimit(ctx, tx, key, now)
 		if err != nil {
 			return err
@@ -76,12 +77,12 @@ func (s *Store) limitAttempt(ctx context.Context, key string, max int, now time.
 		if wait = st.wait(max, now); wait > 0 {
 			return nil
 		}
-		if st.windowStart+limitWindow.Microseconds() <= micros(now) {
-			st.windowStart, st.attempts = micros(now), 0
+		if st.windowStart+limitWindow.Microseconds() <= sqldb.Micros(now) {
+			st.windowStart, st.attempts = sqldb.Micros(now), 0
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE auth_limits SET window_start = $2, attempts = $3 WHERE limit_key = $1`,
 			key, st.windowStart, st.attempts+1)
-		return dbErr("count attempt", err)
+		return sqldb.Err("count attempt", err)
 	})
 	return wait, err
 }
@@ -97,7 +98,7 @@ func (s *Store) limitWait(ctx context.Context, key string, max int, now time.Tim
 		return 0, nil
 	}
 	if err != nil {
-		return 0, dbErr("rate limit", err)
+		return 0, sqldb.Err("rate limit", err)
 	}
 	return st.wait(max, now), nil
 }
@@ -105,7 +106,7 @@ func (s *Store) limitWait(ctx context.Context, key string, max int, now time.Tim
 // limitFailure records a failed attempt under key and starts the next,
 // doubled backoff.
 func (s *Store) limitFailure(ctx context.Context, key string, now time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		st, err := s.lockLimit(ctx, tx, key, now)
 		if err != nil {
 			return err
@@ -115,15 +116,15 @@ func (s *Store) limitFailure(ctx context.Context, key string, now time.Time) err
 			backoff = min(backoffBase<<st.failures, backoffMax)
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE auth_limits SET failures = $2, blocked_until = $3 WHERE limit_key = $1`,
-			key, st.failures+1, micros(now.Add(backoff)))
-		return dbErr("record failure", err)
+			key, st.failures+1, sqldb.Micros(now.Add(backoff)))
+		return sqldb.Err("record failure", err)
 	})
 }
 
 // limitSuccess clears the backoff of key after a ceremony succeeded.
 func (s *Store) limitSuccess(ctx context.Context, key string) error {
-	_, err := s.exec(ctx, `UPDATE auth_limits SET failures = 0, blocked_until = 0 WHERE limit_key = $1`, key)
-	return dbErr("clear failures", err)
+	_, err := s.db.Exec(ctx, `UPDATE auth_limits SET failures = 0, blocked_until = 0 WHERE limit_key = $1`, key)
+	return sqldb.Err("clear failures", err)
 }
 
 type limitState struct {
@@ -134,7 +135,7 @@ type limitState struct {
 // wait is how long the key refuses at now, given max attempts per window
 // (0: uncapped).
 func (st limitState) wait(max int, now time.Time) time.Duration {
-	t := micros(now)
+	t := sqldb.Micros(now)
 	if st.blockedUntil > t {
 		return time.Duration(st.blockedUntil-t) * time.Microsecond
 	}
@@ -149,12 +150,12 @@ func (st limitState) wait(max int, now time.Time) time.Duration {
 func (s *Store) lockLimit(ctx context.Context, tx *sql.Tx, key string, now time.Time) (limitState, error) {
 	var st limitState
 	if _, err := tx.ExecContext(ctx, `INSERT INTO auth_limits (limit_key, window_start, attempts, failures, blocked_until)
-		VALUES ($1, $2, 0, 0, 0) ON CONFLICT (limit_key) DO NOTHING`, key, micros(now)); err != nil {
-		return st, dbErr("insert rate limit", err)
+		VALUES ($1, $2, 0, 0, 0) ON CONFLICT (limit_key) DO NOTHING`, key, sqldb.Micros(now)); err != nil {
+		return st, sqldb.Err("insert rate limit", err)
 	}
-	err := tx.QueryRowContext(ctx, `SELECT window_start, attempts, failures, blocked_until FROM auth_limits WHERE limit_key = $1`+s.forUpdate(),
+	err := tx.QueryRowContext(ctx, `SELECT window_start, attempts, failures, blocked_until FROM auth_limits WHERE limit_key = $1`+s.db.ForUpdate(),
 		key).Scan(&st.windowStart, &st.attempts, &st.failures, &st.blockedUntil)
-	return st, dbErr("rate limit", err)
+	return st, sqldb.Err("rate limit", err)
 }
 
 // checkAttempt counts an attempt under key; false means the answer (429 or

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"database/sql"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -65,9 +66,9 @@ func cleanUserAgent(ua string) string {
 // describeSession stores how session sid started; a session started by a
 // passkey counts as verified by it.
 func (s *Store) describeSession(ctx context.Context, sid string, st sessionStart, now time.Time) error {
-	if _, err := s.exec(ctx, `UPDATE sessions SET passkey_id = $2, user_agent = $3, client_addr = $4 WHERE id = $1`,
+	if _, err := s.db.Exec(ctx, `UPDATE sessions SET passkey_id = $2, user_agent = $3, client_addr = $4 WHERE id = $1`,
 		sid, st.passkeyID, st.userAgent, st.clientAddr); err != nil {
-		return dbErr("describe session", err)
+		return sqldb.Err("describe session", err)
 	}
 	if st.passkeyID == "" {
 		return nil
@@ -93,9 +94,9 @@ const maxListedSessions = 200
 // liveSessions returns the unexpired sessions of ns, newest first.
 func (s *Store) liveSessions(ctx context.Context, ns string, now time.Time) ([]sessionRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, created_at, expires_at, verified_at, passkey_id, user_agent, client_addr
-		FROM sessions WHERE namespace = $1 AND expires_at > $2 ORDER BY created_at DESC, id LIMIT $3`, ns, micros(now), maxListedSessions)
+		FROM sessions WHERE namespace = $1 AND expires_at > $2 ORDER BY created_at DESC, id LIMIT $3`, ns, sqldb.Micros(now), maxListedSessions)
 	if err != nil {
-		return nil, dbErr("list sessions", err)
+		return nil, sqldb.Err("list sessions", err)
 	}
 	defer rows.Close()
 	out := []sessionRecord{}
@@ -106,22 +107,22 @@ func (s *Store) liveSessions(ctx context.Context, ns string, now time.Time) ([]s
 			verified         sql.NullInt64
 		)
 		if err := rows.Scan(&r.ID, &created, &expires, &verified, &r.PasskeyID, &r.UserAgent, &r.ClientAddress); err != nil {
-			return nil, dbErr("scan session", err)
+			return nil, sqldb.Err("scan session", err)
 		}
-		r.CreatedAt, r.ExpiresAt, r.VerifiedAt = timestamp(fromMicros(created)), timestamp(fromMicros(expires)), timestamp(fromNullMicros(verified))
+		r.CreatedAt, r.ExpiresAt, r.VerifiedAt = timestamp(sqldb.FromMicros(created)), timestamp(sqldb.FromMicros(expires)), timestamp(sqldb.FromNullMicros(verified))
 		out = append(out, r)
 	}
-	return out, dbErr("list sessions", rows.Err())
+	return out, sqldb.Err("list sessions", rows.Err())
 }
 
 // endSession deletes session id of ns and reports whether there was one.
 func (s *Store) endSession(ctx context.Context, ns, id string) (bool, error) {
-	res, err := s.exec(ctx, `DELETE FROM sessions WHERE id = $1 AND namespace = $2`, id, ns)
+	res, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND namespace = $2`, id, ns)
 	if err != nil {
-		return false, dbErr("delete session", err)
+		return false, sqldb.Err("delete session", err)
 	}
 	n, err := res.RowsAffected()
-	return n > 0, dbErr("delete session", err)
+	return n > 0, sqldb.Err("delete session", err)
 }
 
 // listSessions is GET /v1/auth/sessions.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"time"
 )
@@ -81,10 +82,10 @@ func loadStepUp(ctx context.Context, q queryRower, ns, sid string) (stepUp, erro
 		return st, errSessionInvalid
 	}
 	if err != nil {
-		return st, dbErr("step-up state", err)
+		return st, sqldb.Err("step-up state", err)
 	}
-	st.verifiedAt = fromNullMicros(verified)
-	st.verifierFound, st.verifierTrusted = trusted.Valid, fromNullMicros(trusted)
+	st.verifiedAt = sqldb.FromNullMicros(verified)
+	st.verifierFound, st.verifierTrusted = trusted.Valid, sqldb.FromNullMicros(trusted)
 	return st, nil
 }
 
@@ -106,11 +107,11 @@ func (s *Server) requireStepUp(w http.ResponseWriter, r *http.Request, sess owne
 // markVerified records that the owner of session sid has just completed an
 // assertion with passkey pk, at the account's current credential version.
 func (s *Store) markVerified(ctx context.Context, sid, pk string, now time.Time) error {
-	_, err := s.exec(ctx, `UPDATE sessions SET verified_at = $2, verified_passkey = $3,
+	_, err := s.db.Exec(ctx, `UPDATE sessions SET verified_at = $2, verified_passkey = $3,
 		verified_version = (SELECT a.credential_version FROM accounts a JOIN namespaces n ON n.owner_id = a.id
 			WHERE n.namespace = sessions.namespace)
-		WHERE id = $1`, sid, micros(now), pk)
-	return dbErr("mark session verified", err)
+		WHERE id = $1`, sid, sqldb.Micros(now), pk)
+	return sqldb.Err("mark session verified", err)
 }
 
 // credentialChange runs change inside a transaction that holds the
@@ -120,18 +121,18 @@ func (s *Store) markVerified(ctx context.Context, sid, pk string, now time.Time)
 // account's credential version is bumped when it succeeds, which uses up
 // every session's verification.
 func (s *Store) credentialChange(ctx context.Context, ns, sid string, now time.Time, change func(tx *sql.Tx, passkeys int) error) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var owner string
-		err := tx.QueryRowContext(ctx, `SELECT owner_id FROM namespaces WHERE namespace = $1`+s.forUpdate(), ns).Scan(&owner)
+		err := tx.QueryRowContext(ctx, `SELECT owner_id FROM namespaces WHERE namespace = $1`+s.db.ForUpdate(), ns).Scan(&owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNamespaceNotFound
 		}
 		if err != nil {
-			return dbErr("namespace", err)
+			return sqldb.Err("namespace", err)
 		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM passkeys WHERE namespace = $1`, ns).Scan(&n); err != nil {
-			return dbErr("count passkeys", err)
+			return sqldb.Err("count passkeys", err)
 		}
 		if n > 0 {
 			st, err := loadStepUp(ctx, tx, ns, sid)
@@ -146,6 +147,6 @@ func (s *Store) credentialChange(ctx context.Context, ns, sid string, now time.T
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE accounts SET credential_version = credential_version + 1 WHERE id = $1`, owner)
-		return dbErr("bump credential version", err)
+		return sqldb.Err("bump credential version", err)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
@@ -28,9 +29,9 @@ func (s *Store) saveChallenge(ctx context.Context, kind, ns, sid string, sd *web
 	if err != nil {
 		return fmt.Errorf("controlplane: encode challenge: %w", err)
 	}
-	_, err = s.exec(ctx, `INSERT INTO webauthn_challenges (challenge, kind, namespace, session_id, data, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, sd.Challenge, kind, ns, sid, string(data), micros(expires))
-	return dbErr("insert challenge", err)
+	_, err = s.db.Exec(ctx, `INSERT INTO webauthn_challenges (challenge, kind, namespace, session_id, data, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, sd.Challenge, kind, ns, sid, string(data), sqldb.Micros(expires))
+	return sqldb.Err("insert challenge", err)
 }
 
 // takeChallenge consumes a challenge of the given kind, namespace and
@@ -43,16 +44,16 @@ func (s *Store) takeChallenge(ctx context.Context, challenge, kind, ns, sid stri
 		data    string
 		expires int64
 	)
-	err := s.writeRow(ctx, `DELETE FROM webauthn_challenges
+	err := s.db.WriteRow(ctx, `DELETE FROM webauthn_challenges
 		WHERE challenge = $1 AND kind = $2 AND namespace = $3 AND session_id = $4 RETURNING data, expires_at`,
 		challenge, kind, ns, sid).Scan(&data, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sd, errChallengeInvalid
 	}
 	if err != nil {
-		return sd, dbErr("take challenge", err)
+		return sd, sqldb.Err("take challenge", err)
 	}
-	if expires <= micros(now) {
+	if expires <= sqldb.Micros(now) {
 		return sd, errChallengeExpired
 	}
 	if err := json.Unmarshal([]byte(data), &sd); err != nil {
@@ -94,7 +95,7 @@ func scanPasskey(row interface{ Scan(...any) error }) (passkey, error) {
 	// carried over, it is decided per assertion.
 	p.Credential.Authenticator.SignCount = uint32(count)
 	p.Credential.Authenticator.CloneWarning = false
-	p.CreatedAt, p.LastUsedAt = fromMicros(created), fromNullMicros(used)
+	p.CreatedAt, p.LastUsedAt = sqldb.FromMicros(created), sqldb.FromNullMicros(used)
 	return p, nil
 }
 
@@ -102,18 +103,18 @@ func scanPasskey(row interface{ Scan(...any) error }) (passkey, error) {
 func (s *Store) passkeys(ctx context.Context, ns string) ([]passkey, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+passkeyColumns+` FROM passkeys WHERE namespace = $1 ORDER BY created_at, id`, ns)
 	if err != nil {
-		return nil, dbErr("list passkeys", err)
+		return nil, sqldb.Err("list passkeys", err)
 	}
 	defer rows.Close()
 	out := []passkey{}
 	for rows.Next() {
 		p, err := scanPasskey(rows)
 		if err != nil {
-			return nil, dbErr("scan passkey", err)
+			return nil, sqldb.Err("scan passkey", err)
 		}
 		out = append(out, p)
 	}
-	return out, dbErr("list passkeys", rows.Err())
+	return out, sqldb.Err("list passkeys", rows.Err())
 }
 
 // insertPasskey stores cred as a passkey of ns inside tx, able to confirm
@@ -133,35 +134,35 @@ func insertPasskey(ctx context.Context, tx *sql.Tx, ns, name string, cred *webau
 		CreatedAt: now.UTC().Truncate(time.Microsecond), Credential: *cred}
 	_, err = tx.ExecContext(ctx, `INSERT INTO passkeys (id, namespace, credential_id, name, algorithm, sign_count, credential, created_at, trusted_from)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		p.ID, ns, credentialID(cred.ID), name, p.Algorithm, int64(cred.Authenticator.SignCount), string(data), micros(now), micros(trusted))
-	if isUniqueViolation(err) {
+		p.ID, ns, credentialID(cred.ID), name, p.Algorithm, int64(cred.Authenticator.SignCount), string(data), sqldb.Micros(now), sqldb.Micros(trusted))
+	if sqldb.IsUniqueViolation(err) {
 		return p, errPasskeyExists
 	}
-	return p, dbErr("insert passkey", err)
+	return p, sqldb.Err("insert passkey", err)
 }
 
 // createAccount registers ns for a new account whose first passkey is
 // cred. A namespace that exists, even deactivated, is never taken again.
 func (s *Store) createAccount(ctx context.Context, ns, accountID, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
 	var p passkey
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM namespaces WHERE namespace = $1`, ns).Scan(&n); err != nil {
-			return dbErr("namespace lookup", err)
+			return sqldb.Err("namespace lookup", err)
 		}
 		if n > 0 {
 			return errNamespaceTaken
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO accounts (id, created_at) VALUES ($1, $2)`, accountID, micros(now)); err != nil {
-			return dbErr("insert account", err)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO accounts (id, created_at) VALUES ($1, $2)`, accountID, sqldb.Micros(now)); err != nil {
+			return sqldb.Err("insert account", err)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO namespaces (namespace, owner_id, created_at, updated_at) VALUES ($1, $2, $3, $3)`,
-			ns, accountID, micros(now))
-		if isUniqueViolation(err) {
+			ns, accountID, sqldb.Micros(now))
+		if sqldb.IsUniqueViolation(err) {
 			return errNamespaceTaken
 		}
 		if err != nil {
-			return dbErr("insert namespace", err)
+			return sqldb.Err("insert namespace", err)
 		}
 		// The account's first passkey is established at once.
 		p, err = insertPasskey(ctx, tx, ns, name, cred, now, now)
@@ -199,23 +200,23 @@ func (s *Store) usePasskey(ctx context.Context, ns string, cred *webauthn.Creden
 	}
 	count := int64(cred.Authenticator.SignCount)
 	var id string
-	err = s.writeRow(ctx, `UPDATE passkeys SET sign_count = $3, credential = $4, last_used_at = $5
+	err = s.db.WriteRow(ctx, `UPDATE passkeys SET sign_count = $3, credential = $4, last_used_at = $5
 		WHERE credential_id = $1 AND namespace = $2 AND (sign_count < $3 OR (sign_count = 0 AND $3 = 0)) RETURNING id`,
-		credentialID(cred.ID), ns, count, string(data), micros(now)).Scan(&id)
+		credentialID(cred.ID), ns, count, string(data), sqldb.Micros(now)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", errPasskeyCloned
 	}
-	return id, dbErr("update passkey", err)
+	return id, sqldb.Err("update passkey", err)
 }
 
 // renamePasskey renames passkey id of ns.
 func (s *Store) renamePasskey(ctx context.Context, ns, id, name string) (passkey, error) {
-	p, err := scanPasskey(s.writeRow(ctx, `UPDATE passkeys SET name = $3 WHERE id = $1 AND namespace = $2 RETURNING `+passkeyColumns,
+	p, err := scanPasskey(s.db.WriteRow(ctx, `UPDATE passkeys SET name = $3 WHERE id = $1 AND namespace = $2 RETURNING `+passkeyColumns,
 		id, ns, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, errPasskeyNotFound
 	}
-	return p, dbErr("rename passkey", err)
+	return p, sqldb.Err("rename passkey", err)
 }
 
 // deletePasskey removes passkey id of ns unless it is the last one, a
@@ -232,15 +233,15 @@ func (s *Store) deletePasskey(ctx context.Context, ns, sid, id string, now time.
 		case errors.Is(err, sql.ErrNoRows):
 			return errPasskeyNotFound
 		case err != nil:
-			return dbErr("passkey", err)
+			return sqldb.Err("passkey", err)
 		case total <= 1:
 			return errLastPasskey
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM passkeys WHERE id = $1 AND namespace = $2`, id, ns); err != nil {
-			return dbErr("delete passkey", err)
+			return sqldb.Err("delete passkey", err)
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE namespace = $1 AND passkey_id = $2 AND id <> $3`, ns, id, sid)
-		return dbErr("end sessions of passkey", err)
+		return sqldb.Err("end sessions of passkey", err)
 	})
 	return p, err
 }
@@ -267,9 +268,9 @@ func (s *Store) account(ctx context.Context, ns string) (id string, created time
 		return "", time.Time{}, set, errNamespaceNotFound
 	}
 	if err != nil {
-		return "", time.Time{}, set, dbErr("account", err)
+		return "", time.Time{}, set, sqldb.Err("account", err)
 	}
-	return id, fromMicros(at), accountSettings{Email: addr, EmailNotifications: email == 1, WebhookFailuresNotify: webhook == 1}, nil
+	return id, sqldb.FromMicros(at), accountSettings{Email: addr, EmailNotifications: email == 1, WebhookFailuresNotify: webhook == 1}, nil
 }
 
 // updateSettings sets the non-nil settings of the account owning ns.
@@ -287,12 +288,12 @@ func (s *Store) updateSettings(ctx context.Context, ns string, addr *string, ema
 	if addr != nil {
 		address = sql.NullString{String: *addr, Valid: true}
 	}
-	_, err := s.exec(ctx, `UPDATE accounts SET
+	_, err := s.db.Exec(ctx, `UPDATE accounts SET
 			email_notifications = COALESCE($2, email_notifications),
 			webhook_failures_notify = COALESCE($3, webhook_failures_notify),
 			alert_email = COALESCE($4, alert_email)
 		WHERE id = (SELECT owner_id FROM namespaces WHERE namespace = $1)`, ns, flag(email), flag(webhook), address)
-	return dbErr("update settings", err)
+	return sqldb.Err("update settings", err)
 }
 
 // deactivateNamespace leaves the tombstone of an account deletion: the
@@ -302,10 +303,10 @@ func (s *Store) updateSettings(ctx context.Context, ns string, addr *string, ema
 // the caller closes.
 func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time) ([]gatewayRecord, error) {
 	var unpaired []gatewayRecord
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE namespaces SET deactivated_at = $2, updated_at = $2
-			WHERE namespace = $1 AND deactivated_at IS NULL`, ns, micros(now)); err != nil {
-			return dbErr("deactivate namespace", err)
+			WHERE namespace = $1 AND deactivated_at IS NULL`, ns, sqldb.Micros(now)); err != nil {
+			return sqldb.Err("deactivate namespace", err)
 		}
 		for _, q := range []string{
 			`DELETE FROM passkeys WHERE namespace = $1`,
@@ -314,22 +315,22 @@ func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Tim
 			`DELETE FROM gateway_pairings WHERE namespace = $1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, ns); err != nil {
-				return dbErr("delete account data", err)
+				return sqldb.Err("delete account data", err)
 			}
 		}
 		rows, err := tx.QueryContext(ctx, `DELETE FROM gateways WHERE namespace = $1 RETURNING `+gatewayColumns, ns)
 		if err != nil {
-			return dbErr("delete gateways", err)
+			return sqldb.Err("delete gateways", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			g, err := scanGateway(rows)
 			if err != nil {
-				return dbErr("delete gateways", err)
+				return sqldb.Err("delete gateways", err)
 			}
 			unpaired = append(unpaired, g)
 		}
-		return dbErr("delete gateways", rows.Err())
+		return sqldb.Err("delete gateways", rows.Err())
 	})
 	return unpaired, err
 }
@@ -337,10 +338,10 @@ func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Tim
 // cleanupAuth deletes expired challenges, and rate-limit rows whose window
 // has closed and whose backoff ended at least a window ago.
 func (s *Store) cleanupAuth(ctx context.Context, now time.Time) error {
-	if _, err := s.exec(ctx, `DELETE FROM webauthn_challenges WHERE expires_at <= $1`, micros(now)); err != nil {
-		return dbErr("delete challenges", err)
+	if _, err := s.db.Exec(ctx, `DELETE FROM webauthn_challenges WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
+		return sqldb.Err("delete challenges", err)
 	}
-	old := micros(now.Add(-limitWindow))
-	_, err := s.exec(ctx, `DELETE FROM auth_limits WHERE window_start <= $1 AND blocked_until <= $1`, old)
-	return dbErr("delete rate limits", err)
+	old := sqldb.Micros(now.Add(-limitWindow))
+	_, err := s.db.Exec(ctx, `DELETE FROM auth_limits WHERE window_start <= $1 AND blocked_until <= $1`, old)
+	return sqldb.Err("delete rate limits", err)
 }

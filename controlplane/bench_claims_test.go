@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -59,21 +60,21 @@ func populateClaims(tb testing.TB, st *Store) string {
 			)
 			for range min(batch, m.n-start) {
 				pub, _, _ := ed25519.GenerateKey(rand.Reader)
-				at := micros(now) - int64(i)
+				at := sqldb.Micros(now) - int64(i)
 				ip := fmt.Sprintf("192.0.2.%d", i%250)
 				p := len(args)
 				rows = append(rows, fmt.Sprintf("($%d, 'acme', $%d, $%d, $%d, $%d, 'alice', '', '', $%d, $%d, $%d)", p+1, p+2, p+3, p+4, p+5, p+6, p+7, p+7))
 				args = append(args, newID("clm_"), identity.FormatPublicKey(pub), claimsServices[i%len(claimsServices)], ip, ip, m.status, at)
 				i++
 			}
-			if _, err := st.db.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
+			if _, err := st.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
 				VALUES `+strings.Join(rows, ", "), args...); err != nil {
 				tb.Fatal(err)
 			}
 		}
 	}
-	if st.pg { // settled as autovacuum would, before the clock runs; the store never analyzes SQLite
-		st.db.ExecContext(ctx, `VACUUM ANALYZE`)
+	if st.db.PG() { // settled as autovacuum would, before the clock runs; the store never analyzes SQLite
+		st.db.Exec(ctx, `VACUUM ANALYZE`)
 	}
 	return key
 }
@@ -215,7 +216,7 @@ func claimsPageAt(tb testing.TB, st *Store, status string, pos int) string {
 		return "/claims?status=" + status
 	}
 	var id string
-	if err := st.db.QueryRow(`SELECT id FROM claims WHERE namespace = 'acme' AND status = $1
+	if err := st.db.QueryRowContext(context.Background(), `SELECT id FROM claims WHERE namespace = 'acme' AND status = $1
 		ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET $2`, status, pos-1).Scan(&id); err != nil {
 		tb.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,18 +37,18 @@ func populateFeed(tb testing.TB, st *Store, n int) string {
 		)
 		for i := start; i < min(start+batch, n); i++ {
 			pub, _, _ := ed25519.GenerateKey(rand.Reader)
-			at := micros(now) + int64(i)
+			at := sqldb.Micros(now) + int64(i)
 			p := len(args)
 			rows = append(rows, fmt.Sprintf("($%d, 'acme', $%d, 'github', '127.0.0.1', 'alice', '', '', 'approved', $%d, $%d, $%d)", p+1, p+2, p+3, p+3, p+3))
 			args = append(args, newID("clm_"), identity.FormatPublicKey(pub), at)
 		}
-		if _, err := st.db.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at, approved_at)
+		if _, err := st.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at, approved_at)
 			VALUES `+strings.Join(rows, ", "), args...); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	if st.pg {
-		st.db.ExecContext(ctx, `ANALYZE claims`)
+	if st.db.PG() {
+		st.db.Exec(ctx, `ANALYZE claims`)
 	}
 	return key.Key
 }

@@ -2,8 +2,8 @@ package controlplane
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"html"
 	"maps"
 	"regexp"
@@ -15,7 +15,7 @@ import (
 // countRows reads q's (key…, n) rows as "key/…" → n, leaving out zeros.
 func countRows(t *testing.T, st *Store, q string) map[string]int64 {
 	t.Helper()
-	rows, err := st.db.Query(q)
+	rows, err := st.db.QueryContext(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,24 +64,8 @@ func TestClaimCountsFollowEveryChange(t *testing.T) {
 			now := time.Now()
 
 			// A database of the release before the counters, with claims.
-			driver, dsn := "sqlite", "file:"+cfg.SQLitePath
-			if engine == ProviderPostgres {
-				driver, dsn = "pgx", cfg.DatabaseURL
-			}
-			db, err := sql.Open(driver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			old := &Store{db: &tracedDB{DB: db}, pg: engine == ProviderPostgres}
-			var before []migration
-			for _, m := range migrations {
-				if m.version < claimCountsMigration.version {
-					before = append(before, m)
-				}
-			}
-			if err := old.migrate(ctx, before); err != nil {
-				t.Fatal(err)
-			}
+			old := openStoreAt(t, cfg, claimCountsVersion-1)
+			db := old.db
 			for _, ns := range []string{"acme", "bob"} {
 				if err := old.ensureNamespace(ctx, ns, now); err != nil {
 					t.Fatal(err)
@@ -92,13 +76,13 @@ func TestClaimCountsFollowEveryChange(t *testing.T) {
 				if i == 7 {
 					ns = "bob"
 				}
-				if _, err := db.Exec(`INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
+				if _, err := db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
 					VALUES ($1, $2, $3, $4, '192.0.2.1', '192.0.2.1', '', '', '', $5, $6, $6)`,
-					fmt.Sprintf("clm_old%d", i), ns, fmt.Sprintf("ed25519:old%d", i), svc, status, micros(now)); err != nil {
+					fmt.Sprintf("clm_old%d", i), ns, fmt.Sprintf("ed25519:old%d", i), svc, status, sqldb.Micros(now)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			db.Close()
+			old.Close()
 
 			st := openStore(t, cfg)
 			checkCounts(t, st, "after the upgrade")
@@ -134,7 +118,7 @@ func TestClaimCountsFollowEveryChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkCounts(t, st, "after an expiring submission")
-			if _, err := st.db.Exec(`DELETE FROM claims WHERE namespace = 'acme' AND service = 'github'`); err != nil {
+			if _, err := st.db.Exec(context.Background(), `DELETE FROM claims WHERE namespace = 'acme' AND service = 'github'`); err != nil {
 				t.Fatal(err)
 			}
 			checkCounts(t, st, "after deletes")

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -159,7 +160,7 @@ func TestConcurrentTransitions(t *testing.T) {
 				close(start)
 				wg.Wait()
 				var final string
-				e.st.db.QueryRow(`SELECT status FROM claims WHERE id = $1`, id).Scan(&final)
+				e.st.db.QueryRowContext(context.Background(), `SELECT status FROM claims WHERE id = $1`, id).Scan(&final)
 				switch pair[1] {
 				case "revoke":
 					ok := (codes[0] == 200 && codes[1] == 200 && final == StatusRevoked) ||
@@ -428,7 +429,7 @@ func TestFeedStateAndCursors(t *testing.T) {
 		check := func(step string) {
 			t.Helper()
 			var want int64
-			e.st.db.QueryRow(`SELECT COUNT(*) FROM claims WHERE service = 'github' AND status = 'approved'`).Scan(&want)
+			e.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM claims WHERE service = 'github' AND status = 'approved'`).Scan(&want)
 			// Twice: the second pass runs on remembered cursors.
 			for pass := 0; pass < 2; pass++ {
 				ids, total := readAll()
@@ -452,12 +453,12 @@ func TestFeedStateAndCursors(t *testing.T) {
 		e.do("POST", "/v1/claims/"+s.Claims[2].ClaimID+"/revoke", nil, owner).want(t, 200, "")
 		e.do("POST", "/v1/claims/"+s.Claims[5].ClaimID+"/revoke", nil, owner).want(t, 200, "")
 		check("revoked")
-		if _, err := e.st.db.Exec(`DELETE FROM claims WHERE id = $1`, s.Claims[0].ClaimID); err != nil {
+		if _, err := e.st.db.Exec(context.Background(), `DELETE FROM claims WHERE id = $1`, s.Claims[0].ClaimID); err != nil {
 			t.Fatal(err)
 		}
 		check("deleted")
 		var id string
-		e.st.db.QueryRow(`SELECT id FROM services WHERE slug = 'github'`).Scan(&id)
+		e.st.db.QueryRowContext(context.Background(), `SELECT id FROM services WHERE slug = 'github'`).Scan(&id)
 		e.do("DELETE", "/v1/services/"+id, nil, owner).want(t, 204, "")
 		approved, _, err := e.st.feedState(t.Context(), "github")
 		if err != nil || approved != 0 {
@@ -490,9 +491,9 @@ func TestConcurrentSubmissionsRespectPendingLimit(t *testing.T) {
 		close(start)
 		wg.Wait()
 		var pending int
-		e.st.db.QueryRow(`SELECT COUNT(*) FROM claims WHERE namespace = 'acme' AND status = 'pending'`).Scan(&pending)
+		e.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM claims WHERE namespace = 'acme' AND status = 'pending'`).Scan(&pending)
 		var sameTuple int
-		e.st.db.QueryRow(`SELECT COUNT(*) FROM claims WHERE public_key = $1`, one).Scan(&sameTuple)
+		e.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM claims WHERE public_key = $1`, one).Scan(&sameTuple)
 		created := 0
 		for _, c := range codes[:4] {
 			if c == 201 {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"time"
 )
 
@@ -19,7 +20,7 @@ func (s *Store) claimCounts(ctx context.Context, ns, slug string) (map[string]in
 	}
 	rows, err := s.db.QueryContext(ctx, q+` GROUP BY status`, args...)
 	if err != nil {
-		return nil, dbErr("count claims", err)
+		return nil, sqldb.Err("count claims", err)
 	}
 	defer rows.Close()
 	out := make(map[string]int64, 5)
@@ -29,11 +30,11 @@ func (s *Store) claimCounts(ctx context.Context, ns, slug string) (map[string]in
 			n      int64
 		)
 		if err := rows.Scan(&status, &n); err != nil {
-			return nil, dbErr("count claims", err)
+			return nil, sqldb.Err("count claims", err)
 		}
 		out[status] = n
 	}
-	return out, dbErr("count claims", rows.Err())
+	return out, sqldb.Err("count claims", rows.Err())
 }
 
 // claimServices returns the distinct service slugs that hold claims of ns,
@@ -43,18 +44,18 @@ func (s *Store) claimServices(ctx context.Context, ns string) ([]string, error) 
 	rows, err := s.db.QueryContext(ctx, `SELECT service FROM claim_counts WHERE namespace = $1
 		GROUP BY service HAVING SUM(n) > 0 ORDER BY service`, ns)
 	if err != nil {
-		return nil, dbErr("claim services", err)
+		return nil, sqldb.Err("claim services", err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var slug string
 		if err := rows.Scan(&slug); err != nil {
-			return nil, dbErr("claim services", err)
+			return nil, sqldb.Err("claim services", err)
 		}
 		out = append(out, slug)
 	}
-	return out, dbErr("claim services", rows.Err())
+	return out, sqldb.Err("claim services", rows.Err())
 }
 
 // hashSigninToken is the stored form of a sign-in link token.
@@ -66,13 +67,13 @@ func hashSigninToken(token string) string {
 // createSigninLink stores the hash of token as a sign-in link of ns valid
 // until expires, and deletes links that have expired by now.
 func (s *Store) createSigninLink(ctx context.Context, ns, token string, now, expires time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM signin_links WHERE expires_at <= $1`, micros(now)); err != nil {
-			return dbErr("prune sign-in links", err)
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM signin_links WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
+			return sqldb.Err("prune sign-in links", err)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO signin_links (token_hash, namespace, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-			hashSigninToken(token), ns, micros(now), micros(expires))
-		return dbErr("insert sign-in link", err)
+			hashSigninToken(token), ns, sqldb.Micros(now), sqldb.Micros(expires))
+		return sqldb.Err("insert sign-in link", err)
 	})
 }
 
@@ -85,10 +86,10 @@ func (s *Store) takeSigninLink(ctx context.Context, token string, now time.Time)
 		ns      string
 		expires int64
 	)
-	err := s.writeRow(ctx, `DELETE FROM signin_links WHERE token_hash = $1 RETURNING namespace, expires_at`,
+	err := s.db.WriteRow(ctx, `DELETE FROM signin_links WHERE token_hash = $1 RETURNING namespace, expires_at`,
 		hashSigninToken(token)).Scan(&ns, &expires)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= micros(now) {
+	if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= sqldb.Micros(now) {
 		return "", errSigninLinkInvalid
 	}
-	return ns, dbErr("take sign-in link", err)
+	return ns, sqldb.Err("take sign-in link", err)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -222,10 +223,10 @@ func TestDashboardRegistryTransactions(t *testing.T) {
 	ok := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)
 	failed := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)
 	hash := "0x" + strings.Repeat("ab", 32)
-	if _, err := e.st.db.Exec(`UPDATE claims SET status = 'approved', approved_at = created_at, approval_tx_hash = $1 WHERE id = $2`, hash, ok["claim_id"]); err != nil {
+	if _, err := e.st.db.Exec(context.Background(), `UPDATE claims SET status = 'approved', approved_at = created_at, approval_tx_hash = $1 WHERE id = $2`, hash, ok["claim_id"]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.db.Exec(`UPDATE claims SET status = 'approved', approved_at = created_at, registry_error = 'execution reverted: NotRelayer' WHERE id = $1`, failed["claim_id"]); err != nil {
+	if _, err := e.st.db.Exec(context.Background(), `UPDATE claims SET status = 'approved', approved_at = created_at, registry_error = 'execution reverted: NotRelayer' WHERE id = $1`, failed["claim_id"]); err != nil {
 		t.Fatal(err)
 	}
 	body := string(e.page("/claims?status=approved", owner).want(t, 200, "").body)
@@ -307,10 +308,10 @@ func TestSigninLink(t *testing.T) {
 		t.Run("stored hashed", func(t *testing.T) {
 			tok := link()
 			var n int
-			if err := e.st.db.QueryRow(`SELECT COUNT(*) FROM signin_links WHERE token_hash = $1`, tok).Scan(&n); err != nil || n != 0 {
+			if err := e.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM signin_links WHERE token_hash = $1`, tok).Scan(&n); err != nil || n != 0 {
 				t.Fatalf("plaintext token found in the table (%d, %v)", n, err)
 			}
-			if err := e.st.db.QueryRow(`SELECT COUNT(*) FROM signin_links WHERE token_hash = $1`, hashSigninToken(tok)).Scan(&n); err != nil || n != 1 {
+			if err := e.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM signin_links WHERE token_hash = $1`, hashSigninToken(tok)).Scan(&n); err != nil || n != 1 {
 				t.Fatalf("hashed token not stored (%d, %v)", n, err)
 			}
 		})
@@ -444,15 +445,15 @@ func populateOwnerClaims(tb testing.TB, st *Store, n int) {
 			rows = append(rows, fmt.Sprintf("($%d, 'acme', $%d, $%d, '198.51.100.23', 'alice@example.com', $%d, 'Research assistant', $%d, $%d, $%d)",
 				p+1, p+2, p+3, p+4, p+5, p+6, p+6))
 			args = append(args, newID("clm_"), identity.FormatPublicKey(pub), services[i%len(services)],
-				fmt.Sprintf("agent-%d", i), statuses[i%len(statuses)], micros(now.Add(-time.Duration(n-i)*time.Minute)))
+				fmt.Sprintf("agent-%d", i), statuses[i%len(statuses)], sqldb.Micros(now.Add(-time.Duration(n-i)*time.Minute)))
 		}
-		if _, err := st.db.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at)
+		if _, err := st.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at)
 			VALUES `+strings.Join(rows, ", "), args...); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	if st.pg {
-		st.db.ExecContext(ctx, `ANALYZE claims`)
+	if st.db.PG() {
+		st.db.Exec(ctx, `ANALYZE claims`)
 	}
 }
 

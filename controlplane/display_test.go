@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,11 +86,11 @@ func TestDashboardShowsHiddenCharactersOfStoredText(t *testing.T) {
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
 	owner, key := claimWorld(e)
 	c := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)
-	if _, err := e.st.db.Exec(`UPDATE claims SET agent_name = $1, subject = $2 WHERE id = $3`,
+	if _, err := e.st.db.Exec(context.Background(), `UPDATE claims SET agent_name = $1, subject = $2 WHERE id = $3`,
 		"Build bot\u202Eexe.gpj", "alice\u200B", c["claim_id"]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.db.Exec(`UPDATE services SET name = $1 WHERE slug = 'github'`, "Git\u2066Hub"); err != nil {
+	if _, err := e.st.db.Exec(context.Background(), `UPDATE services SET name = $1 WHERE slug = 'github'`, "Git\u2066Hub"); err != nil {
 		t.Fatal(err)
 	}
 	claims := string(e.page("/claims", owner).body)

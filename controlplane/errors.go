@@ -10,7 +10,6 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Domain errors returned by the store and the claim lifecycle. They know
@@ -235,17 +234,4 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "request_id", apierror.RequestIDFrom(r.Context()), "err", err)
 	}
 	apierror.Write(w, r, ae)
-}
-
-// isUniqueViolation reports a UNIQUE constraint failure on either engine.
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23505"
-	}
-	var coded interface{ Code() int }
-	if errors.As(err, &coded) {
-		return coded.Code() == 2067 || coded.Code() == 1555 // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"go/parser"
 	"go/token"
 	"path/filepath"
@@ -53,7 +54,7 @@ func TestErrorTable(t *testing.T) {
 		{&namespaceError{Namespace: "a"}, errcode.InvalidNamespace},
 		{&namespaceError{Namespace: "claims", Reserved: true}, errcode.ValidationError},
 		{&registryWriteError{Err: errors.New("rpc down")}, errcode.RegistryWriteFailed},
-		{dbErr("insert claim", errors.New("connection refused")), errcode.DatabaseUnavailable},
+		{sqldb.Err("insert claim", errors.New("connection refused")), errcode.DatabaseUnavailable},
 		{errors.New("anything else"), errcode.InternalError},
 	}
 	for _, row := range rows {

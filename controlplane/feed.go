@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"sync"
 
@@ -88,7 +89,7 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 	if p.HasMore && !q.Has(feedwire.AfterQuery) {
 		last := p.Claims[len(p.Claims)-1]
 		key.offset = offset + len(p.Claims)
-		s.cursors.put(key, feedCursor{approvedAt: micros(last.ApprovedAt), id: last.ID})
+		s.cursors.put(key, feedCursor{approvedAt: sqldb.Micros(last.ApprovedAt), id: last.ID})
 	}
 	body, err := json.Marshal(map[string]any{
 		"claims":     recs,

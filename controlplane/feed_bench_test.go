@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,9 +52,9 @@ func seedFeedClaims(tb testing.TB, st *Store, n int) string {
 			rand.Read(pub[:])
 			p := len(args)
 			rows = append(rows, fmt.Sprintf("($%d, 'acme', $%d, 'github', '127.0.0.1', 'alice', '', '', 'approved', $%d, $%d, $%d)", p+1, p+2, p+3, p+3, p+3))
-			args = append(args, newID("clm_"), identity.FormatPublicKey(pub[:]), micros(now)+int64(i))
+			args = append(args, newID("clm_"), identity.FormatPublicKey(pub[:]), sqldb.Micros(now)+int64(i))
 		}
-		if _, err := st.db.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at, approved_at)
+		if _, err := st.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at, approved_at)
 			VALUES `+strings.Join(rows, ", "), args...); err != nil {
 			tb.Fatal(err)
 		}
@@ -61,8 +62,8 @@ func seedFeedClaims(tb testing.TB, st *Store, n int) string {
 	if _, err := st.pruneFeedChanges(ctx, now.Add(-feedChangesMaxAge), feedChangesKeep); err != nil {
 		tb.Fatal(err)
 	}
-	if st.pg {
-		st.db.ExecContext(ctx, `ANALYZE`)
+	if st.db.PG() {
+		st.db.Exec(ctx, `ANALYZE`)
 	}
 	return key.Key
 }
@@ -266,11 +267,11 @@ func processCPU() time.Duration {
 // behind st (its postmaster's children), or nil on SQLite or where /proc
 // cannot tell.
 func postgresProcesses(b *testing.B, st *Store) []string {
-	if !st.pg {
+	if !st.db.PG() {
 		return nil
 	}
 	var backend int
-	if err := st.db.QueryRow(`SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+	if err := st.db.QueryRowContext(context.Background(), `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
 		b.Fatal(err)
 	}
 	postmaster := procField(fmt.Sprintf("/proc/%d/stat", backend), 4)

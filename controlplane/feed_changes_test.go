@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"maps"
 	mathrand "math/rand/v2"
 	"net/http"
@@ -51,7 +52,7 @@ func fullFeed(t testing.TB, st *Store, slug string) (feedModel, int64) {
 			return m, cursor
 		}
 		last := p.Claims[len(p.Claims)-1]
-		after = &feedCursor{approvedAt: micros(last.ApprovedAt), id: last.ID}
+		after = &feedCursor{approvedAt: sqldb.Micros(last.ApprovedAt), id: last.ID}
 	}
 }
 
@@ -180,7 +181,7 @@ func TestFeedChanges(t *testing.T) {
 		})
 		t.Run("service deletion revokes through the feed", func(t *testing.T) {
 			var svcID string
-			if err := st.db.QueryRow(`SELECT id FROM services WHERE slug = 'github'`).Scan(&svcID); err != nil {
+			if err := st.db.QueryRowContext(context.Background(), `SELECT id FROM services WHERE slug = 'github'`).Scan(&svcID); err != nil {
 				t.Fatal(err)
 			}
 			held := maps.Clone(held)
@@ -280,26 +281,28 @@ func TestFeedChangesConcurrent(t *testing.T) {
 // to commit.
 func TestFeedChangesCommitOrder(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, storeConfig(t, ProviderPostgres))
+	cfg := storeConfig(t, ProviderPostgres)
+	st := openStore(t, cfg)
 	populateFeed(t, st, 1)
 	ids := seedClaims(t, st, 2, StatusPending)
 	_, before, _ := st.feedState(context.Background(), "github")
 	ctx := context.Background()
+	raw := rawDB(t, cfg)
 
-	slow, err := st.db.BeginTx(ctx, nil)
+	slow, err := raw.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.Rollback()
 	approve := `UPDATE claims SET status = 'approved', approved_at = $2, updated_at = $2 WHERE id = $1`
-	if _, err := slow.ExecContext(ctx, approve, ids[0], micros(time.Now())); err != nil {
+	if _, err := slow.ExecContext(ctx, approve, ids[0], sqldb.Micros(time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	// The uncommitted change is invisible, and holds its number.
 	if ch, _, err := st.feedChanges(ctx, "github", before, 10); err != nil || len(ch) != 0 {
 		t.Fatalf("changes while the first is uncommitted: %v, %v", ch, err)
 	}
-	fast, err := st.db.BeginTx(ctx, nil)
+	fast, err := raw.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,14 +310,14 @@ func TestFeedChangesCommitOrder(t *testing.T) {
 	if _, err := fast.ExecContext(ctx, `SET LOCAL lock_timeout = '50ms'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fast.ExecContext(ctx, approve, ids[1], micros(time.Now())); err == nil || !strings.Contains(err.Error(), "lock timeout") {
+	if _, err := fast.ExecContext(ctx, approve, ids[1], sqldb.Micros(time.Now())); err == nil || !strings.Contains(err.Error(), "lock timeout") {
 		t.Fatalf("a second change took a number while the first was open: %v", err)
 	}
 	fast.Rollback()
 	if err := slow.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.db.ExecContext(ctx, approve, ids[1], micros(time.Now())); err != nil {
+	if _, err := st.db.Exec(ctx, approve, ids[1], sqldb.Micros(time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	ch, _, err := st.feedChanges(ctx, "github", before, 10)
@@ -324,18 +327,14 @@ func TestFeedChangesCommitOrder(t *testing.T) {
 }
 
 // TestFeedChangesUpgrade: a database made before the change log serves
-// its existing claims through the full feed, and the changes after it. It
-// swaps the package's migration list, so it runs alone, never in parallel.
+// its existing claims through the full feed, and the changes after it.
 func TestFeedChangesUpgrade(t *testing.T) {
+	t.Parallel()
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
 			cfg := storeConfig(t, engine)
-			saved := migrations
-			st := func() *Store {
-				migrations = saved[:len(saved)-1]
-				defer func() { migrations = saved }()
-				return openStore(t, cfg)
-			}()
+			st := openStoreAt(t, cfg, feedChangesVersion-1)
 			populateFeed(t, st, 3)
 			st.Close()
 			st = openStore(t, cfg)
@@ -363,15 +362,16 @@ func TestFeedChangesReadsAnIndexRange(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
-			st := openStore(t, storeConfig(t, engine))
+			cfg := storeConfig(t, engine)
+			st := openStore(t, cfg)
 			populateFeed(t, st, 200)
 			explain, scan := `EXPLAIN QUERY PLAN `, "SCAN "
-			tx, err := st.db.Begin()
+			tx, err := rawDB(t, cfg).Begin()
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			if st.pg {
+			if st.db.PG() {
 				// A table this small is cheaper to scan; with scans priced
 				// out, the plan shows whether an index serves the range.
 				explain, scan = `EXPLAIN `, "Seq Scan"

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"log/slog"
 	"sync"
 	"time"
@@ -246,7 +247,7 @@ func (s *Store) relayCall(ctx context.Context, g gatewayRecord, rid string, req 
 	if sock := r.local(g.ID); sock != nil && sock.connID == g.ConnID {
 		return sock.call(ctx, rid, req)
 	}
-	if !s.pg || g.Instance == "" || g.Instance == r.instance {
+	if !s.db.PG() || g.Instance == "" || g.Instance == r.instance {
 		return nil, errGatewayOffline
 	}
 	release, err := s.acquireListener(ctx)
@@ -290,7 +291,7 @@ func (s *Store) relayClose(ctx context.Context, g gatewayRecord, code websocket.
 		r.closeLocal(g.ID, code, reason)
 		return
 	}
-	if s.pg && g.Instance != "" && g.Instance != r.instance {
+	if s.db.PG() && g.Instance != "" && g.Instance != r.instance {
 		if err := s.notify(ctx, g.Instance, relayMsg{Kind: "close", Gateway: g.ID}); err != nil {
 			r.log.WarnContext(ctx, "gateway relay: close not sent; the holder's heartbeat will close it", "gateway", g.ID, "err", err)
 		}
@@ -311,8 +312,8 @@ func (s *Store) notify(ctx context.Context, instance string, m relayMsg) error {
 		}
 		b, _ = json.Marshal(relayMsg{Kind: "ref", Row: row})
 	}
-	_, err = s.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channelOf(instance), string(b))
-	return dbErr("notify", err)
+	_, err = s.db.Exec(ctx, `SELECT pg_notify($1, $2)`, channelOf(instance), string(b))
+	return sqldb.Err("notify", err)
 }
 
 // received handles one notification on this instance's channel. It runs
@@ -411,7 +412,7 @@ type relayListener struct {
 // acquireListener makes sure this instance is listening (PostgreSQL only)
 // until release is called.
 func (s *Store) acquireListener(ctx context.Context) (release func(), err error) {
-	if !s.pg {
+	if !s.db.PG() {
 		return func() {}, nil
 	}
 	r := &s.relay

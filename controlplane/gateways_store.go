@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"strings"
 	"time"
 )
@@ -105,7 +106,7 @@ func scanGateway(sc interface{ Scan(...any) error }) (gatewayRecord, error) {
 	var inst, conn sql.NullString
 	err := sc.Scan(&g.ID, &g.Namespace, &g.KeyNamespace, &g.PublicKey, &g.Name, &g.Version, &g.HPKEPublicKey,
 		&created, &seen, &inst, &conn)
-	g.CreatedAt, g.LastSeen, g.Instance, g.ConnID = fromMicros(created), fromNullMicros(seen), inst.String, conn.String
+	g.CreatedAt, g.LastSeen, g.Instance, g.ConnID = sqldb.FromMicros(created), sqldb.FromNullMicros(seen), inst.String, conn.String
 	return g, err
 }
 
@@ -122,13 +123,13 @@ type pairingQuota struct{ open, gateways int }
 // unless ns already has q.gateways gateways (errGatewayLimit) or q.open
 // open sessions (a *retryLater wrapping errPairingLimit).
 func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pairingQuota, now time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		// Expired sessions of the namespace are of no use to anyone. Their
 		// rows are locked before the namespace's, the order redeemPairing
 		// takes too.
 		if _, err := tx.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE namespace = $1 AND expires_at <= $2`,
-			ns, micros(now)); err != nil {
-			return dbErr("delete expired pairings", err)
+			ns, sqldb.Micros(now)); err != nil {
+			return sqldb.Err("delete expired pairings", err)
 		}
 		if err := s.lockNamespace(ctx, tx, ns); err != nil {
 			return err
@@ -142,14 +143,14 @@ func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pa
 		)
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(expires_at) FROM gateway_pairings WHERE namespace = $1 AND ended_at IS NULL`,
 			ns).Scan(&open, &earliest); err != nil {
-			return dbErr("count pairings", err)
+			return sqldb.Err("count pairings", err)
 		}
 		if open >= q.open {
 			return &retryLater{Err: errPairingLimit, Wait: expiryWait(earliest.Int64, now)}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO gateway_pairings (id, namespace, code_hash, failures, created_at, expires_at)
-			VALUES ($1, $2, $3, 0, $4, $5)`, id, ns, codeHash, micros(now), micros(now.Add(pairingTTL)))
-		return dbErr("insert pairing", err)
+			VALUES ($1, $2, $3, 0, $4, $5)`, id, ns, codeHash, sqldb.Micros(now), sqldb.Micros(now.Add(pairingTTL)))
+		return sqldb.Err("insert pairing", err)
 	})
 }
 
@@ -157,7 +158,7 @@ func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pa
 func countGateways(ctx context.Context, tx *sql.Tx, ns string, max int) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM gateways WHERE namespace = $1`, ns).Scan(&n); err != nil {
-		return dbErr("count gateways", err)
+		return sqldb.Err("count gateways", err)
 	}
 	if n >= max {
 		return errGatewayLimit
@@ -183,25 +184,25 @@ func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways
 		g       gatewayRecord
 		refusal error
 	)
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var ns, hash string
 		var failures int
 		var expires int64
 		var ended sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT namespace, code_hash, failures, expires_at, ended_at FROM gateway_pairings WHERE id = $1`+s.forUpdate(),
+		err := tx.QueryRowContext(ctx, `SELECT namespace, code_hash, failures, expires_at, ended_at FROM gateway_pairings WHERE id = $1`+s.db.ForUpdate(),
 			a.SessionID).Scan(&ns, &hash, &failures, &expires, &ended)
 		if errors.Is(err, sql.ErrNoRows) {
 			refusal = &pairingCodeError{AttemptsLeft: -1}
 			return nil
 		}
 		if err != nil {
-			return dbErr("read pairing", err)
+			return sqldb.Err("read pairing", err)
 		}
 		switch {
 		case ended.Valid:
 			refusal = errPairingEnded
 			return nil
-		case !now.Before(fromMicros(expires)):
+		case !now.Before(sqldb.FromMicros(expires)):
 			refusal = errPairingExpired
 			return nil
 		}
@@ -211,11 +212,11 @@ func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways
 			failures++
 			var endedAt sql.NullInt64
 			if failures >= maxPairingFailures {
-				endedAt = nullMicros(now)
+				endedAt = sqldb.NullMicros(now)
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE gateway_pairings SET failures = $1, ended_at = $2 WHERE id = $3`,
 				failures, endedAt, a.SessionID); err != nil {
-				return dbErr("count pairing failure", err)
+				return sqldb.Err("count pairing failure", err)
 			}
 			refusal = &pairingCodeError{AttemptsLeft: maxPairingFailures - failures}
 			return nil
@@ -230,21 +231,21 @@ func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways
 			}
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE gateway_pairings SET ended_at = $1 WHERE id = $2`, micros(now), a.SessionID); err != nil {
-			return dbErr("end pairing", err)
+		if _, err := tx.ExecContext(ctx, `UPDATE gateway_pairings SET ended_at = $1 WHERE id = $2`, sqldb.Micros(now), a.SessionID); err != nil {
+			return sqldb.Err("end pairing", err)
 		}
 		g = gatewayRecord{ID: newID("gw_"), Namespace: ns, KeyNamespace: a.KeyNamespace, PublicKey: a.PublicKey,
 			Name: a.Name, Version: a.Version, HPKEPublicKey: a.HPKE, CreatedAt: now}
 		_, err = tx.ExecContext(ctx, `INSERT INTO gateways (id, namespace, key_namespace, public_key, name, version, hpke_public_key, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
-			g.ID, g.Namespace, g.KeyNamespace, g.PublicKey, g.Name, g.Version, g.HPKEPublicKey, micros(now))
-		if isUniqueViolation(err) {
+			g.ID, g.Namespace, g.KeyNamespace, g.PublicKey, g.Name, g.Version, g.HPKEPublicKey, sqldb.Micros(now))
+		if sqldb.IsUniqueViolation(err) {
 			// The key paired in a concurrent attempt; it reconnects as
 			// that gateway.
 			refusal = errPairingEnded
 			return errors.New("rollback")
 		}
-		return dbErr("insert gateway", err)
+		return sqldb.Err("insert gateway", err)
 	})
 	if refusal != nil {
 		return gatewayRecord{}, refusal
@@ -262,10 +263,10 @@ func (s *Store) pairingOpen(ctx context.Context, id string, now time.Time) error
 	case errors.Is(err, sql.ErrNoRows):
 		return &pairingCodeError{AttemptsLeft: -1}
 	case err != nil:
-		return dbErr("read pairing", err)
+		return sqldb.Err("read pairing", err)
 	case ended.Valid:
 		return errPairingEnded
-	case !now.Before(fromMicros(expires)):
+	case !now.Before(sqldb.FromMicros(expires)):
 		return errPairingExpired
 	}
 	return nil
@@ -277,7 +278,7 @@ func (s *Store) gatewayByKey(ctx context.Context, keyNS, pub string) (gatewayRec
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, errGatewayNotPaired
 	}
-	return g, dbErr("read gateway", err)
+	return g, sqldb.Err("read gateway", err)
 }
 
 // gateway returns gateway id of namespace ns.
@@ -286,41 +287,41 @@ func (s *Store) gateway(ctx context.Context, ns, id string) (gatewayRecord, erro
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, errGatewayNotFound
 	}
-	return g, dbErr("read gateway", err)
+	return g, sqldb.Err("read gateway", err)
 }
 
 // listGateways returns the gateways of ns, oldest first.
 func (s *Store) listGateways(ctx context.Context, ns string) ([]gatewayRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE namespace = $1 ORDER BY created_at, id`, ns)
 	if err != nil {
-		return nil, dbErr("list gateways", err)
+		return nil, sqldb.Err("list gateways", err)
 	}
 	defer rows.Close()
 	var out []gatewayRecord
 	for rows.Next() {
 		g, err := scanGateway(rows)
 		if err != nil {
-			return nil, dbErr("scan gateway", err)
+			return nil, sqldb.Err("scan gateway", err)
 		}
 		out = append(out, g)
 	}
-	return out, dbErr("list gateways", rows.Err())
+	return out, sqldb.Err("list gateways", rows.Err())
 }
 
 // deleteGateway unpairs gateway id of ns and returns the row as it was.
 func (s *Store) deleteGateway(ctx context.Context, ns, id string) (gatewayRecord, error) {
 	var g gatewayRecord
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		g, err = scanGateway(tx.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE id = $1 AND namespace = $2`+s.forUpdate(), id, ns))
+		g, err = scanGateway(tx.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE id = $1 AND namespace = $2`+s.db.ForUpdate(), id, ns))
 		if errors.Is(err, sql.ErrNoRows) {
 			return errGatewayNotFound
 		}
 		if err != nil {
-			return dbErr("read gateway", err)
+			return sqldb.Err("read gateway", err)
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM gateways WHERE id = $1`, id)
-		return dbErr("delete gateway", err)
+		return sqldb.Err("delete gateway", err)
 	})
 	return g, err
 }
@@ -328,33 +329,33 @@ func (s *Store) deleteGateway(ctx context.Context, ns, id string) (gatewayRecord
 // attachGateway records that socket connID of instance holds gateway id
 // now, replacing whichever socket held it before.
 func (s *Store) attachGateway(ctx context.Context, id, instance, connID string, now time.Time) (bool, error) {
-	res, err := s.exec(ctx, `UPDATE gateways SET instance = $1, conn_id = $2, last_seen = $3 WHERE id = $4`,
-		instance, connID, micros(now), id)
+	res, err := s.db.Exec(ctx, `UPDATE gateways SET instance = $1, conn_id = $2, last_seen = $3 WHERE id = $4`,
+		instance, connID, sqldb.Micros(now), id)
 	if err != nil {
-		return false, dbErr("attach gateway", err)
+		return false, sqldb.Err("attach gateway", err)
 	}
 	n, err := res.RowsAffected()
-	return n == 1, dbErr("attach gateway", err)
+	return n == 1, sqldb.Err("attach gateway", err)
 }
 
 // heartbeat refreshes last_seen of the gateway held by socket connID and
 // reports false when the gateway was unpaired or is held by another
 // socket now.
 func (s *Store) heartbeat(ctx context.Context, id, connID string, now time.Time) (bool, error) {
-	res, err := s.exec(ctx, `UPDATE gateways SET last_seen = $1 WHERE id = $2 AND conn_id = $3`, micros(now), id, connID)
+	res, err := s.db.Exec(ctx, `UPDATE gateways SET last_seen = $1 WHERE id = $2 AND conn_id = $3`, sqldb.Micros(now), id, connID)
 	if err != nil {
-		return false, dbErr("gateway heartbeat", err)
+		return false, sqldb.Err("gateway heartbeat", err)
 	}
 	n, err := res.RowsAffected()
-	return n == 1, dbErr("gateway heartbeat", err)
+	return n == 1, sqldb.Err("gateway heartbeat", err)
 }
 
 // detachGateway records that socket connID no longer holds gateway id (a
 // newer socket's claim is left alone).
 func (s *Store) detachGateway(ctx context.Context, id, connID string, now time.Time) error {
-	_, err := s.exec(ctx, `UPDATE gateways SET instance = NULL, conn_id = NULL, last_seen = $1 WHERE id = $2 AND conn_id = $3`,
-		micros(now), id, connID)
-	return dbErr("detach gateway", err)
+	_, err := s.db.Exec(ctx, `UPDATE gateways SET instance = NULL, conn_id = NULL, last_seen = $1 WHERE id = $2 AND conn_id = $3`,
+		sqldb.Micros(now), id, connID)
+	return sqldb.Err("detach gateway", err)
 }
 
 // relayRowTTL is how long an unread relay row is kept (its reader died).
@@ -362,17 +363,17 @@ const relayRowTTL = 5 * time.Minute
 
 // putRelayRow stores a relay message too large for a notification.
 func (s *Store) putRelayRow(ctx context.Context, payload []byte, now time.Time) (string, error) {
-	if _, err := s.exec(ctx, `DELETE FROM gateway_relay WHERE created_at < $1`, micros(now.Add(-relayRowTTL))); err != nil {
-		return "", dbErr("prune relay rows", err)
+	if _, err := s.db.Exec(ctx, `DELETE FROM gateway_relay WHERE created_at < $1`, sqldb.Micros(now.Add(-relayRowTTL))); err != nil {
+		return "", sqldb.Err("prune relay rows", err)
 	}
 	id := newID("rly_")
-	_, err := s.exec(ctx, `INSERT INTO gateway_relay (id, payload, created_at) VALUES ($1, $2, $3)`, id, string(payload), micros(now))
-	return id, dbErr("insert relay row", err)
+	_, err := s.db.Exec(ctx, `INSERT INTO gateway_relay (id, payload, created_at) VALUES ($1, $2, $3)`, id, string(payload), sqldb.Micros(now))
+	return id, sqldb.Err("insert relay row", err)
 }
 
 // takeRelayRow reads and deletes a relay row.
 func (s *Store) takeRelayRow(ctx context.Context, id string) ([]byte, error) {
 	var payload string
-	err := s.writeRow(ctx, `DELETE FROM gateway_relay WHERE id = $1 RETURNING payload`, id).Scan(&payload)
-	return []byte(payload), dbErr("take relay row", err)
+	err := s.db.WriteRow(ctx, `DELETE FROM gateway_relay WHERE id = $1 RETURNING payload`, id).Scan(&payload)
+	return []byte(payload), sqldb.Err("take relay row", err)
 }

@@ -441,7 +441,7 @@ func TestGatewayRelayAcrossInstances(t *testing.T) {
 		t.Fatalf("large answer through B lost its body (%d bytes)", len(r.body))
 	}
 	var rows int
-	a.st.db.QueryRow(`SELECT COUNT(*) FROM gateway_relay`).Scan(&rows)
+	a.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM gateway_relay`).Scan(&rows)
 	if rows != 0 {
 		t.Fatalf("%d relay rows left behind", rows)
 	}

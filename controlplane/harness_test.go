@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -77,6 +78,41 @@ func openStore(tb testing.TB, cfg StoreConfig) *Store {
 	}
 	tb.Cleanup(func() { st.Close() })
 	return st
+}
+
+// Schema versions of the migrations whose upgrades tests check.
+const (
+	claimCountsVersion = 11
+	feedChangesVersion = 12
+)
+
+// openStoreAt opens a store whose schema stops at version, as an older
+// release left it.
+func openStoreAt(tb testing.TB, cfg StoreConfig, version int) *Store {
+	tb.Helper()
+	db, err := sqldb.OpenAt(context.Background(), cfg, version)
+	if err != nil {
+		tb.Fatalf("open %s store at version %d: %v", cfg.Provider, version, err)
+	}
+	st := &Store{db: db} // without prepared submissions, which may need newer tables
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// rawDB is a second pool on the store's database, for tests that hold a
+// transaction of their own open.
+func rawDB(tb testing.TB, cfg StoreConfig) *sql.DB {
+	tb.Helper()
+	driver, dsn := "sqlite", "file:"+cfg.SQLitePath
+	if cfg.Provider == ProviderPostgres {
+		driver, dsn = "pgx", cfg.DatabaseURL
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
 }
 
 // forEachEngine runs fn as a parallel subtest per engine, each with a
@@ -289,7 +325,7 @@ func pubKey(id *identity.Identity) string { return identity.FormatPublicKey(id.P
 // deactivate tombstones a namespace the way account deletion will.
 func (e *env) deactivate(ns string) {
 	e.t.Helper()
-	if _, err := e.st.db.Exec(`UPDATE namespaces SET deactivated_at = $1, updated_at = $1 WHERE namespace = $2`, micros(time.Now()), ns); err != nil {
+	if _, err := e.st.db.Exec(context.Background(), `UPDATE namespaces SET deactivated_at = $1, updated_at = $1 WHERE namespace = $2`, sqldb.Micros(time.Now()), ns); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -113,7 +114,7 @@ func TestTwoInstancesShareNonces(t *testing.T) {
 	a.do("GET", "/v1/namespaces/shared", nil, signedBy(a.agent, lookup)).want(t, 200, "")
 	a.do("GET", "/v1/namespaces/shared", nil, signedBy(a.agent, lookup)).want(t, 409, "NONCE_REPLAY")
 	var rows int
-	if err := a.st.db.QueryRow(`SELECT COUNT(*) FROM nonces WHERE nonce = $1`, lookup.Nonce).Scan(&rows); err != nil || rows != 0 {
+	if err := a.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM nonces WHERE nonce = $1`, lookup.Nonce).Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("lookup nonce rows = %d (%v), want none", rows, err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -57,7 +56,7 @@ func newObserver(s *Server) (*observer, error) {
 	cs := []prometheus.Collector{
 		o.requests, o.duration, o.webhooks,
 		storeCollector{store: s.store},
-		collectors.NewDBStatsCollector(s.store.db.DB, "controlplane"),
+		s.store.db.Collector("controlplane"),
 	}
 	if r := s.cfg.Webhooks.rt.registry; r != nil {
 		cs = append(cs, r) // the registry queue
@@ -268,7 +267,7 @@ func (s *Server) healthReady(w http.ResponseWriter, r *http.Request) {
 	ready := true
 	if err := s.store.Ping(ctx); err != nil {
 		checks["database"], checks["migrations"], ready = "unreachable", "unknown", false
-	} else if current, err := s.store.migrationsCurrent(ctx); err != nil {
+	} else if current, err := s.store.db.MigrationsCurrent(ctx); err != nil {
 		checks["migrations"], ready = "unreadable", false
 	} else if !current {
 		checks["migrations"], ready = "not current", false
@@ -278,14 +277,4 @@ func (s *Server) healthReady(w http.ResponseWriter, r *http.Request) {
 		status, code = "not_ready", http.StatusServiceUnavailable
 	}
 	apierror.WriteJSON(w, code, map[string]any{"status": status, "checks": checks, "version": buildinfo.Version()})
-}
-
-// migrationsCurrent reports whether the newest applied migration is the
-// newest this binary knows.
-func (s *Store) migrationsCurrent(ctx context.Context) (bool, error) {
-	var applied int
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
-		return false, dbErr("read schema version", err)
-	}
-	return applied == migrations[len(migrations)-1].version, nil
 }

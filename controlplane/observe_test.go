@@ -131,7 +131,7 @@ func TestHealthProbes(t *testing.T) {
 			t.Fatalf("ready = %v", got)
 		}
 		// A schema newer than this binary's migrations is not ready.
-		if _, err := e.st.db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'from a newer binary', 0)`); err != nil {
+		if _, err := e.st.db.Exec(context.Background(), `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'from a newer binary', 0)`); err != nil {
 			t.Fatal(err)
 		}
 		r = e.do("GET", "/health/ready", nil).want(t, http.StatusServiceUnavailable, "")

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"net/http"
 	"net/netip"
 	"sort"
@@ -90,7 +91,7 @@ func TestPendingFlood(t *testing.T) {
 				events = append(events, ev.Claim.ID)
 			}
 			var hooked []string
-			rows, err := e.st.db.Query(`SELECT claim_id FROM webhook_deliveries WHERE webhook_id = $1 AND event_type = $2`, whID, EventRejected)
+			rows, err := e.st.db.QueryContext(context.Background(), `SELECT claim_id FROM webhook_deliveries WHERE webhook_id = $1 AND event_type = $2`, whID, EventRejected)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"time"
 )
 
@@ -55,15 +56,15 @@ func (e *retryLater) Unwrap() error { return e.Err }
 // quota checks of one namespace.
 func (s *Store) lockNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
 	var name string
-	err := tx.QueryRowContext(ctx, `SELECT namespace FROM namespaces WHERE namespace = $1`+s.forUpdate(), ns).Scan(&name)
+	err := tx.QueryRowContext(ctx, `SELECT namespace FROM namespaces WHERE namespace = $1`+s.db.ForUpdate(), ns).Scan(&name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNamespaceNotFound
 	}
-	return dbErr("lock namespace", err)
+	return sqldb.Err("lock namespace", err)
 }
 
 // expiryWait is how long until the earliest of the given expiry times
 // (micros), at least a second.
 func expiryWait(earliest int64, now time.Time) time.Duration {
-	return max(fromMicros(earliest).Sub(now), time.Second)
+	return max(sqldb.FromMicros(earliest).Sub(now), time.Second)
 }

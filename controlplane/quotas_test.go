@@ -50,7 +50,7 @@ func TestNamespaceQuotas(t *testing.T) {
 				e.do("DELETE", "/v1/services/"+svc+"/keys/"+k["id"].(string), nil, alice).want(t, http.StatusNoContent, "")
 			}
 			var rows int
-			if err := e.st.db.QueryRow(`SELECT COUNT(*) FROM api_keys WHERE service_id = $1`, svc).Scan(&rows); err != nil {
+			if err := e.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM api_keys WHERE service_id = $1`, svc).Scan(&rows); err != nil {
 				t.Fatal(err)
 			}
 			// MaxAPIKeys (2) of the harness: the first key, active, the two
@@ -101,7 +101,7 @@ func TestNamespaceQuotas(t *testing.T) {
 		})
 		t.Run("expired pairing sessions are deleted when they expire", func(t *testing.T) {
 			count := func() (n int) {
-				if err := e.st.db.QueryRow(`SELECT COUNT(*) FROM gateway_pairings WHERE namespace = 'mallory'`).Scan(&n); err != nil {
+				if err := e.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM gateway_pairings WHERE namespace = 'mallory'`).Scan(&n); err != nil {
 					t.Fatal(err)
 				}
 				return n

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"log/slog"
 	"slices"
 	"strings"
@@ -545,20 +546,20 @@ func (s *Store) registryTodo(ctx context.Context, now time.Time, n int) ([]regis
 				AND ((o.status = 'approved' AND o.approval_tx_hash IS NULL)
 					OR (o.status = 'revoked' AND o.approval_tx_hash IS NOT NULL AND o.revocation_tx_hash IS NULL))
 				AND NOT EXISTS (SELECT 1 FROM registry_jobs g WHERE g.claim_id = o.id AND g.failed_at IS NOT NULL))
-	) todo ORDER BY kind, at, subject LIMIT $2`, micros(now), n)
+	) todo ORDER BY kind, at, subject LIMIT $2`, sqldb.Micros(now), n)
 	if err != nil {
-		return nil, dbErr("registry todo", err)
+		return nil, sqldb.Err("registry todo", err)
 	}
 	defer rows.Close()
 	var tasks []registryTask
 	for rows.Next() {
 		var t registryTask
 		if err := rows.Scan(&t.subject, &t.op); err != nil {
-			return nil, dbErr("registry todo", err)
+			return nil, sqldb.Err("registry todo", err)
 		}
 		tasks = append(tasks, t)
 	}
-	return tasks, dbErr("registry todo", rows.Err())
+	return tasks, sqldb.Err("registry todo", rows.Err())
 }
 
 // registrationOwed reports whether namespace ns is active and not yet
@@ -567,7 +568,7 @@ func (s *Store) registrationOwed(ctx context.Context, ns string) (bool, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM namespaces
 		WHERE namespace = $1 AND registration_tx_hash IS NULL AND deactivated_at IS NULL`, ns).Scan(&n)
-	return n > 0, dbErr("registration owed", err)
+	return n > 0, sqldb.Err("registration owed", err)
 }
 
 // registryJob is the attempt state of one write.
@@ -587,17 +588,17 @@ func (s *Store) leaseRegistryJob(ctx context.Context, t registryTask, token stri
 	if err != nil || !owed {
 		return j, false, err
 	}
-	err = s.writeRow(ctx, `INSERT INTO registry_jobs (claim_id, op, attempts, next_attempt_at, lease_token, lease_until)
+	err = s.db.WriteRow(ctx, `INSERT INTO registry_jobs (claim_id, op, attempts, next_attempt_at, lease_token, lease_until)
 		VALUES ($1, $2, 0, $3, $4, $5)
 		ON CONFLICT (claim_id, op) DO UPDATE SET lease_token = excluded.lease_token, lease_until = excluded.lease_until
 		WHERE registry_jobs.failed_at IS NULL AND registry_jobs.next_attempt_at <= $3
 			AND (registry_jobs.lease_until IS NULL OR registry_jobs.lease_until <= $3)
-		RETURNING attempts`, t.subject, t.op, micros(now), token, micros(now.Add(leaseFor))).Scan(&j.failed)
+		RETURNING attempts`, t.subject, t.op, sqldb.Micros(now), token, sqldb.Micros(now.Add(leaseFor))).Scan(&j.failed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, false, nil
 	}
 	if err != nil {
-		return j, false, dbErr("lease registry job", err)
+		return j, false, sqldb.Err("lease registry job", err)
 	}
 	j.queued = queued
 	return j, true, nil
@@ -625,9 +626,9 @@ func (s *Store) registryOwed(ctx context.Context, t registryTask) (time.Time, bo
 		return time.Time{}, false, nil
 	}
 	if err != nil {
-		return time.Time{}, false, dbErr("registry owed", err)
+		return time.Time{}, false, sqldb.Err("registry owed", err)
 	}
-	return fromMicros(at), true, nil
+	return sqldb.FromMicros(at), true, nil
 }
 
 // finishRegistryJob records an attempt under the lease: success deletes
@@ -635,18 +636,18 @@ func (s *Store) registryOwed(ctx context.Context, t registryTask) (time.Time, bo
 // zero) and shows the reason on the claim.
 func (s *Store) finishRegistryJob(ctx context.Context, t registryTask, token string, werr error, next, now time.Time) error {
 	if werr == nil {
-		_, err := s.exec(ctx, `DELETE FROM registry_jobs WHERE claim_id = $1 AND op = $2 AND lease_token = $3`, t.subject, t.op, token)
-		return dbErr("finish registry job", err)
+		_, err := s.db.Exec(ctx, `DELETE FROM registry_jobs WHERE claim_id = $1 AND op = $2 AND lease_token = $3`, t.subject, t.op, token)
+		return sqldb.Err("finish registry job", err)
 	}
 	var failed sql.NullInt64
 	if next.IsZero() {
-		failed, next = nullMicros(now), now
+		failed, next = sqldb.NullMicros(now), now
 	}
-	res, err := s.exec(ctx, `UPDATE registry_jobs SET attempts = attempts + 1, next_attempt_at = $4, last_error = $5,
+	res, err := s.db.Exec(ctx, `UPDATE registry_jobs SET attempts = attempts + 1, next_attempt_at = $4, last_error = $5,
 			failed_at = $6, lease_token = NULL, lease_until = NULL
-		WHERE claim_id = $1 AND op = $2 AND lease_token = $3`, t.subject, t.op, token, micros(next), registryReason(werr), failed)
+		WHERE claim_id = $1 AND op = $2 AND lease_token = $3`, t.subject, t.op, token, sqldb.Micros(next), registryReason(werr), failed)
 	if err != nil {
-		return dbErr("finish registry job", err)
+		return sqldb.Err("finish registry job", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 || t.op == registryRegister {
 		return nil // the lease was lost: its new holder reports
@@ -669,8 +670,8 @@ func registryReason(err error) string {
 
 // setRegistryError shows a failed write on claim id.
 func (s *Store) setRegistryError(ctx context.Context, id string, werr error) error {
-	_, err := s.exec(ctx, `UPDATE claims SET registry_error = $2 WHERE id = $1`, id, registryReason(werr))
-	return dbErr("record registry error", err)
+	_, err := s.db.Exec(ctx, `UPDATE claims SET registry_error = $2 WHERE id = $1`, id, registryReason(werr))
+	return sqldb.Err("record registry error", err)
 }
 
 // claimByID returns a claim by id, whoever owns it.
@@ -679,20 +680,20 @@ func (s *Store) claimByID(ctx context.Context, id string) (Claim, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, errClaimNotFound
 	}
-	return c, dbErr("claim", err)
+	return c, sqldb.Err("claim", err)
 }
 
 // setTxHash records a registry transaction hash on a claim, once, and
 // clears its registry error.
 func (s *Store) setTxHash(ctx context.Context, id, column, hash string) error {
-	_, err := s.exec(ctx, `UPDATE claims SET `+column+` = $2, registry_error = NULL WHERE id = $1 AND `+column+` IS NULL`, id, hash)
-	return dbErr("record tx hash", err)
+	_, err := s.db.Exec(ctx, `UPDATE claims SET `+column+` = $2, registry_error = NULL WHERE id = $1 AND `+column+` IS NULL`, id, hash)
+	return sqldb.Err("record tx hash", err)
 }
 
 // setRegistrationHash records the registration of namespace ns, once.
 func (s *Store) setRegistrationHash(ctx context.Context, ns, hash string) error {
-	_, err := s.exec(ctx, `UPDATE namespaces SET registration_tx_hash = $2 WHERE namespace = $1 AND registration_tx_hash IS NULL`, ns, hash)
-	return dbErr("record registration hash", err)
+	_, err := s.db.Exec(ctx, `UPDATE namespaces SET registration_tx_hash = $2 WHERE namespace = $1 AND registration_tx_hash IS NULL`, ns, hash)
+	return sqldb.Err("record registration hash", err)
 }
 
 // RegistryBacklog is the state of the registry writes a database owes.
@@ -726,23 +727,23 @@ func (s *Store) RegistryBacklog(ctx context.Context) (RegistryBacklog, error) {
 			WHERE `+registryClaimTodo+`
 		) owed`).Scan(&q.Owed, &q.Retrying, &q.GivenUp, &oldest)
 	if err != nil {
-		return q, dbErr("registry queue", err)
+		return q, sqldb.Err("registry queue", err)
 	}
-	q.Oldest = fromNullMicros(oldest)
+	q.Oldest = sqldb.FromNullMicros(oldest)
 	rows, err := s.db.QueryContext(ctx, `SELECT claim_id, op, last_error FROM registry_jobs WHERE last_error IS NOT NULL
 		ORDER BY next_attempt_at DESC LIMIT 5`)
 	if err != nil {
-		return q, dbErr("registry queue", err)
+		return q, sqldb.Err("registry queue", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var subject, op, msg string
 		if err := rows.Scan(&subject, &op, &msg); err != nil {
-			return q, dbErr("registry queue", err)
+			return q, sqldb.Err("registry queue", err)
 		}
 		q.LastErrors = append(q.LastErrors, op+" "+subject+": "+msg)
 	}
-	return q, dbErr("registry queue", rows.Err())
+	return q, sqldb.Err("registry queue", rows.Err())
 }
 
 var (

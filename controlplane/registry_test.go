@@ -306,7 +306,7 @@ func TestRegistryQueue(t *testing.T) {
 			t.Fatalf("approval_tx_hash = %q after recovery", a)
 		}
 		var jobs int
-		e2.st.db.QueryRow(`SELECT COUNT(*) FROM registry_jobs`).Scan(&jobs)
+		e2.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM registry_jobs`).Scan(&jobs)
 		if jobs != 0 {
 			t.Fatalf("%d registry jobs left after success", jobs)
 		}
@@ -337,7 +337,7 @@ func TestRegistryQueue(t *testing.T) {
 			}
 			var attempts int
 			var failed *int64
-			e3.st.db.QueryRow(`SELECT attempts, failed_at FROM registry_jobs WHERE claim_id = $1`, id).Scan(&attempts, &failed)
+			e3.st.db.QueryRowContext(context.Background(), `SELECT attempts, failed_at FROM registry_jobs WHERE claim_id = $1`, id).Scan(&attempts, &failed)
 			if attempts != 2 || failed == nil {
 				t.Fatalf("attempts %d, failed_at %v", attempts, failed)
 			}
@@ -404,7 +404,7 @@ func TestRegistrySignupRegistersNamespace(t *testing.T) {
 				t.Fatal("namespace not registered")
 			}
 			var hash string
-			e.st.db.QueryRow(`SELECT registration_tx_hash FROM namespaces WHERE namespace = 'carol'`).Scan(&hash)
+			e.st.db.QueryRowContext(context.Background(), `SELECT registration_tx_hash FROM namespaces WHERE namespace = 'carol'`).Scan(&hash)
 			if !strings.HasPrefix(hash, "0x") {
 				t.Fatalf("registration_tx_hash = %q", hash)
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"database/sql"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"math"
 	"net/http"
 
@@ -153,7 +154,7 @@ func (s *Server) seedService(ctx context.Context, owner, name, endpoint, slug st
 		return "", errSlugTaken
 	}
 	if err != nil {
-		return "", dbErr("service", err)
+		return "", sqldb.Err("service", err)
 	}
 	key, err = s.store.createKey(ctx, owner, id, math.MaxInt, s.now())
 	return key.Key, err

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -31,7 +32,7 @@ func TestServicesAndKeys(t *testing.T) {
 			t.Fatalf("api key %q is not idn_sk_ + base64url(32 bytes)", plain)
 		}
 		var stored string
-		if err := e.st.db.QueryRow(`SELECT key_hash FROM api_keys WHERE id = $1`, key["id"]).Scan(&stored); err != nil {
+		if err := e.st.db.QueryRowContext(context.Background(), `SELECT key_hash FROM api_keys WHERE id = $1`, key["id"]).Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256([]byte(plain))
@@ -157,7 +158,7 @@ func TestSessions(t *testing.T) {
 	})
 	t.Run("ended in the database", func(t *testing.T) {
 		tok3, _, _ := e.srv.IssueSession(t.Context(), "acme")
-		if _, err := e.st.db.Exec(`DELETE FROM sessions WHERE namespace = 'acme'`); err != nil {
+		if _, err := e.st.db.Exec(context.Background(), `DELETE FROM sessions WHERE namespace = 'acme'`); err != nil {
 			t.Fatal(err)
 		}
 		e.do("GET", "/v1/services", nil, withSession(tok3)).want(t, 401, "UNAUTHENTICATED")

@@ -123,10 +123,10 @@ func flood(tb testing.TB, client *http.Client, base string, ids []*identity.Iden
 func rowCount(tb testing.TB, st *Store) int64 {
 	tb.Helper()
 	q := `SELECT name FROM sqlite_master WHERE type = 'table'`
-	if st.pg {
+	if st.db.PG() {
 		q = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`
 	}
-	rows, err := st.db.Query(q)
+	rows, err := st.db.QueryContext(context.Background(), q)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func rowCount(tb testing.TB, st *Store) int64 {
 	var total int64
 	for _, name := range tables {
 		var n int64
-		if err := st.db.QueryRow(`SELECT COUNT(*) FROM "` + name + `"`).Scan(&n); err != nil {
+		if err := st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM "`+name+`"`).Scan(&n); err != nil {
 			tb.Fatal(err)
 		}
 		total += n

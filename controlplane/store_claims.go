@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -56,9 +57,9 @@ func scanClaim(row interface{ Scan(...any) error }) (Claim, error) {
 	)
 	err := row.Scan(&c.ID, &c.Namespace, &c.PublicKey, &c.Service, &c.AgentIP, &c.Subject, &c.AgentID, &c.AgentName, &c.Status,
 		&created, &updated, &approved, &rejected, &revoked, &expird, &approvalTx, &revocationTx, &regErr)
-	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
-	c.ApprovedAt, c.RejectedAt = fromNullMicros(approved), fromNullMicros(rejected)
-	c.RevokedAt, c.ExpiredAt = fromNullMicros(revoked), fromNullMicros(expird)
+	c.CreatedAt, c.UpdatedAt = sqldb.FromMicros(created), sqldb.FromMicros(updated)
+	c.ApprovedAt, c.RejectedAt = sqldb.FromNullMicros(approved), sqldb.FromNullMicros(rejected)
+	c.RevokedAt, c.ExpiredAt = sqldb.FromNullMicros(revoked), sqldb.FromNullMicros(expird)
 	c.ApprovalTxHash, c.RevocationTxHash = approvalTx.String, revocationTx.String
 	c.RegistryError = regErr.String
 	return c, err
@@ -70,11 +71,11 @@ func scanClaims(rows *sql.Rows) ([]Claim, error) {
 	for rows.Next() {
 		c, err := scanClaim(rows)
 		if err != nil {
-			return nil, dbErr("scan claim", err)
+			return nil, sqldb.Err("scan claim", err)
 		}
 		out = append(out, c)
 	}
-	return out, dbErr("read claims", rows.Err())
+	return out, sqldb.Err("read claims", rows.Err())
 }
 
 // pendingBudget bounds the pending claims of a namespace. Counting per
@@ -119,12 +120,12 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 			return nil
 		}
 		var st *sql.Stmt
-		st, err = s.db.PrepareContext(ctx, q)
+		st, err = s.db.Prepare(ctx, q)
 		return st
 	}
-	if s.pg {
+	if s.db.PG() {
 		s.submit.call = prepare(`SELECT outcome, claim FROM claims_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
-		return dbErr("prepare submission", err)
+		return sqldb.Err("prepare submission", err)
 	}
 	s.submit = submitStatements{
 		namespace: prepare(`SELECT deactivated_at FROM namespaces WHERE namespace = $1`),
@@ -138,7 +139,7 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 		insert: prepare(`INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $10)`),
 	}
-	return dbErr("prepare submission", err)
+	return sqldb.Err("prepare submission", err)
 }
 
 // submitClaim creates a pending claim, or returns the live (pending or
@@ -157,28 +158,28 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 	c.ID, c.Status = newID("clm_"), StatusPending
 	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
 	net := agentNet(in.AgentIP)
-	if s.pg {
+	if s.db.PG() {
 		var (
 			outcome string
 			live    sql.NullString
 		)
 		if err := s.submit.call.QueryRowContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName,
-			micros(now), micros(pendingCutoff), budget.perService, budget.perAgent).Scan(&outcome, &live); err != nil {
-			return c, false, dbErr("submit claim", err)
+			sqldb.Micros(now), sqldb.Micros(pendingCutoff), budget.perService, budget.perAgent).Scan(&outcome, &live); err != nil {
+			return c, false, sqldb.Err("submit claim", err)
 		}
 		switch outcome {
 		case "created":
 			return c, true, nil
 		case "live":
 			c, err = scanClaim(s.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = $1`, live.String))
-			return c, false, dbErr("claim lookup", err)
+			return c, false, sqldb.Err("claim lookup", err)
 		}
 		if e, ok := submitRefusals[outcome]; ok {
 			return c, false, e
 		}
 		return c, false, fmt.Errorf("controlplane: claims_submit answered %q", outcome)
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
 		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
 		var deactivated sql.NullInt64
 		err := st(s.submit.namespace).QueryRowContext(ctx, in.Namespace).Scan(&deactivated)
@@ -186,13 +187,13 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 			return errNamespaceNotFound
 		}
 		if err != nil {
-			return dbErr("namespace", err)
+			return sqldb.Err("namespace", err)
 		}
 		if deactivated.Valid {
 			return errNamespaceDeactivated
 		}
-		if _, err := st(s.submit.expire).ExecContext(ctx, in.Namespace, in.Service, micros(now), micros(pendingCutoff)); err != nil {
-			return dbErr("expire claims", err)
+		if _, err := st(s.submit.expire).ExecContext(ctx, in.Namespace, in.Service, sqldb.Micros(now), sqldb.Micros(pendingCutoff)); err != nil {
+			return sqldb.Err("expire claims", err)
 		}
 		live, err := scanClaim(st(s.submit.live).QueryRowContext(ctx, in.Namespace, in.PublicKey, in.Service))
 		if err == nil {
@@ -200,11 +201,11 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 			return nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return dbErr("claim lookup", err)
+			return sqldb.Err("claim lookup", err)
 		}
 		var pending, fromAgent int
 		if err := st(s.submit.budget).QueryRowContext(ctx, in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
-			return dbErr("count pending", err)
+			return sqldb.Err("count pending", err)
 		}
 		switch {
 		case pending >= budget.perService:
@@ -213,8 +214,8 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 			return errAgentPendingLimit
 		}
 		if _, err = st(s.submit.insert).ExecContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net,
-			c.Subject, c.AgentID, c.AgentName, micros(now)); err != nil {
-			return dbErr("insert claim", err)
+			c.Subject, c.AgentID, c.AgentName, sqldb.Micros(now)); err != nil {
+			return sqldb.Err("insert claim", err)
 		}
 		created = true
 		return nil
@@ -249,22 +250,22 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 		return Claim{}, &transitionError{Action: action, From: "unknown"}
 	}
 	cond := ""
-	args := []any{id, ns, t.from, t.to, micros(now)}
+	args := []any{id, ns, t.from, t.to, sqldb.Micros(now)}
 	if t.from == StatusPending {
 		cond = ` AND created_at > $6 AND namespace IN (SELECT namespace FROM namespaces WHERE deactivated_at IS NULL)`
-		args = append(args, micros(pendingCutoff))
+		args = append(args, sqldb.Micros(pendingCutoff))
 	}
 	// A failed UPDATE is explained by re-reading the row; if it is back in
 	// (or still in) the source state because a concurrent move committed
 	// in between, the UPDATE is simply tried again.
 	for attempt := 0; ; attempt++ {
-		c, err := scanClaim(s.writeRow(ctx, `UPDATE claims SET status = $4, `+t.column+` = $5, updated_at = $5
+		c, err := scanClaim(s.db.WriteRow(ctx, `UPDATE claims SET status = $4, `+t.column+` = $5, updated_at = $5
 			WHERE id = $1 AND namespace = $2 AND status = $3`+cond+` RETURNING `+claimColumns, args...))
 		if err == nil {
 			return c, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return c, dbErr("transition", err)
+			return c, sqldb.Err("transition", err)
 		}
 		var (
 			status      string
@@ -277,12 +278,12 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 			return c, errClaimNotFound
 		}
 		if err != nil {
-			return c, dbErr("claim", err)
+			return c, sqldb.Err("claim", err)
 		}
 		switch {
 		case status != t.from:
 			return c, &transitionError{Action: action, From: status}
-		case t.from == StatusPending && created <= micros(pendingCutoff):
+		case t.from == StatusPending && created <= sqldb.Micros(pendingCutoff):
 			return c, &transitionError{Action: action, From: StatusExpired}
 		case t.from == StatusPending && deactivated.Valid:
 			return c, errNamespaceDeactivated
@@ -297,27 +298,27 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 // Like a single reject it needs an active namespace; the webhook triggers
 // see one status change per claim.
 func (s *Store) rejectPending(ctx context.Context, ns, slug string, pendingCutoff, now time.Time) ([]Claim, error) {
-	release, err := s.takeWriteTurn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	rows, err := s.db.QueryContext(ctx, `UPDATE claims SET status = 'rejected', rejected_at = $4, updated_at = $4
+	var claims []Claim
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE claims SET status = 'rejected', rejected_at = $4, updated_at = $4
 		WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at > $3
 			AND namespace IN (SELECT namespace FROM namespaces WHERE deactivated_at IS NULL)
-		RETURNING `+claimColumns, ns, slug, micros(pendingCutoff), micros(now))
-	if err != nil {
-		return nil, dbErr("reject pending", err)
-	}
-	return scanClaims(rows)
+		RETURNING `+claimColumns, ns, slug, sqldb.Micros(pendingCutoff), sqldb.Micros(now))
+		if err != nil {
+			return sqldb.Err("reject pending", err)
+		}
+		claims, err = scanClaims(rows)
+		return err
+	})
+	return claims, err
 }
 
 // expirePending moves pending claims created at or before cutoff to expired.
 func (s *Store) expirePending(ctx context.Context, cutoff, now time.Time) (int64, error) {
-	res, err := s.exec(ctx, `UPDATE claims SET status = 'expired', expired_at = $2, updated_at = $2
-		WHERE status = 'pending' AND created_at <= $1`, micros(cutoff), micros(now))
+	res, err := s.db.Exec(ctx, `UPDATE claims SET status = 'expired', expired_at = $2, updated_at = $2
+		WHERE status = 'pending' AND created_at <= $1`, sqldb.Micros(cutoff), sqldb.Micros(now))
 	if err != nil {
-		return 0, dbErr("expire claims", err)
+		return 0, sqldb.Err("expire claims", err)
 	}
 	n, _ := res.RowsAffected()
 	return n, nil
@@ -342,12 +343,12 @@ func scanFeedClaims(rows *sql.Rows) ([]Claim, error) {
 		var c Claim
 		var approved int64
 		if err := rows.Scan(&c.ID, &c.Namespace, &c.PublicKey, &c.Service, &c.Subject, &c.AgentID, &c.AgentName, &approved); err != nil {
-			return nil, dbErr("scan claim", err)
+			return nil, sqldb.Err("scan claim", err)
 		}
-		c.Status, c.ApprovedAt = StatusApproved, fromMicros(approved)
+		c.Status, c.ApprovedAt = StatusApproved, sqldb.FromMicros(approved)
 		out = append(out, c)
 	}
-	return out, dbErr("read claims", rows.Err())
+	return out, sqldb.Err("read claims", rows.Err())
 }
 
 // feedState is the approved count and change version of a service's feed.
@@ -356,7 +357,7 @@ func (s *Store) feedState(ctx context.Context, slug string) (approved, version i
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, nil
 	}
-	return approved, version, dbErr("feed state", err)
+	return approved, version, sqldb.Err("feed state", err)
 }
 
 // feedCursor is the sort key of the last claim of a page.
@@ -388,7 +389,7 @@ func (s *Store) feed(ctx context.Context, slug string, after *feedCursor, limit,
 			ORDER BY approved_at, id`, slug, limit+1, offset)
 	}
 	if err != nil {
-		return page{}, dbErr("feed", err)
+		return page{}, sqldb.Err("feed", err)
 	}
 	var p page
 	if p.Claims, err = scanFeedClaims(rows); err != nil {
@@ -428,7 +429,7 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit 
 	}
 	var p page
 	if err := s.db.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM claim_counts WHERE `+strings.Join(conds, " AND "), args...).Scan(&p.Total); err != nil {
-		return p, dbErr("count claims", err)
+		return p, sqldb.Err("count claims", err)
 	}
 	var (
 		q    string
@@ -448,7 +449,7 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit 
 			return p, errClaimNotFound
 		}
 		if err != nil {
-			return p, dbErr("claim cursor", err)
+			return p, sqldb.Err("claim cursor", err)
 		}
 		q = `SELECT ` + claimColumns + ` FROM claims WHERE ` + strings.Join(conds, " AND ") +
 			` AND (created_at, id) ` + op + ` ($` + strconv.Itoa(n+1) + `, $` + strconv.Itoa(n+2) + `)` +
@@ -462,7 +463,7 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit 
 		rows, err = s.db.QueryContext(ctx, q, append(args, limit+1, cur.Offset)...)
 	}
 	if err != nil {
-		return p, dbErr("list claims", err)
+		return p, sqldb.Err("list claims", err)
 	}
 	if p.Claims, err = scanClaims(rows); err != nil {
 		return p, err
@@ -493,7 +494,7 @@ func (s *Store) latestClaim(ctx context.Context, ns, publicKey, slug string) (Cl
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, errClaimNotFound
 	}
-	return c, dbErr("claim", err)
+	return c, sqldb.Err("claim", err)
 }
 
 // namespaceClaims returns every claim of a namespace, oldest first; with
@@ -505,7 +506,7 @@ func (s *Store) namespaceClaims(ctx context.Context, ns string, approvedOnly boo
 	}
 	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at, id`, ns)
 	if err != nil {
-		return nil, dbErr("namespace claims", err)
+		return nil, sqldb.Err("namespace claims", err)
 	}
 	return scanClaims(rows)
 }
@@ -515,7 +516,7 @@ func (s *Store) insertSeedClaim(ctx context.Context, c Claim, now time.Time) (Cl
 	c.ID = newID("clm_")
 	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
 	var approved, rejected, revoked, expired sql.NullInt64
-	at := nullMicros(now)
+	at := sqldb.NullMicros(now)
 	switch c.Status {
 	case StatusApproved:
 		approved = at
@@ -526,16 +527,16 @@ func (s *Store) insertSeedClaim(ctx context.Context, c Claim, now time.Time) (Cl
 	case StatusExpired:
 		expired = at
 	}
-	_, err := s.exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
+	_, err := s.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
 			created_at, updated_at, approved_at, rejected_at, revoked_at, expired_at)
 		VALUES ($1, $2, $3, $4, '', '', '', '', $5, $6, $6, $7, $8, $9, $10)`,
-		c.ID, c.Namespace, c.PublicKey, c.Service, c.Status, micros(now), approved, rejected, revoked, expired)
-	if isUniqueViolation(err) {
+		c.ID, c.Namespace, c.PublicKey, c.Service, c.Status, sqldb.Micros(now), approved, rejected, revoked, expired)
+	if sqldb.IsUniqueViolation(err) {
 		return c, validationError("claim for namespace %q, key and service %q already live", c.Namespace, c.Service)
 	}
 	if err != nil {
-		return c, dbErr("insert claim", err)
+		return c, sqldb.Err("insert claim", err)
 	}
-	c.ApprovedAt, c.RejectedAt, c.RevokedAt, c.ExpiredAt = fromNullMicros(approved), fromNullMicros(rejected), fromNullMicros(revoked), fromNullMicros(expired)
+	c.ApprovedAt, c.RejectedAt, c.RevokedAt, c.ExpiredAt = sqldb.FromNullMicros(approved), sqldb.FromNullMicros(rejected), sqldb.FromNullMicros(revoked), sqldb.FromNullMicros(expired)
 	return c, nil
 }

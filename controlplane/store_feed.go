@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"time"
 )
 
@@ -50,7 +51,7 @@ func (s *Store) feedChanges(ctx context.Context, slug string, since int64, limit
 		FROM feed_changes f LEFT JOIN claims c ON c.id = f.claim_id
 		WHERE f.service = $1 AND f.seq > $2 ORDER BY f.seq LIMIT $3`, slug, since, limit+1)
 	if err != nil {
-		return nil, false, dbErr("feed changes", err)
+		return nil, false, sqldb.Err("feed changes", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -60,23 +61,23 @@ func (s *Store) feedChanges(ctx context.Context, slug string, since int64, limit
 		)
 		c := &ch.Claim
 		if err := rows.Scan(&ch.Seq, &ch.Op, &c.ID, &c.Namespace, &c.PublicKey, &c.Subject, &c.AgentID, &c.AgentName, &approved); err != nil {
-			return nil, false, dbErr("scan feed change", err)
+			return nil, false, sqldb.Err("scan feed change", err)
 		}
 		c.Service = slug
 		if ch.Op == feedOpUpsert {
-			c.Status, c.ApprovedAt = StatusApproved, fromMicros(approved)
+			c.Status, c.ApprovedAt = StatusApproved, sqldb.FromMicros(approved)
 		} else {
 			c.Subject, c.AgentID, c.AgentName = "", "", ""
 		}
 		changes = append(changes, ch)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, dbErr("read feed changes", err)
+		return nil, false, sqldb.Err("read feed changes", err)
 	}
 	var version, pruned int64
 	err = s.db.QueryRowContext(ctx, `SELECT version, pruned_through FROM feed_state WHERE service = $1`, slug).Scan(&version, &pruned)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, false, dbErr("feed state", err)
+		return nil, false, sqldb.Err("feed state", err)
 	}
 	if since < pruned || since > version {
 		return nil, false, errFeedCursorExpired
@@ -100,7 +101,7 @@ func (s *Store) feedKey(ctx context.Context, slug, id string) (feedCursor, error
 		return feedCursor{}, errFeedAfterUnknown
 	}
 	if err != nil {
-		return feedCursor{}, dbErr("feed key", err)
+		return feedCursor{}, sqldb.Err("feed key", err)
 	}
 	return feedCursor{approvedAt: approved.Int64, id: id}, nil
 }
@@ -112,19 +113,19 @@ func (s *Store) feedKey(ctx context.Context, slug, id string) (feedCursor, error
 // (see feedChanges). It returns the number of changes dropped.
 func (s *Store) pruneFeedChanges(ctx context.Context, cutoff time.Time, keep int64) (int64, error) {
 	greatest := "MAX"
-	if s.pg {
+	if s.db.PG() {
 		greatest = "GREATEST"
 	}
 	horizon := greatest + `(version - $2, COALESCE((SELECT MAX(seq) FROM feed_changes f
 		WHERE f.service = feed_state.service AND f.changed_at < $1), 0))`
-	if _, err := s.exec(ctx, `UPDATE feed_state SET pruned_through = `+horizon+`
-		WHERE `+horizon+` > pruned_through`, micros(cutoff), keep); err != nil {
-		return 0, dbErr("feed horizon", err)
+	if _, err := s.db.Exec(ctx, `UPDATE feed_state SET pruned_through = `+horizon+`
+		WHERE `+horizon+` > pruned_through`, sqldb.Micros(cutoff), keep); err != nil {
+		return 0, sqldb.Err("feed horizon", err)
 	}
-	res, err := s.exec(ctx, `DELETE FROM feed_changes
+	res, err := s.db.Exec(ctx, `DELETE FROM feed_changes
 		WHERE seq <= (SELECT pruned_through FROM feed_state s WHERE s.service = feed_changes.service)`)
 	if err != nil {
-		return 0, dbErr("prune feed changes", err)
+		return 0, sqldb.Err("prune feed changes", err)
 	}
 	n, _ := res.RowsAffected()
 	return n, nil

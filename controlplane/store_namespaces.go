@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"strings"
 	"time"
 
@@ -64,21 +65,21 @@ type namespaceRecord struct {
 // (used by the seed endpoint; signup in a later issue does the same with a
 // passkey). An existing namespace is left untouched.
 func (s *Store) ensureNamespace(ctx context.Context, ns string, now time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM namespaces WHERE namespace = $1`, ns).Scan(&n); err != nil {
-			return dbErr("namespace lookup", err)
+			return sqldb.Err("namespace lookup", err)
 		}
 		if n > 0 {
 			return nil
 		}
 		acct := newID("usr_")
-		if _, err := tx.ExecContext(ctx, `INSERT INTO accounts (id, created_at) VALUES ($1, $2)`, acct, micros(now)); err != nil {
-			return dbErr("insert account", err)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO accounts (id, created_at) VALUES ($1, $2)`, acct, sqldb.Micros(now)); err != nil {
+			return sqldb.Err("insert account", err)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO namespaces (namespace, owner_id, created_at, updated_at) VALUES ($1, $2, $3, $3)`,
-			ns, acct, micros(now))
-		return dbErr("insert namespace", err)
+			ns, acct, sqldb.Micros(now))
+		return sqldb.Err("insert namespace", err)
 	})
 }
 
@@ -96,10 +97,10 @@ func (s *Store) namespace(ctx context.Context, ns string) (namespaceRecord, erro
 		return rec, errNamespaceNotFound
 	}
 	if err != nil {
-		return rec, dbErr("namespace", err)
+		return rec, sqldb.Err("namespace", err)
 	}
 	rec.Namespace = ns
-	rec.CreatedAt, rec.UpdatedAt, rec.Deactivated = fromMicros(created), fromMicros(updated), fromNullMicros(deactivated)
+	rec.CreatedAt, rec.UpdatedAt, rec.Deactivated = sqldb.FromMicros(created), sqldb.FromMicros(updated), sqldb.FromNullMicros(deactivated)
 	return rec, nil
 }
 
@@ -108,7 +109,7 @@ func (s *Store) namespace(ctx context.Context, ns string) (namespaceRecord, erro
 // errSessionLimit).
 func (s *Store) createSession(ctx context.Context, ns string, max int, now, expires time.Time) (string, error) {
 	id := newID("ses_")
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockNamespace(ctx, tx, ns); err != nil {
 			return err
 		}
@@ -117,15 +118,15 @@ func (s *Store) createSession(ctx context.Context, ns string, max int, now, expi
 			earliest sql.NullInt64
 		)
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(expires_at) FROM sessions WHERE namespace = $1 AND expires_at > $2`,
-			ns, micros(now)).Scan(&live, &earliest); err != nil {
-			return dbErr("count sessions", err)
+			ns, sqldb.Micros(now)).Scan(&live, &earliest); err != nil {
+			return sqldb.Err("count sessions", err)
 		}
 		if live >= max {
 			return &retryLater{Err: errSessionLimit, Wait: expiryWait(earliest.Int64, now)}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, namespace, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-			id, ns, micros(now), micros(expires))
-		return dbErr("insert session", err)
+			id, ns, sqldb.Micros(now), sqldb.Micros(expires))
+		return sqldb.Err("insert session", err)
 	})
 	return id, err
 }
@@ -136,9 +137,9 @@ func (s *Store) checkSession(ctx context.Context, sid, ns string, now time.Time)
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions s JOIN namespaces n ON n.namespace = s.namespace
 		WHERE s.id = $1 AND s.namespace = $2 AND s.expires_at > $3 AND n.deactivated_at IS NULL`,
-		sid, ns, micros(now)).Scan(&n)
+		sid, ns, sqldb.Micros(now)).Scan(&n)
 	if err != nil {
-		return dbErr("session", err)
+		return sqldb.Err("session", err)
 	}
 	if n == 0 {
 		return errSessionInvalid
@@ -161,20 +162,20 @@ var _ httpsig.NonceChecker = nonceChecker{}
 // httpsig.ErrReplayDetected. The insert is atomic (ON CONFLICT DO NOTHING on
 // the primary key), so two instances racing on one nonce admit exactly one.
 func (c nonceChecker) CheckNonce(ctx context.Context, scope, nonce string, until time.Time) error {
-	res, err := c.store.exec(ctx, `INSERT INTO nonces (scope, nonce, expires_at) VALUES ($1, $2, $3)
-		ON CONFLICT (scope, nonce) DO NOTHING`, scope, nonce, micros(until))
+	res, err := c.store.db.Exec(ctx, `INSERT INTO nonces (scope, nonce, expires_at) VALUES ($1, $2, $3)
+		ON CONFLICT (scope, nonce) DO NOTHING`, scope, nonce, sqldb.Micros(until))
 	if err != nil {
-		return dbErr("insert nonce", err)
+		return sqldb.Err("insert nonce", err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		return nil
 	}
 	// A leftover row whose window has closed (cleanup not yet run) may be
 	// taken over; the conditional UPDATE keeps that atomic too.
-	res, err = c.store.exec(ctx, `UPDATE nonces SET expires_at = $3 WHERE scope = $1 AND nonce = $2 AND expires_at <= $4`,
-		scope, nonce, micros(until), micros(c.now()))
+	res, err = c.store.db.Exec(ctx, `UPDATE nonces SET expires_at = $3 WHERE scope = $1 AND nonce = $2 AND expires_at <= $4`,
+		scope, nonce, sqldb.Micros(until), sqldb.Micros(c.now()))
 	if err != nil {
-		return dbErr("refresh nonce", err)
+		return sqldb.Err("refresh nonce", err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		return nil
@@ -184,12 +185,12 @@ func (c nonceChecker) CheckNonce(ctx context.Context, scope, nonce string, until
 
 // cleanup deletes expired nonces, gateway pairing sessions and sessions.
 func (s *Store) cleanup(ctx context.Context, now time.Time) error {
-	if _, err := s.exec(ctx, `DELETE FROM nonces WHERE expires_at <= $1`, micros(now)); err != nil {
-		return dbErr("delete nonces", err)
+	if _, err := s.db.Exec(ctx, `DELETE FROM nonces WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
+		return sqldb.Err("delete nonces", err)
 	}
-	if _, err := s.exec(ctx, `DELETE FROM gateway_pairings WHERE expires_at <= $1`, micros(now)); err != nil {
-		return dbErr("delete pairings", err)
+	if _, err := s.db.Exec(ctx, `DELETE FROM gateway_pairings WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
+		return sqldb.Err("delete pairings", err)
 	}
-	_, err := s.exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, micros(now))
-	return dbErr("delete sessions", err)
+	_, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, sqldb.Micros(now))
+	return sqldb.Err("delete sessions", err)
 }

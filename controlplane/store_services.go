@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ func scanService(row interface{ Scan(...any) error }) (service, error) {
 		created, updated int64
 	)
 	err := row.Scan(&svc.ID, &svc.Slug, &svc.Name, &svc.ServiceEndpoint, &svc.Owner, &created, &updated)
-	svc.CreatedAt, svc.UpdatedAt = fromMicros(created), fromMicros(updated)
+	svc.CreatedAt, svc.UpdatedAt = sqldb.FromMicros(created), sqldb.FromMicros(updated)
 	return svc, err
 }
 
@@ -66,8 +67,8 @@ func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time)
 	plain := newAPIKey()
 	k := apiKey{ID: newID("key_"), Key: plain, Prefix: plain[:len(apiKeyPrefix)+6], CreatedAt: now.UTC()}
 	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, service_id, key_hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		k.ID, serviceID, hashAPIKey(plain), k.Prefix, micros(now))
-	return k, dbErr("insert api key", err)
+		k.ID, serviceID, hashAPIKey(plain), k.Prefix, sqldb.Micros(now))
+	return k, sqldb.Err("insert api key", err)
 }
 
 // createService registers a service owned by owner and issues its first
@@ -75,31 +76,31 @@ func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time)
 func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug string, max int, now time.Time) (service, apiKey, error) {
 	svc := service{ID: newID("svc_"), Slug: slug, Name: name, ServiceEndpoint: endpoint, Owner: owner, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
 	var key apiKey
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockNamespace(ctx, tx, owner); err != nil {
 			return err
 		}
 		var owned int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM services WHERE owner = $1`, owner).Scan(&owned); err != nil {
-			return dbErr("count services", err)
+			return sqldb.Err("count services", err)
 		}
 		if owned >= max {
 			return errServiceLimit
 		}
 		var taken int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM services WHERE slug = $1`, slug).Scan(&taken); err != nil {
-			return dbErr("slug lookup", err)
+			return sqldb.Err("slug lookup", err)
 		}
 		if taken > 0 {
 			return errSlugTaken
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO services (`+serviceColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $6)`,
-			svc.ID, slug, name, endpoint, owner, micros(now))
-		if isUniqueViolation(err) {
+			svc.ID, slug, name, endpoint, owner, sqldb.Micros(now))
+		if sqldb.IsUniqueViolation(err) {
 			return errSlugTaken
 		}
 		if err != nil {
-			return dbErr("insert service", err)
+			return sqldb.Err("insert service", err)
 		}
 		key, err = insertKey(ctx, tx, svc.ID, now)
 		return err
@@ -110,18 +111,18 @@ func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug s
 func (s *Store) listServices(ctx context.Context, owner string) ([]service, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+serviceColumns+` FROM services WHERE owner = $1 ORDER BY created_at, id`, owner)
 	if err != nil {
-		return nil, dbErr("list services", err)
+		return nil, sqldb.Err("list services", err)
 	}
 	defer rows.Close()
 	out := []service{}
 	for rows.Next() {
 		svc, err := scanService(rows)
 		if err != nil {
-			return nil, dbErr("scan service", err)
+			return nil, sqldb.Err("scan service", err)
 		}
 		out = append(out, svc)
 	}
-	return out, dbErr("list services", rows.Err())
+	return out, sqldb.Err("list services", rows.Err())
 }
 
 // service returns the service id of owner; another owner's service is
@@ -131,13 +132,13 @@ func (s *Store) service(ctx context.Context, owner, id string) (service, error) 
 	if errors.Is(err, sql.ErrNoRows) {
 		return svc, errServiceNotFound
 	}
-	return svc, dbErr("service", err)
+	return svc, sqldb.Err("service", err)
 }
 
 // updateService sets the non-nil fields.
 func (s *Store) updateService(ctx context.Context, owner, id string, name, endpoint *string, now time.Time) (service, error) {
 	var sets []string
-	args := []any{id, owner, micros(now)}
+	args := []any{id, owner, sqldb.Micros(now)}
 	if name != nil {
 		args = append(args, *name)
 		sets = append(sets, "name = $4")
@@ -147,12 +148,12 @@ func (s *Store) updateService(ctx context.Context, owner, id string, name, endpo
 		sets = append(sets, "service_endpoint = $"+strconv.Itoa(len(args)))
 	}
 	sets = append(sets, "updated_at = $3")
-	svc, err := scanService(s.writeRow(ctx, `UPDATE services SET `+strings.Join(sets, ", ")+
+	svc, err := scanService(s.db.WriteRow(ctx, `UPDATE services SET `+strings.Join(sets, ", ")+
 		` WHERE id = $1 AND owner = $2 RETURNING `+serviceColumns, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return svc, errServiceNotFound
 	}
-	return svc, dbErr("update service", err)
+	return svc, sqldb.Err("update service", err)
 }
 
 // deleteService removes a service and its keys. Its approved claims are
@@ -160,37 +161,37 @@ func (s *Store) updateService(ctx context.Context, owner, id string, name, endpo
 // a service that no longer exists; the claims are returned so their events
 // can be published.
 func (s *Store) deleteService(ctx context.Context, owner, id string, now time.Time) (revoked, rejected []Claim, err error) {
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var slug string
-		err := tx.QueryRowContext(ctx, `SELECT slug FROM services WHERE id = $1 AND owner = $2`+s.forUpdate(), id, owner).Scan(&slug)
+		err := tx.QueryRowContext(ctx, `SELECT slug FROM services WHERE id = $1 AND owner = $2`+s.db.ForUpdate(), id, owner).Scan(&slug)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errServiceNotFound
 		}
 		if err != nil {
-			return dbErr("service", err)
+			return sqldb.Err("service", err)
 		}
 		rows, err := tx.QueryContext(ctx, `UPDATE claims SET status = 'revoked', revoked_at = $2, updated_at = $2
-			WHERE service = $1 AND status = 'approved' RETURNING `+claimColumns, slug, micros(now))
+			WHERE service = $1 AND status = 'approved' RETURNING `+claimColumns, slug, sqldb.Micros(now))
 		if err != nil {
-			return dbErr("revoke claims", err)
+			return sqldb.Err("revoke claims", err)
 		}
 		revoked, err = scanClaims(rows)
 		if err != nil {
 			return err
 		}
 		rows, err = tx.QueryContext(ctx, `UPDATE claims SET status = 'rejected', rejected_at = $2, updated_at = $2
-			WHERE service = $1 AND status = 'pending' RETURNING `+claimColumns, slug, micros(now))
+			WHERE service = $1 AND status = 'pending' RETURNING `+claimColumns, slug, sqldb.Micros(now))
 		if err != nil {
-			return dbErr("reject claims", err)
+			return sqldb.Err("reject claims", err)
 		}
 		if rejected, err = scanClaims(rows); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE service_id = $1`, id); err != nil {
-			return dbErr("delete keys", err)
+			return sqldb.Err("delete keys", err)
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM services WHERE id = $1`, id)
-		return dbErr("delete service", err)
+		return sqldb.Err("delete service", err)
 	})
 	return revoked, rejected, err
 }
@@ -202,7 +203,7 @@ func (s *Store) listKeys(ctx context.Context, owner, serviceID string) ([]apiKey
 	rows, err := s.db.QueryContext(ctx, `SELECT id, prefix, created_at, last_used_at, revoked_at FROM api_keys
 		WHERE service_id = $1 ORDER BY created_at, id`, serviceID)
 	if err != nil {
-		return nil, dbErr("list keys", err)
+		return nil, sqldb.Err("list keys", err)
 	}
 	defer rows.Close()
 	out := []apiKey{}
@@ -213,20 +214,20 @@ func (s *Store) listKeys(ctx context.Context, owner, serviceID string) ([]apiKey
 			used, revoked sql.NullInt64
 		)
 		if err := rows.Scan(&k.ID, &k.Prefix, &created, &used, &revoked); err != nil {
-			return nil, dbErr("scan key", err)
+			return nil, sqldb.Err("scan key", err)
 		}
-		k.CreatedAt = fromMicros(created)
+		k.CreatedAt = sqldb.FromMicros(created)
 		k.LastUsedAt, k.RevokedAt = timePtr(used), timePtr(revoked)
 		out = append(out, k)
 	}
-	return out, dbErr("list keys", rows.Err())
+	return out, sqldb.Err("list keys", rows.Err())
 }
 
 func timePtr(v sql.NullInt64) *time.Time {
 	if !v.Valid {
 		return nil
 	}
-	t := fromMicros(v.Int64)
+	t := sqldb.FromMicros(v.Int64)
 	return &t
 }
 
@@ -236,18 +237,18 @@ func timePtr(v sql.NullInt64) *time.Time {
 // table.
 func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int, now time.Time) (apiKey, error) {
 	var key apiKey
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var id string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`+s.forUpdate(), serviceID, owner).Scan(&id)
+		err := tx.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`+s.db.ForUpdate(), serviceID, owner).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errServiceNotFound
 		}
 		if err != nil {
-			return dbErr("service", err)
+			return sqldb.Err("service", err)
 		}
 		var active int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_keys WHERE service_id = $1 AND revoked_at IS NULL`, serviceID).Scan(&active); err != nil {
-			return dbErr("count keys", err)
+			return sqldb.Err("count keys", err)
 		}
 		if active >= max {
 			return errKeyLimit
@@ -255,7 +256,7 @@ func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int,
 		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE service_id = $1 AND revoked_at IS NOT NULL AND id NOT IN
 			(SELECT id FROM api_keys WHERE service_id = $1 AND revoked_at IS NOT NULL ORDER BY revoked_at DESC, id DESC LIMIT $2)`,
 			serviceID, max); err != nil {
-			return dbErr("delete old revoked keys", err)
+			return sqldb.Err("delete old revoked keys", err)
 		}
 		key, err = insertKey(ctx, tx, serviceID, now)
 		return err
@@ -265,10 +266,10 @@ func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int,
 
 // revokeKey revokes an active key of one of owner's services.
 func (s *Store) revokeKey(ctx context.Context, owner, serviceID, keyID string, now time.Time) error {
-	res, err := s.exec(ctx, `UPDATE api_keys SET revoked_at = $4 WHERE id = $1 AND service_id = $2 AND revoked_at IS NULL
-		AND service_id IN (SELECT id FROM services WHERE owner = $3)`, keyID, serviceID, owner, micros(now))
+	res, err := s.db.Exec(ctx, `UPDATE api_keys SET revoked_at = $4 WHERE id = $1 AND service_id = $2 AND revoked_at IS NULL
+		AND service_id IN (SELECT id FROM services WHERE owner = $3)`, keyID, serviceID, owner, sqldb.Micros(now))
 	if err != nil {
-		return dbErr("revoke key", err)
+		return sqldb.Err("revoke key", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return errKeyNotFound
@@ -290,10 +291,10 @@ func (s *Store) serviceByKey(ctx context.Context, key string, now time.Time) (se
 		return svc, errKeyNotFound
 	}
 	if err != nil {
-		return svc, dbErr("api key", err)
+		return svc, sqldb.Err("api key", err)
 	}
-	svc.CreatedAt, svc.UpdatedAt = fromMicros(created), fromMicros(updated)
-	_, err = s.exec(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
-		keyID, micros(now), micros(now.Add(-time.Minute)))
-	return svc, dbErr("touch api key", err)
+	svc.CreatedAt, svc.UpdatedAt = sqldb.FromMicros(created), sqldb.FromMicros(updated)
+	_, err = s.db.Exec(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
+		keyID, sqldb.Micros(now), sqldb.Micros(now.Add(-time.Minute)))
+	return svc, sqldb.Err("touch api key", err)
 }

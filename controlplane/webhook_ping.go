@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"time"
 
@@ -47,22 +48,22 @@ var errTestQueued = errors.New("controlplane: a test delivery of the webhook is 
 func (s *Store) queueTestDelivery(ctx context.Context, owner, serviceID, wid string, now time.Time) (string, error) {
 	id := newID("msg_")
 	lock := ""
-	if s.pg {
+	if s.db.PG() {
 		lock = " FOR UPDATE OF w" // serialises the count and insert per webhook
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT w.id FROM webhooks w JOIN services s ON s.id = w.service_id
 			WHERE w.id = $1 AND w.service_id = $2 AND s.owner = $3`+lock, wid, serviceID, owner).Scan(new(string))
 		if errors.Is(err, sql.ErrNoRows) {
 			return errWebhookNotFound
 		}
 		if err != nil {
-			return dbErr("webhook", err)
+			return sqldb.Err("webhook", err)
 		}
 		var queued int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = $1 AND event_type = $2 AND state = 'pending'`,
 			wid, EventWebhookTest).Scan(&queued); err != nil {
-			return dbErr("count test deliveries", err)
+			return sqldb.Err("count test deliveries", err)
 		}
 		if queued > 0 {
 			return errTestQueued
@@ -72,8 +73,8 @@ func (s *Store) queueTestDelivery(ctx context.Context, owner, serviceID, wid str
 				state, attempts, next_attempt_at, created_at)
 			SELECT $1, w.id, w.url, w.secret, $2, $3, '', s.owner, s.slug, '', '', '', '', '', 'pending', 0, $3, $3
 			FROM webhooks w JOIN services s ON s.id = w.service_id WHERE w.id = $4`,
-			id, EventWebhookTest, micros(now), wid)
-		return dbErr("queue test delivery", err)
+			id, EventWebhookTest, sqldb.Micros(now), wid)
+		return sqldb.Err("queue test delivery", err)
 	})
 	return id, err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ func scanWebhook(row interface{ Scan(...any) error }) (webhook, error) {
 		created, updated int64
 	)
 	err := row.Scan(&wh.ID, &wh.ServiceID, &wh.URL, &events, &created, &updated)
-	wh.Events, wh.CreatedAt, wh.UpdatedAt = decodeEvents(events), fromMicros(created), fromMicros(updated)
+	wh.Events, wh.CreatedAt, wh.UpdatedAt = decodeEvents(events), sqldb.FromMicros(created), sqldb.FromMicros(updated)
 	return wh, err
 }
 
@@ -39,27 +40,27 @@ func scanWebhook(row interface{ Scan(...any) error }) (webhook, error) {
 // the service already has max webhooks. The service row is locked so the
 // limit holds under concurrency.
 func (s *Store) createWebhook(ctx context.Context, owner string, wh webhook, sealed string, max int, now time.Time) (webhook, error) {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var id string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`+s.forUpdate(), wh.ServiceID, owner).Scan(&id)
+		err := tx.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`+s.db.ForUpdate(), wh.ServiceID, owner).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errServiceNotFound
 		}
 		if err != nil {
-			return dbErr("service", err)
+			return sqldb.Err("service", err)
 		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhooks WHERE service_id = $1`, wh.ServiceID).Scan(&n); err != nil {
-			return dbErr("count webhooks", err)
+			return sqldb.Err("count webhooks", err)
 		}
 		if n >= max {
 			return errWebhookLimit
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO webhooks (id, service_id, url, events, secret, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $6)`, wh.ID, wh.ServiceID, wh.URL, encodeEvents(wh.Events), sealed, micros(now))
-		return dbErr("insert webhook", err)
+			VALUES ($1, $2, $3, $4, $5, $6, $6)`, wh.ID, wh.ServiceID, wh.URL, encodeEvents(wh.Events), sealed, sqldb.Micros(now))
+		return sqldb.Err("insert webhook", err)
 	})
-	wh.CreatedAt, wh.UpdatedAt = fromMicros(micros(now)), fromMicros(micros(now))
+	wh.CreatedAt, wh.UpdatedAt = sqldb.FromMicros(sqldb.Micros(now)), sqldb.FromMicros(sqldb.Micros(now))
 	return wh, err
 }
 
@@ -69,18 +70,18 @@ func (s *Store) listWebhooks(ctx context.Context, owner, serviceID string) ([]we
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE service_id = $1 ORDER BY created_at, id`, serviceID)
 	if err != nil {
-		return nil, dbErr("list webhooks", err)
+		return nil, sqldb.Err("list webhooks", err)
 	}
 	defer rows.Close()
 	out := []webhook{}
 	for rows.Next() {
 		wh, err := scanWebhook(rows)
 		if err != nil {
-			return nil, dbErr("scan webhook", err)
+			return nil, sqldb.Err("scan webhook", err)
 		}
 		out = append(out, wh)
 	}
-	return out, dbErr("list webhooks", rows.Err())
+	return out, sqldb.Err("list webhooks", rows.Err())
 }
 
 // webhook returns webhook wid of service serviceID of owner; anything else
@@ -91,7 +92,7 @@ func (s *Store) webhook(ctx context.Context, owner, serviceID, wid string) (webh
 	if errors.Is(err, sql.ErrNoRows) {
 		return wh, errWebhookNotFound
 	}
-	return wh, dbErr("webhook", err)
+	return wh, sqldb.Err("webhook", err)
 }
 
 func (s *Store) updateWebhook(ctx context.Context, owner, serviceID, wid string, url *string, events *[]string, now time.Time) (webhook, error) {
@@ -99,7 +100,7 @@ func (s *Store) updateWebhook(ctx context.Context, owner, serviceID, wid string,
 		return webhook{}, err
 	}
 	sets := []string{"updated_at = $2"}
-	args := []any{wid, micros(now)}
+	args := []any{wid, sqldb.Micros(now)}
 	if url != nil {
 		args = append(args, *url)
 		sets = append(sets, "url = $3")
@@ -108,29 +109,29 @@ func (s *Store) updateWebhook(ctx context.Context, owner, serviceID, wid string,
 		args = append(args, encodeEvents(*events))
 		sets = append(sets, "events = $"+strconv.Itoa(len(args)))
 	}
-	wh, err := scanWebhook(s.writeRow(ctx, `UPDATE webhooks SET `+strings.Join(sets, ", ")+
+	wh, err := scanWebhook(s.db.WriteRow(ctx, `UPDATE webhooks SET `+strings.Join(sets, ", ")+
 		` WHERE id = $1 RETURNING `+webhookColumns, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return wh, errWebhookNotFound
 	}
-	return wh, dbErr("update webhook", err)
+	return wh, sqldb.Err("update webhook", err)
 }
 
 // deleteWebhook removes a webhook and cancels its pending deliveries in one
 // transaction.
 func (s *Store) deleteWebhook(ctx context.Context, owner, serviceID, wid string, now time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = $1 AND service_id = $2
 			AND service_id IN (SELECT id FROM services WHERE owner = $3)`, wid, serviceID, owner)
 		if err != nil {
-			return dbErr("delete webhook", err)
+			return sqldb.Err("delete webhook", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return errWebhookNotFound
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'canceled', finished_at = $2,
-			lease_token = NULL, lease_until = NULL WHERE webhook_id = $1 AND state = 'pending'`, wid, micros(now))
-		return dbErr("cancel deliveries", err)
+			lease_token = NULL, lease_until = NULL WHERE webhook_id = $1 AND state = 'pending'`, wid, sqldb.Micros(now))
+		return sqldb.Err("cancel deliveries", err)
 	})
 }
 
@@ -169,7 +170,7 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 			finished_at, last_status_code, last_error
 		FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, wid, limit)
 	if err != nil {
-		return nil, dbErr("list deliveries", err)
+		return nil, sqldb.Err("list deliveries", err)
 	}
 	out := []deliveryRecord{}
 	index := map[string]int{}
@@ -184,11 +185,11 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 				lastErr       sql.NullString
 			)
 			if err := rows.Scan(&d.ID, &d.EventType, &d.ClaimID, &d.Status, &d.Attempts, &created, &next, &finished, &code, &lastErr); err != nil {
-				return dbErr("scan delivery", err)
+				return sqldb.Err("scan delivery", err)
 			}
-			d.CreatedAt, d.FinishedAt, d.LastError = fromMicros(created), timePtr(finished), lastErr.String
+			d.CreatedAt, d.FinishedAt, d.LastError = sqldb.FromMicros(created), timePtr(finished), lastErr.String
 			if d.Status == deliveryPending {
-				t := fromMicros(next)
+				t := sqldb.FromMicros(next)
 				d.NextAttemptAt = &t
 			}
 			if code.Valid {
@@ -199,7 +200,7 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 			index[d.ID] = len(out)
 			out = append(out, d)
 		}
-		return dbErr("list deliveries", rows.Err())
+		return sqldb.Err("list deliveries", rows.Err())
 	}()
 	if err != nil || len(out) == 0 {
 		return out, err
@@ -208,7 +209,7 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 		FROM webhook_attempts a WHERE a.delivery_id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = $1
 			ORDER BY created_at DESC, id DESC LIMIT $2) ORDER BY a.delivery_id, a.attempt`, wid, limit)
 	if err != nil {
-		return nil, dbErr("list attempts", err)
+		return nil, sqldb.Err("list attempts", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -219,9 +220,9 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 			code sql.NullInt64
 		)
 		if err := rows.Scan(&id, &a.Attempt, &at, &code, &a.Error, &a.DurationMS); err != nil {
-			return nil, dbErr("scan attempt", err)
+			return nil, sqldb.Err("scan attempt", err)
 		}
-		a.At = fromMicros(at)
+		a.At = sqldb.FromMicros(at)
 		if code.Valid {
 			c := int(code.Int64)
 			a.StatusCode = &c
@@ -230,7 +231,7 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 			out[i].AttemptLog = append(out[i].AttemptLog, a)
 		}
 	}
-	return out, dbErr("list attempts", rows.Err())
+	return out, sqldb.Err("list attempts", rows.Err())
 }
 
 // delivery is a leased delivery: what the worker needs to send it.
@@ -261,7 +262,7 @@ const deliveryWindow = 64
 // meanwhile is re-read after its lock), so a row is only ever leased by
 // one worker at a time. Each delivery comes with its owner.
 func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner int, share map[string]int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
-	args := []any{token, micros(now.Add(leaseFor)), micros(now), n, deliveryWindow, perOwner}
+	args := []any{token, sqldb.Micros(now.Add(leaseFor)), sqldb.Micros(now), n, deliveryWindow, perOwner}
 	// The casts type the parameters for PostgreSQL.
 	allowed := "CAST($6 AS INTEGER)"
 	if len(share) > 0 {
@@ -292,7 +293,7 @@ func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner i
 			COALESCE((SELECT owner FROM services WHERE slug = webhook_deliveries.service), service)`,
 		args...)
 	if err != nil {
-		return nil, dbErr("lease deliveries", err)
+		return nil, sqldb.Err("lease deliveries", err)
 	}
 	defer rows.Close()
 	var out []delivery
@@ -304,12 +305,12 @@ func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner i
 		c := &d.Claim
 		if err := rows.Scan(&d.ID, &d.WebhookID, &d.URL, &d.Secret, &d.EventType, &occurred, &created, &c.ID, &c.Namespace, &c.Service,
 			&c.PublicKey, &c.Subject, &c.AgentID, &c.AgentName, &c.Status, &d.Attempts, &d.Owner); err != nil {
-			return nil, dbErr("scan delivery", err)
+			return nil, sqldb.Err("scan delivery", err)
 		}
-		d.OccurredAt, d.CreatedAt = fromMicros(occurred), fromMicros(created)
+		d.OccurredAt, d.CreatedAt = sqldb.FromMicros(occurred), sqldb.FromMicros(created)
 		out = append(out, d)
 	}
-	return out, dbErr("lease deliveries", rows.Err())
+	return out, sqldb.Err("lease deliveries", rows.Err())
 }
 
 // currentTarget returns the URL and sealed secret of a webhook that still
@@ -319,7 +320,7 @@ func (s *Store) currentTarget(ctx context.Context, webhookID string) (url, seale
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", false, nil
 	}
-	return url, sealed, err == nil, dbErr("webhook target", err)
+	return url, sealed, err == nil, sqldb.Err("webhook target", err)
 }
 
 // attemptOutcome is the result of one delivery attempt.
@@ -348,25 +349,25 @@ func (s *Store) finishAttempt(ctx context.Context, id, token string, o attemptOu
 	var finished sql.NullInt64
 	next := o.NextAt
 	if state != deliveryPending {
-		finished, next = nullMicros(o.At), o.At
+		finished, next = sqldb.NullMicros(o.At), o.At
 	}
 	code := sql.NullInt64{Int64: int64(o.StatusCode), Valid: o.StatusCode != 0}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var attempt int
 		err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET state = $3, attempts = attempts + 1, next_attempt_at = $4,
 				finished_at = $5, last_status_code = $6, last_error = $7, lease_token = NULL, lease_until = NULL
 			WHERE id = $1 AND lease_token = $2 AND state = 'pending' RETURNING attempts`,
-			id, token, state, micros(next), finished, code, o.Err).Scan(&attempt)
+			id, token, state, sqldb.Micros(next), finished, code, o.Err).Scan(&attempt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
-			return dbErr("finish delivery", err)
+			return sqldb.Err("finish delivery", err)
 		}
 		ok = true
 		_, err = tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)
-			VALUES ($1, $2, $3, $4, $5, $6)`, id, attempt, micros(o.At), code, o.Err, o.Duration.Milliseconds())
-		return dbErr("record attempt", err)
+			VALUES ($1, $2, $3, $4, $5, $6)`, id, attempt, sqldb.Micros(o.At), code, o.Err, o.Duration.Milliseconds())
+		return sqldb.Err("record attempt", err)
 	})
 	return state, ok, err
 }
@@ -374,16 +375,16 @@ func (s *Store) finishAttempt(ctx context.Context, id, token string, o attemptOu
 // releaseLease gives a leased delivery back untouched (the worker stopped
 // before attempting it).
 func (s *Store) releaseLease(ctx context.Context, id, token string) error {
-	_, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_token = NULL, lease_until = NULL
+	_, err := s.db.Exec(ctx, `UPDATE webhook_deliveries SET lease_token = NULL, lease_until = NULL
 		WHERE id = $1 AND lease_token = $2 AND state = 'pending'`, id, token)
-	return dbErr("release delivery", err)
+	return sqldb.Err("release delivery", err)
 }
 
 // pruneDeliveries deletes finished deliveries (and their attempts) that
 // finished before cutoff.
 func (s *Store) pruneDeliveries(ctx context.Context, cutoff time.Time) error {
-	_, err := s.exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1`, micros(cutoff))
-	return dbErr("prune deliveries", err)
+	_, err := s.db.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1`, sqldb.Micros(cutoff))
+	return sqldb.Err("prune deliveries", err)
 }
 
 // serviceOwner returns the namespace owning the service with slug, and
@@ -394,5 +395,5 @@ func (s *Store) serviceOwner(ctx context.Context, slug string) (string, bool, er
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
-	return owner, err == nil, dbErr("service owner", err)
+	return owner, err == nil, sqldb.Err("service owner", err)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"io"
 	"net"
 	"net/http"
@@ -129,16 +130,16 @@ func (e *env) createWebhook(owner reqOpt, svcID string, body map[string]any) (st
 func (e *env) deliveryState(id string) (state string, attempts int, next time.Time) {
 	e.t.Helper()
 	var n int64
-	if err := e.st.db.QueryRow(`SELECT state, attempts, next_attempt_at FROM webhook_deliveries WHERE id = $1`, id).Scan(&state, &attempts, &n); err != nil {
+	if err := e.st.db.QueryRowContext(context.Background(), `SELECT state, attempts, next_attempt_at FROM webhook_deliveries WHERE id = $1`, id).Scan(&state, &attempts, &n); err != nil {
 		e.t.Fatal(err)
 	}
-	return state, attempts, fromMicros(n)
+	return state, attempts, sqldb.FromMicros(n)
 }
 
 // deliveryIDs lists the deliveries of a webhook, oldest first.
 func (e *env) deliveryIDs(webhookID string) []string {
 	e.t.Helper()
-	rows, err := e.st.db.Query(`SELECT id FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at, id`, webhookID)
+	rows, err := e.st.db.QueryContext(context.Background(), `SELECT id FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at, id`, webhookID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestWebhookCRUD(t *testing.T) {
 			t.Fatalf("listing shows the secret: %s", list.body)
 		}
 		var stored string
-		e.st.db.QueryRow(`SELECT secret FROM webhooks WHERE id = $1`, id).Scan(&stored)
+		e.st.db.QueryRowContext(context.Background(), `SELECT secret FROM webhooks WHERE id = $1`, id).Scan(&stored)
 		if strings.Contains(stored, secret) || strings.Contains(stored, base64.StdEncoding.EncodeToString(key)) {
 			t.Fatal("secret stored in clear")
 		}
@@ -533,7 +534,7 @@ func TestWebhookTerminalFailure(t *testing.T) {
 		}
 
 		t.Run("owner opted out", func(t *testing.T) {
-			e.st.db.Exec(`UPDATE accounts SET webhook_failures_notify = 0 WHERE id = (SELECT owner_id FROM namespaces WHERE namespace = 'acme')`)
+			e.st.db.Exec(context.Background(), `UPDATE accounts SET webhook_failures_notify = 0 WHERE id = (SELECT owner_id FROM namespaces WHERE namespace = 'acme')`)
 			e.srv.alertFailure(context.Background(), delivery{ID: "msg_x", Claim: Claim{Service: "github"}}, 4, attemptOutcome{})
 			select {
 			case m := <-mails:

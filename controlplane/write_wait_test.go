@@ -40,7 +40,7 @@ func TestSQLiteWriteWaitIsBounded(t *testing.T) {
 	t.Run("a transaction of this instance holds the writer", func(t *testing.T) {
 		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
 		go func() {
-			done <- st.tx(context.Background(), func(*sql.Tx) error {
+			done <- st.db.Tx(context.Background(), func(*sql.Tx) error {
 				close(held)
 				<-release
 				return nil

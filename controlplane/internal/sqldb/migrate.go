@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 import (
 	"context"
@@ -158,12 +158,12 @@ var migrations = []migration{{
 // transaction. On PostgreSQL a transaction-scoped advisory lock, on
 // SQLite the immediate transaction's write lock, makes concurrent instances
 // wait for each other instead of racing.
-func (s *Store) migrate(ctx context.Context, ms []migration) error {
+func (d *DB) migrate(ctx context.Context, ms []migration) error {
 	for _, m := range ms {
-		err := s.tx(ctx, func(tx *sql.Tx) error {
-			if s.pg {
+		err := d.Tx(ctx, func(tx *sql.Tx) error {
+			if d.pg {
 				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7291046311)`); err != nil {
-					return dbErr("migrate: lock", err)
+					return Err("migrate: lock", err)
 				}
 			}
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -171,17 +171,17 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 				name TEXT NOT NULL,
 				applied_at BIGINT NOT NULL
 			)`); err != nil {
-				return dbErr("migrate: create schema_migrations", err)
+				return Err("migrate: create schema_migrations", err)
 			}
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, m.version).Scan(&n); err != nil {
-				return dbErr("migrate: read version", err)
+				return Err("migrate: read version", err)
 			}
 			if n > 0 {
 				return nil
 			}
 			stmts := append(append([]string(nil), m.stmts...), m.sqlite...)
-			if s.pg {
+			if d.pg {
 				stmts = append(append([]string(nil), m.stmts...), m.postgres...)
 			}
 			for _, stmt := range stmts {
@@ -190,8 +190,8 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 				}
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-				m.version, m.name, micros(time.Now()))
-			return dbErr("migrate: record version", err)
+				m.version, m.name, Micros(time.Now()))
+			return Err("migrate: record version", err)
 		})
 		if err != nil {
 			return err

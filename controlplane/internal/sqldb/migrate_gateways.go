@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // gatewaysMigration holds gateway pairing (gateways.go): pairing sessions,
 // whose code is stored only as a SHA-256, the paired gateways with the

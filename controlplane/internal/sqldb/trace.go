@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // dashboardMigration holds the one-time sign-in links of local and test
 // deployments (dashboard_signin.go) and an index for the claims page.

@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // feedChangesMigration records every change to a service's approved-claims
 // feed in feed_changes, numbered by the service's feed_state.version, so a

@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // webhookMigration holds the webhook and registry tables (issue 7).
 //

@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // sessionsMigration adds what step-up and session management need.
 //

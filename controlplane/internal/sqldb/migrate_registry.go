@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // registryMigration adds what registry writes show and need beyond the
 // claim hashes of version 4 (issue 19): the reason of a claim's failed

@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // alertsMigration gives an account the address its alerts are mailed to:
 // the owner's own, set in the account settings (empty = none; accounts

@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // claimCountsMigration keeps the numbers that grew with a namespace as
 // counters, so reading them costs the same at ten claims or a million:

@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // pendingBudgetMigration supports the pending budgets of claim submission:
 // pending claims are counted per namespace and service, and within that

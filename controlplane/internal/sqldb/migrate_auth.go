@@ -1,4 +1,4 @@
-package controlplane
+package sqldb
 
 // authMigration holds the passkey account tables (issue 7). Everything a
 // ceremony or a rate limit needs lives in the database, so instances
