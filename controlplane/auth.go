@@ -1,9 +1,8 @@
 package controlplane
 
 import (
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
@@ -14,13 +13,13 @@ import (
 // browser origin (or from no browser at all).
 func (s *Server) owner(next func(http.ResponseWriter, *http.Request, string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.originAllowed(r) {
-			apierror.Write(w, r, errOriginForbidden)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.kit.OriginAllowed(r) {
+			apierror.Write(w, r, web.ErrOriginForbidden)
 			return
 		}
 		c, err := r.Cookie(SessionCookie)
 		if err != nil || c.Value == "" {
-			apierror.Write(w, r, errUnauthenticated)
+			apierror.Write(w, r, web.ErrUnauthenticated)
 			return
 		}
 		ns, err := s.session(r.Context(), c.Value)
@@ -28,7 +27,7 @@ func (s *Server) owner(next func(http.ResponseWriter, *http.Request, string)) ht
 			s.writeErr(w, r, err)
 			return
 		}
-		s.admitBody(r)
+		s.kit.AdmitBody(r)
 		next(w, r, ns)
 	})
 }
@@ -38,38 +37,12 @@ func (s *Server) owner(next func(http.ResponseWriter, *http.Request, string)) ht
 func ownNamespace(w http.ResponseWriter, r *http.Request, owner string) (string, bool) {
 	ns := r.PathValue("namespace")
 	if identity.ValidNamespace(ns) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
+		apierror.Write(w, r, web.ErrInvalidNamespace)
 		return "", false
 	}
 	if ns != owner {
-		apierror.Write(w, r, errNamespaceForbid)
+		apierror.Write(w, r, web.ErrNamespaceForbidden)
 		return "", false
 	}
 	return ns, true
-}
-
-// originAllowed implements the cross-site check of mutating session routes.
-func (s *Server) originAllowed(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	return origin == "" || s.originListed(origin)
-}
-
-func (s *Server) originListed(origin string) bool {
-	for _, o := range s.cfg.AllowedOrigins {
-		if strings.EqualFold(o, origin) {
-			return true
-		}
-	}
-	return false
-}
-
-// validOrigin reports whether o is exactly scheme://host[:port] with an
-// http or https scheme.
-func validOrigin(o string) bool {
-	u, err := url.Parse(o)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
-		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !strings.HasSuffix(o, "?") && !strings.HasSuffix(o, "#")
 }

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
@@ -21,7 +22,7 @@ type passkeyRecord struct {
 
 func toPasskeyRecord(p passkey) passkeyRecord {
 	return passkeyRecord{ID: p.ID, Name: p.Name, Algorithm: webauthncose.COSEAlgorithmIdentifier(p.Algorithm).String(),
-		CreatedAt: timestamp(p.CreatedAt), LastUsedAt: timestamp(p.LastUsedAt)}
+		CreatedAt: web.Timestamp(p.CreatedAt), LastUsedAt: web.Timestamp(p.LastUsedAt)}
 }
 
 // me is GET /v1/auth/me.
@@ -35,7 +36,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, ns string) {
 		"namespace":  ns,
 		"did":        identity.DID(ns),
 		"settings":   set,
-		"created_at": timestamp(created),
+		"created_at": web.Timestamp(created),
 	})
 }
 
@@ -43,8 +44,8 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, ns string) {
 // is refused everywhere at once, and the cookie is cleared. It answers 200
 // even without a live session, so a stale browser can always log out.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if !s.originAllowed(r) {
-		apierror.Write(w, r, errOriginForbidden)
+	if !s.kit.OriginAllowed(r) {
+		apierror.Write(w, r, web.ErrOriginForbidden)
 		return
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
@@ -78,12 +79,12 @@ func (s *Server) renamePasskey(w http.ResponseWriter, r *http.Request, ns string
 	var in struct {
 		Name *string `json:"name"`
 	}
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	if in.Name == nil {
-		apierror.Write(w, r, validationError("name is required"))
+		apierror.Write(w, r, web.Validation("name is required"))
 		return
 	}
 	name, e := validPasskeyName(in.Name)
@@ -121,16 +122,16 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, ns strin
 		EmailNotifications    *bool   `json:"email_notifications"`
 		WebhookFailuresNotify *bool   `json:"webhook_failures_notify"`
 	}
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	if in.Email == nil && in.EmailNotifications == nil && in.WebhookFailuresNotify == nil {
-		apierror.Write(w, r, validationError("nothing to update: give email, email_notifications and/or webhook_failures_notify"))
+		apierror.Write(w, r, web.Validation("nothing to update: give email, email_notifications and/or webhook_failures_notify"))
 		return
 	}
 	if in.Email != nil && *in.Email != "" && !validMailbox(*in.Email) {
-		apierror.Write(w, r, validationError("email must be one e-mail address (name@example.com), at most 254 characters, or empty to remove it").With("field", "email"))
+		apierror.Write(w, r, web.Validation("email must be one e-mail address (name@example.com), at most 254 characters, or empty to remove it").With("field", "email"))
 		return
 	}
 	_, _, before, err := s.store.account(r.Context(), ns)
@@ -215,7 +216,7 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, sess owne
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"namespace":       ns,
 		"did":             identity.DID(ns),
-		"deactivated_at":  timestamp(now),
+		"deactivated_at":  web.Timestamp(now),
 		"revoked_claims":  revoked + late,
 		"rejected_claims": rejected,
 	})

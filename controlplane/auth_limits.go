@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"net/netip"
 	"time"
@@ -63,7 +64,7 @@ func (s *Server) assertLimitKey(r *http.Request, ns string) string {
 }
 
 // rateLimited is the 429 answer telling the client when to come back.
-func rateLimited(wait time.Duration) *apierror.Error { return errRateLimited.WithRetryAfter(wait) }
+func rateLimited(wait time.Duration) *apierror.Error { return web.ErrRateLimited.WithRetryAfter(wait) }
 
 // limitAttempt counts one attempt under key, allowing max per window. It
 // returns how long the caller must wait instead (0: go ahead); a refused

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"net/url"
 	"strings"
@@ -55,7 +56,7 @@ func (s *Server) initAuth() error {
 		return nil
 	}
 	for _, o := range a.Origins {
-		if !validOrigin(o) {
+		if !web.ValidOrigin(o) {
 			return fmt.Errorf("controlplane: WebAuthn origin %q is not scheme://host[:port]", o)
 		}
 	}
@@ -120,7 +121,7 @@ func (s *Server) withOwnerSession(next func(http.ResponseWriter, *http.Request, 
 	return s.owner(func(w http.ResponseWriter, r *http.Request, ns string) {
 		c, err := r.Cookie(SessionCookie) // owner has authenticated it
 		if err != nil {
-			apierror.Write(w, r, errUnauthenticated)
+			apierror.Write(w, r, web.ErrUnauthenticated)
 			return
 		}
 		claims, err := s.parseSession(c.Value)
@@ -360,8 +361,8 @@ func (s *Server) signupOptions(w http.ResponseWriter, r *http.Request) {
 // signup is POST /v1/auth/signup: it creates the account, the namespace
 // (whose DID resolves from now on) and its first passkey, and signs in.
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
-	if !s.originAllowed(r) {
-		apierror.Write(w, r, errOriginForbidden)
+	if !s.kit.OriginAllowed(r) {
+		apierror.Write(w, r, web.ErrOriginForbidden)
 		return
 	}
 	key := s.signupLimitKey(r)
@@ -369,7 +370,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in ceremonyRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		s.signupFailed(w, r, e)
 		return
 	}
@@ -419,8 +420,8 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 	apierror.WriteJSON(w, http.StatusCreated, map[string]any{
 		"namespace":          in.Namespace,
 		"did":                identity.DID(in.Namespace),
-		"created_at":         timestamp(pk.CreatedAt),
-		"session_expires_at": timestamp(expires),
+		"created_at":         web.Timestamp(pk.CreatedAt),
+		"session_expires_at": web.Timestamp(expires),
 		"passkey":            toPasskeyRecord(pk),
 	})
 }
@@ -429,7 +430,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 func (s *Server) loginOptions(w http.ResponseWriter, r *http.Request) {
 	ns := r.URL.Query().Get("namespace")
 	if identity.ValidNamespace(ns) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
+		apierror.Write(w, r, web.ErrInvalidNamespace)
 		return
 	}
 	s.assertionOptions(w, r, ceremonyLogin, ownerSession{namespace: ns})
@@ -438,17 +439,17 @@ func (s *Server) loginOptions(w http.ResponseWriter, r *http.Request) {
 // login is POST /v1/auth/login: a passkey assertion starts a session,
 // recently verified.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	if !s.originAllowed(r) {
-		apierror.Write(w, r, errOriginForbidden)
+	if !s.kit.OriginAllowed(r) {
+		apierror.Write(w, r, web.ErrOriginForbidden)
 		return
 	}
 	var in ceremonyRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	if identity.ValidNamespace(in.Namespace) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
+		apierror.Write(w, r, web.ErrInvalidNamespace)
 		return
 	}
 	pk, ok := s.finishAssertionRequest(w, r, ceremonyLogin, ownerSession{namespace: in.Namespace}, in.Credential)
@@ -464,7 +465,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"namespace":          in.Namespace,
 		"did":                identity.DID(in.Namespace),
-		"session_expires_at": timestamp(expires),
+		"session_expires_at": web.Timestamp(expires),
 	})
 }
 
@@ -532,7 +533,7 @@ func (s *Server) verifyOptions(w http.ResponseWriter, r *http.Request, sess owne
 // session's recent verification.
 func (s *Server) verify(w http.ResponseWriter, r *http.Request, sess ownerSession) {
 	var in ceremonyRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
@@ -546,8 +547,8 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request, sess ownerSessio
 		return
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
-		"verified_at":    timestamp(now),
-		"verified_until": timestamp(now.Add(recentVerification)),
+		"verified_at":    web.Timestamp(now),
+		"verified_until": web.Timestamp(now.Add(recentVerification)),
 	})
 }
 
@@ -580,7 +581,7 @@ func (s *Server) passkeyOptions(w http.ResponseWriter, r *http.Request, sess own
 // it sends the owner alert.
 func (s *Server) addPasskey(w http.ResponseWriter, r *http.Request, sess ownerSession) {
 	var in ceremonyRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -109,7 +110,7 @@ func (s *Store) liveSessions(ctx context.Context, ns string, now time.Time) ([]s
 		if err := rows.Scan(&r.ID, &created, &expires, &verified, &r.PasskeyID, &r.UserAgent, &r.ClientAddress); err != nil {
 			return nil, sqldb.Err("scan session", err)
 		}
-		r.CreatedAt, r.ExpiresAt, r.VerifiedAt = timestamp(sqldb.FromMicros(created)), timestamp(sqldb.FromMicros(expires)), timestamp(sqldb.FromNullMicros(verified))
+		r.CreatedAt, r.ExpiresAt, r.VerifiedAt = web.Timestamp(sqldb.FromMicros(created)), web.Timestamp(sqldb.FromMicros(expires)), web.Timestamp(sqldb.FromNullMicros(verified))
 		out = append(out, r)
 	}
 	return out, sqldb.Err("list sessions", rows.Err())

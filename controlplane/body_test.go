@@ -126,8 +126,8 @@ func TestNoBodyByteReadBeforeAuthentication(t *testing.T) {
 		{"session_route_without_cookie", "POST", "/v1/services", json(nil), mib, 401, "UNAUTHENTICATED", 0},
 		{"session_route_with_forged_cookie", "POST", "/v1/services", json(http.Header{"Cookie": {SessionCookie + "=eyJhbGciOiJIUzI1NiJ9.e30.AAAA"}}), -1, 401, "UNAUTHENTICATED", 0},
 		{"signup_declaring_a_large_body", "POST", "/v1/auth/signup", json(http.Header{"Origin": {testOrigin}}), mib, 413, "REQUEST_BODY_TOO_LARGE", 0},
-		{"signup_with_a_large_chunked_body", "POST", "/v1/auth/signup", json(http.Header{"Origin": {testOrigin}}), -1, 413, "REQUEST_BODY_TOO_LARGE", anonymousBodyBytes + 1},
-		{"login_with_a_large_chunked_body", "POST", "/v1/auth/login", json(http.Header{"Origin": {testOrigin}}), -1, 413, "REQUEST_BODY_TOO_LARGE", anonymousBodyBytes + 1},
+		{"signup_with_a_large_chunked_body", "POST", "/v1/auth/signup", json(http.Header{"Origin": {testOrigin}}), -1, 413, "REQUEST_BODY_TOO_LARGE", 64<<10 + 1},
+		{"login_with_a_large_chunked_body", "POST", "/v1/auth/login", json(http.Header{"Origin": {testOrigin}}), -1, 413, "REQUEST_BODY_TOO_LARGE", 64<<10 + 1},
 		// The one row that authenticates: only now is the body read, and
 		// then checked against the signed digest.
 		{"verified_caller_sends_another_body", "POST", "/v1/claims",
@@ -142,7 +142,7 @@ func TestNoBodyByteReadBeforeAuthentication(t *testing.T) {
 			if got := body.read.Load(); got > row.maxRead {
 				t.Fatalf("read %d body bytes, want at most %d", got, row.maxRead)
 			}
-			if used := e.srv.bodies.Used(); used != 0 {
+			if used := e.srv.kit.Bodies.Used(); used != 0 {
 				t.Fatalf("%d body bytes still counted after the request", used)
 			}
 		})
@@ -276,7 +276,7 @@ func TestInflightBodyCap(t *testing.T) {
 			t.Fatalf("still refused once the first request ended: %s", rec.Body)
 		}
 	})
-	if used := e.srv.bodies.Used(); used != 0 {
+	if used := e.srv.kit.Bodies.Used(); used != 0 {
 		t.Fatalf("%d body bytes still counted after every request ended", used)
 	}
 }

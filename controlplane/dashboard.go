@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"html/template"
 	"io/fs"
 	"mime"
@@ -265,7 +266,7 @@ func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
 func (s *Server) dashboardAsset(w http.ResponseWriter, r *http.Request) {
 	a, ok := dashboard.assets[r.PathValue("file")]
 	if !ok {
-		apierror.Write(w, r, errNotFound)
+		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
 	h := w.Header()
@@ -419,7 +420,7 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 	for i, c := range p.Claims {
 		row := claimRow{ID: c.ID, Service: c.Service, AgentName: c.AgentName, AgentID: c.AgentID, Subject: c.Subject,
 			AgentIP: c.AgentIP, Status: c.Status, PublicKey: c.PublicKey,
-			Created: timestamp(c.CreatedAt), Age: ago(now, c.CreatedAt)}
+			Created: web.Timestamp(c.CreatedAt), Age: ago(now, c.CreatedAt)}
 		if pub, err := identity.ParsePublicKey(c.PublicKey); err == nil {
 			row.Fingerprint = identity.KeyFragment(pub)
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"net/url"
 	"time"
@@ -49,27 +50,27 @@ func (s *Server) signinRoutes(m *routeMux) {
 func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
 	tok := r.Header.Get("X-IDN-Test-Seed-Token")
 	if !s.proxy.IsLoopback(r) || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.TestSeedToken)) != 1 {
-		apierror.Write(w, r, errNotFound)
+		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
 	var in struct {
 		Namespace string `json:"namespace"`
 		Next      string `json:"next"`
 	}
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	page := "/signin"
 	if in.Next != "" {
 		if safeNext(in.Next) != in.Next {
-			apierror.Write(w, r, validationError("next must be a path of this dashboard, such as /claims?status=approved"))
+			apierror.Write(w, r, web.Validation("next must be a path of this dashboard, such as /claims?status=approved"))
 			return
 		}
 		page += "?" + url.Values{"next": {in.Next}}.Encode()
 	}
 	if identity.ValidNamespace(in.Namespace) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
+		apierror.Write(w, r, web.ErrInvalidNamespace)
 		return
 	}
 	rec, err := s.store.namespace(r.Context(), in.Namespace)
@@ -90,8 +91,8 @@ func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	apierror.WriteJSON(w, http.StatusCreated, map[string]string{
-		"url":        s.baseURL(r) + page + "#" + token,
-		"expires_at": timestamp(expires),
+		"url":        s.kit.BaseURL(r) + page + "#" + token,
+		"expires_at": web.Timestamp(expires),
 	})
 }
 
@@ -99,17 +100,17 @@ func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
 // session of its namespace, once.
 func (s *Server) redeemSigninLink(w http.ResponseWriter, r *http.Request) {
 	if !s.proxy.IsLoopback(r) {
-		apierror.Write(w, r, errNotFound)
+		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
-	if !s.originAllowed(r) {
-		apierror.Write(w, r, errOriginForbidden)
+	if !s.kit.OriginAllowed(r) {
+		apierror.Write(w, r, web.ErrOriginForbidden)
 		return
 	}
 	var in struct {
 		Token string `json:"token"`
 	}
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
@@ -127,6 +128,6 @@ func (s *Server) redeemSigninLink(w http.ResponseWriter, r *http.Request) {
 	apierror.WriteJSON(w, http.StatusOK, map[string]string{
 		"namespace":          ns,
 		"did":                identity.DID(ns),
-		"session_expires_at": timestamp(expires),
+		"session_expires_at": web.Timestamp(expires),
 	})
 }

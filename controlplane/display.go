@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/display"
 )
@@ -11,10 +12,10 @@ import (
 // and the other characters that hide or reorder text.
 func checkDisplay(field, v string, max int) *apierror.Error {
 	if len(v) > max {
-		return validationError("%s must be at most %d bytes", field, max)
+		return web.Validation("%s must be at most %d bytes", field, max)
 	}
 	if err := display.Check(v); err != nil {
-		return validationError("%s %v", field, err)
+		return web.Validation("%s %v", field, err)
 	}
 	return nil
 }

@@ -1,9 +1,9 @@
 package controlplane
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"strings"
 	"time"
@@ -77,161 +77,101 @@ func (e *registryWriteError) Error() string {
 }
 func (e *registryWriteError) Unwrap() error { return e.Err }
 
-// errorRule answers the errors that match with build's envelope.
-type errorRule struct {
-	match func(error) bool
-	build func(error) *apierror.Error
-}
-
-func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
-
-func isType[T error](err error) bool { _, ok := errors.AsType[T](err); return ok }
-
-// answer builds the envelope of code with its default message.
-func answer(code errcode.Code) func(error) *apierror.Error {
-	return func(error) *apierror.Error { return apierror.Coded(code, "") }
-}
-
-// answerWait is answer with the Retry-After of a *retryLater in err.
-func answerWait(code errcode.Code) func(error) *apierror.Error {
-	return func(err error) *apierror.Error {
-		e := apierror.Coded(code, "")
-		if rl, ok := errors.AsType[*retryLater](err); ok {
-			e = e.WithRetryAfter(rl.Wait)
-		}
-		return e
-	}
-}
-
 // errorTable is the one place where the errors of the store, the claim
 // lifecycle and the HTTP layer become answers; the first matching row wins.
-var errorTable = []errorRule{
-	{isType[*apierror.Error], func(err error) *apierror.Error { e, _ := errors.AsType[*apierror.Error](err); return e }},
-	{is(errNamespaceNotFound), answer(errcode.NamespaceNotFound)},
-	{is(errFeedCursorExpired), answer(errcode.FeedCursorExpired)},
-	{is(errNamespaceDeactivated), answer(errcode.NamespaceDeactivated)},
-	{is(errNamespaceTaken), answer(errcode.NamespaceTaken)},
-	{is(errServiceNotFound), answer(errcode.ServiceNotFound)},
-	{is(errSlugTaken), answer(errcode.SlugTaken)},
-	{is(errKeyNotFound), answer(errcode.APIKeyNotFound)},
-	{is(errKeyLimit), answer(errcode.APIKeyLimitReached)},
-	{is(errServiceLimit), answer(errcode.ServiceLimitReached)},
-	{is(errGatewayLimit), answer(errcode.GatewayLimitReached)},
-	{is(errPairingLimit), answerWait(errcode.PairingLimitReached)},
-	{is(errSessionLimit), answerWait(errcode.SessionLimitReached)},
-	{is(errClaimNotFound), answer(errcode.ClaimNotFound)},
-	{is(errPendingLimit), answer(errcode.PendingLimitReached)},
-	{is(errAgentPendingLimit), answer(errcode.AgentPendingLimitReached)},
-	{is(errSessionInvalid), answer(errcode.Unauthenticated)},
-	{is(errChallengeInvalid), answer(errcode.ChallengeInvalid)},
-	{is(errChallengeExpired), answer(errcode.ChallengeExpired)},
-	{is(errPasskeyCloned), answer(errcode.PasskeyCounterRegression)},
-	{is(errPasskeyExists), answer(errcode.PasskeyExists)},
-	{is(errPasskeyNotFound), answer(errcode.PasskeyNotFound)},
-	{is(errLastPasskey), answer(errcode.LastPasskey)},
-	{is(errWebhookNotFound), answer(errcode.WebhookNotFound)},
-	{is(errWebhookLimit), answer(errcode.WebhookLimitReached)},
-	{is(errSigninLinkInvalid), answer(errcode.SigninLinkInvalid)},
-	{isType[*transitionError], func(err error) *apierror.Error {
+var errorRules = web.Rules{
+	web.When(web.Is(errNamespaceNotFound), web.Code(errcode.NamespaceNotFound)),
+	web.When(web.Is(errFeedCursorExpired), web.Code(errcode.FeedCursorExpired)),
+	web.When(web.Is(errNamespaceDeactivated), web.Code(errcode.NamespaceDeactivated)),
+	web.When(web.Is(errNamespaceTaken), web.Code(errcode.NamespaceTaken)),
+	web.When(web.Is(errServiceNotFound), web.Code(errcode.ServiceNotFound)),
+	web.When(web.Is(errSlugTaken), web.Code(errcode.SlugTaken)),
+	web.When(web.Is(errKeyNotFound), web.Code(errcode.APIKeyNotFound)),
+	web.When(web.Is(errKeyLimit), web.Code(errcode.APIKeyLimitReached)),
+	web.When(web.Is(errServiceLimit), web.Code(errcode.ServiceLimitReached)),
+	web.When(web.Is(errGatewayLimit), web.Code(errcode.GatewayLimitReached)),
+	web.When(web.Is(errPairingLimit), web.CodeWait(errcode.PairingLimitReached)),
+	web.When(web.Is(errSessionLimit), web.CodeWait(errcode.SessionLimitReached)),
+	web.When(web.Is(errClaimNotFound), web.Code(errcode.ClaimNotFound)),
+	web.When(web.Is(errPendingLimit), web.Code(errcode.PendingLimitReached)),
+	web.When(web.Is(errAgentPendingLimit), web.Code(errcode.AgentPendingLimitReached)),
+	web.When(web.Is(errSessionInvalid), web.Code(errcode.Unauthenticated)),
+	web.When(web.Is(errChallengeInvalid), web.Code(errcode.ChallengeInvalid)),
+	web.When(web.Is(errChallengeExpired), web.Code(errcode.ChallengeExpired)),
+	web.When(web.Is(errPasskeyCloned), web.Code(errcode.PasskeyCounterRegression)),
+	web.When(web.Is(errPasskeyExists), web.Code(errcode.PasskeyExists)),
+	web.When(web.Is(errPasskeyNotFound), web.Code(errcode.PasskeyNotFound)),
+	web.When(web.Is(errLastPasskey), web.Code(errcode.LastPasskey)),
+	web.When(web.Is(errWebhookNotFound), web.Code(errcode.WebhookNotFound)),
+	web.When(web.Is(errWebhookLimit), web.Code(errcode.WebhookLimitReached)),
+	web.When(web.Is(errSigninLinkInvalid), web.Code(errcode.SigninLinkInvalid)),
+	web.When(web.IsType[*transitionError], func(err error) *apierror.Error {
 		te, _ := errors.AsType[*transitionError](err)
 		return apierror.Coded(errcode.ClaimStateConflict, strings.TrimPrefix(te.Error(), "controlplane: ")).
 			With("details", map[string]string{"action": te.Action, "status": te.From})
-	}},
-	{isType[*reauthError], func(err error) *apierror.Error {
+	}),
+	web.When(web.IsType[*reauthError], func(err error) *apierror.Error {
 		re, _ := errors.AsType[*reauthError](err)
 		details := map[string]string{"reason": re.Reason}
 		if !re.TrustedFrom.IsZero() {
-			details["passkey_trusted_from"] = timestamp(re.TrustedFrom)
+			details["passkey_trusted_from"] = web.Timestamp(re.TrustedFrom)
 		}
 		return apierror.Coded(errcode.ReauthRequired, "").With("details", details)
-	}},
-	{isType[*namespaceError], func(err error) *apierror.Error {
+	}),
+	web.When(web.IsType[*namespaceError], func(err error) *apierror.Error {
 		ne, _ := errors.AsType[*namespaceError](err)
 		if ne.Reserved {
-			return validationError("namespace %q is reserved: it is a word of the API's paths", ne.Namespace).
+			return web.Validation("namespace %q is reserved: it is a word of the API's paths", ne.Namespace).
 				With("details", map[string]string{"namespace": ne.Namespace, "reason": "reserved"})
 		}
-		return errInvalidNamespace.With("details", map[string]string{"namespace": ne.Namespace})
-	}},
-	{isType[*registryWriteError], func(err error) *apierror.Error {
+		return web.ErrInvalidNamespace.With("details", map[string]string{"namespace": ne.Namespace})
+	}),
+	web.When(web.IsType[*registryWriteError], func(err error) *apierror.Error {
 		re, _ := errors.AsType[*registryWriteError](err)
 		return apierror.Coded(errcode.RegistryWriteFailed, "").With("details", map[string]string{"reason": re.Err.Error()})
-	}},
-	{is(errGatewayNotFound), answer(errcode.GatewayNotFound)},
-	{is(errGatewayNotPaired), answer(errcode.GatewayNotPaired)},
-	{is(errGatewayOffline), answer(errcode.GatewayOffline)},
-	{is(errGatewayTimeout), answer(errcode.GatewayTimeout)},
-	{is(errGatewayRPCLimit), func(error) *apierror.Error {
+	}),
+	web.When(web.Is(errGatewayNotFound), web.Code(errcode.GatewayNotFound)),
+	web.When(web.Is(errGatewayNotPaired), web.Code(errcode.GatewayNotPaired)),
+	web.When(web.Is(errGatewayOffline), web.Code(errcode.GatewayOffline)),
+	web.When(web.Is(errGatewayTimeout), web.Code(errcode.GatewayTimeout)),
+	web.When(web.Is(errGatewayRPCLimit), func(error) *apierror.Error {
 		return apierror.Coded(errcode.GatewayRPCLimitReached, "").WithRetryAfter(time.Second)
-	}},
-	{is(errPairingExpired), answer(errcode.PairingExpired)},
-	{is(errPairingEnded), answer(errcode.PairingEnded)},
-	{isType[*pairingCodeError], func(err error) *apierror.Error {
+	}),
+	web.When(web.Is(errPairingExpired), web.Code(errcode.PairingExpired)),
+	web.When(web.Is(errPairingEnded), web.Code(errcode.PairingEnded)),
+	web.When(web.IsType[*pairingCodeError], func(err error) *apierror.Error {
 		pe, _ := errors.AsType[*pairingCodeError](err)
 		e := apierror.Coded(errcode.PairingCodeInvalid, "")
 		if pe.AttemptsLeft >= 0 {
 			e = e.With("details", map[string]int{"attempts_left": pe.AttemptsLeft})
 		}
 		return e
-	}},
-	{is(ErrBusy), func(error) *apierror.Error {
-		return apierror.Coded(errcode.DatabaseBusy, "").WithRetryAfter(time.Second)
-	}},
-	{is(ErrUnavailable), answer(errcode.DatabaseUnavailable)},
-}
-
-// toAPIError is err's answer through errorTable; an error no row matches
-// is 500 INTERNAL_ERROR.
-func toAPIError(err error) *apierror.Error {
-	for _, row := range errorTable {
-		if row.match(err) {
-			return row.build(err)
-		}
-	}
-	return errInternal
+	}),
 }
 
 // Errors raised by the HTTP layer itself.
 var (
-	errUnauthenticated  = apierror.Coded(errcode.Unauthenticated, "")
 	errSignatureInvalid = apierror.Coded(errcode.SignatureInvalid, "")
 	errNonceReplay      = apierror.Coded(errcode.NonceReplay, "")
 	errNonceStoreFull   = apierror.Coded(errcode.NonceStoreFull, "")
 	errAPIKeyInvalid    = apierror.Coded(errcode.APIKeyInvalid, "")
 	errServiceMismatch  = apierror.Coded(errcode.ServiceMismatch, "")
-	errNamespaceForbid  = apierror.Coded(errcode.NamespaceForbidden, "")
-	errOriginForbidden  = apierror.Coded(errcode.OriginForbidden, "")
 	errMetricsForbidden = apierror.Coded(errcode.MetricsForbidden, "")
-	errInvalidNamespace = apierror.Coded(errcode.InvalidNamespace, "")
 	errInvalidDID       = apierror.Coded(errcode.InvalidDID, "")
 	errDIDNotFound      = apierror.Coded(errcode.DIDNotFound, "")
-	errNotFound         = apierror.Coded(errcode.NotFound, "no such route")
 	errNotAcceptable    = apierror.Coded(errcode.NotAcceptable, "supported types: application/did+json, application/did+ld+json, application/json")
-	errInternal         = apierror.Coded(errcode.InternalError, "")
-	errBodyTooLarge     = apierror.Coded(errcode.RequestBodyTooLarge, "")
-	errUnsupportedMedia = apierror.Coded(errcode.UnsupportedMediaType, "")
 	errCredentialBad    = apierror.Coded(errcode.CredentialInvalid, "")
 	errWebAuthnFailed   = apierror.Coded(errcode.WebAuthnFailed, "")
 	errNoPasskeys       = apierror.Coded(errcode.NoPasskeys, "")
-	errRateLimited      = apierror.Coded(errcode.RateLimited, "")
 	errSessionNotFound  = apierror.Coded(errcode.SessionNotFound, "")
 	errWebhooksDisabled = apierror.Coded(errcode.WebhooksDisabled, "")
 	errWebhookURL       = apierror.Coded(errcode.WebhookURLForbidden, "")
 )
 
-func validationError(format string, args ...any) *apierror.Error {
-	return apierror.Coded(errcode.ValidationError, fmt.Sprintf(format, args...))
-}
+// toAPIError is err's answer through errorRules and the kit.
+func toAPIError(err error) *apierror.Error { return web.Answer(errorRules.Answer(err)) }
 
-// writeErr answers err through errorTable; anything else is a 500 whose
-// detail is logged, never echoed. A cancelled request gets no answer.
+// writeErr answers err through errorRules and the kit.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) {
-		return
-	}
-	ae := toAPIError(err)
-	if ae.Code().Status() >= 500 && !isType[*apierror.Error](err) {
-		s.log.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "request_id", apierror.RequestIDFrom(r.Context()), "err", err)
-	}
-	apierror.Write(w, r, ae)
+	s.kit.Error(w, r, errorRules.Answer(err))
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"sync"
 
@@ -47,7 +48,7 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 	var after *feedCursor
 	if q.Has(feedwire.AfterQuery) {
 		if q.Has("offset") {
-			apierror.Write(w, r, validationError("after and offset cannot be combined"))
+			apierror.Write(w, r, web.Validation("after and offset cannot be combined"))
 			return
 		}
 		k, err := s.store.feedKey(r.Context(), svc.Slug, q.Get(feedwire.AfterQuery))
@@ -84,7 +85,7 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 	recs := make([]feedRecord, len(p.Claims))
 	for i, c := range p.Claims {
 		recs[i] = feedRecord{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
-			ApprovedAt: timestamp(c.ApprovedAt), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
+			ApprovedAt: web.Timestamp(c.ApprovedAt), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
 	}
 	if p.HasMore && !q.Has(feedwire.AfterQuery) {
 		last := p.Claims[len(p.Claims)-1]
@@ -114,12 +115,12 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 func (s *Server) claimsChanges(w http.ResponseWriter, r *http.Request, svc service) {
 	q := r.URL.Query()
 	if q.Has("offset") {
-		apierror.Write(w, r, validationError("since and offset cannot be combined"))
+		apierror.Write(w, r, web.Validation("since and offset cannot be combined"))
 		return
 	}
 	since, err := feedwire.ParseCursor(q.Get(feedwire.SinceQuery))
 	if err != nil {
-		apierror.Write(w, r, validationError("since must be a cursor the feed returned"))
+		apierror.Write(w, r, web.Validation("since must be a cursor the feed returned"))
 		return
 	}
 	limit, _, e := pageParams(q, feedDefaultLimit, feedMaxLimit)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"slices"
 	"strings"
@@ -86,7 +87,7 @@ func (s *Server) createPairing(w http.ResponseWriter, r *http.Request, ns string
 		s.writeErr(w, r, err)
 		return
 	}
-	apierror.WriteJSON(w, http.StatusCreated, pairingResponse{SessionID: id, PairCode: code, ExpiresAt: timestamp(now.Add(pairingTTL))})
+	apierror.WriteJSON(w, http.StatusCreated, pairingResponse{SessionID: id, PairCode: code, ExpiresAt: web.Timestamp(now.Add(pairingTTL))})
 }
 
 // gatewayJSON is a gateway as the API shows it.
@@ -104,7 +105,7 @@ type gatewayJSON struct {
 func (s *Server) gatewayOut(g gatewayRecord) gatewayJSON {
 	raw, _ := base64.RawURLEncoding.DecodeString(g.HPKEPublicKey)
 	return gatewayJSON{ID: g.ID, Name: g.Name, Version: g.Version, Online: g.online(s.now(), 3*s.cfg.Gateways.Heartbeat),
-		LastSeen: timestamp(g.LastSeen), CreatedAt: timestamp(g.CreatedAt), HPKEKey: g.HPKEPublicKey, Fingerprint: pairwire.Fingerprint(raw)}
+		LastSeen: web.Timestamp(g.LastSeen), CreatedAt: web.Timestamp(g.CreatedAt), HPKEKey: g.HPKEPublicKey, Fingerprint: pairwire.Fingerprint(raw)}
 }
 
 func (s *Server) listGateways(w http.ResponseWriter, r *http.Request, ns string) {
@@ -150,20 +151,20 @@ func (s *Server) gatewayRPC(w http.ResponseWriter, r *http.Request, ns string) {
 	}
 	defer release()
 	var req rpcRequest
-	if e := s.decodeJSON(w, r, &req); e != nil {
+	if e := s.kit.Decode(w, r, &req); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	if req.JSONRPC != "2.0" {
-		apierror.Write(w, r, validationError(`jsonrpc must be "2.0"`))
+		apierror.Write(w, r, web.Validation(`jsonrpc must be "2.0"`))
 		return
 	}
 	if !validRPCID(req.ID) {
-		apierror.Write(w, r, validationError("id must be a string or a number"))
+		apierror.Write(w, r, web.Validation("id must be a string or a number"))
 		return
 	}
 	if !slices.Contains(pairwire.Methods, req.Method) {
-		apierror.Write(w, r, validationError("unknown method; one of: %s", strings.Join(pairwire.Methods, ", ")))
+		apierror.Write(w, r, web.Validation("unknown method; one of: %s", strings.Join(pairwire.Methods, ", ")))
 		return
 	}
 	g, err := s.store.gateway(r.Context(), ns, r.PathValue("id"))
@@ -277,10 +278,10 @@ func (s *Server) pair(ctx context.Context, conn *websocket.Conn, keyNS, pub, ses
 	}
 	var p pairwire.Pair
 	if err := json.Unmarshal(data, &p); err != nil {
-		return refuse(validationError("the first message must be the pairing request"))
+		return refuse(web.Validation("the first message must be the pairing request"))
 	}
 	if p.SessionID != session {
-		return refuse(validationError("session_id differs from the pairing the upgrade named"))
+		return refuse(web.Validation("session_id differs from the pairing the upgrade named"))
 	}
 	if err := checkPair(p); err != nil {
 		return refuse(err)
@@ -300,17 +301,17 @@ func (s *Server) pair(ctx context.Context, conn *websocket.Conn, keyNS, pub, ses
 // checkPair validates the descriptive fields of a pairing request.
 func checkPair(p pairwire.Pair) error {
 	if !printable(p.Name, 100) || strings.TrimSpace(p.Name) == "" {
-		return validationError("name must be 1 to 100 printable characters")
+		return web.Validation("name must be 1 to 100 printable characters")
 	}
 	if !printable(p.Version, 64) {
-		return validationError("version must be at most 64 printable characters")
+		return web.Validation("version must be at most 64 printable characters")
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(p.HPKEPublicKey, "="))
 	if err != nil || len(raw) != 32 {
-		return validationError("hpke_public_key must be base64url of a raw 32-byte X25519 key")
+		return web.Validation("hpke_public_key must be base64url of a raw 32-byte X25519 key")
 	}
 	if _, err := ecdh.X25519().NewPublicKey(raw); err != nil {
-		return validationError("hpke_public_key is not an X25519 key")
+		return web.Validation("hpke_public_key is not an X25519 key")
 	}
 	return nil
 }

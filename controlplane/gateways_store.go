@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"strings"
 	"time"
 )
@@ -121,7 +122,7 @@ type pairingQuota struct{ open, gateways int }
 
 // createPairing starts a pairing session of ns with the hash of its code,
 // unless ns already has q.gateways gateways (errGatewayLimit) or q.open
-// open sessions (a *retryLater wrapping errPairingLimit).
+// open sessions (a *web.RetryLater wrapping errPairingLimit).
 func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pairingQuota, now time.Time) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		// Expired sessions of the namespace are of no use to anyone. Their
@@ -146,7 +147,7 @@ func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pa
 			return sqldb.Err("count pairings", err)
 		}
 		if open >= q.open {
-			return &retryLater{Err: errPairingLimit, Wait: expiryWait(earliest.Int64, now)}
+			return &web.RetryLater{Err: errPairingLimit, Wait: expiryWait(earliest.Int64, now)}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO gateway_pairings (id, namespace, code_hash, failures, created_at, expires_at)
 			VALUES ($1, $2, $3, 0, $4, $5)`, id, ns, codeHash, sqldb.Micros(now), sqldb.Micros(now.Add(pairingTTL)))

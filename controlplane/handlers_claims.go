@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -23,7 +24,7 @@ const (
 func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 	ns := r.PathValue("namespace")
 	if identity.ValidNamespace(ns) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
+		apierror.Write(w, r, web.ErrInvalidNamespace)
 		return
 	}
 	rec, err := s.store.namespace(r.Context(), ns)
@@ -35,7 +36,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 		"did":           identity.DID(ns),
 		"namespace":     ns,
 		"owner":         rec.Owner,
-		"created_at":    timestamp(rec.CreatedAt),
+		"created_at":    web.Timestamp(rec.CreatedAt),
 		"active":        rec.Deactivated.IsZero(),
 		"active_claims": rec.ActiveClaims,
 	})
@@ -77,8 +78,8 @@ type claimRecord struct {
 func toClaimRecord(c Claim) claimRecord {
 	return claimRecord{
 		ClaimID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey, AgentIP: c.AgentIP,
-		Status: c.Status, CreatedAt: timestamp(c.CreatedAt), ApprovedAt: timestamp(c.ApprovedAt),
-		RejectedAt: timestamp(c.RejectedAt), RevokedAt: timestamp(c.RevokedAt), ExpiredAt: timestamp(c.ExpiredAt),
+		Status: c.Status, CreatedAt: web.Timestamp(c.CreatedAt), ApprovedAt: web.Timestamp(c.ApprovedAt),
+		RejectedAt: web.Timestamp(c.RejectedAt), RevokedAt: web.Timestamp(c.RevokedAt), ExpiredAt: web.Timestamp(c.ExpiredAt),
 		ApprovalTxHash: c.ApprovalTxHash, RevocationTxHash: c.RevocationTxHash, RegistryError: c.RegistryError,
 		Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName,
 	}
@@ -102,14 +103,14 @@ func pageParams(q map[string][]string, def, max int) (limit, offset int, e *apie
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 1 || n > max {
-			return 0, 0, validationError("limit must be an integer from 1 to %d", max)
+			return 0, 0, web.Validation("limit must be an integer from 1 to %d", max)
 		}
 		limit = n
 	}
 	if v, ok := q["offset"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 0 {
-			return 0, 0, validationError("offset must be a non-negative integer")
+			return 0, 0, web.Validation("offset must be a non-negative integer")
 		}
 		offset = n
 	}
@@ -146,18 +147,18 @@ type submitRequest struct {
 // public key normalised to "ed25519:<base64>".
 func (in submitRequest) validate() (Claim, *apierror.Error) {
 	if identity.ValidNamespace(in.Namespace) != nil {
-		return Claim{}, errInvalidNamespace
+		return Claim{}, web.ErrInvalidNamespace
 	}
 	pub, err := identity.ParsePublicKey(in.PublicKey)
 	if err != nil {
-		return Claim{}, validationError("public_key must be ed25519:<base64> or a multibase Ed25519 key")
+		return Claim{}, web.Validation("public_key must be ed25519:<base64> or a multibase Ed25519 key")
 	}
 	if in.Service == "" {
-		return Claim{}, validationError("service is required")
+		return Claim{}, web.Validation("service is required")
 	}
 	if in.AgentIP != "" {
 		if _, err := netip.ParseAddr(in.AgentIP); err != nil {
-			return Claim{}, validationError("agent_ip must be an IP address")
+			return Claim{}, web.Validation("agent_ip must be an IP address")
 		}
 	}
 	// Shown beside Approve: no U+202E or other character that hides or
@@ -173,7 +174,7 @@ func (in submitRequest) validate() (Claim, *apierror.Error) {
 
 func (s *Server) submitClaim(w http.ResponseWriter, r *http.Request, svc service) {
 	var in submitRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
@@ -211,7 +212,7 @@ func (s *Server) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
 	action := r.PathValue("action")
 	event, ok := actionEvents[action]
 	if !ok {
-		apierror.Write(w, r, errNotFound)
+		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
 	now := s.now()
@@ -234,7 +235,7 @@ func (s *Server) rejectPending(w http.ResponseWriter, r *http.Request, owner str
 	}
 	slug := r.URL.Query().Get("service")
 	if !validSlug(slug) {
-		apierror.Write(w, r, validationError("service must be the slug of the service whose pending claims to reject"))
+		apierror.Write(w, r, web.Validation("service must be the slug of the service whose pending claims to reject"))
 		return
 	}
 	now := s.now()
@@ -260,7 +261,7 @@ func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner strin
 	q := r.URL.Query()
 	status := q.Get("status")
 	if status != "" && !claimStatuses[status] {
-		apierror.Write(w, r, validationError("status must be one of pending, approved, revoked, rejected, expired"))
+		apierror.Write(w, r, web.Validation("status must be one of pending, approved, revoked, rejected, expired"))
 		return
 	}
 	limit, offset, e := pageParams(q, ownerDefaultLimit, ownerMaxLimit)
@@ -270,12 +271,12 @@ func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner strin
 	}
 	cur := claimCursor{After: q.Get("after"), Before: q.Get("before"), Offset: offset}
 	if len(slices.DeleteFunc([]string{"after", "before", "offset"}, func(k string) bool { return !q.Has(k) })) > 1 {
-		apierror.Write(w, r, validationError("after, before and offset exclude each other"))
+		apierror.Write(w, r, web.Validation("after, before and offset exclude each other"))
 		return
 	}
 	p, err := s.store.ownerClaims(r.Context(), ns, status, q.Get("service"), limit, cur)
 	if err == errClaimNotFound {
-		apierror.Write(w, r, validationError("after and before must be the claim_id of a claim of the namespace"))
+		apierror.Write(w, r, web.Validation("after and before must be the claim_id of a claim of the namespace"))
 		return
 	}
 	if err != nil {
@@ -322,12 +323,12 @@ func (s *Server) verifyClaim(w http.ResponseWriter, r *http.Request, svc service
 	}
 	ns := q.Get("namespace")
 	if identity.ValidNamespace(ns) != nil {
-		apierror.Write(w, r, errInvalidNamespace)
+		apierror.Write(w, r, web.ErrInvalidNamespace)
 		return
 	}
 	pub, err := identity.ParsePublicKey(q.Get("public_key"))
 	if err != nil {
-		apierror.Write(w, r, validationError("public_key must be ed25519:<base64> or a multibase Ed25519 key"))
+		apierror.Write(w, r, web.Validation("public_key must be ed25519:<base64> or a multibase Ed25519 key"))
 		return
 	}
 	c, err := s.store.latestClaim(r.Context(), ns, identity.FormatPublicKey(pub), slug)
@@ -341,7 +342,7 @@ func (s *Server) verifyClaim(w http.ResponseWriter, r *http.Request, svc service
 	}
 	out := map[string]any{"authorized": c.Status == StatusApproved, "claim_id": c.ID, "status": c.Status}
 	if c.Status == StatusApproved {
-		out["approved_at"] = timestamp(c.ApprovedAt)
+		out["approved_at"] = web.Timestamp(c.ApprovedAt)
 	}
 	apierror.WriteJSON(w, http.StatusOK, out)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"mime"
 	"net/http"
 	"net/url"
@@ -37,7 +38,7 @@ func (s *Server) lookupDID(ctx context.Context, ns string) (resolved, error) {
 // change to the namespace or to an approval.
 func (s *Server) document(r *http.Request, res resolved) (*didresolve.Document, didresolve.DocumentMetadata) {
 	ns := res.rec.Namespace
-	meta := didresolve.DocumentMetadata{Created: timestamp(res.rec.CreatedAt), Deactivated: !res.rec.Deactivated.IsZero()}
+	meta := didresolve.DocumentMetadata{Created: web.Timestamp(res.rec.CreatedAt), Deactivated: !res.rec.Deactivated.IsZero()}
 	updated := res.rec.UpdatedAt
 	var keys []ed25519.PublicKey
 	var endpoints []didresolve.Endpoint
@@ -57,11 +58,11 @@ func (s *Server) document(r *http.Request, res resolved) (*didresolve.Document, 
 		}
 		if !seenSvc[c.Service] {
 			seenSvc[c.Service] = true
-			endpoints = append(endpoints, didresolve.Endpoint{Service: c.Service, URL: s.baseURL(r) + "/v1/verify?" +
+			endpoints = append(endpoints, didresolve.Endpoint{Service: c.Service, URL: s.kit.BaseURL(r) + "/v1/verify?" +
 				url.Values{"namespace": {ns}, "service": {c.Service}}.Encode()})
 		}
 	}
-	meta.Updated = timestamp(updated)
+	meta.Updated = web.Timestamp(updated)
 	return didresolve.NewDocument(ns, keys, endpoints), meta
 }
 

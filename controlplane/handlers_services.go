@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,7 +45,7 @@ func slugFromName(name string) string {
 
 func validName(name string) *apierror.Error {
 	if strings.TrimSpace(name) == "" {
-		return validationError("name is required: 1 to 200 characters without control characters")
+		return web.Validation("name is required: 1 to 200 characters without control characters")
 	}
 	return checkDisplay("name", name, 200)
 }
@@ -52,7 +53,7 @@ func validName(name string) *apierror.Error {
 func validEndpoint(u string) *apierror.Error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil || len(u) > 2048 {
-		return validationError("service_endpoint must be an absolute http or https URL without credentials")
+		return web.Validation("service_endpoint must be an absolute http or https URL without credentials")
 	}
 	return checkDisplay("service_endpoint", u, 2048)
 }
@@ -65,12 +66,12 @@ type serviceRequest struct {
 
 func (s *Server) createService(w http.ResponseWriter, r *http.Request, owner string) {
 	var in serviceRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	if in.Name == nil {
-		apierror.Write(w, r, validationError("name is required"))
+		apierror.Write(w, r, web.Validation("name is required"))
 		return
 	}
 	if e := validName(*in.Name); e != nil {
@@ -78,7 +79,7 @@ func (s *Server) createService(w http.ResponseWriter, r *http.Request, owner str
 		return
 	}
 	if in.ServiceEndpoint == nil {
-		apierror.Write(w, r, validationError("service_endpoint is required"))
+		apierror.Write(w, r, web.Validation("service_endpoint is required"))
 		return
 	}
 	if e := validEndpoint(*in.ServiceEndpoint); e != nil {
@@ -90,7 +91,7 @@ func (s *Server) createService(w http.ResponseWriter, r *http.Request, owner str
 		slug = *in.Slug
 	}
 	if !validSlug(slug) {
-		apierror.Write(w, r, validationError("slug must be 3-64 characters of a-z, 0-9 and inner hyphens (derived from name when absent)"))
+		apierror.Write(w, r, web.Validation("slug must be 3-64 characters of a-z, 0-9 and inner hyphens (derived from name when absent)"))
 		return
 	}
 	svc, key, err := s.store.createService(r.Context(), owner, *in.Name, *in.ServiceEndpoint, slug, s.cfg.MaxServices, s.now())
@@ -123,16 +124,16 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request, owner string
 // every claim tuple of the service, so it cannot change.
 func (s *Server) updateService(w http.ResponseWriter, r *http.Request, owner string) {
 	var in serviceRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	if in.Slug != nil {
-		apierror.Write(w, r, validationError("slug cannot be changed"))
+		apierror.Write(w, r, web.Validation("slug cannot be changed"))
 		return
 	}
 	if in.Name == nil && in.ServiceEndpoint == nil {
-		apierror.Write(w, r, validationError("nothing to update: give name and/or service_endpoint"))
+		apierror.Write(w, r, web.Validation("nothing to update: give name and/or service_endpoint"))
 		return
 	}
 	if in.Name != nil {

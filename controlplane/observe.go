@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"crypto/subtle"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -106,7 +107,7 @@ func (o *observer) wrap(next http.Handler) http.Handler {
 // MetricsToken; 404 when no registry is configured.
 func (o *observer) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	if o.gather == nil {
-		apierror.Write(w, r, errNotFound)
+		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
 	if !o.metricsAllowed(r) {

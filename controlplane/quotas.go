@@ -41,16 +41,6 @@ var (
 	errSessionLimit = errors.New("controlplane: session limit of the namespace reached")
 )
 
-// retryLater is a refusal that clears by itself after Wait, when the
-// oldest item counted against a quota expires.
-type retryLater struct {
-	Err  error
-	Wait time.Duration
-}
-
-func (e *retryLater) Error() string { return e.Err.Error() }
-func (e *retryLater) Unwrap() error { return e.Err }
-
 // lockNamespace holds the row of ns until tx ends (PostgreSQL; SQLite's
 // immediate transactions already hold the write lock), serialising the
 // quota checks of one namespace.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -158,7 +159,7 @@ func TestNamespaceQuotas(t *testing.T) {
 				}
 			}
 			_, _, err := e.srv.IssueSession(context.Background(), "racer")
-			rl, ok := errors.AsType[*retryLater](err)
+			rl, ok := errors.AsType[*web.RetryLater](err)
 			if !ok || !errors.Is(err, errSessionLimit) || rl.Wait < 6*24*time.Hour {
 				t.Fatalf("fourth session: %v, want the session limit until the oldest expires", err)
 			}

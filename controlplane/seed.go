@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"math"
 	"net/http"
 
@@ -39,12 +40,12 @@ type seedRequest struct {
 func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 	tok := r.Header.Get("X-IDN-Test-Seed-Token")
 	if !s.proxy.IsLoopback(r) || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.TestSeedToken)) != 1 {
-		apierror.Write(w, r, errNotFound)
+		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
-	s.admitBody(r)
+	s.kit.AdmitBody(r)
 	var in seedRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
@@ -73,7 +74,7 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !validSlug(svc.Slug) {
-			apierror.Write(w, r, validationError("service slug %q must be 3-64 characters of a-z, 0-9 and inner hyphens", svc.Slug))
+			apierror.Write(w, r, web.Validation("service slug %q must be 3-64 characters of a-z, 0-9 and inner hyphens", svc.Slug))
 			return
 		}
 	}
@@ -105,7 +106,7 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 			c.Status = StatusApproved
 		}
 		if !claimStatuses[c.Status] {
-			apierror.Write(w, r, validationError("claim status %q is not a claim status", c.Status))
+			apierror.Write(w, r, web.Validation("claim status %q is not a claim status", c.Status))
 			return
 		}
 		if err := newNamespaceProblem(c.Namespace); err != nil {
@@ -114,7 +115,7 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 		}
 		pub, err := identity.ParsePublicKey(c.PublicKey)
 		if err != nil || c.Service == "" {
-			apierror.Write(w, r, validationError("each claim needs a service and an ed25519:<base64> public_key"))
+			apierror.Write(w, r, web.Validation("each claim needs a service and an ed25519:<base64> public_key"))
 			return
 		}
 		if err := s.store.ensureNamespace(ctx, c.Namespace, now); err != nil {

@@ -2,12 +2,10 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -167,6 +165,7 @@ type Server struct {
 	store    *Store
 	log      *slog.Logger
 	proxy    clientip.Resolver
+	kit      *web.Kit
 	verifier *identity.Verifier
 	// Signed routes: the per-address buckets, the durable nonces of callers
 	// with standing and the in-memory nonces of public lookups (signed.go).
@@ -175,7 +174,6 @@ type Server struct {
 	lookupNonces *replay.Store
 	cursors      *cursorCache
 	mux          *routeMux
-	bodies       bodybudget.Budget
 	obs          *observer
 	tracer       tracing.Tracer
 }
@@ -189,11 +187,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("controlplane: Config.JWTSecret must be at least 32 bytes")
 	}
 	for _, o := range cfg.AllowedOrigins {
-		if !validOrigin(o) {
+		if !web.ValidOrigin(o) {
 			return nil, fmt.Errorf("controlplane: allowed origin %q is not scheme://host[:port]", o)
 		}
 	}
-	if cfg.PublicURL != "" && !validOrigin(strings.TrimSuffix(cfg.PublicURL, "/")) {
+	if cfg.PublicURL != "" && !web.ValidOrigin(strings.TrimSuffix(cfg.PublicURL, "/")) {
 		return nil, fmt.Errorf("controlplane: PublicURL %q is not scheme://host[:port]", cfg.PublicURL)
 	}
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
@@ -246,7 +244,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("controlplane: lookup nonces: %w", err)
 	}
 	s.lookupNonces = lookups
-	s.bodies.Max = cfg.MaxInflightBodyBytes
+	s.kit = &web.Kit{Log: log, Clock: cfg.Clock, Proxy: s.proxy, PublicURL: cfg.PublicURL,
+		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, Bodies: bodybudget.Budget{Max: cfg.MaxInflightBodyBytes}}
 	s.tracer = tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/controlplane")
 	if err := s.initAuth(); err != nil {
 		return nil, err
@@ -277,7 +276,7 @@ func (s *Server) now() time.Time { return s.cfg.Clock() }
 // or another authority than the address the request arrived on, is
 // answered 400 REQUEST_TARGET_FOREIGN before any route sees it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r, release := s.meterBody(w, r)
+	r, release := s.kit.MeterBody(w, r)
 	defer release()
 	apierror.RequestID(s.traced(s.obs.wrap(s.proxy.RefuseForeignTarget(http.HandlerFunc(s.cors))))).ServeHTTP(w, r)
 }
@@ -293,10 +292,10 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Add("Vary", "Origin")
-	allowed := s.originListed(origin)
+	allowed := s.kit.OriginListed(origin)
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		if !allowed {
-			apierror.Write(w, r, errOriginForbidden)
+			apierror.Write(w, r, web.ErrOriginForbidden)
 			return
 		}
 		h.Set("Access-Control-Allow-Origin", origin)
@@ -357,7 +356,7 @@ func (s *Server) routes() {
 	s.webhookRoutes(m)
 	s.gatewayRoutes(m)
 	s.dashboardRoutes(m)
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, errNotFound) })
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -391,66 +390,4 @@ func (s *Server) Maintain(ctx context.Context) error {
 		return err
 	}
 	return s.maintainAuth(ctx)
-}
-
-// decodeJSON reads a JSON object body into v: Content-Type must be
-// application/json, the size is capped (see admitBody) and trailing data is
-// refused. A declared length over the cap is refused before any byte is
-// read.
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apierror.Error {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return errUnsupportedMedia
-	}
-	if r.ContentLength > s.bodyLimit(r) {
-		return errBodyTooLarge
-	}
-	body := r.Body
-	if _, metered := body.(*meteredBody); !metered {
-		body = http.MaxBytesReader(w, body, s.cfg.MaxBodyBytes)
-	}
-	defer s.bodyDecoded(r)
-	dec := json.NewDecoder(body)
-	if err := dec.Decode(v); err != nil {
-		if e := bodyError(err); e != nil {
-			return e
-		}
-		return validationError("request body is not valid JSON: %v", jsonProblem(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		if e := bodyError(err); e != nil {
-			return e
-		}
-		return validationError("request body must be a single JSON object")
-	}
-	return nil
-}
-
-// jsonProblem describes a decoding error without echoing input values.
-func jsonProblem(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return fmt.Sprintf("field %q has the wrong type", typeErr.Field)
-	}
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Sprintf("syntax error at byte %d", syn.Offset)
-	}
-	return "malformed body"
-}
-
-// timestamp formats t as ISO 8601 (RFC 3339, UTC), "" when zero.
-func timestamp(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
-
-// baseURL is PublicURL or the scheme and host the request addressed.
-func (s *Server) baseURL(r *http.Request) string {
-	if s.cfg.PublicURL != "" {
-		return s.cfg.PublicURL
-	}
-	return s.proxy.Scheme(r) + "://" + s.proxy.Host(r)
 }

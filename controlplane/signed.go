@@ -134,23 +134,10 @@ func (s *Server) serviceKey(w http.ResponseWriter, r *http.Request) (service, bo
 // content-digest and leaves r.Body readable from the start; on failure it
 // has answered.
 func (s *Server) readSignedBody(w http.ResponseWriter, r *http.Request, caller *identity.Caller) bool {
-	var body []byte
-	if r.Body != nil && r.Body != http.NoBody {
-		s.admitBody(r)
-		if r.ContentLength > s.bodyLimit(r) {
-			apierror.Write(w, r, errBodyTooLarge)
-			return false
-		}
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			if e := bodyError(err); e != nil {
-				apierror.Write(w, r, e)
-			} else {
-				apierror.Write(w, r, validationError("request body could not be read"))
-			}
-			return false
-		}
-		body = b
+	body, ae := s.kit.ReadBody(r)
+	if ae != nil {
+		apierror.Write(w, r, ae)
+		return false
 	}
 	if err := caller.CheckBody(body); err != nil {
 		s.signatureFailed(w, r, err)

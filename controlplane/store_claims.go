@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -532,7 +533,7 @@ func (s *Store) insertSeedClaim(ctx context.Context, c Claim, now time.Time) (Cl
 		VALUES ($1, $2, $3, $4, '', '', '', '', $5, $6, $6, $7, $8, $9, $10)`,
 		c.ID, c.Namespace, c.PublicKey, c.Service, c.Status, sqldb.Micros(now), approved, rejected, revoked, expired)
 	if sqldb.IsUniqueViolation(err) {
-		return c, validationError("claim for namespace %q, key and service %q already live", c.Namespace, c.Service)
+		return c, web.Validation("claim for namespace %q, key and service %q already live", c.Namespace, c.Service)
 	}
 	if err != nil {
 		return c, sqldb.Err("insert claim", err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"time"
 )
 
@@ -90,7 +91,7 @@ func (s *Store) feedChanges(ctx context.Context, slug string, since int64, limit
 
 // errFeedAfterUnknown: ?after= names no claim the feed of the service
 // ever served.
-var errFeedAfterUnknown = validationError("after must be the claim_id of a record the feed returned")
+var errFeedAfterUnknown = web.Validation("after must be the claim_id of a record the feed returned")
 
 // feedKey returns the sort key of claim id of the feed of slug, approved
 // now or revoked since: the point a page ?after= it starts from.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"strings"
 	"time"
 
@@ -105,7 +106,7 @@ func (s *Store) namespace(ctx context.Context, ns string) (namespaceRecord, erro
 }
 
 // createSession stores a new session of ns valid until expires and returns
-// its id, unless ns already has max live sessions (a *retryLater wrapping
+// its id, unless ns already has max live sessions (a *web.RetryLater wrapping
 // errSessionLimit).
 func (s *Store) createSession(ctx context.Context, ns string, max int, now, expires time.Time) (string, error) {
 	id := newID("ses_")
@@ -122,7 +123,7 @@ func (s *Store) createSession(ctx context.Context, ns string, max int, now, expi
 			return sqldb.Err("count sessions", err)
 		}
 		if live >= max {
-			return &retryLater{Err: errSessionLimit, Wait: expiryWait(earliest.Int64, now)}
+			return &web.RetryLater{Err: errSessionLimit, Wait: expiryWait(earliest.Int64, now)}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, namespace, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
 			id, ns, sqldb.Micros(now), sqldb.Micros(expires))

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net"
 	"net/http"
 	"net/mail"
@@ -113,7 +114,7 @@ func (s *Server) alertFailure(ctx context.Context, d delivery, attempts int, o a
 	body := fmt.Sprintf("A webhook delivery failed after %d attempts and will not be retried.\r\n\r\n"+
 		"Namespace owner: %s\r\nService: %s\r\nWebhook: %s\r\nDelivery (webhook-id): %s\r\nEvent: %s for claim %s\r\n"+
 		"Last error: %s\r\nFailed at: %s\r\n",
-		attempts, owner, d.Claim.Service, d.WebhookID, d.ID, d.EventType, d.Claim.ID, o.Err, timestamp(o.At))
+		attempts, owner, d.Claim.Service, d.WebhookID, d.ID, d.EventType, d.Claim.ID, o.Err, web.Timestamp(o.At))
 	s.mail(ctx, ownerAddr, a.To, subject, body, "delivery_id", d.ID)
 }
 
@@ -140,7 +141,7 @@ func (s *Server) alertCredentialChange(ctx context.Context, r *http.Request, ses
 		"Passkey: %s (%s)\r\nSession: %s\r\nClient network: %s\r\nUser agent: %s\r\nAt: %s\r\n\r\n"+
 		"If the owner did not do this, the session may be stolen: list the sessions (GET /v1/auth/sessions), "+
 		"end the unknown ones, and remove unknown passkeys with an older one.\r\n",
-		action, sess.namespace, pk.Name, pk.ID, sess.id, from.clientAddr, from.userAgent, timestamp(s.now()))
+		action, sess.namespace, pk.Name, pk.ID, sess.id, from.clientAddr, from.userAgent, web.Timestamp(s.now()))
 	s.mail(ctx, ownerAddr, a.To, subject, body, "namespace", sess.namespace, "passkey", pk.ID)
 }
 
@@ -162,7 +163,7 @@ func (s *Server) alertSettingsChange(ctx context.Context, r *http.Request, ns, o
 		"Client network: %s\r\nUser agent: %s\r\nAt: %s\r\n\r\n"+
 		"If the owner did not do this, the session may be stolen: sign in with a passkey, "+
 		"list the sessions (GET /v1/auth/sessions) and end the unknown ones.\r\n",
-		what, ns, from.clientAddr, from.userAgent, timestamp(s.now()))
+		what, ns, from.clientAddr, from.userAgent, web.Timestamp(s.now()))
 	s.mail(ctx, old, nil, subject, body, "namespace", ns)
 }
 

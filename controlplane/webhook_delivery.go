@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -232,7 +233,7 @@ type webhookData struct {
 // attempt.
 func webhookBody(d delivery) []byte {
 	c := d.Claim
-	b, _ := json.Marshal(webhookPayload{Type: d.EventType, Timestamp: timestamp(d.OccurredAt), Data: webhookData{
+	b, _ := json.Marshal(webhookPayload{Type: d.EventType, Timestamp: web.Timestamp(d.OccurredAt), Data: webhookData{
 		ClaimID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey,
 		Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName, Status: c.Status,
 	}})

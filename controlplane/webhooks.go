@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"strconv"
 	"strings"
@@ -170,7 +171,7 @@ type webhookRequest struct {
 // four event types without repeats.
 func checkEvents(in []string) *apierror.Error {
 	if len(in) == 0 {
-		return validationError("events must list at least one of %s", strings.Join(webhookEvents, ", "))
+		return web.Validation("events must list at least one of %s", strings.Join(webhookEvents, ", "))
 	}
 	seen := map[string]bool{}
 	for _, e := range in {
@@ -179,7 +180,7 @@ func checkEvents(in []string) *apierror.Error {
 			known = known || e == k
 		}
 		if !known || seen[e] {
-			return validationError("events must list distinct values of %s", strings.Join(webhookEvents, ", "))
+			return web.Validation("events must list distinct values of %s", strings.Join(webhookEvents, ", "))
 		}
 		seen[e] = true
 	}
@@ -194,7 +195,7 @@ func (s *Server) checkURL(u string) *apierror.Error {
 	case errors.Is(err, errForbiddenTarget):
 		return errWebhookURL
 	default:
-		return validationError("%s", err.Error())
+		return web.Validation("%s", err.Error())
 	}
 }
 
@@ -241,12 +242,12 @@ func secretAD(webhookID string) []byte { return []byte("idn-webhook-secret-v1:" 
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, owner string) {
 	var in webhookRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	if in.URL == nil {
-		apierror.Write(w, r, validationError("url is required"))
+		apierror.Write(w, r, web.Validation("url is required"))
 		return
 	}
 	if e := s.checkURL(*in.URL); e != nil {
@@ -264,7 +265,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, owner str
 	secret := newWebhookSecret()
 	if in.Secret != nil {
 		if _, err := webhookKey(*in.Secret); err != nil {
-			apierror.Write(w, r, validationError("%s", err.Error()))
+			apierror.Write(w, r, web.Validation("%s", err.Error()))
 			return
 		}
 		secret = *in.Secret
@@ -305,16 +306,16 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, owner string
 // the webhook's current URL.
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, owner string) {
 	var in webhookRequest
-	if e := s.decodeJSON(w, r, &in); e != nil {
+	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
 	if in.Secret != nil {
-		apierror.Write(w, r, validationError("secret cannot be changed; create a new webhook to rotate it"))
+		apierror.Write(w, r, web.Validation("secret cannot be changed; create a new webhook to rotate it"))
 		return
 	}
 	if in.URL == nil && in.Events == nil {
-		apierror.Write(w, r, validationError("nothing to update: give url and/or events"))
+		apierror.Write(w, r, web.Validation("nothing to update: give url and/or events"))
 		return
 	}
 	if in.URL != nil {
@@ -353,7 +354,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, owner st
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			apierror.Write(w, r, validationError("limit must be an integer from 1 to 100"))
+			apierror.Write(w, r, web.Validation("limit must be an integer from 1 to 100"))
 			return
 		}
 		limit = n
