@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"net/url"
@@ -350,7 +351,7 @@ func (s *Server) signupOptions(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	opts, err := s.beginRegistration(r.Context(), ceremonySignup, "", &webauthnUser{id: []byte(newID("usr_")), name: ns})
+	opts, err := s.beginRegistration(r.Context(), ceremonySignup, "", &webauthnUser{id: []byte(sqldb.NewID("usr_")), name: ns})
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

@@ -130,7 +130,7 @@ func insertPasskey(ctx context.Context, tx *sql.Tx, ns, name string, cred *webau
 	if err := webauthncbor.Unmarshal(cred.PublicKey, &key); err != nil {
 		return passkey{}, fmt.Errorf("controlplane: decode passkey public key: %w", err)
 	}
-	p := passkey{ID: newID("pk_"), Name: name, Algorithm: key.Algorithm,
+	p := passkey{ID: sqldb.NewID("pk_"), Name: name, Algorithm: key.Algorithm,
 		CreatedAt: now.UTC().Truncate(time.Microsecond), Credential: *cred}
 	_, err = tx.ExecContext(ctx, `INSERT INTO passkeys (id, namespace, credential_id, name, algorithm, sign_count, credential, created_at, trusted_from)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,

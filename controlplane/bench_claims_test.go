@@ -64,7 +64,7 @@ func populateClaims(tb testing.TB, st *Store) string {
 				ip := fmt.Sprintf("192.0.2.%d", i%250)
 				p := len(args)
 				rows = append(rows, fmt.Sprintf("($%d, 'acme', $%d, $%d, $%d, $%d, 'alice', '', '', $%d, $%d, $%d)", p+1, p+2, p+3, p+4, p+5, p+6, p+7, p+7))
-				args = append(args, newID("clm_"), identity.FormatPublicKey(pub), claimsServices[i%len(claimsServices)], ip, ip, m.status, at)
+				args = append(args, sqldb.NewID("clm_"), identity.FormatPublicKey(pub), claimsServices[i%len(claimsServices)], ip, ip, m.status, at)
 				i++
 			}
 			if _, err := st.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)

@@ -40,7 +40,7 @@ func populateFeed(tb testing.TB, st *Store, n int) string {
 			at := sqldb.Micros(now) + int64(i)
 			p := len(args)
 			rows = append(rows, fmt.Sprintf("($%d, 'acme', $%d, 'github', '127.0.0.1', 'alice', '', '', 'approved', $%d, $%d, $%d)", p+1, p+2, p+3, p+3, p+3))
-			args = append(args, newID("clm_"), identity.FormatPublicKey(pub), at)
+			args = append(args, sqldb.NewID("clm_"), identity.FormatPublicKey(pub), at)
 		}
 		if _, err := st.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at, approved_at)
 			VALUES `+strings.Join(rows, ", "), args...); err != nil {

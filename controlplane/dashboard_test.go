@@ -444,7 +444,7 @@ func populateOwnerClaims(tb testing.TB, st *Store, n int) {
 			p := len(args)
 			rows = append(rows, fmt.Sprintf("($%d, 'acme', $%d, $%d, '198.51.100.23', 'alice@example.com', $%d, 'Research assistant', $%d, $%d, $%d)",
 				p+1, p+2, p+3, p+4, p+5, p+6, p+6))
-			args = append(args, newID("clm_"), identity.FormatPublicKey(pub), services[i%len(services)],
+			args = append(args, sqldb.NewID("clm_"), identity.FormatPublicKey(pub), services[i%len(services)],
 				fmt.Sprintf("agent-%d", i), statuses[i%len(statuses)], sqldb.Micros(now.Add(-time.Duration(n-i)*time.Minute)))
 		}
 		if _, err := st.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at)

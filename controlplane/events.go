@@ -40,7 +40,7 @@ func (s *Server) publish(ctx context.Context, typ string, c Claim) Claim {
 	// The request may be ending; the follow-ups must still happen.
 	ctx = context.WithoutCancel(ctx)
 	if reg := s.cfg.Webhooks.rt.registry; reg != nil {
-		reg.claimChanged(c)
+		reg.ClaimChanged(c.registryView())
 	}
 	s.wakeWorkers()
 	if s.cfg.Events == nil {

@@ -161,7 +161,7 @@ func (e *env) submitted(key string) string {
 
 func (e *env) runRegistry() {
 	e.t.Helper()
-	if err := e.srv.cfg.Webhooks.rt.registry.runDue(context.Background()); err != nil {
+	if err := e.srv.cfg.Webhooks.rt.registry.RunDue(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -156,7 +156,7 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 // expiry touches only the claims it expires.
 func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget, pendingCutoff, now time.Time) (c Claim, created bool, err error) {
 	c = in
-	c.ID, c.Status = newID("clm_"), StatusPending
+	c.ID, c.Status = sqldb.NewID("clm_"), StatusPending
 	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
 	net := agentNet(in.AgentIP)
 	if s.db.PG() {
@@ -514,7 +514,7 @@ func (s *Store) namespaceClaims(ctx context.Context, ns string, approvedOnly boo
 
 // insertSeedClaim stores a claim with any status, for the test seed.
 func (s *Store) insertSeedClaim(ctx context.Context, c Claim, now time.Time) (Claim, error) {
-	c.ID = newID("clm_")
+	c.ID = sqldb.NewID("clm_")
 	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
 	var approved, rejected, revoked, expired sql.NullInt64
 	at := sqldb.NullMicros(now)

@@ -2,9 +2,7 @@ package controlplane
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
@@ -45,13 +43,6 @@ func newNamespaceProblem(ns string) error {
 	return nil
 }
 
-// newID returns prefix + 32 lower-hex characters of fresh randomness.
-func newID(prefix string) string {
-	var b [16]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
 // namespaceRecord is a namespace row plus its count of approved claims.
 type namespaceRecord struct {
 	Namespace    string
@@ -74,7 +65,7 @@ func (s *Store) ensureNamespace(ctx context.Context, ns string, now time.Time) e
 		if n > 0 {
 			return nil
 		}
-		acct := newID("usr_")
+		acct := sqldb.NewID("usr_")
 		if _, err := tx.ExecContext(ctx, `INSERT INTO accounts (id, created_at) VALUES ($1, $2)`, acct, sqldb.Micros(now)); err != nil {
 			return sqldb.Err("insert account", err)
 		}
@@ -109,7 +100,7 @@ func (s *Store) namespace(ctx context.Context, ns string) (namespaceRecord, erro
 // its id, unless ns already has max live sessions (a *web.RetryLater wrapping
 // errSessionLimit).
 func (s *Store) createSession(ctx context.Context, ns string, max int, now, expires time.Time) (string, error) {
-	id := newID("ses_")
+	id := sqldb.NewID("ses_")
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockNamespace(ctx, tx, ns); err != nil {
 			return err
@@ -195,3 +186,6 @@ func (s *Store) cleanup(ctx context.Context, now time.Time) error {
 	_, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, sqldb.Micros(now))
 	return sqldb.Err("delete sessions", err)
 }
+
+// newID is sqldb.NewID; the parts being moved out still call it.
+func newID(prefix string) string { return sqldb.NewID(prefix) }

@@ -65,7 +65,7 @@ func scanService(row interface{ Scan(...any) error }) (service, error) {
 // insertKey adds a new active key to a service inside tx.
 func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time) (apiKey, error) {
 	plain := newAPIKey()
-	k := apiKey{ID: newID("key_"), Key: plain, Prefix: plain[:len(apiKeyPrefix)+6], CreatedAt: now.UTC()}
+	k := apiKey{ID: sqldb.NewID("key_"), Key: plain, Prefix: plain[:len(apiKeyPrefix)+6], CreatedAt: now.UTC()}
 	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, service_id, key_hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		k.ID, serviceID, hashAPIKey(plain), k.Prefix, sqldb.Micros(now))
 	return k, sqldb.Err("insert api key", err)
@@ -74,7 +74,7 @@ func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time)
 // createService registers a service owned by owner and issues its first
 // key, unless owner already has max services.
 func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug string, max int, now time.Time) (service, apiKey, error) {
-	svc := service{ID: newID("svc_"), Slug: slug, Name: name, ServiceEndpoint: endpoint, Owner: owner, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	svc := service{ID: sqldb.NewID("svc_"), Slug: slug, Name: name, ServiceEndpoint: endpoint, Owner: owner, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
 	var key apiKey
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockNamespace(ctx, tx, owner); err != nil {

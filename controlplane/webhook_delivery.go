@@ -35,8 +35,8 @@ func (s *Server) RunWorkers(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.loop(ctx, rt.registry.wake, func() {
-				if err := rt.registry.runDue(ctx); err != nil && ctx.Err() == nil {
+			s.loop(ctx, rt.registry.Wake(), func() {
+				if err := rt.registry.RunDue(ctx); err != nil && ctx.Err() == nil {
 					s.log.ErrorContext(ctx, "registry pass failed", "err", err)
 				}
 			})

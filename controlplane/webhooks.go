@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/registrywriter"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ type webhookRuntime struct {
 	window    time.Duration
 	threshold int
 	wake      chan struct{}
-	registry  *registryRunner // nil: registry writes disabled
+	registry  *registrywriter.Writer // nil: registry writes disabled
 }
 
 func (s *Server) initWebhooks() error {
@@ -115,7 +116,7 @@ func (s *Server) initWebhooks() error {
 	if err := c.Alert.validate(); err != nil {
 		return err
 	}
-	reg, err := newRegistryRunner(c.Registry, s.store, s.log, s.now)
+	reg, err := registrywriter.New(c.Registry, s.store.db, s.log, s.now)
 	if err != nil {
 		return err
 	}

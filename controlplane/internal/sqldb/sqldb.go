@@ -19,7 +19,9 @@ package sqldb
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -423,4 +425,11 @@ func (d *DB) MigrationsCurrent(ctx context.Context) (bool, error) {
 		return false, Err("read schema version", err)
 	}
 	return applied == Version(), nil
+}
+
+// NewID is a fresh random row id: prefix and 32 hex digits.
+func NewID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
