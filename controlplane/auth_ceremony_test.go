@@ -3,6 +3,7 @@ package controlplane
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/idnhq/idn/controlplane/ownerauth"
 	"net/http"
 	"strings"
 	"sync"
@@ -75,7 +76,7 @@ func TestPasskeyCeremonies(t *testing.T) {
 				// made for it still allows one change.
 				e.do("DELETE", "/v1/auth/passkeys/"+id0, nil, withSession(tok), fromBrowser).want(t, http.StatusNoContent, "")
 				// The remaining passkey is a day old before it confirms changes.
-				e.offset.Add(int64(newPasskeyHold))
+				e.offset.Add(int64(ownerauth.NewPasskeyHold))
 				e.verify(tok, second).want(t, http.StatusOK, "")
 				e.do("DELETE", "/v1/auth/passkeys/"+id1, nil, withSession(tok), fromBrowser).want(t, http.StatusConflict, "LAST_PASSKEY")
 				// The deleted passkey no longer signs in; the remaining one does.

@@ -232,3 +232,24 @@ func (e *env) addPasskey(tok string, d *device, name string) resp {
 	return e.do("POST", "/v1/auth/passkeys", map[string]any{"passkey_name": name, "credential": d.create(e.t, o.body)},
 		withSession(tok), fromBrowser)
 }
+
+// passkeyRecord and sessionRecord are the JSON of a passkey and a session
+// in the /v1/auth listings.
+type passkeyRecord struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Algorithm  string `json:"algorithm"`
+	CreatedAt  string `json:"created_at"`
+	LastUsedAt string `json:"last_used_at,omitempty"`
+}
+
+type sessionRecord struct {
+	ID            string `json:"id"`
+	Current       bool   `json:"current"`
+	CreatedAt     string `json:"created_at"`
+	ExpiresAt     string `json:"expires_at"`
+	VerifiedAt    string `json:"verified_at,omitempty"`
+	PasskeyID     string `json:"passkey_id,omitempty"`
+	UserAgent     string `json:"user_agent,omitempty"`
+	ClientAddress string `json:"client_address,omitempty"`
+}

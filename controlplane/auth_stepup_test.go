@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"encoding/json"
+	"github.com/idnhq/idn/controlplane/ownerauth"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -61,19 +62,19 @@ func TestStepUpAttacks(t *testing.T) {
 			run    func(t *testing.T, w world) resp
 		}{
 			{"stale_stolen_cookie_asks_to_enrol", "verification_expired", func(t *testing.T, w world) resp {
-				e.offset.Add(int64(recentVerification + time.Second))
+				e.offset.Add(int64(ownerauth.RecentVerification + time.Second))
 				return e.do("GET", "/v1/auth/passkeys/options", nil, withSession(w.stolen))
 			}},
 			{"stale_stolen_cookie_finishes_enrolment_begun_while_fresh", "verification_expired", func(t *testing.T, w world) resp {
 				o := e.do("GET", "/v1/auth/passkeys/options", nil, withSession(w.stolen)).want(t, http.StatusOK, "")
-				e.offset.Add(int64(recentVerification + time.Second))
+				e.offset.Add(int64(ownerauth.RecentVerification + time.Second))
 				return e.do("POST", "/v1/auth/passkeys", map[string]any{"credential": newDevice(t, "ES256").create(t, o.body)},
 					withSession(w.stolen), fromBrowser)
 			}},
 			{"stale_stolen_cookie_removes_owner_passkey", "verification_expired", func(t *testing.T, w world) resp {
 				e.addPasskey(w.stolen, newDevice(t, "EdDSA"), "laptop").want(t, http.StatusCreated, "")
 				e.verify(w.stolen, w.owner).want(t, http.StatusOK, "")
-				e.offset.Add(int64(recentVerification + time.Second))
+				e.offset.Add(int64(ownerauth.RecentVerification + time.Second))
 				return del(w.stolen, e.passkeyIDs(w.stolen)[0])
 			}},
 			{"seeded_style_unverified_session_removes_passkey", "not_verified", func(t *testing.T, w world) resp {
@@ -249,7 +250,7 @@ func TestStepUpOwnerRecovers(t *testing.T) {
 			mail("passkey added")
 			e.verify(mine, laptop).want(t, http.StatusOK, "")
 			wantReauth(t, e.do("DELETE", "/v1/auth/passkeys/"+e.passkeyIDs(mine)[0], nil, withSession(mine), fromBrowser), "passkey_too_new")
-			e.offset.Add(int64(newPasskeyHold))
+			e.offset.Add(int64(ownerauth.NewPasskeyHold))
 			e.verify(mine, laptop).want(t, http.StatusOK, "")
 			e.do("DELETE", "/v1/auth/passkeys/"+e.passkeyIDs(mine)[0], nil, withSession(mine), fromBrowser).want(t, http.StatusNoContent, "")
 			mail("passkey removed")
@@ -337,7 +338,7 @@ func TestStrangersCannotLockOwnerOut(t *testing.T) {
 		// Options are not attempts: the attacker collects challenges up to
 		// the per-address budget, and the owner is unaffected.
 		var challenges [][]byte
-		for range optionsPerAddressPerHour {
+		for range ownerauth.OptionsPerAddressPerHour {
 			challenges = append(challenges, e.do("GET", "/v1/auth/login/options?namespace=victim", nil, attacker).want(t, http.StatusOK, "").body)
 		}
 		r := e.do("GET", "/v1/auth/login/options?namespace=victim", nil, attacker).want(t, http.StatusTooManyRequests, "RATE_LIMITED")
@@ -365,7 +366,7 @@ func TestStrangersCannotLockOwnerOut(t *testing.T) {
 
 		// Spraying made-up namespaces from the address ends at the
 		// address's failure budget, and still leaves the owner alone.
-		for i := range assertFailuresPerAddressPerHour - 4 {
+		for i := range ownerauth.AssertFailuresPerAddressPerHour - 4 {
 			e.do("POST", "/v1/auth/login", map[string]any{"namespace": "spray-" + string(rune('a'+i%26)) + strings.Repeat("x", i/26),
 				"credential": map[string]string{}}, attacker).want(t, http.StatusBadRequest, "CREDENTIAL_INVALID")
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/ownerauth"
 	"html/template"
 	"io/fs"
 	"mime"
@@ -20,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/display"
@@ -148,7 +148,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 	var buf bytes.Buffer
 	err := dashboard.pages[page].ExecuteTemplate(&buf, "layout", pageData{
 		Title: title, Page: page, Namespace: ns, Assets: "/assets/" + dashboard.version,
-		Passkeys: s.cfg.Auth.rp != nil, View: view,
+		Passkeys: s.accounts.Ceremonies(), View: view,
 	})
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "dashboard render failed", "page", page, "err", err)
@@ -170,7 +170,7 @@ func (s *Server) pageSession(r *http.Request) string {
 	if err != nil || c.Value == "" {
 		return ""
 	}
-	ns, err := s.session(r.Context(), c.Value)
+	ns, err := s.sessions.Check(r.Context(), c.Value)
 	if err != nil {
 		return ""
 	}
@@ -501,24 +501,25 @@ func (s *Server) serviceView(r *http.Request, ns string) (any, error) {
 }
 
 type accountPage struct {
-	Passkeys []passkeyRecord
-	Settings accountSettings
+	Passkeys []passkeyRow
+	Settings ownerauth.Settings
 	Created  string
 }
 
+// passkeyRow is a passkey as the account page lists it.
+type passkeyRow struct {
+	ID, Name, Algorithm   string
+	CreatedAt, LastUsedAt string
+}
+
 func (s *Server) accountView(r *http.Request, ns string) (any, error) {
-	_, created, set, err := s.store.account(r.Context(), ns)
+	acct, err := s.accounts.Account(r.Context(), ns)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := s.store.passkeys(r.Context(), ns)
-	if err != nil {
-		return nil, err
-	}
-	v := accountPage{Settings: set, Created: when(created), Passkeys: make([]passkeyRecord, len(keys))}
-	for i, k := range keys {
-		v.Passkeys[i] = passkeyRecord{ID: k.ID, Name: k.Name, Algorithm: webauthncose.COSEAlgorithmIdentifier(k.Algorithm).String(),
-			CreatedAt: when(k.CreatedAt), LastUsedAt: when(k.LastUsedAt)}
+	v := accountPage{Settings: acct.Settings, Created: when(acct.Created), Passkeys: make([]passkeyRow, len(acct.Passkeys))}
+	for i, k := range acct.Passkeys {
+		v.Passkeys[i] = passkeyRow{ID: k.ID, Name: k.Name, Algorithm: k.Algorithm, CreatedAt: when(k.CreatedAt), LastUsedAt: when(k.LastUsedAt)}
 	}
 	return v, nil
 }

@@ -124,7 +124,7 @@ func (s *Server) redeemSigninLink(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	http.SetCookie(w, s.sessionCookie(r, token, expires))
+	http.SetCookie(w, s.sessions.Cookie(r, token, expires))
 	apierror.WriteJSON(w, http.StatusOK, map[string]string{
 		"namespace":          ns,
 		"did":                identity.DID(ns),

@@ -3,7 +3,9 @@ package controlplane
 import (
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/ownerauth"
 	"net/http"
 	"strings"
 	"time"
@@ -15,9 +17,8 @@ import (
 // Domain errors returned by the store and the claim lifecycle. They know
 // nothing of HTTP: errorTable alone maps them to codes.
 var (
-	errNamespaceNotFound    = errors.New("controlplane: namespace not found")
-	errNamespaceDeactivated = errors.New("controlplane: namespace deactivated")
-	errNamespaceTaken       = errors.New("controlplane: namespace taken")
+	errNamespaceNotFound    = sqldb.ErrNamespaceNotFound
+	errNamespaceDeactivated = sqldb.ErrNamespaceDeactivated
 	errServiceNotFound      = errors.New("controlplane: service not found")
 	errSlugTaken            = errors.New("controlplane: service slug already taken")
 	errKeyNotFound          = errors.New("controlplane: api key not found")
@@ -25,13 +26,6 @@ var (
 	errClaimNotFound        = errors.New("controlplane: claim not found")
 	errPendingLimit         = errors.New("controlplane: pending claim limit reached")
 	errAgentPendingLimit    = errors.New("controlplane: pending claim limit of the agent address reached")
-	errSessionInvalid       = errors.New("controlplane: session invalid")
-	errChallengeInvalid     = errors.New("controlplane: unknown or used challenge")
-	errChallengeExpired     = errors.New("controlplane: challenge expired")
-	errPasskeyCloned        = errors.New("controlplane: passkey signature counter regression")
-	errPasskeyExists        = errors.New("controlplane: passkey already registered")
-	errPasskeyNotFound      = errors.New("controlplane: passkey not found")
-	errLastPasskey          = errors.New("controlplane: last passkey of the account")
 	errWebhookNotFound      = errors.New("controlplane: webhook not found")
 	errWebhookLimit         = errors.New("controlplane: webhook limit reached")
 	errSigninLinkInvalid    = errors.New("controlplane: sign-in link unknown, used or expired")
@@ -45,28 +39,6 @@ type transitionError struct {
 
 func (e *transitionError) Error() string {
 	return fmt.Sprintf("controlplane: cannot %s a claim that is %s", e.Action, e.From)
-}
-
-// reauthError refuses a credential change: the session's passkey
-// verification is missing, too old or no longer counts.
-type reauthError struct {
-	Reason      string    // not_verified, verification_expired, ...
-	TrustedFrom time.Time // for passkey_too_new: when the verifying passkey becomes established
-}
-
-func (e *reauthError) Error() string { return "controlplane: step-up required: " + e.Reason }
-
-// namespaceError says why a name cannot be a new namespace.
-type namespaceError struct {
-	Namespace string
-	Reserved  bool // a word of the API's paths; else the identity rule fails
-}
-
-func (e *namespaceError) Error() string {
-	if e.Reserved {
-		return fmt.Sprintf("controlplane: namespace %q is reserved", e.Namespace)
-	}
-	return fmt.Sprintf("controlplane: invalid namespace %q", e.Namespace)
 }
 
 // registryWriteError is a failed registry write; the claim is unchanged.
@@ -83,7 +55,6 @@ var errorRules = web.Rules{
 	web.When(web.Is(errNamespaceNotFound), web.Code(errcode.NamespaceNotFound)),
 	web.When(web.Is(errFeedCursorExpired), web.Code(errcode.FeedCursorExpired)),
 	web.When(web.Is(errNamespaceDeactivated), web.Code(errcode.NamespaceDeactivated)),
-	web.When(web.Is(errNamespaceTaken), web.Code(errcode.NamespaceTaken)),
 	web.When(web.Is(errServiceNotFound), web.Code(errcode.ServiceNotFound)),
 	web.When(web.Is(errSlugTaken), web.Code(errcode.SlugTaken)),
 	web.When(web.Is(errKeyNotFound), web.Code(errcode.APIKeyNotFound)),
@@ -91,17 +62,10 @@ var errorRules = web.Rules{
 	web.When(web.Is(errServiceLimit), web.Code(errcode.ServiceLimitReached)),
 	web.When(web.Is(errGatewayLimit), web.Code(errcode.GatewayLimitReached)),
 	web.When(web.Is(errPairingLimit), web.CodeWait(errcode.PairingLimitReached)),
-	web.When(web.Is(errSessionLimit), web.CodeWait(errcode.SessionLimitReached)),
+	web.When(web.Is(ownerauth.ErrSessionLimit), web.CodeWait(errcode.SessionLimitReached)),
 	web.When(web.Is(errClaimNotFound), web.Code(errcode.ClaimNotFound)),
 	web.When(web.Is(errPendingLimit), web.Code(errcode.PendingLimitReached)),
 	web.When(web.Is(errAgentPendingLimit), web.Code(errcode.AgentPendingLimitReached)),
-	web.When(web.Is(errSessionInvalid), web.Code(errcode.Unauthenticated)),
-	web.When(web.Is(errChallengeInvalid), web.Code(errcode.ChallengeInvalid)),
-	web.When(web.Is(errChallengeExpired), web.Code(errcode.ChallengeExpired)),
-	web.When(web.Is(errPasskeyCloned), web.Code(errcode.PasskeyCounterRegression)),
-	web.When(web.Is(errPasskeyExists), web.Code(errcode.PasskeyExists)),
-	web.When(web.Is(errPasskeyNotFound), web.Code(errcode.PasskeyNotFound)),
-	web.When(web.Is(errLastPasskey), web.Code(errcode.LastPasskey)),
 	web.When(web.Is(errWebhookNotFound), web.Code(errcode.WebhookNotFound)),
 	web.When(web.Is(errWebhookLimit), web.Code(errcode.WebhookLimitReached)),
 	web.When(web.Is(errSigninLinkInvalid), web.Code(errcode.SigninLinkInvalid)),
@@ -109,22 +73,6 @@ var errorRules = web.Rules{
 		te, _ := errors.AsType[*transitionError](err)
 		return apierror.Coded(errcode.ClaimStateConflict, strings.TrimPrefix(te.Error(), "controlplane: ")).
 			With("details", map[string]string{"action": te.Action, "status": te.From})
-	}),
-	web.When(web.IsType[*reauthError], func(err error) *apierror.Error {
-		re, _ := errors.AsType[*reauthError](err)
-		details := map[string]string{"reason": re.Reason}
-		if !re.TrustedFrom.IsZero() {
-			details["passkey_trusted_from"] = web.Timestamp(re.TrustedFrom)
-		}
-		return apierror.Coded(errcode.ReauthRequired, "").With("details", details)
-	}),
-	web.When(web.IsType[*namespaceError], func(err error) *apierror.Error {
-		ne, _ := errors.AsType[*namespaceError](err)
-		if ne.Reserved {
-			return web.Validation("namespace %q is reserved: it is a word of the API's paths", ne.Namespace).
-				With("details", map[string]string{"namespace": ne.Namespace, "reason": "reserved"})
-		}
-		return web.ErrInvalidNamespace.With("details", map[string]string{"namespace": ne.Namespace})
 	}),
 	web.When(web.IsType[*registryWriteError], func(err error) *apierror.Error {
 		re, _ := errors.AsType[*registryWriteError](err)
@@ -160,10 +108,6 @@ var (
 	errInvalidDID       = apierror.Coded(errcode.InvalidDID, "")
 	errDIDNotFound      = apierror.Coded(errcode.DIDNotFound, "")
 	errNotAcceptable    = apierror.Coded(errcode.NotAcceptable, "supported types: application/did+json, application/did+ld+json, application/json")
-	errCredentialBad    = apierror.Coded(errcode.CredentialInvalid, "")
-	errWebAuthnFailed   = apierror.Coded(errcode.WebAuthnFailed, "")
-	errNoPasskeys       = apierror.Coded(errcode.NoPasskeys, "")
-	errSessionNotFound  = apierror.Coded(errcode.SessionNotFound, "")
 	errWebhooksDisabled = apierror.Coded(errcode.WebhooksDisabled, "")
 	errWebhookURL       = apierror.Coded(errcode.WebhookURLForbidden, "")
 )

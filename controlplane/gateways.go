@@ -56,10 +56,10 @@ func (s *Server) initGateways() {
 
 func (s *Server) gatewayRoutes(m *routeMux) {
 	s.initGateways()
-	m.Handle("POST /v1/gateways/pairings", s.owner(s.createPairing))
-	m.Handle("GET /v1/gateways", s.owner(s.listGateways))
-	m.Handle("DELETE /v1/gateways/{id}", s.owner(s.unpairGateway))
-	m.Handle("POST /v1/gateways/{id}/rpc", s.owner(s.gatewayRPC))
+	m.Handle("POST /v1/gateways/pairings", s.sessions.Owner(s.createPairing))
+	m.Handle("GET /v1/gateways", s.sessions.Owner(s.listGateways))
+	m.Handle("DELETE /v1/gateways/{id}", s.sessions.Owner(s.unpairGateway))
+	m.Handle("POST /v1/gateways/{id}/rpc", s.sessions.Owner(s.gatewayRPC))
 	m.HandleFunc("GET "+pairwire.Path, s.gatewayConnect)
 	m.HandleFunc("GET /gateways", s.ownerPage("gateways", "Gateways", s.gatewaysView))
 	m.HandleFunc("GET /gateways/{id}", s.ownerPage("gateway", "Gateway", s.gatewayView))

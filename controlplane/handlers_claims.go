@@ -164,7 +164,7 @@ func (in submitRequest) validate() (Claim, *apierror.Error) {
 	// Shown beside Approve: no U+202E or other character that hides or
 	// reorders what the owner reads.
 	for _, f := range []struct{ name, v string }{{"subject", in.Subject}, {"agent_id", in.AgentID}, {"agent_name", in.AgentName}, {"nonce", in.Nonce}} {
-		if e := checkDisplay(f.name, f.v, 256); e != nil {
+		if e := web.CheckDisplay(f.name, f.v, 256); e != nil {
 			return Claim{}, e
 		}
 	}
@@ -229,7 +229,7 @@ func (s *Server) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
 // service. Each claim moves as a single reject would (request.rejected
 // webhook and event); the answer is how many moved.
 func (s *Server) rejectPending(w http.ResponseWriter, r *http.Request, owner string) {
-	ns, ok := ownNamespace(w, r, owner)
+	ns, ok := web.OwnNamespace(w, r, owner)
 	if !ok {
 		return
 	}
@@ -254,7 +254,7 @@ var claimStatuses = map[string]bool{StatusPending: true, StatusApproved: true, S
 
 // ownerClaims is GET /v1/namespaces/{namespace}/claims.
 func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner string) {
-	ns, ok := ownNamespace(w, r, owner)
+	ns, ok := web.OwnNamespace(w, r, owner)
 	if !ok {
 		return
 	}

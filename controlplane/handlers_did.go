@@ -196,7 +196,7 @@ type apiVerificationMethod struct {
 // listing every claimed key with its service and status. Ids are keyIds
 // (stable), as in the W3C form.
 func (s *Server) ownerDID(w http.ResponseWriter, r *http.Request, owner string) {
-	ns, ok := ownNamespace(w, r, owner)
+	ns, ok := web.OwnNamespace(w, r, owner)
 	if !ok {
 		return
 	}

@@ -47,7 +47,7 @@ func validName(name string) *apierror.Error {
 	if strings.TrimSpace(name) == "" {
 		return web.Validation("name is required: 1 to 200 characters without control characters")
 	}
-	return checkDisplay("name", name, 200)
+	return web.CheckDisplay("name", name, 200)
 }
 
 func validEndpoint(u string) *apierror.Error {
@@ -55,7 +55,7 @@ func validEndpoint(u string) *apierror.Error {
 	if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil || len(u) > 2048 {
 		return web.Validation("service_endpoint must be an absolute http or https URL without credentials")
 	}
-	return checkDisplay("service_endpoint", u, 2048)
+	return web.CheckDisplay("service_endpoint", u, 2048)
 }
 
 type serviceRequest struct {

@@ -3,17 +3,13 @@ package controlplane
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,52 +19,11 @@ import (
 )
 
 // engines lists the storage engines every store test runs against.
-var engines = []string{ProviderSQLite, ProviderPostgres}
-
-// postgresURL returns IDN_TEST_POSTGRES_URL, skipping the test visibly when
-// it is unset, and failing instead when CI=true.
-func postgresURL(tb testing.TB) string {
-	tb.Helper()
-	u := os.Getenv("IDN_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("IDN_TEST_POSTGRES_URL is unset but CI=true: PostgreSQL tests must run in CI (see .ci/run)")
-		}
-		tb.Skip("PostgreSQL tests skipped: IDN_TEST_POSTGRES_URL is unset (bash .ci/run starts a server)")
-	}
-	return u
-}
+var engines = sqldbtest.Engines
 
 // storeConfig returns a configuration for a fresh, isolated database of
-// the engine: a SQLite file in a temp dir, or a new PostgreSQL schema that
-// is dropped at cleanup.
-func storeConfig(tb testing.TB, engine string) StoreConfig {
-	tb.Helper()
-	if engine == ProviderSQLite {
-		return StoreConfig{Provider: ProviderSQLite, SQLitePath: filepath.Join(tb.TempDir(), "cp.db")}
-	}
-	base := postgresURL(tb)
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		admin.Close()
-		tb.Fatalf("create schema: %v", err)
-	}
-	tb.Cleanup(func() {
-		admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-		admin.Close()
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return StoreConfig{Provider: ProviderPostgres, DatabaseURL: base + sep + "search_path=" + schema}
-}
+// the engine (see sqldbtest.Config).
+func storeConfig(tb testing.TB, engine string) StoreConfig { return sqldbtest.Config(tb, engine) }
 
 func openStore(tb testing.TB, cfg StoreConfig) *Store {
 	tb.Helper()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"time"
 )
 
@@ -38,23 +39,16 @@ var (
 	errServiceLimit = errors.New("controlplane: service limit of the namespace reached")
 	errPairingLimit = errors.New("controlplane: open pairing session limit of the namespace reached")
 	errGatewayLimit = errors.New("controlplane: gateway limit of the namespace reached")
-	errSessionLimit = errors.New("controlplane: session limit of the namespace reached")
 )
 
-// lockNamespace holds the row of ns until tx ends (PostgreSQL; SQLite's
-// immediate transactions already hold the write lock), serialising the
-// quota checks of one namespace.
+// lockNamespace is sqldb.LockNamespace; the parts being moved out still
+// call it.
 func (s *Store) lockNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
-	var name string
-	err := tx.QueryRowContext(ctx, `SELECT namespace FROM namespaces WHERE namespace = $1`+s.db.ForUpdate(), ns).Scan(&name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return errNamespaceNotFound
-	}
-	return sqldb.Err("lock namespace", err)
+	return s.db.LockNamespace(ctx, tx, ns)
 }
 
 // expiryWait is how long until the earliest of the given expiry times
 // (micros), at least a second.
 func expiryWait(earliest int64, now time.Time) time.Duration {
-	return max(sqldb.FromMicros(earliest).Sub(now), time.Second)
+	return web.RetryUntil(nil, sqldb.FromMicros(earliest), now).Wait
 }

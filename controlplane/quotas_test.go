@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/ownerauth"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -160,7 +161,7 @@ func TestNamespaceQuotas(t *testing.T) {
 			}
 			_, _, err := e.srv.IssueSession(context.Background(), "racer")
 			rl, ok := errors.AsType[*web.RetryLater](err)
-			if !ok || !errors.Is(err, errSessionLimit) || rl.Wait < 6*24*time.Hour {
+			if !ok || !errors.Is(err, ownerauth.ErrSessionLimit) || rl.Wait < 6*24*time.Hour {
 				t.Fatalf("fourth session: %v, want the session limit until the oldest expires", err)
 			}
 			link := e.do("POST", "/v1/test/signin-links", map[string]any{"namespace": "racer"}, withHeader("X-IDN-Test-Seed-Token", seedToken)).

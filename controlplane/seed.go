@@ -53,7 +53,7 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 	var owners []string
 	seen := map[string]bool{}
 	addNS := func(ns string) *apierror.Error {
-		if err := newNamespaceProblem(ns); err != nil {
+		if err := web.NamespaceProblem(ns); err != nil {
 			return toAPIError(err)
 		}
 		if !seen[ns] {
@@ -109,7 +109,7 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 			apierror.Write(w, r, web.Validation("claim status %q is not a claim status", c.Status))
 			return
 		}
-		if err := newNamespaceProblem(c.Namespace); err != nil {
+		if err := web.NamespaceProblem(c.Namespace); err != nil {
 			s.writeErr(w, r, err)
 			return
 		}

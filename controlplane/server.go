@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/ownerauth"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -166,6 +167,8 @@ type Server struct {
 	log      *slog.Logger
 	proxy    clientip.Resolver
 	kit      *web.Kit
+	sessions *ownerauth.Sessions
+	accounts *ownerauth.Accounts
 	verifier *identity.Verifier
 	// Signed routes: the per-address buckets, the durable nonces of callers
 	// with standing and the in-memory nonces of public lookups (signed.go).
@@ -247,7 +250,17 @@ func New(cfg Config) (*Server, error) {
 	s.kit = &web.Kit{Log: log, Clock: cfg.Clock, Proxy: s.proxy, PublicURL: cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, Bodies: bodybudget.Budget{Max: cfg.MaxInflightBodyBytes}}
 	s.tracer = tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/controlplane")
-	if err := s.initAuth(); err != nil {
+	s.sessions, err = ownerauth.NewSessions(ownerauth.SessionConfig{Secret: cfg.JWTSecret, TTL: cfg.SessionTTL,
+		MaxSessions: cfg.MaxSessions, InsecureLocalhostCookie: cfg.InsecureLocalhostCookie}, cfg.Store.db, s.kit)
+	if err != nil {
+		return nil, err
+	}
+	s.accounts, err = ownerauth.New(cfg.Auth, cfg.Store.db, s.kit, s.sessions, ownerauth.Hooks{
+		NamespaceCreated: s.namespaceCreated,
+		DeleteAccount:    s.deleteAccount,
+		Mail:             s.alertMail(),
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err := s.initWebhooks(); err != nil {
@@ -336,23 +349,23 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /1.0/identifiers/{did}", s.resolveDID)
 
 	// Owner session routes.
-	m.Handle("GET /v1/namespaces/{namespace}/claims", s.owner(s.ownerClaims))
-	m.Handle("GET /v1/namespaces/{namespace}/did", s.owner(s.ownerDID))
-	m.Handle("POST /v1/namespaces/{namespace}/claims/reject-pending", s.owner(s.rejectPending))
-	m.Handle("POST /v1/claims/{id}/{action}", s.owner(s.moveClaim))
-	m.Handle("POST /v1/services", s.owner(s.createService))
-	m.Handle("GET /v1/services", s.owner(s.listServices))
-	m.Handle("GET /v1/services/{id}", s.owner(s.getService))
-	m.Handle("PATCH /v1/services/{id}", s.owner(s.updateService))
-	m.Handle("DELETE /v1/services/{id}", s.owner(s.deleteService))
-	m.Handle("GET /v1/services/{id}/keys", s.owner(s.listKeys))
-	m.Handle("POST /v1/services/{id}/keys", s.owner(s.createKey))
-	m.Handle("DELETE /v1/services/{id}/keys/{keyID}", s.owner(s.revokeKey))
+	m.Handle("GET /v1/namespaces/{namespace}/claims", s.sessions.Owner(s.ownerClaims))
+	m.Handle("GET /v1/namespaces/{namespace}/did", s.sessions.Owner(s.ownerDID))
+	m.Handle("POST /v1/namespaces/{namespace}/claims/reject-pending", s.sessions.Owner(s.rejectPending))
+	m.Handle("POST /v1/claims/{id}/{action}", s.sessions.Owner(s.moveClaim))
+	m.Handle("POST /v1/services", s.sessions.Owner(s.createService))
+	m.Handle("GET /v1/services", s.sessions.Owner(s.listServices))
+	m.Handle("GET /v1/services/{id}", s.sessions.Owner(s.getService))
+	m.Handle("PATCH /v1/services/{id}", s.sessions.Owner(s.updateService))
+	m.Handle("DELETE /v1/services/{id}", s.sessions.Owner(s.deleteService))
+	m.Handle("GET /v1/services/{id}/keys", s.sessions.Owner(s.listKeys))
+	m.Handle("POST /v1/services/{id}/keys", s.sessions.Owner(s.createKey))
+	m.Handle("DELETE /v1/services/{id}/keys/{keyID}", s.sessions.Owner(s.revokeKey))
 
 	if s.cfg.TestSeedToken != "" {
 		m.HandleFunc("POST /v1/test/seed", s.seed)
 	}
-	s.authRoutes(m)
+	s.accounts.Routes(m)
 	s.webhookRoutes(m)
 	s.gatewayRoutes(m)
 	s.dashboardRoutes(m)
@@ -389,5 +402,5 @@ func (s *Server) Maintain(ctx context.Context) error {
 	if _, err := s.store.pruneFeedChanges(ctx, now.Add(-feedChangesMaxAge), feedChangesKeep); err != nil {
 		return err
 	}
-	return s.maintainAuth(ctx)
+	return s.accounts.Maintain(ctx)
 }

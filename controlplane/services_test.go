@@ -234,7 +234,7 @@ func TestSessionCookie(t *testing.T) {
 			}
 			r, _ := http.NewRequest("GET", tc.url, nil)
 			r.Host = r.URL.Host
-			c := srv.sessionCookie(r, "tok", srv.now().Add(srv.cfg.SessionTTL))
+			c := srv.sessions.Cookie(r, "tok", srv.now().Add(srv.cfg.SessionTTL))
 			if c.Name != "idn_session" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Secure != tc.wantSecure {
 				t.Fatalf("cookie = %+v", c)
 			}

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"bytes"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"io"
 	"net/http"
 	"strings"
@@ -65,8 +66,8 @@ func (s *Server) signedService(next func(http.ResponseWriter, *http.Request, ser
 // neither the body nor the database and recording no nonce; on failure it
 // has answered.
 func (s *Server) verifySigned(w http.ResponseWriter, r *http.Request) (*identity.Caller, bool) {
-	if wait := s.signedLimits.wait(s.clientKey(r), s.now()); wait > 0 {
-		apierror.Write(w, r, rateLimited(wait))
+	if wait := s.signedLimits.wait(s.kit.ClientKey(r), s.now()); wait > 0 {
+		apierror.Write(w, r, web.RateLimited(wait))
 		return nil, false
 	}
 	caller, err := s.verifier.Verify(r)

@@ -6,42 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
-	"github.com/idnhq/idn/controlplane/internal/web"
-	"strings"
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
-	"github.com/idnhq/idn/identity"
 )
-
-// reservedNamespaces are the literal segments of the API's paths that are
-// valid namespace names. A namespace so named could be shadowed by a route
-// (GET /v1/namespaces/claims is the feed, not the namespace "claims"), now
-// or when a route is added, so no new namespace may take one. Compared in
-// lower case, so a look-alike in another case is refused too.
-var reservedNamespaces = map[string]bool{
-	"account": true, "assets": true, "auth": true, "claims": true, "connect": true, "deliveries": true,
-	"gateways": true, "pairings": true, "rpc": true,
-	"did": true, "health": true, "identifiers": true, "keys": true, "live": true,
-	"login": true, "logout": true, "metrics": true, "namespaces": true, "options": true,
-	"passkeys": true, "ready": true, "reject-pending": true, "seed": true,
-	"services": true, "sessions": true, "settings": true, "signin": true,
-	"signin-link": true, "signin-links": true, "signup": true, "test": true,
-	"verify": true, "webhooks": true, "well-known": true,
-}
-
-// newNamespaceProblem returns a *namespaceError saying why ns cannot name a
-// new namespace, or nil: it must pass the identity rule and not be a
-// reserved word.
-func newNamespaceProblem(ns string) error {
-	if identity.ValidNamespace(ns) != nil {
-		return &namespaceError{Namespace: ns}
-	}
-	if reservedNamespaces[strings.ToLower(ns)] {
-		return &namespaceError{Namespace: ns, Reserved: true}
-	}
-	return nil
-}
 
 // namespaceRecord is a namespace row plus its count of approved claims.
 type namespaceRecord struct {
@@ -94,49 +62,6 @@ func (s *Store) namespace(ctx context.Context, ns string) (namespaceRecord, erro
 	rec.Namespace = ns
 	rec.CreatedAt, rec.UpdatedAt, rec.Deactivated = sqldb.FromMicros(created), sqldb.FromMicros(updated), sqldb.FromNullMicros(deactivated)
 	return rec, nil
-}
-
-// createSession stores a new session of ns valid until expires and returns
-// its id, unless ns already has max live sessions (a *web.RetryLater wrapping
-// errSessionLimit).
-func (s *Store) createSession(ctx context.Context, ns string, max int, now, expires time.Time) (string, error) {
-	id := sqldb.NewID("ses_")
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		if err := s.lockNamespace(ctx, tx, ns); err != nil {
-			return err
-		}
-		var (
-			live     int
-			earliest sql.NullInt64
-		)
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(expires_at) FROM sessions WHERE namespace = $1 AND expires_at > $2`,
-			ns, sqldb.Micros(now)).Scan(&live, &earliest); err != nil {
-			return sqldb.Err("count sessions", err)
-		}
-		if live >= max {
-			return &web.RetryLater{Err: errSessionLimit, Wait: expiryWait(earliest.Int64, now)}
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, namespace, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-			id, ns, sqldb.Micros(now), sqldb.Micros(expires))
-		return sqldb.Err("insert session", err)
-	})
-	return id, err
-}
-
-// checkSession reports errSessionInvalid unless session sid of ns exists,
-// has not expired and its namespace is active.
-func (s *Store) checkSession(ctx context.Context, sid, ns string, now time.Time) error {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions s JOIN namespaces n ON n.namespace = s.namespace
-		WHERE s.id = $1 AND s.namespace = $2 AND s.expires_at > $3 AND n.deactivated_at IS NULL`,
-		sid, ns, sqldb.Micros(now)).Scan(&n)
-	if err != nil {
-		return sqldb.Err("session", err)
-	}
-	if n == 0 {
-		return errSessionInvalid
-	}
-	return nil
 }
 
 // nonceChecker is the database-backed httpsig.NonceChecker: a nonce is a

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net"
-	"net/http"
-	"net/mail"
 	"net/smtp"
 	"strings"
 	"time"
@@ -60,7 +58,7 @@ func (a AlertConfig) validate() error {
 		return nil
 	}
 	for _, addr := range append([]string{a.From}, a.To...) {
-		if !validMailbox(addr) {
+		if !web.ValidMailbox(addr) {
 			return fmt.Errorf("controlplane: alert address %q is not an e-mail address", addr)
 		}
 	}
@@ -70,13 +68,6 @@ func (a AlertConfig) validate() error {
 		}
 	}
 	return nil
-}
-
-// validMailbox reports whether addr is one bare e-mail address
-// (name@example.com, no display name), at most 254 bytes.
-func validMailbox(addr string) bool {
-	m, err := mail.ParseAddress(addr)
-	return err == nil && m.Name == "" && m.Address == addr && len(addr) <= 254 && !strings.ContainsAny(addr, "\r\n")
 }
 
 // alertFailure e-mails the terminal failure of d to the service owner and
@@ -94,7 +85,7 @@ func (s *Server) alertFailure(ctx context.Context, d delivery, attempts int, o a
 	}
 	var ownerAddr string
 	if ok {
-		_, _, set, err := s.store.account(ctx, owner)
+		set, err := s.accounts.Settings(ctx, owner)
 		switch {
 		case errors.Is(err, errNamespaceNotFound):
 		case err != nil:
@@ -116,55 +107,6 @@ func (s *Server) alertFailure(ctx context.Context, d delivery, attempts int, o a
 		"Last error: %s\r\nFailed at: %s\r\n",
 		attempts, owner, d.Claim.Service, d.WebhookID, d.ID, d.EventType, d.Claim.ID, o.Err, web.Timestamp(o.At))
 	s.mail(ctx, ownerAddr, a.To, subject, body, "delivery_id", d.ID)
-}
-
-// alertCredentialChange e-mails that passkey pk was added or removed
-// (action) in session sess: to the owner when their email_notifications
-// setting is on, and to the operator copies always. The mail is sent
-// before the request is answered, even if the client has gone: it may be
-// the only sign of a stolen session. Failures to send are logged.
-func (s *Server) alertCredentialChange(ctx context.Context, r *http.Request, sess ownerSession, action string, pk passkey) {
-	a := s.cfg.Webhooks.Alert
-	if !a.enabled() {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	var ownerAddr string
-	if _, _, set, err := s.store.account(ctx, sess.namespace); err != nil {
-		s.log.ErrorContext(ctx, "passkey alert: owner setting lookup failed", "err", err)
-	} else if set.EmailNotifications {
-		ownerAddr = set.Email
-	}
-	from := s.startOf(r, "")
-	subject := "idn: passkey " + action + " for namespace " + sess.namespace
-	body := fmt.Sprintf("A passkey was %s for namespace %s.\r\n\r\n"+
-		"Passkey: %s (%s)\r\nSession: %s\r\nClient network: %s\r\nUser agent: %s\r\nAt: %s\r\n\r\n"+
-		"If the owner did not do this, the session may be stolen: list the sessions (GET /v1/auth/sessions), "+
-		"end the unknown ones, and remove unknown passkeys with an older one.\r\n",
-		action, sess.namespace, pk.Name, pk.ID, sess.id, from.clientAddr, from.userAgent, web.Timestamp(s.now()))
-	s.mail(ctx, ownerAddr, a.To, subject, body, "namespace", sess.namespace, "passkey", pk.ID)
-}
-
-// alertSettingsChange tells the address the owner had (old) that a
-// settings change stops mail to it: notifications turned off, or another
-// address set. No operator copy: nothing about the account changed.
-func (s *Server) alertSettingsChange(ctx context.Context, r *http.Request, ns, old string, now accountSettings) {
-	if !s.cfg.Webhooks.Alert.enabled() {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	what := "E-mail notifications were turned off"
-	if now.EmailNotifications {
-		what = "Alerts now go to another address"
-	}
-	from := s.startOf(r, "")
-	subject := "idn: alerts for namespace " + ns + " no longer come here"
-	body := fmt.Sprintf("%s for namespace %s: this address gets no more alerts.\r\n\r\n"+
-		"Client network: %s\r\nUser agent: %s\r\nAt: %s\r\n\r\n"+
-		"If the owner did not do this, the session may be stolen: sign in with a passkey, "+
-		"list the sessions (GET /v1/auth/sessions) and end the unknown ones.\r\n",
-		what, ns, from.clientAddr, from.userAgent, web.Timestamp(s.now()))
-	s.mail(ctx, old, nil, subject, body, "namespace", ns)
 }
 
 // mail sends one message to the owner's address (if any) and one to the

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"time"
 
@@ -27,7 +28,7 @@ const EventWebhookTest = "webhook.test"
 func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, owner string) {
 	id, err := s.store.queueTestDelivery(r.Context(), owner, r.PathValue("id"), r.PathValue("wid"), s.now())
 	if errors.Is(err, errTestQueued) {
-		apierror.Write(w, r, rateLimited(s.cfg.Webhooks.Timeout))
+		apierror.Write(w, r, web.RateLimited(s.cfg.Webhooks.Timeout))
 		return
 	}
 	if err != nil {

@@ -126,13 +126,13 @@ func (s *Server) initWebhooks() error {
 }
 
 func (s *Server) webhookRoutes(m *routeMux) {
-	m.Handle("POST /v1/services/{id}/webhooks", s.owner(s.webhooksOn(s.createWebhook)))
-	m.Handle("GET /v1/services/{id}/webhooks", s.owner(s.webhooksOn(s.listWebhooks)))
-	m.Handle("GET /v1/services/{id}/webhooks/{wid}", s.owner(s.webhooksOn(s.getWebhook)))
-	m.Handle("PATCH /v1/services/{id}/webhooks/{wid}", s.owner(s.webhooksOn(s.updateWebhook)))
-	m.Handle("DELETE /v1/services/{id}/webhooks/{wid}", s.owner(s.webhooksOn(s.deleteWebhook)))
-	m.Handle("GET /v1/services/{id}/webhooks/{wid}/deliveries", s.owner(s.webhooksOn(s.listDeliveries)))
-	m.Handle("POST /v1/services/{id}/webhooks/{wid}/test", s.owner(s.webhooksOn(s.testWebhook)))
+	m.Handle("POST /v1/services/{id}/webhooks", s.sessions.Owner(s.webhooksOn(s.createWebhook)))
+	m.Handle("GET /v1/services/{id}/webhooks", s.sessions.Owner(s.webhooksOn(s.listWebhooks)))
+	m.Handle("GET /v1/services/{id}/webhooks/{wid}", s.sessions.Owner(s.webhooksOn(s.getWebhook)))
+	m.Handle("PATCH /v1/services/{id}/webhooks/{wid}", s.sessions.Owner(s.webhooksOn(s.updateWebhook)))
+	m.Handle("DELETE /v1/services/{id}/webhooks/{wid}", s.sessions.Owner(s.webhooksOn(s.deleteWebhook)))
+	m.Handle("GET /v1/services/{id}/webhooks/{wid}/deliveries", s.sessions.Owner(s.webhooksOn(s.listDeliveries)))
+	m.Handle("POST /v1/services/{id}/webhooks/{wid}/test", s.sessions.Owner(s.webhooksOn(s.testWebhook)))
 }
 
 type ownerHandler = func(http.ResponseWriter, *http.Request, string)

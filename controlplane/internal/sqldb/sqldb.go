@@ -433,3 +433,22 @@ func NewID(prefix string) string {
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
+
+// The states of a namespace that refuse what needs an active one: it does
+// not exist (LockNamespace's answer), or its account was deleted.
+var (
+	ErrNamespaceNotFound    = errors.New("controlplane: namespace not found")
+	ErrNamespaceDeactivated = errors.New("controlplane: namespace deactivated")
+)
+
+// LockNamespace holds the row of namespace ns until tx ends (PostgreSQL;
+// SQLite's immediate transactions already hold the write lock),
+// serialising the quota checks of one namespace.
+func (d *DB) LockNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
+	var name string
+	err := tx.QueryRowContext(ctx, `SELECT namespace FROM namespaces WHERE namespace = $1`+d.ForUpdate(), ns).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNamespaceNotFound
+	}
+	return Err("lock namespace", err)
+}

@@ -21,12 +21,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/mail"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/clientip"
@@ -129,6 +132,12 @@ type RetryLater struct {
 	Wait time.Duration
 }
 
+// RetryUntil is the refusal err that clears at earliest, when the oldest
+// item counted against a quota expires: in a second at least.
+func RetryUntil(err error, earliest, now time.Time) *RetryLater {
+	return &RetryLater{Err: err, Wait: max(earliest.Sub(now), time.Second)}
+}
+
 func (e *RetryLater) Error() string { return e.Err.Error() }
 func (e *RetryLater) Unwrap() error { return e.Err }
 
@@ -167,3 +176,42 @@ func ValidOrigin(o string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
 		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !strings.HasSuffix(o, "?") && !strings.HasSuffix(o, "#")
 }
+
+// OwnNamespace returns the {namespace} path value when the session's owner
+// owns it; otherwise it answers 400 or 403 and returns false.
+func OwnNamespace(w http.ResponseWriter, r *http.Request, owner string) (string, bool) {
+	ns := r.PathValue("namespace")
+	if identity.ValidNamespace(ns) != nil {
+		apierror.Write(w, r, ErrInvalidNamespace)
+		return "", false
+	}
+	if ns != owner {
+		apierror.Write(w, r, ErrNamespaceForbidden)
+		return "", false
+	}
+	return ns, true
+}
+
+// ValidMailbox reports whether addr is one bare e-mail address
+// (name@example.com, no display name), at most 254 bytes.
+func ValidMailbox(addr string) bool {
+	m, err := mail.ParseAddress(addr)
+	return err == nil && m.Name == "" && m.Address == addr && len(addr) <= 254 && !strings.ContainsAny(addr, "\r\n")
+}
+
+// ClientKey names the client of r in rate-limit keys: its address, or
+// the /64 of an IPv6 one.
+func (k *Kit) ClientKey(r *http.Request) string {
+	a := k.Proxy.ClientAddr(r)
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	if !a.IsValid() {
+		a = netip.IPv4Unspecified()
+	}
+	return a.String()
+}
+
+// RateLimited is the 429 answer telling the client when to come back.
+func RateLimited(wait time.Duration) *apierror.Error { return ErrRateLimited.WithRetryAfter(wait) }

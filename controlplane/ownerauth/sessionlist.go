@@ -1,4 +1,4 @@
-package controlplane
+package ownerauth
 
 import (
 	"context"
@@ -31,8 +31,8 @@ const maxUserAgent = 200
 // startOf describes the client of r. The address is kept only as its
 // network (an IPv4 /24, an IPv6 /48): enough to recognise a place, less
 // personal data at rest.
-func (s *Server) startOf(r *http.Request, passkeyID string) sessionStart {
-	return sessionStart{passkeyID: passkeyID, userAgent: cleanUserAgent(r.UserAgent()), clientAddr: maskAddr(s.proxy.ClientAddr(r))}
+func (s *Sessions) startOf(r *http.Request, passkeyID string) sessionStart {
+	return sessionStart{passkeyID: passkeyID, userAgent: cleanUserAgent(r.UserAgent()), clientAddr: maskAddr(s.kit.Proxy.ClientAddr(r))}
 }
 
 func maskAddr(a netip.Addr) string {
@@ -66,7 +66,7 @@ func cleanUserAgent(ua string) string {
 
 // describeSession stores how session sid started; a session started by a
 // passkey counts as verified by it.
-func (s *Store) describeSession(ctx context.Context, sid string, st sessionStart, now time.Time) error {
+func (s store) describeSession(ctx context.Context, sid string, st sessionStart, now time.Time) error {
 	if _, err := s.db.Exec(ctx, `UPDATE sessions SET passkey_id = $2, user_agent = $3, client_addr = $4 WHERE id = $1`,
 		sid, st.passkeyID, st.userAgent, st.clientAddr); err != nil {
 		return sqldb.Err("describe session", err)
@@ -93,7 +93,7 @@ type sessionRecord struct {
 const maxListedSessions = 200
 
 // liveSessions returns the unexpired sessions of ns, newest first.
-func (s *Store) liveSessions(ctx context.Context, ns string, now time.Time) ([]sessionRecord, error) {
+func (s store) liveSessions(ctx context.Context, ns string, now time.Time) ([]sessionRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, created_at, expires_at, verified_at, passkey_id, user_agent, client_addr
 		FROM sessions WHERE namespace = $1 AND expires_at > $2 ORDER BY created_at DESC, id LIMIT $3`, ns, sqldb.Micros(now), maxListedSessions)
 	if err != nil {
@@ -117,7 +117,7 @@ func (s *Store) liveSessions(ctx context.Context, ns string, now time.Time) ([]s
 }
 
 // endSession deletes session id of ns and reports whether there was one.
-func (s *Store) endSession(ctx context.Context, ns, id string) (bool, error) {
+func (s store) endSession(ctx context.Context, ns, id string) (bool, error) {
 	res, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND namespace = $2`, id, ns)
 	if err != nil {
 		return false, sqldb.Err("delete session", err)
@@ -127,10 +127,10 @@ func (s *Store) endSession(ctx context.Context, ns, id string) (bool, error) {
 }
 
 // listSessions is GET /v1/auth/sessions.
-func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, sess ownerSession) {
-	list, err := s.store.liveSessions(r.Context(), sess.namespace, s.now())
+func (a *Accounts) listSessions(w http.ResponseWriter, r *http.Request, sess ownerSession) {
+	list, err := a.store.liveSessions(r.Context(), sess.namespace, a.kit.Now())
 	if err != nil {
-		s.writeErr(w, r, err)
+		a.kit.Error(w, r, answer(err))
 		return
 	}
 	for i := range list {
@@ -143,20 +143,20 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, sess owner
 // ending a session only takes access away, and an owner who finds a
 // stranger's session must be able to end it at once. Ending the current
 // session also clears its cookie, as logout does.
-func (s *Server) endSessionRoute(w http.ResponseWriter, r *http.Request, sess ownerSession) {
+func (a *Accounts) endSessionRoute(w http.ResponseWriter, r *http.Request, sess ownerSession) {
 	id := r.PathValue("id")
-	ok, err := s.store.endSession(r.Context(), sess.namespace, id)
+	ok, err := a.store.endSession(r.Context(), sess.namespace, id)
 	if err != nil {
-		s.writeErr(w, r, err)
+		a.kit.Error(w, r, answer(err))
 		return
 	}
 	if !ok {
 		apierror.Write(w, r, errSessionNotFound)
 		return
 	}
-	s.log.InfoContext(r.Context(), "session ended by owner", "namespace", sess.namespace, "session", id)
+	a.kit.Log.InfoContext(r.Context(), "session ended by owner", "namespace", sess.namespace, "session", id)
 	if id == sess.id {
-		http.SetCookie(w, s.clearedSessionCookie(r))
+		http.SetCookie(w, a.sessions.clearedSessionCookie(r))
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

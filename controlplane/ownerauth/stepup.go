@@ -1,4 +1,4 @@
-package controlplane
+package ownerauth
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 // Adding or removing a passkey and deleting the account need the session's
 // last passkey assertion (login or POST /v1/auth/verify) to be
 //
-//   - at most recentVerification old;
+//   - at most RecentVerification old;
 //   - made after the account's last credential change, so one verification
 //     authorises one change: a thief who catches a freshly verified session
 //     can enrol a passkey, but cannot then also remove the owner's;
 //   - made with an established passkey: the account's first one, or one
-//     registered at least newPasskeyHold ago. A passkey the thief enrolled
+//     registered at least NewPasskeyHold ago. A passkey the thief enrolled
 //     cannot confirm anything, neither in the stolen session nor in a
 //     session it logs in to itself, until the owner, alerted by mail, has
 //     had a day to remove it (with their own passkey) and to end the
@@ -28,8 +28,8 @@ import (
 // A namespace without any passkey (created by the test seed) may add its
 // first one with the session alone: there is nothing to verify with.
 const (
-	recentVerification = 5 * time.Minute
-	newPasskeyHold     = 24 * time.Hour
+	RecentVerification = 5 * time.Minute
+	NewPasskeyHold     = 24 * time.Hour
 )
 
 // stepUp is what a session's step-up check reads.
@@ -48,7 +48,7 @@ func (st stepUp) check(now time.Time) error {
 	switch {
 	case st.verifiedAt.IsZero():
 		return reason("not_verified")
-	case now.Sub(st.verifiedAt) > recentVerification:
+	case now.Sub(st.verifiedAt) > RecentVerification:
 		return reason("verification_expired")
 	case st.verifiedVersion != st.credentialVersion:
 		return reason("credentials_changed_since_verification")
@@ -91,14 +91,14 @@ func loadStepUp(ctx context.Context, q queryRower, ns, sid string) (stepUp, erro
 
 // requireStepUp answers 403 REAUTH_REQUIRED (and returns false) unless the
 // session may change credentials now.
-func (s *Server) requireStepUp(w http.ResponseWriter, r *http.Request, sess ownerSession) bool {
-	st, err := loadStepUp(r.Context(), s.store.db, sess.namespace, sess.id)
+func (a *Accounts) requireStepUp(w http.ResponseWriter, r *http.Request, sess ownerSession) bool {
+	st, err := loadStepUp(r.Context(), a.store.db, sess.namespace, sess.id)
 	if err != nil {
-		s.writeErr(w, r, err)
+		a.kit.Error(w, r, answer(err))
 		return false
 	}
-	if err := st.check(s.now()); err != nil {
-		s.writeErr(w, r, err)
+	if err := st.check(a.kit.Now()); err != nil {
+		a.kit.Error(w, r, answer(err))
 		return false
 	}
 	return true
@@ -106,7 +106,7 @@ func (s *Server) requireStepUp(w http.ResponseWriter, r *http.Request, sess owne
 
 // markVerified records that the owner of session sid has just completed an
 // assertion with passkey pk, at the account's current credential version.
-func (s *Store) markVerified(ctx context.Context, sid, pk string, now time.Time) error {
+func (s store) markVerified(ctx context.Context, sid, pk string, now time.Time) error {
 	_, err := s.db.Exec(ctx, `UPDATE sessions SET verified_at = $2, verified_passkey = $3,
 		verified_version = (SELECT a.credential_version FROM accounts a JOIN namespaces n ON n.owner_id = a.id
 			WHERE n.namespace = sessions.namespace)
@@ -120,7 +120,7 @@ func (s *Store) markVerified(ctx context.Context, sid, pk string, now time.Time)
 // passkey). change gets the number of passkeys the namespace has; the
 // account's credential version is bumped when it succeeds, which uses up
 // every session's verification.
-func (s *Store) credentialChange(ctx context.Context, ns, sid string, now time.Time, change func(tx *sql.Tx, passkeys int) error) error {
+func (s store) credentialChange(ctx context.Context, ns, sid string, now time.Time, change func(tx *sql.Tx, passkeys int) error) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var owner string
 		err := tx.QueryRowContext(ctx, `SELECT owner_id FROM namespaces WHERE namespace = $1`+s.db.ForUpdate(), ns).Scan(&owner)

@@ -1,4 +1,4 @@
-package controlplane
+package ownerauth
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
-	"net/netip"
 	"time"
 
 	"github.com/idnhq/idn/internal/apierror"
@@ -18,58 +17,42 @@ import (
 // bound the work an address can cause.
 //
 //   - Ceremony options (signup, login, verification, adding a passkey) are
-//     not attempts: an address may ask for optionsPerAddressPerHour of them.
-//   - Signup: signupsPerAddressPerHour accounts per address per hour.
+//     not attempts: an address may ask for OptionsPerAddressPerHour of them.
+//   - Signup: SignupsPerAddressPerHour accounts per address per hour.
 //   - Failed assertions (login, verification) back off exponentially per
 //     namespace and address, from backoffBase doubling up to backoffMax; a
 //     success clears that backoff. An address's failed assertions across
-//     all namespaces are capped at assertFailuresPerAddressPerHour, so
+//     all namespaces are capped at AssertFailuresPerAddressPerHour, so
 //     spraying made-up namespaces gains nothing either.
 //   - Failed signups back off per address the same way.
 //
 // The counters live in the database, so instances sharing PostgreSQL share
 // them.
 const (
-	signupsPerAddressPerHour        = 5
-	optionsPerAddressPerHour        = 200
-	assertFailuresPerAddressPerHour = 100
+	SignupsPerAddressPerHour        = 5
+	OptionsPerAddressPerHour        = 200
+	AssertFailuresPerAddressPerHour = 100
 	limitWindow                     = time.Hour
 	backoffBase                     = time.Second
 	backoffMax                      = 15 * time.Minute
 )
 
-// clientKey is the part of every limit key that names the client.
-func (s *Server) clientKey(r *http.Request) string {
-	a := s.proxy.ClientAddr(r)
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	if !a.IsValid() {
-		a = netip.IPv4Unspecified()
-	}
-	return a.String()
-}
-
-func (s *Server) signupLimitKey(r *http.Request) string  { return "signup:" + s.clientKey(r) }
-func (s *Server) optionsLimitKey(r *http.Request) string { return "options:" + s.clientKey(r) }
-func (s *Server) failuresLimitKey(r *http.Request) string {
-	return "assert-failures:" + s.clientKey(r)
+func (l *limiter) signupLimitKey(r *http.Request) string  { return "signup:" + l.kit.ClientKey(r) }
+func (l *limiter) optionsLimitKey(r *http.Request) string { return "options:" + l.kit.ClientKey(r) }
+func (l *limiter) failuresLimitKey(r *http.Request) string {
+	return "assert-failures:" + l.kit.ClientKey(r)
 }
 
 // assertLimitKey keys the backoff of failed assertions for ns from the
 // request's client ('@' never occurs in a namespace).
-func (s *Server) assertLimitKey(r *http.Request, ns string) string {
-	return "assert:" + ns + "@" + s.clientKey(r)
+func (l *limiter) assertLimitKey(r *http.Request, ns string) string {
+	return "assert:" + ns + "@" + l.kit.ClientKey(r)
 }
-
-// rateLimited is the 429 answer telling the client when to come back.
-func rateLimited(wait time.Duration) *apierror.Error { return web.ErrRateLimited.WithRetryAfter(wait) }
 
 // limitAttempt counts one attempt under key, allowing max per window. It
 // returns how long the caller must wait instead (0: go ahead); a refused
 // attempt is not counted.
-func (s *Store) limitAttempt(ctx context.Context, key string, max int, now time.Time) (wait time.Duration, err error) {
+func (s store) limitAttempt(ctx context.Context, key string, max int, now time.Time) (wait time.Duration, err error) {
 	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
 		st, err := s.lockLimit(ctx, tx, key, now)
 		if err != nil {
@@ -91,7 +74,7 @@ func (s *Store) limitAttempt(ctx context.Context, key string, max int, now time.
 // limitWait reports how long key still refuses: its backoff, or the rest of
 // its window once max attempts were counted in it (max 0: no window cap).
 // It counts nothing and creates no row.
-func (s *Store) limitWait(ctx context.Context, key string, max int, now time.Time) (time.Duration, error) {
+func (s store) limitWait(ctx context.Context, key string, max int, now time.Time) (time.Duration, error) {
 	var st limitState
 	err := s.db.QueryRowContext(ctx, `SELECT window_start, attempts, failures, blocked_until FROM auth_limits WHERE limit_key = $1`, key).
 		Scan(&st.windowStart, &st.attempts, &st.failures, &st.blockedUntil)
@@ -106,7 +89,7 @@ func (s *Store) limitWait(ctx context.Context, key string, max int, now time.Tim
 
 // limitFailure records a failed attempt under key and starts the next,
 // doubled backoff.
-func (s *Store) limitFailure(ctx context.Context, key string, now time.Time) error {
+func (s store) limitFailure(ctx context.Context, key string, now time.Time) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		st, err := s.lockLimit(ctx, tx, key, now)
 		if err != nil {
@@ -123,7 +106,7 @@ func (s *Store) limitFailure(ctx context.Context, key string, now time.Time) err
 }
 
 // limitSuccess clears the backoff of key after a ceremony succeeded.
-func (s *Store) limitSuccess(ctx context.Context, key string) error {
+func (s store) limitSuccess(ctx context.Context, key string) error {
 	_, err := s.db.Exec(ctx, `UPDATE auth_limits SET failures = 0, blocked_until = 0 WHERE limit_key = $1`, key)
 	return sqldb.Err("clear failures", err)
 }
@@ -148,7 +131,7 @@ func (st limitState) wait(max int, now time.Time) time.Duration {
 
 // lockLimit returns the row of key inside tx, creating it when absent, and
 // locks it on PostgreSQL (SQLite transactions are already exclusive).
-func (s *Store) lockLimit(ctx context.Context, tx *sql.Tx, key string, now time.Time) (limitState, error) {
+func (s store) lockLimit(ctx context.Context, tx *sql.Tx, key string, now time.Time) (limitState, error) {
 	var st limitState
 	if _, err := tx.ExecContext(ctx, `INSERT INTO auth_limits (limit_key, window_start, attempts, failures, blocked_until)
 		VALUES ($1, $2, 0, 0, 0) ON CONFLICT (limit_key) DO NOTHING`, key, sqldb.Micros(now)); err != nil {
@@ -161,31 +144,31 @@ func (s *Store) lockLimit(ctx context.Context, tx *sql.Tx, key string, now time.
 
 // checkAttempt counts an attempt under key; false means the answer (429 or
 // an error) has been written.
-func (s *Server) checkAttempt(w http.ResponseWriter, r *http.Request, key string, max int) bool {
-	wait, err := s.store.limitAttempt(r.Context(), key, max, s.now())
-	return s.limitAnswer(w, r, wait, err)
+func (l *limiter) checkAttempt(w http.ResponseWriter, r *http.Request, key string, max int) bool {
+	wait, err := l.store.limitAttempt(r.Context(), key, max, l.kit.Now())
+	return l.limitAnswer(w, r, wait, err)
 }
 
 // checkWait refuses the request while key is backing off or (max > 0) has
 // used up its window; it counts nothing.
-func (s *Server) checkWait(w http.ResponseWriter, r *http.Request, key string, max int) bool {
-	wait, err := s.store.limitWait(r.Context(), key, max, s.now())
-	return s.limitAnswer(w, r, wait, err)
+func (l *limiter) checkWait(w http.ResponseWriter, r *http.Request, key string, max int) bool {
+	wait, err := l.store.limitWait(r.Context(), key, max, l.kit.Now())
+	return l.limitAnswer(w, r, wait, err)
 }
 
-func (s *Server) limitAnswer(w http.ResponseWriter, r *http.Request, wait time.Duration, err error) bool {
+func (l *limiter) limitAnswer(w http.ResponseWriter, r *http.Request, wait time.Duration, err error) bool {
 	if err != nil {
-		s.writeErr(w, r, err)
+		l.kit.Error(w, r, answer(err))
 		return false
 	}
 	if wait > 0 {
-		apierror.Write(w, r, rateLimited(wait))
+		apierror.Write(w, r, web.RateLimited(wait))
 		return false
 	}
 	return true
 }
 
 // checkOptions bounds the ceremonies an address may begin.
-func (s *Server) checkOptions(w http.ResponseWriter, r *http.Request) bool {
-	return s.checkAttempt(w, r, s.optionsLimitKey(r), optionsPerAddressPerHour)
+func (l *limiter) checkOptions(w http.ResponseWriter, r *http.Request) bool {
+	return l.checkAttempt(w, r, l.optionsLimitKey(r), OptionsPerAddressPerHour)
 }

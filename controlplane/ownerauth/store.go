@@ -1,4 +1,4 @@
-package controlplane
+package ownerauth
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
@@ -24,7 +25,7 @@ const (
 )
 
 // saveChallenge stores the server side of a ceremony until expires.
-func (s *Store) saveChallenge(ctx context.Context, kind, ns, sid string, sd *webauthn.SessionData, expires time.Time) error {
+func (s store) saveChallenge(ctx context.Context, kind, ns, sid string, sd *webauthn.SessionData, expires time.Time) error {
 	data, err := json.Marshal(sd)
 	if err != nil {
 		return fmt.Errorf("controlplane: encode challenge: %w", err)
@@ -38,7 +39,7 @@ func (s *Store) saveChallenge(ctx context.Context, kind, ns, sid string, sd *web
 // session: the DELETE makes it single-use even across instances. A
 // challenge issued for another kind, namespace or session is not found
 // (and stays usable by its own ceremony).
-func (s *Store) takeChallenge(ctx context.Context, challenge, kind, ns, sid string, now time.Time) (webauthn.SessionData, error) {
+func (s store) takeChallenge(ctx context.Context, challenge, kind, ns, sid string, now time.Time) (webauthn.SessionData, error) {
 	var (
 		sd      webauthn.SessionData
 		data    string
@@ -72,6 +73,10 @@ type passkey struct {
 	Credential webauthn.Credential
 }
 
+// store is the accounts' and sessions' view of the database: accounts,
+// passkeys, WebAuthn challenges, sessions and rate-limit counters.
+type store struct{ db *sqldb.DB }
+
 // credentialID is the stored (base64url) form of a raw credential id.
 func credentialID(raw []byte) string { return base64.RawURLEncoding.EncodeToString(raw) }
 
@@ -100,7 +105,7 @@ func scanPasskey(row interface{ Scan(...any) error }) (passkey, error) {
 }
 
 // passkeys returns the passkeys of ns, oldest first.
-func (s *Store) passkeys(ctx context.Context, ns string) ([]passkey, error) {
+func (s store) passkeys(ctx context.Context, ns string) ([]passkey, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+passkeyColumns+` FROM passkeys WHERE namespace = $1 ORDER BY created_at, id`, ns)
 	if err != nil {
 		return nil, sqldb.Err("list passkeys", err)
@@ -118,7 +123,7 @@ func (s *Store) passkeys(ctx context.Context, ns string) ([]passkey, error) {
 }
 
 // insertPasskey stores cred as a passkey of ns inside tx, able to confirm
-// credential changes from trusted on (see newPasskeyHold).
+// credential changes from trusted on (see NewPasskeyHold).
 func insertPasskey(ctx context.Context, tx *sql.Tx, ns, name string, cred *webauthn.Credential, now, trusted time.Time) (passkey, error) {
 	data, err := json.Marshal(cred)
 	if err != nil {
@@ -143,7 +148,7 @@ func insertPasskey(ctx context.Context, tx *sql.Tx, ns, name string, cred *webau
 
 // createAccount registers ns for a new account whose first passkey is
 // cred. A namespace that exists, even deactivated, is never taken again.
-func (s *Store) createAccount(ctx context.Context, ns, accountID, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
+func (s store) createAccount(ctx context.Context, ns, accountID, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
 	var p passkey
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var n int
@@ -174,12 +179,12 @@ func (s *Store) createAccount(ctx context.Context, ns, accountID, name string, c
 // addPasskey stores another passkey of ns, a credential change that
 // session sid must be entitled to (see credentialChange). Only a
 // namespace's first passkey is established at once.
-func (s *Store) addPasskey(ctx context.Context, ns, sid, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
+func (s store) addPasskey(ctx context.Context, ns, sid, name string, cred *webauthn.Credential, now time.Time) (passkey, error) {
 	var p passkey
 	err := s.credentialChange(ctx, ns, sid, now, func(tx *sql.Tx, existing int) error {
 		trusted := now
 		if existing > 0 {
-			trusted = now.Add(newPasskeyHold)
+			trusted = now.Add(NewPasskeyHold)
 		}
 		var err error
 		p, err = insertPasskey(ctx, tx, ns, name, cred, now, trusted)
@@ -193,7 +198,7 @@ func (s *Store) addPasskey(ctx context.Context, ns, sid, name string, cred *weba
 // asserted one (or both are zero: authenticators without a counter), so of
 // two assertions racing with one counter value exactly one passes, and a
 // regression is errPasskeyCloned. It returns the passkey's id.
-func (s *Store) usePasskey(ctx context.Context, ns string, cred *webauthn.Credential, now time.Time) (string, error) {
+func (s store) usePasskey(ctx context.Context, ns string, cred *webauthn.Credential, now time.Time) (string, error) {
 	data, err := json.Marshal(cred)
 	if err != nil {
 		return "", fmt.Errorf("controlplane: encode passkey: %w", err)
@@ -210,7 +215,7 @@ func (s *Store) usePasskey(ctx context.Context, ns string, cred *webauthn.Creden
 }
 
 // renamePasskey renames passkey id of ns.
-func (s *Store) renamePasskey(ctx context.Context, ns, id, name string) (passkey, error) {
+func (s store) renamePasskey(ctx context.Context, ns, id, name string) (passkey, error) {
 	p, err := scanPasskey(s.db.WriteRow(ctx, `UPDATE passkeys SET name = $3 WHERE id = $1 AND namespace = $2 RETURNING `+passkeyColumns,
 		id, ns, name))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -224,7 +229,7 @@ func (s *Store) renamePasskey(ctx context.Context, ns, id, name string) (passkey
 // credentialChange), and ends the other sessions that passkey started. The
 // namespace row is locked on PostgreSQL, so two concurrent deletions cannot
 // remove the last two passkeys. It returns the removed passkey.
-func (s *Store) deletePasskey(ctx context.Context, ns, sid, id string, now time.Time) (passkey, error) {
+func (s store) deletePasskey(ctx context.Context, ns, sid, id string, now time.Time) (passkey, error) {
 	var p passkey
 	err := s.credentialChange(ctx, ns, sid, now, func(tx *sql.Tx, total int) error {
 		var err error
@@ -246,11 +251,11 @@ func (s *Store) deletePasskey(ctx context.Context, ns, sid, id string, now time.
 	return p, err
 }
 
-// accountSettings are the owner's notification preferences: Email is the
+// Settings are the owner's notification preferences: Email is the
 // address alerts are mailed to ("" = none); EmailNotifications governs the
 // account's own alerts (passkey changes), WebhookFailuresNotify the alerts
 // of webhooks that fail for good.
-type accountSettings struct {
+type Settings struct {
 	Email                 string `json:"email"`
 	EmailNotifications    bool   `json:"email_notifications"`
 	WebhookFailuresNotify bool   `json:"webhook_failures_notify"`
@@ -258,7 +263,7 @@ type accountSettings struct {
 
 // account returns the account owning ns: its id (also its WebAuthn user
 // handle), creation time and settings.
-func (s *Store) account(ctx context.Context, ns string) (id string, created time.Time, set accountSettings, err error) {
+func (s store) account(ctx context.Context, ns string) (id string, created time.Time, set Settings, err error) {
 	var at int64
 	var email, webhook int
 	var addr string
@@ -270,11 +275,11 @@ func (s *Store) account(ctx context.Context, ns string) (id string, created time
 	if err != nil {
 		return "", time.Time{}, set, sqldb.Err("account", err)
 	}
-	return id, sqldb.FromMicros(at), accountSettings{Email: addr, EmailNotifications: email == 1, WebhookFailuresNotify: webhook == 1}, nil
+	return id, sqldb.FromMicros(at), Settings{Email: addr, EmailNotifications: email == 1, WebhookFailuresNotify: webhook == 1}, nil
 }
 
 // updateSettings sets the non-nil settings of the account owning ns.
-func (s *Store) updateSettings(ctx context.Context, ns string, addr *string, email, webhook *bool) error {
+func (s store) updateSettings(ctx context.Context, ns string, addr *string, email, webhook *bool) error {
 	flag := func(b *bool) sql.NullInt64 {
 		if b == nil {
 			return sql.NullInt64{}
@@ -296,52 +301,71 @@ func (s *Store) updateSettings(ctx context.Context, ns string, addr *string, ema
 	return sqldb.Err("update settings", err)
 }
 
-// deactivateNamespace leaves the tombstone of an account deletion: the
-// namespace row stays (so the name is never registered again and the DID
-// resolves as deactivated) while its passkeys, challenges, sessions and
-// paired gateways go. It returns the gateways it unpaired, whose sockets
-// the caller closes.
-func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time) ([]gatewayRecord, error) {
-	var unpaired []gatewayRecord
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE namespaces SET deactivated_at = $2, updated_at = $2
-			WHERE namespace = $1 AND deactivated_at IS NULL`, ns, sqldb.Micros(now)); err != nil {
-			return sqldb.Err("deactivate namespace", err)
-		}
-		for _, q := range []string{
-			`DELETE FROM passkeys WHERE namespace = $1`,
-			`DELETE FROM webauthn_challenges WHERE namespace = $1`,
-			`DELETE FROM sessions WHERE namespace = $1`,
-			`DELETE FROM gateway_pairings WHERE namespace = $1`,
-		} {
-			if _, err := tx.ExecContext(ctx, q, ns); err != nil {
-				return sqldb.Err("delete account data", err)
-			}
-		}
-		rows, err := tx.QueryContext(ctx, `DELETE FROM gateways WHERE namespace = $1 RETURNING `+gatewayColumns, ns)
-		if err != nil {
-			return sqldb.Err("delete gateways", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			g, err := scanGateway(rows)
-			if err != nil {
-				return sqldb.Err("delete gateways", err)
-			}
-			unpaired = append(unpaired, g)
-		}
-		return sqldb.Err("delete gateways", rows.Err())
-	})
-	return unpaired, err
-}
-
 // cleanupAuth deletes expired challenges, and rate-limit rows whose window
 // has closed and whose backoff ended at least a window ago.
-func (s *Store) cleanupAuth(ctx context.Context, now time.Time) error {
+func (s store) cleanupAuth(ctx context.Context, now time.Time) error {
 	if _, err := s.db.Exec(ctx, `DELETE FROM webauthn_challenges WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
 		return sqldb.Err("delete challenges", err)
 	}
 	old := sqldb.Micros(now.Add(-limitWindow))
 	_, err := s.db.Exec(ctx, `DELETE FROM auth_limits WHERE window_start <= $1 AND blocked_until <= $1`, old)
 	return sqldb.Err("delete rate limits", err)
+}
+
+// createSession stores a new session of ns valid until expires and returns
+// its id, unless ns already has max live sessions (a *web.RetryLater wrapping
+// ErrSessionLimit).
+func (s store) createSession(ctx context.Context, ns string, max int, now, expires time.Time) (string, error) {
+	id := sqldb.NewID("ses_")
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if err := s.db.LockNamespace(ctx, tx, ns); err != nil {
+			return err
+		}
+		var (
+			live     int
+			earliest sql.NullInt64
+		)
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(expires_at) FROM sessions WHERE namespace = $1 AND expires_at > $2`,
+			ns, sqldb.Micros(now)).Scan(&live, &earliest); err != nil {
+			return sqldb.Err("count sessions", err)
+		}
+		if live >= max {
+			return web.RetryUntil(ErrSessionLimit, sqldb.FromMicros(earliest.Int64), now)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, namespace, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+			id, ns, sqldb.Micros(now), sqldb.Micros(expires))
+		return sqldb.Err("insert session", err)
+	})
+	return id, err
+}
+
+// checkSession reports errSessionInvalid unless session sid of ns exists,
+// has not expired and its namespace is active.
+func (s store) checkSession(ctx context.Context, sid, ns string, now time.Time) error {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions s JOIN namespaces n ON n.namespace = s.namespace
+		WHERE s.id = $1 AND s.namespace = $2 AND s.expires_at > $3 AND n.deactivated_at IS NULL`,
+		sid, ns, sqldb.Micros(now)).Scan(&n)
+	if err != nil {
+		return sqldb.Err("session", err)
+	}
+	if n == 0 {
+		return errSessionInvalid
+	}
+	return nil
+}
+
+// activeNamespace returns nil when namespace ns exists and is active.
+func (s store) activeNamespace(ctx context.Context, ns string) error {
+	var deactivated sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT deactivated_at FROM namespaces WHERE namespace = $1`, ns).Scan(&deactivated)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return errNamespaceNotFound
+	case err != nil:
+		return sqldb.Err("namespace", err)
+	case deactivated.Valid:
+		return errNamespaceDeactivated
+	}
+	return nil
 }

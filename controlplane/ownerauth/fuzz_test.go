@@ -1,4 +1,4 @@
-package controlplane
+package ownerauth
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/descope/virtualwebauthn"
 )
 
 // FuzzParseCredential feeds arbitrary bytes to the decoding of the
@@ -15,11 +17,19 @@ import (
 func FuzzParseCredential(f *testing.F) {
 	options := []byte(`{"challenge":"c2VlZC1jaGFsbGVuZ2Utb2YtMzItYnl0ZXMtbG9uZyEh","rp":{"id":"localhost","name":"idn"},` +
 		`"user":{"id":"dXNyXzE","name":"alice","displayName":"alice"},"rpId":"localhost"}`)
-	for _, alg := range []string{"ES256", "EdDSA"} {
-		d := newDevice(f, alg)
-		f.Add([]byte(d.create(f, options)))
-		f.Add([]byte(d.get(f, options)))
+	// Real responses of a virtual authenticator, one of each ceremony.
+	rp := virtualwebauthn.RelyingParty{ID: "localhost", Name: "idn", Origin: "http://localhost:8787"}
+	auth, cred := virtualwebauthn.NewAuthenticator(), virtualwebauthn.NewCredential(virtualwebauthn.KeyTypeEC2)
+	creation, err := virtualwebauthn.ParseAttestationOptions(string(options))
+	if err != nil {
+		f.Fatal(err)
 	}
+	assertion, err := virtualwebauthn.ParseAssertionOptions(string(options))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(virtualwebauthn.CreateAttestationResponse(rp, auth, cred, *creation)))
+	f.Add([]byte(virtualwebauthn.CreateAssertionResponse(rp, auth, cred, *assertion)))
 	f.Add([]byte(`{"id":"","rawId":"","type":"public-key","response":{}}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"response":{"clientDataJSON":"e30","attestationObject":"oA"}}`))
