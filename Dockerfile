@@ -9,17 +9,26 @@
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
+# Each binary is built from its own module, as a user's go install would,
+# not through go.work: the gateway and idn from the root module,
+# the control plane from cmd/controlplane (README, "Modules").
+ENV GOWORK=off
 COPY go.mod go.sum ./
-RUN go mod download
+COPY httpsig/go.mod httpsig/go.sum httpsig/
+COPY controlplane/go.mod controlplane/go.sum controlplane/
+COPY registry/evm/go.mod registry/evm/go.sum registry/evm/
+COPY cmd/controlplane/go.mod cmd/controlplane/go.sum cmd/controlplane/
+RUN go mod download && cd cmd/controlplane && go mod download
 COPY . .
 ARG VERSION=dev
 # modernc.org/sqlite is pure Go, so CGO_ENABLED=0 gives a static binary.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
       -o /out/gateway ./cmd/gateway && \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
-      -o /out/controlplane ./cmd/controlplane && \
+      -o /out/idn ./cmd/idn && \
+    cd cmd/controlplane && \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
-      -o /out/idn ./cmd/idn
+      -o /out/controlplane .
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/

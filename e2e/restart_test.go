@@ -35,7 +35,11 @@ var buildGateway = sync.OnceValues(func() (string, error) {
 	}
 	binDir = dir
 	bin := filepath.Join(dir, "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idnhq/idn/cmd/gateway").CombinedOutput(); err != nil {
+	// Built in its own module's folder, so that it builds with or
+	// without go.work (GOWORK=off).
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build cmd/gateway: %w: %s", err, out)
 	}
 	return bin, nil

@@ -282,7 +282,9 @@ func runGateway(t *testing.T, bin string, env []string, args ...string) string {
 func TestGatewayPairingEndToEnd(t *testing.T) {
 	chromium(t)
 	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idnhq/idn/cmd/gateway").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
+	build.Dir = "../.." // the root module's folder: builds with or without go.work
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the gateway: %v\n%s", err, out)
 	}
 	for _, engine := range []string{controlplane.ProviderSQLite, controlplane.ProviderPostgres} {

@@ -20,7 +20,9 @@ import (
 func TestQuickstartOpensTheDashboard(t *testing.T) {
 	chromium(t)
 	bin := filepath.Join(t.TempDir(), "quickstart")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idnhq/idn/examples/quickstart").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "./quickstart")
+	build.Dir = "../../examples" // its module's folder: builds with or without go.work
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the quickstart: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -4,7 +4,7 @@
 // still running, so a long run is never silent. It exits 1 when any test or
 // package failed, or when the input held no test result at all.
 //
-//	go test -race -json ./... | go run ./internal/ci/testprogress
+//	go test -race -json github.com/idnhq/idn/... | go run ./internal/ci/testprogress
 package main
 
 import (

@@ -1,3 +1,8 @@
+// Package gateway_test runs package gateway in front of a real control
+// plane (SQLite): claims approved there, credentials from a vault, admin
+// binding and readiness. It lives in the e2e module, not beside package
+// gateway, so that the module a gateway user imports does not require the
+// control plane's database drivers.
 package gateway_test
 
 import (
