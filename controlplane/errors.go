@@ -99,9 +99,6 @@ var errorRules = web.Rules{
 
 // Errors raised by the HTTP layer itself.
 var (
-	errSignatureInvalid = apierror.Coded(errcode.SignatureInvalid, "")
-	errNonceReplay      = apierror.Coded(errcode.NonceReplay, "")
-	errNonceStoreFull   = apierror.Coded(errcode.NonceStoreFull, "")
 	errAPIKeyInvalid    = apierror.Coded(errcode.APIKeyInvalid, "")
 	errServiceMismatch  = apierror.Coded(errcode.ServiceMismatch, "")
 	errMetricsForbidden = apierror.Coded(errcode.MetricsForbidden, "")

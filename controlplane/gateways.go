@@ -221,7 +221,7 @@ func validRPCID(id json.RawMessage) bool {
 // recorded (in the database) only once the key or the session has passed,
 // so a stranger's upgrade writes nothing.
 func (s *Server) gatewayConnect(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.verifySigned(w, r)
+	caller, ok := s.gate.Verify(w, r)
 	if !ok {
 		return
 	}
@@ -239,7 +239,7 @@ func (s *Server) gatewayConnect(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	if !s.recordNonce(w, r, caller, s.nonces) {
+	if !s.gate.RecordNonce(w, r, caller) {
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{})

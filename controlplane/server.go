@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/signed"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/controlplane/ownerauth"
 	"log/slog"
@@ -21,7 +22,6 @@ import (
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/internal/tracing"
-	"github.com/idnhq/idn/replay"
 )
 
 // Config configures a Server. Only Store and JWTSecret are required; every
@@ -169,16 +169,11 @@ type Server struct {
 	kit      *web.Kit
 	sessions *ownerauth.Sessions
 	accounts *ownerauth.Accounts
-	verifier *identity.Verifier
-	// Signed routes: the per-address buckets, the durable nonces of callers
-	// with standing and the in-memory nonces of public lookups (signed.go).
-	signedLimits *addressLimits
-	nonces       nonceChecker
-	lookupNonces *replay.Store
-	cursors      *cursorCache
-	mux          *routeMux
-	obs          *observer
-	tracer       tracing.Tracer
+	gate     *signed.Gate // signed routes
+	cursors  *cursorCache
+	mux      *routeMux
+	obs      *observer
+	tracer   tracing.Tracer
 }
 
 // New validates cfg and returns the API handler.
@@ -227,28 +222,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies},
 		cursors: newCursorCache(4096)}
-	s.verifier = &identity.Verifier{
-		Clock:      cfg.Clock,
-		MaxAge:     cfg.SignatureMaxAge,
-		FutureSkew: cfg.SignatureFutureSkew,
-		Origin:     s.proxy.Origin,
-		// The nonce is recorded by recordNonce once the rate limit and the
-		// caller's standing have passed, in the database or in memory as
-		// the route needs (signed.go).
-		InsecureSkipNonceCheck: true,
-		// The body is read by readSignedBody once the signature, nonce and
-		// service key have passed, so no unverified request is buffered.
-		InsecureSkipBodyCheck: true,
-	}
-	s.signedLimits = newAddressLimits(cfg.SignedRatePerMinute, maxLimitedAddresses)
-	s.nonces = nonceChecker{store: cfg.Store, now: cfg.Clock}
-	lookups, err := replay.New(replay.Config{MaxBytes: replay.MemoryFor(cfg.MaxLookupNonces), Clock: cfg.Clock})
-	if err != nil {
-		return nil, fmt.Errorf("controlplane: lookup nonces: %w", err)
-	}
-	s.lookupNonces = lookups
 	s.kit = &web.Kit{Log: log, Clock: cfg.Clock, Proxy: s.proxy, PublicURL: cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, Bodies: bodybudget.Budget{Max: cfg.MaxInflightBodyBytes}}
+	var err error
+	s.gate, err = signed.New(signed.Config{MaxAge: cfg.SignatureMaxAge, FutureSkew: cfg.SignatureFutureSkew,
+		RatePerMinute: cfg.SignedRatePerMinute, MaxLookupNonces: cfg.MaxLookupNonces}, cfg.Store.db, s.kit)
+	if err != nil {
+		return nil, err
+	}
 	s.tracer = tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/controlplane")
 	s.sessions, err = ownerauth.NewSessions(ownerauth.SessionConfig{Secret: cfg.JWTSecret, TTL: cfg.SessionTTL,
 		MaxSessions: cfg.MaxSessions, InsecureLocalhostCookie: cfg.InsecureLocalhostCookie}, cfg.Store.db, s.kit)
@@ -339,11 +320,11 @@ func (s *Server) routes() {
 
 	// Signed-header routes: an agent or a service proves who it is on
 	// every request.
-	m.Handle("GET /v1/namespaces/{namespace}", s.signed(s.getNamespace))
+	m.Handle("GET /v1/namespaces/{namespace}", s.gate.Public(s.getNamespace))
 	m.Handle("GET /v1/namespaces/claims", s.signedService(s.claimsFeed))
 	m.Handle("POST /v1/claims", s.signedService(s.submitClaim))
 	m.Handle("GET /v1/verify", s.signedService(s.verifyClaim))
-	m.Handle("GET /.well-known/did/{did}", s.signed(s.wellKnownDID))
+	m.Handle("GET /.well-known/did/{did}", s.gate.Public(s.wellKnownDID))
 
 	// Public DID resolution (outside the protected prefixes).
 	m.HandleFunc("GET /1.0/identifiers/{did}", s.resolveDID)

@@ -1,113 +1,38 @@
 package controlplane
 
 import (
-	"bytes"
 	"errors"
-	"github.com/idnhq/idn/controlplane/internal/web"
-	"io"
+	"github.com/idnhq/idn/controlplane/internal/signed"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/idnhq/idn/httpsig"
-	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/replay"
 )
 
-// Signed routes admit a request in this order, so that a caller who proves
-// nothing (any self-made key can sign) makes the control plane write
-// nothing:
-//
-//  1. the client network (an IPv4 address, or an IPv6 /64) spends a token
-//     of its bucket (SignedRatePerMinute), in memory: past it 429
-//     RATE_LIMITED with Retry-After. Anyone can make a valid signature
-//     with a key of their own, so verifying one first would protect
-//     nothing and cost a flood's every request two Ed25519 verifications;
-//  2. the signature and the agent certificate are verified, in memory;
-//  3. the caller's standing is read where the route needs one (a service
-//     API key, a paired gateway key or an open pairing session);
-//  4. the nonce is recorded: in the database for callers with standing, so
-//     instances sharing it refuse each other's replays; in a bounded memory
-//     (MaxLookupNonces) for the public lookups, which write nothing and
-//     need no standing;
-//  5. the body is read and checked against the signed content-digest.
+// Defaults of the signed routes' admission limits (Config).
+const (
+	// DefaultSignedRatePerMinute is CONTROLPLANE_SIGNED_RATE_LIMIT_PER_MINUTE's
+	// default: requests to the signed routes per client network per minute.
+	DefaultSignedRatePerMinute = signed.DefaultSignedRatePerMinute
+	// DefaultMaxLookupNonces is CONTROLPLANE_LOOKUP_NONCE_MAX_ENTRIES's
+	// default: nonces of public lookups remembered in memory.
+	DefaultMaxLookupNonces = signed.DefaultMaxLookupNonces
+)
 
-// signed admits the public lookups: any verified signer, its nonce kept in
-// memory. The signature covers content-digest, so it is checked before any
-// body byte is read; the body is then read and checked against that digest
-// before next runs.
-func (s *Server) signed(next http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, ok := s.verifySigned(w, r)
-		if ok && s.recordNonce(w, r, caller, s.lookupNonces) && s.readSignedBody(w, r, caller) {
-			next(w, r)
-		}
-	})
-}
-
-// signedService is signed for routes that also need the service API key of
+// signedService admits, like signed.Gate.Public, the routes that also need the service API key of
 // the Authorization bearer header; the key is checked before the nonce is
 // recorded (in the database) and before the body is read.
 func (s *Server) signedService(next func(http.ResponseWriter, *http.Request, service)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, ok := s.verifySigned(w, r)
+		caller, ok := s.gate.Verify(w, r)
 		if !ok {
 			return
 		}
 		svc, ok := s.serviceKey(w, r)
-		if ok && s.recordNonce(w, r, caller, s.nonces) && s.readSignedBody(w, r, caller) {
+		if ok && s.gate.RecordNonce(w, r, caller) && s.gate.ReadBody(w, r, caller) {
 			next(w, r, svc)
 		}
 	})
-}
-
-// verifySigned checks the client's rate and the signature, touching
-// neither the body nor the database and recording no nonce; on failure it
-// has answered.
-func (s *Server) verifySigned(w http.ResponseWriter, r *http.Request) (*identity.Caller, bool) {
-	if wait := s.signedLimits.wait(s.kit.ClientKey(r), s.now()); wait > 0 {
-		apierror.Write(w, r, web.RateLimited(wait))
-		return nil, false
-	}
-	caller, err := s.verifier.Verify(r)
-	if err != nil {
-		s.signatureFailed(w, r, err)
-		return nil, false
-	}
-	return caller, true
-}
-
-// recordNonce records the caller's nonce, scoped by its namespace, in
-// nonces; on failure (a replay, a full memory, the database failing) it has
-// answered.
-func (s *Server) recordNonce(w http.ResponseWriter, r *http.Request, caller *identity.Caller, nonces httpsig.NonceChecker) bool {
-	err := nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil)
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, replay.ErrFull):
-		// A slot frees the second its nonce expires; come back shortly.
-		apierror.Write(w, r, errNonceStoreFull.WithRetryAfter(5*time.Second))
-	default:
-		s.signatureFailed(w, r, err)
-	}
-	return false
-}
-
-func (s *Server) signatureFailed(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, httpsig.ErrReplayDetected):
-		apierror.Write(w, r, errNonceReplay)
-	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrBusy):
-		s.writeErr(w, r, err)
-	default:
-		var reason string
-		if code, ok := identity.AuthCode(err); ok {
-			reason = code.String()
-		}
-		apierror.Write(w, r, errSignatureInvalid.With("details", map[string]string{"reason": reason}))
-	}
 }
 
 // serviceKey authenticates the service API key of the Authorization bearer
@@ -128,22 +53,4 @@ func (s *Server) serviceKey(w http.ResponseWriter, r *http.Request) (service, bo
 		return service{}, false
 	}
 	return svc, true
-}
-
-// readSignedBody reads the body of a verified caller (up to MaxBodyBytes,
-// into a buffer that grows as bytes arrive), checks it against the signed
-// content-digest and leaves r.Body readable from the start; on failure it
-// has answered.
-func (s *Server) readSignedBody(w http.ResponseWriter, r *http.Request, caller *identity.Caller) bool {
-	body, ae := s.kit.ReadBody(r)
-	if ae != nil {
-		apierror.Write(w, r, ae)
-		return false
-	}
-	if err := caller.CheckBody(body); err != nil {
-		s.signatureFailed(w, r, err)
-		return false
-	}
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	return true
 }

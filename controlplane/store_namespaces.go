@@ -4,11 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"time"
-
-	"github.com/idnhq/idn/httpsig"
 )
 
 // namespaceRecord is a namespace row plus its count of approved claims.
@@ -62,42 +59,6 @@ func (s *Store) namespace(ctx context.Context, ns string) (namespaceRecord, erro
 	rec.Namespace = ns
 	rec.CreatedAt, rec.UpdatedAt, rec.Deactivated = sqldb.FromMicros(created), sqldb.FromMicros(updated), sqldb.FromNullMicros(deactivated)
 	return rec, nil
-}
-
-// nonceChecker is the database-backed httpsig.NonceChecker: a nonce is a
-// row keyed by (scope, nonce) that lives until the signature carrying it
-// can no longer be accepted. Every instance sharing the database sees it.
-type nonceChecker struct {
-	store *Store
-	now   func() time.Time
-}
-
-var _ httpsig.NonceChecker = nonceChecker{}
-
-// CheckNonce records nonce in scope until the given time. A nonce already
-// recorded and not yet expired is a replay: the error wraps
-// httpsig.ErrReplayDetected. The insert is atomic (ON CONFLICT DO NOTHING on
-// the primary key), so two instances racing on one nonce admit exactly one.
-func (c nonceChecker) CheckNonce(ctx context.Context, scope, nonce string, until time.Time) error {
-	res, err := c.store.db.Exec(ctx, `INSERT INTO nonces (scope, nonce, expires_at) VALUES ($1, $2, $3)
-		ON CONFLICT (scope, nonce) DO NOTHING`, scope, nonce, sqldb.Micros(until))
-	if err != nil {
-		return sqldb.Err("insert nonce", err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
-	}
-	// A leftover row whose window has closed (cleanup not yet run) may be
-	// taken over; the conditional UPDATE keeps that atomic too.
-	res, err = c.store.db.Exec(ctx, `UPDATE nonces SET expires_at = $3 WHERE scope = $1 AND nonce = $2 AND expires_at <= $4`,
-		scope, nonce, sqldb.Micros(until), sqldb.Micros(c.now()))
-	if err != nil {
-		return sqldb.Err("refresh nonce", err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
-	}
-	return fmt.Errorf("controlplane: nonce %q already used: %w", nonce, httpsig.ErrReplayDetected)
 }
 
 // cleanup deletes expired nonces, gateway pairing sessions and sessions.

@@ -1,4 +1,4 @@
-package controlplane
+package signed
 
 import (
 	"container/list"
@@ -6,16 +6,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-)
-
-// Defaults of the signed routes' admission limits (Config).
-const (
-	// DefaultSignedRatePerMinute is CONTROLPLANE_SIGNED_RATE_LIMIT_PER_MINUTE's
-	// default: requests to the signed routes per client network per minute.
-	DefaultSignedRatePerMinute = 600
-	// DefaultMaxLookupNonces is CONTROLPLANE_LOOKUP_NONCE_MAX_ENTRIES's
-	// default: nonces of public lookups remembered in memory.
-	DefaultMaxLookupNonces = 100_000
 )
 
 // maxLimitedAddresses bounds the client networks whose signed-request
