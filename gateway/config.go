@@ -245,15 +245,3 @@ func defaultDuration(d *time.Duration, def time.Duration) {
 		*d = def
 	}
 }
-
-// orOff maps the gateway's "zero is the default, negative is off" to a
-// part whose zero means off.
-func orOff(n, def int) int {
-	switch {
-	case n == 0:
-		return def
-	case n < 0:
-		return 0
-	}
-	return n
-}

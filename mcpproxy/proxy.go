@@ -74,9 +74,10 @@ type ConnectionSource interface {
 	MCPConnection(ctx context.Context, id string) (*Connection, error)
 }
 
-// Config configures a Proxy. Durations left at zero take the documented
-// defaults; the integer limits take zero to mean "disabled", as their
-// GATEWAY_* settings do.
+// Config configures a Proxy. Its zero value is the safe default: every
+// field left at zero takes the documented default, and a protection (the
+// circuit breaker, the tool-call rate limit) is switched off only by a
+// negative value.
 type Config struct {
 	// Connections resolves connection ids for Handler. Required by Handler;
 	// the library methods take a *Connection directly.
@@ -119,14 +120,16 @@ type Config struct {
 	Timeout time.Duration
 
 	// BreakerFailures is how many consecutive upstream failures open a
-	// connection's circuit breaker. Zero disables the breaker.
+	// connection's circuit breaker. Zero means 3; negative disables the
+	// breaker.
 	BreakerFailures int
 	// BreakerCooldown is how long an open breaker refuses calls before it
 	// lets one probe through. Zero means 10 s.
 	BreakerCooldown time.Duration
 
 	// RateLimitPerMinute is the tool-call rate per connection_id + namespace
-	// (bursts up to the same number). Zero disables the limit.
+	// (bursts up to the same number). Zero means 120; negative disables the
+	// limit.
 	RateLimitPerMinute int
 	// RateLimitMaxKeys bounds the number of connection_id + namespace
 	// buckets kept. Zero means 10000.
@@ -222,7 +225,7 @@ func New(cfg Config) (*Proxy, error) {
 		ttl:          orDefault(cfg.DiscoveryTTL, 300*time.Second),
 		staleIfError: orDefault(cfg.StaleIfError, time.Hour),
 		timeout:      orDefault(cfg.Timeout, 90*time.Second),
-		breakerN:     cfg.BreakerFailures,
+		breakerN:     orOff(cfg.BreakerFailures, defaultBreakerFailures),
 		cooldown:     orDefault(cfg.BreakerCooldown, 10*time.Second),
 		retry: retryPolicy{
 			maxRetries:     cfg.MaxRetries,
@@ -257,12 +260,30 @@ func New(cfg Config) (*Proxy, error) {
 	if maxKeys <= 0 {
 		maxKeys = 10000
 	}
-	p.limits = &limiterSet{perMinute: cfg.RateLimitPerMinute, maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
+	p.limits = &limiterSet{perMinute: orOff(cfg.RateLimitPerMinute, defaultRateLimitPerMinute), maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
 	// No capabilities (the SDK's default offers roots): the gateway has
 	// nothing to answer a server's requests with but ping.
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), newSessionLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
 	return p, nil
+}
+
+// Defaults of the protections the zero Config switches on.
+const (
+	defaultBreakerFailures    = 3
+	defaultRateLimitPerMinute = 120
+)
+
+// orOff maps "zero is the default, negative is off" to the value the
+// breaker and the limiter read, where zero or less is off.
+func orOff(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 func orDefault(d, def time.Duration) time.Duration {
