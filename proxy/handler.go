@@ -90,8 +90,10 @@ type Config struct {
 	InsecureAllowUnsigned       bool
 	InsecureUnsignedConnections []string
 
-	// RotationEnforcement is off (zero value), warn or block; RotationGrace
-	// extends the due date.
+	// RotationEnforcement is what happens to a connection whose credential
+	// is overdue for rotation: zero means credvault.RotationWarn,
+	// credvault.RotationOff turns the check off. RotationGrace extends the
+	// due date; zero means none.
 	RotationEnforcement credvault.RotationEnforcement
 	RotationGrace       time.Duration
 
@@ -159,7 +161,9 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("proxy: Config.Nonces is required")
 	}
 	switch cfg.RotationEnforcement {
-	case "", credvault.RotationOff, credvault.RotationWarn, credvault.RotationBlock:
+	case "":
+		cfg.RotationEnforcement = credvault.RotationWarn
+	case credvault.RotationOff, credvault.RotationWarn, credvault.RotationBlock:
 	default:
 		return nil, fmt.Errorf("proxy: unknown rotation enforcement %q", cfg.RotationEnforcement)
 	}
