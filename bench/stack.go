@@ -272,11 +272,11 @@ func (s *stack) startGateway(ctx context.Context, dir string, claims int, logger
 		return err
 	}
 	gw, err := gateway.New(gateway.Config{
-		DataDir:       filepath.Join(dir, "gateway"),
-		MasterKey:     key,
-		AdminAccess:   admin.AccessLoopback,
-		RegistryURL:   s.controlPlane,
-		ServiceAPIKey: s.serviceKey,
+		DataDir:         filepath.Join(dir, "gateway"),
+		MasterKey:       key,
+		AdminAccess:     admin.AccessLoopback,
+		ControlPlaneURL: s.controlPlane,
+		ServiceAPIKey:   s.serviceKey,
 		// The per-namespace tool-call limit (120/min by default) would
 		// measure the limiter, not the gateway.
 		MCPToolCallRateLimitPerMinute: -1,

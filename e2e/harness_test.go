@@ -186,7 +186,7 @@ func startGateway(t testing.TB, w *world, configure func(*gateway.Config), conns
 	}
 	cfg := gateway.Config{
 		DataDir: t.TempDir(), MasterKey: key, AdminAccess: admin.AccessLoopback,
-		RegistryURL: w.cp.url(), ServiceAPIKey: w.apiKey,
+		ControlPlaneURL: w.cp.url(), ServiceAPIKey: w.apiKey,
 		ClaimsTTL: 2 * time.Second, ClaimsRefresh: time.Second,
 	}
 	if configure != nil {

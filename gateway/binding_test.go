@@ -93,7 +93,7 @@ func newStack(t *testing.T, configure func(*gateway.Config)) *stack {
 	key, _ := credvault.GenerateMasterKey()
 	cfg := gateway.Config{
 		DataDir: filepath.Join(dir, "gw"), MasterKey: key, AdminAccess: admin.AccessLoopback,
-		RegistryURL: cpSrv.URL, ServiceAPIKey: seeded.APIKeys["svc"],
+		ControlPlaneURL: cpSrv.URL, ServiceAPIKey: seeded.APIKeys["svc"],
 		ClaimsRefresh: time.Second, ClaimsTTL: 5 * time.Second,
 	}
 	if configure != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // Config configures a Gateway. DataDir, MasterKey and (unless
-// InsecureAllowUnsigned) RegistryURL are required; every other field works
+// InsecureAllowUnsigned) ControlPlaneURL are required; every other field works
 // at its zero value, and says what that value means.
 type Config struct {
 	// DataDir holds the credential store (gateway.db), the gateway's own
@@ -29,10 +29,11 @@ type Config struct {
 	// MasterKey seals the stored credentials. Required: the zero key is
 	// refused.
 	MasterKey credvault.MasterKey
-	// RegistryURL is the control plane's base URL ("https://idn.example"):
-	// the gateway reads the approved-claims feed there and files claims for
-	// callers it does not know. Required unless InsecureAllowUnsigned.
-	RegistryURL string
+	// ControlPlaneURL is the control plane's base URL ("https://idn.example",
+	// IDN_REGISTRY_URL in cmd/gateway): the gateway reads the
+	// approved-claims feed there and files claims for callers it does not
+	// know. Required unless InsecureAllowUnsigned.
+	ControlPlaneURL string
 	// ServiceAPIKey is the control-plane API key presented for the claims
 	// feed and claim submissions of every service. Empty means every feed
 	// read and submission fails until ConnectionAPIKey supplies a key.
@@ -176,12 +177,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MasterKey == (credvault.MasterKey{}) {
 		problem("Config.MasterKey is required")
 	}
-	c.RegistryURL = strings.TrimRight(c.RegistryURL, "/")
+	c.ControlPlaneURL = strings.TrimRight(c.ControlPlaneURL, "/")
 	switch {
-	case c.RegistryURL == "" && !c.InsecureAllowUnsigned:
-		problem("Config.RegistryURL is required: the control plane's base URL, which serves the approved-claims feed")
-	case c.RegistryURL != "" && !strings.HasPrefix(c.RegistryURL, "http://") && !strings.HasPrefix(c.RegistryURL, "https://"):
-		problem("Config.RegistryURL must be an http or https URL")
+	case c.ControlPlaneURL == "" && !c.InsecureAllowUnsigned:
+		problem("Config.ControlPlaneURL is required: the control plane's base URL, which serves the approved-claims feed")
+	case c.ControlPlaneURL != "" && !strings.HasPrefix(c.ControlPlaneURL, "http://") && !strings.HasPrefix(c.ControlPlaneURL, "https://"):
+		problem("Config.ControlPlaneURL must be an http or https URL")
 	}
 	if c.Namespace == "" {
 		c.Namespace = "gateway"

@@ -23,26 +23,26 @@ func minimalConfig(t *testing.T) gateway.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: "http://127.0.0.1:1"}
+	return gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: "http://127.0.0.1:1"}
 }
 
 func TestNewListsEveryProblem(t *testing.T) {
 	t.Parallel()
 	_, err := gateway.New(gateway.Config{
-		RegistryURL: "ftp://cp", Namespace: "x", ClaimsTTL: 5e9, ClaimsRefresh: 10e9,
+		ControlPlaneURL: "ftp://cp", Namespace: "x", ClaimsTTL: 5e9, ClaimsRefresh: 10e9,
 		MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 1 << 20, AdminHosts: []string{"gw.example.com:8443"},
 		PublicAuthority: "https://gw.example.com", InsecureUnsignedConnections: []string{"bad id!"},
 	})
 	if err == nil {
 		t.Fatal("New accepted an invalid Config")
 	}
-	for _, want := range []string{"DataDir", "MasterKey", "RegistryURL", "Namespace", "ClaimsTTL", "MaxInflightBodyBytes",
+	for _, want := range []string{"DataDir", "MasterKey", "ControlPlaneURL", "Namespace", "ClaimsTTL", "MaxInflightBodyBytes",
 		"AdminHosts", "PublicAuthority", "InsecureUnsignedConnections"} {
 		if !strings.Contains(err.Error(), "gateway: Config."+want) {
 			t.Errorf("error does not name Config.%s:\n%v", want, err)
 		}
 	}
-	if _, err := gateway.New(gateway.Config{}); err == nil || !strings.Contains(err.Error(), "RegistryURL is required") {
+	if _, err := gateway.New(gateway.Config{}); err == nil || !strings.Contains(err.Error(), "ControlPlaneURL is required") {
 		t.Errorf("zero Config: %v", err)
 	}
 }

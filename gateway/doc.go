@@ -14,7 +14,7 @@
 //	gw, err := gateway.New(gateway.Config{
 //		DataDir:       dir,
 //		MasterKey:     key,
-//		RegistryURL:   "https://idn.example",
+//		ControlPlaneURL:   "https://idn.example",
 //		ServiceAPIKey: apiKey,
 //		Logger:        slog.Default(),
 //	})

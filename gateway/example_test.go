@@ -41,10 +41,10 @@ func ExampleNew() {
 	defer os.RemoveAll(dir)
 	key, _ := credvault.GenerateMasterKey()
 	gw, err := gateway.New(gateway.Config{
-		DataDir:       dir,
-		MasterKey:     key,
-		RegistryURL:   controlPlane.URL,
-		ServiceAPIKey: controlPlane.APIKey("weather"),
+		DataDir:         dir,
+		MasterKey:       key,
+		ControlPlaneURL: controlPlane.URL,
+		ServiceAPIKey:   controlPlane.APIKey("weather"),
 	})
 	if err != nil {
 		panic(err)

@@ -109,7 +109,7 @@ func (g *Gateway) wire() error {
 	}
 
 	g.cache, err = claimcache.New(claimcache.Config{
-		Source:          &claimcache.HTTPSource{BaseURL: c.RegistryURL, Client: control, APIKey: g.serviceKey},
+		Source:          &claimcache.HTTPSource{BaseURL: c.ControlPlaneURL, Client: control, APIKey: g.serviceKey},
 		TTL:             c.ClaimsTTL,
 		RefreshInterval: c.ClaimsRefresh,
 		Logger:          c.Logger,
@@ -118,7 +118,7 @@ func (g *Gateway) wire() error {
 		return err
 	}
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		BaseURL: c.RegistryURL, Client: control, RatePerMinute: c.ClaimRateLimitPerMinute, APIKey: g.connectionKey,
+		BaseURL: c.ControlPlaneURL, Client: control, RatePerMinute: c.ClaimRateLimitPerMinute, APIKey: g.connectionKey,
 	})
 	if err != nil {
 		return err

@@ -88,7 +88,7 @@ func TestGatewayWithControlPlane(t *testing.T) {
 	key, _ := credvault.GenerateMasterKey()
 	cfg := gateway.Config{
 		DataDir: filepath.Join(dir, "gw"), MasterKey: key, AdminAccess: admin.AccessLoopback,
-		RegistryURL: cpSrv.URL, ServiceAPIKey: seeded.APIKeys["svc"],
+		ControlPlaneURL: cpSrv.URL, ServiceAPIKey: seeded.APIKeys["svc"],
 		ClaimsRefresh: time.Second, ClaimsTTL: 5 * time.Second,
 	}
 	gw, err := gateway.New(cfg)

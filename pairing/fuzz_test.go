@@ -42,7 +42,7 @@ func FuzzHandle(f *testing.F) {
 	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
 	h, _ := admin.New(admin.Config{Vault: v, Access: access})
 	id, _ := identity.New("fuzz-gw")
-	c, err := New(Config{RegistryURL: "http://127.0.0.1:1", Identity: id, Admin: h, DataDir: dir, MasterKey: key})
+	c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", Identity: id, Admin: h, DataDir: dir, MasterKey: key})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c := &s.gateway
 	s.addr = r.String("GATEWAY_ADDR", "127.0.0.1:38100", "listen address; an address beyond loopback is logged as a warning at start")
 	c.DataDir, c.MasterKey = readStore(r, getenv, masterKeyFlag)
-	c.RegistryURL = strings.TrimRight(r.String("IDN_REGISTRY_URL", "",
+	c.ControlPlaneURL = strings.TrimRight(r.String("IDN_REGISTRY_URL", "",
 		"control plane base URL, which serves the approved-claims feed (required unless GATEWAY_ALLOW_UNSIGNED_PROXY)"), "/")
 	c.ServiceAPIKey = r.Secret("IDN_SERVICE_API_KEY", "control-plane service API key for the claims feed and claim submissions")
 	perConnection := r.Family("IDN_SERVICE_API_KEY_", "<CONNECTION_ID>",
@@ -170,9 +170,9 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 			r.Problemf("GATEWAY_ALLOW_UNSIGNED_CONNECTIONS: %v", err)
 		}
 	}
-	if c.RegistryURL == "" && !c.InsecureAllowUnsigned {
+	if c.ControlPlaneURL == "" && !c.InsecureAllowUnsigned {
 		r.Problemf("IDN_REGISTRY_URL is required: the control plane's base URL, which serves the approved-claims feed")
-	} else if c.RegistryURL != "" && !strings.HasPrefix(c.RegistryURL, "http://") && !strings.HasPrefix(c.RegistryURL, "https://") {
+	} else if c.ControlPlaneURL != "" && !strings.HasPrefix(c.ControlPlaneURL, "http://") && !strings.HasPrefix(c.ControlPlaneURL, "https://") {
 		r.Problemf("IDN_REGISTRY_URL must be an http or https URL")
 	}
 	c.LogDecisions = r.Bool("GATEWAY_LOG_PROXY_REQUESTS", false, "log one decision per authentication and upstream outcome (identities fingerprinted)")

@@ -45,7 +45,7 @@ func TestServeSettingsDefaults(t *testing.T) {
 	if s.addr != "127.0.0.1:38100" || s.shutdownTimeout != 15*time.Second || s.log.Format != "json" {
 		t.Errorf("server defaults: %+v", s)
 	}
-	if c.ClaimsTTL != 30*time.Second || c.RegistryURL != "http://127.0.0.1:8787" || c.InsecureUnsignedAdminChecks ||
+	if c.ClaimsTTL != 30*time.Second || c.ControlPlaneURL != "http://127.0.0.1:8787" || c.InsecureUnsignedAdminChecks ||
 		c.AdminAccess != admin.AccessHybrid || c.RotationEnforcement != credvault.RotationWarn || c.NonceMaxBytes != 256<<20 ||
 		c.MaxBodyBytes != 8<<20 || c.MaxInflightBodyBytes != 256<<20 || c.MCPBreakerFailures != 3 || c.ClaimRateLimitPerMinute != 30 ||
 		c.MCPSessionIdleTimeout != 10*time.Minute || c.MCPMaxSessions != 1000 || c.MCPMaxSessionsPerKey != 32 || c.MCPMaxSessionsPerNamespace != 128 {

@@ -125,7 +125,7 @@ func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection
 	t.Cleanup(controlPlane.Close)
 	controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
 	key, _ := credvault.GenerateMasterKey()
-	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: controlPlane.URL,
+	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: controlPlane.URL,
 		ServiceAPIKey: controlPlane.APIKey("docs"), MCPSessionIdleTimeout: idle})
 	if err != nil {
 		t.Fatal(err)

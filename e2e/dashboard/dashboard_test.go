@@ -121,7 +121,7 @@ func startGateway(t *testing.T, cpURL, apiKey string) string {
 	}
 	gw, err := gateway.New(gateway.Config{
 		DataDir: t.TempDir(), MasterKey: key, AdminAccess: admin.AccessLoopback,
-		RegistryURL: cpURL, ServiceAPIKey: apiKey, ClaimsTTL: 2 * time.Second, ClaimsRefresh: time.Second,
+		ControlPlaneURL: cpURL, ServiceAPIKey: apiKey, ClaimsTTL: 2 * time.Second, ClaimsRefresh: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func TestEmbedUnderPrefix(t *testing.T) {
 	cp.Approve(claimcache.Claim{Namespace: "alice", Service: "weather", PublicKey: agent.PublicKeyString()})
 
 	key, _ := credvault.GenerateMasterKey()
-	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: cp.URL, ServiceAPIKey: cp.APIKey("weather")})
+	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: cp.URL, ServiceAPIKey: cp.APIKey("weather")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -310,13 +310,13 @@ func startGateway(ctx context.Context, dir, cpURL, apiKey string) (*gateway.Gate
 		return nil, err
 	}
 	gw, err := gateway.New(gateway.Config{
-		DataDir:       filepath.Join(dir, "gateway"),
-		MasterKey:     key,
-		AdminAccess:   admin.AccessLoopback,
-		RegistryURL:   cpURL,
-		ServiceAPIKey: apiKey,
-		ClaimsRefresh: 2 * time.Second,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DataDir:         filepath.Join(dir, "gateway"),
+		MasterKey:       key,
+		AdminAccess:     admin.AccessLoopback,
+		ControlPlaneURL: cpURL,
+		ServiceAPIKey:   apiKey,
+		ClaimsRefresh:   2 * time.Second,
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return nil, err
