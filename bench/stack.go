@@ -301,36 +301,9 @@ func (s *stack) startGateway(ctx context.Context, dir string, claims int, logger
 	if s.gateway, err = s.serve(gw); err != nil {
 		return err
 	}
-	return waitReady(ctx, s.gateway+"/health/ready", 15*time.Second+time.Duration(claims)*100*time.Microsecond)
-}
-
-// waitReady polls a readiness URL: the gateway loads claims on its own
-// schedule and offers nothing to wait on but its readiness endpoint.
-func waitReady(ctx context.Context, url string, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
+	ready, cancel := context.WithTimeout(ctx, 15*time.Second+time.Duration(claims)*100*time.Microsecond)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var last string
-	for {
-		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
-		if err != nil {
-			return err
-		}
-		if res, err := http.DefaultClient.Do(req); err == nil {
-			b, _ := io.ReadAll(io.LimitReader(res.Body, 1000))
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = string(b)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s: %s", limit, last)
-		case <-tick.C:
-		}
-	}
+	return gw.Up(ready)
 }
 
 // connectMCP opens the direct client's session to the MCP server.

@@ -113,19 +113,10 @@ func newStack(t *testing.T, configure func(*gateway.Config)) *stack {
 	if err := gw.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(s.gw.URL + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("gateway never became ready")
-		}
-		time.Sleep(20 * time.Millisecond)
+	ready, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := gw.Up(ready); err != nil {
+		t.Fatal(err)
 	}
 	return s
 }

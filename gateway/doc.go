@@ -7,9 +7,9 @@
 //
 // A Gateway is an http.Handler; it never owns a listener or the process.
 // Configure it with a Config whose zero fields take sensible defaults,
-// call Start for the background work (the claims feed poll), serve it with
-// any http.Server (NewServer has the recommended timeouts), and Close it
-// when done:
+// call Start for the background work (the claims feed poll), Up to wait
+// until it is ready to serve, serve it with any http.Server (NewServer has
+// the recommended timeouts), and Close it when done:
 //
 //	gw, err := gateway.New(gateway.Config{
 //		DataDir:       dir,
@@ -21,6 +21,7 @@
 //	if err != nil { … }
 //	defer gw.Close()
 //	if err := gw.Start(ctx); err != nil { … }
+//	if err := gw.Up(ctx); err != nil { … } // claims loaded
 //	http.Handle("/idn/", http.StripPrefix("/idn", gw))
 //
 // Routes, relative to where it is mounted: /proxy/{connection_id}/{path}

@@ -41,6 +41,9 @@ type Gateway struct {
 	handler  http.Handler
 	identity *identity.Identity
 
+	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
+	readiness   signal                                 // notified when they may pass
+
 	mu      sync.Mutex
 	started bool
 	stop    context.CancelFunc
@@ -113,6 +116,7 @@ func (g *Gateway) wire() error {
 		TTL:             c.ClaimsTTL,
 		RefreshInterval: c.ClaimsRefresh,
 		Logger:          c.Logger,
+		OnRefresh:       func(string, int, error) { g.readiness.notify() },
 	})
 	if err != nil {
 		return err
@@ -213,13 +217,14 @@ func (g *Gateway) wire() error {
 		return err
 	}
 
-	health := &proxy.Health{Version: c.Version, Checks: map[string]func(context.Context) error{
+	g.readyChecks = map[string]func(context.Context) error{
 		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
 		"claims": g.claimsReady,
 		// A wedged request path leaves liveness answering; readiness
 		// must not.
 		"requests": runtime.Progress,
-	}}
+	}
+	health := &proxy.Health{Version: c.Version, Checks: g.readyChecks}
 	// An absolute-form target naming another scheme, or an authority other
 	// than PublicAuthority or the address the request arrived on, is
 	// refused on every route before anything reads it.
@@ -263,7 +268,7 @@ var ErrStarted = errors.New("gateway: already started")
 // connections use. Call it before serving: from its return until a
 // service's claims have loaded, signed requests for it are refused 503
 // AUTH_CLAIMS_UNAVAILABLE (before it, 500 AUTH_CLAIMS_LOOKUP_FAILED: no
-// service is tracked yet).
+// service is tracked yet); Up waits until they have.
 func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -299,8 +304,10 @@ func (g *Gateway) run(ctx context.Context) {
 	}
 }
 
-// syncServices tracks the service slug of every stored connection.
+// syncServices tracks the service slug of every stored connection, and
+// wakes Up: a connection added or removed changes what readiness needs.
 func (g *Gateway) syncServices() {
+	defer g.readiness.notify()
 	seen := map[string]bool{}
 	var services []string
 	for _, c := range g.vault.Connections() {

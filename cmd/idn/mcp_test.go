@@ -143,17 +143,10 @@ func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
 	st.url = srv.URL
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err := http.Get(srv.URL + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("gateway never became ready (claims feed)")
-		}
+	up, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := gw.Up(up); err != nil {
+		t.Fatal(err)
 	}
 	return st
 }

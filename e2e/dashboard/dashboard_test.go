@@ -142,14 +142,11 @@ func startGateway(t *testing.T, cpURL, apiKey string) string {
 		t.Fatal(err)
 	}
 	url := "http://" + ln.Addr().String()
-	eventually(t, 15*time.Second, "the gateway's claims snapshot", func() bool {
-		res, err := http.Get(url + "/health/ready")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
+	ready, cancelReady := context.WithTimeout(ctx, 15*time.Second)
+	defer cancelReady()
+	if err := gw.Up(ready); err != nil {
+		t.Fatal(err)
+	}
 	return url
 }
 

@@ -50,13 +50,10 @@ func TestEmbedUnderPrefix(t *testing.T) {
 	}
 	app := httptest.NewServer(newMux(gw))
 	defer app.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if status, _ := call(t, nil, "", app.URL+"/idn/health/ready"); status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the gateway under /idn/ never became ready")
-		}
+	up, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := gw.Up(up); err != nil {
+		t.Fatal(err)
 	}
 
 	rows := []struct {

@@ -28,7 +28,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -222,7 +221,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}, map[string]string{"token": d.token}); err != nil {
 		return err
 	}
-	if err := d.waitReady(ctx); err != nil {
+	// The gateway loads the service's claims on its own schedule.
+	up, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := gw.Up(up); err != nil {
 		return err
 	}
 	d.say("Gateway running at %s with connection %q → %s (token sealed with AES-256-GCM)", d.gwURL, connectionID, d.upstream)
@@ -394,28 +396,6 @@ func (d *demo) postJSON(ctx context.Context, url string, headers map[string]stri
 		return json.Unmarshal(b, out)
 	}
 	return nil
-}
-
-// waitReady waits until the gateway's claims snapshot has loaded.
-func (d *demo) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := d.client.Get(d.gwURL + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the gateway did not become ready within 15s")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // listen binds addr, or a free loopback port when addr is taken.
