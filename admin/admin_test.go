@@ -52,7 +52,7 @@ func newEnv(t *testing.T, mutate func(*Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { v.Close(); st.Close() })
-	access, err := NewAccess(AccessConfig{Token: testToken, Logger: logger})
+	access, err := NewAccess(AccessConfig{AccessOptions: AccessOptions{Token: testToken}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

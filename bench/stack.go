@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/mcpproxy"
 	"io"
 	"log"
 	"log/slog"
@@ -274,13 +275,13 @@ func (s *stack) startGateway(ctx context.Context, dir string, claims int, logger
 	gw, err := gateway.New(gateway.Config{
 		DataDir:         filepath.Join(dir, "gateway"),
 		MasterKey:       key,
-		AdminAccess:     admin.AccessLoopback,
+		Admin:           admin.AccessOptions{Mode: admin.AccessLoopback},
 		ControlPlaneURL: s.controlPlane,
 		ServiceAPIKey:   s.serviceKey,
 		// The per-namespace tool-call limit (120/min by default) would
 		// measure the limiter, not the gateway.
-		MCPToolCallRateLimitPerMinute: -1,
-		Logger:                        logger,
+		MCP:    mcpproxy.Options{RateLimitPerMinute: -1},
+		Logger: logger,
 	})
 	if err != nil {
 		return err

@@ -60,7 +60,10 @@ func TestSubmitterRateLimit(t *testing.T) {
 			cp := newControlPlane(t)
 			clk := newFakeClock()
 			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-				BaseURL: cp.URL, APIKey: githubKey(cp), RatePerMinute: tt.perMinute, Clock: clk.Now,
+				SubmitterOptions: claimcache.SubmitterOptions{
+					RatePerMinute: tt.perMinute,
+				},
+				BaseURL: cp.URL, APIKey: githubKey(cp), Clock: clk.Now,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -238,8 +241,12 @@ func TestSubmitterRemembersReceipts(t *testing.T) {
 			cp.SetUnavailable(tt.fail)
 			clk := newFakeClock()
 			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-				BaseURL: cp.URL, APIKey: githubKey(cp), RatePerMinute: tt.perMinute, Clock: clk.Now,
-				ReceiptTTL: tt.ttl, MaxReceipts: tt.maxReceipts,
+				SubmitterOptions: claimcache.SubmitterOptions{
+					RatePerMinute: tt.perMinute,
+					ReceiptTTL:    tt.ttl,
+					MaxReceipts:   tt.maxReceipts,
+				},
+				BaseURL: cp.URL, APIKey: githubKey(cp), Clock: clk.Now,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -289,7 +296,7 @@ func TestSubmitterConcurrentRepeatsShareOneSubmission(t *testing.T) {
 		cp.ServeHTTP(w, r)
 	}))
 	defer front.Close()
-	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: front.URL, APIKey: githubKey(cp), RatePerMinute: 1})
+	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: front.URL, APIKey: githubKey(cp), SubmitterOptions: claimcache.SubmitterOptions{RatePerMinute: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -383,7 +383,7 @@ func TestMalformedRequests(t *testing.T) {
 	}))
 	defer upstream.Close()
 	gw := startGateway(t, w, func(c *gateway.Config) {
-		c.MaxBodyBytes, c.NonceMaxBytes, c.ClaimRateLimitPerMinute = maxBody, nonceRoom*16, 1
+		c.Proxy.MaxBodyBytes, c.Nonces.MaxBytes, c.ClaimSubmissions.RatePerMinute = maxBody, nonceRoom*16, 1
 	}, bearer("github", upstream.URL, "upstream-token"))
 	client := &http.Client{Timeout: 10 * time.Second}
 	ready, cancel := context.WithTimeout(t.Context(), 5*time.Second)

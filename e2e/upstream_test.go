@@ -83,7 +83,7 @@ func TestUpstreamFaults(t *testing.T) {
 	down := "http://" + freeAddr(t) // nothing listens: connection refused
 	eof, rst := closingUpstream(t, false), closingUpstream(t, true)
 
-	gw := startGateway(t, w, func(c *gateway.Config) { c.ProxyTimeout = time.Second },
+	gw := startGateway(t, w, func(c *gateway.Config) { c.Proxy.Timeout = time.Second },
 		bearer("healthy", healthy.URL, secret),
 		querySecret("down", down, secret), querySecret("slow", slow.URL, secret),
 		querySecret("eof", eof, secret), querySecret("rst", rst, secret), querySecret("hijack", hijack.URL, secret))

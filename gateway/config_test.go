@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/proxy"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,15 +32,19 @@ func minimalConfig(t *testing.T) gateway.Config {
 func TestNewListsEveryProblem(t *testing.T) {
 	t.Parallel()
 	_, err := gateway.New(gateway.Config{
-		ControlPlaneURL: "ftp://cp", Namespace: "x", ClaimsTTL: 5e9, ClaimsRefresh: 10e9,
-		MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 1 << 20, AdminHosts: []string{"gw.example.com:8443"},
-		PublicAuthority: "https://gw.example.com", InsecureUnsignedConnections: []string{"bad id!"},
+		ControlPlaneURL: "ftp://cp", Namespace: "x",
+		Proxy: proxy.Options{
+			MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 1 << 20,
+			PublicAuthority: "https://gw.example.com", InsecureUnsignedConnections: []string{"bad id!"},
+		},
+		Claims: claimcache.Options{TTL: 5e9, RefreshInterval: 10e9},
+		Admin:  admin.AccessOptions{Hosts: []string{"gw.example.com:8443"}},
 	})
 	if err == nil {
 		t.Fatal("New accepted an invalid Config")
 	}
-	for _, want := range []string{"DataDir", "MasterKey", "ControlPlaneURL", "Namespace", "ClaimsTTL", "MaxInflightBodyBytes",
-		"AdminHosts", "PublicAuthority", "InsecureUnsignedConnections"} {
+	for _, want := range []string{"DataDir", "MasterKey", "ControlPlaneURL", "Namespace", "Claims.TTL", "Proxy.MaxInflightBodyBytes",
+		"Admin.Hosts", "Proxy.PublicAuthority", "Proxy.InsecureUnsignedConnections"} {
 		if !strings.Contains(err.Error(), "gateway: Config."+want) {
 			t.Errorf("error does not name Config.%s:\n%v", want, err)
 		}
@@ -88,7 +95,7 @@ func TestZeroConfigDefaults(t *testing.T) {
 func TestShortAdminTokenRefused(t *testing.T) {
 	t.Parallel()
 	cfg := minimalConfig(t)
-	cfg.AdminToken = "short"
+	cfg.Admin.Token = "short"
 	if _, err := gateway.New(cfg); err == nil || !strings.Contains(err.Error(), "16") {
 		t.Fatalf("New with a short token and no mode: %v", err)
 	}
@@ -119,7 +126,7 @@ func TestStartAndClose(t *testing.T) {
 	}
 }
 
-// TestAdminTokenKeptInDataDir: without Config.AdminToken the gateway makes
+// TestAdminTokenKeptInDataDir: without Config.Admin.Token the gateway makes
 // one at first start in DataDir/admin-token (0600) and keeps it across
 // restarts; a local process reaches the admin API as loopback, but cannot
 // point a connection's base_url at its own listener without that token.

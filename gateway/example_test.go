@@ -80,7 +80,7 @@ func ExampleNew() {
 	// 200 sunny
 }
 
-// Without Config.AdminToken the gateway keeps its admin token in the data
+// Without Config.Admin.Token the gateway keeps its admin token in the data
 // directory, made at first start; a local tool reads it from there.
 func ExampleAdminToken() {
 	dir, _ := os.MkdirTemp("", "gateway")

@@ -76,8 +76,8 @@ func New(cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	if g.cfg.AdminToken == "" {
-		if g.cfg.AdminToken, err = AdminToken(cfg.DataDir); err != nil {
+	if g.cfg.Admin.Token == "" {
+		if g.cfg.Admin.Token, err = AdminToken(cfg.DataDir); err != nil {
 			g.Close()
 			return nil, err
 		}
@@ -86,9 +86,9 @@ func New(cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	if cfg.InsecureAllowUnsigned || len(cfg.InsecureUnsignedConnections) > 0 {
+	if cfg.Proxy.InsecureAllowUnsigned || len(cfg.Proxy.InsecureUnsignedConnections) > 0 {
 		cfg.Logger.Warn("UNSAFE: signature, claim and replay checks are OFF for some requests; development only",
-			"all_connections", cfg.InsecureAllowUnsigned, "connections", cfg.InsecureUnsignedConnections)
+			"all_connections", cfg.Proxy.InsecureAllowUnsigned, "connections", cfg.Proxy.InsecureUnsignedConnections)
 	}
 	return g, nil
 }
@@ -112,22 +112,21 @@ func (g *Gateway) wire() error {
 	}
 
 	g.cache, err = claimcache.New(claimcache.Config{
-		Source:          &claimcache.HTTPSource{BaseURL: c.ControlPlaneURL, Client: control, APIKey: g.serviceKey},
-		TTL:             c.ClaimsTTL,
-		RefreshInterval: c.ClaimsRefresh,
-		Logger:          c.Logger,
-		OnRefresh:       func(string, int, error) { g.readiness.notify() },
+		Source:    &claimcache.HTTPSource{BaseURL: c.ControlPlaneURL, Client: control, APIKey: g.serviceKey},
+		Options:   c.Claims,
+		Logger:    c.Logger,
+		OnRefresh: func(string, int, error) { g.readiness.notify() },
 	})
 	if err != nil {
 		return err
 	}
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		BaseURL: c.ControlPlaneURL, Client: control, RatePerMinute: c.ClaimRateLimitPerMinute, APIKey: g.connectionKey,
+		BaseURL: c.ControlPlaneURL, Client: control, APIKey: g.connectionKey, SubmitterOptions: c.ClaimSubmissions,
 	})
 	if err != nil {
 		return err
 	}
-	nonces, err := replay.New(replay.Config{MaxBytes: c.NonceMaxBytes})
+	nonces, err := replay.New(c.Nonces)
 	if err != nil {
 		return err
 	}
@@ -142,39 +141,23 @@ func (g *Gateway) wire() error {
 	}
 	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
-		Connections:        proxy.MCPConnections(g.vault, upstream),
-		Caller:             proxy.MCPCaller,
-		OnDiscovery:        g.storeDiscovery,
-		OnUpstream:         observer.Upstream,
-		OnDecision:         observer.Decision,
-		Logger:             c.Logger,
-		Registerer:         reg,
-		TracerProvider:     c.TracerProvider,
-		DiscoveryTTL:       c.MCPDiscoveryTTL,
-		StaleIfError:       c.MCPDiscoveryStaleIfError,
-		Timeout:            c.MCPTimeout,
-		BreakerFailures:    c.MCPBreakerFailures,
-		BreakerCooldown:    c.MCPBreakerCooldown,
-		RateLimitPerMinute: c.MCPToolCallRateLimitPerMinute,
-		MaxBodyBytes:       c.MaxBodyBytes,
-		SessionIdleTimeout: c.MCPSessionIdleTimeout,
-		MaxSessions:        c.MCPMaxSessions,
-
-		MaxSessionsPerKey:       c.MCPMaxSessionsPerKey,
-		MaxSessionsPerNamespace: c.MCPMaxSessionsPerNamespace,
+		Connections:    proxy.MCPConnections(g.vault, upstream),
+		Caller:         proxy.MCPCaller,
+		OnDiscovery:    g.storeDiscovery,
+		OnUpstream:     observer.Upstream,
+		OnDecision:     observer.Decision,
+		Logger:         c.Logger,
+		Registerer:     reg,
+		TracerProvider: c.TracerProvider,
+		Options:        c.MCP,
 	})
 	if err != nil {
 		return err
 	}
 
 	pcfg := proxy.Config{
-		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter,
-		MaxAge: c.SignatureMaxAge, FutureSkew: c.SignatureFutureSkew, TrustedProxies: c.TrustedProxies, PublicAuthority: c.PublicAuthority,
-		Aliases: c.Aliases, InsecureAllowUnsigned: c.InsecureAllowUnsigned, InsecureUnsignedConnections: c.InsecureUnsignedConnections,
-		RotationEnforcement: c.RotationEnforcement, RotationGrace: c.RotationGrace,
-		Transport: upstream, MaxBodyBytes: c.MaxBodyBytes, MaxInflightBodyBytes: c.MaxInflightBodyBytes,
-		Timeout: c.ProxyTimeout, MCPTimeout: c.MCPTimeout,
-		MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
+		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter, Options: c.Proxy,
+		Transport: upstream, MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
 	}
 	if c.LogDecisions {
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
@@ -185,8 +168,7 @@ func (g *Gateway) wire() error {
 	}
 
 	access, err := admin.NewAccess(admin.AccessConfig{
-		Mode: c.AdminAccess, Token: c.AdminToken, TrustedProxies: c.TrustedProxies,
-		AllowedOrigins: c.AllowedOrigins, Hosts: c.AdminHosts, Logger: c.Logger, DecisionLog: decisionLog,
+		AccessOptions: c.Admin, TrustedProxies: c.Proxy.TrustedProxies, Logger: c.Logger, DecisionLog: decisionLog,
 	})
 	if err != nil {
 		return err
@@ -228,7 +210,7 @@ func (g *Gateway) wire() error {
 	// An absolute-form target naming another scheme, or an authority other
 	// than PublicAuthority or the address the request arrived on, is
 	// refused on every route before anything reads it.
-	origin := clientip.Resolver{Trusted: c.TrustedProxies, PublicAuthority: c.PublicAuthority}
+	origin := clientip.Resolver{Trusted: c.Proxy.TrustedProxies, PublicAuthority: c.Proxy.PublicAuthority}
 	g.handler = apierror.RequestID(origin.RefuseForeignTarget(dispatch(health,
 		timeout(c.AdminTimeout, access.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))),
 		timeout(c.AdminTimeout, adminHandler), runtime)))
@@ -320,7 +302,7 @@ func (g *Gateway) syncServices() {
 }
 
 func (g *Gateway) claimsReady(context.Context) error {
-	if g.cfg.InsecureAllowUnsigned {
+	if g.cfg.Proxy.InsecureAllowUnsigned {
 		return nil
 	}
 	for _, c := range g.vault.Connections() {

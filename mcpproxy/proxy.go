@@ -74,10 +74,7 @@ type ConnectionSource interface {
 	MCPConnection(ctx context.Context, id string) (*Connection, error)
 }
 
-// Config configures a Proxy. Its zero value is the safe default: every
-// field left at zero takes the documented default, and a protection (the
-// circuit breaker, the tool-call rate limit) is switched off only by a
-// negative value.
+// Config configures a Proxy: the gateway's hooks and the Options policy.
 type Config struct {
 	// Connections resolves connection ids for Handler. Required by Handler;
 	// the library methods take a *Connection directly.
@@ -110,6 +107,19 @@ type Config struct {
 	// span's traceparent. Nil means no spans and no trace headers.
 	TracerProvider oteltrace.TracerProvider
 
+	Options
+
+	// Clock is the time source for cache ages, the breaker and the rate
+	// limit. Nil means time.Now.
+	Clock func() time.Time
+}
+
+// Options is the proxy's policy: cache ages, upstream time limits, the
+// circuit breaker, retries, rate and session limits. Its zero value is the
+// safe default: every field left at zero takes the documented default, and
+// a protection (the circuit breaker, the tool-call rate limit, the idle
+// timeout) is switched off only by a negative value.
+type Options struct {
 	// DiscoveryTTL is how long a discovery is fresh. Zero means 300 s.
 	DiscoveryTTL time.Duration
 	// StaleIfError is how long past DiscoveryTTL a stale discovery may be
@@ -170,10 +180,6 @@ type Config struct {
 	// hold open together; opening one more evicts the namespace's least
 	// recently used session. Zero means 128; it is capped at MaxSessions.
 	MaxSessionsPerNamespace int
-
-	// Clock is the time source for cache ages, the breaker and the rate
-	// limit. Nil means time.Now.
-	Clock func() time.Time
 }
 
 // Proxy is the MCP side of the gateway: discovery cache, tool policy,

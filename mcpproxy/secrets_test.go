@@ -40,8 +40,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	cred := &credTransport{token: headerSecret}
 	cfg := mcpproxy.Config{
 		// Every failure must reach the upstream, not an open breaker.
-		BreakerFailures: -1,
-		Logger:          slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Options: mcpproxy.Options{BreakerFailures: -1},
+		Logger:  slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnDiscovery: func(_ context.Context, _ string, d mcpproxy.Discovery) {
 			mu.Lock()
 			defer mu.Unlock()

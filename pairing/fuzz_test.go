@@ -39,7 +39,7 @@ func FuzzHandle(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer v.Close()
-	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
+	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
 	h, _ := admin.New(admin.Config{Vault: v, Access: access})
 	id, _ := identity.New("fuzz-gw")
 	c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", Identity: id, Admin: h, DataDir: dir, MasterKey: key})

@@ -293,7 +293,7 @@ func newLocalGateway(t *testing.T, registry string) *localGateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.vault.Close(); st.Close() })
-	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
+	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
 	h, err := admin.New(admin.Config{Vault: g.vault, Access: access})
 	if err != nil {
 		t.Fatal(err)

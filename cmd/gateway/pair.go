@@ -97,7 +97,7 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	// The RPCs come from the namespace owner, authenticated by passkey at
 	// the control plane, through the admin API in process: there is no
 	// agent whose signed request test and discover could check.
-	c.AdminAccess, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
+	c.Admin.Mode, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
 	gw, err := gateway.New(c)
 	if err != nil {
 		return err

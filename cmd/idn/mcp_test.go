@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/mcpproxy"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -126,7 +127,7 @@ func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection
 	controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
 	key, _ := credvault.GenerateMasterKey()
 	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: controlPlane.URL,
-		ServiceAPIKey: controlPlane.APIKey("docs"), MCPSessionIdleTimeout: idle})
+		MCP: mcpproxy.Options{SessionIdleTimeout: idle}, ServiceAPIKey: controlPlane.APIKey("docs")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/idnhq/idn/claimcache"
 	"io"
 	"log/slog"
 	"net"
@@ -314,10 +315,10 @@ func startGateway(ctx context.Context, dir, cpURL, apiKey string) (*gateway.Gate
 	gw, err := gateway.New(gateway.Config{
 		DataDir:         filepath.Join(dir, "gateway"),
 		MasterKey:       key,
-		AdminAccess:     admin.AccessLoopback,
+		Admin:           admin.AccessOptions{Mode: admin.AccessLoopback},
 		ControlPlaneURL: cpURL,
 		ServiceAPIKey:   apiKey,
-		ClaimsRefresh:   2 * time.Second,
+		Claims:          claimcache.Options{RefreshInterval: 2 * time.Second},
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
