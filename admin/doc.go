@@ -32,7 +32,8 @@
 //
 // test and discover run Config.GuardCheck on the request as it arrived,
 // before the handler reads a body byte, so a signed check covers the body
-// the handler acts on.
+// the handler acts on. Without a GuardCheck they are refused 403
+// ADMIN_FORBIDDEN unless Config.InsecureUnguardedChecks says otherwise.
 //
 // Answers worth knowing:
 //

@@ -191,7 +191,9 @@ func (g *Gateway) wire() error {
 			return d, nil
 		},
 	}
-	if !c.InsecureUnsignedAdminChecks {
+	if c.InsecureUnsignedAdminChecks {
+		acfg.InsecureUnguardedChecks = true
+	} else {
 		acfg.GuardCheck = runtime.Authorize
 	}
 	adminHandler, err := admin.New(acfg)
