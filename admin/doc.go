@@ -49,4 +49,10 @@
 //     cross-site without a CORS preflight). A bodyless POST (test,
 //     discover) needs no Content-Type. DELETE needs none either: it is
 //     never a CORS "simple" request, so browsers preflight it.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config, AccessConfig and AccessOptions is the safe one (a
+// required field left empty is refused), and a protection is turned off only
+// by a field that says so: a negative number, an explicit off value, or an
+// Insecure… switch.
 package admin

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -183,5 +184,45 @@ func TestAdminTokenKeptInDataDir(t *testing.T) {
 	}
 	if resp := patch(tok); resp.StatusCode != http.StatusOK {
 		t.Fatalf("PATCH of base_url with the data directory's token: %d", resp.StatusCode)
+	}
+}
+
+// TestSettingsTableNamesConfigFields: every field docs/gateway.md maps a
+// variable to exists in Config.
+func TestSettingsTableNamesConfigFields(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/gateway.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "### The same settings in Go")
+	if !ok {
+		t.Fatal("docs/gateway.md has no section \"The same settings in Go\"")
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	rows := 0
+	for line := range strings.Lines(section) {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		field := strings.TrimSpace(cells[2])
+		if !strings.HasPrefix(field, "`") || strings.Contains(field, " ") {
+			continue // the header
+		}
+		path := strings.Trim(field, "`")
+		typ := reflect.TypeFor[gateway.Config]()
+		for name := range strings.SplitSeq(path, ".") {
+			f, ok := typ.FieldByName(name)
+			if !ok {
+				t.Errorf("docs/gateway.md maps %s to Config.%s, which does not exist", strings.TrimSpace(cells[1]), path)
+				break
+			}
+			typ = f.Type
+		}
+		rows++
+	}
+	if rows < 40 {
+		t.Errorf("found %d rows in the table, want every setting", rows)
 	}
 }

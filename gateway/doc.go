@@ -33,4 +33,9 @@
 //
 // It reads no environment variable: cmd/gateway maps the GATEWAY_* and
 // IDN_* settings onto Config.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config is the safe one (a required field left empty is refused),
+// and a protection is turned off only by a field that says so: a negative
+// number, an explicit off value, or an Insecure… switch.
 package gateway

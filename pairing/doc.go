@@ -55,4 +55,9 @@
 // A message that is not JSON, not a JSON-RPC 2.0 request or larger than
 // pairwire.MaxMessageBytes is answered with a JSON-RPC error; the socket
 // stays up.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config is the safe one (a required field left empty is refused),
+// and a protection is turned off only by a field that says so: a negative
+// number, an explicit off value, or an Insecure… switch.
 package pairing
