@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,9 @@ func TestSubmitterRateLimit(t *testing.T) {
 			{29 * time.Second, "github", "alice", claimcache.ErrRateLimited},
 			{time.Second, "github", "alice", nil},
 		}},
+		{"zero limit means DefaultSubmitRatePerMinute", 0, append(
+			slices.Repeat([]step{{0, "github", "alice", nil}}, claimcache.DefaultSubmitRatePerMinute),
+			step{0, "github", "alice", claimcache.ErrRateLimited})},
 		{"negative limit disables it", -1, []step{
 			{0, "github", "alice", nil}, {0, "github", "alice", nil}, {0, "github", "alice", nil},
 			{0, "github", "alice", nil}, {0, "github", "alice", nil}, {0, "github", "alice", nil},
