@@ -15,7 +15,8 @@ import (
 // it after Start. It returns nil once they pass; an error saying what is
 // not ready when ctx ends first or the background work stops (ctx of
 // Start done, or Close); and an error at once when Start was not called.
-// It waits on the claims cache's refreshes, never on a timer of its own.
+// It polls nothing: every claims refresh, and the once-a-second look at
+// the stored connections that Start runs, wakes it to check again.
 func (g *Gateway) Up(ctx context.Context) error {
 	g.mu.Lock()
 	started, done := g.started, g.done
