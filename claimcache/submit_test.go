@@ -64,10 +64,8 @@ func TestSubmitterRateLimit(t *testing.T) {
 			cp := newControlPlane(t)
 			clk := newFakeClock()
 			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-				SubmitterOptions: claimcache.SubmitterOptions{
-					RatePerMinute: tt.perMinute,
-				},
 				BaseURL: cp.URL, APIKey: githubKey(cp), Clock: clk.Now,
+				SubmitterOptions: claimcache.SubmitterOptions{RatePerMinute: tt.perMinute},
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -192,11 +192,9 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		t.Fatal(err)
 	}
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		SubmitterOptions: claimcache.SubmitterOptions{
-			RatePerMinute: o.submitLimit,
-		},
 		BaseURL: g.cp.URL, Client: client, Clock: g.clock.now,
-		APIKey: func(string) (string, error) { return g.cp.APIKey("github"), nil },
+		APIKey:           func(string) (string, error) { return g.cp.APIKey("github"), nil },
+		SubmitterOptions: claimcache.SubmitterOptions{RatePerMinute: o.submitLimit},
 	})
 	if err != nil {
 		t.Fatal(err)
