@@ -21,4 +21,9 @@
 //   - controlplane: the control-plane store, domain and HTTP API.
 //
 // Binaries: cmd/idn (agent CLI), cmd/gateway, cmd/controlplane.
+//
+// Every Config follows one rule: the zero value of every field is the safe
+// one, and a protection is turned off only by a field that says so: a
+// negative number (a limit, a rate limit, a breaker, an idle timeout), an
+// explicit off value (credvault.RotationOff), or a switch named Insecure….
 package idn

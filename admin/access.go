@@ -46,8 +46,28 @@ func ParseAccessMode(s string) (AccessMode, error) {
 // minTokenLen is the shortest admin token accepted.
 const minTokenLen = 16
 
-// AccessConfig configures the admin access policy.
+// AccessConfig configures the admin access policy: the AccessOptions
+// policy, and what the program composing it supplies.
 type AccessConfig struct {
+	AccessOptions
+
+	// TrustedProxies are the networks whose X-Forwarded-For is believed
+	// when deciding whether the client is on loopback. Empty means none.
+	TrustedProxies []netip.Prefix
+	// Logger receives one line per refused request (never the token). Nil
+	// discards.
+	Logger *slog.Logger
+	// DecisionLog, when set, receives one JSON decision per request
+	// ("kind":"admin", outcome allow or deny, the refusal's code and
+	// reason, method, path, request id and the client address masked),
+	// as the runtime's decision log does (GATEWAY_LOG_PROXY_REQUESTS).
+	DecisionLog *slog.Logger
+}
+
+// AccessOptions is who may use the admin API. Its zero value is the safe
+// default: hybrid mode, which needs a token, answering loopback names
+// only, to no browser origin.
+type AccessOptions struct {
 	// Mode selects who is admitted. Zero means AccessHybrid.
 	Mode AccessMode
 	// Token is the bearer token (GATEWAY_ADMIN_TOKEN), at least 16 bytes.
@@ -56,9 +76,6 @@ type AccessConfig struct {
 	// where or how a stored secret is sent, except the owner over pairing
 	// (OwnerContext). In every mode, that change needs the token.
 	Token string
-	// TrustedProxies are the networks whose X-Forwarded-For is believed
-	// when deciding whether the client is on loopback. Empty means none.
-	TrustedProxies []netip.Prefix
 	// Hosts are the host names or IP literals, besides loopback literals
 	// and localhost, that a request may address in its Host
 	// (GATEWAY_ADMIN_HOSTS): no port, no trailing dot, matched without
@@ -68,14 +85,6 @@ type AccessConfig struct {
 	// admitted cross-origin, with CORS headers. Empty means no browser
 	// origin is admitted.
 	AllowedOrigins []string
-	// Logger receives one line per refused request (never the token). Nil
-	// discards.
-	Logger *slog.Logger
-	// DecisionLog, when set, receives one JSON decision per request
-	// ("kind":"admin", outcome allow or deny, the refusal's code and
-	// reason, method, path, request id and the client address masked),
-	// as the runtime's decision log does (GATEWAY_LOG_PROXY_REQUESTS).
-	DecisionLog *slog.Logger
 }
 
 // Access is the admin access policy. Its Wrap method is middleware.

@@ -15,7 +15,7 @@ import (
 
 func accessHandler(t *testing.T, mode AccessMode, trusted []netip.Prefix) http.Handler {
 	t.Helper()
-	a, err := NewAccess(AccessConfig{Mode: mode, Token: testToken, TrustedProxies: trusted, AllowedOrigins: []string{"https://dash.example.com"}})
+	a, err := NewAccess(AccessConfig{AccessOptions: AccessOptions{Mode: mode, Token: testToken, AllowedOrigins: []string{"https://dash.example.com"}}, TrustedProxies: trusted})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestAccessAttackRows(t *testing.T) {
 
 func TestNewAccessRefusesWeakConfig(t *testing.T) {
 	t.Parallel()
-	bad := map[string]AccessConfig{
+	bad := map[string]AccessOptions{
 		"hybrid_without_token":  {},
 		"token_mode_short":      {Mode: AccessToken, Token: "short"},
 		"unknown_mode":          {Mode: "open", Token: testToken},
@@ -185,14 +185,14 @@ func TestNewAccessRefusesWeakConfig(t *testing.T) {
 		"host_trailing_dot":     {Mode: AccessLoopback, Hosts: []string{"admin.example.com."}},
 		"ipv6_host_unbracketed": {Mode: AccessLoopback, Hosts: []string{"2001:db8::7"}},
 	}
-	for name, cfg := range bad {
+	for name, opts := range bad {
 		t.Run(name, func(t *testing.T) {
-			if _, err := NewAccess(cfg); err == nil {
+			if _, err := NewAccess(AccessConfig{AccessOptions: opts}); err == nil {
 				t.Fatal("accepted")
 			}
 		})
 	}
-	if _, err := NewAccess(AccessConfig{Mode: AccessLoopback}); err != nil {
+	if _, err := NewAccess(AccessConfig{AccessOptions: AccessOptions{Mode: AccessLoopback}}); err != nil {
 		t.Fatalf("loopback mode needs no token: %v", err)
 	}
 	if _, err := New(Config{}); err == nil {
@@ -206,8 +206,10 @@ func TestNewAccessRefusesWeakConfig(t *testing.T) {
 // that is not a loopback literal, localhost or a configured name.
 func TestHostAllowList(t *testing.T) {
 	t.Parallel()
-	a, err := NewAccess(AccessConfig{Mode: AccessHybrid, Token: testToken, Hosts: []string{"admin.example.com", "[2001:db8::7]"},
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	a, err := NewAccess(AccessConfig{
+		AccessOptions:  AccessOptions{Mode: AccessHybrid, Token: testToken, Hosts: []string{"admin.example.com", "[2001:db8::7]"}},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func FuzzHostAllowList(f *testing.F) {
 	for _, s := range []string{"localhost:38100", "[::1]", "127.0.0.1.nip.io", "LOCALHOST.", "[::ffff:127.0.0.1]:1", "admin.example.com"} {
 		f.Add(s)
 	}
-	a, err := NewAccess(AccessConfig{Mode: AccessLoopback, Hosts: []string{"admin.example.com"}})
+	a, err := NewAccess(AccessConfig{AccessOptions: AccessOptions{Mode: AccessLoopback, Hosts: []string{"admin.example.com"}}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -326,7 +328,7 @@ func FuzzHostAllowList(f *testing.F) {
 func TestAccessDecisionRecords(t *testing.T) {
 	t.Parallel()
 	var logs strings.Builder
-	a, err := NewAccess(AccessConfig{Mode: AccessHybrid, Token: testToken, DecisionLog: slog.New(slog.NewJSONHandler(&logs, nil))})
+	a, err := NewAccess(AccessConfig{AccessOptions: AccessOptions{Mode: AccessHybrid, Token: testToken}, DecisionLog: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

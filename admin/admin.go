@@ -47,8 +47,14 @@ type Config struct {
 	// refuses the request: answered with its code and that code's message
 	// when it carries a code (errcode.Error), else with 403
 	// ADMIN_FORBIDDEN; the error's own text goes to no answer. Nil
-	// means no check beyond Access.
+	// refuses test and discover with 403 ADMIN_FORBIDDEN, unless
+	// InsecureUnguardedChecks.
 	GuardCheck func(r *http.Request, c *credvault.Connection) error
+	// InsecureUnguardedChecks runs test and discover with no check beyond
+	// Access when GuardCheck is nil, so that an admin token alone can make
+	// the gateway use a stored credential. False (the zero value) refuses
+	// them without a GuardCheck.
+	InsecureUnguardedChecks bool
 	// TestTransport carries upstream probes of the test route (the
 	// credential is injected on top of it). Nil means http.DefaultTransport.
 	TestTransport http.RoundTripper

@@ -171,13 +171,15 @@ type testRequest struct {
 	Body    *string           `json:"body"`
 }
 
-// lookupGuarded finds the connection and runs GuardCheck on it.
+// lookupGuarded finds the connection and runs GuardCheck on it; without
+// one it refuses, unless InsecureUnguardedChecks.
 func (h *Handler) lookupGuarded(r *http.Request) (*credvault.Connection, error) {
 	c, err := h.cfg.Vault.Connection(r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	if h.cfg.GuardCheck != nil {
+	switch {
+	case h.cfg.GuardCheck != nil:
 		if err := h.cfg.GuardCheck(r, c); err != nil {
 			if isType[errcode.Error](err) {
 				return nil, err
@@ -185,6 +187,8 @@ func (h *Handler) lookupGuarded(r *http.Request) (*credvault.Connection, error) 
 			h.log.Warn("admin: guard check refused", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
 			return nil, errForbidden
 		}
+	case !h.cfg.InsecureUnguardedChecks:
+		return nil, errForbidden
 	}
 	return c, nil
 }

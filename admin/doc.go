@@ -32,7 +32,8 @@
 //
 // test and discover run Config.GuardCheck on the request as it arrived,
 // before the handler reads a body byte, so a signed check covers the body
-// the handler acts on.
+// the handler acts on. Without a GuardCheck they are refused 403
+// ADMIN_FORBIDDEN unless Config.InsecureUnguardedChecks says otherwise.
 //
 // Answers worth knowing:
 //
@@ -48,4 +49,10 @@
 //     cross-site without a CORS preflight). A bodyless POST (test,
 //     discover) needs no Content-Type. DELETE needs none either: it is
 //     never a CORS "simple" request, so browsers preflight it.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config, AccessConfig and AccessOptions is the safe one (a
+// required field left empty is refused), and a protection is turned off only
+// by a field that says so: a negative number, an explicit off value, or an
+// Insecure… switch.
 package admin

@@ -26,7 +26,7 @@ func ExampleNew() {
 	vault, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key})
 	defer vault.Close()
 
-	access, err := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessToken, Token: "example-admin-token-123456"})
+	access, err := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessToken, Token: "example-admin-token-123456"}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func ExampleNew() {
 // addressed a loopback Host: a page whose name was rebound to 127.0.0.1
 // still sends its own name.
 func ExampleAccess_Wrap() {
-	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
+	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
 	metrics := access.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "idn_gateway_requests_in_flight 0\n")
 	}))
@@ -97,7 +97,7 @@ func ExampleOwnerContext() {
 	defer vault.Close()
 	_, _ = vault.Create(ctx, &credvault.Connection{ID: "gh", BaseURL: "https://api.github.com", AuthMode: credvault.AuthBearer,
 		AuthSecretKey: "token"}, map[string]string{"token": "ghp_example_token"})
-	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
+	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
 	h, _ := admin.New(admin.Config{Vault: vault, Access: access})
 
 	for _, asOwner := range []bool{false, true} {

@@ -85,7 +85,7 @@ func FuzzAccessHeaders(f *testing.F) {
 	f.Add("null", "none", "garbage", "for=\"[::1]\"", "Basic x")
 	f.Fuzz(func(t *testing.T, origin, fetchSite, xff, fwd, authz string) {
 		for _, mode := range []AccessMode{AccessHybrid, AccessLoopback, AccessToken} {
-			a, err := NewAccess(AccessConfig{Mode: mode, Token: testToken, AllowedOrigins: []string{"https://dash.example.com"}})
+			a, err := NewAccess(AccessConfig{AccessOptions: AccessOptions{Mode: mode, Token: testToken, AllowedOrigins: []string{"https://dash.example.com"}}})
 			if err != nil {
 				t.Fatal(err)
 			}

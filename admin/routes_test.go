@@ -318,3 +318,48 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestChecksNeedAGuard: the zero Config refuses test and discover without
+// a GuardCheck, so that a stolen admin token alone cannot make the gateway
+// send a stored credential upstream; InsecureUnguardedChecks lifts it.
+func TestChecksNeedAGuard(t *testing.T) {
+	t.Parallel()
+	up := upstream(t, "Authorization", "Bearer "+secretToken)
+	tests := []struct {
+		name      string
+		insecure  bool
+		path      string
+		wantCode  string
+		wantCalls bool
+	}{
+		{"stolen_token_tests_the_credential", false, "/api/admin/connections/gh/test", "ADMIN_FORBIDDEN", false},
+		{"stolen_token_discovers_with_the_credential", false, "/api/admin/connections/m/discover", "ADMIN_FORBIDDEN", false},
+		{"insecure_unguarded_test", true, "/api/admin/connections/gh/test", "", true},
+		{"insecure_unguarded_discover", true, "/api/admin/connections/m/discover", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			discovered := false
+			e := newEnv(t, func(c *Config) {
+				c.InsecureUnguardedChecks = tt.insecure
+				c.Discover = func(context.Context, *credvault.Connection, string) (any, error) {
+					discovered = true
+					return map[string]any{"tools": []string{}}, nil
+				}
+			})
+			wantStatus(t, e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"gh","base_url":%q,"auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":%q}}`, up.URL, secretToken), withToken...), 201, "")
+			wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"m","protocol":"mcp","base_url":"http://127.0.0.1:9"}`, withToken...), 201, "")
+			r := e.do("POST", tt.path, `{}`, withToken...)
+			if tt.wantCode != "" {
+				wantStatus(t, r, 403, tt.wantCode)
+			} else {
+				wantStatus(t, r, 200, "")
+			}
+			got, _ := e.vault.Connection("gh")
+			if called := discovered || got.LastTest != nil; called != tt.wantCalls {
+				t.Errorf("credential used = %v, want %v", called, tt.wantCalls)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/mcpproxy"
 	"io"
 	"log"
 	"log/slog"
@@ -272,15 +273,15 @@ func (s *stack) startGateway(ctx context.Context, dir string, claims int, logger
 		return err
 	}
 	gw, err := gateway.New(gateway.Config{
-		DataDir:       filepath.Join(dir, "gateway"),
-		MasterKey:     key,
-		AdminAccess:   admin.AccessLoopback,
-		RegistryURL:   s.controlPlane,
-		ServiceAPIKey: s.serviceKey,
+		DataDir:         filepath.Join(dir, "gateway"),
+		MasterKey:       key,
+		Admin:           admin.AccessOptions{Mode: admin.AccessLoopback},
+		ControlPlaneURL: s.controlPlane,
+		ServiceAPIKey:   s.serviceKey,
 		// The per-namespace tool-call limit (120/min by default) would
 		// measure the limiter, not the gateway.
-		MCPToolCallRateLimitPerMinute: -1,
-		Logger:                        logger,
+		MCP:    mcpproxy.Options{RateLimitPerMinute: -1},
+		Logger: logger,
 	})
 	if err != nil {
 		return err
@@ -301,36 +302,9 @@ func (s *stack) startGateway(ctx context.Context, dir string, claims int, logger
 	if s.gateway, err = s.serve(gw); err != nil {
 		return err
 	}
-	return waitReady(ctx, s.gateway+"/health/ready", 15*time.Second+time.Duration(claims)*100*time.Microsecond)
-}
-
-// waitReady polls a readiness URL: the gateway loads claims on its own
-// schedule and offers nothing to wait on but its readiness endpoint.
-func waitReady(ctx context.Context, url string, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
+	ready, cancel := context.WithTimeout(ctx, 15*time.Second+time.Duration(claims)*100*time.Microsecond)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var last string
-	for {
-		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
-		if err != nil {
-			return err
-		}
-		if res, err := http.DefaultClient.Do(req); err == nil {
-			b, _ := io.ReadAll(io.LimitReader(res.Body, 1000))
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = string(b)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s: %s", limit, last)
-		case <-tick.C:
-		}
-	}
+	return gw.Up(ready)
 }
 
 // connectMCP opens the direct client's session to the MCP server.

@@ -62,7 +62,7 @@ const (
 
 func loadedCache(b *testing.B, n int, prefix string) *claimcache.Cache {
 	b.Helper()
-	c, err := claimcache.New(claimcache.Config{Source: generatedSource{n, prefix}, Services: []string{"github"}, TTL: time.Hour})
+	c, err := claimcache.New(claimcache.Config{Source: generatedSource{n, prefix}, Services: []string{"github"}, Options: claimcache.Options{TTL: time.Hour}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func BenchmarkLoad1M(b *testing.B) {
 	for b.Loop() {
 		before := heapAlloc()
 		peak := watchHeap()
-		c, err := claimcache.New(claimcache.Config{Source: src, Services: []string{"github"}, TTL: time.Hour})
+		c, err := claimcache.New(claimcache.Config{Source: src, Services: []string{"github"}, Options: claimcache.Options{TTL: time.Hour}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,24 +21,17 @@ const (
 // changed under it before giving up until the next refresh.
 const maxFeedChangedRetries = 3
 
-// Config configures a Cache.
+// Config configures a Cache: where the claims come from, and the Options
+// policy.
 type Config struct {
 	// Source delivers the claims. Required.
 	Source Source
 	// Services are the service slugs tracked from the start; SetServices
 	// changes the set later. Lookups for other services fail.
 	Services []string
-	// TTL is how long a snapshot stays usable after the refresh that made or
-	// confirmed it began. Zero means DefaultTTL. It must exceed
-	// RefreshInterval.
-	TTL time.Duration
-	// RefreshInterval is the background poll period of Run. Zero means
-	// DefaultRefreshInterval.
-	RefreshInterval time.Duration
-	// EarlyRefreshInterval is the least time between two refreshes of one
-	// service triggered by lookup misses. Zero means
-	// DefaultEarlyRefreshInterval; negative disables early refreshes.
-	EarlyRefreshInterval time.Duration
+
+	Options
+
 	// Logger receives refresh failures. Nil discards them.
 	Logger *slog.Logger
 	// Clock, when set, replaces the system clock, so that a test can move
@@ -51,6 +44,23 @@ type Config struct {
 	// service, the number of approved tuples now held, and the error (nil on
 	// success, including an unchanged feed). It suits metrics and readiness.
 	OnRefresh func(service string, claims int, err error)
+}
+
+// Options is the cache's timing policy. Its zero value is the safe default:
+// each field left at zero takes the documented default; only
+// EarlyRefreshInterval can be switched off, by a negative value.
+type Options struct {
+	// TTL is how long a snapshot stays usable after the refresh that made or
+	// confirmed it began. Zero means DefaultTTL. It must exceed
+	// RefreshInterval.
+	TTL time.Duration
+	// RefreshInterval is the background poll period of Run. Zero means
+	// DefaultRefreshInterval.
+	RefreshInterval time.Duration
+	// EarlyRefreshInterval is the least time between two refreshes of one
+	// service triggered by lookup misses. Zero means
+	// DefaultEarlyRefreshInterval; negative disables early refreshes.
+	EarlyRefreshInterval time.Duration
 }
 
 // Cache holds the approved claims of a set of services. It is safe for

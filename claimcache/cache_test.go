@@ -47,7 +47,7 @@ func TestLookupFreshnessFailsClosedAndRecovers(t *testing.T) {
 		cp.Approve(newAgent(fmt.Sprintf("agent-%d", i)).claim(fmt.Sprintf("clm_%d", i), "github"))
 	}
 	clk := newFakeClock()
-	c, _ := newTestCache(t, cp, clk, claimcache.Config{TTL: 30 * time.Second, RefreshInterval: 10 * time.Second})
+	c, _ := newTestCache(t, cp, clk, claimcache.Config{Options: claimcache.Options{TTL: 30 * time.Second, RefreshInterval: 10 * time.Second}})
 
 	check := func(step string, a agent, want error) {
 		t.Helper()
@@ -145,7 +145,7 @@ func TestEarlyRefreshIsSingleFlight(t *testing.T) {
 	alice := newAgent("alice")
 	cp := newControlPlane(t, newAgent("bob").claim("clm_bob", "github"))
 	clk := newFakeClock()
-	c, events := newTestCache(t, cp, clk, claimcache.Config{TTL: 2 * time.Hour, RefreshInterval: time.Hour})
+	c, events := newTestCache(t, cp, clk, claimcache.Config{Options: claimcache.Options{TTL: 2 * time.Hour, RefreshInterval: time.Hour}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
@@ -220,8 +220,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		cfg  claimcache.Config
 	}{
 		{"nil source", claimcache.Config{}},
-		{"TTL not above refresh interval", claimcache.Config{Source: src, TTL: 10 * time.Second, RefreshInterval: 10 * time.Second}},
-		{"negative TTL", claimcache.Config{Source: src, TTL: -time.Second}},
+		{"TTL not above refresh interval", claimcache.Config{Source: src, Options: claimcache.Options{TTL: 10 * time.Second, RefreshInterval: 10 * time.Second}}},
+		{"negative TTL", claimcache.Config{Source: src, Options: claimcache.Options{TTL: -time.Second}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,7 +260,7 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 	alice := newAgent("alice")
 	cp := newControlPlane(t, alice.claim("clm_alice", "github"))
 	clk := newFakeClock()
-	c, events := newTestCache(t, cp, clk, claimcache.Config{TTL: 2 * time.Hour, RefreshInterval: time.Hour, EarlyRefreshInterval: 10 * time.Millisecond})
+	c, events := newTestCache(t, cp, clk, claimcache.Config{Options: claimcache.Options{TTL: 2 * time.Hour, RefreshInterval: time.Hour, EarlyRefreshInterval: 10 * time.Millisecond}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.Run(ctx)
@@ -302,8 +302,13 @@ func TestLeaseRunsOnTheSystemClock(t *testing.T) {
 	cp := newControlPlane(t, alice.claim("clm_alice", "github"))
 	const ttl = time.Second
 	c, err := claimcache.New(claimcache.Config{
-		Source:   &claimcache.HTTPSource{BaseURL: cp.URL, APIKey: keysOf(cp)},
-		Services: []string{"github"}, TTL: ttl, RefreshInterval: ttl / 2, EarlyRefreshInterval: -1,
+		Source: &claimcache.HTTPSource{BaseURL: cp.URL, APIKey: keysOf(cp)},
+		Options: claimcache.Options{
+			TTL:                  ttl,
+			RefreshInterval:      ttl / 2,
+			EarlyRefreshInterval: -1,
+		},
+		Services: []string{"github"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -42,4 +42,10 @@
 //
 // Package claimcachetest serves the control plane's claims API from memory,
 // for tests of a Cache, a Submitter or a gateway that embeds them.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config, Options, SubmitterConfig and SubmitterOptions is the safe
+// one (a required field left empty is refused), and a protection is turned
+// off only by a field that says so: a negative number, an explicit off
+// value, or an Insecure… switch.
 package claimcache

@@ -55,8 +55,8 @@ func ExampleSubmitter() {
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
 		BaseURL: controlPlane.URL,
 		// The connection "github" is for the service "github".
-		APIKey:        func(connectionID string) (string, error) { return controlPlane.APIKey("github"), nil },
-		RatePerMinute: 1,
+		APIKey:           func(connectionID string) (string, error) { return controlPlane.APIKey("github"), nil },
+		SubmitterOptions: claimcache.SubmitterOptions{RatePerMinute: 1},
 	})
 	if err != nil {
 		panic(err)

@@ -35,7 +35,8 @@ const (
 	DefaultMaxReceiptsPerNamespace = 100
 )
 
-// SubmitterConfig configures a Submitter.
+// SubmitterConfig configures a Submitter: where and as whom claims are
+// submitted, and the SubmitterOptions policy.
 type SubmitterConfig struct {
 	// BaseURL is the control plane's base address ({IDN_REGISTRY_URL}).
 	// Required.
@@ -48,6 +49,19 @@ type SubmitterConfig struct {
 	// APIKey returns the service API key for a connection. Required; the key
 	// is never written into errors.
 	APIKey func(connectionID string) (string, error)
+
+	SubmitterOptions
+
+	// Clock returns the current time for the rate limit and the receipts'
+	// age. Nil means time.Now.
+	Clock func() time.Time
+}
+
+// SubmitterOptions is the submission policy: the rate limit and the memory
+// bounds. Its zero value is the safe default: each field left at zero takes
+// the documented default; the rate limit and the receipts are switched off
+// only by a negative value.
+type SubmitterOptions struct {
 	// RatePerMinute is how many submissions one connection + namespace pair
 	// may make per minute (with an equal burst). Zero means
 	// DefaultSubmitRatePerMinute; negative means no limit (what the setting's
@@ -72,9 +86,6 @@ type SubmitterConfig struct {
 	// submissions cannot push the receipts of others out. Zero means
 	// DefaultMaxReceiptsPerNamespace; it is capped at MaxReceipts.
 	MaxReceiptsPerNamespace int
-	// Clock returns the current time for the rate limit and the receipts'
-	// age. Nil means time.Now.
-	Clock func() time.Time
 }
 
 // Submission is one claim submitted for an unapproved caller.

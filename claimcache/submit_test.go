@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,9 @@ func TestSubmitterRateLimit(t *testing.T) {
 			{29 * time.Second, "github", "alice", claimcache.ErrRateLimited},
 			{time.Second, "github", "alice", nil},
 		}},
+		{"zero limit means DefaultSubmitRatePerMinute", 0, append(
+			slices.Repeat([]step{{0, "github", "alice", nil}}, claimcache.DefaultSubmitRatePerMinute),
+			step{0, "github", "alice", claimcache.ErrRateLimited})},
 		{"negative limit disables it", -1, []step{
 			{0, "github", "alice", nil}, {0, "github", "alice", nil}, {0, "github", "alice", nil},
 			{0, "github", "alice", nil}, {0, "github", "alice", nil}, {0, "github", "alice", nil},
@@ -60,7 +64,8 @@ func TestSubmitterRateLimit(t *testing.T) {
 			cp := newControlPlane(t)
 			clk := newFakeClock()
 			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-				BaseURL: cp.URL, APIKey: githubKey(cp), RatePerMinute: tt.perMinute, Clock: clk.Now,
+				BaseURL: cp.URL, APIKey: githubKey(cp), Clock: clk.Now,
+				SubmitterOptions: claimcache.SubmitterOptions{RatePerMinute: tt.perMinute},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -238,8 +243,12 @@ func TestSubmitterRemembersReceipts(t *testing.T) {
 			cp.SetUnavailable(tt.fail)
 			clk := newFakeClock()
 			s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-				BaseURL: cp.URL, APIKey: githubKey(cp), RatePerMinute: tt.perMinute, Clock: clk.Now,
-				ReceiptTTL: tt.ttl, MaxReceipts: tt.maxReceipts,
+				SubmitterOptions: claimcache.SubmitterOptions{
+					RatePerMinute: tt.perMinute,
+					ReceiptTTL:    tt.ttl,
+					MaxReceipts:   tt.maxReceipts,
+				},
+				BaseURL: cp.URL, APIKey: githubKey(cp), Clock: clk.Now,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -289,7 +298,7 @@ func TestSubmitterConcurrentRepeatsShareOneSubmission(t *testing.T) {
 		cp.ServeHTTP(w, r)
 	}))
 	defer front.Close()
-	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: front.URL, APIKey: githubKey(cp), RatePerMinute: 1})
+	s, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: front.URL, APIKey: githubKey(cp), SubmitterOptions: claimcache.SubmitterOptions{RatePerMinute: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,4 +36,9 @@
 // from an upstream (raw, URL- and JSON-escaped, the whole injected header
 // value, and the longer variable values it is built from), so a proxy can
 // strip them from what it returns.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config is the safe one (a required field left empty is refused),
+// and a protection is turned off only by a field that says so: a negative
+// number, an explicit off value, or an Insecure… switch.
 package credvault

@@ -16,6 +16,11 @@
 // AgentEndpoint, to absolute IRIs under TermsIRI. Resolver is an HTTP client
 // for the control plane's /1.0/identifiers/{did} endpoint with a bounded TTL
 // cache.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Resolver is the safe one (a required field left empty is
+// refused), and a protection is turned off only by a field that says so: a
+// negative number, an explicit off value, or an Insecure… switch.
 package didresolve
 
 import (

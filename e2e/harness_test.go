@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/claimcache"
 	"io"
 	"net"
 	"net/http"
@@ -185,9 +186,9 @@ func startGateway(t testing.TB, w *world, configure func(*gateway.Config), conns
 		t.Fatal(err)
 	}
 	cfg := gateway.Config{
-		DataDir: t.TempDir(), MasterKey: key, AdminAccess: admin.AccessLoopback,
-		RegistryURL: w.cp.url(), ServiceAPIKey: w.apiKey,
-		ClaimsTTL: 2 * time.Second, ClaimsRefresh: time.Second,
+		DataDir: t.TempDir(), MasterKey: key, Admin: admin.AccessOptions{Mode: admin.AccessLoopback},
+		ControlPlaneURL: w.cp.url(), ServiceAPIKey: w.apiKey,
+		Claims: claimcache.Options{TTL: 2 * time.Second, RefreshInterval: time.Second},
 	}
 	if configure != nil {
 		configure(&cfg)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -382,12 +383,14 @@ func TestMalformedRequests(t *testing.T) {
 	}))
 	defer upstream.Close()
 	gw := startGateway(t, w, func(c *gateway.Config) {
-		c.MaxBodyBytes, c.NonceMaxBytes, c.ClaimRateLimitPerMinute = maxBody, nonceRoom*16, 1
+		c.Proxy.MaxBodyBytes, c.Nonces.MaxBytes, c.ClaimSubmissions.RatePerMinute = maxBody, nonceRoom*16, 1
 	}, bearer("github", upstream.URL, "upstream-token"))
 	client := &http.Client{Timeout: 10 * time.Second}
-	eventually(t, 5*time.Second, "the gateway to be ready", func() bool {
-		return call(t, client, "GET", gw.url+"/health/ready", nil, nil).status == 200
-	})
+	ready, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := gw.gw.Up(ready); err != nil {
+		t.Fatal(err)
+	}
 
 	host := strings.TrimPrefix(gw.url, "http://")
 	seed := int64(20261122)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -101,9 +102,11 @@ func TestSlowloris(t *testing.T) {
 	defer func() { srv.Close(); <-served }()
 	addr := ln.Addr().String()
 	client := &http.Client{Timeout: 5 * time.Second}
-	eventually(t, 5*time.Second, "claims to load", func() bool {
-		return call(t, client, "GET", "http://"+addr+"/proxy/github/x", w.agent, nil).status == 200
-	})
+	ready, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := gw.gw.Up(ready); err != nil {
+		t.Fatal(err)
+	}
 
 	type result struct {
 		lived time.Duration

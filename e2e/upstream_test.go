@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -83,14 +84,16 @@ func TestUpstreamFaults(t *testing.T) {
 	down := "http://" + freeAddr(t) // nothing listens: connection refused
 	eof, rst := closingUpstream(t, false), closingUpstream(t, true)
 
-	gw := startGateway(t, w, func(c *gateway.Config) { c.ProxyTimeout = time.Second },
+	gw := startGateway(t, w, func(c *gateway.Config) { c.Proxy.Timeout = time.Second },
 		bearer("healthy", healthy.URL, secret),
 		querySecret("down", down, secret), querySecret("slow", slow.URL, secret),
 		querySecret("eof", eof, secret), querySecret("rst", rst, secret), querySecret("hijack", hijack.URL, secret))
 	client := &http.Client{Timeout: 10 * time.Second}
-	eventually(t, 5*time.Second, "claims to load", func() bool {
-		return call(t, client, "GET", gw.url+"/proxy/healthy/x", w.agent, nil).status == 200
-	})
+	ready, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := gw.gw.Up(ready); err != nil {
+		t.Fatal(err)
+	}
 
 	cases := []struct {
 		conn, upstream string

@@ -1,26 +1,32 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/proxy"
+	"github.com/idnhq/idn/replay"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Gateway. DataDir, MasterKey and (unless
-// InsecureAllowUnsigned) RegistryURL are required; every other field works
-// at its zero value, and says what that value means.
+// Proxy.InsecureAllowUnsigned) ControlPlaneURL are required; every other
+// field works at its zero value, the safe default, and says what that value
+// means. The policy of each part is that part's own options type, embedded
+// as it is: a protection is turned off only by a field that says so (a
+// negative number, credvault.RotationOff, an Insecure… switch).
 type Config struct {
 	// DataDir holds the credential store (gateway.db), the gateway's own
 	// identity and the decision-log salt. It is created with mode 0700.
@@ -29,10 +35,11 @@ type Config struct {
 	// MasterKey seals the stored credentials. Required: the zero key is
 	// refused.
 	MasterKey credvault.MasterKey
-	// RegistryURL is the control plane's base URL ("https://idn.example"):
-	// the gateway reads the approved-claims feed there and files claims for
-	// callers it does not know. Required unless InsecureAllowUnsigned.
-	RegistryURL string
+	// ControlPlaneURL is the control plane's base URL ("https://idn.example",
+	// IDN_REGISTRY_URL in cmd/gateway): the gateway reads the
+	// approved-claims feed there and files claims for callers it does not
+	// know. Required unless Proxy.InsecureAllowUnsigned.
+	ControlPlaneURL string
 	// ServiceAPIKey is the control-plane API key presented for the claims
 	// feed and claim submissions of every service. Empty means every feed
 	// read and submission fails until ConnectionAPIKey supplies a key.
@@ -52,103 +59,48 @@ type Config struct {
 	// missing).
 	CatalogFile string
 
-	// ClaimsTTL is how long a claims snapshot stays usable without a
-	// successful refresh; zero means 30 s. ClaimsRefresh is the feed's poll
-	// period; zero means 10 s. ClaimsTTL must exceed ClaimsRefresh.
-	ClaimsTTL, ClaimsRefresh time.Duration
+	// Proxy is the signed runtime's policy (proxy.Options): the signature
+	// window, the body and time limits, the trusted proxies, the path
+	// aliases, rotation enforcement and the Insecure… switches. Its
+	// TrustedProxies and PublicAuthority also apply to the admin API and
+	// /metrics; its InsecureAllowUnsigned also lifts the claims readiness
+	// check and the need for ControlPlaneURL, and makes New log a warning,
+	// as InsecureUnsignedConnections does. MaxInflightBodyBytes must be at
+	// least MaxBodyBytes.
+	Proxy proxy.Options
+	// MCP is the MCP proxy's policy (mcpproxy.Options): discovery cache,
+	// circuit breaker, tool-call rate limit and sessions of the MCP
+	// endpoint. Its MaxBodyBytes zero means Proxy.MaxBodyBytes and its
+	// Timeout zero means Proxy.MCPTimeout, so that one setting bounds both
+	// the /mcp request and its upstream work.
+	MCP mcpproxy.Options
+	// Claims is the approved-claims cache's timing (claimcache.Options):
+	// how long a snapshot stays usable without a successful refresh, and
+	// the feed's poll period.
+	Claims claimcache.Options
+	// ClaimSubmissions bounds the claims filed for callers the gateway
+	// does not know (claimcache.SubmitterOptions), per connection and
+	// namespace.
+	ClaimSubmissions claimcache.SubmitterOptions
+	// Nonces is the nonce store's memory budget (replay.Config). It holds
+	// Nonces.MaxBytes / replay.Bytes nonces, each kept Proxy.MaxAge +
+	// Proxy.FutureSkew, which sets the sustained request rate it allows
+	// (docs/gateway.md).
+	Nonces replay.Config
 
-	// SignatureMaxAge and SignatureFutureSkew bound a signature's created
-	// time; zero means 300 s and 30 s.
-	SignatureMaxAge, SignatureFutureSkew time.Duration
-	// NonceMaxBytes bounds the memory of the nonce store; zero means
-	// replay.DefaultMaxBytes (256 MiB). It holds NonceMaxBytes /
-	// replay.Bytes nonces, each kept SignatureMaxAge + SignatureFutureSkew,
-	// which sets the sustained request rate it allows (docs/gateway.md).
-	NonceMaxBytes int64
-	// ClaimRateLimitPerMinute is how many claims one connection and
-	// namespace may file per minute. Zero means 30; negative means no limit.
-	ClaimRateLimitPerMinute int
-
-	// MaxBodyBytes caps one request body; zero means 8 MiB.
-	// MaxInflightBodyBytes caps the body bytes held at once across all
-	// requests (503 REQUEST_BODY_CAPACITY_EXHAUSTED past it); zero means
-	// 256 MiB.
-	MaxBodyBytes, MaxInflightBodyBytes int64
-	// ProxyTimeout bounds an /proxy request (zero: 120 s), MCPTimeout an
-	// /mcp request or MCP upstream operation (zero: 90 s), AdminTimeout an
-	// admin or /metrics request (zero: 20 s).
-	ProxyTimeout, MCPTimeout, AdminTimeout time.Duration
-
-	// MCPDiscoveryTTL is how long an MCP tool discovery is fresh; zero means
-	// 300 s. MCPDiscoveryStaleIfError is how long past it a stale discovery
-	// is served while the upstream fails; zero means 3600 s, negative never.
-	MCPDiscoveryTTL, MCPDiscoveryStaleIfError time.Duration
-	// MCPBreakerFailures is how many consecutive upstream failures open an
-	// MCP connection's circuit breaker; zero means 3, negative disables the
-	// breaker. MCPBreakerCooldown is how long it stays open; zero means 10 s.
-	MCPBreakerFailures int
-	MCPBreakerCooldown time.Duration
-	// MCPToolCallRateLimitPerMinute is the tool-call rate per connection and
-	// namespace. Zero means 120; negative means no limit.
-	MCPToolCallRateLimitPerMinute int
-	// MCPSessionIdleTimeout ends a session of the MCP endpoint
-	// /mcp/{connection_id} that has had no request for this long; zero
-	// means 10 minutes. MCPMaxSessions bounds the sessions open at once;
-	// zero means 1000. MCPMaxSessionsPerKey and MCPMaxSessionsPerNamespace
-	// are each caller key's and each namespace's share of them (zero means
-	// 32 and 128, each capped by the one above): a caller opening a session
-	// past its key's or namespace's share, or in a full pool, evicts its
-	// own least recently used session; only a caller whose namespace holds
-	// none is answered 503 MCP_SESSIONS_EXHAUSTED by a full pool.
-	MCPSessionIdleTimeout      time.Duration
-	MCPMaxSessions             int
-	MCPMaxSessionsPerKey       int
-	MCPMaxSessionsPerNamespace int
-
-	// AdminAccess selects who may use the admin API and /metrics. Zero
-	// means admin.AccessHybrid. Whatever the mode, changing where or how a
-	// stored secret is sent needs the admin token (or the owner, over
-	// pairing).
-	AdminAccess admin.AccessMode
-	// AdminToken is the admin bearer token, at least 16 bytes. Empty means
-	// the token kept in DataDir/admin-token (AdminToken), created at the
-	// first start.
-	AdminToken string
-	// AdminHosts are the host names, besides loopback literals and
-	// localhost, the admin API and /metrics answer to. Empty means none.
-	AdminHosts []string
-	// AllowedOrigins are the browser origins admitted to the admin API
-	// cross-origin. Empty means none.
-	AllowedOrigins []string
+	// Admin selects who may use the admin API and /metrics
+	// (admin.AccessOptions). An empty Admin.Token means the token kept in
+	// DataDir/admin-token (AdminToken), created at the first start.
+	// Whatever the mode, changing where or how a stored secret is sent
+	// needs the admin token (or the owner, over pairing).
+	Admin admin.AccessOptions
+	// AdminTimeout bounds an admin or /metrics request; zero means 20 s.
+	AdminTimeout time.Duration
 	// InsecureUnsignedAdminChecks lets the admin test and discover routes
 	// run without a signed, approved caller. False (the zero value) requires
 	// one, so a stolen admin token cannot make the gateway use a
 	// credential on its own.
 	InsecureUnsignedAdminChecks bool
-
-	// TrustedProxies are the networks whose X-Forwarded-* headers are
-	// believed for the client address and the origin signatures are checked
-	// against. Empty means none.
-	TrustedProxies []netip.Prefix
-	// PublicAuthority, when set, is the host[:port] every signature is
-	// checked against, whatever Host a request names. Empty means the Host
-	// the request names.
-	PublicAuthority string
-	// Aliases maps a first path segment to a connection id: /<alias>/{path}
-	// behaves as /proxy/<id>/{path}. Nil means none.
-	Aliases map[string]string
-
-	// RotationEnforcement is what happens to a connection whose credential
-	// is overdue for rotation. Zero means credvault.RotationWarn.
-	// RotationGrace extends the due date; zero means none.
-	RotationEnforcement credvault.RotationEnforcement
-	RotationGrace       time.Duration
-
-	// InsecureAllowUnsigned turns off signature, claim and replay checks on
-	// every connection; InsecureUnsignedConnections on the listed
-	// connection ids only. Development only; New logs a warning.
-	InsecureAllowUnsigned       bool
-	InsecureUnsignedConnections []string
 
 	// Logger receives operational messages. Nil discards them.
 	Logger *slog.Logger
@@ -176,12 +128,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MasterKey == (credvault.MasterKey{}) {
 		problem("Config.MasterKey is required")
 	}
-	c.RegistryURL = strings.TrimRight(c.RegistryURL, "/")
+	c.ControlPlaneURL = strings.TrimRight(c.ControlPlaneURL, "/")
 	switch {
-	case c.RegistryURL == "" && !c.InsecureAllowUnsigned:
-		problem("Config.RegistryURL is required: the control plane's base URL, which serves the approved-claims feed")
-	case c.RegistryURL != "" && !strings.HasPrefix(c.RegistryURL, "http://") && !strings.HasPrefix(c.RegistryURL, "https://"):
-		problem("Config.RegistryURL must be an http or https URL")
+	case c.ControlPlaneURL == "" && !c.Proxy.InsecureAllowUnsigned:
+		problem("Config.ControlPlaneURL is required: the control plane's base URL, which serves the approved-claims feed")
+	case c.ControlPlaneURL != "" && !strings.HasPrefix(c.ControlPlaneURL, "http://") && !strings.HasPrefix(c.ControlPlaneURL, "https://"):
+		problem("Config.ControlPlaneURL must be an http or https URL")
 	}
 	if c.Namespace == "" {
 		c.Namespace = "gateway"
@@ -195,40 +147,39 @@ func (c Config) withDefaults() (Config, error) {
 	if c.CatalogFile == "" && c.DataDir != "" {
 		c.CatalogFile = filepath.Join(c.DataDir, "service-catalog.json")
 	}
-	defaultDuration(&c.ClaimsTTL, 30*time.Second)
-	defaultDuration(&c.ClaimsRefresh, 10*time.Second)
-	if c.ClaimsTTL <= c.ClaimsRefresh {
-		problem("Config.ClaimsTTL (%s) must exceed Config.ClaimsRefresh (%s)", c.ClaimsTTL, c.ClaimsRefresh)
+	ttl, refresh := cmp.Or(c.Claims.TTL, claimcache.DefaultTTL), cmp.Or(c.Claims.RefreshInterval, claimcache.DefaultRefreshInterval)
+	if ttl <= refresh {
+		problem("Config.Claims.TTL (%s) must exceed Config.Claims.RefreshInterval (%s)", ttl, refresh)
 	}
 	defaultDuration(&c.AdminTimeout, 20*time.Second)
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = proxy.DefaultMaxBodyBytes
+	if c.Proxy.MaxBodyBytes <= 0 {
+		c.Proxy.MaxBodyBytes = proxy.DefaultMaxBodyBytes
 	}
-	if c.MaxInflightBodyBytes <= 0 {
-		c.MaxInflightBodyBytes = proxy.DefaultMaxInflightBodyBytes
+	if c.Proxy.MaxInflightBodyBytes <= 0 {
+		c.Proxy.MaxInflightBodyBytes = proxy.DefaultMaxInflightBodyBytes
 	}
-	if c.MaxInflightBodyBytes < c.MaxBodyBytes {
-		problem("Config.MaxInflightBodyBytes must be at least Config.MaxBodyBytes")
+	if c.Proxy.MaxInflightBodyBytes < c.Proxy.MaxBodyBytes {
+		problem("Config.Proxy.MaxInflightBodyBytes must be at least Config.Proxy.MaxBodyBytes")
 	}
-	if c.AdminAccess == "" {
-		c.AdminAccess = admin.AccessHybrid
+	if c.MCP.MaxBodyBytes == 0 {
+		c.MCP.MaxBodyBytes = c.Proxy.MaxBodyBytes
 	}
-	if c.RotationEnforcement == "" {
-		c.RotationEnforcement = credvault.RotationWarn
+	if c.MCP.Timeout == 0 {
+		c.MCP.Timeout = c.Proxy.MCPTimeout
 	}
-	for _, h := range c.AdminHosts {
+	for _, h := range c.Admin.Hosts {
 		if !clientip.ValidHost(h) {
-			problem("Config.AdminHosts: %q is not a host name or IP literal without port (IPv6 in brackets)", h)
+			problem("Config.Admin.Hosts: %q is not a host name or IP literal without port (IPv6 in brackets)", h)
 		}
 	}
-	if c.PublicAuthority != "" {
-		if host, _, ok := clientip.SplitAuthority(c.PublicAuthority); !ok || !clientip.ValidHost(host) {
-			problem("Config.PublicAuthority: %q is not host[:port] (no scheme or path)", c.PublicAuthority)
+	if c.Proxy.PublicAuthority != "" {
+		if host, _, ok := clientip.SplitAuthority(c.Proxy.PublicAuthority); !ok || !clientip.ValidHost(host) {
+			problem("Config.Proxy.PublicAuthority: %q is not host[:port] (no scheme or path)", c.Proxy.PublicAuthority)
 		}
 	}
-	for _, id := range c.InsecureUnsignedConnections {
+	for _, id := range c.Proxy.InsecureUnsignedConnections {
 		if err := credvault.ValidateConnectionID(id); err != nil {
-			problem("Config.InsecureUnsignedConnections: %w", err)
+			problem("Config.Proxy.InsecureUnsignedConnections: %w", err)
 		}
 	}
 	if c.Version == "" {
@@ -244,16 +195,4 @@ func defaultDuration(d *time.Duration, def time.Duration) {
 	if *d <= 0 {
 		*d = def
 	}
-}
-
-// orOff maps the gateway's "zero is the default, negative is off" to a
-// part whose zero means off.
-func orOff(n, def int) int {
-	switch {
-	case n == 0:
-		return def
-	case n < 0:
-		return 0
-	}
-	return n
 }

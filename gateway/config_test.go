@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/proxy"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -23,26 +27,30 @@ func minimalConfig(t *testing.T) gateway.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: "http://127.0.0.1:1"}
+	return gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: "http://127.0.0.1:1"}
 }
 
 func TestNewListsEveryProblem(t *testing.T) {
 	t.Parallel()
 	_, err := gateway.New(gateway.Config{
-		RegistryURL: "ftp://cp", Namespace: "x", ClaimsTTL: 5e9, ClaimsRefresh: 10e9,
-		MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 1 << 20, AdminHosts: []string{"gw.example.com:8443"},
-		PublicAuthority: "https://gw.example.com", InsecureUnsignedConnections: []string{"bad id!"},
+		ControlPlaneURL: "ftp://cp", Namespace: "x",
+		Proxy: proxy.Options{
+			MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 1 << 20,
+			PublicAuthority: "https://gw.example.com", InsecureUnsignedConnections: []string{"bad id!"},
+		},
+		Claims: claimcache.Options{TTL: 5e9, RefreshInterval: 10e9},
+		Admin:  admin.AccessOptions{Hosts: []string{"gw.example.com:8443"}},
 	})
 	if err == nil {
 		t.Fatal("New accepted an invalid Config")
 	}
-	for _, want := range []string{"DataDir", "MasterKey", "RegistryURL", "Namespace", "ClaimsTTL", "MaxInflightBodyBytes",
-		"AdminHosts", "PublicAuthority", "InsecureUnsignedConnections"} {
+	for _, want := range []string{"DataDir", "MasterKey", "ControlPlaneURL", "Namespace", "Claims.TTL", "Proxy.MaxInflightBodyBytes",
+		"Admin.Hosts", "Proxy.PublicAuthority", "Proxy.InsecureUnsignedConnections"} {
 		if !strings.Contains(err.Error(), "gateway: Config."+want) {
 			t.Errorf("error does not name Config.%s:\n%v", want, err)
 		}
 	}
-	if _, err := gateway.New(gateway.Config{}); err == nil || !strings.Contains(err.Error(), "RegistryURL is required") {
+	if _, err := gateway.New(gateway.Config{}); err == nil || !strings.Contains(err.Error(), "ControlPlaneURL is required") {
 		t.Errorf("zero Config: %v", err)
 	}
 }
@@ -88,7 +96,7 @@ func TestZeroConfigDefaults(t *testing.T) {
 func TestShortAdminTokenRefused(t *testing.T) {
 	t.Parallel()
 	cfg := minimalConfig(t)
-	cfg.AdminToken = "short"
+	cfg.Admin.Token = "short"
 	if _, err := gateway.New(cfg); err == nil || !strings.Contains(err.Error(), "16") {
 		t.Fatalf("New with a short token and no mode: %v", err)
 	}
@@ -119,7 +127,7 @@ func TestStartAndClose(t *testing.T) {
 	}
 }
 
-// TestAdminTokenKeptInDataDir: without Config.AdminToken the gateway makes
+// TestAdminTokenKeptInDataDir: without Config.Admin.Token the gateway makes
 // one at first start in DataDir/admin-token (0600) and keeps it across
 // restarts; a local process reaches the admin API as loopback, but cannot
 // point a connection's base_url at its own listener without that token.
@@ -176,5 +184,45 @@ func TestAdminTokenKeptInDataDir(t *testing.T) {
 	}
 	if resp := patch(tok); resp.StatusCode != http.StatusOK {
 		t.Fatalf("PATCH of base_url with the data directory's token: %d", resp.StatusCode)
+	}
+}
+
+// TestSettingsTableNamesConfigFields: every field docs/gateway.md maps a
+// variable to exists in Config.
+func TestSettingsTableNamesConfigFields(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/gateway.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "### The same settings in Go")
+	if !ok {
+		t.Fatal("docs/gateway.md has no section \"The same settings in Go\"")
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	rows := 0
+	for line := range strings.Lines(section) {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		field := strings.TrimSpace(cells[2])
+		if !strings.HasPrefix(field, "`") || strings.Contains(field, " ") {
+			continue // the header
+		}
+		path := strings.Trim(field, "`")
+		typ := reflect.TypeFor[gateway.Config]()
+		for name := range strings.SplitSeq(path, ".") {
+			f, ok := typ.FieldByName(name)
+			if !ok {
+				t.Errorf("docs/gateway.md maps %s to Config.%s, which does not exist", strings.TrimSpace(cells[1]), path)
+				break
+			}
+			typ = f.Type
+		}
+		rows++
+	}
+	if rows < 40 {
+		t.Errorf("found %d rows in the table, want every setting", rows)
 	}
 }

@@ -7,20 +7,21 @@
 //
 // A Gateway is an http.Handler; it never owns a listener or the process.
 // Configure it with a Config whose zero fields take sensible defaults,
-// call Start for the background work (the claims feed poll), serve it with
-// any http.Server (NewServer has the recommended timeouts), and Close it
-// when done:
+// call Start for the background work (the claims feed poll), Up to wait
+// until it is ready to serve, serve it with any http.Server (NewServer has
+// the recommended timeouts), and Close it when done:
 //
 //	gw, err := gateway.New(gateway.Config{
 //		DataDir:       dir,
 //		MasterKey:     key,
-//		RegistryURL:   "https://idn.example",
+//		ControlPlaneURL:   "https://idn.example",
 //		ServiceAPIKey: apiKey,
 //		Logger:        slog.Default(),
 //	})
 //	if err != nil { … }
 //	defer gw.Close()
 //	if err := gw.Start(ctx); err != nil { … }
+//	if err := gw.Up(ctx); err != nil { … } // claims loaded
 //	http.Handle("/idn/", http.StripPrefix("/idn", gw))
 //
 // Routes, relative to where it is mounted: /proxy/{connection_id}/{path}
@@ -32,4 +33,9 @@
 //
 // It reads no environment variable: cmd/gateway maps the GATEWAY_* and
 // IDN_* settings onto Config.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config is the safe one (a required field left empty is refused),
+// and a protection is turned off only by a field that says so: a negative
+// number, an explicit off value, or an Insecure… switch.
 package gateway

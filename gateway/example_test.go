@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/claimcache/claimcachetest"
@@ -41,10 +40,10 @@ func ExampleNew() {
 	defer os.RemoveAll(dir)
 	key, _ := credvault.GenerateMasterKey()
 	gw, err := gateway.New(gateway.Config{
-		DataDir:       dir,
-		MasterKey:     key,
-		RegistryURL:   controlPlane.URL,
-		ServiceAPIKey: controlPlane.APIKey("weather"),
+		DataDir:         dir,
+		MasterKey:       key,
+		ControlPlaneURL: controlPlane.URL,
+		ServiceAPIKey:   controlPlane.APIKey("weather"),
 	})
 	if err != nil {
 		panic(err)
@@ -59,12 +58,15 @@ func ExampleNew() {
 	if err := gw.Start(ctx); err != nil {
 		panic(err)
 	}
+	// The first claims poll runs on the gateway's own schedule.
+	if err := gw.Up(ctx); err != nil {
+		panic(err)
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/idn/", http.StripPrefix("/idn", gw))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	waitReady(srv.URL + "/idn/health/ready")
 
 	client := &http.Client{Transport: agent.Transport(nil, identity.SignOptions{})}
 	resp, err := client.Get(srv.URL + "/idn/proxy/weather/forecast")
@@ -78,21 +80,7 @@ func ExampleNew() {
 	// 200 sunny
 }
 
-// waitReady polls a readiness URL: the first claims poll runs on the
-// gateway's own schedule.
-func waitReady(url string) {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-	}
-	panic("not ready: " + url)
-}
-
-// Without Config.AdminToken the gateway keeps its admin token in the data
+// Without Config.Admin.Token the gateway keeps its admin token in the data
 // directory, made at first start; a local tool reads it from there.
 func ExampleAdminToken() {
 	dir, _ := os.MkdirTemp("", "gateway")

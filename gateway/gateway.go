@@ -41,6 +41,9 @@ type Gateway struct {
 	handler  http.Handler
 	identity *identity.Identity
 
+	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
+	readiness   signal                                 // notified when they may pass
+
 	mu      sync.Mutex
 	started bool
 	stop    context.CancelFunc
@@ -73,8 +76,8 @@ func New(cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	if g.cfg.AdminToken == "" {
-		if g.cfg.AdminToken, err = AdminToken(cfg.DataDir); err != nil {
+	if g.cfg.Admin.Token == "" {
+		if g.cfg.Admin.Token, err = AdminToken(cfg.DataDir); err != nil {
 			g.Close()
 			return nil, err
 		}
@@ -83,9 +86,9 @@ func New(cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	if cfg.InsecureAllowUnsigned || len(cfg.InsecureUnsignedConnections) > 0 {
+	if cfg.Proxy.InsecureAllowUnsigned || len(cfg.Proxy.InsecureUnsignedConnections) > 0 {
 		cfg.Logger.Warn("UNSAFE: signature, claim and replay checks are OFF for some requests; development only",
-			"all_connections", cfg.InsecureAllowUnsigned, "connections", cfg.InsecureUnsignedConnections)
+			"all_connections", cfg.Proxy.InsecureAllowUnsigned, "connections", cfg.Proxy.InsecureUnsignedConnections)
 	}
 	return g, nil
 }
@@ -109,21 +112,21 @@ func (g *Gateway) wire() error {
 	}
 
 	g.cache, err = claimcache.New(claimcache.Config{
-		Source:          &claimcache.HTTPSource{BaseURL: c.RegistryURL, Client: control, APIKey: g.serviceKey},
-		TTL:             c.ClaimsTTL,
-		RefreshInterval: c.ClaimsRefresh,
-		Logger:          c.Logger,
+		Source:    &claimcache.HTTPSource{BaseURL: c.ControlPlaneURL, Client: control, APIKey: g.serviceKey},
+		Options:   c.Claims,
+		Logger:    c.Logger,
+		OnRefresh: func(string, int, error) { g.readiness.notify() },
 	})
 	if err != nil {
 		return err
 	}
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		BaseURL: c.RegistryURL, Client: control, RatePerMinute: c.ClaimRateLimitPerMinute, APIKey: g.connectionKey,
+		BaseURL: c.ControlPlaneURL, Client: control, APIKey: g.connectionKey, SubmitterOptions: c.ClaimSubmissions,
 	})
 	if err != nil {
 		return err
 	}
-	nonces, err := replay.New(replay.Config{MaxBytes: c.NonceMaxBytes})
+	nonces, err := replay.New(c.Nonces)
 	if err != nil {
 		return err
 	}
@@ -138,39 +141,23 @@ func (g *Gateway) wire() error {
 	}
 	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
-		Connections:        proxy.MCPConnections(g.vault, upstream),
-		Caller:             proxy.MCPCaller,
-		OnDiscovery:        g.storeDiscovery,
-		OnUpstream:         observer.Upstream,
-		OnDecision:         observer.Decision,
-		Logger:             c.Logger,
-		Registerer:         reg,
-		TracerProvider:     c.TracerProvider,
-		DiscoveryTTL:       c.MCPDiscoveryTTL,
-		StaleIfError:       c.MCPDiscoveryStaleIfError,
-		Timeout:            c.MCPTimeout,
-		BreakerFailures:    orOff(c.MCPBreakerFailures, 3),
-		BreakerCooldown:    c.MCPBreakerCooldown,
-		RateLimitPerMinute: orOff(c.MCPToolCallRateLimitPerMinute, 120),
-		MaxBodyBytes:       c.MaxBodyBytes,
-		SessionIdleTimeout: c.MCPSessionIdleTimeout,
-		MaxSessions:        c.MCPMaxSessions,
-
-		MaxSessionsPerKey:       c.MCPMaxSessionsPerKey,
-		MaxSessionsPerNamespace: c.MCPMaxSessionsPerNamespace,
+		Connections:    proxy.MCPConnections(g.vault, upstream),
+		Caller:         proxy.MCPCaller,
+		OnDiscovery:    g.storeDiscovery,
+		OnUpstream:     observer.Upstream,
+		OnDecision:     observer.Decision,
+		Logger:         c.Logger,
+		Registerer:     reg,
+		TracerProvider: c.TracerProvider,
+		Options:        c.MCP,
 	})
 	if err != nil {
 		return err
 	}
 
 	pcfg := proxy.Config{
-		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter,
-		MaxAge: c.SignatureMaxAge, FutureSkew: c.SignatureFutureSkew, TrustedProxies: c.TrustedProxies, PublicAuthority: c.PublicAuthority,
-		Aliases: c.Aliases, InsecureAllowUnsigned: c.InsecureAllowUnsigned, InsecureUnsignedConnections: c.InsecureUnsignedConnections,
-		RotationEnforcement: c.RotationEnforcement, RotationGrace: c.RotationGrace,
-		Transport: upstream, MaxBodyBytes: c.MaxBodyBytes, MaxInflightBodyBytes: c.MaxInflightBodyBytes,
-		Timeout: c.ProxyTimeout, MCPTimeout: c.MCPTimeout,
-		MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
+		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter, Options: c.Proxy,
+		Transport: upstream, MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
 	}
 	if c.LogDecisions {
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
@@ -181,8 +168,7 @@ func (g *Gateway) wire() error {
 	}
 
 	access, err := admin.NewAccess(admin.AccessConfig{
-		Mode: c.AdminAccess, Token: c.AdminToken, TrustedProxies: c.TrustedProxies,
-		AllowedOrigins: c.AllowedOrigins, Hosts: c.AdminHosts, Logger: c.Logger, DecisionLog: decisionLog,
+		AccessOptions: c.Admin, TrustedProxies: c.Proxy.TrustedProxies, Logger: c.Logger, DecisionLog: decisionLog,
 	})
 	if err != nil {
 		return err
@@ -205,7 +191,9 @@ func (g *Gateway) wire() error {
 			return d, nil
 		},
 	}
-	if !c.InsecureUnsignedAdminChecks {
+	if c.InsecureUnsignedAdminChecks {
+		acfg.InsecureUnguardedChecks = true
+	} else {
 		acfg.GuardCheck = runtime.Authorize
 	}
 	adminHandler, err := admin.New(acfg)
@@ -213,17 +201,18 @@ func (g *Gateway) wire() error {
 		return err
 	}
 
-	health := &proxy.Health{Version: c.Version, Checks: map[string]func(context.Context) error{
+	g.readyChecks = map[string]func(context.Context) error{
 		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
 		"claims": g.claimsReady,
 		// A wedged request path leaves liveness answering; readiness
 		// must not.
 		"requests": runtime.Progress,
-	}}
+	}
+	health := &proxy.Health{Version: c.Version, Checks: g.readyChecks}
 	// An absolute-form target naming another scheme, or an authority other
 	// than PublicAuthority or the address the request arrived on, is
 	// refused on every route before anything reads it.
-	origin := clientip.Resolver{Trusted: c.TrustedProxies, PublicAuthority: c.PublicAuthority}
+	origin := clientip.Resolver{Trusted: c.Proxy.TrustedProxies, PublicAuthority: c.Proxy.PublicAuthority}
 	g.handler = apierror.RequestID(origin.RefuseForeignTarget(dispatch(health,
 		timeout(c.AdminTimeout, access.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))),
 		timeout(c.AdminTimeout, adminHandler), runtime)))
@@ -263,7 +252,7 @@ var ErrStarted = errors.New("gateway: already started")
 // connections use. Call it before serving: from its return until a
 // service's claims have loaded, signed requests for it are refused 503
 // AUTH_CLAIMS_UNAVAILABLE (before it, 500 AUTH_CLAIMS_LOOKUP_FAILED: no
-// service is tracked yet).
+// service is tracked yet); Up waits until they have.
 func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -299,8 +288,10 @@ func (g *Gateway) run(ctx context.Context) {
 	}
 }
 
-// syncServices tracks the service slug of every stored connection.
+// syncServices tracks the service slug of every stored connection, and
+// wakes Up: a connection added or removed changes what readiness needs.
 func (g *Gateway) syncServices() {
+	defer g.readiness.notify()
 	seen := map[string]bool{}
 	var services []string
 	for _, c := range g.vault.Connections() {
@@ -313,7 +304,7 @@ func (g *Gateway) syncServices() {
 }
 
 func (g *Gateway) claimsReady(context.Context) error {
-	if g.cfg.InsecureAllowUnsigned {
+	if g.cfg.Proxy.InsecureAllowUnsigned {
 		return nil
 	}
 	for _, c := range g.vault.Connections() {

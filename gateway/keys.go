@@ -81,7 +81,7 @@ func installSalt(dir string) ([]byte, error) {
 }
 
 // AdminTokenFile is the file of DataDir that holds the admin token when
-// Config.AdminToken is empty.
+// Config.Admin.Token is empty.
 const AdminTokenFile = "admin-token"
 
 // AdminToken returns the admin token kept in dataDir/admin-token,

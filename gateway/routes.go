@@ -72,7 +72,7 @@ func NewServer(h http.Handler) *http.Server {
 const GCPercent = 400
 
 // MemoryHeadroom is what cmd/gateway's default memory limit allows beyond
-// the nonce store's budget (Config.NonceMaxBytes): the claims snapshots
+// the nonce store's budget (Config.Nonces.MaxBytes): the claims snapshots
 // (about 110 bytes a claim, and a second set while a changed feed is
 // rebuilt), connections, buffers and the garbage between two collections.
 const MemoryHeadroom = 256 << 20

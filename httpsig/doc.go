@@ -53,4 +53,10 @@
 // Signature bases are built in one pooled buffer, and the package allocates
 // little besides what httpsfv needs to parse the two signature fields: see
 // the benchmarks comparing SignRequest and VerifyRequest with bare Ed25519.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Verifier, Signer and Transport is the safe one (a required field
+// left empty is refused), and a protection is turned off only by a field
+// that says so: a negative number, an explicit off value, or an Insecure…
+// switch.
 package httpsig

@@ -26,4 +26,9 @@
 // and the nonce. Verified certificates are cached, so a hot caller costs one
 // Ed25519 verification per request. Errors wrap the httpsig sentinels;
 // AuthCode maps them to the AUTH_* codes of package errcode.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Verifier and SignOptions is the safe one (a required field left
+// empty is refused), and a protection is turned off only by a field that
+// says so: a negative number, an explicit off value, or an Insecure… switch.
 package identity

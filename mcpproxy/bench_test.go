@@ -70,8 +70,10 @@ func BenchmarkToolCall(b *testing.B) {
 			Caller: func(*http.Request) (mcpproxy.Caller, error) {
 				return mcpproxy.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
 			},
-			RateLimitPerMinute: 1 << 30,
-			BreakerFailures:    3,
+			Options: mcpproxy.Options{
+				RateLimitPerMinute: 1 << 30,
+				BreakerFailures:    3,
+			},
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -109,8 +111,10 @@ func BenchmarkToolCall(b *testing.B) {
 			Caller: func(*http.Request) (mcpproxy.Caller, error) {
 				return mcpproxy.Caller{Namespace: "ns", Subject: "agent"}, nil
 			},
-			RateLimitPerMinute: 1 << 30,
-			BreakerFailures:    3,
+			Options: mcpproxy.Options{
+				RateLimitPerMinute: 1 << 30,
+				BreakerFailures:    3,
+			},
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -158,7 +162,7 @@ func BenchmarkEndpointSessionFlood(b *testing.B) {
 	server := newMCPServer()
 	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
 	defer upstream.Close()
-	e := newEnv(b, mcpproxy.Config{RateLimitPerMinute: 1 << 30}, mcpproxy.Connection{BaseURL: upstream.URL})
+	e := newEnv(b, mcpproxy.Config{Options: mcpproxy.Options{RateLimitPerMinute: 1 << 30}}, mcpproxy.Connection{BaseURL: upstream.URL})
 	victim := e.mustConnect(b, bob, nil)
 	ctx := context.Background()
 	echo := &mcp.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "hi"}}

@@ -79,7 +79,7 @@ func TestEndpointDirectAnswersAsTheSDK(t *testing.T) {
 func TestEndpointDirectCallCancellation(t *testing.T) {
 	t.Parallel()
 	entered, cancelled := make(chan string, 1), make(chan string, 1)
-	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: slowServer(t, entered, cancelled)})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 1}}, mcpproxy.Connection{BaseURL: slowServer(t, entered, cancelled)})
 	sid := e.mustConnect(t, alice, nil).ID()
 	const call = `{"jsonrpc":"2.0","id":"job-1","method":"tools/call","params":{"name":"slow.job","arguments":{}}}`
 	answer := make(chan response, 1)
@@ -209,7 +209,7 @@ func TestUpstreamCallOddAnswers(t *testing.T) {
 				_, _ = io.WriteString(w, strings.ReplaceAll(tt.body, "$ID", string(id)))
 				return true
 			})
-			e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: url})
+			e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 1}}, mcpproxy.Connection{BaseURL: url})
 			if r := e.call("agent", "a.echo", `{"text":"x"}`); r.status != http.StatusBadGateway || r.body["code"] != "MCP_UPSTREAM_ERROR" {
 				t.Fatalf("call = %d %s", r.status, r.raw)
 			}
@@ -293,7 +293,7 @@ func TestUpstreamRequestsDuringACall(t *testing.T) {
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	e := newEnv(t, mcpproxy.Config{SessionIdleTimeout: idle}, mcpproxy.Connection{BaseURL: srv.URL, Redact: []string{"sk-upstream-secret"}})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{SessionIdleTimeout: idle}}, mcpproxy.Connection{BaseURL: srv.URL, Redact: []string{"sk-upstream-secret"}})
 
 	progress := make(chan *mcp.ProgressNotificationParams, 1)
 	cs := e.mustConnect(t, alice, &mcp.ClientOptions{

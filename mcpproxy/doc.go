@@ -74,4 +74,9 @@
 //
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config and Options is the safe one (a required field left empty
+// is refused), and a protection is turned off only by a field that says so:
+// a negative number, an explicit off value, or an Insecure… switch.
 package mcpproxy

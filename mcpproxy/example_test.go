@@ -57,8 +57,10 @@ func Example() {
 			}
 			return c, nil
 		},
-		RateLimitPerMinute: 120,
-		BreakerFailures:    3,
+		Options: mcpproxy.Options{
+			RateLimitPerMinute: 120,
+			BreakerFailures:    3,
+		},
 	})
 	if err != nil {
 		panic(err)

@@ -74,9 +74,7 @@ type ConnectionSource interface {
 	MCPConnection(ctx context.Context, id string) (*Connection, error)
 }
 
-// Config configures a Proxy. Durations left at zero take the documented
-// defaults; the integer limits take zero to mean "disabled", as their
-// GATEWAY_* settings do.
+// Config configures a Proxy: the gateway's hooks and the Options policy.
 type Config struct {
 	// Connections resolves connection ids for Handler. Required by Handler;
 	// the library methods take a *Connection directly.
@@ -109,6 +107,19 @@ type Config struct {
 	// span's traceparent. Nil means no spans and no trace headers.
 	TracerProvider oteltrace.TracerProvider
 
+	Options
+
+	// Clock is the time source for cache ages, the breaker and the rate
+	// limit. Nil means time.Now.
+	Clock func() time.Time
+}
+
+// Options is the proxy's policy: cache ages, upstream time limits, the
+// circuit breaker, retries, rate and session limits. Its zero value is the
+// safe default: every field left at zero takes the documented default, and
+// a protection (the circuit breaker, the tool-call rate limit, the idle
+// timeout) is switched off only by a negative value.
+type Options struct {
 	// DiscoveryTTL is how long a discovery is fresh. Zero means 300 s.
 	DiscoveryTTL time.Duration
 	// StaleIfError is how long past DiscoveryTTL a stale discovery may be
@@ -119,14 +130,16 @@ type Config struct {
 	Timeout time.Duration
 
 	// BreakerFailures is how many consecutive upstream failures open a
-	// connection's circuit breaker. Zero disables the breaker.
+	// connection's circuit breaker. Zero means 3; negative disables the
+	// breaker.
 	BreakerFailures int
 	// BreakerCooldown is how long an open breaker refuses calls before it
 	// lets one probe through. Zero means 10 s.
 	BreakerCooldown time.Duration
 
 	// RateLimitPerMinute is the tool-call rate per connection_id + namespace
-	// (bursts up to the same number). Zero disables the limit.
+	// (bursts up to the same number). Zero means 120; negative disables the
+	// limit.
 	RateLimitPerMinute int
 	// RateLimitMaxKeys bounds the number of connection_id + namespace
 	// buckets kept. Zero means 10000.
@@ -167,10 +180,6 @@ type Config struct {
 	// hold open together; opening one more evicts the namespace's least
 	// recently used session. Zero means 128; it is capped at MaxSessions.
 	MaxSessionsPerNamespace int
-
-	// Clock is the time source for cache ages, the breaker and the rate
-	// limit. Nil means time.Now.
-	Clock func() time.Time
 }
 
 // Proxy is the MCP side of the gateway: discovery cache, tool policy,
@@ -222,7 +231,7 @@ func New(cfg Config) (*Proxy, error) {
 		ttl:          orDefault(cfg.DiscoveryTTL, 300*time.Second),
 		staleIfError: orDefault(cfg.StaleIfError, time.Hour),
 		timeout:      orDefault(cfg.Timeout, 90*time.Second),
-		breakerN:     cfg.BreakerFailures,
+		breakerN:     orOff(cfg.BreakerFailures, defaultBreakerFailures),
 		cooldown:     orDefault(cfg.BreakerCooldown, 10*time.Second),
 		retry: retryPolicy{
 			maxRetries:     cfg.MaxRetries,
@@ -257,12 +266,30 @@ func New(cfg Config) (*Proxy, error) {
 	if maxKeys <= 0 {
 		maxKeys = 10000
 	}
-	p.limits = &limiterSet{perMinute: cfg.RateLimitPerMinute, maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
+	p.limits = &limiterSet{perMinute: orOff(cfg.RateLimitPerMinute, defaultRateLimitPerMinute), maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
 	// No capabilities (the SDK's default offers roots): the gateway has
 	// nothing to answer a server's requests with but ping.
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), newSessionLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
 	return p, nil
+}
+
+// Defaults of the protections the zero Config switches on.
+const (
+	defaultBreakerFailures    = 3
+	defaultRateLimitPerMinute = 120
+)
+
+// orOff maps "zero is the default, negative is off" to the value the
+// breaker and the limiter read, where zero or less is off.
+func orOff(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 func orDefault(d, def time.Duration) time.Duration {

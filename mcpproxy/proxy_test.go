@@ -173,7 +173,7 @@ func TestSubjectAllowCannotEscalate(t *testing.T) {
 
 func TestCircuitBreaker(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, mcpproxy.Config{BreakerFailures: 2, BreakerCooldown: 10 * time.Second}, mcpproxy.Connection{})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 2, BreakerCooldown: 10 * time.Second}}, mcpproxy.Connection{})
 	wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 
 	e.up.fail("tools/call", http.StatusInternalServerError, http.StatusInternalServerError)
@@ -213,7 +213,7 @@ func TestCircuitBreaker(t *testing.T) {
 
 func TestBreakerProbeFailureReopens(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1, BreakerCooldown: 5 * time.Second}, mcpproxy.Connection{})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 1, BreakerCooldown: 5 * time.Second}}, mcpproxy.Connection{})
 	wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 	e.up.fail("tools/call", http.StatusInternalServerError, http.StatusInternalServerError)
 	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
@@ -244,7 +244,7 @@ func TestRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, mcpproxy.Config{MaxRetries: tt.maxRetries}, mcpproxy.Connection{})
+			e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{MaxRetries: tt.maxRetries}}, mcpproxy.Connection{})
 			wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 			e.up.fail("tools/call", tt.statuses...)
 			wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), tt.wantStatus, "")
@@ -258,7 +258,7 @@ func TestRetries(t *testing.T) {
 		})
 	}
 	t.Run("sent tools/call that times out is not retried", func(t *testing.T) {
-		e := newEnv(t, mcpproxy.Config{AttemptTimeout: 300 * time.Millisecond}, mcpproxy.Connection{})
+		e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{AttemptTimeout: 300 * time.Millisecond}}, mcpproxy.Connection{})
 		wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 		_, _, release := e.up.hold("tools/call")
 		defer release()
@@ -268,7 +268,7 @@ func TestRetries(t *testing.T) {
 		}
 	})
 	t.Run("timed-out tools/list is retried", func(t *testing.T) {
-		e := newEnv(t, mcpproxy.Config{AttemptTimeout: 300 * time.Millisecond}, mcpproxy.Connection{})
+		e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{AttemptTimeout: 300 * time.Millisecond}}, mcpproxy.Connection{})
 		_, abandoned, release := e.up.hold("tools/list")
 		go func() {
 			<-abandoned // the first attempt timed out; let the retry through
@@ -284,7 +284,7 @@ func TestRetries(t *testing.T) {
 func TestDiscoveryCache(t *testing.T) {
 	t.Parallel()
 	const ttl, sie = time.Minute, 10 * time.Minute
-	cfg := mcpproxy.Config{DiscoveryTTL: ttl, StaleIfError: sie}
+	cfg := mcpproxy.Config{Options: mcpproxy.Options{DiscoveryTTL: ttl, StaleIfError: sie}}
 	list := func(e *env, query string) response {
 		return e.do(http.MethodGet, "/mcp/mcp1/tools"+query, "s", "")
 	}
@@ -448,7 +448,7 @@ func TestSessionLostAs400Reinitializes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{})
+			e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 1}}, mcpproxy.Connection{})
 			e.up.answerLostSessionWith400(tt.body)
 			wantStatus(t, e.call("s", "a.echo", `{"text":"one"}`), http.StatusOK, "")
 			e.up.restart()
@@ -474,7 +474,7 @@ func TestSessionLostAs400Reinitializes(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, mcpproxy.Config{RateLimitPerMinute: 2}, mcpproxy.Connection{})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{RateLimitPerMinute: 2}}, mcpproxy.Connection{})
 	for range 2 {
 		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusOK, "")
 	}

@@ -39,7 +39,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	var stored []string
 	cred := &credTransport{token: headerSecret}
 	cfg := mcpproxy.Config{
-		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// Every failure must reach the upstream, not an open breaker.
+		Options: mcpproxy.Options{BreakerFailures: -1},
+		Logger:  slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnDiscovery: func(_ context.Context, _ string, d mcpproxy.Discovery) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -139,7 +139,7 @@ func TestEndpointSessionsDoNotShareUpstreamState(t *testing.T) {
 	// An idle timeout closes the upstream session too. It is long enough
 	// for the handshake and one call to fit under the race detector on a
 	// loaded machine (50 ms expired the session mid-handshake in CI).
-	e = newEnv(t, mcpproxy.Config{SessionIdleTimeout: time.Second}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	e = newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{SessionIdleTimeout: time.Second}}, mcpproxy.Connection{BaseURL: up.srv.URL})
 	idle := e.mustConnect(t, alice, nil)
 	up.awaitClosed(t, callText(t, idle, "whoami", "", nil))
 }
@@ -181,7 +181,7 @@ func alive(t testing.TB, e *env, w who, sid string) bool {
 func TestEndpointSessionFloodEvictsOnlyTheFloodersSessions(t *testing.T) {
 	t.Parallel()
 	up := newSessionUpstream(t)
-	e := newEnv(t, mcpproxy.Config{MaxSessions: 6, MaxSessionsPerKey: 2, MaxSessionsPerNamespace: 4}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{MaxSessions: 6, MaxSessionsPerKey: 2, MaxSessionsPerNamespace: 4}}, mcpproxy.Connection{BaseURL: up.srv.URL})
 	mallory := who{"mallory", "agent", "key-m"}
 	victim := e.mustConnect(t, bob, nil)
 	victimUp := callText(t, victim, "whoami", "", nil)
@@ -238,7 +238,7 @@ func TestEndpointSessionFloodEvictsOnlyTheFloodersSessions(t *testing.T) {
 // namespace holds no session meets a full pool.
 func TestEndpointSessionSharesOfNamespaceAndPool(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, mcpproxy.Config{MaxSessions: 5, MaxSessionsPerKey: 2, MaxSessionsPerNamespace: 3}, mcpproxy.Connection{})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{MaxSessions: 5, MaxSessionsPerKey: 2, MaxSessionsPerNamespace: 3}}, mcpproxy.Connection{})
 	k1, k2 := who{"mallory", "agent", "key-1"}, who{"mallory", "agent", "key-2"}
 	s1 := mustOpenRaw(t, e, k1)
 	mustOpenRaw(t, e, k1)

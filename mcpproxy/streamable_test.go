@@ -200,7 +200,7 @@ func TestEndpointCallsAreCheckedAsTheCallRoute(t *testing.T) {
 func TestEndpointRateLimitAndBreaker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newEnv(t, mcpproxy.Config{RateLimitPerMinute: 1}, mcpproxy.Connection{})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{RateLimitPerMinute: 1}}, mcpproxy.Connection{})
 	cs := e.mustConnect(t, alice, nil)
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "x"}}); err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestEndpointRateLimitAndBreaker(t *testing.T) {
 		t.Errorf("second call: %v", je)
 	}
 
-	e = newEnv(t, mcpproxy.Config{BreakerFailures: 2, MaxRetries: -1}, mcpproxy.Connection{})
+	e = newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 2, MaxRetries: -1}}, mcpproxy.Connection{})
 	cs = e.mustConnect(t, alice, nil)
 	if _, err := cs.ListTools(ctx, nil); err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 
 func TestEndpointSessionsAreBoundedAndExpire(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, mcpproxy.Config{MaxSessions: 2}, mcpproxy.Connection{})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{MaxSessions: 2}}, mcpproxy.Connection{})
 	first := e.mustConnect(t, alice, nil)
 	e.mustConnect(t, alice, nil)
 	// A caller whose namespace holds none of the full pool is refused.
@@ -305,7 +305,7 @@ func TestEndpointSessionsAreBoundedAndExpire(t *testing.T) {
 	e.mustConnect(t, bob, nil)
 
 	// Long enough for the handshake under the race detector on a loaded machine.
-	e = newEnv(t, mcpproxy.Config{SessionIdleTimeout: 500 * time.Millisecond}, mcpproxy.Connection{})
+	e = newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{SessionIdleTimeout: 500 * time.Millisecond}}, mcpproxy.Connection{})
 	cs := e.mustConnect(t, alice, nil)
 	awaitSessions(t, e, 0)
 	if r := e.raw(t, alice, "POST", "mcp1", cs.ID(), `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`); r.status != http.StatusNotFound {
@@ -365,7 +365,7 @@ func slowServer(t testing.TB, entered, cancelled chan<- string) string {
 func TestEndpointProgressAndCancellation(t *testing.T) {
 	t.Parallel()
 	cancelled := make(chan string, 1)
-	e := newEnv(t, mcpproxy.Config{BreakerFailures: 1}, mcpproxy.Connection{BaseURL: slowServer(t, nil, cancelled), Redact: []string{"sk-upstream-secret"}})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 1}}, mcpproxy.Connection{BaseURL: slowServer(t, nil, cancelled), Redact: []string{"sk-upstream-secret"}})
 	progress := make(chan *mcp.ProgressNotificationParams, 1)
 	cs := e.mustConnect(t, alice, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },

@@ -41,8 +41,9 @@ func (e *RefusedError) Error() string { return "pairing: refused: " + e.Code + "
 
 // Config configures a Client.
 type Config struct {
-	// RegistryURL is the control plane's base URL. Required.
-	RegistryURL string
+	// ControlPlaneURL is the control plane's base URL (IDN_REGISTRY_URL in
+	// cmd/gateway). Required.
+	ControlPlaneURL string
 	// Identity signs every upgrade request: the gateway's own identity.
 	// Required.
 	Identity *identity.Identity
@@ -91,8 +92,8 @@ type Client struct {
 // New loads (or creates) the HPKE key and the pairing state of DataDir.
 func New(cfg Config) (*Client, error) {
 	switch {
-	case cfg.RegistryURL == "":
-		return nil, errors.New("pairing: Config.RegistryURL is required")
+	case cfg.ControlPlaneURL == "":
+		return nil, errors.New("pairing: Config.ControlPlaneURL is required")
 	case cfg.Identity == nil:
 		return nil, errors.New("pairing: Config.Identity is required")
 	case cfg.Admin == nil:
@@ -103,9 +104,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MasterKey == (credvault.MasterKey{}) {
 		return nil, errors.New("pairing: Config.MasterKey is required")
 	}
-	u, err := url.Parse(cfg.RegistryURL)
+	u, err := url.Parse(cfg.ControlPlaneURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("pairing: RegistryURL %q is not an http(s) URL", cfg.RegistryURL)
+		return nil, fmt.Errorf("pairing: ControlPlaneURL %q is not an http(s) URL", cfg.ControlPlaneURL)
 	}
 	if cfg.Name == "" {
 		cfg.Name = "gateway"
@@ -206,13 +207,13 @@ func backoff(n int, max time.Duration) time.Duration {
 // connect runs one connection; connected reports whether it got as far as
 // "ready".
 func (c *Client) connect(ctx context.Context, p *Pairing) (connected bool, err error) {
-	u := "ws" + strings.TrimPrefix(strings.TrimSuffix(c.cfg.RegistryURL, "/"), "http") + pairwire.Path
+	u := "ws" + strings.TrimPrefix(strings.TrimSuffix(c.cfg.ControlPlaneURL, "/"), "http") + pairwire.Path
 	if p != nil {
 		u += "?" + url.Values{pairwire.PairingQuery: {p.SessionID}}.Encode()
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	// A redirect is never followed (websocket.Dial would by default): the
-	// signed upgrade is for RegistryURL only, and a 3xx is a refused upgrade.
+	// signed upgrade is for ControlPlaneURL only, and a 3xx is a refused upgrade.
 	conn, res, err := websocket.Dial(dctx, u, &websocket.DialOptions{
 		HTTPClient: &http.Client{
 			Transport:     c.cfg.Identity.Transport(c.cfg.Transport, identity.SignOptions{}),
@@ -264,7 +265,7 @@ func (c *Client) paired(ctl pairwire.Control) error {
 	if c.ok && c.state.GatewayID == ctl.GatewayID {
 		return nil
 	}
-	c.state = State{GatewayID: ctl.GatewayID, Namespace: ctl.Namespace, RegistryURL: c.cfg.RegistryURL, PairedAt: time.Now().UTC()}
+	c.state = State{GatewayID: ctl.GatewayID, Namespace: ctl.Namespace, ControlPlaneURL: c.cfg.ControlPlaneURL, PairedAt: time.Now().UTC()}
 	c.ok = true
 	return saveState(c.cfg.DataDir, c.state)
 }

@@ -5,7 +5,7 @@
 // Pairing: the owner starts a pairing session in the dashboard and gets a
 // session id and an 8-character code; the gateway's operator runs
 // `gateway pair --session-id S --pair-code C --namespace N`. The client
-// opens {RegistryURL}/v1/gateways/connect with an upgrade request signed
+// opens {ControlPlaneURL}/v1/gateways/connect with an upgrade request signed
 // by the gateway's own identity (profile idn-rfc9421-v1, a fresh nonce per
 // attempt), sends the code with the gateway's name, version and HPKE
 // public key, and stores what the control plane answers (its gateway id)
@@ -55,4 +55,9 @@
 // A message that is not JSON, not a JSON-RPC 2.0 request or larger than
 // pairwire.MaxMessageBytes is answered with a JSON-RPC error; the socket
 // stays up.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config is the safe one (a required field left empty is refused),
+// and a protection is turned off only by a field that says so: a negative
+// number, an explicit off value, or an Insecure… switch.
 package pairing

@@ -39,10 +39,10 @@ func FuzzHandle(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer v.Close()
-	access, _ := admin.NewAccess(admin.AccessConfig{Mode: admin.AccessLoopback})
-	h, _ := admin.New(admin.Config{Vault: v, Access: access})
+	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
+	h, _ := admin.New(admin.Config{Vault: v, Access: access, InsecureUnguardedChecks: true})
 	id, _ := identity.New("fuzz-gw")
-	c, err := New(Config{RegistryURL: "http://127.0.0.1:1", Identity: id, Admin: h, DataDir: dir, MasterKey: key})
+	c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", Identity: id, Admin: h, DataDir: dir, MasterKey: key})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -27,10 +27,10 @@ const keyPurpose = "pairing-hpke-x25519"
 
 // State is what a completed pairing leaves in the data directory.
 type State struct {
-	GatewayID   string    `json:"gateway_id"`
-	Namespace   string    `json:"namespace"`
-	RegistryURL string    `json:"registry_url"`
-	PairedAt    time.Time `json:"paired_at"`
+	GatewayID       string    `json:"gateway_id"`
+	Namespace       string    `json:"namespace"`
+	ControlPlaneURL string    `json:"registry_url"` // the file's name for it predates the Go name
+	PairedAt        time.Time `json:"paired_at"`
 }
 
 // keyRecord is the key file: the public key in clear, the private key

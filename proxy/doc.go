@@ -62,4 +62,9 @@
 // the refusal as an *Error. Decision logs
 // (when Config.DecisionLog is set) fingerprint identities and mask client
 // addresses; secrets never reach them.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config and Options is the safe one (a required field left empty
+// is refused), and a protection is turned off only by a field that says so:
+// a negative number, an explicit off value, or an Insecure… switch.
 package proxy

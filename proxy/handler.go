@@ -57,7 +57,9 @@ const (
 )
 
 // Config configures a Handler. Connections, Claims and Nonces are required:
-// without them every request would have to be refused.
+// without them every request would have to be refused. Options holds the
+// policy, which a program composing the handler (package gateway) takes
+// from its own configuration as it is.
 type Config struct {
 	Connections Connections
 	Claims      Claims
@@ -67,52 +69,13 @@ type Config struct {
 	// have no approved claim. Nil means callers are refused without one.
 	Submitter ClaimSubmitter
 
-	// Clock, MaxAge and FutureSkew set the signature window (zero: now,
-	// 300 s, 30 s).
-	Clock      func() time.Time
-	MaxAge     time.Duration
-	FutureSkew time.Duration
-	// TrustedProxies are the networks whose X-Forwarded-* headers are
-	// believed when rebuilding @target-uri and the client address. Empty
-	// means none.
-	TrustedProxies []netip.Prefix
-	// PublicAuthority, when set, is the host[:port] every signature is
-	// checked against, whatever Host the request names. Empty means Host.
-	PublicAuthority string
+	Options
 
-	// Aliases maps a first path segment to a connection id: /<alias>/{path}
-	// behaves as /proxy/<id>/{path}.
-	Aliases map[string]string
-
-	// InsecureAllowUnsigned skips signature, claim and nonce checks on every
-	// connection. InsecureUnsignedConnections does so for the listed
-	// connection ids only. Development only.
-	InsecureAllowUnsigned       bool
-	InsecureUnsignedConnections []string
-
-	// RotationEnforcement is off (zero value), warn or block; RotationGrace
-	// extends the due date.
-	RotationEnforcement credvault.RotationEnforcement
-	RotationGrace       time.Duration
-
+	// Clock is the time source of the signature window and rotation due
+	// dates. Nil means time.Now.
+	Clock func() time.Time
 	// Transport forwards to upstreams; nil means NewTransport().
 	Transport http.RoundTripper
-	// MaxBodyBytes caps request bodies (zero: DefaultMaxBodyBytes).
-	MaxBodyBytes int64
-	// MaxInflightBodyBytes caps the body bytes buffered at once across all
-	// requests; a request that would pass it is answered 503
-	// REQUEST_BODY_CAPACITY_EXHAUSTED with Retry-After. Zero means
-	// DefaultMaxInflightBodyBytes.
-	MaxInflightBodyBytes int64
-	// Timeout bounds an /proxy request (zero: DefaultTimeout); MCPTimeout an
-	// /mcp request (zero: DefaultMCPTimeout).
-	Timeout    time.Duration
-	MCPTimeout time.Duration
-	// StuckAfter is how long a request may spend being authenticated (the
-	// steps before it waits on its body or an upstream, all in memory but
-	// a claim submission bounded at 5 s) before Progress reports the
-	// request path stuck. Zero means 15 s.
-	StuckAfter time.Duration
 
 	// MCP serves /mcp/{connection_id}/… after authentication; the caller is
 	// available to it through CallerFrom. Nil answers those routes 404.
@@ -131,6 +94,60 @@ type Config struct {
 	// continued to the upstream. Nil means no spans and no trace headers
 	// touched, at no cost.
 	TracerProvider trace.TracerProvider
+}
+
+// Options is the runtime's policy: the signature window, the body and time
+// limits, who is believed about the client's address, and the weakening
+// switches. Its zero value is the safe default: every limit takes the
+// documented default at zero, and a check is turned off only by a field
+// that says so (RotationEnforcement credvault.RotationOff, the Insecure…
+// fields).
+type Options struct {
+	// MaxAge and FutureSkew bound a signature's created time: zero means
+	// 300 s and 30 s.
+	MaxAge     time.Duration
+	FutureSkew time.Duration
+	// TrustedProxies are the networks whose X-Forwarded-* headers are
+	// believed when rebuilding @target-uri and the client address. Empty
+	// means none.
+	TrustedProxies []netip.Prefix
+	// PublicAuthority, when set, is the host[:port] every signature is
+	// checked against, whatever Host the request names. Empty means Host.
+	PublicAuthority string
+
+	// Aliases maps a first path segment to a connection id: /<alias>/{path}
+	// behaves as /proxy/<id>/{path}. Nil means none.
+	Aliases map[string]string
+
+	// InsecureAllowUnsigned skips signature, claim and nonce checks on every
+	// connection. InsecureUnsignedConnections does so for the listed
+	// connection ids only. Development only.
+	InsecureAllowUnsigned       bool
+	InsecureUnsignedConnections []string
+
+	// RotationEnforcement is what happens to a connection whose credential
+	// is overdue for rotation: zero means credvault.RotationWarn,
+	// credvault.RotationOff turns the check off. RotationGrace extends the
+	// due date; zero means none.
+	RotationEnforcement credvault.RotationEnforcement
+	RotationGrace       time.Duration
+
+	// MaxBodyBytes caps request bodies (zero: DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// MaxInflightBodyBytes caps the body bytes buffered at once across all
+	// requests; a request that would pass it is answered 503
+	// REQUEST_BODY_CAPACITY_EXHAUSTED with Retry-After. Zero means
+	// DefaultMaxInflightBodyBytes.
+	MaxInflightBodyBytes int64
+	// Timeout bounds an /proxy request (zero: DefaultTimeout); MCPTimeout an
+	// /mcp request (zero: DefaultMCPTimeout).
+	Timeout    time.Duration
+	MCPTimeout time.Duration
+	// StuckAfter is how long a request may spend being authenticated (the
+	// steps before it waits on its body or an upstream, all in memory but
+	// a claim submission bounded at 5 s) before Progress reports the
+	// request path stuck. Zero means 15 s.
+	StuckAfter time.Duration
 }
 
 // Handler is the gateway runtime. Create it with New.
@@ -159,7 +176,9 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("proxy: Config.Nonces is required")
 	}
 	switch cfg.RotationEnforcement {
-	case "", credvault.RotationOff, credvault.RotationWarn, credvault.RotationBlock:
+	case "":
+		cfg.RotationEnforcement = credvault.RotationWarn
+	case credvault.RotationOff, credvault.RotationWarn, credvault.RotationBlock:
 	default:
 		return nil, fmt.Errorf("proxy: unknown rotation enforcement %q", cfg.RotationEnforcement)
 	}

@@ -180,18 +180,21 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	g.cache, err = claimcache.New(claimcache.Config{
 		Source: &claimcache.HTTPSource{BaseURL: g.cp.URL, Client: client,
 			APIKey: func(s string) (string, error) { return g.cp.APIKey(s), nil }},
-		Services:             []string{"github"},
-		TTL:                  30 * time.Second,
-		RefreshInterval:      10 * time.Second,
-		EarlyRefreshInterval: -1,
-		Clock:                g.clock.now,
+		Services: []string{"github"},
+		Options: claimcache.Options{
+			TTL:                  30 * time.Second,
+			RefreshInterval:      10 * time.Second,
+			EarlyRefreshInterval: -1,
+		},
+		Clock: g.clock.now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		BaseURL: g.cp.URL, Client: client, RatePerMinute: o.submitLimit, Clock: g.clock.now,
-		APIKey: func(string) (string, error) { return g.cp.APIKey("github"), nil },
+		BaseURL: g.cp.URL, Client: client, Clock: g.clock.now,
+		APIKey:           func(string) (string, error) { return g.cp.APIKey("github"), nil },
+		SubmitterOptions: claimcache.SubmitterOptions{RatePerMinute: o.submitLimit},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -208,19 +211,21 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		sub = o.submitter(g, submitter)
 	}
 	g.handler, err = New(Config{
-		Connections:         g.vault,
-		Claims:              g.cache,
-		Nonces:              nonces,
-		Submitter:           sub,
-		Clock:               g.clock.now,
-		Aliases:             map[string]string{"gh": "github"},
-		RotationEnforcement: o.rotation,
-		Metrics:             g.metrics,
-		DecisionLog:         decisionLog,
-		LogSalt:             []byte("test-salt"),
-		Timeout:             3 * time.Second,
-		MCP:                 mcpHandler,
-		TracerProvider:      o.tracer,
+		Connections: g.vault,
+		Claims:      g.cache,
+		Nonces:      nonces,
+		Submitter:   sub,
+		Clock:       g.clock.now,
+		Options: Options{
+			Aliases:             map[string]string{"gh": "github"},
+			RotationEnforcement: o.rotation,
+			Timeout:             3 * time.Second,
+		},
+		Metrics:        g.metrics,
+		DecisionLog:    decisionLog,
+		LogSalt:        []byte("test-salt"),
+		MCP:            mcpHandler,
+		TracerProvider: o.tracer,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ func FuzzForwardedPath(f *testing.F) {
 	}
 	base, _ := url.Parse("http://upstream.example/api/v2")
 	const under = "/api/v2"
-	h := &Handler{cfg: Config{Aliases: map[string]string{"files": "files"}}}
+	h := &Handler{cfg: Config{Options: Options{Aliases: map[string]string{"files": "files"}}}}
 	f.Fuzz(func(t *testing.T, rest string) {
 		for _, prefix := range []string{"/proxy/files/", "/files/"} {
 			u, err := url.ParseRequestURI(prefix + rest)

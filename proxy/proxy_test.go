@@ -288,17 +288,34 @@ func TestPollingAgentKeepsItsClaimID(t *testing.T) {
 
 func TestRotationEnforcement(t *testing.T) {
 	t.Parallel()
-	block := newGateway(t, gatewayOptions{rotation: credvault.RotationBlock})
-	if a := block.do(block.request(block.agent, "GET", "/proxy/stale/x", "")); a.status != 403 || a.env["code"] != errcode.RotationRequired.String() {
-		t.Errorf("block: %d %v", a.status, a.env["code"])
+	tests := []struct {
+		name       string
+		rotation   credvault.RotationEnforcement
+		wantStatus int
+		wantCode   string
+		wantWarned bool
+	}{
+		{"zero value warns", "", 200, "", true},
+		{"off serves silently", credvault.RotationOff, 200, "", false},
+		{"warn warns", credvault.RotationWarn, 200, "", true},
+		{"block refuses", credvault.RotationBlock, 403, errcode.RotationRequired.String(), false},
 	}
-	if a := block.do(block.request(block.agent, "GET", "/proxy/github/x", "")); a.status != 200 {
-		t.Errorf("block, connection not due: %d", a.status)
-	}
-	warn := newGateway(t, gatewayOptions{rotation: credvault.RotationWarn})
-	a := warn.do(warn.request(warn.agent, "GET", "/proxy/stale/x", ""))
-	if a.status != 200 || a.header.Get("Idn-Rotation-Warning") == "" {
-		t.Errorf("warn: %d, warning %q", a.status, a.header.Get("Idn-Rotation-Warning"))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t, gatewayOptions{rotation: tt.rotation})
+			a := g.do(g.request(g.agent, "GET", "/proxy/stale/x", ""))
+			code, _ := a.env["code"].(string)
+			if a.status != tt.wantStatus || code != tt.wantCode {
+				t.Errorf("overdue connection: %d %q, want %d %q", a.status, code, tt.wantStatus, tt.wantCode)
+			}
+			if warned := a.header.Get("Idn-Rotation-Warning") != ""; warned != tt.wantWarned {
+				t.Errorf("Idn-Rotation-Warning present = %v, want %v", warned, tt.wantWarned)
+			}
+			if a := g.do(g.request(g.agent, "GET", "/proxy/github/x", "")); a.status != 200 || a.header.Get("Idn-Rotation-Warning") != "" {
+				t.Errorf("connection not due: %d, warning %q", a.status, a.header.Get("Idn-Rotation-Warning"))
+			}
+		})
 	}
 }
 

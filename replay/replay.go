@@ -25,6 +25,11 @@
 // concurrent callers rarely share one; no caller ever holds two. A shard's
 // table starts small and doubles when an insert finds no path, up to its
 // share of MaxBytes; it does not shrink.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config is the safe one (a required field left empty is refused),
+// and a protection is turned off only by a field that says so: a negative
+// number, an explicit off value, or an Insecure… switch.
 package replay
 
 import (

@@ -78,7 +78,7 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 
 	r := envconf.New(env.getenv)
 	s := readServe(r, env.getenv, env.environ, flagString(fs, "master-key"))
-	if s.gateway.RegistryURL == "" {
+	if s.gateway.ControlPlaneURL == "" {
 		r.Problemf("IDN_REGISTRY_URL is required: the control plane to pair with")
 	}
 	if err := r.Err(); err != nil {
@@ -97,14 +97,14 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	// The RPCs come from the namespace owner, authenticated by passkey at
 	// the control plane, through the admin API in process: there is no
 	// agent whose signed request test and discover could check.
-	c.AdminAccess, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
+	c.Admin.Mode, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
 	gw, err := gateway.New(c)
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
 	client, err := pairing.New(pairing.Config{
-		RegistryURL: c.RegistryURL, Identity: gw.Identity(), Admin: gw, DataDir: c.DataDir, MasterKey: c.MasterKey,
+		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw, DataDir: c.DataDir, MasterKey: c.MasterKey,
 		Name: *name, Version: buildinfo.Version(), Logger: logger,
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	} else if _, ok := client.State(); !ok {
 		return usagef("this gateway is not paired yet: pass --session-id, --pair-code and --namespace from the dashboard")
 	}
-	logger.Info("pairing: connecting", "registry", c.RegistryURL, "hpke_key_fingerprint", client.Fingerprint(), "gateway_did", gw.Identity().DID())
+	logger.Info("pairing: connecting", "registry", c.ControlPlaneURL, "hpke_key_fingerprint", client.Fingerprint(), "gateway_did", gw.Identity().DID())
 	return client.Run(ctx, p)
 }
 
@@ -191,7 +191,7 @@ func pairStatus(env *cliEnv, dir string) error {
 		fmt.Fprintf(w, "hpke key fingerprint: %s\n", fp)
 	}
 	if paired {
-		fmt.Fprintf(w, "paired: gateway %s of namespace %s at %s (since %s)\n", st.GatewayID, st.Namespace, st.RegistryURL,
+		fmt.Fprintf(w, "paired: gateway %s of namespace %s at %s (since %s)\n", st.GatewayID, st.Namespace, st.ControlPlaneURL,
 			st.PairedAt.UTC().Format(time.RFC3339))
 	} else {
 		fmt.Fprintln(w, "paired: no")

@@ -55,11 +55,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			"addr", ln.Addr().String())
 	}
 	tokenFrom := "GATEWAY_ADMIN_TOKEN"
-	if s.gateway.AdminToken == "" {
+	if s.gateway.Admin.Token == "" {
 		tokenFrom = filepath.Join(s.gateway.DataDir, gateway.AdminTokenFile) + " (gateway admin-token prints it)"
 	}
 	logger.Info("gateway listening", "addr", ln.Addr().String(), "data_dir", s.gateway.DataDir, "admin_token", tokenFrom,
-		"registry", s.gateway.RegistryURL, "admin_access", string(s.gateway.AdminAccess), "gateway_did", gw.Identity().DID(),
+		"registry", s.gateway.ControlPlaneURL, "admin_access", string(s.gateway.Admin.Mode), "gateway_did", gw.Identity().DID(),
 		"gogc", gcPercent, "memory_limit_bytes", memoryLimit)
 	if err := gw.Start(context.Background()); err != nil {
 		return err

@@ -96,7 +96,7 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c := &s.gateway
 	s.addr = r.String("GATEWAY_ADDR", "127.0.0.1:38100", "listen address; an address beyond loopback is logged as a warning at start")
 	c.DataDir, c.MasterKey = readStore(r, getenv, masterKeyFlag)
-	c.RegistryURL = strings.TrimRight(r.String("IDN_REGISTRY_URL", "",
+	c.ControlPlaneURL = strings.TrimRight(r.String("IDN_REGISTRY_URL", "",
 		"control plane base URL, which serves the approved-claims feed (required unless GATEWAY_ALLOW_UNSIGNED_PROXY)"), "/")
 	c.ServiceAPIKey = r.Secret("IDN_SERVICE_API_KEY", "control-plane service API key for the claims feed and claim submissions")
 	perConnection := r.Family("IDN_SERVICE_API_KEY_", "<CONNECTION_ID>",
@@ -108,82 +108,82 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c.IdentityHome = r.String("GATEWAY_IDN_HOME", "", "folder of the gateway's identity (default GATEWAY_DATA_DIR/identity)")
 	c.CatalogFile = r.String("GATEWAY_SERVICE_CATALOG_FILE", "", "service catalog of the admin API (default GATEWAY_DATA_DIR/service-catalog.json)")
 
-	c.ClaimsTTL = r.Seconds("GATEWAY_CLAIMS_CACHE_TTL_SECONDS", 30, "seconds a claims snapshot stays usable without a successful refresh")
-	c.ClaimsRefresh = r.Seconds("GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS", 10, "seconds between two polls of the claims feed")
-	c.MCPDiscoveryTTL = r.Seconds("GATEWAY_MCP_DISCOVERY_CACHE_TTL_SECONDS", 300, "seconds an MCP tool discovery stays fresh")
-	c.MCPDiscoveryStaleIfError = zeroMeansOff(time.Duration(r.Int("GATEWAY_MCP_DISCOVERY_STALE_IF_ERROR_SECONDS", 3600, 0,
+	c.Claims.TTL = r.Seconds("GATEWAY_CLAIMS_CACHE_TTL_SECONDS", 30, "seconds a claims snapshot stays usable without a successful refresh")
+	c.Claims.RefreshInterval = r.Seconds("GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS", 10, "seconds between two polls of the claims feed")
+	c.MCP.DiscoveryTTL = r.Seconds("GATEWAY_MCP_DISCOVERY_CACHE_TTL_SECONDS", 300, "seconds an MCP tool discovery stays fresh")
+	c.MCP.StaleIfError = zeroMeansOff(time.Duration(r.Int("GATEWAY_MCP_DISCOVERY_STALE_IF_ERROR_SECONDS", 3600, 0,
 		"seconds past freshness a stale discovery is served while the upstream fails; 0 never"))*time.Second, -1)
-	c.MCPTimeout = r.Seconds("GATEWAY_MCP_TIMEOUT_SECONDS", 90, "seconds an /mcp request or MCP upstream operation may take")
-	c.ProxyTimeout = r.Seconds("GATEWAY_PROXY_TIMEOUT_SECONDS", 120, "seconds an /proxy request may take")
+	c.Proxy.MCPTimeout = r.Seconds("GATEWAY_MCP_TIMEOUT_SECONDS", 90, "seconds an /mcp request or MCP upstream operation may take")
+	c.Proxy.Timeout = r.Seconds("GATEWAY_PROXY_TIMEOUT_SECONDS", 120, "seconds an /proxy request may take")
 	c.AdminTimeout = r.Seconds("GATEWAY_ADMIN_TIMEOUT_SECONDS", 20, "seconds an admin or /metrics request may take")
 	s.shutdownTimeout = r.Seconds("GATEWAY_SHUTDOWN_TIMEOUT_SECONDS", 15, "seconds in-flight requests get to finish at shutdown")
-	c.MCPBreakerFailures = zeroMeansOff(r.Int("GATEWAY_MCP_CIRCUIT_BREAKER_FAILURES", 3, 0,
+	c.MCP.BreakerFailures = zeroMeansOff(r.Int("GATEWAY_MCP_CIRCUIT_BREAKER_FAILURES", 3, 0,
 		"consecutive upstream failures that open an MCP connection's circuit breaker; 0 disables it"), -1)
-	c.MCPBreakerCooldown = r.Seconds("GATEWAY_MCP_CIRCUIT_BREAKER_COOLDOWN_SECONDS", 10, "seconds an open circuit breaker refuses calls")
-	c.MCPToolCallRateLimitPerMinute = zeroMeansOff(r.Int("GATEWAY_MCP_TOOL_CALL_RATE_LIMIT_PER_MINUTE", 120, 0,
+	c.MCP.BreakerCooldown = r.Seconds("GATEWAY_MCP_CIRCUIT_BREAKER_COOLDOWN_SECONDS", 10, "seconds an open circuit breaker refuses calls")
+	c.MCP.RateLimitPerMinute = zeroMeansOff(r.Int("GATEWAY_MCP_TOOL_CALL_RATE_LIMIT_PER_MINUTE", 120, 0,
 		"tool calls per minute per connection and namespace; 0 disables the limit"), -1)
-	c.MCPSessionIdleTimeout = r.Seconds("GATEWAY_MCP_SESSION_IDLE_SECONDS", 600,
+	c.MCP.SessionIdleTimeout = r.Seconds("GATEWAY_MCP_SESSION_IDLE_SECONDS", 600,
 		"seconds a session of the MCP endpoint /mcp/{id} lasts without a request")
-	c.MCPMaxSessions = r.Int("GATEWAY_MCP_MAX_SESSIONS", 1000, 1,
+	c.MCP.MaxSessions = r.Int("GATEWAY_MCP_MAX_SESSIONS", 1000, 1,
 		"sessions of the MCP endpoint open at once; a caller opening one more evicts its namespace's least recently used session, or is answered 503 MCP_SESSIONS_EXHAUSTED when its namespace has none")
-	c.MCPMaxSessionsPerKey = r.Int("GATEWAY_MCP_MAX_SESSIONS_PER_KEY", 32, 1,
+	c.MCP.MaxSessionsPerKey = r.Int("GATEWAY_MCP_MAX_SESSIONS_PER_KEY", 32, 1,
 		"sessions of the MCP endpoint one caller key holds open; one more evicts the key's least recently used session")
-	c.MCPMaxSessionsPerNamespace = r.Int("GATEWAY_MCP_MAX_SESSIONS_PER_NAMESPACE", 128, 1,
+	c.MCP.MaxSessionsPerNamespace = r.Int("GATEWAY_MCP_MAX_SESSIONS_PER_NAMESPACE", 128, 1,
 		"sessions of the MCP endpoint one namespace holds open; one more evicts the namespace's least recently used session")
-	c.ClaimRateLimitPerMinute = zeroMeansOff(r.Int("GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE", 30, 0,
+	c.ClaimSubmissions.RatePerMinute = zeroMeansOff(r.Int("GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE", 30, 0,
 		"claims one connection and namespace may file per minute; 0 disables the limit"), -1)
-	c.SignatureMaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
-	c.SignatureFutureSkew = r.Seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30, "seconds a signature's creation time may lie in the future")
-	c.NonceMaxBytes = r.Int64("GATEWAY_NONCE_MEMORY_BYTES", replay.DefaultMaxBytes, 1<<20,
+	c.Proxy.MaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
+	c.Proxy.FutureSkew = r.Seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30, "seconds a signature's creation time may lie in the future")
+	c.Nonces.MaxBytes = r.Int64("GATEWAY_NONCE_MEMORY_BYTES", replay.DefaultMaxBytes, 1<<20,
 		"memory of the nonce store, in bytes (18 per nonce); past it requests are answered 503 NONCE_STORE_FULL")
 	if n := r.Int("GATEWAY_NONCE_MAX_ENTRIES", 0, 1, "deprecated: nonces to make room for; use GATEWAY_NONCE_MEMORY_BYTES"); n > 0 {
 		if strings.TrimSpace(getenv("GATEWAY_NONCE_MEMORY_BYTES")) != "" {
 			r.Problemf("GATEWAY_NONCE_MAX_ENTRIES is deprecated and cannot be set with GATEWAY_NONCE_MEMORY_BYTES")
 		}
-		c.NonceMaxBytes = max(replay.MemoryFor(n), 1<<20)
+		c.Nonces.MaxBytes = max(replay.MemoryFor(n), 1<<20)
 	}
-	s.memoryLimit = r.Int64("GATEWAY_MEMORY_LIMIT_BYTES", c.NonceMaxBytes+gateway.MemoryHeadroom, 1<<20,
+	s.memoryLimit = r.Int64("GATEWAY_MEMORY_LIMIT_BYTES", c.Nonces.MaxBytes+gateway.MemoryHeadroom, 1<<20,
 		fmt.Sprintf("memory the Go runtime keeps the process within, in bytes (default: the nonce budget + %d MiB); GOMEMLIMIT, when set, wins", gateway.MemoryHeadroom>>20))
-	if s.memoryLimit <= c.NonceMaxBytes {
-		r.Problemf("GATEWAY_MEMORY_LIMIT_BYTES must exceed the nonce store's budget (%d bytes), which a busy gateway fills", c.NonceMaxBytes)
+	if s.memoryLimit <= c.Nonces.MaxBytes {
+		r.Problemf("GATEWAY_MEMORY_LIMIT_BYTES must exceed the nonce store's budget (%d bytes), which a busy gateway fills", c.Nonces.MaxBytes)
 	}
 	s.gomemlimit = r.Raw("GOMEMLIMIT", "the Go runtime's memory limit; when set, GATEWAY_MEMORY_LIMIT_BYTES is ignored")
-	c.MaxBodyBytes = r.Int64("GATEWAY_MAX_REQUEST_BODY_BYTES", 8<<20, 1, "largest request body, in bytes")
-	c.MaxInflightBodyBytes = r.Int64("GATEWAY_MAX_INFLIGHT_BODY_BYTES", 256<<20, 1,
+	c.Proxy.MaxBodyBytes = r.Int64("GATEWAY_MAX_REQUEST_BODY_BYTES", 8<<20, 1, "largest request body, in bytes")
+	c.Proxy.MaxInflightBodyBytes = r.Int64("GATEWAY_MAX_INFLIGHT_BODY_BYTES", 256<<20, 1,
 		"request body bytes held at once across all requests; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")
-	if c.MaxInflightBodyBytes < c.MaxBodyBytes {
+	if c.Proxy.MaxInflightBodyBytes < c.Proxy.MaxBodyBytes {
 		r.Problemf("GATEWAY_MAX_INFLIGHT_BODY_BYTES must be at least GATEWAY_MAX_REQUEST_BODY_BYTES")
 	}
-	if c.ClaimsTTL <= c.ClaimsRefresh {
+	if c.Claims.TTL <= c.Claims.RefreshInterval {
 		r.Problemf("GATEWAY_CLAIMS_CACHE_TTL_SECONDS must exceed GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS")
 	}
 
 	readAdmin(r, c)
-	c.RotationEnforcement = credvault.RotationEnforcement(r.OneOf("GATEWAY_ROTATION_ENFORCEMENT", "warn",
+	c.Proxy.RotationEnforcement = credvault.RotationEnforcement(r.OneOf("GATEWAY_ROTATION_ENFORCEMENT", "warn",
 		[]string{"off", "warn", "block"}, "what an overdue credential rotation does"))
-	c.RotationGrace = time.Duration(r.Int("GATEWAY_ROTATION_GRACE_DAYS", 0, 0, "days added to every rotation due date")) * 24 * time.Hour
+	c.Proxy.RotationGrace = time.Duration(r.Int("GATEWAY_ROTATION_GRACE_DAYS", 0, 0, "days added to every rotation due date")) * 24 * time.Hour
 
-	c.InsecureAllowUnsigned = r.Bool("GATEWAY_ALLOW_UNSIGNED_PROXY", false, "UNSAFE, development only: no signature, claim or replay check on any connection")
-	c.InsecureUnsignedConnections = r.List("GATEWAY_ALLOW_UNSIGNED_CONNECTIONS", "UNSAFE, development only: connection ids served without signature, claim or replay check")
-	for _, id := range c.InsecureUnsignedConnections {
+	c.Proxy.InsecureAllowUnsigned = r.Bool("GATEWAY_ALLOW_UNSIGNED_PROXY", false, "UNSAFE, development only: no signature, claim or replay check on any connection")
+	c.Proxy.InsecureUnsignedConnections = r.List("GATEWAY_ALLOW_UNSIGNED_CONNECTIONS", "UNSAFE, development only: connection ids served without signature, claim or replay check")
+	for _, id := range c.Proxy.InsecureUnsignedConnections {
 		if err := credvault.ValidateConnectionID(id); err != nil {
 			r.Problemf("GATEWAY_ALLOW_UNSIGNED_CONNECTIONS: %v", err)
 		}
 	}
-	if c.RegistryURL == "" && !c.InsecureAllowUnsigned {
+	if c.ControlPlaneURL == "" && !c.Proxy.InsecureAllowUnsigned {
 		r.Problemf("IDN_REGISTRY_URL is required: the control plane's base URL, which serves the approved-claims feed")
-	} else if c.RegistryURL != "" && !strings.HasPrefix(c.RegistryURL, "http://") && !strings.HasPrefix(c.RegistryURL, "https://") {
+	} else if c.ControlPlaneURL != "" && !strings.HasPrefix(c.ControlPlaneURL, "http://") && !strings.HasPrefix(c.ControlPlaneURL, "https://") {
 		r.Problemf("IDN_REGISTRY_URL must be an http or https URL")
 	}
 	c.LogDecisions = r.Bool("GATEWAY_LOG_PROXY_REQUESTS", false, "log one decision per authentication and upstream outcome (identities fingerprinted)")
-	c.Aliases = map[string]string{}
+	c.Proxy.Aliases = map[string]string{}
 	for _, pair := range r.List("GATEWAY_PATH_ALIASES", "alias=connection_id pairs: /<alias>/{path} serves as /proxy/<connection_id>/{path}") {
 		alias, id, ok := strings.Cut(pair, "=")
 		if !ok || alias == "" || strings.Contains(alias, "/") || credvault.ValidateConnectionID(id) != nil {
 			r.Problemf("GATEWAY_PATH_ALIASES: %q is not alias=connection_id", pair)
 			continue
 		}
-		c.Aliases[alias] = id
+		c.Proxy.Aliases[alias] = id
 	}
 	if err := identity.ValidNamespace(c.Namespace); err != nil {
 		r.Problemf("GATEWAY_IDN_NAMESPACE: %v", err)
@@ -196,20 +196,20 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 
 // readAdmin reads the admin API's access settings.
 func readAdmin(r *envconf.Reader, c *gateway.Config) {
-	c.AdminAccess = admin.AccessMode(r.OneOf("GATEWAY_ADMIN_ACCESS_MODE", "hybrid", []string{"hybrid", "loopback", "token"},
+	c.Admin.Mode = admin.AccessMode(r.OneOf("GATEWAY_ADMIN_ACCESS_MODE", "hybrid", []string{"hybrid", "loopback", "token"},
 		"who may use the admin API and /metrics"))
-	c.AdminToken = readAdminToken(r)
-	c.AllowedOrigins = r.List("GATEWAY_ALLOWED_ORIGINS", "browser origins admitted to the admin API cross-origin")
-	c.AdminHosts = r.List("GATEWAY_ADMIN_HOSTS", "host names, besides loopback literals and localhost, the admin API answers to")
-	for _, h := range c.AdminHosts {
+	c.Admin.Token = readAdminToken(r)
+	c.Admin.AllowedOrigins = r.List("GATEWAY_ALLOWED_ORIGINS", "browser origins admitted to the admin API cross-origin")
+	c.Admin.Hosts = r.List("GATEWAY_ADMIN_HOSTS", "host names, besides loopback literals and localhost, the admin API answers to")
+	for _, h := range c.Admin.Hosts {
 		if !clientip.ValidHost(h) {
 			r.Problemf("GATEWAY_ADMIN_HOSTS: %q is not a host name or IP literal without port (IPv6 in brackets)", h)
 		}
 	}
-	c.PublicAuthority = r.String("GATEWAY_PUBLIC_AUTHORITY", "", "host[:port] every signature is checked against, whatever Host a request names")
-	if c.PublicAuthority != "" {
-		if host, _, ok := clientip.SplitAuthority(c.PublicAuthority); !ok || !clientip.ValidHost(host) {
-			r.Problemf("GATEWAY_PUBLIC_AUTHORITY: %q is not host[:port] (no scheme or path)", c.PublicAuthority)
+	c.Proxy.PublicAuthority = r.String("GATEWAY_PUBLIC_AUTHORITY", "", "host[:port] every signature is checked against, whatever Host a request names")
+	if c.Proxy.PublicAuthority != "" {
+		if host, _, ok := clientip.SplitAuthority(c.Proxy.PublicAuthority); !ok || !clientip.ValidHost(host) {
+			r.Problemf("GATEWAY_PUBLIC_AUTHORITY: %q is not host[:port] (no scheme or path)", c.Proxy.PublicAuthority)
 		}
 	}
 	c.InsecureUnsignedAdminChecks = !r.Bool("GATEWAY_REQUIRE_SIGNED_ADMIN_CHECKS", true,
@@ -218,7 +218,7 @@ func readAdmin(r *envconf.Reader, c *gateway.Config) {
 	if err != nil {
 		r.Problemf("GATEWAY_TRUSTED_PROXY_CIDRS: %v", err)
 	}
-	c.TrustedProxies = cidrs
+	c.Proxy.TrustedProxies = cidrs
 }
 
 // readAdminToken reads GATEWAY_ADMIN_TOKEN; empty means the token of the

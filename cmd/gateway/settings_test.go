@@ -45,10 +45,10 @@ func TestServeSettingsDefaults(t *testing.T) {
 	if s.addr != "127.0.0.1:38100" || s.shutdownTimeout != 15*time.Second || s.log.Format != "json" {
 		t.Errorf("server defaults: %+v", s)
 	}
-	if c.ClaimsTTL != 30*time.Second || c.RegistryURL != "http://127.0.0.1:8787" || c.InsecureUnsignedAdminChecks ||
-		c.AdminAccess != admin.AccessHybrid || c.RotationEnforcement != credvault.RotationWarn || c.NonceMaxBytes != 256<<20 ||
-		c.MaxBodyBytes != 8<<20 || c.MaxInflightBodyBytes != 256<<20 || c.MCPBreakerFailures != 3 || c.ClaimRateLimitPerMinute != 30 ||
-		c.MCPSessionIdleTimeout != 10*time.Minute || c.MCPMaxSessions != 1000 || c.MCPMaxSessionsPerKey != 32 || c.MCPMaxSessionsPerNamespace != 128 {
+	if c.Claims.TTL != 30*time.Second || c.ControlPlaneURL != "http://127.0.0.1:8787" || c.InsecureUnsignedAdminChecks ||
+		c.Admin.Mode != admin.AccessHybrid || c.Proxy.RotationEnforcement != credvault.RotationWarn || c.Nonces.MaxBytes != 256<<20 ||
+		c.Proxy.MaxBodyBytes != 8<<20 || c.Proxy.MaxInflightBodyBytes != 256<<20 || c.MCP.BreakerFailures != 3 || c.ClaimSubmissions.RatePerMinute != 30 ||
+		c.MCP.SessionIdleTimeout != 10*time.Minute || c.MCP.MaxSessions != 1000 || c.MCP.MaxSessionsPerKey != 32 || c.MCP.MaxSessionsPerNamespace != 128 {
 		t.Errorf("gateway defaults: %+v", c)
 	}
 }
@@ -61,8 +61,8 @@ func TestServeSettingsMCPSessions(t *testing.T) {
 	env["GATEWAY_MCP_MAX_SESSIONS_PER_KEY"] = "2"
 	env["GATEWAY_MCP_MAX_SESSIONS_PER_NAMESPACE"] = "3"
 	s, err := load(env)
-	if err != nil || s.gateway.MCPSessionIdleTimeout != 30*time.Second || s.gateway.MCPMaxSessions != 5 ||
-		s.gateway.MCPMaxSessionsPerKey != 2 || s.gateway.MCPMaxSessionsPerNamespace != 3 {
+	if err != nil || s.gateway.MCP.SessionIdleTimeout != 30*time.Second || s.gateway.MCP.MaxSessions != 5 ||
+		s.gateway.MCP.MaxSessionsPerKey != 2 || s.gateway.MCP.MaxSessionsPerNamespace != 3 {
 		t.Fatalf("%+v, %v", s.gateway, err)
 	}
 	for _, bad := range []map[string]string{
@@ -101,9 +101,9 @@ func TestServeSettingsNonceMemory(t *testing.T) {
 			s, err := load(env)
 			switch {
 			case tt.want == 0 && err == nil:
-				t.Fatalf("accepted, NonceMaxBytes %d", s.gateway.NonceMaxBytes)
-			case tt.want != 0 && (err != nil || s.gateway.NonceMaxBytes != tt.want):
-				t.Fatalf("NonceMaxBytes %d, %v; want %d", s.gateway.NonceMaxBytes, err, tt.want)
+				t.Fatalf("accepted, Nonces.MaxBytes %d", s.gateway.Nonces.MaxBytes)
+			case tt.want != 0 && (err != nil || s.gateway.Nonces.MaxBytes != tt.want):
+				t.Fatalf("Nonces.MaxBytes %d, %v; want %d", s.gateway.Nonces.MaxBytes, err, tt.want)
 			}
 		})
 	}
@@ -153,7 +153,7 @@ func TestServeSettingsZeroMeansOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := s.gateway
-	if c.MCPDiscoveryStaleIfError >= 0 || c.MCPBreakerFailures >= 0 || c.MCPToolCallRateLimitPerMinute >= 0 || c.ClaimRateLimitPerMinute >= 0 {
+	if c.MCP.StaleIfError >= 0 || c.MCP.BreakerFailures >= 0 || c.MCP.RateLimitPerMinute >= 0 || c.ClaimSubmissions.RatePerMinute >= 0 {
 		t.Errorf("0 did not become off: %+v", c)
 	}
 }
@@ -203,8 +203,8 @@ func TestServeSettingsAdminToken(t *testing.T) {
 	delete(env, "GATEWAY_ADMIN_TOKEN")
 	for _, mode := range []string{"hybrid", "loopback", "token"} {
 		env["GATEWAY_ADMIN_ACCESS_MODE"] = mode
-		if s, err := load(env); err != nil || s.gateway.AdminToken != "" {
-			t.Errorf("%s without a token: %v (token %q)", mode, err, s.gateway.AdminToken)
+		if s, err := load(env); err != nil || s.gateway.Admin.Token != "" {
+			t.Errorf("%s without a token: %v (token %q)", mode, err, s.gateway.Admin.Token)
 		}
 	}
 	env["GATEWAY_ADMIN_TOKEN"] = "short"
@@ -260,8 +260,8 @@ func TestServeSettingsInflightBodyBytes(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || s.gateway.MaxInflightBodyBytes != tc.want {
-				t.Fatalf("MaxInflightBodyBytes = %d, %v; want %d", s.gateway.MaxInflightBodyBytes, err, tc.want)
+			if err != nil || s.gateway.Proxy.MaxInflightBodyBytes != tc.want {
+				t.Fatalf("MaxInflightBodyBytes = %d, %v; want %d", s.gateway.Proxy.MaxInflightBodyBytes, err, tc.want)
 			}
 		})
 	}
@@ -276,8 +276,8 @@ func TestBindingSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(s.gateway.AdminHosts, ",") != "gw.example.com,[2001:db8::1]" || s.gateway.PublicAuthority != "gw.example.com:8443" {
-		t.Errorf("parsed %q %q", s.gateway.AdminHosts, s.gateway.PublicAuthority)
+	if strings.Join(s.gateway.Admin.Hosts, ",") != "gw.example.com,[2001:db8::1]" || s.gateway.Proxy.PublicAuthority != "gw.example.com:8443" {
+		t.Errorf("parsed %q %q", s.gateway.Admin.Hosts, s.gateway.Proxy.PublicAuthority)
 	}
 	for name, bad := range map[string][2]string{
 		"admin_host_with_port":      {"GATEWAY_ADMIN_HOSTS", "gw.example.com:8443"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/mcpproxy"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -125,8 +126,8 @@ func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection
 	t.Cleanup(controlPlane.Close)
 	controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
 	key, _ := credvault.GenerateMasterKey()
-	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: controlPlane.URL,
-		ServiceAPIKey: controlPlane.APIKey("docs"), MCPSessionIdleTimeout: idle})
+	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: controlPlane.URL,
+		MCP: mcpproxy.Options{SessionIdleTimeout: idle}, ServiceAPIKey: controlPlane.APIKey("docs")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,17 +144,10 @@ func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
 	st.url = srv.URL
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err := http.Get(srv.URL + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("gateway never became ready (claims feed)")
-		}
+	up, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := gw.Up(up); err != nil {
+		t.Fatal(err)
 	}
 	return st
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/claimcache"
 	"io"
 	"net"
 	"net/http"
@@ -120,8 +121,9 @@ func startGateway(t *testing.T, cpURL, apiKey string) string {
 		t.Fatal(err)
 	}
 	gw, err := gateway.New(gateway.Config{
-		DataDir: t.TempDir(), MasterKey: key, AdminAccess: admin.AccessLoopback,
-		RegistryURL: cpURL, ServiceAPIKey: apiKey, ClaimsTTL: 2 * time.Second, ClaimsRefresh: time.Second,
+		DataDir: t.TempDir(), MasterKey: key, Admin: admin.AccessOptions{Mode: admin.AccessLoopback},
+		ControlPlaneURL: cpURL, ServiceAPIKey: apiKey,
+		Claims: claimcache.Options{TTL: 2 * time.Second, RefreshInterval: time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -142,14 +144,11 @@ func startGateway(t *testing.T, cpURL, apiKey string) string {
 		t.Fatal(err)
 	}
 	url := "http://" + ln.Addr().String()
-	eventually(t, 15*time.Second, "the gateway's claims snapshot", func() bool {
-		res, err := http.Get(url + "/health/ready")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
+	ready, cancelReady := context.WithTimeout(ctx, 15*time.Second)
+	defer cancelReady()
+	if err := gw.Up(ready); err != nil {
+		t.Fatal(err)
+	}
 	return url
 }
 

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/claimcache"
 	"io"
 	"net"
 	"net/http"
@@ -97,9 +98,9 @@ func newStack(t *testing.T, configure func(*gateway.Config)) *stack {
 
 	key, _ := credvault.GenerateMasterKey()
 	cfg := gateway.Config{
-		DataDir: filepath.Join(dir, "gw"), MasterKey: key, AdminAccess: admin.AccessLoopback,
-		RegistryURL: cpSrv.URL, ServiceAPIKey: seeded.APIKeys["svc"],
-		ClaimsRefresh: time.Second, ClaimsTTL: 5 * time.Second,
+		DataDir: filepath.Join(dir, "gw"), MasterKey: key, Admin: admin.AccessOptions{Mode: admin.AccessLoopback},
+		ControlPlaneURL: cpSrv.URL, ServiceAPIKey: seeded.APIKeys["svc"],
+		Claims: claimcache.Options{RefreshInterval: time.Second, TTL: 5 * time.Second},
 	}
 	if configure != nil {
 		configure(&cfg)
@@ -118,19 +119,10 @@ func newStack(t *testing.T, configure func(*gateway.Config)) *stack {
 	if err := gw.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(s.gw.URL + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("gateway never became ready")
-		}
-		time.Sleep(20 * time.Millisecond)
+	ready, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := gw.Up(ready); err != nil {
+		t.Fatal(err)
 	}
 	return s
 }
@@ -188,7 +180,7 @@ func (s *stack) signedHeaders(t *testing.T, method, url, body string) http.Heade
 }
 
 // TestTargetBinding: the scheme a signature is checked against comes from
-// the connection and the authority from Host (or Config.PublicAuthority);
+// the connection and the authority from Host (or Config.Proxy.PublicAuthority);
 // an absolute-form target that names another origin than the gateway's
 // listen address is refused (RFC 9112 §3.2.2), so a request signed for
 // https://evil.example cannot be replayed here over plain HTTP, nor one
@@ -251,7 +243,7 @@ func TestAdminRebinding(t *testing.T) {
 	for _, mode := range []string{"loopback", "hybrid"} {
 		t.Run(mode, func(t *testing.T) {
 			s := newStack(t, func(c *gateway.Config) {
-				c.AdminAccess, c.AdminToken, c.AdminHosts = admin.AccessMode(mode), "admin-token-0123456789abcdef", []string{"gw.example.com"}
+				c.Admin.Mode, c.Admin.Token, c.Admin.Hosts = admin.AccessMode(mode), "admin-token-0123456789abcdef", []string{"gw.example.com"}
 			})
 			_, port, _ := net.SplitHostPort(s.gw.Listener.Addr().String())
 			for _, path := range []string{"/api/admin/connections", "/api/admin/credential-variables", "/api/admin/service-catalog", "/metrics"} {
@@ -326,13 +318,13 @@ func TestAdminSignedCheckCoversBody(t *testing.T) {
 	}
 }
 
-// TestPublicAuthority: with Config.PublicAuthority set, signatures are
+// TestPublicAuthority: with Config.Proxy.PublicAuthority set, signatures are
 // checked against that authority whatever Host a request names, so one
 // made for another host with the same path cannot be replayed here by
 // naming that host.
 func TestPublicAuthority(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, func(c *gateway.Config) { c.PublicAuthority = "gw.example.com:8443" })
+	s := newStack(t, func(c *gateway.Config) { c.Proxy.PublicAuthority = "gw.example.com:8443" })
 	own := strings.TrimPrefix(s.gw.URL, "http://")
 	rows := []struct {
 		name        string

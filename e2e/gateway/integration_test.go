@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"github.com/idnhq/idn/claimcache"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -87,9 +88,9 @@ func TestGatewayWithControlPlane(t *testing.T) {
 
 	key, _ := credvault.GenerateMasterKey()
 	cfg := gateway.Config{
-		DataDir: filepath.Join(dir, "gw"), MasterKey: key, AdminAccess: admin.AccessLoopback,
-		RegistryURL: cpSrv.URL, ServiceAPIKey: seeded.APIKeys["svc"],
-		ClaimsRefresh: time.Second, ClaimsTTL: 5 * time.Second,
+		DataDir: filepath.Join(dir, "gw"), MasterKey: key, Admin: admin.AccessOptions{Mode: admin.AccessLoopback},
+		ControlPlaneURL: cpSrv.URL, ServiceAPIKey: seeded.APIKeys["svc"],
+		Claims: claimcache.Options{RefreshInterval: time.Second, TTL: 5 * time.Second},
 	}
 	gw, err := gateway.New(cfg)
 	if err != nil {
@@ -176,10 +177,10 @@ func TestGatewayWithControlPlane(t *testing.T) {
 		if status == 403 && body["code"] == "AUTH_CLAIM_REQUIRED" {
 			break
 		}
-		if time.Since(revokedAt) > cfg.ClaimsRefresh+2*time.Second {
-			t.Fatalf("still accepted %s after revocation (refresh every %s)", time.Since(revokedAt), cfg.ClaimsRefresh)
+		if time.Since(revokedAt) > cfg.Claims.RefreshInterval+2*time.Second {
+			t.Fatalf("still accepted %s after revocation (refresh every %s)", time.Since(revokedAt), cfg.Claims.RefreshInterval)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("revocation took effect after %s (poll interval %s)", time.Since(revokedAt).Round(time.Millisecond), cfg.ClaimsRefresh)
+	t.Logf("revocation took effect after %s (poll interval %s)", time.Since(revokedAt).Round(time.Millisecond), cfg.Claims.RefreshInterval)
 }

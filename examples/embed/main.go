@@ -22,7 +22,7 @@ func main() {
 		log.Fatal(err)
 	}
 	gw, err := gateway.New(gateway.Config{DataDir: os.Getenv("GATEWAY_DATA_DIR"), MasterKey: key, Logger: slog.Default(),
-		RegistryURL: os.Getenv("IDN_REGISTRY_URL"), ServiceAPIKey: os.Getenv("IDN_SERVICE_API_KEY")})
+		ControlPlaneURL: os.Getenv("IDN_REGISTRY_URL"), ServiceAPIKey: os.Getenv("IDN_SERVICE_API_KEY")})
 	if err == nil {
 		err = gw.Start(context.Background())
 	}

@@ -35,7 +35,7 @@ func TestEmbedUnderPrefix(t *testing.T) {
 	cp.Approve(claimcache.Claim{Namespace: "alice", Service: "weather", PublicKey: agent.PublicKeyString()})
 
 	key, _ := credvault.GenerateMasterKey()
-	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, RegistryURL: cp.URL, ServiceAPIKey: cp.APIKey("weather")})
+	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: cp.URL, ServiceAPIKey: cp.APIKey("weather")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +50,10 @@ func TestEmbedUnderPrefix(t *testing.T) {
 	}
 	app := httptest.NewServer(newMux(gw))
 	defer app.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if status, _ := call(t, nil, "", app.URL+"/idn/health/ready"); status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the gateway under /idn/ never became ready")
-		}
+	up, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := gw.Up(up); err != nil {
+		t.Fatal(err)
 	}
 
 	rows := []struct {

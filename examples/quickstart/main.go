@@ -28,9 +28,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/idnhq/idn/claimcache"
 	"io"
 	"log/slog"
 	"net"
@@ -222,7 +222,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}, map[string]string{"token": d.token}); err != nil {
 		return err
 	}
-	if err := d.waitReady(ctx); err != nil {
+	// The gateway loads the service's claims on its own schedule.
+	up, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := gw.Up(up); err != nil {
 		return err
 	}
 	d.say("Gateway running at %s with connection %q → %s (token sealed with AES-256-GCM)", d.gwURL, connectionID, d.upstream)
@@ -310,13 +313,13 @@ func startGateway(ctx context.Context, dir, cpURL, apiKey string) (*gateway.Gate
 		return nil, err
 	}
 	gw, err := gateway.New(gateway.Config{
-		DataDir:       filepath.Join(dir, "gateway"),
-		MasterKey:     key,
-		AdminAccess:   admin.AccessLoopback,
-		RegistryURL:   cpURL,
-		ServiceAPIKey: apiKey,
-		ClaimsRefresh: 2 * time.Second,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DataDir:         filepath.Join(dir, "gateway"),
+		MasterKey:       key,
+		Admin:           admin.AccessOptions{Mode: admin.AccessLoopback},
+		ControlPlaneURL: cpURL,
+		ServiceAPIKey:   apiKey,
+		Claims:          claimcache.Options{RefreshInterval: 2 * time.Second},
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return nil, err
@@ -394,28 +397,6 @@ func (d *demo) postJSON(ctx context.Context, url string, headers map[string]stri
 		return json.Unmarshal(b, out)
 	}
 	return nil
-}
-
-// waitReady waits until the gateway's claims snapshot has loaded.
-func (d *demo) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := d.client.Get(d.gwURL + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the gateway did not become ready within 15s")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // listen binds addr, or a free loopback port when addr is taken.

@@ -80,4 +80,9 @@
 // them (registry/contracts/build.sh, solc 0.8.37 from the npm registry);
 // the Go bindings in internal/idnregistry are generated from them, and
 // tests check that source, artifacts and bindings agree.
+//
+// Configuration follows the repository's one rule: the zero value of every
+// field of Config is the safe one (a required field left empty is refused),
+// and a protection is turned off only by a field that says so: a negative
+// number, an explicit off value, or an Insecure… switch.
 package evm
