@@ -142,7 +142,7 @@ const corsAllowHeaders = "Authorization, Content-Type, X-Request-Id, Signature, 
 
 var (
 	errHost          = apierror.Coded(errcode.AdminForbidden, "admin access refused: the Host is not a loopback address, localhost or a name in GATEWAY_ADMIN_HOSTS")
-	errNoCredentials = apierror.Coded(errcode.AdminUnauthorized, "")
+	errNoCredentials = apierror.Coded(errcode.AdminUnauthorized, "admin access needs a bearer token")
 	errForbidden     = apierror.Coded(errcode.AdminForbidden, "")
 	errCrossSite     = apierror.Coded(errcode.AdminForbidden, "cross-site requests to the admin API are refused; add the origin to GATEWAY_ALLOWED_ORIGINS")
 	errContentType   = apierror.Coded(errcode.UnsupportedMediaType, "admin requests with a body must have Content-Type: application/json")

@@ -123,7 +123,7 @@ var errorTable = []errorRule{
 	{is(errClaimNotFound), answer(errcode.ClaimNotFound)},
 	{is(errPendingLimit), answer(errcode.PendingLimitReached)},
 	{is(errAgentPendingLimit), answer(errcode.AgentPendingLimitReached)},
-	{is(errSessionInvalid), answer(errcode.Unauthenticated)},
+	{is(errSessionInvalid), func(error) *apierror.Error { return errUnauthenticated }},
 	{is(errChallengeInvalid), answer(errcode.ChallengeInvalid)},
 	{is(errChallengeExpired), answer(errcode.ChallengeExpired)},
 	{is(errPasskeyCloned), answer(errcode.PasskeyCounterRegression)},
@@ -194,16 +194,14 @@ func toAPIError(err error) *apierror.Error {
 
 // Errors raised by the HTTP layer itself.
 var (
-	errUnauthenticated  = apierror.Coded(errcode.Unauthenticated, "")
-	errSignatureInvalid = apierror.Coded(errcode.SignatureInvalid, "")
-	errNonceReplay      = apierror.Coded(errcode.NonceReplay, "")
+	errUnauthenticated  = apierror.Coded(errcode.AdminUnauthorized, "a valid idn_session is required")
 	errNonceStoreFull   = apierror.Coded(errcode.NonceStoreFull, "")
 	errAPIKeyInvalid    = apierror.Coded(errcode.APIKeyInvalid, "")
 	errServiceMismatch  = apierror.Coded(errcode.ServiceMismatch, "")
 	errNamespaceForbid  = apierror.Coded(errcode.NamespaceForbidden, "")
 	errOriginForbidden  = apierror.Coded(errcode.OriginForbidden, "")
 	errMetricsForbidden = apierror.Coded(errcode.MetricsForbidden, "")
-	errInvalidNamespace = apierror.Coded(errcode.InvalidNamespace, "")
+	errInvalidNamespace = apierror.Coded(errcode.NamespaceInvalid, "")
 	errInvalidDID       = apierror.Coded(errcode.InvalidDID, "")
 	errDIDNotFound      = apierror.Coded(errcode.DIDNotFound, "")
 	errNotFound         = apierror.Coded(errcode.NotFound, "no such route")

@@ -94,19 +94,15 @@ func (s *Server) recordNonce(w http.ResponseWriter, r *http.Request, caller *ide
 	return false
 }
 
+// signatureFailed answers a failed verification or nonce check with the
+// code the gateway answers the same failure with (identity.AuthCode);
+// anything else, such as the database failing, through writeErr.
 func (s *Server) signatureFailed(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, httpsig.ErrReplayDetected):
-		apierror.Write(w, r, errNonceReplay)
-	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrBusy):
-		s.writeErr(w, r, err)
-	default:
-		var reason string
-		if code, ok := identity.AuthCode(err); ok {
-			reason = code.String()
-		}
-		apierror.Write(w, r, errSignatureInvalid.With("details", map[string]string{"reason": reason}))
+	if code, ok := identity.AuthCode(err); ok {
+		apierror.Write(w, r, apierror.Coded(code, ""))
+		return
 	}
+	s.writeErr(w, r, err)
 }
 
 // serviceKey authenticates the service API key of the Authorization bearer

@@ -20,7 +20,7 @@ var (
 	ErrInvalidArguments   = errcode.New(errcode.MCPToolArgumentsInvalid, "mcpproxy: invalid tool arguments")
 	ErrRateLimited        = errcode.New(errcode.MCPToolRateLimited, "mcpproxy: tool-call rate limit exceeded")
 	ErrCircuitOpen        = errcode.New(errcode.MCPCircuitOpen, "mcpproxy: circuit breaker open")
-	ErrUpstream           = errcode.New(errcode.MCPUpstreamError, "mcpproxy: upstream MCP server failed")
+	ErrUpstream           = errcode.New(errcode.UpstreamError, "mcpproxy: upstream MCP server failed")
 	ErrBadRequest         = errcode.New(errcode.ValidationError, "mcpproxy: bad request")
 	// ErrSessionNotFound: the MCP endpoint has no session of that id for
 	// this caller and connection (it ended, or another caller owns it).
@@ -95,13 +95,13 @@ var own = [...]error{
 }
 
 // ErrorCode returns the code the gateway answers err with: the code err
-// carries (errcode.Of), else MCP_UPSTREAM_ERROR. The admin discover route
+// carries (errcode.Of), else UPSTREAM_ERROR. The admin discover route
 // uses it.
 func ErrorCode(err error) errcode.Code {
 	if code, ok := errcode.Of(err); ok {
 		return code
 	}
-	return errcode.MCPUpstreamError
+	return errcode.UpstreamError
 }
 
 // toAPIError maps an error to the gateway's error envelope: its code,

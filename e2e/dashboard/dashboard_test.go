@@ -195,7 +195,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 		b.shot("signup")
 		b.fill("Namespace", "Not A Name")
 		b.press("button", "Sign up")
-		if msg := b.errorText("Sign up"); !strings.Contains(msg, "INVALID_NAMESPACE") {
+		if msg := b.errorText("Sign up"); !strings.Contains(msg, "NAMESPACE_INVALID") {
 			t.Fatalf("error beside Sign up = %q", msg)
 		}
 		b.shot("signup-error")
