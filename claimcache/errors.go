@@ -40,7 +40,7 @@ var (
 type StatusError struct {
 	Op         string // "feed" or "submit"
 	StatusCode int
-	Code       string // the error envelope's "code", when there was one
+	Code       string // the error envelope's "code", when it was one of package errcode
 }
 
 func (e *StatusError) Error() string {
