@@ -46,7 +46,6 @@
 //	UNSUPPORTED_MEDIA_TYPE           415  Content-Type must be application/json
 //	REQUEST_BODY_TOO_LARGE           413  request body is too large
 //	REQUEST_BODY_CAPACITY_EXHAUSTED  503  the server is holding as many request bodies as it may; try again shortly
-//	RATE_LIMITED                     429  too many attempts; retry later
 //	REQUEST_TARGET_FOREIGN           400  the absolute-form request target names another server; send the path only
 //	ADMIN_UNAUTHORIZED               401  this route needs credentials: the admin bearer token, or a live idn_session
 //
@@ -104,6 +103,7 @@
 //
 // Control plane:
 //
+//	RATE_LIMITED                     429  too many attempts; retry later
 //	API_KEY_INVALID                  401  missing or invalid service api key
 //	API_KEY_NOT_FOUND                404  api key not found
 //	API_KEY_LIMIT_REACHED            409  the service already has the maximum number of active api keys

@@ -22,7 +22,6 @@ const (
 	UnsupportedMediaType
 	RequestBodyTooLarge
 	RequestBodyCapacityExhausted
-	RateLimited
 	RequestTargetForeign
 	AdminUnauthorized
 
@@ -65,6 +64,7 @@ const (
 	MCPSessionNotFound
 	MCPSessionsExhausted
 
+	RateLimited
 	APIKeyInvalid
 	APIKeyNotFound
 	APIKeyLimitReached
@@ -137,7 +137,6 @@ var table = [codeCount]row{
 	UnsupportedMediaType:         {"UNSUPPORTED_MEDIA_TYPE", http.StatusUnsupportedMediaType, "Content-Type must be application/json"},
 	RequestBodyTooLarge:          {"REQUEST_BODY_TOO_LARGE", http.StatusRequestEntityTooLarge, "request body is too large"},
 	RequestBodyCapacityExhausted: {"REQUEST_BODY_CAPACITY_EXHAUSTED", http.StatusServiceUnavailable, "the server is holding as many request bodies as it may; try again shortly"},
-	RateLimited:                  {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
 	RequestTargetForeign:         {"REQUEST_TARGET_FOREIGN", http.StatusBadRequest, "the absolute-form request target names another server; send the path only"},
 	AdminUnauthorized:            {"ADMIN_UNAUTHORIZED", http.StatusUnauthorized, "this route needs credentials: the admin bearer token, or a live idn_session"},
 
@@ -180,6 +179,7 @@ var table = [codeCount]row{
 	MCPSessionNotFound:      {"MCP_SESSION_NOT_FOUND", http.StatusNotFound, "no such MCP session"},
 	MCPSessionsExhausted:    {"MCP_SESSIONS_EXHAUSTED", http.StatusServiceUnavailable, "too many MCP sessions are open; try again shortly"},
 
+	RateLimited:              {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
 	APIKeyInvalid:            {"API_KEY_INVALID", http.StatusUnauthorized, "missing or invalid service api key"},
 	APIKeyNotFound:           {"API_KEY_NOT_FOUND", http.StatusNotFound, "api key not found"},
 	APIKeyLimitReached:       {"API_KEY_LIMIT_REACHED", http.StatusConflict, "the service already has the maximum number of active api keys"},
