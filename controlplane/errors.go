@@ -200,7 +200,7 @@ var (
 	errServiceMismatch  = apierror.Coded(errcode.ServiceMismatch, "")
 	errNamespaceForbid  = apierror.Coded(errcode.NamespaceForbidden, "")
 	errOriginForbidden  = apierror.Coded(errcode.OriginForbidden, "")
-	errMetricsForbidden = apierror.Coded(errcode.MetricsForbidden, "")
+	errMetricsForbidden = apierror.Coded(errcode.AdminForbidden, "metrics are served to loopback clients and to bearers of the metrics token")
 	errInvalidNamespace = apierror.Coded(errcode.NamespaceInvalid, "")
 	errInvalidDID       = apierror.Coded(errcode.InvalidDID, "")
 	errDIDNotFound      = apierror.Coded(errcode.DIDNotFound, "")

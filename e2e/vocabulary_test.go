@@ -56,7 +56,8 @@ func withCertificate(t *testing.T, id *identity.Identity, issued, expires time.T
 // route of the gateway (a proxied GET) and of the control plane (the
 // namespace lookup) and wants the same code and status from both: a
 // signature that does not verify, a replayed request, and a certificate
-// that expired, each from an agent whose claim is approved.
+// that expired, each from an agent whose claim is approved; and a browser
+// request from a foreign origin to each server's management routes.
 func TestOneVocabularyOnBothServers(t *testing.T) {
 	w := newWorld(t)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -129,4 +130,27 @@ func TestOneVocabularyOnBothServers(t *testing.T) {
 			t.Log(strings.Join(answers, "; "))
 		})
 	}
+
+	// A browser page of another origin: the gateway's admin API and an
+	// owner route of the control plane refuse it alike.
+	t.Run("request_from_a_foreign_browser_origin", func(t *testing.T) {
+		for _, r := range []struct{ name, method, url string }{
+			{"gateway", "GET", gw.url + "/api/admin/connections"},
+			{"control plane", "POST", w.cp.url() + "/v1/auth/logout"},
+		} {
+			req, _ := http.NewRequest(r.method, r.url, nil)
+			req.Header.Set("Origin", "https://evil.example")
+			a, err := do(client, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := a.envelope()
+			if err != nil {
+				t.Fatalf("%s: %v", r.name, err)
+			}
+			if got, _ := errcode.Parse(e.Code); got != errcode.OriginForbidden || a.status != errcode.OriginForbidden.Status() {
+				t.Errorf("%s answers %d %s, want %d %s", r.name, a.status, e.Code, errcode.OriginForbidden.Status(), errcode.OriginForbidden)
+			}
+		}
+	})
 }

@@ -48,6 +48,8 @@
 //	REQUEST_BODY_CAPACITY_EXHAUSTED  503  the server is holding as many request bodies as it may; try again shortly
 //	REQUEST_TARGET_FOREIGN           400  the absolute-form request target names another server; send the path only
 //	ADMIN_UNAUTHORIZED               401  this route needs credentials: the admin bearer token, or a live idn_session
+//	ORIGIN_FORBIDDEN                 403  request origin is not allowed
+//	ADMIN_FORBIDDEN                  403  admin access refused
 //
 // Signed requests, on both servers (the gateway's runtime routes and signed
 // admin checks, the control plane's signed routes): the same failure has
@@ -87,7 +89,6 @@
 // pairing relay, as the data of a JSON-RPC error, not as an HTTP answer):
 //
 //	ADMIN_TOKEN_REQUIRED             401  changing where or how a stored secret is sent needs the admin token
-//	ADMIN_FORBIDDEN                  403  admin access refused
 //	DISCOVERY_UNAVAILABLE            501  MCP discovery is not available in this gateway
 //	PLAINTEXT_SECRET_REFUSED         400  a secret sent in clear over the pairing relay is refused; seal it to the gateway's HPKE key
 //
@@ -117,8 +118,6 @@
 //	NAMESPACE_TAKEN                  409  namespace is not available
 //	NAMESPACE_FORBIDDEN              403  not authorized for this namespace
 //	NAMESPACE_INVALID                400  invalid namespace format
-//	ORIGIN_FORBIDDEN                 403  request origin is not allowed
-//	METRICS_FORBIDDEN                403  metrics are served to loopback clients and to bearers of the metrics token
 //	INVALID_DID                      400  malformed DID
 //	DID_NOT_FOUND                    404  DID not found
 //	CLAIM_NOT_FOUND                  404  claim not found

@@ -24,6 +24,8 @@ const (
 	RequestBodyCapacityExhausted
 	RequestTargetForeign
 	AdminUnauthorized
+	AdminForbidden
+	OriginForbidden
 
 	AuthHeadersInvalid
 	AuthSignatureInvalid
@@ -52,7 +54,6 @@ const (
 	UpstreamTimeout
 
 	AdminTokenRequired
-	AdminForbidden
 	DiscoveryUnavailable
 	PlaintextSecretRefused
 
@@ -78,8 +79,6 @@ const (
 	NamespaceTaken
 	NamespaceForbidden
 	NamespaceInvalid
-	OriginForbidden
-	MetricsForbidden
 	InvalidDID
 	DIDNotFound
 	ClaimNotFound
@@ -139,6 +138,8 @@ var table = [codeCount]row{
 	RequestBodyCapacityExhausted: {"REQUEST_BODY_CAPACITY_EXHAUSTED", http.StatusServiceUnavailable, "the server is holding as many request bodies as it may; try again shortly"},
 	RequestTargetForeign:         {"REQUEST_TARGET_FOREIGN", http.StatusBadRequest, "the absolute-form request target names another server; send the path only"},
 	AdminUnauthorized:            {"ADMIN_UNAUTHORIZED", http.StatusUnauthorized, "this route needs credentials: the admin bearer token, or a live idn_session"},
+	AdminForbidden:               {"ADMIN_FORBIDDEN", http.StatusForbidden, "admin access refused"},
+	OriginForbidden:              {"ORIGIN_FORBIDDEN", http.StatusForbidden, "request origin is not allowed"},
 
 	AuthHeadersInvalid:          {"AUTH_HEADERS_INVALID", http.StatusForbidden, "signed headers are missing, duplicated or malformed"},
 	AuthSignatureInvalid:        {"AUTH_SIGNATURE_INVALID", http.StatusForbidden, "request signature verification failed"},
@@ -167,7 +168,6 @@ var table = [codeCount]row{
 	UpstreamTimeout:            {"UPSTREAM_TIMEOUT", http.StatusGatewayTimeout, "the upstream did not answer in time"},
 
 	AdminTokenRequired:     {"ADMIN_TOKEN_REQUIRED", http.StatusUnauthorized, "changing where or how a stored secret is sent needs the admin token"},
-	AdminForbidden:         {"ADMIN_FORBIDDEN", http.StatusForbidden, "admin access refused"},
 	DiscoveryUnavailable:   {"DISCOVERY_UNAVAILABLE", http.StatusNotImplemented, "MCP discovery is not available in this gateway"},
 	PlaintextSecretRefused: {"PLAINTEXT_SECRET_REFUSED", http.StatusBadRequest, "a secret sent in clear over the pairing relay is refused; seal it to the gateway's HPKE key"},
 
@@ -193,8 +193,6 @@ var table = [codeCount]row{
 	NamespaceTaken:           {"NAMESPACE_TAKEN", http.StatusConflict, "namespace is not available"},
 	NamespaceForbidden:       {"NAMESPACE_FORBIDDEN", http.StatusForbidden, "not authorized for this namespace"},
 	NamespaceInvalid:         {"NAMESPACE_INVALID", http.StatusBadRequest, "invalid namespace format"},
-	OriginForbidden:          {"ORIGIN_FORBIDDEN", http.StatusForbidden, "request origin is not allowed"},
-	MetricsForbidden:         {"METRICS_FORBIDDEN", http.StatusForbidden, "metrics are served to loopback clients and to bearers of the metrics token"},
 	InvalidDID:               {"INVALID_DID", http.StatusBadRequest, "malformed DID"},
 	DIDNotFound:              {"DID_NOT_FOUND", http.StatusNotFound, "DID not found"},
 	ClaimNotFound:            {"CLAIM_NOT_FOUND", http.StatusNotFound, "claim not found"},
@@ -244,6 +242,7 @@ var former = map[string]Code{
 	"UNAUTHENTICATED":    AdminUnauthorized,
 	"MCP_UPSTREAM_ERROR": UpstreamError,
 	"INVALID_NAMESPACE":  NamespaceInvalid,
+	"METRICS_FORBIDDEN":  AdminForbidden,
 }
 
 // byName finds a code from its wire name or a former one.
