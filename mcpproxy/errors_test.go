@@ -44,3 +44,20 @@ func TestErrorTable(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelsArePlain: the Proxy's errors carry no code; ErrorCode, used
+// where they become answers, is the one place that gives them theirs.
+func TestSentinelsArePlain(t *testing.T) {
+	t.Parallel()
+	for _, row := range own {
+		if code, ok := errcode.Of(row.err); ok {
+			t.Errorf("%v carries %s", row.err, code)
+		}
+		if got := ErrorCode(fmt.Errorf("x: %w", row.err)); got != row.code {
+			t.Errorf("ErrorCode(%v) = %s, want %s", row.err, got, row.code)
+		}
+	}
+	if code, ok := errcode.Of(&ArgumentsError{Tool: "t"}); ok {
+		t.Errorf("ArgumentsError carries %s", code)
+	}
+}
