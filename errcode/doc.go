@@ -13,8 +13,11 @@
 //
 // A Code is one of the constants of this package, so a misspelt code does
 // not compile. Errors that carry a code implement Error (a Code method);
-// Of finds the code anywhere in an error chain, and New makes a sentinel
-// error that carries one. A program embedding proxy.Handler or
+// Of finds the code anywhere in an error chain, and New makes an error
+// that carries one, for a program's own hook (such as mcpproxy's Caller) to
+// refuse with. Storage and library packages return plain sentinels; codes
+// are given where errors become answers (the admin API, the proxy, the
+// control plane's error table). A program embedding proxy.Handler or
 // controlplane.Server can branch on the codes of their errors:
 //
 //	if code, ok := errcode.Of(err); ok && code == errcode.AuthClaimRequired { ... }
