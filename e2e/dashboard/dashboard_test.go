@@ -460,3 +460,24 @@ func step(t *testing.T, name string) {
 	t.Helper()
 	t.Logf("step: %s", name)
 }
+
+// TestEndedSessionSaysSo: an action after the session ended (a logout in
+// another tab) says so beside the control, which the dashboard can only
+// tell from the answer's code (errcode.js), not from its message.
+func TestEndedSessionSaysSo(t *testing.T) {
+	w := newWorld(t)
+	b := newBrowser(t, w.base)
+	b.open("/signup")
+	b.fill("Namespace", "acme")
+	b.fill("Passkey name", "Laptop")
+	b.press("button", "Sign up")
+	b.waitFor(`location.pathname === "/claims"`, 10*time.Second)
+	b.open("/services")
+	b.apiCall("POST", "/v1/auth/logout", "")
+	b.fill("Name", "Weather API")
+	b.fill("Service endpoint", "https://weather.example/api")
+	b.press("button", "Create service")
+	if msg := b.errorText("Create service"); !strings.Contains(msg, "Your session has ended: log in again") || !strings.Contains(msg, "ADMIN_UNAUTHORIZED") {
+		t.Fatalf("error beside Create service = %q", msg)
+	}
+}
