@@ -27,12 +27,13 @@
 // codes had before they were renamed (docs/errors.md lists them), so a
 // client understands a server older than itself.
 //
-// One failure has one code, and so one status, on every server. A name
-// says what failed, then how: NAMESPACE_INVALID, AUTH_REPLAY_DETECTED
-// (INVALID_DID keeps the name its clients know). A *_RATE_LIMITED code
-// (429, with Retry-After) refuses a rate over time; a *_LIMIT_REACHED code
-// refuses past a cap on things held at once (409 when only a deletion
-// frees a place, 429 when time will).
+// One failure has one code, and so one status, on every server. A code
+// for a thing that is invalid, not found or forbidden names the thing first:
+// NAMESPACE_INVALID, SERVICE_NOT_FOUND, ORIGIN_FORBIDDEN (INVALID_DID
+// keeps the name its clients know). A *_RATE_LIMITED code (429, with
+// Retry-After) refuses a rate over time; a *_LIMIT_REACHED code refuses
+// past a cap on things held at once (409 when only a deletion frees a
+// place, 429 when time will).
 //
 // # Codes
 //
