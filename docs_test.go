@@ -224,8 +224,8 @@ func TestErrorCodesDocumented(t *testing.T) {
 			rows[m[1]] = m[2]
 			code, ok := errcode.Parse(m[1])
 			switch {
-			case !ok:
-				t.Errorf("%s lists %s, which is not an error code", ref, m[1])
+			case !ok || code.String() != m[1]:
+				t.Errorf("%s lists %s, which is not an error code (or its former name)", ref, m[1])
 			case strconv.Itoa(code.Status()) != m[2]:
 				t.Errorf("%s gives %s status %s; its status is %d", ref, m[1], m[2], code.Status())
 			}
@@ -263,8 +263,8 @@ func TestErrorsIndex(t *testing.T) {
 		switch {
 		case m[1] != m[2]:
 			t.Errorf("docs/errors.md: the row anchored %s names %s", m[1], m[2])
-		case !ok:
-			t.Errorf("docs/errors.md lists %s, which is not an error code", m[1])
+		case !ok || code.String() != m[1]:
+			t.Errorf("docs/errors.md lists %s, which is not an error code (or its former name)", m[1])
 		case strconv.Itoa(code.Status()) != m[3]:
 			t.Errorf("docs/errors.md gives %s status %s; its status is %d", m[1], m[3], code.Status())
 		}
@@ -319,8 +319,8 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 						name = strings.Trim(name, "`")
 						code, ok := errcode.Parse(name)
 						switch {
-						case !ok:
-							t.Errorf("%s: %s %s answers %s with %s, which is not an error code", file, method, path, status, name)
+						case !ok || code.String() != name:
+							t.Errorf("%s: %s %s answers %s with %s, which is not an error code (or its former name)", file, method, path, status, name)
 						case strconv.Itoa(code.Status()) != status:
 							t.Errorf("%s: %s %s lists %s under %s; its status is %d", file, method, path, name, status, code.Status())
 						}

@@ -151,9 +151,9 @@ const corsAllowHeaders = "Authorization, Content-Type, X-Request-Id, Signature, 
 
 var (
 	errHost          = apierror.Coded(errcode.AdminForbidden, "admin access refused: the Host is not a loopback address, localhost or a name in GATEWAY_ADMIN_HOSTS")
-	errNoCredentials = apierror.Coded(errcode.AdminUnauthorized, "")
+	errNoCredentials = apierror.Coded(errcode.AdminUnauthorized, "admin access needs a bearer token")
 	errForbidden     = apierror.Coded(errcode.AdminForbidden, "")
-	errCrossSite     = apierror.Coded(errcode.AdminForbidden, "cross-site requests to the admin API are refused; add the origin to GATEWAY_ALLOWED_ORIGINS")
+	errCrossSite     = apierror.Coded(errcode.OriginForbidden, "cross-site requests to the admin API are refused; add the origin to GATEWAY_ALLOWED_ORIGINS")
 	errContentType   = apierror.Coded(errcode.UnsupportedMediaType, "admin requests with a body must have Content-Type: application/json")
 )
 
@@ -167,7 +167,7 @@ var (
 //     loopback peer; it cannot make the browser send an allowed Host.
 //  1. Browser checks: an Origin header not in AllowedOrigins, or (without
 //     an Origin) Sec-Fetch-Site cross-site or same-site, is 403
-//     ADMIN_FORBIDDEN. An allowed Origin gets CORS headers; its preflight
+//     ORIGIN_FORBIDDEN, as on the control plane. An allowed Origin gets CORS headers; its preflight
 //     (OPTIONS with Access-Control-Request-Method) is answered 204 here.
 //  2. Authentication per mode. The client address is the direct peer, or,
 //     behind a trusted proxy, the right-most untrusted X-Forwarded-For

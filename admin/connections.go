@@ -181,7 +181,7 @@ func (h *Handler) lookupGuarded(r *http.Request) (*credvault.Connection, error) 
 	switch {
 	case h.cfg.GuardCheck != nil:
 		if err := h.cfg.GuardCheck(r, c); err != nil {
-			if isType[errcode.Error](err) {
+			if answered(err) {
 				return nil, err
 			}
 			h.log.Warn("admin: guard check refused", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
@@ -254,7 +254,7 @@ func (h *Handler) discoverConnection(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := h.cfg.Discover(r.Context(), c, refresh)
 	if err != nil {
-		if !isType[errcode.Error](err) {
+		if !answered(err) {
 			h.log.Warn("admin: discovery failed", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
 			err = apierror.Coded(errcode.UpstreamError, "MCP discovery failed")
 		}

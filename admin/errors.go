@@ -20,6 +20,12 @@ func is(target error) func(error) bool { return func(err error) bool { return er
 
 func isType[T error](err error) bool { _, ok := errors.AsType[T](err); return ok }
 
+// answer answers with code and its default message: the vault's errors
+// name ids and keys.
+func answer(code errcode.Code) func(error) *apierror.Error {
+	return func(error) *apierror.Error { return apierror.Coded(code, "") }
+}
+
 // withDefaultMessage answers an error that carries a code with that code's
 // default message: the error's own text may name ids and paths.
 func withDefaultMessage(err error) *apierror.Error {
@@ -45,11 +51,21 @@ var errorTable = []errorRule{
 		return apierror.Coded(errcode.VariableInUse, "credential variable "+e.Key+" is still referenced; delete with ?force=true to remove it anyway").
 			With("connections", e.Connections)
 	}},
-	{is(credvault.ErrNotFound), withDefaultMessage},
-	{is(credvault.ErrVariableNotFound), withDefaultMessage},
-	{is(credvault.ErrExists), withDefaultMessage},
-	{is(credvault.ErrCredentialUnresolved), withDefaultMessage},
+	{is(credvault.ErrNotFound), answer(errcode.ConnectionNotFound)},
+	{is(credvault.ErrVariableNotFound), answer(errcode.VariableNotFound)},
+	{is(credvault.ErrExists), answer(errcode.ConnectionExists)},
+	{is(credvault.ErrCredentialUnresolved), answer(errcode.CredentialUnresolved)},
 	{isType[errcode.Error], withDefaultMessage},
+}
+
+// answered reports whether errorTable has a row for err.
+func answered(err error) bool {
+	for _, rule := range errorTable {
+		if rule.match(err) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeError answers err through errorTable; anything unmatched is a 500

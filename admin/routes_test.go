@@ -200,6 +200,9 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 			if refresh == "auto" {
 				return nil, errors.New("dial tcp: upstream down")
 			}
+			if conn.ID == "gone" { // deleted while the discovery ran
+				return nil, fmt.Errorf("lookup %s: %w", conn.ID, credvault.ErrNotFound)
+			}
 			return map[string]any{"connection_id": conn.ID, "refresh": refresh, "tools": []string{"a.b"}}, nil
 		}
 	})
@@ -214,6 +217,8 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 		t.Fatalf("discover default refresh = %s", r.Body)
 	}
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover?refresh=auto", ""), 502, "UPSTREAM_ERROR")
+	wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"gone","protocol":"mcp","base_url":"http://127.0.0.1:9","mcp_endpoint":"/mcp","mcp_transport":"http"}`), 201, "")
+	wantStatus(t, e.do("POST", "/api/admin/connections/gone/discover", ""), 404, "CONNECTION_NOT_FOUND")
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover?refresh=sometimes", ""), 400, "VALIDATION_ERROR")
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover", "", "X-Test-Guard", "plain"), 403, "ADMIN_FORBIDDEN")
 	r = e.do("POST", "/api/admin/connections/m/test", `{}`, "X-Test-Guard", "coded")
@@ -221,7 +226,7 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 	if msg := r.json(t)["error"]; msg != errcode.AuthSignatureInvalid.Message() {
 		t.Fatalf("a coded guard refusal answers error %q, want the code's message for people %q", msg, errcode.AuthSignatureInvalid.Message())
 	}
-	if len(guarded) != 4 {
+	if len(guarded) != 5 {
 		t.Fatalf("guard ran %d times: %v", len(guarded), guarded)
 	}
 	e2 := newEnv(t, nil)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -162,11 +164,21 @@ func soakSend(ctx context.Context, client *http.Client, agent *identity.Identity
 	case res.StatusCode == http.StatusOK:
 		counts.ok.Add(1)
 		return nil
-	case res.StatusCode == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"NONCE_STORE_FULL"`)):
+	case res.StatusCode == http.StatusServiceUnavailable && codeOf(body) == errcode.NonceStoreFull:
 		counts.full.Add(1)
 		return errNonceStoreFull
 	}
 	return fmt.Errorf("status %d: %s", res.StatusCode, bytes.TrimSpace(body[:min(len(body), 300)]))
+}
+
+// codeOf is the code of an error envelope; INTERNAL_ERROR for anything
+// else.
+func codeOf(body []byte) errcode.Code {
+	var env struct {
+		Code errcode.Code `json:"code"`
+	}
+	_ = json.Unmarshal(body, &env)
+	return env.Code
 }
 
 // readiness is the status of the gateway's /health/ready (0 when it does

@@ -37,8 +37,8 @@
 // both take the service API key from a callback and never write it into an
 // error or a log.
 //
-// ErrUnavailable, ErrNotApproved, ErrLookupFailed and ErrRateLimited carry
-// the codes the gateway answers them with (errcode.Of).
+// ErrUnavailable, ErrNotApproved, ErrLookupFailed and ErrRateLimited are
+// plain sentinels (errors.Is); the gateway's proxy gives them their codes.
 //
 // Package claimcachetest serves the control plane's claims API from memory,
 // for tests of a Cache, a Submitter or a gateway that embeds them.

@@ -3,27 +3,25 @@ package claimcache
 import (
 	"errors"
 	"fmt"
-
-	"github.com/idnhq/idn/errcode"
 )
 
-// Sentinel errors. The first four carry the code the gateway answers them
-// with (see package errcode); the last three are signals between a Source
-// and the Cache.
+// Sentinel errors. The gateway answers the first four with the codes named
+// below (package proxy maps them); the last three are signals between a
+// Source and the Cache.
 var (
 	// ErrUnavailable means the service's claims were never loaded or are
 	// older than the TTL: the cache fails closed (503 AUTH_CLAIMS_UNAVAILABLE).
-	ErrUnavailable = errcode.New(errcode.AuthClaimsUnavailable, "claimcache: claims unavailable")
+	ErrUnavailable = errors.New("claimcache: claims unavailable")
 	// ErrNotApproved means a fresh snapshot holds no approved claim for the
 	// tuple (403 AUTH_CLAIM_REQUIRED).
-	ErrNotApproved = errcode.New(errcode.AuthClaimRequired, "claimcache: no approved claim")
+	ErrNotApproved = errors.New("claimcache: no approved claim")
 	// ErrLookupFailed means the lookup itself could not be made, e.g. the
 	// service is not tracked or the key is malformed (500
 	// AUTH_CLAIMS_LOOKUP_FAILED).
-	ErrLookupFailed = errcode.New(errcode.AuthClaimsLookupFailed, "claimcache: claim lookup failed")
+	ErrLookupFailed = errors.New("claimcache: claim lookup failed")
 	// ErrRateLimited means a claim submission was refused by the local rate
 	// limit (429 AUTH_CLAIM_SUBMIT_RATE_LIMITED); nothing was sent.
-	ErrRateLimited = errcode.New(errcode.AuthClaimSubmitRateLimited, "claimcache: claim submission rate-limited")
+	ErrRateLimited = errors.New("claimcache: claim submission rate-limited")
 	// ErrNotModified is returned by a Source when the claims still have the
 	// version the caller already holds.
 	ErrNotModified = errors.New("claimcache: claims not modified")
@@ -42,7 +40,7 @@ var (
 type StatusError struct {
 	Op         string // "feed" or "submit"
 	StatusCode int
-	Code       string // the error envelope's "code", when there was one
+	Code       string // the error envelope's "code", when it was one of package errcode
 }
 
 func (e *StatusError) Error() string {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/claimcache/claimcachetest"
-	"github.com/idnhq/idn/errcode"
 )
 
 func ExampleCache() {
@@ -41,11 +40,10 @@ func ExampleCache() {
 	approval, err := cache.Lookup("github", "alice", agentKey)
 	fmt.Println(approval.ClaimID, err)
 	_, err = cache.Lookup("github", "mallory", agentKey)
-	code, _ := errcode.Of(err)
-	fmt.Println(errors.Is(err, claimcache.ErrNotApproved), code)
+	fmt.Println(errors.Is(err, claimcache.ErrNotApproved))
 	// Output:
 	// clm_7Hq2 <nil>
-	// true AUTH_CLAIM_REQUIRED
+	// true
 }
 
 func ExampleSubmitter() {
@@ -73,12 +71,11 @@ func ExampleSubmitter() {
 	// Another key of the namespace is a new submission, over the limit.
 	sub.PublicKey = "ed25519:A3vUMWqxTyp3nd0ELXhOQa8SYKzk5+6gRhHq4uUJM14="
 	_, err = submitter.Submit(context.Background(), sub)
-	code, _ := errcode.Of(err)
-	fmt.Println(code, code.Status())
+	fmt.Println(errors.Is(err, claimcache.ErrRateLimited))
 	// Output:
 	// clm_001 pending true <nil>
 	// clm_001 pending false <nil>
-	// AUTH_CLAIM_SUBMIT_RATE_LIMITED 429
+	// true
 }
 
 func ExampleHTTPSource_ClaimChanges() {

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/feedwire"
 )
 
@@ -433,16 +433,16 @@ func noRedirects(c *http.Client) *http.Client {
 }
 
 // statusError builds a StatusError from an unexpected answer, keeping only
-// the envelope's code (a short token) from the body.
+// the envelope's code from the body, and only a code of package errcode
+// (under its current name, when the control plane answered a former one).
 func statusError(op string, resp *http.Response) error {
 	var env struct {
 		Code string `json:"code"`
 	}
 	_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBytes)).Decode(&env)
-	if len(env.Code) > 64 || strings.ContainsFunc(env.Code, func(r rune) bool {
-		return !(r == '_' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) {
-		env.Code = ""
+	se := &StatusError{Op: op, StatusCode: resp.StatusCode}
+	if code, ok := errcode.Parse(env.Code); ok {
+		se.Code = code.String()
 	}
-	return &StatusError{Op: op, StatusCode: resp.StatusCode, Code: env.Code}
+	return se
 }

@@ -175,6 +175,24 @@ func TestHTTPSourceErrors(t *testing.T) {
 				src.BaseURL = echo.URL
 			},
 			status: http.StatusUnauthorized, code: "API_KEY_INVALID"},
+		{name: "an older control plane's former code name is read as today's",
+			setup: func(t *testing.T, _ *claimcachetest.Server, src *claimcache.HTTPSource) {
+				old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					writeError(w, http.StatusConflict, "NONCE_REPLAY", "nonce already used")
+				}))
+				t.Cleanup(old.Close)
+				src.BaseURL = old.URL
+			},
+			status: http.StatusConflict, code: "AUTH_REPLAY_DETECTED"},
+		{name: "a code outside the table is not repeated",
+			setup: func(t *testing.T, _ *claimcachetest.Server, src *claimcache.HTTPSource) {
+				odd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					writeError(w, http.StatusBadRequest, "KEY_IDN_SK_SECRET", "odd")
+				}))
+				t.Cleanup(odd.Close)
+				src.BaseURL = odd.URL
+			},
+			status: http.StatusBadRequest, code: ""},
 		{name: "control plane down",
 			setup:  func(_ *testing.T, cp *claimcachetest.Server, _ *claimcache.HTTPSource) { cp.SetUnavailable(true) },
 			status: http.StatusServiceUnavailable, code: "DATABASE_UNAVAILABLE"},

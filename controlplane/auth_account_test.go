@@ -36,8 +36,8 @@ func TestSessionFlow(t *testing.T) {
 		if !cleared {
 			t.Fatalf("logout did not clear the cookie: %v", out.header)
 		}
-		e.do("GET", "/v1/auth/me", nil, withSession(tok)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
-		e.do("POST", "/v1/claims/"+claimID+"/revoke", nil, withSession(tok)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+		e.do("GET", "/v1/auth/me", nil, withSession(tok)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
+		e.do("POST", "/v1/claims/"+claimID+"/revoke", nil, withSession(tok)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 		// Logging out again (stale cookie) still answers 200.
 		e.do("POST", "/v1/auth/logout", nil, withSession(tok)).want(t, http.StatusOK, "")
 		// A cross-site logout is refused.
@@ -68,7 +68,7 @@ func TestSettings(t *testing.T) {
 		e.do("PATCH", "/v1/auth/settings", map[string]any{"email_notifications": "yes"}, withSession(tok)).want(t, http.StatusBadRequest, "VALIDATION_ERROR")
 		e.do("PATCH", "/v1/auth/settings", map[string]any{"email_notifications": false}, withSession(tok),
 			withHeader("Origin", "https://evil.example")).want(t, http.StatusForbidden, "ORIGIN_FORBIDDEN")
-		e.do("PATCH", "/v1/auth/settings", map[string]any{"email_notifications": false}).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+		e.do("PATCH", "/v1/auth/settings", map[string]any{"email_notifications": false}).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 	})
 }
 
@@ -136,8 +136,8 @@ func TestAccountDeletion(t *testing.T) {
 		}
 
 		e.do("GET", "/1.0/identifiers/did:idn:alice", nil).want(t, http.StatusGone, "")
-		e.do("GET", "/v1/auth/me", nil, withSession(tok)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
-		e.do("GET", "/v1/auth/me", nil, withSession(seededTok)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+		e.do("GET", "/v1/auth/me", nil, withSession(tok)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
+		e.do("GET", "/v1/auth/me", nil, withSession(seededTok)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 		e.do("GET", "/v1/auth/signup/options?namespace=alice", nil).want(t, http.StatusConflict, "NAMESPACE_TAKEN")
 		e.do("GET", "/v1/auth/login/options?namespace=alice", nil).want(t, http.StatusForbidden, "NAMESPACE_DEACTIVATED")
 		var keys int

@@ -132,7 +132,7 @@ func TestCeremonyOptionsJSON(t *testing.T) {
 		t.Fatalf("request options %s", r.body)
 	}
 	e.do("GET", "/v1/auth/signup/options?namespace=alice", nil).want(t, http.StatusConflict, "NAMESPACE_TAKEN")
-	e.do("GET", "/v1/auth/signup/options?namespace=-bad", nil).want(t, http.StatusBadRequest, "INVALID_NAMESPACE")
+	e.do("GET", "/v1/auth/signup/options?namespace=-bad", nil).want(t, http.StatusBadRequest, "NAMESPACE_INVALID")
 	e.do("GET", "/v1/auth/login/options?namespace=nobody", nil).want(t, http.StatusNotFound, "NAMESPACE_NOT_FOUND")
 }
 

@@ -235,12 +235,12 @@ func TestStepUpOwnerRecovers(t *testing.T) {
 			}
 			stolenID := list.Sessions[1].ID
 			e.do("DELETE", "/v1/auth/sessions/"+stolenID, nil, withSession(mine), fromBrowser).want(t, http.StatusNoContent, "")
-			e.do("GET", "/v1/auth/me", nil, withSession(stolen)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+			e.do("GET", "/v1/auth/me", nil, withSession(stolen)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 
 			e.verify(mine, owner).want(t, http.StatusOK, "")
 			e.do("DELETE", "/v1/auth/passkeys/"+thiefKey, nil, withSession(mine), fromBrowser).want(t, http.StatusNoContent, "")
 			mail("Subject: idn: passkey removed for namespace alice", thiefKey)
-			e.do("GET", "/v1/auth/me", nil, withSession(thiefSession)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+			e.do("GET", "/v1/auth/me", nil, withSession(thiefSession)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 			e.do("GET", "/v1/auth/me", nil, withSession(mine)).want(t, http.StatusOK, "")
 
 			// A passkey of the owner's own confirms changes once a day old.
@@ -301,16 +301,16 @@ func TestOwnerSessions(t *testing.T) {
 		// Cross-site and sessionless requests are refused.
 		e.do("DELETE", "/v1/auth/sessions/"+old.ID, nil, withSession(second), withHeader("Origin", "https://evil.example")).
 			want(t, http.StatusForbidden, "ORIGIN_FORBIDDEN")
-		e.do("GET", "/v1/auth/sessions", nil).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+		e.do("GET", "/v1/auth/sessions", nil).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 
 		e.do("DELETE", "/v1/auth/sessions/"+old.ID, nil, withSession(second), fromBrowser).want(t, http.StatusNoContent, "")
-		e.do("GET", "/v1/auth/me", nil, withSession(first)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+		e.do("GET", "/v1/auth/me", nil, withSession(first)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 		// Ending the current session clears its cookie, like logout.
 		r := e.do("DELETE", "/v1/auth/sessions/"+cur.ID, nil, withSession(second), fromBrowser).want(t, http.StatusNoContent, "")
 		if c := (&http.Response{Header: r.header}).Cookies(); len(c) != 1 || c[0].Name != SessionCookie || c[0].MaxAge >= 0 {
 			t.Fatalf("cookies after ending the current session: %v", c)
 		}
-		e.do("GET", "/v1/auth/me", nil, withSession(second)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+		e.do("GET", "/v1/auth/me", nil, withSession(second)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 	})
 }
 

@@ -113,25 +113,25 @@ func TestNoBodyByteReadBeforeAuthentication(t *testing.T) {
 		code               string
 		maxRead            int64
 	}{
-		{"unsigned_claim_submission", "POST", "/v1/claims", json(nil), mib, 401, "SIGNATURE_INVALID", 0},
-		{"unsigned_chunked_claim_submission", "POST", "/v1/claims", json(nil), -1, 401, "SIGNATURE_INVALID", 0},
-		{"forged_signature", "POST", "/v1/claims", json(forged), mib, 401, "SIGNATURE_INVALID", 0},
-		{"signature_made_for_another_route", "POST", "/v1/claims", json(signedHeaders(t, e.agent, "POST", "/v1/verify", true)), mib, 401, "SIGNATURE_INVALID", 0},
-		{"replayed_nonce", "POST", "/v1/claims", json(replayed), mib, 409, "NONCE_REPLAY", 0},
+		{"unsigned_claim_submission", "POST", "/v1/claims", json(nil), mib, 403, "AUTH_IDENTITY_INVALID", 0},
+		{"unsigned_chunked_claim_submission", "POST", "/v1/claims", json(nil), -1, 403, "AUTH_IDENTITY_INVALID", 0},
+		{"forged_signature", "POST", "/v1/claims", json(forged), mib, 403, "AUTH_SIGNATURE_INVALID", 0},
+		{"signature_made_for_another_route", "POST", "/v1/claims", json(signedHeaders(t, e.agent, "POST", "/v1/verify", true)), mib, 403, "AUTH_SIGNATURE_INVALID", 0},
+		{"replayed_nonce", "POST", "/v1/claims", json(replayed), mib, 403, "AUTH_REPLAY_DETECTED", 0},
 		{"valid_signature_without_service_key", "POST", "/v1/claims", json(signedHeaders(t, e.agent, "POST", "/v1/claims", true)), mib, 401, "API_KEY_INVALID", 0},
 		{"valid_signature_with_unknown_service_key", "POST", "/v1/claims",
 			json(withKey(signedHeaders(t, e.agent, "POST", "/v1/claims", true), "idn_sk_unknown")), -1, 401, "API_KEY_INVALID", 0},
 		{"body_smuggled_onto_a_signed_get", "GET", "/v1/namespaces/claims",
-			withKey(signedHeaders(t, e.agent, "GET", "/v1/namespaces/claims", false), key), mib, 401, "SIGNATURE_INVALID", 0},
-		{"session_route_without_cookie", "POST", "/v1/services", json(nil), mib, 401, "UNAUTHENTICATED", 0},
-		{"session_route_with_forged_cookie", "POST", "/v1/services", json(http.Header{"Cookie": {SessionCookie + "=eyJhbGciOiJIUzI1NiJ9.e30.AAAA"}}), -1, 401, "UNAUTHENTICATED", 0},
+			withKey(signedHeaders(t, e.agent, "GET", "/v1/namespaces/claims", false), key), mib, 403, "AUTH_SIGNED_COMPONENTS_INVALID", 0},
+		{"session_route_without_cookie", "POST", "/v1/services", json(nil), mib, 401, "ADMIN_UNAUTHORIZED", 0},
+		{"session_route_with_forged_cookie", "POST", "/v1/services", json(http.Header{"Cookie": {SessionCookie + "=eyJhbGciOiJIUzI1NiJ9.e30.AAAA"}}), -1, 401, "ADMIN_UNAUTHORIZED", 0},
 		{"signup_declaring_a_large_body", "POST", "/v1/auth/signup", json(http.Header{"Origin": {testOrigin}}), mib, 413, "REQUEST_BODY_TOO_LARGE", 0},
 		{"signup_with_a_large_chunked_body", "POST", "/v1/auth/signup", json(http.Header{"Origin": {testOrigin}}), -1, 413, "REQUEST_BODY_TOO_LARGE", 64<<10 + 1},
 		{"login_with_a_large_chunked_body", "POST", "/v1/auth/login", json(http.Header{"Origin": {testOrigin}}), -1, 413, "REQUEST_BODY_TOO_LARGE", 64<<10 + 1},
 		// The one row that authenticates: only now is the body read, and
 		// then checked against the signed digest.
 		{"verified_caller_sends_another_body", "POST", "/v1/claims",
-			json(withKey(signedHeaders(t, e.agent, "POST", "/v1/claims", true), key)), mib, 401, "SIGNATURE_INVALID", mib},
+			json(withKey(signedHeaders(t, e.agent, "POST", "/v1/claims", true), key)), mib, 403, "AUTH_SIGNATURE_INVALID", mib},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -207,7 +207,7 @@ func TestUnauthenticatedUploadsHoldNoMemory(t *testing.T) {
 			}
 			io.Copy(io.Discard, res.Body)
 			res.Body.Close()
-			if res.StatusCode == http.StatusUnauthorized {
+			if res.StatusCode == http.StatusForbidden {
 				refused.Add(1)
 			} else {
 				other.Add(1)

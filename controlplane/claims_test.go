@@ -73,14 +73,14 @@ func TestSubmitClaim(t *testing.T) {
 			pub := pubKey(newAgent(t, "xyz"))
 			e.signed("POST", "/v1/claims", submitBody("nobody", pub, "github"), withKey(key)).want(t, 404, "NAMESPACE_NOT_FOUND")
 			e.signed("POST", "/v1/claims", submitBody("bob", pub, "slack"), withKey(key)).want(t, 403, "SERVICE_MISMATCH")
-			e.signed("POST", "/v1/claims", submitBody("a", pub, "github"), withKey(key)).want(t, 400, "INVALID_NAMESPACE")
+			e.signed("POST", "/v1/claims", submitBody("a", pub, "github"), withKey(key)).want(t, 400, "NAMESPACE_INVALID")
 			e.signed("POST", "/v1/claims", submitBody("bob", "ed25519:short", "github"), withKey(key)).want(t, 400, "VALIDATION_ERROR")
 			b := submitBody("bob", pub, "github")
 			b["agent_ip"] = "not-an-ip"
 			e.signed("POST", "/v1/claims", b, withKey(key)).want(t, 400, "VALIDATION_ERROR")
 			e.signed("POST", "/v1/claims", submitBody("bob", pub, "github")).want(t, 401, "API_KEY_INVALID")
 			e.signed("POST", "/v1/claims", submitBody("bob", pub, "github"), withKey("idn_sk_unknown")).want(t, 401, "API_KEY_INVALID")
-			e.do("POST", "/v1/claims", submitBody("bob", pub, "github"), withKey(key)).want(t, 401, "SIGNATURE_INVALID")
+			e.do("POST", "/v1/claims", submitBody("bob", pub, "github"), withKey(key)).want(t, 403, "AUTH_IDENTITY_INVALID")
 			e.seed(map[string]any{"namespaces": []string{"closed"}})
 			e.deactivate("closed")
 			e.signed("POST", "/v1/claims", submitBody("closed", pub, "github"), withKey(key)).want(t, 403, "NAMESPACE_DEACTIVATED")
@@ -127,7 +127,7 @@ func TestClaimStateMachine(t *testing.T) {
 			s := e.seed(map[string]any{"claims": []map[string]string{{"namespace": "acme", "service": "github",
 				"public_key": pubKey(newAgent(t, "acme")), "status": "pending"}}})
 			id := s.Claims[0].ClaimID
-			e.do("POST", "/v1/claims/"+id+"/approve", nil).want(t, 401, "UNAUTHENTICATED")
+			e.do("POST", "/v1/claims/"+id+"/approve", nil).want(t, 401, "ADMIN_UNAUTHORIZED")
 			e.do("POST", "/v1/claims/"+id+"/approve", nil, withSession(e.sessions["bob"])).want(t, 404, "CLAIM_NOT_FOUND")
 			e.do("POST", "/v1/claims/clm_missing/approve", nil, owner).want(t, 404, "CLAIM_NOT_FOUND")
 			e.do("POST", "/v1/claims/"+id+"/promote", nil, owner).want(t, 404, "NOT_FOUND")
@@ -276,9 +276,9 @@ func TestOwnerClaimListing(t *testing.T) {
 			e.do("GET", "/v1/namespaces/acme/claims"+q, nil, owner).want(t, 400, "VALIDATION_ERROR")
 		}
 		e.do("GET", "/v1/namespaces/acme/claims?limit=200", nil, owner).want(t, 200, "")
-		e.do("GET", "/v1/namespaces/acme/claims", nil).want(t, 401, "UNAUTHENTICATED")
+		e.do("GET", "/v1/namespaces/acme/claims", nil).want(t, 401, "ADMIN_UNAUTHORIZED")
 		e.do("GET", "/v1/namespaces/bob/claims", nil, owner).want(t, 403, "NAMESPACE_FORBIDDEN")
-		e.do("GET", "/v1/namespaces/b!/claims", nil, owner).want(t, 400, "INVALID_NAMESPACE")
+		e.do("GET", "/v1/namespaces/b!/claims", nil, owner).want(t, 400, "NAMESPACE_INVALID")
 		e.st.Close()
 		e.do("GET", "/v1/namespaces/acme/claims", nil, owner).want(t, 503, "DATABASE_UNAVAILABLE")
 	})
@@ -359,7 +359,7 @@ func TestClaimsFeed(t *testing.T) {
 			feed("?service=slack").want(t, 403, "SERVICE_MISMATCH")
 			e.signed("GET", "/v1/namespaces/claims?service=github", nil).want(t, 401, "API_KEY_INVALID")
 			e.signed("GET", "/v1/namespaces/claims?service=github", nil, withHeader("Authorization", "Basic "+key)).want(t, 401, "API_KEY_INVALID")
-			e.do("GET", "/v1/namespaces/claims?service=github", nil, withKey(key)).want(t, 401, "SIGNATURE_INVALID")
+			e.do("GET", "/v1/namespaces/claims?service=github", nil, withKey(key)).want(t, 403, "AUTH_IDENTITY_INVALID")
 		})
 	})
 }
@@ -390,10 +390,10 @@ func TestVerifyEndpoint(t *testing.T) {
 			t.Fatalf("revoked: %v", m)
 		}
 		e.signed("GET", "/v1/verify?namespace=acme&service=slack&public_key="+url.QueryEscape(pubKey(agent)), nil, withKey(key)).want(t, 403, "SERVICE_MISMATCH")
-		e.signed("GET", "/v1/verify?namespace=a&public_key="+url.QueryEscape(pubKey(agent)), nil, withKey(key)).want(t, 400, "INVALID_NAMESPACE")
+		e.signed("GET", "/v1/verify?namespace=a&public_key="+url.QueryEscape(pubKey(agent)), nil, withKey(key)).want(t, 400, "NAMESPACE_INVALID")
 		e.signed("GET", "/v1/verify?namespace=acme&public_key=nope", nil, withKey(key)).want(t, 400, "VALIDATION_ERROR")
 		e.signed("GET", q(pubKey(agent)), nil).want(t, 401, "API_KEY_INVALID")
-		e.do("GET", q(pubKey(agent)), nil, withKey(key)).want(t, 401, "SIGNATURE_INVALID")
+		e.do("GET", q(pubKey(agent)), nil, withKey(key)).want(t, 403, "AUTH_IDENTITY_INVALID")
 	})
 }
 

@@ -412,7 +412,7 @@ func TestWebhookTestEvent(t *testing.T) {
 				want(t, http.StatusForbidden, "ORIGIN_FORBIDDEN")
 		})
 		t.Run("without a session", func(t *testing.T) {
-			e.do("POST", "/v1/services/"+svcID+"/webhooks/"+whID+"/test", nil).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+			e.do("POST", "/v1/services/"+svcID+"/webhooks/"+whID+"/test", nil).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 		})
 	})
 	t.Run("webhooks off", func(t *testing.T) {

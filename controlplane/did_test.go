@@ -79,7 +79,7 @@ func TestDIDResolution(t *testing.T) {
 			e.signed("GET", "/.well-known/did/did:idn:a", nil).want(t, 400, "INVALID_DID")
 			e.signed("GET", "/.well-known/did/did:idn:acme:github", nil).want(t, 400, "INVALID_DID")
 			e.signed("GET", "/.well-known/did/did:idn:acme%23frag", nil).want(t, 400, "INVALID_DID")
-			e.do("GET", "/.well-known/did/did:idn:acme", nil).want(t, 401, "SIGNATURE_INVALID")
+			e.do("GET", "/.well-known/did/did:idn:acme", nil).want(t, 403, "AUTH_IDENTITY_INVALID")
 			e.signed("GET", "/.well-known/did/did:idn:nobody", nil).want(t, 404, "DID_NOT_FOUND")
 		})
 
@@ -134,7 +134,7 @@ func TestDIDResolution(t *testing.T) {
 			if statuses["approved"] != 2 || statuses["revoked"] != 1 || statuses["pending"] != 1 {
 				t.Fatalf("statuses = %v", statuses)
 			}
-			e.do("GET", "/v1/namespaces/acme/did", nil).want(t, 401, "UNAUTHENTICATED")
+			e.do("GET", "/v1/namespaces/acme/did", nil).want(t, 401, "ADMIN_UNAUTHORIZED")
 			e.do("GET", "/v1/namespaces/acme/did", nil, withSession(s.Sessions["bob"])).want(t, 403, "NAMESPACE_FORBIDDEN")
 		})
 

@@ -101,7 +101,7 @@ var errorRules = web.Rules{
 var (
 	errAPIKeyInvalid    = apierror.Coded(errcode.APIKeyInvalid, "")
 	errServiceMismatch  = apierror.Coded(errcode.ServiceMismatch, "")
-	errMetricsForbidden = apierror.Coded(errcode.MetricsForbidden, "")
+	errMetricsForbidden = apierror.Coded(errcode.AdminForbidden, "metrics are served to loopback clients and to bearers of the metrics token")
 	errInvalidDID       = apierror.Coded(errcode.InvalidDID, "")
 	errDIDNotFound      = apierror.Coded(errcode.DIDNotFound, "")
 	errNotAcceptable    = apierror.Coded(errcode.NotAcceptable, "supported types: application/did+json, application/did+ld+json, application/json")

@@ -310,14 +310,14 @@ func TestPairingAttacks(t *testing.T) {
 		}
 		first.CloseNow()
 		_, res, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPHeader: req.Header})
-		if err == nil || res == nil || res.StatusCode != http.StatusConflict {
+		if err == nil || res == nil || res.StatusCode != http.StatusForbidden {
 			t.Fatalf("replayed upgrade: %v %v", res, err)
 		}
 	})
 	t.Run("unsigned upgrade", func(t *testing.T) {
 		u := "ws" + strings.TrimPrefix(e.ts.URL, "http") + pairwire.Path
 		_, res, err := websocket.Dial(context.Background(), u, nil)
-		if err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
+		if err == nil || res == nil || res.StatusCode != http.StatusForbidden {
 			t.Fatalf("unsigned upgrade: %v %v", res, err)
 		}
 	})
@@ -333,7 +333,7 @@ func TestPairingAttacks(t *testing.T) {
 	t.Run("other owner", func(t *testing.T) {
 		e.do("POST", rpc, rpcBody("connections.list", nil), withSession(other)).want(t, http.StatusNotFound, "GATEWAY_NOT_FOUND")
 		e.do("DELETE", "/v1/gateways/"+g.ready.GatewayID, nil, withSession(other)).want(t, http.StatusNotFound, "GATEWAY_NOT_FOUND")
-		e.do("POST", rpc, rpcBody("connections.list", nil)).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+		e.do("POST", rpc, rpcBody("connections.list", nil)).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 	})
 	t.Run("malformed and oversized", func(t *testing.T) {
 		bad := []struct {

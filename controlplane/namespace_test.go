@@ -34,24 +34,24 @@ func TestNamespaceEndpoint(t *testing.T) {
 		}
 
 		t.Run("bad format 400", func(t *testing.T) {
-			e.signed("GET", "/v1/namespaces/-bad-", nil).want(t, 400, "INVALID_NAMESPACE")
-			e.signed("GET", "/v1/namespaces/ab", nil).want(t, 400, "INVALID_NAMESPACE")
+			e.signed("GET", "/v1/namespaces/-bad-", nil).want(t, 400, "NAMESPACE_INVALID")
+			e.signed("GET", "/v1/namespaces/ab", nil).want(t, 400, "NAMESPACE_INVALID")
 		})
-		t.Run("unsigned 401", func(t *testing.T) {
-			e.do("GET", "/v1/namespaces/acme", nil).want(t, 401, "SIGNATURE_INVALID")
+		t.Run("unsigned 403", func(t *testing.T) {
+			e.do("GET", "/v1/namespaces/acme", nil).want(t, 403, "AUTH_IDENTITY_INVALID")
 		})
-		t.Run("tampered target 401", func(t *testing.T) {
+		t.Run("tampered target 403", func(t *testing.T) {
 			e.do("GET", "/v1/namespaces/acme", nil, signedBy(e.agent, identity.SignOptions{}),
-				func(r *http.Request) { r.URL.Path = "/v1/namespaces/other" }).want(t, 401, "SIGNATURE_INVALID")
+				func(r *http.Request) { r.URL.Path = "/v1/namespaces/other" }).want(t, 403, "AUTH_SIGNATURE_INVALID")
 		})
-		t.Run("stale signature 401", func(t *testing.T) {
+		t.Run("stale signature 403", func(t *testing.T) {
 			e.do("GET", "/v1/namespaces/acme", nil,
-				signedBy(e.agent, identity.SignOptions{Created: time.Now().Add(-10 * time.Minute)})).want(t, 401, "SIGNATURE_INVALID")
+				signedBy(e.agent, identity.SignOptions{Created: time.Now().Add(-10 * time.Minute)})).want(t, 403, "AUTH_SIGNATURE_INVALID")
 		})
-		t.Run("replayed nonce 409", func(t *testing.T) {
+		t.Run("replayed nonce 403", func(t *testing.T) {
 			o := identity.SignOptions{Nonce: "nonce-replay-0001"}
 			e.do("GET", "/v1/namespaces/acme", nil, signedBy(e.agent, o)).want(t, 200, "")
-			e.do("GET", "/v1/namespaces/acme", nil, signedBy(e.agent, o)).want(t, 409, "NONCE_REPLAY")
+			e.do("GET", "/v1/namespaces/acme", nil, signedBy(e.agent, o)).want(t, 403, "AUTH_REPLAY_DETECTED")
 			// The nonce is scoped by namespace: another agent may use it.
 			e.do("GET", "/v1/namespaces/acme", nil, signedBy(agent, o)).want(t, 200, "")
 		})
@@ -107,12 +107,12 @@ func TestTwoInstancesShareNonces(t *testing.T) {
 		if err := a.agent.Sign(r, o); err != nil {
 			t.Fatal(err)
 		}
-	}).want(t, 409, "NONCE_REPLAY")
+	}).want(t, 403, "AUTH_REPLAY_DETECTED")
 	b.signed("GET", verify, nil, key).want(t, 200, "")
 
 	lookup := identity.SignOptions{Nonce: "lookup-nonce-0001"}
 	a.do("GET", "/v1/namespaces/shared", nil, signedBy(a.agent, lookup)).want(t, 200, "")
-	a.do("GET", "/v1/namespaces/shared", nil, signedBy(a.agent, lookup)).want(t, 409, "NONCE_REPLAY")
+	a.do("GET", "/v1/namespaces/shared", nil, signedBy(a.agent, lookup)).want(t, 403, "AUTH_REPLAY_DETECTED")
 	var rows int
 	if err := a.st.db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM nonces WHERE nonce = $1`, lookup.Nonce).Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("lookup nonce rows = %d (%v), want none", rows, err)

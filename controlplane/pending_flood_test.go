@@ -69,7 +69,7 @@ func TestPendingFlood(t *testing.T) {
 
 		t.Run("reject-pending refusals", func(t *testing.T) {
 			path := "/v1/namespaces/victim/claims/reject-pending?service=evil-svc"
-			e.do("POST", path, nil).want(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+			e.do("POST", path, nil).want(t, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED")
 			e.do("POST", path, nil, victim, withHeader("Origin", "https://evil.example")).want(t, http.StatusForbidden, "ORIGIN_FORBIDDEN")
 			e.do("POST", path, nil, victim, withHeader("Sec-Fetch-Site", "cross-site")).want(t, http.StatusForbidden, "ORIGIN_FORBIDDEN")
 			e.do("POST", path, nil, mallory).want(t, http.StatusForbidden, "NAMESPACE_FORBIDDEN")

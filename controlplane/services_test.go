@@ -61,8 +61,8 @@ func TestServicesAndKeys(t *testing.T) {
 			e.do("POST", "/v1/services", nil, acme, withHeader("Content-Type", "text/plain")).want(t, 415, "UNSUPPORTED_MEDIA_TYPE")
 		})
 		t.Run("auth", func(t *testing.T) {
-			e.do("GET", "/v1/services", nil).want(t, 401, "UNAUTHENTICATED")
-			e.do("GET", "/v1/services", nil, withSession("not-a-jwt")).want(t, 401, "UNAUTHENTICATED")
+			e.do("GET", "/v1/services", nil).want(t, 401, "ADMIN_UNAUTHORIZED")
+			e.do("GET", "/v1/services", nil, withSession("not-a-jwt")).want(t, 401, "ADMIN_UNAUTHORIZED")
 			e.do("POST", "/v1/services", map[string]any{"name": "n1", "service_endpoint": "https://a.example"}, acme,
 				withHeader("Origin", "https://evil.example")).want(t, 403, "ORIGIN_FORBIDDEN")
 			e.do("POST", "/v1/services", map[string]any{"name": "n1", "service_endpoint": "https://a.example"}, acme,
@@ -161,13 +161,13 @@ func TestSessions(t *testing.T) {
 		if _, err := e.st.db.Exec(context.Background(), `DELETE FROM sessions WHERE namespace = 'acme'`); err != nil {
 			t.Fatal(err)
 		}
-		e.do("GET", "/v1/services", nil, withSession(tok3)).want(t, 401, "UNAUTHENTICATED")
+		e.do("GET", "/v1/services", nil, withSession(tok3)).want(t, 401, "ADMIN_UNAUTHORIZED")
 	})
 	t.Run("expired", func(t *testing.T) {
 		tok4, _, _ := e.srv.IssueSession(t.Context(), "acme")
 		e.offset.Store(int64(8 * 24 * 60 * 60e9))
 		defer e.offset.Store(0)
-		e.do("GET", "/v1/services", nil, withSession(tok4)).want(t, 401, "UNAUTHENTICATED")
+		e.do("GET", "/v1/services", nil, withSession(tok4)).want(t, 401, "ADMIN_UNAUTHORIZED")
 	})
 	t.Run("forged with another secret", func(t *testing.T) {
 		other, err := New(Config{Store: e.st, JWTSecret: []byte(strings.Repeat("k", 32))})
@@ -175,17 +175,17 @@ func TestSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		forged, _, _ := other.IssueSession(t.Context(), "acme")
-		e.do("GET", "/v1/services", nil, withSession(forged)).want(t, 401, "UNAUTHENTICATED")
+		e.do("GET", "/v1/services", nil, withSession(forged)).want(t, 401, "ADMIN_UNAUTHORIZED")
 	})
 	t.Run("alg none", func(t *testing.T) {
 		parts := strings.Split(tok, ".")
 		none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + parts[1] + "."
-		e.do("GET", "/v1/services", nil, withSession(none)).want(t, 401, "UNAUTHENTICATED")
+		e.do("GET", "/v1/services", nil, withSession(none)).want(t, 401, "ADMIN_UNAUTHORIZED")
 	})
 	t.Run("deactivated namespace", func(t *testing.T) {
 		tok5, _, _ := e.srv.IssueSession(t.Context(), "acme")
 		e.deactivate("acme")
-		e.do("GET", "/v1/services", nil, withSession(tok5)).want(t, 401, "UNAUTHENTICATED")
+		e.do("GET", "/v1/services", nil, withSession(tok5)).want(t, 401, "ADMIN_UNAUTHORIZED")
 	})
 }
 

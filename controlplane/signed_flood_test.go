@@ -295,7 +295,7 @@ func TestStrangerFloodWritesNothing(t *testing.T) {
 			// From an address whose bucket the floods above left alone.
 			req := strangerRequest(t, e.ts.URL, newAgent(t, "stranger"), 0, "203.0.113.1")
 			e.send(req.Clone(req.Context())).want(t, http.StatusOK, "")
-			e.send(req).want(t, http.StatusConflict, "NONCE_REPLAY")
+			e.send(req).want(t, 403, "AUTH_REPLAY_DETECTED")
 		})
 	})
 }

@@ -43,7 +43,7 @@ func TestTargetBinding(t *testing.T) {
 		{"absolute_form_foreign_authority_replaces_host", "http://evil.example:9999" + path,
 			"GET http://evil.example:9999" + path + " HTTP/1.1", 400, "REQUEST_TARGET_FOREIGN"},
 		{"signed_for_https_sent_origin_form_over_plain_http", "https://" + own + path,
-			"GET " + path + " HTTP/1.1", 401, "SIGNATURE_INVALID"},
+			"GET " + path + " HTTP/1.1", 403, "AUTH_SIGNATURE_INVALID"},
 		{"absolute_form_naming_this_server_is_accepted", "http://" + own + path,
 			"GET http://" + own + path + " HTTP/1.1", 200, ""},
 		{"origin_form_is_accepted", "http://" + own + path, "GET " + path + " HTTP/1.1", 200, ""},

@@ -268,7 +268,7 @@ func TestWebhookCRUD(t *testing.T) {
 			e.do("GET", base+"/"+two["id"].(string)+"/deliveries", nil, bob).want(t, 404, "WEBHOOK_NOT_FOUND")
 			e.do("DELETE", base+"/"+two["id"].(string), nil, bob).want(t, 404, "WEBHOOK_NOT_FOUND")
 		})
-		e.do("GET", base, nil).want(t, 401, "UNAUTHENTICATED")
+		e.do("GET", base, nil).want(t, 401, "ADMIN_UNAUTHORIZED")
 	})
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/display"
 )
 
@@ -22,9 +21,6 @@ type ValidationError struct {
 func (e *ValidationError) Error() string {
 	return "credvault: invalid " + e.Field + ": " + e.Message
 }
-
-// Code returns VALIDATION_ERROR.
-func (e *ValidationError) Code() errcode.Code { return errcode.ValidationError }
 
 func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}

@@ -13,30 +13,27 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/idnhq/idn/errcode"
 )
 
-// Sentinel errors. Callers branch on them with errors.Is; all but
-// ErrWrongMasterKey carry the code the gateway answers them with
-// (errcode.Of).
+// Sentinel errors. Callers branch on them with errors.Is; the gateway's
+// admin API and proxy map them to codes (the status each names is theirs).
 var (
 	// ErrNotFound: no connection with that id (404 CONNECTION_NOT_FOUND).
-	ErrNotFound = errcode.New(errcode.ConnectionNotFound, "credvault: connection not found")
+	ErrNotFound = errors.New("credvault: connection not found")
 	// ErrVariableNotFound: no credential variable with that key (404
 	// VARIABLE_NOT_FOUND).
-	ErrVariableNotFound = errcode.New(errcode.VariableNotFound, "credvault: credential variable not found")
+	ErrVariableNotFound = errors.New("credvault: credential variable not found")
 	// ErrExists: a connection with that id already exists (409
 	// CONNECTION_EXISTS).
-	ErrExists = errcode.New(errcode.ConnectionExists, "credvault: connection already exists")
+	ErrExists = errors.New("credvault: connection already exists")
 	// ErrVariableInUse: the variable is still referenced; see
 	// VariableInUseError for which connections reference it (409
 	// VARIABLE_IN_USE).
-	ErrVariableInUse = errcode.New(errcode.VariableInUse, "credvault: credential variable is in use")
+	ErrVariableInUse = errors.New("credvault: credential variable is in use")
 	// ErrCredentialUnresolved: a connection's credential cannot be produced
 	// (a {{KEY}} names a missing variable, or the sealed secret does not
 	// open). The gateway answers 500 CREDENTIAL_UNRESOLVED.
-	ErrCredentialUnresolved = errcode.New(errcode.CredentialUnresolved, "credvault: credential unresolved")
+	ErrCredentialUnresolved = errors.New("credvault: credential unresolved")
 	// ErrWrongMasterKey: the store was created under another master key.
 	ErrWrongMasterKey = errors.New("credvault: the master key does not match this store (it was created with a different GATEWAY_MASTER_KEY)")
 )
@@ -54,9 +51,6 @@ func (e *VariableInUseError) Error() string {
 
 // Is makes errors.Is(err, ErrVariableInUse) true.
 func (e *VariableInUseError) Is(target error) bool { return target == ErrVariableInUse }
-
-// Code returns VARIABLE_IN_USE.
-func (e *VariableInUseError) Code() errcode.Code { return errcode.VariableInUse }
 
 // DefaultPollInterval is how often a Vault checks the store for commits by
 // other processes when Config.PollInterval is zero.

@@ -13,11 +13,27 @@
 //
 // A Code is one of the constants of this package, so a misspelt code does
 // not compile. Errors that carry a code implement Error (a Code method);
-// Of finds the code anywhere in an error chain, and New makes a sentinel
-// error that carries one. A program embedding proxy.Handler or
+// Of finds the code anywhere in an error chain, and New makes an error
+// that carries one, for a program's own hook (such as mcpproxy's Caller) to
+// refuse with. Storage and library packages return plain sentinels; codes
+// are given where errors become answers (the admin API, the proxy, the
+// control plane's error table). A program embedding proxy.Handler or
 // controlplane.Server can branch on the codes of their errors:
 //
 //	if code, ok := errcode.Of(err); ok && code == errcode.AuthClaimRequired { ... }
+//
+// A client reads an answer's code with Parse, or by decoding "code" into a
+// Code, and compares Codes, never strings. Parse also reads the names that
+// codes had before they were renamed (docs/errors.md lists them), so a
+// client understands a server older than itself.
+//
+// One failure has one code, and so one status, on every server. A code
+// for a thing that is invalid, not found or forbidden names the thing first:
+// NAMESPACE_INVALID, SERVICE_NOT_FOUND, ORIGIN_FORBIDDEN (INVALID_DID
+// keeps the name its clients know). A *_RATE_LIMITED code (429, with
+// Retry-After) refuses a rate over time; a *_LIMIT_REACHED code refuses
+// past a cap on things held at once (409 when only a deletion frees a
+// place, 429 when time will).
 //
 // # Codes
 //
@@ -34,10 +50,14 @@
 //	UNSUPPORTED_MEDIA_TYPE           415  Content-Type must be application/json
 //	REQUEST_BODY_TOO_LARGE           413  request body is too large
 //	REQUEST_BODY_CAPACITY_EXHAUSTED  503  the server is holding as many request bodies as it may; try again shortly
-//	RATE_LIMITED                     429  too many attempts; retry later
 //	REQUEST_TARGET_FOREIGN           400  the absolute-form request target names another server; send the path only
+//	ADMIN_UNAUTHORIZED               401  this route needs credentials: the admin bearer token, or a live idn_session
+//	ORIGIN_FORBIDDEN                 403  request origin is not allowed
+//	ADMIN_FORBIDDEN                  403  admin access refused
 //
-// Gateway, request authentication and claims:
+// Signed requests, on both servers (the gateway's runtime routes and signed
+// admin checks, the control plane's signed routes): the same failure has
+// the same code and status on either.
 //
 //	AUTH_HEADERS_INVALID             403  signed headers are missing, duplicated or malformed
 //	AUTH_SIGNATURE_INVALID           403  request signature verification failed
@@ -45,12 +65,15 @@
 //	AUTH_IDENTITY_INVALID            403  identity headers or agent certificate are missing or invalid
 //	AUTH_NONCE_INVALID               403  signature nonce is missing or malformed
 //	AUTH_REPLAY_DETECTED             403  nonce already used; retry with a new nonce
+//	AUTH_FORBIDDEN                   403  request refused
+//	NONCE_STORE_FULL                 503  the server is at its replay-protection capacity; try again shortly
+//
+// Gateway, claims:
+//
 //	AUTH_CLAIMS_UNAVAILABLE          503  approved claims are not available; try again shortly
 //	AUTH_CLAIMS_LOOKUP_FAILED        500  approved-claims lookup failed
 //	AUTH_CLAIM_REQUIRED              403  this agent is not approved for this service; the namespace owner must approve the claim
 //	AUTH_CLAIM_SUBMIT_RATE_LIMITED   429  too many claims submitted for this namespace; try again later
-//	AUTH_FORBIDDEN                   403  request refused
-//	NONCE_STORE_FULL                 503  the server is at its replay-protection capacity; try again shortly
 //
 // Gateway, connections and upstreams:
 //
@@ -63,15 +86,15 @@
 //	CONNECTION_MISCONFIGURED         500  the connection is misconfigured on the gateway
 //	VARIABLE_NOT_FOUND               404  credential variable not found
 //	VARIABLE_IN_USE                  409  the credential variable is still referenced by a connection
-//	UPSTREAM_ERROR                   502  the upstream could not be reached
+//	UPSTREAM_ERROR                   502  the upstream could not be reached or failed
 //	UPSTREAM_TIMEOUT                 504  the upstream did not answer in time
 //
-// Gateway, admin API:
+// Gateway, admin API (PLAINTEXT_SECRET_REFUSED reaches the owner over the
+// pairing relay, as the data of a JSON-RPC error, not as an HTTP answer):
 //
-//	ADMIN_UNAUTHORIZED               401  admin access needs a bearer token
 //	ADMIN_TOKEN_REQUIRED             401  changing where or how a stored secret is sent needs the admin token
-//	ADMIN_FORBIDDEN                  403  admin access refused
 //	DISCOVERY_UNAVAILABLE            501  MCP discovery is not available in this gateway
+//	PLAINTEXT_SECRET_REFUSED         400  a secret sent in clear over the pairing relay is refused; seal it to the gateway's HPKE key
 //
 // Gateway, MCP routes:
 //
@@ -80,15 +103,12 @@
 //	MCP_TOOL_ARGUMENTS_INVALID       400  invalid tool arguments
 //	MCP_TOOL_RATE_LIMITED            429  tool-call rate limit exceeded
 //	MCP_CIRCUIT_OPEN                 503  the upstream MCP server keeps failing; calls resume after a cooldown
-//	MCP_UPSTREAM_ERROR               502  upstream MCP request failed
 //	MCP_SESSION_NOT_FOUND            404  no such MCP session
 //	MCP_SESSIONS_EXHAUSTED           503  too many MCP sessions are open; try again shortly
 //
 // Control plane:
 //
-//	UNAUTHENTICATED                  401  a valid idn_session is required
-//	SIGNATURE_INVALID                401  missing or invalid signed headers
-//	NONCE_REPLAY                     409  nonce already used
+//	RATE_LIMITED                     429  too many attempts; retry later
 //	API_KEY_INVALID                  401  missing or invalid service api key
 //	API_KEY_NOT_FOUND                404  api key not found
 //	API_KEY_LIMIT_REACHED            409  the service already has the maximum number of active api keys
@@ -101,9 +121,7 @@
 //	NAMESPACE_DEACTIVATED            403  namespace is deactivated
 //	NAMESPACE_TAKEN                  409  namespace is not available
 //	NAMESPACE_FORBIDDEN              403  not authorized for this namespace
-//	INVALID_NAMESPACE                400  invalid namespace format
-//	ORIGIN_FORBIDDEN                 403  request origin is not allowed
-//	METRICS_FORBIDDEN                403  metrics are served to loopback clients and to bearers of the metrics token
+//	NAMESPACE_INVALID                400  invalid namespace format
 //	INVALID_DID                      400  malformed DID
 //	DID_NOT_FOUND                    404  DID not found
 //	CLAIM_NOT_FOUND                  404  claim not found

@@ -22,8 +22,10 @@ const (
 	UnsupportedMediaType
 	RequestBodyTooLarge
 	RequestBodyCapacityExhausted
-	RateLimited
 	RequestTargetForeign
+	AdminUnauthorized
+	AdminForbidden
+	OriginForbidden
 
 	AuthHeadersInvalid
 	AuthSignatureInvalid
@@ -31,12 +33,13 @@ const (
 	AuthIdentityInvalid
 	AuthNonceInvalid
 	AuthReplayDetected
+	AuthForbidden
+	NonceStoreFull
+
 	AuthClaimsUnavailable
 	AuthClaimsLookupFailed
 	AuthClaimRequired
 	AuthClaimSubmitRateLimited
-	AuthForbidden
-	NonceStoreFull
 
 	ConnectionNotFound
 	ConnectionDisabled
@@ -50,23 +53,19 @@ const (
 	UpstreamError
 	UpstreamTimeout
 
-	AdminUnauthorized
 	AdminTokenRequired
-	AdminForbidden
 	DiscoveryUnavailable
+	PlaintextSecretRefused
 
 	MCPToolNotFound
 	MCPToolForbidden
 	MCPToolArgumentsInvalid
 	MCPToolRateLimited
 	MCPCircuitOpen
-	MCPUpstreamError
 	MCPSessionNotFound
 	MCPSessionsExhausted
 
-	Unauthenticated
-	SignatureInvalid
-	NonceReplay
+	RateLimited
 	APIKeyInvalid
 	APIKeyNotFound
 	APIKeyLimitReached
@@ -79,9 +78,7 @@ const (
 	NamespaceDeactivated
 	NamespaceTaken
 	NamespaceForbidden
-	InvalidNamespace
-	OriginForbidden
-	MetricsForbidden
+	NamespaceInvalid
 	InvalidDID
 	DIDNotFound
 	ClaimNotFound
@@ -139,8 +136,10 @@ var table = [codeCount]row{
 	UnsupportedMediaType:         {"UNSUPPORTED_MEDIA_TYPE", http.StatusUnsupportedMediaType, "Content-Type must be application/json"},
 	RequestBodyTooLarge:          {"REQUEST_BODY_TOO_LARGE", http.StatusRequestEntityTooLarge, "request body is too large"},
 	RequestBodyCapacityExhausted: {"REQUEST_BODY_CAPACITY_EXHAUSTED", http.StatusServiceUnavailable, "the server is holding as many request bodies as it may; try again shortly"},
-	RateLimited:                  {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
 	RequestTargetForeign:         {"REQUEST_TARGET_FOREIGN", http.StatusBadRequest, "the absolute-form request target names another server; send the path only"},
+	AdminUnauthorized:            {"ADMIN_UNAUTHORIZED", http.StatusUnauthorized, "this route needs credentials: the admin bearer token, or a live idn_session"},
+	AdminForbidden:               {"ADMIN_FORBIDDEN", http.StatusForbidden, "admin access refused"},
+	OriginForbidden:              {"ORIGIN_FORBIDDEN", http.StatusForbidden, "request origin is not allowed"},
 
 	AuthHeadersInvalid:          {"AUTH_HEADERS_INVALID", http.StatusForbidden, "signed headers are missing, duplicated or malformed"},
 	AuthSignatureInvalid:        {"AUTH_SIGNATURE_INVALID", http.StatusForbidden, "request signature verification failed"},
@@ -148,12 +147,13 @@ var table = [codeCount]row{
 	AuthIdentityInvalid:         {"AUTH_IDENTITY_INVALID", http.StatusForbidden, "identity headers or agent certificate are missing or invalid"},
 	AuthNonceInvalid:            {"AUTH_NONCE_INVALID", http.StatusForbidden, "signature nonce is missing or malformed"},
 	AuthReplayDetected:          {"AUTH_REPLAY_DETECTED", http.StatusForbidden, "nonce already used; retry with a new nonce"},
-	AuthClaimsUnavailable:       {"AUTH_CLAIMS_UNAVAILABLE", http.StatusServiceUnavailable, "approved claims are not available; try again shortly"},
-	AuthClaimsLookupFailed:      {"AUTH_CLAIMS_LOOKUP_FAILED", http.StatusInternalServerError, "approved-claims lookup failed"},
-	AuthClaimRequired:           {"AUTH_CLAIM_REQUIRED", http.StatusForbidden, "this agent is not approved for this service; the namespace owner must approve the claim"},
-	AuthClaimSubmitRateLimited:  {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
 	AuthForbidden:               {"AUTH_FORBIDDEN", http.StatusForbidden, "request refused"},
 	NonceStoreFull:              {"NONCE_STORE_FULL", http.StatusServiceUnavailable, "the server is at its replay-protection capacity; try again shortly"},
+
+	AuthClaimsUnavailable:      {"AUTH_CLAIMS_UNAVAILABLE", http.StatusServiceUnavailable, "approved claims are not available; try again shortly"},
+	AuthClaimsLookupFailed:     {"AUTH_CLAIMS_LOOKUP_FAILED", http.StatusInternalServerError, "approved-claims lookup failed"},
+	AuthClaimRequired:          {"AUTH_CLAIM_REQUIRED", http.StatusForbidden, "this agent is not approved for this service; the namespace owner must approve the claim"},
+	AuthClaimSubmitRateLimited: {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
 
 	ConnectionNotFound:         {"CONNECTION_NOT_FOUND", http.StatusNotFound, "connection not found"},
 	ConnectionDisabled:         {"CONNECTION_DISABLED", http.StatusForbidden, "the connection is disabled"},
@@ -164,26 +164,22 @@ var table = [codeCount]row{
 	ConnectionMisconfigured:    {"CONNECTION_MISCONFIGURED", http.StatusInternalServerError, "the connection is misconfigured on the gateway"},
 	VariableNotFound:           {"VARIABLE_NOT_FOUND", http.StatusNotFound, "credential variable not found"},
 	VariableInUse:              {"VARIABLE_IN_USE", http.StatusConflict, "the credential variable is still referenced by a connection"},
-	UpstreamError:              {"UPSTREAM_ERROR", http.StatusBadGateway, "the upstream could not be reached"},
+	UpstreamError:              {"UPSTREAM_ERROR", http.StatusBadGateway, "the upstream could not be reached or failed"},
 	UpstreamTimeout:            {"UPSTREAM_TIMEOUT", http.StatusGatewayTimeout, "the upstream did not answer in time"},
 
-	AdminUnauthorized:    {"ADMIN_UNAUTHORIZED", http.StatusUnauthorized, "admin access needs a bearer token"},
-	AdminTokenRequired:   {"ADMIN_TOKEN_REQUIRED", http.StatusUnauthorized, "changing where or how a stored secret is sent needs the admin token"},
-	AdminForbidden:       {"ADMIN_FORBIDDEN", http.StatusForbidden, "admin access refused"},
-	DiscoveryUnavailable: {"DISCOVERY_UNAVAILABLE", http.StatusNotImplemented, "MCP discovery is not available in this gateway"},
+	AdminTokenRequired:     {"ADMIN_TOKEN_REQUIRED", http.StatusUnauthorized, "changing where or how a stored secret is sent needs the admin token"},
+	DiscoveryUnavailable:   {"DISCOVERY_UNAVAILABLE", http.StatusNotImplemented, "MCP discovery is not available in this gateway"},
+	PlaintextSecretRefused: {"PLAINTEXT_SECRET_REFUSED", http.StatusBadRequest, "a secret sent in clear over the pairing relay is refused; seal it to the gateway's HPKE key"},
 
 	MCPToolNotFound:         {"MCP_TOOL_NOT_FOUND", http.StatusNotFound, "tool not found"},
 	MCPToolForbidden:        {"MCP_TOOL_FORBIDDEN", http.StatusForbidden, "tool not allowed for this subject"},
 	MCPToolArgumentsInvalid: {"MCP_TOOL_ARGUMENTS_INVALID", http.StatusBadRequest, "invalid tool arguments"},
 	MCPToolRateLimited:      {"MCP_TOOL_RATE_LIMITED", http.StatusTooManyRequests, "tool-call rate limit exceeded"},
 	MCPCircuitOpen:          {"MCP_CIRCUIT_OPEN", http.StatusServiceUnavailable, "the upstream MCP server keeps failing; calls resume after a cooldown"},
-	MCPUpstreamError:        {"MCP_UPSTREAM_ERROR", http.StatusBadGateway, "upstream MCP request failed"},
 	MCPSessionNotFound:      {"MCP_SESSION_NOT_FOUND", http.StatusNotFound, "no such MCP session"},
 	MCPSessionsExhausted:    {"MCP_SESSIONS_EXHAUSTED", http.StatusServiceUnavailable, "too many MCP sessions are open; try again shortly"},
 
-	Unauthenticated:          {"UNAUTHENTICATED", http.StatusUnauthorized, "a valid idn_session is required"},
-	SignatureInvalid:         {"SIGNATURE_INVALID", http.StatusUnauthorized, "missing or invalid signed headers"},
-	NonceReplay:              {"NONCE_REPLAY", http.StatusConflict, "nonce already used"},
+	RateLimited:              {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
 	APIKeyInvalid:            {"API_KEY_INVALID", http.StatusUnauthorized, "missing or invalid service api key"},
 	APIKeyNotFound:           {"API_KEY_NOT_FOUND", http.StatusNotFound, "api key not found"},
 	APIKeyLimitReached:       {"API_KEY_LIMIT_REACHED", http.StatusConflict, "the service already has the maximum number of active api keys"},
@@ -196,9 +192,7 @@ var table = [codeCount]row{
 	NamespaceDeactivated:     {"NAMESPACE_DEACTIVATED", http.StatusForbidden, "namespace is deactivated"},
 	NamespaceTaken:           {"NAMESPACE_TAKEN", http.StatusConflict, "namespace is not available"},
 	NamespaceForbidden:       {"NAMESPACE_FORBIDDEN", http.StatusForbidden, "not authorized for this namespace"},
-	InvalidNamespace:         {"INVALID_NAMESPACE", http.StatusBadRequest, "invalid namespace format"},
-	OriginForbidden:          {"ORIGIN_FORBIDDEN", http.StatusForbidden, "request origin is not allowed"},
-	MetricsForbidden:         {"METRICS_FORBIDDEN", http.StatusForbidden, "metrics are served to loopback clients and to bearers of the metrics token"},
+	NamespaceInvalid:         {"NAMESPACE_INVALID", http.StatusBadRequest, "invalid namespace format"},
 	InvalidDID:               {"INVALID_DID", http.StatusBadRequest, "malformed DID"},
 	DIDNotFound:              {"DID_NOT_FOUND", http.StatusNotFound, "DID not found"},
 	ClaimNotFound:            {"CLAIM_NOT_FOUND", http.StatusNotFound, "claim not found"},
@@ -237,9 +231,26 @@ var table = [codeCount]row{
 	GatewayLimitReached:      {"GATEWAY_LIMIT_REACHED", http.StatusConflict, "the namespace already has the maximum number of paired gateways; unpair one first"},
 }
 
-// byName finds a code from its wire name.
+// former are the wire names codes had before the gateway and the control
+// plane shared one vocabulary (docs/errors.md, "Renamed codes"): Parse
+// reads them, so a client still understands a server that answers them.
+// SIGNATURE_INVALID named every signature failure of the control plane;
+// its details.reason was the code that replaced it.
+var former = map[string]Code{
+	"SIGNATURE_INVALID":  AuthSignatureInvalid,
+	"NONCE_REPLAY":       AuthReplayDetected,
+	"UNAUTHENTICATED":    AdminUnauthorized,
+	"MCP_UPSTREAM_ERROR": UpstreamError,
+	"INVALID_NAMESPACE":  NamespaceInvalid,
+	"METRICS_FORBIDDEN":  AdminForbidden,
+}
+
+// byName finds a code from its wire name or a former one.
 var byName = func() map[string]Code {
-	m := make(map[string]Code, codeCount)
+	m := make(map[string]Code, int(codeCount)+len(former))
+	for name, c := range former {
+		m[name] = c
+	}
 	for c := range All() {
 		m[c.String()] = c
 	}
@@ -284,7 +295,8 @@ func (c *Code) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Parse returns the code whose wire name is name.
+// Parse returns the code whose wire name is name, or that was named name
+// before a rename.
 func Parse(name string) (Code, bool) {
 	c, ok := byName[name]
 	return c, ok

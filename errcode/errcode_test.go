@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,8 +58,8 @@ func TestDocListsTable(t *testing.T) {
 			continue
 		}
 		c, ok := Parse(m[1])
-		if !ok {
-			t.Errorf("doc lists %s, which is not a code", m[1])
+		if !ok || c.String() != m[1] {
+			t.Errorf("doc lists %s, which is not a code (or its former name)", m[1])
 			continue
 		}
 		if listed[m[1]] {
@@ -115,5 +116,58 @@ func TestOf(t *testing.T) {
 	}
 	if _, ok := Of(nil); ok {
 		t.Error("Of found a code in nil")
+	}
+}
+
+// TestFormerNames: a former name is no code's name today, and Parse reads
+// it as the code that replaced it.
+func TestFormerNames(t *testing.T) {
+	for name, c := range former {
+		if got, ok := Parse(name); !ok || got != c {
+			t.Errorf("Parse(%q) = %s, %v; want %s", name, got, ok, c)
+		}
+		if c.String() == name {
+			t.Errorf("%s is a former name and a code's name", name)
+		}
+		var v struct{ Code Code }
+		if err := json.Unmarshal([]byte(`{"Code":"`+name+`"}`), &v); err != nil || v.Code != c {
+			t.Errorf("Unmarshal(%s) = %s, %v", name, v.Code, err)
+		}
+	}
+}
+
+// renamedRow is a row of the "Renamed codes" table of docs/errors.md:
+// | <a id="OLD"></a>`OLD` | server | old status | `NEW` | new status | ….
+var renamedRow = regexp.MustCompile("(?m)^\\| <a id=\"([A-Z][A-Z0-9_]+)\"></a>`([A-Z][A-Z0-9_]+)` \\| [a-z ,]+ \\| (\\d{3}) \\| ((?:`[A-Z][A-Z0-9_]+`(?:, )?)+) \\| (\\d{3}) \\|")
+
+// TestRenamesDocumented holds the "Renamed codes" table of docs/errors.md
+// to former: every former name has one row, anchored by it (an old
+// docs_url still lands on it), naming the code Parse reads it as with
+// that code's status.
+func TestRenamesDocumented(t *testing.T) {
+	src, err := os.ReadFile("../docs/errors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]int{}
+	for _, m := range renamedRow.FindAllStringSubmatch(string(src), -1) {
+		old := m[1]
+		rows[old]++
+		c, ok := former[old]
+		switch {
+		case m[1] != m[2]:
+			t.Errorf("docs/errors.md: the renamed row anchored %s names %s", m[1], m[2])
+		case !ok:
+			t.Errorf("docs/errors.md lists %s as renamed; errcode does not know it as a former name", old)
+		case !strings.Contains(m[4], "`"+c.String()+"`"):
+			t.Errorf("docs/errors.md: %s became %s, not %s", old, c, m[4])
+		case m[5] != strconv.Itoa(c.Status()):
+			t.Errorf("docs/errors.md: %s's new status is %d, not %s", old, c.Status(), m[5])
+		}
+	}
+	for name := range former {
+		if rows[name] != 1 {
+			t.Errorf("docs/errors.md has %d renamed rows for %s, want 1", rows[name], name)
+		}
 	}
 }

@@ -21,7 +21,7 @@ func TestZeroConfigProtects(t *testing.T) {
 		wantCode        string
 	}{
 		{"zero BreakerFailures opens the breaker after 3 failures", mcpproxy.Config{}, 3, 4, http.StatusServiceUnavailable, "MCP_CIRCUIT_OPEN"},
-		{"negative BreakerFailures disables the breaker", mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: -1}}, 4, 4, http.StatusBadGateway, "MCP_UPSTREAM_ERROR"},
+		{"negative BreakerFailures disables the breaker", mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: -1}}, 4, 4, http.StatusBadGateway, "UPSTREAM_ERROR"},
 		{"zero RateLimitPerMinute allows 120 calls a minute", mcpproxy.Config{}, 0, 121, http.StatusTooManyRequests, "MCP_TOOL_RATE_LIMITED"},
 		{"negative RateLimitPerMinute disables the limit", mcpproxy.Config{Options: mcpproxy.Options{RateLimitPerMinute: -1}}, 0, 121, http.StatusOK, ""},
 	}

@@ -210,7 +210,7 @@ func TestUpstreamCallOddAnswers(t *testing.T) {
 				return true
 			})
 			e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 1}}, mcpproxy.Connection{BaseURL: url})
-			if r := e.call("agent", "a.echo", `{"text":"x"}`); r.status != http.StatusBadGateway || r.body["code"] != "MCP_UPSTREAM_ERROR" {
+			if r := e.call("agent", "a.echo", `{"text":"x"}`); r.status != http.StatusBadGateway || r.body["code"] != "UPSTREAM_ERROR" {
 				t.Fatalf("call = %d %s", r.status, r.raw)
 			}
 			// Through the endpoint's SDK path too (a progress token), where

@@ -8,25 +8,25 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// Sentinel errors. A ConnectionSource returns the first three (wrapped is
-// fine); the Proxy returns the others. Each carries the code the gateway
-// answers it with (errcode.Of), which gives the status.
+// Sentinel errors, plain (errors.Is). A ConnectionSource returns the first
+// three (wrapped is fine); the Proxy returns the others. ErrorCode gives
+// each the code the gateway answers it with.
 var (
-	ErrConnectionNotFound = errcode.New(errcode.ConnectionNotFound, "mcpproxy: connection not found")
-	ErrConnectionDisabled = errcode.New(errcode.ConnectionDisabled, "mcpproxy: connection disabled")
-	ErrNotMCP             = errcode.New(errcode.ValidationError, "mcpproxy: connection is not an MCP connection")
-	ErrToolNotFound       = errcode.New(errcode.MCPToolNotFound, "mcpproxy: tool not found")
-	ErrToolForbidden      = errcode.New(errcode.MCPToolForbidden, "mcpproxy: tool not allowed for this subject")
-	ErrInvalidArguments   = errcode.New(errcode.MCPToolArgumentsInvalid, "mcpproxy: invalid tool arguments")
-	ErrRateLimited        = errcode.New(errcode.MCPToolRateLimited, "mcpproxy: tool-call rate limit exceeded")
-	ErrCircuitOpen        = errcode.New(errcode.MCPCircuitOpen, "mcpproxy: circuit breaker open")
-	ErrUpstream           = errcode.New(errcode.MCPUpstreamError, "mcpproxy: upstream MCP server failed")
-	ErrBadRequest         = errcode.New(errcode.ValidationError, "mcpproxy: bad request")
+	ErrConnectionNotFound = errors.New("mcpproxy: connection not found")
+	ErrConnectionDisabled = errors.New("mcpproxy: connection disabled")
+	ErrNotMCP             = errors.New("mcpproxy: connection is not an MCP connection")
+	ErrToolNotFound       = errors.New("mcpproxy: tool not found")
+	ErrToolForbidden      = errors.New("mcpproxy: tool not allowed for this subject")
+	ErrInvalidArguments   = errors.New("mcpproxy: invalid tool arguments")
+	ErrRateLimited        = errors.New("mcpproxy: tool-call rate limit exceeded")
+	ErrCircuitOpen        = errors.New("mcpproxy: circuit breaker open")
+	ErrUpstream           = errors.New("mcpproxy: upstream MCP server failed")
+	ErrBadRequest         = errors.New("mcpproxy: bad request")
 	// ErrSessionNotFound: the MCP endpoint has no session of that id for
 	// this caller and connection (it ended, or another caller owns it).
-	ErrSessionNotFound = errcode.New(errcode.MCPSessionNotFound, "mcpproxy: no such MCP session")
+	ErrSessionNotFound = errors.New("mcpproxy: no such MCP session")
 	// ErrSessionsExhausted: the MCP endpoint has MaxSessions open.
-	ErrSessionsExhausted = errcode.New(errcode.MCPSessionsExhausted, "mcpproxy: too many MCP sessions open")
+	ErrSessionsExhausted = errors.New("mcpproxy: too many MCP sessions open")
 )
 
 // ArgumentFailure is one place where call arguments break the tool's
@@ -56,9 +56,6 @@ func (e *ArgumentsError) Error() string {
 // Is makes errors.Is(err, ErrInvalidArguments) true.
 func (e *ArgumentsError) Is(target error) bool { return target == ErrInvalidArguments }
 
-// Code returns MCP_TOOL_ARGUMENTS_INVALID.
-func (e *ArgumentsError) Code() errcode.Code { return errcode.MCPToolArgumentsInvalid }
-
 // RetryError is a refusal the caller may retry after RetryAfter. It wraps
 // ErrRateLimited, ErrCircuitOpen or ErrSessionsExhausted.
 type RetryError struct {
@@ -84,24 +81,50 @@ func (e *UpstreamError) Error() string {
 // Unwrap returns ErrUpstream.
 func (e *UpstreamError) Unwrap() error { return ErrUpstream }
 
-// own are the sentinels of this package. An error that wraps one is
-// answered with its own text, which this package keeps free of secrets
-// (UpstreamError is scrubbed); any other error is answered with its code's
-// default message, so nothing unscrubbed can leak.
-var own = [...]error{
-	ErrConnectionNotFound, ErrConnectionDisabled, ErrNotMCP, ErrToolNotFound, ErrToolForbidden,
-	ErrInvalidArguments, ErrRateLimited, ErrCircuitOpen, ErrUpstream, ErrBadRequest,
-	ErrSessionNotFound, ErrSessionsExhausted,
+// own are the sentinels of this package with the codes the gateway
+// answers them with: the one place they get a code. An error that wraps
+// one is answered with its own text, which this package keeps free of
+// secrets (UpstreamError is scrubbed); any other error is answered with its
+// code's default message, so nothing unscrubbed can leak.
+var own = [...]struct {
+	err  error
+	code errcode.Code
+}{
+	{ErrConnectionNotFound, errcode.ConnectionNotFound},
+	{ErrConnectionDisabled, errcode.ConnectionDisabled},
+	{ErrNotMCP, errcode.ValidationError},
+	{ErrToolNotFound, errcode.MCPToolNotFound},
+	{ErrToolForbidden, errcode.MCPToolForbidden},
+	{ErrInvalidArguments, errcode.MCPToolArgumentsInvalid},
+	{ErrRateLimited, errcode.MCPToolRateLimited},
+	{ErrCircuitOpen, errcode.MCPCircuitOpen},
+	{ErrUpstream, errcode.UpstreamError},
+	{ErrBadRequest, errcode.ValidationError},
+	{ErrSessionNotFound, errcode.MCPSessionNotFound},
+	{ErrSessionsExhausted, errcode.MCPSessionsExhausted},
 }
 
-// ErrorCode returns the code the gateway answers err with: the code err
-// carries (errcode.Of), else MCP_UPSTREAM_ERROR. The admin discover route
-// uses it.
+// ownCode returns the code of the sentinel of this package err wraps.
+func ownCode(err error) (errcode.Code, bool) {
+	for _, row := range own {
+		if errors.Is(err, row.err) {
+			return row.code, true
+		}
+	}
+	return 0, false
+}
+
+// ErrorCode returns the code the gateway answers err with: that of the
+// sentinel of this package it wraps, else the code it carries (errcode.Of),
+// else UPSTREAM_ERROR. The admin discover route uses it.
 func ErrorCode(err error) errcode.Code {
+	if code, ok := ownCode(err); ok {
+		return code
+	}
 	if code, ok := errcode.Of(err); ok {
 		return code
 	}
-	return errcode.MCPUpstreamError
+	return errcode.UpstreamError
 }
 
 // toAPIError maps an error to the gateway's error envelope: its code,
@@ -109,11 +132,8 @@ func ErrorCode(err error) errcode.Code {
 // "details".
 func toAPIError(err error) *apierror.Error {
 	message := "" // the code's default
-	for _, sentinel := range own {
-		if errors.Is(err, sentinel) {
-			message = err.Error()
-			break
-		}
+	if _, ok := ownCode(err); ok {
+		message = err.Error()
 	}
 	e := apierror.Coded(ErrorCode(err), message)
 	if re, ok := errors.AsType[*RetryError](err); ok {

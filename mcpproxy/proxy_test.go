@@ -178,7 +178,7 @@ func TestCircuitBreaker(t *testing.T) {
 
 	e.up.fail("tools/call", http.StatusInternalServerError, http.StatusInternalServerError)
 	for range 2 {
-		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
+		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "UPSTREAM_ERROR")
 	}
 	calls := e.up.count("tools/call")
 	r := e.call("s", "a.echo", `{"text":"x"}`)
@@ -216,9 +216,9 @@ func TestBreakerProbeFailureReopens(t *testing.T) {
 	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{BreakerFailures: 1, BreakerCooldown: 5 * time.Second}}, mcpproxy.Connection{})
 	wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 	e.up.fail("tools/call", http.StatusInternalServerError, http.StatusInternalServerError)
-	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
+	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "UPSTREAM_ERROR")
 	e.clock.advance(5 * time.Second)
-	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR") // failed probe
+	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "UPSTREAM_ERROR") // failed probe
 	r := e.call("s", "a.echo", `{"text":"x"}`)
 	wantStatus(t, r, http.StatusServiceUnavailable, "MCP_CIRCUIT_OPEN")
 	if r.header.Get("Retry-After") != "5" {
@@ -262,7 +262,7 @@ func TestRetries(t *testing.T) {
 		wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools", "s", ""), http.StatusOK, "")
 		_, _, release := e.up.hold("tools/call")
 		defer release()
-		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
+		wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusBadGateway, "UPSTREAM_ERROR")
 		if n := e.up.count("tools/call"); n != 1 {
 			t.Errorf("upstream attempts = %d, want 1: the tool may have run", n)
 		}
@@ -320,7 +320,7 @@ func TestDiscoveryCache(t *testing.T) {
 		list(e, "")
 		e.clock.advance(ttl + sie + time.Second)
 		e.up.setDown(true)
-		wantStatus(t, list(e, ""), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
+		wantStatus(t, list(e, ""), http.StatusBadGateway, "UPSTREAM_ERROR")
 	})
 	t.Run("force always goes upstream", func(t *testing.T) {
 		e := newEnv(t, cfg, mcpproxy.Connection{})
@@ -331,7 +331,7 @@ func TestDiscoveryCache(t *testing.T) {
 			t.Errorf("tools/list = %d, want 3", n)
 		}
 		e.up.setDown(true)
-		wantStatus(t, list(e, "?refresh=force"), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
+		wantStatus(t, list(e, "?refresh=force"), http.StatusBadGateway, "UPSTREAM_ERROR")
 	})
 	t.Run("50 concurrent misses make one discovery", func(t *testing.T) {
 		e := newEnv(t, cfg, mcpproxy.Connection{})
@@ -425,7 +425,7 @@ func TestSessionLossReinitializes(t *testing.T) {
 	}
 
 	e.up.setDown(true)
-	wantStatus(t, e.call("s", "a.echo", `{"text":"three"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
+	wantStatus(t, e.call("s", "a.echo", `{"text":"three"}`), http.StatusBadGateway, "UPSTREAM_ERROR")
 	if got := e.proxy.SessionState("mcp1"); got != mcpproxy.SessionReinitializePending {
 		t.Errorf("state after failure = %s, want reinitialize_pending", got)
 	}
@@ -466,7 +466,7 @@ func TestSessionLostAs400Reinitializes(t *testing.T) {
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})
 	wantStatus(t, e.call("s", "a.echo", `{"text":"one"}`), http.StatusOK, "")
 	e.up.fail("tools/call", http.StatusBadRequest)
-	wantStatus(t, e.call("s", "a.echo", `{"text":"two"}`), http.StatusBadGateway, "MCP_UPSTREAM_ERROR")
+	wantStatus(t, e.call("s", "a.echo", `{"text":"two"}`), http.StatusBadGateway, "UPSTREAM_ERROR")
 	if n := e.up.count("initialize"); n != 1 {
 		t.Errorf("initialize = %d after an unrelated 400, want 1", n)
 	}

@@ -408,7 +408,7 @@ func argumentsResult(ae *ArgumentsError) *mcp.CallToolResult {
 		b.WriteString("\n" + path + ": " + f.Message)
 	}
 	return &mcp.CallToolResult{
-		Meta:    mcp.Meta{errorMetaKey: map[string]any{"code": ae.Code().String(), "details": ae.Failures}},
+		Meta:    mcp.Meta{errorMetaKey: map[string]any{"code": errcode.MCPToolArgumentsInvalid.String(), "details": ae.Failures}},
 		Content: []mcp.Content{&mcp.TextContent{Text: b.String()}},
 		IsError: true,
 	}

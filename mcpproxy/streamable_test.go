@@ -216,7 +216,7 @@ func TestEndpointRateLimitAndBreaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.up.setDown(true)
-	for i, want := range []string{"MCP_UPSTREAM_ERROR", "MCP_UPSTREAM_ERROR", "MCP_CIRCUIT_OPEN"} {
+	for i, want := range []string{"UPSTREAM_ERROR", "UPSTREAM_ERROR", "MCP_CIRCUIT_OPEN"} {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "x"}})
 		if je, code := rpcCode(t, err); code != want || je.Code != jsonrpc.CodeInternalError {
 			t.Errorf("call %d with the upstream down: %d %s, want %s", i, je.Code, code, want)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/pairwire"
 )
@@ -33,11 +34,13 @@ var (
 
 // RefusedError is a pairing the control plane refused.
 type RefusedError struct {
-	Code    string // PAIRING_CODE_INVALID, PAIRING_EXPIRED, PAIRING_ENDED, VALIDATION_ERROR
+	Code    errcode.Code // PairingCodeInvalid, PairingExpired, PairingEnded, ValidationError
 	Message string
 }
 
-func (e *RefusedError) Error() string { return "pairing: refused: " + e.Code + ": " + e.Message }
+func (e *RefusedError) Error() string {
+	return "pairing: refused: " + e.Code.String() + ": " + e.Message
+}
 
 // Config configures a Client.
 type Config struct {
@@ -246,7 +249,8 @@ func (c *Client) connect(ctx context.Context, p *Pairing) (connected bool, err e
 	}
 	switch ctl.Type {
 	case pairwire.ControlError:
-		return false, &RefusedError{Code: ctl.Code, Message: ctl.Message}
+		code, _ := errcode.Parse(ctl.Code)
+		return false, &RefusedError{Code: code, Message: ctl.Message}
 	case pairwire.ControlReady:
 	default:
 		return false, fmt.Errorf("pairing: unexpected first message %q", ctl.Type)
@@ -369,11 +373,11 @@ func upgradeRefused(res *http.Response) error {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 		json.Unmarshal(b, &env)
 	}
-	if res.StatusCode == http.StatusForbidden && env.Code == "GATEWAY_NOT_PAIRED" {
+	switch code, _ := errcode.Parse(env.Code); code {
+	case errcode.GatewayNotPaired:
 		return ErrUnpaired
-	}
-	if strings.HasPrefix(env.Code, "PAIRING_") {
-		return &RefusedError{Code: env.Code, Message: env.Error}
+	case errcode.PairingCodeInvalid, errcode.PairingExpired, errcode.PairingEnded:
+		return &RefusedError{Code: code, Message: env.Error}
 	}
 	return fmt.Errorf("pairing: upgrade refused: %d %s %s", res.StatusCode, env.Code, env.Error)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/pairwire"
 )
 
@@ -47,7 +48,7 @@ func errorResponse(id json.RawMessage, code int, msg string, data any) []byte {
 
 // plaintextRefused is the data of the error that refuses a secret sent in
 // clear.
-var plaintextRefused = map[string]string{"code": "PLAINTEXT_SECRET_REFUSED"}
+var plaintextRefused = map[string]errcode.Code{"code": errcode.PlaintextSecretRefused}
 
 // handle answers one message of the control plane.
 func (c *Client) handle(ctx context.Context, gatewayID string, msg []byte) []byte {

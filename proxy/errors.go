@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
@@ -53,15 +54,23 @@ func classify(err error) *Error {
 }
 
 // codeOf is the one place where the errors of the pipeline get their code:
-// the gateway's own, then the verification errors (identity.AuthCode), then
-// those that carry a code (claimcache's). Anything else is refused with
-// AUTH_FORBIDDEN.
+// the gateway's own and the claims cache's, then the verification errors
+// (identity.AuthCode), then those that carry a code. Anything else is
+// refused with AUTH_FORBIDDEN.
 func codeOf(err error) errcode.Code {
 	switch {
 	case errors.Is(err, errBodyBudget):
 		return errcode.RequestBodyCapacityExhausted
 	case errors.Is(err, replay.ErrFull):
 		return errcode.NonceStoreFull
+	case errors.Is(err, claimcache.ErrUnavailable):
+		return errcode.AuthClaimsUnavailable
+	case errors.Is(err, claimcache.ErrNotApproved):
+		return errcode.AuthClaimRequired
+	case errors.Is(err, claimcache.ErrLookupFailed):
+		return errcode.AuthClaimsLookupFailed
+	case errors.Is(err, claimcache.ErrRateLimited):
+		return errcode.AuthClaimSubmitRateLimited
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return errcode.RequestBodyTooLarge

@@ -290,10 +290,10 @@ func TestMCPTrafficIsObserved(t *testing.T) {
 		`"connection_id":"tools","method":"tools/call","tool":"docs.search","protocol":"mcp","namespace":"fp:`,
 		`"kind":"mcp","outcome":"filtered","code":"MCP_TOOL_FORBIDDEN","request_id":"req_`,
 		`"connection_id":"tools","method":"tools/call","tool":"admin.wipe","protocol":"mcp"`,
-		`"kind":"mcp","outcome":"error","code":"MCP_UPSTREAM_ERROR","request_id":"req_`,
+		`"kind":"mcp","outcome":"error","code":"UPSTREAM_ERROR","request_id":"req_`,
 		`"kind":"upstream","outcome":"success","request_id":"req_`,
 		`"connection_id":"tools","method":"POST","protocol":"mcp","status":200,"latency_ms":`,
-		`"kind":"upstream","outcome":"error","code":"MCP_UPSTREAM_ERROR","request_id":"req_`,
+		`"kind":"upstream","outcome":"error","code":"UPSTREAM_ERROR","request_id":"req_`,
 		`"connection_id":"tools","method":"POST","protocol":"mcp","latency_ms":`,
 	} {
 		if !strings.Contains(logs, want) {

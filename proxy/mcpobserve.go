@@ -37,7 +37,7 @@ func (o *MCPObserver) Upstream(ctx context.Context, e mcpproxy.UpstreamExchange)
 	outcome, code := "", ""
 	if e.Err != nil {
 		class, timeout := upstreamClass(e.Err)
-		outcome, code = "error", errcode.MCPUpstreamError.String()
+		outcome, code = "error", errcode.UpstreamError.String()
 		if timeout {
 			outcome = "timeout"
 		}

@@ -435,7 +435,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, service string) 
 		return
 	}
 	if identity.ValidNamespace(in.Namespace) != nil {
-		apierror.Write(w, r, apierror.Coded(errcode.InvalidNamespace, ""))
+		apierror.Write(w, r, apierror.Coded(errcode.NamespaceInvalid, ""))
 		return
 	}
 	pub, err := identity.ParsePublicKey(in.PublicKey)

@@ -136,7 +136,7 @@ func TestRefusals(t *testing.T) {
 		{"misspelt field", "POST", submit, github, strings.Replace(good, `"service"`, `"servce"`, 1), 400, "VALIDATION_ERROR"},
 		{"two objects", "POST", submit, github, good + good, 400, "VALIDATION_ERROR"},
 		{"bad public key", "POST", submit, github, strings.Replace(good, agentKey("alice"), "ed25519:AAAA", 1), 400, "VALIDATION_ERROR"},
-		{"bad namespace", "POST", submit, github, strings.Replace(good, `"alice"`, `"a"`, 1), 400, "INVALID_NAMESPACE"},
+		{"bad namespace", "POST", submit, github, strings.Replace(good, `"alice"`, `"a"`, 1), 400, "NAMESPACE_INVALID"},
 		{"bad agent ip", "POST", submit, github, strings.Replace(good, `}`, `,"agent_ip":"local"}`, 1), 400, "VALIDATION_ERROR"},
 		{"wrong method", "DELETE", submit, github, "", 405, "METHOD_NOT_ALLOWED"},
 		{"unknown route", "GET", cp.URL + "/v1/claims/clm_1", github, "", 404, "NOT_FOUND"},

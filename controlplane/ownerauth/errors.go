@@ -52,7 +52,7 @@ var errorRules = web.Rules{
 	web.When(web.Is(errNamespaceNotFound), web.Code(errcode.NamespaceNotFound)),
 	web.When(web.Is(errNamespaceDeactivated), web.Code(errcode.NamespaceDeactivated)),
 	web.When(web.Is(errNamespaceTaken), web.Code(errcode.NamespaceTaken)),
-	web.When(web.Is(errSessionInvalid), web.Code(errcode.Unauthenticated)),
+	web.When(web.Is(errSessionInvalid), func(error) *apierror.Error { return web.ErrUnauthenticated }),
 	web.When(web.Is(ErrSessionLimit), web.CodeWait(errcode.SessionLimitReached)),
 	web.When(web.Is(errChallengeInvalid), web.Code(errcode.ChallengeInvalid)),
 	web.When(web.Is(errChallengeExpired), web.Code(errcode.ChallengeExpired)),

@@ -23,7 +23,7 @@ func TestErrorRules(t *testing.T) {
 		{errNamespaceDeactivated, errcode.NamespaceDeactivated},
 		{ErrSessionLimit, errcode.SessionLimitReached},
 		{errNamespaceTaken, errcode.NamespaceTaken},
-		{errSessionInvalid, errcode.Unauthenticated},
+		{errSessionInvalid, errcode.AdminUnauthorized},
 		{errChallengeInvalid, errcode.ChallengeInvalid},
 		{errChallengeExpired, errcode.ChallengeExpired},
 		{errPasskeyCloned, errcode.PasskeyCounterRegression},

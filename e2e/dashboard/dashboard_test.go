@@ -194,7 +194,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 		b.shot("signup")
 		b.fill("Namespace", "Not A Name")
 		b.press("button", "Sign up")
-		if msg := b.errorText("Sign up"); !strings.Contains(msg, "INVALID_NAMESPACE") {
+		if msg := b.errorText("Sign up"); !strings.Contains(msg, "NAMESPACE_INVALID") {
 			t.Fatalf("error beside Sign up = %q", msg)
 		}
 		b.shot("signup-error")
@@ -458,4 +458,25 @@ func (b *browser) waitForText(sel, want string) string {
 func step(t *testing.T, name string) {
 	t.Helper()
 	t.Logf("step: %s", name)
+}
+
+// TestEndedSessionSaysSo: an action after the session ended (a logout in
+// another tab) says so beside the control, which the dashboard can only
+// tell from the answer's code (errcode.js), not from its message.
+func TestEndedSessionSaysSo(t *testing.T) {
+	w := newWorld(t)
+	b := newBrowser(t, w.base)
+	b.open("/signup")
+	b.fill("Namespace", "acme")
+	b.fill("Passkey name", "Laptop")
+	b.press("button", "Sign up")
+	b.waitFor(`location.pathname === "/claims"`, 10*time.Second)
+	b.open("/services")
+	b.apiCall("POST", "/v1/auth/logout", "")
+	b.fill("Name", "Weather API")
+	b.fill("Service endpoint", "https://weather.example/api")
+	b.press("button", "Create service")
+	if msg := b.errorText("Create service"); !strings.Contains(msg, "Your session has ended: log in again") || !strings.Contains(msg, "ADMIN_UNAUTHORIZED") {
+		t.Fatalf("error beside Create service = %q", msg)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/errcode"
 	"io"
 	"log/slog"
 	"net"
@@ -454,11 +455,11 @@ func TestPairingRefused(t *testing.T) {
 	g := newLocalGateway(t, cp.url())
 	g.run(&pairing.Pairing{SessionID: session, Code: "00000000", Namespace: "alice"})
 	var refused *pairing.RefusedError
-	if err := <-g.done; !errors.As(err, &refused) || refused.Code != "PAIRING_CODE_INVALID" {
+	if err := <-g.done; !errors.As(err, &refused) || refused.Code != errcode.PairingCodeInvalid {
 		t.Fatalf("wrong code: %v", err)
 	}
 	g.run(&pairing.Pairing{SessionID: session, Code: code, Namespace: "bob"})
-	if err := <-g.done; !errors.As(err, &refused) || refused.Code != "PAIRING_CODE_INVALID" {
+	if err := <-g.done; !errors.As(err, &refused) || refused.Code != errcode.PairingCodeInvalid {
 		t.Fatalf("code for another namespace: %v", err)
 	}
 	if _, ok := g.client.State(); ok {

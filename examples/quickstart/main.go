@@ -45,6 +45,7 @@ import (
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
 )
@@ -237,13 +238,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	var refusal struct {
-		Code    string `json:"code"`
-		ClaimID string `json:"claim_id"`
-		Status  string `json:"claim_status"`
+		Code    errcode.Code `json:"code"`
+		ClaimID string       `json:"claim_id"`
+		Status  string       `json:"claim_status"`
 	}
 	_ = json.Unmarshal(body, &refusal)
-	if status != http.StatusForbidden || refusal.Code != "AUTH_CLAIM_REQUIRED" || refusal.ClaimID == "" {
-		return fmt.Errorf("expected 403 AUTH_CLAIM_REQUIRED with a claim id, got %d %s", status, body)
+	if status != http.StatusForbidden || refusal.Code != errcode.AuthClaimRequired || refusal.ClaimID == "" {
+		return fmt.Errorf("expected 403 %s with a claim id, got %d %s", errcode.AuthClaimRequired, status, body)
 	}
 	d.say("Signed GET %s → %d %s; the gateway filed claim %s (%s)", target, status, refusal.Code, refusal.ClaimID, refusal.Status)
 

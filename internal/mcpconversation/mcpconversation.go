@@ -22,6 +22,7 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/testnode"
 )
 
@@ -207,7 +208,7 @@ func allowDifferences(t *testing.T, want, got map[string]any) {
 		// itself, and answers with its own message and code.
 		meta, _ := gotRes["_meta"].(map[string]any)
 		idn, _ := meta["idn/error"].(map[string]any)
-		if wantRes["isError"] != true || gotRes["isError"] != true || idn["code"] != "MCP_TOOL_ARGUMENTS_INVALID" {
+		if wantRes["isError"] != true || gotRes["isError"] != true || idn["code"] != errcode.MCPToolArgumentsInvalid.String() {
 			t.Errorf("invalid arguments: direct %v, through the gateway %v", want, got)
 		}
 		delete(want, "result")

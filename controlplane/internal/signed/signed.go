@@ -105,12 +105,8 @@ func New(cfg Config, db *sqldb.DB, kit *web.Kit) (*Gate, error) {
 	}, nil
 }
 
-// Answers of a refused signed request.
-var (
-	errSignatureInvalid = apierror.Coded(errcode.SignatureInvalid, "")
-	errNonceReplay      = apierror.Coded(errcode.NonceReplay, "")
-	errNonceStoreFull   = apierror.Coded(errcode.NonceStoreFull, "")
-)
+// errNonceStoreFull refuses a lookup while the memory of its nonces is full.
+var errNonceStoreFull = apierror.Coded(errcode.NonceStoreFull, "")
 
 // Public admits the public lookups: any verified signer, its nonce kept in
 // memory. The signature covers content-digest, so it is checked before any
@@ -166,18 +162,11 @@ func (g *Gate) recordNonce(w http.ResponseWriter, r *http.Request, caller *ident
 
 // Failed answers a failed signature check, replay or nonce record.
 func (g *Gate) Failed(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, httpsig.ErrReplayDetected):
-		apierror.Write(w, r, errNonceReplay)
-	case errors.Is(err, sqldb.ErrUnavailable), errors.Is(err, sqldb.ErrBusy):
-		g.kit.Error(w, r, err)
-	default:
-		var reason string
-		if code, ok := identity.AuthCode(err); ok {
-			reason = code.String()
-		}
-		apierror.Write(w, r, errSignatureInvalid.With("details", map[string]string{"reason": reason}))
+	if code, ok := identity.AuthCode(err); ok {
+		apierror.Write(w, r, apierror.Coded(code, ""))
+		return
 	}
+	g.kit.Error(w, r, err)
 }
 
 // ReadBody reads the body of a verified caller (up to MaxBodyBytes,

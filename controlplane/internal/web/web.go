@@ -109,9 +109,9 @@ func Answer(err error) *apierror.Error {
 var (
 	ErrInternal            = apierror.Coded(errcode.InternalError, "")
 	ErrDatabaseUnavailable = apierror.Coded(errcode.DatabaseUnavailable, "")
-	ErrUnauthenticated     = apierror.Coded(errcode.Unauthenticated, "")
+	ErrUnauthenticated     = apierror.Coded(errcode.AdminUnauthorized, "a valid idn_session is required")
 	ErrOriginForbidden     = apierror.Coded(errcode.OriginForbidden, "")
-	ErrInvalidNamespace    = apierror.Coded(errcode.InvalidNamespace, "")
+	ErrInvalidNamespace    = apierror.Coded(errcode.NamespaceInvalid, "")
 	ErrNamespaceForbidden  = apierror.Coded(errcode.NamespaceForbidden, "")
 	ErrNotFound            = apierror.Coded(errcode.NotFound, "no such route")
 	ErrRateLimited         = apierror.Coded(errcode.RateLimited, "")

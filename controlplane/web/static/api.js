@@ -1,6 +1,8 @@
 // The control plane's JSON API, as the dashboard calls it: same-origin
 // fetches with the session cookie, and errors turned into readable text.
 
+import * as errcode from './errcode.js';
+
 export class ApiError extends Error {
   constructor(status, code, message, requestId, details) {
     super(message);
@@ -54,7 +56,7 @@ export function reference(err) {
 export function describe(err) {
   if (err instanceof ApiError) {
     let text = err.message ? err.message[0].toUpperCase() + err.message.slice(1).replace(/\.$/, '') : 'The request failed';
-    if (err.code === 'UNAUTHENTICATED') text = 'Your session has ended: log in again';
+    if (err.code === errcode.ADMIN_UNAUTHORIZED) text = 'Your session has ended: log in again';
     const reason = err.details?.reason;
     if (reason) text += reasons[reason] ? `. ${reasons[reason]}` : ` (${reason})`;
     if (err.retryAfter) text += `. Try again in ${err.retryAfter} s`;

@@ -3,6 +3,7 @@
 // the control that caused it, and refreshes the changed parts of the page
 // from a fresh render.
 import { ApiError, call, describe, reference } from './api.js';
+import * as errcode from './errcode.js';
 import { shown } from './display.js';
 import { announce, feedback } from './feedback.js';
 import { busy as working, isBusy, land, placeOf, toHeading } from './focus.js';
@@ -91,7 +92,7 @@ async function stepUp(fn) {
   try {
     return await fn();
   } catch (err) {
-    if (!(err instanceof ApiError) || err.code !== 'REAUTH_REQUIRED') throw err;
+    if (!(err instanceof ApiError) || err.code !== errcode.REAUTH_REQUIRED) throw err;
     const options = await call('GET', '/v1/auth/verify/options');
     const credential = await passkey.get(options);
     await call('POST', '/v1/auth/verify', { credential });

@@ -3,6 +3,7 @@
 // Every secret typed here is sealed to the gateway's HPKE key (hpke.js)
 // before it leaves the page; the relay never sees it in clear.
 import { ApiError, call, describe, reference } from './api.js';
+import * as errcode from './errcode.js';
 import { shown } from './display.js';
 import { announce, feedback } from './feedback.js';
 import { busy, isBusy, land, placeOf } from './focus.js';
@@ -171,7 +172,7 @@ async function loadGateway() {
     renderVariables(v ?? []);
     if (place && !active.isConnected) land(place);
   } catch (err) {
-    const text = err instanceof ApiError && err.code === 'GATEWAY_OFFLINE'
+    const text = err instanceof ApiError && err.code === errcode.GATEWAY_OFFLINE
       ? 'The gateway is offline: its connections and variables show once it reconnects.'
       : `The gateway could not be read: ${explain(err)}`;
     for (const host of [conns, vars]) host.replaceChildren(el('p', { className: 'note', role: 'note' }, text));
