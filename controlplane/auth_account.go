@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
+	"github.com/idnhq/idn/controlplane/alertmail"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 )
@@ -130,7 +131,7 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, ns strin
 		apierror.Write(w, r, web.Validation("nothing to update: give email, email_notifications and/or webhook_failures_notify"))
 		return
 	}
-	if in.Email != nil && *in.Email != "" && !validMailbox(*in.Email) {
+	if in.Email != nil && *in.Email != "" && !alertmail.ValidAddress(*in.Email) {
 		apierror.Write(w, r, web.Validation("email must be one e-mail address (name@example.com), at most 254 characters, or empty to remove it").With("field", "email"))
 		return
 	}

@@ -32,8 +32,6 @@ var (
 	errPasskeyExists        = errors.New("controlplane: passkey already registered")
 	errPasskeyNotFound      = errors.New("controlplane: passkey not found")
 	errLastPasskey          = errors.New("controlplane: last passkey of the account")
-	errWebhookNotFound      = errors.New("controlplane: webhook not found")
-	errWebhookLimit         = errors.New("controlplane: webhook limit reached")
 	errSigninLinkInvalid    = errors.New("controlplane: sign-in link unknown, used or expired")
 )
 
@@ -102,8 +100,6 @@ var errorRules = web.Rules{
 	web.When(web.Is(errPasskeyExists), web.Code(errcode.PasskeyExists)),
 	web.When(web.Is(errPasskeyNotFound), web.Code(errcode.PasskeyNotFound)),
 	web.When(web.Is(errLastPasskey), web.Code(errcode.LastPasskey)),
-	web.When(web.Is(errWebhookNotFound), web.Code(errcode.WebhookNotFound)),
-	web.When(web.Is(errWebhookLimit), web.Code(errcode.WebhookLimitReached)),
 	web.When(web.Is(errSigninLinkInvalid), web.Code(errcode.SigninLinkInvalid)),
 	web.When(web.IsType[*transitionError], func(err error) *apierror.Error {
 		te, _ := errors.AsType[*transitionError](err)
@@ -164,8 +160,6 @@ var (
 	errWebAuthnFailed   = apierror.Coded(errcode.WebAuthnFailed, "")
 	errNoPasskeys       = apierror.Coded(errcode.NoPasskeys, "")
 	errSessionNotFound  = apierror.Coded(errcode.SessionNotFound, "")
-	errWebhooksDisabled = apierror.Coded(errcode.WebhooksDisabled, "")
-	errWebhookURL       = apierror.Coded(errcode.WebhookURLForbidden, "")
 )
 
 // toAPIError is err's answer through errorRules and the kit.

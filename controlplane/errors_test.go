@@ -39,8 +39,6 @@ func TestErrorTable(t *testing.T) {
 		{errPasskeyExists, errcode.PasskeyExists},
 		{errPasskeyNotFound, errcode.PasskeyNotFound},
 		{errLastPasskey, errcode.LastPasskey},
-		{errWebhookNotFound, errcode.WebhookNotFound},
-		{errWebhookLimit, errcode.WebhookLimitReached},
 		{errSigninLinkInvalid, errcode.SigninLinkInvalid},
 		{errGatewayNotFound, errcode.GatewayNotFound},
 		{errGatewayNotPaired, errcode.GatewayNotPaired},

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"log/slog"
 	"slices"
 	"strings"
@@ -14,6 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idnhq/idn/controlplane/internal/backoff"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 )
 
 // Registry is the on-chain identity registry, one method per contract
@@ -50,9 +52,7 @@ const (
 	RegistryQueue    = "queue"
 )
 
-// RegistryConfig selects registry writes. It lives in WebhookConfig
-// because, like webhooks, it is delivery of claim changes to an outside
-// system.
+// RegistryConfig selects registry writes (Config.Registry).
 type RegistryConfig struct {
 	// Mode is one of the Registry* constants (BLOCKCHAIN_MODE); empty means
 	// RegistryDisabled.
@@ -176,7 +176,7 @@ func (r *registryRunner) lease() time.Duration { return 2*r.timeout + time.Minut
 // leaves the claim as it was.
 func (s *Server) applyClaimAction(ctx context.Context, ns, id, action string, now time.Time) (Claim, error) {
 	cutoff := now.Add(-s.cfg.PendingExpiry)
-	r := s.cfg.Webhooks.rt.registry
+	r := s.registry
 	if r == nil || r.mode != RegistrySync || action == "reject" {
 		return s.store.transition(ctx, ns, id, action, cutoff, now)
 	}
@@ -257,7 +257,7 @@ func (r *registryRunner) claimChanged(c Claim) {
 // registers it before sign-up answers; a failure is left to RunWorkers
 // rather than failing a sign-up that has already happened.
 func (s *Server) namespaceCreated(ctx context.Context, ns string) {
-	r := s.cfg.Webhooks.rt.registry
+	r := s.registry
 	if r == nil {
 		return
 	}
@@ -392,7 +392,7 @@ func (r *registryRunner) attempt(ctx context.Context, t registryTask, token stri
 	werr := r.write(ctx, t)
 	next := time.Time{}
 	if werr != nil {
-		if d := backoffDelay(job.failed+1, r.threshold, r.window); d != 0 && !now.Add(d).After(job.queued.Add(r.window)) {
+		if d := backoff.Delay(job.failed+1, r.threshold, r.window); d != 0 && !now.Add(d).After(job.queued.Add(r.window)) {
 			next = now.Add(d)
 		}
 	}
@@ -448,7 +448,7 @@ func (r *registryRunner) finishMemory(ctx context.Context, t registryTask, err e
 	}
 	j.failed++
 	now := r.now()
-	d := backoffDelay(j.failed, r.threshold, r.window)
+	d := backoff.Delay(j.failed, r.threshold, r.window)
 	if d == 0 || now.Add(d).After(j.queued.Add(r.window)) {
 		delete(r.pending, t)
 		r.log.ErrorContext(ctx, "registry write given up", "subject", t.subject, "op", t.op, "attempts", j.failed, "err", err)

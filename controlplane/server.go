@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/internal/web"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -14,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/bodybudget"
@@ -152,8 +153,12 @@ type Config struct {
 
 	// Auth configures passkey accounts (WebAuthn), see AuthConfig.
 	Auth AuthConfig
-	// Webhooks configures webhook delivery, see WebhookConfig.
+	// Webhooks configures webhook delivery and alert e-mail, see
+	// WebhookConfig.
 	Webhooks WebhookConfig
+	// Registry selects registry writes (BLOCKCHAIN_MODE) and their
+	// backend, see RegistryConfig. The zero value writes nothing.
+	Registry RegistryConfig
 	// Gateways configures gateway pairing, see GatewayConfig.
 	Gateways GatewayConfig
 }
@@ -176,6 +181,8 @@ type Server struct {
 	mux          *routeMux
 	obs          *observer
 	tracer       tracing.Tracer
+	hooks        *webhooks.Manager
+	registry     *registryRunner // nil: registry writes disabled
 }
 
 // New validates cfg and returns the API handler.
@@ -353,7 +360,7 @@ func (s *Server) routes() {
 		m.HandleFunc("POST /v1/test/seed", s.seed)
 	}
 	s.authRoutes(m)
-	s.webhookRoutes(m)
+	s.hooks.Routes(m)
 	s.gatewayRoutes(m)
 	s.dashboardRoutes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })

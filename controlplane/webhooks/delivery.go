@@ -1,4 +1,4 @@
-package controlplane
+package webhooks
 
 import (
 	"bytes"
@@ -9,67 +9,44 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"github.com/idnhq/idn/controlplane/internal/web"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/idnhq/idn/controlplane/internal/backoff"
+	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/webhooks/egress"
 )
 
-// RunWorkers delivers webhooks and registry writes until ctx ends, then
-// returns ctx's error. Each kind of work has its own loop, so a slow
-// registry never holds up webhooks; both poll the database every
-// PollInterval and are woken at once by claim changes made through this
-// Server. Any number of instances may run it against one database:
-// deliveries and registry jobs are leased row by row, so each is attempted
-// by one worker at a time. Run it once per Server.
-func (s *Server) RunWorkers(ctx context.Context) error {
-	rt := s.cfg.Webhooks.rt
-	var wg sync.WaitGroup
-	if rt.registry != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.loop(ctx, rt.registry.wake, func() {
-				if err := rt.registry.runDue(ctx); err != nil && ctx.Err() == nil {
-					s.log.ErrorContext(ctx, "registry pass failed", "err", err)
-				}
-			})
-		}()
-	}
+// Run delivers webhooks until ctx ends, then returns ctx's error: it
+// looks for due deliveries every PollInterval and at once when woken
+// (Wake), and prunes finished deliveries past their retention hourly. Any
+// number of instances may run it against one database: deliveries are
+// leased row by row, so each is attempted by one worker at a time. Run it
+// once per Manager.
+func (m *Manager) Run(ctx context.Context) error {
+	t := time.NewTicker(m.cfg.PollInterval)
+	defer t.Stop()
 	var lastPrune time.Time
-	s.loop(ctx, rt.wake, func() {
-		if _, err := s.deliverDue(ctx); err != nil && ctx.Err() == nil {
-			s.log.ErrorContext(ctx, "webhook delivery pass failed", "err", err)
+	for {
+		if _, err := m.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+			m.kit.Log.ErrorContext(ctx, "webhook delivery pass failed", "err", err)
 		}
-		if now := s.now(); now.Sub(lastPrune) > time.Hour {
+		if now := m.kit.Now(); now.Sub(lastPrune) > time.Hour {
 			lastPrune = now
-			if err := s.store.pruneDeliveries(ctx, now.Add(-deliveryRetention)); err != nil && ctx.Err() == nil {
-				s.log.ErrorContext(ctx, "pruning webhook deliveries failed", "err", err)
+			if err := m.store.pruneDeliveries(ctx, now.Add(-deliveryRetention)); err != nil && ctx.Err() == nil {
+				m.kit.Log.ErrorContext(ctx, "pruning webhook deliveries failed", "err", err)
 			}
 		}
-	})
-	wg.Wait()
-	return ctx.Err()
-}
-
-// loop runs pass now, then after every PollInterval or wake-up, until ctx
-// ends.
-func (s *Server) loop(ctx context.Context, wake <-chan struct{}, pass func()) {
-	t := time.NewTicker(s.cfg.Webhooks.PollInterval)
-	defer t.Stop()
-	for {
-		pass()
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-t.C:
-		case <-wake:
+		case <-m.wake:
 		}
 	}
 }
@@ -77,41 +54,40 @@ func (s *Server) loop(ctx context.Context, wake <-chan struct{}, pass func()) {
 // deliveryRetention is how long finished deliveries stay listed.
 const deliveryRetention = 30 * 24 * time.Hour
 
-// deliveryParallelism bounds the attempts in flight at once, and
-// deliveryPerOwner those of the services of one owner: the queue and its
+// Slots bounds the attempts a Manager has in flight at once, and
+// SlotsPerOwner those of the services of one owner: the queue and its
 // slots are shared by every owner, so one whose receivers are slow (or
 // never answer within Timeout) holds half of the slots at most, and the
 // others' deliveries go out meanwhile.
 const (
-	deliveryParallelism = 8
-	deliveryPerOwner    = deliveryParallelism / 2
+	Slots         = 8
+	SlotsPerOwner = Slots / 2
 )
 
-// wakeWorkers nudges RunWorkers after a change that may have queued work.
-func (s *Server) wakeWorkers() {
+// Wake nudges Run after a change that may have queued deliveries.
+func (m *Manager) Wake() {
 	select {
-	case s.cfg.Webhooks.rt.wake <- struct{}{}:
+	case m.wake <- struct{}{}:
 	default:
 	}
 }
 
-// deliverDue attempts every delivery due now and returns how many it
-// attempted. A slot freed by a finished attempt is filled at once, from
-// the due deliveries of owners below their share.
-func (s *Server) deliverDue(ctx context.Context) (int, error) {
-	rt := s.cfg.Webhooks.rt
-	if rt.aead == nil {
+// DeliverDue makes one pass of Run: it attempts every delivery due now and
+// returns how many it attempted. A slot freed by a finished attempt is
+// filled at once, from the due deliveries of owners below their share.
+func (m *Manager) DeliverDue(ctx context.Context) (int, error) {
+	if m.aead == nil {
 		return 0, nil
 	}
 	// The lease outlives an attempt (bounded by the client timeout) with
 	// a wide margin, so it only expires for a worker that died.
-	leaseFor := 2*s.cfg.Webhooks.Timeout + time.Minute
+	leaseFor := 2*m.cfg.Timeout + time.Minute
 	var (
 		wg       sync.WaitGroup
 		total    int
 		inflight int
 		byOwner  = map[string]int{}
-		finished = make(chan string, deliveryParallelism) // the owner of an ended attempt
+		finished = make(chan string, Slots) // the owner of an ended attempt
 	)
 	defer wg.Wait()
 	ended := func(owner string) {
@@ -123,14 +99,14 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 	for {
 		var batch []delivery
 		token := newID("lease_")
-		free := deliveryParallelism - inflight
+		free := Slots - inflight
 		if free > 0 && ctx.Err() == nil {
 			share := make(map[string]int, len(byOwner))
 			for owner, n := range byOwner {
-				share[owner] = deliveryPerOwner - n
+				share[owner] = SlotsPerOwner - n
 			}
 			var err error
-			if batch, err = s.store.claimDeliveries(ctx, token, free, deliveryPerOwner, share, s.now(), leaseFor); err != nil {
+			if batch, err = m.store.claimDeliveries(ctx, token, free, SlotsPerOwner, share, m.kit.Now(), leaseFor); err != nil {
 				return total, err
 			}
 		}
@@ -140,7 +116,7 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.deliverOne(ctx, token, d)
+				m.deliverOne(ctx, token, d)
 				finished <- d.Owner
 			}()
 		}
@@ -148,7 +124,7 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 		if inflight == 0 {
 			return total, ctx.Err()
 		}
-		if len(batch) < free || inflight == deliveryParallelism {
+		if len(batch) < free || inflight == Slots {
 			// Nothing more can be leased until an attempt ends.
 			ended(<-finished)
 		}
@@ -165,49 +141,48 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 }
 
 // deliverOne makes one attempt of a leased delivery and records it.
-func (s *Server) deliverOne(ctx context.Context, token string, d delivery) {
-	rt := s.cfg.Webhooks.rt
-	url, sealed, ok, err := s.store.currentTarget(ctx, d.WebhookID)
+func (m *Manager) deliverOne(ctx context.Context, token string, d delivery) {
+	url, sealed, ok, err := m.store.currentTarget(ctx, d.WebhookID)
 	if err != nil || ctx.Err() != nil {
-		_ = s.store.releaseLease(context.WithoutCancel(ctx), d.ID, token)
+		_ = m.store.releaseLease(context.WithoutCancel(ctx), d.ID, token)
 		return
 	}
 	if !ok { // the webhook went with its service or account: use the snapshot
 		url, sealed = d.URL, d.Secret
 	}
-	o := attemptOutcome{At: s.now()}
+	o := attemptOutcome{At: m.kit.Now()}
 	started := time.Now()
-	if secret, err := rt.openSecret(d.WebhookID, sealed); err != nil {
+	if secret, err := m.openSecret(d.WebhookID, sealed); err != nil {
 		o.Err = "webhook secret cannot be decrypted with the configured key"
-		s.log.ErrorContext(ctx, "webhook secret unusable", "webhook_id", d.WebhookID, "err", err)
+		m.kit.Log.ErrorContext(ctx, "webhook secret unusable", "webhook_id", d.WebhookID, "err", err)
 	} else {
-		o.StatusCode, o.Err = s.send(ctx, url, secret, d)
+		o.StatusCode, o.Err = m.send(ctx, url, secret, d)
 		o.Delivered = o.Err == ""
 	}
 	o.Duration = time.Since(started)
 	if !o.Delivered {
-		o.NextAt = rt.nextAttempt(d.Attempts+1, d.CreatedAt, o.At)
+		o.NextAt = m.nextAttempt(d.Attempts+1, d.CreatedAt, o.At)
 	}
 	// The outcome is recorded even if ctx ended meanwhile: the attempt
 	// happened.
-	state, recorded, err := s.store.finishAttempt(context.WithoutCancel(ctx), d.ID, token, o)
+	state, recorded, err := m.store.finishAttempt(context.WithoutCancel(ctx), d.ID, token, o)
 	switch {
 	case o.Delivered:
-		s.obs.webhooks.WithLabelValues("delivered").Inc()
+		m.attempts.WithLabelValues("delivered").Inc()
 	case state == deliveryFailed:
-		s.obs.webhooks.WithLabelValues("failed").Inc()
+		m.attempts.WithLabelValues("failed").Inc()
 	default:
-		s.obs.webhooks.WithLabelValues("retry").Inc()
+		m.attempts.WithLabelValues("retry").Inc()
 	}
 	switch {
 	case err != nil:
-		s.log.ErrorContext(ctx, "recording webhook attempt failed", "delivery_id", d.ID, "err", err)
+		m.kit.Log.ErrorContext(ctx, "recording webhook attempt failed", "delivery_id", d.ID, "err", err)
 	case !recorded:
-		s.log.WarnContext(ctx, "webhook lease lost before the attempt was recorded", "delivery_id", d.ID)
+		m.kit.Log.WarnContext(ctx, "webhook lease lost before the attempt was recorded", "delivery_id", d.ID)
 	case state == deliveryFailed:
-		s.log.WarnContext(ctx, "webhook delivery failed terminally", "delivery_id", d.ID, "webhook_id", d.WebhookID,
+		m.kit.Log.WarnContext(ctx, "webhook delivery failed terminally", "delivery_id", d.ID, "webhook_id", d.WebhookID,
 			"attempts", d.Attempts+1, "last_error", o.Err)
-		s.alertFailure(context.WithoutCancel(ctx), d, d.Attempts+1, o)
+		m.alertFailure(context.WithoutCancel(ctx), d, d.Attempts+1, o)
 	}
 }
 
@@ -252,13 +227,13 @@ func signWebhook(key []byte, id, ts string, body []byte) string {
 // send POSTs the delivery and returns the response status (0 without a
 // response) and a failure description ("" on success). Descriptions never
 // carry the URL, which may hold secrets.
-func (s *Server) send(ctx context.Context, url, secret string, d delivery) (int, string) {
+func (m *Manager) send(ctx context.Context, url, secret string, d delivery) (int, string) {
 	key, err := webhookKey(secret)
 	if err != nil {
 		return 0, "webhook secret unusable"
 	}
 	body := webhookBody(d)
-	ts := strconv.FormatInt(s.now().Unix(), 10)
+	ts := strconv.FormatInt(m.kit.Now().Unix(), 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, "webhook url unusable"
@@ -269,7 +244,7 @@ func (s *Server) send(ctx context.Context, url, secret string, d delivery) (int,
 	h.Set("webhook-id", d.ID)
 	h.Set("webhook-timestamp", ts)
 	h.Set("webhook-signature", signWebhook(key, d.ID, ts, body))
-	res, err := s.cfg.Webhooks.rt.client.Do(req)
+	res, err := m.client.Do(req)
 	if err != nil {
 		return 0, describeSendError(err)
 	}
@@ -292,13 +267,13 @@ func describeSendError(err error) string {
 	var tlsErr *tls.CertificateVerificationError
 	var recErr tls.RecordHeaderError
 	switch {
-	case errors.Is(err, errForbiddenTarget):
+	case errors.Is(err, egress.ErrForbidden):
 		return "refused: the target resolves to a private or special-use address"
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return "timed out"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
-	case errors.As(err, &dnsErr) || errors.Is(err, errResolve):
+	case errors.As(err, &dnsErr) || errors.Is(err, egress.ErrResolve):
 		return "host name did not resolve"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
@@ -317,29 +292,15 @@ func isTimeout(err error) bool {
 // nextAttempt returns when to retry a delivery created at created after
 // its failed-th failed attempt at now, or zero when the failure is
 // terminal (threshold reached, or the retry would fall outside the
-// window). Delays double from a base chosen so that the threshold's
-// attempts span the window; each delay is drawn from its upper half
-// ("equal jitter"), so delays still never shrink.
-func (rt *webhookRuntime) nextAttempt(failed int, created, now time.Time) time.Time {
-	d := backoffDelay(failed, rt.threshold, rt.window)
+// window); see backoff.Delay.
+func (m *Manager) nextAttempt(failed int, created, now time.Time) time.Time {
+	d := backoff.Delay(failed, m.cfg.FailureThreshold, m.cfg.RetryWindow)
 	if d == 0 {
 		return time.Time{}
 	}
 	next := now.Add(d)
-	if next.After(created.Add(rt.window)) {
+	if next.After(created.Add(m.cfg.RetryWindow)) {
 		return time.Time{}
 	}
 	return next
-}
-
-// backoffDelay is the jittered delay after the failed-th failure, zero
-// when no attempt should follow.
-func backoffDelay(failed, threshold int, window time.Duration) time.Duration {
-	if failed >= threshold || failed < 1 {
-		return 0
-	}
-	base := float64(window) / (math.Exp2(float64(threshold-1)) - 1)
-	base = math.Max(base, float64(time.Second))
-	d := math.Min(base*math.Exp2(float64(failed-1)), float64(window))
-	return time.Duration(d/2 + rand.Float64()*d/2)
 }
