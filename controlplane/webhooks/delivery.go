@@ -186,14 +186,14 @@ func (m *Manager) deliverOne(ctx context.Context, token string, d delivery) {
 	}
 }
 
-// webhookPayload is the Standard Webhooks body of a claim event.
-type webhookPayload struct {
+// payload is the Standard Webhooks body of a claim event.
+type payload struct {
 	Type      string      `json:"type"`
 	Timestamp string      `json:"timestamp"`
-	Data      webhookData `json:"data"`
+	Data      payloadData `json:"data"`
 }
 
-type webhookData struct {
+type payloadData struct {
 	ClaimID   string `json:"claim_id"`
 	Namespace string `json:"namespace"`
 	Service   string `json:"service"`
@@ -204,20 +204,20 @@ type webhookData struct {
 	Status    string `json:"status"`
 }
 
-// webhookBody is the body of a delivery; it is the same bytes on every
+// payloadOf is the body of a delivery; it is the same bytes on every
 // attempt.
-func webhookBody(d delivery) []byte {
+func payloadOf(d delivery) []byte {
 	c := d.Claim
-	b, _ := json.Marshal(webhookPayload{Type: d.EventType, Timestamp: web.Timestamp(d.OccurredAt), Data: webhookData{
+	b, _ := json.Marshal(payload{Type: d.EventType, Timestamp: web.Timestamp(d.OccurredAt), Data: payloadData{
 		ClaimID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey,
 		Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName, Status: c.Status,
 	}})
 	return b
 }
 
-// signWebhook is the Standard Webhooks signature header value:
+// sign is the Standard Webhooks signature header value:
 // "v1," + base64(HMAC-SHA256(key, id + "." + timestamp + "." + body)).
-func signWebhook(key []byte, id, ts string, body []byte) string {
+func sign(key []byte, id, ts string, body []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(id + "." + ts + "."))
 	m.Write(body)
@@ -228,11 +228,11 @@ func signWebhook(key []byte, id, ts string, body []byte) string {
 // response) and a failure description ("" on success). Descriptions never
 // carry the URL, which may hold secrets.
 func (m *Manager) send(ctx context.Context, url, secret string, d delivery) (int, string) {
-	key, err := webhookKey(secret)
+	key, err := hmacKey(secret)
 	if err != nil {
 		return 0, "webhook secret unusable"
 	}
-	body := webhookBody(d)
+	body := payloadOf(d)
 	ts := strconv.FormatInt(m.kit.Now().Unix(), 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -243,7 +243,7 @@ func (m *Manager) send(ctx context.Context, url, secret string, d delivery) (int
 	h.Set("User-Agent", "idn-webhooks/1")
 	h.Set("webhook-id", d.ID)
 	h.Set("webhook-timestamp", ts)
-	h.Set("webhook-signature", signWebhook(key, d.ID, ts, body))
+	h.Set("webhook-signature", sign(key, d.ID, ts, body))
 	res, err := m.client.Do(req)
 	if err != nil {
 		return 0, describeSendError(err)

@@ -115,9 +115,9 @@ func (m *Manager) checkURL(u string) *apierror.Error {
 
 const secretPrefix = "whsec_"
 
-// webhookKey returns the HMAC key of a Standard Webhooks secret: the
+// hmacKey returns the HMAC key of a Standard Webhooks secret: the
 // base64 part after the optional whsec_ prefix, at least 32 bytes.
-func webhookKey(secret string) ([]byte, error) {
+func hmacKey(secret string) ([]byte, error) {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, secretPrefix))
 	if err != nil || len(key) < 32 || len(key) > 64 {
 		return nil, errors.New("secret must be whsec_ followed by the standard base64 of 32 to 64 random bytes")
@@ -156,7 +156,7 @@ func (m *Manager) createWebhook(w http.ResponseWriter, r *http.Request, owner st
 	}
 	secret := newSecret()
 	if in.Secret != nil {
-		if _, err := webhookKey(*in.Secret); err != nil {
+		if _, err := hmacKey(*in.Secret); err != nil {
 			apierror.Write(w, r, web.Validation("%s", err.Error()))
 			return
 		}
