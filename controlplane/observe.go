@@ -29,8 +29,8 @@ type observer struct {
 }
 
 // newObserver registers the control plane's collectors on reg (when not
-// nil). The request and webhook counters exist either way, so the code that
-// updates them needs no checks.
+// nil); the webhook part registers its own. The request counters exist
+// either way, so the code that updates them needs no checks.
 func newObserver(s *Server) (*observer, error) {
 	o := &observer{
 		access: s.cfg.AccessLog,
