@@ -132,14 +132,10 @@ func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Tim
 // alert settings, nil when alert mail is off.
 func (s *Server) alertMail() func(ctx context.Context, to string, copies bool, subject, body string, logAttrs ...any) {
 	a := s.cfg.Webhooks.Alert
-	if !a.enabled() {
+	if !a.Enabled() {
 		return nil
 	}
 	return func(ctx context.Context, to string, copies bool, subject, body string, logAttrs ...any) {
-		var cc []string
-		if copies {
-			cc = a.To
-		}
-		s.mail(ctx, to, cc, subject, body, logAttrs...)
+		a.Notify(ctx, s.log, s.now(), to, copies, subject, body, logAttrs...)
 	}
 }

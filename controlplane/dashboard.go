@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/display"
@@ -430,7 +431,7 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 			if tx.Hash == "" {
 				continue
 			}
-			if base := s.cfg.Webhooks.Registry.ExplorerURL; base != "" {
+			if base := s.cfg.Registry.ExplorerURL; base != "" {
 				tx.URL = strings.TrimSuffix(base, "/") + "/tx/" + url.PathEscape(tx.Hash)
 			}
 			row.Transactions = append(row.Transactions, tx)
@@ -451,8 +452,8 @@ func (s *Server) servicesView(r *http.Request, ns string) (any, error) {
 
 // webhookView is a webhook with its recent deliveries.
 type webhookView struct {
-	webhook
-	Deliveries []deliveryRecord
+	webhooks.Webhook
+	Deliveries []webhooks.Delivery
 }
 
 type servicePage struct {
@@ -474,7 +475,7 @@ func (s *Server) serviceView(r *http.Request, ns string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := servicePage{Service: svc, MaxKeys: s.cfg.MaxAPIKeys, Events: webhookEvents, WebhooksOff: s.cfg.Webhooks.rt.aead == nil}
+	v := servicePage{Service: svc, MaxKeys: s.cfg.MaxAPIKeys, Events: webhooks.Events(), WebhooksOff: !s.hooks.On()}
 	if v.Keys, err = s.store.listKeys(ctx, ns, id); err != nil {
 		return nil, err
 	}
@@ -486,16 +487,16 @@ func (s *Server) serviceView(r *http.Request, ns string) (any, error) {
 	if v.WebhooksOff {
 		return v, nil
 	}
-	hooks, err := s.store.listWebhooks(ctx, ns, id)
+	hooks, err := s.hooks.List(ctx, ns, id)
 	if err != nil {
 		return nil, err
 	}
 	for _, wh := range hooks {
-		d, err := s.store.listDeliveries(ctx, ns, id, wh.ID, recentDeliveries)
+		d, err := s.hooks.Deliveries(ctx, ns, id, wh.ID, recentDeliveries)
 		if err != nil {
 			return nil, err
 		}
-		v.Webhooks = append(v.Webhooks, webhookView{webhook: wh, Deliveries: d})
+		v.Webhooks = append(v.Webhooks, webhookView{Webhook: wh, Deliveries: d})
 	}
 	return v, nil
 }

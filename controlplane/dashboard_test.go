@@ -217,7 +217,7 @@ func TestDashboardEscapesStoredText(t *testing.T) {
 func TestDashboardRegistryTransactions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) {
-		c.Webhooks.Registry.ExplorerURL = "https://sepolia.basescan.org/"
+		c.Registry.ExplorerURL = "https://sepolia.basescan.org/"
 	})
 	owner, key := claimWorld(e)
 	ok := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)

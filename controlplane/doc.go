@@ -24,9 +24,9 @@
 //     and EdDSA): signup, login, me, logout, passkeys, settings,
 //     verification, the owner's sessions (GET /v1/auth/sessions, DELETE
 //     /v1/auth/sessions/{id}) and account deletion;
-//   - webhooks under /v1/services/{id}/webhooks (Config.Webhooks), with
-//     their recent deliveries and a test event on request (POST
-//     …/webhooks/{wid}/test);
+//   - webhooks under /v1/services/{id}/webhooks (Config.Webhooks; package
+//     webhooks), with their recent deliveries and a test event on request
+//     (POST …/webhooks/{wid}/test);
 //   - gateway pairing (Config.Gateways): pairing sessions (POST
 //     /v1/gateways/pairings), the gateway's WebSocket /v1/gateways/connect
 //     (upgrade signed by the gateway's identity, nonce recorded once the
@@ -89,13 +89,14 @@
 // and sessions, and leaves a tombstone, so the DID resolves as deactivated
 // and the name can never be registered again.
 //
-// Webhook deliveries are written by triggers into an outbox in the same
-// transaction as the claim change, then sent by Server.RunWorkers per
-// Standard Webhooks (HMAC-SHA256 signatures), leased so several instances
-// can share the queue and each webhook-id succeeds once, retried with
-// backoff within the retry window and marked failed after the threshold
-// (with an optional SMTP alert). Targets are checked at dial time, so
-// private, loopback and link-local addresses are refused even through DNS
+// Webhook deliveries (package webhooks) are written by triggers into an
+// outbox in the same transaction as the claim change, then sent by
+// Server.RunWorkers per Standard Webhooks (HMAC-SHA256 signatures), leased
+// so several instances can share the queue and each webhook-id succeeds
+// once, retried with backoff within the retry window and marked failed
+// after the threshold (with an optional SMTP alert, package alertmail).
+// Targets are checked at dial time (package webhooks/egress), so private,
+// loopback and link-local addresses are refused even through DNS
 // rebinding, and redirects are never followed. Registry writes
 // (BLOCKCHAIN_MODE; RegistryConfig) go through the Registry interface,
 // which registry/evm implements on a chain, so this package never imports

@@ -26,8 +26,6 @@ var (
 	errClaimNotFound        = errors.New("controlplane: claim not found")
 	errPendingLimit         = errors.New("controlplane: pending claim limit reached")
 	errAgentPendingLimit    = errors.New("controlplane: pending claim limit of the agent address reached")
-	errWebhookNotFound      = errors.New("controlplane: webhook not found")
-	errWebhookLimit         = errors.New("controlplane: webhook limit reached")
 	errSigninLinkInvalid    = errors.New("controlplane: sign-in link unknown, used or expired")
 )
 
@@ -66,8 +64,6 @@ var errorRules = web.Rules{
 	web.When(web.Is(errClaimNotFound), web.Code(errcode.ClaimNotFound)),
 	web.When(web.Is(errPendingLimit), web.Code(errcode.PendingLimitReached)),
 	web.When(web.Is(errAgentPendingLimit), web.Code(errcode.AgentPendingLimitReached)),
-	web.When(web.Is(errWebhookNotFound), web.Code(errcode.WebhookNotFound)),
-	web.When(web.Is(errWebhookLimit), web.Code(errcode.WebhookLimitReached)),
 	web.When(web.Is(errSigninLinkInvalid), web.Code(errcode.SigninLinkInvalid)),
 	web.When(web.IsType[*transitionError], func(err error) *apierror.Error {
 		te, _ := errors.AsType[*transitionError](err)
@@ -105,8 +101,6 @@ var (
 	errInvalidDID       = apierror.Coded(errcode.InvalidDID, "")
 	errDIDNotFound      = apierror.Coded(errcode.DIDNotFound, "")
 	errNotAcceptable    = apierror.Coded(errcode.NotAcceptable, "supported types: application/did+json, application/did+ld+json, application/json")
-	errWebhooksDisabled = apierror.Coded(errcode.WebhooksDisabled, "")
-	errWebhookURL       = apierror.Coded(errcode.WebhookURLForbidden, "")
 )
 
 // toAPIError is err's answer through errorRules and the kit.

@@ -30,8 +30,6 @@ func TestErrorTable(t *testing.T) {
 		{errClaimNotFound, errcode.ClaimNotFound},
 		{errPendingLimit, errcode.PendingLimitReached},
 		{errAgentPendingLimit, errcode.AgentPendingLimitReached},
-		{errWebhookNotFound, errcode.WebhookNotFound},
-		{errWebhookLimit, errcode.WebhookLimitReached},
 		{errSigninLinkInvalid, errcode.SigninLinkInvalid},
 		{errGatewayNotFound, errcode.GatewayNotFound},
 		{errGatewayNotPaired, errcode.GatewayNotPaired},

@@ -3,14 +3,16 @@ package controlplane
 import (
 	"context"
 	"time"
+
+	"github.com/idnhq/idn/controlplane/webhooks"
 )
 
 // Claim lifecycle event types, as delivered to webhooks.
 const (
-	EventSubmitted = "request.submitted"
-	EventApproved  = "request.approved"
-	EventRejected  = "request.rejected"
-	EventRevoked   = "request.revoked"
+	EventSubmitted = webhooks.EventSubmitted
+	EventApproved  = webhooks.EventApproved
+	EventRejected  = webhooks.EventRejected
+	EventRevoked   = webhooks.EventRevoked
 )
 
 // Event is a claim lifecycle change, published after its transaction has
@@ -39,10 +41,10 @@ type Events interface {
 func (s *Server) publish(ctx context.Context, typ string, c Claim) Claim {
 	// The request may be ending; the follow-ups must still happen.
 	ctx = context.WithoutCancel(ctx)
-	if reg := s.cfg.Webhooks.rt.registry; reg != nil {
-		reg.ClaimChanged(c.registryView())
+	if s.registry != nil {
+		s.registry.ClaimChanged(c.registryView())
 	}
-	s.wakeWorkers()
+	s.hooks.Wake()
 	if s.cfg.Events == nil {
 		return c
 	}

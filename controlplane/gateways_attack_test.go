@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/internal/pairwire"
 )
 
@@ -282,11 +283,11 @@ func TestWebhookAttackSlowReceiverHoldsNoSharedSlots(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			e.srv.deliverDue(context.Background())
+			e.srv.hooks.DeliverDue(context.Background())
 		}()
 		select {
 		case n := <-arrived:
-			if n > deliveryPerOwner {
+			if n > webhooks.SlotsPerOwner {
 				t.Errorf("the other tenant's delivery waited behind %d attempts on the slow receiver", n)
 			}
 		case <-time.After(30 * time.Second):

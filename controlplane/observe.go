@@ -24,14 +24,13 @@ type observer struct {
 	access   *slog.Logger // nil: no request log
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	webhooks *prometheus.CounterVec
 	gather   http.Handler // nil: /metrics is not served
 	token    string
 }
 
 // newObserver registers the control plane's collectors on reg (when not
-// nil). The request and webhook counters exist either way, so the code that
-// updates them needs no checks.
+// nil); the webhook part registers its own. The request counters exist
+// either way, so the code that updates them needs no checks.
 func newObserver(s *Server) (*observer, error) {
 	o := &observer{
 		access: s.cfg.AccessLog,
@@ -45,22 +44,18 @@ func newObserver(s *Server) (*observer, error) {
 			Help:    "HTTP request latency by route pattern and method.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route", "method"}),
-		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "idn_controlplane_webhook_attempts_total",
-			Help: "Webhook delivery attempts by outcome: delivered, retry (failed, will be retried) or failed (failed terminally).",
-		}, []string{"outcome"}),
 	}
 	reg := s.cfg.Metrics
 	if reg == nil {
 		return o, nil
 	}
 	cs := []prometheus.Collector{
-		o.requests, o.duration, o.webhooks,
+		o.requests, o.duration,
 		storeCollector{store: s.store},
 		s.store.db.Collector("controlplane"),
 	}
-	if r := s.cfg.Webhooks.rt.registry; r != nil {
-		cs = append(cs, r) // the registry queue
+	if s.registry != nil {
+		cs = append(cs, s.registry) // the registry queue
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/internal/pairwire"
 )
 
@@ -245,14 +246,14 @@ func TestSlowReceiverOfOneOwnerDoesNotStallOthers(t *testing.T) {
 		t.Cleanup(victim.Close)
 		e.createWebhook(mallory, e.serviceID(mallory), map[string]any{"url": tarpit.URL})
 		e.createWebhook(acme, e.serviceID(acme), map[string]any{"url": victim.URL})
-		for range 3 * deliveryParallelism {
+		for range 3 * webhooks.Slots {
 			e.signed("POST", "/v1/claims", submitBody("mallory", pubKey(newAgent(t, "mallory")), "tarpit-svc"), withKey(s.APIKeys["tarpit-svc"])).want(t, 201, "")
 		}
 		e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(s.APIKeys["github"])).want(t, 201, "")
 
 		done := make(chan int)
 		go func() {
-			n, err := e.srv.deliverDue(context.Background())
+			n, err := e.srv.hooks.DeliverDue(context.Background())
 			if err != nil {
 				t.Error(err)
 			}
@@ -263,12 +264,12 @@ func TestSlowReceiverOfOneOwnerDoesNotStallOthers(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("the other owner's delivery did not go out while the tarpit held %d requests", held.Load())
 		}
-		if n := held.Load(); n > deliveryPerOwner {
-			t.Errorf("the tarpit held %d requests at once, want at most %d", n, deliveryPerOwner)
+		if n := held.Load(); n > webhooks.SlotsPerOwner {
+			t.Errorf("the tarpit held %d requests at once, want at most %d", n, webhooks.SlotsPerOwner)
 		}
 		releaseOnce()
-		if n := <-done; n != 3*deliveryParallelism+1 {
-			t.Fatalf("attempted %d deliveries, want %d", n, 3*deliveryParallelism+1)
+		if n := <-done; n != 3*webhooks.Slots+1 {
+			t.Fatalf("attempted %d deliveries, want %d", n, 3*webhooks.Slots+1)
 		}
 	})
 }

@@ -22,9 +22,8 @@ const (
 	RegistryQueue    = registrywriter.Queue
 )
 
-// RegistryConfig selects registry writes (see registrywriter.Config). It
-// lives in WebhookConfig because, like webhooks, it is delivery of claim
-// changes to an outside system.
+// RegistryConfig selects registry writes (Config.Registry); see
+// registrywriter.Config.
 type RegistryConfig = registrywriter.Config
 
 // RegistryBacklog is the state of the registry writes a database owes.
@@ -48,7 +47,7 @@ func (c Claim) registryView() registrywriter.Claim {
 // leaves the claim as it was.
 func (s *Server) applyClaimAction(ctx context.Context, ns, id, action string, now time.Time) (Claim, error) {
 	cutoff := now.Add(-s.cfg.PendingExpiry)
-	r := s.cfg.Webhooks.rt.registry
+	r := s.registry
 	if r == nil || !r.Sync() || action == "reject" {
 		return s.store.transition(ctx, ns, id, action, cutoff, now)
 	}
@@ -98,7 +97,7 @@ func (s *Server) applyClaimAction(ctx context.Context, ns, id, action string, no
 // namespaceCreated tells the registry writer, if any, that sign-up
 // created namespace ns.
 func (s *Server) namespaceCreated(ctx context.Context, ns string) {
-	if r := s.cfg.Webhooks.rt.registry; r != nil {
+	if r := s.registry; r != nil {
 		r.NamespaceCreated(ctx, ns)
 	}
 }

@@ -120,7 +120,7 @@ func (f *fakeRegistry) registered(name string) bool {
 }
 
 func withRegistry(mode string, backend Registry) func(*Config) {
-	return func(c *Config) { c.Webhooks.Registry = RegistryConfig{Mode: mode, Backend: backend} }
+	return func(c *Config) { c.Registry = RegistryConfig{Mode: mode, Backend: backend} }
 }
 
 // claimHashes reads a claim's hashes from the owner listing.
@@ -161,7 +161,7 @@ func (e *env) submitted(key string) string {
 
 func (e *env) runRegistry() {
 	e.t.Helper()
-	if err := e.srv.cfg.Webhooks.rt.registry.RunDue(context.Background()); err != nil {
+	if err := e.srv.registry.RunDue(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -170,16 +170,16 @@ func TestRegistryModeNeedsBackend(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, storeConfig(t, ProviderSQLite))
 	for _, mode := range []string{RegistrySync, RegistryMemory, RegistryQueue} {
-		_, err := New(Config{Store: st, JWTSecret: testSecret, Webhooks: WebhookConfig{Registry: RegistryConfig{Mode: mode}}})
+		_, err := New(Config{Store: st, JWTSecret: testSecret, Registry: RegistryConfig{Mode: mode}})
 		if err == nil || !strings.Contains(err.Error(), "needs a registry backend") {
 			t.Fatalf("mode %s without backend: %v", mode, err)
 		}
 	}
-	if _, err := New(Config{Store: st, JWTSecret: testSecret, Webhooks: WebhookConfig{Registry: RegistryConfig{Mode: "chain", Backend: newFakeRegistry()}}}); err == nil {
+	if _, err := New(Config{Store: st, JWTSecret: testSecret, Registry: RegistryConfig{Mode: "chain", Backend: newFakeRegistry()}}); err == nil {
 		t.Fatal("unknown mode accepted")
 	}
 	for _, mode := range []string{"", RegistryDisabled} {
-		if _, err := New(Config{Store: st, JWTSecret: testSecret, Webhooks: WebhookConfig{Registry: RegistryConfig{Mode: mode}}}); err != nil {
+		if _, err := New(Config{Store: st, JWTSecret: testSecret, Registry: RegistryConfig{Mode: mode}}); err != nil {
 			t.Fatalf("mode %q: %v", mode, err)
 		}
 	}
@@ -326,7 +326,7 @@ func TestRegistryQueue(t *testing.T) {
 
 		t.Run("given up after MaxAttempts", func(t *testing.T) {
 			e3 := newEnv(t, openStore(t, sc), func(c *Config) {
-				c.Webhooks.Registry = RegistryConfig{Mode: RegistryQueue, Backend: reg, MaxAttempts: 2, RetryWindow: time.Hour}
+				c.Registry = RegistryConfig{Mode: RegistryQueue, Backend: reg, MaxAttempts: 2, RetryWindow: time.Hour}
 			})
 			id := e3.submitted(e.apiKeys["github"])
 			e3.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")

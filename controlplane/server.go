@@ -7,6 +7,7 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/signed"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/controlplane/ownerauth"
+	"github.com/idnhq/idn/controlplane/registrywriter"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/bodybudget"
@@ -153,8 +155,12 @@ type Config struct {
 
 	// Auth configures passkey accounts (WebAuthn), see AuthConfig.
 	Auth AuthConfig
-	// Webhooks configures webhook delivery, see WebhookConfig.
+	// Webhooks configures webhook delivery and alert e-mail, see
+	// WebhookConfig.
 	Webhooks WebhookConfig
+	// Registry selects registry writes (BLOCKCHAIN_MODE) and their
+	// backend, see RegistryConfig. The zero value writes nothing.
+	Registry RegistryConfig
 	// Gateways configures gateway pairing, see GatewayConfig.
 	Gateways GatewayConfig
 }
@@ -174,6 +180,8 @@ type Server struct {
 	mux      *routeMux
 	obs      *observer
 	tracer   tracing.Tracer
+	hooks    *webhooks.Manager
+	registry *registrywriter.Writer // nil: registry writes disabled
 }
 
 // New validates cfg and returns the API handler.
@@ -347,7 +355,7 @@ func (s *Server) routes() {
 		m.HandleFunc("POST /v1/test/seed", s.seed)
 	}
 	s.accounts.Routes(m)
-	s.webhookRoutes(m)
+	s.hooks.Routes(m)
 	s.gatewayRoutes(m)
 	s.dashboardRoutes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idnhq/idn/controlplane/webhooks"
 )
 
 var testWebhookKey = []byte("webhook-secret-encryption-key-32")
@@ -44,6 +46,23 @@ func forEachEngineWith(t *testing.T, mod func(*Config), fn func(t *testing.T, e 
 	}
 }
 
+// payload is the Standard Webhooks body of a claim event, as a receiver
+// reads it.
+type payload struct {
+	Type      string `json:"type"`
+	Timestamp string `json:"timestamp"`
+	Data      struct {
+		ClaimID   string `json:"claim_id"`
+		Namespace string `json:"namespace"`
+		Service   string `json:"service"`
+		PublicKey string `json:"public_key"`
+		Subject   string `json:"subject"`
+		AgentID   string `json:"agent_id"`
+		AgentName string `json:"agent_name"`
+		Status    string `json:"status"`
+	} `json:"data"`
+}
+
 // receiver is a webhook endpoint that verifies Standard Webhooks
 // signatures independently of the sender's code and counts what it
 // accepted per webhook-id.
@@ -53,13 +72,13 @@ type receiver struct {
 	mu     sync.Mutex
 	secret string
 	got    map[string]int
-	bodies map[string]webhookPayload
+	bodies map[string]payload
 	bad    int
 	times  []string
 }
 
 func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{got: map[string]int{}, bodies: map[string]webhookPayload{}}
+	rc := &receiver{got: map[string]int{}, bodies: map[string]payload{}}
 	rc.ts = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.ts.Close)
 	return rc
@@ -90,7 +109,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		got, derr := base64.StdEncoding.DecodeString(b64)
 		ok = ok || (v == "v1" && derr == nil && hmac.Equal(got, want))
 	}
-	var p webhookPayload
+	var p payload
 	if err != nil || !ok || id == "" || json.Unmarshal(body, &p) != nil || r.Header.Get("Content-Type") != "application/json" {
 		rc.bad++
 		http.Error(w, "bad signature", http.StatusUnauthorized)
@@ -160,7 +179,7 @@ func (e *env) advanceTo(at time.Time) {
 
 func (e *env) deliverDue() int {
 	e.t.Helper()
-	n, err := e.srv.deliverDue(context.Background())
+	n, err := e.srv.hooks.DeliverDue(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -211,16 +230,6 @@ func TestWebhookCRUD(t *testing.T) {
 		if strings.Contains(stored, secret) || strings.Contains(stored, base64.StdEncoding.EncodeToString(key)) {
 			t.Fatal("secret stored in clear")
 		}
-
-		t.Run("ciphertext bound to its webhook", func(t *testing.T) {
-			rt := e.srv.cfg.Webhooks.rt
-			if got, err := rt.openSecret(id, stored); err != nil || got != secret {
-				t.Fatalf("open = %q, %v", got, err)
-			}
-			if _, err := rt.openSecret("whk_other", stored); err == nil {
-				t.Fatal("ciphertext opened under another webhook id")
-			}
-		})
 
 		supplied := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a-supplied-secret-of-32-bytes!!!"))
 		two := e.do("POST", base, map[string]any{"url": "https://b.example.com/", "events": []string{EventRevoked}, "secret": supplied}, owner).
@@ -315,7 +324,7 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 				t.Fatalf("attempt %d: delivered %d, want 1", attempt, n)
 			}
 			state, attempts, next := e.deliveryState(id)
-			if state != deliveryPending || attempts != attempt {
+			if state != "pending" || attempts != attempt {
 				t.Fatalf("after attempt %d: state %s, attempts %d", attempt, state, attempts)
 			}
 			delays = append(delays, next.Sub(e.srv.now()))
@@ -343,7 +352,7 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 			!strings.HasPrefix(p.Data.PublicKey, "ed25519:") || p.Timestamp == "" {
 			t.Fatalf("payload = %+v", p)
 		}
-		if state, attempts, _ := e.deliveryState(id); state != deliveryDelivered || attempts != 4 {
+		if state, attempts, _ := e.deliveryState(id); state != "delivered" || attempts != 4 {
 			t.Fatalf("final state %s after %d attempts", state, attempts)
 		}
 		e.advanceTo(e.srv.now().Add(48 * time.Hour))
@@ -356,10 +365,10 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 			t.Fatalf("deliveries listing leaks the secret or URL: %s", list.body)
 		}
 		var out struct {
-			Deliveries []deliveryRecord `json:"deliveries"`
+			Deliveries []webhooks.Delivery `json:"deliveries"`
 		}
 		json.Unmarshal(list.body, &out)
-		if len(out.Deliveries) != 1 || out.Deliveries[0].Status != deliveryDelivered || len(out.Deliveries[0].AttemptLog) != 4 {
+		if len(out.Deliveries) != 1 || out.Deliveries[0].Status != "delivered" || len(out.Deliveries[0].AttemptLog) != 4 {
 			t.Fatalf("deliveries = %s", list.body)
 		}
 		for i, a := range out.Deliveries[0].AttemptLog {
@@ -414,9 +423,14 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 			key := e2.do("POST", "/v1/services/"+e2.serviceID(owner)+"/keys", nil, owner).want(t, 201, "").json(t)["api_key"].(map[string]any)["key"].(string)
 			c := e2.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)
 			e2.do("POST", "/v1/claims/"+c["claim_id"].(string)+"/approve", nil, owner).want(t, 200, "")
-			leased, err := e2.st.claimDeliveries(context.Background(), "lease_dead", 10, 10, nil, e2.srv.now(), 5*time.Minute)
-			if err != nil || len(leased) != 1 {
-				t.Fatalf("lease: %v, %v", leased, err)
+			// The dead worker's lease, as the worker would have taken it.
+			var leased string
+			if err := e2.st.db.QueryRowContext(context.Background(), `SELECT id FROM webhook_deliveries WHERE state = 'pending'`).Scan(&leased); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e2.st.db.Exec(context.Background(), `UPDATE webhook_deliveries SET lease_token = 'lease_dead', lease_until = $2 WHERE id = $1`,
+				leased, sqldb.Micros(e2.srv.now().Add(5*time.Minute))); err != nil {
+				t.Fatal(err)
 			}
 			e3 := newEnv(t, openStore(t, sc), withWebhooks(nil))
 			e3.offset.Store(e2.offset.Load())
@@ -427,11 +441,7 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 			if n := e3.deliverDue(); n != 1 {
 				t.Fatalf("expired lease not taken over (%d)", n)
 			}
-			// The dead worker's late completion is refused.
-			if _, ok, err := e2.st.finishAttempt(context.Background(), leased[0].ID, "lease_dead", attemptOutcome{At: e2.srv.now(), Delivered: true}); ok || err != nil {
-				t.Fatalf("stale lease completed: ok %v, err %v", ok, err)
-			}
-			if got, _ := rc.counts(); got[leased[0].ID] != 1 || len(got) != 2 {
+			if got, _ := rc.counts(); got[leased] != 1 || len(got) != 2 {
 				t.Fatalf("receiver got %v", got)
 			}
 		})
@@ -462,7 +472,7 @@ func TestWebhookConcurrentWorkers(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := w.srv.deliverDue(context.Background()); err != nil {
+				if _, err := w.srv.hooks.DeliverDue(context.Background()); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -501,7 +511,7 @@ func TestWebhookTerminalFailure(t *testing.T) {
 				t.Fatalf("attempt %d: %d attempted", attempt, n)
 			}
 			state, attempts, next := e.deliveryState(id)
-			if state == deliveryFailed {
+			if state == "failed" {
 				if attempts != 4 {
 					t.Fatalf("failed after %d attempts, want the threshold 4", attempts)
 				}
@@ -534,12 +544,12 @@ func TestWebhookTerminalFailure(t *testing.T) {
 		}
 
 		t.Run("owner opted out", func(t *testing.T) {
-			e.st.db.Exec(context.Background(), `UPDATE accounts SET webhook_failures_notify = 0 WHERE id = (SELECT owner_id FROM namespaces WHERE namespace = 'acme')`)
-			e.srv.alertFailure(context.Background(), delivery{ID: "msg_x", Claim: Claim{Service: "github"}}, 4, attemptOutcome{})
-			select {
-			case m := <-mails:
-				t.Fatalf("mail sent despite the setting: %q", m)
-			default:
+			e.do("PATCH", "/v1/auth/settings", map[string]bool{"webhook_failures_notify": false}, owner).want(t, 200, "")
+			if _, wanted, err := e.srv.webhookAlertAddress(context.Background(), "acme"); wanted || err != nil {
+				t.Fatalf("alerts still wanted (%v)", err)
+			}
+			if addr, wanted, err := e.srv.webhookAlertAddress(context.Background(), "gone"); addr != "" || !wanted || err != nil {
+				t.Fatalf("a deleted owner's alerts: %q, %v, %v; want the operator copies", addr, wanted, err)
 			}
 		})
 	})
@@ -649,93 +659,11 @@ func TestWebhookDeleteCancelsQueued(t *testing.T) {
 	whID, _, _, id, owner := approvedDelivery(e, rc.ts.URL)
 	e.deliverDue()
 	e.do("DELETE", "/v1/services/"+e.serviceID(owner)+"/webhooks/"+whID, nil, owner).want(t, 204, "")
-	if state, _, _ := e.deliveryState(id); state != deliveryCanceled {
+	if state, _, _ := e.deliveryState(id); state != "canceled" {
 		t.Fatalf("state = %s", state)
 	}
 	e.advanceTo(e.srv.now().Add(48 * time.Hour))
 	if n := e.deliverDue(); n != 0 {
 		t.Fatal("canceled delivery attempted")
 	}
-}
-
-func TestBackoffDelay(t *testing.T) {
-	t.Parallel()
-	window := 24 * time.Hour
-	var sum time.Duration
-	prev := time.Duration(0)
-	for failed := 1; failed < 10; failed++ {
-		d := backoffDelay(failed, 10, window)
-		if d <= 0 || d < prev {
-			t.Fatalf("delay %d = %v after %v", failed, d, prev)
-		}
-		prev = d
-		sum += d
-	}
-	if sum > window {
-		t.Fatalf("nine delays sum to %v, beyond the %v window", sum, window)
-	}
-	if backoffDelay(10, 10, window) != 0 || backoffDelay(1, 1, window) != 0 {
-		t.Fatal("no delay expected at the threshold")
-	}
-	if d := backoffDelay(99, 200, window); d > window {
-		t.Fatalf("huge attempt count gave %v", d)
-	}
-	// A retry that would land outside the window is not scheduled.
-	rt := &webhookRuntime{window: time.Hour, threshold: 10}
-	now := time.Now()
-	if next := rt.nextAttempt(1, now.Add(-time.Hour+time.Second), now); !next.IsZero() {
-		t.Fatalf("retry scheduled at %v, past the window", next)
-	}
-	if next := rt.nextAttempt(1, now, now); next.IsZero() || next.Sub(now) > time.Hour {
-		t.Fatalf("first retry at %v", next)
-	}
-}
-
-// TestWebhookSignatureVector checks signWebhook against the Standard
-// Webhooks reference example.
-func TestWebhookSignatureVector(t *testing.T) {
-	t.Parallel()
-	key, _ := base64.StdEncoding.DecodeString("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	got := signWebhook(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", []byte(`{"test": 2432232314}`))
-	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
-		t.Fatalf("signature = %s, want %s", got, want)
-	}
-}
-
-// BenchmarkWebhookDelivery measures one delivery pass end to end on SQLite:
-// lease, decrypt, sign, POST to a local receiver, record the attempt.
-func BenchmarkWebhookDelivery(b *testing.B) {
-	st := openStore(b, storeConfig(b, ProviderSQLite))
-	srv, err := New(Config{Store: st, JWTSecret: testSecret, MaxPendingClaims: 1 << 30,
-		Webhooks: WebhookConfig{SecretKey: testWebhookKey, AllowPrivateTargets: true}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
-	defer receiver.Close()
-	ctx := context.Background()
-	now := time.Now()
-	if err := st.ensureNamespace(ctx, "acme", now); err != nil {
-		b.Fatal(err)
-	}
-	svc, _, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", DefaultMaxServices, now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	wh := webhook{ID: newID("whk_"), ServiceID: svc.ID, URL: receiver.URL, Events: webhookEvents}
-	if _, err := st.createWebhook(ctx, "acme", wh, srv.cfg.Webhooks.rt.sealSecret(wh.ID, newWebhookSecret()), 5, now); err != nil {
-		b.Fatal(err)
-	}
-	for i := 0; i < b.N; i++ {
-		pub := pubKey(newAgent(b, "acme"))
-		if _, _, err := st.submitClaim(ctx, Claim{Namespace: "acme", PublicKey: pub, Service: "github"}, pendingBudget{perService: 1 << 30, perAgent: 1 << 30}, now.Add(-time.Hour), now); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ResetTimer()
-	n, err := srv.deliverDue(ctx)
-	if err != nil || n != b.N {
-		b.Fatalf("delivered %d of %d: %v", n, b.N, err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
 }

@@ -76,7 +76,7 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 	cfg.AccessLog = log.With("log", "access")
 	cfg.Metrics = prometheus.NewRegistry()
 	cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if cfg.Webhooks.Registry.Mode != controlplane.RegistryDisabled {
+	if cfg.Registry.Mode != controlplane.RegistryDisabled {
 		chain := s.chain.evm
 		chain.Logger = log
 		backend, err := evm.New(ctx, chain) // refuses an endpoint on another chain
@@ -85,8 +85,8 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 			return err
 		}
 		defer backend.Close()
-		cfg.Webhooks.Registry.Backend = backend
-		cfg.Webhooks.Registry.ExplorerURL = s.chain.explorer
+		cfg.Registry.Backend = backend
+		cfg.Registry.ExplorerURL = s.chain.explorer
 		cfg.Metrics.MustRegister(backend.Collectors()...)
 	}
 	api, err := controlplane.New(cfg)
@@ -104,7 +104,7 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(api.CloseGateways) // Shutdown neither closes nor waits for WebSockets
-	if cfg.Webhooks.Registry.Mode == controlplane.RegistrySync {
+	if cfg.Registry.Mode == controlplane.RegistrySync {
 		// An owner's approval waits for its write's receipt (up to 60 s)
 		// before it answers.
 		srv.WriteTimeout = 2 * time.Minute

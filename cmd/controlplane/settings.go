@@ -64,7 +64,7 @@ func readSettings(r *envconf.Reader, getenv func(string) string) settings {
 	c.MetricsToken = r.Secret("CONTROLPLANE_METRICS_TOKEN",
 		"bearer token that lets a remote scraper read /metrics (loopback clients need none); unset: loopback only")
 	c.Webhooks = readWebhooks(r, webhookKey)
-	c.Webhooks.Registry, s.chain = readRegistry(r)
+	c.Registry, s.chain = readRegistry(r)
 	return s
 }
 

@@ -1,6 +1,7 @@
 package ownerauth
 
 import (
+	"github.com/idnhq/idn/controlplane/alertmail"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 
@@ -128,7 +129,7 @@ func (a *Accounts) updateSettings(w http.ResponseWriter, r *http.Request, ns str
 		apierror.Write(w, r, web.Validation("nothing to update: give email, email_notifications and/or webhook_failures_notify"))
 		return
 	}
-	if in.Email != nil && *in.Email != "" && !web.ValidMailbox(*in.Email) {
+	if in.Email != nil && *in.Email != "" && !alertmail.ValidAddress(*in.Email) {
 		apierror.Write(w, r, web.Validation("email must be one e-mail address (name@example.com), at most 254 characters, or empty to remove it").With("field", "email"))
 		return
 	}

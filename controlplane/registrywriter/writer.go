@@ -24,7 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idnhq/idn/controlplane/internal/retry"
+	"github.com/idnhq/idn/controlplane/internal/backoff"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 )
 
@@ -353,7 +353,7 @@ func (w *Writer) attempt(ctx context.Context, t task, token string, j jobState) 
 	werr := w.write(ctx, t)
 	next := time.Time{}
 	if werr != nil {
-		if d := retry.Delay(j.failed+1, w.threshold, w.window); d != 0 && !now.Add(d).After(j.queued.Add(w.window)) {
+		if d := backoff.Delay(j.failed+1, w.threshold, w.window); d != 0 && !now.Add(d).After(j.queued.Add(w.window)) {
 			next = now.Add(d)
 		}
 	}
@@ -409,7 +409,7 @@ func (w *Writer) finishMemory(ctx context.Context, t task, err error) {
 	}
 	j.failed++
 	now := w.now()
-	d := retry.Delay(j.failed, w.threshold, w.window)
+	d := backoff.Delay(j.failed, w.threshold, w.window)
 	if d == 0 || now.Add(d).After(j.queued.Add(w.window)) {
 		delete(w.pending, t)
 		w.log.ErrorContext(ctx, "registry write given up", "subject", t.subject, "op", t.op, "attempts", j.failed, "err", err)

@@ -69,10 +69,8 @@ func newPlane(t testing.TB, c *chain, sc controlplane.StoreConfig, mode string, 
 		JWTSecret:     []byte("registry-test-secret-of-32-bytes!!"),
 		TestSeedToken: "seed",
 		Clock:         clk.now,
-		Webhooks: controlplane.WebhookConfig{
-			PollInterval: 20 * time.Millisecond,
-			Registry:     controlplane.RegistryConfig{Mode: mode, Backend: p.backend, Timeout: 30 * time.Second},
-		},
+		Webhooks:      controlplane.WebhookConfig{PollInterval: 20 * time.Millisecond},
+		Registry:      controlplane.RegistryConfig{Mode: mode, Backend: p.backend, Timeout: 30 * time.Second},
 	}
 	for _, f := range extra {
 		f(&cfg)
@@ -584,8 +582,8 @@ func TestQueueHashRecordFailsAfterMinedWrite(t *testing.T) {
 	defer side.Close()
 	f := &failingHashRecord{db: side, injected: make(chan struct{})}
 	p := newPlane(t, c, sc, controlplane.RegistryQueue, contract, clk, func(cfg *controlplane.Config) {
-		f.Registry = cfg.Webhooks.Registry.Backend
-		cfg.Webhooks.Registry.Backend = f
+		f.Registry = cfg.Registry.Backend
+		cfg.Registry.Backend = f
 	})
 	w := p.seed(1)
 	cl := w.claims[0]

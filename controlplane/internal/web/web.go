@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/mail"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -190,13 +189,6 @@ func OwnNamespace(w http.ResponseWriter, r *http.Request, owner string) (string,
 		return "", false
 	}
 	return ns, true
-}
-
-// ValidMailbox reports whether addr is one bare e-mail address
-// (name@example.com, no display name), at most 254 bytes.
-func ValidMailbox(addr string) bool {
-	m, err := mail.ParseAddress(addr)
-	return err == nil && m.Name == "" && m.Address == addr && len(addr) <= 254 && !strings.ContainsAny(addr, "\r\n")
 }
 
 // ClientKey names the client of r in rate-limit keys: its address, or

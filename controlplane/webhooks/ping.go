@@ -1,22 +1,16 @@
-package controlplane
+package webhooks
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/idnhq/idn/controlplane/internal/sqldb"
-	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/internal/apierror"
 )
-
-// EventWebhookTest is the event type of a test delivery, sent on the
-// owner's request (POST /v1/services/{id}/webhooks/{wid}/test) so a
-// receiver can be checked without changing a claim. Its data carries the
-// namespace and service; the claim fields are empty.
-const EventWebhookTest = "webhook.test"
 
 // testWebhook is POST /v1/services/{id}/webhooks/{wid}/test: it queues one
 // test delivery to the webhook, whatever events it subscribes to, and
@@ -25,28 +19,28 @@ const EventWebhookTest = "webhook.test"
 // outcome appears in the webhook's deliveries. The delivery queue is
 // shared by every owner, so a webhook holds one pending test delivery at
 // most: another is 429 RATE_LIMITED until it is delivered or given up.
-func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, owner string) {
-	id, err := s.store.queueTestDelivery(r.Context(), owner, r.PathValue("id"), r.PathValue("wid"), s.now())
+func (m *Manager) testWebhook(w http.ResponseWriter, r *http.Request, owner string) {
+	id, err := m.store.queueTestDelivery(r.Context(), owner, r.PathValue("id"), r.PathValue("wid"), m.kit.Now())
 	if errors.Is(err, errTestQueued) {
-		apierror.Write(w, r, web.RateLimited(s.cfg.Webhooks.Timeout))
+		apierror.Write(w, r, web.RateLimited(m.cfg.Timeout))
 		return
 	}
 	if err != nil {
-		s.writeErr(w, r, err)
+		m.error(w, r, err)
 		return
 	}
-	s.wakeWorkers()
-	apierror.WriteJSON(w, http.StatusAccepted, map[string]string{"delivery_id": id, "event_type": EventWebhookTest})
+	m.Wake()
+	apierror.WriteJSON(w, http.StatusAccepted, map[string]string{"delivery_id": id, "event_type": EventTest})
 }
 
 // errTestQueued refuses a test delivery while the webhook has one pending.
-var errTestQueued = errors.New("controlplane: a test delivery of the webhook is already queued")
+var errTestQueued = errors.New("webhooks: a test delivery of the webhook is already queued")
 
 // queueTestDelivery writes a pending webhook.test delivery of webhook wid
 // of owner's service serviceID, with the same snapshot of URL and sealed
 // secret that the claim triggers take, unless one is pending already
 // (errTestQueued).
-func (s *Store) queueTestDelivery(ctx context.Context, owner, serviceID, wid string, now time.Time) (string, error) {
+func (s *store) queueTestDelivery(ctx context.Context, owner, serviceID, wid string, now time.Time) (string, error) {
 	id := newID("msg_")
 	lock := ""
 	if s.db.PG() {
@@ -63,7 +57,7 @@ func (s *Store) queueTestDelivery(ctx context.Context, owner, serviceID, wid str
 		}
 		var queued int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = $1 AND event_type = $2 AND state = 'pending'`,
-			wid, EventWebhookTest).Scan(&queued); err != nil {
+			wid, EventTest).Scan(&queued); err != nil {
 			return sqldb.Err("count test deliveries", err)
 		}
 		if queued > 0 {
@@ -74,7 +68,7 @@ func (s *Store) queueTestDelivery(ctx context.Context, owner, serviceID, wid str
 				state, attempts, next_attempt_at, created_at)
 			SELECT $1, w.id, w.url, w.secret, $2, $3, '', s.owner, s.slug, '', '', '', '', '', 'pending', 0, $3, $3
 			FROM webhooks w JOIN services s ON s.id = w.service_id WHERE w.id = $4`,
-			id, EventWebhookTest, sqldb.Micros(now), wid)
+			id, EventTest, sqldb.Micros(now), wid)
 		return sqldb.Err("queue test delivery", err)
 	})
 	return id, err

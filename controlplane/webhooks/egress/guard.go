@@ -1,4 +1,4 @@
-package controlplane
+package egress
 
 import (
 	"context"
@@ -14,11 +14,8 @@ import (
 	"github.com/idnhq/idn/internal/display"
 )
 
-// errForbiddenTarget is a webhook destination refused by the SSRF guard.
-var errForbiddenTarget = errors.New("controlplane: webhook target is a private or special-use address")
-
 // forbiddenPrefixes are the special-use ranges (IANA IPv4 and IPv6
-// special-purpose registries) that are never webhook targets unless private
+// special-purpose registries) that are never targets unless private
 // targets are allowed. Loopback, link-local, multicast and unspecified are
 // caught by the netip predicates before this list is consulted.
 var forbiddenPrefixes = mustPrefixes(
@@ -65,7 +62,7 @@ var (
 	sixToFour   = netip.MustParsePrefix("2002::/16")
 )
 
-// publicAddr reports whether ip may be a webhook target: a global unicast
+// publicAddr reports whether ip may be a target: a global unicast
 // address outside every special-use range. IPv4-mapped IPv6 is judged as
 // the IPv4 address it carries; NAT64 and 6to4 addresses are judged by
 // their embedded IPv4 address as well.
@@ -92,17 +89,19 @@ func publicAddr(ip netip.Addr) bool {
 	return true
 }
 
-// maxWebhookURL bounds stored webhook URLs.
-const maxWebhookURL = 2048
+// MaxURL bounds the length of a target URL.
+const MaxURL = 2048
 
-// validateWebhookURL checks a webhook URL given by an owner: absolute http
-// or https, a host, no credentials, no fragment, at most 2048 bytes. A host
-// that is an IP literal must be public unless allowPrivate; host names are
-// checked when they are dialled (every time), since what they resolve to
-// can change.
-func validateWebhookURL(raw string, allowPrivate bool) error {
-	if len(raw) > maxWebhookURL {
-		return fmt.Errorf("url must be at most %d bytes", maxWebhookURL)
+// CheckURL checks a target URL given by a user: absolute http or https, a
+// host, no credentials, no fragment, at most MaxURL bytes. A host that is
+// an IP literal must be public unless allowPrivate (else ErrForbidden, as
+// for localhost names); host names are checked when they are dialled
+// (every time), since what they resolve to can change. Other errors
+// describe the problem in words fit for the user, without the package
+// prefix.
+func CheckURL(raw string, allowPrivate bool) error {
+	if len(raw) > MaxURL {
+		return fmt.Errorf("url must be at most %d bytes", MaxURL)
 	}
 	if strings.ContainsFunc(raw, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
 		return errors.New("url must not contain spaces or control characters")
@@ -134,7 +133,7 @@ func validateWebhookURL(raw string, allowPrivate bool) error {
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !allowPrivate && !publicAddr(ip) {
-			return errForbiddenTarget
+			return ErrForbidden
 		}
 		return nil
 	}
@@ -144,7 +143,7 @@ func validateWebhookURL(raw string, allowPrivate bool) error {
 	// RFC 6761 reserves localhost names for loopback; refusing them here
 	// only gives an earlier, clearer answer than the dial-time check.
 	if h := strings.ToLower(strings.TrimSuffix(host, ".")); !allowPrivate && (h == "localhost" || strings.HasSuffix(h, ".localhost")) {
-		return errForbiddenTarget
+		return ErrForbidden
 	}
 	return nil
 }
@@ -166,10 +165,10 @@ func parsePort(p string) (int, error) {
 	return n, nil
 }
 
-// targetGuard dials webhook targets. Every connection's peer address is
-// checked in the dialer's Control hook, after name resolution and right
-// before connect, so a name that resolves to a public address when the
-// webhook is saved and to a private one later (DNS rebinding) is refused.
+// targetGuard dials targets. Every connection's peer address is checked
+// in the dialer's Control hook, after name resolution and right before
+// connect, so a name that resolves to a public address when the target is
+// saved and to a private one later (DNS rebinding) is refused.
 type targetGuard struct {
 	allowPrivate bool
 	resolver     *dohResolver // nil: the system resolver
@@ -189,10 +188,10 @@ func (g *targetGuard) control(network, address string, _ syscall.RawConn) error 
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: unparseable address", errForbiddenTarget)
+		return fmt.Errorf("%w: unparseable address", ErrForbidden)
 	}
 	if !publicAddr(ap.Addr()) {
-		return fmt.Errorf("%w: %s", errForbiddenTarget, ap.Addr().Unmap())
+		return fmt.Errorf("%w: %s", ErrForbidden, ap.Addr().Unmap())
 	}
 	return nil
 }

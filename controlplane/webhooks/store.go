@@ -1,15 +1,20 @@
-package controlplane
+package webhooks
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 )
+
+// store holds the webhooks and their outbox. It reads the services table
+// for ownership: a webhook belongs to a service, a service to a namespace.
+type store struct{ db *sqldb.DB }
 
 // Delivery states.
 const (
@@ -25,9 +30,9 @@ func decodeEvents(s string) []string { return strings.Split(strings.Trim(s, ",")
 
 const webhookColumns = `id, service_id, url, events, created_at, updated_at`
 
-func scanWebhook(row interface{ Scan(...any) error }) (webhook, error) {
+func scanWebhook(row interface{ Scan(...any) error }) (Webhook, error) {
 	var (
-		wh               webhook
+		wh               Webhook
 		events           string
 		created, updated int64
 	)
@@ -39,7 +44,7 @@ func scanWebhook(row interface{ Scan(...any) error }) (webhook, error) {
 // createWebhook stores a webhook of one of owner's services, refusing when
 // the service already has max webhooks. The service row is locked so the
 // limit holds under concurrency.
-func (s *Store) createWebhook(ctx context.Context, owner string, wh webhook, sealed string, max int, now time.Time) (webhook, error) {
+func (s *store) createWebhook(ctx context.Context, owner string, wh Webhook, sealed string, max int, now time.Time) (Webhook, error) {
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var id string
 		err := tx.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`+s.db.ForUpdate(), wh.ServiceID, owner).Scan(&id)
@@ -64,16 +69,20 @@ func (s *Store) createWebhook(ctx context.Context, owner string, wh webhook, sea
 	return wh, err
 }
 
-func (s *Store) listWebhooks(ctx context.Context, owner, serviceID string) ([]webhook, error) {
-	if _, err := s.service(ctx, owner, serviceID); err != nil {
-		return nil, err
+func (s *store) listWebhooks(ctx context.Context, owner, serviceID string) ([]Webhook, error) {
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`, serviceID, owner).Scan(new(string))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errServiceNotFound
+	}
+	if err != nil {
+		return nil, sqldb.Err("service", err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE service_id = $1 ORDER BY created_at, id`, serviceID)
 	if err != nil {
 		return nil, sqldb.Err("list webhooks", err)
 	}
 	defer rows.Close()
-	out := []webhook{}
+	out := []Webhook{}
 	for rows.Next() {
 		wh, err := scanWebhook(rows)
 		if err != nil {
@@ -86,7 +95,7 @@ func (s *Store) listWebhooks(ctx context.Context, owner, serviceID string) ([]we
 
 // webhook returns webhook wid of service serviceID of owner; anything else
 // is reported as absent.
-func (s *Store) webhook(ctx context.Context, owner, serviceID, wid string) (webhook, error) {
+func (s *store) webhook(ctx context.Context, owner, serviceID, wid string) (Webhook, error) {
 	wh, err := scanWebhook(s.db.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks
 		WHERE id = $1 AND service_id = $2 AND service_id IN (SELECT id FROM services WHERE owner = $3)`, wid, serviceID, owner))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -95,9 +104,9 @@ func (s *Store) webhook(ctx context.Context, owner, serviceID, wid string) (webh
 	return wh, sqldb.Err("webhook", err)
 }
 
-func (s *Store) updateWebhook(ctx context.Context, owner, serviceID, wid string, url *string, events *[]string, now time.Time) (webhook, error) {
+func (s *store) updateWebhook(ctx context.Context, owner, serviceID, wid string, url *string, events *[]string, now time.Time) (Webhook, error) {
 	if _, err := s.webhook(ctx, owner, serviceID, wid); err != nil {
-		return webhook{}, err
+		return Webhook{}, err
 	}
 	sets := []string{"updated_at = $2"}
 	args := []any{wid, sqldb.Micros(now)}
@@ -119,7 +128,7 @@ func (s *Store) updateWebhook(ctx context.Context, owner, serviceID, wid string,
 
 // deleteWebhook removes a webhook and cancels its pending deliveries in one
 // transaction.
-func (s *Store) deleteWebhook(ctx context.Context, owner, serviceID, wid string, now time.Time) error {
+func (s *store) deleteWebhook(ctx context.Context, owner, serviceID, wid string, now time.Time) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = $1 AND service_id = $2
 			AND service_id IN (SELECT id FROM services WHERE owner = $3)`, wid, serviceID, owner)
@@ -135,24 +144,24 @@ func (s *Store) deleteWebhook(ctx context.Context, owner, serviceID, wid string,
 	})
 }
 
-// deliveryRecord is a delivery as its owner sees it (no URL, no secret).
-type deliveryRecord struct {
-	ID             string          `json:"id"`
-	EventType      string          `json:"event_type"`
-	ClaimID        string          `json:"claim_id"`
-	Status         string          `json:"status"`
-	Attempts       int             `json:"attempts"`
-	CreatedAt      time.Time       `json:"created_at"`
-	NextAttemptAt  *time.Time      `json:"next_attempt_at,omitempty"`
-	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
-	LastStatusCode *int            `json:"last_status_code,omitempty"`
-	LastError      string          `json:"last_error,omitempty"`
-	AttemptLog     []attemptRecord `json:"attempt_log"`
+// Delivery is a delivery as its owner sees it (no URL, no secret).
+type Delivery struct {
+	ID             string     `json:"id"`
+	EventType      string     `json:"event_type"`
+	ClaimID        string     `json:"claim_id"`
+	Status         string     `json:"status"`
+	Attempts       int        `json:"attempts"`
+	CreatedAt      time.Time  `json:"created_at"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	LastStatusCode *int       `json:"last_status_code,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	AttemptLog     []Attempt  `json:"attempt_log"`
 }
 
-// attemptRecord is one attempt: status_code is absent when no response
-// arrived.
-type attemptRecord struct {
+// Attempt is one attempt of a Delivery: StatusCode is nil when no
+// response arrived.
+type Attempt struct {
 	Attempt    int       `json:"attempt"`
 	At         time.Time `json:"at"`
 	StatusCode *int      `json:"status_code,omitempty"`
@@ -162,7 +171,7 @@ type attemptRecord struct {
 
 // listDeliveries returns the newest deliveries of a webhook with their
 // attempts.
-func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string, limit int) ([]deliveryRecord, error) {
+func (s *store) listDeliveries(ctx context.Context, owner, serviceID, wid string, limit int) ([]Delivery, error) {
 	if _, err := s.webhook(ctx, owner, serviceID, wid); err != nil {
 		return nil, err
 	}
@@ -172,13 +181,13 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 	if err != nil {
 		return nil, sqldb.Err("list deliveries", err)
 	}
-	out := []deliveryRecord{}
+	out := []Delivery{}
 	index := map[string]int{}
 	err = func() error {
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				d             deliveryRecord
+				d             Delivery
 				created, next int64
 				finished      sql.NullInt64
 				code          sql.NullInt64
@@ -196,7 +205,7 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 				c := int(code.Int64)
 				d.LastStatusCode = &c
 			}
-			d.AttemptLog = []attemptRecord{}
+			d.AttemptLog = []Attempt{}
 			index[d.ID] = len(out)
 			out = append(out, d)
 		}
@@ -215,7 +224,7 @@ func (s *Store) listDeliveries(ctx context.Context, owner, serviceID, wid string
 	for rows.Next() {
 		var (
 			id   string
-			a    attemptRecord
+			a    Attempt
 			at   int64
 			code sql.NullInt64
 		)
@@ -239,9 +248,14 @@ type delivery struct {
 	ID, WebhookID, URL, Secret string
 	EventType                  string
 	OccurredAt, CreatedAt      time.Time
-	Claim                      Claim
+	Claim                      claim
 	Attempts                   int
 	Owner                      string // of the webhook's service: its share of the slots
+}
+
+// claim is the claim of an event as the delivery's snapshot holds it.
+type claim struct {
+	ID, Namespace, Service, PublicKey, Subject, AgentID, AgentName, Status string
 }
 
 // deliveryWindow is how many of the oldest due deliveries a lease looks
@@ -261,7 +275,7 @@ const deliveryWindow = 64
 // the inner select saw (on PostgreSQL, a row another worker leased
 // meanwhile is re-read after its lock), so a row is only ever leased by
 // one worker at a time. Each delivery comes with its owner.
-func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner int, share map[string]int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
+func (s *store) claimDeliveries(ctx context.Context, token string, n, perOwner int, share map[string]int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
 	args := []any{token, sqldb.Micros(now.Add(leaseFor)), sqldb.Micros(now), n, deliveryWindow, perOwner}
 	// The casts type the parameters for PostgreSQL.
 	allowed := "CAST($6 AS INTEGER)"
@@ -315,7 +329,7 @@ func (s *Store) claimDeliveries(ctx context.Context, token string, n, perOwner i
 
 // currentTarget returns the URL and sealed secret of a webhook that still
 // exists, so queued deliveries follow a URL change.
-func (s *Store) currentTarget(ctx context.Context, webhookID string) (url, sealed string, ok bool, err error) {
+func (s *store) currentTarget(ctx context.Context, webhookID string) (url, sealed string, ok bool, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT url, secret FROM webhooks WHERE id = $1`, webhookID).Scan(&url, &sealed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", false, nil
@@ -339,7 +353,7 @@ type attemptOutcome struct {
 // conditional on the lease: when the lease was lost, nothing is written
 // and ok is false. A delivered row is never touched again, so each
 // webhook-id succeeds at most once.
-func (s *Store) finishAttempt(ctx context.Context, id, token string, o attemptOutcome) (state string, ok bool, err error) {
+func (s *store) finishAttempt(ctx context.Context, id, token string, o attemptOutcome) (state string, ok bool, err error) {
 	state = deliveryPending
 	if o.Delivered {
 		state = deliveryDelivered
@@ -374,7 +388,7 @@ func (s *Store) finishAttempt(ctx context.Context, id, token string, o attemptOu
 
 // releaseLease gives a leased delivery back untouched (the worker stopped
 // before attempting it).
-func (s *Store) releaseLease(ctx context.Context, id, token string) error {
+func (s *store) releaseLease(ctx context.Context, id, token string) error {
 	_, err := s.db.Exec(ctx, `UPDATE webhook_deliveries SET lease_token = NULL, lease_until = NULL
 		WHERE id = $1 AND lease_token = $2 AND state = 'pending'`, id, token)
 	return sqldb.Err("release delivery", err)
@@ -382,18 +396,27 @@ func (s *Store) releaseLease(ctx context.Context, id, token string) error {
 
 // pruneDeliveries deletes finished deliveries (and their attempts) that
 // finished before cutoff.
-func (s *Store) pruneDeliveries(ctx context.Context, cutoff time.Time) error {
+func (s *store) pruneDeliveries(ctx context.Context, cutoff time.Time) error {
 	_, err := s.db.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1`, sqldb.Micros(cutoff))
 	return sqldb.Err("prune deliveries", err)
 }
 
 // serviceOwner returns the namespace owning the service with slug, and
 // whether it exists.
-func (s *Store) serviceOwner(ctx context.Context, slug string) (string, bool, error) {
+func (s *store) serviceOwner(ctx context.Context, slug string) (string, bool, error) {
 	var owner string
 	err := s.db.QueryRowContext(ctx, `SELECT owner FROM services WHERE slug = $1`, slug).Scan(&owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
 	return owner, err == nil, sqldb.Err("service owner", err)
+}
+
+// timePtr is a nullable time column as an optional time.
+func timePtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := sqldb.FromMicros(v.Int64)
+	return &t
 }

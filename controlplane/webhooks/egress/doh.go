@@ -1,4 +1,4 @@
-package controlplane
+package egress
 
 import (
 	"bytes"
@@ -22,8 +22,8 @@ const (
 	dnsClassIN   = 1
 )
 
-// dohResolver resolves webhook host names with DNS over HTTPS (RFC 8484,
-// the application/dns-message wire format, POST). It asks for A and AAAA
+// dohResolver resolves host names with DNS over HTTPS (RFC 8484, the
+// application/dns-message wire format, POST). It asks for A and AAAA
 // records and follows CNAME chains inside the answer section.
 type dohResolver struct {
 	endpoint string
@@ -33,7 +33,7 @@ type dohResolver struct {
 func newDoHResolver(endpoint string, timeout time.Duration) (*dohResolver, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return nil, errors.New("controlplane: webhook DNS resolver URL must be an absolute http(s) URL without credentials")
+		return nil, errors.New("egress: DNS resolver URL must be an absolute http(s) URL without credentials")
 	}
 	return &dohResolver{endpoint: endpoint, client: &http.Client{Timeout: timeout}}, nil
 }
@@ -42,7 +42,7 @@ func newDoHResolver(endpoint string, timeout time.Duration) (*dohResolver, error
 func (r *dohResolver) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	name := strings.TrimSuffix(host, ".")
 	if name == "" || len(name) > 253 {
-		return nil, fmt.Errorf("%w: %q: invalid name", errResolve, host)
+		return nil, fmt.Errorf("%w: %q: invalid name", ErrResolve, host)
 	}
 	var out []netip.Addr
 	var firstErr error
@@ -57,7 +57,7 @@ func (r *dohResolver) lookup(ctx context.Context, host string) ([]netip.Addr, er
 		if firstErr == nil {
 			firstErr = errors.New("no A or AAAA records")
 		}
-		return nil, fmt.Errorf("%w: %q over DoH: %v", errResolve, name, firstErr)
+		return nil, fmt.Errorf("%w: %q over DoH: %v", ErrResolve, name, firstErr)
 	}
 	return out, nil
 }
@@ -94,7 +94,7 @@ func dnsQuery(name string, qtype uint16) ([]byte, error) {
 	msg := []byte{0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0} // RD set, one question
 	for _, label := range strings.Split(name, ".") {
 		if label == "" || len(label) > 63 {
-			return nil, fmt.Errorf("controlplane: resolve %q: invalid name", name)
+			return nil, fmt.Errorf("egress: resolve %q: invalid name", name)
 		}
 		msg = append(msg, byte(len(label)))
 		msg = append(msg, label...)
@@ -105,11 +105,7 @@ func dnsQuery(name string, qtype uint16) ([]byte, error) {
 	return msg, nil
 }
 
-var (
-	errDNSMalformed = errors.New("malformed DNS message")
-	// errResolve is a webhook host name that did not resolve.
-	errResolve = errors.New("controlplane: webhook host did not resolve")
-)
+var errDNSMalformed = errors.New("malformed DNS message")
 
 // parseDNSAnswer reads a DNS response (RFC 1035 §4) and returns the
 // addresses of type qtype owned by name or by the CNAME chain starting at

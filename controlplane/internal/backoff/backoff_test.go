@@ -1,10 +1,8 @@
-package retry_test
+package backoff
 
 import (
 	"testing"
 	"time"
-
-	"github.com/idnhq/idn/controlplane/internal/retry"
 )
 
 func TestDelay(t *testing.T) {
@@ -13,7 +11,7 @@ func TestDelay(t *testing.T) {
 	var sum time.Duration
 	prev := time.Duration(0)
 	for failed := 1; failed < 10; failed++ {
-		d := retry.Delay(failed, 10, window)
+		d := Delay(failed, 10, window)
 		if d <= 0 || d < prev {
 			t.Fatalf("delay %d = %v after %v", failed, d, prev)
 		}
@@ -23,10 +21,10 @@ func TestDelay(t *testing.T) {
 	if sum > window {
 		t.Fatalf("nine delays sum to %v, beyond the %v window", sum, window)
 	}
-	if retry.Delay(10, 10, window) != 0 || retry.Delay(1, 1, window) != 0 || retry.Delay(0, 10, window) != 0 {
+	if Delay(10, 10, window) != 0 || Delay(1, 1, window) != 0 || Delay(0, 10, window) != 0 {
 		t.Fatal("no delay expected at the threshold or before a failure")
 	}
-	if d := retry.Delay(99, 200, window); d > window {
+	if d := Delay(99, 200, window); d > window {
 		t.Fatalf("huge attempt count gave %v", d)
 	}
 }
