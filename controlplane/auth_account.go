@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
@@ -199,14 +200,16 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, sess owne
 		}
 	}
 	now := s.now()
-	unpaired, err := s.store.deactivateNamespace(ctx, ns, now)
+	var closeGateways func(context.Context)
+	err = s.store.deactivateNamespace(ctx, ns, now, func(tx *sql.Tx) (err error) {
+		closeGateways, err = s.gateways.DeleteNamespace(ctx, tx, ns)
+		return err
+	})
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
-	for _, g := range unpaired {
-		s.store.relayClose(ctx, g, websocketStatusUnpaired, "the account was deleted")
-	}
+	closeGateways(ctx)
 	late, err := s.moveAll(context.WithoutCancel(ctx), ns, StatusApproved, "revoke")
 	if err != nil {
 		s.log.ErrorContext(ctx, "account deletion: revoking late approvals failed", "namespace", ns, "err", err)

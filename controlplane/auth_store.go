@@ -298,12 +298,11 @@ func (s *Store) updateSettings(ctx context.Context, ns string, addr *string, ema
 
 // deactivateNamespace leaves the tombstone of an account deletion: the
 // namespace row stays (so the name is never registered again and the DID
-// resolves as deactivated) while its passkeys, challenges, sessions and
-// paired gateways go. It returns the gateways it unpaired, whose sockets
-// the caller closes.
-func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time) ([]gatewayRecord, error) {
-	var unpaired []gatewayRecord
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+// resolves as deactivated) while its passkeys, challenges and sessions go.
+// also runs in the same transaction, to delete what the other parts hold
+// of ns (its gateways).
+func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time, also func(*sql.Tx) error) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE namespaces SET deactivated_at = $2, updated_at = $2
 			WHERE namespace = $1 AND deactivated_at IS NULL`, ns, sqldb.Micros(now)); err != nil {
 			return sqldb.Err("deactivate namespace", err)
@@ -312,27 +311,13 @@ func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Tim
 			`DELETE FROM passkeys WHERE namespace = $1`,
 			`DELETE FROM webauthn_challenges WHERE namespace = $1`,
 			`DELETE FROM sessions WHERE namespace = $1`,
-			`DELETE FROM gateway_pairings WHERE namespace = $1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, ns); err != nil {
 				return sqldb.Err("delete account data", err)
 			}
 		}
-		rows, err := tx.QueryContext(ctx, `DELETE FROM gateways WHERE namespace = $1 RETURNING `+gatewayColumns, ns)
-		if err != nil {
-			return sqldb.Err("delete gateways", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			g, err := scanGateway(rows)
-			if err != nil {
-				return sqldb.Err("delete gateways", err)
-			}
-			unpaired = append(unpaired, g)
-		}
-		return sqldb.Err("delete gateways", rows.Err())
+		return also(tx)
 	})
-	return unpaired, err
 }
 
 // cleanupAuth deletes expired challenges, and rate-limit rows whose window

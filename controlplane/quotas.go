@@ -36,8 +36,6 @@ const (
 // Quota errors; errorTable maps them to codes.
 var (
 	errServiceLimit = errors.New("controlplane: service limit of the namespace reached")
-	errPairingLimit = errors.New("controlplane: open pairing session limit of the namespace reached")
-	errGatewayLimit = errors.New("controlplane: gateway limit of the namespace reached")
 	errSessionLimit = errors.New("controlplane: session limit of the namespace reached")
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/internal/web"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -14,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idnhq/idn/controlplane/gatewaylink"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/bodybudget"
@@ -158,6 +159,10 @@ type Config struct {
 	Gateways GatewayConfig
 }
 
+// GatewayConfig configures gateway pairing (package gatewaylink). Its zero
+// value is ready.
+type GatewayConfig = gatewaylink.Config
+
 // Server is the control-plane HTTP API. It is an http.Handler; it owns no
 // listener and no goroutine (run Maintain periodically).
 type Server struct {
@@ -176,6 +181,7 @@ type Server struct {
 	mux          *routeMux
 	obs          *observer
 	tracer       tracing.Tracer
+	gateways     *gatewaylink.Link
 }
 
 // New validates cfg and returns the API handler.
@@ -253,6 +259,21 @@ func New(cfg Config) (*Server, error) {
 	if err := s.initWebhooks(); err != nil {
 		return nil, err
 	}
+	s.gateways, err = gatewaylink.New(cfg.Gateways, gatewaylink.Deps{
+		DB:    cfg.Store.db,
+		Kit:   s.kit,
+		Owner: func(next web.OwnerHandler) http.Handler { return s.owner(next) },
+		Signed: gatewaylink.Signed{
+			Verify: s.verifySigned,
+			RecordNonce: func(w http.ResponseWriter, r *http.Request, caller *identity.Caller) bool {
+				return s.recordNonce(w, r, caller, s.nonces)
+			},
+		},
+		Quotas: gatewaylink.Quotas{OpenPairings: cfg.MaxOpenPairings, Gateways: cfg.MaxGateways},
+	})
+	if err != nil {
+		return nil, err
+	}
 	obs, err := newObserver(s)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: metrics: %w", err)
@@ -261,6 +282,12 @@ func New(cfg Config) (*Server, error) {
 	s.routes()
 	return s, nil
 }
+
+// CloseGateways closes every gateway socket this Server holds, telling the
+// gateways to reconnect (to another instance, or to this one once it is
+// back). http.Server.Shutdown neither closes nor waits for WebSockets, so
+// register it with RegisterOnShutdown.
+func (s *Server) CloseGateways() { s.gateways.Close() }
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T
@@ -354,7 +381,8 @@ func (s *Server) routes() {
 	}
 	s.authRoutes(m)
 	s.webhookRoutes(m)
-	s.gatewayRoutes(m)
+	s.gateways.Routes(m)
+	s.gatewayPages(m)
 	s.dashboardRoutes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })
 }
@@ -387,6 +415,9 @@ func (s *Server) Maintain(ctx context.Context) error {
 		return err
 	}
 	if _, err := s.store.pruneFeedChanges(ctx, now.Add(-feedChangesMaxAge), feedChangesKeep); err != nil {
+		return err
+	}
+	if err := s.gateways.Maintain(ctx); err != nil {
 		return err
 	}
 	return s.maintainAuth(ctx)

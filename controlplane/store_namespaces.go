@@ -184,13 +184,10 @@ func (c nonceChecker) CheckNonce(ctx context.Context, scope, nonce string, until
 	return fmt.Errorf("controlplane: nonce %q already used: %w", nonce, httpsig.ErrReplayDetected)
 }
 
-// cleanup deletes expired nonces, gateway pairing sessions and sessions.
+// cleanup deletes expired nonces and sessions.
 func (s *Store) cleanup(ctx context.Context, now time.Time) error {
 	if _, err := s.db.Exec(ctx, `DELETE FROM nonces WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
 		return sqldb.Err("delete nonces", err)
-	}
-	if _, err := s.db.Exec(ctx, `DELETE FROM gateway_pairings WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
-		return sqldb.Err("delete pairings", err)
 	}
 	_, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, sqldb.Micros(now))
 	return sqldb.Err("delete sessions", err)
