@@ -19,8 +19,8 @@ import (
 )
 
 // The hub holds this instance's gateway sockets and relays an owner's RPC
-// to the socket of its gateway, which may be held here or, on PostgreSQL, by another
-// control-plane instance sharing the database. Each instance LISTENs on a
+// to the socket of its gateway, which may be held here or, on PostgreSQL,
+// by another control-plane instance sharing the database. Each instance LISTENs on a
 // channel of its own, idn_gw_<instance>; a request is NOTIFYed to the
 // instance the gateways row names, which answers on the sender's channel.
 // A message larger than a notification allows travels in a gateway_relay
@@ -79,7 +79,9 @@ type relayAnswer struct {
 	busy    bool
 }
 
-// hub is one instance's side of the relay.
+// hub is one instance's side of the relay: the sockets it holds, the
+// callers waiting for another instance's answer and the LISTEN
+// connection.
 type hub struct {
 	instance string // random, names this instance's channel and its sockets in the database
 	store    store

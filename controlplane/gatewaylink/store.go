@@ -3,70 +3,15 @@ package gatewaylink
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 )
-
-// Pairing codes: 8 characters of Crockford's base32 (40 bits), valid for
-// PairingTTL, single use; MaxPairingFailures wrong codes end the session.
-// Five guesses at 2^40 codes leave a guesser no chance, and only the
-// owner can start a session.
-const (
-	PairingTTL         = 10 * time.Minute
-	MaxPairingFailures = 5
-	crockford          = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-)
-
-// newPairingCode returns a fresh code.
-func newPairingCode() string {
-	var b [5]byte
-	rand.Read(b[:])
-	v := uint64(b[0])<<32 | uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(b[4])
-	out := make([]byte, 8)
-	for i := 7; i >= 0; i-- {
-		out[i] = crockford[v&31]
-		v >>= 5
-	}
-	return string(out)
-}
-
-// normalizePairingCode reads a code as people type it: any case, with
-// hyphens or spaces, I and L for 1, O for 0. Anything else gives "".
-func normalizePairingCode(code string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(code) {
-		switch {
-		case r == '-' || r == ' ':
-			continue
-		case r == 'I' || r == 'L':
-			r = '1'
-		case r == 'O':
-			r = '0'
-		case !strings.ContainsRune(crockford, r):
-			return ""
-		}
-		b.WriteRune(r)
-	}
-	if b.Len() != 8 {
-		return ""
-	}
-	return b.String()
-}
-
-// pairingCodeHash binds the stored hash to its session, so equal codes of
-// two sessions hash differently.
-func pairingCodeHash(sessionID, code string) string {
-	sum := sha256.Sum256([]byte(sessionID + "\x00" + code))
-	return hex.EncodeToString(sum[:])
-}
 
 // gatewayRecord is a row of gateways.
 type gatewayRecord struct {
