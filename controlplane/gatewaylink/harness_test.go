@@ -138,15 +138,23 @@ func pairGateway(tb testing.TB, l *Link, ns, pub string) gatewayRecord {
 	return g
 }
 
-// holdSocket has l hold a socket of gateway g and returns the count of
-// the messages the gateway has received on it since its ready message.
-func holdSocket(tb testing.TB, l *Link, g gatewayRecord) *atomic.Int64 {
+// heldGateway is the gateway's end of a socket a link holds: it answers
+// every request with its method and counts them.
+type heldGateway struct {
+	received atomic.Int64
+	closed   chan error // the reader's end
+}
+
+// holdSocket has l hold a socket of gateway g, once the gateway got its
+// ready message.
+func holdSocket(tb testing.TB, l *Link, g gatewayRecord) *heldGateway {
 	tb.Helper()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
 		}
+		conn.SetReadLimit(pairwire.ReadLimit)
 		l.hub.serve(r.Context(), conn, g)
 	}))
 	tb.Cleanup(ts.Close)
@@ -156,19 +164,26 @@ func holdSocket(tb testing.TB, l *Link, g gatewayRecord) *atomic.Int64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	conn.SetReadLimit(pairwire.ReadLimit)
 	tb.Cleanup(func() { conn.CloseNow() })
 	var ready pairwire.Control
 	if _, data, err := conn.Read(ctx); err != nil || json.Unmarshal(data, &ready) != nil || ready.Type != pairwire.ControlReady {
 		tb.Fatalf("ready: %+v, %v", ready, err)
 	}
-	var received atomic.Int64
+	held := &heldGateway{closed: make(chan error, 1)}
 	go func() {
 		for {
-			if _, _, err := conn.Read(context.Background()); err != nil {
+			_, data, err := conn.Read(context.Background())
+			if err != nil {
+				held.closed <- err
 				return
 			}
-			received.Add(1)
+			held.received.Add(1)
+			var req rpcRequest
+			json.Unmarshal(data, &req)
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"method": req.Method, "params": req.Params}})
+			conn.Write(context.Background(), websocket.MessageText, b)
 		}
 	}()
-	return &received
+	return held
 }
