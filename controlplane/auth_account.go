@@ -202,7 +202,7 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, sess owne
 	now := s.now()
 	var closeGateways func(context.Context)
 	err = s.store.deactivateNamespace(ctx, ns, now, func(tx *sql.Tx) (err error) {
-		closeGateways, err = s.gateways.DeleteNamespace(ctx, tx, ns)
+		closeGateways, err = s.gateways.UnpairNamespace(ctx, tx, ns)
 		return err
 	})
 	if err != nil {

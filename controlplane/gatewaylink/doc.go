@@ -12,7 +12,7 @@
 // can still complete, so a stranger's upgrade writes nothing. From then on
 // the gateway's signing key alone lets it reconnect, until the owner
 // unpairs it (DELETE /v1/gateways/{id}) or deletes the account
-// (Link.DeleteNamespace): the row goes, the key is unknown from then on,
+// (Link.UnpairNamespace): the row goes, the key is unknown from then on,
 // and the socket is closed with code 4403 at once, wherever it is held.
 //
 // The owner's RPCs (POST /v1/gateways/{id}/rpc, JSON-RPC 2.0) are relayed

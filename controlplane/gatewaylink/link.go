@@ -120,12 +120,12 @@ func (l *Link) Maintain(ctx context.Context) error {
 	return l.store.deleteExpiredPairings(ctx, l.kit.Now())
 }
 
-// DeleteNamespace unpairs every gateway of ns and ends its pairing
+// UnpairNamespace unpairs every gateway of ns and ends its pairing
 // sessions within tx (account deletion). It returns the function that
 // closes the unpaired gateways' sockets, wherever they are held, to call
 // once tx has committed.
-func (l *Link) DeleteNamespace(ctx context.Context, tx *sql.Tx, ns string) (closeSockets func(context.Context), err error) {
-	deleted, err := deleteNamespace(ctx, tx, ns)
+func (l *Link) UnpairNamespace(ctx context.Context, tx *sql.Tx, ns string) (closeSockets func(context.Context), err error) {
+	deleted, err := unpairNamespace(ctx, tx, ns)
 	if err != nil {
 		return nil, err
 	}

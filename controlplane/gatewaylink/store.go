@@ -336,9 +336,9 @@ func (s store) deleteExpiredPairings(ctx context.Context, now time.Time) error {
 	return sqldb.Err("delete pairings", err)
 }
 
-// deleteNamespace deletes the pairing sessions and the gateways of ns
+// unpairNamespace deletes the pairing sessions and the gateways of ns
 // within tx and returns the gateways as they were.
-func deleteNamespace(ctx context.Context, tx *sql.Tx, ns string) ([]gatewayRecord, error) {
+func unpairNamespace(ctx context.Context, tx *sql.Tx, ns string) ([]gatewayRecord, error) {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE namespace = $1`, ns); err != nil {
 		return nil, sqldb.Err("delete pairings", err)
 	}
