@@ -46,13 +46,15 @@ func (s *Server) deleteAccount(ctx context.Context, ns string) (ownerauth.Deleti
 		}
 	}
 	now := s.now()
-	unpaired, err := s.store.deactivateNamespace(ctx, ns, now)
+	var closeGateways func(context.Context)
+	err = s.store.deactivateNamespace(ctx, ns, now, func(tx *sql.Tx) (err error) {
+		closeGateways, err = s.gateways.UnpairNamespace(ctx, tx, ns)
+		return err
+	})
 	if err != nil {
 		return d, err
 	}
-	for _, g := range unpaired {
-		s.store.relayClose(ctx, g, websocketStatusUnpaired, "the account was deleted")
-	}
+	closeGateways(ctx)
 	late, err := s.moveAll(context.WithoutCancel(ctx), ns, StatusApproved, "revoke")
 	if err != nil {
 		s.log.ErrorContext(ctx, "account deletion: revoking late approvals failed", "namespace", ns, "err", err)
@@ -91,12 +93,11 @@ func (s *Server) moveAll(ctx context.Context, ns, from, action string) (int, err
 
 // deactivateNamespace leaves the tombstone of an account deletion: the
 // namespace row stays (so the name is never registered again and the DID
-// resolves as deactivated) while its passkeys, challenges, sessions and
-// paired gateways go. It returns the gateways it unpaired, whose sockets
-// the caller closes.
-func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time) ([]gatewayRecord, error) {
-	var unpaired []gatewayRecord
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+// resolves as deactivated) while its passkeys, challenges and sessions go.
+// also runs in the same transaction, to delete what the other parts hold
+// of ns (its gateways).
+func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time, also func(*sql.Tx) error) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE namespaces SET deactivated_at = $2, updated_at = $2
 			WHERE namespace = $1 AND deactivated_at IS NULL`, ns, sqldb.Micros(now)); err != nil {
 			return sqldb.Err("deactivate namespace", err)
@@ -105,27 +106,13 @@ func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Tim
 			`DELETE FROM passkeys WHERE namespace = $1`,
 			`DELETE FROM webauthn_challenges WHERE namespace = $1`,
 			`DELETE FROM sessions WHERE namespace = $1`,
-			`DELETE FROM gateway_pairings WHERE namespace = $1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, ns); err != nil {
 				return sqldb.Err("delete account data", err)
 			}
 		}
-		rows, err := tx.QueryContext(ctx, `DELETE FROM gateways WHERE namespace = $1 RETURNING `+gatewayColumns, ns)
-		if err != nil {
-			return sqldb.Err("delete gateways", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			g, err := scanGateway(rows)
-			if err != nil {
-				return sqldb.Err("delete gateways", err)
-			}
-			unpaired = append(unpaired, g)
-		}
-		return sqldb.Err("delete gateways", rows.Err())
+		return also(tx)
 	})
-	return unpaired, err
 }
 
 // alertMail is the accounts' Mail hook: alert mail through the webhooks'

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/gatewaylink"
 	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
@@ -248,7 +249,7 @@ func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
 			switch {
 			case errors.Is(err, errServiceNotFound):
 				status, msg = http.StatusNotFound, "There is no such service in your account."
-			case errors.Is(err, errGatewayNotFound):
+			case errors.Is(err, gatewaylink.ErrNotFound):
 				status, msg = http.StatusNotFound, "There is no such gateway in your account."
 			case errors.Is(err, ErrUnavailable):
 				status, msg = http.StatusServiceUnavailable, "The database is unavailable. Try again in a moment."

@@ -27,12 +27,12 @@
 //   - webhooks under /v1/services/{id}/webhooks (Config.Webhooks; package
 //     webhooks), with their recent deliveries and a test event on request
 //     (POST …/webhooks/{wid}/test);
-//   - gateway pairing (Config.Gateways): pairing sessions (POST
-//     /v1/gateways/pairings), the gateway's WebSocket /v1/gateways/connect
-//     (upgrade signed by the gateway's identity, nonce recorded once the
-//     key is paired or names an open pairing session), the
-//     owner's gateways (GET /v1/gateways, DELETE /v1/gateways/{id}) and
-//     the RPC relay POST /v1/gateways/{id}/rpc (below);
+//   - gateway pairing (Config.Gateways, package gatewaylink): pairing
+//     sessions (POST /v1/gateways/pairings), the gateway's WebSocket
+//     /v1/gateways/connect (upgrade signed by the gateway's identity, nonce
+//     recorded once the key is paired or names an open pairing session),
+//     the owner's gateways (GET /v1/gateways, DELETE /v1/gateways/{id})
+//     and the RPC relay POST /v1/gateways/{id}/rpc;
 //   - public DID resolution at /1.0/identifiers/{did} and GET /health;
 //   - the owner dashboard at / (below);
 //   - POST /v1/test/seed and POST /v1/test/signin-links, only when
@@ -41,7 +41,7 @@
 //     bootstrap).
 //
 // The dashboard is HTML from html/template (/login, /signup, /claims,
-// /services, /services/{id}, /account, /did) with a few ES modules under
+// /services, /services/{id}, /gateways, /gateways/{id}, /account, /did) with a few ES modules under
 // /assets/<content hash>/, all embedded in the binary. Pages read the store
 // to render; every action runs through the JSON API above from the browser
 // (fetch with the session cookie, WebAuthn through navigator.credentials),
@@ -116,24 +116,10 @@
 // (claims, services, …) cannot name a new namespace, since a route such as
 // the feed at /v1/namespaces/claims would shadow it.
 //
-// Gateway pairing: a pairing code is 8 characters of Crockford base32 (40
-// bits) stored as a SHA-256 bound to its session, single use, valid 10
-// minutes, and 5 wrong codes end the session. The socket of a gateway is
-// held by one instance at a time; the gateways row names that instance and
-// a heartbeat (GatewayConfig.Heartbeat, 15 s) refreshes last_seen, so a
-// gateway counts as offline three heartbeats after its instance died. An
-// RPC that reaches another instance is NOTIFYed to the holder's channel on
-// PostgreSQL (a message over 7,000 bytes travels in a gateway_relay row)
-// and answered on the sender's; on SQLite the relay is in process, one
-// instance per file. The LISTEN connection is open only while the
-// instance holds a socket or waits for an answer (and 30 s after). An RPC
-// waits GatewayConfig.RPCTimeout (30 s) for the answer: 504
-// GATEWAY_TIMEOUT. Unpairing deletes the row, so the key is unknown from
-// then on, and closes the socket (close code 4403); so does account
-// deletion, at the next heartbeat. Register Server.CloseGateways with
-// http.Server.RegisterOnShutdown: Shutdown leaves WebSockets open. The
-// control plane never sees a secret: the dashboard seals each one to the
-// gateway's HPKE key and the gateway refuses plaintext.
+// Gateway pairing is package gatewaylink, composed here: its Link serves
+// the gateway routes, holds this instance's gateway sockets and relays
+// RPCs between instances. Register Server.CloseGateways with
+// http.Server.RegisterOnShutdown: Shutdown leaves WebSockets open.
 //
 // The feed keeps per-service state (approved count, change version) in a
 // trigger-maintained table: total and ETag cost one row read, an unchanged

@@ -8,7 +8,6 @@ import (
 	"github.com/idnhq/idn/controlplane/ownerauth"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
@@ -58,8 +57,6 @@ var errorRules = web.Rules{
 	web.When(web.Is(errKeyNotFound), web.Code(errcode.APIKeyNotFound)),
 	web.When(web.Is(errKeyLimit), web.Code(errcode.APIKeyLimitReached)),
 	web.When(web.Is(errServiceLimit), web.Code(errcode.ServiceLimitReached)),
-	web.When(web.Is(errGatewayLimit), web.Code(errcode.GatewayLimitReached)),
-	web.When(web.Is(errPairingLimit), web.CodeWait(errcode.PairingLimitReached)),
 	web.When(web.Is(ownerauth.ErrSessionLimit), web.CodeWait(errcode.SessionLimitReached)),
 	web.When(web.Is(errClaimNotFound), web.Code(errcode.ClaimNotFound)),
 	web.When(web.Is(errPendingLimit), web.Code(errcode.PendingLimitReached)),
@@ -73,23 +70,6 @@ var errorRules = web.Rules{
 	web.When(web.IsType[*registryWriteError], func(err error) *apierror.Error {
 		re, _ := errors.AsType[*registryWriteError](err)
 		return apierror.Coded(errcode.RegistryWriteFailed, "").With("details", map[string]string{"reason": re.Err.Error()})
-	}),
-	web.When(web.Is(errGatewayNotFound), web.Code(errcode.GatewayNotFound)),
-	web.When(web.Is(errGatewayNotPaired), web.Code(errcode.GatewayNotPaired)),
-	web.When(web.Is(errGatewayOffline), web.Code(errcode.GatewayOffline)),
-	web.When(web.Is(errGatewayTimeout), web.Code(errcode.GatewayTimeout)),
-	web.When(web.Is(errGatewayRPCLimit), func(error) *apierror.Error {
-		return apierror.Coded(errcode.GatewayRPCLimitReached, "").WithRetryAfter(time.Second)
-	}),
-	web.When(web.Is(errPairingExpired), web.Code(errcode.PairingExpired)),
-	web.When(web.Is(errPairingEnded), web.Code(errcode.PairingEnded)),
-	web.When(web.IsType[*pairingCodeError], func(err error) *apierror.Error {
-		pe, _ := errors.AsType[*pairingCodeError](err)
-		e := apierror.Coded(errcode.PairingCodeInvalid, "")
-		if pe.AttemptsLeft >= 0 {
-			e = e.With("details", map[string]int{"attempts_left": pe.AttemptsLeft})
-		}
-		return e
 	}),
 }
 

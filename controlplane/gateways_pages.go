@@ -1,19 +1,28 @@
 package controlplane
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/idnhq/idn/controlplane/gatewaylink"
+)
 
 // The dashboard's Gateways pages. The list is rendered here from the
-// database; a gateway's connections and variables live on the gateway, so
-// its page loads them through the RPC route (gateways.js).
+// gateway link's read API; a gateway's connections and variables live on
+// the gateway, so its page loads them through the RPC route (gateways.js).
+
+func (s *Server) gatewayPages(m *routeMux) {
+	m.HandleFunc("GET /gateways", s.ownerPage("gateways", "Gateways", s.gatewaysView))
+	m.HandleFunc("GET /gateways/{id}", s.ownerPage("gateway", "Gateway", s.gatewayView))
+}
 
 // gatewayRow is a gateway as the pages show it, with readable times.
 type gatewayRow struct {
-	gatewayJSON
+	gatewaylink.Gateway
 	Seen, Paired string
 }
 
-func (s *Server) gatewayRow(g gatewayRecord) gatewayRow {
-	return gatewayRow{gatewayJSON: s.gatewayOut(g), Seen: when(g.LastSeen), Paired: when(g.CreatedAt)}
+func gatewayRowOf(g gatewaylink.Gateway) gatewayRow {
+	return gatewayRow{Gateway: g, Seen: when(g.LastSeen), Paired: when(g.CreatedAt)}
 }
 
 type gatewaysPage struct {
@@ -21,13 +30,13 @@ type gatewaysPage struct {
 }
 
 func (s *Server) gatewaysView(r *http.Request, ns string) (any, error) {
-	list, err := s.store.listGateways(r.Context(), ns)
+	list, err := s.gateways.Gateways(r.Context(), ns)
 	if err != nil {
 		return nil, err
 	}
 	v := gatewaysPage{Gateways: make([]gatewayRow, len(list))}
 	for i, g := range list {
-		v.Gateways[i] = s.gatewayRow(g)
+		v.Gateways[i] = gatewayRowOf(g)
 	}
 	return v, nil
 }
@@ -37,9 +46,9 @@ type gatewayPage struct {
 }
 
 func (s *Server) gatewayView(r *http.Request, ns string) (any, error) {
-	g, err := s.store.gateway(r.Context(), ns, r.PathValue("id"))
+	g, err := s.gateways.Gateway(r.Context(), ns, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	return gatewayPage{Gateway: s.gatewayRow(g)}, nil
+	return gatewayPage{Gateway: gatewayRowOf(g)}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -18,9 +19,41 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/idnhq/idn/controlplane/gatewaylink"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/pairwire"
 )
+
+// The wire shapes of the gateway routes, as a client reads them.
+type (
+	// rpcRequest is a JSON-RPC 2.0 request.
+	rpcRequest struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}
+	pairingResponse struct {
+		SessionID string `json:"session_id"`
+		PairCode  string `json:"pair_code"`
+		ExpiresAt string `json:"expires_at"`
+	}
+	gatewayJSON struct {
+		ID          string `json:"id"`
+		Name        string `json:"name"`
+		Version     string `json:"version"`
+		Online      bool   `json:"online"`
+		LastSeen    string `json:"last_seen,omitempty"`
+		CreatedAt   string `json:"created_at"`
+		HPKEKey     string `json:"hpke_public_key"`
+		Fingerprint string `json:"hpke_key_fingerprint"`
+	}
+)
+
+// pairingCode is a pairing code as the API hands it out: 8 characters of
+// Crockford's base32.
+var pairingCode = regexp.MustCompile(`^[0-9A-HJKMNP-TV-Z]{8}$`)
 
 // testGateway is a gateway as the control plane sees it: a signing
 // identity, an HPKE key and a socket that answers RPCs with answer.
@@ -152,7 +185,7 @@ func (e *env) startPairing(tok string) (session, code string) {
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		e.t.Fatal(err)
 	}
-	if len(p.PairCode) != 8 || normalizePairingCode(p.PairCode) != p.PairCode || !strings.HasPrefix(p.SessionID, "gps_") {
+	if !pairingCode.MatchString(p.PairCode) || !strings.HasPrefix(p.SessionID, "gps_") {
 		e.t.Fatalf("pairing answer %s", r.body)
 	}
 	return p.SessionID, p.PairCode
@@ -267,7 +300,7 @@ func TestPairingAttacks(t *testing.T) {
 	t.Run("sixth attempt", func(t *testing.T) {
 		session, code := e.startPairing(tok)
 		g := newTestGateway(t)
-		for range maxPairingFailures {
+		for range gatewaylink.MaxPairingFailures {
 			refused(t, g, g.pairing(session, "00000000"), "PAIRING_CODE_INVALID")
 		}
 		refused(t, g, g.pairing(session, code), "PAIRING_ENDED")
@@ -285,7 +318,7 @@ func TestPairingAttacks(t *testing.T) {
 	})
 	t.Run("expired session", func(t *testing.T) {
 		session, code := e.startPairing(tok)
-		e.offset.Store(int64(pairingTTL + time.Second))
+		e.offset.Store(int64(gatewaylink.PairingTTL + time.Second))
 		defer e.offset.Store(0)
 		g := newTestGateway(t)
 		refused(t, g, g.pairing(session, code), "PAIRING_EXPIRED")
@@ -394,37 +427,20 @@ func eventuallyOffline(t *testing.T, e *env, tok, id string) {
 	}
 }
 
-func TestPairingCode(t *testing.T) {
-	seen := map[string]bool{}
-	for range 200 {
-		c := newPairingCode()
-		if len(c) != 8 || normalizePairingCode(c) != c {
-			t.Fatalf("code %q", c)
-		}
-		seen[c] = true
-	}
-	if len(seen) < 199 {
-		t.Fatalf("only %d distinct codes of 200", len(seen))
-	}
-	for in, want := range map[string]string{"abcd-efgh": "ABCDEFGH", "ilo0 1234": "11001234", "ABCDEFGU": "", "ABC": "", "ABCDEFGHJ": ""} {
-		if got := normalizePairingCode(in); got != want {
-			t.Errorf("normalize(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // twoInstances is two control planes sharing one PostgreSQL database, as
-// two processes behind a load balancer would.
-func twoInstances(t *testing.T) (a, b *env) {
+// two processes behind a load balancer would; mod, when not nil, changes
+// both configurations.
+func twoInstances(t *testing.T, mod func(*Config)) (a, b *env) {
 	t.Helper()
 	cfg := storeConfig(t, ProviderPostgres)
-	a = newEnv(t, openStore(t, cfg), nil)
-	b = newEnv(t, openStore(t, cfg), nil)
+	a = newEnv(t, openStore(t, cfg), mod)
+	b = newEnv(t, openStore(t, cfg), mod)
 	return a, b
 }
 
 func TestGatewayRelayAcrossInstances(t *testing.T) {
-	a, b := twoInstances(t)
+	cfg := storeConfig(t, ProviderPostgres)
+	a, b := newEnv(t, openStore(t, cfg), nil), newEnv(t, openStore(t, cfg), nil)
 	tok := a.seed(map[string]any{"namespaces": []string{"alice"}}).Sessions["alice"]
 	// Paired and held through instance B; the owner talks to A.
 	g := b.pairedGateway(tok)
@@ -446,10 +462,10 @@ func TestGatewayRelayAcrossInstances(t *testing.T) {
 		t.Fatalf("%d relay rows left behind", rows)
 	}
 
-	// A gateway that never answers times out on A's clock.
+	// A gateway that never answers times out on the sender's clock.
 	g.answerWith(func(rpcRequest) any { return nil })
-	a.srv.cfg.Gateways.RPCTimeout = 300 * time.Millisecond
-	a.do("POST", rpc, rpcBody("connections.list", nil), withSession(tok)).want(t, http.StatusGatewayTimeout, "GATEWAY_TIMEOUT")
+	impatient := newEnv(t, openStore(t, cfg), func(c *Config) { c.Gateways.RPCTimeout = 300 * time.Millisecond })
+	impatient.do("POST", rpc, rpcBody("connections.list", nil), withSession(tok)).want(t, http.StatusGatewayTimeout, "GATEWAY_TIMEOUT")
 	g.answerWith(func(req rpcRequest) any { return req.Method })
 
 	// Unpairing through A closes the socket B holds.
@@ -464,7 +480,7 @@ func TestGatewayRelayAcrossInstances(t *testing.T) {
 // its gateway listed online until the row is taken over; the gateway's
 // reconnect to another instance takes it over at once.
 func TestGatewayTakeover(t *testing.T) {
-	a, b := twoInstances(t)
+	a, b := twoInstances(t, nil)
 	tok := a.seed(map[string]any{"namespaces": []string{"alice"}}).Sessions["alice"]
 	g := a.pairedGateway(tok)
 	a.srv.CloseGateways()

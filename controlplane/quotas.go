@@ -4,9 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/idnhq/idn/controlplane/internal/sqldb"
-	"github.com/idnhq/idn/controlplane/internal/web"
-	"time"
 )
 
 // Per-namespace quotas. One owner (one namespace) may hold at most:
@@ -37,18 +34,10 @@ const (
 // Quota errors; errorTable maps them to codes.
 var (
 	errServiceLimit = errors.New("controlplane: service limit of the namespace reached")
-	errPairingLimit = errors.New("controlplane: open pairing session limit of the namespace reached")
-	errGatewayLimit = errors.New("controlplane: gateway limit of the namespace reached")
 )
 
 // lockNamespace is sqldb.LockNamespace; the parts being moved out still
 // call it.
 func (s *Store) lockNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
 	return s.db.LockNamespace(ctx, tx, ns)
-}
-
-// expiryWait is how long until the earliest of the given expiry times
-// (micros), at least a second.
-func expiryWait(earliest int64, now time.Time) time.Duration {
-	return web.RetryUntil(nil, sqldb.FromMicros(earliest), now).Wait
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/gatewaylink"
 	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/internal/pairwire"
 )
@@ -112,7 +113,7 @@ func TestNamespaceQuotas(t *testing.T) {
 			if n := count(); n != 2 {
 				t.Fatalf("%d pairing rows, want 2", n)
 			}
-			e.offset.Add(int64(pairingTTL - time.Second))
+			e.offset.Add(int64(gatewaylink.PairingTTL - time.Second))
 			if err := e.srv.Maintain(context.Background()); err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idnhq/idn/controlplane/gatewaylink"
 	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
@@ -165,6 +166,10 @@ type Config struct {
 	Gateways GatewayConfig
 }
 
+// GatewayConfig configures gateway pairing (package gatewaylink). Its zero
+// value is ready.
+type GatewayConfig = gatewaylink.Config
+
 // Server is the control-plane HTTP API. It is an http.Handler; it owns no
 // listener and no goroutine (run Maintain periodically).
 type Server struct {
@@ -182,6 +187,7 @@ type Server struct {
 	tracer   tracing.Tracer
 	hooks    *webhooks.Manager
 	registry *registrywriter.Writer // nil: registry writes disabled
+	gateways *gatewaylink.Link
 }
 
 // New validates cfg and returns the API handler.
@@ -255,6 +261,16 @@ func New(cfg Config) (*Server, error) {
 	if err := s.initWebhooks(); err != nil {
 		return nil, err
 	}
+	s.gateways, err = gatewaylink.New(cfg.Gateways, gatewaylink.Deps{
+		DB:     cfg.Store.db,
+		Kit:    s.kit,
+		Owner:  s.sessions.Owner,
+		Signed: gatewaylink.Signed{Verify: s.gate.Verify, RecordNonce: s.gate.RecordNonce},
+		Quotas: gatewaylink.Quotas{OpenPairings: cfg.MaxOpenPairings, Gateways: cfg.MaxGateways},
+	})
+	if err != nil {
+		return nil, err
+	}
 	obs, err := newObserver(s)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: metrics: %w", err)
@@ -263,6 +279,12 @@ func New(cfg Config) (*Server, error) {
 	s.routes()
 	return s, nil
 }
+
+// CloseGateways closes every gateway socket this Server holds, telling the
+// gateways to reconnect (to another instance, or to this one once it is
+// back). http.Server.Shutdown neither closes nor waits for WebSockets, so
+// register it with RegisterOnShutdown.
+func (s *Server) CloseGateways() { s.gateways.Close() }
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T
@@ -356,7 +378,8 @@ func (s *Server) routes() {
 	}
 	s.accounts.Routes(m)
 	s.hooks.Routes(m)
-	s.gatewayRoutes(m)
+	s.gateways.Routes(m)
+	s.gatewayPages(m)
 	s.dashboardRoutes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })
 }
@@ -389,6 +412,9 @@ func (s *Server) Maintain(ctx context.Context) error {
 		return err
 	}
 	if _, err := s.store.pruneFeedChanges(ctx, now.Add(-feedChangesMaxAge), feedChangesKeep); err != nil {
+		return err
+	}
+	if err := s.gateways.Maintain(ctx); err != nil {
 		return err
 	}
 	return s.accounts.Maintain(ctx)

@@ -31,8 +31,7 @@ type StoreConfig = sqldb.Config
 // so several control-plane instances can share one PostgreSQL database.
 // A Store is safe for concurrent use.
 type Store struct {
-	db    *sqldb.DB
-	relay gatewayRelay // gateway sockets held by this instance (gateways_relay.go)
+	db *sqldb.DB
 
 	submit submitStatements
 }

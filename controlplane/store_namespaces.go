@@ -61,17 +61,11 @@ func (s *Store) namespace(ctx context.Context, ns string) (namespaceRecord, erro
 	return rec, nil
 }
 
-// cleanup deletes expired nonces, gateway pairing sessions and sessions.
+// cleanup deletes expired nonces and sessions.
 func (s *Store) cleanup(ctx context.Context, now time.Time) error {
 	if _, err := s.db.Exec(ctx, `DELETE FROM nonces WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
 		return sqldb.Err("delete nonces", err)
 	}
-	if _, err := s.db.Exec(ctx, `DELETE FROM gateway_pairings WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
-		return sqldb.Err("delete pairings", err)
-	}
 	_, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, sqldb.Micros(now))
 	return sqldb.Err("delete sessions", err)
 }
-
-// newID is sqldb.NewID; the parts being moved out still call it.
-func newID(prefix string) string { return sqldb.NewID(prefix) }

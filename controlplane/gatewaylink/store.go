@@ -1,92 +1,15 @@
-package controlplane
+package gatewaylink
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"database/sql"
-	"encoding/hex"
 	"errors"
+	"time"
+
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"strings"
-	"time"
 )
-
-// Pairing codes: 8 characters of Crockford's base32 (40 bits), valid for
-// pairingTTL, single use; maxPairingFailures wrong codes end the session.
-// Five guesses at 2^40 codes leave a guesser no chance, and only the
-// owner can start a session.
-const (
-	pairingTTL         = 10 * time.Minute
-	maxPairingFailures = 5
-	crockford          = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-)
-
-// Domain errors of gateway pairing; errorTable maps them to codes.
-var (
-	errGatewayNotFound  = errors.New("controlplane: gateway not found")
-	errGatewayNotPaired = errors.New("controlplane: gateway key not paired")
-	errGatewayOffline   = errors.New("controlplane: gateway not connected")
-	errGatewayTimeout   = errors.New("controlplane: gateway did not answer in time")
-	errGatewayRPCLimit  = errors.New("controlplane: too many RPCs waiting for this owner or gateway")
-	errPairingExpired   = errors.New("controlplane: pairing session expired")
-	errPairingEnded     = errors.New("controlplane: pairing session used or ended")
-)
-
-// pairingCodeError is a pairing attempt with an unknown session or a wrong
-// code.
-type pairingCodeError struct {
-	AttemptsLeft int // -1: the session is unknown
-}
-
-func (e *pairingCodeError) Error() string {
-	return "controlplane: unknown pairing session or wrong pairing code"
-}
-
-// newPairingCode returns a fresh code.
-func newPairingCode() string {
-	var b [5]byte
-	rand.Read(b[:])
-	v := uint64(b[0])<<32 | uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(b[4])
-	out := make([]byte, 8)
-	for i := 7; i >= 0; i-- {
-		out[i] = crockford[v&31]
-		v >>= 5
-	}
-	return string(out)
-}
-
-// normalizePairingCode reads a code as people type it: any case, with
-// hyphens or spaces, I and L for 1, O for 0. Anything else gives "".
-func normalizePairingCode(code string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(code) {
-		switch {
-		case r == '-' || r == ' ':
-			continue
-		case r == 'I' || r == 'L':
-			r = '1'
-		case r == 'O':
-			r = '0'
-		case !strings.ContainsRune(crockford, r):
-			return ""
-		}
-		b.WriteRune(r)
-	}
-	if b.Len() != 8 {
-		return ""
-	}
-	return b.String()
-}
-
-// pairingCodeHash binds the stored hash to its session, so equal codes of
-// two sessions hash differently.
-func pairingCodeHash(sessionID, code string) string {
-	sum := sha256.Sum256([]byte(sessionID + "\x00" + code))
-	return hex.EncodeToString(sum[:])
-}
 
 // gatewayRecord is a row of gateways.
 type gatewayRecord struct {
@@ -116,14 +39,15 @@ func (g gatewayRecord) online(now time.Time, window time.Duration) bool {
 	return g.Instance != "" && now.Sub(g.LastSeen) < window
 }
 
-// pairingQuota is how many open pairing sessions and paired gateways one
-// namespace may have.
-type pairingQuota struct{ open, gateways int }
+// store is the link's tables: gateway_pairings, gateways and
+// gateway_relay.
+type store struct{ db *sqldb.DB }
 
 // createPairing starts a pairing session of ns with the hash of its code,
-// unless ns already has q.gateways gateways (errGatewayLimit) or q.open
-// open sessions (a *web.RetryLater wrapping errPairingLimit).
-func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pairingQuota, now time.Time) error {
+// unless ns already has q.Gateways gateways (errGatewayLimit) or
+// q.OpenPairings open sessions (a *web.RetryLater wrapping
+// errPairingLimit).
+func (s store) createPairing(ctx context.Context, ns, id, codeHash string, q Quotas, now time.Time) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		// Expired sessions of the namespace are of no use to anyone. Their
 		// rows are locked before the namespace's, the order redeemPairing
@@ -132,10 +56,10 @@ func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pa
 			ns, sqldb.Micros(now)); err != nil {
 			return sqldb.Err("delete expired pairings", err)
 		}
-		if err := s.lockNamespace(ctx, tx, ns); err != nil {
+		if err := s.db.LockNamespace(ctx, tx, ns); err != nil {
 			return err
 		}
-		if err := countGateways(ctx, tx, ns, q.gateways); err != nil {
+		if err := countGateways(ctx, tx, ns, q.Gateways); err != nil {
 			return err
 		}
 		var (
@@ -146,11 +70,11 @@ func (s *Store) createPairing(ctx context.Context, ns, id, codeHash string, q pa
 			ns).Scan(&open, &earliest); err != nil {
 			return sqldb.Err("count pairings", err)
 		}
-		if open >= q.open {
-			return &web.RetryLater{Err: errPairingLimit, Wait: expiryWait(earliest.Int64, now)}
+		if open >= q.OpenPairings {
+			return web.RetryUntil(errPairingLimit, sqldb.FromMicros(earliest.Int64), now)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO gateway_pairings (id, namespace, code_hash, failures, created_at, expires_at)
-			VALUES ($1, $2, $3, 0, $4, $5)`, id, ns, codeHash, sqldb.Micros(now), sqldb.Micros(now.Add(pairingTTL)))
+			VALUES ($1, $2, $3, 0, $4, $5)`, id, ns, codeHash, sqldb.Micros(now), sqldb.Micros(now.Add(PairingTTL)))
 		return sqldb.Err("insert pairing", err)
 	})
 }
@@ -180,7 +104,7 @@ type pairingAttempt struct {
 // session ended at the limit) even though the attempt fails, so the count
 // survives the refusal; a namespace at its gateway limit leaves the
 // session open, for a retry once the owner unpaired one.
-func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways int, now time.Time) (gatewayRecord, error) {
+func (s store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways int, now time.Time) (gatewayRecord, error) {
 	var (
 		g       gatewayRecord
 		refusal error
@@ -212,17 +136,17 @@ func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways
 		if !right || (a.Namespace != "" && a.Namespace != ns) {
 			failures++
 			var endedAt sql.NullInt64
-			if failures >= maxPairingFailures {
+			if failures >= MaxPairingFailures {
 				endedAt = sqldb.NullMicros(now)
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE gateway_pairings SET failures = $1, ended_at = $2 WHERE id = $3`,
 				failures, endedAt, a.SessionID); err != nil {
 				return sqldb.Err("count pairing failure", err)
 			}
-			refusal = &pairingCodeError{AttemptsLeft: maxPairingFailures - failures}
+			refusal = &pairingCodeError{AttemptsLeft: MaxPairingFailures - failures}
 			return nil
 		}
-		if err := s.lockNamespace(ctx, tx, ns); err != nil {
+		if err := s.db.LockNamespace(ctx, tx, ns); err != nil {
 			return err
 		}
 		if err := countGateways(ctx, tx, ns, maxGateways); err != nil {
@@ -235,7 +159,7 @@ func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways
 		if _, err := tx.ExecContext(ctx, `UPDATE gateway_pairings SET ended_at = $1 WHERE id = $2`, sqldb.Micros(now), a.SessionID); err != nil {
 			return sqldb.Err("end pairing", err)
 		}
-		g = gatewayRecord{ID: newID("gw_"), Namespace: ns, KeyNamespace: a.KeyNamespace, PublicKey: a.PublicKey,
+		g = gatewayRecord{ID: sqldb.NewID("gw_"), Namespace: ns, KeyNamespace: a.KeyNamespace, PublicKey: a.PublicKey,
 			Name: a.Name, Version: a.Version, HPKEPublicKey: a.HPKE, CreatedAt: now}
 		_, err = tx.ExecContext(ctx, `INSERT INTO gateways (id, namespace, key_namespace, public_key, name, version, hpke_public_key, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
@@ -256,7 +180,7 @@ func (s *Store) redeemPairing(ctx context.Context, a pairingAttempt, maxGateways
 
 // pairingOpen checks that a pairing session exists and can still be
 // completed, so a socket is opened only for a live session.
-func (s *Store) pairingOpen(ctx context.Context, id string, now time.Time) error {
+func (s store) pairingOpen(ctx context.Context, id string, now time.Time) error {
 	var expires int64
 	var ended sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT expires_at, ended_at FROM gateway_pairings WHERE id = $1`, id).Scan(&expires, &ended)
@@ -274,7 +198,7 @@ func (s *Store) pairingOpen(ctx context.Context, id string, now time.Time) error
 }
 
 // gatewayByKey finds the paired gateway of a signing key.
-func (s *Store) gatewayByKey(ctx context.Context, keyNS, pub string) (gatewayRecord, error) {
+func (s store) gatewayByKey(ctx context.Context, keyNS, pub string) (gatewayRecord, error) {
 	g, err := scanGateway(s.db.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE key_namespace = $1 AND public_key = $2`, keyNS, pub))
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, errGatewayNotPaired
@@ -283,16 +207,16 @@ func (s *Store) gatewayByKey(ctx context.Context, keyNS, pub string) (gatewayRec
 }
 
 // gateway returns gateway id of namespace ns.
-func (s *Store) gateway(ctx context.Context, ns, id string) (gatewayRecord, error) {
+func (s store) gateway(ctx context.Context, ns, id string) (gatewayRecord, error) {
 	g, err := scanGateway(s.db.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE id = $1 AND namespace = $2`, id, ns))
 	if errors.Is(err, sql.ErrNoRows) {
-		return g, errGatewayNotFound
+		return g, ErrNotFound
 	}
 	return g, sqldb.Err("read gateway", err)
 }
 
 // listGateways returns the gateways of ns, oldest first.
-func (s *Store) listGateways(ctx context.Context, ns string) ([]gatewayRecord, error) {
+func (s store) listGateways(ctx context.Context, ns string) ([]gatewayRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE namespace = $1 ORDER BY created_at, id`, ns)
 	if err != nil {
 		return nil, sqldb.Err("list gateways", err)
@@ -310,13 +234,13 @@ func (s *Store) listGateways(ctx context.Context, ns string) ([]gatewayRecord, e
 }
 
 // deleteGateway unpairs gateway id of ns and returns the row as it was.
-func (s *Store) deleteGateway(ctx context.Context, ns, id string) (gatewayRecord, error) {
+func (s store) deleteGateway(ctx context.Context, ns, id string) (gatewayRecord, error) {
 	var g gatewayRecord
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		g, err = scanGateway(tx.QueryRowContext(ctx, `SELECT `+gatewayColumns+` FROM gateways WHERE id = $1 AND namespace = $2`+s.db.ForUpdate(), id, ns))
 		if errors.Is(err, sql.ErrNoRows) {
-			return errGatewayNotFound
+			return ErrNotFound
 		}
 		if err != nil {
 			return sqldb.Err("read gateway", err)
@@ -329,7 +253,7 @@ func (s *Store) deleteGateway(ctx context.Context, ns, id string) (gatewayRecord
 
 // attachGateway records that socket connID of instance holds gateway id
 // now, replacing whichever socket held it before.
-func (s *Store) attachGateway(ctx context.Context, id, instance, connID string, now time.Time) (bool, error) {
+func (s store) attachGateway(ctx context.Context, id, instance, connID string, now time.Time) (bool, error) {
 	res, err := s.db.Exec(ctx, `UPDATE gateways SET instance = $1, conn_id = $2, last_seen = $3 WHERE id = $4`,
 		instance, connID, sqldb.Micros(now), id)
 	if err != nil {
@@ -342,7 +266,7 @@ func (s *Store) attachGateway(ctx context.Context, id, instance, connID string, 
 // heartbeat refreshes last_seen of the gateway held by socket connID and
 // reports false when the gateway was unpaired or is held by another
 // socket now.
-func (s *Store) heartbeat(ctx context.Context, id, connID string, now time.Time) (bool, error) {
+func (s store) heartbeat(ctx context.Context, id, connID string, now time.Time) (bool, error) {
 	res, err := s.db.Exec(ctx, `UPDATE gateways SET last_seen = $1 WHERE id = $2 AND conn_id = $3`, sqldb.Micros(now), id, connID)
 	if err != nil {
 		return false, sqldb.Err("gateway heartbeat", err)
@@ -353,7 +277,7 @@ func (s *Store) heartbeat(ctx context.Context, id, connID string, now time.Time)
 
 // detachGateway records that socket connID no longer holds gateway id (a
 // newer socket's claim is left alone).
-func (s *Store) detachGateway(ctx context.Context, id, connID string, now time.Time) error {
+func (s store) detachGateway(ctx context.Context, id, connID string, now time.Time) error {
 	_, err := s.db.Exec(ctx, `UPDATE gateways SET instance = NULL, conn_id = NULL, last_seen = $1 WHERE id = $2 AND conn_id = $3`,
 		sqldb.Micros(now), id, connID)
 	return sqldb.Err("detach gateway", err)
@@ -363,18 +287,46 @@ func (s *Store) detachGateway(ctx context.Context, id, connID string, now time.T
 const relayRowTTL = 5 * time.Minute
 
 // putRelayRow stores a relay message too large for a notification.
-func (s *Store) putRelayRow(ctx context.Context, payload []byte, now time.Time) (string, error) {
+func (s store) putRelayRow(ctx context.Context, payload []byte, now time.Time) (string, error) {
 	if _, err := s.db.Exec(ctx, `DELETE FROM gateway_relay WHERE created_at < $1`, sqldb.Micros(now.Add(-relayRowTTL))); err != nil {
 		return "", sqldb.Err("prune relay rows", err)
 	}
-	id := newID("rly_")
+	id := sqldb.NewID("rly_")
 	_, err := s.db.Exec(ctx, `INSERT INTO gateway_relay (id, payload, created_at) VALUES ($1, $2, $3)`, id, string(payload), sqldb.Micros(now))
 	return id, sqldb.Err("insert relay row", err)
 }
 
 // takeRelayRow reads and deletes a relay row.
-func (s *Store) takeRelayRow(ctx context.Context, id string) ([]byte, error) {
+func (s store) takeRelayRow(ctx context.Context, id string) ([]byte, error) {
 	var payload string
 	err := s.db.WriteRow(ctx, `DELETE FROM gateway_relay WHERE id = $1 RETURNING payload`, id).Scan(&payload)
 	return []byte(payload), sqldb.Err("take relay row", err)
+}
+
+// deleteExpiredPairings deletes the pairing sessions expired at now.
+func (s store) deleteExpiredPairings(ctx context.Context, now time.Time) error {
+	_, err := s.db.Exec(ctx, `DELETE FROM gateway_pairings WHERE expires_at <= $1`, sqldb.Micros(now))
+	return sqldb.Err("delete pairings", err)
+}
+
+// unpairNamespace deletes the pairing sessions and the gateways of ns
+// within tx and returns the gateways as they were.
+func unpairNamespace(ctx context.Context, tx *sql.Tx, ns string) ([]gatewayRecord, error) {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE namespace = $1`, ns); err != nil {
+		return nil, sqldb.Err("delete pairings", err)
+	}
+	rows, err := tx.QueryContext(ctx, `DELETE FROM gateways WHERE namespace = $1 RETURNING `+gatewayColumns, ns)
+	if err != nil {
+		return nil, sqldb.Err("delete gateways", err)
+	}
+	defer rows.Close()
+	var deleted []gatewayRecord
+	for rows.Next() {
+		g, err := scanGateway(rows)
+		if err != nil {
+			return nil, sqldb.Err("delete gateways", err)
+		}
+		deleted = append(deleted, g)
+	}
+	return deleted, sqldb.Err("delete gateways", rows.Err())
 }

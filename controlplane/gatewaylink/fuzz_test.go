@@ -1,4 +1,4 @@
-package controlplane
+package gatewaylink
 
 import (
 	"encoding/json"
