@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
@@ -11,39 +10,17 @@ import (
 )
 
 // deleteAccount deletes everything namespace ns owns, for
-// DELETE /v1/auth/account. Pending claims are rejected and approved ones
-// revoked through the owner's transition path (with their events); the
-// account's services are deleted as DELETE /v1/services/{id} would; then
-// the namespace becomes a tombstone and its passkeys, challenges, sessions
+// DELETE /v1/auth/account. Its claims and services go first
+// (claims.Core.Retire); then the namespace becomes a tombstone and its passkeys, challenges, sessions
 // and gateways go. Claims are moved before the tombstone so a failure
 // leaves a live session to retry with; approved claims are swept once more
 // after it, because an approval racing the deletion may have committed in
 // between.
 func (s *Server) deleteAccount(ctx context.Context, ns string) (ownerauth.Deletion, error) {
 	var d ownerauth.Deletion
-	rejected, err := s.moveAll(ctx, ns, StatusPending, "reject")
+	revoked, rejected, err := s.claims.Retire(ctx, ns)
 	if err != nil {
 		return d, err
-	}
-	revoked, err := s.moveAll(ctx, ns, StatusApproved, "revoke")
-	if err != nil {
-		return d, err
-	}
-	services, err := s.store.listServices(ctx, ns)
-	if err != nil {
-		return d, err
-	}
-	for _, svc := range services {
-		rev, rej, err := s.store.deleteService(ctx, ns, svc.ID, s.now())
-		if err != nil && !errors.Is(err, errServiceNotFound) {
-			return d, err
-		}
-		for _, c := range rev {
-			s.publish(ctx, EventRevoked, c)
-		}
-		for _, c := range rej {
-			s.publish(ctx, EventRejected, c)
-		}
 	}
 	now := s.now()
 	var closeGateways func(context.Context)
@@ -55,40 +32,12 @@ func (s *Server) deleteAccount(ctx context.Context, ns string) (ownerauth.Deleti
 		return d, err
 	}
 	closeGateways(ctx)
-	late, err := s.moveAll(context.WithoutCancel(ctx), ns, StatusApproved, "revoke")
+	late, err := s.claims.RevokeApproved(context.WithoutCancel(ctx), ns)
 	if err != nil {
 		s.log.ErrorContext(ctx, "account deletion: revoking late approvals failed", "namespace", ns, "err", err)
 	}
 	s.log.InfoContext(ctx, "account deleted", "namespace", ns, "revoked", revoked+late, "rejected", rejected)
 	return ownerauth.Deletion{At: now, Revoked: revoked + late, Rejected: rejected}, nil
-}
-
-// moveAll applies action to every claim of ns in status from, through the
-// same transition and event path as the owner's claim routes. A claim
-// that moved meanwhile (or is past its pending expiry) is skipped.
-func (s *Server) moveAll(ctx context.Context, ns, from, action string) (int, error) {
-	claims, err := s.store.namespaceClaims(ctx, ns, from == StatusApproved)
-	if err != nil {
-		return 0, err
-	}
-	moved := 0
-	for _, c := range claims {
-		if c.Status != from {
-			continue
-		}
-		now := s.kit.Now()
-		c, err := s.store.transition(ctx, ns, c.ID, action, now.Add(-s.cfg.PendingExpiry), now)
-		var te *transitionError
-		if errors.As(err, &te) || errors.Is(err, errClaimNotFound) {
-			continue
-		}
-		if err != nil {
-			return moved, err
-		}
-		s.publish(ctx, actionEvents[action], c)
-		moved++
-	}
-	return moved, nil
 }
 
 // deactivateNamespace leaves the tombstone of an account deletion: the

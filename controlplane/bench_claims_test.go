@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/claims"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"
@@ -37,17 +38,17 @@ func populateClaims(tb testing.TB, st *Store) string {
 	tb.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	if err := st.ensureNamespace(ctx, "acme", now); err != nil {
+	if _, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{}); err != nil {
 		tb.Fatal(err)
 	}
 	var key string
 	for _, slug := range claimsServices {
-		_, k, err := st.createService(ctx, "acme", slug, "https://"+slug+".example", slug, DefaultMaxServices, now)
+		k, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{Slug: slug, Name: slug, Endpoint: "https://" + slug + ".example"})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		if slug == "github" {
-			key = k.Key
+			key = k
 		}
 	}
 	const batch = 100 // SQLite resolves $n names in time quadratic in their count

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/claims"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/controlplane/ownerauth"
 	"html/template"
@@ -247,7 +248,7 @@ func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
 		if err != nil {
 			status, msg := http.StatusInternalServerError, "The page could not be loaded. Try again in a moment."
 			switch {
-			case errors.Is(err, errServiceNotFound):
+			case errors.Is(err, claims.ErrServiceNotFound):
 				status, msg = http.StatusNotFound, "There is no such service in your account."
 			case errors.Is(err, gatewaylink.ErrNotFound):
 				status, msg = http.StatusNotFound, "There is no such gateway in your account."
@@ -368,30 +369,30 @@ func claimsURL(status, service, cursor, id string) string {
 func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 	q := r.URL.Query()
 	v := claimsPage{Status: q.Get("status"), Service: q.Get("service")}
-	if !claimStatuses[v.Status] {
+	if !claims.ValidStatus(v.Status) {
 		v.Status = StatusPending
 	}
-	if v.Service != "" && !validSlug(v.Service) {
+	if v.Service != "" && !claims.ValidSlug(v.Service) {
 		v.Service = ""
 	}
-	cur := claimCursor{After: q.Get("after")}
+	cur := claims.Cursor{After: q.Get("after")}
 	if cur.After == "" {
 		cur.Before = q.Get("before")
 	}
 	ctx := r.Context()
-	p, err := s.store.ownerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, cur)
-	if err == errClaimNotFound {
-		cur = claimCursor{}
-		p, err = s.store.ownerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, cur)
+	p, err := s.claims.OwnerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, cur)
+	if err == claims.ErrClaimNotFound {
+		cur = claims.Cursor{}
+		p, err = s.claims.OwnerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, cur)
 	}
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.store.claimCounts(ctx, ns, v.Service)
+	counts, err := s.claims.ClaimCounts(ctx, ns, v.Service)
 	if err != nil {
 		return nil, err
 	}
-	if v.Services, err = s.store.claimServices(ctx, ns); err != nil {
+	if v.Services, err = s.claims.ClaimServices(ctx, ns); err != nil {
 		return nil, err
 	}
 	for _, t := range claimTabs {
@@ -399,12 +400,12 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 			URL: claimsURL(t.status, v.Service, "", ""), Current: t.status == v.Status})
 	}
 	v.Total, v.Pending, v.Shown = p.Total, counts[StatusPending], len(p.Claims)
-	pg := ownerPagination(p, claimsPageSize, 0)
-	if pg.PrevBefore != "" {
-		v.PrevURL = claimsURL(v.Status, v.Service, "before", pg.PrevBefore)
+	before, after := claims.Neighbours(p)
+	if before != "" {
+		v.PrevURL = claimsURL(v.Status, v.Service, "before", before)
 	}
-	if pg.NextAfter != "" {
-		v.NextURL = claimsURL(v.Status, v.Service, "after", pg.NextAfter)
+	if after != "" {
+		v.NextURL = claimsURL(v.Status, v.Service, "after", after)
 	}
 	api := url.Values{"status": {v.Status}, "limit": {strconv.Itoa(claimsPageSize)}}
 	if v.Service != "" {
@@ -443,11 +444,11 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 }
 
 type servicesPage struct {
-	Services []service
+	Services []claims.Service
 }
 
 func (s *Server) servicesView(r *http.Request, ns string) (any, error) {
-	list, err := s.store.listServices(r.Context(), ns)
+	list, err := s.claims.Services(r.Context(), ns)
 	return servicesPage{Services: list}, err
 }
 
@@ -458,8 +459,8 @@ type webhookView struct {
 }
 
 type servicePage struct {
-	Service     service
-	Keys        []apiKey
+	Service     claims.Service
+	Keys        []claims.APIKey
 	ActiveKeys  int
 	MaxKeys     int
 	Webhooks    []webhookView
@@ -472,12 +473,12 @@ const recentDeliveries = 10
 
 func (s *Server) serviceView(r *http.Request, ns string) (any, error) {
 	ctx, id := r.Context(), r.PathValue("id")
-	svc, err := s.store.service(ctx, ns, id)
+	svc, err := s.claims.Service(ctx, ns, id)
 	if err != nil {
 		return nil, err
 	}
 	v := servicePage{Service: svc, MaxKeys: s.cfg.MaxAPIKeys, Events: webhooks.Events(), WebhooksOff: !s.hooks.On()}
-	if v.Keys, err = s.store.listKeys(ctx, ns, id); err != nil {
+	if v.Keys, err = s.claims.Keys(ctx, ns, id); err != nil {
 		return nil, err
 	}
 	for _, k := range v.Keys {
@@ -533,11 +534,10 @@ type didPage struct {
 
 // didView shows the namespace's public DID document, as resolvers get it.
 func (s *Server) didView(r *http.Request, ns string) (any, error) {
-	res, err := s.lookupDID(r.Context(), ns)
+	doc, err := s.claims.DIDDocument(r, ns)
 	if err != nil {
 		return nil, err
 	}
-	doc, _ := s.document(r, res)
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: encode DID document: %w", err)

@@ -73,11 +73,7 @@ func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, web.ErrInvalidNamespace)
 		return
 	}
-	rec, err := s.store.namespace(r.Context(), in.Namespace)
-	if err == nil && !rec.Deactivated.IsZero() {
-		err = errNamespaceDeactivated
-	}
-	if err != nil {
+	if err := s.claims.Active(r.Context(), in.Namespace); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}

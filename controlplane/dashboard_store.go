@@ -10,54 +10,6 @@ import (
 	"time"
 )
 
-// claimCounts returns how many claims of ns are in each status, only those
-// of service slug when it is not empty: a few rows of claim_counts, at any
-// number of claims.
-func (s *Store) claimCounts(ctx context.Context, ns, slug string) (map[string]int64, error) {
-	q, args := `SELECT status, CAST(SUM(n) AS BIGINT) FROM claim_counts WHERE namespace = $1`, []any{ns}
-	if slug != "" {
-		q, args = q+` AND service = $2`, append(args, slug)
-	}
-	rows, err := s.db.QueryContext(ctx, q+` GROUP BY status`, args...)
-	if err != nil {
-		return nil, sqldb.Err("count claims", err)
-	}
-	defer rows.Close()
-	out := make(map[string]int64, 5)
-	for rows.Next() {
-		var (
-			status string
-			n      int64
-		)
-		if err := rows.Scan(&status, &n); err != nil {
-			return nil, sqldb.Err("count claims", err)
-		}
-		out[status] = n
-	}
-	return out, sqldb.Err("count claims", rows.Err())
-}
-
-// claimServices returns the distinct service slugs that hold claims of ns,
-// in order: the choices of the claims page's service filter, read from
-// claim_counts.
-func (s *Store) claimServices(ctx context.Context, ns string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT service FROM claim_counts WHERE namespace = $1
-		GROUP BY service HAVING SUM(n) > 0 ORDER BY service`, ns)
-	if err != nil {
-		return nil, sqldb.Err("claim services", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var slug string
-		if err := rows.Scan(&slug); err != nil {
-			return nil, sqldb.Err("claim services", err)
-		}
-		out = append(out, slug)
-	}
-	return out, sqldb.Err("claim services", rows.Err())
-}
-
 // hashSigninToken is the stored form of a sign-in link token.
 func hashSigninToken(token string) string {
 	sum := sha256.Sum256([]byte(token))

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/claims"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/netip"
@@ -428,7 +429,7 @@ func populateOwnerClaims(tb testing.TB, st *Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	if err := st.ensureNamespace(ctx, "acme", now); err != nil {
+	if _, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{}); err != nil {
 		tb.Fatal(err)
 	}
 	statuses := []string{StatusPending, StatusApproved, StatusApproved, StatusRevoked, StatusRejected, StatusExpired}

@@ -1,49 +1,12 @@
 package controlplane
 
 import (
-	"errors"
-	"fmt"
-	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"go/parser"
 	"go/token"
 	"path/filepath"
 	"strconv"
 	"testing"
-
-	"github.com/idnhq/idn/errcode"
 )
-
-// TestErrorTable pins the answer of every domain error, wrapped as the
-// store wraps them, so a new one cannot fall through to 500.
-func TestErrorTable(t *testing.T) {
-	t.Parallel()
-	rows := []struct {
-		err  error
-		code errcode.Code
-	}{
-		{errNamespaceNotFound, errcode.NamespaceNotFound},
-		{errNamespaceDeactivated, errcode.NamespaceDeactivated},
-		{errServiceNotFound, errcode.ServiceNotFound},
-		{errSlugTaken, errcode.SlugTaken},
-		{errKeyNotFound, errcode.APIKeyNotFound},
-		{errKeyLimit, errcode.APIKeyLimitReached},
-		{errClaimNotFound, errcode.ClaimNotFound},
-		{errPendingLimit, errcode.PendingLimitReached},
-		{errAgentPendingLimit, errcode.AgentPendingLimitReached},
-		{errSigninLinkInvalid, errcode.SigninLinkInvalid},
-		{&transitionError{Action: "approve", From: StatusRevoked}, errcode.ClaimStateConflict},
-		{&registryWriteError{Err: errors.New("rpc down")}, errcode.RegistryWriteFailed},
-		{sqldb.Err("insert claim", errors.New("connection refused")), errcode.DatabaseUnavailable},
-		{errors.New("anything else"), errcode.InternalError},
-	}
-	for _, row := range rows {
-		for _, err := range []error{row.err, fmt.Errorf("controlplane: op: %w", row.err)} {
-			if got := toAPIError(err).Code(); got != row.code {
-				t.Errorf("toAPIError(%v) = %s, want %s", err, got, row.code)
-			}
-		}
-	}
-}
 
 // TestStoreReturnsNoHTTPErrors keeps the store free of the HTTP layer: its
 // files do not import the envelope package, so they can only return

@@ -34,22 +34,18 @@ type Events interface {
 	Publish(ctx context.Context, e Event) error
 }
 
-// publish runs the in-process follow-ups of a committed claim change: the
-// registry write's enqueueing (memory and queue modes; a sync-mode write
-// happened before the change), a nudge to RunWorkers for the webhook
-// deliveries the change queued, and Config.Events. It returns c.
-func (s *Server) publish(ctx context.Context, typ string, c Claim) Claim {
+// publish runs the composition's follow-ups of a committed claim change
+// (the claims part has queued its registry write): a nudge to RunWorkers
+// for the webhook
+// deliveries the change queued, and Config.Events.
+func (s *Server) publish(ctx context.Context, typ string, c Claim) {
 	// The request may be ending; the follow-ups must still happen.
 	ctx = context.WithoutCancel(ctx)
-	if s.registry != nil {
-		s.registry.ClaimChanged(c.registryView())
-	}
 	s.hooks.Wake()
 	if s.cfg.Events == nil {
-		return c
+		return
 	}
 	if err := s.cfg.Events.Publish(ctx, Event{Type: typ, Claim: c, At: s.now()}); err != nil {
 		s.log.ErrorContext(ctx, "publish event failed", "type", typ, "claim_id", c.ID, "err", err)
 	}
-	return c
 }

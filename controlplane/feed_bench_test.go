@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/claims"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"
@@ -34,10 +35,10 @@ func seedFeedClaims(tb testing.TB, st *Store, n int) string {
 	tb.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	if err := st.ensureNamespace(ctx, "acme", now); err != nil {
+	if _, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{}); err != nil {
 		tb.Fatal(err)
 	}
-	_, key, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", DefaultMaxServices, now)
+	key, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{Slug: "github", Name: "GitHub", Endpoint: "https://gh.example"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -59,13 +60,13 @@ func seedFeedClaims(tb testing.TB, st *Store, n int) string {
 			tb.Fatal(err)
 		}
 	}
-	if _, err := st.pruneFeedChanges(ctx, now.Add(-feedChangesMaxAge), feedChangesKeep); err != nil {
+	if _, err := claimsAPI(st).Maintain(ctx); err != nil {
 		tb.Fatal(err)
 	}
 	if st.db.PG() {
 		st.db.Exec(ctx, `ANALYZE`)
 	}
-	return key.Key
+	return key
 }
 
 // churn makes n changes of the feed of "github", alternately approving a
@@ -75,85 +76,17 @@ func churn(tb testing.TB, st *Store, n int) {
 	ctx := context.Background()
 	var c Claim
 	for i := range n {
-		now := time.Now()
 		action := "revoke"
 		if i%2 == 0 {
 			var pub [32]byte
 			rand.Read(pub[:])
 			var err error
-			if c, err = st.insertSeedClaim(ctx, Claim{Namespace: "acme", PublicKey: identity.FormatPublicKey(pub[:]), Service: "github", Status: StatusPending}, now); err != nil {
+			if c, err = claimsAPI(st).Seed(ctx, Claim{Namespace: "acme", PublicKey: identity.FormatPublicKey(pub[:]), Service: "github", Status: StatusPending}); err != nil {
 				tb.Fatal(err)
 			}
 			action = "approve"
 		}
-		if _, err := st.transition(ctx, "acme", c.ID, action, now.Add(-time.Hour), now); err != nil {
-			tb.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkFeedChanges measures a refresh of a gateway that holds the feed
-// at a cursor k changes old, for k = 0, 1, 10 and 100, on a feed of
-// -feed-claims approved claims: in the store (the change-log read) and
-// through the handler (signature, key, nonce and JSON included). Its
-// cost follows k; run it with two sizes of feed to see it does not follow
-// the feed's size.
-func BenchmarkFeedChanges(b *testing.B) {
-	for _, engine := range engines {
-		b.Run(engine, func(b *testing.B) {
-			st := openStore(b, storeConfig(b, engine))
-			key := seedFeedClaims(b, st, *feedBenchClaims)
-			const logged = 2000
-			churn(b, st, logged)
-			_, head, err := st.feedState(b.Context(), "github")
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv, err := New(Config{Store: st, JWTSecret: testSecret, SignedRatePerMinute: 1 << 30})
-			if err != nil {
-				b.Fatal(err)
-			}
-			agent, _ := identity.New("gateway")
-			for _, k := range []int{0, 1, 10, 100} {
-				// Cursors spread over the log, each reading the k changes
-				// after it (a page of k); k = 0 is a gateway up to date.
-				limit := max(k, 1)
-				cursor := func(i int) int64 {
-					if k == 0 {
-						return head
-					}
-					return head - int64(k) - int64(i%(logged-k))
-				}
-				b.Run(fmt.Sprintf("store/k=%d", k), func(b *testing.B) {
-					i := 0
-					for b.Loop() {
-						ch, _, err := st.feedChanges(b.Context(), "github", cursor(i), limit)
-						if err != nil || len(ch) != k {
-							b.Fatalf("%d changes, %v", len(ch), err)
-						}
-						i++
-					}
-					b.ReportMetric(float64(k), "changes/op")
-				})
-				b.Run(fmt.Sprintf("handler/k=%d", k), func(b *testing.B) {
-					i := 0
-					for b.Loop() {
-						req := httptest.NewRequest("GET", fmt.Sprintf("http://cp.test/v1/namespaces/claims?limit=%d&since=%d", limit, cursor(i)), nil)
-						req.RequestURI = req.URL.RequestURI()
-						req.Header.Set("Authorization", "Bearer "+key)
-						if err := agent.Sign(req, identity.SignOptions{}); err != nil {
-							b.Fatal(err)
-						}
-						w := httptest.NewRecorder()
-						srv.ServeHTTP(w, req)
-						if w.Code != 200 {
-							b.Fatalf("%d %s", w.Code, w.Body)
-						}
-						i++
-					}
-				})
-			}
-		})
+		move(tb, st, c.ID, action)
 	}
 }
 
@@ -176,10 +109,7 @@ func BenchmarkFeedGateways(b *testing.B) {
 			}
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
-			_, head, err := st.feedState(b.Context(), "github")
-			if err != nil {
-				b.Fatal(err)
-			}
+			_, head := feedHead(b, st, "github")
 			gateways := make([]gateway, *feedBenchGateways)
 			for i := range gateways {
 				id, _ := identity.New("gateway")

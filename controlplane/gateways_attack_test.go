@@ -223,7 +223,11 @@ func TestRelayAttackSlowClosesDoNotStallOthers(t *testing.T) {
 // other tenant's delivery is made at once, not after rounds of the slow
 // receiver's attempts have timed out.
 func TestWebhookAttackSlowReceiverHoldsNoSharedSlots(t *testing.T) {
-	forEachEngineWith(t, withWebhooks(func(c *WebhookConfig) { c.Timeout = 3 * time.Second }), func(t *testing.T, e *env, _ StoreConfig) {
+	mod := func(c *Config) {
+		withWebhooks(func(c *WebhookConfig) { c.Timeout = 3 * time.Second })(c)
+		c.MaxPendingClaims = 20
+	}
+	forEachEngineWith(t, mod, func(t *testing.T, e *env, _ StoreConfig) {
 		owner, _ := claimWorld(e)
 		mallory, slackKey := withSession(e.sessions["bob"]), e.apiKeys["slack"]
 		release := make(chan struct{})
@@ -250,7 +254,6 @@ func TestWebhookAttackSlowReceiverHoldsNoSharedSlots(t *testing.T) {
 		defer fast.Close()
 		e.createWebhook(mallory, e.serviceID(mallory), map[string]any{"url": slow.URL, "events": []string{EventSubmitted}})
 		e.createWebhook(owner, e.serviceID(owner), map[string]any{"url": fast.URL, "events": []string{EventSubmitted}})
-		e.srv.cfg.MaxPendingClaims = 20
 		for i := range 20 {
 			b := submitBody("acme", pubKey(newAgent(t, "acme")), "slack")
 			b["agent_ip"] = fmt.Sprintf("10.%d.0.1", i)

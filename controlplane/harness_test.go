@@ -5,9 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"github.com/idnhq/idn/controlplane/claims"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -35,39 +39,46 @@ func openStore(tb testing.TB, cfg StoreConfig) *Store {
 	return st
 }
 
-// Schema versions of the migrations whose upgrades tests check.
-const (
-	claimCountsVersion = 11
-	feedChangesVersion = 12
-)
-
-// openStoreAt opens a store whose schema stops at version, as an older
-// release left it.
-func openStoreAt(tb testing.TB, cfg StoreConfig, version int) *Store {
-	tb.Helper()
-	db, err := sqldb.OpenAt(context.Background(), cfg, version)
-	if err != nil {
-		tb.Fatalf("open %s store at version %d: %v", cfg.Provider, version, err)
-	}
-	st := &Store{db: db} // without prepared submissions, which may need newer tables
-	tb.Cleanup(func() { st.Close() })
-	return st
+// claimsAPI is the claims API over st, which tests set their data up
+// through as an embedder would.
+func claimsAPI(st *Store) *claims.Core {
+	kit := &web.Kit{Log: slog.New(slog.DiscardHandler), Clock: time.Now}
+	return claims.New(claims.Config{MaxServices: 1 << 20}, st.claims, kit, nil, nil, nil, claims.Hooks{})
 }
 
-// rawDB is a second pool on the store's database, for tests that hold a
-// transaction of their own open.
-func rawDB(tb testing.TB, cfg StoreConfig) *sql.DB {
+// feedHead reads the approved claims and the version of slug's feed.
+func feedHead(tb testing.TB, st *Store, slug string) (approved, version int64) {
 	tb.Helper()
-	driver, dsn := "sqlite", "file:"+cfg.SQLitePath
-	if cfg.Provider == ProviderPostgres {
-		driver, dsn = "pgx", cfg.DatabaseURL
+	err := st.db.QueryRowContext(context.Background(), `SELECT approved, version FROM feed_state WHERE service = $1`, slug).Scan(&approved, &version)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		tb.Fatal(err)
 	}
-	db, err := sql.Open(driver, dsn)
+	return approved, version
+}
+
+// move applies an owner's action (approve, reject, revoke) to claim id
+// in the database itself, for tests that change many claims fast.
+func move(tb testing.TB, st *Store, id, action string) {
+	tb.Helper()
+	status, column := map[string][2]string{"approve": {StatusApproved, "approved_at"}, "reject": {StatusRejected, "rejected_at"},
+		"revoke": {StatusRevoked, "revoked_at"}}[action][0], map[string]string{"approve": "approved_at", "reject": "rejected_at", "revoke": "revoked_at"}[action]
+	now := sqldb.Micros(time.Now())
+	if _, err := st.db.Exec(context.Background(), `UPDATE claims SET status = $2, `+column+` = $3, updated_at = $3 WHERE id = $1`, id, status, now); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// latestStatus is the status of the live claim of a tuple, else of its
+// newest one.
+func latestStatus(tb testing.TB, st *Store, ns, pub, slug string) string {
+	tb.Helper()
+	var status string
+	err := st.db.QueryRowContext(context.Background(), `SELECT status FROM claims WHERE namespace = $1 AND public_key = $2 AND service = $3
+		ORDER BY CASE WHEN status IN ('pending', 'approved') THEN 0 ELSE 1 END, updated_at DESC, id DESC LIMIT 1`, ns, pub, slug).Scan(&status)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { db.Close() })
-	return db
+	return status
 }
 
 // forEachEngine runs fn as a parallel subtest per engine, each with a
@@ -250,7 +261,7 @@ func (e *env) signed(method, path string, body any, opts ...reqOpt) resp {
 type seeded struct {
 	APIKeys  map[string]string `json:"api_keys"`
 	Sessions map[string]string `json:"sessions"`
-	Claims   []claimRecord     `json:"claims"`
+	Claims   []claims.Record   `json:"claims"`
 }
 
 // seed calls POST /v1/test/seed.

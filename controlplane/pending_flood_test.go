@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"net/http"
-	"net/netip"
 	"sort"
 	"testing"
 )
@@ -134,33 +133,4 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// FuzzAgentNet: agent_ip comes from the submitting service, so any string
-// must map to "" or to one network, and an address's network contains it.
-func FuzzAgentNet(f *testing.F) {
-	for _, s := range []string{"", "192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1", "fe80::1%eth0", "2001:db8::/64", "not-an-ip", "1.2.3.4.5"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, ip string) {
-		net := agentNet(ip)
-		a, err := netip.ParseAddr(ip)
-		if err != nil {
-			if net != "" {
-				t.Fatalf("agentNet(%q) = %q for an unparsable address", ip, net)
-			}
-			return
-		}
-		a = a.Unmap().WithZone("")
-		if a.Is4() {
-			if net != a.String() {
-				t.Fatalf("agentNet(%q) = %q, want %q", ip, net, a)
-			}
-			return
-		}
-		p, err := netip.ParsePrefix(net)
-		if err != nil || p.Bits() != 64 || !p.Contains(a) {
-			t.Fatalf("agentNet(%q) = %q, want the /64 holding it", ip, net)
-		}
-	})
 }

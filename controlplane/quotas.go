@@ -1,9 +1,8 @@
 package controlplane
 
 import (
-	"context"
-	"database/sql"
-	"errors"
+	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/signed"
 )
 
 // Per-namespace quotas. One owner (one namespace) may hold at most:
@@ -25,19 +24,18 @@ import (
 // Each count and the insert it guards run in one transaction that holds
 // the namespace's row, so concurrent requests cannot overshoot.
 const (
-	DefaultMaxServices     = 25
+	DefaultMaxServices     = claims.DefaultMaxServices
 	DefaultMaxOpenPairings = 5
 	DefaultMaxGateways     = 25
 	DefaultMaxSessions     = 100
 )
 
-// Quota errors; errorTable maps them to codes.
-var (
-	errServiceLimit = errors.New("controlplane: service limit of the namespace reached")
+// Defaults of the signed routes' admission limits (Config).
+const (
+	// DefaultSignedRatePerMinute is CONTROLPLANE_SIGNED_RATE_LIMIT_PER_MINUTE's
+	// default: requests to the signed routes per client network per minute.
+	DefaultSignedRatePerMinute = signed.DefaultSignedRatePerMinute
+	// DefaultMaxLookupNonces is CONTROLPLANE_LOOKUP_NONCE_MAX_ENTRIES's
+	// default: nonces of public lookups remembered in memory.
+	DefaultMaxLookupNonces = signed.DefaultMaxLookupNonces
 )
-
-// lockNamespace is sqldb.LockNamespace; the parts being moved out still
-// call it.
-func (s *Store) lockNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
-	return s.db.LockNamespace(ctx, tx, ns)
-}

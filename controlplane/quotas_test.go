@@ -274,24 +274,3 @@ func TestSlowReceiverOfOneOwnerDoesNotStallOthers(t *testing.T) {
 		}
 	})
 }
-
-// TestFeedCursorsAreSharedFairly: a service paging through many offsets
-// of the feed evicts its own remembered cursors, not another service's.
-func TestFeedCursorsAreSharedFairly(t *testing.T) {
-	t.Parallel()
-	c := newCursorCache(8)
-	victim := cursorKey{service: "github", version: 1, offset: 500}
-	c.put(victim, feedCursor{id: "clm_victim"})
-	for i := range 100 {
-		c.put(cursorKey{service: "flood-svc", version: 1, offset: i}, feedCursor{id: "clm_flood"})
-	}
-	if got := c.get(victim); got == nil || got.id != "clm_victim" {
-		t.Fatalf("the other service's cursor was evicted: %v", got)
-	}
-	if len(c.m) != 8 {
-		t.Fatalf("%d cursors held, want 8", len(c.m))
-	}
-	if c.get(cursorKey{service: "flood-svc", version: 1, offset: 99}) == nil {
-		t.Fatal("the flooding service's newest cursor is gone")
-	}
-}

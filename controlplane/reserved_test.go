@@ -58,8 +58,9 @@ func TestRouteWordNamespacesRefused(t *testing.T) {
 			e.do("POST", "/v1/test/seed", map[string]any{"claims": []map[string]any{{"namespace": ns, "service": "github",
 				"public_key": pubKey(newAgent(t, "acme"))}}}, withHeader("X-IDN-Test-Seed-Token", seedToken)).
 				want(t, http.StatusBadRequest, "VALIDATION_ERROR")
-			if _, err := e.st.namespace(t.Context(), ns); err != errNamespaceNotFound {
-				t.Fatalf("namespace %q exists after refusal: %v", ns, err)
+			var n int
+			if err := e.st.db.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM namespaces WHERE namespace = $1`, ns).Scan(&n); err != nil || n != 0 {
+				t.Fatalf("namespace %q exists after refusal: %d %v", ns, n, err)
 			}
 		})
 	}

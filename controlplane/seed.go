@@ -1,13 +1,9 @@
 package controlplane
 
 import (
-	"context"
 	"crypto/subtle"
-	"database/sql"
-	"errors"
-	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/claims"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"math"
 	"net/http"
 
 	"github.com/idnhq/idn/identity"
@@ -49,68 +45,51 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, e)
 		return
 	}
-	ctx, now := r.Context(), s.now()
+	ctx := r.Context()
 	var owners []string
 	seen := map[string]bool{}
-	addNS := func(ns string) *apierror.Error {
-		if err := web.NamespaceProblem(ns); err != nil {
-			return toAPIError(err)
-		}
-		if !seen[ns] {
-			seen[ns] = true
-			owners = append(owners, ns)
-		}
-		return nil
+	owners = append(owners, in.Namespaces...)
+	for _, svc := range in.Services {
+		owners = append(owners, svc.Owner)
 	}
-	for _, ns := range in.Namespaces {
-		if e := addNS(ns); e != nil {
+	for _, ns := range owners {
+		if e := web.NamespaceProblem(ns); e != nil {
 			apierror.Write(w, r, e)
 			return
 		}
 	}
 	for _, svc := range in.Services {
-		if e := addNS(svc.Owner); e != nil {
-			apierror.Write(w, r, e)
-			return
-		}
-		if !validSlug(svc.Slug) {
+		if !claims.ValidSlug(svc.Slug) {
 			apierror.Write(w, r, web.Validation("service slug %q must be 3-64 characters of a-z, 0-9 and inner hyphens", svc.Slug))
 			return
 		}
 	}
-	for _, ns := range owners {
-		if err := s.store.ensureNamespace(ctx, ns, now); err != nil {
+	keys := map[string]string{}
+	for _, ns := range in.Namespaces {
+		if _, err := s.claims.Provision(ctx, ns, claims.ServiceSpec{}); err != nil {
 			s.writeErr(w, r, err)
 			return
 		}
 	}
-	keys := map[string]string{}
 	for _, svc := range in.Services {
-		name, endpoint := svc.Name, svc.ServiceEndpoint
-		if name == "" {
-			name = svc.Slug
-		}
-		if endpoint == "" {
-			endpoint = "http://localhost/"
-		}
-		key, err := s.seedService(ctx, svc.Owner, name, endpoint, svc.Slug)
+		key, err := s.claims.Provision(ctx, svc.Owner, claims.ServiceSpec{Slug: svc.Slug, Name: svc.Name, Endpoint: svc.ServiceEndpoint})
 		if err != nil {
 			s.writeErr(w, r, err)
 			return
 		}
 		keys[svc.Slug] = key
 	}
-	claims := make([]claimRecord, 0, len(in.Claims))
+	records := make([]claims.Record, 0, len(in.Claims))
 	for _, c := range in.Claims {
 		if c.Status == "" {
 			c.Status = StatusApproved
 		}
-		if !claimStatuses[c.Status] {
+		if !claims.ValidStatus(c.Status) {
 			apierror.Write(w, r, web.Validation("claim status %q is not a claim status", c.Status))
 			return
 		}
-		if err := web.NamespaceProblem(c.Namespace); err != nil {
-			s.writeErr(w, r, err)
+		if e := web.NamespaceProblem(c.Namespace); e != nil {
+			apierror.Write(w, r, e)
 			return
 		}
 		pub, err := identity.ParsePublicKey(c.PublicKey)
@@ -118,20 +97,20 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 			apierror.Write(w, r, web.Validation("each claim needs a service and an ed25519:<base64> public_key"))
 			return
 		}
-		if err := s.store.ensureNamespace(ctx, c.Namespace, now); err != nil {
-			s.writeErr(w, r, err)
-			return
-		}
-		stored, err := s.store.insertSeedClaim(ctx, Claim{Namespace: c.Namespace, Service: c.Service,
-			PublicKey: identity.FormatPublicKey(pub), Status: c.Status}, now)
+		stored, err := s.claims.Seed(ctx, Claim{Namespace: c.Namespace, Service: c.Service,
+			PublicKey: identity.FormatPublicKey(pub), Status: c.Status})
 		if err != nil {
 			s.writeErr(w, r, err)
 			return
 		}
-		claims = append(claims, toClaimRecord(stored))
+		records = append(records, claims.RecordOf(stored))
 	}
 	sessions := map[string]string{}
 	for _, ns := range owners {
+		if seen[ns] {
+			continue
+		}
+		seen[ns] = true
 		tok, _, err := s.IssueSession(ctx, ns)
 		if err != nil {
 			s.writeErr(w, r, err)
@@ -139,24 +118,5 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 		}
 		sessions[ns] = tok
 	}
-	apierror.WriteJSON(w, http.StatusOK, map[string]any{"api_keys": keys, "sessions": sessions, "claims": claims})
-}
-
-// seedService creates the service, or issues another key when the owner
-// already has it.
-func (s *Server) seedService(ctx context.Context, owner, name, endpoint, slug string) (string, error) {
-	_, key, err := s.store.createService(ctx, owner, name, endpoint, slug, s.cfg.MaxServices, s.now())
-	if !errors.Is(err, errSlugTaken) {
-		return key.Key, err
-	}
-	var id string
-	err = s.store.db.QueryRowContext(ctx, `SELECT id FROM services WHERE slug = $1 AND owner = $2`, slug, owner).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", errSlugTaken
-	}
-	if err != nil {
-		return "", sqldb.Err("service", err)
-	}
-	key, err = s.store.createKey(ctx, owner, id, math.MaxInt, s.now())
-	return key.Key, err
+	apierror.WriteJSON(w, http.StatusOK, map[string]any{"api_keys": keys, "sessions": sessions, "claims": records})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/claims"
 	"github.com/idnhq/idn/controlplane/internal/signed"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/controlplane/ownerauth"
@@ -181,7 +182,7 @@ type Server struct {
 	sessions *ownerauth.Sessions
 	accounts *ownerauth.Accounts
 	gate     *signed.Gate // signed routes
-	cursors  *cursorCache
+	claims   *claims.Core
 	mux      *routeMux
 	obs      *observer
 	tracer   tracing.Tracer
@@ -234,8 +235,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies},
-		cursors: newCursorCache(4096)}
+	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies}}
 	s.kit = &web.Kit{Log: log, Clock: cfg.Clock, Proxy: s.proxy, PublicURL: cfg.PublicURL,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, Bodies: bodybudget.Budget{Max: cfg.MaxInflightBodyBytes}}
 	var err error
@@ -261,6 +261,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.initWebhooks(); err != nil {
 		return nil, err
 	}
+	s.claims = claims.New(claims.Config{MaxPendingClaims: cfg.MaxPendingClaims, MaxPendingPerAgent: cfg.MaxPendingPerAgent,
+		MaxAPIKeys: cfg.MaxAPIKeys, MaxServices: cfg.MaxServices, PendingExpiry: cfg.PendingExpiry},
+		cfg.Store.claims, s.kit, s.gate, s.sessions.Owner, s.registry, claims.Hooks{Changed: s.publish})
 	s.gateways, err = gatewaylink.New(cfg.Gateways, gatewaylink.Deps{
 		DB:     cfg.Store.db,
 		Kit:    s.kit,
@@ -348,30 +351,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /health/ready", s.healthReady)
 	m.HandleFunc("GET /metrics", s.obs.serveMetrics)
 
-	// Signed-header routes: an agent or a service proves who it is on
-	// every request.
-	m.Handle("GET /v1/namespaces/{namespace}", s.gate.Public(s.getNamespace))
-	m.Handle("GET /v1/namespaces/claims", s.signedService(s.claimsFeed))
-	m.Handle("POST /v1/claims", s.signedService(s.submitClaim))
-	m.Handle("GET /v1/verify", s.signedService(s.verifyClaim))
-	m.Handle("GET /.well-known/did/{did}", s.gate.Public(s.wellKnownDID))
-
-	// Public DID resolution (outside the protected prefixes).
-	m.HandleFunc("GET /1.0/identifiers/{did}", s.resolveDID)
-
-	// Owner session routes.
-	m.Handle("GET /v1/namespaces/{namespace}/claims", s.sessions.Owner(s.ownerClaims))
-	m.Handle("GET /v1/namespaces/{namespace}/did", s.sessions.Owner(s.ownerDID))
-	m.Handle("POST /v1/namespaces/{namespace}/claims/reject-pending", s.sessions.Owner(s.rejectPending))
-	m.Handle("POST /v1/claims/{id}/{action}", s.sessions.Owner(s.moveClaim))
-	m.Handle("POST /v1/services", s.sessions.Owner(s.createService))
-	m.Handle("GET /v1/services", s.sessions.Owner(s.listServices))
-	m.Handle("GET /v1/services/{id}", s.sessions.Owner(s.getService))
-	m.Handle("PATCH /v1/services/{id}", s.sessions.Owner(s.updateService))
-	m.Handle("DELETE /v1/services/{id}", s.sessions.Owner(s.deleteService))
-	m.Handle("GET /v1/services/{id}/keys", s.sessions.Owner(s.listKeys))
-	m.Handle("POST /v1/services/{id}/keys", s.sessions.Owner(s.createKey))
-	m.Handle("DELETE /v1/services/{id}/keys/{keyID}", s.sessions.Owner(s.revokeKey))
+	s.claims.Routes(m)
 
 	if s.cfg.TestSeedToken != "" {
 		m.HandleFunc("POST /v1/test/seed", s.seed)
@@ -400,18 +380,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // deleted. Call it periodically (every minute is plenty); it is safe to run
 // on several instances at once.
 func (s *Server) Maintain(ctx context.Context) error {
-	now := s.now()
-	n, err := s.store.expirePending(ctx, now.Add(-s.cfg.PendingExpiry), now)
+	n, err := s.claims.Maintain(ctx)
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		s.log.InfoContext(ctx, "expired pending claims", "count", n)
 	}
-	if err := s.store.cleanup(ctx, now); err != nil {
-		return err
-	}
-	if _, err := s.store.pruneFeedChanges(ctx, now.Add(-feedChangesMaxAge), feedChangesKeep); err != nil {
+	if err := s.store.cleanup(ctx, s.now()); err != nil {
 		return err
 	}
 	if err := s.gateways.Maintain(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -152,7 +153,7 @@ func TestSessions(t *testing.T) {
 		e.do("GET", "/v1/services", nil, withSession(tok2)).want(t, 200, "")
 	})
 	t.Run("no session for unknown namespace", func(t *testing.T) {
-		if _, _, err := e.srv.IssueSession(t.Context(), "nobody"); !errors.Is(err, errNamespaceNotFound) {
+		if _, _, err := e.srv.IssueSession(t.Context(), "nobody"); !errors.Is(err, sqldb.ErrNamespaceNotFound) {
 			t.Fatalf("IssueSession(nobody) = %v", err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/claims"
 	"io"
 	"math"
 	"net/http"
@@ -52,7 +53,7 @@ func strangerRequest(tb testing.TB, base string, id *identity.Identity, i int, f
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+apiKeyPrefix+"made-up")
+		req.Header.Set("Authorization", "Bearer "+"idn_sk_"+"made-up")
 	} else {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
@@ -320,11 +321,11 @@ func BenchmarkOwnerUnderStrangerFlood(b *testing.B) {
 				}
 				ts := httptest.NewServer(srv)
 				b.Cleanup(ts.Close)
-				ctx, now := context.Background(), time.Now()
-				if err := st.ensureNamespace(ctx, "acme", now); err != nil {
+				ctx := context.Background()
+				if _, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{}); err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := st.createService(ctx, "acme", "GitHub", "https://gh.example", "github", DefaultMaxServices, now); err != nil {
+				if _, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{Slug: "github", Name: "GitHub", Endpoint: "https://gh.example"}); err != nil {
 					b.Fatal(err)
 				}
 				tok, _, err := srv.IssueSession(ctx, "acme")

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"github.com/idnhq/idn/controlplane/claims"
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 )
@@ -31,9 +32,8 @@ type StoreConfig = sqldb.Config
 // so several control-plane instances can share one PostgreSQL database.
 // A Store is safe for concurrent use.
 type Store struct {
-	db *sqldb.DB
-
-	submit submitStatements
+	db     *sqldb.DB
+	claims *claims.Store
 }
 
 // Open connects to the database and applies pending migrations. Concurrent
@@ -43,12 +43,12 @@ func Open(ctx context.Context, cfg StoreConfig) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db}
-	if err := s.prepareSubmit(ctx); err != nil {
+	cs, err := claims.NewStore(ctx, db)
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return s, nil
+	return &Store{db: db, claims: cs}, nil
 }
 
 // Close closes the database.

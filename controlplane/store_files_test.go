@@ -2,10 +2,10 @@ package controlplane
 
 import (
 	"context"
+	"github.com/idnhq/idn/controlplane/claims"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // TestSQLiteFilesArePrivate checks that the database and its WAL companions,
@@ -33,7 +33,7 @@ func TestSQLiteFilesArePrivate(t *testing.T) {
 			path := filepath.Join(dir, "controlplane.db")
 			tc.prepare(t, path)
 			st := openStore(t, StoreConfig{Provider: ProviderSQLite, SQLitePath: path})
-			if err := st.ensureNamespace(context.Background(), "acme", time.Now()); err != nil {
+			if _, err := claimsAPI(st).Provision(context.Background(), "acme", claims.ServiceSpec{}); err != nil {
 				t.Fatal(err)
 			}
 			if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {

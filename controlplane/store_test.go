@@ -65,21 +65,3 @@ func TestOpenConfigErrors(t *testing.T) {
 		})
 	}
 }
-
-func FuzzSubmitRequest(f *testing.F) {
-	f.Add("acme", "ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=", "github", "203.0.113.1", "alice")
-	f.Add("a", "z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK", "", "::1", "")
-	f.Add("acme", "ed25519:", "x", "not-ip", "\x00")
-	f.Fuzz(func(t *testing.T, ns, pub, svc, ip, subject string) {
-		c, e := submitRequest{Namespace: ns, PublicKey: pub, Service: svc, AgentIP: ip, Subject: subject}.validate()
-		if e != nil {
-			if e.Code().Status() != 400 {
-				t.Fatalf("status %d", e.Code().Status())
-			}
-			return
-		}
-		if c.Namespace != ns || !strings.HasPrefix(c.PublicKey, "ed25519:") || len(c.PublicKey) != 52 || c.Service != svc {
-			t.Fatalf("accepted %+v", c)
-		}
-	})
-}

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"sync"
 	"time"
 
@@ -42,7 +43,7 @@ func (s *Server) initWebhooks() error {
 func (s *Server) webhookAlertAddress(ctx context.Context, ns string) (string, bool, error) {
 	set, err := s.accounts.Settings(ctx, ns)
 	switch {
-	case errors.Is(err, errNamespaceNotFound):
+	case errors.Is(err, sqldb.ErrNamespaceNotFound):
 		return "", true, nil
 	case err != nil:
 		return "", false, err

@@ -1,7 +1,8 @@
-package controlplane
+package claims
 
 import (
 	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/webhooks"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -12,7 +13,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// Page bounds of the two claim listings: the gateway's feed reads large
+// page bounds of the two claim listings: the gateway's feed reads large
 // pages, an owner's browser small ones.
 const (
 	feedDefaultLimit  = 500
@@ -21,7 +22,7 @@ const (
 	ownerMaxLimit     = 200
 )
 
-func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
+func (s *Core) getNamespace(w http.ResponseWriter, r *http.Request) {
 	ns := r.PathValue("namespace")
 	if identity.ValidNamespace(ns) != nil {
 		apierror.Write(w, r, web.ErrInvalidNamespace)
@@ -29,7 +30,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := s.store.namespace(r.Context(), ns)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
@@ -54,8 +55,8 @@ type feedRecord struct {
 	AgentName  string `json:"agent_name,omitempty"`
 }
 
-// claimRecord is a claim as its owner (and its submitting service) sees it.
-type claimRecord struct {
+// Record is a claim as its owner (and its submitting service) sees it.
+type Record struct {
 	ClaimID          string `json:"claim_id"`
 	Namespace        string `json:"namespace"`
 	Service          string `json:"service"`
@@ -75,8 +76,9 @@ type claimRecord struct {
 	AgentName        string `json:"agent_name,omitempty"`
 }
 
-func toClaimRecord(c Claim) claimRecord {
-	return claimRecord{
+// RecordOf is c as its JSON record.
+func RecordOf(c Claim) Record {
+	return Record{
 		ClaimID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey, AgentIP: c.AgentIP,
 		Status: c.Status, CreatedAt: web.Timestamp(c.CreatedAt), ApprovedAt: web.Timestamp(c.ApprovedAt),
 		RejectedAt: web.Timestamp(c.RejectedAt), RevokedAt: web.Timestamp(c.RevokedAt), ExpiredAt: web.Timestamp(c.ExpiredAt),
@@ -172,7 +174,7 @@ func (in submitRequest) validate() (Claim, *apierror.Error) {
 		AgentIP: in.AgentIP, Subject: in.Subject, AgentID: in.AgentID, AgentName: in.AgentName}, nil
 }
 
-func (s *Server) submitClaim(w http.ResponseWriter, r *http.Request, svc service) {
+func (s *Core) submitClaim(w http.ResponseWriter, r *http.Request, svc Service) {
 	var in submitRequest
 	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
@@ -188,64 +190,64 @@ func (s *Server) submitClaim(w http.ResponseWriter, r *http.Request, svc service
 		return
 	}
 	if c.AgentIP == "" {
-		c.AgentIP = s.proxy.ClientAddr(r).String()
+		c.AgentIP = s.kit.Proxy.ClientAddr(r).String()
 	}
-	now := s.now()
+	now := s.kit.Now()
 	budget := pendingBudget{perService: s.cfg.MaxPendingClaims, perAgent: s.cfg.MaxPendingPerAgent}
 	c, created, err := s.store.submitClaim(r.Context(), c, budget, now.Add(-s.cfg.PendingExpiry), now)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		s.publish(r.Context(), EventSubmitted, c)
+		s.publish(r.Context(), webhooks.EventSubmitted, c)
 	}
-	apierror.WriteJSON(w, status, toClaimRecord(c))
+	apierror.WriteJSON(w, status, RecordOf(c))
 }
 
-var actionEvents = map[string]string{"approve": EventApproved, "reject": EventRejected, "revoke": EventRevoked}
+var actionEvents = map[string]string{"approve": webhooks.EventApproved, "reject": webhooks.EventRejected, "revoke": webhooks.EventRevoked}
 
 // moveClaim is POST /v1/claims/{id}/{approve|reject|revoke}.
-func (s *Server) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
+func (s *Core) moveClaim(w http.ResponseWriter, r *http.Request, ns string) {
 	action := r.PathValue("action")
 	event, ok := actionEvents[action]
 	if !ok {
 		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
-	now := s.now()
+	now := s.kit.Now()
 	c, err := s.applyClaimAction(r.Context(), ns, r.PathValue("id"), action, now)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
-	apierror.WriteJSON(w, http.StatusOK, toClaimRecord(s.publish(r.Context(), event, c)))
+	apierror.WriteJSON(w, http.StatusOK, RecordOf(s.publish(r.Context(), event, c)))
 }
 
 // rejectPending is POST /v1/namespaces/{namespace}/claims/reject-pending
 // ?service=<slug>: the owner's answer to a flood of claims through one
 // service. Each claim moves as a single reject would (request.rejected
 // webhook and event); the answer is how many moved.
-func (s *Server) rejectPending(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Core) rejectPending(w http.ResponseWriter, r *http.Request, owner string) {
 	ns, ok := web.OwnNamespace(w, r, owner)
 	if !ok {
 		return
 	}
 	slug := r.URL.Query().Get("service")
-	if !validSlug(slug) {
+	if !ValidSlug(slug) {
 		apierror.Write(w, r, web.Validation("service must be the slug of the service whose pending claims to reject"))
 		return
 	}
-	now := s.now()
+	now := s.kit.Now()
 	claims, err := s.store.rejectPending(r.Context(), ns, slug, now.Add(-s.cfg.PendingExpiry), now)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	for _, c := range claims {
-		s.publish(r.Context(), EventRejected, c)
+		s.publish(r.Context(), webhooks.EventRejected, c)
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{"namespace": ns, "service": slug, "rejected": len(claims)})
 }
@@ -253,7 +255,7 @@ func (s *Server) rejectPending(w http.ResponseWriter, r *http.Request, owner str
 var claimStatuses = map[string]bool{StatusPending: true, StatusApproved: true, StatusRevoked: true, StatusRejected: true, StatusExpired: true}
 
 // ownerClaims is GET /v1/namespaces/{namespace}/claims.
-func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Core) ownerClaims(w http.ResponseWriter, r *http.Request, owner string) {
 	ns, ok := web.OwnNamespace(w, r, owner)
 	if !ok {
 		return
@@ -269,23 +271,23 @@ func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner strin
 		apierror.Write(w, r, e)
 		return
 	}
-	cur := claimCursor{After: q.Get("after"), Before: q.Get("before"), Offset: offset}
+	cur := Cursor{After: q.Get("after"), Before: q.Get("before"), Offset: offset}
 	if len(slices.DeleteFunc([]string{"after", "before", "offset"}, func(k string) bool { return !q.Has(k) })) > 1 {
 		apierror.Write(w, r, web.Validation("after, before and offset exclude each other"))
 		return
 	}
 	p, err := s.store.ownerClaims(r.Context(), ns, status, q.Get("service"), limit, cur)
-	if err == errClaimNotFound {
+	if err == ErrClaimNotFound {
 		apierror.Write(w, r, web.Validation("after and before must be the claim_id of a claim of the namespace"))
 		return
 	}
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
-	recs := make([]claimRecord, len(p.Claims))
+	recs := make([]Record, len(p.Claims))
 	for i, c := range p.Claims {
-		recs[i] = toClaimRecord(c)
+		recs[i] = RecordOf(c)
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"claims":     recs,
@@ -295,7 +297,7 @@ func (s *Server) ownerClaims(w http.ResponseWriter, r *http.Request, owner strin
 
 // ownerPagination is the pagination of a page of the owner listing, with
 // the cursors of its neighbours.
-func ownerPagination(p page, limit, offset int) pagination {
+func ownerPagination(p Page, limit, offset int) pagination {
 	pg := pagination{Limit: limit, Offset: offset, Total: p.Total, HasMore: p.HasMore}
 	if n := len(p.Claims); n > 0 {
 		if p.HasMore {
@@ -311,7 +313,7 @@ func ownerPagination(p page, limit, offset int) pagination {
 // verifyClaim is GET /v1/verify?namespace&public_key&service: is the agent
 // key authorised for the service? service defaults to the key's service
 // and must equal it.
-func (s *Server) verifyClaim(w http.ResponseWriter, r *http.Request, svc service) {
+func (s *Core) verifyClaim(w http.ResponseWriter, r *http.Request, svc Service) {
 	q := r.URL.Query()
 	slug := q.Get("service")
 	if slug == "" {
@@ -332,12 +334,12 @@ func (s *Server) verifyClaim(w http.ResponseWriter, r *http.Request, svc service
 		return
 	}
 	c, err := s.store.latestClaim(r.Context(), ns, identity.FormatPublicKey(pub), slug)
-	if err == errClaimNotFound {
+	if err == ErrClaimNotFound {
 		apierror.WriteJSON(w, http.StatusOK, map[string]any{"authorized": false})
 		return
 	}
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	out := map[string]any{"authorized": c.Status == StatusApproved, "claim_id": c.ID, "status": c.Status}

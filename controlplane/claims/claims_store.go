@@ -1,4 +1,4 @@
-package controlplane
+package claims
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const (
 	StatusExpired  = "expired"
 )
 
-// Claim is the authorisation of a (namespace, public key, service) tuple.
+// Claim is the authorisation of a (namespace, public key, Service) tuple.
 // Zero times mean "not happened".
 type Claim struct {
 	ID               string
@@ -46,7 +46,7 @@ type Claim struct {
 	RegistryError    string // why the last registry write failed; "" once a write succeeded
 }
 
-const claimColumns = `id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
+const claimColumns = `id, namespace, public_key, Service, agent_ip, subject, agent_id, agent_name, status,
 	created_at, updated_at, approved_at, rejected_at, revoked_at, expired_at, approval_tx_hash, revocation_tx_hash, registry_error`
 
 func scanClaim(row interface{ Scan(...any) error }) (Claim, error) {
@@ -137,7 +137,7 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 		budget: prepare(`SELECT
 			COALESCE((SELECT n FROM claim_counts WHERE namespace = $1 AND service = $2 AND status = 'pending'), 0),
 			COALESCE((SELECT n FROM pending_agents WHERE namespace = $1 AND service = $2 AND agent_net = $3), 0)`),
-		insert: prepare(`INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
+		insert: prepare(`INSERT INTO claims (id, namespace, public_key, Service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $10)`),
 	}
 	return sqldb.Err("prepare submission", err)
@@ -276,7 +276,7 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 		err = s.db.QueryRowContext(ctx, `SELECT c.status, c.created_at, n.deactivated_at FROM claims c
 			JOIN namespaces n ON n.namespace = c.namespace WHERE c.id = $1 AND c.namespace = $2`, id, ns).Scan(&status, &created, &deactivated)
 		if errors.Is(err, sql.ErrNoRows) {
-			return c, errClaimNotFound
+			return c, ErrClaimNotFound
 		}
 		if err != nil {
 			return c, sqldb.Err("claim", err)
@@ -325,17 +325,17 @@ func (s *Store) expirePending(ctx context.Context, cutoff, now time.Time) (int64
 	return n, nil
 }
 
-// page is one page of claims and the total number of matches. HasMore
+// Page is one page of claims and the total number of matches. HasMore
 // tells whether claims follow the page in listing order; HasNewer (owner
 // listing only) whether newer claims precede it.
-type page struct {
+type Page struct {
 	Claims   []Claim
 	Total    int64
 	HasMore  bool
 	HasNewer bool
 }
 
-const feedColumns = `id, namespace, public_key, service, subject, agent_id, agent_name, approved_at`
+const feedColumns = `id, namespace, public_key, Service, subject, agent_id, agent_name, approved_at`
 
 func scanFeedClaims(rows *sql.Rows) ([]Claim, error) {
 	defer rows.Close()
@@ -372,7 +372,7 @@ type feedCursor struct {
 // page starts right after that key (keyset paging: cost independent of the
 // offset); otherwise it starts at offset. Total is not counted here (see
 // feedState).
-func (s *Store) feed(ctx context.Context, slug string, after *feedCursor, limit, offset int) (page, error) {
+func (s *Store) feed(ctx context.Context, slug string, after *feedCursor, limit, offset int) (Page, error) {
 	var (
 		rows *sql.Rows
 		err  error
@@ -390,9 +390,9 @@ func (s *Store) feed(ctx context.Context, slug string, after *feedCursor, limit,
 			ORDER BY approved_at, id`, slug, limit+1, offset)
 	}
 	if err != nil {
-		return page{}, sqldb.Err("feed", err)
+		return Page{}, sqldb.Err("feed", err)
 	}
-	var p page
+	var p Page
 	if p.Claims, err = scanFeedClaims(rows); err != nil {
 		return p, err
 	}
@@ -402,10 +402,10 @@ func (s *Store) feed(ctx context.Context, slug string, after *feedCursor, limit,
 	return p, nil
 }
 
-// claimCursor places a page of a namespace's claims: right after claim
+// Cursor places a page of a namespace's claims: right after claim
 // After (older claims), right before claim Before (newer ones), or at
 // Offset. The zero value is the first page.
-type claimCursor struct {
+type Cursor struct {
 	After, Before string
 	Offset        int
 }
@@ -416,8 +416,8 @@ type claimCursor struct {
 // anywhere in the listing; the cursor claim only gives the position, so
 // paging stays exact while claims arrive or change status. A Before page
 // that reaches the newest claim is the first page. An unknown cursor
-// claim is errClaimNotFound. Total comes from claim_counts.
-func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit int, cur claimCursor) (page, error) {
+// claim is ErrClaimNotFound. Total comes from claim_counts.
+func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit int, cur Cursor) (Page, error) {
 	conds := []string{"namespace = $1"}
 	args := []any{ns}
 	if status != "" {
@@ -428,7 +428,7 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit 
 		args = append(args, slug)
 		conds = append(conds, "service = $"+strconv.Itoa(len(args)))
 	}
-	var p page
+	var p Page
 	if err := s.db.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM claim_counts WHERE `+strings.Join(conds, " AND "), args...).Scan(&p.Total); err != nil {
 		return p, sqldb.Err("count claims", err)
 	}
@@ -447,7 +447,7 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit 
 		var at int64
 		err = s.db.QueryRowContext(ctx, `SELECT created_at FROM claims WHERE id = $1 AND namespace = $2`, id, ns).Scan(&at)
 		if errors.Is(err, sql.ErrNoRows) {
-			return p, errClaimNotFound
+			return p, ErrClaimNotFound
 		}
 		if err != nil {
 			return p, sqldb.Err("claim cursor", err)
@@ -475,7 +475,7 @@ func (s *Store) ownerClaims(ctx context.Context, ns, status, slug string, limit 
 	}
 	switch {
 	case cur.Before != "" && !more:
-		return s.ownerClaims(ctx, ns, status, slug, limit, claimCursor{})
+		return s.ownerClaims(ctx, ns, status, slug, limit, Cursor{})
 	case cur.Before != "":
 		slices.Reverse(p.Claims)
 		p.HasMore, p.HasNewer = true, true
@@ -493,7 +493,7 @@ func (s *Store) latestClaim(ctx context.Context, ns, publicKey, slug string) (Cl
 		ORDER BY CASE WHEN status IN ('pending', 'approved') THEN 0 ELSE 1 END, updated_at DESC, id DESC LIMIT 1`,
 		ns, publicKey, slug))
 	if errors.Is(err, sql.ErrNoRows) {
-		return c, errClaimNotFound
+		return c, ErrClaimNotFound
 	}
 	return c, sqldb.Err("claim", err)
 }
@@ -528,7 +528,7 @@ func (s *Store) insertSeedClaim(ctx context.Context, c Claim, now time.Time) (Cl
 	case StatusExpired:
 		expired = at
 	}
-	_, err := s.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status,
+	_, err := s.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, Service, agent_ip, subject, agent_id, agent_name, status,
 			created_at, updated_at, approved_at, rejected_at, revoked_at, expired_at)
 		VALUES ($1, $2, $3, $4, '', '', '', '', $5, $6, $6, $7, $8, $9, $10)`,
 		c.ID, c.Namespace, c.PublicKey, c.Service, c.Status, sqldb.Micros(now), approved, rejected, revoked, expired)

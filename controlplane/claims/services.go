@@ -1,7 +1,8 @@
-package controlplane
+package claims
 
 import (
 	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/controlplane/webhooks"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,7 +11,7 @@ import (
 )
 
 // validSlug: 3-64 of a-z 0-9 -, alphanumeric at both ends.
-func validSlug(s string) bool {
+func ValidSlug(s string) bool {
 	if len(s) < 3 || len(s) > 64 || s[0] == '-' || s[len(s)-1] == '-' {
 		return false
 	}
@@ -64,7 +65,7 @@ type serviceRequest struct {
 	Slug            *string `json:"slug"`
 }
 
-func (s *Server) createService(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Core) createService(w http.ResponseWriter, r *http.Request, owner string) {
 	var in serviceRequest
 	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
@@ -90,31 +91,31 @@ func (s *Server) createService(w http.ResponseWriter, r *http.Request, owner str
 	if in.Slug != nil {
 		slug = *in.Slug
 	}
-	if !validSlug(slug) {
+	if !ValidSlug(slug) {
 		apierror.Write(w, r, web.Validation("slug must be 3-64 characters of a-z, 0-9 and inner hyphens (derived from name when absent)"))
 		return
 	}
-	svc, key, err := s.store.createService(r.Context(), owner, *in.Name, *in.ServiceEndpoint, slug, s.cfg.MaxServices, s.now())
+	svc, key, err := s.store.createService(r.Context(), owner, *in.Name, *in.ServiceEndpoint, slug, s.cfg.MaxServices, s.kit.Now())
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	apierror.WriteJSON(w, http.StatusCreated, map[string]any{"service": svc, "api_key": key})
 }
 
-func (s *Server) listServices(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Core) listServices(w http.ResponseWriter, r *http.Request, owner string) {
 	list, err := s.store.listServices(r.Context(), owner)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{"services": list})
 }
 
-func (s *Server) getService(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Core) getService(w http.ResponseWriter, r *http.Request, owner string) {
 	svc, err := s.store.service(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	apierror.WriteJSON(w, http.StatusOK, svc)
@@ -122,7 +123,7 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request, owner string
 
 // updateService changes name and/or service_endpoint. The slug is part of
 // every claim tuple of the service, so it cannot change.
-func (s *Server) updateService(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Core) updateService(w http.ResponseWriter, r *http.Request, owner string) {
 	var in serviceRequest
 	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
@@ -148,50 +149,50 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request, owner str
 			return
 		}
 	}
-	svc, err := s.store.updateService(r.Context(), owner, r.PathValue("id"), in.Name, in.ServiceEndpoint, s.now())
+	svc, err := s.store.updateService(r.Context(), owner, r.PathValue("id"), in.Name, in.ServiceEndpoint, s.kit.Now())
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	apierror.WriteJSON(w, http.StatusOK, svc)
 }
 
-func (s *Server) deleteService(w http.ResponseWriter, r *http.Request, owner string) {
-	revoked, rejected, err := s.store.deleteService(r.Context(), owner, r.PathValue("id"), s.now())
+func (s *Core) deleteService(w http.ResponseWriter, r *http.Request, owner string) {
+	revoked, rejected, err := s.store.deleteService(r.Context(), owner, r.PathValue("id"), s.kit.Now())
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	for _, c := range revoked {
-		s.publish(r.Context(), EventRevoked, c)
+		s.publish(r.Context(), webhooks.EventRevoked, c)
 	}
 	for _, c := range rejected {
-		s.publish(r.Context(), EventRejected, c)
+		s.publish(r.Context(), webhooks.EventRejected, c)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Core) listKeys(w http.ResponseWriter, r *http.Request, owner string) {
 	keys, err := s.store.listKeys(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{"api_keys": keys})
 }
 
-func (s *Server) createKey(w http.ResponseWriter, r *http.Request, owner string) {
-	key, err := s.store.createKey(r.Context(), owner, r.PathValue("id"), s.cfg.MaxAPIKeys, s.now())
+func (s *Core) createKey(w http.ResponseWriter, r *http.Request, owner string) {
+	key, err := s.store.createKey(r.Context(), owner, r.PathValue("id"), s.cfg.MaxAPIKeys, s.kit.Now())
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	apierror.WriteJSON(w, http.StatusCreated, map[string]any{"api_key": key})
 }
 
-func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, owner string) {
-	if err := s.store.revokeKey(r.Context(), owner, r.PathValue("id"), r.PathValue("keyID"), s.now()); err != nil {
-		s.writeErr(w, r, err)
+func (s *Core) revokeKey(w http.ResponseWriter, r *http.Request, owner string) {
+	if err := s.store.revokeKey(r.Context(), owner, r.PathValue("id"), r.PathValue("keyID"), s.kit.Now()); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

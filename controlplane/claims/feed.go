@@ -1,4 +1,4 @@
-package controlplane
+package claims
 
 import (
 	"crypto/sha256"
@@ -19,10 +19,10 @@ import (
 //
 // The service's feed_state row (kept by triggers) gives the total and a
 // version that changes with every approval or revocation, so the ETag is
-// derived from (service, version, limit, offset) and a poll of an unchanged
+// derived from (Service, version, limit, offset) and a poll of an unchanged
 // feed is answered 304 without reading any claim. Sequential pagination is
 // keyset paging in disguise: the sort key ending each page is remembered
-// for (service, version, next offset), and a request for that offset at the
+// for (Service, version, next offset), and a request for that offset at the
 // same version continues from the key instead of skipping offset rows.
 // A client may also page by the last claim it read (?after=<claim_id>),
 // which is keyset paging in the open: it neither skips nor repeats a claim
@@ -30,7 +30,7 @@ import (
 // before it as "cursor": a client that read every page continues with the
 // changes after its first page's cursor, which replays whatever changed
 // while it paged.
-func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service) {
+func (s *Core) claimsFeed(w http.ResponseWriter, r *http.Request, svc Service) {
 	q := r.URL.Query()
 	if slug := q.Get("service"); slug != "" && slug != svc.Slug {
 		apierror.Write(w, r, errServiceMismatch)
@@ -53,14 +53,14 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 		}
 		k, err := s.store.feedKey(r.Context(), svc.Slug, q.Get(feedwire.AfterQuery))
 		if err != nil {
-			s.writeErr(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		after = &k
 	}
 	total, version, err := s.store.feedState(r.Context(), svc.Slug)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	h := w.Header()
@@ -79,7 +79,7 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 	}
 	p, err := s.store.feed(r.Context(), svc.Slug, after, limit, offset)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	recs := make([]feedRecord, len(p.Claims))
@@ -98,7 +98,7 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 		"cursor":     feedwire.FormatCursor(version),
 	})
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	h.Set("Content-Type", "application/json")
@@ -112,7 +112,7 @@ func (s *Server) claimsFeed(w http.ResponseWriter, r *http.Request, svc service)
 // cursor whose changes were pruned, or that this database never issued,
 // is answered 410 FEED_CURSOR_EXPIRED and the client reads the whole feed
 // again.
-func (s *Server) claimsChanges(w http.ResponseWriter, r *http.Request, svc service) {
+func (s *Core) claimsChanges(w http.ResponseWriter, r *http.Request, svc Service) {
 	q := r.URL.Query()
 	if q.Has("offset") {
 		apierror.Write(w, r, web.Validation("since and offset cannot be combined"))
@@ -130,7 +130,7 @@ func (s *Server) claimsChanges(w http.ResponseWriter, r *http.Request, svc servi
 	}
 	changes, more, err := s.store.feedChanges(r.Context(), svc.Slug, since, limit)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	out := feedwire.Changes{Changes: make([]feedwire.Change, len(changes)), Cursor: feedwire.FormatCursor(since), More: more}
@@ -142,7 +142,7 @@ func (s *Server) claimsChanges(w http.ResponseWriter, r *http.Request, svc servi
 	}
 	body, err := json.Marshal(out)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	h := w.Header()

@@ -1,4 +1,4 @@
-package controlplane
+package claims
 
 import (
 	"context"
@@ -24,19 +24,19 @@ type resolved struct {
 	claims []Claim // every claim, oldest first
 }
 
-func (s *Server) lookupDID(ctx context.Context, ns string) (resolved, error) {
-	rec, err := s.store.namespace(ctx, ns)
+func (s *Store) lookupDID(ctx context.Context, ns string) (resolved, error) {
+	rec, err := s.namespace(ctx, ns)
 	if err != nil {
 		return resolved{}, err
 	}
-	claims, err := s.store.namespaceClaims(ctx, ns, false)
+	claims, err := s.namespaceClaims(ctx, ns, false)
 	return resolved{rec: rec, claims: claims}, err
 }
 
 // document builds the W3C document and its metadata. Keys are the approved
 // claims' keys; services are their distinct slugs. "updated" is the last
 // change to the namespace or to an approval.
-func (s *Server) document(r *http.Request, res resolved) (*didresolve.Document, didresolve.DocumentMetadata) {
+func (s *Core) document(r *http.Request, res resolved) (*didresolve.Document, didresolve.DocumentMetadata) {
 	ns := res.rec.Namespace
 	meta := didresolve.DocumentMetadata{Created: web.Timestamp(res.rec.CreatedAt), Deactivated: !res.rec.Deactivated.IsZero()}
 	updated := res.rec.UpdatedAt
@@ -68,13 +68,13 @@ func (s *Server) document(r *http.Request, res resolved) (*didresolve.Document, 
 
 // resolveDID is GET /1.0/identifiers/{did}: the DID Resolution envelope,
 // with errors in didResolutionMetadata.
-func (s *Server) resolveDID(w http.ResponseWriter, r *http.Request) {
+func (s *Core) resolveDID(w http.ResponseWriter, r *http.Request) {
 	out := didresolve.Result{Context: didresolve.ContextResolution}
 	status := http.StatusOK
 	ns, err := didresolve.ParseDID(r.PathValue("did"))
 	var res resolved
 	if err == nil {
-		res, err = s.lookupDID(r.Context(), ns)
+		res, err = s.store.lookupDID(r.Context(), ns)
 	}
 	switch {
 	case errors.Is(err, didresolve.ErrInvalidDID):
@@ -82,7 +82,7 @@ func (s *Server) resolveDID(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errNamespaceNotFound):
 		status, out.ResolutionMetadata.Error = http.StatusNotFound, "notFound"
 	case err != nil:
-		s.log.ErrorContext(r.Context(), "resolve DID", "err", err)
+		s.kit.Log.ErrorContext(r.Context(), "resolve DID", "err", err)
 		status, out.ResolutionMetadata.Error = http.StatusInternalServerError, "internalError"
 	default:
 		out.Document, out.DocumentMetadata = s.document(r, res)
@@ -100,7 +100,7 @@ func (s *Server) resolveDID(w http.ResponseWriter, r *http.Request) {
 // wellKnownDID is GET /.well-known/did/{did}: the bare document, negotiated
 // between application/did+json (default), application/did+ld+json and
 // application/json. A deactivated DID answers 410 with its empty document.
-func (s *Server) wellKnownDID(w http.ResponseWriter, r *http.Request) {
+func (s *Core) wellKnownDID(w http.ResponseWriter, r *http.Request) {
 	ns, err := didresolve.ParseDID(r.PathValue("did"))
 	if err != nil {
 		apierror.Write(w, r, errInvalidDID)
@@ -111,13 +111,13 @@ func (s *Server) wellKnownDID(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, errNotAcceptable)
 		return
 	}
-	res, err := s.lookupDID(r.Context(), ns)
+	res, err := s.store.lookupDID(r.Context(), ns)
 	if errors.Is(err, errNamespaceNotFound) {
 		apierror.Write(w, r, errDIDNotFound)
 		return
 	}
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	doc, meta := s.document(r, res)
@@ -195,14 +195,14 @@ type apiVerificationMethod struct {
 // ownerDID is GET /v1/namespaces/{namespace}/did: the owner's API form,
 // listing every claimed key with its service and status. Ids are keyIds
 // (stable), as in the W3C form.
-func (s *Server) ownerDID(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Core) ownerDID(w http.ResponseWriter, r *http.Request, owner string) {
 	ns, ok := web.OwnNamespace(w, r, owner)
 	if !ok {
 		return
 	}
-	res, err := s.lookupDID(r.Context(), ns)
+	res, err := s.store.lookupDID(r.Context(), ns)
 	if err != nil {
-		s.writeErr(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	_, meta := s.document(r, res)

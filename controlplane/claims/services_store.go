@@ -1,4 +1,4 @@
-package controlplane
+package claims
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// service is a registered service: the owner of a slug that claims name.
-type service struct {
+// Service is a registered service: the owner of a slug that claims name.
+type Service struct {
 	ID              string    `json:"id"`
 	Slug            string    `json:"slug"`
 	Name            string    `json:"name"`
@@ -25,9 +25,9 @@ type service struct {
 	UpdatedAt       time.Time `json:"updated_at"`
 }
 
-// apiKey is an API key record. Key is the plaintext, set only in the answer
+// APIKey is an API key record. Key is the plaintext, set only in the answer
 // that creates it; only its SHA-256 is stored.
-type apiKey struct {
+type APIKey struct {
 	ID         string     `json:"id"`
 	Key        string     `json:"key,omitempty"`
 	Prefix     string     `json:"prefix"`
@@ -52,9 +52,9 @@ func hashAPIKey(key string) string {
 
 const serviceColumns = `id, slug, name, service_endpoint, owner, created_at, updated_at`
 
-func scanService(row interface{ Scan(...any) error }) (service, error) {
+func scanService(row interface{ Scan(...any) error }) (Service, error) {
 	var (
-		svc              service
+		svc              Service
 		created, updated int64
 	)
 	err := row.Scan(&svc.ID, &svc.Slug, &svc.Name, &svc.ServiceEndpoint, &svc.Owner, &created, &updated)
@@ -63,9 +63,9 @@ func scanService(row interface{ Scan(...any) error }) (service, error) {
 }
 
 // insertKey adds a new active key to a service inside tx.
-func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time) (apiKey, error) {
+func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time) (APIKey, error) {
 	plain := newAPIKey()
-	k := apiKey{ID: sqldb.NewID("key_"), Key: plain, Prefix: plain[:len(apiKeyPrefix)+6], CreatedAt: now.UTC()}
+	k := APIKey{ID: sqldb.NewID("key_"), Key: plain, Prefix: plain[:len(apiKeyPrefix)+6], CreatedAt: now.UTC()}
 	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, service_id, key_hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		k.ID, serviceID, hashAPIKey(plain), k.Prefix, sqldb.Micros(now))
 	return k, sqldb.Err("insert api key", err)
@@ -73,11 +73,11 @@ func insertKey(ctx context.Context, tx *sql.Tx, serviceID string, now time.Time)
 
 // createService registers a service owned by owner and issues its first
 // key, unless owner already has max services.
-func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug string, max int, now time.Time) (service, apiKey, error) {
-	svc := service{ID: sqldb.NewID("svc_"), Slug: slug, Name: name, ServiceEndpoint: endpoint, Owner: owner, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
-	var key apiKey
+func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug string, max int, now time.Time) (Service, APIKey, error) {
+	svc := Service{ID: sqldb.NewID("svc_"), Slug: slug, Name: name, ServiceEndpoint: endpoint, Owner: owner, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	var key APIKey
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		if err := s.lockNamespace(ctx, tx, owner); err != nil {
+		if err := s.db.LockNamespace(ctx, tx, owner); err != nil {
 			return err
 		}
 		var owned int
@@ -108,13 +108,13 @@ func (s *Store) createService(ctx context.Context, owner, name, endpoint, slug s
 	return svc, key, err
 }
 
-func (s *Store) listServices(ctx context.Context, owner string) ([]service, error) {
+func (s *Store) listServices(ctx context.Context, owner string) ([]Service, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+serviceColumns+` FROM services WHERE owner = $1 ORDER BY created_at, id`, owner)
 	if err != nil {
 		return nil, sqldb.Err("list services", err)
 	}
 	defer rows.Close()
-	out := []service{}
+	out := []Service{}
 	for rows.Next() {
 		svc, err := scanService(rows)
 		if err != nil {
@@ -127,16 +127,16 @@ func (s *Store) listServices(ctx context.Context, owner string) ([]service, erro
 
 // service returns the service id of owner; another owner's service is
 // reported as absent, so ids reveal nothing across accounts.
-func (s *Store) service(ctx context.Context, owner, id string) (service, error) {
+func (s *Store) service(ctx context.Context, owner, id string) (Service, error) {
 	svc, err := scanService(s.db.QueryRowContext(ctx, `SELECT `+serviceColumns+` FROM services WHERE id = $1 AND owner = $2`, id, owner))
 	if errors.Is(err, sql.ErrNoRows) {
-		return svc, errServiceNotFound
+		return svc, ErrServiceNotFound
 	}
 	return svc, sqldb.Err("service", err)
 }
 
 // updateService sets the non-nil fields.
-func (s *Store) updateService(ctx context.Context, owner, id string, name, endpoint *string, now time.Time) (service, error) {
+func (s *Store) updateService(ctx context.Context, owner, id string, name, endpoint *string, now time.Time) (Service, error) {
 	var sets []string
 	args := []any{id, owner, sqldb.Micros(now)}
 	if name != nil {
@@ -151,7 +151,7 @@ func (s *Store) updateService(ctx context.Context, owner, id string, name, endpo
 	svc, err := scanService(s.db.WriteRow(ctx, `UPDATE services SET `+strings.Join(sets, ", ")+
 		` WHERE id = $1 AND owner = $2 RETURNING `+serviceColumns, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return svc, errServiceNotFound
+		return svc, ErrServiceNotFound
 	}
 	return svc, sqldb.Err("update service", err)
 }
@@ -165,7 +165,7 @@ func (s *Store) deleteService(ctx context.Context, owner, id string, now time.Ti
 		var slug string
 		err := tx.QueryRowContext(ctx, `SELECT slug FROM services WHERE id = $1 AND owner = $2`+s.db.ForUpdate(), id, owner).Scan(&slug)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errServiceNotFound
+			return ErrServiceNotFound
 		}
 		if err != nil {
 			return sqldb.Err("service", err)
@@ -196,7 +196,7 @@ func (s *Store) deleteService(ctx context.Context, owner, id string, now time.Ti
 	return revoked, rejected, err
 }
 
-func (s *Store) listKeys(ctx context.Context, owner, serviceID string) ([]apiKey, error) {
+func (s *Store) listKeys(ctx context.Context, owner, serviceID string) ([]APIKey, error) {
 	if _, err := s.service(ctx, owner, serviceID); err != nil {
 		return nil, err
 	}
@@ -206,10 +206,10 @@ func (s *Store) listKeys(ctx context.Context, owner, serviceID string) ([]apiKey
 		return nil, sqldb.Err("list keys", err)
 	}
 	defer rows.Close()
-	out := []apiKey{}
+	out := []APIKey{}
 	for rows.Next() {
 		var (
-			k             apiKey
+			k             APIKey
 			created       int64
 			used, revoked sql.NullInt64
 		)
@@ -235,13 +235,13 @@ func timePtr(v sql.NullInt64) *time.Time {
 // Revoked keys stay listed for their history, the newest max of them: the
 // older are deleted, so revoking and creating keys in turn cannot grow the
 // table.
-func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int, now time.Time) (apiKey, error) {
-	var key apiKey
+func (s *Store) createKey(ctx context.Context, owner, serviceID string, max int, now time.Time) (APIKey, error) {
+	var key APIKey
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var id string
 		err := tx.QueryRowContext(ctx, `SELECT id FROM services WHERE id = $1 AND owner = $2`+s.db.ForUpdate(), serviceID, owner).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errServiceNotFound
+			return ErrServiceNotFound
 		}
 		if err != nil {
 			return sqldb.Err("service", err)
@@ -280,9 +280,9 @@ func (s *Store) revokeKey(ctx context.Context, owner, serviceID, keyID string, n
 // serviceByKey authenticates a plaintext API key and returns its service.
 // last_used_at is refreshed at most once a minute so hot keys cost no write
 // per request.
-func (s *Store) serviceByKey(ctx context.Context, key string, now time.Time) (service, error) {
+func (s *Store) serviceByKey(ctx context.Context, key string, now time.Time) (Service, error) {
 	var keyID string
-	var svc service
+	var svc Service
 	var created, updated int64
 	err := s.db.QueryRowContext(ctx, `SELECT k.id, s.id, s.slug, s.name, s.service_endpoint, s.owner, s.created_at, s.updated_at
 		FROM api_keys k JOIN services s ON s.id = k.service_id WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
