@@ -136,13 +136,13 @@ func (g *Gateway) wire() error {
 		}
 		decisionLog = c.Logger
 	}
-	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
+	onUpstream, onDecision := mcpObserved(proxy.NewMCPObserver(g.metrics, decisionLog, salt))
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
-		Connections:        proxy.MCPConnections(g.vault, upstream),
-		Caller:             proxy.MCPCaller,
+		Connections:        mcpConnections{vault: g.vault, base: upstream},
+		Caller:             mcpCaller,
 		OnDiscovery:        g.storeDiscovery,
-		OnUpstream:         observer.Upstream,
-		OnDecision:         observer.Decision,
+		OnUpstream:         onUpstream,
+		OnDecision:         onDecision,
 		Logger:             c.Logger,
 		Registerer:         reg,
 		TracerProvider:     c.TracerProvider,
@@ -198,7 +198,7 @@ func (g *Gateway) wire() error {
 			if err != nil {
 				return nil, err
 			}
-			d, err := g.mcp.Discover(ctx, proxy.MCPConnection(res, g.vault.Transport(conn.ID, upstream)), r)
+			d, err := g.mcp.Discover(ctx, mcpConnection(res, g.vault.Transport(conn.ID, upstream)), r)
 			if err != nil {
 				return nil, mcpError{err}
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -167,8 +168,15 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		create(&credvault.Connection{ID: "tools", Protocol: "mcp", BaseURL: o.mcpUpstream, AuthMode: "bearer",
 			AuthSecretKey: "t", Service: "github", MCPToolDenylist: []string{"admin.*"}}, map[string]string{"t": upstreamToken})
 		observer := NewMCPObserver(g.metrics, decisionLog, []byte("test-salt"))
-		mp, err := mcpproxy.New(mcpproxy.Config{Connections: MCPConnections(g.vault, nil), Caller: MCPCaller,
-			OnUpstream: observer.Upstream, OnDecision: observer.Decision, TracerProvider: o.tracer})
+		mp, err := mcpproxy.New(mcpproxy.Config{Connections: testMCPConnections{g.vault}, Caller: testMCPCaller,
+			OnUpstream: func(ctx context.Context, e mcpproxy.UpstreamExchange) {
+				observer.Upstream(ctx, MCPExchange{ConnectionID: e.ConnectionID, Method: e.Method, Status: e.Status, Err: e.Err, Elapsed: e.Elapsed})
+			},
+			OnDecision: func(ctx context.Context, e mcpproxy.Event) {
+				observer.Decision(ctx, MCPDecision{ConnectionID: e.ConnectionID, Method: e.Method, Tool: e.Tool, Outcome: e.Outcome, Code: e.Code,
+					Namespace: e.Caller.Namespace, Subject: e.Caller.Subject, Key: e.Caller.Key})
+			},
+			TracerProvider: o.tracer})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,4 +294,28 @@ func (g *gateway) do(r *http.Request) answer {
 	a := answer{status: resp.StatusCode, header: resp.Header, body: b}
 	_ = json.Unmarshal(b, &a.env)
 	return a
+}
+
+// testMCPConnections serves the vault's MCP connections to mcpproxy with
+// their credential injected and deny list applied, as the gateway's
+// adapter does for what these tests use.
+type testMCPConnections struct{ vault *credvault.Vault }
+
+func (s testMCPConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.Connection, error) {
+	res, ok := s.vault.Lookup(id)
+	if !ok || res.Connection.Protocol != credvault.ProtocolMCP {
+		return nil, mcpproxy.ErrConnectionNotFound
+	}
+	c := res.Connection
+	return &mcpproxy.Connection{ID: c.ID, BaseURL: c.BaseURL, Transport: s.vault.Transport(id, nil),
+		Policy: mcpproxy.Policy{Deny: c.MCPToolDenylist}, Redact: res.Redactions()}, nil
+}
+
+// testMCPCaller is the caller the Handler's pipeline verified.
+func testMCPCaller(r *http.Request) (mcpproxy.Caller, error) {
+	caller, ok := CallerFrom(r.Context())
+	if !ok || caller == nil {
+		return mcpproxy.Caller{}, errors.New("no verified caller")
+	}
+	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
 }
