@@ -45,10 +45,10 @@ func TestFastPathsAnswerAsTheSDK(t *testing.T) {
 		got := transcripts[i]
 		if !p.sdkUpstream {
 			// The SDK client path relays no progress (it serves only
-			// servers offering nothing older than 2026-07-28, and the
-			// SDK's client hands a call's result over before the
-			// notifications read just before it): exchange.go adds the
-			// progress, and nothing else.
+			// servers that offer protocol versions newer than
+			// 2025-11-25 alone, and the SDK's client hands a call's
+			// result over before the notifications read just before
+			// it): exchange.go adds the progress, and nothing else.
 			got = withoutProgress(got)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
