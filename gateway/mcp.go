@@ -2,7 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
@@ -16,6 +21,68 @@ import (
 // engine observes goes to the proxy's metrics and decision log. proxy and
 // mcpproxy know nothing of each other.
 
+// VaultExtensions are the credvault.Extensions of a gateway's vault: an
+// MCP connection's settings (mcpproxy.Settings, the mcp_* fields) and its
+// last discovery (mcp_discovery) are records of mcpproxy that the vault
+// keeps with the connection. They are checked and completed as mcpproxy
+// says, mcp_endpoint and mcp_transport are part of the secret's route, and
+// an absolute mcp_endpoint may receive the credential. A program that
+// opens the gateway's store itself (the gateway command's subcommands)
+// passes them to credvault.New.
+func VaultExtensions() credvault.Extensions {
+	return credvault.Extensions{Check: checkMCPExtensions, SecretRoute: mcpproxy.SecretRouteMembers(), Destinations: mcpDestinations}
+}
+
+// checkMCPExtensions is the Extensions.Check of a gateway's vault.
+func checkMCPExtensions(c *credvault.Connection) error {
+	s, discovery, err := mcpproxy.DecodeSettings(c.Extensions)
+	if err != nil {
+		return asValidation(err)
+	}
+	if c.Protocol != credvault.ProtocolMCP {
+		if !s.IsZero() {
+			return &credvault.ValidationError{Field: "protocol", Message: fmt.Sprintf("mcp_* fields need protocol %q", credvault.ProtocolMCP)}
+		}
+		return nil
+	}
+	s.Normalize()
+	if err := s.Check(); err != nil {
+		return asValidation(err)
+	}
+	if e := s.Endpoint; e != "" && !strings.HasPrefix(e, "/") {
+		if err := credvault.ValidateUpstreamURL("mcp_endpoint", e); err != nil {
+			return err
+		}
+	}
+	if err := mcpproxy.CheckDiscovery(discovery); err != nil {
+		return asValidation(err)
+	}
+	c.Extensions = s.Members()
+	if discovery != nil {
+		c.Extensions[mcpproxy.DiscoveryMember] = discovery
+	}
+	return nil
+}
+
+// asValidation gives an mcpproxy.SettingsError the vault's form.
+func asValidation(err error) error {
+	var se *mcpproxy.SettingsError
+	if errors.As(err, &se) {
+		return &credvault.ValidationError{Field: se.Field, Message: se.Message}
+	}
+	return err
+}
+
+// mcpDestinations is the Extensions.Destinations of a gateway's vault: an
+// MCP connection's absolute endpoint.
+func mcpDestinations(c *credvault.Connection) []string {
+	s, _, err := mcpproxy.DecodeSettings(c.Extensions)
+	if err != nil || c.Protocol != credvault.ProtocolMCP || s.Endpoint == "" || strings.HasPrefix(s.Endpoint, "/") {
+		return nil
+	}
+	return []string{s.Endpoint}
+}
+
 // mcpConnections is the mcpproxy.ConnectionSource of a vault: each lookup
 // builds the connection from the current snapshot (so policy changes and
 // rotations apply at once), with a transport that injects the credential
@@ -24,9 +91,19 @@ import (
 type mcpConnections struct {
 	vault *credvault.Vault
 	base  http.RoundTripper
+	// decoded keeps, by connection id, the settings of the snapshot entry
+	// they were read from, so that a lookup decodes them once per change.
+	decoded sync.Map
 }
 
-func (s mcpConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.Connection, error) {
+// decodedSettings are the MCP records of one snapshot entry.
+type decodedSettings struct {
+	res       *credvault.Resolved
+	settings  mcpproxy.Settings
+	discovery json.RawMessage
+}
+
+func (s *mcpConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.Connection, error) {
 	res, ok := s.vault.Lookup(id)
 	switch {
 	case !ok:
@@ -36,29 +113,29 @@ func (s mcpConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.C
 	case res.Connection.Protocol != credvault.ProtocolMCP:
 		return nil, mcpproxy.ErrNotMCP
 	}
-	return mcpConnection(res, s.vault.Transport(id, s.base)), nil
+	if d, ok := s.decoded.Load(id); ok && d.(*decodedSettings).res == res {
+		return mcpConnection(res, d.(*decodedSettings).settings, d.(*decodedSettings).discovery, s.vault.Transport(id, s.base)), nil
+	}
+	settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: connection %q: %w", id, err)
+	}
+	s.decoded.Store(id, &decodedSettings{res: res, settings: settings, discovery: discovery})
+	return mcpConnection(res, settings, discovery, s.vault.Transport(id, s.base)), nil
 }
 
-// mcpConnection converts a stored connection to what mcpproxy needs, with
+// mcpConnection is what mcpproxy needs of a stored MCP connection, with
 // transport sending (and authenticating) its upstream requests.
-func mcpConnection(res *credvault.Resolved, transport http.RoundTripper) *mcpproxy.Connection {
-	c := res.Connection
-	policy := mcpproxy.Policy{Allow: c.MCPToolAllowlist, Deny: c.MCPToolDenylist, MaxTools: c.MCPMaxTools}
-	if len(c.MCPSubjectToolPolicies) > 0 {
-		policy.Subjects = make(map[string]mcpproxy.SubjectPolicy, len(c.MCPSubjectToolPolicies))
-		for subject, p := range c.MCPSubjectToolPolicies {
-			policy.Subjects[subject] = mcpproxy.SubjectPolicy{Allow: p.Allow, Deny: p.Deny}
-		}
-	}
+func mcpConnection(res *credvault.Resolved, s mcpproxy.Settings, discovery json.RawMessage, transport http.RoundTripper) *mcpproxy.Connection {
 	return &mcpproxy.Connection{
-		ID:              c.ID,
-		BaseURL:         c.BaseURL,
-		Endpoint:        c.MCPEndpoint,
+		ID:              res.Connection.ID,
+		BaseURL:         res.Connection.BaseURL,
+		Endpoint:        s.Endpoint,
 		Transport:       transport,
-		Policy:          policy,
-		Discovery:       c.MCPDiscovery,
-		ExposeResources: c.MCPExposeResources,
-		ExposePrompts:   c.MCPExposePrompts,
+		Policy:          s.Policy(),
+		Discovery:       discovery,
+		ExposeResources: s.ExposeResources,
+		ExposePrompts:   s.ExposePrompts,
 		Redact:          res.Redactions(),
 	}
 }

@@ -76,6 +76,11 @@
 //     caller's own least recently used session is evicted to make room. A
 //     full pool refuses (503) only a caller whose namespace holds none.
 //
+// Settings is the MCP configuration of a connection (its endpoint, tool
+// policy and what it exposes) and Discovery its last discovery: records of
+// this package, which the gateway stores with the connection
+// (credvault's extensions) and turns into a Connection per lookup.
+//
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.
 package mcpproxy

@@ -129,7 +129,11 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		t.Fatal(err)
 	}
 	key, _ := credvault.GenerateMasterKey()
-	g.vault, err = credvault.New(ctx, credvault.Config{Store: store, MasterKey: key, PollInterval: -1, Clock: g.clock.now})
+	g.vault, err = credvault.New(ctx, credvault.Config{Store: store, MasterKey: key, PollInterval: -1, Clock: g.clock.now,
+		Extensions: credvault.Extensions{Check: func(c *credvault.Connection) error { // the MCP settings, as the gateway keeps them
+			_, _, err := mcpproxy.DecodeSettings(c.Extensions)
+			return err
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +170,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	var mcpHandler http.Handler
 	if o.mcpUpstream != "" {
 		create(&credvault.Connection{ID: "tools", Protocol: "mcp", BaseURL: o.mcpUpstream, AuthMode: "bearer",
-			AuthSecretKey: "t", Service: "github", MCPToolDenylist: []string{"admin.*"}}, map[string]string{"t": upstreamToken})
+			AuthSecretKey: "t", Service: "github", Extensions: mcpproxy.Settings{ToolDenylist: []string{"admin.*"}}.Members()}, map[string]string{"t": upstreamToken})
 		observer := NewMCPObserver(g.metrics, decisionLog, []byte("test-salt"))
 		mp, err := mcpproxy.New(mcpproxy.Config{Connections: testMCPConnections{g.vault}, Caller: testMCPCaller,
 			OnUpstream: func(ctx context.Context, e mcpproxy.UpstreamExchange) {
@@ -306,9 +310,12 @@ func (s testMCPConnections) MCPConnection(_ context.Context, id string) (*mcppro
 	if !ok || res.Connection.Protocol != credvault.ProtocolMCP {
 		return nil, mcpproxy.ErrConnectionNotFound
 	}
-	c := res.Connection
-	return &mcpproxy.Connection{ID: c.ID, BaseURL: c.BaseURL, Transport: s.vault.Transport(id, nil),
-		Policy: mcpproxy.Policy{Deny: c.MCPToolDenylist}, Redact: res.Redactions()}, nil
+	settings, _, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpproxy.Connection{ID: id, BaseURL: res.Connection.BaseURL, Transport: s.vault.Transport(id, nil),
+		Policy: settings.Policy(), Redact: res.Redactions()}, nil
 }
 
 // testMCPCaller is the caller the Handler's pipeline verified.

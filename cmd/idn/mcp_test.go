@@ -23,6 +23,7 @@ import (
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/mcpconversation"
 	"github.com/idnhq/idn/internal/testnode"
+	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -96,7 +97,7 @@ func newMCPStack(t *testing.T, idle time.Duration) *mcpStack {
 	t.Helper()
 	upURL, started, cancelled := mcpUpstream(t)
 	st := newMCPStackFor(t, idle, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
-		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", MCPToolDenylist: []string{"admin.*"}})
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", Extensions: mcpproxy.Settings{ToolDenylist: []string{"admin.*"}}.Members()})
 	st.started, st.cancelled = started, cancelled
 	return st
 }
@@ -507,7 +508,7 @@ func TestMCPBridgeNeverFollowsARedirect(t *testing.T) {
 func TestEverythingThroughIdnMCP(t *testing.T) {
 	upstream := mcpconversation.StartEverything(t)
 	st := newMCPStackFor(t, 0, &credvault.Connection{ID: "everything", Protocol: credvault.ProtocolMCP, BaseURL: upstream,
-		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", MCPExposeResources: true, MCPExposePrompts: true})
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", Extensions: mcpproxy.Settings{ExposeResources: true, ExposePrompts: true}.Members()})
 	const asked = "roots/list,sampling/createMessage,elicitation/create"
 	direct := mcpconversation.TypeScript(t, "all", nil, "http", upstream)
 	mcpconversation.Check(t, direct, asked)
