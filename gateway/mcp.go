@@ -54,9 +54,6 @@ func checkMCPExtensions(c *credvault.Connection) error {
 			return err
 		}
 	}
-	if err := mcpproxy.CheckDiscovery(discovery); err != nil {
-		return asValidation(err)
-	}
 	c.Extensions = s.Members()
 	if discovery != nil {
 		c.Extensions[mcpproxy.DiscoveryMember] = discovery

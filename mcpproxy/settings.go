@@ -60,9 +60,9 @@ func invalid(field, format string, args ...any) error {
 	return &SettingsError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// SettingsMembers returns the JSON names of the members Settings holds,
+// settingsMembers returns the JSON names of the members Settings holds,
 // in order.
-func SettingsMembers() []string {
+func settingsMembers() []string {
 	return []string{"mcp_endpoint", "mcp_transport", "mcp_tool_allowlist", "mcp_tool_denylist",
 		"mcp_subject_tool_policies", "mcp_max_tools", "mcp_expose_resources", "mcp_expose_prompts"}
 }
@@ -72,7 +72,9 @@ func SettingsMembers() []string {
 func SecretRouteMembers() []string { return []string{"mcp_endpoint", "mcp_transport"} }
 
 // DecodeSettings reads the Settings and the stored discovery from the MCP
-// members of a connection object (members of other names are refused).
+// members of a connection object. Members of other names, a member of the
+// wrong JSON type and a discovery over 4 MiB are refused with a
+// *SettingsError.
 func DecodeSettings(members map[string]json.RawMessage) (Settings, json.RawMessage, error) {
 	var s Settings
 	var discovery json.RawMessage
@@ -80,8 +82,11 @@ func DecodeSettings(members map[string]json.RawMessage) (Settings, json.RawMessa
 	for name, raw := range members {
 		switch {
 		case name == DiscoveryMember:
+			if len(raw) > maxDiscoveryBytes {
+				return Settings{}, nil, invalid(name, "is larger than %d bytes", maxDiscoveryBytes)
+			}
 			discovery = raw
-		case slices.Contains(SettingsMembers(), name):
+		case slices.Contains(settingsMembers(), name):
 			obj[name] = raw
 			if err := json.Unmarshal(raw, new(any)); err != nil {
 				return Settings{}, nil, invalid(name, "is not JSON")
@@ -157,14 +162,6 @@ func (s Settings) Check() error {
 	}
 	if s.MaxTools < 0 {
 		return invalid("mcp_max_tools", "must not be negative (0 means no cap)")
-	}
-	return nil
-}
-
-// CheckDiscovery bounds a stored discovery.
-func CheckDiscovery(raw json.RawMessage) error {
-	if len(raw) > maxDiscoveryBytes {
-		return invalid(DiscoveryMember, "is larger than %d bytes", maxDiscoveryBytes)
 	}
 	return nil
 }
