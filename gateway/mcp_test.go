@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -73,6 +74,7 @@ func TestVaultChecksMCPSettings(t *testing.T) {
 		{"mcp_max_tools_negative", credvault.ProtocolMCP, `{"mcp_max_tools":-1}`, "mcp_max_tools"},
 		{"mcp_max_tools_wrong_type", credvault.ProtocolMCP, `{"mcp_max_tools":"many"}`, "mcp_max_tools"},
 		{"unknown_member_smuggled", credvault.ProtocolMCP, `{"mcp_bogus":1}`, "mcp_bogus"},
+		{"mcp_discovery_over_4_mib_fills_the_store", credvault.ProtocolMCP, `{"mcp_discovery":"` + strings.Repeat("x", 4<<20) + `"}`, "mcp_discovery"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &credvault.Connection{ID: "m", Protocol: tt.protocol, BaseURL: "https://mcp.example", AuthMode: credvault.AuthBearer,
