@@ -95,11 +95,11 @@ var ErrCredentialDestination = errors.New("credvault: request is not bound for t
 // Transport returns an http.RoundTripper that, for each request, looks the
 // connection up in the current snapshot (so rotations apply at once),
 // checks that the request goes to the connection's upstream (the scheme and
-// host of base_url, or of a URL Config.Extensions.Destinations names), and sends a clone of
-// it with the credential injected through base (nil means
-// http.DefaultTransport). The caller's request is never modified, the
-// returned Response.Request is the caller's request, and errors never
-// contain the credential or a URL carrying it.
+// host of base_url, or of a URL Config.Extensions.Destinations names for
+// it), and sends a clone of it with the credential injected through base
+// (nil means http.DefaultTransport). The caller's request is never
+// modified, the returned Response.Request is the caller's request, and
+// errors never contain the credential or a URL carrying it.
 func (v *Vault) Transport(id string, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport

@@ -444,8 +444,9 @@ func (v *Vault) write(ctx context.Context, fn func(*Records) error) error {
 // Create stores a new connection with its secrets (name → value; values may
 // contain {{KEY}} references). Defaults are applied (status active,
 // protocol http, header and query names, "Bearer " prefix for bearer mode,
-// MCP transport), secret_version is 1 and the vault-maintained fields are
-// set. It returns the stored connection, a *ValidationError, or ErrExists.
+// then Config.Extensions.Check's), secret_version is 1 and the
+// vault-maintained fields are set. It returns the stored connection, a
+// *ValidationError, or ErrExists.
 func (v *Vault) Create(ctx context.Context, c *Connection, secrets map[string]string) (*Connection, error) {
 	n := configOnly(c)
 	if err := v.completeConfig(n, sortedKeys(secrets)); err != nil {
