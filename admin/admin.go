@@ -33,10 +33,11 @@ type Config struct {
 	CatalogFile string
 	// Discover runs MCP tool discovery for the discover route; refresh is
 	// "force" or "auto". The result is answered as JSON. It should persist
-	// what it found (e.g. through Vault.Update setting MCPDiscovery). Nil
-	// answers 501 DISCOVERY_UNAVAILABLE. An error that carries a code
-	// (errcode.Error) is answered with that code and its message, any
-	// other with 502 UPSTREAM_ERROR.
+	// what it found (the gateway sets the connection's mcp_discovery
+	// extension through Vault.Update). Nil answers 501
+	// DISCOVERY_UNAVAILABLE. An error that carries a code (errcode.Error)
+	// is answered with that code and its message, any other with 502
+	// UPSTREAM_ERROR.
 	Discover func(ctx context.Context, c *credvault.Connection, refresh string) (any, error)
 	// GuardCheck runs before test and discover, after the connection is
 	// found and before any body byte is read: it gets the request as it

@@ -37,6 +37,39 @@ type env struct {
 	transcript []string
 }
 
+// testExtensions stand in for a gateway's: the MCP settings are accepted
+// as the admin API wrote them (the gateway's tests check them) but for
+// the default transport of an MCP connection, and mcp_endpoint and
+// mcp_transport are part of the secret's route.
+var testExtensions = credvault.Extensions{
+	Check: func(c *credvault.Connection) error {
+		if c.Protocol == credvault.ProtocolMCP && c.Extensions["mcp_transport"] == nil {
+			if c.Extensions == nil {
+				c.Extensions = map[string]json.RawMessage{}
+			}
+			c.Extensions["mcp_transport"] = json.RawMessage(`"streamable_http"`)
+		}
+		return nil
+	},
+	SecretRoute: []string{"mcp_endpoint", "mcp_transport"},
+}
+
+// testVault is a vault in a temporary directory, with testExtensions.
+func testVault(t testing.TB) *credvault.Vault {
+	t.Helper()
+	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), credvault.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := credvault.GenerateMasterKey()
+	v, err := credvault.New(context.Background(), credvault.Config{Store: st, MasterKey: key, PollInterval: -1, Extensions: testExtensions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close(); st.Close() })
+	return v
+}
+
 func newEnv(t *testing.T, mutate func(*Config)) *env {
 	t.Helper()
 	dir := t.TempDir()
@@ -47,7 +80,7 @@ func newEnv(t *testing.T, mutate func(*Config)) *env {
 		t.Fatal(err)
 	}
 	key, _ := credvault.GenerateMasterKey()
-	v, err := credvault.New(context.Background(), credvault.Config{Store: st, MasterKey: key, Logger: logger, PollInterval: -1})
+	v, err := credvault.New(context.Background(), credvault.Config{Store: st, MasterKey: key, Logger: logger, PollInterval: -1, Extensions: testExtensions})
 	if err != nil {
 		t.Fatal(err)
 	}

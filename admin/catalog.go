@@ -53,8 +53,9 @@ type CatalogService struct {
 	DocsURL        string `json:"docs_url,omitempty"`
 }
 
-// validate checks the document with the same rules as connections.
-func (c *Catalog) validate() error {
+// validate checks the document with the same rules as connections (check
+// is the vault's ValidateConnection).
+func (c *Catalog) validate(check func(*credvault.Connection, map[string]string) error) error {
 	if c.SchemaVersion != CatalogSchemaVersion {
 		return badRequest(fmt.Sprintf("schema_version must be %d", CatalogSchemaVersion)).With("field", "schema_version")
 	}
@@ -80,7 +81,11 @@ func (c *Catalog) validate() error {
 		conn := &credvault.Connection{
 			ID: s.ID, Protocol: s.Protocol, BaseURL: s.BaseURL, PathPrefix: s.PathPrefix,
 			AuthMode: s.AuthMode, AuthPrefix: s.AuthPrefix, AuthHeaderName: s.AuthHeaderName,
-			AuthQueryParam: s.AuthQueryParam, AuthSecretKey: s.AuthSecretKey, MCPEndpoint: s.MCPEndpoint,
+			AuthQueryParam: s.AuthQueryParam, AuthSecretKey: s.AuthSecretKey,
+		}
+		if s.MCPEndpoint != "" {
+			endpoint, _ := json.Marshal(s.MCPEndpoint)
+			conn.Extensions = map[string]json.RawMessage{"mcp_endpoint": endpoint}
 		}
 		secrets := map[string]string{}
 		if s.AuthMode != "" && conn.AuthSecretKey == "" {
@@ -89,7 +94,7 @@ func (c *Catalog) validate() error {
 		if conn.AuthSecretKey != "" {
 			secrets[conn.AuthSecretKey] = "placeholder"
 		}
-		if err := credvault.ValidateConnection(conn, secrets); err != nil {
+		if err := check(conn, secrets); err != nil {
 			var ve *credvault.ValidationError
 			if errors.As(err, &ve) {
 				return badRequest(field+": "+ve.Field+": "+ve.Message).With("field", field+"."+ve.Field)
@@ -148,7 +153,7 @@ func (h *Handler) putCatalog(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	cat, err := decodeCatalog(body)
+	cat, err := decodeCatalog(body, h.cfg.Vault.ValidateConnection)
 	if err != nil {
 		writeError(w, r, h.log, err)
 		return
@@ -170,13 +175,13 @@ func (h *Handler) putCatalog(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeCatalog parses and validates a catalog document from untrusted
-// input.
-func decodeCatalog(body []byte) (*Catalog, error) {
+// input, its services checked as connections by check.
+func decodeCatalog(body []byte, check func(*credvault.Connection, map[string]string) error) (*Catalog, error) {
 	var cat Catalog
 	if err := decodeStrict(body, &cat); err != nil {
 		return nil, err
 	}
-	if err := cat.validate(); err != nil {
+	if err := cat.validate(check); err != nil {
 		return nil, err
 	}
 	return &cat, nil

@@ -106,7 +106,7 @@ func (h *Handler) patchConnection(w http.ResponseWriter, r *http.Request) {
 		if maySendSecretsElsewhere(r) {
 			return nil
 		}
-		if fields := credvault.SecretRouteChanges(before, c); len(fields) > 0 {
+		if fields := h.cfg.Vault.SecretRouteChanges(before, c); len(fields) > 0 {
 			return needsToken("changing "+strings.Join(fields, ", ")).With("fields", fields)
 		}
 		return nil

@@ -19,8 +19,9 @@
 //
 // Changing where or how a stored secret is sent needs more than being on
 // the host, whatever the mode: a PATCH that changes a field of
-// credvault.SecretRouteChanges (base_url, path_prefix, protocol, the auth
-// fields, mcp_endpoint, mcp_transport, allow_upstream_cookies), rotate, a
+// the vault's SecretRouteChanges (base_url, path_prefix, protocol, the auth
+// fields, allow_upstream_cookies, and the extensions its Config.Extensions
+// names: the gateway's mcp_endpoint and mcp_transport), rotate, a
 // create whose secret references a credential variable, and a write of a
 // variable a connection references answer 401 ADMIN_TOKEN_REQUIRED unless
 // the request presented the admin token or carries OwnerContext (the

@@ -31,27 +31,65 @@ func field[T any](get func(*credvault.Connection) *T) fieldSetter {
 // in a connection object (credential_keys, secret_version, timestamps,
 // last_test, rotation_history, mcp_discovery) is maintained by the gateway.
 var writableFields = map[string]fieldSetter{
-	"name":                      field(func(c *credvault.Connection) *string { return &c.Name }),
-	"service":                   field(func(c *credvault.Connection) *string { return &c.Service }),
-	"protocol":                  field(func(c *credvault.Connection) *string { return &c.Protocol }),
-	"base_url":                  field(func(c *credvault.Connection) *string { return &c.BaseURL }),
-	"path_prefix":               field(func(c *credvault.Connection) *string { return &c.PathPrefix }),
-	"auth_mode":                 field(func(c *credvault.Connection) *string { return &c.AuthMode }),
-	"auth_prefix":               field(func(c *credvault.Connection) *string { return &c.AuthPrefix }),
-	"auth_header_name":          field(func(c *credvault.Connection) *string { return &c.AuthHeaderName }),
-	"auth_query_param":          field(func(c *credvault.Connection) *string { return &c.AuthQueryParam }),
-	"auth_secret_key":           field(func(c *credvault.Connection) *string { return &c.AuthSecretKey }),
-	"status":                    field(func(c *credvault.Connection) *string { return &c.Status }),
-	"rotation_interval_days":    field(func(c *credvault.Connection) *int { return &c.RotationIntervalDays }),
-	"allow_upstream_cookies":    field(func(c *credvault.Connection) *bool { return &c.AllowUpstreamCookies }),
-	"mcp_endpoint":              field(func(c *credvault.Connection) *string { return &c.MCPEndpoint }),
-	"mcp_transport":             field(func(c *credvault.Connection) *string { return &c.MCPTransport }),
-	"mcp_tool_allowlist":        field(func(c *credvault.Connection) *[]string { return &c.MCPToolAllowlist }),
-	"mcp_tool_denylist":         field(func(c *credvault.Connection) *[]string { return &c.MCPToolDenylist }),
-	"mcp_subject_tool_policies": field(func(c *credvault.Connection) *map[string]credvault.ToolPolicy { return &c.MCPSubjectToolPolicies }),
-	"mcp_max_tools":             field(func(c *credvault.Connection) *int { return &c.MCPMaxTools }),
-	"mcp_expose_resources":      field(func(c *credvault.Connection) *bool { return &c.MCPExposeResources }),
-	"mcp_expose_prompts":        field(func(c *credvault.Connection) *bool { return &c.MCPExposePrompts }),
+	"name":                   field(func(c *credvault.Connection) *string { return &c.Name }),
+	"service":                field(func(c *credvault.Connection) *string { return &c.Service }),
+	"protocol":               field(func(c *credvault.Connection) *string { return &c.Protocol }),
+	"base_url":               field(func(c *credvault.Connection) *string { return &c.BaseURL }),
+	"path_prefix":            field(func(c *credvault.Connection) *string { return &c.PathPrefix }),
+	"auth_mode":              field(func(c *credvault.Connection) *string { return &c.AuthMode }),
+	"auth_prefix":            field(func(c *credvault.Connection) *string { return &c.AuthPrefix }),
+	"auth_header_name":       field(func(c *credvault.Connection) *string { return &c.AuthHeaderName }),
+	"auth_query_param":       field(func(c *credvault.Connection) *string { return &c.AuthQueryParam }),
+	"auth_secret_key":        field(func(c *credvault.Connection) *string { return &c.AuthSecretKey }),
+	"status":                 field(func(c *credvault.Connection) *string { return &c.Status }),
+	"rotation_interval_days": field(func(c *credvault.Connection) *int { return &c.RotationIntervalDays }),
+	"allow_upstream_cookies": field(func(c *credvault.Connection) *bool { return &c.AllowUpstreamCookies }),
+	// The MCP settings are the MCP engine's record, kept with the
+	// connection as extensions; the vault's Extensions.Check validates
+	// them.
+	"mcp_endpoint":              extension[string]("mcp_endpoint"),
+	"mcp_transport":             extension[string]("mcp_transport"),
+	"mcp_tool_allowlist":        extension[[]string]("mcp_tool_allowlist"),
+	"mcp_tool_denylist":         extension[[]string]("mcp_tool_denylist"),
+	"mcp_subject_tool_policies": extension[map[string]toolPolicy]("mcp_subject_tool_policies"),
+	"mcp_max_tools":             extension[int]("mcp_max_tools"),
+	"mcp_expose_resources":      extension[bool]("mcp_expose_resources"),
+	"mcp_expose_prompts":        extension[bool]("mcp_expose_prompts"),
+}
+
+// toolPolicy is the JSON form of one subject's entry in
+// mcp_subject_tool_policies.
+type toolPolicy struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// extension writes the JSON member name of a connection's extensions,
+// once it decodes as a T: a null or a zero value (an empty list or
+// object included) removes it, as clearing a field does.
+func extension[T any](name string) fieldSetter {
+	return func(c *credvault.Connection, raw json.RawMessage) error {
+		var v T
+		if !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return err
+			}
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if c.Extensions == nil {
+			c.Extensions = map[string]json.RawMessage{}
+		}
+		switch string(enc) {
+		case `""`, "0", "false", "null", "[]", "{}":
+			delete(c.Extensions, name)
+		default:
+			c.Extensions[name] = enc
+		}
+		return nil
+	}
 }
 
 // readOnlyFields may appear in a connection object but not in a write.

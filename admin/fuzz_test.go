@@ -24,6 +24,7 @@ func FuzzConnectionBody(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
+	v := testVault(f)
 	f.Fuzz(func(t *testing.T, body string) {
 		checkClientError := func(err error) {
 			var ae *apierror.Error
@@ -36,7 +37,7 @@ func FuzzConnectionBody(f *testing.F) {
 		c, secrets, err := parseCreate([]byte(body))
 		if err != nil {
 			checkClientError(err)
-		} else if credvault.ValidateConnection(c, secrets) == nil {
+		} else if v.ValidateConnection(c, secrets) == nil {
 			raw, _ := json.Marshal(c)
 			var back credvault.Connection
 			if err := json.Unmarshal(raw, &back); err != nil || back.ID != c.ID {
@@ -52,7 +53,7 @@ func FuzzConnectionBody(f *testing.F) {
 		if err := applyFields(base, obj, nil); err != nil {
 			checkClientError(err)
 		}
-		_ = credvault.ValidateConnection(base, map[string]string{"t": "x"})
+		_ = v.ValidateConnection(base, map[string]string{"t": "x"})
 	})
 }
 
@@ -63,13 +64,14 @@ func FuzzCatalog(f *testing.F) {
 	f.Add(`{"schema_version":1,"services":[]}`)
 	f.Add(`{"schema_version":1,"services":[{"id":"a","name":"A","base_url":"https://a.b","auth_mode":"query_param"}]}`)
 	f.Add(`{"schema_version":1,"services":null}`)
+	v := testVault(f)
 	f.Fuzz(func(t *testing.T, body string) {
-		cat, err := decodeCatalog([]byte(body))
+		cat, err := decodeCatalog([]byte(body), v.ValidateConnection)
 		if err != nil {
 			return
 		}
 		out, _ := json.Marshal(cat)
-		if _, err := decodeCatalog(out); err != nil {
+		if _, err := decodeCatalog(out, v.ValidateConnection); err != nil {
 			t.Fatalf("accepted catalog does not round-trip: %v", err)
 		}
 	})

@@ -155,7 +155,7 @@ func TestCatalogRoutes(t *testing.T) {
 	e := newEnv(t, nil)
 	r := e.do("GET", "/api/admin/service-catalog", "")
 	wantStatus(t, r, 200, "")
-	cat, err := decodeCatalog(r.Body)
+	cat, err := decodeCatalog(r.Body, e.vault.ValidateConnection)
 	if err != nil {
 		t.Fatalf("default catalog does not validate: %v", err)
 	}

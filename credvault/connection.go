@@ -1,10 +1,14 @@
 package credvault
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,10 +31,6 @@ const (
 	StatusDisabled = "disabled"
 )
 
-// MCPTransportStreamableHTTP is the only MCP transport; "http" is accepted as
-// a synonym and stored as this value.
-const MCPTransportStreamableHTTP = "streamable_http"
-
 // Defaults applied when a connection is written.
 const (
 	DefaultAuthHeaderName = "X-API-Key"
@@ -43,7 +43,7 @@ const (
 // names the secrets, which stay sealed in the store. Zero times are omitted
 // from JSON.
 //
-// The fields from ID to MCPDiscovery are configuration; the fields after it
+// The fields from ID to Extensions are configuration; the fields after it
 // are maintained by the Vault and ignored when passed to Create or Update.
 //
 // AllowUpstreamCookies (http connections only) lets the upstream's
@@ -51,34 +51,28 @@ const (
 // upstream. Off by default: the gateway drops Set-Cookie, since a session
 // cookie is a credential the agent was never meant to hold.
 //
-// MCPExposeResources and MCPExposePrompts (mcp connections only) let the
-// upstream's resources and prompts through the gateway's MCP endpoint
-// /mcp/{id}. Off by default: tools pass the tool policy, while resources
-// and prompts have no policy of their own.
+// Extensions are members of the connection's JSON object that other
+// packages own (the gateway keeps an MCP connection's settings and last
+// discovery there, as mcpproxy defines them): the Vault stores them with
+// the connection, encodes them beside its fields and leaves their meaning
+// to Config.Extensions. A member named as a field of Connection is never
+// an extension.
 type Connection struct {
-	ID                     string                `json:"id"`
-	Name                   string                `json:"name,omitempty"`
-	Service                string                `json:"service,omitempty"`
-	Protocol               string                `json:"protocol"`
-	BaseURL                string                `json:"base_url"`
-	PathPrefix             string                `json:"path_prefix,omitempty"`
-	AuthMode               string                `json:"auth_mode,omitempty"`
-	AuthPrefix             string                `json:"auth_prefix,omitempty"`
-	AuthHeaderName         string                `json:"auth_header_name,omitempty"`
-	AuthQueryParam         string                `json:"auth_query_param,omitempty"`
-	AuthSecretKey          string                `json:"auth_secret_key,omitempty"`
-	Status                 string                `json:"status"`
-	RotationIntervalDays   int                   `json:"rotation_interval_days,omitempty"`
-	AllowUpstreamCookies   bool                  `json:"allow_upstream_cookies,omitempty"`
-	MCPEndpoint            string                `json:"mcp_endpoint,omitempty"`
-	MCPTransport           string                `json:"mcp_transport,omitempty"`
-	MCPToolAllowlist       []string              `json:"mcp_tool_allowlist,omitempty"`
-	MCPToolDenylist        []string              `json:"mcp_tool_denylist,omitempty"`
-	MCPSubjectToolPolicies map[string]ToolPolicy `json:"mcp_subject_tool_policies,omitempty"`
-	MCPMaxTools            int                   `json:"mcp_max_tools,omitempty"`
-	MCPExposeResources     bool                  `json:"mcp_expose_resources,omitempty"`
-	MCPExposePrompts       bool                  `json:"mcp_expose_prompts,omitempty"`
-	MCPDiscovery           json.RawMessage       `json:"mcp_discovery,omitempty"`
+	ID                   string                     `json:"id"`
+	Name                 string                     `json:"name,omitempty"`
+	Service              string                     `json:"service,omitempty"`
+	Protocol             string                     `json:"protocol"`
+	BaseURL              string                     `json:"base_url"`
+	PathPrefix           string                     `json:"path_prefix,omitempty"`
+	AuthMode             string                     `json:"auth_mode,omitempty"`
+	AuthPrefix           string                     `json:"auth_prefix,omitempty"`
+	AuthHeaderName       string                     `json:"auth_header_name,omitempty"`
+	AuthQueryParam       string                     `json:"auth_query_param,omitempty"`
+	AuthSecretKey        string                     `json:"auth_secret_key,omitempty"`
+	Status               string                     `json:"status"`
+	RotationIntervalDays int                        `json:"rotation_interval_days,omitempty"`
+	AllowUpstreamCookies bool                       `json:"allow_upstream_cookies,omitempty"`
+	Extensions           map[string]json.RawMessage `json:"-"`
 
 	CredentialKeys    []string        `json:"credential_keys"`
 	SecretVersion     int64           `json:"secret_version"`
@@ -90,11 +84,72 @@ type Connection struct {
 	RotationHistory   []RotationEvent `json:"rotation_history,omitempty"`
 }
 
-// ToolPolicy narrows the tools one subject may use on an MCP connection.
-// Names may contain the wildcards * and ?.
-type ToolPolicy struct {
-	Allow []string `json:"allow,omitempty"`
-	Deny  []string `json:"deny,omitempty"`
+// connectionFields is Connection without its methods, for encoding its own
+// fields.
+type connectionFields Connection
+
+// fieldNames are the JSON names of Connection's own fields.
+var fieldNames = func() map[string]bool {
+	names := map[string]bool{}
+	t := reflect.TypeFor[Connection]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "-" {
+			names[name] = true
+		}
+	}
+	return names
+}()
+
+// MarshalJSON encodes the connection's fields and, after them in name
+// order, its extensions.
+func (c Connection) MarshalJSON() ([]byte, error) {
+	raw, err := json.Marshal(connectionFields(c))
+	if err != nil || len(c.Extensions) == 0 {
+		return raw, err
+	}
+	var b bytes.Buffer
+	b.Write(raw[:len(raw)-1])
+	for _, name := range slices.Sorted(maps.Keys(c.Extensions)) {
+		if fieldNames[name] {
+			continue
+		}
+		key, _ := json.Marshal(name)
+		val := c.Extensions[name]
+		if !json.Valid(val) {
+			return nil, fmt.Errorf("credvault: connection %q: extension %s is not JSON", c.ID, key)
+		}
+		b.WriteByte(',')
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(val)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON decodes the connection's fields and keeps every other
+// member as an extension: the MCP settings of a connection stored before
+// they were extensions load as such.
+func (c *Connection) UnmarshalJSON(data []byte) error {
+	var f connectionFields
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil {
+		return err
+	}
+	f.Extensions = nil
+	for name, raw := range members {
+		if !fieldNames[name] {
+			if f.Extensions == nil {
+				f.Extensions = map[string]json.RawMessage{}
+			}
+			f.Extensions[name] = raw
+		}
+	}
+	*c = Connection(f)
+	return nil
 }
 
 // TestResult is the outcome of the last upstream probe (admin "test").
@@ -139,15 +194,12 @@ func (c *Connection) RotationOverdue(now time.Time, grace time.Duration) bool {
 // Clone returns a deep copy of c.
 func (c *Connection) Clone() *Connection {
 	n := *c
-	n.MCPToolAllowlist = slices.Clone(c.MCPToolAllowlist)
-	n.MCPToolDenylist = slices.Clone(c.MCPToolDenylist)
-	if c.MCPSubjectToolPolicies != nil {
-		n.MCPSubjectToolPolicies = make(map[string]ToolPolicy, len(c.MCPSubjectToolPolicies))
-		for k, p := range c.MCPSubjectToolPolicies {
-			n.MCPSubjectToolPolicies[k] = ToolPolicy{Allow: slices.Clone(p.Allow), Deny: slices.Clone(p.Deny)}
+	if c.Extensions != nil {
+		n.Extensions = make(map[string]json.RawMessage, len(c.Extensions))
+		for k, v := range c.Extensions {
+			n.Extensions[k] = slices.Clone(v)
 		}
 	}
-	n.MCPDiscovery = slices.Clone(c.MCPDiscovery)
 	n.CredentialKeys = slices.Clone(c.CredentialKeys)
 	if c.LastTest != nil {
 		t := *c.LastTest
@@ -157,11 +209,10 @@ func (c *Connection) Clone() *Connection {
 	return &n
 }
 
-// normalize fills the defaults of a connection's configuration in place:
-// status active, protocol http, auth_header_name X-API-Key, auth_query_param
-// api_key, auth_prefix "Bearer " for bearer mode when empty, and
-// mcp_transport streamable_http (also replacing the synonym "http") for MCP
-// connections.
+// normalize fills the defaults of a connection's own configuration in
+// place: status active, protocol http, auth_header_name X-API-Key,
+// auth_query_param api_key, and auth_prefix "Bearer " for bearer mode when
+// empty. Config.Extensions.Check completes the extensions.
 func (c *Connection) normalize() {
 	if c.Status == "" {
 		c.Status = StatusActive
@@ -178,9 +229,6 @@ func (c *Connection) normalize() {
 	if c.AuthMode == AuthBearer && c.AuthPrefix == "" {
 		c.AuthPrefix = DefaultBearerPrefix
 	}
-	if c.Protocol == ProtocolMCP && (c.MCPTransport == "" || c.MCPTransport == "http") {
-		c.MCPTransport = MCPTransportStreamableHTTP
-	}
 }
 
 // sortedKeys returns m's keys in order, never nil (so credential_keys is
@@ -195,11 +243,11 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // secretRoute are the configuration fields that decide where and how a
 // connection's stored secret is sent, by JSON name: the upstream it goes
-// to (protocol, base_url, path_prefix, mcp_endpoint, mcp_transport), how
-// it travels (auth_mode, auth_prefix, auth_header_name, auth_query_param,
-// and auth_secret_key, which secret it is), and whether the upstream's
-// session cookies, which stand in for it, reach agents
-// (allow_upstream_cookies).
+// to (protocol, base_url, path_prefix, and the extensions that
+// Config.Extensions.SecretRoute names), how it travels (auth_mode,
+// auth_prefix, auth_header_name, auth_query_param, and auth_secret_key,
+// which secret it is), and whether the upstream's session cookies, which
+// stand in for it, reach agents (allow_upstream_cookies).
 var secretRoute = []struct {
 	name string
 	get  func(*Connection) string
@@ -212,8 +260,6 @@ var secretRoute = []struct {
 	{"auth_header_name", func(c *Connection) string { return c.AuthHeaderName }},
 	{"auth_query_param", func(c *Connection) string { return c.AuthQueryParam }},
 	{"auth_secret_key", func(c *Connection) string { return c.AuthSecretKey }},
-	{"mcp_endpoint", func(c *Connection) string { return c.MCPEndpoint }},
-	{"mcp_transport", func(c *Connection) string { return c.MCPTransport }},
 	{"allow_upstream_cookies", func(c *Connection) string { return strconv.FormatBool(c.AllowUpstreamCookies) }},
 }
 
@@ -223,14 +269,23 @@ var secretRoute = []struct {
 // auth_header_name that falls back to the default it had is no change).
 // An admin API changing any of them can hand the secret to whoever it
 // names, so it needs more than a local caller.
-func SecretRouteChanges(before, after *Connection) []string {
+func (v *Vault) SecretRouteChanges(before, after *Connection) []string {
 	b, a := before.Clone(), after.Clone()
-	b.normalize()
-	a.normalize()
+	for _, c := range []*Connection{b, a} {
+		c.normalize()
+		if v.ext.Check != nil {
+			_ = v.ext.Check(c) // an invalid change is refused later; its route is compared as it stands
+		}
+	}
 	var changed []string
 	for _, f := range secretRoute {
 		if f.get(b) != f.get(a) {
 			changed = append(changed, f.name)
+		}
+	}
+	for _, name := range v.ext.SecretRoute {
+		if !bytes.Equal(b.Extensions[name], a.Extensions[name]) {
+			changed = append(changed, name)
 		}
 	}
 	return changed

@@ -23,6 +23,14 @@
 // Resolved.Secret return ErrCredentialUnresolved, which the gateway answers
 // with 500 CREDENTIAL_UNRESOLVED.
 //
+// A connection's Extensions are members of its JSON object that another
+// package owns (the gateway keeps an MCP connection's settings and last
+// discovery there): the Vault stores and encodes them beside the
+// connection's fields and leaves their checks, their part in the secret's
+// route and the further hosts they may send the credential to to
+// Config.Extensions, whose zero value refuses them. A document from before
+// a field became an extension loads with that member as an extension.
+//
 // The proxy's hot path is Vault.Lookup: a map read on an immutable snapshot
 // of every connection and its decrypted, resolved credential. The snapshot
 // is rebuilt after each write through the Vault and, by polling

@@ -2,6 +2,7 @@ package credvault_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -93,16 +94,31 @@ func ExampleParseMasterKey() {
 }
 
 // An admin API asks for more than a local caller before a change that
-// decides where or how the stored secret is sent.
-func ExampleSecretRouteChanges() {
+// decides where or how the stored secret is sent, the extensions the
+// owning package names included.
+func ExampleVault_SecretRouteChanges() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "vault")
+	defer os.RemoveAll(dir)
+	key, _ := credvault.GenerateMasterKey()
+	st, _ := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	defer st.Close()
+	v, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1,
+		Extensions: credvault.Extensions{SecretRoute: []string{"mcp_endpoint"}}})
+	defer v.Close()
+
 	before := &credvault.Connection{ID: "gh", BaseURL: "https://api.github.com", AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}
 	renamed := before.Clone()
 	renamed.Name = "GitHub"
 	redirected := before.Clone()
 	redirected.BaseURL = "http://127.0.0.1:9"
-	fmt.Println(credvault.SecretRouteChanges(before, renamed))
-	fmt.Println(credvault.SecretRouteChanges(before, redirected))
+	elsewhere := before.Clone()
+	elsewhere.Extensions = map[string]json.RawMessage{"mcp_endpoint": json.RawMessage(`"https://evil.example/mcp"`)}
+	fmt.Println(v.SecretRouteChanges(before, renamed))
+	fmt.Println(v.SecretRouteChanges(before, redirected))
+	fmt.Println(v.SecretRouteChanges(before, elsewhere))
 	// Output:
 	// []
 	// [base_url]
+	// [mcp_endpoint]
 }

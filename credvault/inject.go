@@ -95,11 +95,11 @@ var ErrCredentialDestination = errors.New("credvault: request is not bound for t
 // Transport returns an http.RoundTripper that, for each request, looks the
 // connection up in the current snapshot (so rotations apply at once),
 // checks that the request goes to the connection's upstream (the scheme and
-// host of base_url, or of an absolute mcp_endpoint), and sends a clone of
-// it with the credential injected through base (nil means
-// http.DefaultTransport). The caller's request is never modified, the
-// returned Response.Request is the caller's request, and errors never
-// contain the credential or a URL carrying it.
+// host of base_url, or of a URL Config.Extensions.Destinations names for
+// it), and sends a clone of it with the credential injected through base
+// (nil means http.DefaultTransport). The caller's request is never
+// modified, the returned Response.Request is the caller's request, and
+// errors never contain the credential or a URL carrying it.
 func (v *Vault) Transport(id string, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -123,7 +123,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody()
 		return nil, err
 	}
-	if !upstreamOrigin(r.Connection, req.URL) {
+	if !t.v.upstreamOrigin(r.Connection, req.URL) {
 		closeBody()
 		return nil, ErrCredentialDestination
 	}
@@ -137,12 +137,20 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-func upstreamOrigin(c *Connection, u *url.URL) bool {
+// upstreamOrigin reports whether u goes to the scheme and host of c's
+// base_url or of one of its Extensions.Destinations.
+func (v *Vault) upstreamOrigin(c *Connection, u *url.URL) bool {
 	same := func(raw string) bool {
 		b, err := url.Parse(raw)
 		return err == nil && b.Host != "" && strings.EqualFold(b.Scheme, u.Scheme) && strings.EqualFold(b.Host, u.Host)
 	}
-	return same(c.BaseURL) || (c.MCPEndpoint != "" && !strings.HasPrefix(c.MCPEndpoint, "/") && same(c.MCPEndpoint))
+	if same(c.BaseURL) {
+		return true
+	}
+	if v.ext.Destinations != nil {
+		return slices.ContainsFunc(v.ext.Destinations(c), same)
+	}
+	return false
 }
 
 // redactedError hides a secret in an error's text while keeping the

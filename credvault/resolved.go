@@ -1,6 +1,10 @@
 package credvault
 
-import "errors"
+import (
+	"errors"
+	"maps"
+	"slices"
+)
 
 // NewResolved returns c with its credential, for a program that keeps its
 // connections and secrets somewhere other than a Vault (environment
@@ -16,6 +20,10 @@ func NewResolved(c *Connection, secret string) (*Resolved, error) {
 	}
 	n := c.Clone()
 	n.normalize()
+	if len(n.Extensions) > 0 {
+		// Nothing here knows what they mean: a Vault's Config.Extensions does.
+		return nil, invalid(slices.Sorted(maps.Keys(n.Extensions))[0], "is not a field of a connection")
+	}
 	secrets := map[string]string{}
 	if n.AuthSecretKey != "" {
 		secrets[n.AuthSecretKey] = secret

@@ -43,17 +43,14 @@ const MinSecretLen = 8
 
 // Size limits of configuration fields.
 const (
-	maxNameLen        = 200
-	maxSecretLen      = 16 << 10
-	maxSecrets        = 64
-	maxToolNames      = 1000
-	maxToolNameLen    = 256
-	maxSubjectLen     = 256
-	maxURLLen         = 2048
-	maxRotationDays   = 3650
-	maxReasonLen      = 200
-	maxPrefixLen      = 256
-	maxDiscoveryBytes = 4 << 20
+	maxNameLen      = 200
+	maxSecretLen    = 16 << 10
+	maxSecrets      = 64
+	maxSubjectLen   = 256
+	maxURLLen       = 2048
+	maxRotationDays = 3650
+	maxReasonLen    = 200
+	maxPrefixLen    = 256
 )
 
 // ValidateConnectionID checks a connection id against
@@ -77,10 +74,13 @@ func ValidateVariableKey(key string) error {
 // ValidateBaseURL checks an upstream base URL: absolute http or https, with
 // a host, without user information or fragment.
 func ValidateBaseURL(raw string) error {
-	return validateUpstreamURL("base_url", raw)
+	return ValidateUpstreamURL("base_url", raw)
 }
 
-func validateUpstreamURL(field, raw string) error {
+// ValidateUpstreamURL checks raw, the URL of configuration field field, as
+// ValidateBaseURL checks a base URL (the gateway checks an MCP connection's
+// absolute endpoint with it).
+func ValidateUpstreamURL(field, raw string) error {
 	if raw == "" {
 		return invalid(field, "is required")
 	}
@@ -107,14 +107,13 @@ func validateUpstreamURL(field, raw string) error {
 }
 
 // ValidateConnection checks a connection's configuration (the fields from ID
-// to MCPDiscovery) together with the names and values of its secrets. The
-// connection is checked as it will be stored, after defaults are applied.
-// Secret values may contain {{KEY}} references; their syntax is checked,
-// not whether the variables exist. The error is a *ValidationError.
-func ValidateConnection(c *Connection, secrets map[string]string) error {
-	n := c.Clone()
-	n.normalize()
-	if err := n.validateConfig(sortedKeys(secrets)); err != nil {
+// to Extensions) together with the names and values of its secrets, as
+// Create would. The connection is checked as it will be stored, after
+// defaults are applied. Secret values may contain {{KEY}} references; their
+// syntax is checked, not whether the variables exist. The error is a
+// *ValidationError or Config.Extensions.Check's.
+func (v *Vault) ValidateConnection(c *Connection, secrets map[string]string) error {
+	if err := v.completeConfig(configOnly(c), sortedKeys(secrets)); err != nil {
 		return err
 	}
 	return validateSecrets(secrets)
@@ -134,31 +133,9 @@ func (c *Connection) validateConfig(secretNames []string) error {
 // reorders text. Rotate does not call it, so that a name stored before the
 // rule never stands in the way of replacing a leaked secret.
 func (c *Connection) validateShown() error {
-	for _, f := range []struct{ field, v string }{{"name", c.Name}, {"base_url", c.BaseURL}, {"mcp_endpoint", c.MCPEndpoint}} {
+	for _, f := range []struct{ field, v string }{{"name", c.Name}, {"base_url", c.BaseURL}} {
 		if err := display.Check(f.v); err != nil {
 			return invalid(f.field, "%v", err)
-		}
-	}
-	tools := func(field string, names ...[]string) error {
-		for _, n := range slices.Concat(names...) {
-			if err := display.Check(n); err != nil {
-				return invalid(field, "a tool name %v", err)
-			}
-		}
-		return nil
-	}
-	if err := tools("mcp_tool_allowlist", c.MCPToolAllowlist); err != nil {
-		return err
-	}
-	if err := tools("mcp_tool_denylist", c.MCPToolDenylist); err != nil {
-		return err
-	}
-	for subject, p := range c.MCPSubjectToolPolicies {
-		if err := display.Check(subject); err != nil {
-			return invalid("mcp_subject_tool_policies", "a subject %v", err)
-		}
-		if err := tools("mcp_subject_tool_policies", p.Allow, p.Deny); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -224,68 +201,6 @@ func (c *Connection) validateSettings(secretNames []string) error {
 	}
 	if c.AllowUpstreamCookies && c.Protocol != ProtocolHTTP {
 		return invalid("allow_upstream_cookies", "applies to %q connections only", ProtocolHTTP)
-	}
-	return c.validateMCP()
-}
-
-func (c *Connection) validateMCP() error {
-	if c.Protocol != ProtocolMCP {
-		if c.MCPEndpoint != "" || len(c.MCPToolAllowlist) > 0 || len(c.MCPToolDenylist) > 0 ||
-			len(c.MCPSubjectToolPolicies) > 0 || c.MCPMaxTools != 0 || c.MCPTransport != "" ||
-			c.MCPExposeResources || c.MCPExposePrompts {
-			return invalid("protocol", "mcp_* fields need protocol %q", ProtocolMCP)
-		}
-		return nil
-	}
-	if c.MCPTransport != MCPTransportStreamableHTTP {
-		return invalid("mcp_transport", "must be %q (or its synonym \"http\")", MCPTransportStreamableHTTP)
-	}
-	if e := c.MCPEndpoint; e != "" {
-		if strings.HasPrefix(e, "/") {
-			if len(e) > maxURLLen || strings.ContainsAny(e, "#\\") || hasDotSegment(e) || hasControl(e) {
-				return invalid("mcp_endpoint", "must be a clean absolute path or an http(s) URL")
-			}
-		} else if err := validateUpstreamURL("mcp_endpoint", e); err != nil {
-			return err
-		}
-	}
-	if err := validateToolNames("mcp_tool_allowlist", c.MCPToolAllowlist); err != nil {
-		return err
-	}
-	if err := validateToolNames("mcp_tool_denylist", c.MCPToolDenylist); err != nil {
-		return err
-	}
-	if len(c.MCPSubjectToolPolicies) > maxToolNames {
-		return invalid("mcp_subject_tool_policies", "has more than %d subjects", maxToolNames)
-	}
-	for subject, p := range c.MCPSubjectToolPolicies {
-		if subject == "" || len(subject) > maxSubjectLen || hasControl(subject) {
-			return invalid("mcp_subject_tool_policies", "subjects must be 1-%d bytes without control characters", maxSubjectLen)
-		}
-		if err := validateToolNames("mcp_subject_tool_policies", p.Allow); err != nil {
-			return err
-		}
-		if err := validateToolNames("mcp_subject_tool_policies", p.Deny); err != nil {
-			return err
-		}
-	}
-	if c.MCPMaxTools < 0 {
-		return invalid("mcp_max_tools", "must not be negative (0 means no cap)")
-	}
-	if len(c.MCPDiscovery) > maxDiscoveryBytes {
-		return invalid("mcp_discovery", "is larger than %d bytes", maxDiscoveryBytes)
-	}
-	return nil
-}
-
-func validateToolNames(field string, names []string) error {
-	if len(names) > maxToolNames {
-		return invalid(field, "has more than %d entries", maxToolNames)
-	}
-	for _, n := range names {
-		if n == "" || len(n) > maxToolNameLen || hasControl(n) {
-			return invalid(field, "tool names must be 1-%d bytes without control characters", maxToolNameLen)
-		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -74,6 +75,26 @@ type Config struct {
 	// Clock returns the current time for record timestamps and rotation
 	// due dates. Nil means time.Now.
 	Clock func() time.Time
+	// Extensions gives meaning to the connections' extensions. Its zero
+	// value refuses every write of a connection that has any.
+	Extensions Extensions
+}
+
+// Extensions are the hooks of the package that owns the connections'
+// extensions (see Connection.Extensions).
+type Extensions struct {
+	// Check completes and checks the extensions of every connection about
+	// to be stored, after its own defaults, changing c.Extensions in
+	// place; an error refuses the write (a *ValidationError names the
+	// member). Nil refuses any connection with extensions.
+	Check func(c *Connection) error
+	// SecretRoute names the extensions that decide where the credential
+	// is sent (Vault.SecretRouteChanges compares them).
+	SecretRoute []string
+	// Destinations returns, for a connection, the URLs besides base_url
+	// whose scheme and host may receive its credential (an MCP
+	// connection's absolute endpoint). Nil means none.
+	Destinations func(c *Connection) []string
 }
 
 // Vault is the credential store's API: writes go through the Store in
@@ -84,6 +105,7 @@ type Vault struct {
 	sealer *sealer
 	log    *slog.Logger
 	clock  func() time.Time
+	ext    Extensions
 
 	snap     atomic.Pointer[snapshot]
 	reloadMu sync.Mutex // serializes snapshot rebuilds
@@ -180,6 +202,7 @@ func New(ctx context.Context, cfg Config) (*Vault, error) {
 		sealer: s,
 		log:    cfg.Logger,
 		clock:  cfg.Clock,
+		ext:    cfg.Extensions,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -415,12 +438,12 @@ func (v *Vault) write(ctx context.Context, fn func(*Records) error) error {
 // Create stores a new connection with its secrets (name → value; values may
 // contain {{KEY}} references). Defaults are applied (status active,
 // protocol http, header and query names, "Bearer " prefix for bearer mode,
-// MCP transport), secret_version is 1 and the vault-maintained fields are
-// set. It returns the stored connection, a *ValidationError, or ErrExists.
+// then Config.Extensions.Check's), secret_version is 1 and the
+// vault-maintained fields are set. It returns the stored connection, a
+// *ValidationError, or ErrExists.
 func (v *Vault) Create(ctx context.Context, c *Connection, secrets map[string]string) (*Connection, error) {
 	n := configOnly(c)
-	n.normalize()
-	if err := n.validateConfig(sortedKeys(secrets)); err != nil {
+	if err := v.completeConfig(n, sortedKeys(secrets)); err != nil {
 		return nil, err
 	}
 	if err := validateSecrets(secrets); err != nil {
@@ -467,8 +490,7 @@ func (v *Vault) Update(ctx context.Context, id string, fn func(*Connection) erro
 			return err
 		}
 		n = configOnly(n)
-		n.normalize()
-		if err := n.validateConfig(old.CredentialKeys); err != nil {
+		if err := v.completeConfig(n, old.CredentialKeys); err != nil {
 			return err
 		}
 		n.ID = old.ID
@@ -708,6 +730,22 @@ func referencesKey(secrets map[string]string, key string) bool {
 }
 
 // configOnly returns a copy of c with the vault-maintained fields cleared.
+// completeConfig applies the defaults of c's configuration, its own and
+// its extensions', and checks it given the names of its secrets.
+func (v *Vault) completeConfig(c *Connection, secretNames []string) error {
+	c.normalize()
+	if err := c.validateConfig(secretNames); err != nil {
+		return err
+	}
+	if v.ext.Check != nil {
+		return v.ext.Check(c)
+	}
+	if len(c.Extensions) > 0 {
+		return invalid(slices.Sorted(maps.Keys(c.Extensions))[0], "is not a field of a connection")
+	}
+	return nil
+}
+
 func configOnly(c *Connection) *Connection {
 	n := c.Clone()
 	n.CredentialKeys, n.SecretVersion = nil, 0

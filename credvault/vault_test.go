@@ -3,10 +3,12 @@ package credvault
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -304,30 +306,25 @@ func TestValidateConnection(t *testing.T) {
 		{"header_name_injection", func(c *Connection) { c.AuthMode = AuthHeaderKey; c.AuthHeaderName = "X-Key\r\nEvil" }, ok, "auth_header_name"},
 		{"query_param_injection", func(c *Connection) { c.AuthMode = AuthQueryParam; c.AuthQueryParam = "k&admin=1" }, ok, "auth_query_param"},
 		{"bad_status", func(c *Connection) { c.Status = "paused" }, ok, "status"},
-		{"mcp_fields_on_http", func(c *Connection) { c.MCPToolAllowlist = []string{"a"} }, ok, "protocol"},
-		{"mcp_bad_transport", func(c *Connection) { c.Protocol = ProtocolMCP; c.MCPTransport = "sse" }, ok, "mcp_transport"},
 		{"upstream_cookies_on_mcp", func(c *Connection) { c.Protocol = ProtocolMCP; c.AllowUpstreamCookies = true }, ok, "allow_upstream_cookies"},
-		{"mcp_expose_resources_on_http", func(c *Connection) { c.MCPExposeResources = true }, ok, "protocol"},
-		{"mcp_expose_prompts_on_http", func(c *Connection) { c.MCPExposePrompts = true }, ok, "protocol"},
 		{"malformed_template", func(c *Connection) {}, map[string]string{"token": "{{oops"}, "secrets"},
 		{"empty_secret", func(c *Connection) {}, map[string]string{"token": ""}, "secrets"},
 		{"secret_header_injection", func(c *Connection) {}, map[string]string{"token": "a\r\nX-Evil: 1"}, "secrets"},
 		{"one_letter_secret_redaction_corrupts_responses", func(c *Connection) {}, map[string]string{"token": "t"}, "secrets"},
+		{"extension_no_package_checks", func(c *Connection) {
+			c.Extensions = map[string]json.RawMessage{"mcp_endpoint": json.RawMessage(`"https://evil.example"`)}
+		}, ok, "mcp_endpoint"},
 		{"name_right_to_left_override_shown_beside_approve", func(c *Connection) { c.Name = "GitHub\u202Enimda" }, ok, "name"},
 		{"name_zero_width_space", func(c *Connection) { c.Name = "Git\u200BHub" }, ok, "name"},
 		{"name_not_utf8", func(c *Connection) { c.Name = "Git\xffHub" }, ok, "name"},
 		{"base_url_right_to_left_override", func(c *Connection) { c.BaseURL = "https://example.com/\u202Emoc.live" }, ok, "base_url"},
-		{"mcp_policy_subject_bidi_isolate", func(c *Connection) {
-			c.Protocol = ProtocolMCP
-			c.MCPSubjectToolPolicies = map[string]ToolPolicy{"alice\u2066": {Allow: []string{"a"}}}
-		}, ok, "mcp_subject_tool_policies"},
-		{"mcp_tool_name_zero_width_joiner", func(c *Connection) { c.Protocol = ProtocolMCP; c.MCPToolDenylist = []string{"admin\u200D.*"} }, ok, "mcp_tool_denylist"},
 	}
+	v := newTestVault(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			conn := httpConn("gh")
 			c.mod(conn)
-			err := ValidateConnection(conn, c.secrets)
+			err := v.ValidateConnection(conn, c.secrets)
 			var ve *ValidationError
 			if !errors.As(err, &ve) || ve.Field != c.field {
 				t.Fatalf("err = %v, want field %s", err, c.field)
@@ -336,12 +333,57 @@ func TestValidateConnection(t *testing.T) {
 	}
 	named := httpConn("gh")
 	named.Name = "Zürich ボット \u2764\uFE0F"
-	if err := ValidateConnection(named, ok); err != nil {
+	if err := v.ValidateConnection(named, ok); err != nil {
 		t.Fatalf("a name in other scripts: %v", err)
 	}
-	mcp := &Connection{ID: "m", Protocol: ProtocolMCP, BaseURL: "http://127.0.0.1:9", MCPTransport: "http", MCPEndpoint: "/mcp"}
-	if err := ValidateConnection(mcp, nil); err != nil {
+	mcp := &Connection{ID: "m", Protocol: ProtocolMCP, BaseURL: "http://127.0.0.1:9"}
+	if err := v.ValidateConnection(mcp, nil); err != nil {
 		t.Fatalf("mcp without credentials: %v", err)
+	}
+}
+
+// A connection's extensions are stored, loaded and encoded beside its
+// fields as they came, whatever they hold; a member named as a field is a
+// field, never an extension.
+func TestExtensionsRoundTrip(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	checked := 0
+	st, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	v, err := New(context.Background(), Config{Store: st, MasterKey: testKey(t), PollInterval: -1, Extensions: Extensions{
+		Check: func(c *Connection) error { checked++; return nil },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = v.Close() })
+	c := httpConn("x")
+	c.Extensions = map[string]json.RawMessage{"z_list": json.RawMessage(`["a","b"]`), "a_obj": json.RawMessage(`{"k":1}`)}
+	if _, err := v.Create(context.Background(), c, map[string]string{"token": "tok-secret-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if checked != 1 {
+		t.Errorf("Extensions.Check ran %d times for one create", checked)
+	}
+	again := openTestVault(t, path, testKey(t), -1)
+	got, _ := again.Lookup("x")
+	if !reflect.DeepEqual(got.Connection.Extensions, c.Extensions) {
+		t.Errorf("extensions after a reload: %s", got.Connection.Extensions)
+	}
+	raw, _ := json.Marshal(got.Connection)
+	if !strings.Contains(string(raw), `"a_obj":{"k":1},"z_list":["a","b"]}`) {
+		t.Errorf("encoded: %s", raw)
+	}
+	var decoded Connection
+	if err := json.Unmarshal([]byte(`{"id":"y","protocol":"http","base_url":"https://e.example","status":"active","credential_keys":[],"secret_version":1,"mcp_max_tools":3}`), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if decoded.ID != "y" || string(decoded.Extensions["mcp_max_tools"]) != "3" || len(decoded.Extensions) != 1 {
+		t.Errorf("decoded %+v", decoded)
 	}
 }
 

@@ -3,7 +3,10 @@
 // its feed poller (claimcache), claim submission for unknown callers, the
 // nonce store (replay), the signed runtime pipeline (proxy), the MCP proxy
 // (mcpproxy), the admin API (admin), Prometheus metrics and health checks,
-// wired as cmd/gateway runs them.
+// wired as cmd/gateway runs them. The gateway is where the layers meet:
+// its mcp.go adapts the vault's connections, the proxy's verified caller
+// and the proxy's MCP observer to mcpproxy, so proxy and mcpproxy import
+// neither each other.
 //
 // A Gateway is an http.Handler; it never owns a listener or the process.
 // Configure it with a Config whose zero fields take sensible defaults,

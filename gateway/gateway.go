@@ -68,7 +68,7 @@ func New(cfg Config) (*Gateway, error) {
 	if g.store, err = credvault.OpenSQLite(ctx, filepath.Join(cfg.DataDir, credvault.DefaultFileName)); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger}); err != nil {
+	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger, Extensions: VaultExtensions()}); err != nil {
 		g.store.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -139,13 +139,13 @@ func (g *Gateway) wire() error {
 		}
 		decisionLog = c.Logger
 	}
-	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
+	onUpstream, onDecision := mcpObserved(proxy.NewMCPObserver(g.metrics, decisionLog, salt))
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
-		Connections:    proxy.MCPConnections(g.vault, upstream),
-		Caller:         proxy.MCPCaller,
+		Connections:    &mcpConnections{vault: g.vault, base: upstream},
+		Caller:         mcpCaller,
 		OnDiscovery:    g.storeDiscovery,
-		OnUpstream:     observer.Upstream,
-		OnDecision:     observer.Decision,
+		OnUpstream:     onUpstream,
+		OnDecision:     onDecision,
 		Logger:         c.Logger,
 		Registerer:     reg,
 		TracerProvider: c.TracerProvider,
@@ -184,7 +184,11 @@ func (g *Gateway) wire() error {
 			if err != nil {
 				return nil, err
 			}
-			d, err := g.mcp.Discover(ctx, proxy.MCPConnection(res, g.vault.Transport(conn.ID, upstream)), r)
+			settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
+			if err != nil {
+				return nil, err
+			}
+			d, err := g.mcp.Discover(ctx, mcpConnection(res, settings, discovery, g.vault.Transport(conn.ID, upstream)), r)
 			if err != nil {
 				return nil, mcpError{err}
 			}
@@ -322,7 +326,10 @@ func (g *Gateway) storeDiscovery(ctx context.Context, id string, d mcpproxy.Disc
 		return
 	}
 	_, err = g.vault.Update(ctx, id, func(c *credvault.Connection) error {
-		c.MCPDiscovery = raw
+		if c.Extensions == nil {
+			c.Extensions = map[string]json.RawMessage{}
+		}
+		c.Extensions[mcpproxy.DiscoveryMember] = raw
 		return nil
 	})
 	if err != nil && !errors.Is(err, credvault.ErrNotFound) {

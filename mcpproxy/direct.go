@@ -46,7 +46,7 @@ type rpcResponse struct {
 // server's requests; roots are asked for on the session's own stream.
 func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	version := s.version.Load()
-	if s.ss.Load() == nil || version == nil || s.asks.Load() || !plainPOST(r, *version) {
+	if e.p.sdkAgent || s.ss.Load() == nil || version == nil || s.asks.Load() || !plainPOST(r, *version) {
 		return false
 	}
 	m, ok := classify(body)

@@ -58,7 +58,11 @@
 //     neither sampling nor elicitation, is answered by the endpoint itself
 //     with one JSON body (direct.go); the rest goes through the SDK's
 //     server, whose event streams carry a call's notifications and the
-//     server's requests before its result. Cancellation
+//     server's requests before its result. Both fast paths (direct.go
+//     and exchange.go) are held to the SDK's server and client by a
+//     contract test that runs one conversation through every
+//     combination and compares it message by message; bench/README.md
+//     has what they save. Cancellation
 //     (notifications/cancelled) reaches the upstream either way. A
 //     session is bound to the caller (namespace, key and subject) and
 //     connection that opened it: another caller naming its id gets 404,
@@ -71,6 +75,11 @@
 //     MaxSessionsPerNamespace per namespace and MaxSessions in all, the
 //     caller's own least recently used session is evicted to make room. A
 //     full pool refuses (503) only a caller whose namespace holds none.
+//
+// Settings is the MCP configuration of a connection (its endpoint, tool
+// policy and what it exposes) and Discovery its last discovery: records of
+// this package, which the gateway stores with the connection
+// (credvault's extensions) and turns into a Connection per lookup.
 //
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.

@@ -63,7 +63,7 @@ type rpcIncoming struct {
 // mcp.ErrSessionMissing. relay, when set, receives what the server sends
 // during the call.
 func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientSession, params *mcp.CallToolParams, relay *callRelay) (*mcp.CallToolResult, error) {
-	if cs.InitializeResult().ProtocolVersion > upstreamProtocol {
+	if p.sdkUpstream || cs.InitializeResult().ProtocolVersion > upstreamProtocol {
 		// A server that offers only newer protocols: the SDK's client
 		// speaks them, and the call's progress is not relayed.
 		return cs.CallTool(ctx, params)

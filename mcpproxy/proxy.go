@@ -206,6 +206,12 @@ type Proxy struct {
 	client       *mcp.Client
 	callSeq      atomic.Uint64 // ids of the tools/call requests sent upstream
 	endpoint     *endpoint
+	// sdkAgent and sdkUpstream, set by the tests only, turn the fast
+	// paths off: every message of the MCP endpoint goes to the SDK's
+	// server (not direct.go), every upstream tools/call through the SDK's
+	// client (not exchange.go). paths_test.go holds the paths to one
+	// conversation with them.
+	sdkAgent, sdkUpstream bool
 
 	mu     sync.Mutex
 	conns  map[string]*connState

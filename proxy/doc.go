@@ -25,7 +25,9 @@
 // connections, and /mcp/{connection_id} (the MCP endpoint, every POST, GET
 // and DELETE of the session signed) and /mcp/{connection_id}/… for mcp
 // connections, which are authenticated the same way and then served by
-// Config.MCP. Config.MCPTimeout bounds every /mcp request but the MCP
+// Config.MCP (CallerFrom gives it the verified caller; MCPObserver counts
+// and logs what it reports). The package does not import the MCP engine:
+// package gateway composes the two. Config.MCPTimeout bounds every /mcp request but the MCP
 // session's event stream (GET /mcp/{connection_id}), which lasts as long
 // as its session. A {path} whose
 // percent-decoded form has a "." or ".." segment or a backslash is refused

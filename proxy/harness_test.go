@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -128,7 +129,11 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		t.Fatal(err)
 	}
 	key, _ := credvault.GenerateMasterKey()
-	g.vault, err = credvault.New(ctx, credvault.Config{Store: store, MasterKey: key, PollInterval: -1, Clock: g.clock.now})
+	g.vault, err = credvault.New(ctx, credvault.Config{Store: store, MasterKey: key, PollInterval: -1, Clock: g.clock.now,
+		Extensions: credvault.Extensions{Check: func(c *credvault.Connection) error { // the MCP settings, as the gateway keeps them
+			_, _, err := mcpproxy.DecodeSettings(c.Extensions)
+			return err
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +170,17 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	var mcpHandler http.Handler
 	if o.mcpUpstream != "" {
 		create(&credvault.Connection{ID: "tools", Protocol: "mcp", BaseURL: o.mcpUpstream, AuthMode: "bearer",
-			AuthSecretKey: "t", Service: "github", MCPToolDenylist: []string{"admin.*"}}, map[string]string{"t": upstreamToken})
+			AuthSecretKey: "t", Service: "github", Extensions: mcpproxy.Settings{ToolDenylist: []string{"admin.*"}}.Members()}, map[string]string{"t": upstreamToken})
 		observer := NewMCPObserver(g.metrics, decisionLog, []byte("test-salt"))
-		mp, err := mcpproxy.New(mcpproxy.Config{Connections: MCPConnections(g.vault, nil), Caller: MCPCaller,
-			OnUpstream: observer.Upstream, OnDecision: observer.Decision, TracerProvider: o.tracer})
+		mp, err := mcpproxy.New(mcpproxy.Config{Connections: testMCPConnections{g.vault}, Caller: testMCPCaller,
+			OnUpstream: func(ctx context.Context, e mcpproxy.UpstreamExchange) {
+				observer.Upstream(ctx, MCPExchange{ConnectionID: e.ConnectionID, Method: e.Method, Status: e.Status, Err: e.Err, Elapsed: e.Elapsed})
+			},
+			OnDecision: func(ctx context.Context, e mcpproxy.Event) {
+				observer.Decision(ctx, MCPDecision{ConnectionID: e.ConnectionID, Method: e.Method, Tool: e.Tool, Outcome: e.Outcome, Code: e.Code,
+					Namespace: e.Caller.Namespace, Subject: e.Caller.Subject, Key: e.Caller.Key})
+			},
+			TracerProvider: o.tracer})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,4 +303,31 @@ func (g *gateway) do(r *http.Request) answer {
 	a := answer{status: resp.StatusCode, header: resp.Header, body: b}
 	_ = json.Unmarshal(b, &a.env)
 	return a
+}
+
+// testMCPConnections serves the vault's MCP connections to mcpproxy with
+// their credential injected and deny list applied, as the gateway's
+// adapter does for what these tests use.
+type testMCPConnections struct{ vault *credvault.Vault }
+
+func (s testMCPConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.Connection, error) {
+	res, ok := s.vault.Lookup(id)
+	if !ok || res.Connection.Protocol != credvault.ProtocolMCP {
+		return nil, mcpproxy.ErrConnectionNotFound
+	}
+	settings, _, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpproxy.Connection{ID: id, BaseURL: res.Connection.BaseURL, Transport: s.vault.Transport(id, nil),
+		Policy: settings.Policy(), Redact: res.Redactions()}, nil
+}
+
+// testMCPCaller is the caller the Handler's pipeline verified.
+func testMCPCaller(r *http.Request) (mcpproxy.Caller, error) {
+	caller, ok := CallerFrom(r.Context())
+	if !ok || caller == nil {
+		return mcpproxy.Caller{}, errors.New("no verified caller")
+	}
+	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
 }

@@ -340,17 +340,13 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, service string) {
 		return
 	}
 	end := min(offset+limit, len(approved))
-	claims := []claimcache.Claim{}
-	if offset < end {
-		claims = approved[offset:end]
+	page := feedwire.Page{Claims: []feedwire.Record{}, Cursor: cursor,
+		Pagination: feedwire.Pagination{Limit: limit, Offset: offset, Total: len(approved), HasMore: end < len(approved)}}
+	for _, c := range approved[min(offset, end):end] {
+		page.Claims = append(page.Claims, feedwire.Record{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey,
+			Service: c.Service, ApprovedAt: c.ApprovedAt, Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"claims": claims,
-		"pagination": map[string]any{
-			"limit": limit, "offset": offset, "total": len(approved), "has_more": end < len(approved),
-		},
-		"cursor": cursor,
-	})
+	writeJSON(w, http.StatusOK, page)
 }
 
 // feedChanges serves the changes of service's feed after ?since=, at most

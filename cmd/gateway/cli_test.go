@@ -16,6 +16,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/mcpproxy"
 )
 
 // cliChildArgsEnv makes the test binary act as the gateway CLI: it runs the
@@ -110,8 +111,10 @@ func TestCLIWorkflow(t *testing.T) {
 	r = c.run("add", "--id", "mcp1", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9", "--mcp-endpoint", "/mcp",
 		"--mcp-allow", "repo.*", "--mcp-deny", "repo.delete", "--service", "github-tools", "--mcp-expose-prompts", "--json")
 	var m credvault.Connection
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || m.MCPTransport != "streamable_http" || len(m.MCPToolDenylist) != 1 ||
-		m.ServiceSlug() != "github-tools" || !m.MCPExposePrompts || m.MCPExposeResources {
+	var ms mcpproxy.Settings
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || json.Unmarshal([]byte(r.stdout), &ms) != nil ||
+		ms.Transport != "streamable_http" || len(ms.ToolDenylist) != 1 || ms.Endpoint != "/mcp" ||
+		m.ServiceSlug() != "github-tools" || !ms.ExposePrompts || ms.ExposeResources {
 		t.Fatalf("add mcp --json: %+v", r)
 	}
 	r = c.run("list")

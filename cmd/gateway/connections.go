@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/mcpproxy"
 )
 
 func init() {
@@ -90,6 +91,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("add")
 	var (
 		c       credvault.Connection
+		mcp     mcpproxy.Settings
 		secrets secretsFlag
 		allow   listFlag
 		deny    listFlag
@@ -105,11 +107,11 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	fs.BoolVar(&c.AllowUpstreamCookies, "allow-upstream-cookies", false,
 		"let the upstream's Set-Cookie reach agents and their Cookie reach the upstream (dropped by default)")
 	fs.Var(&secrets, "secret", "secret as name=value (value - reads it from stdin); repeatable; the value may reference a variable as {{KEY}}")
-	fs.StringVar(&c.MCPEndpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
+	fs.StringVar(&mcp.Endpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
 	fs.Var(&allow, "mcp-allow", "MCP tool to allow (wildcards * and ?); repeatable")
 	fs.Var(&deny, "mcp-deny", "MCP tool to deny (wildcards * and ?); repeatable")
-	fs.BoolVar(&c.MCPExposeResources, "mcp-expose-resources", false, "pass the upstream's MCP resources through /mcp/{id} (off by default)")
-	fs.BoolVar(&c.MCPExposePrompts, "mcp-expose-prompts", false, "pass the upstream's MCP prompts through /mcp/{id} (off by default)")
+	fs.BoolVar(&mcp.ExposeResources, "mcp-expose-resources", false, "pass the upstream's MCP resources through /mcp/{id} (off by default)")
+	fs.BoolVar(&mcp.ExposePrompts, "mcp-expose-prompts", false, "pass the upstream's MCP prompts through /mcp/{id} (off by default)")
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(env, fs, synopsis, args); err != nil {
 		return err
@@ -120,7 +122,8 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	if err := requireID(c.ID); err != nil {
 		return err
 	}
-	c.MCPToolAllowlist, c.MCPToolDenylist = allow, deny
+	mcp.ToolAllowlist, mcp.ToolDenylist = allow, deny
+	c.Extensions = mcp.Members()
 	if c.AuthMode != "" && c.AuthSecretKey == "" && len(secrets.values) == 1 {
 		for name := range secrets.values {
 			c.AuthSecretKey = name // the only secret is evidently the auth secret

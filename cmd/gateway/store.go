@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/envconf"
 )
 
@@ -26,7 +27,7 @@ func openVault(ctx context.Context, env *cliEnv, fs *flag.FlagSet) (*credvault.V
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1})
+	v, err := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1, Extensions: gateway.VaultExtensions()})
 	if err != nil {
 		st.Close()
 		return nil, nil, err

@@ -202,6 +202,7 @@ func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 		// A tools/call that met a closed connection may have run; one that
 		// met a lost session (404) never reached the gateway's session.
 		retryClosed := true
+		var relayed *mcporder.Call // a call whose progress is relayed
 		switch r := req.(type) {
 		case *mcp.ServerRequest[*mcp.InitializeParams]:
 			return b.initialize(ctx, method, req, r.Params, next)
@@ -230,7 +231,7 @@ func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 					delete(b.calls, key)
 					b.mu.Unlock()
 				}()
-				ctx = mcporder.WithCall(ctx, call)
+				ctx, relayed = mcporder.WithCall(ctx, call), call
 			}
 			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.CallTool(ctx, params) }
 		case *mcp.ListResourcesRequest:
@@ -246,8 +247,37 @@ func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		return b.call(ctx, op, retryClosed)
+		res, err := b.call(ctx, op, retryClosed)
+		if relayed != nil && relayed.Reported() > 0 && ctx.Err() == nil {
+			settle(ctx, req.GetSession())
+		}
+		return res, err
 	}
+}
+
+// settleWait bounds how long a call's result waits for the stdio client
+// to answer the ping that settles its progress.
+const settleWait = mcporder.DefaultWait
+
+// settle returns once the stdio client has handled what it was sent
+// before, or after settleWait. The bridge writes a call's progress before
+// its result, but a client may read both at once and handle them out of
+// order: the TypeScript SDK runs notification handlers in a later
+// microtask, answers a response at once, and drops a call's progress
+// handler with its response, so the progress read with the result was
+// lost. It answers a ping only after the handlers queued before it ran,
+// so the result, written after the answer, comes after the progress in
+// every client that handles messages in the order it reads them.
+func settle(ctx context.Context, session mcp.Session) {
+	ss, ok := session.(*mcp.ServerSession)
+	if !ok {
+		return
+	}
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	ctx, stop := context.WithTimeout(ctx, settleWait)
+	defer stop()
+	_ = ss.Ping(ctx, nil)
 }
 
 // call runs op on the gateway session. A session the gateway no longer

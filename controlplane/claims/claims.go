@@ -43,18 +43,6 @@ func (s *Core) getNamespace(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// feedRecord is a claim as the approved-claims feed shows it.
-type feedRecord struct {
-	ClaimID    string `json:"claim_id"`
-	Namespace  string `json:"namespace"`
-	PublicKey  string `json:"public_key"`
-	Service    string `json:"service"`
-	ApprovedAt string `json:"approved_at"`
-	Subject    string `json:"subject,omitempty"`
-	AgentID    string `json:"agent_id,omitempty"`
-	AgentName  string `json:"agent_name,omitempty"`
-}
-
 // Record is a claim as its owner (and its submitting service) sees it.
 type Record struct {
 	ClaimID          string `json:"claim_id"`

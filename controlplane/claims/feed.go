@@ -82,21 +82,18 @@ func (s *Core) claimsFeed(w http.ResponseWriter, r *http.Request, svc Service) {
 		s.fail(w, r, err)
 		return
 	}
-	recs := make([]feedRecord, len(p.Claims))
+	page := feedwire.Page{Claims: make([]feedwire.Record, len(p.Claims)), Cursor: feedwire.FormatCursor(version),
+		Pagination: feedwire.Pagination{Limit: limit, Offset: offset, Total: int(total), HasMore: p.HasMore}}
 	for i, c := range p.Claims {
-		recs[i] = feedRecord{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
-			ApprovedAt: web.Timestamp(c.ApprovedAt), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
+		page.Claims[i] = feedwire.Record{ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
+			ApprovedAt: c.ApprovedAt.UTC(), Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
 	}
 	if p.HasMore && !q.Has(feedwire.AfterQuery) {
 		last := p.Claims[len(p.Claims)-1]
 		key.offset = offset + len(p.Claims)
 		s.cursors.put(key, feedCursor{approvedAt: sqldb.Micros(last.ApprovedAt), id: last.ID})
 	}
-	body, err := json.Marshal(map[string]any{
-		"claims":     recs,
-		"pagination": pagination{Limit: limit, Offset: offset, Total: total, HasMore: p.HasMore},
-		"cursor":     feedwire.FormatCursor(version),
-	})
+	body, err := json.Marshal(page)
 	if err != nil {
 		s.fail(w, r, err)
 		return

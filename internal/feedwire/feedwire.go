@@ -1,7 +1,10 @@
-// Package feedwire is the wire format of the incremental approved-claims
-// feed, shared by the control plane that serves it and the claims cache
-// that reads it: GET /v1/namespaces/claims?since=<cursor> answers the
-// changes to the key's service's approved claims after the cursor.
+// Package feedwire is the wire format of the approved-claims feed, shared
+// by the control plane that serves it, the claims cache that reads it and
+// the cache's test server: GET /v1/namespaces/claims answers a Page of the
+// key's service's approved claims, and with ?since=<cursor> the Changes
+// to them after the cursor. (The claims cache reads pages with a decoder
+// of its own that never holds a page whole; its fuzz test holds it to
+// Page.)
 //
 // A cursor is the decimal number of a service's last change seen (its
 // change sequence; the full feed's pages carry the current one). Numbers
@@ -32,6 +35,37 @@ const (
 	OpUpsert = "upsert"
 	OpDelete = "delete"
 )
+
+// Page is the answer to a request without a cursor: one page of the
+// service's approved claims, where it sits in the whole, and the cursor of
+// the state it was read from ("" from a control plane without change
+// numbers), from which the changes continue.
+type Page struct {
+	Claims     []Record   `json:"claims"`
+	Pagination Pagination `json:"pagination"`
+	Cursor     string     `json:"cursor,omitempty"`
+}
+
+// Pagination places a page: at most Limit claims from Offset on, of Total
+// approved claims, and whether more follow it.
+type Pagination struct {
+	Limit   int  `json:"limit"`
+	Offset  int  `json:"offset"`
+	Total   int  `json:"total"`
+	HasMore bool `json:"has_more"`
+}
+
+// Record is one approved claim on a page.
+type Record struct {
+	ClaimID    string    `json:"claim_id"`
+	Namespace  string    `json:"namespace"`
+	PublicKey  string    `json:"public_key"`
+	Service    string    `json:"service"`
+	ApprovedAt time.Time `json:"approved_at"`
+	Subject    string    `json:"subject,omitempty"`
+	AgentID    string    `json:"agent_id,omitempty"`
+	AgentName  string    `json:"agent_name,omitempty"`
+}
 
 // Changes is the answer to a request with a cursor: the next changes,
 // oldest first, the cursor after the last of them (the request's own when

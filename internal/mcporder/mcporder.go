@@ -52,6 +52,13 @@ func (c *Call) Delivered() {
 	c.mu.Unlock()
 }
 
+// Reported returns how many progress notifications Delivered reported.
+func (c *Call) Reported() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.delivered
+}
+
 func (c *Call) sawProgress() {
 	c.mu.Lock()
 	c.seen++

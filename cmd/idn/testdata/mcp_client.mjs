@@ -34,9 +34,7 @@ const out = { server: client.getServerVersion(), capabilities: client.getServerC
 out.tools = (await client.listTools()).tools.map((t) => t.name);
 out.call = await client.callTool({ name: 'docs.search', arguments: { text: 'hello' } });
 const progress = [];
-// gap_ms: this SDK drops progress that arrives in the same read as the
-// response (it defers notifications to a microtask), so the steps are paced.
-out.slow = await client.callTool({ name: 'slow.count', arguments: { n: 3, gap_ms: 100 } }, undefined, {
+out.slow = await client.callTool({ name: 'slow.count', arguments: { n: 3 } }, undefined, {
   onprogress: (p) => progress.push(p),
 });
 out.progress = progress;

@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/proxy"
+)
+
+// The gateway composes the MCP engine with the rest: connections come from
+// the vault, the caller from the proxy's signed pipeline, and what the
+// engine observes goes to the proxy's metrics and decision log. proxy and
+// mcpproxy know nothing of each other.
+
+// VaultExtensions are the credvault.Extensions of a gateway's vault: an
+// MCP connection's settings (mcpproxy.Settings, the mcp_* fields) and its
+// last discovery (mcp_discovery) are records of mcpproxy that the vault
+// keeps with the connection. They are checked and completed as mcpproxy
+// says, mcp_endpoint and mcp_transport are part of the secret's route, and
+// an absolute mcp_endpoint may receive the credential. A program that
+// opens the gateway's store itself (the gateway command's subcommands)
+// passes them to credvault.New.
+func VaultExtensions() credvault.Extensions {
+	return credvault.Extensions{Check: checkMCPExtensions, SecretRoute: mcpproxy.SecretRouteMembers(), Destinations: mcpDestinations}
+}
+
+// checkMCPExtensions is the Extensions.Check of a gateway's vault.
+func checkMCPExtensions(c *credvault.Connection) error {
+	s, discovery, err := mcpproxy.DecodeSettings(c.Extensions)
+	if err != nil {
+		return asValidation(err)
+	}
+	if c.Protocol != credvault.ProtocolMCP {
+		if !s.IsZero() {
+			return &credvault.ValidationError{Field: "protocol", Message: fmt.Sprintf("mcp_* fields need protocol %q", credvault.ProtocolMCP)}
+		}
+		return nil
+	}
+	s.Normalize()
+	if err := s.Check(); err != nil {
+		return asValidation(err)
+	}
+	if e := s.Endpoint; e != "" && !strings.HasPrefix(e, "/") {
+		if err := credvault.ValidateUpstreamURL("mcp_endpoint", e); err != nil {
+			return err
+		}
+	}
+	c.Extensions = s.Members()
+	if discovery != nil {
+		c.Extensions[mcpproxy.DiscoveryMember] = discovery
+	}
+	return nil
+}
+
+// asValidation gives an mcpproxy.SettingsError the vault's form.
+func asValidation(err error) error {
+	var se *mcpproxy.SettingsError
+	if errors.As(err, &se) {
+		return &credvault.ValidationError{Field: se.Field, Message: se.Message}
+	}
+	return err
+}
+
+// mcpDestinations is the Extensions.Destinations of a gateway's vault: an
+// MCP connection's absolute endpoint.
+func mcpDestinations(c *credvault.Connection) []string {
+	s, _, err := mcpproxy.DecodeSettings(c.Extensions)
+	if err != nil || c.Protocol != credvault.ProtocolMCP || s.Endpoint == "" || strings.HasPrefix(s.Endpoint, "/") {
+		return nil
+	}
+	return []string{s.Endpoint}
+}
+
+// mcpConnections is the mcpproxy.ConnectionSource of a vault: each lookup
+// builds the connection from the current snapshot (so policy changes and
+// rotations apply at once), with a transport that injects the credential
+// and the credential's forms listed for redaction. base sends the upstream
+// requests (nil means http.DefaultTransport).
+type mcpConnections struct {
+	vault *credvault.Vault
+	base  http.RoundTripper
+	// decoded keeps, by connection id, the settings of the snapshot entry
+	// they were read from, so that a lookup decodes them once per change.
+	decoded sync.Map
+}
+
+// decodedSettings are the MCP records of one snapshot entry.
+type decodedSettings struct {
+	res       *credvault.Resolved
+	settings  mcpproxy.Settings
+	discovery json.RawMessage
+}
+
+func (s *mcpConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.Connection, error) {
+	res, ok := s.vault.Lookup(id)
+	switch {
+	case !ok:
+		return nil, mcpproxy.ErrConnectionNotFound
+	case res.Connection.Status == credvault.StatusDisabled:
+		return nil, mcpproxy.ErrConnectionDisabled
+	case res.Connection.Protocol != credvault.ProtocolMCP:
+		return nil, mcpproxy.ErrNotMCP
+	}
+	if d, ok := s.decoded.Load(id); ok && d.(*decodedSettings).res == res {
+		return mcpConnection(res, d.(*decodedSettings).settings, d.(*decodedSettings).discovery, s.vault.Transport(id, s.base)), nil
+	}
+	settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: connection %q: %w", id, err)
+	}
+	s.decoded.Store(id, &decodedSettings{res: res, settings: settings, discovery: discovery})
+	return mcpConnection(res, settings, discovery, s.vault.Transport(id, s.base)), nil
+}
+
+// mcpConnection is what mcpproxy needs of a stored MCP connection, with
+// transport sending (and authenticating) its upstream requests.
+func mcpConnection(res *credvault.Resolved, s mcpproxy.Settings, discovery json.RawMessage, transport http.RoundTripper) *mcpproxy.Connection {
+	return &mcpproxy.Connection{
+		ID:              res.Connection.ID,
+		BaseURL:         res.Connection.BaseURL,
+		Endpoint:        s.Endpoint,
+		Transport:       transport,
+		Policy:          s.Policy(),
+		Discovery:       discovery,
+		ExposeResources: s.ExposeResources,
+		ExposePrompts:   s.ExposePrompts,
+		Redact:          res.Redactions(),
+	}
+}
+
+// mcpCaller is the mcpproxy.Config.Caller of a gateway: it reads the
+// caller the proxy's pipeline verified. A request that did not pass the
+// pipeline is refused.
+func mcpCaller(r *http.Request) (mcpproxy.Caller, error) {
+	caller, ok := proxy.CallerFrom(r.Context())
+	if !ok {
+		return mcpproxy.Caller{}, apierror.Coded(errcode.AuthForbidden, errcode.AuthForbidden.Message())
+	}
+	if caller == nil { // unsigned development bypass: one anonymous caller
+		return mcpproxy.Caller{}, nil
+	}
+	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
+}
+
+// mcpObserved returns the engine's hooks that report to o.
+func mcpObserved(o *proxy.MCPObserver) (upstream func(context.Context, mcpproxy.UpstreamExchange), decision func(context.Context, mcpproxy.Event)) {
+	upstream = func(ctx context.Context, e mcpproxy.UpstreamExchange) {
+		o.Upstream(ctx, proxy.MCPExchange{ConnectionID: e.ConnectionID, Method: e.Method, Status: e.Status, Err: e.Err, Elapsed: e.Elapsed})
+	}
+	decision = func(ctx context.Context, e mcpproxy.Event) {
+		o.Decision(ctx, proxy.MCPDecision{ConnectionID: e.ConnectionID, Method: e.Method, Tool: e.Tool, Outcome: e.Outcome, Code: e.Code,
+			Namespace: e.Caller.Namespace, Subject: e.Caller.Subject, Key: e.Caller.Key})
+	}
+	return upstream, decision
+}
