@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -37,11 +38,12 @@ const (
 )
 
 func (s *Server) signinRoutes(m *routeMux) {
-	if s.cfg.TestSeedToken == "" {
-		return
+	if s.cfg.TestSeedToken != "" {
+		m.HandleFunc("POST /v1/test/signin-links", s.createSigninLink)
 	}
-	m.HandleFunc("POST /v1/test/signin-links", s.createSigninLink)
-	m.HandleFunc("POST /v1/auth/signin-link", s.redeemSigninLink)
+	if s.cfg.TestSeedToken != "" || s.cfg.SigninLinks {
+		m.HandleFunc("POST /v1/auth/signin-link", s.redeemSigninLink)
+	}
 }
 
 // createSigninLink is POST /v1/test/signin-links. Like the seed route, a
@@ -69,27 +71,38 @@ func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
 		}
 		page += "?" + url.Values{"next": {in.Next}}.Encode()
 	}
-	if identity.ValidNamespace(in.Namespace) != nil {
-		apierror.Write(w, r, web.ErrInvalidNamespace)
-		return
-	}
-	if err := s.claims.Active(r.Context(), in.Namespace); err != nil {
+	path, expires, err := s.SigninLink(r.Context(), in.Namespace, page)
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
+	}
+	apierror.WriteJSON(w, http.StatusCreated, map[string]string{
+		"url":        s.kit.BaseURL(r) + path,
+		"expires_at": web.Timestamp(expires),
+	})
+}
+
+// SigninLink makes a one-time link that opens the dashboard page (a path
+// such as /signin?next=/claims) as the owner of namespace ns, and returns
+// its path and fragment, to append to the dashboard's origin, and its
+// expiry. The redemption route exists when Config.SigninLinks (or the test
+// seed) is set.
+func (s *Server) SigninLink(ctx context.Context, ns, page string) (path string, expires time.Time, err error) {
+	if identity.ValidNamespace(ns) != nil {
+		return "", time.Time{}, web.ErrInvalidNamespace
+	}
+	if err := s.claims.Active(ctx, ns); err != nil {
+		return "", time.Time{}, err
 	}
 	var b [32]byte
 	rand.Read(b[:])
 	token := signinTokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 	now := s.now()
-	expires := now.Add(signinLinkTTL)
-	if err := s.store.createSigninLink(r.Context(), in.Namespace, token, now, expires); err != nil {
-		s.writeErr(w, r, err)
-		return
+	expires = now.Add(signinLinkTTL)
+	if err := s.store.createSigninLink(ctx, ns, token, now, expires); err != nil {
+		return "", time.Time{}, err
 	}
-	apierror.WriteJSON(w, http.StatusCreated, map[string]string{
-		"url":        s.kit.BaseURL(r) + page + "#" + token,
-		"expires_at": web.Timestamp(expires),
-	})
+	return page + "#" + token, expires, nil
 }
 
 // redeemSigninLink is POST /v1/auth/signin-link: the link's token starts a

@@ -483,7 +483,7 @@ func TestGatewayTakeover(t *testing.T) {
 	a, b := twoInstances(t, nil)
 	tok := a.seed(map[string]any{"namespaces": []string{"alice"}}).Sessions["alice"]
 	g := a.pairedGateway(tok)
-	a.srv.CloseGateways()
+	a.srv.Close()
 	if code := g.waitClosed(t); code != websocket.StatusGoingAway {
 		t.Fatalf("close status on shutdown = %d", code)
 	}

@@ -124,6 +124,12 @@ type Config struct {
 	// for local runs.
 	PublicURL string
 
+	// SigninLinks serves the redemption of the one-time dashboard sign-in
+	// links Server.SigninLink makes (POST /v1/auth/signin-link, loopback
+	// clients only), for a local deployment whose owners have no passkey
+	// yet. TestSeedToken implies it.
+	SigninLinks bool
+
 	// TestSeedToken enables POST /v1/test/seed for loopback clients that
 	// present it in X-IDN-Test-Seed-Token. Empty (the default) means the
 	// route does not exist. Set it only in local or test environments.
@@ -189,6 +195,7 @@ type Server struct {
 	hooks    *webhooks.Manager
 	registry *registrywriter.Writer // nil: registry writes disabled
 	gateways *gatewaylink.Link
+	lifecycle
 }
 
 // New validates cfg and returns the API handler.
@@ -282,12 +289,6 @@ func New(cfg Config) (*Server, error) {
 	s.routes()
 	return s, nil
 }
-
-// CloseGateways closes every gateway socket this Server holds, telling the
-// gateways to reconnect (to another instance, or to this one once it is
-// back). http.Server.Shutdown neither closes nor waits for WebSockets, so
-// register it with RegisterOnShutdown.
-func (s *Server) CloseGateways() { s.gateways.Close() }
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T

@@ -195,7 +195,7 @@ func TestSettingsTableNamesConfigFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(doc), "### The same settings in Go")
+	_, section, ok := strings.Cut(string(doc), "## The same settings in Go")
 	if !ok {
 		t.Fatal("docs/gateway.md has no section \"The same settings in Go\"")
 	}

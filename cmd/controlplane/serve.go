@@ -103,59 +103,25 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(api.CloseGateways) // Shutdown neither closes nor waits for WebSockets
+	srv.RegisterOnShutdown(func() { api.Close() }) // Shutdown neither closes nor waits for WebSockets
 	if cfg.Registry.Mode == controlplane.RegistrySync {
 		// An owner's approval waits for its write's receipt (up to 60 s)
 		// before it answers.
 		srv.WriteTimeout = 2 * time.Minute
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	background := runBackground(ctx, api, log)
+	api.Start(ctx)
+	defer api.Close() // after the drain: in-flight requests still used the store
 	served := make(chan error, 1)
 	log.Info("control plane listening", "addr", ln.Addr().String(), "environment", s.environment, "storage", s.store.Provider)
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
-		cancel()
-		<-background
 		return err
 	case <-ctx.Done():
 	}
 	err = drain(srv, s.shutdownTimeout, log)
 	<-served
-	<-background // after the drain: in-flight requests still used the store
 	return err
-}
-
-// runBackground runs the periodic maintenance and the webhook and registry
-// workers until ctx ends; the returned channel closes when both stopped.
-func runBackground(ctx context.Context, api *controlplane.Server, log *slog.Logger) <-chan struct{} {
-	done := make(chan struct{})
-	maintained := make(chan struct{})
-	go func() {
-		defer close(maintained)
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			if err := api.Maintain(ctx); err != nil && ctx.Err() == nil {
-				log.Error("maintenance failed", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	go func() {
-		defer close(done)
-		if err := api.RunWorkers(ctx); err != nil && ctx.Err() == nil {
-			log.Error("webhook and registry workers stopped", "err", err)
-		}
-		<-maintained
-	}()
-	return done
 }
 
 // drain stops accepting connections and waits up to timeout for in-flight

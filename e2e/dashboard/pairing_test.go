@@ -222,9 +222,9 @@ func startPairingWorld(t *testing.T, engine string) *pairingWorld {
 		cp.ServeHTTP(rw, r)
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	srv.RegisterOnShutdown(cp.CloseGateways)
+	srv.RegisterOnShutdown(func() { cp.Close() })
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { cp.CloseGateways(); _ = srv.Close() })
+	t.Cleanup(func() { cp.Close(); _ = srv.Close() })
 	return w
 }
 

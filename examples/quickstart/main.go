@@ -35,6 +35,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -149,7 +150,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	seedToken := randomHex(16)
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	cpLn, err := listen(o.cpAddr)
@@ -161,7 +161,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// work and the session cookie may drop Secure: the dashboard is opened
 	// by that name.
 	d.dashboard = fmt.Sprintf("http://localhost:%d", cpLn.Addr().(*net.TCPAddr).Port)
-	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret, TestSeedToken: seedToken, InsecureLocalhostCookie: true,
+	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret, SigninLinks: true, InsecureLocalhostCookie: true,
 		AllowedOrigins: []string{d.dashboard, d.cpURL}, Auth: controlplane.AuthConfig{Origins: []string{d.dashboard}}})
 	if err != nil {
 		return err
@@ -178,19 +178,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	servers = append(servers, serve(upLn, weatherAPI(d.token)))
 	d.say("Demo weather API running at %s; it answers only requests carrying its bearer token", d.upstream)
 
-	// 3. Owner, service and API key through the control plane's seed route.
-	var seeded struct {
-		APIKeys  map[string]string `json:"api_keys"`
-		Sessions map[string]string `json:"sessions"`
-	}
-	err = d.postJSON(ctx, d.cpURL+"/v1/test/seed", map[string]string{"X-IDN-Test-Seed-Token": seedToken}, map[string]any{
-		"namespaces": []string{agentNamespace},
-		"services":   []map[string]string{{"slug": serviceSlug, "name": "Demo Weather", "owner": agentNamespace}},
-	}, &seeded)
+	// 3. Owner, service and API key through the control plane's API.
+	apiKey, err := cp.Provision(ctx, agentNamespace, controlplane.ServiceSpec{Slug: serviceSlug, Name: "Demo Weather"})
 	if err != nil {
-		return fmt.Errorf("seed the control plane: %w", err)
+		return fmt.Errorf("provision the owner: %w", err)
 	}
-	apiKey, session := seeded.APIKeys[serviceSlug], seeded.Sessions[agentNamespace]
+	session, _, err := cp.IssueSession(ctx, agentNamespace)
+	if err != nil {
+		return fmt.Errorf("sign the owner in: %w", err)
+	}
 	d.say("Registered namespace %q (did:idn:%s) with service %q; its API key goes to the gateway",
 		agentNamespace, agentNamespace, serviceSlug)
 
@@ -281,16 +277,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	d.say("Signed GET %s → 200 %s", target, strings.TrimSpace(string(body)))
 	d.detail("the agent never saw the upstream token; the gateway injected it after checking signature, claim and nonce")
-	var link struct {
-		URL string `json:"url"`
-	}
-	err = d.postJSON(ctx, d.dashboard+"/v1/test/signin-links", map[string]string{"X-IDN-Test-Seed-Token": seedToken},
-		map[string]string{"namespace": agentNamespace, "next": "/claims?status=approved"}, &link)
+	link, _, err := cp.SigninLink(ctx, agentNamespace, "/signin?next="+url.QueryEscape("/claims?status=approved"))
 	if err != nil {
 		return fmt.Errorf("create a dashboard sign-in link: %w", err)
 	}
 	d.say("Open the dashboard as %s to see the approved claim (one-time link, valid 10 minutes):", agentNamespace)
-	d.detail("%s", link.URL)
+	d.detail("%s", d.dashboard+link)
 	fmt.Fprintf(out, "\nidn quickstart is working (%.1fs). Try it yourself:\n\n", time.Since(start).Seconds())
 	fmt.Fprintf(out, "  IDN_HOME=%s go run ./cmd/idn curl '%s/proxy/%s/forecast?city=Tokyo'\n", agentHome, d.gwURL, connectionID)
 	fmt.Fprintf(out, "  IDN_HOME=%s go run ./cmd/idn curl -i %s/v1/namespaces/%s\n", agentHome, d.cpURL, agentNamespace)
