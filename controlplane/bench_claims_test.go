@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/dashboard"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"
@@ -131,7 +132,7 @@ func BenchmarkClaimsPage(b *testing.B) {
 			approved := claimsMix[0].n
 			run("approved/first", claimsPageAt(b, st, StatusApproved, 0))
 			run("approved/middle", claimsPageAt(b, st, StatusApproved, approved/2))
-			run("approved/last", claimsPageAt(b, st, StatusApproved, approved-claimsPageSize))
+			run("approved/last", claimsPageAt(b, st, StatusApproved, approved-dashboard.PageSize))
 			for _, m := range claimsMix {
 				run("tab/"+m.status, "/claims?status="+m.status)
 				run("tab/"+m.status+"/service", "/claims?status="+m.status+"&service=gitlab")

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"github.com/idnhq/idn/controlplane/dashboard"
 	"html"
 	"regexp"
 	"strings"
@@ -67,7 +68,7 @@ func TestOwnerClaimCursors(t *testing.T) {
 
 		// The dashboard's pager links to the same cursors.
 		var more []map[string]string
-		for range claimsPageSize + 10 {
+		for range dashboard.PageSize + 10 {
 			more = append(more, map[string]string{"namespace": "acme", "service": "slack", "public_key": pubKey(newAgent(t, "acme")), "status": "approved"})
 		}
 		e.seed(map[string]any{"claims": more})
@@ -96,20 +97,20 @@ func TestOwnerClaimCursors(t *testing.T) {
 			return ids, links
 		}
 		ids, links := view("/claims?status=approved&service=slack")
-		if strings.Join(ids, ",") != strings.Join(slack[:claimsPageSize], ",") || links["prev"] != "" ||
-			links["next"] != "/claims?after="+slack[claimsPageSize-1]+"&service=slack&status=approved" {
+		if strings.Join(ids, ",") != strings.Join(slack[:dashboard.PageSize], ",") || links["prev"] != "" ||
+			links["next"] != "/claims?after="+slack[dashboard.PageSize-1]+"&service=slack&status=approved" {
 			t.Fatalf("first page: %d rows, links %v", len(ids), links)
 		}
 		ids, links = view(links["next"])
-		if strings.Join(ids, ",") != strings.Join(slack[claimsPageSize:], ",") || links["next"] != "" ||
-			links["prev"] != "/claims?before="+slack[claimsPageSize]+"&service=slack&status=approved" {
+		if strings.Join(ids, ",") != strings.Join(slack[dashboard.PageSize:], ",") || links["next"] != "" ||
+			links["prev"] != "/claims?before="+slack[dashboard.PageSize]+"&service=slack&status=approved" {
 			t.Fatalf("second page: %d rows, links %v", len(ids), links)
 		}
 		ids, links = view(links["prev"])
-		if strings.Join(ids, ",") != strings.Join(slack[:claimsPageSize], ",") || links["prev"] != "" {
+		if strings.Join(ids, ",") != strings.Join(slack[:dashboard.PageSize], ",") || links["prev"] != "" {
 			t.Fatalf("back to the first page: %d rows, links %v", len(ids), links)
 		}
-		if ids, _ := view("/claims?status=approved&service=slack&after=clm_gone"); strings.Join(ids, ",") != strings.Join(slack[:claimsPageSize], ",") {
+		if ids, _ := view("/claims?status=approved&service=slack&after=clm_gone"); strings.Join(ids, ",") != strings.Join(slack[:dashboard.PageSize], ",") {
 			t.Fatalf("an unknown cursor shows %d rows, want the first page", len(ids))
 		}
 	})

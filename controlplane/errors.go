@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/idnhq/idn/controlplane/claims"
@@ -11,18 +10,15 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// Errors of the composition's own routes (the dashboard's sign-in links,
-// metrics).
+// Errors of the composition's own routes (metrics).
 var (
-	errSigninLinkInvalid = errors.New("controlplane: sign-in link unknown, used or expired")
-	errMetricsForbidden  = apierror.Coded(errcode.AdminForbidden, "metrics are served to loopback clients and to bearers of the metrics token")
+	errMetricsForbidden = apierror.Coded(errcode.AdminForbidden, "metrics are served to loopback clients and to bearers of the metrics token")
 )
 
 // errorRules maps the errors the composition's routes meet: its own, and
 // those of the parts it calls (sessions, the claims provisioning).
 var errorRules = append(web.Rules{
 	web.When(web.Is(ownerauth.ErrSessionLimit), web.CodeWait(errcode.SessionLimitReached)),
-	web.When(web.Is(errSigninLinkInvalid), web.Code(errcode.SigninLinkInvalid)),
 }, claims.ErrorRules...)
 
 // writeErr answers err through errorRules and the kit.

@@ -3,7 +3,9 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"github.com/idnhq/idn/controlplane/claims"
@@ -66,6 +68,12 @@ func move(tb testing.TB, st *Store, id, action string) {
 	if _, err := st.db.Exec(context.Background(), `UPDATE claims SET status = $2, `+column+` = $3, updated_at = $3 WHERE id = $1`, id, status, now); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// sha256Hex is the hex SHA-256 of s, as tokens are stored.
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // latestStatus is the status of the live claim of a tuple, else of its

@@ -20,6 +20,14 @@ func (s *Server) Provision(ctx context.Context, ns string, svc ServiceSpec) (api
 	return s.claims.Provision(ctx, ns, svc)
 }
 
+// SigninLink makes a one-time link that opens the dashboard page (a path
+// such as /signin?next=/claims) as the owner of namespace ns, and returns
+// its path and fragment, to append to the dashboard's origin, and its
+// expiry. Its redemption needs Config.SigninLinks (or the test seed).
+func (s *Server) SigninLink(ctx context.Context, ns, page string) (path string, expires time.Time, err error) {
+	return s.pages.SigninLink(ctx, ns, page)
+}
+
 // Start runs the background work in goroutines until ctx ends or Close is
 // called: Maintain every minute, and the webhook and registry workers
 // (RunWorkers). It returns at once; call it once.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/dashboard"
 	"github.com/idnhq/idn/controlplane/internal/signed"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/controlplane/ownerauth"
@@ -195,6 +196,7 @@ type Server struct {
 	hooks    *webhooks.Manager
 	registry *registrywriter.Writer // nil: registry writes disabled
 	gateways *gatewaylink.Link
+	pages    *dashboard.Dashboard
 	lifecycle
 }
 
@@ -281,6 +283,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.pages = dashboard.New(dashboard.Config{MaxAPIKeys: cfg.MaxAPIKeys, ExplorerURL: cfg.Registry.ExplorerURL,
+		TestSeedToken: cfg.TestSeedToken, SigninLinks: cfg.SigninLinks}, dashboard.Deps{DB: cfg.Store.db, Kit: s.kit,
+		Sessions: s.sessions, Accounts: s.accounts, Claims: s.claims, Webhooks: s.hooks, Gateways: s.gateways})
 	obs, err := newObserver(s)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: metrics: %w", err)
@@ -360,8 +365,7 @@ func (s *Server) routes() {
 	s.accounts.Routes(m)
 	s.hooks.Routes(m)
 	s.gateways.Routes(m)
-	s.gatewayPages(m)
-	s.dashboardRoutes(m)
+	s.pages.Routes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })
 }
 

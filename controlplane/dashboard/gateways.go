@@ -1,6 +1,7 @@
-package controlplane
+package dashboard
 
 import (
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 
 	"github.com/idnhq/idn/controlplane/gatewaylink"
@@ -10,9 +11,9 @@ import (
 // gateway link's read API; a gateway's connections and variables live on
 // the gateway, so its page loads them through the RPC route (gateways.js).
 
-func (s *Server) gatewayPages(m *routeMux) {
-	m.HandleFunc("GET /gateways", s.ownerPage("gateways", "Gateways", s.gatewaysView))
-	m.HandleFunc("GET /gateways/{id}", s.ownerPage("gateway", "Gateway", s.gatewayView))
+func (d *Dashboard) gatewayPages(m web.Mux) {
+	m.Handle("GET /gateways", http.HandlerFunc(d.ownerPage("gateways", "Gateways", d.gatewaysView)))
+	m.Handle("GET /gateways/{id}", http.HandlerFunc(d.ownerPage("gateway", "Gateway", d.gatewayView)))
 }
 
 // gatewayRow is a gateway as the pages show it, with readable times.
@@ -29,8 +30,8 @@ type gatewaysPage struct {
 	Gateways []gatewayRow
 }
 
-func (s *Server) gatewaysView(r *http.Request, ns string) (any, error) {
-	list, err := s.gateways.Gateways(r.Context(), ns)
+func (d *Dashboard) gatewaysView(r *http.Request, ns string) (any, error) {
+	list, err := d.gateways.Gateways(r.Context(), ns)
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +46,8 @@ type gatewayPage struct {
 	Gateway gatewayRow
 }
 
-func (s *Server) gatewayView(r *http.Request, ns string) (any, error) {
-	g, err := s.gateways.Gateway(r.Context(), ns, r.PathValue("id"))
+func (d *Dashboard) gatewayView(r *http.Request, ns string) (any, error) {
+	g, err := d.gateways.Gateway(r.Context(), ns, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,9 @@
-package controlplane
+// Package dashboard is the owner dashboard: HTML pages rendered from the
+// other parts' read APIs, and small ES modules (web/static) that run every
+// action through the JSON API, the same routes any other client calls.
+// Nothing is built at compile time and nothing is loaded from another
+// origin. It also serves the one-time sign-in links (signin.go).
+package dashboard
 
 import (
 	"bytes"
@@ -10,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/controlplane/ownerauth"
 	"html/template"
@@ -29,10 +35,52 @@ import (
 	"github.com/idnhq/idn/internal/display"
 )
 
-// The owner dashboard: HTML pages rendered here from the store, and small
-// ES modules (web/static) that run every action through the JSON API, the
-// same routes any other client calls. Nothing is built at compile time and
-// nothing is loaded from another origin.
+// Config configures the dashboard.
+type Config struct {
+	// MaxAPIKeys is the active keys allowed per service, shown beside them.
+	MaxAPIKeys int
+	// ExplorerURL is the base of the chain's block explorer; a claim's
+	// registry transactions link to ExplorerURL + "/tx/" + hash. Empty
+	// shows the hashes unlinked.
+	ExplorerURL string
+	// TestSeedToken, when set, serves POST /v1/test/signin-links to
+	// loopback clients presenting it, and the links' redemption.
+	TestSeedToken string
+	// SigninLinks serves the redemption of the links SigninLink makes.
+	SigninLinks bool
+}
+
+// Deps are the parts whose data the pages show.
+type Deps struct {
+	DB       *sqldb.DB
+	Kit      *web.Kit
+	Sessions *ownerauth.Sessions
+	Accounts *ownerauth.Accounts
+	Claims   *claims.Core
+	Webhooks *webhooks.Manager
+	Gateways *gatewaylink.Link
+}
+
+// Dashboard serves the owner's pages.
+type Dashboard struct {
+	cfg      Config
+	store    store
+	kit      *web.Kit
+	sessions *ownerauth.Sessions
+	accounts *ownerauth.Accounts
+	claims   *claims.Core
+	webhooks *webhooks.Manager
+	gateways *gatewaylink.Link
+}
+
+// New returns the dashboard of cfg over deps.
+func New(cfg Config, deps Deps) *Dashboard {
+	return &Dashboard{cfg: cfg, store: store{deps.DB}, kit: deps.Kit, sessions: deps.Sessions, accounts: deps.Accounts,
+		claims: deps.Claims, webhooks: deps.Webhooks, gateways: deps.Gateways}
+}
+
+// store holds the sign-in links.
+type store struct{ db *sqldb.DB }
 
 //go:embed web/templates/*.html web/static/*
 var webFiles embed.FS
@@ -42,8 +90,8 @@ var webFiles embed.FS
 const dashboardCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// claimsPageSize is the number of claims a page of the claims view shows.
-const claimsPageSize = 50
+// PageSize is the number of claims a page of the claims view shows.
+const PageSize = 50
 
 // staticAsset is an embedded file with its content type.
 type staticAsset struct {
@@ -60,6 +108,10 @@ type dashboardUI struct {
 }
 
 var dashboard = mustLoadDashboard()
+
+// AssetsPath is the URL path prefix of the static files, versioned by
+// their content.
+func AssetsPath() string { return "/assets/" + dashboard.version }
 
 func mustLoadDashboard() *dashboardUI {
 	ui, err := loadDashboard(webFiles)
@@ -112,18 +164,21 @@ func loadDashboard(files fs.FS) (*dashboardUI, error) {
 	return ui, nil
 }
 
-func (s *Server) dashboardRoutes(m *routeMux) {
-	m.HandleFunc("GET /{$}", s.dashboardHome)
-	m.HandleFunc("GET /login", s.publicPage("login", "Log in"))
-	m.HandleFunc("GET /signup", s.publicPage("signup", "Sign up"))
-	m.HandleFunc("GET /signin", s.publicPage("signin", "Signing in"))
-	m.HandleFunc("GET /claims", s.ownerPage("claims", "Claims", s.claimsView))
-	m.HandleFunc("GET /services", s.ownerPage("services", "Services", s.servicesView))
-	m.HandleFunc("GET /services/{id}", s.ownerPage("service", "Service", s.serviceView))
-	m.HandleFunc("GET /account", s.ownerPage("account", "Account", s.accountView))
-	m.HandleFunc("GET /did", s.ownerPage("did", "DID document", s.didView))
-	m.HandleFunc("GET /assets/{version}/{file}", s.dashboardAsset)
-	s.signinRoutes(m)
+// Routes registers the dashboard's pages, its assets and the sign-in
+// link routes on m.
+func (d *Dashboard) Routes(m web.Mux) {
+	m.Handle("GET /{$}", http.HandlerFunc(d.dashboardHome))
+	m.Handle("GET /login", http.HandlerFunc(d.publicPage("login", "Log in")))
+	m.Handle("GET /signup", http.HandlerFunc(d.publicPage("signup", "Sign up")))
+	m.Handle("GET /signin", http.HandlerFunc(d.publicPage("signin", "Signing in")))
+	m.Handle("GET /claims", http.HandlerFunc(d.ownerPage("claims", "Claims", d.claimsView)))
+	m.Handle("GET /services", http.HandlerFunc(d.ownerPage("services", "Services", d.servicesView)))
+	m.Handle("GET /services/{id}", http.HandlerFunc(d.ownerPage("service", "Service", d.serviceView)))
+	m.Handle("GET /account", http.HandlerFunc(d.ownerPage("account", "Account", d.accountView)))
+	m.Handle("GET /did", http.HandlerFunc(d.ownerPage("did", "DID document", d.didView)))
+	m.Handle("GET /assets/{version}/{file}", http.HandlerFunc(d.dashboardAsset))
+	d.signinRoutes(m)
+	d.gatewayPages(m)
 }
 
 // pageData is what every page template gets.
@@ -147,14 +202,14 @@ func pageHeaders(h http.Header) {
 
 // render writes page with status. The page is rendered into a buffer
 // first, so a template failure never sends half a page.
-func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page, title, ns string, view any) {
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page, title, ns string, view any) {
 	var buf bytes.Buffer
 	err := dashboard.pages[page].ExecuteTemplate(&buf, "layout", pageData{
 		Title: title, Page: page, Namespace: ns, Assets: "/assets/" + dashboard.version,
-		Passkeys: s.accounts.Ceremonies(), View: view,
+		Passkeys: d.accounts.Ceremonies(), View: view,
 	})
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "dashboard render failed", "page", page, "err", err)
+		d.kit.Log.ErrorContext(r.Context(), "dashboard render failed", "page", page, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -168,21 +223,21 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 }
 
 // pageSession returns the owner of a live session cookie, or "".
-func (s *Server) pageSession(r *http.Request) string {
-	c, err := r.Cookie(SessionCookie)
+func (d *Dashboard) pageSession(r *http.Request) string {
+	c, err := r.Cookie(ownerauth.SessionCookie)
 	if err != nil || c.Value == "" {
 		return ""
 	}
-	ns, err := s.sessions.Check(r.Context(), c.Value)
+	ns, err := d.sessions.Check(r.Context(), c.Value)
 	if err != nil {
 		return ""
 	}
 	return ns
 }
 
-func (s *Server) dashboardHome(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) dashboardHome(w http.ResponseWriter, r *http.Request) {
 	target := "/login"
-	if s.pageSession(r) != "" {
+	if d.pageSession(r) != "" {
 		target = "/claims"
 	}
 	seeOther(w, target)
@@ -206,14 +261,14 @@ type publicView struct{ Next string }
 // publicPage serves a page for visitors without a session; a signed-in
 // owner is sent on to the claims (except from /signin, which may be
 // switching accounts).
-func (s *Server) publicPage(page, title string) http.HandlerFunc {
+func (d *Dashboard) publicPage(page, title string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		next := safeNext(r.URL.Query().Get("next"))
-		if page != "signin" && s.pageSession(r) != "" {
+		if page != "signin" && d.pageSession(r) != "" {
 			seeOther(w, next)
 			return
 		}
-		s.render(w, r, http.StatusOK, page, title, "", publicView{Next: next})
+		d.render(w, r, http.StatusOK, page, title, "", publicView{Next: next})
 	}
 }
 
@@ -237,9 +292,9 @@ type viewFunc func(r *http.Request, ns string) (any, error)
 
 // ownerPage serves a page of the signed-in owner; without a live session
 // it redirects to the login page, which comes back here afterwards.
-func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
+func (d *Dashboard) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ns := s.pageSession(r)
+		ns := d.pageSession(r)
 		if ns == "" {
 			seeOther(w, "/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode())
 			return
@@ -252,21 +307,21 @@ func (s *Server) ownerPage(page, title string, view viewFunc) http.HandlerFunc {
 				status, msg = http.StatusNotFound, "There is no such service in your account."
 			case errors.Is(err, gatewaylink.ErrNotFound):
 				status, msg = http.StatusNotFound, "There is no such gateway in your account."
-			case errors.Is(err, ErrUnavailable):
+			case errors.Is(err, sqldb.ErrUnavailable):
 				status, msg = http.StatusServiceUnavailable, "The database is unavailable. Try again in a moment."
 			default:
-				s.log.ErrorContext(r.Context(), "dashboard page failed", "page", page, "err", err)
+				d.kit.Log.ErrorContext(r.Context(), "dashboard page failed", "page", page, "err", err)
 			}
-			s.render(w, r, status, "error", "Error", ns, msg)
+			d.render(w, r, status, "error", "Error", ns, msg)
 			return
 		}
-		s.render(w, r, http.StatusOK, page, title, ns, v)
+		d.render(w, r, http.StatusOK, page, title, ns, v)
 	}
 }
 
 // dashboardAsset serves a static file. Under the current version it may
 // be cached for good, since a change of content changes the URL.
-func (s *Server) dashboardAsset(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) dashboardAsset(w http.ResponseWriter, r *http.Request) {
 	a, ok := dashboard.assets[r.PathValue("file")]
 	if !ok {
 		apierror.Write(w, r, web.ErrNotFound)
@@ -345,8 +400,8 @@ type claimsPage struct {
 }
 
 var claimTabs = []struct{ status, label string }{
-	{StatusPending, "Pending"}, {StatusApproved, "Approved"}, {StatusRevoked, "Revoked"},
-	{StatusRejected, "Rejected"}, {StatusExpired, "Expired"},
+	{claims.StatusPending, "Pending"}, {claims.StatusApproved, "Approved"}, {claims.StatusRevoked, "Revoked"},
+	{claims.StatusRejected, "Rejected"}, {claims.StatusExpired, "Expired"},
 }
 
 // claimsURL is the claims page of status and service at a cursor of
@@ -363,14 +418,14 @@ func claimsURL(status, service, cursor, id string) string {
 }
 
 // claimsView is the claims page: one status at a time, newest first,
-// optionally one service's, a page of claimsPageSize. Its pager follows
+// optionally one service's, a page of PageSize. Its pager follows
 // claim ids (after=, before=), so any page costs the same; an unknown one
 // shows the first page.
-func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
+func (d *Dashboard) claimsView(r *http.Request, ns string) (any, error) {
 	q := r.URL.Query()
 	v := claimsPage{Status: q.Get("status"), Service: q.Get("service")}
 	if !claims.ValidStatus(v.Status) {
-		v.Status = StatusPending
+		v.Status = claims.StatusPending
 	}
 	if v.Service != "" && !claims.ValidSlug(v.Service) {
 		v.Service = ""
@@ -380,26 +435,26 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 		cur.Before = q.Get("before")
 	}
 	ctx := r.Context()
-	p, err := s.claims.OwnerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, cur)
+	p, err := d.claims.OwnerClaims(ctx, ns, v.Status, v.Service, PageSize, cur)
 	if err == claims.ErrClaimNotFound {
 		cur = claims.Cursor{}
-		p, err = s.claims.OwnerClaims(ctx, ns, v.Status, v.Service, claimsPageSize, cur)
+		p, err = d.claims.OwnerClaims(ctx, ns, v.Status, v.Service, PageSize, cur)
 	}
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.claims.ClaimCounts(ctx, ns, v.Service)
+	counts, err := d.claims.ClaimCounts(ctx, ns, v.Service)
 	if err != nil {
 		return nil, err
 	}
-	if v.Services, err = s.claims.ClaimServices(ctx, ns); err != nil {
+	if v.Services, err = d.claims.ClaimServices(ctx, ns); err != nil {
 		return nil, err
 	}
 	for _, t := range claimTabs {
 		v.Tabs = append(v.Tabs, claimTab{Status: t.status, Label: t.label, Count: counts[t.status],
 			URL: claimsURL(t.status, v.Service, "", ""), Current: t.status == v.Status})
 	}
-	v.Total, v.Pending, v.Shown = p.Total, counts[StatusPending], len(p.Claims)
+	v.Total, v.Pending, v.Shown = p.Total, counts[claims.StatusPending], len(p.Claims)
 	before, after := claims.Neighbours(p)
 	if before != "" {
 		v.PrevURL = claimsURL(v.Status, v.Service, "before", before)
@@ -407,7 +462,7 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 	if after != "" {
 		v.NextURL = claimsURL(v.Status, v.Service, "after", after)
 	}
-	api := url.Values{"status": {v.Status}, "limit": {strconv.Itoa(claimsPageSize)}}
+	api := url.Values{"status": {v.Status}, "limit": {strconv.Itoa(PageSize)}}
 	if v.Service != "" {
 		api.Set("service", v.Service)
 	}
@@ -418,7 +473,7 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 		api.Set("before", cur.Before)
 	}
 	v.Query = api.Encode()
-	now := s.now()
+	now := d.kit.Now()
 	v.Rows = make([]claimRow, len(p.Claims))
 	for i, c := range p.Claims {
 		row := claimRow{ID: c.ID, Service: c.Service, AgentName: c.AgentName, AgentID: c.AgentID, Subject: c.Subject,
@@ -433,7 +488,7 @@ func (s *Server) claimsView(r *http.Request, ns string) (any, error) {
 			if tx.Hash == "" {
 				continue
 			}
-			if base := s.cfg.Registry.ExplorerURL; base != "" {
+			if base := d.cfg.ExplorerURL; base != "" {
 				tx.URL = strings.TrimSuffix(base, "/") + "/tx/" + url.PathEscape(tx.Hash)
 			}
 			row.Transactions = append(row.Transactions, tx)
@@ -447,8 +502,8 @@ type servicesPage struct {
 	Services []claims.Service
 }
 
-func (s *Server) servicesView(r *http.Request, ns string) (any, error) {
-	list, err := s.claims.Services(r.Context(), ns)
+func (d *Dashboard) servicesView(r *http.Request, ns string) (any, error) {
+	list, err := d.claims.Services(r.Context(), ns)
 	return servicesPage{Services: list}, err
 }
 
@@ -471,14 +526,14 @@ type servicePage struct {
 // recentDeliveries is how many deliveries the service page lists per webhook.
 const recentDeliveries = 10
 
-func (s *Server) serviceView(r *http.Request, ns string) (any, error) {
+func (d *Dashboard) serviceView(r *http.Request, ns string) (any, error) {
 	ctx, id := r.Context(), r.PathValue("id")
-	svc, err := s.claims.Service(ctx, ns, id)
+	svc, err := d.claims.Service(ctx, ns, id)
 	if err != nil {
 		return nil, err
 	}
-	v := servicePage{Service: svc, MaxKeys: s.cfg.MaxAPIKeys, Events: webhooks.Events(), WebhooksOff: !s.hooks.On()}
-	if v.Keys, err = s.claims.Keys(ctx, ns, id); err != nil {
+	v := servicePage{Service: svc, MaxKeys: d.cfg.MaxAPIKeys, Events: webhooks.Events(), WebhooksOff: !d.webhooks.On()}
+	if v.Keys, err = d.claims.Keys(ctx, ns, id); err != nil {
 		return nil, err
 	}
 	for _, k := range v.Keys {
@@ -489,12 +544,12 @@ func (s *Server) serviceView(r *http.Request, ns string) (any, error) {
 	if v.WebhooksOff {
 		return v, nil
 	}
-	hooks, err := s.hooks.List(ctx, ns, id)
+	hooks, err := d.webhooks.List(ctx, ns, id)
 	if err != nil {
 		return nil, err
 	}
 	for _, wh := range hooks {
-		d, err := s.hooks.Deliveries(ctx, ns, id, wh.ID, recentDeliveries)
+		d, err := d.webhooks.Deliveries(ctx, ns, id, wh.ID, recentDeliveries)
 		if err != nil {
 			return nil, err
 		}
@@ -515,8 +570,8 @@ type passkeyRow struct {
 	CreatedAt, LastUsedAt string
 }
 
-func (s *Server) accountView(r *http.Request, ns string) (any, error) {
-	acct, err := s.accounts.Account(r.Context(), ns)
+func (d *Dashboard) accountView(r *http.Request, ns string) (any, error) {
+	acct, err := d.accounts.Account(r.Context(), ns)
 	if err != nil {
 		return nil, err
 	}
@@ -533,8 +588,8 @@ type didPage struct {
 }
 
 // didView shows the namespace's public DID document, as resolvers get it.
-func (s *Server) didView(r *http.Request, ns string) (any, error) {
-	doc, err := s.claims.DIDDocument(r, ns)
+func (d *Dashboard) didView(r *http.Request, ns string) (any, error) {
+	doc, err := d.claims.DIDDocument(r, ns)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package controlplane
+package dashboard
 
 import (
 	"context"
@@ -30,28 +30,28 @@ import (
 //     consumes the link and sets the idn_session cookie.
 //
 // A token is 32 random bytes, stored only as its SHA-256, usable once and
-// for signinLinkTTL. The session it starts is not a passkey verification,
+// for SigninLinkTTL. The session it starts is not a passkey verification,
 // so credential changes and account deletion still ask for a passkey.
 const (
-	signinLinkTTL     = 10 * time.Minute
+	SigninLinkTTL     = 10 * time.Minute
 	signinTokenPrefix = "idn_sl_"
 )
 
-func (s *Server) signinRoutes(m *routeMux) {
-	if s.cfg.TestSeedToken != "" {
-		m.HandleFunc("POST /v1/test/signin-links", s.createSigninLink)
+func (d *Dashboard) signinRoutes(m web.Mux) {
+	if d.cfg.TestSeedToken != "" {
+		m.Handle("POST /v1/test/signin-links", http.HandlerFunc(d.createSigninLink))
 	}
-	if s.cfg.TestSeedToken != "" || s.cfg.SigninLinks {
-		m.HandleFunc("POST /v1/auth/signin-link", s.redeemSigninLink)
+	if d.cfg.TestSeedToken != "" || d.cfg.SigninLinks {
+		m.Handle("POST /v1/auth/signin-link", http.HandlerFunc(d.redeemSigninLink))
 	}
 }
 
 // createSigninLink is POST /v1/test/signin-links. Like the seed route, a
 // request that is not from loopback or lacks the seed token gets the 404 of
 // a missing route.
-func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) createSigninLink(w http.ResponseWriter, r *http.Request) {
 	tok := r.Header.Get("X-IDN-Test-Seed-Token")
-	if !s.proxy.IsLoopback(r) || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.TestSeedToken)) != 1 {
+	if !d.kit.Proxy.IsLoopback(r) || subtle.ConstantTimeCompare([]byte(tok), []byte(d.cfg.TestSeedToken)) != 1 {
 		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
@@ -59,7 +59,7 @@ func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
 		Namespace string `json:"namespace"`
 		Next      string `json:"next"`
 	}
-	if e := s.kit.Decode(w, r, &in); e != nil {
+	if e := d.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
@@ -71,13 +71,13 @@ func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
 		}
 		page += "?" + url.Values{"next": {in.Next}}.Encode()
 	}
-	path, expires, err := s.SigninLink(r.Context(), in.Namespace, page)
+	path, expires, err := d.SigninLink(r.Context(), in.Namespace, page)
 	if err != nil {
-		s.writeErr(w, r, err)
+		d.kit.Error(w, r, errorRules.Answer(err))
 		return
 	}
 	apierror.WriteJSON(w, http.StatusCreated, map[string]string{
-		"url":        s.kit.BaseURL(r) + path,
+		"url":        d.kit.BaseURL(r) + path,
 		"expires_at": web.Timestamp(expires),
 	})
 }
@@ -87,19 +87,19 @@ func (s *Server) createSigninLink(w http.ResponseWriter, r *http.Request) {
 // its path and fragment, to append to the dashboard's origin, and its
 // expiry. The redemption route exists when Config.SigninLinks (or the test
 // seed) is set.
-func (s *Server) SigninLink(ctx context.Context, ns, page string) (path string, expires time.Time, err error) {
+func (d *Dashboard) SigninLink(ctx context.Context, ns, page string) (path string, expires time.Time, err error) {
 	if identity.ValidNamespace(ns) != nil {
 		return "", time.Time{}, web.ErrInvalidNamespace
 	}
-	if err := s.claims.Active(ctx, ns); err != nil {
+	if err := d.claims.Active(ctx, ns); err != nil {
 		return "", time.Time{}, err
 	}
 	var b [32]byte
 	rand.Read(b[:])
 	token := signinTokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	now := s.now()
-	expires = now.Add(signinLinkTTL)
-	if err := s.store.createSigninLink(ctx, ns, token, now, expires); err != nil {
+	now := d.kit.Now()
+	expires = now.Add(SigninLinkTTL)
+	if err := d.store.createSigninLink(ctx, ns, token, now, expires); err != nil {
 		return "", time.Time{}, err
 	}
 	return page + "#" + token, expires, nil
@@ -107,33 +107,33 @@ func (s *Server) SigninLink(ctx context.Context, ns, page string) (path string, 
 
 // redeemSigninLink is POST /v1/auth/signin-link: the link's token starts a
 // session of its namespace, once.
-func (s *Server) redeemSigninLink(w http.ResponseWriter, r *http.Request) {
-	if !s.proxy.IsLoopback(r) {
+func (d *Dashboard) redeemSigninLink(w http.ResponseWriter, r *http.Request) {
+	if !d.kit.Proxy.IsLoopback(r) {
 		apierror.Write(w, r, web.ErrNotFound)
 		return
 	}
-	if !s.kit.OriginAllowed(r) {
+	if !d.kit.OriginAllowed(r) {
 		apierror.Write(w, r, web.ErrOriginForbidden)
 		return
 	}
 	var in struct {
 		Token string `json:"token"`
 	}
-	if e := s.kit.Decode(w, r, &in); e != nil {
+	if e := d.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
 		return
 	}
-	ns, err := s.store.takeSigninLink(r.Context(), in.Token, s.now())
+	ns, err := d.store.takeSigninLink(r.Context(), in.Token, d.kit.Now())
 	if err != nil {
-		s.writeErr(w, r, err)
+		d.kit.Error(w, r, errorRules.Answer(err))
 		return
 	}
-	token, expires, err := s.IssueSession(r.Context(), ns)
+	token, expires, err := d.sessions.Issue(r.Context(), ns)
 	if err != nil {
-		s.writeErr(w, r, err)
+		d.kit.Error(w, r, errorRules.Answer(err))
 		return
 	}
-	http.SetCookie(w, s.sessions.Cookie(r, token, expires))
+	http.SetCookie(w, d.sessions.Cookie(r, token, expires))
 	apierror.WriteJSON(w, http.StatusOK, map[string]string{
 		"namespace":          ns,
 		"did":                identity.DID(ns),

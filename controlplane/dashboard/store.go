@@ -1,4 +1,4 @@
-package controlplane
+package dashboard
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func hashSigninToken(token string) string {
 
 // createSigninLink stores the hash of token as a sign-in link of ns valid
 // until expires, and deletes links that have expired by now.
-func (s *Store) createSigninLink(ctx context.Context, ns, token string, now, expires time.Time) error {
+func (s store) createSigninLink(ctx context.Context, ns, token string, now, expires time.Time) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM signin_links WHERE expires_at <= $1`, sqldb.Micros(now)); err != nil {
 			return sqldb.Err("prune sign-in links", err)
@@ -33,7 +33,7 @@ func (s *Store) createSigninLink(ctx context.Context, ns, token string, now, exp
 // row is deleted by the statement that reads it, so of two concurrent
 // redemptions only one gets the namespace; an expired link is consumed as
 // well and reported like an unknown one.
-func (s *Store) takeSigninLink(ctx context.Context, token string, now time.Time) (string, error) {
+func (s store) takeSigninLink(ctx context.Context, token string, now time.Time) (string, error) {
 	var (
 		ns      string
 		expires int64
