@@ -1,0 +1,100 @@
+// Package shape measures the repository's packages against the size its
+// design keeps them to: no package over MaxLines lines of non-test Go
+// code, no type with more than MaxMethods methods. Generated files are
+// not counted. Its test holds every package of every module to it.
+package shape
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The limits.
+const (
+	MaxLines   = 3000
+	MaxMethods = 40
+)
+
+// Package is one directory's non-test, non-generated Go code.
+type Package struct {
+	Dir     string
+	Lines   int
+	Methods map[string]int // receiver type → methods
+}
+
+// Measure walks the tree under root and measures each directory holding Go
+// code; node_modules, testdata and hidden directories are skipped.
+func Measure(root string) ([]Package, error) {
+	byDir := map[string]*Package{}
+	var order []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "node_modules" || name == "testdata" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if ast.IsGenerated(f) {
+			return nil
+		}
+		dir := filepath.Dir(path)
+		p := byDir[dir]
+		if p == nil {
+			p = &Package{Dir: dir, Methods: map[string]int{}}
+			byDir[dir] = p
+			order = append(order, dir)
+		}
+		p.Lines += bytes.Count(src, []byte("\n"))
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv != nil && len(fn.Recv.List) == 1 {
+				p.Methods[receiver(fn.Recv.List[0].Type)]++
+			}
+		}
+		return nil
+	})
+	pkgs := make([]Package, len(order))
+	for i, dir := range order {
+		pkgs[i] = *byDir[dir]
+	}
+	return pkgs, err
+}
+
+// receiver is the name of a method's receiver type, without pointer or
+// type parameters.
+func receiver(t ast.Expr) string {
+	for {
+		switch x := t.(type) {
+		case *ast.StarExpr:
+			t = x.X
+		case *ast.IndexExpr:
+			t = x.X
+		case *ast.IndexListExpr:
+			t = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return "?"
+		}
+	}
+}
