@@ -37,8 +37,8 @@ func ExampleServer_RunWorkers() {
 		JWTSecret:     []byte("example-secret-of-at-least-32-bytes!"),
 		TestSeedToken: "t",
 		Webhooks: controlplane.WebhookConfig{
-			SecretKey:           []byte("example-webhook-key-of-32-bytes!"),
-			AllowPrivateTargets: true, // the receiver below listens on loopback
+			SecretKey:                   []byte("example-webhook-key-of-32-bytes!"),
+			InsecureAllowPrivateTargets: true, // the receiver below listens on loopback
 		},
 	})
 	if err != nil {

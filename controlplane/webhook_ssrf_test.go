@@ -27,7 +27,7 @@ func TestSSRFGuard(t *testing.T) {
 		"ula.test":      {"fd00::1"},
 		"metadata.test": {"169.254.169.254"},
 	}, map[string]string{"cname.test": "receiver.test"})
-	guarded := withWebhooks(func(c *WebhookConfig) { c.AllowPrivateTargets = false; c.DNSResolverURL = doh.URL })
+	guarded := withWebhooks(func(c *WebhookConfig) { c.InsecureAllowPrivateTargets = false; c.DNSResolverURL = doh.URL })
 
 	t.Run("private literals and localhost names refused when saved", func(t *testing.T) {
 		e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), guarded)

@@ -28,7 +28,7 @@ var testWebhookKey = []byte("webhook-secret-encryption-key-32")
 // of these tests listen on loopback) and applies mod.
 func withWebhooks(mod func(*WebhookConfig)) func(*Config) {
 	return func(c *Config) {
-		c.Webhooks = WebhookConfig{SecretKey: testWebhookKey, AllowPrivateTargets: true}
+		c.Webhooks = WebhookConfig{SecretKey: testWebhookKey, InsecureAllowPrivateTargets: true}
 		if mod != nil {
 			mod(&c.Webhooks)
 		}

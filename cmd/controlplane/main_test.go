@@ -103,7 +103,7 @@ func TestSettingsProduction(t *testing.T) {
 		c.MetricsToken != "scrape-token" || c.SessionTTL != 168*time.Hour ||
 		c.InsecureLocalhostCookie || len(c.Webhooks.SecretKey) != 32 || c.Auth.Origins[0] != "https://dash.example" ||
 		c.Registry.Mode != "disabled" || c.Auth.ChallengeExpiry != time.Hour || c.Webhooks.MaxPerService != 5 ||
-		c.Webhooks.FailureThreshold != 10 || c.Webhooks.RetryWindow != 24*time.Hour || c.Webhooks.AllowPrivateTargets ||
+		c.Webhooks.FailureThreshold != 10 || c.Webhooks.RetryWindow != 24*time.Hour || c.Webhooks.InsecureAllowPrivateTargets ||
 		c.Webhooks.DNSResolverURL != "" || c.Webhooks.Alert.From != "" || s.store.DatabaseURL != "postgres://cp@db/cp" {
 		t.Fatalf("settings = %+v", s)
 	}

@@ -258,11 +258,11 @@ func readSeed(r *envconf.Reader, environment string) string {
 // readWebhooks reads webhook delivery and its failure alerts.
 func readWebhooks(r *envconf.Reader, secretKey []byte) controlplane.WebhookConfig {
 	w := controlplane.WebhookConfig{
-		SecretKey:           secretKey,
-		MaxPerService:       r.Int("MAX_WEBHOOKS_PER_SERVICE", 5, 1, "webhooks allowed per service"),
-		RetryWindow:         r.Hours("WEBHOOK_RETRY_WINDOW_HOURS", 24, "hours a failing delivery is retried before it is given up"),
-		FailureThreshold:    r.Int("WEBHOOK_FAILURE_THRESHOLD", 10, 1, "failed attempts after which a delivery fails for good (the webhook stays enabled)"),
-		AllowPrivateTargets: r.Bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", false, "UNSAFE outside development: deliver to loopback and private addresses"),
+		SecretKey:                   secretKey,
+		MaxPerService:               r.Int("MAX_WEBHOOKS_PER_SERVICE", 5, 1, "webhooks allowed per service"),
+		RetryWindow:                 r.Hours("WEBHOOK_RETRY_WINDOW_HOURS", 24, "hours a failing delivery is retried before it is given up"),
+		FailureThreshold:            r.Int("WEBHOOK_FAILURE_THRESHOLD", 10, 1, "failed attempts after which a delivery fails for good (the webhook stays enabled)"),
+		InsecureAllowPrivateTargets: r.Bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", false, "UNSAFE outside development: deliver to loopback and private addresses"),
 		DNSResolverURL: r.String("WEBHOOK_DNS_RESOLVER_URL", "",
 			"https URL of a DNS-over-HTTPS resolver for webhook hosts (default: the system resolver)"),
 	}

@@ -43,7 +43,7 @@ func ExampleManager() {
 			return
 		}
 	}
-	m, err := webhooks.New(webhooks.Config{SecretKey: []byte("example-webhook-key-of-32-bytes!"), AllowPrivateTargets: true},
+	m, err := webhooks.New(webhooks.Config{SecretKey: []byte("example-webhook-key-of-32-bytes!"), InsecureAllowPrivateTargets: true},
 		webhooks.Deps{DB: db, Kit: &web.Kit{Log: slog.New(slog.DiscardHandler), Clock: time.Now, MaxBodyBytes: 1 << 20},
 			// The composition's owner sessions; here every request is acme's.
 			Owner: func(next web.OwnerHandler) http.Handler {

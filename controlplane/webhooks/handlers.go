@@ -102,7 +102,7 @@ func checkEvents(in []string) *apierror.Error {
 }
 
 func (m *Manager) checkURL(u string) *apierror.Error {
-	err := egress.CheckURL(u, m.cfg.AllowPrivateTargets)
+	err := egress.CheckURL(u, m.cfg.InsecureAllowPrivateTargets)
 	switch {
 	case err == nil:
 		return nil

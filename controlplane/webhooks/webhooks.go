@@ -73,11 +73,11 @@ type Config struct {
 	// FailureThreshold is the failed attempts after which a delivery fails
 	// terminally (WEBHOOK_FAILURE_THRESHOLD); zero means 10.
 	FailureThreshold int
-	// AllowPrivateTargets lets webhooks reach loopback, private,
+	// InsecureAllowPrivateTargets lets webhooks reach loopback, private,
 	// link-local and other special-use addresses
 	// (WEBHOOK_ALLOW_PRIVATE_TARGETS). False refuses them when the
 	// connection is dialled.
-	AllowPrivateTargets bool
+	InsecureAllowPrivateTargets bool
 	// DNSResolverURL is a DNS-over-HTTPS endpoint (RFC 8484, POST
 	// application/dns-message) used to resolve webhook hosts
 	// (WEBHOOK_DNS_RESOLVER_URL). Empty means the system resolver.
@@ -162,7 +162,7 @@ func New(cfg Config, d Deps) (*Manager, error) {
 			return nil, fmt.Errorf("webhooks: secret key: %w", err)
 		}
 	}
-	client, err := egress.NewClient(egress.Config{AllowPrivate: cfg.AllowPrivateTargets, ResolverURL: cfg.DNSResolverURL, Timeout: cfg.Timeout})
+	client, err := egress.NewClient(egress.Config{AllowPrivate: cfg.InsecureAllowPrivateTargets, ResolverURL: cfg.DNSResolverURL, Timeout: cfg.Timeout})
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}

@@ -130,7 +130,7 @@ func TestOffWithoutKey(t *testing.T) {
 func TestTestEvent(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, db *sqldb.DB) {
-		w := seeded(t, db, webhooks.Config{SecretKey: testKey, AllowPrivateTargets: true}, nil)
+		w := seeded(t, db, webhooks.Config{SecretKey: testKey, InsecureAllowPrivateTargets: true}, nil)
 		rc := newReceiver(t, supplied)
 		base := "/v1/services/svc_github/webhooks"
 		id := w.do("POST", base, "acme", map[string]any{"url": rc.url, "secret": supplied}).want(t, 201, "").json(t)["id"].(string)
@@ -165,7 +165,7 @@ func TestTestEvent(t *testing.T) {
 func TestDeadWorkerLease(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, db *sqldb.DB) {
-		w := seeded(t, db, webhooks.Config{SecretKey: testKey, AllowPrivateTargets: true}, nil)
+		w := seeded(t, db, webhooks.Config{SecretKey: testKey, InsecureAllowPrivateTargets: true}, nil)
 		rc := newReceiver(t, supplied)
 		base := "/v1/services/svc_github/webhooks"
 		id := w.do("POST", base, "acme", map[string]any{"url": rc.url, "secret": supplied}).want(t, 201, "").json(t)["id"].(string)
@@ -209,7 +209,7 @@ func TestFailureAlert(t *testing.T) {
 		{"no owner lookup", nil, []string{"RCPT TO:<ops@example.com>"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := seeded(t, openDB(t, sqldb.ProviderSQLite), webhooks.Config{SecretKey: testKey, AllowPrivateTargets: true, FailureThreshold: 1,
+			w := seeded(t, openDB(t, sqldb.ProviderSQLite), webhooks.Config{SecretKey: testKey, InsecureAllowPrivateTargets: true, FailureThreshold: 1,
 				Alert: alertmail.Config{From: "idn@example.com", To: []string{"ops@example.com"}, SMTPAddr: smtpAddr}}, tc.alertTo)
 			rc := newReceiver(t, supplied)
 			rc.down.Store(true)
@@ -287,7 +287,7 @@ func BenchmarkDelivery(b *testing.B) {
 	db := openDB(b, sqldb.ProviderSQLite)
 	seedService(b, db, "acme", "svc_github", "github")
 	kit := &web.Kit{Log: slog.New(slog.DiscardHandler), Clock: time.Now, MaxBodyBytes: 1 << 20}
-	m, err := webhooks.New(webhooks.Config{SecretKey: testKey, AllowPrivateTargets: true}, webhooks.Deps{DB: db, Kit: kit, Owner: testOwner})
+	m, err := webhooks.New(webhooks.Config{SecretKey: testKey, InsecureAllowPrivateTargets: true}, webhooks.Deps{DB: db, Kit: kit, Owner: testOwner})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func newWorld(t *testing.T) *world {
 		SignatureMaxAge: time.Hour,
 		Clock:           func() time.Time { return time.Now().Add(time.Duration(w.offset.Load())) },
 		Auth:            controlplane.AuthConfig{Origins: []string{w.base}},
-		Webhooks: controlplane.WebhookConfig{SecretKey: bytes.Repeat([]byte("w"), 32), AllowPrivateTargets: true,
+		Webhooks: controlplane.WebhookConfig{SecretKey: bytes.Repeat([]byte("w"), 32), InsecureAllowPrivateTargets: true,
 			PollInterval: 100 * time.Millisecond},
 	})
 	if err != nil {
