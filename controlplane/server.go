@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -131,6 +133,13 @@ type Config struct {
 	// yet. TestSeedToken implies it.
 	SigninLinks bool
 
+	// BasePath is the path the control plane is mounted under, such as
+	// "/idn" when an embedder serves it beside its own routes with
+	// mux.Handle("/idn/", server): requests arrive with it, and every link,
+	// redirect, DID service endpoint and dashboard request carries it.
+	// Empty means the root. It starts with "/" and does not end with one.
+	BasePath string
+
 	// TestSeedToken enables POST /v1/test/seed for loopback clients that
 	// present it in X-IDN-Test-Seed-Token. Empty (the default) means the
 	// route does not exist. Set it only in local or test environments.
@@ -213,6 +222,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("controlplane: allowed origin %q is not scheme://host[:port]", o)
 		}
 	}
+	if u, err := url.Parse(cfg.BasePath); cfg.BasePath != "" && (err != nil || u.Path != cfg.BasePath || u.Host != "" ||
+		!strings.HasPrefix(cfg.BasePath, "/") || strings.HasSuffix(cfg.BasePath, "/") || strings.Contains(cfg.BasePath, "//")) {
+		return nil, fmt.Errorf("controlplane: BasePath %q is not a path such as /idn", cfg.BasePath)
+	}
 	if cfg.PublicURL != "" && !web.ValidOrigin(strings.TrimSuffix(cfg.PublicURL, "/")) {
 		return nil, fmt.Errorf("controlplane: PublicURL %q is not scheme://host[:port]", cfg.PublicURL)
 	}
@@ -245,7 +258,7 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies}}
-	s.kit = &web.Kit{Log: log, Clock: cfg.Clock, Proxy: s.proxy, PublicURL: cfg.PublicURL,
+	s.kit = &web.Kit{Log: log, Clock: cfg.Clock, Proxy: s.proxy, PublicURL: cfg.PublicURL, Base: cfg.BasePath,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, Bodies: bodybudget.Budget{Max: cfg.MaxInflightBodyBytes}}
 	var err error
 	s.gate, err = signed.New(signed.Config{MaxAge: cfg.SignatureMaxAge, FutureSkew: cfg.SignatureFutureSkew,
@@ -284,7 +297,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.pages = dashboard.New(dashboard.Config{MaxAPIKeys: cfg.MaxAPIKeys, ExplorerURL: cfg.Registry.ExplorerURL,
-		TestSeedToken: cfg.TestSeedToken, SigninLinks: cfg.SigninLinks}, dashboard.Deps{DB: cfg.Store.db, Kit: s.kit,
+		TestSeedToken: cfg.TestSeedToken, SigninLinks: cfg.SigninLinks, Base: cfg.BasePath}, dashboard.Deps{DB: cfg.Store.db, Kit: s.kit,
 		Sessions: s.sessions, Accounts: s.accounts, Claims: s.claims, Webhooks: s.hooks, Gateways: s.gateways})
 	obs, err := newObserver(s)
 	if err != nil {
@@ -309,9 +322,35 @@ func (s *Server) now() time.Time { return s.cfg.Clock() }
 // or another authority than the address the request arrived on, is
 // answered 400 REQUEST_TARGET_FOREIGN before any route sees it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.BasePath != "" {
+		var ok bool
+		if r, ok = s.underBase(r); !ok {
+			apierror.Write(w, r, web.ErrNotFound)
+			return
+		}
+	}
 	r, release := s.kit.MeterBody(w, r)
 	defer release()
 	apierror.RequestID(s.traced(s.obs.wrap(s.proxy.RefuseForeignTarget(http.HandlerFunc(s.cors))))).ServeHTTP(w, r)
+}
+
+// underBase returns r addressed to its path below BasePath, or false when
+// it is not under BasePath. RequestURI keeps the full path, which signed
+// requests cover.
+func (s *Server) underBase(r *http.Request) (*http.Request, bool) {
+	rest, ok := strings.CutPrefix(r.URL.Path, s.cfg.BasePath)
+	if !ok || rest != "" && rest[0] != '/' {
+		return r, false
+	}
+	u := *r.URL
+	u.Path = cmp.Or(rest, "/")
+	u.RawPath = ""
+	if raw, ok := strings.CutPrefix(r.URL.RawPath, s.cfg.BasePath); ok {
+		u.RawPath = cmp.Or(raw, "/")
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL = &u
+	return r2, true
 }
 
 // cors lets the dashboard origins of AllowedOrigins call the API with

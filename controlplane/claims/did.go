@@ -58,7 +58,7 @@ func (s *Core) document(r *http.Request, res resolved) (*didresolve.Document, di
 		}
 		if !seenSvc[c.Service] {
 			seenSvc[c.Service] = true
-			endpoints = append(endpoints, didresolve.Endpoint{Service: c.Service, URL: s.kit.BaseURL(r) + "/v1/verify?" +
+			endpoints = append(endpoints, didresolve.Endpoint{Service: c.Service, URL: s.kit.Origin(r) + s.kit.Base + "/v1/verify?" +
 				url.Values{"namespace": {ns}, "service": {c.Service}}.Encode()})
 		}
 	}

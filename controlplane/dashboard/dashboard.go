@@ -48,6 +48,9 @@ type Config struct {
 	TestSeedToken string
 	// SigninLinks serves the redemption of the links SigninLink makes.
 	SigninLinks bool
+	// Base is the path the control plane is mounted under ("/idn"), ""
+	// at the root: every link, redirect and script request carries it.
+	Base string
 }
 
 // Deps are the parts whose data the pages show.
@@ -186,6 +189,7 @@ type pageData struct {
 	Title     string
 	Page      string // the template name, also the body's data-page
 	Namespace string // the signed-in owner; empty on public pages
+	Base      string // the path the control plane is mounted under
 	Assets    string // URL prefix of the static files
 	Passkeys  bool   // WebAuthn ceremonies are configured
 	View      any    // the page's own data
@@ -205,7 +209,7 @@ func pageHeaders(h http.Header) {
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page, title, ns string, view any) {
 	var buf bytes.Buffer
 	err := dashboard.pages[page].ExecuteTemplate(&buf, "layout", pageData{
-		Title: title, Page: page, Namespace: ns, Assets: "/assets/" + dashboard.version,
+		Title: title, Page: page, Namespace: ns, Base: d.cfg.Base, Assets: d.cfg.Base + AssetsPath(),
 		Passkeys: d.accounts.Ceremonies(), View: view,
 	})
 	if err != nil {
@@ -240,7 +244,20 @@ func (d *Dashboard) dashboardHome(w http.ResponseWriter, r *http.Request) {
 	if d.pageSession(r) != "" {
 		target = "/claims"
 	}
-	seeOther(w, target)
+	seeOther(w, d.cfg.Base+target)
+}
+
+// next is where to continue after signing in: the path next asks for when
+// safeNext finds it safe, else the claims page, under the base path (a
+// path already under it is kept as it is).
+func (d *Dashboard) next(next string) string {
+	if safeNext(next) != next {
+		return d.cfg.Base + "/claims"
+	}
+	if d.cfg.Base != "" && !strings.HasPrefix(next, d.cfg.Base+"/") {
+		return d.cfg.Base + next
+	}
+	return next
 }
 
 // seeOther redirects to target, a path of this server, with no body: the
@@ -263,7 +280,7 @@ type publicView struct{ Next string }
 // switching accounts).
 func (d *Dashboard) publicPage(page, title string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		next := safeNext(r.URL.Query().Get("next"))
+		next := d.next(r.URL.Query().Get("next"))
 		if page != "signin" && d.pageSession(r) != "" {
 			seeOther(w, next)
 			return
@@ -296,7 +313,7 @@ func (d *Dashboard) ownerPage(page, title string, view viewFunc) http.HandlerFun
 	return func(w http.ResponseWriter, r *http.Request) {
 		ns := d.pageSession(r)
 		if ns == "" {
-			seeOther(w, "/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode())
+			seeOther(w, d.cfg.Base+"/login?"+url.Values{"next": {d.cfg.Base + r.URL.RequestURI()}}.Encode())
 			return
 		}
 		v, err := view(r, ns)
@@ -406,7 +423,7 @@ var claimTabs = []struct{ status, label string }{
 
 // claimsURL is the claims page of status and service at a cursor of
 // ownerClaims: cursor "after" or "before" with a claim id, or none.
-func claimsURL(status, service, cursor, id string) string {
+func (d *Dashboard) claimsURL(status, service, cursor, id string) string {
 	q := url.Values{"status": {status}}
 	if service != "" {
 		q.Set("service", service)
@@ -414,7 +431,7 @@ func claimsURL(status, service, cursor, id string) string {
 	if cursor != "" {
 		q.Set(cursor, id)
 	}
-	return "/claims?" + q.Encode()
+	return d.cfg.Base + "/claims?" + q.Encode()
 }
 
 // claimsView is the claims page: one status at a time, newest first,
@@ -452,15 +469,15 @@ func (d *Dashboard) claimsView(r *http.Request, ns string) (any, error) {
 	}
 	for _, t := range claimTabs {
 		v.Tabs = append(v.Tabs, claimTab{Status: t.status, Label: t.label, Count: counts[t.status],
-			URL: claimsURL(t.status, v.Service, "", ""), Current: t.status == v.Status})
+			URL: d.claimsURL(t.status, v.Service, "", ""), Current: t.status == v.Status})
 	}
 	v.Total, v.Pending, v.Shown = p.Total, counts[claims.StatusPending], len(p.Claims)
 	before, after := claims.Neighbours(p)
 	if before != "" {
-		v.PrevURL = claimsURL(v.Status, v.Service, "before", before)
+		v.PrevURL = d.claimsURL(v.Status, v.Service, "before", before)
 	}
 	if after != "" {
-		v.NextURL = claimsURL(v.Status, v.Service, "after", after)
+		v.NextURL = d.claimsURL(v.Status, v.Service, "after", after)
 	}
 	api := url.Values{"status": {v.Status}, "limit": {strconv.Itoa(PageSize)}}
 	if v.Service != "" {
@@ -597,6 +614,6 @@ func (d *Dashboard) didView(r *http.Request, ns string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: encode DID document: %w", err)
 	}
-	return didPage{DID: identity.DID(ns), Document: string(b), ResolveURL: "/1.0/identifiers/" + identity.DID(ns),
+	return didPage{DID: identity.DID(ns), Document: string(b), ResolveURL: d.cfg.Base + "/1.0/identifiers/" + identity.DID(ns),
 		Keys: len(doc.VerificationMethod), Services: len(doc.Service)}, nil
 }

@@ -77,16 +77,16 @@ func (d *Dashboard) createSigninLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	apierror.WriteJSON(w, http.StatusCreated, map[string]string{
-		"url":        d.kit.BaseURL(r) + path,
+		"url":        d.kit.Origin(r) + path,
 		"expires_at": web.Timestamp(expires),
 	})
 }
 
 // SigninLink makes a one-time link that opens the dashboard page (a path
-// such as /signin?next=/claims) as the owner of namespace ns, and returns
-// its path and fragment, to append to the dashboard's origin, and its
-// expiry. The redemption route exists when Config.SigninLinks (or the test
-// seed) is set.
+// such as /signin?next=/claims, under the base path) as the owner of
+// namespace ns, and returns its path and fragment, to append to the
+// dashboard's origin, and its expiry. The redemption route exists when
+// Config.SigninLinks (or the test seed) is set.
 func (d *Dashboard) SigninLink(ctx context.Context, ns, page string) (path string, expires time.Time, err error) {
 	if identity.ValidNamespace(ns) != nil {
 		return "", time.Time{}, web.ErrInvalidNamespace
@@ -102,7 +102,7 @@ func (d *Dashboard) SigninLink(ctx context.Context, ns, page string) (path strin
 	if err := d.store.createSigninLink(ctx, ns, token, now, expires); err != nil {
 		return "", time.Time{}, err
 	}
-	return page + "#" + token, expires, nil
+	return d.cfg.Base + page + "#" + token, expires, nil
 }
 
 // redeemSigninLink is POST /v1/auth/signin-link: the link's token starts a

@@ -45,6 +45,9 @@ type Kit struct {
 	Proxy clientip.Resolver
 	// PublicURL is the external base URL, "" to derive it per request.
 	PublicURL string
+	// Base is the path the control plane is mounted under ("" at the
+	// root); Origin + Base is where its routes start.
+	Base string
 	// AllowedOrigins are the browser origins that may call with
 	// credentials.
 	AllowedOrigins []string
@@ -69,8 +72,8 @@ type Owner func(next OwnerHandler) http.Handler
 // Now is the kit's clock.
 func (k *Kit) Now() time.Time { return k.Clock() }
 
-// BaseURL is PublicURL or the scheme and host the request addressed.
-func (k *Kit) BaseURL(r *http.Request) string {
+// Origin is PublicURL or the scheme and host the request addressed.
+func (k *Kit) Origin(r *http.Request) string {
 	if k.PublicURL != "" {
 		return k.PublicURL
 	}

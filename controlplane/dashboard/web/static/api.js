@@ -13,6 +13,10 @@ export class ApiError extends Error {
   }
 }
 
+// base is the path the control plane is mounted under ("" at the root),
+// which every path of the API and the dashboard starts with.
+export const base = document.body?.dataset.base ?? '';
+
 // call sends method path with an optional JSON body and returns the decoded
 // answer (null for 204). An error answer throws an ApiError carrying the
 // envelope's code, message and request id.
@@ -24,7 +28,7 @@ export async function call(method, path, body) {
   }
   let res;
   try {
-    res = await fetch(path, init);
+    res = await fetch(base + path, init);
   } catch {
     throw new ApiError(0, 'NETWORK_ERROR', 'The control plane could not be reached. Check the connection and try again.');
   }

@@ -2,7 +2,7 @@
 // module runs their actions through the JSON API, shows every error next to
 // the control that caused it, and refreshes the changed parts of the page
 // from a fresh render.
-import { ApiError, call, describe, reference } from './api.js';
+import { ApiError, base, call, describe, reference } from './api.js';
 import * as errcode from './errcode.js';
 import { shown } from './display.js';
 import { announce, feedback } from './feedback.js';
@@ -51,7 +51,7 @@ function findAgain(el) {
 async function refresh() {
   lastRefresh = Date.now();
   const res = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin', cache: 'no-store' });
-  if (res.redirected && new URL(res.url).pathname === '/login') {
+  if (res.redirected && new URL(res.url).pathname === `${base}/login`) {
     location.assign(res.url);
     return;
   }
@@ -116,7 +116,7 @@ function showSecret(id, title, value, copyLabel) {
 // nextPath is where to go after signing in: the page's data-next, which the
 // server wrote after checking the page's ?next= (the one check there is).
 function nextPath() {
-  return document.querySelector('[data-next]')?.dataset.next || '/claims';
+  return document.querySelector('[data-next]')?.dataset.next || `${base}/claims`;
 }
 
 const value = (form, name) => form.elements[name]?.value.trim() ?? '';
@@ -137,7 +137,7 @@ const forms = {
     const options = await call('GET', `/v1/auth/signup/options?namespace=${encodeURIComponent(namespace)}`);
     const credential = await passkey.create(options);
     await call('POST', '/v1/auth/signup', { namespace, passkey_name: value(f, 'passkey_name'), credential });
-    location.assign('/claims');
+    location.assign(`${base}/claims`);
   },
   async 'create-service'(f) {
     const body = { name: value(f, 'name'), service_endpoint: value(f, 'service_endpoint') };
@@ -182,7 +182,7 @@ const forms = {
   async 'delete-account'(f) {
     if (value(f, 'confirm') !== ns) throw new Error(`Type ${ns} exactly to confirm the deletion.`);
     await stepUp(() => call('DELETE', '/v1/auth/account'));
-    location.assign(`/login?deleted=${encodeURIComponent(ns)}`);
+    location.assign(`${base}/login?deleted=${encodeURIComponent(ns)}`);
   },
 };
 
@@ -238,7 +238,7 @@ document.addEventListener('click', (ev) => {
   } else if ('logout' in b.dataset) {
     run(b, async () => {
       await call('POST', '/v1/auth/logout');
-      location.assign('/login?signedout=1');
+      location.assign(`${base}/login?signedout=1`);
     });
   }
 });
@@ -328,7 +328,7 @@ async function pollClaims() {
     }
     if (waiting > 0) announce(waiting === 1 ? 'A new claim is waiting for approval.' : `${waiting} new claims are waiting for approval.`);
   } catch (err) {
-    if (err.status === 401) location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+    if (err.status === 401) location.assign(`${base}/login?next=${encodeURIComponent(location.pathname + location.search)}`);
   }
 }
 
