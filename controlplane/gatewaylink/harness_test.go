@@ -2,15 +2,10 @@ package gatewaylink
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,43 +19,6 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/pairwire"
 )
-
-// dbConfig returns the configuration of a fresh, isolated database of
-// engine: a SQLite file in a temp dir, or a new PostgreSQL schema (of
-// IDN_TEST_POSTGRES_URL) dropped at cleanup.
-func dbConfig(tb testing.TB, engine string) sqldb.Config {
-	tb.Helper()
-	if engine == sqldb.ProviderSQLite {
-		return sqldb.Config{Provider: sqldb.ProviderSQLite, SQLitePath: filepath.Join(tb.TempDir(), "cp.db")}
-	}
-	base := os.Getenv("IDN_TEST_POSTGRES_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("IDN_TEST_POSTGRES_URL is unset but CI=true: PostgreSQL tests must run in CI (see .ci/run)")
-		}
-		tb.Skip("PostgreSQL tests skipped: IDN_TEST_POSTGRES_URL is unset (bash .ci/run starts a server)")
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		admin.Close()
-		tb.Fatalf("create schema: %v", err)
-	}
-	tb.Cleanup(func() {
-		admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-		admin.Close()
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return sqldb.Config{Provider: sqldb.ProviderPostgres, DatabaseURL: base + sep + "search_path=" + schema}
-}
 
 // openDB opens cfg's database, as one control-plane process does.
 func openDB(tb testing.TB, cfg sqldb.Config) *sqldb.DB {

@@ -3,6 +3,7 @@ package gatewaylink
 import (
 	"context"
 	"encoding/json"
+	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 // A holds a socket of a gateway of acme.
 func twoLinks(t *testing.T) (a, b *Link, g gatewayRecord, held *heldGateway) {
 	t.Helper()
-	cfg := dbConfig(t, sqldb.ProviderPostgres)
+	cfg := sqldbtest.Config(t, sqldb.ProviderPostgres)
 	a, b = newTestLink(t, openDB(t, cfg), Config{}), newTestLink(t, openDB(t, cfg), Config{})
 	seedNamespace(t, a.store.db, "acme")
 	g = pairGateway(t, a, "acme", "gateway-key")

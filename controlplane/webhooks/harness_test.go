@@ -5,20 +5,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,56 +29,11 @@ import (
 
 var testKey = []byte("webhook-secret-encryption-key-32")
 
-// engines are the databases the tests run on: SQLite always, PostgreSQL
-// when IDN_TEST_POSTGRES_URL names a server.
-func engines() []string {
-	if os.Getenv("IDN_TEST_POSTGRES_URL") != "" {
-		return []string{sqldb.ProviderSQLite, sqldb.ProviderPostgres}
-	}
-	return []string{sqldb.ProviderSQLite}
-}
-
 // forEachEngine runs fn on a fresh database of each engine.
 func forEachEngine(t *testing.T, fn func(t *testing.T, db *sqldb.DB)) {
-	for _, engine := range engines() {
-		t.Run(engine, func(t *testing.T) { fn(t, openDB(t, engine)) })
+	for _, engine := range sqldbtest.Engines {
+		t.Run(engine, func(t *testing.T) { fn(t, sqldbtest.Open(t, engine)) })
 	}
-}
-
-// openDB opens a fresh database: a SQLite file, or a PostgreSQL schema of
-// its own dropped when the test ends.
-func openDB(tb testing.TB, engine string) *sqldb.DB {
-	tb.Helper()
-	cfg := sqldb.Config{Provider: sqldb.ProviderSQLite, SQLitePath: filepath.Join(tb.TempDir(), "cp.db")}
-	if engine == sqldb.ProviderPostgres {
-		base := os.Getenv("IDN_TEST_POSTGRES_URL")
-		var b [6]byte
-		rand.Read(b[:])
-		schema := "t_" + hex.EncodeToString(b[:])
-		admin, err := sql.Open("pgx", base)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-			admin.Close()
-			tb.Fatalf("create schema: %v", err)
-		}
-		tb.Cleanup(func() {
-			admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-			admin.Close()
-		})
-		sep := "?"
-		if strings.Contains(base, "?") {
-			sep = "&"
-		}
-		cfg = sqldb.Config{Provider: sqldb.ProviderPostgres, DatabaseURL: base + sep + "search_path=" + schema}
-	}
-	db, err := sqldb.Open(context.Background(), cfg)
-	if err != nil {
-		tb.Fatalf("open %s: %v", engine, err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
 }
 
 // seedService makes namespace owner (once) and its service id with slug,

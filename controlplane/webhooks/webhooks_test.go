@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -101,7 +102,7 @@ func TestRoutes(t *testing.T) {
 // nothing is delivered.
 func TestOffWithoutKey(t *testing.T) {
 	t.Parallel()
-	w := seeded(t, openDB(t, sqldb.ProviderSQLite), webhooks.Config{}, nil)
+	w := seeded(t, sqldbtest.Open(t, sqldb.ProviderSQLite), webhooks.Config{}, nil)
 	if w.m.On() {
 		t.Fatal("on without a key")
 	}
@@ -209,7 +210,7 @@ func TestFailureAlert(t *testing.T) {
 		{"no owner lookup", nil, []string{"RCPT TO:<ops@example.com>"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := seeded(t, openDB(t, sqldb.ProviderSQLite), webhooks.Config{SecretKey: testKey, InsecureAllowPrivateTargets: true, FailureThreshold: 1,
+			w := seeded(t, sqldbtest.Open(t, sqldb.ProviderSQLite), webhooks.Config{SecretKey: testKey, InsecureAllowPrivateTargets: true, FailureThreshold: 1,
 				Alert: alertmail.Config{From: "idn@example.com", To: []string{"ops@example.com"}, SMTPAddr: smtpAddr}}, tc.alertTo)
 			rc := newReceiver(t, supplied)
 			rc.down.Store(true)
@@ -246,7 +247,7 @@ func TestFailureAlert(t *testing.T) {
 // scheduled.
 func TestNextAttempt(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, openDB(t, sqldb.ProviderSQLite), webhooks.Config{SecretKey: testKey, RetryWindow: time.Hour}, nil)
+	w := newWorld(t, sqldbtest.Open(t, sqldb.ProviderSQLite), webhooks.Config{SecretKey: testKey, RetryWindow: time.Hour}, nil)
 	now := time.Now()
 	if next := w.m.NextAttempt(1, now.Add(-time.Hour+time.Second), now); !next.IsZero() {
 		t.Fatalf("retry scheduled at %v, past the window", next)
@@ -284,7 +285,7 @@ func TestEventsIsACopy(t *testing.T) {
 // BenchmarkDelivery measures one delivery pass end to end on SQLite:
 // lease, decrypt, sign, POST to a local receiver, record the attempt.
 func BenchmarkDelivery(b *testing.B) {
-	db := openDB(b, sqldb.ProviderSQLite)
+	db := sqldbtest.Open(b, sqldb.ProviderSQLite)
 	seedService(b, db, "acme", "svc_github", "github")
 	kit := &web.Kit{Log: slog.New(slog.DiscardHandler), Clock: time.Now, MaxBodyBytes: 1 << 20}
 	m, err := webhooks.New(webhooks.Config{SecretKey: testKey, InsecureAllowPrivateTargets: true}, webhooks.Deps{DB: db, Kit: kit, Owner: testOwner})
