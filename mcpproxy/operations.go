@@ -167,7 +167,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	if fails := schema.check(args); len(fails) > 0 {
 		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: fails}
 	}
-	if ok, wait := p.limits.allow(conn.ID, caller.Namespace, p.now()); !ok {
+	if ok, wait := p.limits.Allow(conn.ID, caller.Namespace, p.now()); !ok {
 		return nil, callRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: raw}

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpproxy/internal/limit"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	oteltrace "go.opentelemetry.io/otel/trace"
-	"golang.org/x/time/rate"
 )
 
 // Connection is what the proxy needs to know about one MCP connection. The
@@ -201,7 +201,7 @@ type Proxy struct {
 	retry        retryPolicy
 	maxBody      int64
 	now          func() time.Time
-	limits       *limiterSet
+	limits       *limit.Limiter
 	tracer       tracing.Tracer
 	client       *mcp.Client
 	callSeq      atomic.Uint64 // ids of the tools/call requests sent upstream
@@ -272,7 +272,7 @@ func New(cfg Config) (*Proxy, error) {
 	if maxKeys <= 0 {
 		maxKeys = 10000
 	}
-	p.limits = &limiterSet{perMinute: orOff(cfg.RateLimitPerMinute, defaultRateLimitPerMinute), maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
+	p.limits = limit.NewLimiter(orOff(cfg.RateLimitPerMinute, defaultRateLimitPerMinute), maxKeys)
 	// No capabilities (the SDK's default offers roots): the gateway has
 	// nothing to answer a server's requests with but ping.
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
@@ -322,7 +322,7 @@ const (
 // connState is everything kept per connection id.
 type connState struct {
 	id         string
-	breaker    breaker
+	breaker    limit.Breaker
 	httpClient *http.Client
 	transport  atomic.Pointer[http.RoundTripper]
 	scrubber   atomic.Pointer[scrubber]
@@ -404,7 +404,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 	if !ok {
 		st = &connState{
 			id:      conn.ID,
-			breaker: breaker{threshold: p.breakerN, cooldown: p.cooldown, now: p.now},
+			breaker: limit.Breaker{Threshold: p.breakerN, Cooldown: p.cooldown, Now: p.now},
 			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
 		st.httpClient = &http.Client{
@@ -587,7 +587,7 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, u *upstreamSession, 
 	if u == nil {
 		u = &st.shared
 	}
-	ok, probe, retryAfter := st.breaker.allow()
+	ok, probe, retryAfter := st.breaker.Allow()
 	if !ok {
 		return &RetryError{Err: ErrCircuitOpen, RetryAfter: retryAfter}
 	}
@@ -595,11 +595,11 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, u *upstreamSession, 
 	if errors.Is(err, errSessionEnded) || err != nil && !serverAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up (an MCP client's notifications/cancelled, or a
 		// closed session): that says nothing about the upstream.
-		st.breaker.abandon(probe)
+		st.breaker.Abandon(probe)
 		return fmt.Errorf("mcpproxy: request cancelled: %w", context.Canceled)
 	}
 	healthy := err == nil || serverAnswered(err)
-	st.breaker.done(probe, healthy)
+	st.breaker.Done(probe, healthy)
 	if err == nil {
 		return nil
 	}

@@ -1,19 +1,19 @@
-package mcpproxy
+package limit
 
 import (
 	"sync"
 	"time"
 )
 
-// breaker is the per-connection circuit breaker: closed →
+// Breaker is the per-connection circuit breaker: closed →
 // open after threshold consecutive upstream failures; open answers at once
 // until the cooldown ends; then exactly one probe goes through (half-open);
 // its success closes the breaker, its failure reopens it for a new cooldown.
 // A threshold of zero or less disables it.
-type breaker struct {
-	threshold int
-	cooldown  time.Duration
-	now       func() time.Time
+type Breaker struct {
+	Threshold int              // consecutive failures that open it; zero or less disables it
+	Cooldown  time.Duration    // how long it stays open before a probe
+	Now       func() time.Time // the clock
 
 	mu        sync.Mutex
 	failures  int
@@ -26,11 +26,11 @@ type breaker struct {
 // to wait: the probe's outcome is typically known within this.
 const probeRetryAfter = time.Second
 
-// allow reports whether an upstream operation may start. When it may not,
+// Allow reports whether an upstream operation may start. When it may not,
 // retryAfter says how long the caller should wait. probe is true for the one
-// half-open probe; the caller must report its outcome with done.
-func (b *breaker) allow() (ok, probe bool, retryAfter time.Duration) {
-	if b.threshold <= 0 {
+// half-open probe; the caller must report its outcome with Done.
+func (b *Breaker) Allow() (ok, probe bool, retryAfter time.Duration) {
+	if b.Threshold <= 0 {
 		return true, false, 0
 	}
 	b.mu.Lock()
@@ -41,16 +41,16 @@ func (b *breaker) allow() (ok, probe bool, retryAfter time.Duration) {
 	if b.probing {
 		return false, false, probeRetryAfter
 	}
-	if wait := b.openUntil.Sub(b.now()); wait > 0 {
+	if wait := b.openUntil.Sub(b.Now()); wait > 0 {
 		return false, false, wait
 	}
 	b.probing = true
 	return true, true, 0
 }
 
-// done records the outcome of an operation that allow let through.
-func (b *breaker) done(probe, success bool) {
-	if b.threshold <= 0 {
+// Done records the outcome of an operation that Allow let through.
+func (b *Breaker) Done(probe, success bool) {
+	if b.Threshold <= 0 {
 		return
 	}
 	b.mu.Lock()
@@ -60,7 +60,7 @@ func (b *breaker) done(probe, success bool) {
 		if success {
 			b.open, b.failures = false, 0
 		} else {
-			b.openUntil = b.now().Add(b.cooldown)
+			b.openUntil = b.Now().Add(b.Cooldown)
 		}
 		return
 	}
@@ -73,17 +73,17 @@ func (b *breaker) done(probe, success bool) {
 		return
 	}
 	b.failures++
-	if b.failures >= b.threshold {
+	if b.failures >= b.Threshold {
 		b.open = true
-		b.openUntil = b.now().Add(b.cooldown)
+		b.openUntil = b.Now().Add(b.Cooldown)
 	}
 }
 
-// abandon releases an operation allow let through whose outcome will never
+// Abandon releases an operation allow let through whose outcome will never
 // be known (its caller gave up); it decides nothing, and a probe's slot is
 // freed for the next caller.
-func (b *breaker) abandon(probe bool) {
-	if b.threshold <= 0 || !probe {
+func (b *Breaker) Abandon(probe bool) {
+	if b.Threshold <= 0 || !probe {
 		return
 	}
 	b.mu.Lock()
