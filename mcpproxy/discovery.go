@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -236,7 +237,7 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 	if err != nil {
 		return Discovery{}, err
 	}
-	if err := st.scrubber.Load().cleanDiscovery(&d); err != nil {
+	if err := cleanDiscovery(st.scrubber.Load(), &d); err != nil {
 		return Discovery{}, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	if d.Tools == nil {
@@ -244,4 +245,25 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 	}
 	d.DiscoveredAt = p.now().UTC()
 	return d, nil
+}
+
+// cleanDiscovery replaces secrets in what the upstream said in a
+// discovery (server name and version, protocol version, each tool's name,
+// title, description and input schema) and never in the gateway's own
+// field names: laundering the Discovery's JSON form would also rewrite a
+// key such as "tools", and a short secret would empty the catalogue.
+func cleanDiscovery(sc *scrub.Scrubber, d *Discovery) error {
+	for _, f := range []*string{&d.ServerName, &d.ServerVersion, &d.ProtocolVersion} {
+		*f = sc.Replace(*f)
+	}
+	for i := range d.Tools {
+		t := &d.Tools[i]
+		t.Name, t.Title, t.Description = sc.Replace(t.Name), sc.Replace(t.Title), sc.Replace(t.Description)
+		schema, err := scrub.Launder(sc, &t.InputSchema) // a schema is upstream JSON throughout, keys included
+		if err != nil {
+			return err
+		}
+		t.InputSchema = *schema
+	}
+	return nil
 }

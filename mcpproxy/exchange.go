@@ -251,7 +251,7 @@ func (p *Proxy) answer(ctx context.Context, st *connState, cs *mcp.ClientSession
 		if err != nil {
 			var je *jsonrpc.Error
 			if !errors.As(err, &je) {
-				je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: st.scrubber.Load().scrub(err.Error())}
+				je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: st.scrubber.Load().Scrub(err.Error())}
 			}
 			reply.Error = je
 		} else {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -183,7 +184,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		}
 		return nil, callError, err
 	}
-	if res, err = launder(st.scrubber.Load(), res); err != nil {
+	if res, err = scrub.Launder(st.scrubber.Load(), res); err != nil {
 		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
 	}
 	out := &CallResult{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/limit"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -325,7 +326,7 @@ type connState struct {
 	breaker    limit.Breaker
 	httpClient *http.Client
 	transport  atomic.Pointer[http.RoundTripper]
-	scrubber   atomic.Pointer[scrubber]
+	scrubber   atomic.Pointer[scrub.Scrubber]
 	endpoint   atomic.Pointer[string] // the resolved MCP endpoint
 
 	mu     sync.Mutex // guards the cache
@@ -421,7 +422,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 
 	rt := conn.Transport
 	st.transport.Store(&rt)
-	st.scrubber.Store(newScrubber(endpoint, conn.Redact))
+	st.scrubber.Store(scrub.New(endpoint, conn.Redact))
 
 	ep := endpoint.String()
 	var moved bool
@@ -603,7 +604,7 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, u *upstreamSession, 
 	if err == nil {
 		return nil
 	}
-	msg := st.scrubber.Load().scrub(err.Error())
+	msg := st.scrubber.Load().Scrub(err.Error())
 	p.log.Warn("mcpproxy: upstream MCP request failed", "connection_id", st.id, "error", msg)
 	return &UpstreamError{ConnectionID: st.id, Message: msg}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,7 +48,7 @@ func (r *callRelay) notification(st *connState, id string, msg rpcIncoming) {
 		if r.progress != nil && json.Unmarshal(msg.Params, &n) == nil && n.ProgressToken == id {
 			// Only the progress itself: the upstream's _meta is not the
 			// agent's business, and its message is scrubbed.
-			r.progress(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().replace(n.Message)})
+			r.progress(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().Replace(n.Message)})
 		}
 		return
 	}
@@ -61,8 +62,8 @@ func (r *callRelay) notification(st *connState, id string, msg rpcIncoming) {
 
 // cleanParams decodes the params of a notification the relay passes on
 // (see notificationParams), with secrets replaced.
-func cleanParams(sc *scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
-	clean, err := launder(sc, &raw)
+func cleanParams(sc *scrub.Scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
+	clean, err := scrub.Launder(sc, &raw)
 	if err != nil {
 		return nil, false
 	}
@@ -148,7 +149,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 		}
 		// What the server asks the agent is scrubbed of secrets, as
 		// everything else it says is.
-		clean, err := launder(st.scrubber.Load(), &raw)
+		clean, err := scrub.Launder(st.scrubber.Load(), &raw)
 		if err == nil {
 			err = json.Unmarshal(*clean, p)
 		}
@@ -365,7 +366,7 @@ func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) 
 		}
 		d.Tools = append(d.Tools, Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema})
 	}
-	if err := st.scrubber.Load().cleanDiscovery(&d); err != nil {
+	if err := cleanDiscovery(st.scrubber.Load(), &d); err != nil {
 		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	snap := newSnapshot(d)
@@ -418,7 +419,7 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 		}
 	}
 	list.Tools = kept
-	clean, err := launder(st.scrubber.Load(), &list)
+	clean, err := scrub.Launder(st.scrubber.Load(), &list)
 	if err != nil {
 		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
@@ -455,10 +456,10 @@ func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Conn
 	defer cancel()
 	cs, err := e.p.acquire(ctx, st, &s.upstream)
 	if err != nil {
-		e.p.log.Warn("mcpproxy: opening the upstream session of an MCP session failed", "connection_id", conn.ID, "error", st.scrubber.Load().scrub(err.Error()))
+		e.p.log.Warn("mcpproxy: opening the upstream session of an MCP session failed", "connection_id", conn.ID, "error", st.scrubber.Load().Scrub(err.Error()))
 		return nil
 	}
-	res, err := launder(st.scrubber.Load(), cs.InitializeResult())
+	res, err := scrub.Launder(st.scrubber.Load(), cs.InitializeResult())
 	if err != nil {
 		return nil
 	}
