@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -116,7 +117,7 @@ func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientS
 // is the server's answer; anything else is the status.
 func refusal(resp *http.Response, sessionID string) error {
 	switch {
-	case retryableStatus(resp.StatusCode):
+	case upstream.RetryableStatus(resp.StatusCode):
 		return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
 	case resp.StatusCode == http.StatusNotFound && sessionID != "":
 		return fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)

@@ -16,6 +16,7 @@ import (
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/limit"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -199,7 +200,7 @@ type Proxy struct {
 	timeout      time.Duration
 	breakerN     int
 	cooldown     time.Duration
-	retry        retryPolicy
+	retry        upstream.RetryPolicy
 	maxBody      int64
 	now          func() time.Time
 	limits       *limit.Limiter
@@ -240,11 +241,11 @@ func New(cfg Config) (*Proxy, error) {
 		timeout:      orDefault(cfg.Timeout, 90*time.Second),
 		breakerN:     orOff(cfg.BreakerFailures, defaultBreakerFailures),
 		cooldown:     orDefault(cfg.BreakerCooldown, 10*time.Second),
-		retry: retryPolicy{
-			maxRetries:     cfg.MaxRetries,
-			baseDelay:      orDefault(cfg.RetryBaseDelay, 100*time.Millisecond),
-			maxDelay:       orDefault(cfg.RetryMaxDelay, 2*time.Second),
-			attemptTimeout: cfg.AttemptTimeout,
+		retry: upstream.RetryPolicy{
+			MaxRetries:     cfg.MaxRetries,
+			BaseDelay:      orDefault(cfg.RetryBaseDelay, 100*time.Millisecond),
+			MaxDelay:       orDefault(cfg.RetryMaxDelay, 2*time.Second),
+			AttemptTimeout: cfg.AttemptTimeout,
 		},
 		maxBody: cfg.MaxBodyBytes,
 		now:     cfg.Clock,
@@ -258,10 +259,10 @@ func New(cfg Config) (*Proxy, error) {
 		p.staleIfError = 0
 	}
 	switch {
-	case p.retry.maxRetries == 0:
-		p.retry.maxRetries = 2
-	case p.retry.maxRetries < 0:
-		p.retry.maxRetries = 0
+	case p.retry.MaxRetries == 0:
+		p.retry.MaxRetries = 2
+	case p.retry.MaxRetries < 0:
+		p.retry.MaxRetries = 0
 	}
 	if p.maxBody <= 0 {
 		p.maxBody = 8 << 20
@@ -409,7 +410,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
 		st.httpClient = &http.Client{
-			Transport: &retryTransport{base: st.currentTransport, policy: p.retry, tracer: p.tracer, observe: func(r *http.Request, resp *http.Response, err error, start time.Time) {
+			Transport: &upstream.Transport{Base: st.currentTransport, Policy: p.retry, Tracer: p.tracer, Observe: func(r *http.Request, resp *http.Response, err error, start time.Time) {
 				p.observe(r.Context(), st.id, r, resp, err, start)
 			}},
 			// Never follow redirects: the credential transport would hand
@@ -534,15 +535,15 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 		return client.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   endpoint,
 			HTTPClient: st.httpClient,
-			MaxRetries: -1, // retries are retryTransport's, which knows what is safe to repeat
+			MaxRetries: -1, // retries are upstream.Transport's, which knows what is safe to repeat
 			// Only an agent session's client has anyone to hand the
 			// server's own messages to.
 			DisableStandaloneSSE: u.client == nil,
 		}, opts)
 	}
-	tctx, tr := withTrace(ctx)
+	tctx, tr := upstream.WithTrace(ctx)
 	cs, err := connect(tctx, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
-	if _, status := tr.snapshot(); err != nil && status == http.StatusBadRequest {
+	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
 		cs, err = connect(ctx, nil)
 	}
 	if err != nil {
@@ -618,7 +619,7 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, u *upstreamSessi
 		if err != nil {
 			return fmt.Errorf("initializing MCP session: %w", err)
 		}
-		opCtx, tr := withTrace(ctx)
+		opCtx, tr := upstream.WithTrace(ctx)
 		err = op(opCtx, cs)
 		if err == nil || serverAnswered(err) || errors.Is(ctx.Err(), context.Canceled) {
 			// A cancelled request was withdrawn upstream with
@@ -626,7 +627,7 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, u *upstreamSessi
 			return err
 		}
 		p.dropSession(u, cs)
-		attempts, _ := tr.snapshot()
+		attempts, _ := tr.Snapshot()
 		if try == 0 && ctx.Err() == nil && (errors.Is(err, mcp.ErrSessionMissing) || attempts == 0) {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -213,7 +214,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.direct(w, r, s, body) {
 			return
 		}
-	case jsonRPCMethod(body) == "initialize":
+	case upstream.Method(body) == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
 			apierror.Write(w, r, toAPIError(err))
