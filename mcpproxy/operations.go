@@ -70,10 +70,15 @@ func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, ref
 	if err != nil {
 		return nil, err
 	}
+	names := conn.Policy.Filter(subject, snap.names)
+	tools := make([]Tool, len(names))
+	for i, name := range names {
+		tools[i] = snap.d.Tools[snap.byName[name]]
+	}
 	return &ToolList{
 		ConnectionID: conn.ID,
 		Server:       ServerInfo{Name: snap.d.ServerName, Version: snap.d.ServerVersion, ProtocolVersion: snap.d.ProtocolVersion},
-		Tools:        conn.Policy.Filter(subject, snap.d.Tools),
+		Tools:        tools,
 		DiscoveredAt: snap.d.DiscoveredAt,
 	}, nil
 }
