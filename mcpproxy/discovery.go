@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -74,7 +75,7 @@ type snapshot struct {
 	d       Discovery
 	names   []string
 	byName  map[string]int
-	schemas sync.Map // tool name → *toolSchema or error
+	schemas sync.Map // tool name → *arguments.Schema or error
 }
 
 func newSnapshot(d Discovery) *snapshot {
@@ -89,14 +90,14 @@ func newSnapshot(d Discovery) *snapshot {
 
 func (s *snapshot) succeeded() bool { return s != nil && !s.d.DiscoveredAt.IsZero() }
 
-func (s *snapshot) schema(tool string) (*toolSchema, error) {
+func (s *snapshot) schema(tool string) (*arguments.Schema, error) {
 	if v, ok := s.schemas.Load(tool); ok {
-		if ts, ok := v.(*toolSchema); ok {
+		if ts, ok := v.(*arguments.Schema); ok {
 			return ts, nil
 		}
 		return nil, v.(error)
 	}
-	ts, err := compileSchema(s.d.Tools[s.byName[tool]].InputSchema)
+	ts, err := arguments.Compile(s.d.Tools[s.byName[tool]].InputSchema)
 	if err != nil {
 		s.schemas.Store(tool, err)
 		return nil, err

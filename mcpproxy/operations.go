@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -162,7 +163,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	if d := conn.Policy.Explain(caller.Subject, tool, snap.names); !d.Allowed {
 		return nil, callFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
 	}
-	args, raw, err := decodeArguments(body)
+	args, raw, err := arguments.Decode(body)
 	if err != nil {
 		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: []ArgumentFailure{{Path: "", Message: err.Error()}}}
 	}
@@ -170,7 +171,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	if err != nil {
 		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " has an unusable input_schema"}
 	}
-	if fails := schema.check(args); len(fails) > 0 {
+	if fails := schema.Check(args); len(fails) > 0 {
 		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: fails}
 	}
 	if ok, wait := p.limits.Allow(conn.ID, caller.Namespace, p.now()); !ok {
