@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,10 +29,6 @@ import (
 // saves, against the SDK's call path, is a hand-off between goroutines at
 // every step and a decoder that allocates a large buffer per message.
 
-// maxEventBytes bounds one event of an upstream's event stream, as the
-// SDK's client does by default.
-const maxEventBytes = 16 << 20
-
 // refusalPeek bounds how much of a refused call's answer is read for a
 // JSON-RPC error.
 const refusalPeek = 64 << 10
@@ -39,24 +36,6 @@ const refusalPeek = 64 << 10
 // cancelTimeout bounds the notifications/cancelled sent for a call the
 // caller withdrew.
 const cancelTimeout = 5 * time.Second
-
-// rpcRequest is an outgoing JSON-RPC request or, without ID, notification.
-type rpcRequest struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      any    `json:"id,omitempty"`
-	Method  string `json:"method"`
-	Params  any    `json:"params,omitempty"`
-}
-
-// rpcIncoming is any JSON-RPC message an upstream sends.
-type rpcIncoming struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   *jsonrpc.Error  `json:"error"`
-}
 
 // exchangeCall sends params as a tools/call on cs's session and returns its
 // result. A JSON-RPC error answer is returned as a *jsonrpc.Error; a
@@ -73,7 +52,7 @@ func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientS
 	if relay != nil && relay.progress != nil {
 		params.SetProgressToken(id)
 	}
-	resp, err := p.post(ctx, st, cs, rpcRequest{ID: id, Method: "tools/call", Params: params})
+	resp, err := p.post(ctx, st, cs, wire.Request{ID: id, Method: "tools/call", Params: params})
 	if err != nil {
 		return nil, p.withdrawn(ctx, st, cs, id, err)
 	}
@@ -86,15 +65,15 @@ func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientS
 	switch mt {
 	case "application/json":
 		var raw []byte
-		if raw, err = io.ReadAll(io.LimitReader(resp.Body, maxEventBytes+1)); err == nil {
-			var msg rpcIncoming
+		if raw, err = io.ReadAll(io.LimitReader(resp.Body, wire.MaxEventBytes+1)); err == nil {
+			var msg wire.Incoming
 			switch {
-			case len(raw) > maxEventBytes:
-				err = fmt.Errorf("tools/call: the upstream's answer exceeds %d bytes", maxEventBytes)
+			case len(raw) > wire.MaxEventBytes:
+				err = fmt.Errorf("tools/call: the upstream's answer exceeds %d bytes", wire.MaxEventBytes)
 			case json.Unmarshal(raw, &msg) != nil:
 				err = errors.New("tools/call: the upstream's answer is not a JSON-RPC message")
 			default:
-				if res, err = callResult(msg, id); res == nil && err == nil {
+				if res, err = wire.CallResult(msg, id); res == nil && err == nil {
 					err = errors.New("tools/call: the upstream's answer is not for this call")
 				}
 			}
@@ -123,9 +102,9 @@ func refusal(resp *http.Response, sessionID string) error {
 		return fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, refusalPeek))
-	var msg rpcIncoming
+	var msg wire.Incoming
 	if json.Unmarshal(raw, &msg) == nil && msg.JSONRPC == "2.0" && msg.Error != nil {
-		if _, ok := idKey(msg.ID); ok {
+		if _, ok := wire.IDKey(msg.ID); ok {
 			return fmt.Errorf("tools/call: upstream answered %s: %w", resp.Status, msg.Error)
 		}
 	}
@@ -136,22 +115,22 @@ func refusal(resp *http.Response, sessionID string) error {
 // relaying the call's progress and answering the server's requests on the
 // way.
 func (p *Proxy) readEvents(ctx context.Context, st *connState, cs *mcp.ClientSession, body io.Reader, id string, relay *callRelay) (*mcp.CallToolResult, error) {
-	events := &eventReader{r: bufio.NewReader(body)}
+	events := wire.NewEventReader(bufio.NewReader(body))
 	for {
-		data, err := events.next()
+		data, err := events.Next()
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("tools/call: the upstream's event stream ended before the result")
 		}
 		if err != nil {
 			return nil, err
 		}
-		var msg rpcIncoming
+		var msg wire.Incoming
 		if err := json.Unmarshal(data, &msg); err != nil {
 			return nil, fmt.Errorf("tools/call: unreadable message in the upstream's event stream: %w", err)
 		}
 		switch {
 		case msg.Method == "":
-			if res, err := callResult(msg, id); res != nil || err != nil {
+			if res, err := wire.CallResult(msg, id); res != nil || err != nil {
 				return res, err
 			}
 		case msg.ID == nil:
@@ -162,88 +141,12 @@ func (p *Proxy) readEvents(ctx context.Context, st *connState, cs *mcp.ClientSes
 	}
 }
 
-// eventReader reads the data of server-sent events.
-type eventReader struct {
-	r    *bufio.Reader
-	data []byte
-}
-
-// next returns the data of the next event that has any (its data lines
-// joined by newlines), valid until the following call. Event names, ids,
-// retry hints and comments say nothing here and are skipped.
-func (e *eventReader) next() ([]byte, error) {
-	e.data = e.data[:0]
-	for {
-		line, err := e.line()
-		if err != nil {
-			return nil, err
-		}
-		if len(line) == 0 {
-			if len(e.data) > 0 {
-				return e.data, nil
-			}
-			continue
-		}
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			if len(e.data) > 0 {
-				e.data = append(e.data, '\n')
-			}
-			e.data = append(e.data, bytes.TrimPrefix(v, []byte(" "))...)
-		}
-	}
-}
-
-// line returns the next line without its line ending (LF or CRLF, as MCP
-// servers write them), valid until the following read; an event's lines
-// together may not exceed maxEventBytes.
-func (e *eventReader) line() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := e.r.ReadSlice('\n')
-		if len(e.data)+len(line)+len(chunk) > maxEventBytes {
-			return nil, fmt.Errorf("tools/call: an event of the upstream's event stream exceeds %d bytes", maxEventBytes)
-		}
-		switch {
-		case err == nil && line == nil:
-			return bytes.TrimSuffix(chunk[:len(chunk)-1], []byte("\r")), nil
-		case err == nil:
-			line = append(line, chunk[:len(chunk)-1]...)
-			return bytes.TrimSuffix(line, []byte("\r")), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			line = append(line, chunk...)
-		default:
-			return nil, err
-		}
-	}
-}
-
-// callResult returns the result or error of msg when it answers the call
-// id, and nil, nil for a response to anything else.
-func callResult(msg rpcIncoming, id string) (*mcp.CallToolResult, error) {
-	if key, ok := idKey(msg.ID); !ok || key != strconv.Quote(id) {
-		if (msg.ID == nil || string(msg.ID) == "null") && msg.Error != nil {
-			// A server that cannot tell which request failed (a parse
-			// error) answers with a null id.
-			return nil, msg.Error
-		}
-		return nil, nil
-	}
-	if msg.Error != nil {
-		return nil, msg.Error
-	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(msg.Result, &res); err != nil {
-		return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
-	}
-	return &res, nil
-}
-
 // answer replies to a request the server sends during a call: ping is
 // answered; sampling, elicitation and roots are asked of the agent whose
 // call this is, when it offers them (relay.ask); anything else is a method
 // the gateway's client does not offer.
-func (p *Proxy) answer(ctx context.Context, st *connState, cs *mcp.ClientSession, msg rpcIncoming, relay *callRelay) {
-	reply := rpcResponse{JSONRPC: "2.0", ID: msg.ID}
+func (p *Proxy) answer(ctx context.Context, st *connState, cs *mcp.ClientSession, msg wire.Incoming, relay *callRelay) {
+	reply := wire.Response{JSONRPC: "2.0", ID: msg.ID}
 	switch {
 	case msg.Method == "ping":
 		reply.Result = struct{}{}
@@ -274,7 +177,7 @@ func (p *Proxy) withdrawn(ctx context.Context, st *connState, cs *mcp.ClientSess
 	if ctx.Err() == nil {
 		return err
 	}
-	note := rpcRequest{Method: "notifications/cancelled", Params: &mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()}}
+	note := wire.Request{Method: "notifications/cancelled", Params: &mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()}}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -290,7 +193,7 @@ func (p *Proxy) withdrawn(ctx context.Context, st *connState, cs *mcp.ClientSess
 
 // post sends one JSON-RPC message on cs's session.
 func (p *Proxy) post(ctx context.Context, st *connState, cs *mcp.ClientSession, msg any) (*http.Response, error) {
-	if m, ok := msg.(rpcRequest); ok {
+	if m, ok := msg.(wire.Request); ok {
 		m.JSONRPC = "2.0"
 		msg = m
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,7 +40,7 @@ type callRelay struct {
 // to the relay: the call's progress (with the agent's token, set by the
 // progress function, and the message scrubbed) or any other notification
 // the agent can be told, scrubbed of secrets.
-func (r *callRelay) notification(st *connState, id string, msg rpcIncoming) {
+func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
 	if r == nil {
 		return
 	}
