@@ -1,7 +1,8 @@
 // Package upstream is the HTTP layer under the requests to an upstream MCP
 // server: a RoundTripper that retries only what is safe to repeat and
-// turns a forgotten session's 400 into the transport's 404, and the Trace
-// of the attempts one MCP operation made.
+// turns a forgotten session's 400 into the transport's 404, the Trace of
+// the attempts one MCP operation made, and Call, the tools/call exchange
+// run without the SDK's client on its session.
 package upstream
 
 import (
