@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/limit"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -393,7 +390,7 @@ func (st *connState) currentEndpoint() string {
 // state returns the per-connection state for conn, updating its transport,
 // secrets and endpoint, and seeding its cache from conn.Discovery.
 func (p *Proxy) state(conn *Connection) (*connState, error) {
-	endpoint, err := resolveEndpoint(conn.BaseURL, conn.Endpoint)
+	endpoint, err := upstream.ResolveEndpoint(conn.BaseURL, conn.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("%w: connection %s has an invalid MCP endpoint", ErrBadRequest, conn.ID)
 	}
@@ -461,40 +458,6 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 	}
 	st.mu.Unlock()
 	return st, nil
-}
-
-// resolveEndpoint joins mcp_endpoint to base_url: a full URL is used as is;
-// a path is appended to the base path, and queries are merged.
-func resolveEndpoint(base, endpoint string) (*url.URL, error) {
-	ep, err := url.Parse(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	var u *url.URL
-	if ep.IsAbs() {
-		u = ep
-	} else {
-		b, err := url.Parse(base)
-		if err != nil {
-			return nil, err
-		}
-		u = b
-		if ep.Path != "" {
-			u.Path = strings.TrimSuffix(b.Path, "/") + "/" + strings.TrimPrefix(ep.Path, "/")
-			u.RawPath = ""
-		}
-		if ep.RawQuery != "" {
-			if u.RawQuery != "" {
-				u.RawQuery += "&"
-			}
-			u.RawQuery += ep.RawQuery
-		}
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("endpoint must be an http or https URL")
-	}
-	u.Fragment, u.RawFragment = "", ""
-	return u, nil
 }
 
 // upstreamProtocol is the protocol version the proxy's upstream sessions
@@ -594,13 +557,13 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, u *upstreamSession, 
 		return &RetryError{Err: ErrCircuitOpen, RetryAfter: retryAfter}
 	}
 	err := p.withSession(ctx, st, u, op)
-	if errors.Is(err, errSessionEnded) || err != nil && !serverAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
+	if errors.Is(err, errSessionEnded) || err != nil && !upstream.ServerAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up (an MCP client's notifications/cancelled, or a
 		// closed session): that says nothing about the upstream.
 		st.breaker.Abandon(probe)
 		return fmt.Errorf("mcpproxy: request cancelled: %w", context.Canceled)
 	}
-	healthy := err == nil || serverAnswered(err)
+	healthy := err == nil || upstream.ServerAnswered(err)
 	st.breaker.Done(probe, healthy)
 	if err == nil {
 		return nil
@@ -621,7 +584,7 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, u *upstreamSessi
 		}
 		opCtx, tr := upstream.WithTrace(ctx)
 		err = op(opCtx, cs)
-		if err == nil || serverAnswered(err) || errors.Is(ctx.Err(), context.Canceled) {
+		if err == nil || upstream.ServerAnswered(err) || errors.Is(ctx.Err(), context.Canceled) {
 			// A cancelled request was withdrawn upstream with
 			// notifications/cancelled; its session is still good.
 			return err
@@ -634,41 +597,6 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, u *upstreamSessi
 		return err
 	}
 }
-
-// serverAnswered reports whether err carries a JSON-RPC error the server
-// sent, as opposed to one the SDK made up locally for a transport failure
-// (rejected by transport, client or server closing).
-func serverAnswered(err error) bool {
-	switch e := err.(type) {
-	case nil:
-		return false
-	case *jsonrpc.Error:
-		switch e.Code {
-		case codeRejected, codeClientClosing, codeServerClosing:
-		default:
-			return true
-		}
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return serverAnswered(u.Unwrap())
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if serverAnswered(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// Codes of the go-sdk's locally made JSON-RPC errors (its internal jsonrpc2
-// package: ErrRejected, ErrClientClosing, ErrServerClosing).
-const (
-	codeRejected      = -32005
-	codeClientClosing = -32003
-	codeServerClosing = -32004
-)
 
 // SessionState reports the state of a connection id's shared upstream MCP
 // session, the one the REST routes and discovery use.

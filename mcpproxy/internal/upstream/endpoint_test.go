@@ -1,6 +1,10 @@
-package mcpproxy
+package upstream_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+)
 
 func TestResolveEndpoint(t *testing.T) {
 	t.Parallel()
@@ -16,14 +20,14 @@ func TestResolveEndpoint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, err := resolveEndpoint(tt.base, tt.endpoint)
+			u, err := upstream.ResolveEndpoint(tt.base, tt.endpoint)
 			if err != nil || u.String() != tt.want {
 				t.Errorf("resolveEndpoint = %v, %v; want %s", u, err, tt.want)
 			}
 		})
 	}
 	for _, bad := range [][2]string{{"file:///etc", ""}, {"https://h.example", "ftp://x/y"}, {"", "/mcp"}, {"https://h.example", "javascript:alert(1)"}} {
-		if _, err := resolveEndpoint(bad[0], bad[1]); err == nil {
+		if _, err := upstream.ResolveEndpoint(bad[0], bad[1]); err == nil {
 			t.Errorf("resolveEndpoint(%q, %q) accepted", bad[0], bad[1])
 		}
 	}
