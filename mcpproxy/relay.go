@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -62,42 +63,13 @@ func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
 }
 
 // cleanParams decodes the params of a notification the relay passes on
-// (see notificationParams), with secrets replaced.
+// (see mirror.NotificationParams), with secrets replaced.
 func cleanParams(sc *scrub.Scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
 	clean, err := scrub.Launder(sc, &raw)
 	if err != nil {
 		return nil, false
 	}
-	return notificationParams(method, *clean)
-}
-
-// notificationParams decodes the params of a notification the relay
-// passes on; false for any other method (notifications/cancelled about
-// the gateway's own requests, and methods the relay does not know).
-func notificationParams(method string, raw json.RawMessage) (mcp.Params, bool) {
-	var p mcp.Params
-	switch method {
-	case "notifications/message":
-		p = &mcp.LoggingMessageParams{}
-	case "notifications/resources/updated":
-		p = &mcp.ResourceUpdatedNotificationParams{}
-	case "notifications/resources/list_changed":
-		p = &mcp.ResourceListChangedParams{}
-	case "notifications/tools/list_changed":
-		p = &mcp.ToolListChangedParams{}
-	case "notifications/prompts/list_changed":
-		p = &mcp.PromptListChangedParams{}
-	case "notifications/elicitation/complete":
-		p = &mcp.ElicitationCompleteParams{}
-	default:
-		return nil, false
-	}
-	if len(raw) > 0 && string(raw) != "null" {
-		if json.Unmarshal(raw, p) != nil {
-			return nil, false
-		}
-	}
-	return p, true
+	return mirror.NotificationParams(method, *clean)
 }
 
 // tell sends the agent of s a notification, on the stream of the request
@@ -299,33 +271,6 @@ func upstreamVersion(agent string) string {
 	return upstreamProtocol
 }
 
-// mirrorCapabilities is what an agent session advertises: the upstream
-// server's capabilities with their flags, minus what the connection does
-// not expose (resources, prompts, and completions when it exposes
-// neither), minus what the relay does not carry (experimental and
-// extension capabilities, which name methods it does not know).
-func mirrorCapabilities(up *mcp.ServerCapabilities, conn *Connection) *mcp.ServerCapabilities {
-	caps := &mcp.ServerCapabilities{}
-	if up != nil {
-		caps.Tools, caps.Logging, caps.Completions = up.Tools, up.Logging, up.Completions
-		if conn.ExposeResources {
-			caps.Resources = up.Resources
-		}
-		if conn.ExposePrompts {
-			caps.Prompts = up.Prompts
-		}
-	}
-	if !conn.ExposeResources && !conn.ExposePrompts {
-		caps.Completions = nil
-	}
-	if caps.Tools == nil {
-		// The gateway answers tools/list and tools/call itself, with none
-		// when the server offers none.
-		caps.Tools = &mcp.ToolCapabilities{}
-	}
-	return caps
-}
-
 // sessionTools returns the tools s's upstream session lists, the ones its
 // calls are checked against, listing them when no listing is kept (none
 // yet, or the server said they changed).
@@ -424,7 +369,7 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 	if err != nil {
 		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	defaultCacheScope(*clean)
+	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
 }
 

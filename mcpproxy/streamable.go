@@ -16,6 +16,7 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -281,7 +282,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				res, err := next(ctx, method, req)
 				if ir, ok := res.(*mcp.InitializeResult); ok {
 					if up != nil {
-						ir.Capabilities = mirrorCapabilities(up.Capabilities, conn)
+						ir.Capabilities = mirror.Capabilities(up.Capabilities, conn.ExposeResources, conn.ExposePrompts)
 						ir.Instructions = up.Instructions
 					}
 					// Before the answer leaves, so the session's next
@@ -300,7 +301,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken()))
 			case *mcp.ListResourcesRequest:
 				if !conn.ExposeResources {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ListResourcesParams{}
 				if r.Params != nil {
@@ -311,7 +312,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				})
 			case *mcp.ListResourceTemplatesRequest:
 				if !conn.ExposeResources {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ListResourceTemplatesParams{}
 				if r.Params != nil {
@@ -322,7 +323,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				})
 			case *mcp.ReadResourceRequest:
 				if !conn.ExposeResources || r.Params == nil {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ReadResourceParams{URI: r.Params.URI}
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
@@ -330,7 +331,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				})
 			case *mcp.ListPromptsRequest:
 				if !conn.ExposePrompts {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ListPromptsParams{}
 				if r.Params != nil {
@@ -341,7 +342,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				})
 			case *mcp.GetPromptRequest:
 				if !conn.ExposePrompts || r.Params == nil {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.GetPromptParams{Name: r.Params.Name, Arguments: r.Params.Arguments}
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
@@ -351,11 +352,11 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				// Forwarded by the server's SubscribeHandler and
 				// UnsubscribeHandler (see open).
 				if !conn.ExposeResources {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 			case *mcp.CompleteRequest:
-				if r.Params == nil || !completable(conn, r.Params.Ref) {
-					return nil, notExposed(method)
+				if r.Params == nil || !mirror.Completable(r.Params.Ref, conn.ExposeResources, conn.ExposePrompts) {
+					return nil, mirror.NotExposed(method)
 				}
 				params := r.Params
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
@@ -438,47 +439,8 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 	if err != nil {
 		return nil, rpcError(&UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
-	defaultCacheScope(*clean)
+	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
-}
-
-// defaultCacheScope sets a result's cache scope to the protocol's default,
-// "public", when the server sent none: the SDK always writes the field,
-// and an empty scope is not a valid one (its own servers send "public").
-func defaultCacheScope(res mcp.Result) {
-	var c *mcp.Cacheable
-	switch r := res.(type) {
-	case *mcp.ListResourcesResult:
-		c = &r.Cacheable
-	case *mcp.ListResourceTemplatesResult:
-		c = &r.Cacheable
-	case *mcp.ReadResourceResult:
-		c = &r.Cacheable
-	case *mcp.ListPromptsResult:
-		c = &r.Cacheable
-	case *mcp.ListToolsResult:
-		c = &r.Cacheable
-	default:
-		return
-	}
-	if c.CacheScope == "" {
-		c.CacheScope = "public"
-	}
-}
-
-// completable reports whether a completion/complete about ref may pass:
-// prompt arguments where the connection exposes prompts, resource
-// template arguments where it exposes resources.
-func completable(conn *Connection, ref *mcp.CompleteReference) bool {
-	switch {
-	case ref == nil:
-		return false
-	case ref.Type == "ref/prompt":
-		return conn.ExposePrompts
-	case ref.Type == "ref/resource":
-		return conn.ExposeResources
-	}
-	return false
 }
 
 // forward sends one request without a result upstream, on the session's
@@ -494,10 +456,6 @@ func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connectio
 		return rpcError(err)
 	}
 	return nil
-}
-
-func notExposed(method string) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "mcpproxy: " + method + " is not offered on this connection"}
 }
 
 // rpcError turns an error of this package into a JSON-RPC error whose data
