@@ -17,6 +17,7 @@ import (
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
+	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -47,7 +48,7 @@ var serverInfo = &mcp.Implementation{Name: "idn-gateway", Version: "1"}
 // agentSession is one session of the endpoint, bound to the caller that
 // opened it and to its connection.
 type agentSession struct {
-	id     string
+	slot   pool.Slot // its id and owner in the endpoint's table
 	connID string
 	caller Caller
 	server *mcp.Server
@@ -67,9 +68,6 @@ type agentSession struct {
 	// the server asks for during a call: its calls then need an event
 	// stream, and are not answered directly.
 	asks atomic.Bool
-	// lastUse orders the sessions of a caller for eviction (the endpoint's
-	// use counter at the session's latest request).
-	lastUse atomic.Uint64
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 
@@ -78,6 +76,9 @@ type agentSession struct {
 	timer  *time.Timer                   // ends the idle session; nil before settle and after the end
 	calls  map[string]context.CancelFunc // calls answered directly, in flight, by request id
 }
+
+// Slot is s's record in the endpoint's table.
+func (s *agentSession) Slot() *pool.Slot { return &s.slot }
 
 // begin and end bracket every POST on the session: the idle timeout runs
 // only while none is being served. (The endpoint keeps the time itself,
@@ -141,14 +142,14 @@ type endpoint struct {
 	streams    context.Context // done once EndStreams was called
 	endStreams context.CancelFunc
 
-	sessions sessionTable
+	sessions *pool.Table[*agentSession]
 	wg       sync.WaitGroup // session watchers
 }
 
 type openingKey struct{}
 
-func newEndpoint(p *Proxy, idle time.Duration, limits sessionLimits) *endpoint {
-	e := &endpoint{p: p, idle: idle, sessions: newSessionTable(limits, p.metrics)}
+func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
+	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.sessions, p.metrics.evictions)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: p.maxBody,
@@ -185,14 +186,14 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var s *agentSession
 	if id := r.Header.Get(sessionHeader); id != "" {
-		s = e.sessions.lookup(id)
+		s = e.sessions.Lookup(id)
 		// Unknown and foreign sessions get the same answer, so session ids
 		// cannot be probed.
 		if s == nil || s.connID != conn.ID || s.caller != caller {
 			apierror.Write(w, r, toAPIError(ErrSessionNotFound))
 			return
 		}
-		e.sessions.touch(s)
+		e.sessions.Touch(s)
 		s.conn.Store(conn)
 		if r.Method == http.MethodGet {
 			e.serveStream(w, r)
