@@ -60,11 +60,11 @@
 //     neither sampling nor elicitation, is answered by the endpoint itself
 //     with one JSON body (direct.go, reading with package wire); the
 //     rest goes through the SDK's server, whose event streams carry a
-//     call's notifications and the server's requests before its result. Both fast paths (direct.go
-//     and upstream.Call) are held to the SDK's server and client by a
-//     contract test that runs one conversation through every
-//     combination and compares it message by message; bench/README.md
-//     has what they save. Cancellation
+//     call's notifications and the server's requests before its result.
+//     Both fast paths (direct.go and upstream.Call) are held to the SDK's
+//     server and client by a contract test that runs one conversation
+//     through every combination and compares it message by message;
+//     bench/README.md has what they save. Cancellation
 //     (notifications/cancelled) reaches the upstream either way. A
 //     session is bound to the caller (namespace, key and subject) and
 //     connection that opened it: another caller naming its id gets 404,
