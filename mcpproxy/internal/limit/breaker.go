@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// Breaker is the per-connection circuit breaker: closed →
-// open after threshold consecutive upstream failures; open answers at once
-// until the cooldown ends; then exactly one probe goes through (half-open);
-// its success closes the breaker, its failure reopens it for a new cooldown.
-// A threshold of zero or less disables it.
+// Breaker is the per-connection circuit breaker: closed → open after
+// Threshold consecutive upstream failures; open answers at once until the
+// Cooldown ends; then exactly one probe goes through (half-open); its
+// success closes the breaker, its failure reopens it for a new Cooldown.
 type Breaker struct {
 	Threshold int              // consecutive failures that open it; zero or less disables it
 	Cooldown  time.Duration    // how long it stays open before a probe
