@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpproxy/internal/arguments"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -73,7 +75,7 @@ type snapshot struct {
 	d       Discovery
 	names   []string
 	byName  map[string]int
-	schemas sync.Map // tool name → *toolSchema or error
+	schemas sync.Map // tool name → *arguments.Schema or error
 }
 
 func newSnapshot(d Discovery) *snapshot {
@@ -88,14 +90,14 @@ func newSnapshot(d Discovery) *snapshot {
 
 func (s *snapshot) succeeded() bool { return s != nil && !s.d.DiscoveredAt.IsZero() }
 
-func (s *snapshot) schema(tool string) (*toolSchema, error) {
+func (s *snapshot) schema(tool string) (*arguments.Schema, error) {
 	if v, ok := s.schemas.Load(tool); ok {
-		if ts, ok := v.(*toolSchema); ok {
+		if ts, ok := v.(*arguments.Schema); ok {
 			return ts, nil
 		}
 		return nil, v.(error)
 	}
-	ts, err := compileSchema(s.d.Tools[s.byName[tool]].InputSchema)
+	ts, err := arguments.Compile(s.d.Tools[s.byName[tool]].InputSchema)
 	if err != nil {
 		s.schemas.Store(tool, err)
 		return nil, err
@@ -236,7 +238,7 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 	if err != nil {
 		return Discovery{}, err
 	}
-	if err := st.scrubber.Load().cleanDiscovery(&d); err != nil {
+	if err := cleanDiscovery(st.scrubber.Load(), &d); err != nil {
 		return Discovery{}, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	if d.Tools == nil {
@@ -244,4 +246,25 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 	}
 	d.DiscoveredAt = p.now().UTC()
 	return d, nil
+}
+
+// cleanDiscovery replaces secrets in what the upstream said in a
+// discovery (server name and version, protocol version, each tool's name,
+// title, description and input schema) and never in the gateway's own
+// field names: laundering the Discovery's JSON form would also rewrite a
+// key such as "tools", and a short secret would empty the catalogue.
+func cleanDiscovery(sc *scrub.Scrubber, d *Discovery) error {
+	for _, f := range []*string{&d.ServerName, &d.ServerVersion, &d.ProtocolVersion} {
+		*f = sc.Replace(*f)
+	}
+	for i := range d.Tools {
+		t := &d.Tools[i]
+		t.Name, t.Title, t.Description = sc.Replace(t.Name), sc.Replace(t.Title), sc.Replace(t.Description)
+		schema, err := scrub.Launder(sc, &t.InputSchema) // a schema is upstream JSON throughout, keys included
+		if err != nil {
+			return err
+		}
+		t.InputSchema = *schema
+	}
+	return nil
 }

@@ -17,7 +17,8 @@
 //     refresh=force always asks upstream. Concurrent refreshes of one
 //     connection share one upstream discovery. Every attempt is handed to
 //     Config.OnDiscovery for storage, with errors scrubbed of secrets.
-//   - Policy: see Policy.Explain for the order; '*' and '?' wildcards.
+//   - Policy: package toolpolicy (see Policy.Explain for the order); '*'
+//     and '?' wildcards.
 //   - Calls: unknown tool 404, filtered tool 403, bad arguments 400 with the
 //     failing JSON Pointer paths, all before any upstream request; then the
 //     per connection + namespace rate limit (429) and breaker (503), both
@@ -41,10 +42,11 @@
 //   - MCP endpoint: /mcp/{connection_id} also speaks the MCP Streamable HTTP
 //     transport (POST, GET, DELETE; the go-sdk's server side), so MCP
 //     clients use the gateway as an MCP server that relays the upstream
-//     one (relay.go): each agent session has an upstream session of its
-//     own, opened at its initialize by a client that declares what the
-//     agent declared (sampling, elicitation, roots) and asks for the
-//     agent's protocol version. The agent gets the server's capabilities,
+//     one (relay.go; package mirror decides what passes): each agent
+//     session has an upstream session of its own, opened at its
+//     initialize by a client that declares what the agent declared
+//     (sampling, elicitation, roots) and asks for the agent's protocol
+//     version. The agent gets the server's capabilities,
 //     instructions, tool listings as listed, completions, subscriptions,
 //     logging and notifications, and the server's sampling, elicitation
 //     and roots requests, answered by the agent; minus what policy
@@ -56,13 +58,13 @@
 //     refusals as JSON-RPC errors whose data.code is the REST code. A
 //     tools/call without a progress token, from an agent that declared
 //     neither sampling nor elicitation, is answered by the endpoint itself
-//     with one JSON body (direct.go); the rest goes through the SDK's
-//     server, whose event streams carry a call's notifications and the
-//     server's requests before its result. Both fast paths (direct.go
-//     and exchange.go) are held to the SDK's server and client by a
-//     contract test that runs one conversation through every
-//     combination and compares it message by message; bench/README.md
-//     has what they save. Cancellation
+//     with one JSON body (direct.go, reading with package wire); the
+//     rest goes through the SDK's server, whose event streams carry a
+//     call's notifications and the server's requests before its result.
+//     Both fast paths (direct.go and upstream.Call) are held to the SDK's
+//     server and client by a contract test that runs one conversation
+//     through every combination and compares it message by message;
+//     bench/README.md has what they save. Cancellation
 //     (notifications/cancelled) reaches the upstream either way. A
 //     session is bound to the caller (namespace, key and subject) and
 //     connection that opened it: another caller naming its id gets 404,
@@ -77,9 +79,18 @@
 //     full pool refuses (503) only a caller whose namespace holds none.
 //
 // Settings is the MCP configuration of a connection (its endpoint, tool
-// policy and what it exposes) and Discovery its last discovery: records of
-// this package, which the gateway stores with the connection
-// (credvault's extensions) and turns into a Connection per lookup.
+// policy and what it exposes; package mcpsettings) and Discovery its last
+// discovery: records the gateway stores with the connection (credvault's
+// extensions) and turns into a Connection per lookup.
+//
+// The parts that stand alone are packages of their own: toolpolicy and
+// mcpsettings for users; under internal/, upstream (the retrying transport
+// and the tools/call exchange), wire (the fast paths' JSON-RPC
+// messages), mirror (what an agent session sees of its upstream
+// session), pool (the sessions' table and shares), scrub (secret
+// removal), arguments (argument validation) and limit (breaker and rate
+// limit). Policy, SubjectPolicy, Decision, Source, Settings,
+// SettingsError and ArgumentFailure are aliases of their types.
 //
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.

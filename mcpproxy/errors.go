@@ -6,6 +6,7 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 )
 
 // Sentinel errors, plain (errors.Is). A ConnectionSource returns the first
@@ -32,10 +33,7 @@ var (
 // ArgumentFailure is one place where call arguments break the tool's
 // input_schema. Path is a JSON Pointer (RFC 6901) into the arguments; ""
 // is the arguments object itself.
-type ArgumentFailure struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+type ArgumentFailure = arguments.Failure
 
 // ArgumentsError reports arguments rejected before any upstream call. It
 // matches ErrInvalidArguments with errors.Is.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpproxy/internal/arguments"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -69,10 +71,15 @@ func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, ref
 	if err != nil {
 		return nil, err
 	}
+	names := conn.Policy.Filter(subject, snap.names)
+	tools := make([]Tool, len(names))
+	for i, name := range names {
+		tools[i] = snap.d.Tools[snap.byName[name]]
+	}
 	return &ToolList{
 		ConnectionID: conn.ID,
 		Server:       ServerInfo{Name: snap.d.ServerName, Version: snap.d.ServerVersion, ProtocolVersion: snap.d.ProtocolVersion},
-		Tools:        conn.Policy.Filter(subject, snap.d.Tools),
+		Tools:        tools,
 		DiscoveredAt: snap.d.DiscoveredAt,
 	}, nil
 }
@@ -156,7 +163,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	if d := conn.Policy.Explain(caller.Subject, tool, snap.names); !d.Allowed {
 		return nil, callFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
 	}
-	args, raw, err := decodeArguments(body)
+	args, raw, err := arguments.Decode(body)
 	if err != nil {
 		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: []ArgumentFailure{{Path: "", Message: err.Error()}}}
 	}
@@ -164,10 +171,10 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	if err != nil {
 		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " has an unusable input_schema"}
 	}
-	if fails := schema.check(args); len(fails) > 0 {
+	if fails := schema.Check(args); len(fails) > 0 {
 		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: fails}
 	}
-	if ok, wait := p.limits.allow(conn.ID, caller.Namespace, p.now()); !ok {
+	if ok, wait := p.limits.Allow(conn.ID, caller.Namespace, p.now()); !ok {
 		return nil, callRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: raw}
@@ -183,7 +190,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		}
 		return nil, callError, err
 	}
-	if res, err = launder(st.scrubber.Load(), res); err != nil {
+	if res, err = scrub.Launder(st.scrubber.Load(), res); err != nil {
 		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
 	}
 	out := &CallResult{

@@ -7,18 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/idnhq/idn/mcpproxy/internal/limit"
+	"github.com/idnhq/idn/mcpproxy/internal/pool"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	oteltrace "go.opentelemetry.io/otel/trace"
-	"golang.org/x/time/rate"
 )
 
 // Connection is what the proxy needs to know about one MCP connection. The
@@ -198,10 +198,10 @@ type Proxy struct {
 	timeout      time.Duration
 	breakerN     int
 	cooldown     time.Duration
-	retry        retryPolicy
+	retry        upstream.RetryPolicy
 	maxBody      int64
 	now          func() time.Time
-	limits       *limiterSet
+	limits       *limit.Limiter
 	tracer       tracing.Tracer
 	client       *mcp.Client
 	callSeq      atomic.Uint64 // ids of the tools/call requests sent upstream
@@ -239,11 +239,11 @@ func New(cfg Config) (*Proxy, error) {
 		timeout:      orDefault(cfg.Timeout, 90*time.Second),
 		breakerN:     orOff(cfg.BreakerFailures, defaultBreakerFailures),
 		cooldown:     orDefault(cfg.BreakerCooldown, 10*time.Second),
-		retry: retryPolicy{
-			maxRetries:     cfg.MaxRetries,
-			baseDelay:      orDefault(cfg.RetryBaseDelay, 100*time.Millisecond),
-			maxDelay:       orDefault(cfg.RetryMaxDelay, 2*time.Second),
-			attemptTimeout: cfg.AttemptTimeout,
+		retry: upstream.RetryPolicy{
+			MaxRetries:     cfg.MaxRetries,
+			BaseDelay:      orDefault(cfg.RetryBaseDelay, 100*time.Millisecond),
+			MaxDelay:       orDefault(cfg.RetryMaxDelay, 2*time.Second),
+			AttemptTimeout: cfg.AttemptTimeout,
 		},
 		maxBody: cfg.MaxBodyBytes,
 		now:     cfg.Clock,
@@ -257,10 +257,10 @@ func New(cfg Config) (*Proxy, error) {
 		p.staleIfError = 0
 	}
 	switch {
-	case p.retry.maxRetries == 0:
-		p.retry.maxRetries = 2
-	case p.retry.maxRetries < 0:
-		p.retry.maxRetries = 0
+	case p.retry.MaxRetries == 0:
+		p.retry.MaxRetries = 2
+	case p.retry.MaxRetries < 0:
+		p.retry.MaxRetries = 0
 	}
 	if p.maxBody <= 0 {
 		p.maxBody = 8 << 20
@@ -272,11 +272,11 @@ func New(cfg Config) (*Proxy, error) {
 	if maxKeys <= 0 {
 		maxKeys = 10000
 	}
-	p.limits = &limiterSet{perMinute: orOff(cfg.RateLimitPerMinute, defaultRateLimitPerMinute), maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
+	p.limits = limit.NewLimiter(orOff(cfg.RateLimitPerMinute, defaultRateLimitPerMinute), maxKeys)
 	// No capabilities (the SDK's default offers roots): the gateway has
 	// nothing to answer a server's requests with but ping.
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), newSessionLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
+	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), pool.NewLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
 	return p, nil
 }
 
@@ -322,10 +322,10 @@ const (
 // connState is everything kept per connection id.
 type connState struct {
 	id         string
-	breaker    breaker
+	breaker    limit.Breaker
 	httpClient *http.Client
 	transport  atomic.Pointer[http.RoundTripper]
-	scrubber   atomic.Pointer[scrubber]
+	scrubber   atomic.Pointer[scrub.Scrubber]
 	endpoint   atomic.Pointer[string] // the resolved MCP endpoint
 
 	mu     sync.Mutex // guards the cache
@@ -391,7 +391,7 @@ func (st *connState) currentEndpoint() string {
 // state returns the per-connection state for conn, updating its transport,
 // secrets and endpoint, and seeding its cache from conn.Discovery.
 func (p *Proxy) state(conn *Connection) (*connState, error) {
-	endpoint, err := resolveEndpoint(conn.BaseURL, conn.Endpoint)
+	endpoint, err := upstream.ResolveEndpoint(conn.BaseURL, conn.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("%w: connection %s has an invalid MCP endpoint", ErrBadRequest, conn.ID)
 	}
@@ -404,11 +404,11 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 	if !ok {
 		st = &connState{
 			id:      conn.ID,
-			breaker: breaker{threshold: p.breakerN, cooldown: p.cooldown, now: p.now},
+			breaker: limit.Breaker{Threshold: p.breakerN, Cooldown: p.cooldown, Now: p.now},
 			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
 		st.httpClient = &http.Client{
-			Transport: &retryTransport{base: st.currentTransport, policy: p.retry, tracer: p.tracer, observe: func(r *http.Request, resp *http.Response, err error, start time.Time) {
+			Transport: &upstream.Transport{Base: st.currentTransport, Policy: p.retry, Tracer: p.tracer, Observe: func(r *http.Request, resp *http.Response, err error, start time.Time) {
 				p.observe(r.Context(), st.id, r, resp, err, start)
 			}},
 			// Never follow redirects: the credential transport would hand
@@ -421,7 +421,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 
 	rt := conn.Transport
 	st.transport.Store(&rt)
-	st.scrubber.Store(newScrubber(endpoint, conn.Redact))
+	st.scrubber.Store(scrub.New(endpoint, conn.Redact))
 
 	ep := endpoint.String()
 	var moved bool
@@ -459,40 +459,6 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 	}
 	st.mu.Unlock()
 	return st, nil
-}
-
-// resolveEndpoint joins mcp_endpoint to base_url: a full URL is used as is;
-// a path is appended to the base path, and queries are merged.
-func resolveEndpoint(base, endpoint string) (*url.URL, error) {
-	ep, err := url.Parse(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	var u *url.URL
-	if ep.IsAbs() {
-		u = ep
-	} else {
-		b, err := url.Parse(base)
-		if err != nil {
-			return nil, err
-		}
-		u = b
-		if ep.Path != "" {
-			u.Path = strings.TrimSuffix(b.Path, "/") + "/" + strings.TrimPrefix(ep.Path, "/")
-			u.RawPath = ""
-		}
-		if ep.RawQuery != "" {
-			if u.RawQuery != "" {
-				u.RawQuery += "&"
-			}
-			u.RawQuery += ep.RawQuery
-		}
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("endpoint must be an http or https URL")
-	}
-	u.Fragment, u.RawFragment = "", ""
-	return u, nil
 }
 
 // upstreamProtocol is the protocol version the proxy's upstream sessions
@@ -533,15 +499,15 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 		return client.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   endpoint,
 			HTTPClient: st.httpClient,
-			MaxRetries: -1, // retries are retryTransport's, which knows what is safe to repeat
+			MaxRetries: -1, // retries are upstream.Transport's, which knows what is safe to repeat
 			// Only an agent session's client has anyone to hand the
 			// server's own messages to.
 			DisableStandaloneSSE: u.client == nil,
 		}, opts)
 	}
-	tctx, tr := withTrace(ctx)
+	tctx, tr := upstream.WithTrace(ctx)
 	cs, err := connect(tctx, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
-	if _, status := tr.snapshot(); err != nil && status == http.StatusBadRequest {
+	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
 		cs, err = connect(ctx, nil)
 	}
 	if err != nil {
@@ -587,23 +553,23 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, u *upstreamSession, 
 	if u == nil {
 		u = &st.shared
 	}
-	ok, probe, retryAfter := st.breaker.allow()
+	ok, probe, retryAfter := st.breaker.Allow()
 	if !ok {
 		return &RetryError{Err: ErrCircuitOpen, RetryAfter: retryAfter}
 	}
 	err := p.withSession(ctx, st, u, op)
-	if errors.Is(err, errSessionEnded) || err != nil && !serverAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
+	if errors.Is(err, errSessionEnded) || err != nil && !upstream.ServerAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up (an MCP client's notifications/cancelled, or a
 		// closed session): that says nothing about the upstream.
-		st.breaker.abandon(probe)
+		st.breaker.Abandon(probe)
 		return fmt.Errorf("mcpproxy: request cancelled: %w", context.Canceled)
 	}
-	healthy := err == nil || serverAnswered(err)
-	st.breaker.done(probe, healthy)
+	healthy := err == nil || upstream.ServerAnswered(err)
+	st.breaker.Done(probe, healthy)
 	if err == nil {
 		return nil
 	}
-	msg := st.scrubber.Load().scrub(err.Error())
+	msg := st.scrubber.Load().Scrub(err.Error())
 	p.log.Warn("mcpproxy: upstream MCP request failed", "connection_id", st.id, "error", msg)
 	return &UpstreamError{ConnectionID: st.id, Message: msg}
 }
@@ -617,56 +583,21 @@ func (p *Proxy) withSession(ctx context.Context, st *connState, u *upstreamSessi
 		if err != nil {
 			return fmt.Errorf("initializing MCP session: %w", err)
 		}
-		opCtx, tr := withTrace(ctx)
+		opCtx, tr := upstream.WithTrace(ctx)
 		err = op(opCtx, cs)
-		if err == nil || serverAnswered(err) || errors.Is(ctx.Err(), context.Canceled) {
+		if err == nil || upstream.ServerAnswered(err) || errors.Is(ctx.Err(), context.Canceled) {
 			// A cancelled request was withdrawn upstream with
 			// notifications/cancelled; its session is still good.
 			return err
 		}
 		p.dropSession(u, cs)
-		attempts, _ := tr.snapshot()
+		attempts, _ := tr.Snapshot()
 		if try == 0 && ctx.Err() == nil && (errors.Is(err, mcp.ErrSessionMissing) || attempts == 0) {
 			continue
 		}
 		return err
 	}
 }
-
-// serverAnswered reports whether err carries a JSON-RPC error the server
-// sent, as opposed to one the SDK made up locally for a transport failure
-// (rejected by transport, client or server closing).
-func serverAnswered(err error) bool {
-	switch e := err.(type) {
-	case nil:
-		return false
-	case *jsonrpc.Error:
-		switch e.Code {
-		case codeRejected, codeClientClosing, codeServerClosing:
-		default:
-			return true
-		}
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return serverAnswered(u.Unwrap())
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if serverAnswered(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// Codes of the go-sdk's locally made JSON-RPC errors (its internal jsonrpc2
-// package: ErrRejected, ErrClientClosing, ErrServerClosing).
-const (
-	codeRejected      = -32005
-	codeClientClosing = -32003
-	codeServerClosing = -32004
-)
 
 // SessionState reports the state of a connection id's shared upstream MCP
 // session, the one the REST routes and discovery use.

@@ -10,6 +10,9 @@ import (
 	"slices"
 
 	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/mcpproxy/internal/mirror"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -38,7 +41,7 @@ type callRelay struct {
 // to the relay: the call's progress (with the agent's token, set by the
 // progress function, and the message scrubbed) or any other notification
 // the agent can be told, scrubbed of secrets.
-func (r *callRelay) notification(st *connState, id string, msg rpcIncoming) {
+func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
 	if r == nil {
 		return
 	}
@@ -47,7 +50,7 @@ func (r *callRelay) notification(st *connState, id string, msg rpcIncoming) {
 		if r.progress != nil && json.Unmarshal(msg.Params, &n) == nil && n.ProgressToken == id {
 			// Only the progress itself: the upstream's _meta is not the
 			// agent's business, and its message is scrubbed.
-			r.progress(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().replace(n.Message)})
+			r.progress(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().Replace(n.Message)})
 		}
 		return
 	}
@@ -60,42 +63,13 @@ func (r *callRelay) notification(st *connState, id string, msg rpcIncoming) {
 }
 
 // cleanParams decodes the params of a notification the relay passes on
-// (see notificationParams), with secrets replaced.
-func cleanParams(sc *scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
-	clean, err := launder(sc, &raw)
+// (see mirror.NotificationParams), with secrets replaced.
+func cleanParams(sc *scrub.Scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
+	clean, err := scrub.Launder(sc, &raw)
 	if err != nil {
 		return nil, false
 	}
-	return notificationParams(method, *clean)
-}
-
-// notificationParams decodes the params of a notification the relay
-// passes on; false for any other method (notifications/cancelled about
-// the gateway's own requests, and methods the relay does not know).
-func notificationParams(method string, raw json.RawMessage) (mcp.Params, bool) {
-	var p mcp.Params
-	switch method {
-	case "notifications/message":
-		p = &mcp.LoggingMessageParams{}
-	case "notifications/resources/updated":
-		p = &mcp.ResourceUpdatedNotificationParams{}
-	case "notifications/resources/list_changed":
-		p = &mcp.ResourceListChangedParams{}
-	case "notifications/tools/list_changed":
-		p = &mcp.ToolListChangedParams{}
-	case "notifications/prompts/list_changed":
-		p = &mcp.PromptListChangedParams{}
-	case "notifications/elicitation/complete":
-		p = &mcp.ElicitationCompleteParams{}
-	default:
-		return nil, false
-	}
-	if len(raw) > 0 && string(raw) != "null" {
-		if json.Unmarshal(raw, p) != nil {
-			return nil, false
-		}
-	}
-	return p, true
+	return mirror.NotificationParams(method, *clean)
 }
 
 // tell sends the agent of s a notification, on the stream of the request
@@ -148,7 +122,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 		}
 		// What the server asks the agent is scrubbed of secrets, as
 		// everything else it says is.
-		clean, err := launder(st.scrubber.Load(), &raw)
+		clean, err := scrub.Launder(st.scrubber.Load(), &raw)
 		if err == nil {
 			err = json.Unmarshal(*clean, p)
 		}
@@ -297,33 +271,6 @@ func upstreamVersion(agent string) string {
 	return upstreamProtocol
 }
 
-// mirrorCapabilities is what an agent session advertises: the upstream
-// server's capabilities with their flags, minus what the connection does
-// not expose (resources, prompts, and completions when it exposes
-// neither), minus what the relay does not carry (experimental and
-// extension capabilities, which name methods it does not know).
-func mirrorCapabilities(up *mcp.ServerCapabilities, conn *Connection) *mcp.ServerCapabilities {
-	caps := &mcp.ServerCapabilities{}
-	if up != nil {
-		caps.Tools, caps.Logging, caps.Completions = up.Tools, up.Logging, up.Completions
-		if conn.ExposeResources {
-			caps.Resources = up.Resources
-		}
-		if conn.ExposePrompts {
-			caps.Prompts = up.Prompts
-		}
-	}
-	if !conn.ExposeResources && !conn.ExposePrompts {
-		caps.Completions = nil
-	}
-	if caps.Tools == nil {
-		// The gateway answers tools/list and tools/call itself, with none
-		// when the server offers none.
-		caps.Tools = &mcp.ToolCapabilities{}
-	}
-	return caps
-}
-
 // sessionTools returns the tools s's upstream session lists, the ones its
 // calls are checked against, listing them when no listing is kept (none
 // yet, or the server said they changed).
@@ -365,7 +312,7 @@ func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) 
 		}
 		d.Tools = append(d.Tools, Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema})
 	}
-	if err := st.scrubber.Load().cleanDiscovery(&d); err != nil {
+	if err := cleanDiscovery(st.scrubber.Load(), &d); err != nil {
 		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	snap := newSnapshot(d)
@@ -418,11 +365,11 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 		}
 	}
 	list.Tools = kept
-	clean, err := launder(st.scrubber.Load(), &list)
+	clean, err := scrub.Launder(st.scrubber.Load(), &list)
 	if err != nil {
 		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	defaultCacheScope(*clean)
+	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
 }
 
@@ -455,10 +402,10 @@ func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Conn
 	defer cancel()
 	cs, err := e.p.acquire(ctx, st, &s.upstream)
 	if err != nil {
-		e.p.log.Warn("mcpproxy: opening the upstream session of an MCP session failed", "connection_id", conn.ID, "error", st.scrubber.Load().scrub(err.Error()))
+		e.p.log.Warn("mcpproxy: opening the upstream session of an MCP session failed", "connection_id", conn.ID, "error", st.scrubber.Load().Scrub(err.Error()))
 		return nil
 	}
-	res, err := launder(st.scrubber.Load(), cs.InitializeResult())
+	res, err := scrub.Launder(st.scrubber.Load(), cs.InitializeResult())
 	if err != nil {
 		return nil
 	}

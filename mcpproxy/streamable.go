@@ -16,6 +16,10 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpproxy/internal/mirror"
+	"github.com/idnhq/idn/mcpproxy/internal/pool"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,7 +48,7 @@ var serverInfo = &mcp.Implementation{Name: "idn-gateway", Version: "1"}
 // agentSession is one session of the endpoint, bound to the caller that
 // opened it and to its connection.
 type agentSession struct {
-	id     string
+	slot   pool.Slot // its id and owner in the endpoint's table
 	connID string
 	caller Caller
 	server *mcp.Server
@@ -64,9 +68,6 @@ type agentSession struct {
 	// the server asks for during a call: its calls then need an event
 	// stream, and are not answered directly.
 	asks atomic.Bool
-	// lastUse orders the sessions of a caller for eviction (the endpoint's
-	// use counter at the session's latest request).
-	lastUse atomic.Uint64
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 
@@ -75,6 +76,9 @@ type agentSession struct {
 	timer  *time.Timer                   // ends the idle session; nil before settle and after the end
 	calls  map[string]context.CancelFunc // calls answered directly, in flight, by request id
 }
+
+// Slot is s's record in the endpoint's table.
+func (s *agentSession) Slot() *pool.Slot { return &s.slot }
 
 // begin and end bracket every POST on the session: the idle timeout runs
 // only while none is being served. (The endpoint keeps the time itself,
@@ -138,14 +142,14 @@ type endpoint struct {
 	streams    context.Context // done once EndStreams was called
 	endStreams context.CancelFunc
 
-	sessions sessionTable
+	sessions *pool.Table[*agentSession]
 	wg       sync.WaitGroup // session watchers
 }
 
 type openingKey struct{}
 
-func newEndpoint(p *Proxy, idle time.Duration, limits sessionLimits) *endpoint {
-	e := &endpoint{p: p, idle: idle, sessions: newSessionTable(limits, p.metrics)}
+func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
+	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.sessions, p.metrics.evictions)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: p.maxBody,
@@ -182,14 +186,14 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var s *agentSession
 	if id := r.Header.Get(sessionHeader); id != "" {
-		s = e.sessions.lookup(id)
+		s = e.sessions.Lookup(id)
 		// Unknown and foreign sessions get the same answer, so session ids
 		// cannot be probed.
 		if s == nil || s.connID != conn.ID || s.caller != caller {
 			apierror.Write(w, r, toAPIError(ErrSessionNotFound))
 			return
 		}
-		e.sessions.touch(s)
+		e.sessions.Touch(s)
 		s.conn.Store(conn)
 		if r.Method == http.MethodGet {
 			e.serveStream(w, r)
@@ -212,7 +216,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.direct(w, r, s, body) {
 			return
 		}
-	case jsonRPCMethod(body) == "initialize":
+	case upstream.Method(body) == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
 			apierror.Write(w, r, toAPIError(err))
@@ -279,7 +283,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				res, err := next(ctx, method, req)
 				if ir, ok := res.(*mcp.InitializeResult); ok {
 					if up != nil {
-						ir.Capabilities = mirrorCapabilities(up.Capabilities, conn)
+						ir.Capabilities = mirror.Capabilities(up.Capabilities, conn.ExposeResources, conn.ExposePrompts)
 						ir.Instructions = up.Instructions
 					}
 					// Before the answer leaves, so the session's next
@@ -298,7 +302,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken()))
 			case *mcp.ListResourcesRequest:
 				if !conn.ExposeResources {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ListResourcesParams{}
 				if r.Params != nil {
@@ -309,7 +313,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				})
 			case *mcp.ListResourceTemplatesRequest:
 				if !conn.ExposeResources {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ListResourceTemplatesParams{}
 				if r.Params != nil {
@@ -320,7 +324,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				})
 			case *mcp.ReadResourceRequest:
 				if !conn.ExposeResources || r.Params == nil {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ReadResourceParams{URI: r.Params.URI}
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
@@ -328,7 +332,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				})
 			case *mcp.ListPromptsRequest:
 				if !conn.ExposePrompts {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ListPromptsParams{}
 				if r.Params != nil {
@@ -339,7 +343,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				})
 			case *mcp.GetPromptRequest:
 				if !conn.ExposePrompts || r.Params == nil {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.GetPromptParams{Name: r.Params.Name, Arguments: r.Params.Arguments}
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
@@ -349,11 +353,11 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				// Forwarded by the server's SubscribeHandler and
 				// UnsubscribeHandler (see open).
 				if !conn.ExposeResources {
-					return nil, notExposed(method)
+					return nil, mirror.NotExposed(method)
 				}
 			case *mcp.CompleteRequest:
-				if r.Params == nil || !completable(conn, r.Params.Ref) {
-					return nil, notExposed(method)
+				if r.Params == nil || !mirror.Completable(r.Params.Ref, conn.ExposeResources, conn.ExposePrompts) {
+					return nil, mirror.NotExposed(method)
 				}
 				params := r.Params
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
@@ -432,51 +436,12 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	clean, err := launder(st.scrubber.Load(), &out)
+	clean, err := scrub.Launder(st.scrubber.Load(), &out)
 	if err != nil {
 		return nil, rpcError(&UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
-	defaultCacheScope(*clean)
+	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
-}
-
-// defaultCacheScope sets a result's cache scope to the protocol's default,
-// "public", when the server sent none: the SDK always writes the field,
-// and an empty scope is not a valid one (its own servers send "public").
-func defaultCacheScope(res mcp.Result) {
-	var c *mcp.Cacheable
-	switch r := res.(type) {
-	case *mcp.ListResourcesResult:
-		c = &r.Cacheable
-	case *mcp.ListResourceTemplatesResult:
-		c = &r.Cacheable
-	case *mcp.ReadResourceResult:
-		c = &r.Cacheable
-	case *mcp.ListPromptsResult:
-		c = &r.Cacheable
-	case *mcp.ListToolsResult:
-		c = &r.Cacheable
-	default:
-		return
-	}
-	if c.CacheScope == "" {
-		c.CacheScope = "public"
-	}
-}
-
-// completable reports whether a completion/complete about ref may pass:
-// prompt arguments where the connection exposes prompts, resource
-// template arguments where it exposes resources.
-func completable(conn *Connection, ref *mcp.CompleteReference) bool {
-	switch {
-	case ref == nil:
-		return false
-	case ref.Type == "ref/prompt":
-		return conn.ExposePrompts
-	case ref.Type == "ref/resource":
-		return conn.ExposeResources
-	}
-	return false
 }
 
 // forward sends one request without a result upstream, on the session's
@@ -492,10 +457,6 @@ func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connectio
 		return rpcError(err)
 	}
 	return nil
-}
-
-func notExposed(method string) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "mcpproxy: " + method + " is not offered on this connection"}
 }
 
 // rpcError turns an error of this package into a JSON-RPC error whose data

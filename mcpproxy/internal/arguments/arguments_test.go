@@ -1,4 +1,4 @@
-package mcpproxy
+package arguments
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ const echoSchema = `{"type":"object","properties":{"text":{"type":"string","maxL
 
 func TestArgumentsCheck(t *testing.T) {
 	t.Parallel()
-	ts, err := compileSchema(json.RawMessage(echoSchema))
+	ts, err := Compile(json.RawMessage(echoSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +29,11 @@ func TestArgumentsCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args, _, err := decodeArguments([]byte(tt.body))
+			args, _, err := Decode([]byte(tt.body))
 			if err != nil {
 				t.Fatal(err)
 			}
-			fails := ts.check(args)
+			fails := ts.Check(args)
 			var paths []string
 			for _, f := range fails {
 				paths = append(paths, f.Path)
@@ -72,7 +72,7 @@ func TestDecodeArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, raw, err := decodeArguments([]byte(tt.body))
+			_, raw, err := Decode([]byte(tt.body))
 			if (err == nil) != tt.ok {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}
@@ -84,7 +84,7 @@ func TestDecodeArguments(t *testing.T) {
 }
 
 func FuzzDecodeArguments(f *testing.F) {
-	ts, err := compileSchema(json.RawMessage(echoSchema))
+	ts, err := Compile(json.RawMessage(echoSchema))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func FuzzDecodeArguments(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		args, raw, err := decodeArguments(body)
+		args, raw, err := Decode(body)
 		if err != nil {
 			return
 		}
@@ -100,7 +100,7 @@ func FuzzDecodeArguments(f *testing.F) {
 		if json.Unmarshal(raw, &back) != nil {
 			t.Fatalf("accepted %q but forwarded bytes do not decode as an object", body)
 		}
-		fails := ts.check(args)
+		fails := ts.Check(args)
 		if (len(fails) == 0) != (ts.resolved.Validate(args) == nil) {
 			t.Fatalf("check and Validate disagree on %q: %+v", body, fails)
 		}

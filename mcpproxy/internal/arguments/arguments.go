@@ -1,4 +1,7 @@
-package mcpproxy
+// Package arguments parses the arguments of an MCP tool call and checks
+// them against the tool's input_schema, naming every failing value by its
+// JSON Pointer.
+package arguments
 
 import (
 	"bytes"
@@ -14,10 +17,18 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// decodeArguments parses a call body: a single JSON object (an empty body
+// Failure is one place where call arguments break the tool's
+// input_schema. Path is a JSON Pointer (RFC 6901) into the arguments; ""
+// is the arguments object itself.
+type Failure struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Decode parses a call body: a single JSON object (an empty body
 // means {}). It returns the decoded value for validation and the exact bytes
 // to forward, so numbers keep their precision upstream.
-func decodeArguments(body []byte) (map[string]any, json.RawMessage, error) {
+func Decode(body []byte) (map[string]any, json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return map[string]any{}, json.RawMessage("{}"), nil
@@ -36,13 +47,14 @@ func decodeArguments(body []byte) (map[string]any, json.RawMessage, error) {
 	return args, json.RawMessage(trimmed), nil
 }
 
-// toolSchema is a tool's input_schema, resolved once per discovery.
-type toolSchema struct {
+// Schema is a tool's input_schema, resolved once per discovery.
+type Schema struct {
 	schema   *jsonschema.Schema
 	resolved *jsonschema.Resolved
 }
 
-func compileSchema(raw json.RawMessage) (*toolSchema, error) {
+// Compile resolves a tool's input_schema; an empty one is {"type":"object"}.
+func Compile(raw json.RawMessage) (*Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
@@ -54,18 +66,18 @@ func compileSchema(raw json.RawMessage) (*toolSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpproxy: tool input_schema does not resolve: %w", err)
 	}
-	return &toolSchema{schema: &s, resolved: rs}, nil
+	return &Schema{schema: &s, resolved: rs}, nil
 }
 
-// check validates args and, when they fail, names the failing paths.
-func (ts *toolSchema) check(args map[string]any) []ArgumentFailure {
+// Check validates args and, when they fail, names the failing paths.
+func (ts *Schema) Check(args map[string]any) []Failure {
 	err := ts.resolved.Validate(args)
 	if err == nil {
 		return nil
 	}
 	fails := locate(ts.schema, args, "")
 	if len(fails) == 0 {
-		fails = []ArgumentFailure{{Path: "", Message: leafMessage(err)}}
+		fails = []Failure{{Path: "", Message: leafMessage(err)}}
 	}
 	sort.Slice(fails, func(i, j int) bool { return fails[i].Path < fails[j].Path })
 	return fails
@@ -76,13 +88,13 @@ func (ts *toolSchema) check(args map[string]any) []ArgumentFailure {
 // reports the first failure by schema location; this gives callers the
 // instance paths of every failing value. Where the schema cannot be taken
 // apart (references, combinators), the nearest enclosing path is reported.
-func locate(s *jsonschema.Schema, v any, path string) []ArgumentFailure {
-	var out []ArgumentFailure
+func locate(s *jsonschema.Schema, v any, path string) []Failure {
+	var out []Failure
 	switch val := v.(type) {
 	case map[string]any:
 		for _, name := range s.Required {
 			if _, ok := val[name]; !ok {
-				out = append(out, ArgumentFailure{Path: path + "/" + escapePointer(name), Message: "required property is missing"})
+				out = append(out, Failure{Path: path + "/" + escapePointer(name), Message: "required property is missing"})
 			}
 		}
 		for name, pv := range val {
@@ -90,7 +102,7 @@ func locate(s *jsonschema.Schema, v any, path string) []ArgumentFailure {
 			sub, ok := s.Properties[name]
 			if !ok {
 				if isFalseSchema(s.AdditionalProperties) {
-					out = append(out, ArgumentFailure{Path: p, Message: "property is not allowed"})
+					out = append(out, Failure{Path: p, Message: "property is not allowed"})
 					continue
 				}
 				sub = s.AdditionalProperties
@@ -108,7 +120,7 @@ func locate(s *jsonschema.Schema, v any, path string) []ArgumentFailure {
 }
 
 // locateSub checks v against a sub-schema on its own and descends into it.
-func locateSub(sub *jsonschema.Schema, v any, path string) []ArgumentFailure {
+func locateSub(sub *jsonschema.Schema, v any, path string) []Failure {
 	if sub == nil {
 		return nil
 	}
@@ -125,7 +137,7 @@ func locateSub(sub *jsonschema.Schema, v any, path string) []ArgumentFailure {
 	if deeper := locate(sub, v, path); len(deeper) > 0 {
 		return deeper
 	}
-	return []ArgumentFailure{{Path: path, Message: leafMessage(verr)}}
+	return []Failure{{Path: path, Message: leafMessage(verr)}}
 }
 
 func isFalseSchema(s *jsonschema.Schema) bool {

@@ -1,4 +1,4 @@
-package mcpproxy
+package limit
 
 import (
 	"sync"
@@ -7,13 +7,13 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// limiterSet is the tool-call rate limit per connection_id + namespace: a
+// Limiter is the tool-call rate limit per connection_id + namespace: a
 // token bucket refilling perMinute tokens a minute with a burst of
 // perMinute. The map is bounded: when it is full, buckets that are full
 // again (idle keys, indistinguishable from new ones) are dropped; if none
 // is, new keys are refused rather than letting memory grow, which fails
 // closed.
-type limiterSet struct {
+type Limiter struct {
 	perMinute int
 	maxKeys   int
 
@@ -23,9 +23,9 @@ type limiterSet struct {
 
 type limiterKey struct{ connection, namespace string }
 
-// allow takes one token for the key at now. When none is available it
+// Allow takes one token for the key at now. When none is available it
 // returns how long until one is.
-func (s *limiterSet) allow(connection, namespace string, now time.Time) (bool, time.Duration) {
+func (s *Limiter) Allow(connection, namespace string, now time.Time) (bool, time.Duration) {
 	if s.perMinute <= 0 {
 		return true, 0
 	}
@@ -53,10 +53,16 @@ func (s *limiterSet) allow(connection, namespace string, now time.Time) (bool, t
 }
 
 // sweep drops buckets that have refilled completely. Callers hold s.mu.
-func (s *limiterSet) sweep(now time.Time) {
+func (s *Limiter) sweep(now time.Time) {
 	for k, lim := range s.limiters {
 		if lim.TokensAt(now) >= float64(lim.Burst()) {
 			delete(s.limiters, k)
 		}
 	}
+}
+
+// NewLimiter returns a Limiter of perMinute calls a minute per key (zero or
+// less: no limit) that holds at most maxKeys buckets.
+func NewLimiter(perMinute, maxKeys int) *Limiter {
+	return &Limiter{perMinute: perMinute, maxKeys: maxKeys, limiters: make(map[limiterKey]*rate.Limiter)}
 }

@@ -1,4 +1,6 @@
-package mcpproxy
+// Package scrub removes secrets from what an upstream MCP server says
+// before it reaches a response, a log line or the stored discovery.
+package scrub
 
 import (
 	"bytes"
@@ -8,24 +10,27 @@ import (
 	"strings"
 )
 
-const redacted = "[redacted]"
+// Redacted is the mark that replaces a secret.
+const Redacted = "[redacted]"
 
 // minEndpointSecret is the shortest endpoint query value scrubbed on its own.
 const minEndpointSecret = 6
 
-// scrubber removes secrets from upstream error text before it reaches a
+// Scrubber removes secrets from upstream error text before it reaches a
 // response, a log line or the stored discovery error: every URL loses its
 // user info, query and fragment, and every known secret value (the caller's
 // Connection.Redact values and the endpoint's own query values, raw and
 // URL-escaped) is replaced by "[redacted]". Each text is replaced in one
 // pass: a mark is never searched again, so a secret that occurs inside
 // "[redacted]" cannot nest marks.
-type scrubber struct {
+type Scrubber struct {
 	secrets  []string          // longest first, without duplicates
 	replacer *strings.Replacer // every secret by the mark; nil without secrets
 }
 
-func newScrubber(endpoint *url.URL, extra []string) *scrubber {
+// New returns the Scrubber of an upstream endpoint (nil: none) and the
+// caller's extra secret values.
+func New(endpoint *url.URL, extra []string) *Scrubber {
 	var s []string
 	add := func(v string, minLen int) {
 		if len(v) < minLen {
@@ -57,21 +62,21 @@ func newScrubber(endpoint *url.URL, extra []string) *scrubber {
 	// (a Replacer tries its pairs in order at each position).
 	slices.SortStableFunc(s, func(a, b string) int { return len(b) - len(a) })
 	s = slices.Compact(s)
-	sc := &scrubber{secrets: s}
+	sc := &Scrubber{secrets: s}
 	if len(s) > 0 {
 		pairs := make([]string, 0, 2*len(s))
 		for _, v := range s {
-			pairs = append(pairs, v, redacted)
+			pairs = append(pairs, v, Redacted)
 		}
 		sc.replacer = strings.NewReplacer(pairs...)
 	}
 	return sc
 }
 
-// scrub returns msg with secrets replaced, then URLs shortened (which
+// Scrub returns msg with secrets replaced, then URLs shortened (which
 // only removes text, so no mark is searched twice).
-func (sc *scrubber) scrub(msg string) string {
-	return scrubURLs(sc.replace(msg))
+func (sc *Scrubber) Scrub(msg string) string {
+	return scrubURLs(sc.Replace(msg))
 }
 
 // scrubURLs rewrites every http(s) URL in msg to scheme://host/path, with
@@ -94,14 +99,14 @@ func scrubURLs(msg string) string {
 		msg = msg[end:]
 		u, err := url.Parse(raw)
 		if err != nil {
-			b.WriteString(redacted)
+			b.WriteString(Redacted)
 			continue
 		}
 		hadQuery := u.RawQuery != "" || u.ForceQuery || strings.Contains(raw, "?")
 		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 		b.WriteString(u.String())
 		if hadQuery {
-			b.WriteString("?" + redacted)
+			b.WriteString("?" + Redacted)
 		}
 	}
 }
@@ -123,13 +128,13 @@ func isURLEnd(r rune) bool {
 	return false
 }
 
-// launder returns v with every secret replaced inside the strings (object
+// Launder returns v with every secret replaced inside the strings (object
 // keys included) of its JSON form, decoded into a new T; v itself when no
 // string held one. Upstream content (tool results, tool listings) reaches
 // the agent this way, so an upstream that echoes the request headers cannot
 // hand over the credential. Working on decoded strings finds a secret
 // however the upstream escaped it in its JSON.
-func launder[T any](sc *scrubber, v *T) (*T, error) {
+func Launder[T any](sc *Scrubber, v *T) (*T, error) {
 	if len(sc.secrets) == 0 {
 		return v, nil
 	}
@@ -159,10 +164,10 @@ func launder[T any](sc *scrubber, v *T) (*T, error) {
 
 // redactTree replaces secrets in the strings of a decoded JSON value, in
 // place where it can; changed reports whether any was found.
-func (sc *scrubber) redactTree(v any) (out any, changed bool) {
+func (sc *Scrubber) redactTree(v any) (out any, changed bool) {
 	switch t := v.(type) {
 	case string:
-		s := sc.replace(t)
+		s := sc.Replace(t)
 		return s, s != t
 	case []any:
 		for i, e := range t {
@@ -176,7 +181,7 @@ func (sc *scrubber) redactTree(v any) (out any, changed bool) {
 			if n, c := sc.redactTree(e); c {
 				t[k], changed = n, true
 			}
-			if nk := sc.replace(k); nk != k {
+			if nk := sc.Replace(k); nk != k {
 				renamed[k] = nk
 			}
 		}
@@ -189,36 +194,12 @@ func (sc *scrubber) redactTree(v any) (out any, changed bool) {
 	return v, changed
 }
 
-// replace substitutes every known secret in s in one pass: at each
+// Replace substitutes every known secret in s in one pass: at each
 // position the longest secret that matches there, never inside a mark
 // already written.
-func (sc *scrubber) replace(s string) string {
+func (sc *Scrubber) Replace(s string) string {
 	if sc.replacer == nil {
 		return s
 	}
 	return sc.replacer.Replace(s)
-}
-
-// cleanDiscovery replaces secrets in what the upstream said in a
-// discovery (server name and version, protocol version, each tool's name,
-// title, description and input schema) and never in the gateway's own
-// field names: laundering the Discovery's JSON form would also rewrite a
-// key such as "tools", and a short secret would empty the catalogue.
-func (sc *scrubber) cleanDiscovery(d *Discovery) error {
-	if len(sc.secrets) == 0 {
-		return nil
-	}
-	for _, f := range []*string{&d.ServerName, &d.ServerVersion, &d.ProtocolVersion} {
-		*f = sc.replace(*f)
-	}
-	for i := range d.Tools {
-		t := &d.Tools[i]
-		t.Name, t.Title, t.Description = sc.replace(t.Name), sc.replace(t.Title), sc.replace(t.Description)
-		schema, err := launder(sc, &t.InputSchema) // a schema is upstream JSON throughout, keys included
-		if err != nil {
-			return err
-		}
-		t.InputSchema = *schema
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package mcpproxy
+package wire_test
 
 import (
 	"bufio"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"testing"
+
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 )
 
 // FuzzEventStream feeds arbitrary bytes to the reader of an upstream's
@@ -17,25 +19,25 @@ func FuzzEventStream(f *testing.F) {
 	f.Add([]byte("id: 7\nretry: 10\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\ndata: {\"id\":null,\"error\":{\"code\":-32700,\"message\":\"parse\"}}\n\n"))
 	f.Add([]byte("data:\n\ndata: x\n"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		events := &eventReader{r: bufio.NewReaderSize(bytes.NewReader(stream), 16)}
+		events := wire.NewEventReader(bufio.NewReaderSize(bytes.NewReader(stream), 16))
 		for {
-			data, err := events.next()
+			data, err := events.Next()
 			if err != nil {
 				return
 			}
 			if len(data) == 0 || len(data) > len(stream) {
 				t.Fatalf("event data of %d bytes from a stream of %d", len(data), len(stream))
 			}
-			var msg rpcIncoming
+			var msg wire.Incoming
 			if json.Unmarshal(data, &msg) != nil {
 				continue
 			}
-			res, err := callResult(msg, "idn-1")
+			res, err := wire.CallResult(msg, "idn-1")
 			if res != nil && (err != nil || string(msg.ID) == "" || msg.Error != nil) {
 				t.Fatalf("result %+v, %v for message %s", res, err, data)
 			}
 			if res != nil {
-				if key, _ := idKey(msg.ID); key != strconv.Quote("idn-1") {
+				if key, _ := wire.IDKey(msg.ID); key != strconv.Quote("idn-1") {
 					t.Fatalf("a result for id %s taken as the call's", msg.ID)
 				}
 			}
@@ -57,25 +59,25 @@ func FuzzClassify(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"Method":"tools/call","method":"tools/list","params":{"NAME":"a","name":"b"}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		m, ok := classify(body)
+		m, ok := wire.Classify(body)
 		if !ok {
 			return
 		}
-		if m.key == "" {
+		if m.Key == "" {
 			t.Fatalf("taken without an id: %s", body)
 		}
-		if m.call != nil {
+		if m.Call != nil {
 			var probe struct {
 				Params struct {
 					Meta map[string]json.RawMessage `json:"_meta"`
 				} `json:"params"`
 			}
 			_ = json.Unmarshal(body, &probe)
-			if _, token := probe.Params.Meta["progressToken"]; m.call.Name == "" || token {
-				t.Fatalf("call taken with name %q: %s", m.call.Name, body)
+			if _, token := probe.Params.Meta["progressToken"]; m.Call.Name == "" || token {
+				t.Fatalf("call taken with name %q: %s", m.Call.Name, body)
 			}
-			if key, ok := idKey(m.id); !ok || key != m.key {
-				t.Fatalf("call id %s keyed %q", m.id, m.key)
+			if key, ok := wire.IDKey(m.ID); !ok || key != m.Key {
+				t.Fatalf("call id %s keyed %q", m.ID, m.Key)
 			}
 		}
 	})

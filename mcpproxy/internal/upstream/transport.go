@@ -1,4 +1,9 @@
-package mcpproxy
+// Package upstream is the HTTP layer under the requests to an upstream MCP
+// server: a RoundTripper that retries only what is safe to repeat and
+// turns a forgotten session's 400 into the transport's 404, the Trace of
+// the attempts one MCP operation made, and Call, the tools/call exchange
+// run without the SDK's client on its session.
+package upstream
 
 import (
 	"bytes"
@@ -17,18 +22,18 @@ import (
 	"github.com/idnhq/idn/internal/tracing"
 )
 
-// retryPolicy bounds the retries of one upstream HTTP exchange.
-type retryPolicy struct {
-	maxRetries     int           // extra attempts after the first
-	baseDelay      time.Duration // first backoff, doubled per retry, full jitter
-	maxDelay       time.Duration // cap of one backoff
-	attemptTimeout time.Duration // until response headers; 0 = none
+// RetryPolicy bounds the retries of one upstream HTTP exchange.
+type RetryPolicy struct {
+	MaxRetries     int           // extra attempts after the first; zero or less: none
+	BaseDelay      time.Duration // first backoff, doubled per retry, full jitter
+	MaxDelay       time.Duration // cap of one backoff
+	AttemptTimeout time.Duration // until response headers; 0 = none
 }
 
-// trace records what the HTTP layer saw during one logical MCP operation
+// Trace records what the HTTP layer saw during one logical MCP operation
 // (a discovery or a tool call), so the caller can classify the failure and
 // tests can count attempts. It travels in the operation's context.
-type trace struct {
+type Trace struct {
 	mu       sync.Mutex
 	attempts int
 	status   int // status of the last response, 0 when none
@@ -36,12 +41,13 @@ type trace struct {
 
 type traceKey struct{}
 
-func withTrace(ctx context.Context) (context.Context, *trace) {
-	t := &trace{}
+// WithTrace returns ctx carrying a new Trace, which the Transport fills.
+func WithTrace(ctx context.Context) (context.Context, *Trace) {
+	t := &Trace{}
 	return context.WithValue(ctx, traceKey{}, t), t
 }
 
-func (t *trace) record(status int) {
+func (t *Trace) record(status int) {
 	if t == nil {
 		return
 	}
@@ -51,7 +57,9 @@ func (t *trace) record(status int) {
 	t.mu.Unlock()
 }
 
-func (t *trace) snapshot() (attempts, status int) {
+// Snapshot returns the attempts made so far and the status of the last
+// response (0 when none).
+func (t *Trace) Snapshot() (attempts, status int) {
 	if t == nil {
 		return 0, 0
 	}
@@ -60,22 +68,22 @@ func (t *trace) snapshot() (attempts, status int) {
 	return t.attempts, t.status
 }
 
-// retryTransport sits between the upstream requests (the SDK's streamable
+// Transport sits between the upstream requests (the SDK's streamable
 // client transport and the proxy's own tools/call exchanges) and the
 // caller's credential-injecting RoundTripper. It observes every HTTP attempt
 // and retries, with jittered exponential backoff, only what is safe to
 // repeat: network timeouts and 429/502/503/504 answers. A tools/call whose
 // body was completely handed to the network before a timeout is never
 // retried, because the server may have run it.
-type retryTransport struct {
-	base   func() http.RoundTripper // the connection's current credential transport
-	policy retryPolicy
-	tracer tracing.Tracer // writes traceparent on every attempt
-	// observe, when set, is told of every attempt.
-	observe func(req *http.Request, resp *http.Response, err error, start time.Time)
+type Transport struct {
+	Base   func() http.RoundTripper // the connection's current credential transport
+	Policy RetryPolicy
+	Tracer tracing.Tracer // writes traceparent on every attempt
+	// Observe, when set, is told of every attempt.
+	Observe func(req *http.Request, resp *http.Response, err error, start time.Time)
 }
 
-func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.roundTrip(req)
 	if err != nil {
 		return nil, err
@@ -83,16 +91,16 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return sessionLost(req, resp), nil
 }
 
-func (t *retryTransport) roundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.Body == nil {
-		if t.tracer.On() {
+		if t.Tracer.On() {
 			req = req.Clone(req.Context())
-			t.tracer.Inject(req.Context(), req.Header)
+			t.Tracer.Inject(req.Context(), req.Header)
 		}
 		start := time.Now()
-		resp, err := t.base().RoundTrip(req)
-		if t.observe != nil {
-			t.observe(req, resp, err, start)
+		resp, err := t.Base().RoundTrip(req)
+		if t.Observe != nil {
+			t.Observe(req, resp, err, start)
 		}
 		if resp != nil {
 			traceFrom(req.Context()).record(resp.StatusCode)
@@ -104,11 +112,11 @@ func (t *retryTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	nonIdempotent := jsonRPCMethod(body) == "tools/call"
+	nonIdempotent := Method(body) == "tools/call"
 	tr := traceFrom(req.Context())
 	for attempt := 0; ; attempt++ {
 		resp, timedOut, sent, err := t.attempt(req, body)
-		last := attempt >= t.policy.maxRetries || req.Context().Err() != nil
+		last := attempt >= t.Policy.MaxRetries || req.Context().Err() != nil
 		if err != nil {
 			tr.record(0)
 			if last || !timedOut || (nonIdempotent && sent) {
@@ -116,7 +124,7 @@ func (t *retryTransport) roundTrip(req *http.Request) (*http.Response, error) {
 			}
 		} else {
 			tr.record(resp.StatusCode)
-			if last || !retryableStatus(resp.StatusCode) {
+			if last || !RetryableStatus(resp.StatusCode) {
 				return resp, nil
 			}
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -131,23 +139,23 @@ func (t *retryTransport) roundTrip(req *http.Request) (*http.Response, error) {
 // attempt sends one copy of req. timedOut reports a network timeout (or the
 // attempt timeout); sent reports that the whole body was read by the
 // transport, i.e. the request may have reached the server.
-func (t *retryTransport) attempt(req *http.Request, body []byte) (resp *http.Response, timedOut, sent bool, err error) {
+func (t *Transport) attempt(req *http.Request, body []byte) (resp *http.Response, timedOut, sent bool, err error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	var fired atomic.Bool
 	var timer *time.Timer
-	if t.policy.attemptTimeout > 0 {
-		timer = time.AfterFunc(t.policy.attemptTimeout, func() { fired.Store(true); cancel() })
+	if t.Policy.AttemptTimeout > 0 {
+		timer = time.AfterFunc(t.Policy.AttemptTimeout, func() { fired.Store(true); cancel() })
 	}
 	r := req.Clone(ctx)
 	sr := &sentReader{r: bytes.NewReader(body), size: len(body)}
 	r.Body = sr
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
-	t.tracer.Inject(r.Context(), r.Header)
+	t.Tracer.Inject(r.Context(), r.Header)
 	start := time.Now()
-	resp, err = t.base().RoundTrip(r)
-	if t.observe != nil {
-		defer func() { t.observe(req, resp, err, start) }()
+	resp, err = t.Base().RoundTrip(r)
+	if t.Observe != nil {
+		defer func() { t.Observe(req, resp, err, start) }()
 	}
 	if timer != nil && !timer.Stop() && err == nil {
 		// The timer fired after the headers arrived; the body is already
@@ -165,10 +173,10 @@ func (t *retryTransport) attempt(req *http.Request, body []byte) (resp *http.Res
 	return resp, false, true, nil
 }
 
-func (t *retryTransport) backoff(attempt int) time.Duration {
-	d := t.policy.baseDelay << attempt
-	if d <= 0 || d > t.policy.maxDelay {
-		d = t.policy.maxDelay
+func (t *Transport) backoff(attempt int) time.Duration {
+	d := t.Policy.BaseDelay << attempt
+	if d <= 0 || d > t.Policy.MaxDelay {
+		d = t.Policy.MaxDelay
 	}
 	if d <= 0 {
 		return 0
@@ -230,7 +238,9 @@ func saysSessionUnknown(body []byte) bool {
 	return false
 }
 
-func retryableStatus(code int) bool {
+// RetryableStatus reports whether an upstream answer with this status may
+// be retried: 429, 502, 503 and 504.
+func RetryableStatus(code int) bool {
 	switch code {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
@@ -238,13 +248,13 @@ func retryableStatus(code int) bool {
 	return false
 }
 
-func traceFrom(ctx context.Context) *trace {
-	t, _ := ctx.Value(traceKey{}).(*trace)
+func traceFrom(ctx context.Context) *Trace {
+	t, _ := ctx.Value(traceKey{}).(*Trace)
 	return t
 }
 
-// jsonRPCMethod returns the method of a single JSON-RPC message, or "".
-func jsonRPCMethod(body []byte) string {
+// Method returns the method of a single JSON-RPC message, or "".
+func Method(body []byte) string {
 	var m struct {
 		Method string `json:"method"`
 	}

@@ -1,4 +1,4 @@
-package mcpproxy
+package scrub_test
 
 import (
 	"encoding/json"
@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestScrub(t *testing.T) {
 	t.Parallel()
 	ep, _ := url.Parse("https://user:pw-SECRET@mcp.example/v1/mcp?api_key=Q-SECRET&x=1")
-	sc := newScrubber(ep, []string{"H-SECRET+/=", ""})
+	sc := scrub.New(ep, []string{"H-SECRET+/=", ""})
 	tests := []struct {
 		name, in string
 	}{
@@ -28,7 +30,7 @@ func TestScrub(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := sc.scrub(tt.in)
+			got := sc.Scrub(tt.in)
 			for _, s := range []string{"SECRET", "api_key", "token=abc"} {
 				if strings.Contains(got, s) {
 					t.Errorf("scrub(%q) = %q still contains %q", tt.in, got, s)
@@ -36,42 +38,15 @@ func TestScrub(t *testing.T) {
 			}
 		})
 	}
-	if got := sc.scrub(`Post "https://mcp.example/v1/mcp?a=b": refused`); got != `Post "https://mcp.example/v1/mcp?[redacted]": refused` {
+	if got := sc.Scrub(`Post "https://mcp.example/v1/mcp?a=b": refused`); got != `Post "https://mcp.example/v1/mcp?[redacted]": refused` {
 		t.Errorf("scrub keeps too little or too much: %q", got)
-	}
-}
-
-func TestResolveEndpoint(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name, base, endpoint, want string
-	}{
-		{"path joined to base path", "https://h.example/v1/", "/mcp", "https://h.example/v1/mcp"},
-		{"relative path", "https://h.example/v1", "mcp", "https://h.example/v1/mcp"},
-		{"empty endpoint is base", "https://h.example/mcp", "", "https://h.example/mcp"},
-		{"full url wins", "https://h.example/v1", "http://other.example:8080/mcp", "http://other.example:8080/mcp"},
-		{"queries merged", "https://h.example/?a=1", "/mcp?b=2", "https://h.example/mcp?a=1&b=2"},
-		{"fragment dropped", "https://h.example", "/mcp#frag", "https://h.example/mcp"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			u, err := resolveEndpoint(tt.base, tt.endpoint)
-			if err != nil || u.String() != tt.want {
-				t.Errorf("resolveEndpoint = %v, %v; want %s", u, err, tt.want)
-			}
-		})
-	}
-	for _, bad := range [][2]string{{"file:///etc", ""}, {"https://h.example", "ftp://x/y"}, {"", "/mcp"}, {"https://h.example", "javascript:alert(1)"}} {
-		if _, err := resolveEndpoint(bad[0], bad[1]); err == nil {
-			t.Errorf("resolveEndpoint(%q, %q) accepted", bad[0], bad[1])
-		}
 	}
 }
 
 func TestLaunderToolResult(t *testing.T) {
 	t.Parallel()
 	const secret = "tok/SECRET+1"
-	sc := newScrubber(nil, []string{"Bearer " + secret, secret})
+	sc := scrub.New(nil, []string{"Bearer " + secret, secret})
 	var res mcp.CallToolResult
 	// The upstream escapes the credential in its JSON as it likes.
 	wire := `{"content":[{"type":"text","text":"you sent Bearer tok\/SECRET+1"},
@@ -80,7 +55,7 @@ func TestLaunderToolResult(t *testing.T) {
 	if err := json.Unmarshal([]byte(wire), &res); err != nil {
 		t.Fatal(err)
 	}
-	clean, err := launder(sc, &res)
+	clean, err := scrub.Launder(sc, &res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +65,7 @@ func TestLaunderToolResult(t *testing.T) {
 		t.Fatalf("laundered result = %s", out)
 	}
 	plain := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "nothing to hide"}}}
-	if got, err := launder(sc, plain); err != nil || got != plain {
+	if got, err := scrub.Launder(sc, plain); err != nil || got != plain {
 		t.Fatalf("a clean result was rebuilt: %v, %v", got, err)
 	}
 }
@@ -113,11 +88,11 @@ func TestScrubReplacesOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sc := newScrubber(nil, tt.secrets)
-			if got := sc.replace(tt.in); got != tt.want {
+			sc := scrub.New(nil, tt.secrets)
+			if got := sc.Replace(tt.in); got != tt.want {
 				t.Errorf("replace(%q) = %q, want %q", tt.in, got, tt.want)
 			}
-			if got := sc.scrub(tt.in); got != tt.want {
+			if got := sc.Scrub(tt.in); got != tt.want {
 				t.Errorf("scrub(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})

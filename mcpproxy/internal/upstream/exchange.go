@@ -1,0 +1,194 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An upstream tools/call is one HTTP exchange the proxy runs itself on the
+// SDK client session's id: the request is posted with the session's
+// headers and its answer, one JSON body or an event stream, is read in the
+// calling goroutine. The call's progress arrives on that stream, in wire
+// order before its result, so it is relayed as it is read. The SDK's
+// client session opens, lists, reads and closes; it sees the calls only
+// on a server that offers no protocol the exchange speaks. What this
+// saves, against the SDK's call path, is a hand-off between goroutines at
+// every step and a decoder that allocates a large buffer per message.
+
+// Session is the upstream session a call is exchanged on.
+type Session struct {
+	Client   *http.Client  // the connection's client (a Transport under it)
+	Endpoint func() string // the MCP endpoint's current URL
+	ID       string        // the Mcp-Session-Id; empty when the server gave none
+	Protocol string        // the negotiated protocol version; empty before
+}
+
+// Handler receives what the server sends on a call's event stream.
+type Handler interface {
+	// Notify is told of a notification read from the stream of call id.
+	Notify(id string, msg wire.Incoming)
+	// Answer returns the reply to a request of the server.
+	Answer(ctx context.Context, msg wire.Incoming) wire.Response
+}
+
+// refusalPeek bounds how much of a refused call's answer is read for a
+// JSON-RPC error.
+const refusalPeek = 64 << 10
+
+// cancelTimeout bounds the notifications/cancelled sent for a call the
+// caller withdrew.
+const cancelTimeout = 5 * time.Second
+
+// Call sends params as the tools/call id on s and returns its result. A
+// JSON-RPC error answer is returned as a *jsonrpc.Error; a session the
+// server no longer knows as an error wrapping mcp.ErrSessionMissing.
+// h receives what the server sends during the call.
+// When ctx ends first, the server is told the call is withdrawn, in a
+// function handed to detach, which must run it.
+func Call(ctx context.Context, s Session, id string, params *mcp.CallToolParams, h Handler, detach func(func())) (*mcp.CallToolResult, error) {
+	resp, err := post(ctx, s, wire.Request{ID: id, Method: "tools/call", Params: params})
+	if err != nil {
+		return nil, withdrawn(ctx, s, id, err, detach)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, refusal(resp, s.ID)
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	var res *mcp.CallToolResult
+	switch mt {
+	case "application/json":
+		var raw []byte
+		if raw, err = io.ReadAll(io.LimitReader(resp.Body, wire.MaxEventBytes+1)); err == nil {
+			var msg wire.Incoming
+			switch {
+			case len(raw) > wire.MaxEventBytes:
+				err = fmt.Errorf("tools/call: the upstream's answer exceeds %d bytes", wire.MaxEventBytes)
+			case json.Unmarshal(raw, &msg) != nil:
+				err = errors.New("tools/call: the upstream's answer is not a JSON-RPC message")
+			default:
+				if res, err = wire.CallResult(msg, id); res == nil && err == nil {
+					err = errors.New("tools/call: the upstream's answer is not for this call")
+				}
+			}
+		}
+	case "text/event-stream":
+		res, err = readEvents(ctx, s, resp.Body, id, h)
+	default:
+		return nil, fmt.Errorf("tools/call: upstream answered content type %q", mt)
+	}
+	if err != nil {
+		return nil, withdrawn(ctx, s, id, err, detach)
+	}
+	return res, nil
+}
+
+// refusal is the error of an upstream's non-2xx answer to a call, as the
+// SDK's client reads it: an overload status (429, 502, 503, 504) is the
+// status; a 404 on a session is a lost session; a JSON-RPC error response
+// (with a request id: the TypeScript SDK's "Session not found" has none)
+// is the server's answer; anything else is the status.
+func refusal(resp *http.Response, sessionID string) error {
+	switch {
+	case RetryableStatus(resp.StatusCode):
+		return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
+	case resp.StatusCode == http.StatusNotFound && sessionID != "":
+		return fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, refusalPeek))
+	var msg wire.Incoming
+	if json.Unmarshal(raw, &msg) == nil && msg.JSONRPC == "2.0" && msg.Error != nil {
+		if _, ok := wire.IDKey(msg.ID); ok {
+			return fmt.Errorf("tools/call: upstream answered %s: %w", resp.Status, msg.Error)
+		}
+	}
+	return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
+}
+
+// readEvents reads an event stream until the response to the call id,
+// relaying the call's progress and answering the server's requests on the
+// way.
+func readEvents(ctx context.Context, s Session, body io.Reader, id string, h Handler) (*mcp.CallToolResult, error) {
+	events := wire.NewEventReader(bufio.NewReader(body))
+	for {
+		data, err := events.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("tools/call: the upstream's event stream ended before the result")
+		}
+		if err != nil {
+			return nil, err
+		}
+		var msg wire.Incoming
+		if err := json.Unmarshal(data, &msg); err != nil {
+			return nil, fmt.Errorf("tools/call: unreadable message in the upstream's event stream: %w", err)
+		}
+		switch {
+		case msg.Method == "":
+			if res, err := wire.CallResult(msg, id); res != nil || err != nil {
+				return res, err
+			}
+		case msg.ID == nil:
+			h.Notify(id, msg)
+		default:
+			if resp, err := post(ctx, s, h.Answer(ctx, msg)); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}
+}
+
+// withdrawn returns err, first telling the server, when ctx ended, that
+// the call id is withdrawn (notifications/cancelled), as the SDK's client
+// does for its own requests.
+func withdrawn(ctx context.Context, s Session, id string, err error, detach func(func())) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	note := wire.Request{Method: "notifications/cancelled", Params: &mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()}}
+	detach(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+		defer cancel()
+		if resp, err := post(ctx, s, note); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	return err
+}
+
+// post sends one JSON-RPC message on s.
+func post(ctx context.Context, s Session, msg any) (*http.Response, error) {
+	if m, ok := msg.(wire.Request); ok {
+		m.JSONRPC = "2.0"
+		msg = m
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.ID != "" {
+		req.Header.Set("Mcp-Session-Id", s.ID)
+	}
+	if s.Protocol != "" {
+		req.Header.Set("Mcp-Protocol-Version", s.Protocol)
+	}
+	return s.Client.Do(req)
+}

@@ -1,0 +1,95 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxEventBytes bounds one event of an upstream's event stream, as the
+// SDK's client does by default.
+const MaxEventBytes = 16 << 20
+
+// EventReader reads the data of server-sent events.
+type EventReader struct {
+	r    *bufio.Reader
+	data []byte
+}
+
+// Next returns the data of the next event that has any (its data lines
+// joined by newlines), valid until the following call. Event names, ids,
+// retry hints and comments say nothing here and are skipped.
+func (e *EventReader) Next() ([]byte, error) {
+	e.data = e.data[:0]
+	for {
+		line, err := e.line()
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			if len(e.data) > 0 {
+				return e.data, nil
+			}
+			continue
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if len(e.data) > 0 {
+				e.data = append(e.data, '\n')
+			}
+			e.data = append(e.data, bytes.TrimPrefix(v, []byte(" "))...)
+		}
+	}
+}
+
+// line returns the next line without its line ending (LF or CRLF, as MCP
+// servers write them), valid until the following read; an event's lines
+// together may not exceed MaxEventBytes.
+func (e *EventReader) line() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := e.r.ReadSlice('\n')
+		if len(e.data)+len(line)+len(chunk) > MaxEventBytes {
+			return nil, fmt.Errorf("tools/call: an event of the upstream's event stream exceeds %d bytes", MaxEventBytes)
+		}
+		switch {
+		case err == nil && line == nil:
+			return bytes.TrimSuffix(chunk[:len(chunk)-1], []byte("\r")), nil
+		case err == nil:
+			line = append(line, chunk[:len(chunk)-1]...)
+			return bytes.TrimSuffix(line, []byte("\r")), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			line = append(line, chunk...)
+		default:
+			return nil, err
+		}
+	}
+}
+
+// CallResult returns the result or error of msg when it answers the call
+// id, and nil, nil for a response to anything else.
+func CallResult(msg Incoming, id string) (*mcp.CallToolResult, error) {
+	if key, ok := IDKey(msg.ID); !ok || key != strconv.Quote(id) {
+		if (msg.ID == nil || string(msg.ID) == "null") && msg.Error != nil {
+			// A server that cannot tell which request failed (a parse
+			// error) answers with a null id.
+			return nil, msg.Error
+		}
+		return nil, nil
+	}
+	if msg.Error != nil {
+		return nil, msg.Error
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(msg.Result, &res); err != nil {
+		return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+	}
+	return &res, nil
+}
+
+// NewEventReader returns an EventReader of r.
+func NewEventReader(r *bufio.Reader) *EventReader { return &EventReader{r: r} }

@@ -1,0 +1,72 @@
+// Package wire holds the JSON-RPC messages the MCP endpoint's fast paths
+// read and write without the SDK: the agent's calls the endpoint answers
+// itself (Classify, PlainPOST), and an upstream's answer to a tools/call,
+// one JSON body or an event stream (EventReader, CallResult).
+package wire
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Request is an outgoing JSON-RPC request or, without ID, notification.
+type Request struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      any    `json:"id,omitempty"`
+	Method  string `json:"method"`
+	Params  any    `json:"params,omitempty"`
+}
+
+// Incoming is any JSON-RPC message an upstream sends.
+type Incoming struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *jsonrpc.Error  `json:"error"`
+}
+
+// Response is a JSON-RPC response with exactly one of Result and Error.
+type Response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// Write writes res as the application/json answer to a POST.
+func Write(w http.ResponseWriter, status int, res Response) {
+	res.JSONRPC = "2.0"
+	raw, err := json.Marshal(res)
+	if err != nil {
+		status = http.StatusOK
+		raw, _ = json.Marshal(Response{JSONRPC: "2.0", ID: res.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeInternalError, Message: "mcpproxy: the result could not be encoded",
+		}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
+	w.WriteHeader(status)
+	_, _ = w.Write(raw)
+}
+
+// IDKey returns the canonical form of a request id that the direct path
+// keeps, a string or an integer, so that a cancellation finds its call.
+func IDKey(id json.RawMessage) (string, bool) {
+	if len(id) > 0 && id[0] == '"' {
+		var s string
+		if json.Unmarshal(id, &s) != nil {
+			return "", false
+		}
+		return strconv.Quote(s), true
+	}
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	if err != nil {
+		return "", false
+	}
+	return strconv.FormatInt(n, 10), true
+}
