@@ -85,7 +85,10 @@ func (g *gateway) connectMCP(agent *identity.Identity, id string) (*mcp.ClientSe
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
 	return client.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint:   g.srv.URL + "/mcp/" + id,
-		HTTPClient: &http.Client{Transport: agent.Transport(nil, identity.SignOptions{})},
+		// A transport of its own: httptest.Server.Close in a parallel test
+		// closes the idle connections of http.DefaultTransport, which can
+		// break a request just handed one of them.
+		HTTPClient: &http.Client{Transport: agent.Transport(http.DefaultTransport.(*http.Transport).Clone(), identity.SignOptions{})},
 		MaxRetries: -1,
 	}, nil)
 }
