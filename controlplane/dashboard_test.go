@@ -149,6 +149,16 @@ func TestDashboardPages(t *testing.T) {
 			t.Fatalf("status %d, body %s", r.status, r.body)
 		}
 	})
+	t.Run("service slug in the URL", func(t *testing.T) {
+		// An owner who types the slug they know lands on the service.
+		if r := e.page("/services/github", owner); r.status != http.StatusSeeOther || r.header.Get("Location") != "/services/"+svcID {
+			t.Errorf("/services/github → %d %q, want 303 to /services/%s", r.status, r.header.Get("Location"), svcID)
+		}
+		r := e.page("/services/no-such-slug", owner)
+		if body := string(r.body); r.status != http.StatusNotFound || !strings.Contains(body, "<h1>No such service</h1>") || strings.Contains(body, "Something went wrong") {
+			t.Errorf("unknown service: %d %s", r.status, body)
+		}
+	})
 	t.Run("open redirect after login", func(t *testing.T) {
 		// The login and sign-in pages carry the checked path for their
 		// script, which checks nothing itself.

@@ -304,8 +304,16 @@ func safeNext(next string) string {
 }
 
 // viewFunc builds the data of an owner page; an error is answered with
-// an error page.
+// an error page, and a redirect view sends the owner on.
 type viewFunc func(r *http.Request, ns string) (any, error)
+
+// redirect is a view that sends the owner to another path of the
+// dashboard (under the base path) instead of rendering a page.
+type redirect string
+
+// errorView is what the error page shows: a heading naming what went
+// wrong and a sentence on what to do.
+type errorView struct{ Heading, Message string }
 
 // ownerPage serves a page of the signed-in owner; without a live session
 // it redirects to the login page, which comes back here afterwards.
@@ -318,18 +326,22 @@ func (d *Dashboard) ownerPage(page, title string, view viewFunc) http.HandlerFun
 		}
 		v, err := view(r, ns)
 		if err != nil {
-			status, msg := http.StatusInternalServerError, "The page could not be loaded. Try again in a moment."
+			status, ev := http.StatusInternalServerError, errorView{"Something went wrong", "The page could not be loaded. Try again in a moment."}
 			switch {
 			case errors.Is(err, claims.ErrServiceNotFound):
-				status, msg = http.StatusNotFound, "There is no such service in your account."
+				status, ev = http.StatusNotFound, errorView{"No such service", "There is no service with this id or slug in your account."}
 			case errors.Is(err, gatewaylink.ErrNotFound):
-				status, msg = http.StatusNotFound, "There is no such gateway in your account."
+				status, ev = http.StatusNotFound, errorView{"No such gateway", "There is no such gateway in your account."}
 			case errors.Is(err, sqldb.ErrUnavailable):
-				status, msg = http.StatusServiceUnavailable, "The database is unavailable. Try again in a moment."
+				status, ev = http.StatusServiceUnavailable, errorView{"Database unavailable", "The database is unavailable. Try again in a moment."}
 			default:
 				d.kit.Log.ErrorContext(r.Context(), "dashboard page failed", "page", page, "err", err)
 			}
-			d.render(w, r, status, "error", "Error", ns, msg)
+			d.render(w, r, status, "error", ev.Heading, ns, ev)
+			return
+		}
+		if to, ok := v.(redirect); ok {
+			seeOther(w, d.cfg.Base+string(to))
 			return
 		}
 		d.render(w, r, http.StatusOK, page, title, ns, v)
@@ -546,6 +558,18 @@ const recentDeliveries = 10
 func (d *Dashboard) serviceView(r *http.Request, ns string) (any, error) {
 	ctx, id := r.Context(), r.PathValue("id")
 	svc, err := d.claims.Service(ctx, ns, id)
+	if errors.Is(err, claims.ErrServiceNotFound) && claims.ValidSlug(id) {
+		// Owners know their services by slug: send one to its page.
+		all, lerr := d.claims.Services(ctx, ns)
+		if lerr != nil {
+			return nil, lerr
+		}
+		for _, s := range all {
+			if s.Slug == id {
+				return redirect("/services/" + url.PathEscape(s.ID)), nil
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
