@@ -179,7 +179,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	d.say("Demo weather API running at %s; it answers only requests carrying its bearer token", d.upstream)
 
 	// 3. Owner, service and API key through the control plane's API.
-	apiKey, err := cp.Provision(ctx, agentNamespace, controlplane.ServiceSpec{Slug: serviceSlug, Name: "Demo Weather"})
+	apiKey, err := cp.Provision(ctx, agentNamespace, controlplane.ServiceSpec{Slug: serviceSlug, Name: "Demo Weather", Endpoint: d.upstream})
 	if err != nil {
 		return fmt.Errorf("provision the owner: %w", err)
 	}

@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -43,6 +47,51 @@ func TestQuickstartOnce(t *testing.T) {
 	if strings.Contains(out.String(), "demo-upstream-token-") {
 		t.Errorf("output shows the upstream token:\n%s", out.String())
 	}
+
+	// The demo service's endpoint, as the dashboard shows it, is the
+	// demo upstream's address.
+	m := regexp.MustCompile(`Demo weather API running at (\S+);`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no upstream address printed:\n%s", out.String())
+	}
+	if got := serviceEndpoint(t, dir); got != m[1] {
+		t.Errorf("demo service endpoint = %q, want the upstream %q", got, m[1])
+	}
+}
+
+// serviceEndpoint reads the endpoint of the demo service from the
+// control plane database a quickstart left in dir.
+func serviceEndpoint(t *testing.T, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := controlplane.Open(ctx, controlplane.StoreConfig{SQLitePath: filepath.Join(dir, "controlplane", "controlplane.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cp, err := controlplane.New(controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("j"), 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	session, _, err := cp.IssueSession(ctx, agentNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/v1/services", nil)
+	req.AddCookie(&http.Cookie{Name: controlplane.SessionCookie, Value: session})
+	rec := httptest.NewRecorder()
+	cp.ServeHTTP(rec, req)
+	var list struct {
+		Services []struct {
+			Slug     string `json:"slug"`
+			Endpoint string `json:"service_endpoint"`
+		} `json:"services"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil || len(list.Services) != 1 || list.Services[0].Slug != serviceSlug {
+		t.Fatalf("GET /v1/services: %d %s (%v)", rec.Code, rec.Body, err)
+	}
+	return list.Services[0].Endpoint
 }
 
 // signalWriter collects output and closes seen once it contains want.
