@@ -496,3 +496,27 @@ func TestClaimsPageTransferBudget(t *testing.T) {
 		t.Fatalf("found only %v: the asset scan missed files", sizes)
 	}
 }
+
+// The DID page tells the owner's services from the document's service
+// entries, which are the services where the namespace's agents are
+// approved: an owner with two services and an agent approved at one of
+// them is not told the account has one service.
+func TestDashboardDIDServiceCount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
+	s := e.seed(map[string]any{
+		"namespaces": []string{"acme"},
+		"services":   []map[string]string{{"slug": "github", "owner": "acme"}, {"slug": "gitlab", "owner": "acme"}},
+		"claims":     []map[string]string{{"namespace": "acme", "service": "github", "public_key": pubKey(newAgent(t, "acme"))}},
+	})
+	r := e.page("/did", withSession(s.Sessions["acme"]))
+	body := string(r.body)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, body)
+	}
+	for _, want := range []string{"1 approved agent key", "1 service entry", "Your account owns 2 services"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("DID page lacks %q", want)
+		}
+	}
+}

@@ -626,6 +626,7 @@ func (d *Dashboard) accountView(r *http.Request, ns string) (any, error) {
 type didPage struct {
 	DID, Document, ResolveURL string
 	Keys, Services            int
+	Owned                     int // the services the account owns, which the document does not list as such
 }
 
 // didView shows the namespace's public DID document, as resolvers get it.
@@ -638,6 +639,10 @@ func (d *Dashboard) didView(r *http.Request, ns string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: encode DID document: %w", err)
 	}
+	owned, err := d.claims.Services(r.Context(), ns)
+	if err != nil {
+		return nil, err
+	}
 	return didPage{DID: identity.DID(ns), Document: string(b), ResolveURL: d.cfg.Base + "/1.0/identifiers/" + identity.DID(ns),
-		Keys: len(doc.VerificationMethod), Services: len(doc.Service)}, nil
+		Keys: len(doc.VerificationMethod), Services: len(doc.Service), Owned: len(owned)}, nil
 }
