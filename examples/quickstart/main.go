@@ -28,6 +28,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/idnhq/idn/claimcache"
@@ -74,8 +75,11 @@ type options struct {
 	once                bool
 }
 
-func parseOptions(args []string) (options, error) {
+// parseOptions reads args; -h prints the usage to out and gives
+// flag.ErrHelp.
+func parseOptions(args []string, out io.Writer) (options, error) {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	fs.SetOutput(out)
 	var o options
 	fs.StringVar(&o.dir, "dir", defaultDir(), "data folder (reset at every start)")
 	fs.StringVar(&o.gatewayAddr, "gateway-addr", "127.0.0.1:38100", "gateway listen address (a free port is used if taken)")
@@ -118,7 +122,10 @@ func (d *demo) detail(format string, args ...any) {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	o, err := parseOptions(args)
+	o, err := parseOptions(args, out)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // help asked for and printed: a success
+	}
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,18 @@ func serviceEndpoint(t *testing.T, dir string) string {
 	return list.Services[0].Endpoint
 }
 
+// -h prints the usage and is a success: no "exit status 1" after it.
+func TestQuickstartHelp(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, &out); err != nil {
+		t.Fatalf("quickstart -h: %v", err)
+	}
+	if !strings.Contains(out.String(), "Usage of quickstart") || !strings.Contains(out.String(), "-once") {
+		t.Errorf("quickstart -h printed:\n%s", out.String())
+	}
+}
+
 // signalWriter collects output and closes seen once it contains want.
 type signalWriter struct {
 	mu   sync.Mutex
