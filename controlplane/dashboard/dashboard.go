@@ -145,7 +145,7 @@ func loadDashboard(files fs.FS) (*dashboardUI, error) {
 		h.Write(b)
 	}
 	ui.version = hex.EncodeToString(h.Sum(nil))[:12]
-	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when, "shown": display.Shown}).ParseFS(files, "web/templates/layout.html")
+	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when, "shown": display.Shown, "urlPieces": urlPieces}).ParseFS(files, "web/templates/layout.html")
 	if err != nil {
 		return nil, err
 	}
@@ -366,6 +366,25 @@ func (d *Dashboard) dashboardAsset(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(a.body)))
 	w.Write(a.body)
+}
+
+// urlPieces cuts a URL after each slash that does not start "//", so
+// "https://api.example.com/v1/x" is "https://", "api.example.com/",
+// "v1/", "x". The pages show each piece unbroken with a line break
+// allowed between them: an address wraps after a slash of its path, never
+// inside its host or at a hyphen (display.js has the same function).
+func urlPieces(u string) []string {
+	var out []string
+	for i := 0; i < len(u); i++ {
+		if u[i] == '/' && (i+1 == len(u) || u[i+1] != '/') {
+			out = append(out, u[:i+1])
+			u, i = u[i+1:], -1
+		}
+	}
+	if u != "" {
+		out = append(out, u)
+	}
+	return out
 }
 
 // ago is a short human age of t at now.
