@@ -520,3 +520,54 @@ func TestDashboardDIDServiceCount(t *testing.T) {
 		}
 	}
 }
+
+// Two control planes on one host name (two quickstarts on different ports
+// of localhost) share their cookies, which ignore ports: with its own
+// SessionCookieName each reads only its own session, so signing in to one
+// does not sign the owner out of the other.
+func TestSessionCookieName(t *testing.T) {
+	t.Parallel()
+	const name = "idn_session_8788"
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) { c.SessionCookieName = name })
+	claimWorld(e)
+	m := e.do("POST", "/v1/test/signin-links", map[string]string{"namespace": "acme"}, withHeader("X-IDN-Test-Seed-Token", seedToken)).
+		want(t, http.StatusCreated, "").json(t)
+	u := m["url"].(string)
+	r := e.do("POST", "/v1/auth/signin-link", map[string]string{"token": u[strings.Index(u, "#")+1:]}).want(t, http.StatusOK, "")
+	var token string
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		switch c.Name {
+		case name:
+			token = c.Value
+		case SessionCookie:
+			t.Errorf("the session was set as %s too", SessionCookie)
+		}
+	}
+	if token == "" {
+		t.Fatalf("no %s cookie in %v", name, r.header)
+	}
+	named := func(n, v string) reqOpt {
+		return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: n, Value: v}) }
+	}
+	e.do("GET", "/v1/auth/me", nil, named(name, token)).want(t, http.StatusOK, "")
+	if p := e.page("/claims", named(name, token)); p.status != http.StatusOK {
+		t.Errorf("dashboard with %s: %d", name, p.status)
+	}
+	// The other instance's cookie is not this one's to read.
+	e.do("GET", "/v1/auth/me", nil, named(SessionCookie, token)).want(t, http.StatusUnauthorized, "")
+	if p := e.page("/claims", named(SessionCookie, token)); p.status != http.StatusSeeOther {
+		t.Errorf("dashboard with %s: %d, want the login redirect", SessionCookie, p.status)
+	}
+	r = e.do("POST", "/v1/auth/logout", nil, named(name, token)).want(t, http.StatusOK, "")
+	if c := r.header.Get("Set-Cookie"); !strings.HasPrefix(c, name+"=;") {
+		t.Errorf("logout set %q, want %s cleared", c, name)
+	}
+
+	t.Run("invalid name", func(t *testing.T) {
+		for _, bad := range []string{"idn session", "idn;session", "idn=session", "sessión"} {
+			if _, err := New(Config{Store: openStore(t, storeConfig(t, ProviderSQLite)), JWTSecret: make([]byte, 32), SessionCookieName: bad}); err == nil {
+				t.Errorf("SessionCookieName %q accepted", bad)
+			}
+		}
+	})
+}

@@ -228,11 +228,11 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 
 // pageSession returns the owner of a live session cookie, or "".
 func (d *Dashboard) pageSession(r *http.Request) string {
-	c, err := r.Cookie(ownerauth.SessionCookie)
-	if err != nil || c.Value == "" {
+	token := d.sessions.Token(r)
+	if token == "" {
 		return ""
 	}
-	ns, err := d.sessions.Check(r.Context(), c.Value)
+	ns, err := d.sessions.Check(r.Context(), token)
 	if err != nil {
 		return ""
 	}

@@ -32,12 +32,7 @@ type ownerSession struct {
 // withOwnerSession wraps owner for routes that also need the session id.
 func (s *Sessions) withOwnerSession(next func(http.ResponseWriter, *http.Request, ownerSession)) http.Handler {
 	return s.Owner(func(w http.ResponseWriter, r *http.Request, ns string) {
-		c, err := r.Cookie(SessionCookie) // owner has authenticated it
-		if err != nil {
-			apierror.Write(w, r, web.ErrUnauthenticated)
-			return
-		}
-		claims, err := s.parseSession(c.Value)
+		claims, err := s.parseSession(s.Token(r)) // owner has authenticated it
 		if err != nil {
 			s.kit.Error(w, r, answer(err))
 			return

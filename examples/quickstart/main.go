@@ -168,8 +168,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// work and the session cookie may drop Secure: the dashboard is opened
 	// by that name.
 	d.dashboard = fmt.Sprintf("http://localhost:%d", cpLn.Addr().(*net.TCPAddr).Port)
+	// Cookies ignore ports: a cookie name of its own keeps a quickstart on
+	// another port from signing the owner out of this one.
+	cookie := fmt.Sprintf("%s_%d", controlplane.SessionCookie, cpLn.Addr().(*net.TCPAddr).Port)
 	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret, SigninLinks: true, InsecureLocalhostCookie: true,
-		AllowedOrigins: []string{d.dashboard, d.cpURL}, Auth: controlplane.AuthConfig{Origins: []string{d.dashboard}}})
+		SessionCookieName: cookie, AllowedOrigins: []string{d.dashboard, d.cpURL}, Auth: controlplane.AuthConfig{Origins: []string{d.dashboard}}})
 	if err != nil {
 		return err
 	}
@@ -256,7 +259,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		AgentName string `json:"agent_name"`
 	}
 	err = d.postJSON(ctx, d.cpURL+"/v1/claims/"+refusal.ClaimID+"/approve",
-		map[string]string{"Cookie": controlplane.SessionCookie + "=" + session}, nil, &approved)
+		map[string]string{"Cookie": cookie + "=" + session}, nil, &approved)
 	if err != nil {
 		return fmt.Errorf("approve the claim: %w", err)
 	}
