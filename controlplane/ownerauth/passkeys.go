@@ -18,9 +18,12 @@ import (
 )
 
 // credentialParams are the accepted key algorithms, in preference order.
+// RS256 comes last, for authenticators that make nothing else (some
+// Windows Hello ones).
 var credentialParams = []protocol.CredentialParameter{
 	{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgES256},
 	{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgEdDSA},
+	{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgRS256},
 }
 
 // ownerSession is the live session behind an owner request.
