@@ -171,11 +171,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// Cookies ignore ports: a cookie name of its own keeps a quickstart on
 	// another port from signing the owner out of this one.
 	cookie := fmt.Sprintf("%s_%d", controlplane.SessionCookie, cpLn.Addr().(*net.TCPAddr).Port)
+	webhookKey := make([]byte, 32)
+	_, _ = rand.Read(webhookKey)
 	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret, SigninLinks: true, InsecureLocalhostCookie: true,
-		SessionCookieName: cookie, AllowedOrigins: []string{d.dashboard, d.cpURL}, Auth: controlplane.AuthConfig{Origins: []string{d.dashboard}}})
+		SessionCookieName: cookie, AllowedOrigins: []string{d.dashboard, d.cpURL}, Auth: controlplane.AuthConfig{Origins: []string{d.dashboard}},
+		// The demo's webhook receiver listens on loopback.
+		Webhooks: controlplane.WebhookConfig{SecretKey: webhookKey, InsecureAllowPrivateTargets: true}})
 	if err != nil {
 		return err
 	}
+	cp.Start(ctx) // the webhook worker
+	defer cp.Close()
 	servers = append(servers, serve(cpLn, cp))
 	d.say("Control plane running at %s (SQLite in %s)", d.cpURL, filepath.Join(o.dir, "controlplane"))
 
@@ -199,6 +205,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	d.say("Registered namespace %q (did:idn:%s) with service %q; its API key goes to the gateway",
 		agentNamespace, agentNamespace, serviceSlug)
+
+	// A webhook of the service, to a local receiver.
+	hooks := newReceiver()
+	hookLn, err := listen("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	servers = append(servers, serve(hookLn, hooks))
+	hookURL := "http://" + hookLn.Addr().String() + "/idn-events"
+	whsec, err := d.addWebhook(ctx, cookie+"="+session, hookURL)
+	if err != nil {
+		return fmt.Errorf("add the webhook: %w", err)
+	}
+	if err := hooks.setSecret(whsec); err != nil {
+		return err
+	}
+	d.say("Webhook receiver running at %s, subscribed to the claim events of %q", hookURL, serviceSlug)
 
 	// 4. Agent identity.
 	agentHome := filepath.Join(o.dir, "agent")
@@ -287,6 +310,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	d.say("Signed GET %s → 200 %s", target, strings.TrimSpace(string(body)))
 	d.detail("the agent never saw the upstream token; the gateway injected it after checking signature, claim and nonce")
+	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := hooks.wait(wait, controlplane.ClaimSubmitted, controlplane.ClaimApproved); err != nil {
+		return err
+	}
+	d.say("The webhook receiver got %s and %s, each signed per Standard Webhooks; the service page lists the deliveries",
+		controlplane.ClaimSubmitted, controlplane.ClaimApproved)
 	link, _, err := cp.SigninLink(ctx, agentNamespace, "/signin?next="+url.QueryEscape("/claims?status=approved"))
 	if err != nil {
 		return fmt.Errorf("create a dashboard sign-in link: %w", err)

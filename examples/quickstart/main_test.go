@@ -35,6 +35,8 @@ func TestQuickstartOnce(t *testing.T) {
 		"Owner approved claim clm_",
 		`of agent "Quickstart weather agent"`,
 		`→ 200 {"city":"Paris"`,
+		"Webhook receiver running at http://127.0.0.1:",
+		"The webhook receiver got claim.submitted and claim.approved",
 		"Open the dashboard as quickstart-agent",
 		"/signin?next=%2Fclaims%3Fstatus%3Dapproved#idn_sl_",
 		"idn quickstart is working",
