@@ -20,9 +20,13 @@ COPY registry/evm/go.mod registry/evm/go.sum registry/evm/
 COPY cmd/controlplane/go.mod cmd/controlplane/go.sum cmd/controlplane/
 RUN go mod download && cd cmd/controlplane && go mod download
 COPY . .
-ARG VERSION=dev
+# The version the binaries report (--version, /health): VERSION when
+# given (docker build --build-arg VERSION=v1.2.3), else git describe of
+# the context's checkout, else "dev".
+ARG VERSION=
 # modernc.org/sqlite is pure Go, so CGO_ENABLED=0 gives a static binary.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
+RUN VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}" && \
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
       -o /out/gateway ./cmd/gateway && \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
       -o /out/idn ./cmd/idn && \

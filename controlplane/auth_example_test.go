@@ -47,5 +47,5 @@ func ExampleAuthConfig() {
 	}
 	json.NewDecoder(res.Body).Decode(&opts)
 	fmt.Println(res.StatusCode, opts.RP.ID, opts.User.Name, opts.Params)
-	// Output: 200 dash.example acme [{-7} {-8}]
+	// Output: 200 dash.example acme [{-7} {-8} {-257}]
 }

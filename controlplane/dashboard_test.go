@@ -149,6 +149,16 @@ func TestDashboardPages(t *testing.T) {
 			t.Fatalf("status %d, body %s", r.status, r.body)
 		}
 	})
+	t.Run("service slug in the URL", func(t *testing.T) {
+		// An owner who types the slug they know lands on the service.
+		if r := e.page("/services/github", owner); r.status != http.StatusSeeOther || r.header.Get("Location") != "/services/"+svcID {
+			t.Errorf("/services/github → %d %q, want 303 to /services/%s", r.status, r.header.Get("Location"), svcID)
+		}
+		r := e.page("/services/no-such-slug", owner)
+		if body := string(r.body); r.status != http.StatusNotFound || !strings.Contains(body, "<h1>No such service</h1>") || strings.Contains(body, "Something went wrong") {
+			t.Errorf("unknown service: %d %s", r.status, body)
+		}
+	})
 	t.Run("open redirect after login", func(t *testing.T) {
 		// The login and sign-in pages carry the checked path for their
 		// script, which checks nothing itself.
@@ -485,4 +495,79 @@ func TestClaimsPageTransferBudget(t *testing.T) {
 	if len(sizes) < 6 {
 		t.Fatalf("found only %v: the asset scan missed files", sizes)
 	}
+}
+
+// The DID page tells the owner's services from the document's service
+// entries, which are the services where the namespace's agents are
+// approved: an owner with two services and an agent approved at one of
+// them is not told the account has one service.
+func TestDashboardDIDServiceCount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
+	s := e.seed(map[string]any{
+		"namespaces": []string{"acme"},
+		"services":   []map[string]string{{"slug": "github", "owner": "acme"}, {"slug": "gitlab", "owner": "acme"}},
+		"claims":     []map[string]string{{"namespace": "acme", "service": "github", "public_key": pubKey(newAgent(t, "acme"))}},
+	})
+	r := e.page("/did", withSession(s.Sessions["acme"]))
+	body := string(r.body)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, body)
+	}
+	for _, want := range []string{"1 approved agent key", "1 service entry", "Your account owns 2 services"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("DID page lacks %q", want)
+		}
+	}
+}
+
+// Two control planes on one host name (two quickstarts on different ports
+// of localhost) share their cookies, which ignore ports: with its own
+// SessionCookieName each reads only its own session, so signing in to one
+// does not sign the owner out of the other.
+func TestSessionCookieName(t *testing.T) {
+	t.Parallel()
+	const name = "idn_session_8788"
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) { c.SessionCookieName = name })
+	claimWorld(e)
+	m := e.do("POST", "/v1/test/signin-links", map[string]string{"namespace": "acme"}, withHeader("X-IDN-Test-Seed-Token", seedToken)).
+		want(t, http.StatusCreated, "").json(t)
+	u := m["url"].(string)
+	r := e.do("POST", "/v1/auth/signin-link", map[string]string{"token": u[strings.Index(u, "#")+1:]}).want(t, http.StatusOK, "")
+	var token string
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		switch c.Name {
+		case name:
+			token = c.Value
+		case SessionCookie:
+			t.Errorf("the session was set as %s too", SessionCookie)
+		}
+	}
+	if token == "" {
+		t.Fatalf("no %s cookie in %v", name, r.header)
+	}
+	named := func(n, v string) reqOpt {
+		return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: n, Value: v}) }
+	}
+	e.do("GET", "/v1/auth/me", nil, named(name, token)).want(t, http.StatusOK, "")
+	if p := e.page("/claims", named(name, token)); p.status != http.StatusOK {
+		t.Errorf("dashboard with %s: %d", name, p.status)
+	}
+	// The other instance's cookie is not this one's to read.
+	e.do("GET", "/v1/auth/me", nil, named(SessionCookie, token)).want(t, http.StatusUnauthorized, "")
+	if p := e.page("/claims", named(SessionCookie, token)); p.status != http.StatusSeeOther {
+		t.Errorf("dashboard with %s: %d, want the login redirect", SessionCookie, p.status)
+	}
+	r = e.do("POST", "/v1/auth/logout", nil, named(name, token)).want(t, http.StatusOK, "")
+	if c := r.header.Get("Set-Cookie"); !strings.HasPrefix(c, name+"=;") {
+		t.Errorf("logout set %q, want %s cleared", c, name)
+	}
+
+	t.Run("invalid name", func(t *testing.T) {
+		for _, bad := range []string{"idn session", "idn;session", "idn=session", "sessión"} {
+			if _, err := New(Config{Store: openStore(t, storeConfig(t, ProviderSQLite)), JWTSecret: make([]byte, 32), SessionCookieName: bad}); err == nil {
+				t.Errorf("SessionCookieName %q accepted", bad)
+			}
+		}
+	})
 }

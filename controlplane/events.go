@@ -7,7 +7,17 @@ import (
 	"github.com/idnhq/idn/controlplane/webhooks"
 )
 
-// Claim lifecycle event types, as delivered to webhooks.
+// Claim lifecycle event names of webhooks (webhooks.ClaimSubmitted, …).
+const (
+	ClaimSubmitted = webhooks.ClaimSubmitted
+	ClaimApproved  = webhooks.ClaimApproved
+	ClaimRejected  = webhooks.ClaimRejected
+	ClaimRevoked   = webhooks.ClaimRevoked
+)
+
+// Claim lifecycle event types of Event, and the request.* aliases of the
+// webhook event names (a webhook subscribed by them gets events under
+// them).
 const (
 	EventSubmitted = webhooks.EventSubmitted
 	EventApproved  = webhooks.EventApproved

@@ -52,6 +52,12 @@ type Config struct {
 	// cookie for requests that addressed http://localhost (ENVIRONMENT=local
 	// only). False always sets Secure.
 	InsecureLocalhostCookie bool
+	// SessionCookieName names the owner session cookie; empty means
+	// SessionCookie (idn_session). Cookies ignore ports: control planes
+	// that share a host name (two quickstarts on localhost) each need
+	// their own name, or signing in to one signs the owner out of the
+	// other.
+	SessionCookieName string
 
 	// MaxPendingClaims is the pending claims allowed per namespace and
 	// service (MAX_PENDING_AUTHORIZATIONS); zero means 20. Counting per
@@ -268,7 +274,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.tracer = tracing.New(cfg.TracerProvider, "github.com/idnhq/idn/controlplane")
 	s.sessions, err = ownerauth.NewSessions(ownerauth.SessionConfig{Secret: cfg.JWTSecret, TTL: cfg.SessionTTL,
-		MaxSessions: cfg.MaxSessions, InsecureLocalhostCookie: cfg.InsecureLocalhostCookie}, cfg.Store.db, s.kit)
+		MaxSessions: cfg.MaxSessions, InsecureLocalhostCookie: cfg.InsecureLocalhostCookie, CookieName: cfg.SessionCookieName}, cfg.Store.db, s.kit)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -666,4 +667,67 @@ func TestWebhookDeleteCancelsQueued(t *testing.T) {
 	if n := e.deliverDue(); n != 0 {
 		t.Fatal("canceled delivery attempted")
 	}
+}
+
+// Webhook events have claim names (claim.approved, …) beside the request.*
+// names they were first given, which stay as aliases: a webhook gets each
+// event under the name it subscribed with, so stored subscriptions and
+// their receivers go on as before.
+func TestWebhookClaimEventNames(t *testing.T) {
+	t.Parallel()
+	forEachEngineWith(t, withWebhooks(nil), func(t *testing.T, e *env, _ StoreConfig) {
+		owner, key := claimWorld(e)
+		svc := e.serviceID(owner)
+		base := "/v1/services/" + svc + "/webhooks"
+		byClaim, byRequest, mixed := newReceiver(t), newReceiver(t), newReceiver(t)
+		for _, tc := range []struct {
+			rc     *receiver
+			events []string
+		}{
+			{byClaim, []string{ClaimSubmitted, ClaimApproved, ClaimRejected, ClaimRevoked}},
+			{byRequest, nil}, // the default: the request.* names, as before
+			{mixed, []string{ClaimApproved, EventRevoked}},
+		} {
+			body := map[string]any{"url": tc.rc.ts.URL}
+			if tc.events != nil {
+				body["events"] = tc.events
+			}
+			created := e.do("POST", base, body, owner).want(t, 201, "").json(t)
+			tc.rc.setSecret(created["secret"].(string))
+			want := tc.events
+			if want == nil {
+				want = []string{EventSubmitted, EventApproved, EventRejected, EventRevoked}
+			}
+			if got := fmt.Sprint(created["events"]); got != fmt.Sprint(want) {
+				t.Errorf("subscribed events %s, want %v", got, want)
+			}
+		}
+		id := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)["claim_id"].(string)
+		e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
+		e.do("POST", "/v1/claims/"+id+"/revoke", nil, owner).want(t, 200, "")
+		e.deliverDue()
+		for name, tc := range map[string]struct {
+			rc   *receiver
+			want []string
+		}{
+			"claim names":   {byClaim, []string{ClaimApproved, ClaimRevoked, ClaimSubmitted}},
+			"request names": {byRequest, []string{EventApproved, EventRevoked, EventSubmitted}},
+			"mixed":         {mixed, []string{ClaimApproved, EventRevoked}},
+		} {
+			tc.rc.mu.Lock()
+			var types []string
+			for _, p := range tc.rc.bodies {
+				types = append(types, p.Type)
+			}
+			tc.rc.mu.Unlock()
+			slices.Sort(types)
+			if fmt.Sprint(types) != fmt.Sprint(tc.want) {
+				t.Errorf("%s: delivered %v, want %v", name, types, tc.want)
+			}
+		}
+		t.Run("one event under both names", func(t *testing.T) {
+			e.do("POST", base, map[string]any{"url": "https://example.com/", "events": []string{ClaimApproved, EventApproved}}, owner).
+				want(t, 400, "VALIDATION_ERROR")
+		})
+	})
 }

@@ -145,7 +145,7 @@ func loadDashboard(files fs.FS) (*dashboardUI, error) {
 		h.Write(b)
 	}
 	ui.version = hex.EncodeToString(h.Sum(nil))[:12]
-	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when, "shown": display.Shown}).ParseFS(files, "web/templates/layout.html")
+	layout, err := template.New("layout.html").Funcs(template.FuncMap{"when": when, "shown": display.Shown, "urlPieces": urlPieces}).ParseFS(files, "web/templates/layout.html")
 	if err != nil {
 		return nil, err
 	}
@@ -228,11 +228,11 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 
 // pageSession returns the owner of a live session cookie, or "".
 func (d *Dashboard) pageSession(r *http.Request) string {
-	c, err := r.Cookie(ownerauth.SessionCookie)
-	if err != nil || c.Value == "" {
+	token := d.sessions.Token(r)
+	if token == "" {
 		return ""
 	}
-	ns, err := d.sessions.Check(r.Context(), c.Value)
+	ns, err := d.sessions.Check(r.Context(), token)
 	if err != nil {
 		return ""
 	}
@@ -304,8 +304,16 @@ func safeNext(next string) string {
 }
 
 // viewFunc builds the data of an owner page; an error is answered with
-// an error page.
+// an error page, and a redirect view sends the owner on.
 type viewFunc func(r *http.Request, ns string) (any, error)
+
+// redirect is a view that sends the owner to another path of the
+// dashboard (under the base path) instead of rendering a page.
+type redirect string
+
+// errorView is what the error page shows: a heading naming what went
+// wrong and a sentence on what to do.
+type errorView struct{ Heading, Message string }
 
 // ownerPage serves a page of the signed-in owner; without a live session
 // it redirects to the login page, which comes back here afterwards.
@@ -318,18 +326,22 @@ func (d *Dashboard) ownerPage(page, title string, view viewFunc) http.HandlerFun
 		}
 		v, err := view(r, ns)
 		if err != nil {
-			status, msg := http.StatusInternalServerError, "The page could not be loaded. Try again in a moment."
+			status, ev := http.StatusInternalServerError, errorView{"Something went wrong", "The page could not be loaded. Try again in a moment."}
 			switch {
 			case errors.Is(err, claims.ErrServiceNotFound):
-				status, msg = http.StatusNotFound, "There is no such service in your account."
+				status, ev = http.StatusNotFound, errorView{"No such service", "There is no service with this id or slug in your account."}
 			case errors.Is(err, gatewaylink.ErrNotFound):
-				status, msg = http.StatusNotFound, "There is no such gateway in your account."
+				status, ev = http.StatusNotFound, errorView{"No such gateway", "There is no such gateway in your account."}
 			case errors.Is(err, sqldb.ErrUnavailable):
-				status, msg = http.StatusServiceUnavailable, "The database is unavailable. Try again in a moment."
+				status, ev = http.StatusServiceUnavailable, errorView{"Database unavailable", "The database is unavailable. Try again in a moment."}
 			default:
 				d.kit.Log.ErrorContext(r.Context(), "dashboard page failed", "page", page, "err", err)
 			}
-			d.render(w, r, status, "error", "Error", ns, msg)
+			d.render(w, r, status, "error", ev.Heading, ns, ev)
+			return
+		}
+		if to, ok := v.(redirect); ok {
+			seeOther(w, d.cfg.Base+string(to))
 			return
 		}
 		d.render(w, r, http.StatusOK, page, title, ns, v)
@@ -354,6 +366,25 @@ func (d *Dashboard) dashboardAsset(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(a.body)))
 	w.Write(a.body)
+}
+
+// urlPieces cuts a URL after each slash that does not start "//", so
+// "https://api.example.com/v1/x" is "https://", "api.example.com/",
+// "v1/", "x". The pages show each piece unbroken with a line break
+// allowed between them: an address wraps after a slash of its path, never
+// inside its host or at a hyphen (display.js has the same function).
+func urlPieces(u string) []string {
+	var out []string
+	for i := 0; i < len(u); i++ {
+		if u[i] == '/' && (i+1 == len(u) || u[i+1] != '/') {
+			out = append(out, u[:i+1])
+			u, i = u[i+1:], -1
+		}
+	}
+	if u != "" {
+		out = append(out, u)
+	}
+	return out
 }
 
 // ago is a short human age of t at now.
@@ -546,6 +577,18 @@ const recentDeliveries = 10
 func (d *Dashboard) serviceView(r *http.Request, ns string) (any, error) {
 	ctx, id := r.Context(), r.PathValue("id")
 	svc, err := d.claims.Service(ctx, ns, id)
+	if errors.Is(err, claims.ErrServiceNotFound) && claims.ValidSlug(id) {
+		// Owners know their services by slug: send one to its page.
+		all, lerr := d.claims.Services(ctx, ns)
+		if lerr != nil {
+			return nil, lerr
+		}
+		for _, s := range all {
+			if s.Slug == id {
+				return redirect("/services/" + url.PathEscape(s.ID)), nil
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -602,6 +645,7 @@ func (d *Dashboard) accountView(r *http.Request, ns string) (any, error) {
 type didPage struct {
 	DID, Document, ResolveURL string
 	Keys, Services            int
+	Owned                     int // the services the account owns, which the document does not list as such
 }
 
 // didView shows the namespace's public DID document, as resolvers get it.
@@ -614,6 +658,10 @@ func (d *Dashboard) didView(r *http.Request, ns string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: encode DID document: %w", err)
 	}
+	owned, err := d.claims.Services(r.Context(), ns)
+	if err != nil {
+		return nil, err
+	}
 	return didPage{DID: identity.DID(ns), Document: string(b), ResolveURL: d.cfg.Base + "/1.0/identifiers/" + identity.DID(ns),
-		Keys: len(doc.VerificationMethod), Services: len(doc.Service)}, nil
+		Keys: len(doc.VerificationMethod), Services: len(doc.Service), Owned: len(owned)}, nil
 }

@@ -47,8 +47,8 @@ func (a *Accounts) logout(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, web.ErrOriginForbidden)
 		return
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil {
-		if claims, err := a.sessions.parseSession(c.Value); err == nil {
+	if token := a.sessions.Token(r); token != "" {
+		if claims, err := a.sessions.parseSession(token); err == nil {
 			if _, err := a.store.endSession(r.Context(), claims.Namespace, claims.SessionID); err != nil {
 				a.kit.Error(w, r, answer(err))
 				return

@@ -7,7 +7,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// Owner admits requests carrying a live idn_session cookie and passes the
+// Owner admits requests carrying a live session cookie and passes the
 // owner's namespace on (it is a web.Owner). Mutating requests must also
 // come from an allowed browser origin (or from no browser at all).
 func (s *Sessions) Owner(next web.OwnerHandler) http.Handler {
@@ -16,12 +16,12 @@ func (s *Sessions) Owner(next web.OwnerHandler) http.Handler {
 			apierror.Write(w, r, web.ErrOriginForbidden)
 			return
 		}
-		c, err := r.Cookie(SessionCookie)
-		if err != nil || c.Value == "" {
+		token := s.Token(r)
+		if token == "" {
 			apierror.Write(w, r, web.ErrUnauthenticated)
 			return
 		}
-		ns, err := s.Check(r.Context(), c.Value)
+		ns, err := s.Check(r.Context(), token)
 		if err != nil {
 			s.kit.Error(w, r, answer(err))
 			return

@@ -18,9 +18,12 @@ import (
 )
 
 // credentialParams are the accepted key algorithms, in preference order.
+// RS256 comes last, for authenticators that make nothing else (some
+// Windows Hello ones).
 var credentialParams = []protocol.CredentialParameter{
 	{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgES256},
 	{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgEdDSA},
+	{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgRS256},
 }
 
 // ownerSession is the live session behind an owner request.
@@ -32,12 +35,7 @@ type ownerSession struct {
 // withOwnerSession wraps owner for routes that also need the session id.
 func (s *Sessions) withOwnerSession(next func(http.ResponseWriter, *http.Request, ownerSession)) http.Handler {
 	return s.Owner(func(w http.ResponseWriter, r *http.Request, ns string) {
-		c, err := r.Cookie(SessionCookie) // owner has authenticated it
-		if err != nil {
-			apierror.Write(w, r, web.ErrUnauthenticated)
-			return
-		}
-		claims, err := s.parseSession(c.Value)
+		claims, err := s.parseSession(s.Token(r)) // owner has authenticated it
 		if err != nil {
 			s.kit.Error(w, r, answer(err))
 			return

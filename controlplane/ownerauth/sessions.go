@@ -8,12 +8,14 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// SessionCookie is the name of the owner session cookie.
+// SessionCookie is the name of the owner session cookie unless
+// SessionConfig.CookieName gives another.
 const SessionCookie = "idn_session"
 
 // SessionConfig configures owner sessions.
@@ -31,6 +33,11 @@ type SessionConfig struct {
 	// cookie for requests that addressed http://localhost. False always
 	// sets Secure.
 	InsecureLocalhostCookie bool
+	// CookieName names the session cookie; empty means SessionCookie
+	// (idn_session). Browsers send a host's cookies to all its ports, so
+	// two control planes on one host name (two quickstarts on localhost)
+	// need a name each, or each signs the owner out of the other.
+	CookieName string
 }
 
 // Sessions issues and checks owner sessions.
@@ -50,6 +57,12 @@ func NewSessions(cfg SessionConfig, db *sqldb.DB, kit *web.Kit) (*Sessions, erro
 	}
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = 100
+	}
+	if cfg.CookieName == "" {
+		cfg.CookieName = SessionCookie
+	}
+	if !validCookieName(cfg.CookieName) {
+		return nil, fmt.Errorf("controlplane: Config.SessionCookieName %q is not a cookie name (letters, digits and !#$%%&'*+-.^_`|~)", cfg.CookieName)
 	}
 	return &Sessions{cfg: cfg, store: store{db}, kit: kit}, nil
 }
@@ -131,12 +144,30 @@ func (s *Sessions) parseSession(token string) (sessionClaims, error) {
 	return c, nil
 }
 
-// Cookie builds the idn_session cookie: HttpOnly, SameSite=Lax,
-// Path=/, Secure unless Config.InsecureLocalhostCookie is set and the
-// request addressed http://localhost.
+// validCookieName reports whether name is an RFC 6265 cookie name (an
+// RFC 9110 token).
+func validCookieName(name string) bool {
+	return name != "" && !strings.ContainsFunc(name, func(c rune) bool {
+		return c > '~' || c <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	})
+}
+
+// Token returns the session token the request's session cookie carries,
+// or "".
+func (s *Sessions) Token(r *http.Request) string {
+	c, err := r.Cookie(s.cfg.CookieName)
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+// Cookie builds the session cookie (SessionConfig.CookieName): HttpOnly,
+// SameSite=Lax, Path=/, Secure unless Config.InsecureLocalhostCookie is
+// set and the request addressed http://localhost.
 func (s *Sessions) Cookie(r *http.Request, token string, expires time.Time) *http.Cookie {
 	c := &http.Cookie{
-		Name:     SessionCookie,
+		Name:     s.cfg.CookieName,
 		Value:    token,
 		Path:     "/",
 		Expires:  expires,
@@ -157,7 +188,7 @@ func (s *Sessions) Cookie(r *http.Request, token string, expires time.Time) *htt
 	return c
 }
 
-// clearedSessionCookie expires the idn_session cookie in the browser.
+// clearedSessionCookie expires the session cookie in the browser.
 func (s *Sessions) clearedSessionCookie(r *http.Request) *http.Cookie {
 	c := s.Cookie(r, "", s.kit.Now())
 	c.Expires, c.MaxAge = time.Unix(0, 0), -1

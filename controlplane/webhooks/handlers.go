@@ -82,21 +82,19 @@ type request struct {
 }
 
 // checkEvents validates a subscription list: a non-empty subset of the
-// four event types without repeats.
+// four events, each by its claim name or its request.* alias, none twice
+// (by either name).
 func checkEvents(in []string) *apierror.Error {
 	if len(in) == 0 {
-		return web.Validation("events must list at least one of %s", strings.Join(events, ", "))
+		return web.Validation("events must list at least one of %s (or their aliases %s)", strings.Join(events, ", "), strings.Join(legacyEvents, ", "))
 	}
-	seen := map[string]bool{}
+	seen := map[int]bool{}
 	for _, e := range in {
-		known := false
-		for _, k := range events {
-			known = known || e == k
+		i := eventIndex(e)
+		if i < 0 || seen[i] {
+			return web.Validation("events must list distinct events of %s (or their aliases %s), each once", strings.Join(events, ", "), strings.Join(legacyEvents, ", "))
 		}
-		if !known || seen[e] {
-			return web.Validation("events must list distinct values of %s", strings.Join(events, ", "))
-		}
-		seen[e] = true
+		seen[i] = true
 	}
 	return nil
 }
@@ -146,7 +144,7 @@ func (m *Manager) createWebhook(w http.ResponseWriter, r *http.Request, owner st
 		apierror.Write(w, r, e)
 		return
 	}
-	subscribed := events
+	subscribed := legacyEvents
 	if in.Events != nil {
 		if e := checkEvents(*in.Events); e != nil {
 			apierror.Write(w, r, e)

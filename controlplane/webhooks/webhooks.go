@@ -37,7 +37,21 @@ import (
 	"github.com/idnhq/idn/controlplane/webhooks/egress"
 )
 
-// The claim lifecycle events a webhook may subscribe to.
+// The claim lifecycle events a webhook may subscribe to, by their claim
+// names.
+const (
+	ClaimSubmitted = "claim.submitted"
+	ClaimApproved  = "claim.approved"
+	ClaimRejected  = "claim.rejected"
+	ClaimRevoked   = "claim.revoked"
+)
+
+// The request.* names the same events had first. They stay aliases: a
+// webhook subscribed to an event by either name gets it under that name,
+// so subscriptions stored before the claim names, and their receivers, go
+// on as before. They are also the default subscription of a webhook
+// created without events, as they always were, and the Type of the
+// in-process events (controlplane.Event).
 const (
 	EventSubmitted = "request.submitted"
 	EventApproved  = "request.approved"
@@ -51,11 +65,25 @@ const (
 // service; the claim fields are empty.
 const EventTest = "webhook.test"
 
-// events are the event types a webhook may subscribe to, in order.
-var events = []string{EventSubmitted, EventApproved, EventRejected, EventRevoked}
+// events are the claim names of the events, in order; legacyEvents their
+// request.* aliases, in the same order, and the default subscription.
+var (
+	events       = []string{ClaimSubmitted, ClaimApproved, ClaimRejected, ClaimRevoked}
+	legacyEvents = []string{EventSubmitted, EventApproved, EventRejected, EventRevoked}
+)
 
-// Events returns the event types a webhook may subscribe to, in order.
+// Events returns the claim names of the events a webhook may subscribe
+// to, in order (each also has its request.* alias).
 func Events() []string { return slices.Clone(events) }
+
+// eventIndex is the position of an event name, by either name, in events;
+// -1 when it is neither.
+func eventIndex(name string) int {
+	if i := slices.Index(events, name); i >= 0 {
+		return i
+	}
+	return slices.Index(legacyEvents, name)
+}
 
 // Config configures webhooks. The zero value turns them off.
 type Config struct {

@@ -277,7 +277,7 @@ func TestEventsIsACopy(t *testing.T) {
 	t.Parallel()
 	e := webhooks.Events()
 	e[0] = "x"
-	if got := webhooks.Events(); got[0] != webhooks.EventSubmitted || len(got) != 4 {
+	if got := webhooks.Events(); got[0] != webhooks.ClaimSubmitted || len(got) != 4 {
 		t.Fatalf("Events = %v", got)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/idnhq/idn/claimcache"
@@ -74,8 +75,11 @@ type options struct {
 	once                bool
 }
 
-func parseOptions(args []string) (options, error) {
+// parseOptions reads args; -h prints the usage to out and gives
+// flag.ErrHelp.
+func parseOptions(args []string, out io.Writer) (options, error) {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	fs.SetOutput(out)
 	var o options
 	fs.StringVar(&o.dir, "dir", defaultDir(), "data folder (reset at every start)")
 	fs.StringVar(&o.gatewayAddr, "gateway-addr", "127.0.0.1:38100", "gateway listen address (a free port is used if taken)")
@@ -118,7 +122,10 @@ func (d *demo) detail(format string, args ...any) {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	o, err := parseOptions(args)
+	o, err := parseOptions(args, out)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // help asked for and printed: a success
+	}
 	if err != nil {
 		return err
 	}
@@ -161,11 +168,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// work and the session cookie may drop Secure: the dashboard is opened
 	// by that name.
 	d.dashboard = fmt.Sprintf("http://localhost:%d", cpLn.Addr().(*net.TCPAddr).Port)
+	// Cookies ignore ports: a cookie name of its own keeps a quickstart on
+	// another port from signing the owner out of this one.
+	cookie := fmt.Sprintf("%s_%d", controlplane.SessionCookie, cpLn.Addr().(*net.TCPAddr).Port)
+	webhookKey := make([]byte, 32)
+	_, _ = rand.Read(webhookKey)
 	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret, SigninLinks: true, InsecureLocalhostCookie: true,
-		AllowedOrigins: []string{d.dashboard, d.cpURL}, Auth: controlplane.AuthConfig{Origins: []string{d.dashboard}}})
+		SessionCookieName: cookie, AllowedOrigins: []string{d.dashboard, d.cpURL}, Auth: controlplane.AuthConfig{Origins: []string{d.dashboard}},
+		// The demo's webhook receiver listens on loopback.
+		Webhooks: controlplane.WebhookConfig{SecretKey: webhookKey, InsecureAllowPrivateTargets: true}})
 	if err != nil {
 		return err
 	}
+	cp.Start(ctx) // the webhook worker
+	defer cp.Close()
 	servers = append(servers, serve(cpLn, cp))
 	d.say("Control plane running at %s (SQLite in %s)", d.cpURL, filepath.Join(o.dir, "controlplane"))
 
@@ -179,7 +195,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	d.say("Demo weather API running at %s; it answers only requests carrying its bearer token", d.upstream)
 
 	// 3. Owner, service and API key through the control plane's API.
-	apiKey, err := cp.Provision(ctx, agentNamespace, controlplane.ServiceSpec{Slug: serviceSlug, Name: "Demo Weather"})
+	apiKey, err := cp.Provision(ctx, agentNamespace, controlplane.ServiceSpec{Slug: serviceSlug, Name: "Demo Weather", Endpoint: d.upstream})
 	if err != nil {
 		return fmt.Errorf("provision the owner: %w", err)
 	}
@@ -189,6 +205,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	d.say("Registered namespace %q (did:idn:%s) with service %q; its API key goes to the gateway",
 		agentNamespace, agentNamespace, serviceSlug)
+
+	// A webhook of the service, to a local receiver.
+	hooks := newReceiver()
+	hookLn, err := listen("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	servers = append(servers, serve(hookLn, hooks))
+	hookURL := "http://" + hookLn.Addr().String() + "/idn-events"
+	whsec, err := d.addWebhook(ctx, cookie+"="+session, hookURL)
+	if err != nil {
+		return fmt.Errorf("add the webhook: %w", err)
+	}
+	if err := hooks.setSecret(whsec); err != nil {
+		return err
+	}
+	d.say("Webhook receiver running at %s, subscribed to the claim events of %q", hookURL, serviceSlug)
 
 	// 4. Agent identity.
 	agentHome := filepath.Join(o.dir, "agent")
@@ -249,7 +282,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		AgentName string `json:"agent_name"`
 	}
 	err = d.postJSON(ctx, d.cpURL+"/v1/claims/"+refusal.ClaimID+"/approve",
-		map[string]string{"Cookie": controlplane.SessionCookie + "=" + session}, nil, &approved)
+		map[string]string{"Cookie": cookie + "=" + session}, nil, &approved)
 	if err != nil {
 		return fmt.Errorf("approve the claim: %w", err)
 	}
@@ -277,6 +310,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	d.say("Signed GET %s → 200 %s", target, strings.TrimSpace(string(body)))
 	d.detail("the agent never saw the upstream token; the gateway injected it after checking signature, claim and nonce")
+	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := hooks.wait(wait, controlplane.ClaimSubmitted, controlplane.ClaimApproved); err != nil {
+		return err
+	}
+	d.say("The webhook receiver got %s and %s, each signed per Standard Webhooks; the service page lists the deliveries",
+		controlplane.ClaimSubmitted, controlplane.ClaimApproved)
 	link, _, err := cp.SigninLink(ctx, agentNamespace, "/signin?next="+url.QueryEscape("/claims?status=approved"))
 	if err != nil {
 		return fmt.Errorf("create a dashboard sign-in link: %w", err)

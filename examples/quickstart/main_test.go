@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -31,6 +35,8 @@ func TestQuickstartOnce(t *testing.T) {
 		"Owner approved claim clm_",
 		`of agent "Quickstart weather agent"`,
 		`→ 200 {"city":"Paris"`,
+		"Webhook receiver running at http://127.0.0.1:",
+		"The webhook receiver got claim.submitted and claim.approved",
 		"Open the dashboard as quickstart-agent",
 		"/signin?next=%2Fclaims%3Fstatus%3Dapproved#idn_sl_",
 		"idn quickstart is working",
@@ -42,6 +48,63 @@ func TestQuickstartOnce(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "demo-upstream-token-") {
 		t.Errorf("output shows the upstream token:\n%s", out.String())
+	}
+
+	// The demo service's endpoint, as the dashboard shows it, is the
+	// demo upstream's address.
+	m := regexp.MustCompile(`Demo weather API running at (\S+);`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no upstream address printed:\n%s", out.String())
+	}
+	if got := serviceEndpoint(t, dir); got != m[1] {
+		t.Errorf("demo service endpoint = %q, want the upstream %q", got, m[1])
+	}
+}
+
+// serviceEndpoint reads the endpoint of the demo service from the
+// control plane database a quickstart left in dir.
+func serviceEndpoint(t *testing.T, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := controlplane.Open(ctx, controlplane.StoreConfig{SQLitePath: filepath.Join(dir, "controlplane", "controlplane.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cp, err := controlplane.New(controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("j"), 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	session, _, err := cp.IssueSession(ctx, agentNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/v1/services", nil)
+	req.AddCookie(&http.Cookie{Name: controlplane.SessionCookie, Value: session})
+	rec := httptest.NewRecorder()
+	cp.ServeHTTP(rec, req)
+	var list struct {
+		Services []struct {
+			Slug     string `json:"slug"`
+			Endpoint string `json:"service_endpoint"`
+		} `json:"services"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil || len(list.Services) != 1 || list.Services[0].Slug != serviceSlug {
+		t.Fatalf("GET /v1/services: %d %s (%v)", rec.Code, rec.Body, err)
+	}
+	return list.Services[0].Endpoint
+}
+
+// -h prints the usage and is a success: no "exit status 1" after it.
+func TestQuickstartHelp(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, &out); err != nil {
+		t.Fatalf("quickstart -h: %v", err)
+	}
+	if !strings.Contains(out.String(), "Usage of quickstart") || !strings.Contains(out.String(), "-once") {
+		t.Errorf("quickstart -h printed:\n%s", out.String())
 	}
 }
 

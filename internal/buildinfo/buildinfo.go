@@ -1,6 +1,10 @@
 // Package buildinfo reports the version of the running binary: the value
 // set at link time (-ldflags "-X github.com/idnhq/idn/internal/buildinfo.version=v1.2.3"),
 // else the module version and VCS revision recorded by the Go toolchain.
+// A build with neither (VCS stamping off, or no .git in the tree) says
+// "dev", never the toolchain's "(devel)" placeholder: release builds set
+// the version at link time (the Dockerfile takes it from VERSION, else
+// from git describe).
 package buildinfo
 
 import (
@@ -38,8 +42,8 @@ func fromBuildInfo(info *debug.BuildInfo) string {
 	}
 	if rev == "" || strings.Contains(v, rev[:min(12, len(rev))]) {
 		// A module version such as v0.0.0-20261124-1a2b3c4d5e6f already
-		// names its revision.
-		if v == "" {
+		// names its revision; "(devel)" without one names nothing.
+		if v == "" || v == "(devel)" {
 			return "dev"
 		}
 		return v

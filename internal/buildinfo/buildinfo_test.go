@@ -15,6 +15,10 @@ func TestFromBuildInfo(t *testing.T) {
 		want     string
 	}{
 		{"nothing recorded", "", nil, "dev"},
+		// A build without VCS stamping (-buildvcs=false, a tree without
+		// .git, as in a container build) knows no version: it says so
+		// rather than printing the toolchain's placeholder.
+		{"devel without revision", "(devel)", nil, "dev"},
 		{"tagged module", "v1.2.3", nil, "v1.2.3"},
 		{"local build with revision", "(devel)", map[string]string{"vcs.revision": rev}, "(devel) rev 1a2b3c4d5e6f"},
 		{"dirty tree", "(devel)", map[string]string{"vcs.revision": rev, "vcs.modified": "true"}, "(devel) rev 1a2b3c4d5e6f+dirty"},

@@ -14,3 +14,11 @@ export function shown(s) {
     return n > 0xffff ? `\\U${hex(n, 8)}` : `\\u${hex(n, 4)}`;
   });
 }
+
+// urlPieces cuts a URL after each slash that does not start "//", as the
+// Go template function of the same name does: the pages show each piece
+// unbroken, so an address wraps after a slash of its path, never inside
+// its host.
+export function urlPieces(u) {
+  return String(u ?? '').match(/(?:[^/]|\/(?=\/))*\/?/g).filter((p) => p !== '');
+}

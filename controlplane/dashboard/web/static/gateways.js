@@ -4,7 +4,7 @@
 // before it leaves the page; the relay never sees it in clear.
 import { ApiError, call, describe, reference } from './api.js';
 import * as errcode from './errcode.js';
-import { shown } from './display.js';
+import { shown, urlPieces } from './display.js';
 import { announce, feedback } from './feedback.js';
 import { busy, isBusy, land, placeOf } from './focus.js';
 import { sealSecrets } from './hpke.js';
@@ -131,7 +131,7 @@ function renderConnections(list) {
       }, true));
     return el('tr', { dataset: { connection: c.id } },
       cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, shown(c.id))),
-      cell('Base URL', el('span', { className: 'wrap' }, shown(c.base_url))),
+      cell('Base URL', el('span', { className: 'url' }, ...urlPieces(c.base_url).flatMap((p) => [el('span', {}, shown(p)), el('wbr')]))),
       cell('Authentication', `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
       cell('Last test', last),
