@@ -391,7 +391,7 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 			span.SetAttributes(tracing.Namespace.String(c.Namespace))
 		}
 	}
-	res, err := h.connection(connID, mcp)
+	res, err := h.connection(r, connID, mcp)
 	if err != nil {
 		return caller, nil, err
 	}
@@ -434,14 +434,15 @@ func (h *Handler) endStage(span trace.Span, err error) {
 }
 
 // connection looks up id and applies the connection-level checks.
-func (h *Handler) connection(id string, mcp bool) (*credvault.Resolved, error) {
+func (h *Handler) connection(r *http.Request, id string, mcp bool) (*credvault.Resolved, error) {
 	res, ok := h.cfg.Connections.Lookup(id)
 	if !ok {
 		return nil, newError(errcode.ConnectionNotFound, nil)
 	}
 	if res == nil || res.Connection == nil {
 		// A Connections implementation's mistake: refuse, never panic.
-		h.logger.Error("connection lookup returned no connection", "connection_id", id)
+		h.logger.ErrorContext(r.Context(), "connection lookup returned no connection", "request_id", apierror.RequestIDFrom(r.Context()),
+			"connection_id", id, "code", errcode.ConnectionMisconfigured.String())
 		return nil, newError(errcode.ConnectionMisconfigured, nil)
 	}
 	c := res.Connection
@@ -484,14 +485,27 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 	if _, lerr := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key); lerr == nil {
 		return nil
 	}
-	if errors.Is(serr, claimcache.ErrRateLimited) {
-		return newError(errcode.AuthClaimSubmitRateLimited, serr)
-	}
-	e := newError(errcode.AuthClaimRequired, err)
 	if serr != nil {
-		h.logger.Warn("claim submission failed", "connection_id", c.ID, "error", serr)
+		e := submitRefusal(serr, caller.Namespace)
+		if e.code != errcode.AuthClaimSubmitRateLimited {
+			level := slog.LevelInfo // the caller's own cause, told to it in full
+			if e.code == errcode.AuthClaimSubmitFailed {
+				level = slog.LevelWarn // the operator's to fix
+			}
+			h.logger.Log(r.Context(), level, "claim submission refused", "request_id", apierror.RequestIDFrom(r.Context()),
+				"connection_id", c.ID, "code", e.code.String(), "error", serr)
+		}
 		return e
 	}
+	if receipt.Status == "approved" {
+		// Approved on the control plane, not yet in the snapshot: the
+		// next refresh lets the caller through.
+		e := newError(errcode.AuthClaimsUnavailable, err)
+		e.Message = "claim " + receipt.ClaimID + " is approved, but this gateway has not loaded the approval yet; retry shortly"
+		e.extra = map[string]any{"claim_id": receipt.ClaimID, "claim_status": receipt.Status}
+		return e
+	}
+	e := newError(errcode.AuthClaimRequired, err)
 	e.extra = map[string]any{"claim_id": receipt.ClaimID, "claim_status": receipt.Status}
 	return e
 }
