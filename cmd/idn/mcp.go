@@ -330,14 +330,20 @@ func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
 	_ = resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	var envelope struct {
-		Code    string `json:"code"`
-		Message string `json:"error"`
-		ClaimID string `json:"claim_id"`
+		Code        string `json:"code"`
+		Message     string `json:"error"`
+		ClaimID     string `json:"claim_id"`
+		ClaimStatus string `json:"claim_status"`
+		RequestID   string `json:"request_id"`
 	}
 	if err == nil && json.Unmarshal(body, &envelope) == nil && envelope.Code != "" {
 		why := envelope.Code + ": " + envelope.Message
 		if envelope.ClaimID != "" {
-			why += " (claim " + envelope.ClaimID + " awaits the owner's approval)"
+			why += " (claim " + envelope.ClaimID + ", " + envelope.ClaimStatus + ")"
+		}
+		if envelope.RequestID != "" {
+			// What the gateway's operator finds the refusal under in its log.
+			why += " [request " + envelope.RequestID + "]"
 		}
 		r.mu.Lock()
 		r.last = why

@@ -342,7 +342,8 @@ func TestMCPBridgeSaysWhyItCannotConnect(t *testing.T) {
 		t.Fatal(r)
 	}
 	r := runIdn(t, home, "", "mcp", "--gateway", st.url, "--connection", "docs")
-	if r.code != 1 || !strings.Contains(r.stderr, "AUTH_CLAIM_REQUIRED") {
+	if r.code != 1 || !strings.Contains(r.stderr, "AUTH_CLAIM_REQUIRED") || !strings.Contains(r.stderr, ", pending)") ||
+		!strings.Contains(r.stderr, "[request req_") {
 		t.Errorf("unapproved agent: %+v", r)
 	}
 	r = runIdn(t, st.home, "", "mcp", "--gateway", st.url, "--connection", "nope")
