@@ -463,6 +463,11 @@ func (h *Handler) connection(r *http.Request, id string, mcp bool) (*credvault.R
 func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credvault.Connection) error {
 	service := c.ServiceSlug()
 	_, err := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key)
+	if errors.Is(err, claimcache.ErrLookupFailed) {
+		// A 500 whose cause only the log can tell.
+		h.logger.ErrorContext(r.Context(), "claims lookup failed", "request_id", apierror.RequestIDFrom(r.Context()),
+			"connection_id", c.ID, "code", errcode.AuthClaimsLookupFailed.String(), "error", err)
+	}
 	if err == nil || !errors.Is(err, claimcache.ErrNotApproved) || h.cfg.Submitter == nil {
 		return err
 	}

@@ -93,3 +93,34 @@ func TestClaimSubmissionRefusals(t *testing.T) {
 		})
 	}
 }
+
+// The refusals whose cause only the gateway's log can tell are logged
+// with the request id of the answer.
+func TestServerSideRefusalsLoggedWithRequestID(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, gatewayOptions{})
+	tests := []struct {
+		name, path, wantCode, wantMsg string
+	}{
+		{"service not tracked", "/proxy/untracked/x", "AUTH_CLAIMS_LOOKUP_FAILED", "claims lookup failed"},
+		{"upstream unreachable", "/proxy/dead/x", "UPSTREAM_ERROR", "upstream request failed"},
+	}
+	for _, tt := range tests {
+		a := g.do(g.request(g.agent, "GET", tt.path, ""))
+		id := a.header.Get("X-Request-Id")
+		if a.env["code"] != tt.wantCode || id == "" || a.env["request_id"] != id {
+			t.Fatalf("%s: %d %s", tt.name, a.status, a.body)
+		}
+		found := false
+		sc := bufio.NewScanner(strings.NewReader(g.logs.String()))
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == tt.wantMsg && line["request_id"] == id && line["code"] == tt.wantCode {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %q log line with request id %s:\n%s", tt.name, tt.wantMsg, id, g.logs.String())
+		}
+	}
+}
