@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -588,5 +589,58 @@ func TestMCPBridgeWaitsForApproval(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "go"}})
 	if err != nil || res.IsError {
 		t.Fatalf("call after approval: %+v, %v", res, err)
+	}
+}
+
+// TestMCPBridgeWaitsForApproval with the official TypeScript SDK client
+// over stdio, as a desktop client runs idn mcp.
+func TestMCPBridgeWaitsForApprovalTypeScript(t *testing.T) {
+	modules, node := testnode.Modules(t, "the TypeScript MCP SDK tests")
+	upURL, _, _ := mcpUpstream(t)
+	st, controlPlane := newMCPStackWith(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, false, claimcache.Options{RefreshInterval: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "testdata/mcp_await.mjs", st.url, "docs")
+	cmd.Env = append(os.Environ(), "IDN_NODE_MODULES="+modules, "IDN_HOME="+st.home, "IDN_BINARY="+os.Args[0],
+		"IDN_TEST_AS_IDN=1") // for the idn the stdio transport starts, not for node
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	var before struct {
+		Instructions string                 `json:"instructions"`
+		Capabilities mcp.ServerCapabilities `json:"capabilities"`
+		Tools        []string               `json:"tools"`
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &before) != nil {
+		t.Fatalf("node printed %q before the approval: %s", lines.Text(), stderr.String())
+	}
+	if !strings.Contains(before.Instructions, "AUTH_CLAIM_REQUIRED") || !strings.Contains(before.Instructions, "(claim clm_") ||
+		before.Capabilities.Tools == nil || !before.Capabilities.Tools.ListChanged || len(before.Tools) != 0 {
+		t.Errorf("before the approval: %+v", before)
+	}
+	controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
+	var after struct {
+		Logged []string `json:"logged"`
+		Tools  []string `json:"tools"`
+		Call   struct {
+			IsError bool `json:"isError"`
+		} `json:"call"`
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &after) != nil {
+		t.Fatalf("node printed %q after the approval: %s", lines.Text(), stderr.String())
+	}
+	if !slices.Contains(after.Tools, "docs.search") || after.Call.IsError || len(after.Logged) == 0 || !strings.Contains(after.Logged[0], "approved") {
+		t.Errorf("after the approval: %+v", after)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
 	}
 }
