@@ -43,7 +43,12 @@ type Claims interface {
 }
 
 // ClaimSubmitter submits a claim for an unapproved caller;
-// *claimcache.Submitter implements it.
+// *claimcache.Submitter implements it. Its error is the caller's answer:
+// claimcache.ErrRateLimited is 429 AUTH_CLAIM_SUBMIT_RATE_LIMITED; a
+// *claimcache.StatusError whose code is a cause of the caller's own
+// (NAMESPACE_NOT_FOUND, NAMESPACE_DEACTIVATED, NAMESPACE_INVALID,
+// PENDING_LIMIT_REACHED, AGENT_PENDING_LIMIT_REACHED) is answered with that
+// code; anything else is 502 AUTH_CLAIM_SUBMIT_FAILED.
 type ClaimSubmitter interface {
 	Submit(ctx context.Context, sub claimcache.Submission) (claimcache.Receipt, error)
 }
