@@ -86,6 +86,7 @@ type bridge struct {
 	// is approved: the bridge stays up, lists no tools and tries again
 	// every retry (zero: defaultRetry).
 	waiting     bool
+	waitReason  string // what the instructions say, also sent as a log message
 	retry       time.Duration
 	initialized chan struct{} // closed when the stdio client is initialized
 	initOnce    sync.Once
@@ -123,6 +124,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		caps = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}
 		instructions = "idn: " + err.Error() + ". " + approvalHint +
 			" idn keeps asking the gateway and offers the connection's tools as soon as the claim is approved (a tools/list_changed notification); no restart is needed."
+		b.waitReason = instructions
 	default:
 		return err
 	}
@@ -176,15 +178,17 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // approvalHint says where a claim is approved.
 const approvalHint = "The namespace owner approves the claim in the control plane's dashboard (Claims) or its API (POST /v1/claims/{id}/approve)."
 
-// awaitApproval asks the gateway again every retry, once the stdio client
-// is initialized, until it opens a session; then the stdio client is told
-// (a log message, which clients show) and its tool list changed.
+// awaitApproval tells the stdio client, once it is initialized, why it
+// waits (a log message, which clients that do not show instructions
+// show), asks the gateway again every retry until it opens a session, and
+// then tells the client (a log message) that its tool list changed.
 func (b *bridge) awaitApproval(ctx context.Context, local *mcp.ServerSession) {
 	select {
 	case <-b.initialized:
 	case <-ctx.Done():
 		return
 	}
+	_ = mcpnotify.Send(ctx, local, "notifications/message", &mcp.LoggingMessageParams{Level: "warning", Logger: "idn", Data: b.waitReason})
 	every := b.retry
 	if every <= 0 {
 		every = defaultRetry

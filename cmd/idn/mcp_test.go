@@ -534,8 +534,9 @@ func TestEverythingThroughIdnMCP(t *testing.T) {
 }
 
 // An agent whose claim awaits approval keeps idn mcp up (issue 28, item
-// 4): the client learns why from the server's instructions (the claim and
-// where to approve it), sees no tools, and once the owner approves, is
+// 4): the client learns why from the server's instructions and a log
+// message (the claim and where to approve it), sees no tools, and once the
+// owner approves, is
 // told by a log message and a tools/list_changed notification, and lists
 // the tools; no restart.
 func TestMCPBridgeWaitsForApproval(t *testing.T) {
@@ -574,13 +575,15 @@ func TestMCPBridgeWaitsForApproval(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("no tools/list_changed after the approval")
 	}
-	select {
-	case msg := <-logged:
-		if !strings.Contains(msg, "approved") {
-			t.Errorf("log message %q", msg)
+	for _, want := range []string{"AUTH_CLAIM_REQUIRED", "the claim is approved"} {
+		select {
+		case msg := <-logged:
+			if !strings.Contains(msg, want) {
+				t.Errorf("log message %q, want it to say %q", msg, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("no log message saying %q", want)
 		}
-	case <-time.After(5 * time.Second):
-		t.Error("no log message after the approval")
 	}
 	list, err = cs.ListTools(ctx, nil)
 	if err != nil || !slices.ContainsFunc(list.Tools, func(tool *mcp.Tool) bool { return tool.Name == "docs.search" }) {
@@ -637,7 +640,8 @@ func TestMCPBridgeWaitsForApprovalTypeScript(t *testing.T) {
 	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &after) != nil {
 		t.Fatalf("node printed %q after the approval: %s", lines.Text(), stderr.String())
 	}
-	if !slices.Contains(after.Tools, "docs.search") || after.Call.IsError || len(after.Logged) == 0 || !strings.Contains(after.Logged[0], "approved") {
+	if !slices.Contains(after.Tools, "docs.search") || after.Call.IsError || len(after.Logged) != 2 ||
+		!strings.Contains(after.Logged[0], "AUTH_CLAIM_REQUIRED") || !strings.Contains(after.Logged[1], "the claim is approved") {
 		t.Errorf("after the approval: %+v", after)
 	}
 	if err := cmd.Wait(); err != nil {
