@@ -40,6 +40,7 @@ const (
 	AuthClaimsLookupFailed
 	AuthClaimRequired
 	AuthClaimSubmitRateLimited
+	AuthClaimSubmitFailed
 
 	ConnectionNotFound
 	ConnectionDisabled
@@ -154,6 +155,7 @@ var table = [codeCount]row{
 	AuthClaimsLookupFailed:     {"AUTH_CLAIMS_LOOKUP_FAILED", http.StatusInternalServerError, "approved-claims lookup failed"},
 	AuthClaimRequired:          {"AUTH_CLAIM_REQUIRED", http.StatusForbidden, "this agent is not approved for this service; the namespace owner must approve the claim"},
 	AuthClaimSubmitRateLimited: {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
+	AuthClaimSubmitFailed:      {"AUTH_CLAIM_SUBMIT_FAILED", http.StatusBadGateway, "the gateway could not file this agent's claim with the control plane, so there is no claim to approve; the gateway's log has the cause under this request id"},
 
 	ConnectionNotFound:         {"CONNECTION_NOT_FOUND", http.StatusNotFound, "connection not found"},
 	ConnectionDisabled:         {"CONNECTION_DISABLED", http.StatusForbidden, "the connection is disabled"},

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/limit"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
@@ -570,7 +571,7 @@ func (p *Proxy) guarded(ctx context.Context, st *connState, u *upstreamSession, 
 		return nil
 	}
 	msg := st.scrubber.Load().Scrub(err.Error())
-	p.log.Warn("mcpproxy: upstream MCP request failed", "connection_id", st.id, "error", msg)
+	p.log.WarnContext(ctx, "mcpproxy: upstream MCP request failed", "request_id", apierror.RequestIDFrom(ctx), "connection_id", st.id, "error", msg)
 	return &UpstreamError{ConnectionID: st.id, Message: msg}
 }
 

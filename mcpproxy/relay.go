@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
@@ -327,7 +328,7 @@ func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connect
 	res, err := e.toolsPage(ctx, s, conn, params)
 	e.p.decide(ctx, conn, s.caller, "tools/list", "", outcome(err), err)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(ctx, err)
 	}
 	return res, nil
 }
@@ -402,7 +403,8 @@ func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Conn
 	defer cancel()
 	cs, err := e.p.acquire(ctx, st, &s.upstream)
 	if err != nil {
-		e.p.log.Warn("mcpproxy: opening the upstream session of an MCP session failed", "connection_id", conn.ID, "error", st.scrubber.Load().Scrub(err.Error()))
+		e.p.log.WarnContext(ctx, "mcpproxy: opening the upstream session of an MCP session failed", "request_id", apierror.RequestIDFrom(ctx),
+			"connection_id", conn.ID, "error", st.scrubber.Load().Scrub(err.Error()))
 		return nil
 	}
 	res, err := scrub.Launder(st.scrubber.Load(), cs.InitializeResult())

@@ -396,7 +396,7 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 		return argumentsResult(ae), nil
 	}
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(ctx, err)
 	}
 	return &mcp.CallToolResult{Meta: res.meta, Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 }
@@ -425,7 +425,7 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 	defer cancel()
 	st, err := p.state(conn)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(ctx, err)
 	}
 	var out R
 	err = p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
@@ -434,11 +434,11 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 		return err
 	})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(ctx, err)
 	}
 	clean, err := scrub.Launder(st.scrubber.Load(), &out)
 	if err != nil {
-		return nil, rpcError(&UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
+		return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
 	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
@@ -451,21 +451,26 @@ func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connectio
 	defer cancel()
 	st, err := e.p.state(conn)
 	if err != nil {
-		return rpcError(err)
+		return rpcError(ctx, err)
 	}
 	if err := e.p.guarded(ctx, st, &s.upstream, op); err != nil {
-		return rpcError(err)
+		return rpcError(ctx, err)
 	}
 	return nil
 }
 
 // rpcError turns an error of this package into a JSON-RPC error whose data
-// carries the stable code of the REST answer (and retry_after_seconds).
-// Refusals about the request are invalid params, as the go-sdk answers an
-// unknown tool; the rest are internal errors.
-func rpcError(err error) error {
+// carries the stable code of the REST answer (and retry_after_seconds),
+// and the id of the HTTP request that carried the call, which the
+// gateway's log lines about it carry: an MCP client shows the error, not
+// the X-Request-Id header. Refusals about the request are invalid params,
+// as the go-sdk answers an unknown tool; the rest are internal errors.
+func rpcError(ctx context.Context, err error) error {
 	ae := toAPIError(err)
 	data := map[string]any{"code": ae.Code().String()}
+	if id := apierror.RequestIDFrom(ctx); id != "" {
+		data["request_id"] = id
+	}
 	if ae.RetryAfter > 0 {
 		data["retry_after_seconds"] = int64((ae.RetryAfter + time.Second - 1) / time.Second)
 	}

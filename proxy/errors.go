@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"syscall"
@@ -107,3 +108,46 @@ func upstreamClass(err error) (class string, timeout bool) {
 
 // retryAfter is sent with 503 answers that clear by themselves.
 const retryAfter = 2 * time.Second
+
+// callerCauses are the control plane's refusals of a claim submission
+// whose cause is the caller's own (its namespace, the pending claims of its
+// namespace or address): the caller is answered with the control plane's
+// code and a message that says what it can do; the format takes the
+// caller's namespace. Any other refusal is the gateway's or the control
+// plane's to fix, and answered AUTH_CLAIM_SUBMIT_FAILED.
+var callerCauses = map[errcode.Code]string{
+	errcode.NamespaceNotFound:        "namespace %q is not registered with the control plane, so no claim can be filed for this agent; register the namespace, then retry",
+	errcode.NamespaceDeactivated:     "namespace %q is deactivated on the control plane, so no claim can be filed for its agents",
+	errcode.NamespaceInvalid:         "namespace %q is not a valid namespace for the control plane, so no claim can be filed for this agent",
+	errcode.PendingLimitReached:      "namespace %q has too many pending claims for this service, so this agent's claim was not filed; its owner must approve or reject some first",
+	errcode.AgentPendingLimitReached: "this agent's address has too many pending claims for namespace %q and this service, so its claim was not filed; the owner must approve or reject some first",
+}
+
+// submitRefusal is the refusal of a caller whose claim could not be filed
+// (err from ClaimSubmitter.Submit): the gateway's own rate limit, a cause
+// of the caller's (callerCauses), or AUTH_CLAIM_SUBMIT_FAILED with what
+// the control plane answered, if it answered.
+func submitRefusal(err error, namespace string) *Error {
+	if errors.Is(err, claimcache.ErrRateLimited) {
+		return newError(errcode.AuthClaimSubmitRateLimited, err)
+	}
+	se, answered := errors.AsType[*claimcache.StatusError](err)
+	if answered {
+		if code, ok := errcode.Parse(se.Code); ok {
+			if format, ok := callerCauses[code]; ok {
+				e := newError(code, err)
+				e.Message = fmt.Sprintf(format, namespace)
+				return e
+			}
+		}
+	}
+	e := newError(errcode.AuthClaimSubmitFailed, err)
+	if answered {
+		details := map[string]any{"control_plane_status": se.StatusCode}
+		if se.Code != "" {
+			details["control_plane_code"] = se.Code
+		}
+		e.extra = map[string]any{"details": details}
+	}
+	return e
+}

@@ -51,6 +51,8 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res 
 	}
 	span.End()
 	if err != nil {
+		h.logger.ErrorContext(r.Context(), "connection credential unresolved", "request_id", apierror.RequestIDFrom(r.Context()),
+			"connection_id", res.Connection.ID, "code", errcode.CredentialUnresolved.String(), "error", err)
 		h.fail(w, r, newError(errcode.CredentialUnresolved, err), nil)
 		return
 	}
@@ -61,7 +63,8 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res 
 	}
 	base, err := res.UpstreamBase()
 	if err != nil {
-		h.logger.Error("connection has no usable base URL", "connection_id", c.ID, "error", err)
+		h.logger.ErrorContext(r.Context(), "connection has no usable base URL", "request_id", apierror.RequestIDFrom(r.Context()),
+			"connection_id", c.ID, "code", errcode.ConnectionMisconfigured.String(), "error", err)
 		h.fail(w, r, newError(errcode.ConnectionMisconfigured, err), nil)
 		return
 	}
@@ -169,13 +172,19 @@ func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 	}
 	h.metrics.upstreamErrors.WithLabelValues(class).Inc()
 	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()
-	if fw, ok := r.Context().Value(forwardKey{}).(*forwarded); ok {
+	fw, _ := r.Context().Value(forwardKey{}).(*forwarded)
+	if fw != nil {
 		h.metrics.upstreamLatency.WithLabelValues("http", outcome).Observe(time.Since(fw.start).Seconds())
 		h.decisions.log(r.Context(), decision{kind: "upstream", outcome: outcome, code: code.String(),
 			connection: fw.target.conn.ID, requestID: apierror.RequestIDFrom(r.Context()), method: r.Method})
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return // the client went away; nobody reads an answer
+	}
+	if fw != nil {
+		// The class, never the error: it may carry the upstream URL.
+		h.logger.WarnContext(r.Context(), "upstream request failed", "request_id", apierror.RequestIDFrom(r.Context()),
+			"connection_id", fw.target.conn.ID, "code", code.String(), "class", class)
 	}
 	apierror.Write(w, r, newError(code, nil).api())
 }

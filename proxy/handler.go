@@ -43,7 +43,12 @@ type Claims interface {
 }
 
 // ClaimSubmitter submits a claim for an unapproved caller;
-// *claimcache.Submitter implements it.
+// *claimcache.Submitter implements it. Its error is the caller's answer:
+// claimcache.ErrRateLimited is 429 AUTH_CLAIM_SUBMIT_RATE_LIMITED; a
+// *claimcache.StatusError whose code is a cause of the caller's own
+// (NAMESPACE_NOT_FOUND, NAMESPACE_DEACTIVATED, NAMESPACE_INVALID,
+// PENDING_LIMIT_REACHED, AGENT_PENDING_LIMIT_REACHED) is answered with that
+// code; anything else is 502 AUTH_CLAIM_SUBMIT_FAILED.
 type ClaimSubmitter interface {
 	Submit(ctx context.Context, sub claimcache.Submission) (claimcache.Receipt, error)
 }
@@ -391,7 +396,7 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 			span.SetAttributes(tracing.Namespace.String(c.Namespace))
 		}
 	}
-	res, err := h.connection(connID, mcp)
+	res, err := h.connection(r, connID, mcp)
 	if err != nil {
 		return caller, nil, err
 	}
@@ -434,14 +439,15 @@ func (h *Handler) endStage(span trace.Span, err error) {
 }
 
 // connection looks up id and applies the connection-level checks.
-func (h *Handler) connection(id string, mcp bool) (*credvault.Resolved, error) {
+func (h *Handler) connection(r *http.Request, id string, mcp bool) (*credvault.Resolved, error) {
 	res, ok := h.cfg.Connections.Lookup(id)
 	if !ok {
 		return nil, newError(errcode.ConnectionNotFound, nil)
 	}
 	if res == nil || res.Connection == nil {
 		// A Connections implementation's mistake: refuse, never panic.
-		h.logger.Error("connection lookup returned no connection", "connection_id", id)
+		h.logger.ErrorContext(r.Context(), "connection lookup returned no connection", "request_id", apierror.RequestIDFrom(r.Context()),
+			"connection_id", id, "code", errcode.ConnectionMisconfigured.String())
 		return nil, newError(errcode.ConnectionMisconfigured, nil)
 	}
 	c := res.Connection
@@ -462,6 +468,11 @@ func (h *Handler) connection(id string, mcp bool) (*credvault.Resolved, error) {
 func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credvault.Connection) error {
 	service := c.ServiceSlug()
 	_, err := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key)
+	if errors.Is(err, claimcache.ErrLookupFailed) {
+		// A 500 whose cause only the log can tell.
+		h.logger.ErrorContext(r.Context(), "claims lookup failed", "request_id", apierror.RequestIDFrom(r.Context()),
+			"connection_id", c.ID, "code", errcode.AuthClaimsLookupFailed.String(), "error", err)
+	}
 	if err == nil || !errors.Is(err, claimcache.ErrNotApproved) || h.cfg.Submitter == nil {
 		return err
 	}
@@ -484,14 +495,27 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 	if _, lerr := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key); lerr == nil {
 		return nil
 	}
-	if errors.Is(serr, claimcache.ErrRateLimited) {
-		return newError(errcode.AuthClaimSubmitRateLimited, serr)
-	}
-	e := newError(errcode.AuthClaimRequired, err)
 	if serr != nil {
-		h.logger.Warn("claim submission failed", "connection_id", c.ID, "error", serr)
+		e := submitRefusal(serr, caller.Namespace)
+		if e.code != errcode.AuthClaimSubmitRateLimited {
+			level := slog.LevelInfo // the caller's own cause, told to it in full
+			if e.code == errcode.AuthClaimSubmitFailed {
+				level = slog.LevelWarn // the operator's to fix
+			}
+			h.logger.Log(r.Context(), level, "claim submission refused", "request_id", apierror.RequestIDFrom(r.Context()),
+				"connection_id", c.ID, "code", e.code.String(), "error", serr)
+		}
 		return e
 	}
+	if receipt.Status == "approved" {
+		// Approved on the control plane, not yet in the snapshot: the
+		// next refresh lets the caller through.
+		e := newError(errcode.AuthClaimsUnavailable, err)
+		e.Message = "claim " + receipt.ClaimID + " is approved, but this gateway has not loaded the approval yet; retry shortly"
+		e.extra = map[string]any{"claim_id": receipt.ClaimID, "claim_status": receipt.Status}
+		return e
+	}
+	e := newError(errcode.AuthClaimRequired, err)
 	e.extra = map[string]any{"claim_id": receipt.ClaimID, "claim_status": receipt.Status}
 	return e
 }

@@ -235,6 +235,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		},
 		Metrics:        g.metrics,
 		DecisionLog:    decisionLog,
+		Logger:         decisionLog,
 		LogSalt:        []byte("test-salt"),
 		MCP:            mcpHandler,
 		TracerProvider: o.tracer,

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -137,6 +138,16 @@ func TestMCPEndpointThroughPipeline(t *testing.T) {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || !strings.Contains(string(je.Data), "MCP_TOOL_FORBIDDEN") {
 		t.Errorf("denied tool: %v", err)
+	} else {
+		// The client shows the error, not the HTTP answer's X-Request-Id:
+		// the error carries the id the gateway's decision logged.
+		var data struct {
+			RequestID string `json:"request_id"`
+		}
+		_ = json.Unmarshal(je.Data, &data)
+		if data.RequestID == "" || !strings.Contains(g.logs.String(), `"code":"MCP_TOOL_FORBIDDEN","request_id":"`+data.RequestID+`"`) {
+			t.Errorf("denied tool: error data %s names no request id the log carries:\n%s", je.Data, g.logs.String())
+		}
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": 5}})
 	if err != nil || !res.IsError {

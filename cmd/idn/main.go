@@ -5,7 +5,7 @@
 //	idn whoami [--namespace NS] [--json]
 //	idn sign [-X METHOD] [-H 'K: V']... [-d BODY | -d @file] [--subject S] [--namespace NS] [--json] URL
 //	idn curl [same flags as sign] [-i] [-f] [--json] URL
-//	idn mcp --gateway URL --connection ID [--subject S] [--namespace NS]
+//	idn mcp --gateway URL --connection ID [--subject S] [--namespace NS] [--retry 5s]
 //
 //	idn --version
 //
@@ -16,7 +16,9 @@
 // idn mcp is an MCP server on stdin and stdout for desktop MCP clients: it
 // forwards every request to the gateway's MCP endpoint /mcp/{ID}, each HTTP
 // request signed with the identity, and opens a new gateway session when
-// the gateway has forgotten its own (idle expiry, restart).
+// the gateway has forgotten its own (idle expiry, restart). Started before
+// the agent's claim is approved, it stays up, tells the client why, and
+// offers the tools once approved (asking the gateway every --retry).
 package main
 
 import (
@@ -44,7 +46,8 @@ Usage:
   idn sign [flags] URL                  print the headers that sign a request
   idn curl [flags] [-i] [-f] URL        send a signed request and print the response
   idn mcp --gateway URL --connection ID serve a gateway's MCP connection on stdin/stdout
-                                        (for desktop MCP clients; --subject, --namespace)
+                                        (for desktop MCP clients; --subject, --namespace,
+                                        --retry: how often to ask again before approval)
 
 Request flags (sign, curl):
   -X METHOD        HTTP method (default GET, or POST with -d)
@@ -74,7 +77,7 @@ var synopses = map[string]string{
 	"whoami": "[--namespace NS] [--json]",
 	"sign":   "[flags] [--json] URL",
 	"curl":   "[flags] [-i] [-f] [--json] URL",
-	"mcp":    "--gateway URL --connection ID [--subject S] [--namespace NS]",
+	"mcp":    "--gateway URL --connection ID [--subject S] [--namespace NS] [--retry 5s]",
 }
 
 // env is the part of the process environment the commands read.

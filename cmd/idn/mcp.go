@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/buildinfo"
@@ -32,12 +33,13 @@ func cmdMCP(args []string, e env) error {
 	connection := fs.String("connection", "", "id of the MCP connection on the gateway (required)")
 	subject := fs.String("subject", "", "idn-subject (default: the namespace)")
 	ns := fs.String("namespace", "", "identity to use (optional when only one exists)")
+	retry := fs.Duration("retry", defaultRetry, "how often to ask the gateway again while the agent's claim awaits approval")
 	pos, err := parseInterleaved(fs, args, e)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 || *gatewayURL == "" || *connection == "" {
-		return fmt.Errorf("%w: idn mcp --gateway URL --connection ID [--subject S] [--namespace NS]", errUsage)
+		return fmt.Errorf("%w: idn mcp --gateway URL --connection ID [--subject S] [--namespace NS] [--retry 5s]", errUsage)
 	}
 	base, err := url.Parse(strings.TrimRight(*gatewayURL, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || base.RawQuery != "" {
@@ -51,6 +53,7 @@ func cmdMCP(args []string, e env) error {
 		endpoint: base.String() + "/mcp/" + url.PathEscape(*connection),
 		refusals: &refusals{base: id.Transport(nil, identity.SignOptions{Subject: *subject})},
 		calls:    map[string]*mcporder.Call{},
+		retry:    *retry,
 	}
 	// mcporder keeps a call's result behind the progress the gateway sent
 	// before it, which would otherwise be dropped. A redirect is never
@@ -78,34 +81,65 @@ type bridge struct {
 	// behind the gateway offers what it would offer that client.
 	caps    *mcp.ClientCapabilities
 	version string
+
+	// waiting is true while the gateway refuses the agent until its claim
+	// is approved: the bridge stays up, lists no tools and tries again
+	// every retry (zero: defaultRetry).
+	waiting     bool
+	waitReason  string // what the instructions say, also sent as a log message
+	retry       time.Duration
+	initialized chan struct{} // closed when the stdio client is initialized
+	initOnce    sync.Once
 }
+
+// defaultRetry is how often idn mcp asks the gateway again while the
+// agent's claim awaits approval.
+const defaultRetry = 5 * time.Second
 
 var bridgeInfo = &mcp.Implementation{Name: "idn", Version: buildinfo.Version()}
 
 func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	// Connect first, so the stdio side can offer what the gateway offers
 	// and a wrong URL, connection or identity fails at start, not later.
+	b.initialized = make(chan struct{})
 	remote, err := b.session(ctx)
-	if err != nil {
+	var (
+		caps         *mcp.ServerCapabilities
+		instructions string
+		newest       = maxRelayedVersion
+	)
+	switch {
+	case err == nil:
+		offered := remote.InitializeResult().Capabilities
+		caps = &mcp.ServerCapabilities{Tools: offered.Tools, Resources: offered.Resources, Prompts: offered.Prompts}
+		if caps.Tools == nil {
+			caps.Tools = &mcp.ToolCapabilities{}
+		}
+		instructions, newest = remote.InitializeResult().Instructions, remote.InitializeResult().ProtocolVersion
+	case b.refusals.awaitingApproval():
+		// A desktop client shows a server that exits as "connection
+		// closed" and must be restarted after the approval: stay up, say
+		// why in the instructions, and offer the tools once approved.
+		b.waiting = true
+		caps = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}
+		instructions = "idn: " + err.Error() + ". " + approvalHint +
+			" idn keeps asking the gateway and offers the connection's tools as soon as the claim is approved (a tools/list_changed notification); no restart is needed."
+		b.waitReason = instructions
+	default:
 		return err
-	}
-	offered := remote.InitializeResult().Capabilities
-	caps := &mcp.ServerCapabilities{Tools: offered.Tools, Resources: offered.Resources, Prompts: offered.Prompts}
-	if caps.Tools == nil {
-		caps.Tools = &mcp.ToolCapabilities{}
 	}
 	// Requests of a newer protocol than the gateway session's carry its
 	// version in _meta, which the gateway would refuse: offer the stdio
 	// client no newer one.
 	var versions []string
 	for _, v := range mcp.SupportedProtocolVersions() {
-		if v <= remote.InitializeResult().ProtocolVersion {
+		if v <= newest {
 			versions = append(versions, v)
 		}
 	}
 	server := mcp.NewServer(bridgeInfo, &mcp.ServerOptions{
 		Capabilities:              caps,
-		Instructions:              remote.InitializeResult().Instructions,
+		Instructions:              instructions,
 		SupportedProtocolVersions: versions,
 		SubscribeHandler: func(ctx context.Context, r *mcp.SubscribeRequest) error {
 			_, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return nil, cs.Subscribe(ctx, r.Params) }, true)
@@ -124,14 +158,66 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	b.mu.Lock()
 	b.local = local
+	waiting := b.waiting
 	b.mu.Unlock()
+	awaitCtx, stopAwait := context.WithCancel(ctx)
+	defer stopAwait()
+	if waiting {
+		go b.awaitApproval(awaitCtx, local)
+	}
 	_ = local.Wait()
+	stopAwait()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.remote != nil {
 		_ = b.remote.Close() // ends the gateway session (DELETE)
 	}
 	return nil
+}
+
+// approvalHint says where a claim is approved.
+const approvalHint = "The namespace owner approves the claim in the control plane's dashboard (Claims) or its API (POST /v1/claims/{id}/approve)."
+
+// awaitApproval tells the stdio client, once it is initialized, why it
+// waits (a log message, which clients that do not show instructions
+// show), asks the gateway again every retry until it opens a session, and
+// then tells the client (a log message) that its tool list changed.
+func (b *bridge) awaitApproval(ctx context.Context, local *mcp.ServerSession) {
+	select {
+	case <-b.initialized:
+	case <-ctx.Done():
+		return
+	}
+	_ = mcpnotify.Send(ctx, local, "notifications/message", &mcp.LoggingMessageParams{Level: "warning", Logger: "idn", Data: b.waitReason})
+	every := b.retry
+	if every <= 0 {
+		every = defaultRetry
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := b.session(ctx); err == nil {
+			break
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+	b.mu.Lock()
+	b.waiting = false
+	b.mu.Unlock()
+	_ = mcpnotify.Send(ctx, local, "notifications/message", &mcp.LoggingMessageParams{Level: "info", Logger: "idn",
+		Data: "idn: the claim is approved; the connection's tools are available"})
+	_ = mcpnotify.Send(ctx, local, "notifications/tools/list_changed", &mcp.ToolListChangedParams{})
+}
+
+// isWaiting reports whether the agent's claim still awaits approval.
+func (b *bridge) isWaiting() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting
 }
 
 // session returns the gateway session, opening one when there is none.
@@ -198,6 +284,9 @@ func tokenKey(token any) string {
 // client then sends its own to the gateway.
 func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/initialized" {
+			b.initOnce.Do(func() { close(b.initialized) })
+		}
 		var op func(*mcp.ClientSession) (mcp.Result, error)
 		// A tools/call that met a closed connection may have run; one that
 		// met a lost session (404) never reached the gateway's session.
@@ -209,12 +298,16 @@ func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.CompleteRequest:
 			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.Complete(ctx, r.Params) }
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
-			if _, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return nil, cs.SetLoggingLevel(ctx, r.Params) }, true); err != nil {
+			if _, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return nil, cs.SetLoggingLevel(ctx, r.Params) }, true); err != nil && !b.isWaiting() {
 				return nil, err
 			}
 			return next(ctx, method, req)
 		case *mcp.ListToolsRequest:
-			op = func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListTools(ctx, r.Params) }
+			res, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListTools(ctx, r.Params) }, true)
+			if err != nil && b.isWaiting() {
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{}}, nil // until approved
+			}
+			return res, err
 		case *mcp.CallToolRequest:
 			retryClosed = false
 			params := &mcp.CallToolParams{Meta: r.Params.Meta, Name: r.Params.Name, Arguments: r.Params.Arguments}
@@ -311,9 +404,19 @@ func (b *bridge) call(ctx context.Context, op func(*mcp.ClientSession) (mcp.Resu
 // a failure to connect says why (a claim awaiting approval, an unknown
 // connection, a redirect) where the MCP client would only say "Forbidden".
 type refusals struct {
-	base http.RoundTripper
-	mu   sync.Mutex
-	last string
+	base     http.RoundTripper
+	mu       sync.Mutex
+	last     string
+	lastCode string // the code of the last error envelope
+}
+
+// awaitingApproval reports whether the last refusal ends once the agent's
+// claim is approved: the claim awaits approval, or the gateway has yet to
+// load it.
+func (r *refusals) awaitingApproval() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastCode == "AUTH_CLAIM_REQUIRED" || r.lastCode == "AUTH_CLAIMS_UNAVAILABLE"
 }
 
 func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -330,17 +433,23 @@ func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
 	_ = resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	var envelope struct {
-		Code    string `json:"code"`
-		Message string `json:"error"`
-		ClaimID string `json:"claim_id"`
+		Code        string `json:"code"`
+		Message     string `json:"error"`
+		ClaimID     string `json:"claim_id"`
+		ClaimStatus string `json:"claim_status"`
+		RequestID   string `json:"request_id"`
 	}
 	if err == nil && json.Unmarshal(body, &envelope) == nil && envelope.Code != "" {
 		why := envelope.Code + ": " + envelope.Message
 		if envelope.ClaimID != "" {
-			why += " (claim " + envelope.ClaimID + " awaits the owner's approval)"
+			why += " (claim " + envelope.ClaimID + ", " + envelope.ClaimStatus + ")"
+		}
+		if envelope.RequestID != "" {
+			// What the gateway's operator finds the refusal under in its log.
+			why += " [request " + envelope.RequestID + "]"
 		}
 		r.mu.Lock()
-		r.last = why
+		r.last, r.lastCode = why, envelope.Code
 		r.mu.Unlock()
 	}
 	return resp, nil

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/idnhq/idn/mcpproxy"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,6 +110,14 @@ func newMCPStack(t *testing.T, idle time.Duration) *mcpStack {
 // for it.
 func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection) *mcpStack {
 	t.Helper()
+	st, _ := newMCPStackWith(t, idle, conn, true, claimcache.Options{})
+	return st
+}
+
+// newMCPStackWith is newMCPStackFor with the agent approved at once or
+// not, and the gateway's claims options; it returns the control plane too.
+func newMCPStackWith(t *testing.T, idle time.Duration, conn *credvault.Connection, approved bool, claims claimcache.Options) (*mcpStack, *claimcachetest.Server) {
+	t.Helper()
 	st := &mcpStack{home: t.TempDir()}
 	var err error
 	if st.agent, err = identity.New("desk-agent"); err != nil {
@@ -117,10 +128,12 @@ func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection
 	}
 	controlPlane := claimcachetest.NewServer()
 	t.Cleanup(controlPlane.Close)
-	controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
+	if approved {
+		controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
+	}
 	key, _ := credvault.GenerateMasterKey()
 	gw, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: controlPlane.URL,
-		MCP: mcpproxy.Options{SessionIdleTimeout: idle}, ServiceAPIKey: controlPlane.APIKey("docs")})
+		MCP: mcpproxy.Options{SessionIdleTimeout: idle}, ServiceAPIKey: controlPlane.APIKey("docs"), Claims: claims})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +155,7 @@ func newMCPStackFor(t *testing.T, idle time.Duration, conn *credvault.Connection
 	if err := gw.Up(up); err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return st, controlPlane
 }
 
 // bridge runs `idn mcp` in-process on pipes and connects a go-sdk client
@@ -342,8 +355,8 @@ func TestMCPBridgeSaysWhyItCannotConnect(t *testing.T) {
 		t.Fatal(r)
 	}
 	r := runIdn(t, home, "", "mcp", "--gateway", st.url, "--connection", "docs")
-	if r.code != 1 || !strings.Contains(r.stderr, "AUTH_CLAIM_REQUIRED") {
-		t.Errorf("unapproved agent: %+v", r)
+	if r.code != 0 {
+		t.Errorf("unapproved agent: %+v; idn mcp must stay up until its claim is approved", r)
 	}
 	r = runIdn(t, st.home, "", "mcp", "--gateway", st.url, "--connection", "nope")
 	if r.code != 1 || !strings.Contains(r.stderr, "CONNECTION_NOT_FOUND") {
@@ -518,4 +531,120 @@ func TestEverythingThroughIdnMCP(t *testing.T) {
 		}
 	}
 	mcpconversation.Compare(t, direct, bridged)
+}
+
+// An agent whose claim awaits approval keeps idn mcp up (issue 28, item
+// 4): the client learns why from the server's instructions and a log
+// message (the claim and where to approve it), sees no tools, and once the
+// owner approves, is
+// told by a log message and a tools/list_changed notification, and lists
+// the tools; no restart.
+func TestMCPBridgeWaitsForApproval(t *testing.T) {
+	upURL, _, _ := mcpUpstream(t)
+	st, controlPlane := newMCPStackWith(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, false, claimcache.Options{RefreshInterval: 100 * time.Millisecond})
+	changed, logged := make(chan struct{}, 4), make(chan string, 4)
+	cs := st.bridge(t, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+		//lint:ignore SA1019 desktop clients of the protocol versions idn mcp relays show log messages
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logged <- fmt.Sprint(r.Params.Data) },
+	}, "--retry", "50ms")
+	ctx := context.Background()
+
+	init := cs.InitializeResult()
+	for _, want := range []string{"AUTH_CLAIM_REQUIRED", "(claim clm_", "pending)", "[request req_", "dashboard", "no restart"} {
+		if !strings.Contains(init.Instructions, want) {
+			t.Errorf("instructions %q do not say %q", init.Instructions, want)
+		}
+	}
+	if init.Capabilities.Tools == nil || !init.Capabilities.Tools.ListChanged {
+		t.Errorf("capabilities %+v: tools must announce listChanged", init.Capabilities)
+	}
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != 0 {
+		t.Fatalf("tools before approval: %+v, %v", list, err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "go"}}); err == nil ||
+		!strings.Contains(err.Error(), "AUTH_CLAIM_REQUIRED") {
+		t.Errorf("call before approval: %v, want the refusal", err)
+	}
+
+	controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
+	select {
+	case <-changed:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no tools/list_changed after the approval")
+	}
+	for _, want := range []string{"AUTH_CLAIM_REQUIRED", "the claim is approved"} {
+		select {
+		case msg := <-logged:
+			if !strings.Contains(msg, want) {
+				t.Errorf("log message %q, want it to say %q", msg, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("no log message saying %q", want)
+		}
+	}
+	list, err = cs.ListTools(ctx, nil)
+	if err != nil || !slices.ContainsFunc(list.Tools, func(tool *mcp.Tool) bool { return tool.Name == "docs.search" }) {
+		t.Fatalf("tools after approval: %+v, %v", list, err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "go"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call after approval: %+v, %v", res, err)
+	}
+}
+
+// TestMCPBridgeWaitsForApproval with the official TypeScript SDK client
+// over stdio, as a desktop client runs idn mcp.
+func TestMCPBridgeWaitsForApprovalTypeScript(t *testing.T) {
+	modules, node := testnode.Modules(t, "the TypeScript MCP SDK tests")
+	upURL, _, _ := mcpUpstream(t)
+	st, controlPlane := newMCPStackWith(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, false, claimcache.Options{RefreshInterval: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "testdata/mcp_await.mjs", st.url, "docs")
+	cmd.Env = append(os.Environ(), "IDN_NODE_MODULES="+modules, "IDN_HOME="+st.home, "IDN_BINARY="+os.Args[0],
+		"IDN_TEST_AS_IDN=1") // for the idn the stdio transport starts, not for node
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	var before struct {
+		Instructions string                 `json:"instructions"`
+		Capabilities mcp.ServerCapabilities `json:"capabilities"`
+		Tools        []string               `json:"tools"`
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &before) != nil {
+		t.Fatalf("node printed %q before the approval: %s", lines.Text(), stderr.String())
+	}
+	if !strings.Contains(before.Instructions, "AUTH_CLAIM_REQUIRED") || !strings.Contains(before.Instructions, "(claim clm_") ||
+		before.Capabilities.Tools == nil || !before.Capabilities.Tools.ListChanged || len(before.Tools) != 0 {
+		t.Errorf("before the approval: %+v", before)
+	}
+	controlPlane.Approve(claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()})
+	var after struct {
+		Logged []string `json:"logged"`
+		Tools  []string `json:"tools"`
+		Call   struct {
+			IsError bool `json:"isError"`
+		} `json:"call"`
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &after) != nil {
+		t.Fatalf("node printed %q after the approval: %s", lines.Text(), stderr.String())
+	}
+	if !slices.Contains(after.Tools, "docs.search") || after.Call.IsError || len(after.Logged) != 2 ||
+		!strings.Contains(after.Logged[0], "AUTH_CLAIM_REQUIRED") || !strings.Contains(after.Logged[1], "the claim is approved") {
+		t.Errorf("after the approval: %+v", after)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
 }
