@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/errcode"
 	"io"
 	"net/http"
 	"net/url"
@@ -416,7 +417,8 @@ type refusals struct {
 func (r *refusals) awaitingApproval() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.lastCode == "AUTH_CLAIM_REQUIRED" || r.lastCode == "AUTH_CLAIMS_UNAVAILABLE"
+	code, _ := errcode.Parse(r.lastCode)
+	return code == errcode.AuthClaimRequired || code == errcode.AuthClaimsUnavailable
 }
 
 func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
