@@ -2,13 +2,16 @@ package controlplane
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -511,4 +514,61 @@ func TestConcurrentSubmissionsRespectPendingLimit(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSubmissionRacingACommitRespectsPendingLimit (PostgreSQL, where
+// submissions run side by side): a submission that read the pending count
+// before another pending claim committed, and so passed the budget check
+// made before its insert, is still refused once that claim commits: the
+// count it reads after its own increment of the counter is exact.
+func TestSubmissionRacingACommitRespectsPendingLimit(t *testing.T) {
+	t.Parallel()
+	sc := storeConfig(t, ProviderPostgres)
+	e := newEnv(t, openStore(t, sc), func(c *Config) { c.MaxPendingClaims = 1 })
+	_, key := claimWorld(e)
+	ctx := context.Background()
+	other, err := sql.Open("pgx", sc.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var holder int
+	if err := tx.QueryRow(`SELECT pg_backend_pid()`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name, status, created_at, updated_at)
+		VALUES ('clm_racing', 'acme', $1, 'github', '203.0.113.1', '203.0.113.1', '', '', '', 'pending', $2, $2)`,
+		pubKey(newAgent(t, "acme")), sqldb.Micros(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan resp)
+	go func() {
+		done <- e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key))
+	}()
+	// The submission has passed the check before its insert (the racing
+	// claim is not committed) once it waits for the counter row.
+	for waiting := 0; waiting == 0; {
+		if err := other.QueryRow(`SELECT COUNT(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the submission answered %d before the racing claim committed", r.status)
+		default:
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	(<-done).want(t, http.StatusTooManyRequests, "PENDING_LIMIT_REACHED")
+	var pending int
+	e.st.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE namespace = 'acme' AND status = 'pending'`).Scan(&pending)
+	if pending != 1 {
+		t.Fatalf("%d pending claims, limit 1", pending)
+	}
 }

@@ -144,9 +144,12 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 }
 
 // submitClaim creates a pending claim, or returns the live (pending or
-// approved) claim of the same tuple with created == false. The namespace
-// row is locked on PostgreSQL (SQLite transactions are already exclusive),
-// so the pending budget holds under concurrency. A pending claim of the
+// approved) claim of the same tuple with created == false. SQLite
+// transactions are exclusive, so the budget read before the insert holds;
+// on PostgreSQL, where the submissions of a namespace run side by side,
+// claims_submit also reads the counters after its own increment, which
+// holds their rows to commit, and refuses (SubmitRefused) a claim that a
+// concurrent submission's commit took the room of. A pending claim of the
 // service created at or before pendingCutoff is expired on the spot rather
 // than returned or counted, so a stale request never blocks a fresh one.
 //
@@ -164,8 +167,12 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 			outcome string
 			live    sql.NullString
 		)
-		if err := s.submit.call.QueryRowContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName,
-			sqldb.Micros(now), sqldb.Micros(pendingCutoff), budget.perService, budget.perAgent).Scan(&outcome, &live); err != nil {
+		err := s.submit.call.QueryRowContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName,
+			sqldb.Micros(now), sqldb.Micros(pendingCutoff), budget.perService, budget.perAgent).Scan(&outcome, &live)
+		if refusal, ok := sqldb.SubmitRefusal(err); ok {
+			outcome, err = refusal, nil
+		}
+		if err != nil {
 			return c, false, sqldb.Err("submit claim", err)
 		}
 		switch outcome {
@@ -174,6 +181,8 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		case "live":
 			c, err = scanClaim(s.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = $1`, live.String))
 			return c, false, sqldb.Err("claim lookup", err)
+		case "busy":
+			return c, false, fmt.Errorf("%w: the live claim of the tuple kept changing during the submission", sqldb.ErrBusy)
 		}
 		if e, ok := submitRefusals[outcome]; ok {
 			return c, false, e

@@ -302,6 +302,16 @@ func IsUniqueViolation(err error) bool {
 	return false
 }
 
+// SubmitRefusal reports the refusal that claims_submit raised with
+// SubmitRefused (PostgreSQL only): "pending_limit" or "agent_pending_limit".
+func SubmitRefusal(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == SubmitRefused {
+		return pgErr.Message, true
+	}
+	return "", false
+}
+
 // ForUpdate is the row-lock suffix for a SELECT inside a transaction.
 // SQLite has no row locks; its immediate transactions already hold the
 // write lock.
