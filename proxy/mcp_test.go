@@ -85,7 +85,7 @@ func TestMCPThroughPipeline(t *testing.T) {
 func (g *gateway) connectMCP(agent *identity.Identity, id string) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
 	return client.Connect(context.Background(), &mcp.StreamableClientTransport{
-		Endpoint:   g.srv.URL + "/mcp/" + id,
+		Endpoint: g.srv.URL + "/mcp/" + id,
 		// A transport of its own: httptest.Server.Close in a parallel test
 		// closes the idle connections of http.DefaultTransport, which can
 		// break a request just handed one of them.
