@@ -23,9 +23,6 @@ func populateFeed(tb testing.TB, st *Store, n int) string {
 	tb.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	if _, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{}); err != nil {
-		tb.Fatal(err)
-	}
 	key, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{Slug: "github", Name: "GitHub", Endpoint: "https://gh.example"})
 	if err != nil {
 		tb.Fatal(err)

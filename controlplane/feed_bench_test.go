@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/claims"
-	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,44 +25,14 @@ var (
 	feedBenchGateways = flag.Int("feed-gateways", 1000, "gateways simulated by BenchmarkFeedGateways")
 )
 
-// seedFeedClaims inserts n approved claims of service "github" (namespace
-// "acme") in multi-row batches, then prunes the change log to its
+// seedFeedClaims is populateFeed with the change log pruned to its
 // retention, as a control plane in its steady state holds it. It returns
 // a key of the service.
 func seedFeedClaims(tb testing.TB, st *Store, n int) string {
 	tb.Helper()
-	ctx := context.Background()
-	now := time.Now()
-	if _, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{}); err != nil {
+	key := populateFeed(tb, st, n)
+	if _, err := claimsAPI(st).Maintain(context.Background()); err != nil {
 		tb.Fatal(err)
-	}
-	key, err := claimsAPI(st).Provision(ctx, "acme", claims.ServiceSpec{Slug: "github", Name: "GitHub", Endpoint: "https://gh.example"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	const batch = 1000
-	for start := 0; start < n; start += batch {
-		var (
-			rows []string
-			args []any
-		)
-		for i := start; i < min(start+batch, n); i++ {
-			var pub [32]byte
-			rand.Read(pub[:])
-			p := len(args)
-			rows = append(rows, fmt.Sprintf("($%d, 'acme', $%d, 'github', '127.0.0.1', 'alice', '', '', 'approved', $%d, $%d, $%d)", p+1, p+2, p+3, p+3, p+3))
-			args = append(args, sqldb.NewID("clm_"), identity.FormatPublicKey(pub[:]), sqldb.Micros(now)+int64(i))
-		}
-		if _, err := st.db.Exec(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, subject, agent_id, agent_name, status, created_at, updated_at, approved_at)
-			VALUES `+strings.Join(rows, ", "), args...); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if _, err := claimsAPI(st).Maintain(ctx); err != nil {
-		tb.Fatal(err)
-	}
-	if st.db.PG() {
-		st.db.Exec(ctx, `ANALYZE`)
 	}
 	return key
 }
