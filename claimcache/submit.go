@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/internal/keyrate"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 )
 
 // Defaults of SubmitterConfig.
@@ -114,8 +114,8 @@ type Submitter struct {
 	endpoint string
 	client   *http.Client
 	apiKey   func(string) (string, error)
-	limits   *limiters // nil when unlimited
-	receipts *receipts // nil without memory
+	limits   *keyrate.Buckets // nil when unlimited
+	receipts *receipts        // nil without memory
 	clock    func() time.Time
 }
 
@@ -147,7 +147,7 @@ func NewSubmitter(cfg SubmitterConfig) (*Submitter, error) {
 		if max == 0 {
 			max = DefaultMaxLimiters
 		}
-		s.limits = newLimiters(perMinute, max)
+		s.limits = keyrate.New(perMinute, max)
 	}
 	if cfg.ReceiptTTL >= 0 {
 		s.receipts = newReceipts(cmp.Or(cfg.ReceiptTTL, DefaultReceiptTTL), cmp.Or(cfg.MaxReceipts, DefaultMaxReceipts))
@@ -200,7 +200,7 @@ func tupleNamespace(tuple string) string {
 
 // send applies the rate limit and posts sub.
 func (s *Submitter) send(ctx context.Context, sub Submission, now time.Time) (Receipt, error) {
-	if s.limits != nil && !s.limits.allow(sub.ConnectionID+"\x00"+sub.Namespace, now) {
+	if s.limits != nil && s.limits.Take(sub.ConnectionID+"\x00"+sub.Namespace, now) > 0 {
 		return Receipt{}, fmt.Errorf("%w: connection %q", ErrRateLimited, sub.ConnectionID)
 	}
 	key, err := s.apiKey(sub.ConnectionID)
@@ -360,47 +360,4 @@ func (m *receipts) remove(el *list.Element) {
 			delete(m.byNamespace, e.namespace)
 		}
 	}
-}
-
-// limiters is a bounded LRU of token buckets.
-type limiters struct {
-	mu    sync.Mutex
-	every rate.Limit
-	burst int
-	max   int
-	order *list.List // front: most recently used; values are *limiterEntry
-	byKey map[string]*list.Element
-}
-
-type limiterEntry struct {
-	key string
-	lim *rate.Limiter
-}
-
-func newLimiters(perMinute, max int) *limiters {
-	return &limiters{
-		every: rate.Every(time.Minute / time.Duration(perMinute)),
-		burst: perMinute,
-		max:   max,
-		order: list.New(),
-		byKey: make(map[string]*list.Element),
-	}
-}
-
-func (l *limiters) allow(key string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	el, ok := l.byKey[key]
-	if ok {
-		l.order.MoveToFront(el)
-	} else {
-		if l.order.Len() >= l.max {
-			oldest := l.order.Back()
-			delete(l.byKey, oldest.Value.(*limiterEntry).key)
-			l.order.Remove(oldest)
-		}
-		el = l.order.PushFront(&limiterEntry{key: key, lim: rate.NewLimiter(l.every, l.burst)})
-		l.byKey[key] = el
-	}
-	return el.Value.(*limiterEntry).lim.AllowN(now, 1)
 }

@@ -2,6 +2,7 @@ package claimcache
 
 import (
 	"fmt"
+	"github.com/idnhq/idn/internal/keyrate"
 	"sync"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestReceiptsFloodOfOneNamespaceForgetsOnlyItsOwn(t *testing.T) {
 // while holding its own when full would hang here.)
 func TestFullReceiptsAndLimitersKeepMakingProgress(t *testing.T) {
 	t.Parallel()
-	m, l := newReceipts(time.Minute, 16), newLimiters(1, 16)
+	m, l := newReceipts(time.Minute, 16), keyrate.New(1, 16)
 	now := time.Now()
 	done := make(chan struct{})
 	go func() {
@@ -84,7 +85,7 @@ func TestFullReceiptsAndLimitersKeepMakingProgress(t *testing.T) {
 			wg.Go(func() {
 				for i := range 500 {
 					tuple := fmt.Sprintf("github\x00ns-%d\x00key\x00github", (w*500+i)%300)
-					l.allow(tuple, now)
+					l.Take(tuple, now)
 					_, f, lead := m.begin(tuple, now)
 					switch {
 					case lead:
@@ -102,7 +103,7 @@ func TestFullReceiptsAndLimitersKeepMakingProgress(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("full receipts and limiters made no progress for 20 s")
 	}
-	if len(m.byTuple) > 16 || len(m.inflight) != 0 || len(l.byKey) > 16 {
-		t.Fatalf("%d receipts, %d in flight, %d limiters; want at most 16, 0, 16", len(m.byTuple), len(m.inflight), len(l.byKey))
+	if len(m.byTuple) > 16 || len(m.inflight) != 0 {
+		t.Fatalf("%d receipts, %d in flight; want at most 16, 0", len(m.byTuple), len(m.inflight))
 	}
 }

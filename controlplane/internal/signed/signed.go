@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/internal/keyrate"
 	"io"
 	"net/http"
 	"time"
@@ -51,6 +52,10 @@ const (
 	DefaultMaxLookupNonces = 100_000
 )
 
+// maxLimitedAddresses bounds the client networks whose signed-request
+// buckets are remembered.
+const maxLimitedAddresses = 65_536
+
 // Config configures a Gate; a zero field has its documented default.
 type Config struct {
 	// MaxAge and FutureSkew bound the signature's created parameter; zero
@@ -68,7 +73,7 @@ type Config struct {
 type Gate struct {
 	kit      *web.Kit
 	verifier *identity.Verifier
-	limits   *addressLimits
+	limits   *keyrate.Buckets
 	durable  nonceChecker
 	lookups  *replay.Store
 }
@@ -99,7 +104,7 @@ func New(cfg Config, db *sqldb.DB, kit *web.Kit) (*Gate, error) {
 			// standing have passed, so no unverified request is buffered.
 			InsecureSkipBodyCheck: true,
 		},
-		limits:  newAddressLimits(rate, maxLimitedAddresses),
+		limits:  keyrate.New(rate, maxLimitedAddresses),
 		durable: nonceChecker{db: db, now: kit.Clock},
 		lookups: lookups,
 	}, nil
@@ -125,7 +130,7 @@ func (g *Gate) Public(next http.HandlerFunc) http.Handler {
 // neither the body nor the database and recording no nonce; on failure it
 // has answered.
 func (g *Gate) Verify(w http.ResponseWriter, r *http.Request) (*identity.Caller, bool) {
-	if wait := g.limits.wait(g.kit.ClientKey(r), g.kit.Now()); wait > 0 {
+	if wait := g.limits.Take(g.kit.ClientKey(r), g.kit.Now()); wait > 0 {
 		apierror.Write(w, r, web.RateLimited(wait))
 		return nil, false
 	}
