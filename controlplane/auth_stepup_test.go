@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"encoding/json"
+	"github.com/idnhq/idn/controlplane/alertmail/alertmailtest"
 	"github.com/idnhq/idn/controlplane/ownerauth"
 	"net/http"
 	"net/netip"
@@ -191,7 +192,7 @@ func TestStepUpOneChangePerVerification(t *testing.T) {
 // passkey of their own becomes able to confirm changes after the hold.
 func TestStepUpOwnerRecovers(t *testing.T) {
 	t.Parallel()
-	smtpAddr, mails := fakeSMTP(t)
+	smtpAddr, mails := alertmailtest.Server(t)
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			e := newAuthEnvWith(t, engine, func(c *Config) {
@@ -393,7 +394,7 @@ func newAuthEnvWith(t *testing.T, engine string, mod func(*Config)) *env {
 // mail.
 func TestAlertsHonourEmailNotifications(t *testing.T) {
 	t.Parallel()
-	smtpAddr, mails := fakeSMTP(t)
+	smtpAddr, mails := alertmailtest.Server(t)
 	e := newAuthEnvWith(t, ProviderSQLite, func(c *Config) {
 		c.Webhooks.Alert = AlertConfig{From: "idn@example.com", To: []string{"ops@example.com"}, SMTPAddr: smtpAddr}
 	})

@@ -1,16 +1,15 @@
 package controlplane
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/alertmail/alertmailtest"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -496,7 +495,7 @@ func TestWebhookConcurrentWorkers(t *testing.T) {
 // e-mail goes out.
 func TestWebhookTerminalFailure(t *testing.T) {
 	t.Parallel()
-	smtpAddr, mails := fakeSMTP(t)
+	smtpAddr, mails := alertmailtest.Server(t)
 	forEachEngineWith(t, withWebhooks(func(c *WebhookConfig) {
 		c.FailureThreshold = 4
 		c.RetryWindow = time.Hour
@@ -554,58 +553,6 @@ func TestWebhookTerminalFailure(t *testing.T) {
 			}
 		})
 	})
-}
-
-// fakeSMTP is a minimal SMTP server that hands each session's transcript
-// to the returned channel.
-func fakeSMTP(t *testing.T) (string, chan string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	out := make(chan string, 10)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var log strings.Builder
-				r := bufio.NewReader(c)
-				fmt.Fprint(c, "220 fake\r\n")
-				data := false
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					log.WriteString(line)
-					switch {
-					case data:
-						if line == ".\r\n" {
-							data = false
-							fmt.Fprint(c, "250 ok\r\n")
-						}
-					case strings.HasPrefix(line, "EHLO"):
-						fmt.Fprint(c, "250 fake\r\n")
-					case strings.HasPrefix(line, "DATA"):
-						data = true
-						fmt.Fprint(c, "354 go\r\n")
-					case strings.HasPrefix(line, "QUIT"):
-						fmt.Fprint(c, "221 bye\r\n")
-						out <- log.String()
-						return
-					default:
-						fmt.Fprint(c, "250 ok\r\n")
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String(), out
 }
 
 // TestWebhookOutboxCoversEveryPath: events are queued by the database in

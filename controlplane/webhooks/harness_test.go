@@ -1,7 +1,6 @@
 package webhooks_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -12,7 +11,6 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -230,57 +228,4 @@ func (rc *receiver) received() (map[string]payload, int) {
 		out[k] = v
 	}
 	return out, rc.bad
-}
-
-// fakeSMTP is a minimal SMTP server that hands each session's transcript
-// to the returned channel before it answers QUIT, so a sender that has
-// returned has been seen.
-func fakeSMTP(t *testing.T) (string, chan string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	out := make(chan string, 10)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var log strings.Builder
-				r := bufio.NewReader(c)
-				fmt.Fprint(c, "220 fake\r\n")
-				data := false
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					log.WriteString(line)
-					switch {
-					case data:
-						if line == ".\r\n" {
-							data = false
-							fmt.Fprint(c, "250 ok\r\n")
-						}
-					case strings.HasPrefix(line, "EHLO"):
-						fmt.Fprint(c, "250 fake\r\n")
-					case strings.HasPrefix(line, "DATA"):
-						data = true
-						fmt.Fprint(c, "354 go\r\n")
-					case strings.HasPrefix(line, "QUIT"):
-						out <- log.String()
-						fmt.Fprint(c, "221 bye\r\n")
-						return
-					default:
-						fmt.Fprint(c, "250 ok\r\n")
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String(), out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/idnhq/idn/controlplane/alertmail/alertmailtest"
 	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"io"
 	"log/slog"
@@ -196,7 +197,7 @@ func TestDeadWorkerLease(t *testing.T) {
 // and the operator copies, as the owner's setting says.
 func TestFailureAlert(t *testing.T) {
 	t.Parallel()
-	smtpAddr, mails := fakeSMTP(t)
+	smtpAddr, mails := alertmailtest.Server(t)
 	for _, tc := range []struct {
 		name    string
 		alertTo webhooks.AlertAddress
