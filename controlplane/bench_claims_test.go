@@ -145,8 +145,7 @@ func BenchmarkClaimsPage(b *testing.B) {
 // "github" of the 100,000-claim namespace (its pending pile of 20,000
 // claims within an ample budget), 32 at once, as signed requests served in
 // process, and reports the p50 and p99 latency of one submission in ms
-// after a first round that warms the connection pool, and that round's
-// slowest submission (cold_max_ms).
+// after a first round, and that round's slowest submission (cold_max_ms).
 func BenchmarkSubmitClaims(b *testing.B) {
 	const concurrent = 32
 	for _, engine := range engines {
@@ -202,10 +201,9 @@ func BenchmarkSubmitClaims(b *testing.B) {
 				}
 				wg.Wait()
 			}
-			// The first round opens the pool's connections, and on
-			// PostgreSQL each new backend compiles and plans the
-			// submission's function and triggers: a cold start, reported
-			// apart (cold_max_ms) from the latencies of a server in use.
+			// The first round is the server's first: its slowest
+			// submission is reported apart (cold_max_ms) from the
+			// latencies of a server in use.
 			round()
 			cold := slices.Max(ds)
 			ds = ds[:0]

@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -176,7 +177,66 @@ func OpenAt(ctx context.Context, cfg Config, version int) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if pg && version == Version() {
+		// Idle connections are kept (up to the pool's size) rather than
+		// closed after a quiet spell, so they stay warm.
+		db.SetConnMaxIdleTime(0)
+		if err := warmPool(ctx, db, n); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	return d, nil
+}
+
+// warmPool opens the pool's n PostgreSQL connections and warms each one's
+// backend before any request needs it. A new backend loads the claims
+// table's indexes and triggers and plans the statements of claims_submit
+// on its first submission, about 6 ms of CPU; 32 submissions arriving at
+// a fresh pool of 16 paid that 16 times over, on two cores pushing the
+// slowest past 100 ms. Each connection now makes one submission at Open,
+// in a scratch namespace, inside a transaction it rolls back, so nothing
+// is written and no notification is sent.
+func warmPool(ctx context.Context, db *sql.DB, n int) error {
+	conns := make([]*sql.Conn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() {
+			if conns[i], errs[i] = db.Conn(ctx); errs[i] == nil {
+				errs[i] = warmBackend(ctx, conns[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("controlplane: warm database connections: %w", err)
+	}
+	return nil
+}
+
+func warmBackend(ctx context.Context, c *sql.Conn) error {
+	tx, err := c.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	id := NewID("warm_")
+	now := Micros(time.Now())
+	if _, err := tx.ExecContext(ctx, `INSERT INTO accounts (id, created_at) VALUES ($1, $2)`, id, now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO namespaces (namespace, owner_id, created_at, updated_at) VALUES ($1, $1, $2, $2)`, id, now); err != nil {
+		return err
+	}
+	var outcome, claim sql.NullString
+	return tx.QueryRowContext(ctx, `SELECT outcome, claim FROM claims_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		id, id, id, id, "192.0.2.1", "192.0.2.1", "", "", "", now, now-1, 1, 1).Scan(&outcome, &claim)
 }
 
 // enableWAL switches the SQLite file to write-ahead logging, which lets

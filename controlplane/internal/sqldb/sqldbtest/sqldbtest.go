@@ -35,7 +35,8 @@ func postgresURL(tb testing.TB) string {
 
 // Config returns a configuration for a fresh, isolated database of
 // the engine: a SQLite file in a temp dir, or a new PostgreSQL schema that
-// is dropped at cleanup.
+// is dropped at cleanup (with a pool of testPoolSize connections, except
+// in benchmarks).
 func Config(tb testing.TB, engine string) sqldb.Config {
 	tb.Helper()
 	if engine == sqldb.ProviderSQLite {
@@ -61,8 +62,17 @@ func Config(tb testing.TB, engine string) sqldb.Config {
 	if strings.Contains(base, "?") {
 		sep = "&"
 	}
-	return sqldb.Config{Provider: sqldb.ProviderPostgres, DatabaseURL: base + sep + "search_path=" + schema}
+	cfg := sqldb.Config{Provider: sqldb.ProviderPostgres, DatabaseURL: base + sep + "search_path=" + schema}
+	if _, bench := tb.(*testing.B); !bench {
+		// A PostgreSQL store opens and keeps its whole pool; tests run
+		// many stores side by side on one server, benchmarks one.
+		cfg.MaxOpenConns = testPoolSize
+	}
+	return cfg
 }
+
+// testPoolSize is the connection pool of a test's PostgreSQL store.
+const testPoolSize = 4
 
 // Open opens a fresh database of the engine, closed when the test ends.
 func Open(tb testing.TB, engine string) *sqldb.DB {
