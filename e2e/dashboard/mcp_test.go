@@ -186,6 +186,12 @@ func TestGatewayMCPConnection(t *testing.T) {
 		`^Test passed: docs-server 2\.4\.0 answered MCP \d{4}-\d\d-\d\d and lists 3 tools, in \d+ ms\.$`).MatchString(msg) {
 		t.Fatalf("the test said %q", msg)
 	}
+	lastTest := func() string {
+		return eval[string](b, `document.querySelector('tr[data-connection=docs] [data-label="Last test"]').textContent`)
+	}
+	if got := lastTest(); !strings.HasPrefix(got, "ok (HTTP 200) ") {
+		t.Errorf("after the test the Last test column says %q", got)
+	}
 
 	step(t, "Discover lists the tools with their descriptions and hints")
 	b.tabTo("Discover Docs")
@@ -238,6 +244,9 @@ func TestGatewayMCPConnection(t *testing.T) {
 	b.press("button", "Test Docs")
 	if msg := b.errorText("Test Docs"); !strings.HasPrefix(msg, "Test failed: initialize: the MCP endpoint answered HTTP 404 Not Found.") {
 		t.Fatalf("a test of a wrong endpoint said %q", msg)
+	}
+	if got := lastTest(); !strings.HasPrefix(got, "failed (HTTP 404) ") {
+		t.Errorf("after the failed test the Last test column says %q", got)
 	}
 
 	step(t, "edit the policy: remove the subject's, deny one more")

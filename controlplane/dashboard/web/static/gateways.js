@@ -90,6 +90,9 @@ function actionButton(label, verb, name, onClick, danger = false) {
   return b;
 }
 
+// lastTest is a connection's last_test t as the Last test column shows it.
+const lastTest = (t) => (t ? `${t.ok ? 'ok' : 'failed'}${t.status ? ` (HTTP ${t.status})` : ''} ${utc(t.tested_at)}` : 'never');
+
 function renderConnections(list) {
   connections = list;
   const tools = document.getElementById('tools');
@@ -101,10 +104,12 @@ function renderConnections(list) {
   }
   const rows = list.map((c) => {
     const name = shown(c.name || c.id);
-    const last = c.last_test ? `${c.last_test.ok ? 'ok' : 'failed'}${c.last_test.status ? ` (HTTP ${c.last_test.status})` : ''} ${utc(c.last_test.tested_at)}` : 'never';
+    const last = lastTest(c.last_test);
     const act = el('td', { className: 'act' },
       actionButton('Test', 'Test', name, (b) => run(b, async () => {
         const r = await rpc(gateway, 'connections.test', { id: c.id });
+        const row = b.closest('tr');
+        if (row) row.querySelector('[data-label="Last test"]').textContent = lastTest(r);
         feedback(b, testSaid(r), r.ok ? 'done' : 'err');
       })), ' ',
       actionButton('Discover', 'Discover', name, (b) => run(b, async () => {
