@@ -49,16 +49,13 @@ type Tool struct {
 	Description string `json:"description,omitempty"`
 	// InputSchema is the tool's JSON Schema for its arguments, a JSON object.
 	InputSchema json.RawMessage `json:"input_schema"`
-	// Annotations are the hints the server gave about the tool; nil when
-	// it gave none.
+	// Annotations are the server's hints; nil when it gave none.
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
 }
 
-// ToolAnnotations are the hints an MCP server gives about a tool (MCP's
-// ToolAnnotations), shown to the owner as they were declared. They are
-// the server's word, not a guarantee: the tool policy never reads them.
-// An absent destructive or open-world hint is nil, which MCP reads as
-// true; an absent read-only or idempotent hint is false.
+// ToolAnnotations are a tool's hints as its server declared them (MCP's
+// ToolAnnotations; an absent destructive or open-world hint is nil, which
+// MCP reads as true): its word, which the tool policy never reads.
 type ToolAnnotations struct {
 	Title           string `json:"title,omitempty"`
 	ReadOnlyHint    bool   `json:"read_only_hint"`

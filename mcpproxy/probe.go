@@ -10,45 +10,40 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Probe is what a connection test learned from the upstream MCP server.
+// Probe is what a connection test learned: the server's initialize
+// answer (zero when initialize failed), how many tools it lists, and the
+// HTTP status of its last answer (0 when none came).
 type Probe struct {
-	// Server is the server's initialize answer: its name, version and the
-	// protocol version the handshake settled on. Zero when initialize
-	// failed.
 	Server ServerInfo
-	// Tools is the number of tools the server lists.
-	Tools int
-	// Status is the HTTP status of the server's last answer; 0 when none
-	// came (the server could not be reached).
+	Tools  int
 	Status int
 }
 
-// Probe tests conn as the admin test route does: a new MCP session with
-// the upstream server (initialize, with the connection's credential),
-// tools/list to its last page, and the session closed. It uses neither
-// the shared session nor the discovery cache, and the circuit breaker
-// neither refuses it nor counts it: the owner asks whether the server
-// works now. A failure is an *UpstreamError whose message says what
-// failed (the handshake or the listing, and the HTTP status when the
-// server answered one), scrubbed of secrets; the Probe it returns with
-// it holds what was learned before.
-func (p *Proxy) Probe(ctx context.Context, conn *Connection) (Probe, error) {
+// Probe tests conn for the admin test route: a new MCP session
+// (initialize, with the credential), tools/list to its last page, the
+// session closed; apart from the shared session, the discovery cache
+// and the circuit breaker, since the owner asks whether the server works
+// now. A failure is an *UpstreamError saying which step failed and how
+// (the HTTP status when one came), scrubbed, with what was learned.
+func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res Probe, err error) {
 	st, err := p.state(conn)
 	if err != nil {
 		return Probe{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	var res Probe
-	fail := func(step string, tr *upstream.Trace, err error) (Probe, error) {
-		_, res.Status = tr.Snapshot()
-		msg := step + ": " + st.scrubber.Load().Scrub(err.Error())
-		if res.Status >= 400 {
-			msg = fmt.Sprintf("%s: the MCP endpoint answered HTTP %d %s", step, res.Status, http.StatusText(res.Status))
+	step, tr := "initialize", (*upstream.Trace)(nil)
+	defer func() {
+		if err != nil {
+			_, res.Status = tr.Snapshot()
+			msg := step + ": " + st.scrubber.Load().Scrub(err.Error())
+			if res.Status >= 400 {
+				msg = fmt.Sprintf("%s: the MCP endpoint answered HTTP %d %s", step, res.Status, http.StatusText(res.Status))
+			}
+			p.log.WarnContext(ctx, "mcpproxy: MCP connection test failed", "connection_id", st.id, "error", msg)
+			err = &UpstreamError{ConnectionID: st.id, Message: msg}
 		}
-		p.log.WarnContext(ctx, "mcpproxy: MCP connection test failed", "connection_id", st.id, "error", msg)
-		return res, &UpstreamError{ConnectionID: st.id, Message: msg}
-	}
+	}()
 	endpoint := st.currentEndpoint()
 	tctx, tr := upstream.WithTrace(ctx)
 	cs, err := p.connect(tctx, st, endpoint, p.client, upstreamProtocol, false)
@@ -57,23 +52,20 @@ func (p *Proxy) Probe(ctx context.Context, conn *Connection) (Probe, error) {
 		cs, err = p.connect(tctx, st, endpoint, p.client, "", false)
 	}
 	if err != nil {
-		return fail("initialize", tr, err)
+		return res, err
 	}
 	defer p.closeSession(cs)
-	if init := cs.InitializeResult(); init != nil {
-		res.Server.ProtocolVersion = init.ProtocolVersion
-		if init.ServerInfo != nil {
-			res.Server.Name, res.Server.Version = init.ServerInfo.Name, init.ServerInfo.Version
-		}
-	}
 	sc := st.scrubber.Load()
-	res.Server = ServerInfo{Name: sc.Replace(res.Server.Name), Version: sc.Replace(res.Server.Version), ProtocolVersion: sc.Replace(res.Server.ProtocolVersion)}
-	lctx, tr := upstream.WithTrace(ctx)
+	if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil {
+		res.Server = ServerInfo{Name: sc.Replace(init.ServerInfo.Name), Version: sc.Replace(init.ServerInfo.Version), ProtocolVersion: sc.Replace(init.ProtocolVersion)}
+	}
+	step = "tools/list"
+	tctx, tr = upstream.WithTrace(ctx)
 	params := &mcp.ListToolsParams{}
 	for range maxToolPages {
-		page, err := cs.ListTools(lctx, params)
+		page, err := cs.ListTools(tctx, params)
 		if err != nil {
-			return fail("tools/list", tr, err)
+			return res, err
 		}
 		res.Tools += len(page.Tools)
 		if page.NextCursor == "" {
@@ -82,5 +74,5 @@ func (p *Proxy) Probe(ctx context.Context, conn *Connection) (Probe, error) {
 		}
 		params = &mcp.ListToolsParams{Cursor: page.NextCursor}
 	}
-	return fail("tools/list", tr, errors.New("pagination did not end"))
+	return res, errors.New("pagination did not end")
 }
