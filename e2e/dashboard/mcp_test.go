@@ -215,7 +215,7 @@ func TestGatewayMCPConnection(t *testing.T) {
 	choose("conn-protocol", "mcp")
 	b.press("button", "Add subject policy")
 	b.do(chromedp.KeyEvent("release-bot"))
-	b.shot("gateway-mcp")
+	b.saveShot("gateway-mcp", false)
 	audit("a11y-gateway-mcp")
 	choose("conn-protocol", "http")
 	eval[bool](b, `(document.querySelectorAll("[data-gw-form=add-connection] [data-subject]").forEach((r) => r.remove()), true)`)
@@ -237,7 +237,7 @@ func TestGatewayMCPConnection(t *testing.T) {
 		document.getElementById("edit-deny").value, document.querySelector("#edit-connection [data-subject] input").value].join(" ")`); got != "mcp /mcp *.delete ci-bot" {
 		t.Fatalf("the edit dialog shows %q", got)
 	}
-	b.shot("gateway-mcp-edit")
+	b.saveShot("gateway-mcp-edit", false)
 	eval[bool](b, `(document.getElementById("edit-endpoint").value = "/nope", true)`)
 	b.press("button", "Save connection")
 	b.waitFor(`!document.getElementById("edit-connection").open`, 10*time.Second)
