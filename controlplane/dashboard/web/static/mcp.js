@@ -85,7 +85,8 @@ export function readMCP(form, clear) {
   put('mcp_transport', form.elements.mcp_transport.value);
   put('mcp_tool_allowlist', list('mcp_tool_allowlist'));
   put('mcp_tool_denylist', list('mcp_tool_denylist'));
-  const subjects = {};
+  // A Map: a subject may be any name, "__proto__" and "constructor" too.
+  const subjects = new Map();
   form.querySelectorAll('[data-subject]').forEach((row, i) => {
     const value = (name) => row.querySelector(`[name=${name}]`).value;
     const subject = value('subject').trim();
@@ -94,10 +95,10 @@ export function readMCP(form, clear) {
     if (!subject && !allow.length && !deny.length) return;
     if (!subject) throw new Error(`Subject policy ${i + 1} needs a subject.`);
     if (!allow.length && !deny.length) throw new Error(`Subject policy ${i + 1} (${subject}) needs an allow or a deny list.`);
-    if (subject in subjects) throw new Error(`The subject ${subject} has two policies; merge them into one.`);
-    subjects[subject] = { ...(allow.length ? { allow } : {}), ...(deny.length ? { deny } : {}) };
+    if (subjects.has(subject)) throw new Error(`The subject ${subject} has two policies; merge them into one.`);
+    subjects.set(subject, { ...(allow.length ? { allow } : {}), ...(deny.length ? { deny } : {}) });
   });
-  put('mcp_subject_tool_policies', Object.keys(subjects).length ? subjects : null);
+  put('mcp_subject_tool_policies', subjects.size ? Object.fromEntries(subjects) : null);
   return out;
 }
 
