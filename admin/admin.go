@@ -56,6 +56,15 @@ type Config struct {
 	// the gateway use a stored credential. False (the zero value) refuses
 	// them without a GuardCheck.
 	InsecureUnguardedChecks bool
+	// TestMCP tests an mcp connection for the test route, in place of the
+	// HTTP request to its base URL that tests any other: a new MCP
+	// session with the upstream server (initialize, then tools/list),
+	// with the stored credential. It returns what the handshake learned,
+	// even when it failed part way; a failure's error text becomes the
+	// test result's error, shown to the caller, so it must carry no
+	// secret (the gateway's come from mcpproxy.Probe, scrubbed). Nil tests
+	// an mcp connection as any other.
+	TestMCP func(ctx context.Context, c *credvault.Connection) (MCPHandshake, error)
 	// TestTransport carries upstream probes of the test route (the
 	// credential is injected on top of it). Nil means http.DefaultTransport.
 	TestTransport http.RoundTripper

@@ -171,6 +171,22 @@ type testRequest struct {
 	Body    *string           `json:"body"`
 }
 
+// httpField names a field of req that only an HTTP probe uses; "" when
+// it sets none.
+func (req testRequest) httpField() string {
+	switch {
+	case req.Method != "":
+		return "method"
+	case req.Path != "":
+		return "path"
+	case req.Headers != nil:
+		return "headers"
+	case req.Body != nil:
+		return "body"
+	}
+	return ""
+}
+
 // lookupGuarded finds the connection and runs GuardCheck on it; without
 // one it refuses, unless InsecureUnguardedChecks.
 func (h *Handler) lookupGuarded(r *http.Request) (*credvault.Connection, error) {
@@ -212,6 +228,14 @@ func (h *Handler) testConnection(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, h.log, err)
 			return
 		}
+	}
+	if c.Protocol == credvault.ProtocolMCP && h.cfg.TestMCP != nil {
+		if field := req.httpField(); field != "" {
+			writeError(w, r, h.log, badRequest("an mcp connection is tested with an MCP handshake, which takes no "+field).With("field", field))
+			return
+		}
+		h.testMCP(w, r, c)
+		return
 	}
 	tr := credvault.TestRequest{Method: req.Method, Path: req.Path, Header: http.Header{}}
 	for k, v := range req.Headers {

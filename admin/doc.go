@@ -42,7 +42,11 @@
 //     200 when it replaced an existing one.
 //   - test answers 200 with {"ok","status","latency_ms","error"?,"tested_at"}
 //     whatever the upstream said; ok means a status below 400. The upstream
-//     body is never returned (it could echo the credential).
+//     body is never returned (it could echo the credential). An mcp
+//     connection is tested with Config.TestMCP when it is set: an MCP
+//     handshake, whose answer adds what the server said (an "mcp" member)
+//     and whose failure says which step failed; it takes no request body
+//     fields (400 VALIDATION_ERROR naming the field).
 //   - discover is delegated to Config.Discover (the MCP engine); without it
 //     the route answers 501 DISCOVERY_UNAVAILABLE.
 //   - A POST, PUT or PATCH whose body is not application/json answers 415

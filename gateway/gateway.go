@@ -194,6 +194,9 @@ func (g *Gateway) wire() error {
 			}
 			return d, nil
 		},
+		TestMCP: func(ctx context.Context, conn *credvault.Connection) (admin.MCPHandshake, error) {
+			return g.testMCP(ctx, conn, upstream)
+		},
 	}
 	if c.InsecureUnsignedAdminChecks {
 		acfg.InsecureUnguardedChecks = true

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
@@ -161,4 +162,32 @@ func mcpObserved(o *proxy.MCPObserver) (upstream func(context.Context, mcpproxy.
 			Namespace: e.Caller.Namespace, Subject: e.Caller.Subject, Key: e.Caller.Key})
 	}
 	return upstream, decision
+}
+
+// testMCP is the admin API's TestMCP: a handshake of the MCP engine with
+// the connection's server, with its credential sent by base. The error
+// it returns is the engine's scrubbed message alone, which the test
+// result shows.
+func (g *Gateway) testMCP(ctx context.Context, conn *credvault.Connection, base http.RoundTripper) (admin.MCPHandshake, error) {
+	res, ok := g.vault.Lookup(conn.ID)
+	if !ok {
+		return admin.MCPHandshake{}, credvault.ErrNotFound
+	}
+	settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
+	if err != nil {
+		return admin.MCPHandshake{}, errors.New("the connection's MCP settings cannot be read")
+	}
+	p, err := g.mcp.Probe(ctx, mcpConnection(res, settings, discovery, g.vault.Transport(conn.ID, base)))
+	hs := admin.MCPHandshake{ServerName: p.Server.Name, ServerVersion: p.Server.Version, ProtocolVersion: p.Server.ProtocolVersion, Tools: p.Tools, Status: p.Status}
+	var ue *mcpproxy.UpstreamError
+	switch {
+	case err == nil:
+	case errors.As(err, &ue):
+		err = errors.New(ue.Message)
+	case errors.Is(err, mcpproxy.ErrBadRequest):
+		err = errors.New("the connection's MCP endpoint is not a valid URL")
+	default:
+		err = errors.New("the MCP handshake failed")
+	}
+	return hs, err
 }

@@ -49,6 +49,33 @@ type Tool struct {
 	Description string `json:"description,omitempty"`
 	// InputSchema is the tool's JSON Schema for its arguments, a JSON object.
 	InputSchema json.RawMessage `json:"input_schema"`
+	// Annotations are the server's hints; nil when it gave none.
+	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+}
+
+// ToolAnnotations are a tool's hints as its server declared them (MCP's
+// ToolAnnotations; an absent destructive or open-world hint is nil, which
+// MCP reads as true): its word, which the tool policy never reads.
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"read_only_hint"`
+	DestructiveHint *bool  `json:"destructive_hint,omitempty"`
+	IdempotentHint  bool   `json:"idempotent_hint"`
+	OpenWorldHint   *bool  `json:"open_world_hint,omitempty"`
+}
+
+// toolOf is the discovered form of a tool an upstream server listed.
+func toolOf(t *mcp.Tool) Tool {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil || len(schema) == 0 || schema[0] != '{' {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	tool := Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema}
+	if a := t.Annotations; a != nil {
+		tool.Annotations = &ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	}
+	return tool
 }
 
 // Discovery is the result of tool discovery for one connection: the
@@ -222,11 +249,7 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 				return err
 			}
 			for _, t := range res.Tools {
-				schema, err := json.Marshal(t.InputSchema)
-				if err != nil || len(schema) == 0 || schema[0] != '{' {
-					schema = json.RawMessage(`{"type":"object"}`)
-				}
-				d.Tools = append(d.Tools, Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema})
+				d.Tools = append(d.Tools, toolOf(t))
 			}
 			if res.NextCursor == "" {
 				return nil
@@ -250,7 +273,7 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 
 // cleanDiscovery replaces secrets in what the upstream said in a
 // discovery (server name and version, protocol version, each tool's name,
-// title, description and input schema) and never in the gateway's own
+// title, description, annotation title and input schema) and never in the gateway's own
 // field names: laundering the Discovery's JSON form would also rewrite a
 // key such as "tools", and a short secret would empty the catalogue.
 func cleanDiscovery(sc *scrub.Scrubber, d *Discovery) error {
@@ -260,6 +283,9 @@ func cleanDiscovery(sc *scrub.Scrubber, d *Discovery) error {
 	for i := range d.Tools {
 		t := &d.Tools[i]
 		t.Name, t.Title, t.Description = sc.Replace(t.Name), sc.Replace(t.Title), sc.Replace(t.Description)
+		if t.Annotations != nil {
+			t.Annotations.Title = sc.Replace(t.Annotations.Title)
+		}
 		schema, err := scrub.Launder(sc, &t.InputSchema) // a schema is upstream JSON throughout, keys included
 		if err != nil {
 			return err

@@ -17,6 +17,8 @@
 //     refresh=force always asks upstream. Concurrent refreshes of one
 //     connection share one upstream discovery. Every attempt is handed to
 //     Config.OnDiscovery for storage, with errors scrubbed of secrets.
+//   - Tests: Probe (the admin test route) is a session of its own, apart
+//     from the cache and the breaker.
 //   - Policy: package toolpolicy (see Policy.Explain for the order); '*'
 //     and '?' wildcards.
 //   - Calls: unknown tool 404, filtered tool 403, bad arguments 400 with the

@@ -496,20 +496,13 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 	if protocol == "" {
 		protocol = upstreamProtocol
 	}
-	connect := func(ctx context.Context, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
-		return client.Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint:   endpoint,
-			HTTPClient: st.httpClient,
-			MaxRetries: -1, // retries are upstream.Transport's, which knows what is safe to repeat
-			// Only an agent session's client has anyone to hand the
-			// server's own messages to.
-			DisableStandaloneSSE: u.client == nil,
-		}, opts)
-	}
+	// Only an agent session's client has anyone to hand the server's own
+	// messages to.
+	events := u.client != nil
 	tctx, tr := upstream.WithTrace(ctx)
-	cs, err := connect(tctx, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	cs, err := p.connect(tctx, st, endpoint, client, protocol, events)
 	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
-		cs, err = connect(ctx, nil)
+		cs, err = p.connect(ctx, st, endpoint, client, "", events)
 	}
 	if err != nil {
 		if u.state == SessionReady {
@@ -519,6 +512,23 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 	}
 	u.owner, u.opened, u.session, u.state = st, endpoint, cs, SessionReady
 	return cs, nil
+}
+
+// connect opens a session of client with st's upstream server at
+// endpoint, asking for protocol ("" lets the SDK's client pick).
+// events opens the standalone event stream the server sends its own
+// messages on.
+func (p *Proxy) connect(ctx context.Context, st *connState, endpoint string, client *mcp.Client, protocol string, events bool) (*mcp.ClientSession, error) {
+	var opts *mcp.ClientSessionOptions
+	if protocol != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: protocol}
+	}
+	return client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:             endpoint,
+		HTTPClient:           st.httpClient,
+		MaxRetries:           -1, // retries are upstream.Transport's, which knows what is safe to repeat
+		DisableStandaloneSSE: !events,
+	}, opts)
 }
 
 // errSessionEnded: the agent session whose upstream session a request

@@ -307,11 +307,7 @@ func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connSt
 func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) (*snapshot, error) {
 	d := Discovery{Tools: make([]Tool, 0, len(tools))}
 	for _, t := range tools {
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil || len(schema) == 0 || schema[0] != '{' {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		d.Tools = append(d.Tools, Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema})
+		d.Tools = append(d.Tools, toolOf(t))
 	}
 	if err := cleanDiscovery(st.scrubber.Load(), &d); err != nil {
 		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}

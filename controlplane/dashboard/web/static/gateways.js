@@ -5,9 +5,11 @@
 import { ApiError, call, describe, reference } from './api.js';
 import * as errcode from './errcode.js';
 import { shown, urlPieces } from './display.js';
+import { el } from './dom.js';
 import { announce, feedback } from './feedback.js';
 import { busy, isBusy, land, placeOf } from './focus.js';
 import { sealSecrets } from './hpke.js';
+import { addSubject, clearMCP, cleared, fillMCP, readMCP, renderTools, showProtocol, testSaid } from './mcp.js';
 
 const ns = document.body.dataset.namespace ?? '';
 const page = document.body.dataset.page;
@@ -60,17 +62,6 @@ function confirmAction(text, verb) {
   return new Promise((resolve) => d.addEventListener('close', () => resolve(d.returnValue === 'ok'), { once: true }));
 }
 
-function el(tag, props = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === 'dataset') Object.assign(e.dataset, v);
-    else if (k.startsWith('aria-') || k === 'role') e.setAttribute(k, v);
-    else e[k] = v;
-  }
-  e.append(...children);
-  return e;
-}
-
 function table(headers, rows) {
   const t = el('table', { className: 'cards' });
   const head = t.createTHead().insertRow();
@@ -99,8 +90,13 @@ function actionButton(label, verb, name, onClick, danger = false) {
   return b;
 }
 
+// lastTest is a connection's last_test t as the Last test column shows it.
+const lastTest = (t) => (t ? `${t.ok ? 'ok' : 'failed'}${t.status ? ` (HTTP ${t.status})` : ''} ${utc(t.tested_at)}` : 'never');
+
 function renderConnections(list) {
   connections = list;
+  const tools = document.getElementById('tools');
+  if (!list.some((c) => c.id === tools.dataset.connection)) tools.hidden = true;
   const host = document.getElementById('connections');
   if (!list.length) {
     host.replaceChildren(el('p', { className: 'summary' }, 'No connections yet.'));
@@ -108,16 +104,21 @@ function renderConnections(list) {
   }
   const rows = list.map((c) => {
     const name = shown(c.name || c.id);
-    const last = c.last_test ? `${c.last_test.ok ? 'ok' : 'failed'}${c.last_test.status ? ` (HTTP ${c.last_test.status})` : ''} ${utc(c.last_test.tested_at)}` : 'never';
+    const last = lastTest(c.last_test);
     const act = el('td', { className: 'act' },
       actionButton('Test', 'Test', name, (b) => run(b, async () => {
         const r = await rpc(gateway, 'connections.test', { id: c.id });
-        feedback(b, r.ok ? `Test passed: HTTP ${r.status} in ${r.latency_ms} ms.` : `Test failed: ${r.error ?? `HTTP ${r.status}`}.`, r.ok ? 'done' : 'err');
+        const row = b.closest('tr');
+        if (row) row.querySelector('[data-label="Last test"]').textContent = lastTest(r);
+        feedback(b, testSaid(r), r.ok ? 'done' : 'err');
       })), ' ',
       actionButton('Discover', 'Discover', name, (b) => run(b, async () => {
         const r = await rpc(gateway, 'connections.discover', { id: c.id, refresh: 'force' });
         const n = r?.tools?.length ?? 0;
-        feedback(b, `Discovered ${n} tool${n === 1 ? '' : 's'}.`, 'done');
+        const section = document.getElementById('tools');
+        section.dataset.connection = c.id;
+        renderTools(section, name, r);
+        feedback(b, `Discovered ${n} tool${n === 1 ? '' : 's'}; they are listed under Tools of ${name}.`, 'done');
       })), ' ',
       actionButton('Rotate', 'Rotate', name, () => openRotate(c)), ' ',
       actionButton('Edit', 'Edit', name, () => openEdit(c)), ' ',
@@ -130,7 +131,7 @@ function renderConnections(list) {
         });
       }, true));
     return el('tr', { dataset: { connection: c.id } },
-      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, shown(c.id))),
+      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, `${shown(c.id)}${c.protocol === 'mcp' ? ' · MCP' : ''}`)),
       cell('Base URL', el('span', { className: 'url' }, ...urlPieces(c.base_url).flatMap((p) => [el('span', {}, shown(p)), el('wbr')]))),
       cell('Authentication', `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
@@ -186,6 +187,8 @@ function openEdit(c) {
   f.elements.name.value = c.name ?? '';
   f.elements.base_url.value = c.base_url ?? '';
   f.elements.status.value = c.status ?? 'active';
+  f.dataset.wasMcp = String(c.protocol === 'mcp');
+  fillMCP(f, c);
   d.showModal();
 }
 
@@ -205,13 +208,19 @@ const forms = {
   async 'add-connection'(f, button) {
     const id = value(f, 'id');
     const mode = value(f, 'auth_mode');
-    const params = { id, base_url: value(f, 'base_url'), auth_mode: mode, auth_secret_key: 'token' };
+    const protocol = value(f, 'protocol');
+    const params = { id, protocol, base_url: value(f, 'base_url'), ...(protocol === 'mcp' ? readMCP(f, false) : {}) };
     if (value(f, 'name')) params.name = value(f, 'name');
     if (value(f, 'service')) params.service = value(f, 'service');
-    if (value(f, 'auth_name')) params[mode === 'query_param' ? 'auth_query_param' : 'auth_header_name'] = value(f, 'auth_name');
-    params.sealed_secrets = await sealSecrets(gateway, gatewayKey, { token: f.elements.secret.value });
+    // An MCP server may need no credential: then no secret, and no mode.
+    if (protocol === 'http' || f.elements.secret.value !== '') {
+      Object.assign(params, { auth_mode: mode, auth_secret_key: 'token' });
+      if (value(f, 'auth_name')) params[mode === 'query_param' ? 'auth_query_param' : 'auth_header_name'] = value(f, 'auth_name');
+      params.sealed_secrets = await sealSecrets(gateway, gatewayKey, { token: f.elements.secret.value });
+    }
     await rpc(gateway, 'connections.create', params);
     f.reset();
+    clearMCP(f);
     await loadGateway();
     feedback(button, `Connection ${id} added.`, 'done');
   },
@@ -224,7 +233,12 @@ const forms = {
     feedback(button, `Variable ${key} set.`, 'done');
   },
   async 'edit-connection'(f) {
-    await rpc(gateway, 'connections.update', { id: f.elements.id.value, name: value(f, 'name'), base_url: value(f, 'base_url'), status: value(f, 'status') });
+    const protocol = value(f, 'protocol');
+    const params = { id: f.elements.id.value, name: value(f, 'name'), protocol, base_url: value(f, 'base_url'), status: value(f, 'status') };
+    // Leaving MCP clears its settings, which an http connection refuses.
+    if (protocol === 'mcp') Object.assign(params, readMCP(f, true));
+    else if (f.dataset.wasMcp === 'true') Object.assign(params, cleared());
+    await rpc(gateway, 'connections.update', params);
     f.closest('dialog').close();
     await loadGateway();
   },
@@ -252,10 +266,15 @@ document.addEventListener('submit', (ev) => {
   });
 });
 
+document.addEventListener('change', (ev) => {
+  if ('protocol' in ev.target.dataset) showProtocol(ev.target.form);
+});
+
 document.addEventListener('click', (ev) => {
   const b = ev.target.closest('button');
   if (!b) return;
   if ('close' in b.dataset) b.closest('dialog').close();
+  else if ('addSubject' in b.dataset) addSubject(b.form).focus();
   else if ('pair' in b.dataset) run(b, startPairing);
 });
 

@@ -1,0 +1,78 @@
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Probe is what a connection test learned: the server's initialize
+// answer (zero when initialize failed), how many tools it lists, and the
+// HTTP status of its last answer (0 when none came).
+type Probe struct {
+	Server ServerInfo
+	Tools  int
+	Status int
+}
+
+// Probe tests conn for the admin test route: a new MCP session
+// (initialize, with the credential), tools/list to its last page, the
+// session closed; apart from the shared session, the discovery cache
+// and the circuit breaker, since the owner asks whether the server works
+// now. A failure is an *UpstreamError saying which step failed and how
+// (the HTTP status when one came), scrubbed, with what was learned.
+func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res Probe, err error) {
+	st, err := p.state(conn)
+	if err != nil {
+		return Probe{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	step, tr := "initialize", (*upstream.Trace)(nil)
+	defer func() {
+		if err != nil {
+			_, res.Status = tr.Snapshot()
+			msg := step + ": " + st.scrubber.Load().Scrub(err.Error())
+			if res.Status >= 400 {
+				msg = fmt.Sprintf("%s: the MCP endpoint answered HTTP %d %s", step, res.Status, http.StatusText(res.Status))
+			}
+			p.log.WarnContext(ctx, "mcpproxy: MCP connection test failed", "connection_id", st.id, "error", msg)
+			err = &UpstreamError{ConnectionID: st.id, Message: msg}
+		}
+	}()
+	endpoint := st.currentEndpoint()
+	tctx, tr := upstream.WithTrace(ctx)
+	cs, err := p.connect(tctx, st, endpoint, p.client, upstreamProtocol, false)
+	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
+		tctx, tr = upstream.WithTrace(ctx)
+		cs, err = p.connect(tctx, st, endpoint, p.client, "", false)
+	}
+	if err != nil {
+		return res, err
+	}
+	defer p.closeSession(cs)
+	sc := st.scrubber.Load()
+	if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil {
+		res.Server = ServerInfo{Name: sc.Replace(init.ServerInfo.Name), Version: sc.Replace(init.ServerInfo.Version), ProtocolVersion: sc.Replace(init.ProtocolVersion)}
+	}
+	step = "tools/list"
+	tctx, tr = upstream.WithTrace(ctx)
+	params := &mcp.ListToolsParams{}
+	for range maxToolPages {
+		page, err := cs.ListTools(tctx, params)
+		if err != nil {
+			return res, err
+		}
+		res.Tools += len(page.Tools)
+		if page.NextCursor == "" {
+			_, res.Status = tr.Snapshot()
+			return res, nil
+		}
+		params = &mcp.ListToolsParams{Cursor: page.NextCursor}
+	}
+	return res, errors.New("pagination did not end")
+}
