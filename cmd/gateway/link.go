@@ -82,15 +82,22 @@ func keepLink(ctx context.Context, c gateway.Config, logger *slog.Logger) {
 	}
 	name, _ := os.Hostname()
 	var ended pairing.State // a pairing not to keep again
+	var reported string     // the last problem logged, not repeated every check
+	report := func(msg string, err error) {
+		if s := msg + err.Error(); s != reported {
+			reported = s
+			logger.Error(msg, "err", err)
+		}
+	}
 	for {
 		st, paired, _, err := pairing.Status(c.DataDir)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			logger.Error("pairing: state unreadable; the link is not kept", "err", err)
+			report("pairing: state unreadable; the link is not kept", err)
 		}
 		if paired && !samePairing(st, ended) {
 			unlock, ok, err := lockLink(c.DataDir)
 			if err != nil {
-				logger.Error("pairing: the link is not kept", "err", err)
+				report("pairing: the link is not kept", err)
 			}
 			if ok {
 				err := runLink(ctx, c, name, logger)
@@ -102,7 +109,7 @@ func keepLink(ctx context.Context, c gateway.Config, logger *slog.Logger) {
 					logger.Warn("pairing: link ended; it is kept again once the gateway is paired again (gateway pair)", "err", err)
 					ended = st
 				case err != nil:
-					logger.Error("pairing: link failed", "err", err)
+					report("pairing: link failed", err)
 				}
 			}
 		}
