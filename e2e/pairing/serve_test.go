@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,7 +73,8 @@ func (cp *controlPlane) waitOffline(tok string) {
 // directory, gateway serve alone keeps the link to the owner's dashboard,
 // as after a reboot with only the gateway's unit or container running,
 // and the owner's RPCs reach its store. While serve keeps it, gateway
-// pair refuses to open a second link.
+// pair refuses to open a second link; once the owner unpairs the gateway,
+// serve stops keeping it and serves on.
 func TestServeKeepsThePairingLink(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "gateway")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
@@ -116,6 +118,23 @@ func TestServeKeepsThePairingLink(t *testing.T) {
 	if _, rpcErr := cp.rpc(tok, gw.ID, "connections.list", map[string]any{}); rpcErr != nil {
 		t.Fatalf("the refused pair process disturbed serve's link: %v", rpcErr)
 	}
+
+	// The owner unpairs it: serve stops keeping the link, and serves on.
+	if status, b := cp.call("DELETE", "/v1/gateways/"+gw.ID, tok, nil); status != http.StatusNoContent {
+		t.Fatalf("unpair: %d %s", status, b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(serve.out.String(), "pairing: link ended") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not stop keeping the link of an unpaired gateway:\n%s", serve.out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	res, err := http.Get("http://" + addr + "/health/live")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("serve after the unpairing: %v %v", res, err)
+	}
+	res.Body.Close()
 	serve.stop(t)
 	if !strings.Contains(serve.out.String(), "keeping the link to the owner's dashboard") {
 		t.Errorf("serve's log does not say it keeps the link:\n%s", serve.out)
