@@ -11,7 +11,7 @@
 # The files the image adds are laid out by deploy/rootfs.sh, which the
 # build stage runs. CI, which can pull no base image, runs the same script
 # on the host and builds the last stage from its output, on an empty base
-# (.ci/image):
+# (.ci/deploy):
 #
 #   sh deploy/rootfs.sh /tmp/rootfs
 #   podman build --build-arg ROOTFS=prebuilt --build-arg BASE=scratch -f Dockerfile /tmp/rootfs

@@ -7,7 +7,7 @@
 #   OUT/var/lib/idn-controlplane                   the control plane's data on SQLite (IDN_DATA_DIR)
 #   OUT/var/lib/idn-provision                      the service API key controlplane provision writes
 #
-# The Dockerfile's build stage runs it, and so does CI (.ci/image), which
+# The Dockerfile's build stage runs it, and so does CI (.ci/deploy), which
 # builds the image's last stage from its output without pulling anything.
 # The image gives the data folders to its unprivileged user; they exist in
 # it so that a volume mounted on one starts with that owner.

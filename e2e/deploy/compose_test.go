@@ -2,7 +2,7 @@
 // with the commands and environment the file gives them, and passes a
 // signed request through them. Containers cannot run on the machines CI
 // uses (no registry to pull the PostgreSQL image from, and no cgroup
-// support for running one); .ci/image builds and inspects the image
+// support for running one); .ci/deploy builds and inspects the image
 // instead, and hands this test the binaries it put in it
 // (IDN_DEPLOY_ROOTFS, deploy/rootfs.sh's output). Without it the test
 // builds them with deploy/rootfs.sh.
@@ -14,7 +14,7 @@
 // a folder the image declares as one, becomes a temporary folder, and
 // /usr/local/bin the binaries' folder), and the users (every process runs
 // as the test's). The image's ENV is read from the Dockerfile's last
-// stage; .ci/image checks the built image has it.
+// stage; .ci/deploy checks the built image has it.
 package deploy_test
 
 import (
