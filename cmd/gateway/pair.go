@@ -84,11 +84,6 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	if pid, ok := runningPair(s.gateway.DataDir); ok {
 		return fmt.Errorf("a pair process already runs for %s (pid %d); stop it with gateway pair --stop", s.gateway.DataDir, pid)
 	}
-	if *daemon {
-		return pairDaemon(env, s.gateway.DataDir, args)
-	}
-
-	logger := s.log.Logger(env.stderr)
 	c := s.gateway
 	unlock, ok, err := lockLink(c.DataDir)
 	if err != nil {
@@ -98,7 +93,12 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("the pairing link of %s is kept by another process (gateway serve, once paired, keeps it); "+
 			"stop that process to pair again", c.DataDir)
 	}
+	if *daemon {
+		unlock() // the background process takes it
+		return pairDaemon(env, c.DataDir, args)
+	}
 	defer unlock()
+	logger := s.log.Logger(env.stderr)
 	client, did, closeLink, err := newLink(c, *name, logger)
 	if err != nil {
 		return err

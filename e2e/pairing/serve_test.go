@@ -109,11 +109,13 @@ func TestServeKeepsThePairingLink(t *testing.T) {
 		t.Fatalf("connections.list through serve's link: %s %v\n%s", res, rpcErr, serve.out)
 	}
 
-	second := exec.Command(bin, "pair")
-	second.Env = env
-	out, err := second.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "kept by another process") {
-		t.Fatalf("gateway pair beside serve's link: %v %s", err, out)
+	for _, args := range [][]string{{"pair"}, {"pair", "--daemon"}} {
+		second := exec.Command(bin, args...)
+		second.Env = env
+		out, err := second.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "kept by another process") {
+			t.Fatalf("gateway %s beside serve's link: %v %s", strings.Join(args, " "), err, out)
+		}
 	}
 	if _, rpcErr := cp.rpc(tok, gw.ID, "connections.list", map[string]any{}); rpcErr != nil {
 		t.Fatalf("the refused pair process disturbed serve's link: %v", rpcErr)
