@@ -38,7 +38,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +45,7 @@ import (
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/testlog"
 )
 
 // repo is the repository's root, from this package's folder.
@@ -536,13 +536,13 @@ func ownerSession(t *testing.T, dbURL, jwtSecret, ns string) string {
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testlog.Buffer
 	done chan struct{}
 }
 
 func start(t *testing.T, name string, argv, env []string) *process {
 	t.Helper()
-	p := &process{name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &testlog.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -666,22 +666,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package pairing_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -15,18 +14,19 @@ import (
 
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/testlog"
 )
 
 // gatewayProc is a gateway process of the real binary.
 type gatewayProc struct {
 	cmd  *exec.Cmd
-	out  *bytes.Buffer
+	out  *testlog.Buffer
 	done chan error
 }
 
 func startGatewayProc(t *testing.T, bin string, env []string, args ...string) *gatewayProc {
 	t.Helper()
-	p := &gatewayProc{cmd: exec.Command(bin, args...), out: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &gatewayProc{cmd: exec.Command(bin, args...), out: &testlog.Buffer{}, done: make(chan error, 1)}
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -125,12 +125,8 @@ func TestServeKeepsThePairingLink(t *testing.T) {
 	if status, b := cp.call("DELETE", "/v1/gateways/"+gw.ID, tok, nil); status != http.StatusNoContent {
 		t.Fatalf("unpair: %d %s", status, b)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(serve.out.String(), "pairing: link ended") {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not stop keeping the link of an unpaired gateway:\n%s", serve.out)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !serve.out.Await("pairing: link ended", 20*time.Second) {
+		t.Fatalf("serve did not stop keeping the link of an unpaired gateway:\n%s", serve.out)
 	}
 	res, err := http.Get("http://" + addr + "/health/live")
 	if err != nil || res.StatusCode != http.StatusOK {
