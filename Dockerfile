@@ -1,17 +1,30 @@
 # Builds both servers as static binaries and ships them in a distroless
-# image: no shell, no package manager, running as an unprivileged user.
+# image: no shell, no package manager, running as an unprivileged user
+# (UID 65532, distroless's nonroot).
 #
 #   docker build -t idn .
 #   docker run --rm idn gateway --help
 #   docker run --rm idn controlplane --help
 #
 # compose.yaml runs the control plane on PostgreSQL beside a gateway.
+#
+# The files the image adds are laid out by deploy/rootfs.sh, which the
+# build stage runs. CI, which can pull no base image, runs the same script
+# on the host and builds the last stage from its output, on an empty base
+# (.ci/deploy):
+#
+#   sh deploy/rootfs.sh /tmp/rootfs
+#   podman build --build-arg ROOTFS=prebuilt --build-arg BASE=scratch -f Dockerfile /tmp/rootfs
+
+# BASE is the last stage's base: distroless gives the unprivileged user a
+# passwd entry, CA certificates (upstreams over HTTPS) and time zones.
+ARG BASE=gcr.io/distroless/static-debian12:nonroot
+# ROOTFS names the stage the image's files come from: build (compiled
+# here) or prebuilt (the build context is deploy/rootfs.sh's output).
+ARG ROOTFS=build
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
-# Each binary is built from its own module, as a user's go install would,
-# not through go.work: the gateway and idn from the root module,
-# the control plane from cmd/controlplane (README, "Modules").
 ENV GOWORK=off
 COPY go.mod go.sum ./
 COPY httpsig/go.mod httpsig/go.sum httpsig/
@@ -24,21 +37,20 @@ COPY . .
 # given (docker build --build-arg VERSION=v1.2.3), else git describe of
 # the context's checkout, else "dev".
 ARG VERSION=
-# modernc.org/sqlite is pure Go, so CGO_ENABLED=0 gives a static binary.
-RUN VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}" && \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
-      -o /out/gateway ./cmd/gateway && \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
-      -o /out/idn ./cmd/idn && \
-    cd cmd/controlplane && \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/idnhq/idn/internal/buildinfo.version=${VERSION}" \
-      -o /out/controlplane .
+RUN VERSION="${VERSION}" sh deploy/rootfs.sh /out
 
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/ /usr/local/bin/
-# Data directories default under $HOME; the nonroot user's home is
-# /home/nonroot. Mount a volume there (compose.yaml does) to keep data.
-ENV HOME=/home/nonroot
-USER nonroot:nonroot
+FROM scratch AS prebuilt
+COPY . /out/
+
+FROM ${ROOTFS} AS rootfs
+
+FROM ${BASE}
+COPY --from=rootfs /out/usr/local/bin/ /usr/local/bin/
+# The data folders belong to the unprivileged user, so a volume mounted
+# on one (compose.yaml mounts two) starts writable by it.
+COPY --from=rootfs --chown=65532:65532 /out/var/lib/ /var/lib/
+ENV GATEWAY_DATA_DIR=/var/lib/idn-gateway IDN_DATA_DIR=/var/lib/idn-controlplane
+VOLUME ["/var/lib/idn-gateway", "/var/lib/idn-controlplane"]
+USER 65532:65532
 EXPOSE 38100 8787
 ENTRYPOINT ["/usr/local/bin/controlplane"]

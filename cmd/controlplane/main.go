@@ -1,6 +1,8 @@
 // Command controlplane runs the idn control plane (package controlplane).
 //
 //	controlplane [serve]     run the HTTP server (the default command)
+//	controlplane provision --namespace NS --service SLUG [--api-key-file FILE]
+//	                         create a service and an API key for a gateway (once per FILE)
 //	controlplane --version   print the version
 //	controlplane <command> -h
 //	                         a command's usage, flags and the variables it reads

@@ -1,7 +1,8 @@
 // Command gateway is the idn gateway's binary. Each sub-command lives in a
 // file of its own and registers itself in init; main only dispatches.
 //
-//	gateway [serve]                               run the gateway (default when a server command is registered)
+//	gateway [serve]                               run the gateway (default when a server command is registered),
+//	                                              and keep the dashboard's link once paired
 //	gateway list|add|test|rotate|delete [flags]   manage connections in the local store
 //	gateway admin-token                           print the admin API's token (made in the data directory if absent)
 //	gateway keygen                                print a new master key

@@ -13,9 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idnhq/idn/admin"
-	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/envconf"
 	"github.com/idnhq/idn/pairing"
 )
@@ -87,29 +84,26 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	if pid, ok := runningPair(s.gateway.DataDir); ok {
 		return fmt.Errorf("a pair process already runs for %s (pid %d); stop it with gateway pair --stop", s.gateway.DataDir, pid)
 	}
-	if *daemon {
-		return pairDaemon(env, s.gateway.DataDir, args)
-	}
-
-	logger := s.log.Logger(env.stderr)
 	c := s.gateway
-	c.Logger = logger
-	// The RPCs come from the namespace owner, authenticated by passkey at
-	// the control plane, through the admin API in process: there is no
-	// agent whose signed request test and discover could check.
-	c.Admin.Mode, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
-	gw, err := gateway.New(c)
+	unlock, ok, err := lockLink(c.DataDir)
 	if err != nil {
 		return err
 	}
-	defer gw.Close()
-	client, err := pairing.New(pairing.Config{
-		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw, DataDir: c.DataDir, MasterKey: c.MasterKey,
-		Name: *name, Version: buildinfo.Version(), Logger: logger,
-	})
+	if !ok {
+		return fmt.Errorf("the pairing link of %s is kept by another process (gateway serve, once paired, keeps it); "+
+			"stop that process to pair again", c.DataDir)
+	}
+	if *daemon {
+		unlock() // the background process takes it
+		return pairDaemon(env, c.DataDir, args)
+	}
+	defer unlock()
+	logger := s.log.Logger(env.stderr)
+	client, did, closeLink, err := newLink(c, *name, logger)
 	if err != nil {
 		return err
 	}
+	defer closeLink()
 	if err := writeFileAtomic(filepath.Join(c.DataDir, pairPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return err
 	}
@@ -120,7 +114,7 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	} else if _, ok := client.State(); !ok {
 		return usagef("this gateway is not paired yet: pass --session-id, --pair-code and --namespace from the dashboard")
 	}
-	logger.Info("pairing: connecting", "registry", c.ControlPlaneURL, "hpke_key_fingerprint", client.Fingerprint(), "gateway_did", gw.Identity().DID())
+	logger.Info("pairing: connecting", "registry", c.ControlPlaneURL, "hpke_key_fingerprint", client.Fingerprint(), "gateway_did", did)
 	return client.Run(ctx, p)
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/idnhq/idn/gateway"
@@ -20,7 +21,8 @@ func init() {
 
 // runServe reads every GATEWAY_* and IDN_* setting, validates them all, and
 // serves until SIGINT or SIGTERM, then drains in-flight requests within
-// GATEWAY_SHUTDOWN_TIMEOUT_SECONDS.
+// GATEWAY_SHUTDOWN_TIMEOUT_SECONDS. Once the gateway is paired (gateway
+// pair), it also keeps the link to the owner's dashboard (keepLink).
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("serve")
 	if err := parseFlags(env, fs, "[--master-key KEY] (configured by the variables below)", args); err != nil {
@@ -64,6 +66,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := gw.Start(context.Background()); err != nil {
 		return err
 	}
+	// A paired gateway keeps its link to the owner's dashboard as well.
+	linkCtx, stopLink := context.WithCancel(ctx)
+	var link sync.WaitGroup
+	link.Go(func() { keepLink(linkCtx, s.gateway, logger) })
+	defer link.Wait()
+	defer stopLink()
 	return serve(ctx, gw, ln, s.shutdownTimeout, logger)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -75,6 +76,27 @@ func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag stri
 	return dir, key
 }
 
+// readKeyFile reads the service API key of GATEWAY_SERVICE_API_KEY_FILE;
+// set is IDN_SERVICE_API_KEY, which may not be given as well. Problems
+// name the file, never its content.
+func readKeyFile(r *envconf.Reader, path, set string) string {
+	if set != "" {
+		r.Problemf("set IDN_SERVICE_API_KEY or GATEWAY_SERVICE_API_KEY_FILE, not both")
+		return set
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		r.Problemf("GATEWAY_SERVICE_API_KEY_FILE: %v", err)
+		return ""
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" || strings.ContainsAny(key, " \t\r\n") {
+		r.Problemf("GATEWAY_SERVICE_API_KEY_FILE: %s does not hold one API key", path)
+		return ""
+	}
+	return key
+}
+
 // storeVars are the variables of the commands that open the store.
 func storeVars() []envconf.Var {
 	r := envconf.New(func(string) string { return "" })
@@ -99,6 +121,10 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c.ControlPlaneURL = strings.TrimRight(r.String("IDN_REGISTRY_URL", "",
 		"control plane base URL, which serves the approved-claims feed (required unless GATEWAY_ALLOW_UNSIGNED_PROXY)"), "/")
 	c.ServiceAPIKey = r.Secret("IDN_SERVICE_API_KEY", "control-plane service API key for the claims feed and claim submissions")
+	if f := r.String("GATEWAY_SERVICE_API_KEY_FILE", "", "file holding IDN_SERVICE_API_KEY instead "+
+		"(`controlplane provision --api-key-file` writes one), read at start"); f != "" {
+		c.ServiceAPIKey = readKeyFile(r, f, c.ServiceAPIKey)
+	}
 	perConnection := r.Family("IDN_SERVICE_API_KEY_", "<CONNECTION_ID>",
 		"service API key of one connection (its id upper-cased, '-' as '_'), instead of IDN_SERVICE_API_KEY", environ)
 	if len(perConnection) > 0 {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -230,6 +232,33 @@ func TestConnectionAPIKey(t *testing.T) {
 	}
 	if got := s.gateway.ConnectionAPIKey("other"); got != "" {
 		t.Errorf("a connection without its own key: %q, want empty (the library falls back)", got)
+	}
+}
+
+// GATEWAY_SERVICE_API_KEY_FILE stands in for IDN_SERVICE_API_KEY (what
+// controlplane provision writes); a problem with it names the file, never
+// the key.
+func TestServiceAPIKeyFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyFile, blank := filepath.Join(dir, "service-api-key"), filepath.Join(dir, "blank")
+	os.WriteFile(keyFile, []byte("idn_sk_fromfile\n"), 0o600)
+	os.WriteFile(blank, []byte("\n"), 0o600)
+	env := validEnv()
+	env["GATEWAY_SERVICE_API_KEY_FILE"] = keyFile
+	if s, err := load(env); err != nil || s.gateway.ServiceAPIKey != "idn_sk_fromfile" {
+		t.Fatalf("key from file: %v, %q", err, s.gateway.ServiceAPIKey)
+	}
+	for _, tc := range []struct{ name, file, key, want string }{
+		{"missing file", filepath.Join(dir, "absent"), "", "GATEWAY_SERVICE_API_KEY_FILE"},
+		{"blank file", blank, "", "does not hold one API key"},
+		{"both set", keyFile, "idn_sk_env", "not both"},
+	} {
+		env["GATEWAY_SERVICE_API_KEY_FILE"], env["IDN_SERVICE_API_KEY"] = tc.file, tc.key
+		_, err := load(env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "idn_sk_") {
+			t.Errorf("%s: %v, want a problem with %q and no key", tc.name, err, tc.want)
+		}
 	}
 }
 

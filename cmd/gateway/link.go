@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/pairing"
+)
+
+// pairLockFile is locked (flock) by the one process that keeps a data
+// directory's pairing link: gateway serve once the gateway is paired, or
+// gateway pair. The lock goes with the process, however it ends.
+const pairLockFile = "pair.lock"
+
+// linkCheckInterval is how often serve looks for a pairing to keep: one
+// that gateway pair has just made, or one whose pair process has ended.
+const linkCheckInterval = 5 * time.Second
+
+// lockLink takes the link's lock of dir without waiting; ok is false when
+// another process holds it.
+func lockLink(dir string) (unlock func(), ok bool, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, pairLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, true, nil
+}
+
+// newLink opens the pairing client of the gateway c describes. The
+// owner's RPCs run on the store through an admin API of their own: they
+// come from the namespace owner, authenticated by passkey at the control
+// plane, in process, so there is no agent whose signed request test and
+// discover could check. close releases that admin API's gateway.
+func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairing.Client, id string, close func(), err error) {
+	c.Logger = logger
+	c.Admin.Mode, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
+	gw, err := gateway.New(c)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	client, err = pairing.New(pairing.Config{
+		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw, DataDir: c.DataDir, MasterKey: c.MasterKey,
+		Name: name, Version: buildinfo.Version(), Logger: logger,
+	})
+	if err != nil {
+		gw.Close()
+		return nil, "", nil, err
+	}
+	return client, gw.Identity().DID(), func() { gw.Close() }, nil
+}
+
+// keepLink keeps the pairing link of a paired gateway for as long as
+// gateway serve runs, so that one process (one unit, one container)
+// serves both agents and the owner's dashboard. Until the data directory
+// holds a pairing, or while a gateway pair process keeps the link, it
+// looks again every linkCheckInterval. The client reconnects with backoff
+// by itself; a link the owner ended (unpaired) or another process took
+// over (the same identity connected elsewhere) is not retried until the
+// pairing changes. It returns when ctx ends.
+func keepLink(ctx context.Context, c gateway.Config, logger *slog.Logger) {
+	if c.ControlPlaneURL == "" {
+		return
+	}
+	name, _ := os.Hostname()
+	var ended pairing.State // a pairing not to keep again
+	var reported string     // the last problem logged, not repeated every check
+	report := func(msg string, err error) {
+		if s := msg + err.Error(); s != reported {
+			reported = s
+			logger.Error(msg, "err", err)
+		}
+	}
+	for {
+		st, paired, _, err := pairing.Status(c.DataDir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			report("pairing: state unreadable; the link is not kept", err)
+		}
+		if paired && !samePairing(st, ended) {
+			unlock, ok, err := lockLink(c.DataDir)
+			if err != nil {
+				report("pairing: the link is not kept", err)
+			}
+			if ok {
+				err := runLink(ctx, c, name, logger)
+				unlock()
+				switch {
+				case ctx.Err() != nil:
+					return
+				case errors.Is(err, pairing.ErrUnpaired), errors.Is(err, pairing.ErrReplaced):
+					logger.Warn("pairing: link ended; it is kept again once the gateway is paired again (gateway pair)", "err", err)
+					ended = st
+				case err != nil:
+					report("pairing: link failed", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(linkCheckInterval):
+		}
+	}
+}
+
+// runLink keeps the link until ctx ends or reconnecting cannot help.
+func runLink(ctx context.Context, c gateway.Config, name string, logger *slog.Logger) error {
+	client, did, closeLink, err := newLink(c, name, logger)
+	if err != nil {
+		return err
+	}
+	defer closeLink()
+	logger.Info("pairing: keeping the link to the owner's dashboard", "registry", c.ControlPlaneURL,
+		"hpke_key_fingerprint", client.Fingerprint(), "gateway_did", did)
+	return client.Run(ctx, nil)
+}
+
+func samePairing(a, b pairing.State) bool {
+	return a.GatewayID == b.GatewayID && a.PairedAt.Equal(b.PairedAt)
+}
