@@ -34,8 +34,8 @@ import (
 // namespace.
 const DefaultMaxServices = 25
 
-// Config bounds what one namespace may hold; a zero field has its
-// documented default.
+// Config bounds what one namespace may hold and names who else may stand
+// for its services; a zero field has its documented default.
 type Config struct {
 	// MaxPendingClaims is the pending claims allowed per namespace and
 	// service; zero means 20.
@@ -51,6 +51,22 @@ type Config struct {
 	// PendingExpiry is how long a claim may stay pending; zero means 24
 	// hours.
 	PendingExpiry time.Duration
+	// Gateways, when set, lets a request without a service API key stand
+	// on its signature alone when a gateway paired by an owner signed it:
+	// it may then read the feed of, file claims for and verify claims of
+	// that owner's services, and no other's. Nil means a service API key
+	// is always required.
+	Gateways Gateways
+}
+
+// Gateways tells whose paired gateway signs a request. The control plane's
+// gateway link implements it; each call reads the pairing as it is, so a
+// gateway unpaired a moment ago stands for nobody.
+type Gateways interface {
+	// PairedOwner returns the namespace of the owner who paired the
+	// gateway whose signing identity is keyNamespace and publicKey
+	// ("ed25519:<base64>"), or "" when no gateway is paired with it.
+	PairedOwner(ctx context.Context, keyNamespace, publicKey string) (string, error)
 }
 
 // Hooks are what a claim change reaches outside this package.
