@@ -36,6 +36,10 @@ func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := h.checkConnection(c); err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
 	created, err := h.cfg.Vault.Create(r.Context(), c, secrets)
 	if err != nil {
 		writeError(w, r, h.log, err)
@@ -43,6 +47,14 @@ func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Info("admin: connection created", "connection", created.ID, "request_id", apierror.RequestIDFrom(r.Context()))
 	apierror.WriteJSON(w, http.StatusCreated, shown(created))
+}
+
+// checkConnection runs Config.CheckConnection, when set, on c.
+func (h *Handler) checkConnection(c *credvault.Connection) error {
+	if h.cfg.CheckConnection == nil {
+		return nil
+	}
+	return h.cfg.CheckConnection(c)
 }
 
 func (h *Handler) decodeCreate(w http.ResponseWriter, r *http.Request) (*credvault.Connection, map[string]string, error) {
@@ -102,6 +114,11 @@ func (h *Handler) patchConnection(w http.ResponseWriter, r *http.Request) {
 		before := c.Clone()
 		if err := applyFields(c, obj, nil); err != nil {
 			return err
+		}
+		if c.ServiceSlug() != before.ServiceSlug() {
+			if err := h.checkConnection(c); err != nil {
+				return err
+			}
 		}
 		if maySendSecretsElsewhere(r) {
 			return nil

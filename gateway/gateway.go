@@ -175,6 +175,7 @@ func (g *Gateway) wire() error {
 	}
 	acfg := admin.Config{
 		Vault: g.vault, Access: access, CatalogFile: c.CatalogFile, TestTransport: upstream, Logger: c.Logger,
+		CheckConnection: g.checkConnection,
 		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (any, error) {
 			res, ok := g.vault.Lookup(conn.ID)
 			if !ok {

@@ -8,42 +8,120 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/pairing"
 )
 
 // connectionKey is the service API key presented for a connection's claim
-// submissions.
+// submissions: the connection's own, else ServiceAPIKey, else none on a
+// paired gateway, whose signature stands for its owner's services.
 func (g *Gateway) connectionKey(connectionID string) (string, error) {
 	if g.cfg.ConnectionAPIKey != nil {
 		if key := g.cfg.ConnectionAPIKey(connectionID); key != "" {
 			return key, nil
 		}
 	}
-	return keyOrError(g.cfg.ServiceAPIKey, connectionID)
+	if g.cfg.ServiceAPIKey != "" || g.paired() {
+		return g.cfg.ServiceAPIKey, nil
+	}
+	return "", &MissingKeyError{Connections: []string{connectionID}}
 }
 
 // serviceKey picks the feed key of a service: the key of a connection that
-// uses that slug and has a key of its own, else ServiceAPIKey.
+// uses that slug and has a key of its own, else ServiceAPIKey, else none
+// on a paired gateway.
 func (g *Gateway) serviceKey(service string) (string, error) {
-	if g.cfg.ConnectionAPIKey != nil {
-		for _, c := range g.vault.Connections() {
-			if c.ServiceSlug() == service {
-				if key := g.cfg.ConnectionAPIKey(c.ID); key != "" {
-					return key, nil
-				}
+	var ids []string
+	for _, c := range g.vault.Connections() {
+		if c.ServiceSlug() != service {
+			continue
+		}
+		if g.cfg.ConnectionAPIKey != nil {
+			if key := g.cfg.ConnectionAPIKey(c.ID); key != "" {
+				return key, nil
 			}
 		}
+		ids = append(ids, c.ID)
 	}
-	return keyOrError(g.cfg.ServiceAPIKey, service)
+	if g.cfg.ServiceAPIKey != "" || g.paired() {
+		return g.cfg.ServiceAPIKey, nil
+	}
+	return "", &MissingKeyError{Service: service, Connections: ids}
 }
 
-func keyOrError(key, name string) (string, error) {
-	if key == "" {
-		return "", fmt.Errorf("gateway: no service API key for %q (Config.ServiceAPIKey or Config.ConnectionAPIKey)", name)
+// paired reports whether the gateway is paired (Config.Paired).
+func (g *Gateway) paired() bool {
+	if g.cfg.Paired != nil {
+		return g.cfg.Paired()
 	}
-	return key, nil
+	_, ok, _, _ := pairing.Status(g.cfg.DataDir)
+	return ok
+}
+
+// MissingKeyError is a service whose claims an unpaired gateway can neither
+// read nor file, for want of a service API key. Its text names the
+// variables of cmd/gateway that would supply one.
+type MissingKeyError struct {
+	// Service is the service slug; empty when only connections are known.
+	Service string
+	// Connections are the ids of the connections that use it.
+	Connections []string
+}
+
+// Settings are the variables of cmd/gateway that would give the service a
+// key: one per connection (IDN_SERVICE_API_KEY_<ID upper-cased, '-' as
+// '_'>), then IDN_SERVICE_API_KEY.
+func (e *MissingKeyError) Settings() []string {
+	out := make([]string, 0, len(e.Connections)+1)
+	for _, id := range e.Connections {
+		out = append(out, serviceKeyVariable(id))
+	}
+	return append(out, "IDN_SERVICE_API_KEY")
+}
+
+func (e *MissingKeyError) Error() string {
+	what := "connection " + strconv.Quote(strings.Join(e.Connections, ", "))
+	if e.Service != "" {
+		what = "service " + strconv.Quote(e.Service)
+	}
+	return "gateway: no service API key for " + what + ": set " + strings.Join(e.Settings(), " or ") +
+		" (Config.ConnectionAPIKey, Config.ServiceAPIKey) and restart, or pair the gateway with its owner's dashboard (gateway pair)"
+}
+
+// Code is errcode.ServiceAPIKeyMissing.
+func (e *MissingKeyError) Code() errcode.Code { return errcode.ServiceAPIKeyMissing }
+
+// serviceKeyVariable is the variable of cmd/gateway that holds the service
+// API key of one connection: IDN_SERVICE_API_KEY_ followed by its id
+// upper-cased, '-' written '_'.
+func serviceKeyVariable(connectionID string) string {
+	return "IDN_SERVICE_API_KEY_" + strings.ToUpper(strings.ReplaceAll(connectionID, "-", "_"))
+}
+
+// checkConnection refuses, before it is stored, a connection whose claims
+// the gateway could neither read nor file: no key for its service and no
+// pairing. Connections that skip the claim check need none.
+func (g *Gateway) checkConnection(c *credvault.Connection) error {
+	if g.cfg.Proxy.InsecureAllowUnsigned || slices.Contains(g.cfg.Proxy.InsecureUnsignedConnections, c.ID) {
+		return nil
+	}
+	// The connection's own key (or the shared one, or the pairing) files
+	// its claims and, once it is stored, reads its service's feed too.
+	if _, err := g.connectionKey(c.ID); err == nil {
+		return nil
+	}
+	e := &MissingKeyError{Service: c.ServiceSlug(), Connections: []string{c.ID}}
+	return apierror.Coded(errcode.ServiceAPIKeyMissing, fmt.Sprintf(
+		"this gateway has no service API key for connection %q (service %q) and is not paired, so it could neither read nor file its claims: "+
+			"set %s or IDN_SERVICE_API_KEY and restart the gateway, or pair it with your dashboard (gateway pair)",
+		c.ID, c.ServiceSlug(), serviceKeyVariable(c.ID))).With("settings", e.Settings())
 }
 
 func loadOrCreateIdentity(home, namespace string) (*identity.Identity, error) {
