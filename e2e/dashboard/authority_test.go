@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
@@ -25,7 +26,8 @@ import (
 // dashboard, a connection added there serves an approved agent within
 // 2 s, with no restart: the gateway reads the feed and files claims on
 // its pairing alone. An agent it files a claim for is served once the
-// owner approves it in the dashboard.
+// owner approves it in the dashboard. Unpaired again, it refuses keyless
+// connections again.
 func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 	chromium(t)
 	bin := filepath.Join(t.TempDir(), "gateway")
@@ -72,26 +74,7 @@ func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 	})
 
 	step(t, "the unpaired gateway refuses a connection it has no key for, naming the setting")
-	{
-		body := fmt.Sprintf(`{"id":"weather","service":"weather","base_url":%q,"auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":%q}}`, upstream, secret)
-		req, _ := http.NewRequest("POST", "http://"+gwAddr+"/api/admin/connections", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(runGateway(t, bin, env, "admin-token")))
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var refusal struct {
-			Code, Error string
-			Settings    []string
-		}
-		json.NewDecoder(res.Body).Decode(&refusal)
-		res.Body.Close()
-		if res.StatusCode != http.StatusConflict || refusal.Code != "SERVICE_API_KEY_MISSING" ||
-			!strings.Contains(refusal.Error, "IDN_SERVICE_API_KEY_WEATHER") || len(refusal.Settings) != 2 {
-			t.Fatalf("keyless connection on an unpaired gateway: %d %+v", res.StatusCode, refusal)
-		}
-	}
+	refusesKeyless(t, bin, env, gwAddr, "weather", upstream, secret)
 
 	b := newBrowser(t, w.base)
 	if _, err := chromedp.Call(b.ctx, network.SetCookie, network.SetCookieParams{Name: controlplane.SessionCookie,
@@ -158,6 +141,46 @@ func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 	logs, _ := os.ReadFile(serveLog)
 	if strings.Contains(string(logs), "API_KEY_INVALID") || strings.Contains(string(logs), "no service API key") {
 		t.Errorf("the paired gateway's log reports a missing or refused key:\n%s", logs)
+	}
+
+	step(t, "unpaired from the dashboard, the gateway refuses keyless connections again")
+	b.open("/gateways")
+	b.tabTo("Unpair keyless-laptop")
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.confirmByKeyboard("Unpair")
+	b.waitFor(`!document.querySelector("tr[data-gateway]")`, 10*time.Second)
+	eventually(t, 15*time.Second, "the pair process to exit after unpairing", func() bool {
+		return strings.Contains(runGateway(t, bin, env, "pair", "--status"), "running: no")
+	})
+	if status := runGateway(t, bin, env, "pair", "--status"); !strings.Contains(status, "paired: no") {
+		t.Fatalf("pair --status after unpairing:\n%s", status)
+	}
+	refusesKeyless(t, bin, env, gwAddr, "weather-2", upstream, secret)
+}
+
+// refusesKeyless checks that the gateway's admin API refuses a connection
+// with id for the weather service, for want of a service API key, and
+// names the variable that would supply it.
+func refusesKeyless(t *testing.T, bin string, env []string, gwAddr, id, upstream, secret string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"id":%q,"service":"weather","base_url":%q,"auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":%q}}`, id, upstream, secret)
+	req, _ := http.NewRequest("POST", "http://"+gwAddr+"/api/admin/connections", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(runGateway(t, bin, env, "admin-token")))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var refusal struct {
+		Code, Error string
+		Settings    []string
+	}
+	json.NewDecoder(res.Body).Decode(&refusal)
+	want := "IDN_SERVICE_API_KEY_" + strings.ToUpper(strings.ReplaceAll(id, "-", "_"))
+	if res.StatusCode != http.StatusConflict || refusal.Code != "SERVICE_API_KEY_MISSING" ||
+		!strings.Contains(refusal.Error, want) || len(refusal.Settings) != 2 || refusal.Settings[0] != want {
+		t.Fatalf("keyless connection %s on an unpaired gateway: %d %+v", id, res.StatusCode, refusal)
 	}
 }
 
