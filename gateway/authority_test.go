@@ -46,6 +46,9 @@ func newPairedControlPlane(t *testing.T) *pairedControlPlane {
 		case keyed:
 			w.WriteHeader(http.StatusUnauthorized)
 			w.Write([]byte(`{"code":"API_KEY_INVALID","error":"this control plane takes a paired gateway's signature only"}`))
+		case r.URL.Query().Get("service") == "not-the-owners":
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte(`{"code":"NAMESPACE_FORBIDDEN","error":"the service is not one of the services of the owner who paired this gateway"}`))
 		case r.Method == http.MethodPost:
 			w.WriteHeader(http.StatusCreated)
 			w.Write([]byte(`{"claim_id":"clm_paired","status":"pending"}`))
@@ -143,6 +146,33 @@ func TestPairedGatewayNeedsNoServiceKey(t *testing.T) {
 			sent := cp.requests()
 			if !slices.Contains(sent, "GET /v1/namespaces/claims?service=weather") || !slices.Contains(sent, "POST /v1/claims") {
 				t.Fatalf("requests to the control plane: %q", sent)
+			}
+
+			// A service the control plane says is not the owner's is
+			// refused at creation, as a slug mistyped in the dashboard
+			// would otherwise serve nobody.
+			status, out := createConnection(t, gw, cfg.DataDir, strings.Replace(strings.Replace(weatherConnection, `"weather"`, `"not-the-owners"`, 1), "my-weather", "theirs", 1))
+			if msg, _ := out["error"].(string); status != http.StatusNotFound || out["code"] != "SERVICE_NOT_FOUND" || !strings.Contains(msg, `"not-the-owners"`) {
+				t.Fatalf("another owner's service: %d %v", status, out)
+			}
+			if _, err := gw.Vault().Connection("theirs"); err == nil {
+				t.Fatal("the refused connection was stored")
+			}
+			// Nor may an update move a connection onto it.
+			token, _ := gateway.AdminToken(cfg.DataDir)
+			req, _ = http.NewRequest("PATCH", srv.URL+"/api/admin/connections/my-weather", strings.NewReader(`{"service":"not-the-owners"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+token)
+			res, err = http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusNotFound {
+				t.Fatalf("moving a connection to another owner's service: %d", res.StatusCode)
+			}
+			if c, _ := gw.Vault().Connection("my-weather"); c.ServiceSlug() != "weather" {
+				t.Fatalf("the connection's service became %q", c.ServiceSlug())
 			}
 		})
 	}

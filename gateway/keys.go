@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,7 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
@@ -107,21 +110,50 @@ func serviceKeyVariable(connectionID string) string {
 
 // checkConnection refuses, before it is stored, a connection whose claims
 // the gateway could neither read nor file: no key for its service and no
-// pairing. Connections that skip the claim check need none.
-func (g *Gateway) checkConnection(c *credvault.Connection) error {
+// pairing, or, on a pairing without a key, a service the control plane
+// says is not the owner's. Connections that skip the claim check need
+// none.
+func (g *Gateway) checkConnection(ctx context.Context, c *credvault.Connection) error {
 	if g.cfg.Proxy.InsecureAllowUnsigned || slices.Contains(g.cfg.Proxy.InsecureUnsignedConnections, c.ID) {
 		return nil
 	}
 	// The connection's own key (or the shared one, or the pairing) files
 	// its claims and, once it is stored, reads its service's feed too.
-	if _, err := g.connectionKey(c.ID); err == nil {
-		return nil
+	key, err := g.connectionKey(c.ID)
+	if err != nil {
+		e := &MissingKeyError{Service: c.ServiceSlug(), Connections: []string{c.ID}}
+		return apierror.Coded(errcode.ServiceAPIKeyMissing, fmt.Sprintf(
+			"this gateway has no service API key for connection %q (service %q) and is not paired, so it could neither read nor file its claims: "+
+				"set %s or IDN_SERVICE_API_KEY and restart the gateway, or pair it with your dashboard (gateway pair)",
+			c.ID, c.ServiceSlug(), serviceKeyVariable(c.ID))).With("settings", e.Settings())
 	}
-	e := &MissingKeyError{Service: c.ServiceSlug(), Connections: []string{c.ID}}
-	return apierror.Coded(errcode.ServiceAPIKeyMissing, fmt.Sprintf(
-		"this gateway has no service API key for connection %q (service %q) and is not paired, so it could neither read nor file its claims: "+
-			"set %s or IDN_SERVICE_API_KEY and restart the gateway, or pair it with your dashboard (gateway pair)",
-		c.ID, c.ServiceSlug(), serviceKeyVariable(c.ID))).With("settings", e.Settings())
+	if key == "" && g.notOwnersService(ctx, c.ServiceSlug()) {
+		return apierror.Coded(errcode.ServiceNotFound, fmt.Sprintf(
+			"the control plane has no service %q of the owner this gateway is paired with: create it in the dashboard first, or name one of the owner's services",
+			c.ServiceSlug()))
+	}
+	return nil
+}
+
+// probeTimeout bounds the feed read of notOwnersService.
+const probeTimeout = 5 * time.Second
+
+// errProbed ends notOwnersService's feed read at its first claim.
+var errProbed = errors.New("gateway: probed")
+
+// notOwnersService reads, on the pairing alone, at most one claim of
+// service's feed, and reports whether the control plane refused it as a
+// service that is not the paired owner's (or does not exist). Any other
+// outcome, an unreachable control plane included, says nothing against
+// the service.
+func (g *Gateway) notOwnersService(ctx context.Context, service string) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	src := &claimcache.HTTPSource{BaseURL: g.cfg.ControlPlaneURL, Client: g.control, PageSize: 1,
+		APIKey: func(string) (string, error) { return "", nil }}
+	_, err := src.ApprovedClaims(ctx, service, "", func(claimcache.Claim) error { return errProbed })
+	se, ok := errors.AsType[*claimcache.StatusError](err)
+	return ok && se.Code == errcode.NamespaceForbidden.String()
 }
 
 func loadOrCreateIdentity(home, namespace string) (*identity.Identity, error) {
