@@ -97,9 +97,19 @@ func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 	t.Cleanup(func() { runGateway(t, bin, env, "pair", "--stop") })
 	b.waitFor(`[...document.querySelectorAll("tr[data-gateway]")].some(r => r.textContent.includes("keyless-laptop") && r.textContent.includes("online"))`, 20*time.Second)
 
-	step(t, "a connection added in the dashboard serves the approved agent within 2 s, no restart")
+	step(t, "a service that is not the owner's is refused in the dashboard, where the slug was typed")
 	b.press("link", "Manage keyless-laptop")
 	b.waitFor(`location.pathname.startsWith("/gateways/gw_") && document.querySelector("#connections .summary")?.textContent.startsWith("No connections")`, 10*time.Second)
+	b.fill("Connection id", "typo")
+	b.fill("Service", "wether")
+	b.fill("Base URL", upstream)
+	b.fill("Secret", secret)
+	b.press("button", "Add connection")
+	if msg := b.errorText("Add connection"); !strings.Contains(msg, `no service "wether"`) {
+		t.Fatalf("adding a connection for a service that does not exist showed %q", msg)
+	}
+
+	step(t, "a connection added in the dashboard serves the approved agent within 2 s, no restart")
 	b.fill("Connection id", "weather")
 	b.fill("Name", "Weather")
 	b.fill("Service", "weather")
