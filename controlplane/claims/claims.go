@@ -173,7 +173,7 @@ func (s *Core) submitClaim(w http.ResponseWriter, r *http.Request, st standing) 
 		apierror.Write(w, r, e)
 		return
 	}
-	if _, ok := s.service(w, r, st, c.Service); !ok {
+	if _, ok := s.admit.service(w, r, st, c.Service); !ok {
 		return
 	}
 	if c.AgentIP == "" {
@@ -302,7 +302,7 @@ func ownerPagination(p Page, limit, offset int) pagination {
 // and must equal it; a paired gateway names one of its owner's.
 func (s *Core) verifyClaim(w http.ResponseWriter, r *http.Request, st standing) {
 	q := r.URL.Query()
-	svc, ok := s.service(w, r, st, q.Get("service"))
+	svc, ok := s.admit.service(w, r, st, q.Get("service"))
 	if !ok {
 		return
 	}

@@ -87,6 +87,7 @@ type Core struct {
 	registry *registrywriter.Writer // nil: no registry writes
 	hooks    Hooks
 	cursors  *cursorCache
+	admit    *serviceAdmission // the service routes' standing
 }
 
 // New returns the Core of cfg over store. Signed routes are admitted by
@@ -99,7 +100,7 @@ func New(cfg Config, store *Store, kit *web.Kit, gate *signed.Gate, owner web.Ow
 	setDefault(&cfg.MaxServices, DefaultMaxServices)
 	setDefault(&cfg.PendingExpiry, 24*time.Hour)
 	return &Core{cfg: cfg, store: store, kit: kit, gate: gate, owner: owner, registry: registry, hooks: hooks,
-		cursors: newCursorCache(4096)}
+		cursors: newCursorCache(4096), admit: &serviceAdmission{gate: gate, store: store, kit: kit, gateways: cfg.Gateways}}
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -114,9 +115,9 @@ func (s *Core) Routes(m web.Mux) {
 	// Signed-header routes: an agent or a service proves who it is on
 	// every request.
 	m.Handle("GET /v1/namespaces/{namespace}", s.gate.Public(s.getNamespace))
-	m.Handle("GET /v1/namespaces/claims", s.signedService(s.claimsFeed))
-	m.Handle("POST /v1/claims", s.signedService(s.submitClaim))
-	m.Handle("GET /v1/verify", s.signedService(s.verifyClaim))
+	m.Handle("GET /v1/namespaces/claims", s.admit.wrap(s.claimsFeed))
+	m.Handle("POST /v1/claims", s.admit.wrap(s.submitClaim))
+	m.Handle("GET /v1/verify", s.admit.wrap(s.verifyClaim))
 	m.Handle("GET /.well-known/did/{did}", s.gate.Public(s.wellKnownDID))
 
 	// Public DID resolution (outside the protected prefixes).

@@ -33,7 +33,7 @@ import (
 // while it paged.
 func (s *Core) claimsFeed(w http.ResponseWriter, r *http.Request, st standing) {
 	q := r.URL.Query()
-	svc, ok := s.service(w, r, st, q.Get("service"))
+	svc, ok := s.admit.service(w, r, st, q.Get("service"))
 	if !ok {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/idnhq/idn/controlplane/internal/signed"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/errcode"
@@ -31,34 +32,47 @@ var (
 		"the service is not one of the services of the owner who paired this gateway")
 )
 
-// signedService admits, like signed.Gate.Public, the routes that need a
-// standing: the service API key of the Authorization bearer header or,
-// without that header, a signature by a gateway an owner paired
-// (Config.Gateways). The standing is checked before the nonce is recorded
-// (in the database) and before the body is read; the route then resolves
-// the service it names with service.
-func (s *Core) signedService(next func(http.ResponseWriter, *http.Request, standing)) http.Handler {
+// serviceAdmission admits the service routes (the feed, claim submissions,
+// verification): like signed.Gate.Public, plus a standing, the service API
+// key of the Authorization bearer header or, without that header, a
+// signature by a gateway an owner paired (gateways).
+type serviceAdmission struct {
+	gate     *signed.Gate
+	store    *Store
+	kit      *web.Kit
+	gateways Gateways // nil: API keys only
+}
+
+// fail answers err through ErrorRules and the kit.
+func (a *serviceAdmission) fail(w http.ResponseWriter, r *http.Request, err error) {
+	a.kit.Error(w, r, ErrorRules.Answer(err))
+}
+
+// wrap checks the standing before the nonce is recorded (in the database)
+// and before the body is read; the route then resolves the service it
+// names with service.
+func (a *serviceAdmission) wrap(next func(http.ResponseWriter, *http.Request, standing)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, ok := s.gate.Verify(w, r)
+		caller, ok := a.gate.Verify(w, r)
 		if !ok {
 			return
 		}
-		st, ok := s.standing(w, r, caller)
-		if ok && s.gate.RecordNonce(w, r, caller) && s.gate.ReadBody(w, r, caller) {
+		st, ok := a.standing(w, r, caller)
+		if ok && a.gate.RecordNonce(w, r, caller) && a.gate.ReadBody(w, r, caller) {
 			next(w, r, st)
 		}
 	})
 }
 
 // standing reads the caller's standing; on failure it has answered.
-func (s *Core) standing(w http.ResponseWriter, r *http.Request, caller *identity.Caller) (standing, bool) {
-	if _, sent := r.Header["Authorization"]; sent || s.cfg.Gateways == nil {
-		svc, ok := s.serviceKey(w, r)
+func (a *serviceAdmission) standing(w http.ResponseWriter, r *http.Request, caller *identity.Caller) (standing, bool) {
+	if _, sent := r.Header["Authorization"]; sent || a.gateways == nil {
+		svc, ok := a.serviceKey(w, r)
 		return standing{key: &svc}, ok
 	}
-	owner, err := s.cfg.Gateways.PairedOwner(r.Context(), caller.Namespace, caller.PublicKey)
+	owner, err := a.gateways.PairedOwner(r.Context(), caller.Namespace, caller.PublicKey)
 	if err != nil {
-		s.fail(w, r, err)
+		a.fail(w, r, err)
 		return standing{}, false
 	}
 	if owner == "" {
@@ -73,7 +87,7 @@ func (s *Core) standing(w http.ResponseWriter, r *http.Request, caller *identity
 // on failure it has answered. Another owner's service and a service that
 // does not exist are refused alike, so a gateway learns nothing of
 // others' slugs.
-func (s *Core) service(w http.ResponseWriter, r *http.Request, st standing, slug string) (Service, bool) {
+func (a *serviceAdmission) service(w http.ResponseWriter, r *http.Request, st standing, slug string) (Service, bool) {
 	if st.key != nil {
 		if slug != "" && slug != st.key.Slug {
 			apierror.Write(w, r, errServiceMismatch)
@@ -85,13 +99,13 @@ func (s *Core) service(w http.ResponseWriter, r *http.Request, st standing, slug
 		apierror.Write(w, r, web.Validation("service is required: a paired gateway names the service it reads or files for"))
 		return Service{}, false
 	}
-	svc, err := s.store.ownedService(r.Context(), st.owner, slug)
+	svc, err := a.store.ownedService(r.Context(), st.owner, slug)
 	if errors.Is(err, ErrServiceNotFound) {
 		apierror.Write(w, r, errNotOwnersService)
 		return Service{}, false
 	}
 	if err != nil {
-		s.fail(w, r, err)
+		a.fail(w, r, err)
 		return Service{}, false
 	}
 	return svc, true
@@ -99,19 +113,19 @@ func (s *Core) service(w http.ResponseWriter, r *http.Request, st standing, slug
 
 // serviceKey authenticates the service API key of the Authorization bearer
 // header; on failure it has answered.
-func (s *Core) serviceKey(w http.ResponseWriter, r *http.Request) (Service, bool) {
+func (a *serviceAdmission) serviceKey(w http.ResponseWriter, r *http.Request) (Service, bool) {
 	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(key, apiKeyPrefix) {
 		apierror.Write(w, r, errAPIKeyInvalid)
 		return Service{}, false
 	}
-	svc, err := s.store.serviceByKey(r.Context(), key, s.kit.Now())
+	svc, err := a.store.serviceByKey(r.Context(), key, a.kit.Now())
 	if errors.Is(err, errKeyNotFound) {
 		apierror.Write(w, r, errAPIKeyInvalid)
 		return Service{}, false
 	}
 	if err != nil {
-		s.fail(w, r, err)
+		a.fail(w, r, err)
 		return Service{}, false
 	}
 	return svc, true
