@@ -98,9 +98,6 @@ func (e *MissingKeyError) Error() string {
 		" (Config.ConnectionAPIKey, Config.ServiceAPIKey) and restart, or pair the gateway with its owner's dashboard (gateway pair)"
 }
 
-// Code is errcode.ServiceAPIKeyMissing.
-func (e *MissingKeyError) Code() errcode.Code { return errcode.ServiceAPIKeyMissing }
-
 // serviceKeyVariable is the variable of cmd/gateway that holds the service
 // API key of one connection: IDN_SERVICE_API_KEY_ followed by its id
 // upper-cased, '-' written '_'.
