@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 	}
 	env = append(env, "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE=loopback",
 		"IDN_REGISTRY_URL="+w.cpURL, "GATEWAY_ADDR="+gwAddr, "LOG_LEVEL=debug")
-	_, serveLog := gatewayProcess(t, bin, env, "serve")
+	serve, serveLog := gatewayProcess(t, bin, env, "serve")
 	eventually(t, 20*time.Second, "gateway serve", func() bool {
 		res, err := http.Get("http://" + gwAddr + "/health/live")
 		if err == nil {
@@ -121,6 +122,9 @@ func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 	t.Logf("the approved agent was served %v after the dashboard showed the new connection", served.Round(time.Millisecond))
 	if served > 2*time.Second {
 		t.Fatalf("the approved agent was served %v after the connection was added, want at most 2 s", served)
+	}
+	if err := serve.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the gateway started before the pairing is not running any more: %v", err)
 	}
 
 	step(t, "the gateway files a new agent's claim on its pairing; the owner approves it in the dashboard")
