@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -36,6 +37,10 @@ func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := h.checkConnection(r.Context(), c); err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
 	created, err := h.cfg.Vault.Create(r.Context(), c, secrets)
 	if err != nil {
 		writeError(w, r, h.log, err)
@@ -43,6 +48,35 @@ func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Info("admin: connection created", "connection", created.ID, "request_id", apierror.RequestIDFrom(r.Context()))
 	apierror.WriteJSON(w, http.StatusCreated, shown(created))
+}
+
+// checkConnection runs Config.CheckConnection, when set, on c.
+func (h *Handler) checkConnection(ctx context.Context, c *credvault.Connection) error {
+	if h.cfg.CheckConnection == nil {
+		return nil
+	}
+	return h.cfg.CheckConnection(ctx, c)
+}
+
+// checkServiceChange runs Config.CheckConnection on connection id as the
+// fields of obj would leave it, when they change its service slug. A
+// field the update will refuse is left for the update to answer.
+func (h *Handler) checkServiceChange(ctx context.Context, id string, obj map[string]json.RawMessage) error {
+	if h.cfg.CheckConnection == nil {
+		return nil
+	}
+	if _, ok := obj["service"]; !ok {
+		return nil
+	}
+	current, err := h.cfg.Vault.Connection(id)
+	if err != nil {
+		return nil // the update answers it
+	}
+	next := current.Clone()
+	if applyFields(next, obj, nil) != nil || next.ServiceSlug() == current.ServiceSlug() {
+		return nil
+	}
+	return h.cfg.CheckConnection(ctx, next)
 }
 
 func (h *Handler) decodeCreate(w http.ResponseWriter, r *http.Request) (*credvault.Connection, map[string]string, error) {
@@ -98,6 +132,10 @@ func (h *Handler) patchConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	if err := h.checkServiceChange(r.Context(), id, obj); err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
 	updated, err := h.cfg.Vault.Update(r.Context(), id, func(c *credvault.Connection) error {
 		before := c.Clone()
 		if err := applyFields(c, obj, nil); err != nil {

@@ -53,7 +53,9 @@ type HTTPSource struct {
 	// StatusError, so the key and the signature reach BaseURL only.
 	Client *http.Client
 	// APIKey returns the service API key to present for service. Required;
-	// the key is never written into errors.
+	// the key is never written into errors. An empty key with a nil error
+	// sends no Authorization header: the request stands on the client's
+	// signature alone, as a gateway paired with the service's owner may.
 	APIKey func(service string) (string, error)
 	// PageSize is the limit asked per page, 1 to 2000. Zero means
 	// DefaultPageSize.
@@ -190,7 +192,7 @@ func (h *HTTPSource) changes(ctx context.Context, endpoint, key, service string,
 	if err != nil {
 		return changePage{}, fmt.Errorf("claimcache: feed request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
+	setAPIKey(req.Header, key)
 	req.Header.Set("Accept", "application/json")
 	resp, err := noRedirects(h.Client).Do(req)
 	if err != nil {
@@ -269,7 +271,7 @@ func (h *HTTPSource) page(ctx context.Context, endpoint, key, service string, li
 	if err != nil {
 		return feedPage{}, "", fmt.Errorf("claimcache: feed request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
+	setAPIKey(req.Header, key)
 	req.Header.Set("Accept", "application/json")
 	if ifNoneMatch != "" {
 		req.Header.Set("If-None-Match", ifNoneMatch)
@@ -419,6 +421,13 @@ func decodeFeedPage(r io.Reader, claim func(Claim) error) (feedPage, error) {
 type claimError struct{ err error }
 
 func (e *claimError) Error() string { return e.err.Error() }
+
+// setAPIKey presents key as a bearer token; an empty key presents none.
+func setAPIKey(h http.Header, key string) {
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+}
 
 // noRedirects returns a copy of c (nil: http.DefaultClient) that hands a
 // 3xx back instead of following it: the requests carry an API key and,

@@ -47,7 +47,9 @@ type SubmitterConfig struct {
 	// StatusError, so the key and the signature reach BaseURL only.
 	Client *http.Client
 	// APIKey returns the service API key for a connection. Required; the key
-	// is never written into errors.
+	// is never written into errors. An empty key with a nil error sends no
+	// Authorization header: the submission stands on the client's signature
+	// alone, as a gateway paired with the service's owner may.
 	APIKey func(connectionID string) (string, error)
 
 	SubmitterOptions
@@ -223,7 +225,7 @@ func (s *Submitter) send(ctx context.Context, sub Submission, now time.Time) (Re
 	if err != nil {
 		return Receipt{}, fmt.Errorf("claimcache: submit request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
+	setAPIKey(req.Header, key)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.client.Do(req)

@@ -44,7 +44,10 @@
 // A part depends on another only through what it is handed at
 // construction: the owner middleware (web.Owner), the signed-request gate,
 // hooks for changes it reports (claims.Hooks.Changed, ownerauth.Hooks),
-// the registry writer for claims. No part imports the composition, and the
+// the registry writer for claims, and for claims the owners of paired
+// gateways (claims.Config.Gateways, which gatewaylink's Link answers), so
+// a paired gateway stands for its owner's services without claims
+// importing gatewaylink. No part imports the composition, and the
 // only part other parts import is claims (for its records and its read
 // API) and webhooks' event names.
 package controlplane

@@ -289,9 +289,6 @@ func New(cfg Config) (*Server, error) {
 	if err := s.initWebhooks(); err != nil {
 		return nil, err
 	}
-	s.claims = claims.New(claims.Config{MaxPendingClaims: cfg.MaxPendingClaims, MaxPendingPerAgent: cfg.MaxPendingPerAgent,
-		MaxAPIKeys: cfg.MaxAPIKeys, MaxServices: cfg.MaxServices, PendingExpiry: cfg.PendingExpiry},
-		cfg.Store.claims, s.kit, s.gate, s.sessions.Owner, s.registry, claims.Hooks{Changed: s.publish})
 	s.gateways, err = gatewaylink.New(cfg.Gateways, gatewaylink.Deps{
 		DB:     cfg.Store.db,
 		Kit:    s.kit,
@@ -302,6 +299,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A gateway its owner paired reads the feeds of, and files claims
+	// for, that owner's services without a service API key.
+	s.claims = claims.New(claims.Config{MaxPendingClaims: cfg.MaxPendingClaims, MaxPendingPerAgent: cfg.MaxPendingPerAgent,
+		MaxAPIKeys: cfg.MaxAPIKeys, MaxServices: cfg.MaxServices, PendingExpiry: cfg.PendingExpiry, Gateways: s.gateways},
+		cfg.Store.claims, s.kit, s.gate, s.sessions.Owner, s.registry, claims.Hooks{Changed: s.publish})
 	s.pages = dashboard.New(dashboard.Config{MaxAPIKeys: cfg.MaxAPIKeys, ExplorerURL: cfg.Registry.ExplorerURL,
 		TestSeedToken: cfg.TestSeedToken, SigninLinks: cfg.SigninLinks, Base: cfg.BasePath}, dashboard.Deps{DB: cfg.Store.db, Kit: s.kit,
 		Sessions: s.sessions, Accounts: s.accounts, Claims: s.claims, Webhooks: s.hooks, Gateways: s.gateways})

@@ -96,6 +96,7 @@
 //	ADMIN_TOKEN_REQUIRED             401  changing where or how a stored secret is sent needs the admin token
 //	DISCOVERY_UNAVAILABLE            501  MCP discovery is not available in this gateway
 //	PLAINTEXT_SECRET_REFUSED         400  a secret sent in clear over the pairing relay is refused; seal it to the gateway's HPKE key
+//	SERVICE_API_KEY_MISSING          409  the gateway has no service API key for this connection's service and is not paired, so it could neither read nor file its claims
 //
 // Gateway, MCP routes:
 //

@@ -57,6 +57,7 @@ const (
 	AdminTokenRequired
 	DiscoveryUnavailable
 	PlaintextSecretRefused
+	ServiceAPIKeyMissing
 
 	MCPToolNotFound
 	MCPToolForbidden
@@ -172,6 +173,7 @@ var table = [codeCount]row{
 	AdminTokenRequired:     {"ADMIN_TOKEN_REQUIRED", http.StatusUnauthorized, "changing where or how a stored secret is sent needs the admin token"},
 	DiscoveryUnavailable:   {"DISCOVERY_UNAVAILABLE", http.StatusNotImplemented, "MCP discovery is not available in this gateway"},
 	PlaintextSecretRefused: {"PLAINTEXT_SECRET_REFUSED", http.StatusBadRequest, "a secret sent in clear over the pairing relay is refused; seal it to the gateway's HPKE key"},
+	ServiceAPIKeyMissing:   {"SERVICE_API_KEY_MISSING", http.StatusConflict, "the gateway has no service API key for this connection's service and is not paired, so it could neither read nor file its claims"},
 
 	MCPToolNotFound:         {"MCP_TOOL_NOT_FOUND", http.StatusNotFound, "tool not found"},
 	MCPToolForbidden:        {"MCP_TOOL_FORBIDDEN", http.StatusForbidden, "tool not allowed for this subject"},

@@ -41,13 +41,28 @@ type Config struct {
 	// know. Required unless Proxy.InsecureAllowUnsigned.
 	ControlPlaneURL string
 	// ServiceAPIKey is the control-plane API key presented for the claims
-	// feed and claim submissions of every service. Empty means every feed
-	// read and submission fails until ConnectionAPIKey supplies a key.
+	// feed and claim submissions of every service. Empty means no shared
+	// key: a service without a key of its own (ConnectionAPIKey) is read
+	// and filed for on the gateway's signature alone when the gateway is
+	// paired (Paired), and otherwise not at all (its reads fail with a
+	// *MissingKeyError, and the admin API refuses to create a connection
+	// for it, 409 SERVICE_API_KEY_MISSING).
 	ServiceAPIKey string
 	// ConnectionAPIKey, when set, returns the API key of one connection's
 	// service; a non-empty answer wins over ServiceAPIKey. Nil means
 	// ServiceAPIKey for every connection.
 	ConnectionAPIKey func(connectionID string) string
+	// Paired reports whether the gateway is paired with its owner's
+	// dashboard at ControlPlaneURL. The control plane then admits the
+	// gateway's own signature, without a service API key, for the feeds
+	// of and claims for that owner's services (and no other's), so a
+	// connection the owner adds needs no key and no restart. It is asked
+	// at every feed read and submission that has no key, so a pairing made
+	// while the gateway runs counts at once. Nil means the pairing state
+	// `gateway pair` keeps in DataDir (package pairing): a gateway paired
+	// there sends no key where it has none, and a control plane that does
+	// not know its key refuses it (401 API_KEY_INVALID).
+	Paired func() bool
 	// Namespace is the gateway's own idn namespace, whose identity signs its
 	// control-plane calls. Empty means "gateway".
 	Namespace string

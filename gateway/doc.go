@@ -34,8 +34,18 @@
 // http.StripPrefix, signatures are still checked against the request-target
 // the client sent, prefix included, so an agent signs the URL it calls.
 //
+// The claims feed and claim filings carry the gateway's own signature and
+// a service API key (Config.ServiceAPIKey, Config.ConnectionAPIKey). A
+// gateway paired with its owner's dashboard (package pairing, gateway
+// pair) needs no key for that owner's services: where it has none, its
+// signature alone stands for them (Config.Paired), so a connection the
+// owner adds from the dashboard serves at once. An unpaired gateway
+// refuses, at creation, a connection whose service it has no key for
+// (409 SERVICE_API_KEY_MISSING).
+//
 // It reads no environment variable: cmd/gateway maps the GATEWAY_* and
-// IDN_* settings onto Config.
+// IDN_* settings onto Config; the errors that name a missing key name
+// cmd/gateway's variables for it.
 //
 // Configuration follows the repository's one rule: the zero value of every
 // field of Config is the safe one (a required field left empty is refused),

@@ -40,6 +40,7 @@ type Gateway struct {
 	metrics  *proxy.Metrics
 	handler  http.Handler
 	identity *identity.Identity
+	control  *http.Client // signs its requests; follows no redirect
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	readiness   signal                                 // notified when they may pass
@@ -98,7 +99,7 @@ func (g *Gateway) wire() error {
 	upstream := proxy.NewTransport()
 	// The control-plane client never follows a redirect: its requests carry
 	// the gateway's signature and API keys, for the registry URL only.
-	control := &http.Client{
+	g.control = &http.Client{
 		Timeout:       15 * time.Second,
 		Transport:     g.identity.Transport(nil, identity.SignOptions{}),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -112,7 +113,7 @@ func (g *Gateway) wire() error {
 	}
 
 	g.cache, err = claimcache.New(claimcache.Config{
-		Source:    &claimcache.HTTPSource{BaseURL: c.ControlPlaneURL, Client: control, APIKey: g.serviceKey},
+		Source:    &claimcache.HTTPSource{BaseURL: c.ControlPlaneURL, Client: g.control, APIKey: g.serviceKey},
 		Options:   c.Claims,
 		Logger:    c.Logger,
 		OnRefresh: func(string, int, error) { g.readiness.notify() },
@@ -121,7 +122,7 @@ func (g *Gateway) wire() error {
 		return err
 	}
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		BaseURL: c.ControlPlaneURL, Client: control, APIKey: g.connectionKey, SubmitterOptions: c.ClaimSubmissions,
+		BaseURL: c.ControlPlaneURL, Client: g.control, APIKey: g.connectionKey, SubmitterOptions: c.ClaimSubmissions,
 	})
 	if err != nil {
 		return err
@@ -175,6 +176,7 @@ func (g *Gateway) wire() error {
 	}
 	acfg := admin.Config{
 		Vault: g.vault, Access: access, CatalogFile: c.CatalogFile, TestTransport: upstream, Logger: c.Logger,
+		CheckConnection: g.checkConnection,
 		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (any, error) {
 			res, ok := g.vault.Lookup(conn.ID)
 			if !ok {

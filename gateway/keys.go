@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -8,42 +9,148 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/pairing"
 )
 
 // connectionKey is the service API key presented for a connection's claim
-// submissions.
+// submissions: the connection's own, else ServiceAPIKey, else none on a
+// paired gateway, whose signature stands for its owner's services.
 func (g *Gateway) connectionKey(connectionID string) (string, error) {
 	if g.cfg.ConnectionAPIKey != nil {
 		if key := g.cfg.ConnectionAPIKey(connectionID); key != "" {
 			return key, nil
 		}
 	}
-	return keyOrError(g.cfg.ServiceAPIKey, connectionID)
+	if g.cfg.ServiceAPIKey != "" || g.paired() {
+		return g.cfg.ServiceAPIKey, nil
+	}
+	return "", &MissingKeyError{Connections: []string{connectionID}}
 }
 
 // serviceKey picks the feed key of a service: the key of a connection that
-// uses that slug and has a key of its own, else ServiceAPIKey.
+// uses that slug and has a key of its own, else ServiceAPIKey, else none
+// on a paired gateway.
 func (g *Gateway) serviceKey(service string) (string, error) {
-	if g.cfg.ConnectionAPIKey != nil {
-		for _, c := range g.vault.Connections() {
-			if c.ServiceSlug() == service {
-				if key := g.cfg.ConnectionAPIKey(c.ID); key != "" {
-					return key, nil
-				}
+	var ids []string
+	for _, c := range g.vault.Connections() {
+		if c.ServiceSlug() != service {
+			continue
+		}
+		if g.cfg.ConnectionAPIKey != nil {
+			if key := g.cfg.ConnectionAPIKey(c.ID); key != "" {
+				return key, nil
 			}
 		}
+		ids = append(ids, c.ID)
 	}
-	return keyOrError(g.cfg.ServiceAPIKey, service)
+	if g.cfg.ServiceAPIKey != "" || g.paired() {
+		return g.cfg.ServiceAPIKey, nil
+	}
+	return "", &MissingKeyError{Service: service, Connections: ids}
 }
 
-func keyOrError(key, name string) (string, error) {
-	if key == "" {
-		return "", fmt.Errorf("gateway: no service API key for %q (Config.ServiceAPIKey or Config.ConnectionAPIKey)", name)
+// paired reports whether the gateway is paired (Config.Paired).
+func (g *Gateway) paired() bool {
+	if g.cfg.Paired != nil {
+		return g.cfg.Paired()
 	}
-	return key, nil
+	_, ok, _, _ := pairing.Status(g.cfg.DataDir)
+	return ok
+}
+
+// MissingKeyError is a service whose claims an unpaired gateway can neither
+// read nor file, for want of a service API key. Its text names the
+// variables of cmd/gateway that would supply one.
+type MissingKeyError struct {
+	// Service is the service slug; empty when only connections are known.
+	Service string
+	// Connections are the ids of the connections that use it.
+	Connections []string
+}
+
+// Settings are the variables of cmd/gateway that would give the service a
+// key: one per connection (IDN_SERVICE_API_KEY_<ID upper-cased, '-' as
+// '_'>), then IDN_SERVICE_API_KEY.
+func (e *MissingKeyError) Settings() []string {
+	out := make([]string, 0, len(e.Connections)+1)
+	for _, id := range e.Connections {
+		out = append(out, serviceKeyVariable(id))
+	}
+	return append(out, "IDN_SERVICE_API_KEY")
+}
+
+func (e *MissingKeyError) Error() string {
+	what := "connection " + strconv.Quote(strings.Join(e.Connections, ", "))
+	if e.Service != "" {
+		what = "service " + strconv.Quote(e.Service)
+	}
+	return "gateway: no service API key for " + what + ": set " + strings.Join(e.Settings(), " or ") +
+		" (Config.ConnectionAPIKey, Config.ServiceAPIKey) and restart, or pair the gateway with its owner's dashboard (gateway pair)"
+}
+
+// serviceKeyVariable is the variable of cmd/gateway that holds the service
+// API key of one connection: IDN_SERVICE_API_KEY_ followed by its id
+// upper-cased, '-' written '_'.
+func serviceKeyVariable(connectionID string) string {
+	return "IDN_SERVICE_API_KEY_" + strings.ToUpper(strings.ReplaceAll(connectionID, "-", "_"))
+}
+
+// checkConnection refuses, before it is stored, a connection whose claims
+// the gateway could neither read nor file: no key for its service and no
+// pairing, or, on a pairing without a key, a service the control plane
+// says is not the owner's. Connections that skip the claim check need
+// none.
+func (g *Gateway) checkConnection(ctx context.Context, c *credvault.Connection) error {
+	if g.cfg.Proxy.InsecureAllowUnsigned || slices.Contains(g.cfg.Proxy.InsecureUnsignedConnections, c.ID) {
+		return nil
+	}
+	// The connection's own key (or the shared one, or the pairing) files
+	// its claims and, once it is stored, reads its service's feed too.
+	key, err := g.connectionKey(c.ID)
+	if err != nil {
+		e := &MissingKeyError{Service: c.ServiceSlug(), Connections: []string{c.ID}}
+		return apierror.Coded(errcode.ServiceAPIKeyMissing, fmt.Sprintf(
+			"this gateway has no service API key for connection %q (service %q) and is not paired, so it could neither read nor file its claims: "+
+				"set %s or IDN_SERVICE_API_KEY and restart the gateway, or pair it with your dashboard (gateway pair)",
+			c.ID, c.ServiceSlug(), serviceKeyVariable(c.ID))).With("settings", e.Settings())
+	}
+	if key == "" && g.notOwnersService(ctx, c.ServiceSlug()) {
+		return apierror.Coded(errcode.ServiceNotFound, fmt.Sprintf(
+			"the control plane has no service %q of the owner this gateway is paired with: create it in the dashboard first, or name one of the owner's services",
+			c.ServiceSlug()))
+	}
+	return nil
+}
+
+// probeTimeout bounds the feed read of notOwnersService.
+const probeTimeout = 5 * time.Second
+
+// errProbed ends notOwnersService's feed read at its first claim.
+var errProbed = errors.New("gateway: probed")
+
+// notOwnersService reads, on the pairing alone, at most one claim of
+// service's feed, and reports whether the control plane refused it as a
+// service that is not the paired owner's (or does not exist). Any other
+// outcome, an unreachable control plane included, says nothing against
+// the service.
+func (g *Gateway) notOwnersService(ctx context.Context, service string) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	src := &claimcache.HTTPSource{BaseURL: g.cfg.ControlPlaneURL, Client: g.control, PageSize: 1,
+		APIKey: func(string) (string, error) { return "", nil }}
+	_, err := src.ApprovedClaims(ctx, service, "", func(claimcache.Claim) error { return errProbed })
+	se, ok := errors.AsType[*claimcache.StatusError](err)
+	return ok && se.Code == errcode.NamespaceForbidden.String()
 }
 
 func loadOrCreateIdentity(home, namespace string) (*identity.Identity, error) {

@@ -167,7 +167,8 @@ func Status(dataDir string) (s State, paired bool, fingerprint string, err error
 // reconnecting with exponential backoff and jitter whenever the socket
 // ends. p, when not nil, is completed on the first connection unless the
 // gateway is paired already. It returns ErrUnpaired, ErrReplaced or a
-// *RefusedError when reconnecting cannot help.
+// *RefusedError when reconnecting cannot help; with ErrUnpaired the
+// pairing state is gone from DataDir.
 func (c *Client) Run(ctx context.Context, p *Pairing) error {
 	if _, ok := c.State(); !ok && p == nil {
 		return ErrUnpaired
@@ -179,6 +180,9 @@ func (c *Client) Run(ctx context.Context, p *Pairing) error {
 			return nil
 		}
 		var refused *RefusedError
+		if errors.Is(err, ErrUnpaired) {
+			c.forget()
+		}
 		if errors.Is(err, ErrUnpaired) || errors.Is(err, ErrReplaced) || errors.As(err, &refused) {
 			return err
 		}
@@ -272,6 +276,18 @@ func (c *Client) paired(ctl pairwire.Control) error {
 	c.state = State{GatewayID: ctl.GatewayID, Namespace: ctl.Namespace, ControlPlaneURL: c.cfg.ControlPlaneURL, PairedAt: time.Now().UTC()}
 	c.ok = true
 	return saveState(c.cfg.DataDir, c.state)
+}
+
+// forget drops the pairing state once the control plane no longer knows
+// the gateway's key, so the gateway reads as unpaired (Status, and the
+// gateway's own use of its pairing in place of service API keys).
+func (c *Client) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state, c.ok = State{}, false
+	if err := removeState(c.cfg.DataDir); err != nil {
+		c.log.Warn("pairing: the gateway was unpaired but its pairing state stays", "err", err)
+	}
 }
 
 // pingInterval is how often the client checks that the control plane is

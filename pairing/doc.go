@@ -12,7 +12,10 @@
 // in DataDir/pairing.json. From then on the signed upgrade alone
 // reconnects, with exponential backoff and jitter (at most MaxBackoff)
 // whenever the socket ends, until the owner unpairs the gateway (close
-// code 4403, ErrUnpaired).
+// code 4403, ErrUnpaired; pairing.json is then removed, so the gateway
+// reads as unpaired again). While paired, the gateway's signing key also
+// stands, at the control plane, for its owner's services: the gateway
+// reads their claims and files claims for them without a service API key.
 //
 // The HPKE key pair (X25519) is kept in DataDir/pairing-key, its private
 // half sealed with the gateway's master key (credvault's AES-256-GCM

@@ -117,6 +117,14 @@ func saveState(dir string, s State) error {
 	return writeFile(dir, stateFile, append(b, '\n'))
 }
 
+// removeState deletes the pairing state of dir; none is no error.
+func removeState(dir string) error {
+	if err := os.Remove(filepath.Join(dir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("pairing: %w", err)
+	}
+	return nil
+}
+
 // writeFile writes dir/name (0600) atomically.
 func writeFile(dir, name string, b []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -162,7 +162,7 @@ func (in submitRequest) validate() (Claim, *apierror.Error) {
 		AgentIP: in.AgentIP, Subject: in.Subject, AgentID: in.AgentID, AgentName: in.AgentName}, nil
 }
 
-func (s *Core) submitClaim(w http.ResponseWriter, r *http.Request, svc Service) {
+func (s *Core) submitClaim(w http.ResponseWriter, r *http.Request, st standing) {
 	var in submitRequest
 	if e := s.kit.Decode(w, r, &in); e != nil {
 		apierror.Write(w, r, e)
@@ -173,8 +173,7 @@ func (s *Core) submitClaim(w http.ResponseWriter, r *http.Request, svc Service) 
 		apierror.Write(w, r, e)
 		return
 	}
-	if c.Service != svc.Slug {
-		apierror.Write(w, r, errServiceMismatch)
+	if _, ok := s.admit.service(w, r, st, c.Service); !ok {
 		return
 	}
 	if c.AgentIP == "" {
@@ -300,17 +299,14 @@ func ownerPagination(p Page, limit, offset int) pagination {
 
 // verifyClaim is GET /v1/verify?namespace&public_key&service: is the agent
 // key authorised for the service? service defaults to the key's service
-// and must equal it.
-func (s *Core) verifyClaim(w http.ResponseWriter, r *http.Request, svc Service) {
+// and must equal it; a paired gateway names one of its owner's.
+func (s *Core) verifyClaim(w http.ResponseWriter, r *http.Request, st standing) {
 	q := r.URL.Query()
-	slug := q.Get("service")
-	if slug == "" {
-		slug = svc.Slug
-	}
-	if slug != svc.Slug {
-		apierror.Write(w, r, errServiceMismatch)
+	svc, ok := s.admit.service(w, r, st, q.Get("service"))
+	if !ok {
 		return
 	}
+	slug := svc.Slug
 	ns := q.Get("namespace")
 	if identity.ValidNamespace(ns) != nil {
 		apierror.Write(w, r, web.ErrInvalidNamespace)

@@ -34,8 +34,8 @@ import (
 // namespace.
 const DefaultMaxServices = 25
 
-// Config bounds what one namespace may hold; a zero field has its
-// documented default.
+// Config bounds what one namespace may hold and names who else may stand
+// for its services; a zero field has its documented default.
 type Config struct {
 	// MaxPendingClaims is the pending claims allowed per namespace and
 	// service; zero means 20.
@@ -51,6 +51,22 @@ type Config struct {
 	// PendingExpiry is how long a claim may stay pending; zero means 24
 	// hours.
 	PendingExpiry time.Duration
+	// Gateways, when set, lets a request without a service API key stand
+	// on its signature alone when a gateway paired by an owner signed it:
+	// it may then read the feed of, file claims for and verify claims of
+	// that owner's services, and no other's. Nil means a service API key
+	// is always required.
+	Gateways Gateways
+}
+
+// Gateways tells whose paired gateway signs a request. The control plane's
+// gateway link implements it; each call reads the pairing as it is, so a
+// gateway unpaired a moment ago stands for nobody.
+type Gateways interface {
+	// PairedOwner returns the namespace of the owner who paired the
+	// gateway whose signing identity is keyNamespace and publicKey
+	// ("ed25519:<base64>"), or "" when no gateway is paired with it.
+	PairedOwner(ctx context.Context, keyNamespace, publicKey string) (string, error)
 }
 
 // Hooks are what a claim change reaches outside this package.
@@ -71,6 +87,7 @@ type Core struct {
 	registry *registrywriter.Writer // nil: no registry writes
 	hooks    Hooks
 	cursors  *cursorCache
+	admit    *serviceAdmission // the service routes' standing
 }
 
 // New returns the Core of cfg over store. Signed routes are admitted by
@@ -83,7 +100,7 @@ func New(cfg Config, store *Store, kit *web.Kit, gate *signed.Gate, owner web.Ow
 	setDefault(&cfg.MaxServices, DefaultMaxServices)
 	setDefault(&cfg.PendingExpiry, 24*time.Hour)
 	return &Core{cfg: cfg, store: store, kit: kit, gate: gate, owner: owner, registry: registry, hooks: hooks,
-		cursors: newCursorCache(4096)}
+		cursors: newCursorCache(4096), admit: &serviceAdmission{gate: gate, store: store, kit: kit, gateways: cfg.Gateways}}
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -98,9 +115,9 @@ func (s *Core) Routes(m web.Mux) {
 	// Signed-header routes: an agent or a service proves who it is on
 	// every request.
 	m.Handle("GET /v1/namespaces/{namespace}", s.gate.Public(s.getNamespace))
-	m.Handle("GET /v1/namespaces/claims", s.signedService(s.claimsFeed))
-	m.Handle("POST /v1/claims", s.signedService(s.submitClaim))
-	m.Handle("GET /v1/verify", s.signedService(s.verifyClaim))
+	m.Handle("GET /v1/namespaces/claims", s.admit.wrap(s.claimsFeed))
+	m.Handle("POST /v1/claims", s.admit.wrap(s.submitClaim))
+	m.Handle("GET /v1/verify", s.admit.wrap(s.verifyClaim))
 	m.Handle("GET /.well-known/did/{did}", s.gate.Public(s.wellKnownDID))
 
 	// Public DID resolution (outside the protected prefixes).

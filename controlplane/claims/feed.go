@@ -14,7 +14,8 @@ import (
 	"github.com/idnhq/idn/internal/feedwire"
 )
 
-// claimsFeed serves the approved claims of the key's service, or with
+// claimsFeed serves the approved claims of the service (the key's, or the
+// one ?service= names of the paired gateway's owner), or with
 // ?since=<cursor> the changes to them after that cursor (claimsChanges).
 //
 // The service's feed_state row (kept by triggers) gives the total and a
@@ -30,10 +31,10 @@ import (
 // before it as "cursor": a client that read every page continues with the
 // changes after its first page's cursor, which replays whatever changed
 // while it paged.
-func (s *Core) claimsFeed(w http.ResponseWriter, r *http.Request, svc Service) {
+func (s *Core) claimsFeed(w http.ResponseWriter, r *http.Request, st standing) {
 	q := r.URL.Query()
-	if slug := q.Get("service"); slug != "" && slug != svc.Slug {
-		apierror.Write(w, r, errServiceMismatch)
+	svc, ok := s.admit.service(w, r, st, q.Get("service"))
+	if !ok {
 		return
 	}
 	if q.Has(feedwire.SinceQuery) {

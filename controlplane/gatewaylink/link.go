@@ -181,3 +181,18 @@ func (l *Link) Gateway(ctx context.Context, ns, id string) (Gateway, error) {
 func (l *Link) fail(w http.ResponseWriter, r *http.Request, err error) {
 	l.kit.Error(w, r, rules.Answer(err))
 }
+
+// PairedOwner returns the namespace of the owner who paired the gateway
+// signing with keyNamespace and publicKey ("ed25519:<base64>"), or "" when
+// no gateway is paired with that key. It reads the gateways table on every
+// call, so a gateway stands for its owner from the moment it pairs and
+// for nobody from the moment it is unpaired, on every instance. The
+// control plane hands it to the claims (claims.Gateways), whose feed and
+// submissions a paired gateway may use without a service API key.
+func (l *Link) PairedOwner(ctx context.Context, keyNamespace, publicKey string) (string, error) {
+	g, err := l.store.gatewayByKey(ctx, keyNamespace, publicKey)
+	if errors.Is(err, errGatewayNotPaired) {
+		return "", nil
+	}
+	return g.Namespace, err
+}

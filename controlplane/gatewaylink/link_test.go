@@ -9,6 +9,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"github.com/idnhq/idn/internal/pairwire"
 )
 
@@ -38,5 +40,40 @@ func TestUnpairNamespace(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the socket is still open after the namespace was unpaired")
+	}
+}
+
+// TestPairedOwner: a paired key names its owner's namespace from the
+// moment it pairs, and nobody's once it is unpaired; another key, even
+// under the same key namespace, names nobody.
+func TestPairedOwner(t *testing.T) {
+	db := openDB(t, sqldbtest.Config(t, sqldb.ProviderSQLite))
+	seedNamespace(t, db, "acme")
+	l := newTestLink(t, db, Config{})
+	ctx := context.Background()
+	owner := func(keyNS, pub string) string {
+		t.Helper()
+		ns, err := l.PairedOwner(ctx, keyNS, pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ns
+	}
+	const pub, other = "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "ed25519:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="
+	if ns := owner("gw-host", pub); ns != "" {
+		t.Fatalf("before pairing: %q", ns)
+	}
+	g := pairGateway(t, l, "acme", pub)
+	if ns := owner("acme", pub); ns != "acme" {
+		t.Fatalf("paired key: %q, want acme", ns)
+	}
+	if ns := owner("acme", other); ns != "" {
+		t.Fatalf("another key of the same key namespace: %q", ns)
+	}
+	if _, err := l.store.deleteGateway(ctx, "acme", g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ns := owner("acme", pub); ns != "" {
+		t.Fatalf("unpaired key: %q", ns)
 	}
 }

@@ -442,6 +442,14 @@ func pairedGatewayEndToEnd(t *testing.T, engine string) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run still running after unpair")
 	}
+	// The pairing state is gone: the gateway reads as unpaired, so it no
+	// longer counts on its pairing in place of service API keys.
+	if _, ok := g.client.State(); ok {
+		t.Fatal("the client still holds a pairing after the unpairing")
+	}
+	if _, paired, _, _ := pairing.Status(g.dir); paired {
+		t.Fatal("pairing.json still names a pairing after the unpairing")
+	}
 	g.run(nil)
 	if err := <-g.done; !errors.Is(err, pairing.ErrUnpaired) {
 		t.Fatalf("unpaired key reconnecting: %v", err)
