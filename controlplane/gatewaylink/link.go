@@ -181,3 +181,17 @@ func (l *Link) Gateway(ctx context.Context, ns, id string) (Gateway, error) {
 func (l *Link) fail(w http.ResponseWriter, r *http.Request, err error) {
 	l.kit.Error(w, r, rules.Answer(err))
 }
+
+// PairedKey finds the gateway a signing key is paired with and its
+// owner's namespace; ok is false for a key that is not paired. Other
+// parts that admit a gateway's signed request (activity reports) use it.
+func (l *Link) PairedKey(ctx context.Context, keyNamespace, publicKey string) (gatewayID, namespace string, ok bool, err error) {
+	g, err := l.store.gatewayByKey(ctx, keyNamespace, publicKey)
+	if errors.Is(err, errGatewayNotPaired) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	return g.ID, g.Namespace, true, nil
+}
