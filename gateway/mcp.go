@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
 )
 
@@ -151,14 +153,48 @@ func mcpCaller(r *http.Request) (mcpproxy.Caller, error) {
 	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
 }
 
-// mcpObserved returns the engine's hooks that report to o.
-func mcpObserved(o *proxy.MCPObserver) (upstream func(context.Context, mcpproxy.UpstreamExchange), decision func(context.Context, mcpproxy.Event)) {
+// mcpObserved returns the engine's hooks that report to o and, when
+// activity is not nil, each tool listing and call to activity.
+func mcpObserved(o *proxy.MCPObserver, activity *pairing.Reporter, vault *credvault.Vault) (upstream func(context.Context, mcpproxy.UpstreamExchange), decision func(context.Context, mcpproxy.Event)) {
 	upstream = func(ctx context.Context, e mcpproxy.UpstreamExchange) {
 		o.Upstream(ctx, proxy.MCPExchange{ConnectionID: e.ConnectionID, Method: e.Method, Status: e.Status, Err: e.Err, Elapsed: e.Elapsed})
 	}
 	decision = func(ctx context.Context, e mcpproxy.Event) {
 		o.Decision(ctx, proxy.MCPDecision{ConnectionID: e.ConnectionID, Method: e.Method, Tool: e.Tool, Outcome: e.Outcome, Code: e.Code,
 			Namespace: e.Caller.Namespace, Subject: e.Caller.Subject, Key: e.Caller.Key})
+		if activity != nil {
+			activity.Record(mcpActivity(ctx, e, vault))
+		}
 	}
 	return upstream, decision
+}
+
+// mcpActivity is the activity record of an MCP decision: the tool ran (or
+// the listing was answered) unless the gateway refused it first.
+func mcpActivity(ctx context.Context, e mcpproxy.Event, vault *credvault.Vault) pairing.Activity {
+	a := pairing.Activity{At: time.Now(), AgentKey: e.Caller.Key, Connection: e.ConnectionID, MCP: true, Method: e.Method,
+		Tool: e.Tool, Reason: e.Code, Status: http.StatusOK}
+	if caller, _ := proxy.CallerFrom(ctx); caller != nil {
+		a.AgentName = caller.Name
+	}
+	if res, ok := vault.Lookup(e.ConnectionID); ok && res.Connection != nil {
+		a.Service = res.Connection.ServiceSlug()
+	}
+	switch e.Outcome {
+	case "success", "tool_error", "error":
+		a.Allowed = true
+	}
+	if code, ok := errcode.Parse(e.Code); ok {
+		a.Status = code.Status()
+	}
+	return a
+}
+
+// reported gives the proxy's decisions to the activity reporter.
+type reported struct{ r *pairing.Reporter }
+
+func (p reported) RecordActivity(a proxy.Activity) {
+	p.r.Record(pairing.Activity{At: a.At, AgentName: a.AgentName, AgentKey: a.AgentKey, Connection: a.Connection,
+		Service: a.Service, MCP: a.MCP, Method: a.Method, Route: a.Route, Allowed: a.Allowed, Reason: a.Reason,
+		Status: a.Status, Latency: a.Latency})
 }

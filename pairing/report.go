@@ -1,0 +1,318 @@
+package pairing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/pairwire"
+)
+
+// Activity is one decision of the gateway about an agent's request, as
+// the owner's Activity page shows it. It never holds a body, a query
+// string, a header or a secret: Route is a template (proxy.RouteTemplate).
+type Activity struct {
+	At                  time.Time
+	AgentName, AgentKey string
+	Connection, Service string
+	MCP                 bool
+	// Method is the HTTP method, or for MCP the JSON-RPC method; Tool the
+	// MCP tool of a tools/call.
+	Method, Route, Tool string
+	Allowed             bool
+	Reason              string // the error code of a refusal or failure
+	Status              int
+	Latency             time.Duration
+}
+
+// Defaults of ReporterConfig.
+const (
+	DefaultReportInterval = time.Second
+	DefaultReportQueue    = 10_000
+)
+
+// ReporterConfig configures a Reporter.
+type ReporterConfig struct {
+	// ControlPlaneURL is the control plane the gateway is paired with.
+	// Required.
+	ControlPlaneURL string
+	// Identity signs every report: the gateway's own identity, the key
+	// the pairing bound. Required.
+	Identity *identity.Identity
+	// DataDir, when set, holds the pairing state (pairing.json, written by
+	// the process that pairs): records are queued only once it says the
+	// gateway is paired (it is read every 2 s until then). Empty means the
+	// gateway counts as paired. Once the control plane answers that it is
+	// not paired, nothing is queued for a minute, then the state is read
+	// again.
+	DataDir string
+	// Interval is how often the queue is sent (sooner when a full batch
+	// is waiting); zero means DefaultReportInterval.
+	Interval time.Duration
+	// MaxQueue bounds the records waiting to be sent; past it a record is
+	// dropped and counted (Dropped), so the request path never waits.
+	// Zero means DefaultReportQueue.
+	MaxQueue int
+	// Transport carries the reports (signed on top of it). Nil means
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// Logger receives delivery problems, never a record. Nil discards.
+	Logger *slog.Logger
+}
+
+// Reporter sends the gateway's decisions to its owner's control plane
+// (POST pairwire.ActivityPath, signed by the gateway's identity): Record
+// queues one in memory without blocking, and Run sends the queue in
+// batches of at most pairwire.MaxActivityBatch every Interval. A batch the
+// control plane could not take is kept for the next try (backing off up
+// to 30 s) as far as the queue has room; a record that finds the queue
+// full is dropped and counted, and the control plane is told how many in
+// the next batch. Safe for concurrent use.
+type Reporter struct {
+	cfg    ReporterConfig
+	client *http.Client
+	log    *slog.Logger
+	url    string
+
+	paired  atomic.Bool
+	dropped atomic.Int64
+	sent    atomic.Int64
+	wake    chan struct{}
+
+	mu      sync.Mutex
+	queue   []Activity
+	unsaid  int64 // dropped since the last batch sent
+	pending []Activity
+}
+
+// NewReporter returns a Reporter; call Run to send.
+func NewReporter(cfg ReporterConfig) (*Reporter, error) {
+	if cfg.ControlPlaneURL == "" || cfg.Identity == nil {
+		return nil, errors.New("pairing: ReporterConfig.ControlPlaneURL and Identity are required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultReportInterval
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = DefaultReportQueue
+	}
+	r := &Reporter{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1),
+		url: strings.TrimSuffix(cfg.ControlPlaneURL, "/") + pairwire.ActivityPath,
+		client: &http.Client{
+			Timeout:       10 * time.Second,
+			Transport:     cfg.Identity.Transport(cfg.Transport, identity.SignOptions{}),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.checkPaired()
+	return r, nil
+}
+
+// Record queues a; it never blocks. While the gateway is not paired it
+// does nothing.
+func (r *Reporter) Record(a Activity) {
+	if !r.paired.Load() {
+		return
+	}
+	r.mu.Lock()
+	if len(r.queue) >= r.cfg.MaxQueue {
+		r.unsaid++
+		r.mu.Unlock()
+		r.dropped.Add(1)
+		return
+	}
+	r.queue = append(r.queue, a)
+	full := len(r.queue) == pairwire.MaxActivityBatch
+	r.mu.Unlock()
+	if full {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Dropped is how many records found the queue full; Sent how many the
+// control plane took.
+func (r *Reporter) Dropped() int64 { return r.dropped.Load() }
+
+// Sent is how many records the control plane took.
+func (r *Reporter) Sent() int64 { return r.sent.Load() }
+
+// pairedRecheck is how often the pairing state is read while the gateway
+// is not paired.
+const pairedRecheck = 2 * time.Second
+
+// checkPaired reads the pairing state.
+func (r *Reporter) checkPaired() {
+	if r.cfg.DataDir == "" {
+		r.paired.Store(true)
+		return
+	}
+	_, ok, err := loadState(r.cfg.DataDir)
+	r.paired.Store(ok && err == nil)
+}
+
+// Run sends the queue until ctx ends, then tries once more (for at most
+// 5 s) to send what is left, and returns nil.
+func (r *Reporter) Run(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	var failures int
+	var notBefore, checked time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			r.flush(fctx)
+			cancel()
+			return nil
+		case <-t.C:
+		case <-r.wake:
+		}
+		now := time.Now()
+		if !r.paired.Load() && now.Sub(checked) >= pairedRecheck && now.After(notBefore) {
+			r.checkPaired()
+			checked = now
+		}
+		if now.Before(notBefore) {
+			continue
+		}
+		switch err := r.flush(ctx); {
+		case err == nil:
+			failures = 0
+		case errors.Is(err, errReportNotPaired):
+			// Unpaired since: nothing is queued until the state says
+			// otherwise, read again in a minute.
+			r.paired.Store(false)
+			r.mu.Lock()
+			r.queue, r.pending = nil, nil
+			r.mu.Unlock()
+			notBefore, checked = now.Add(time.Minute), now.Add(time.Minute)
+			r.log.Warn("pairing: activity not reported: the control plane says this gateway is not paired")
+		default:
+			notBefore = now.Add(backoff(failures, 30*time.Second))
+			failures++
+			r.log.Warn("pairing: activity report failed; retrying", "err", err)
+		}
+	}
+}
+
+var errReportNotPaired = errors.New("pairing: not paired")
+
+// flush sends the queue in batches until it is empty or a batch fails.
+func (r *Reporter) flush(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		if len(r.pending) == 0 {
+			n := min(len(r.queue), pairwire.MaxActivityBatch)
+			r.pending = append(r.pending[:0], r.queue[:n]...)
+			r.queue = append(r.queue[:0], r.queue[n:]...)
+		}
+		batch, unsaid := r.pending, r.unsaid
+		r.mu.Unlock()
+		if len(batch) == 0 {
+			return nil
+		}
+		err := r.send(ctx, batch, unsaid)
+		if err != nil && !errors.Is(err, errReportRefused) {
+			return err
+		}
+		r.mu.Lock()
+		r.pending, r.unsaid = r.pending[:0], r.unsaid-unsaid
+		r.mu.Unlock()
+		if err == nil {
+			r.sent.Add(int64(len(batch)))
+		}
+	}
+}
+
+// errReportRefused is a batch the control plane will never take (it
+// answered 400): dropped, so it does not block the ones behind it.
+var errReportRefused = errors.New("pairing: activity batch refused")
+
+func (r *Reporter) send(ctx context.Context, batch []Activity, dropped int64) error {
+	body := pairwire.ActivityBatch{Records: make([]pairwire.Activity, len(batch)), Dropped: dropped}
+	for i, a := range batch {
+		body.Records[i] = wireActivity(a)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := r.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode == http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(res.Body, 4<<10))
+		return nil
+	}
+	var env struct {
+		Code  string `json:"code"`
+		Error string `json:"error"`
+	}
+	json.NewDecoder(io.LimitReader(res.Body, 64<<10)).Decode(&env)
+	switch code, _ := errcode.Parse(env.Code); {
+	case code == errcode.GatewayNotPaired:
+		return errReportNotPaired
+	case res.StatusCode == http.StatusBadRequest:
+		r.log.Error("pairing: activity batch refused by the control plane; dropped", "records", len(batch), "code", env.Code, "error", env.Error)
+		return errReportRefused
+	}
+	return fmt.Errorf("pairing: activity report: %d %s", res.StatusCode, env.Code)
+}
+
+// wireActivity is a's form on the wire.
+func wireActivity(a Activity) pairwire.Activity {
+	w := pairwire.Activity{At: a.At.UTC().Format(time.RFC3339Nano), AgentName: clip(a.AgentName, 128), AgentKey: clip(a.AgentKey, 128),
+		Connection: clip(a.Connection, 64), Service: clip(a.Service, 128), Protocol: "http", Method: clip(a.Method, 32),
+		Route: clip(a.Route, 512), Tool: clip(a.Tool, 128), Decision: pairwire.DecisionDeny, Reason: clip(a.Reason, 64),
+		Status: a.Status, LatencyMS: float64(a.Latency.Microseconds()) / 1000}
+	if a.MCP {
+		w.Protocol = "mcp"
+	}
+	if a.Allowed {
+		w.Decision = pairwire.DecisionAllow
+	}
+	return w
+}
+
+// clip is s as the control plane takes it: valid UTF-8 without control
+// characters, at most max bytes, cut at a character boundary.
+func clip(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
