@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,8 +94,10 @@ type Reporter struct {
 
 	mu      sync.Mutex
 	queue   []Activity
-	unsaid  int64 // dropped since the last batch sent
-	pending []Activity
+	unsaid  int64      // dropped since the last batch sent
+	pending []Activity // taken from the queue, sent up to sentTo
+	sentTo  int
+	buf     []byte // the body being built; only flush uses it
 }
 
 // NewReporter returns a Reporter; call Run to send.
@@ -200,7 +203,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 			// otherwise, read again in a minute.
 			r.paired.Store(false)
 			r.mu.Lock()
-			r.queue, r.pending = nil, nil
+			r.queue, r.pending, r.sentTo = nil, nil, 0
 			r.mu.Unlock()
 			notBefore, checked = now.Add(time.Minute), now.Add(time.Minute)
 			r.log.Warn("pairing: activity not reported: the control plane says this gateway is not paired")
@@ -215,15 +218,16 @@ func (r *Reporter) Run(ctx context.Context) error {
 var errReportNotPaired = errors.New("pairing: not paired")
 
 // flush sends the queue in batches until it is empty or a batch fails.
+// The queue is taken whole (so the records behind a batch are never
+// copied forward) and sent from pending, which a failure leaves for the
+// next try; meanwhile Record fills a fresh queue.
 func (r *Reporter) flush(ctx context.Context) error {
 	for {
 		r.mu.Lock()
-		if len(r.pending) == 0 {
-			n := min(len(r.queue), pairwire.MaxActivityBatch)
-			r.pending = append(r.pending[:0], r.queue[:n]...)
-			r.queue = append(r.queue[:0], r.queue[n:]...)
+		if r.sentTo == len(r.pending) {
+			r.pending, r.queue, r.sentTo = r.queue, r.pending[:0], 0
 		}
-		batch, unsaid := r.pending, r.unsaid
+		batch, unsaid := r.pending[r.sentTo:min(r.sentTo+pairwire.MaxActivityBatch, len(r.pending))], r.unsaid
 		r.mu.Unlock()
 		if len(batch) == 0 {
 			return nil
@@ -233,7 +237,8 @@ func (r *Reporter) flush(ctx context.Context) error {
 			return err
 		}
 		r.mu.Lock()
-		r.pending, r.unsaid = r.pending[:0], r.unsaid-unsaid
+		r.sentTo += len(batch)
+		r.unsaid -= unsaid
 		r.mu.Unlock()
 		if err == nil {
 			r.sent.Add(int64(len(batch)))
@@ -246,14 +251,8 @@ func (r *Reporter) flush(ctx context.Context) error {
 var errReportRefused = errors.New("pairing: activity batch refused")
 
 func (r *Reporter) send(ctx context.Context, batch []Activity, dropped int64) error {
-	body := pairwire.ActivityBatch{Records: make([]pairwire.Activity, len(batch)), Dropped: dropped}
-	for i, a := range batch {
-		body.Records[i] = wireActivity(a)
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
+	r.buf = appendBatch(r.buf[:0], batch, dropped)
+	b := r.buf
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(b))
 	if err != nil {
 		return err
@@ -283,36 +282,94 @@ func (r *Reporter) send(ctx context.Context, batch []Activity, dropped int64) er
 	return fmt.Errorf("pairing: activity report: %d %s", res.StatusCode, env.Code)
 }
 
-// wireActivity is a's form on the wire.
-func wireActivity(a Activity) pairwire.Activity {
-	w := pairwire.Activity{At: a.At.UTC().Format(time.RFC3339Nano), AgentName: clip(a.AgentName, 128), AgentKey: clip(a.AgentKey, 128),
-		Connection: clip(a.Connection, 64), Service: clip(a.Service, 128), Protocol: "http", Method: clip(a.Method, 32),
-		Route: clip(a.Route, 512), Tool: clip(a.Tool, 128), Decision: pairwire.DecisionDeny, Reason: clip(a.Reason, 64),
-		Status: a.Status, LatencyMS: float64(a.Latency.Microseconds()) / 1000}
-	if a.MCP {
-		w.Protocol = "mcp"
+// appendBatch appends the JSON of a pairwire.ActivityBatch of batch:
+// written by hand, since it runs for every record the gateway decides on.
+func appendBatch(b []byte, batch []Activity, dropped int64) []byte {
+	b = append(b, `{"records":[`...)
+	for i, a := range batch {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"at":"`...)
+		b = a.At.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+		b = appendField(b, "agent_name", a.AgentName, 128)
+		b = appendField(b, "agent_key", a.AgentKey, 128)
+		b = appendField(b, "connection", a.Connection, 64)
+		b = appendField(b, "service", a.Service, 128)
+		protocol, decision := "http", pairwire.DecisionDeny
+		if a.MCP {
+			protocol = "mcp"
+		}
+		if a.Allowed {
+			decision = pairwire.DecisionAllow
+		}
+		b = appendField(b, "protocol", protocol, 8)
+		b = appendField(b, "method", a.Method, 32)
+		b = appendField(b, "route", a.Route, 512)
+		b = appendField(b, "tool", a.Tool, 128)
+		b = appendField(b, "decision", decision, 8)
+		b = appendField(b, "reason", a.Reason, 64)
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(a.Status), 10)
+		us := max(a.Latency.Microseconds(), 0)
+		b = append(b, `,"latency_ms":`...)
+		b = strconv.AppendInt(b, us/1000, 10)
+		b = append(b, '.', byte('0'+us/100%10), byte('0'+us/10%10), byte('0'+us%10))
+		b = append(b, '}')
 	}
-	if a.Allowed {
-		w.Decision = pairwire.DecisionAllow
-	}
-	return w
+	b = append(b, `],"dropped":`...)
+	b = strconv.AppendInt(b, dropped, 10)
+	return append(b, '}')
 }
 
-// clip is s as the control plane takes it: valid UTF-8 without control
-// characters, at most max bytes, cut at a character boundary.
-func clip(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return utf8.RuneError
+// appendField appends ,"name":"v" with v as the control plane takes it:
+// valid UTF-8 without control characters (each replaced by U+FFFD), at
+// most max bytes, cut at a character boundary. Empty v appends nothing.
+func appendField(b []byte, name, v string, max int) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, `":"`...)
+	if plainASCII(v, max) {
+		b = append(b, v...)
+		return append(b, '"')
+	}
+	n := 0
+	for _, c := range v {
+		if c < 0x20 || c == 0x7f {
+			c = utf8.RuneError
 		}
-		return r
-	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
-	if len(s) <= max {
-		return s
+		size := utf8.RuneLen(c)
+		if c == '"' || c == '\\' {
+			size = 2
+		}
+		if n+size > max {
+			break
+		}
+		n += size
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', byte(c))
+		default:
+			b = utf8.AppendRune(b, c)
+		}
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return append(b, '"')
+}
+
+// plainASCII: v fits in max bytes and is printable ASCII with nothing
+// JSON escapes, the common case appendField copies as it is.
+func plainASCII(v string, max int) bool {
+	if len(v) > max {
+		return false
 	}
-	return s[:cut]
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

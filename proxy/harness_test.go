@@ -115,6 +115,8 @@ type gatewayOptions struct {
 	submitter func(g *gateway, s ClaimSubmitter) ClaimSubmitter
 	// activity, when set, is told of the handler's decisions.
 	activity ActivityRecorder
+	// transport, when set, carries the upstream requests.
+	transport http.RoundTripper
 }
 
 func newGateway(t testing.TB, o gatewayOptions) *gateway {
@@ -242,6 +244,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		MCP:            mcpHandler,
 		TracerProvider: o.tracer,
 		Activity:       o.activity,
+		Transport:      o.transport,
 	})
 	if err != nil {
 		t.Fatal(err)
