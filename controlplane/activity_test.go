@@ -263,3 +263,36 @@ func TestActivityBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestActivityPageAndDeletion: the dashboard page lists the owner's
+// activity only, and deleting the account deletes it.
+func TestActivityPageAndDeletion(t *testing.T) {
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) { c.Auth = AuthConfig{Origins: []string{testOrigin}} })
+	tok := sessionOf(t, e.signup("alice", newDevice(t, "EdDSA")).want(t, http.StatusCreated, ""))
+	other := e.seed(map[string]any{"namespaces": []string{"mallory"}}).Sessions["mallory"]
+	g := e.pairedGateway(tok)
+	e.report(g.id, pairwire.ActivityBatch{Records: decisions(time.Now().Add(-time.Minute), 3)}).want(t, http.StatusOK, "")
+
+	page := string(e.do("GET", "/activity?decision=deny", nil, withSession(tok)).want(t, http.StatusOK, "").body)
+	for _, want := range []string{`href="/activity" aria-current="page"`, "bot-1", "AUTH_CLAIM_REQUIRED", "/repos/{id}",
+		`href="/v1/activity/export?decision=deny&amp;format=csv"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("/activity lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "bot-0") {
+		t.Error("the deny filter shows an allowed request")
+	}
+	if page := string(e.do("GET", "/activity", nil, withSession(other)).want(t, http.StatusOK, "").body); strings.Contains(page, "bot-1") {
+		t.Error("another owner's page shows alice's activity")
+	}
+	if r := e.do("GET", "/activity", nil); !strings.Contains(string(r.body), `data-page="login"`) {
+		t.Errorf("/activity without a session is not sent to the login page: %d", r.status)
+	}
+
+	e.do("DELETE", "/v1/auth/account", nil, withSession(tok), fromBrowser).want(t, http.StatusOK, "")
+	var n int
+	if err := e.st.db.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM activity WHERE namespace = 'alice'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("after the account's deletion %d activity records are left (%v)", n, err)
+	}
+}
