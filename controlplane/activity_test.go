@@ -15,24 +15,15 @@ import (
 
 // activityRecord is a record as the API lists it.
 type activityRecord struct {
-	ID, At, GatewayID, AgentName, AgentKey, Connection, Service, Protocol, Method, Route, Tool, Decision, Reason string
-	Status                                                                                                     int
-	LatencyMS                                                                                                  float64
-}
-
-func (a *activityRecord) UnmarshalJSON(b []byte) error {
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	s := func(k string) string { v, _ := m[k].(string); return v }
-	*a = activityRecord{ID: s("id"), At: s("at"), GatewayID: s("gateway_id"), AgentName: s("agent_name"), AgentKey: s("agent_key"),
-		Connection: s("connection"), Service: s("service"), Protocol: s("protocol"), Method: s("method"), Route: s("route"),
-		Tool: s("tool"), Decision: s("decision"), Reason: s("reason")}
-	st, _ := m["status"].(float64)
-	a.Status = int(st)
-	a.LatencyMS, _ = m["latency_ms"].(float64)
-	return nil
+	ID         string  `json:"id"`
+	At         string  `json:"at"`
+	GatewayID  string  `json:"gateway_id"`
+	AgentName  string  `json:"agent_name"`
+	AgentKey   string  `json:"agent_key"`
+	Connection string  `json:"connection"`
+	Route      string  `json:"route"`
+	Decision   string  `json:"decision"`
+	LatencyMS  float64 `json:"latency_ms"`
 }
 
 type activityList struct {
