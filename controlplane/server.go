@@ -197,6 +197,12 @@ type Config struct {
 // value keeps 30 days and at most 1,000,000 records per namespace.
 type ActivityConfig = activity.Config
 
+// Defaults of ActivityConfig, as cmd/controlplane's settings name them.
+const (
+	DefaultActivityRetentionDays   = int(activity.DefaultRetention / (24 * time.Hour))
+	DefaultMaxActivityPerNamespace = activity.DefaultMaxPerNamespace
+)
+
 // GatewayConfig configures gateway pairing (package gatewaylink). Its zero
 // value is ready.
 type GatewayConfig = gatewaylink.Config
