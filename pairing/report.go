@@ -64,7 +64,8 @@ type ReporterConfig struct {
 	Interval time.Duration
 	// MaxQueue bounds the records waiting to be sent; past it a record is
 	// dropped and counted (Dropped), so the request path never waits.
-	// Zero means DefaultReportQueue.
+	// While sending fails, the records taken for it (at most as many
+	// again) wait too. Zero means DefaultReportQueue.
 	MaxQueue int
 	// Transport carries the reports (signed on top of it). Nil means
 	// http.DefaultTransport.
@@ -149,8 +150,7 @@ func (r *Reporter) Record(a Activity) {
 	}
 }
 
-// Dropped is how many records found the queue full; Sent how many the
-// control plane took.
+// Dropped is how many records found the queue full.
 func (r *Reporter) Dropped() int64 { return r.dropped.Load() }
 
 // Sent is how many records the control plane took.
