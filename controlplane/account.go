@@ -25,8 +25,10 @@ func (s *Server) deleteAccount(ctx context.Context, ns string) (ownerauth.Deleti
 	now := s.now()
 	var closeGateways func(context.Context)
 	err = s.store.deactivateNamespace(ctx, ns, now, func(tx *sql.Tx) (err error) {
-		closeGateways, err = s.gateways.UnpairNamespace(ctx, tx, ns)
-		return err
+		if closeGateways, err = s.gateways.UnpairNamespace(ctx, tx, ns); err != nil {
+			return err
+		}
+		return s.activity.DeleteNamespace(ctx, tx, ns)
 	})
 	if err != nil {
 		return d, err
@@ -44,7 +46,7 @@ func (s *Server) deleteAccount(ctx context.Context, ns string) (ownerauth.Deleti
 // namespace row stays (so the name is never registered again and the DID
 // resolves as deactivated) while its passkeys, challenges and sessions go.
 // also runs in the same transaction, to delete what the other parts hold
-// of ns (its gateways).
+// of ns (its gateways and their activity).
 func (s *Store) deactivateNamespace(ctx context.Context, ns string, now time.Time, also func(*sql.Tx) error) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE namespaces SET deactivated_at = $2, updated_at = $2

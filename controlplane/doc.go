@@ -30,6 +30,8 @@
 //     alertmail the alert e-mail both webhooks and passkey changes send;
 //   - gatewaylink: gateway pairing, the gateways' WebSockets and the RPC
 //     relay (Link);
+//   - activity: the decisions paired gateways report, bounded by age and
+//     per namespace, listed and exported for their owner (Activity);
 //   - registrywriter: registry writes to a chain (Writer), behind the
 //     three-method Backend that registry/evm implements;
 //   - dashboard: the owner's pages over the others' read APIs.

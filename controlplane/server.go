@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idnhq/idn/controlplane/activity"
 	"github.com/idnhq/idn/controlplane/gatewaylink"
 	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/identity"
@@ -187,7 +188,20 @@ type Config struct {
 	Registry RegistryConfig
 	// Gateways configures gateway pairing, see GatewayConfig.
 	Gateways GatewayConfig
+	// Activity bounds the decisions paired gateways report, see
+	// ActivityConfig.
+	Activity ActivityConfig
 }
+
+// ActivityConfig bounds the activity kept (package activity): its zero
+// value keeps 30 days and at most 1,000,000 records per namespace.
+type ActivityConfig = activity.Config
+
+// Defaults of ActivityConfig, as cmd/controlplane's settings name them.
+const (
+	DefaultActivityRetentionDays   = int(activity.DefaultRetention / (24 * time.Hour))
+	DefaultMaxActivityPerNamespace = activity.DefaultMaxPerNamespace
+)
 
 // GatewayConfig configures gateway pairing (package gatewaylink). Its zero
 // value is ready.
@@ -211,6 +225,7 @@ type Server struct {
 	hooks    *webhooks.Manager
 	registry *registrywriter.Writer // nil: registry writes disabled
 	gateways *gatewaylink.Link
+	activity *activity.Activity
 	pages    *dashboard.Dashboard
 	lifecycle
 }
@@ -304,9 +319,20 @@ func New(cfg Config) (*Server, error) {
 	s.claims = claims.New(claims.Config{MaxPendingClaims: cfg.MaxPendingClaims, MaxPendingPerAgent: cfg.MaxPendingPerAgent,
 		MaxAPIKeys: cfg.MaxAPIKeys, MaxServices: cfg.MaxServices, PendingExpiry: cfg.PendingExpiry, Gateways: s.gateways},
 		cfg.Store.claims, s.kit, s.gate, s.sessions.Owner, s.registry, claims.Hooks{Changed: s.publish})
+	s.activity, err = activity.New(cfg.Activity, activity.Deps{
+		DB:     cfg.Store.db,
+		Kit:    s.kit,
+		Owner:  s.sessions.Owner,
+		Signed: activity.Signed{Verify: s.gate.Verify, RecordNonce: s.gate.RecordNonce, ReadBody: s.gate.ReadBody},
+		Paired: s.gateways.PairedKey,
+	})
+	if err != nil {
+		return nil, err
+	}
 	s.pages = dashboard.New(dashboard.Config{MaxAPIKeys: cfg.MaxAPIKeys, ExplorerURL: cfg.Registry.ExplorerURL,
 		TestSeedToken: cfg.TestSeedToken, SigninLinks: cfg.SigninLinks, Base: cfg.BasePath}, dashboard.Deps{DB: cfg.Store.db, Kit: s.kit,
-		Sessions: s.sessions, Accounts: s.accounts, Claims: s.claims, Webhooks: s.hooks, Gateways: s.gateways})
+		Sessions: s.sessions, Accounts: s.accounts, Claims: s.claims, Webhooks: s.hooks, Gateways: s.gateways,
+		Activity: s.activity})
 	obs, err := newObserver(s)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: metrics: %w", err)
@@ -412,6 +438,7 @@ func (s *Server) routes() {
 	s.accounts.Routes(m)
 	s.hooks.Routes(m)
 	s.gateways.Routes(m)
+	s.activity.Routes(m)
 	s.pages.Routes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })
 }
@@ -443,6 +470,9 @@ func (s *Server) Maintain(ctx context.Context) error {
 		return err
 	}
 	if err := s.gateways.Maintain(ctx); err != nil {
+		return err
+	}
+	if err := s.activity.Maintain(ctx); err != nil {
 		return err
 	}
 	return s.accounts.Maintain(ctx)

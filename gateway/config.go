@@ -127,6 +127,12 @@ type Config struct {
 	// outcome to Logger, with identities fingerprinted under a salt kept in
 	// DataDir. False logs none.
 	LogDecisions bool
+	// NoActivityReports keeps the gateway's decisions to itself. False
+	// (the zero value) reports each decision about an agent's request
+	// (never a payload, query, header or secret) to ControlPlaneURL while
+	// DataDir's pairing state says the gateway is paired, for the owner's
+	// Activity page (pairing.Reporter).
+	NoActivityReports bool
 	// Version is what /health reports. Empty means the running binary's
 	// module version and VCS revision.
 	Version string

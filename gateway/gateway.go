@@ -20,6 +20,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
 	"github.com/idnhq/idn/replay"
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,7 @@ type Gateway struct {
 	handler  http.Handler
 	identity *identity.Identity
 	control  *http.Client // signs its requests; follows no redirect
+	reporter *pairing.Reporter // nil: no activity reports
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	readiness   signal                                 // notified when they may pass
@@ -140,7 +142,20 @@ func (g *Gateway) wire() error {
 		}
 		decisionLog = c.Logger
 	}
-	onUpstream, onDecision := mcpObserved(proxy.NewMCPObserver(g.metrics, decisionLog, salt))
+	var activity proxy.ActivityRecorder
+	if !c.NoActivityReports && c.ControlPlaneURL != "" {
+		if g.reporter, err = pairing.NewReporter(pairing.ReporterConfig{ControlPlaneURL: c.ControlPlaneURL, Identity: g.identity,
+			DataDir: c.DataDir, Logger: c.Logger}); err != nil {
+			return err
+		}
+		activity = reported{g.reporter}
+		reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "idn_gateway_activity_reported_total",
+				Help: "Decisions the control plane took for the owner's activity."}, func() float64 { return float64(g.reporter.Sent()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "idn_gateway_activity_dropped_total",
+				Help: "Decisions not reported because the report queue was full."}, func() float64 { return float64(g.reporter.Dropped()) }))
+	}
+	onUpstream, onDecision := mcpObserved(proxy.NewMCPObserver(g.metrics, decisionLog, salt), g.reporter, g.vault)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
 		Connections:    &mcpConnections{vault: g.vault, base: upstream},
 		Caller:         mcpCaller,
@@ -159,6 +174,7 @@ func (g *Gateway) wire() error {
 	pcfg := proxy.Config{
 		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter, Options: c.Proxy,
 		Transport: upstream, MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
+		Activity: activity,
 	}
 	if c.LogDecisions {
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
@@ -284,6 +300,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 func (g *Gateway) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = g.cache.Run(ctx) })
+	if g.reporter != nil {
+		wg.Go(func() { _ = g.reporter.Run(ctx) })
+	}
 	defer wg.Wait()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()

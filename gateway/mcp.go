@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
 )
 
@@ -152,14 +153,18 @@ func mcpCaller(r *http.Request) (mcpproxy.Caller, error) {
 	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
 }
 
-// mcpObserved returns the engine's hooks that report to o.
-func mcpObserved(o *proxy.MCPObserver) (upstream func(context.Context, mcpproxy.UpstreamExchange), decision func(context.Context, mcpproxy.Event)) {
+// mcpObserved returns the engine's hooks that report to o and, when
+// activity is not nil, each tool listing and call to activity.
+func mcpObserved(o *proxy.MCPObserver, activity *pairing.Reporter, vault *credvault.Vault) (upstream func(context.Context, mcpproxy.UpstreamExchange), decision func(context.Context, mcpproxy.Event)) {
 	upstream = func(ctx context.Context, e mcpproxy.UpstreamExchange) {
 		o.Upstream(ctx, proxy.MCPExchange{ConnectionID: e.ConnectionID, Method: e.Method, Status: e.Status, Err: e.Err, Elapsed: e.Elapsed})
 	}
 	decision = func(ctx context.Context, e mcpproxy.Event) {
 		o.Decision(ctx, proxy.MCPDecision{ConnectionID: e.ConnectionID, Method: e.Method, Tool: e.Tool, Outcome: e.Outcome, Code: e.Code,
 			Namespace: e.Caller.Namespace, Subject: e.Caller.Subject, Key: e.Caller.Key})
+		if activity != nil {
+			activity.Record(mcpActivity(ctx, e, vault))
+		}
 	}
 	return upstream, decision
 }

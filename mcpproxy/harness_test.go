@@ -318,17 +318,38 @@ func (e *env) metric(name, result string) float64 {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	sum := 0.0
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			if labelIs(m, "result", result) {
-				return m.GetCounter().GetValue()
+				sum += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0
+	return sum
+}
+
+// series counts the series of metric name whose label is value.
+func (e *env) series(name, label, value string) int {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				if labelIs(m, label, value) {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 func labelIs(m *dto.Metric, name, value string) bool {

@@ -1,6 +1,19 @@
 package mcpproxy
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idnhq/idn/internal/labelcap"
+)
+
+// Caps of the tool-call labels: the first MaxConnectionLabels connection
+// ids and MaxToolLabels tool names seen are labels of their own, later
+// ones count under "other". A tool the connection does not have
+// (not_found) always counts under "other": callers choose those names.
+const (
+	MaxConnectionLabels = 200
+	MaxToolLabels       = 500
+)
 
 // Discovery results of idn_gateway_mcp_discovery_total.
 const (
@@ -28,6 +41,17 @@ type metrics struct {
 	calls     *prometheus.CounterVec
 	sessions  prometheus.Gauge
 	evictions prometheus.Counter
+
+	connections, tools *labelcap.Set
+}
+
+// called counts one tool call of tool on connection conn.
+func (m *metrics) called(conn, tool, result string) {
+	t := labelcap.Other
+	if result != callNotFound && tool != "" {
+		t = m.tools.Value(tool)
+	}
+	m.calls.WithLabelValues(m.connections.Value(conn), t, result).Inc()
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,8 +62,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"result"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idn_gateway_mcp_tool_call_total",
-			Help: "MCP tool calls by result (success, tool_error, error, filtered, not_found, invalid_arguments, rate_limited, circuit_open).",
-		}, []string{"result"}),
+			Help: "MCP tool calls by connection, tool and result (success, tool_error, error, filtered, not_found, invalid_arguments, rate_limited, circuit_open).",
+		}, []string{"connection", "tool", "result"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "idn_gateway_mcp_sessions",
 			Help: "Sessions open on the MCP endpoint /mcp/{connection_id}.",
@@ -48,12 +72,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "idn_gateway_mcp_sessions_evicted_total",
 			Help: "Sessions of the MCP endpoint ended because their caller opened one past its share.",
 		}),
+		connections: labelcap.New(MaxConnectionLabels),
+		tools:       labelcap.New(MaxToolLabels),
 	}
 	for _, r := range []string{discoverySuccess, discoveryError, discoveryCacheHit, discoveryStaleIfError, discoveryCircuitOpen} {
 		m.discovery.WithLabelValues(r)
-	}
-	for _, r := range []string{callSuccess, callToolError, callError, callFiltered, callNotFound, callInvalidArguments, callRateLimited, callCircuitOpen} {
-		m.calls.WithLabelValues(r)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.discovery, m.calls, m.sessions, m.evictions} {

@@ -126,7 +126,7 @@ func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, t
 	ctx, span := p.tracer.Start(ctx, "mcp.tool_call", oteltrace.SpanKindInternal)
 	defer span.End()
 	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, sc)
-	p.metrics.calls.WithLabelValues(result).Inc()
+	p.metrics.called(conn.ID, tool, result)
 	p.decide(ctx, conn, caller, "tools/call", tool, result, err)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.ConnectionID.String(conn.ID), attribute.String("mcp.tool.name", tool), attribute.String("mcp.result", result))

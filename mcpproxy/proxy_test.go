@@ -147,6 +147,13 @@ func TestCalls(t *testing.T) {
 	})
 	t.Run("unknown tool and connection", func(t *testing.T) {
 		wantStatus(t, e.call("s", "no.such", `{}`), http.StatusNotFound, "MCP_TOOL_NOT_FOUND")
+		// A name the caller made up is never a label of its own.
+		if got := e.series("idn_gateway_mcp_tool_call_total", "tool", "no.such"); got != 0 {
+			t.Errorf("a made-up tool name labels %d series", got)
+		}
+		if e.series("idn_gateway_mcp_tool_call_total", "tool", "c.z") != 1 {
+			t.Error("a refused tool of the connection has no series of its own")
+		}
 		wantStatus(t, e.do(http.MethodGet, "/mcp/nope/tools", "s", ""), http.StatusNotFound, "CONNECTION_NOT_FOUND")
 		wantStatus(t, e.do(http.MethodGet, "/mcp/mcp1/tools?refresh=sometimes", "s", ""), http.StatusBadRequest, "VALIDATION_ERROR")
 	})

@@ -59,6 +59,14 @@
 // pairwire.MaxMessageBytes is answered with a JSON-RPC error; the socket
 // stays up.
 //
+// Activity: a Reporter sends the gateway's decisions about agents'
+// requests (never a payload, query, header or secret) to the control
+// plane for the owner's Activity page, in batches POSTed to
+// pairwire.ActivityPath and signed by the gateway's identity, not over
+// the socket, so that the process serving agents (gateway serve) reports
+// while another (gateway pair) holds the socket. It queues in memory,
+// bounded, and never makes the request path wait.
+//
 // Configuration follows the repository's one rule: the zero value of every
 // field of Config is the safe one (a required field left empty is refused),
 // and a protection is turned off only by a field that says so: a negative

@@ -139,15 +139,19 @@ func (h *Handler) upstreamResponded(resp *http.Response) error {
 			span.SetStatus(codes.Error, "")
 		}
 	}
-	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()
 	if fw != nil {
 		elapsed := time.Since(fw.start)
-		h.metrics.upstreamLatency.WithLabelValues("http", outcome).Observe(elapsed.Seconds())
+		conn := h.metrics.connection(fw.target.conn.ID)
+		h.metrics.upstreamRequests.WithLabelValues("http", conn, outcome).Inc()
+		h.metrics.upstreamLatency.WithLabelValues("http", conn, outcome).Observe(elapsed.Seconds())
 		h.decisions.log(resp.Request.Context(), decision{
 			kind: "upstream", outcome: outcome, status: resp.StatusCode, connection: fw.target.conn.ID,
 			requestID: apierror.RequestIDFrom(resp.Request.Context()), method: resp.Request.Method,
 			latencyMS: float64(elapsed.Microseconds()) / 1000,
 		})
+		if h.cfg.Activity != nil {
+			h.recordActivity(resp.Request, nil, fw.target.conn.ServiceSlug(), true, "", resp.StatusCode)
+		}
 	}
 	return nil
 }
@@ -171,12 +175,16 @@ func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 		tracing.Fail(trace.SpanFromContext(r.Context()), code.String())
 	}
 	h.metrics.upstreamErrors.WithLabelValues(class).Inc()
-	h.metrics.upstreamRequests.WithLabelValues("http", outcome).Inc()
 	fw, _ := r.Context().Value(forwardKey{}).(*forwarded)
 	if fw != nil {
-		h.metrics.upstreamLatency.WithLabelValues("http", outcome).Observe(time.Since(fw.start).Seconds())
+		conn := h.metrics.connection(fw.target.conn.ID)
+		h.metrics.upstreamRequests.WithLabelValues("http", conn, outcome).Inc()
+		h.metrics.upstreamLatency.WithLabelValues("http", conn, outcome).Observe(time.Since(fw.start).Seconds())
 		h.decisions.log(r.Context(), decision{kind: "upstream", outcome: outcome, code: code.String(),
 			connection: fw.target.conn.ID, requestID: apierror.RequestIDFrom(r.Context()), method: r.Method})
+		if h.cfg.Activity != nil {
+			h.recordActivity(r, nil, fw.target.conn.ServiceSlug(), true, code.String(), code.Status())
+		}
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return // the client went away; nobody reads an answer

@@ -86,6 +86,11 @@ type Config struct {
 	// available to it through CallerFrom. Nil answers those routes 404.
 	MCP http.Handler
 
+	// Activity, when set, is told of every decision about a request to a
+	// runtime route (a refusal, or the upstream's answer or failure) for
+	// the owner's activity. Nil records none, at no cost.
+	Activity ActivityRecorder
+
 	// Metrics receives the gateway's metrics; nil means an unregistered set.
 	Metrics *Metrics
 	// DecisionLog, when set, receives one JSON decision per authentication
@@ -301,6 +306,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	var start time.Time
+	if h.cfg.Activity != nil {
+		start = time.Now()
+	}
 	h.metrics.inFlight.Inc()
 	defer h.metrics.inFlight.Dec()
 	rt, ok := h.parseRoute(r)
@@ -330,6 +339,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
+	if h.cfg.Activity != nil {
+		ctx = context.WithValue(ctx, activityKey{}, &activityNote{start: start, rt: rt})
+	}
 	r = r.WithContext(ctx)
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		h.fail(w, r, newError(errcode.RequestBodyTooLarge, nil), nil)
@@ -571,6 +583,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, caller
 		d.namespace, d.subject, d.publicKey, d.keyID = caller.Namespace, caller.Subject, caller.PublicKey, caller.KeyID
 	}
 	h.decisions.log(r.Context(), d)
+	if h.cfg.Activity != nil {
+		h.recordActivity(r, caller, "", false, e.code.String(), status)
+	}
 	if h.tracer.On() {
 		tracing.Fail(trace.SpanFromContext(r.Context()), e.code.String())
 	}

@@ -113,6 +113,10 @@ type gatewayOptions struct {
 	}
 	// submitter, when set, wraps the gateway's claim submitter.
 	submitter func(g *gateway, s ClaimSubmitter) ClaimSubmitter
+	// activity, when set, is told of the handler's decisions.
+	activity ActivityRecorder
+	// transport, when set, carries the upstream requests.
+	transport http.RoundTripper
 }
 
 func newGateway(t testing.TB, o gatewayOptions) *gateway {
@@ -239,6 +243,8 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		LogSalt:        []byte("test-salt"),
 		MCP:            mcpHandler,
 		TracerProvider: o.tracer,
+		Activity:       o.activity,
+		Transport:      o.transport,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -263,7 +263,7 @@ func TestMCPTrafficIsObserved(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "admin.wipe", Arguments: map[string]any{"text": "x"}}); err == nil {
 		t.Fatal("a denied tool was called")
 	}
-	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("mcp", "success")); got < 3 {
+	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("mcp", "tools", "success")); got < 3 {
 		t.Errorf(`upstream_requests_total{protocol="mcp",outcome="success"} = %v, want the initialize, list and call at least`, got)
 	}
 	// The upstream goes away: the next call fails to connect. (Close would
@@ -282,7 +282,7 @@ func TestMCPTrafficIsObserved(t *testing.T) {
 	if failed < 1 {
 		t.Errorf("upstream_error_total counts no failure after an MCP call to a closed upstream")
 	}
-	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("mcp", "error")); got < 1 {
+	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("mcp", "tools", "error")); got < 1 {
 		t.Errorf(`upstream_requests_total{protocol="mcp",outcome="error"} = %v`, got)
 	}
 	if got := testutil.CollectAndCount(g.metrics.upstreamLatency); got != 2 {

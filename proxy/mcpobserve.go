@@ -70,8 +70,9 @@ func (o *MCPObserver) Upstream(ctx context.Context, e MCPExchange) {
 		outcome = outcomeOf(e.Status)
 	}
 	if o.metrics != nil {
-		o.metrics.upstreamRequests.WithLabelValues("mcp", outcome).Inc()
-		o.metrics.upstreamLatency.WithLabelValues("mcp", outcome).Observe(e.Elapsed.Seconds())
+		conn := o.metrics.connection(e.ConnectionID)
+		o.metrics.upstreamRequests.WithLabelValues("mcp", conn, outcome).Inc()
+		o.metrics.upstreamLatency.WithLabelValues("mcp", conn, outcome).Observe(e.Elapsed.Seconds())
 	}
 	o.decisions.log(ctx, decision{
 		kind: "upstream", outcome: outcome, code: code, status: e.Status, connection: e.ConnectionID,

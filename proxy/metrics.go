@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idnhq/idn/internal/labelcap"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -21,6 +22,19 @@ type Metrics struct {
 	inFlight         prometheus.Gauge
 	drainTotal       *prometheus.CounterVec
 	drainSeconds     *prometheus.HistogramVec
+	connections      *labelcap.Set // the connection label's values
+}
+
+// MaxConnectionLabels is how many distinct connection ids the connection
+// label takes; the connections past it count under "other".
+const MaxConnectionLabels = 200
+
+// connection is the connection label of id.
+func (m *Metrics) connection(id string) string {
+	if id == "" {
+		return labelcap.Other
+	}
+	return m.connections.Value(id)
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil means
@@ -41,13 +55,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		upstreamRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idn_gateway_upstream_requests_total",
-			Help: "Requests forwarded upstream, by protocol and outcome.",
-		}, []string{"protocol", "outcome"}),
+			Help: "Requests forwarded upstream, by protocol, connection and outcome.",
+		}, []string{"protocol", "connection", "outcome"}),
 		upstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "idn_gateway_upstream_latency_seconds",
-			Help:    "Time to the upstream response headers, by protocol and outcome.",
+			Help:    "Time to the upstream response headers, by protocol, connection and outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
-		}, []string{"protocol", "outcome"}),
+		}, []string{"protocol", "connection", "outcome"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idn_gateway_upstream_error_total",
 			Help: "Upstream failures, by class (timeout, connect, reset, canceled, other).",
@@ -65,6 +79,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time taken to drain in-flight requests at shutdown, by outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 3, 10),
 		}, []string{"outcome"}),
+		connections: labelcap.New(MaxConnectionLabels),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{

@@ -190,7 +190,7 @@ func TestAuthCodes(t *testing.T) {
 	if got := testutil.ToFloat64(g.metrics.replayDetected); got != 1 {
 		t.Errorf("replay_detected_total = %v", got)
 	}
-	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("http", "success")); got != 2 {
+	if got := testutil.ToFloat64(g.metrics.upstreamRequests.WithLabelValues("http", "github", "success")); got != 2 {
 		t.Errorf("upstream_requests_total{http,success} = %v, want 2", got)
 	}
 	if got := testutil.ToFloat64(g.metrics.upstreamErrors.WithLabelValues("connect")); got != 1 {

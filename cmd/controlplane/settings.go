@@ -208,6 +208,10 @@ func readLimits(r *envconf.Reader, c *controlplane.Config) {
 		"paired gateways one namespace may have; past it 409 GATEWAY_LIMIT_REACHED")
 	c.MaxSessions = r.Int("MAX_SESSIONS_PER_NAMESPACE", controlplane.DefaultMaxSessions, 1,
 		"live owner sessions one namespace may have; past it a new session is refused with 429 SESSION_LIMIT_REACHED")
+	c.Activity.MaxPerNamespace = r.Int64("MAX_ACTIVITY_PER_NAMESPACE", controlplane.DefaultMaxActivityPerNamespace, 1,
+		"activity records (paired gateways' decisions) one namespace keeps; past it the oldest are deleted")
+	c.Activity.Retention = time.Duration(r.Int("ACTIVITY_RETENTION_DAYS", controlplane.DefaultActivityRetentionDays, 1,
+		"days an activity record is kept")) * 24 * time.Hour
 	c.MaxInflightBodyBytes = r.Int64("CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES", controlplane.DefaultMaxInflightBodyBytes, 1,
 		"request body bytes held at once across all requests, in bytes; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")
 	c.SignedRatePerMinute = r.Int("CONTROLPLANE_SIGNED_RATE_LIMIT_PER_MINUTE", controlplane.DefaultSignedRatePerMinute, 1,

@@ -202,6 +202,7 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 		r.Problemf("IDN_REGISTRY_URL must be an http or https URL")
 	}
 	c.LogDecisions = r.Bool("GATEWAY_LOG_PROXY_REQUESTS", false, "log one decision per authentication and upstream outcome (identities fingerprinted)")
+	c.NoActivityReports = !r.Bool("GATEWAY_REPORT_ACTIVITY", true, "report each decision (never a payload, query, header or secret) to the control plane while paired, for the owner's Activity page")
 	c.Proxy.Aliases = map[string]string{}
 	for _, pair := range r.List("GATEWAY_PATH_ALIASES", "alias=connection_id pairs: /<alias>/{path} serves as /proxy/<connection_id>/{path}") {
 		alias, id, ok := strings.Cut(pair, "=")

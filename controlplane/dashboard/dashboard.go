@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/activity"
 	"github.com/idnhq/idn/controlplane/gatewaylink"
 	"github.com/idnhq/idn/controlplane/webhooks"
 	"github.com/idnhq/idn/identity"
@@ -62,6 +63,7 @@ type Deps struct {
 	Claims   *claims.Core
 	Webhooks *webhooks.Manager
 	Gateways *gatewaylink.Link
+	Activity *activity.Activity
 }
 
 // Dashboard serves the owner's pages.
@@ -74,12 +76,14 @@ type Dashboard struct {
 	claims   *claims.Core
 	webhooks *webhooks.Manager
 	gateways *gatewaylink.Link
+	activity *activity.Activity
 }
 
 // New returns the dashboard of cfg over deps.
 func New(cfg Config, deps Deps) *Dashboard {
 	return &Dashboard{cfg: cfg, store: store{deps.DB}, kit: deps.Kit, sessions: deps.Sessions, accounts: deps.Accounts,
-		claims: deps.Claims, webhooks: deps.Webhooks, gateways: deps.Gateways}
+		claims: deps.Claims, webhooks: deps.Webhooks, gateways: deps.Gateways,
+		activity: deps.Activity}
 }
 
 // store holds the sign-in links.
@@ -182,6 +186,7 @@ func (d *Dashboard) Routes(m web.Mux) {
 	m.Handle("GET /assets/{version}/{file}", http.HandlerFunc(d.dashboardAsset))
 	d.signinRoutes(m)
 	d.gatewayPages(m)
+	d.activityPages(m)
 }
 
 // pageData is what every page template gets.

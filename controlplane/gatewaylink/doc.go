@@ -38,5 +38,6 @@
 // owner-session middleware and its signed-request admission (Deps), mounts
 // Routes, runs Maintain with its other periodic work, and registers Close
 // with http.Server.RegisterOnShutdown, since Shutdown leaves WebSockets
-// open. The dashboard reads Gateways and Gateway to render its pages.
+// open. The dashboard reads Gateways and Gateway to render its pages;
+// the activity part admits a gateway's signed reports with PairedKey.
 package gatewaylink

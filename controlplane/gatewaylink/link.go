@@ -190,9 +190,20 @@ func (l *Link) fail(w http.ResponseWriter, r *http.Request, err error) {
 // control plane hands it to the claims (claims.Gateways), whose feed and
 // submissions a paired gateway may use without a service API key.
 func (l *Link) PairedOwner(ctx context.Context, keyNamespace, publicKey string) (string, error) {
+	_, namespace, _, err := l.PairedKey(ctx, keyNamespace, publicKey)
+	return namespace, err
+}
+
+// PairedKey finds the gateway a signing key is paired with and its
+// owner's namespace; ok is false for a key that is not paired. Other
+// parts that admit a gateway's signed request (activity reports) use it.
+func (l *Link) PairedKey(ctx context.Context, keyNamespace, publicKey string) (gatewayID, namespace string, ok bool, err error) {
 	g, err := l.store.gatewayByKey(ctx, keyNamespace, publicKey)
 	if errors.Is(err, errGatewayNotPaired) {
-		return "", nil
+		return "", "", false, nil
 	}
-	return g.Namespace, err
+	if err != nil {
+		return "", "", false, err
+	}
+	return g.ID, g.Namespace, true, nil
 }

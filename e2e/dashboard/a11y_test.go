@@ -434,6 +434,11 @@ func TestDashboardAccessibility(t *testing.T) {
 	b.audit("a11y-did", axe)
 	b.open("/gateways")
 	b.audit("a11y-gateways-empty", axe)
+	b.open("/activity")
+	b.audit("a11y-activity-empty", axe)
+	reportActivity(t, pairedReporter(t, w, b, "acme"), 12)
+	b.open("/activity")
+	b.audit("a11y-activity", axe)
 	b.open("/services/svc_missing")
 	b.audit("a11y-error", axe)
 

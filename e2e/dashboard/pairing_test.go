@@ -381,6 +381,17 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 		status, body := agentThrough(t, gwAddr, agent)
 		return status == 200 && strings.Contains(body, "sunny")
 	})
+	step(t, "gateway serve reports the agent's requests to the owner's Activity page")
+	gatewayPage := b.path()
+	eventually(t, 30*time.Second, "the agent's request on the Activity page", func() bool {
+		agentThrough(t, gwAddr, agent)
+		b.open("/activity?connection=weather")
+		return eval[bool](b, `[...document.querySelectorAll("tr[data-activity]")].some(r => r.textContent.includes("/forecast") &&
+			r.textContent.includes("allowed") && r.querySelector("code.key")?.title === `+jsString(identity.FormatPublicKey(agent.PublicKey))+`)`)
+	})
+	b.shot("activity-paired")
+	b.open(gatewayPage)
+	b.waitFor(`document.querySelector("tr[data-connection=weather]")`, 10*time.Second)
 	b.press("button", "Test Weather")
 	b.waitFor(`[...document.querySelectorAll("p.done")].some(p => p.textContent.startsWith("Test passed"))`, 10*time.Second)
 

@@ -113,3 +113,63 @@ var Methods = []string{
 	"connections.test", "connections.discover", "connections.rotate",
 	"variables.list", "variables.set", "variables.delete",
 }
+
+// ActivityPath is the control plane's route where a paired gateway
+// reports its decisions: a POST signed by the gateway's own identity (the
+// key the pairing bound), whose body is an ActivityBatch. It is not the
+// socket, so that the process serving agents reports even when another
+// process holds the socket.
+const ActivityPath = "/v1/gateways/activity"
+
+// MaxActivityBatch is the most records one ActivityBatch may carry.
+const MaxActivityBatch = 500
+
+// ActivityBatch is the body of a POST to ActivityPath.
+type ActivityBatch struct {
+	Records []Activity `json:"records"`
+	// Dropped counts the records the gateway dropped since its last
+	// batch because its queue was full.
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+// Activity is one decision of a gateway about an agent's request: never
+// a payload, a query string, a header or a secret.
+type Activity struct {
+	// At is when the decision was made (RFC 3339 with fraction).
+	At string `json:"at"`
+	// AgentName is the agent's certificate name, "" for none; AgentKey
+	// its public key ("ed25519:<base64>"), "" when the request was
+	// refused before a signature verified.
+	AgentName string `json:"agent_name,omitempty"`
+	AgentKey  string `json:"agent_key,omitempty"`
+	// Connection is the connection id the request named; Service its
+	// service slug, "" when the connection is unknown.
+	Connection string `json:"connection"`
+	Service    string `json:"service,omitempty"`
+	// Protocol is "http" or "mcp".
+	Protocol string `json:"protocol"`
+	// Method is the HTTP method, or for MCP the JSON-RPC method
+	// (tools/list, tools/call).
+	Method string `json:"method"`
+	// Route is the path template after the connection (REST): every
+	// segment that may carry a value replaced by a placeholder, never the
+	// query. Tool is the MCP tool of a tools/call.
+	Route string `json:"route,omitempty"`
+	Tool  string `json:"tool,omitempty"`
+	// Decision is "allow" or "deny"; Reason the error code of a refusal or
+	// of a failed upstream exchange, "" otherwise.
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+	// Status is the HTTP status answered to the agent, 0 when not one of
+	// its own (an MCP tool call inside a stream).
+	Status int `json:"status,omitempty"`
+	// LatencyMS is the time from the request's arrival to the decision's
+	// answer (the upstream's response headers for a forwarded request).
+	LatencyMS float64 `json:"latency_ms,omitempty"`
+}
+
+// Decisions of an Activity.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+)

@@ -13,13 +13,13 @@ import (
 // or when a route is added, so no new namespace may take one. Compared in
 // lower case, so a look-alike in another case is refused too.
 var reservedNamespaces = map[string]bool{
-	"account": true, "assets": true, "auth": true, "claims": true, "connect": true, "deliveries": true,
+	"account": true, "activity": true, "assets": true, "auth": true, "claims": true, "connect": true, "deliveries": true,
 	"gateways": true, "pairings": true, "rpc": true,
 	"did": true, "health": true, "identifiers": true, "keys": true, "live": true,
 	"login": true, "logout": true, "metrics": true, "namespaces": true, "options": true,
 	"passkeys": true, "ready": true, "reject-pending": true, "seed": true,
 	"services": true, "sessions": true, "settings": true, "signin": true,
-	"signin-link": true, "signin-links": true, "signup": true, "test": true,
+	"signin-link": true, "signin-links": true, "signup": true, "test": true, "export": true,
 	"verify": true, "webhooks": true, "well-known": true,
 }
 

@@ -1,0 +1,106 @@
+package activity
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/pairwire"
+)
+
+// Defaults of Config.
+const (
+	DefaultRetention       = 30 * 24 * time.Hour
+	DefaultMaxPerNamespace = 1_000_000
+)
+
+// Config bounds what is kept. Its zero value is ready.
+type Config struct {
+	// Retention is how long a record is kept; zero (or negative) means
+	// DefaultRetention.
+	Retention time.Duration
+	// MaxPerNamespace is the most records one namespace holds, the oldest
+	// deleted first; zero (or negative) means DefaultMaxPerNamespace.
+	MaxPerNamespace int64
+}
+
+// Signed admits a gateway's signed report in the steps between which the
+// part reads whether its key is paired. Each function has answered the
+// request when it returns false.
+type Signed struct {
+	Verify      func(w http.ResponseWriter, r *http.Request) (*identity.Caller, bool)
+	RecordNonce func(w http.ResponseWriter, r *http.Request, caller *identity.Caller) bool
+	ReadBody    func(w http.ResponseWriter, r *http.Request, caller *identity.Caller) bool
+}
+
+// Paired finds the gateway a signing key is paired with and the owner's
+// namespace it reports into; ok is false for a key that is not paired.
+type Paired func(ctx context.Context, keyNamespace, publicKey string) (gatewayID, namespace string, ok bool, err error)
+
+// Deps are what the part takes from the control plane; each is required.
+type Deps struct {
+	DB     *sqldb.DB
+	Kit    *web.Kit
+	Owner  web.Owner
+	Signed Signed
+	Paired Paired
+}
+
+// Activity stores and serves the gateways' decisions. It is safe for
+// concurrent use.
+type Activity struct {
+	cfg   Config
+	deps  Deps
+	kit   *web.Kit
+	store store
+}
+
+// New returns the part.
+func New(cfg Config, deps Deps) (*Activity, error) {
+	if deps.DB == nil || deps.Kit == nil || deps.Owner == nil || deps.Paired == nil ||
+		deps.Signed.Verify == nil || deps.Signed.RecordNonce == nil || deps.Signed.ReadBody == nil {
+		return nil, errors.New("activity: Deps.DB, Kit, Owner, Paired and Signed's three functions are required")
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.MaxPerNamespace <= 0 {
+		cfg.MaxPerNamespace = DefaultMaxPerNamespace
+	}
+	return &Activity{cfg: cfg, deps: deps, kit: deps.Kit, store: store{db: deps.DB}}, nil
+}
+
+// Routes registers the gateway's report route and the owner's routes.
+func (a *Activity) Routes(m web.Mux) {
+	m.Handle("POST "+pairwire.ActivityPath, http.HandlerFunc(a.report))
+	m.Handle("GET /v1/activity", a.deps.Owner(a.listJSON))
+	m.Handle("GET /v1/activity/export", a.deps.Owner(a.export))
+}
+
+// Maintain deletes the records past Retention. Call it periodically; it
+// is safe to run on several instances at once.
+func (a *Activity) Maintain(ctx context.Context) error {
+	_, err := a.store.prune(ctx, a.kit.Now().Add(-a.cfg.Retention))
+	return err
+}
+
+// List returns up to limit records of ns matching f, newest first, and
+// the cursor of the next page (zero when there is none).
+func (a *Activity) List(ctx context.Context, ns string, f Filter, limit int) ([]Record, Cursor, error) {
+	recs, err := a.store.list(ctx, ns, f, limit+1)
+	if err != nil || len(recs) <= limit {
+		return recs, Cursor{}, err
+	}
+	last := recs[limit-1]
+	return recs[:limit], Cursor{At: sqldb.Micros(last.At), ID: last.ID}, nil
+}
+
+// DeleteNamespace deletes every record of ns within tx (account deletion).
+func (a *Activity) DeleteNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
+	return deleteNamespace(ctx, tx, ns)
+}

@@ -1,0 +1,309 @@
+package activity
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idnhq/idn/controlplane/internal/sqldb"
+	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/pairwire"
+)
+
+var errNotPaired = apierror.Coded(errcode.GatewayNotPaired, "")
+
+// report stores a paired gateway's batch in its owner's namespace.
+func (a *Activity) report(w http.ResponseWriter, r *http.Request) {
+	caller, ok := a.deps.Signed.Verify(w, r)
+	if !ok {
+		return
+	}
+	gatewayID, ns, paired, err := a.deps.Paired(r.Context(), caller.Namespace, caller.PublicKey)
+	if err != nil {
+		a.kit.Error(w, r, err)
+		return
+	}
+	if !paired {
+		apierror.Write(w, r, errNotPaired)
+		return
+	}
+	if !a.deps.Signed.RecordNonce(w, r, caller) || !a.deps.Signed.ReadBody(w, r, caller) {
+		return
+	}
+	var batch pairwire.ActivityBatch
+	if ae := a.kit.Decode(w, r, &batch); ae != nil {
+		apierror.Write(w, r, ae)
+		return
+	}
+	if len(batch.Records) > pairwire.MaxActivityBatch {
+		apierror.Write(w, r, web.Validation("a batch carries at most %d records", pairwire.MaxActivityBatch))
+		return
+	}
+	now := a.kit.Now()
+	recs := make([]Record, 0, len(batch.Records))
+	for i, in := range batch.Records {
+		rec, keep, problem := a.admit(in, now)
+		if problem != "" {
+			apierror.Write(w, r, web.Validation("records[%d]: %s", i, problem))
+			return
+		}
+		if keep {
+			recs = append(recs, rec)
+		}
+	}
+	if err := a.store.insert(r.Context(), ns, gatewayID, recs, a.cfg.MaxPerNamespace); err != nil {
+		a.kit.Error(w, r, err)
+		return
+	}
+	if batch.Dropped > 0 {
+		a.kit.Log.WarnContext(r.Context(), "gateway dropped activity records: its queue was full", "gateway", gatewayID, "dropped", batch.Dropped)
+	}
+	apierror.WriteJSON(w, http.StatusOK, map[string]int{"accepted": len(recs)})
+}
+
+// Field bounds of a reported record.
+var fieldLimits = []struct {
+	name string
+	max  int
+	get  func(*pairwire.Activity) string
+}{
+	{"agent_name", 128, func(a *pairwire.Activity) string { return a.AgentName }},
+	{"agent_key", 128, func(a *pairwire.Activity) string { return a.AgentKey }},
+	{"connection", 64, func(a *pairwire.Activity) string { return a.Connection }},
+	{"service", 128, func(a *pairwire.Activity) string { return a.Service }},
+	{"method", 32, func(a *pairwire.Activity) string { return a.Method }},
+	{"route", 512, func(a *pairwire.Activity) string { return a.Route }},
+	{"tool", 128, func(a *pairwire.Activity) string { return a.Tool }},
+	{"reason", 64, func(a *pairwire.Activity) string { return a.Reason }},
+}
+
+// admit checks one reported record. A record older than the retention is
+// not kept; one from the future is dated now.
+func (a *Activity) admit(in pairwire.Activity, now time.Time) (rec Record, keep bool, problem string) {
+	at, err := time.Parse(time.RFC3339Nano, in.At)
+	if err != nil {
+		return rec, false, "at is not an RFC 3339 time"
+	}
+	for _, f := range fieldLimits {
+		v := f.get(&in)
+		if len(v) > f.max || !utf8.ValidString(v) || strings.ContainsFunc(v, isControl) {
+			return rec, false, f.name + " is too long or not printable text"
+		}
+	}
+	switch {
+	case in.Protocol != "http" && in.Protocol != "mcp":
+		return rec, false, `protocol must be "http" or "mcp"`
+	case in.Decision != pairwire.DecisionAllow && in.Decision != pairwire.DecisionDeny:
+		return rec, false, `decision must be "allow" or "deny"`
+	case in.Method == "" || in.Connection == "":
+		return rec, false, "method and connection are required"
+	case in.Status < 0 || in.Status > 999:
+		return rec, false, "status must be 0 to 999"
+	case in.LatencyMS < 0 || in.LatencyMS > 24*3600*1000:
+		return rec, false, "latency_ms must be 0 to a day"
+	case strings.Contains(in.Route, "?"):
+		return rec, false, "route must not carry a query"
+	}
+	if at.Before(now.Add(-a.cfg.Retention)) {
+		return rec, false, ""
+	}
+	if at.After(now) {
+		at = now
+	}
+	return Record{ID: sqldb.NewID("act_"), At: at.UTC(), AgentName: in.AgentName, AgentKey: in.AgentKey,
+		Connection: in.Connection, Service: in.Service, Protocol: in.Protocol, Method: in.Method, Route: in.Route,
+		Tool: in.Tool, Decision: in.Decision, Reason: in.Reason, Status: in.Status,
+		Latency: time.Duration(in.LatencyMS * float64(time.Millisecond))}, true, ""
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// recordJSON is a record as the API shows it.
+type recordJSON struct {
+	ID         string  `json:"id"`
+	At         string  `json:"at"`
+	GatewayID  string  `json:"gateway_id"`
+	AgentName  string  `json:"agent_name"`
+	AgentKey   string  `json:"agent_key"`
+	Connection string  `json:"connection"`
+	Service    string  `json:"service"`
+	Protocol   string  `json:"protocol"`
+	Method     string  `json:"method"`
+	Route      string  `json:"route"`
+	Tool       string  `json:"tool"`
+	Decision   string  `json:"decision"`
+	Reason     string  `json:"reason"`
+	Status     int     `json:"status"`
+	LatencyMS  float64 `json:"latency_ms"`
+}
+
+func toJSON(r Record) recordJSON {
+	return recordJSON{ID: r.ID, At: web.Timestamp(r.At), GatewayID: r.GatewayID, AgentName: r.AgentName, AgentKey: r.AgentKey,
+		Connection: r.Connection, Service: r.Service, Protocol: r.Protocol, Method: r.Method, Route: r.Route, Tool: r.Tool,
+		Decision: r.Decision, Reason: r.Reason, Status: r.Status, LatencyMS: float64(r.Latency.Microseconds()) / 1000}
+}
+
+// Page sizes of GET /v1/activity.
+const (
+	defaultLimit = 50
+	maxLimit     = 200
+)
+
+// ParseFilter reads a listing's filters from a query: agent, connection,
+// decision, since and until (RFC 3339), before (a cursor). The dashboard
+// reads its page's query with it too.
+func ParseFilter(q url.Values) (Filter, error) {
+	f := Filter{Agent: q.Get("agent"), Connection: q.Get("connection"), Decision: q.Get("decision")}
+	if f.Decision != "" && f.Decision != pairwire.DecisionAllow && f.Decision != pairwire.DecisionDeny {
+		return f, web.Validation(`decision must be "allow" or "deny"`)
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(t.name); v != "" {
+			at, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return f, web.Validation("%s is not an RFC 3339 time", t.name)
+			}
+			*t.dst = at
+		}
+	}
+	if v := q.Get("before"); v != "" {
+		c, ok := ParseCursor(v)
+		if !ok {
+			return f, web.Validation("before is not a cursor of this listing")
+		}
+		f.Before = c
+	}
+	return f, nil
+}
+
+// String is the cursor as the query parameter before carries it.
+func (c Cursor) String() string {
+	if c.ID == "" {
+		return ""
+	}
+	return strconv.FormatInt(c.At, 10) + "." + c.ID
+}
+
+// ParseCursor reads a Cursor.String.
+func ParseCursor(s string) (Cursor, bool) {
+	at, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || !strings.HasPrefix(id, "act_") || len(id) > 64 {
+		return Cursor{}, false
+	}
+	return Cursor{At: n, ID: id}, true
+}
+
+func (a *Activity) listJSON(w http.ResponseWriter, r *http.Request, ns string) {
+	f, err := ParseFilter(r.URL.Query())
+	if err != nil {
+		a.kit.Error(w, r, err)
+		return
+	}
+	limit := defaultLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			apierror.Write(w, r, web.Validation("limit must be 1 to %d", maxLimit))
+			return
+		}
+		limit = n
+	}
+	recs, next, err := a.List(r.Context(), ns, f, limit)
+	if err != nil {
+		a.kit.Error(w, r, err)
+		return
+	}
+	out := struct {
+		Activity []recordJSON `json:"activity"`
+		Next     string       `json:"next,omitempty"`
+	}{Activity: make([]recordJSON, len(recs)), Next: next.String()}
+	for i, rec := range recs {
+		out.Activity[i] = toJSON(rec)
+	}
+	apierror.WriteJSON(w, http.StatusOK, out)
+}
+
+// exportPage is how many records one read of an export fetches.
+const exportPage = 1000
+
+var csvHeader = []string{"id", "at", "gateway_id", "agent_name", "agent_key", "connection", "service", "protocol", "method",
+	"route", "tool", "decision", "reason", "status", "latency_ms"}
+
+// export streams the selection, newest first, as JSON Lines or CSV.
+func (a *Activity) export(w http.ResponseWriter, r *http.Request, ns string) {
+	f, err := ParseFilter(r.URL.Query())
+	if err != nil {
+		a.kit.Error(w, r, err)
+		return
+	}
+	format := r.URL.Query().Get("format")
+	var contentType, ext string
+	switch format {
+	case "", "jsonl":
+		contentType, ext = "application/jsonl; charset=utf-8", "jsonl"
+	case "csv":
+		contentType, ext = "text/csv; charset=utf-8", "csv"
+	default:
+		apierror.Write(w, r, web.Validation(`format must be "jsonl" or "csv"`))
+		return
+	}
+	recs, next, err := a.List(r.Context(), ns, f, exportPage)
+	if err != nil {
+		a.kit.Error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Disposition", `attachment; filename="activity.`+ext+`"`)
+	w.Header().Set("Cache-Control", "no-store")
+	bw := bufio.NewWriter(w)
+	cw := csv.NewWriter(bw)
+	enc := json.NewEncoder(bw)
+	if ext == "csv" {
+		cw.Write(csvHeader)
+	}
+	for {
+		for _, rec := range recs {
+			j := toJSON(rec)
+			if ext == "csv" {
+				cw.Write(csvRow(j))
+			} else if enc.Encode(j) != nil {
+				return
+			}
+		}
+		cw.Flush()
+		if cw.Error() != nil || bw.Flush() != nil || next.ID == "" {
+			return
+		}
+		f.Before = next
+		if recs, next, err = a.List(r.Context(), ns, f, exportPage); err != nil {
+			// The status is sent: the export ends short, and the log says why.
+			a.kit.Log.ErrorContext(r.Context(), "activity export ended early", "err", err)
+			return
+		}
+	}
+}
+
+// csvRow is a record's CSV row. A cell that a spreadsheet would read as a
+// formula (an agent names itself) is prefixed with an apostrophe.
+func csvRow(j recordJSON) []string {
+	row := []string{j.ID, j.At, j.GatewayID, j.AgentName, j.AgentKey, j.Connection, j.Service, j.Protocol, j.Method,
+		j.Route, j.Tool, j.Decision, j.Reason, strconv.Itoa(j.Status), strconv.FormatFloat(j.LatencyMS, 'f', -1, 64)}
+	for i, v := range row {
+		if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+			row[i] = "'" + v
+		}
+	}
+	return row
+}

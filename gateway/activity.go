@@ -1,0 +1,47 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/pairing"
+	"github.com/idnhq/idn/proxy"
+)
+
+// A paired gateway reports its decisions to its owner's Activity page:
+// the proxy's (reported) and the MCP engine's (mcpActivity) go to one
+// pairing.Reporter, which Start runs.
+
+// mcpActivity is the activity record of an MCP decision: the tool ran (or
+// the listing was answered) unless the gateway refused it first.
+func mcpActivity(ctx context.Context, e mcpproxy.Event, vault *credvault.Vault) pairing.Activity {
+	a := pairing.Activity{At: time.Now(), AgentKey: e.Caller.Key, Connection: e.ConnectionID, MCP: true, Method: e.Method,
+		Tool: e.Tool, Reason: e.Code, Status: http.StatusOK}
+	if caller, _ := proxy.CallerFrom(ctx); caller != nil {
+		a.AgentName = caller.Name
+	}
+	if res, ok := vault.Lookup(e.ConnectionID); ok && res.Connection != nil {
+		a.Service = res.Connection.ServiceSlug()
+	}
+	switch e.Outcome {
+	case "success", "tool_error", "error":
+		a.Allowed = true
+	}
+	if code, ok := errcode.Parse(e.Code); ok {
+		a.Status = code.Status()
+	}
+	return a
+}
+
+// reported gives the proxy's decisions to the activity reporter.
+type reported struct{ r *pairing.Reporter }
+
+func (p reported) RecordActivity(a proxy.Activity) {
+	p.r.Record(pairing.Activity{At: a.At, AgentName: a.AgentName, AgentKey: a.AgentKey, Connection: a.Connection,
+		Service: a.Service, MCP: a.MCP, Method: a.Method, Route: a.Route, Allowed: a.Allowed, Reason: a.Reason,
+		Status: a.Status, Latency: a.Latency})
+}

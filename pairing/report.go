@@ -1,0 +1,375 @@
+package pairing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/identity"
+	"github.com/idnhq/idn/internal/pairwire"
+)
+
+// Activity is one decision of the gateway about an agent's request, as
+// the owner's Activity page shows it. It never holds a body, a query
+// string, a header or a secret: Route is a template (proxy.RouteTemplate).
+type Activity struct {
+	At                  time.Time
+	AgentName, AgentKey string
+	Connection, Service string
+	MCP                 bool
+	// Method is the HTTP method, or for MCP the JSON-RPC method; Tool the
+	// MCP tool of a tools/call.
+	Method, Route, Tool string
+	Allowed             bool
+	Reason              string // the error code of a refusal or failure
+	Status              int
+	Latency             time.Duration
+}
+
+// Defaults of ReporterConfig.
+const (
+	DefaultReportInterval = time.Second
+	DefaultReportQueue    = 10_000
+)
+
+// ReporterConfig configures a Reporter.
+type ReporterConfig struct {
+	// ControlPlaneURL is the control plane the gateway is paired with.
+	// Required.
+	ControlPlaneURL string
+	// Identity signs every report: the gateway's own identity, the key
+	// the pairing bound. Required.
+	Identity *identity.Identity
+	// DataDir, when set, holds the pairing state (pairing.json, written by
+	// the process that pairs): records are queued only once it says the
+	// gateway is paired (it is read every 2 s until then). Empty means the
+	// gateway counts as paired. Once the control plane answers that it is
+	// not paired, nothing is queued for a minute, then the state is read
+	// again.
+	DataDir string
+	// Interval is how often the queue is sent (sooner when a full batch
+	// is waiting); zero means DefaultReportInterval.
+	Interval time.Duration
+	// MaxQueue bounds the records waiting to be sent; past it a record is
+	// dropped and counted (Dropped), so the request path never waits.
+	// While sending fails, the records taken for it (at most as many
+	// again) wait too. Zero means DefaultReportQueue.
+	MaxQueue int
+	// Transport carries the reports (signed on top of it). Nil means
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// Logger receives delivery problems, never a record. Nil discards.
+	Logger *slog.Logger
+}
+
+// Reporter sends the gateway's decisions to its owner's control plane
+// (POST pairwire.ActivityPath, signed by the gateway's identity): Record
+// queues one in memory without blocking, and Run sends the queue in
+// batches of at most pairwire.MaxActivityBatch every Interval. A batch the
+// control plane could not take is kept for the next try (backing off up
+// to 30 s) as far as the queue has room; a record that finds the queue
+// full is dropped and counted, and the control plane is told how many in
+// the next batch. Safe for concurrent use.
+type Reporter struct {
+	cfg    ReporterConfig
+	client *http.Client
+	log    *slog.Logger
+	url    string
+
+	paired  atomic.Bool
+	dropped atomic.Int64
+	sent    atomic.Int64
+	wake    chan struct{}
+
+	mu      sync.Mutex
+	queue   []Activity
+	unsaid  int64      // dropped since the last batch sent
+	pending []Activity // taken from the queue, sent up to sentTo
+	sentTo  int
+	buf     []byte // the body being built; only flush uses it
+}
+
+// NewReporter returns a Reporter; call Run to send.
+func NewReporter(cfg ReporterConfig) (*Reporter, error) {
+	if cfg.ControlPlaneURL == "" || cfg.Identity == nil {
+		return nil, errors.New("pairing: ReporterConfig.ControlPlaneURL and Identity are required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultReportInterval
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = DefaultReportQueue
+	}
+	r := &Reporter{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1),
+		url: strings.TrimSuffix(cfg.ControlPlaneURL, "/") + pairwire.ActivityPath,
+		client: &http.Client{
+			Timeout:       10 * time.Second,
+			Transport:     cfg.Identity.Transport(cfg.Transport, identity.SignOptions{}),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.checkPaired()
+	return r, nil
+}
+
+// Record queues a; it never blocks. While the gateway is not paired it
+// does nothing.
+func (r *Reporter) Record(a Activity) {
+	if !r.paired.Load() {
+		return
+	}
+	r.mu.Lock()
+	if len(r.queue) >= r.cfg.MaxQueue {
+		r.unsaid++
+		r.mu.Unlock()
+		r.dropped.Add(1)
+		return
+	}
+	r.queue = append(r.queue, a)
+	full := len(r.queue) == pairwire.MaxActivityBatch
+	r.mu.Unlock()
+	if full {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Dropped is how many records found the queue full.
+func (r *Reporter) Dropped() int64 { return r.dropped.Load() }
+
+// Sent is how many records the control plane took.
+func (r *Reporter) Sent() int64 { return r.sent.Load() }
+
+// pairedRecheck is how often the pairing state is read while the gateway
+// is not paired.
+const pairedRecheck = 2 * time.Second
+
+// checkPaired reads the pairing state.
+func (r *Reporter) checkPaired() {
+	if r.cfg.DataDir == "" {
+		r.paired.Store(true)
+		return
+	}
+	_, ok, err := loadState(r.cfg.DataDir)
+	r.paired.Store(ok && err == nil)
+}
+
+// Run sends the queue until ctx ends, then tries once more (for at most
+// 5 s) to send what is left, and returns nil.
+func (r *Reporter) Run(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	var failures int
+	var notBefore, checked time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			r.flush(fctx)
+			cancel()
+			return nil
+		case <-t.C:
+		case <-r.wake:
+		}
+		now := time.Now()
+		if !r.paired.Load() && now.Sub(checked) >= pairedRecheck && now.After(notBefore) {
+			r.checkPaired()
+			checked = now
+		}
+		if now.Before(notBefore) {
+			continue
+		}
+		switch err := r.flush(ctx); {
+		case err == nil:
+			failures = 0
+		case errors.Is(err, errReportNotPaired):
+			// Unpaired since: nothing is queued until the state says
+			// otherwise, read again in a minute.
+			r.paired.Store(false)
+			r.mu.Lock()
+			r.queue, r.pending, r.sentTo = nil, nil, 0
+			r.mu.Unlock()
+			notBefore, checked = now.Add(time.Minute), now.Add(time.Minute)
+			r.log.Warn("pairing: activity not reported: the control plane says this gateway is not paired")
+		default:
+			notBefore = now.Add(backoff(failures, 30*time.Second))
+			failures++
+			r.log.Warn("pairing: activity report failed; retrying", "err", err)
+		}
+	}
+}
+
+var errReportNotPaired = errors.New("pairing: not paired")
+
+// flush sends the queue in batches until it is empty or a batch fails.
+// The queue is taken whole (so the records behind a batch are never
+// copied forward) and sent from pending, which a failure leaves for the
+// next try; meanwhile Record fills a fresh queue.
+func (r *Reporter) flush(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		if r.sentTo == len(r.pending) {
+			r.pending, r.queue, r.sentTo = r.queue, r.pending[:0], 0
+		}
+		batch, unsaid := r.pending[r.sentTo:min(r.sentTo+pairwire.MaxActivityBatch, len(r.pending))], r.unsaid
+		r.mu.Unlock()
+		if len(batch) == 0 {
+			return nil
+		}
+		err := r.send(ctx, batch, unsaid)
+		if err != nil && !errors.Is(err, errReportRefused) {
+			return err
+		}
+		r.mu.Lock()
+		r.sentTo += len(batch)
+		r.unsaid -= unsaid
+		r.mu.Unlock()
+		if err == nil {
+			r.sent.Add(int64(len(batch)))
+		}
+	}
+}
+
+// errReportRefused is a batch the control plane will never take (it
+// answered 400): dropped, so it does not block the ones behind it.
+var errReportRefused = errors.New("pairing: activity batch refused")
+
+func (r *Reporter) send(ctx context.Context, batch []Activity, dropped int64) error {
+	r.buf = appendBatch(r.buf[:0], batch, dropped)
+	b := r.buf
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := r.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode == http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(res.Body, 4<<10))
+		return nil
+	}
+	var env struct {
+		Code  string `json:"code"`
+		Error string `json:"error"`
+	}
+	json.NewDecoder(io.LimitReader(res.Body, 64<<10)).Decode(&env)
+	switch code, _ := errcode.Parse(env.Code); {
+	case code == errcode.GatewayNotPaired:
+		return errReportNotPaired
+	case res.StatusCode == http.StatusBadRequest:
+		r.log.Error("pairing: activity batch refused by the control plane; dropped", "records", len(batch), "code", env.Code, "error", env.Error)
+		return errReportRefused
+	}
+	return fmt.Errorf("pairing: activity report: %d %s", res.StatusCode, env.Code)
+}
+
+// appendBatch appends the JSON of a pairwire.ActivityBatch of batch:
+// written by hand, since it runs for every record the gateway decides on.
+func appendBatch(b []byte, batch []Activity, dropped int64) []byte {
+	b = append(b, `{"records":[`...)
+	for i, a := range batch {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"at":"`...)
+		b = a.At.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+		b = appendField(b, "agent_name", a.AgentName, 128)
+		b = appendField(b, "agent_key", a.AgentKey, 128)
+		b = appendField(b, "connection", a.Connection, 64)
+		b = appendField(b, "service", a.Service, 128)
+		protocol, decision := "http", pairwire.DecisionDeny
+		if a.MCP {
+			protocol = "mcp"
+		}
+		if a.Allowed {
+			decision = pairwire.DecisionAllow
+		}
+		b = appendField(b, "protocol", protocol, 8)
+		b = appendField(b, "method", a.Method, 32)
+		b = appendField(b, "route", a.Route, 512)
+		b = appendField(b, "tool", a.Tool, 128)
+		b = appendField(b, "decision", decision, 8)
+		b = appendField(b, "reason", a.Reason, 64)
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(a.Status), 10)
+		us := max(a.Latency.Microseconds(), 0)
+		b = append(b, `,"latency_ms":`...)
+		b = strconv.AppendInt(b, us/1000, 10)
+		b = append(b, '.', byte('0'+us/100%10), byte('0'+us/10%10), byte('0'+us%10))
+		b = append(b, '}')
+	}
+	b = append(b, `],"dropped":`...)
+	b = strconv.AppendInt(b, dropped, 10)
+	return append(b, '}')
+}
+
+// appendField appends ,"name":"v" with v as the control plane takes it:
+// valid UTF-8 without control characters (each replaced by U+FFFD), at
+// most max bytes, cut at a character boundary. Empty v appends nothing.
+func appendField(b []byte, name, v string, max int) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, `":"`...)
+	if plainASCII(v, max) {
+		b = append(b, v...)
+		return append(b, '"')
+	}
+	n := 0
+	for _, c := range v {
+		if c < 0x20 || c == 0x7f {
+			c = utf8.RuneError
+		}
+		size := utf8.RuneLen(c)
+		if c == '"' || c == '\\' {
+			size = 2
+		}
+		if n+size > max {
+			break
+		}
+		n += size
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', byte(c))
+		default:
+			b = utf8.AppendRune(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// plainASCII: v fits in max bytes and is printable ASCII with nothing
+// JSON escapes, the common case appendField copies as it is.
+func plainASCII(v string, max int) bool {
+	if len(v) > max {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}

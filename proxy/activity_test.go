@@ -1,0 +1,101 @@
+package proxy
+
+import (
+	"strings"
+	"sync"
+	"testing"
+)
+
+// recorded collects the handler's activity.
+type recorded struct {
+	mu   sync.Mutex
+	list []Activity
+}
+
+func (r *recorded) RecordActivity(a Activity) {
+	r.mu.Lock()
+	r.list = append(r.list, a)
+	r.mu.Unlock()
+}
+
+func (r *recorded) take() []Activity {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.list
+	r.list = nil
+	return out
+}
+
+func TestActivity(t *testing.T) {
+	rec := &recorded{}
+	g := newGateway(t, gatewayOptions{activity: rec})
+	for _, c := range []struct {
+		name, method, path string
+		by                 string // "agent", "stranger"
+		want               Activity
+	}{
+		{"allowed", "GET", "/proxy/github/repos/octo/7f3a9c1e2b4d/issues/42?state=open&token=" + querySecret, "agent",
+			Activity{Connection: "github", Service: "github", Method: "GET", Route: "/repos/octo/{id}/issues/{id}", Allowed: true, Status: 200}},
+		{"through an alias", "POST", "/gh/v2/chat.postMessage", "agent",
+			Activity{Connection: "github", Service: "github", Method: "POST", Route: "/v2/chat.postMessage", Allowed: true, Status: 200}},
+		{"refused: no claim", "GET", "/proxy/github/user", "stranger",
+			Activity{Connection: "github", Service: "github", Method: "GET", Route: "/user", Reason: "AUTH_CLAIM_REQUIRED", Status: 403}},
+		{"refused: unknown connection", "DELETE", "/proxy/nope/x", "agent",
+			Activity{Connection: "nope", Method: "DELETE", Route: "/x", Reason: "CONNECTION_NOT_FOUND", Status: 404}},
+		{"upstream unreachable", "GET", "/proxy/dead/x", "agent",
+			Activity{Connection: "dead", Service: "github", Method: "GET", Route: "/x", Allowed: true, Reason: "UPSTREAM_ERROR", Status: 502}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := g.agent
+			if c.by == "stranger" {
+				id = g.stranger
+			}
+			g.do(g.request(id, c.method, c.path, ""))
+			got := rec.take()
+			if len(got) != 1 {
+				t.Fatalf("%d records, want 1: %+v", len(got), got)
+			}
+			a := got[0]
+			if a.AgentKey != id.PublicKeyString() && c.want.Reason != "AUTH_CLAIM_REQUIRED" {
+				t.Errorf("agent key %q, want the caller's", a.AgentKey)
+			}
+			if a.At.IsZero() || a.Latency <= 0 {
+				t.Errorf("record has no time or latency: %+v", a)
+			}
+			a.At, a.Latency, a.AgentKey, a.AgentName = c.want.At, 0, "", ""
+			if a != c.want {
+				t.Errorf("record\n got %+v\nwant %+v", a, c.want)
+			}
+			for _, secret := range []string{querySecret, upstreamToken, "state=open", "?"} {
+				if strings.Contains(a.Route, secret) {
+					t.Errorf("route %q carries %q", a.Route, secret)
+				}
+			}
+		})
+	}
+}
+
+func TestRouteTemplate(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"root", "", "/"},
+		{"slash", "/", "/"},
+		{"words", "/repos/octo/issues", "/repos/octo/issues"},
+		{"versions", "/v1/models/V2.1/x", "/v1/models/V2.1/x"},
+		{"numbers", "/issues/42", "/issues/{id}"},
+		{"uuid", "/runs/123e4567-e89b-12d3-a456-426614174000/log", "/runs/{id}/log"},
+		{"dotted method", "/api/chat.postMessage", "/api/chat.postMessage"},
+		{"trailing slash", "/users/", "/users/"},
+		{"attack: hex hash spelled in letters", "/blobs/deadbeefcafe", "/blobs/{id}"},
+		{"attack: e-mail address", "/users/bob@example.com", "/users/{id}"},
+		{"attack: escaped secret", "/q/a%20b", "/q/{id}"},
+		{"attack: token in the path", "/hooks/xoxb-1234-abcd", "/hooks/{id}"},
+		{"attack: long word", "/" + strings.Repeat("a", 41), "/{id}"},
+		{"attack: endless path", strings.Repeat("/a", 40), strings.Repeat("/a", 16) + "/…"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := RouteTemplate(c.in); got != c.want {
+				t.Errorf("RouteTemplate(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
