@@ -18,21 +18,39 @@ import (
 // checks and the result are the SDK path's (endpoint.call); what is saved
 // is the SDK server's decoding and its hand-offs between goroutines, about
 // half of what the endpoint used to add to a call. Everything else,
-// and anything unusual about such a message, goes to the SDK.
+// and anything unusual about such a message, goes to the SDK; but for
+// task-augmented calls, which the SDK's server cannot carry (it would run
+// them as plain calls), and which are answered here at once with their
+// task on every session that relays tasks.
 
 // direct answers body, a POST on session s, when it is a call the endpoint
 // serves itself or the cancellation of one, and reports whether it did.
-// A session whose agent offers sampling or elicitation has every call
-// served by the SDK, whose answer is an event stream that can carry the
-// server's requests; roots are asked for on the session's own stream.
+// A session whose agent offers sampling or elicitation has every plain
+// call served by the SDK, whose answer is an event stream that can carry
+// the server's requests; roots are asked for on the session's own stream.
 func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	version := s.version.Load()
-	if e.p.sdkAgent || s.ss.Load() == nil || version == nil || s.asks.Load() || !wire.PlainPOST(r, *version) {
+	tasks := e.relaysTasks(s)
+	if !tasks && (e.p.sdkAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
+		return false
+	}
+	plain := wire.PlainPOST(r, *version)
+	if !plain && !tasks {
 		return false
 	}
 	m, ok := wire.Classify(body)
+	task := ok && m.Call != nil && m.Call.Task != nil && tasks
 	switch {
-	case !ok:
+	case task && !plain:
+		// The SDK would run it as a plain call.
+		wire.Write(w, http.StatusBadRequest, wire.Response{ID: m.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeInvalidRequest, Message: "mcpproxy: a task-augmented tools/call takes a JSON body, an Accept of JSON and event streams, and the session's protocol version",
+		}})
+		return true
+	case task:
+		e.directCall(w, r, s, m)
+		return true
+	case !plain || e.p.sdkAgent || s.asks.Load() || !ok:
 		return false
 	case m.Call != nil:
 		e.directCall(w, r, s, m)
@@ -65,7 +83,15 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 			return e.ask(ctx, s, method, params)
 		},
 	}
-	res, err := e.call(ctx, s, s.conn.Load(), m.Call.Name, m.Call.Arguments, relay)
+	var task *taskSpec
+	if m.Call.Task != nil && e.relaysTasks(s) {
+		task = &taskSpec{}
+		if err := json.Unmarshal(m.Call.Task, task); err != nil {
+			wire.Write(w, http.StatusOK, wire.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: unreadable task: " + err.Error()}})
+			return
+		}
+	}
+	res, err := e.call(ctx, s, s.conn.Load(), m.Call.Name, m.Call.Arguments, task, relay)
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {

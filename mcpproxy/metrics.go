@@ -21,6 +21,7 @@ const (
 	callInvalidArguments = "invalid_arguments"
 	callRateLimited      = "rate_limited"
 	callCircuitOpen      = "circuit_open"
+	callTaskCreated      = "task_created" // a task-augmented call the server made a task of
 )
 
 type metrics struct {
@@ -38,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"result"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idn_gateway_mcp_tool_call_total",
-			Help: "MCP tool calls by result (success, tool_error, error, filtered, not_found, invalid_arguments, rate_limited, circuit_open).",
+			Help: "MCP tool calls by result (success, tool_error, error, filtered, not_found, invalid_arguments, rate_limited, circuit_open, task_created).",
 		}, []string{"result"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "idn_gateway_mcp_sessions",
@@ -52,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{discoverySuccess, discoveryError, discoveryCacheHit, discoveryStaleIfError, discoveryCircuitOpen} {
 		m.discovery.WithLabelValues(r)
 	}
-	for _, r := range []string{callSuccess, callToolError, callError, callFiltered, callNotFound, callInvalidArguments, callRateLimited, callCircuitOpen} {
+	for _, r := range []string{callSuccess, callToolError, callError, callFiltered, callNotFound, callInvalidArguments, callRateLimited, callCircuitOpen, callTaskCreated} {
 		m.calls.WithLabelValues(r)
 	}
 	if reg != nil {

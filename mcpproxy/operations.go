@@ -2,6 +2,7 @@ package mcpproxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -41,6 +42,9 @@ type CallResult struct {
 	IsError           bool          `json:"is_error"`
 	// meta is the result's _meta, which the MCP endpoint passes on.
 	meta mcp.Meta
+	// task is the server's answer to a task-augmented call, its task,
+	// scrubbed; the fields above are then unset.
+	task json.RawMessage
 }
 
 // lookup returns the connection's state and its discovery per refresh.
@@ -117,6 +121,10 @@ type sessionCall struct {
 	upstream *upstreamSession
 	tools    func(context.Context, *connState) (*snapshot, error)
 	relay    *callRelay
+	// task, when set, makes the call task-augmented; own is told the id
+	// of the task the server created.
+	task *taskSpec
+	own  func(taskID string)
 }
 
 // callTool is Call, on the agent session of sc when it is not nil (else
@@ -177,13 +185,21 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	if ok, wait := p.limits.Allow(conn.ID, caller.Namespace, p.now()); !ok {
 		return nil, callRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
 	}
-	params := &mcp.CallToolParams{Name: tool, Arguments: raw}
 	var res *mcp.CallToolResult
-	err = p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
-		var err error
-		res, err = p.exchangeCall(ctx, st, cs, params, sc.relay)
-		return err
-	})
+	if sc.task != nil {
+		var created *CallResult
+		created, res, err = p.callAsTask(ctx, st, conn, tool, raw, sc)
+		if created != nil {
+			return created, callTaskCreated, nil
+		}
+	} else {
+		params := &mcp.CallToolParams{Name: tool, Arguments: raw}
+		err = p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+			var err error
+			res, err = p.exchangeCall(ctx, st, cs, params, sc.relay)
+			return err
+		})
+	}
 	if err != nil {
 		if errors.Is(err, ErrCircuitOpen) {
 			return nil, callCircuitOpen, err

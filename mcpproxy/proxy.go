@@ -361,6 +361,9 @@ type upstreamSession struct {
 	// protocol is the version asked for first; empty means
 	// upstreamProtocol.
 	protocol string
+	// tap, when set, wraps the connection's HTTP client for the session
+	// (an agent session reads the server's tasks capability; tasks.go).
+	tap func(*http.Client) *http.Client
 }
 
 // endUpstream closes u's session for good; later requests on it get
@@ -489,9 +492,12 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 		p.closeSession(u.session)
 		u.session = nil
 	}
-	client, protocol := u.client, u.protocol
+	client, protocol, hc := u.client, u.protocol, st.httpClient
 	if client == nil {
 		client = p.client
+	}
+	if u.tap != nil {
+		hc = u.tap(hc)
 	}
 	if protocol == "" {
 		protocol = upstreamProtocol
@@ -499,7 +505,7 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 	connect := func(ctx context.Context, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 		return client.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   endpoint,
-			HTTPClient: st.httpClient,
+			HTTPClient: hc,
 			MaxRetries: -1, // retries are upstream.Transport's, which knows what is safe to repeat
 			// Only an agent session's client has anyone to hand the
 			// server's own messages to.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/idnhq/idn/internal/apierror"
@@ -325,7 +326,13 @@ func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) 
 // upstream session lists, as listed (order, metadata, cursor), minus the
 // tools the session's subject may not use.
 func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
-	res, err := e.toolsPage(ctx, s, conn, params)
+	var res mcp.Result
+	var err error
+	if e.relaysTasks(s) {
+		res, err = e.rawTools(ctx, s, conn, params)
+	} else {
+		res, err = e.toolsPage(ctx, s, conn, params)
+	}
 	e.p.decide(ctx, conn, s.caller, "tools/list", "", outcome(err), err)
 	if err != nil {
 		return nil, rpcError(ctx, err)
@@ -393,6 +400,7 @@ func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Conn
 	s.upstream.mu.Lock()
 	s.upstream.client = e.upstreamClient(s, caps)
 	s.upstream.protocol = upstreamVersion(version)
+	s.upstream.tap = func(hc *http.Client) *http.Client { return tapped(hc, s.tasks.setOffer) }
 	s.upstream.mu.Unlock()
 
 	st, err := e.p.state(conn)

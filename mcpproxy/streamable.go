@@ -68,6 +68,8 @@ type agentSession struct {
 	// the server asks for during a call: its calls then need an event
 	// stream, and are not answered directly.
 	asks atomic.Bool
+	// tasks is what the session relays of tasks, and the ids of its own.
+	tasks sessionTasks
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 
@@ -290,6 +292,9 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					// request can be answered directly.
 					s.version.Store(&ir.ProtocolVersion)
 					s.ss.Store(r.Session)
+					if e.relaysTasks(s) {
+						return withTasks(ir, s.tasks.offered().relayed())
+					}
 				}
 				return res, err
 			case *mcp.ListToolsRequest:
@@ -299,7 +304,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				}
 				return e.listTools(ctx, s, conn, params)
 			case *mcp.CallToolRequest:
-				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken()))
+				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, nil, e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken()))
 			case *mcp.ListResourcesRequest:
 				if !conn.ExposeResources {
 					return nil, mirror.NotExposed(method)
@@ -383,11 +388,15 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 // session's upstream session lists, for the SDK's server and for the
 // direct path alike. relay receives what the server sends during the call
 // (nil: nothing is relayed); cancelling ctx withdraws the upstream call.
-func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, relay *callRelay) (mcp.Result, error) {
+// A task-augmented call (task set; direct path only) is answered with the
+// task the server created, which becomes s's.
+func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *taskSpec, relay *callRelay) (mcp.Result, error) {
 	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &sessionCall{
 		upstream: &s.upstream,
 		tools:    func(ctx context.Context, st *connState) (*snapshot, error) { return e.sessionTools(ctx, s, st) },
 		relay:    relay,
+		task:     task,
+		own:      s.tasks.own,
 	})
 	var ae *ArgumentsError
 	if errors.As(err, &ae) {
@@ -397,6 +406,9 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 	}
 	if err != nil {
 		return nil, rpcError(ctx, err)
+	}
+	if res.task != nil {
+		return &rawResult{raw: res.task}, nil
 	}
 	return &mcp.CallToolResult{Meta: res.meta, Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 }

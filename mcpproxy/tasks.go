@@ -1,0 +1,488 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tasks (MCP 2025-11-25): a task-augmented tools/call answers at once with
+// a task, whose status and result the client asks for later (tasks/get,
+// tasks/result), lists (tasks/list) or cancels (tasks/cancel). The go-sdk
+// has no model of them: its client drops the server's tasks capability and
+// a tool's execution, its server cannot write them, and it takes a call's
+// task for an unknown member. So the relay carries them as JSON, on the
+// session's upstream session, where the server advertised task-augmented
+// tools/call and the exchange speaks its version:
+//
+//   - the server's initialize answer is read on its way to the SDK's
+//     client (taskTap), for its tasks capability;
+//   - the agent's initialize answer advertises the parts relayed (list,
+//     cancel, requests.tools.call) and tools/list is relayed as the server
+//     wrote it (with each tool's execution), minus what policy removes;
+//   - a task-augmented tools/call is answered by the endpoint itself
+//     (direct.go), after the same checks as a plain call; the tasks
+//     methods are custom methods of the session's SDK server;
+//   - every task id belongs to the agent session whose call created it:
+//     tasks/get, tasks/result and tasks/cancel of another id are answered
+//     as the server answers an unknown one, and tasks/list lists only the
+//     session's own.
+
+// taskVersion is the protocol version that introduced tasks.
+const taskVersion = "2025-11-25"
+
+// maxTasksPerSession bounds the task ids a session keeps: past it, the
+// oldest is forgotten (and no longer reachable through the gateway).
+const maxTasksPerSession = 1024
+
+// taskNotFound is the answer to a task id the session does not own,
+// worded as the reference servers word an unknown one.
+var taskNotFound = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
+
+// taskCaps is the part of an upstream server's tasks capability the relay
+// carries; nil fields were not advertised.
+type taskCaps struct {
+	List     json.RawMessage `json:"list,omitempty"`
+	Cancel   json.RawMessage `json:"cancel,omitempty"`
+	Requests *struct {
+		Tools *struct {
+			Call json.RawMessage `json:"call,omitempty"`
+		} `json:"tools,omitempty"`
+	} `json:"requests,omitempty"`
+}
+
+// callable reports whether c offers task-augmented tools/call.
+func (c *taskCaps) callable() bool {
+	return c != nil && c.Requests != nil && c.Requests.Tools != nil && c.Requests.Tools.Call != nil
+}
+
+// relayed is what the agent is told: list and cancel as the server
+// offered them, and task-augmented tools/call; nil when the server offers
+// no task-augmented tools/call.
+func (c *taskCaps) relayed() map[string]any {
+	if !c.callable() {
+		return nil
+	}
+	out := map[string]any{"requests": map[string]any{"tools": map[string]any{"call": c.Requests.Tools.Call}}}
+	if c.List != nil {
+		out["list"] = c.List
+	}
+	if c.Cancel != nil {
+		out["cancel"] = c.Cancel
+	}
+	return out
+}
+
+// taskOffer is what the server's last initialize answer said of tasks:
+// its tasks capability (nil: none) and the protocol version it settled on.
+type taskOffer struct {
+	caps    *taskCaps
+	version string
+}
+
+// sessionTasks is what an agent session knows of tasks: what its upstream
+// session offers and the ids of the tasks it created.
+type sessionTasks struct {
+	offer atomic.Pointer[taskOffer]
+
+	mu    sync.Mutex
+	owned map[string]struct{}
+	order []string // owned, oldest first
+}
+
+func (t *sessionTasks) setOffer(o *taskOffer) { t.offer.Store(o) }
+
+// offered is the upstream's tasks capability; nil when it offers none.
+func (t *sessionTasks) offered() *taskCaps {
+	if o := t.offer.Load(); o != nil {
+		return o.caps
+	}
+	return nil
+}
+
+func (t *sessionTasks) own(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.owned[id]; ok {
+		return
+	}
+	if t.owned == nil {
+		t.owned = map[string]struct{}{}
+	}
+	if len(t.order) >= maxTasksPerSession {
+		delete(t.owned, t.order[0])
+		t.order = t.order[1:]
+	}
+	t.owned[id] = struct{}{}
+	t.order = append(t.order, id)
+}
+
+func (t *sessionTasks) owns(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.owned[id]
+	return ok
+}
+
+// relaysTasks reports whether s relays tasks: its upstream session offers
+// task-augmented tools/call, speaks a version that has them and that the
+// exchange speaks, and the agent's session settled on such a version.
+func (e *endpoint) relaysTasks(s *agentSession) bool {
+	o := s.tasks.offer.Load()
+	if o == nil || !o.caps.callable() || o.version < taskVersion || o.version > upstreamProtocol {
+		return false
+	}
+	v := s.version.Load()
+	return v != nil && *v >= taskVersion
+}
+
+// rawResult is a result the relay passes on as JSON the SDK's types cannot
+// hold.
+type rawResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// taskParams are the params of a tasks method, as far as the relay reads
+// them.
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// taskSpec is a call's task augmentation, as far as it is passed on.
+type taskSpec struct {
+	TTL *float64 `json:"ttl,omitempty"`
+}
+
+// taskCallParams are the params of a task-augmented tools/call upstream.
+type taskCallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Task      taskSpec        `json:"task"`
+}
+
+// addTaskMethods registers the tasks methods on s's server.
+func (e *endpoint) addTaskMethods(s *agentSession) {
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"} {
+		_ = mcp.AddReceivingCustomMethod(s.server, method, func(ctx context.Context, ss *mcp.ServerSession, p *taskParams) (*rawResult, error) {
+			return e.taskMethod(ctx, s, ss, method, p)
+		})
+	}
+}
+
+// taskMethod relays one tasks method of s upstream: only for the tasks s
+// owns, tasks/list filtered to them, the server's errors as it sent them.
+func (e *endpoint) taskMethod(ctx context.Context, s *agentSession, ss *mcp.ServerSession, method string, p *taskParams) (*rawResult, error) {
+	conn := s.conn.Load()
+	res, err := e.relayTask(ctx, s, ss, conn, method, p)
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	e.p.decide(ctx, conn, s.caller, method, "", result, nil)
+	return res, err
+}
+
+func (e *endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.ServerSession, conn *Connection, method string, p *taskParams) (*rawResult, error) {
+	if !e.relaysTasks(s) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "mcpproxy: " + method + " is not offered on this connection"}
+	}
+	if p == nil {
+		p = &taskParams{}
+	}
+	offer := s.tasks.offered()
+	if method == "tasks/list" && offer.List == nil || method == "tasks/cancel" && offer.Cancel == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "mcpproxy: " + method + " is not offered on this connection"}
+	}
+	// Only what the method needs is passed on: the task it names, or the
+	// page of tasks/list.
+	params := map[string]string{"taskId": p.TaskID}
+	switch {
+	case method == "tasks/list" && p.Cursor != "":
+		params = map[string]string{"cursor": p.Cursor}
+	case method == "tasks/list":
+		params = map[string]string{}
+	case !s.tasks.owns(p.TaskID):
+		return nil, taskNotFound
+	}
+	if method != "tasks/result" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.p.timeout)
+		defer cancel()
+	}
+	st, err := e.p.state(conn)
+	if err != nil {
+		return nil, rpcError(ctx, err)
+	}
+	var relay *callRelay
+	if method == "tasks/result" {
+		// What the server asks while the task waits for input comes on
+		// this request's stream, and goes to the agent on its own.
+		relay = e.relayFor(ctx, s, ss, nil)
+	}
+	var raw json.RawMessage
+	var answered *jsonrpc.Error
+	err = e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		raw, err = e.p.exchange(ctx, st, cs, method, params, relay)
+		if errors.As(err, &answered) && upstream.ServerAnswered(err) {
+			return nil
+		}
+		answered = nil
+		return err
+	})
+	if err != nil {
+		return nil, rpcError(ctx, err)
+	}
+	if answered != nil {
+		return nil, &jsonrpc.Error{Code: answered.Code, Message: st.scrubber.Load().Replace(answered.Message)}
+	}
+	if method == "tasks/list" {
+		if raw, err = ownTasks(raw, s.tasks.owns); err != nil {
+			return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "tasks/list: " + err.Error()})
+		}
+	}
+	clean, err := scrub.Launder(st.scrubber.Load(), &raw)
+	if err != nil {
+		return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
+	}
+	return &rawResult{raw: *clean}, nil
+}
+
+// exchange sends one request of method on cs's session, through
+// upstream.Request, and returns its result as the server wrote it; relay,
+// when set, receives what the server sends meanwhile.
+func (p *Proxy) exchange(ctx context.Context, st *connState, cs *mcp.ClientSession, method string, params any, relay *callRelay) (json.RawMessage, error) {
+	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
+	s := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: cs.ID(), Protocol: cs.InitializeResult().ProtocolVersion}
+	return upstream.Request(ctx, s, id, method, params, callHandler{st, relay}, p.detach)
+}
+
+// ownTasks returns a tasks/list page with only the tasks owns says are
+// the session's.
+func ownTasks(raw json.RawMessage, owns func(string) bool) (json.RawMessage, error) {
+	var page map[string]json.RawMessage
+	var tasks []json.RawMessage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(page["tasks"], &tasks); err != nil && page["tasks"] != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(tasks))
+	for _, t := range tasks {
+		var task struct {
+			TaskID string `json:"taskId"`
+		}
+		if json.Unmarshal(t, &task) == nil && owns(task.TaskID) {
+			kept = append(kept, t)
+		}
+	}
+	var err error
+	if page["tasks"], err = json.Marshal(kept); err != nil {
+		return nil, err
+	}
+	return json.Marshal(page)
+}
+
+// callAsTask sends a checked task-augmented tools/call upstream. The
+// server answers with the task it created, which becomes the session's,
+// or, when it ran the call as a plain one, with the call's result.
+func (p *Proxy) callAsTask(ctx context.Context, st *connState, conn *Connection, tool string, args json.RawMessage, sc *sessionCall) (*CallResult, *mcp.CallToolResult, error) {
+	params := taskCallParams{Name: tool, Arguments: args, Task: *sc.task}
+	var raw json.RawMessage
+	err := p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		raw, err = p.exchange(ctx, st, cs, "tools/call", params, sc.relay)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var created struct {
+		Task *struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(raw, &created) != nil || created.Task == nil || created.Task.TaskID == "" {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/call: unreadable result"}
+		}
+		return nil, &res, nil
+	}
+	sc.own(created.Task.TaskID)
+	clean, err := scrub.Launder(st.scrubber.Load(), &raw)
+	if err != nil {
+		return nil, nil, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a task that cannot be checked for secrets"}
+	}
+	return &CallResult{ConnectionID: conn.ID, Tool: tool, task: *clean}, nil, nil
+}
+
+// withTasks is the agent's initialize answer ir with the tasks capability
+// caps added.
+func withTasks(ir *mcp.InitializeResult, caps map[string]any) (mcp.Result, error) {
+	raw, err := json.Marshal(ir)
+	if err != nil {
+		return nil, err
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
+	}
+	c, _ := res["capabilities"].(map[string]any)
+	if c == nil {
+		c = map[string]any{}
+		res["capabilities"] = c
+	}
+	c["tasks"] = caps
+	if raw, err = json.Marshal(res); err != nil {
+		return nil, err
+	}
+	return &rawResult{raw: raw}, nil
+}
+
+// rawTools is toolsPage for a session that relays tasks: the page as the
+// server wrote it (with each tool's execution), minus the tools the
+// subject may not use.
+func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	defer cancel()
+	st, err := e.p.state(conn)
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	err = e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		raw, err = e.p.exchange(ctx, st, cs, "tools/list", params, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	unreadable := &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be read"}
+	var page map[string]json.RawMessage
+	var entries []json.RawMessage
+	if json.Unmarshal(raw, &page) != nil || json.Unmarshal(page["tools"], &entries) != nil {
+		return nil, unreadable
+	}
+	tools := make([]*mcp.Tool, len(entries))
+	for i, t := range entries {
+		tools[i] = &mcp.Tool{}
+		if json.Unmarshal(t, tools[i]) != nil {
+			return nil, unreadable
+		}
+	}
+	var next string
+	_ = json.Unmarshal(page["nextCursor"], &next)
+	snap := s.tools.Load()
+	if params.Cursor == "" && next == "" {
+		snap, err = e.keepTools(s, st, tools)
+	} else if snap == nil {
+		snap, err = e.sessionTools(ctx, s, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(entries))
+	for i, t := range tools {
+		if _, ok := snap.byName[t.Name]; ok && conn.Policy.Explain(s.caller.Subject, t.Name, snap.names).Allowed {
+			kept = append(kept, entries[i])
+		}
+	}
+	if page["tools"], err = json.Marshal(kept); err == nil {
+		raw, err = json.Marshal(page)
+	}
+	if err != nil {
+		return nil, unreadable
+	}
+	clean, err := scrub.Launder(st.scrubber.Load(), &raw)
+	if err != nil {
+		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
+	}
+	return &rawResult{raw: *clean}, nil
+}
+
+// taskTap reads, on its way to the SDK's client, the server's answer to
+// the initialize of an agent session's upstream session (the one POST
+// without a session id) for the tasks capability the client drops.
+type taskTap struct {
+	base http.RoundTripper
+	seen func(*taskOffer)
+}
+
+// tapped returns hc with its transport under a taskTap telling seen.
+func tapped(hc *http.Client, seen func(*taskOffer)) *http.Client {
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &http.Client{Transport: &taskTap{base: base, seen: seen}, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+}
+
+func (t *taskTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPost || req.Header.Get("Mcp-Session-Id") != "" || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	// What is read is put back in front of the rest of the body.
+	var read bytes.Buffer
+	body := io.TeeReader(resp.Body, &read)
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		if raw, err := io.ReadAll(io.LimitReader(body, wire.MaxEventBytes)); err == nil {
+			t.read(raw)
+		}
+	case "text/event-stream":
+		events := wire.NewEventReader(bufio.NewReader(body))
+		for {
+			data, err := events.Next()
+			if err != nil || t.read(data) {
+				break
+			}
+		}
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(&read, resp.Body), resp.Body}
+	return resp, nil
+}
+
+// read tells seen of the tasks capability in data when it is a result,
+// and reports whether it was.
+func (t *taskTap) read(data []byte) bool {
+	var msg struct {
+		Result *struct {
+			ProtocolVersion string `json:"protocolVersion"`
+			Capabilities    struct {
+				Tasks *taskCaps `json:"tasks"`
+			} `json:"capabilities"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(data, &msg) != nil || msg.Result == nil {
+		return false
+	}
+	t.seen(&taskOffer{caps: msg.Result.Capabilities.Tasks, version: msg.Result.ProtocolVersion})
+	return true
+}
