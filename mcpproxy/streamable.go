@@ -399,7 +399,7 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 		own:      s.tasks.own,
 	})
 	var ae *ArgumentsError
-	if errors.As(err, &ae) {
+	if errors.As(err, &ae) && task == nil {
 		// As the go-sdk's own servers do: a tool error the model can read
 		// and correct, rather than a protocol error.
 		return argumentsResult(ae), nil
