@@ -82,6 +82,7 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
+		status: func(params json.RawMessage) { e.taskStatus(context.WithoutCancel(ctx), s, params) },
 	}
 	var task *taskSpec
 	if m.Call.Task != nil && e.relaysTasks(s) {

@@ -37,6 +37,8 @@ type callRelay struct {
 	notify func(method string, params mcp.Params)
 	// ask relays a request of the server to the agent and returns its answer.
 	ask func(ctx context.Context, method string, params json.RawMessage) (any, error)
+	// status receives the params of task status notifications.
+	status func(params json.RawMessage)
 }
 
 // notification hands msg, a notification read from the stream of call id,
@@ -45,6 +47,12 @@ type callRelay struct {
 // the agent can be told, scrubbed of secrets.
 func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
 	if r == nil {
+		return
+	}
+	if msg.Method == taskStatusMethod {
+		if r.status != nil {
+			r.status(msg.Params)
+		}
 		return
 	}
 	if msg.Method == "notifications/progress" {
@@ -252,6 +260,7 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
+		status: func(params json.RawMessage) { e.taskStatus(context.WithoutCancel(ctx), s, params) },
 	}
 	if token != nil {
 		r.progress = func(n *mcp.ProgressNotificationParams) {
@@ -400,7 +409,9 @@ func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Conn
 	s.upstream.mu.Lock()
 	s.upstream.client = e.upstreamClient(s, caps)
 	s.upstream.protocol = upstreamVersion(version)
-	s.upstream.tap = func(hc *http.Client) *http.Client { return tapped(hc, s.tasks.setOffer) }
+	s.upstream.tap = func(hc *http.Client) *http.Client {
+		return tapped(hc, s.tasks.setOffer, func(raw json.RawMessage) { e.taskStatus(context.Background(), s, raw) })
+	}
 	s.upstream.mu.Unlock()
 
 	st, err := e.p.state(conn)

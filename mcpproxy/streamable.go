@@ -70,6 +70,9 @@ type agentSession struct {
 	asks atomic.Bool
 	// tasks is what the session relays of tasks, and the ids of its own.
 	tasks sessionTasks
+	// stream is the writer of the session's own event stream while one is
+	// open, which task status notifications are written to.
+	stream atomic.Pointer[streamWriter]
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 
@@ -198,7 +201,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.sessions.Touch(s)
 		s.conn.Store(conn)
 		if r.Method == http.MethodGet {
-			e.serveStream(w, r)
+			e.serveStream(w, r, s)
 			return
 		}
 	}
@@ -233,7 +236,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveStream serves a session's standalone SSE stream (GET). It lives as
 // long as the session, so it is exempt from the server's read timeout, and
 // it ends at EndStreams so a graceful shutdown does not wait for it.
-func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
+func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentSession) {
 	if e.streams.Err() != nil {
 		// 405 tells a client this server offers no stream; it carries on
 		// with POST alone.
@@ -245,7 +248,13 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(e.streams, cancel)()
-	e.sdk.ServeHTTP(w, r.WithContext(ctx))
+	sw := &streamWriter{ResponseWriter: w}
+	s.stream.Store(sw)
+	defer func() {
+		sw.close()
+		s.stream.CompareAndSwap(sw, nil)
+	}()
+	e.sdk.ServeHTTP(sw, r.WithContext(ctx))
 }
 
 // readBody reads a POST's body within the size limit, leaving r.Body
@@ -396,7 +405,11 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 		tools:    func(ctx context.Context, st *connState) (*snapshot, error) { return e.sessionTools(ctx, s, st) },
 		relay:    relay,
 		task:     task,
-		own:      s.tasks.own,
+		own: func(id string) {
+			for _, params := range s.tasks.own(id) {
+				e.taskStatus(context.WithoutCancel(ctx), s, params)
+			}
+		},
 	})
 	var ae *ArgumentsError
 	if errors.As(err, &ae) && task == nil {

@@ -102,6 +102,36 @@ type sessionTasks struct {
 	mu    sync.Mutex
 	owned map[string]struct{}
 	order []string // owned, oldest first
+	// early are status notifications about tasks not (yet) owned: a
+	// server may report a task before the gateway has read the answer
+	// that created it.
+	early []earlyStatus
+}
+
+type earlyStatus struct {
+	taskID string
+	params json.RawMessage
+}
+
+// maxEarlyStatus bounds the status notifications a session holds for
+// tasks it does not own yet; past it, the oldest is dropped.
+const maxEarlyStatus = 32
+
+// hold keeps a status notification about a task s does not own yet, and
+// returns the one it drops to make room, if any; false when the task is
+// owned after all.
+func (t *sessionTasks) hold(id string, params json.RawMessage) (dropped *earlyStatus, held bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.owned[id]; ok {
+		return nil, false
+	}
+	if len(t.early) >= maxEarlyStatus {
+		dropped = &t.early[0]
+		t.early = t.early[1:]
+	}
+	t.early = append(t.early, earlyStatus{id, params})
+	return dropped, true
 }
 
 func (t *sessionTasks) setOffer(o *taskOffer) { t.offer.Store(o) }
@@ -114,11 +144,13 @@ func (t *sessionTasks) offered() *taskCaps {
 	return nil
 }
 
-func (t *sessionTasks) own(id string) {
+// own makes task id the session's, and returns the status notifications
+// about it that came before.
+func (t *sessionTasks) own(id string) []json.RawMessage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.owned[id]; ok {
-		return
+		return nil
 	}
 	if t.owned == nil {
 		t.owned = map[string]struct{}{}
@@ -129,6 +161,17 @@ func (t *sessionTasks) own(id string) {
 	}
 	t.owned[id] = struct{}{}
 	t.order = append(t.order, id)
+	var early []json.RawMessage
+	kept := t.early[:0]
+	for _, s := range t.early {
+		if s.taskID == id {
+			early = append(early, s.params)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	t.early = kept
+	return early
 }
 
 func (t *sessionTasks) owns(id string) bool {
@@ -425,24 +468,37 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 // taskTap reads, on its way to the SDK's client, the server's answer to
 // the initialize of an agent session's upstream session (the one POST
 // without a session id) for the tasks capability the client drops.
+// It also reads the session's own event stream (GET) for task status
+// notifications (taskstatus.go).
 type taskTap struct {
-	base http.RoundTripper
-	seen func(*taskOffer)
+	base   http.RoundTripper
+	seen   func(*taskOffer)
+	status func(json.RawMessage)
 }
 
-// tapped returns hc with its transport under a taskTap telling seen.
-func tapped(hc *http.Client, seen func(*taskOffer)) *http.Client {
+// tapped returns hc with its transport under a taskTap telling seen and
+// status.
+func tapped(hc *http.Client, seen func(*taskOffer), status func(json.RawMessage)) *http.Client {
 	base := hc.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &http.Client{Transport: &taskTap{base: base, seen: seen}, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+	return &http.Client{Transport: &taskTap{base: base, seen: seen, status: status}, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
 }
 
 func (t *taskTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || req.Method != http.MethodPost || req.Header.Get("Mcp-Session-Id") != "" || resp.StatusCode != http.StatusOK {
+	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
+	}
+	if req.Method == http.MethodGet {
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+			resp.Body = &statusTap{ReadCloser: resp.Body, status: t.status}
+		}
+		return resp, nil
+	}
+	if req.Method != http.MethodPost || req.Header.Get("Mcp-Session-Id") != "" {
+		return resp, nil
 	}
 	// What is read is put back in front of the rest of the body.
 	var read bytes.Buffer

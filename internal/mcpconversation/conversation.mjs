@@ -172,6 +172,8 @@ await step('tasks/get', async () => {
   return task;
 });
 await step('tasks/result', () => client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema));
+// The server reports each stage of the task on the session's own stream.
+await step('a task status notification', () => next('notifications/tasks/status'));
 await step('tasks/list', () => client.experimental.tasks.listTasks());
 await step('tasks/cancel of a finished task', () => client.experimental.tasks.cancelTask(taskId));
 await step('tasks/cancel', async () => {
