@@ -12,6 +12,7 @@ import (
 
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
@@ -49,7 +50,7 @@ func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
 	if r == nil {
 		return
 	}
-	if msg.Method == taskStatusMethod {
+	if msg.Method == mcptasks.StatusMethod {
 		if r.status != nil {
 			r.status(msg.Params)
 		}

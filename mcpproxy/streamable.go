@@ -16,6 +16,7 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
@@ -302,7 +303,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					s.version.Store(&ir.ProtocolVersion)
 					s.ss.Store(r.Session)
 					if e.relaysTasks(s) {
-						return withTasks(ir, s.tasks.offered().relayed())
+						return mcptasks.WithTasks(ir, s.tasks.offered().Relayed())
 					}
 				}
 				return res, err
@@ -421,7 +422,7 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 		return nil, rpcError(ctx, err)
 	}
 	if res.task != nil {
-		return &rawResult{raw: res.task}, nil
+		return &mcptasks.Result{Raw: res.task}, nil
 	}
 	return &mcp.CallToolResult{Meta: res.meta, Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 }

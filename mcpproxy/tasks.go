@@ -1,21 +1,17 @@
 package mcpproxy
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
-	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,7 +26,7 @@ import (
 // tools/call and the exchange speaks its version:
 //
 //   - the server's initialize answer is read on its way to the SDK's
-//     client (taskTap), for its tasks capability;
+//     client (mcptasks.Tap), for its tasks capability;
 //   - the agent's initialize answer advertises the parts relayed (list,
 //     cancel, requests.tools.call) and tools/list is relayed as the server
 //     wrote it (with each tool's execution), minus what policy removes;
@@ -42,9 +38,6 @@ import (
 //     as the server answers an unknown one, and tasks/list lists only the
 //     session's own.
 
-// taskVersion is the protocol version that introduced tasks.
-const taskVersion = "2025-11-25"
-
 // maxTasksPerSession bounds the task ids a session keeps: past it, the
 // oldest is forgotten (and no longer reachable through the gateway).
 const maxTasksPerSession = 1024
@@ -53,51 +46,10 @@ const maxTasksPerSession = 1024
 // worded as the reference servers word an unknown one.
 var taskNotFound = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
 
-// taskCaps is the part of an upstream server's tasks capability the relay
-// carries; nil fields were not advertised.
-type taskCaps struct {
-	List     json.RawMessage `json:"list,omitempty"`
-	Cancel   json.RawMessage `json:"cancel,omitempty"`
-	Requests *struct {
-		Tools *struct {
-			Call json.RawMessage `json:"call,omitempty"`
-		} `json:"tools,omitempty"`
-	} `json:"requests,omitempty"`
-}
-
-// callable reports whether c offers task-augmented tools/call.
-func (c *taskCaps) callable() bool {
-	return c != nil && c.Requests != nil && c.Requests.Tools != nil && c.Requests.Tools.Call != nil
-}
-
-// relayed is what the agent is told: list and cancel as the server
-// offered them, and task-augmented tools/call; nil when the server offers
-// no task-augmented tools/call.
-func (c *taskCaps) relayed() map[string]any {
-	if !c.callable() {
-		return nil
-	}
-	out := map[string]any{"requests": map[string]any{"tools": map[string]any{"call": c.Requests.Tools.Call}}}
-	if c.List != nil {
-		out["list"] = c.List
-	}
-	if c.Cancel != nil {
-		out["cancel"] = c.Cancel
-	}
-	return out
-}
-
-// taskOffer is what the server's last initialize answer said of tasks:
-// its tasks capability (nil: none) and the protocol version it settled on.
-type taskOffer struct {
-	caps    *taskCaps
-	version string
-}
-
 // sessionTasks is what an agent session knows of tasks: what its upstream
 // session offers and the ids of the tasks it created.
 type sessionTasks struct {
-	offer atomic.Pointer[taskOffer]
+	offer atomic.Pointer[mcptasks.Offer]
 
 	mu    sync.Mutex
 	owned map[string]struct{}
@@ -134,12 +86,12 @@ func (t *sessionTasks) hold(id string, params json.RawMessage) (dropped *earlySt
 	return dropped, true
 }
 
-func (t *sessionTasks) setOffer(o *taskOffer) { t.offer.Store(o) }
+func (t *sessionTasks) setOffer(o *mcptasks.Offer) { t.offer.Store(o) }
 
 // offered is the upstream's tasks capability; nil when it offers none.
-func (t *sessionTasks) offered() *taskCaps {
+func (t *sessionTasks) offered() *mcptasks.Caps {
 	if o := t.offer.Load(); o != nil {
-		return o.caps
+		return o.Caps
 	}
 	return nil
 }
@@ -186,28 +138,11 @@ func (t *sessionTasks) owns(id string) bool {
 // exchange speaks, and the agent's session settled on such a version.
 func (e *endpoint) relaysTasks(s *agentSession) bool {
 	o := s.tasks.offer.Load()
-	if o == nil || !o.caps.callable() || o.version < taskVersion || o.version > upstreamProtocol {
+	if o == nil || !o.Caps.Callable() || o.Version < mcptasks.Version || o.Version > upstreamProtocol {
 		return false
 	}
 	v := s.version.Load()
-	return v != nil && *v >= taskVersion
-}
-
-// rawResult is a result the relay passes on as JSON the SDK's types cannot
-// hold.
-type rawResult struct {
-	mcp.ResultBase
-	raw json.RawMessage
-}
-
-func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
-
-// taskParams are the params of a tasks method, as far as the relay reads
-// them.
-type taskParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId,omitempty"`
-	Cursor string `json:"cursor,omitempty"`
+	return v != nil && *v >= mcptasks.Version
 }
 
 // taskSpec is a call's task augmentation, as far as it is passed on.
@@ -224,8 +159,8 @@ type taskCallParams struct {
 
 // addTaskMethods registers the tasks methods on s's server.
 func (e *endpoint) addTaskMethods(s *agentSession) {
-	for _, method := range []string{"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"} {
-		_ = mcp.AddReceivingCustomMethod(s.server, method, func(ctx context.Context, ss *mcp.ServerSession, p *taskParams) (*rawResult, error) {
+	for _, method := range mcptasks.Methods {
+		_ = mcp.AddReceivingCustomMethod(s.server, method, func(ctx context.Context, ss *mcp.ServerSession, p *mcptasks.Params) (*mcptasks.Result, error) {
 			return e.taskMethod(ctx, s, ss, method, p)
 		})
 	}
@@ -233,7 +168,7 @@ func (e *endpoint) addTaskMethods(s *agentSession) {
 
 // taskMethod relays one tasks method of s upstream: only for the tasks s
 // owns, tasks/list filtered to them, the server's errors as it sent them.
-func (e *endpoint) taskMethod(ctx context.Context, s *agentSession, ss *mcp.ServerSession, method string, p *taskParams) (*rawResult, error) {
+func (e *endpoint) taskMethod(ctx context.Context, s *agentSession, ss *mcp.ServerSession, method string, p *mcptasks.Params) (*mcptasks.Result, error) {
 	conn := s.conn.Load()
 	res, err := e.relayTask(ctx, s, ss, conn, method, p)
 	result := "success"
@@ -244,12 +179,12 @@ func (e *endpoint) taskMethod(ctx context.Context, s *agentSession, ss *mcp.Serv
 	return res, err
 }
 
-func (e *endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.ServerSession, conn *Connection, method string, p *taskParams) (*rawResult, error) {
+func (e *endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.ServerSession, conn *Connection, method string, p *mcptasks.Params) (*mcptasks.Result, error) {
 	if !e.relaysTasks(s) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "mcpproxy: " + method + " is not offered on this connection"}
 	}
 	if p == nil {
-		p = &taskParams{}
+		p = &mcptasks.Params{}
 	}
 	offer := s.tasks.offered()
 	if method == "tasks/list" && offer.List == nil || method == "tasks/cancel" && offer.Cancel == nil {
@@ -307,7 +242,7 @@ func (e *endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.Serve
 	if err != nil {
 		return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
-	return &rawResult{raw: *clean}, nil
+	return &mcptasks.Result{Raw: *clean}, nil
 }
 
 // exchange sends one request of method on cs's session, through
@@ -380,29 +315,6 @@ func (p *Proxy) callAsTask(ctx context.Context, st *connState, conn *Connection,
 	return &CallResult{ConnectionID: conn.ID, Tool: tool, task: *clean}, nil, nil
 }
 
-// withTasks is the agent's initialize answer ir with the tasks capability
-// caps added.
-func withTasks(ir *mcp.InitializeResult, caps map[string]any) (mcp.Result, error) {
-	raw, err := json.Marshal(ir)
-	if err != nil {
-		return nil, err
-	}
-	var res map[string]any
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, err
-	}
-	c, _ := res["capabilities"].(map[string]any)
-	if c == nil {
-		c = map[string]any{}
-		res["capabilities"] = c
-	}
-	c["tasks"] = caps
-	if raw, err = json.Marshal(res); err != nil {
-		return nil, err
-	}
-	return &rawResult{raw: raw}, nil
-}
-
 // rawTools is toolsPage for a session that relays tasks: the page as the
 // server wrote it (with each tool's execution), minus the tools the
 // subject may not use.
@@ -462,83 +374,11 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 	if err != nil {
 		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	return &rawResult{raw: *clean}, nil
+	return &mcptasks.Result{Raw: *clean}, nil
 }
 
-// taskTap reads, on its way to the SDK's client, the server's answer to
-// the initialize of an agent session's upstream session (the one POST
-// without a session id) for the tasks capability the client drops.
-// It also reads the session's own event stream (GET) for task status
-// notifications (taskstatus.go).
-type taskTap struct {
-	base   http.RoundTripper
-	seen   func(*taskOffer)
-	status func(json.RawMessage)
-}
-
-// tapped returns hc with its transport under a taskTap telling seen and
-// status.
-func tapped(hc *http.Client, seen func(*taskOffer), status func(json.RawMessage)) *http.Client {
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return &http.Client{Transport: &taskTap{base: base, seen: seen, status: status}, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
-}
-
-func (t *taskTap) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	if req.Method == http.MethodGet {
-		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-			resp.Body = &statusTap{ReadCloser: resp.Body, status: t.status}
-		}
-		return resp, nil
-	}
-	if req.Method != http.MethodPost || req.Header.Get("Mcp-Session-Id") != "" {
-		return resp, nil
-	}
-	// What is read is put back in front of the rest of the body.
-	var read bytes.Buffer
-	body := io.TeeReader(resp.Body, &read)
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch mt {
-	case "application/json":
-		if raw, err := io.ReadAll(io.LimitReader(body, wire.MaxEventBytes)); err == nil {
-			t.read(raw)
-		}
-	case "text/event-stream":
-		events := wire.NewEventReader(bufio.NewReader(body))
-		for {
-			data, err := events.Next()
-			if err != nil || t.read(data) {
-				break
-			}
-		}
-	}
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(&read, resp.Body), resp.Body}
-	return resp, nil
-}
-
-// read tells seen of the tasks capability in data when it is a result,
-// and reports whether it was.
-func (t *taskTap) read(data []byte) bool {
-	var msg struct {
-		Result *struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			Capabilities    struct {
-				Tasks *taskCaps `json:"tasks"`
-			} `json:"capabilities"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(data, &msg) != nil || msg.Result == nil {
-		return false
-	}
-	t.seen(&taskOffer{caps: msg.Result.Capabilities.Tasks, version: msg.Result.ProtocolVersion})
-	return true
+// tapped returns hc with its transport under a tap telling offer and
+// status (package mcptasks).
+func tapped(hc *http.Client, offer func(*mcptasks.Offer), status func(json.RawMessage)) *http.Client {
+	return &http.Client{Transport: &mcptasks.Tap{Base: hc.Transport, Offer: offer, Status: status}, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
 }

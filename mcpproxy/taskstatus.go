@@ -1,13 +1,12 @@
 package mcpproxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"sync"
 
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 )
@@ -15,7 +14,7 @@ import (
 // Task status notifications (notifications/tasks/status): a server sends
 // them where it likes, mostly on the session's own event stream, whose
 // reader, the SDK's client, drops a method it does not know. They are read
-// on their way there (statusTap) and from the streams the relay reads
+// on their way there (mcptasks.Tap) and from the streams the relay reads
 // itself, and reach the agent session whose task they are about, alone, on
 // its own event stream (GET): the SDK's server cannot send a method it
 // does not know either, so they are written between its events
@@ -25,8 +24,6 @@ import (
 // is dropped past that. Each is a decision (Method
 // "notifications/tasks/status", Outcome "relayed", "no_stream" when the
 // session has no stream open, or "not_owned" when dropped unclaimed).
-
-const taskStatusMethod = "notifications/tasks/status"
 
 // taskStatus hands the agent of s the status notification with params raw,
 // when the task is s's, scrubbed of secrets.
@@ -41,7 +38,7 @@ func (e *endpoint) taskStatus(ctx context.Context, s *agentSession, raw json.Raw
 	if !s.tasks.owns(p.TaskID) {
 		dropped, held := s.tasks.hold(p.TaskID, raw)
 		if dropped != nil {
-			e.p.decide(ctx, conn, s.caller, taskStatusMethod, "", "not_owned", nil)
+			e.p.decide(ctx, conn, s.caller, mcptasks.StatusMethod, "", "not_owned", nil)
 		}
 		if held {
 			return
@@ -55,7 +52,7 @@ func (e *endpoint) taskStatus(ctx context.Context, s *agentSession, raw json.Raw
 	if err != nil {
 		return
 	}
-	msg, err := json.Marshal(wire.Request{JSONRPC: "2.0", Method: taskStatusMethod, Params: *clean})
+	msg, err := json.Marshal(wire.Request{JSONRPC: "2.0", Method: mcptasks.StatusMethod, Params: *clean})
 	if err != nil {
 		return
 	}
@@ -63,7 +60,7 @@ func (e *endpoint) taskStatus(ctx context.Context, s *agentSession, raw json.Raw
 	if w := s.stream.Load(); w == nil || !w.send(msg) {
 		outcome = "no_stream"
 	}
-	e.p.decide(ctx, conn, s.caller, taskStatusMethod, "", outcome, nil)
+	e.p.decide(ctx, conn, s.caller, mcptasks.StatusMethod, "", outcome, nil)
 }
 
 // streamWriter is the ResponseWriter of a session's own event stream
@@ -115,48 +112,4 @@ func (w *streamWriter) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
-}
-
-// statusTap reads an upstream event stream as the SDK's client reads it,
-// handing each task status notification to status.
-type statusTap struct {
-	io.ReadCloser
-	status func(json.RawMessage)
-	line   []byte // the line being read
-	data   []byte // the data of the event being read
-}
-
-func (t *statusTap) Read(p []byte) (int, error) {
-	n, err := t.ReadCloser.Read(p)
-	for _, b := range p[:n] {
-		if b != '\n' {
-			if len(t.line) < wire.MaxEventBytes {
-				t.line = append(t.line, b)
-			}
-			continue
-		}
-		line := bytes.TrimSuffix(t.line, []byte("\r"))
-		switch {
-		case len(line) == 0:
-			t.event()
-		case bytes.HasPrefix(line, []byte("data:")) && len(t.data)+len(line) <= wire.MaxEventBytes:
-			if len(t.data) > 0 {
-				t.data = append(t.data, '\n')
-			}
-			t.data = append(t.data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
-		}
-		t.line = t.line[:0]
-	}
-	return n, err
-}
-
-func (t *statusTap) event() {
-	defer func() { t.data = t.data[:0] }()
-	if !bytes.Contains(t.data, []byte(taskStatusMethod)) {
-		return
-	}
-	var msg wire.Incoming
-	if json.Unmarshal(t.data, &msg) == nil && msg.Method == taskStatusMethod && msg.ID == nil {
-		t.status(msg.Params)
-	}
 }
