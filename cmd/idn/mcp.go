@@ -21,8 +21,8 @@ import (
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/mcpnotify"
-	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/internal/mcporder"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -482,4 +482,3 @@ func (r *refusals) lastRefusal() string {
 	defer r.mu.Unlock()
 	return r.last
 }
-
