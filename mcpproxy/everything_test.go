@@ -33,8 +33,9 @@ func TestEverythingDirectAndThroughTheGatewayAgree(t *testing.T) {
 		name, caps string
 		asked      string // what the server asks during the direct run
 	}{
-		// Calls go through the SDK's server, as event streams.
-		{"client with sampling, elicitation and roots", "all", "roots/list,sampling/createMessage,elicitation/create"},
+		// Calls go through the SDK's server, as event streams; a task asks
+		// for input (elicitation) while its result is awaited.
+		{"client with sampling, elicitation and roots", "all", "roots/list,sampling/createMessage,elicitation/create,elicitation/create"},
 		// Calls are answered directly, as single JSON bodies.
 		{"client with roots alone", "roots", "roots/list"},
 	} {
@@ -52,7 +53,7 @@ func TestEverythingDirectAndThroughTheGatewayAgreeForTheGoSDK(t *testing.T) {
 	upstream := mcpconversation.StartEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
 	direct := goConversation(t, upstream, http.DefaultClient)
-	mcpconversation.Check(t, direct, "roots/list,sampling/createMessage,elicitation/create")
+	mcpconversation.Check(t, direct, "roots/list,sampling/createMessage,elicitation/create,elicitation/create")
 	gateway := goConversation(t, e.srv.URL+"/mcp/mcp1", &http.Client{Transport: identityTransport{alice}})
 	mcpconversation.Compare(t, direct, gateway)
 }
@@ -303,6 +304,14 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 		return withoutMessage(res), err
 	})
 	step("tasks/get of an unknown task", func() (any, error) { return custom("tasks/get", &taskParams{TaskID: "no-such-task"}) })
+	step("tasks/result of a task that asks", func() (any, error) {
+		created, err := rawCall(ctx, t, hc, url, cs, map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "python", "ambiguous": true}, "task": map[string]any{"ttl": 60000}})
+		if err != nil {
+			return nil, err
+		}
+		id, _ := created["task"].(map[string]any)["taskId"].(string)
+		return custom("tasks/result", &taskParams{TaskID: id})
+	})
 	step("ping", func() (any, error) { return empty(cs.Ping(ctx, nil)) })
 	return steps
 }

@@ -182,6 +182,14 @@ await step('tasks/cancel', async () => {
   return task;
 });
 await step('tasks/get of an unknown task', () => client.experimental.tasks.getTask('no-such-task'));
+if (!rootsOnly) {
+  // An ambiguous query makes the task ask the client (elicitation) while
+  // the client waits for its result.
+  await step('tasks/result of a task that asks', async () => {
+    const created = await callAsTask({ topic: 'python', ambiguous: true });
+    return client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+  });
+}
 await step('ping', () => client.ping());
 if (mode !== 'stdio') await transport.terminateSession();
 await client.close();
