@@ -97,8 +97,9 @@ type Config struct {
 	// upstream MCP server (each attempt), for the gateway's upstream
 	// metrics and decision log. It must not block.
 	OnUpstream func(ctx context.Context, e UpstreamExchange)
-	// OnDecision, when set, is told of every tool listing and tool call a
-	// caller asks for, with its outcome. It must not block.
+	// OnDecision, when set, is told of every tool listing, tool call and
+	// tasks method a caller asks for and every task status notification
+	// relayed to it, with its outcome (see Event). It must not block.
 	OnDecision func(ctx context.Context, e Event)
 	// Registerer, when set, gets idn_gateway_mcp_discovery_total and
 	// idn_gateway_mcp_tool_call_total. Nil registers nothing.

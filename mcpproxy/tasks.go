@@ -172,7 +172,11 @@ func (e *endpoint) taskMethod(ctx context.Context, s *agentSession, ss *mcp.Serv
 	conn := s.conn.Load()
 	res, err := e.relayTask(ctx, s, ss, conn, method, p)
 	result := "success"
-	if err != nil {
+	switch {
+	case err == taskNotFound:
+		// Many of these are someone probing for task ids.
+		result = "not_owned"
+	case err != nil:
 		result = "error"
 	}
 	e.p.decide(ctx, conn, s.caller, method, "", result, nil)
