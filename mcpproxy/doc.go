@@ -61,6 +61,15 @@
 //     with one JSON body (direct.go, reading with package wire); the
 //     rest goes through the SDK's server, whose event streams carry a
 //     call's notifications and the server's requests before its result.
+//     Tasks (MCP 2025-11-25), of which the SDK has no model, are carried
+//     as JSON where the upstream offers task-augmented tools/call
+//     (tasks.go, taskstatus.go, package internal/mcptasks): the
+//     capability, each tool's execution, task-augmented calls (answered
+//     directly, after the same policy, validation and rate limit as a
+//     plain call, on every path), tasks/get, result, list and cancel, and
+//     status notifications; each task belongs to the agent session that
+//     created it, and no other session can reach it, whatever the
+//     server allows.
 //     Both fast paths (direct.go and upstream.Call) are held to the SDK's
 //     server and client by a contract test that runs one conversation
 //     through every combination and compares it message by message;
