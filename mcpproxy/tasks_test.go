@@ -1,6 +1,7 @@
 package mcpproxy_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,10 +25,12 @@ type taskServer struct {
 	mu      sync.Mutex
 	tasks   map[string]string // id → status
 	methods []string          // the methods received, in order
+	streams []chan string     // the sessions' own event streams
+	opened  chan struct{}     // one value per stream opened
 }
 
 func newTaskServer(t testing.TB) *taskServer {
-	ts := &taskServer{tasks: map[string]string{}}
+	ts := &taskServer{tasks: map[string]string{}, opened: make(chan struct{}, 16)}
 	ts.srv = httptest.NewServer(http.HandlerFunc(ts.serve))
 	t.Cleanup(ts.srv.Close)
 	return ts
@@ -45,8 +48,39 @@ func (ts *taskServer) received(method string) int {
 	return n
 }
 
+// broadcast sends every session's stream a status notification of task
+// id, as a server that does not tell its sessions' tasks apart might.
+func (ts *taskServer) broadcast(id string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	msg := `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"` + id + `","status":"working","statusMessage":"still at it","createdAt":"2026-01-02T03:04:05Z","lastUpdatedAt":"2026-01-02T03:04:05Z","ttl":60000}}`
+	for _, s := range ts.streams {
+		s <- msg
+	}
+}
+
 func (ts *taskServer) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
+	switch r.Method {
+	case http.MethodGet:
+		events := make(chan string, 16)
+		ts.mu.Lock()
+		ts.streams = append(ts.streams, events)
+		ts.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		ts.opened <- struct{}{}
+		for {
+			select {
+			case msg := <-events:
+				fmt.Fprintf(w, "data: %s\n\n", msg)
+				http.NewResponseController(w).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	case http.MethodPost:
+	default:
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
@@ -246,11 +280,20 @@ func relaysTasks(t *testing.T, sdkAgent, sdkUpstream bool) {
 // A task id belongs to the agent session whose call created it: no other
 // session, of another caller or of the same one, can read, wait for,
 // cancel or list it, even when the server behind the gateway would let
-// any of its sessions do so; and none of their attempts reaches it.
+// any of its sessions do so; none of their attempts reaches it, and each
+// is a decision that says so.
 func TestTaskIDsBelongToTheSessionThatCreatedThem(t *testing.T) {
 	t.Parallel()
 	up := newTaskServer(t)
-	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	var mu sync.Mutex
+	probes := map[string]int{}
+	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Outcome == "not_owned" {
+			probes[ev.Caller.Namespace+" "+ev.Method]++
+		}
+	}}, mcpproxy.Connection{BaseURL: up.srv.URL})
 	owner, _ := openTasks(t, e, alice)
 	id := createTask(t, e, alice, owner)
 	for _, tt := range []struct {
@@ -281,6 +324,11 @@ func TestTaskIDsBelongToTheSessionThatCreatedThem(t *testing.T) {
 	}
 	if got, _ := rpc(t, e, alice, owner, "tasks/get", map[string]any{"taskId": id}); got["status"] != "working" {
 		t.Errorf("the owner's tasks/get = %v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if probes["bob tasks/get"] != 1 || probes["alice tasks/cancel"] != 1 || len(probes) != 6 {
+		t.Errorf("probes decided as not_owned: %v", probes)
 	}
 }
 
@@ -326,4 +374,70 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// A task's status notifications reach the session that owns the task,
+// and no other, even from a server that sends them to all its sessions.
+func TestTaskStatusReachesOnlyTheOwner(t *testing.T) {
+	t.Parallel()
+	up := newTaskServer(t)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	owner, _ := openTasks(t, e, alice)
+	other, _ := openTasks(t, e, bob)
+	for range 2 {
+		within(t, up.opened, "the upstream sessions' streams")
+	}
+	mine := createTask(t, e, alice, owner)
+	theirs := createTask(t, e, bob, other)
+	ownerEvents, otherEvents := openStream(t, e, alice, owner), openStream(t, e, bob, other)
+	up.broadcast(mine)
+	up.broadcast(theirs)
+	for _, tt := range []struct {
+		name   string
+		events <-chan map[string]any
+		want   string
+	}{
+		{"the owner gets its task's status first", ownerEvents, mine},
+		{"another session never gets the owner's task's status", otherEvents, theirs},
+	} {
+		msg := within(t, tt.events, tt.name)
+		params, _ := msg["params"].(map[string]any)
+		if msg["method"] != "notifications/tasks/status" || params["taskId"] != tt.want || params["statusMessage"] != "still at it" {
+			t.Errorf("%s: got %v", tt.name, msg)
+		}
+	}
+}
+
+// openStream opens the own event stream of session sid as w and returns
+// the messages it carries.
+func openStream(t testing.TB, e *env, w who, sid string) <-chan map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.srv.URL+"/mcp/mcp1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := (&http.Client{Transport: identityTransport{w}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	out := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(data), &m) == nil {
+					out <- m
+				}
+			}
+		}
+	}()
+	return out
 }
