@@ -27,6 +27,7 @@ const (
 type metrics struct {
 	discovery *prometheus.CounterVec
 	calls     *prometheus.CounterVec
+	tasks     *prometheus.CounterVec
 	sessions  prometheus.Gauge
 	evictions prometheus.Counter
 }
@@ -41,6 +42,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "idn_gateway_mcp_tool_call_total",
 			Help: "MCP tool calls by result (success, tool_error, error, filtered, not_found, invalid_arguments, rate_limited, circuit_open, task_created).",
 		}, []string{"result"}),
+		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idn_gateway_mcp_task_total",
+			Help: "MCP tasks methods (result success, error, not_owned) and task status notifications (relayed, no_stream, not_owned) by method.",
+		}, []string{"method", "result"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "idn_gateway_mcp_sessions",
 			Help: "Sessions open on the MCP endpoint /mcp/{connection_id}.",
@@ -57,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.calls.WithLabelValues(r)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.discovery, m.calls, m.sessions, m.evictions} {
+		for _, c := range []prometheus.Collector{m.discovery, m.calls, m.tasks, m.sessions, m.evictions} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

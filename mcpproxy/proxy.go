@@ -101,8 +101,9 @@ type Config struct {
 	// tasks method a caller asks for and every task status notification
 	// relayed to it, with its outcome (see Event). It must not block.
 	OnDecision func(ctx context.Context, e Event)
-	// Registerer, when set, gets idn_gateway_mcp_discovery_total and
-	// idn_gateway_mcp_tool_call_total. Nil registers nothing.
+	// Registerer, when set, gets idn_gateway_mcp_discovery_total,
+	// idn_gateway_mcp_tool_call_total, idn_gateway_mcp_task_total and the
+	// sessions' gauge and evictions. Nil registers nothing.
 	Registerer prometheus.Registerer
 	// TracerProvider, when set, receives the mcp.discovery and
 	// mcp.tool_call spans, and every upstream request carries the calling

@@ -179,6 +179,7 @@ func (e *endpoint) taskMethod(ctx context.Context, s *agentSession, ss *mcp.Serv
 	case err != nil:
 		result = "error"
 	}
+	e.p.metrics.tasks.WithLabelValues(method, result).Inc()
 	e.p.decide(ctx, conn, s.caller, method, "", result, nil)
 	return res, err
 }

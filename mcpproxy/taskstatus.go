@@ -23,7 +23,8 @@ import (
 // created it has been read), at most maxEarlyStatus of them; the oldest
 // is dropped past that. Each is a decision (Method
 // "notifications/tasks/status", Outcome "relayed", "no_stream" when the
-// session has no stream open, or "not_owned" when dropped unclaimed).
+// session has no stream open, or "not_owned" when dropped unclaimed),
+// counted in idn_gateway_mcp_task_total.
 
 // taskStatus hands the agent of s the status notification with params raw,
 // when the task is s's, scrubbed of secrets.
@@ -38,6 +39,7 @@ func (e *endpoint) taskStatus(ctx context.Context, s *agentSession, raw json.Raw
 	if !s.tasks.owns(p.TaskID) {
 		dropped, held := s.tasks.hold(p.TaskID, raw)
 		if dropped != nil {
+			e.p.metrics.tasks.WithLabelValues(mcptasks.StatusMethod, "not_owned").Inc()
 			e.p.decide(ctx, conn, s.caller, mcptasks.StatusMethod, "", "not_owned", nil)
 		}
 		if held {
@@ -60,6 +62,7 @@ func (e *endpoint) taskStatus(ctx context.Context, s *agentSession, raw json.Raw
 	if w := s.stream.Load(); w == nil || !w.send(msg) {
 		outcome = "no_stream"
 	}
+	e.p.metrics.tasks.WithLabelValues(mcptasks.StatusMethod, outcome).Inc()
 	e.p.decide(ctx, conn, s.caller, mcptasks.StatusMethod, "", outcome, nil)
 }
 
