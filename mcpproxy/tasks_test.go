@@ -359,6 +359,24 @@ func TestTaskAugmentedCallsTakeThePolicy(t *testing.T) {
 			}
 		})
 	}
+	// A task-augmented call the endpoint cannot answer as JSON is refused,
+	// not handed to the SDK's server, which would run it as a plain call.
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/mcp/mcp1", strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"work","arguments":{"n":1},"task":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := (&http.Client{Transport: identityTransport{alice}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a task-augmented call under another protocol version: %d", resp.StatusCode)
+	}
 	if n := up.received("tools/call"); n != 0 {
 		t.Errorf("%d refused calls reached the server", n)
 	}
