@@ -116,9 +116,10 @@ func WithTasks(ir *mcp.InitializeResult, caps map[string]any) (mcp.Result, error
 
 // Tap is the transport under an SDK client's session: it reads the
 // server's answer to initialize (the one POST without a session id) for
-// its tasks capability, and the session's own event stream (GET) for task
-// status notifications, as the client reads them. The client gets every
-// byte as it came.
+// its tasks capability, and every other event stream (the session's own,
+// GET, and those answering the client's requests) for task status
+// notifications, as the client reads them. The client gets every byte as
+// it came.
 type Tap struct {
 	Base http.RoundTripper // nil: http.DefaultTransport
 	// Offer is told what each initialize answer offers.
@@ -139,10 +140,10 @@ func (t *Tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	initialize := req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == ""
 	switch {
-	case req.Method == http.MethodGet && mt == "text/event-stream":
-		resp.Body = &events{ReadCloser: resp.Body, event: t.status}
 	case initialize && mt == "text/event-stream":
 		resp.Body = &events{ReadCloser: resp.Body, event: t.initialized}
+	case mt == "text/event-stream" && t.Status != nil:
+		resp.Body = &events{ReadCloser: resp.Body, event: t.status}
 	case initialize && mt == "application/json":
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxEventBytes))
 		if err == nil {
@@ -174,7 +175,7 @@ func (t *Tap) initialized(data []byte) {
 
 // status tells Status of data when it is a task status notification.
 func (t *Tap) status(data []byte) {
-	if t.Status == nil || !bytes.Contains(data, []byte(StatusMethod)) {
+	if !bytes.Contains(data, []byte(StatusMethod)) {
 		return
 	}
 	var msg struct {

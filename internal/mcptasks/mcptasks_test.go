@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -24,9 +25,13 @@ func tapped(t testing.TB, method, contentType string, body []byte) ([]byte, *mcp
 	var offer *mcptasks.Offer
 	var statuses []string
 	tap := &mcptasks.Tap{Offer: func(o *mcptasks.Offer) { offer = o }, Status: func(p json.RawMessage) { statuses = append(statuses, string(p)) }}
+	method, inSession := strings.CutSuffix(method, " in a session")
 	req, err := http.NewRequest(method, srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if inSession {
+		req.Header.Set("Mcp-Session-Id", "s1")
 	}
 	resp, err := tap.RoundTrip(req)
 	if err != nil {
@@ -53,6 +58,7 @@ func TestTap(t *testing.T) {
 	}{
 		{"initialize answered as JSON", http.MethodPost, "application/json", initialized, true, 0},
 		{"initialize answered as an event stream", http.MethodPost, "text/event-stream", "event: message\r\nid: 1\r\ndata: " + initialized + "\r\n\r\n", true, 0},
+		{"the answer to a request", http.MethodPost + " in a session", "text/event-stream", "data: " + status + "\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n", false, 1},
 		{"the session's stream", http.MethodGet, "text/event-stream", ": hi\n\ndata: " + status + "\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"notifications/tasks/status\"}}\n\ndata: " + status + "\n\n", false, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
