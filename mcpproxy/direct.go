@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,16 +31,16 @@ import (
 // the server's requests; roots are asked for on the session's own stream.
 func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	version := s.version.Load()
-	tasks := e.relaysTasks(s)
-	if !tasks && (e.p.sdkAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
+	relays := e.relaysTasks(s)
+	if !relays && (e.p.sdkAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
 		return false
 	}
 	plain := wire.PlainPOST(r, *version)
-	if !plain && !tasks {
+	if !plain && !relays {
 		return false
 	}
 	m, ok := wire.Classify(body)
-	task := ok && m.Call != nil && m.Call.Task != nil && tasks
+	task := ok && m.Call != nil && m.Call.Task != nil && relays
 	switch {
 	case task && !plain:
 		// The SDK would run it as a plain call.
@@ -55,7 +56,7 @@ func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSessio
 	case m.Call != nil:
 		e.directCall(w, r, s, m)
 		return true
-	case s.cancel(m.Key):
+	case s.calls.Cancel(m.Key):
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	}
@@ -68,13 +69,13 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	id, key := m.ID, m.Key
-	if !s.track(key, cancel) {
+	if !s.calls.Track(key, cancel) {
 		wire.Write(w, http.StatusBadRequest, wire.Response{ID: id, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInvalidRequest, Message: "mcpproxy: request id " + key + " is already in flight on this session",
 		}})
 		return
 	}
-	defer s.untrack(key)
+	defer s.calls.Untrack(key)
 	// What the server says or asks during the call goes to the session's
 	// own stream: this answer has none.
 	relay := &callRelay{
@@ -84,9 +85,9 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 		},
 		status: func(params json.RawMessage) { e.taskStatus(context.WithoutCancel(ctx), s, params) },
 	}
-	var task *taskSpec
+	var task *tasks.Spec
 	if m.Call.Task != nil && e.relaysTasks(s) {
-		task = &taskSpec{}
+		task = &tasks.Spec{}
 		if err := json.Unmarshal(m.Call.Task, task); err != nil {
 			wire.Write(w, http.StatusOK, wire.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: unreadable task: " + err.Error()}})
 			return

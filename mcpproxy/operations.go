@@ -9,7 +9,9 @@ import (
 
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
+	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -123,7 +125,7 @@ type sessionCall struct {
 	relay    *callRelay
 	// task, when set, makes the call task-augmented; own is told the id
 	// of the task the server created.
-	task *taskSpec
+	task *tasks.Spec
 	own  func(taskID string)
 }
 
@@ -134,7 +136,7 @@ func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, t
 	ctx, span := p.tracer.Start(ctx, "mcp.tool_call", oteltrace.SpanKindInternal)
 	defer span.End()
 	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, sc)
-	p.metrics.calls.WithLabelValues(result).Inc()
+	p.metrics.Calls.WithLabelValues(result).Inc()
 	p.decide(ctx, conn, caller, "tools/call", tool, result, err)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.ConnectionID.String(conn.ID), attribute.String("mcp.tool.name", tool), attribute.String("mcp.result", result))
@@ -161,36 +163,36 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	}
 	if err != nil {
 		if errors.Is(err, ErrCircuitOpen) {
-			return nil, callCircuitOpen, err
+			return nil, metrics.CallCircuitOpen, err
 		}
-		return nil, callError, err
+		return nil, metrics.CallError, err
 	}
 	if _, ok := snap.byName[tool]; !ok {
-		return nil, callNotFound, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
+		return nil, metrics.CallNotFound, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
 	}
 	if d := conn.Policy.Explain(caller.Subject, tool, snap.names); !d.Allowed {
-		return nil, callFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
+		return nil, metrics.CallFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
 	}
 	args, raw, err := arguments.Decode(body)
 	if err != nil {
-		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: []ArgumentFailure{{Path: "", Message: err.Error()}}}
+		return nil, metrics.CallInvalidArguments, &ArgumentsError{Tool: tool, Failures: []ArgumentFailure{{Path: "", Message: err.Error()}}}
 	}
 	schema, err := snap.schema(tool)
 	if err != nil {
-		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " has an unusable input_schema"}
+		return nil, metrics.CallError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " has an unusable input_schema"}
 	}
 	if fails := schema.Check(args); len(fails) > 0 {
-		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: fails}
+		return nil, metrics.CallInvalidArguments, &ArgumentsError{Tool: tool, Failures: fails}
 	}
 	if ok, wait := p.limits.Allow(conn.ID, caller.Namespace, p.now()); !ok {
-		return nil, callRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
+		return nil, metrics.CallRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
 	}
 	var res *mcp.CallToolResult
 	if sc.task != nil {
 		var created *CallResult
 		created, res, err = p.callAsTask(ctx, st, conn, tool, raw, sc)
 		if created != nil {
-			return created, callTaskCreated, nil
+			return created, metrics.CallTaskCreated, nil
 		}
 	} else {
 		params := &mcp.CallToolParams{Name: tool, Arguments: raw}
@@ -202,12 +204,12 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	}
 	if err != nil {
 		if errors.Is(err, ErrCircuitOpen) {
-			return nil, callCircuitOpen, err
+			return nil, metrics.CallCircuitOpen, err
 		}
-		return nil, callError, err
+		return nil, metrics.CallError, err
 	}
 	if res, err = scrub.Launder(st.scrubber.Load(), res); err != nil {
-		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
+		return nil, metrics.CallError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
 	}
 	out := &CallResult{
 		ConnectionID:      conn.ID,
@@ -221,7 +223,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		out.Content = []mcp.Content{}
 	}
 	if res.IsError {
-		return out, callToolError, nil
+		return out, metrics.CallToolError, nil
 	}
-	return out, callSuccess, nil
+	return out, metrics.CallSuccess, nil
 }

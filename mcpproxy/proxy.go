@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/limit"
+	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
@@ -195,7 +196,7 @@ type Proxy struct {
 	onUpstream   func(context.Context, UpstreamExchange)
 	onDecision   func(context.Context, Event)
 	log          *slog.Logger
-	metrics      *metrics
+	metrics      *metrics.Set
 	ttl          time.Duration
 	staleIfError time.Duration
 	timeout      time.Duration
@@ -225,7 +226,7 @@ type Proxy struct {
 // New returns a Proxy for cfg. It fails only when the metrics cannot be
 // registered.
 func New(cfg Config) (*Proxy, error) {
-	m, err := newMetrics(cfg.Registerer)
+	m, err := metrics.New(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("mcpproxy: registering metrics: %w", err)
 	}

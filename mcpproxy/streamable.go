@@ -9,7 +9,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,10 +16,13 @@ import (
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,10 +41,6 @@ const sessionHeader = "Mcp-Session-Id"
 // sessionsFullRetryAfter is what a caller refused a new session is told to
 // wait: sessions end when idle or deleted, not on a schedule.
 const sessionsFullRetryAfter = 5 * time.Second
-
-// errorMetaKey names the _meta entry of a tool result the gateway made
-// itself (invalid arguments), with its stable code and details.
-const errorMetaKey = "idn/error"
 
 var serverInfo = &mcp.Implementation{Name: "idn-gateway", Version: "1"}
 
@@ -70,17 +68,18 @@ type agentSession struct {
 	// stream, and are not answered directly.
 	asks atomic.Bool
 	// tasks is what the session relays of tasks, and the ids of its own.
-	tasks sessionTasks
+	tasks tasks.Book
 	// stream is the writer of the session's own event stream while one is
 	// open, which task status notifications are written to.
-	stream atomic.Pointer[streamWriter]
+	stream atomic.Pointer[tasks.Stream]
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 
+	calls wire.InFlight // calls answered directly
+
 	mu     sync.Mutex
-	active int                           // POST requests being served
-	timer  *time.Timer                   // ends the idle session; nil before settle and after the end
-	calls  map[string]context.CancelFunc // calls answered directly, in flight, by request id
+	active int         // POST requests being served
+	timer  *time.Timer // ends the idle session; nil before settle and after the end
 }
 
 // Slot is s's record in the endpoint's table.
@@ -107,38 +106,6 @@ func (s *agentSession) end(idle time.Duration) {
 	}
 }
 
-// track registers a direct call's cancel under its request id; false when
-// the id is already in flight.
-func (s *agentSession) track(id string, cancel context.CancelFunc) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.calls[id]; dup {
-		return false
-	}
-	if s.calls == nil {
-		s.calls = make(map[string]context.CancelFunc)
-	}
-	s.calls[id] = cancel
-	return true
-}
-
-func (s *agentSession) untrack(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.calls, id)
-}
-
-// cancel cancels the direct call in flight under id, if any.
-func (s *agentSession) cancel(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cancel, ok := s.calls[id]
-	if ok {
-		cancel()
-	}
-	return ok
-}
-
 // endpoint serves /mcp/{connection_id}.
 type endpoint struct {
 	p    *Proxy
@@ -155,7 +122,7 @@ type endpoint struct {
 type openingKey struct{}
 
 func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
-	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.sessions, p.metrics.evictions)}
+	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.Sessions, p.metrics.Evictions)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: p.maxBody,
@@ -249,10 +216,10 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(e.streams, cancel)()
-	sw := &streamWriter{ResponseWriter: w}
+	sw := &tasks.Stream{ResponseWriter: w}
 	s.stream.Store(sw)
 	defer func() {
-		sw.close()
+		sw.Close()
 		s.stream.CompareAndSwap(sw, nil)
 	}()
 	e.sdk.ServeHTTP(sw, r.WithContext(ctx))
@@ -303,7 +270,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					s.version.Store(&ir.ProtocolVersion)
 					s.ss.Store(r.Session)
 					if e.relaysTasks(s) {
-						return mcptasks.WithTasks(ir, s.tasks.offered().Relayed())
+						return mcptasks.WithTasks(ir, s.tasks.Offered().Relayed())
 					}
 				}
 				return res, err
@@ -400,14 +367,14 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 // (nil: nothing is relayed); cancelling ctx withdraws the upstream call.
 // A task-augmented call (task set; direct path only) is answered with the
 // task the server created, which becomes s's.
-func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *taskSpec, relay *callRelay) (mcp.Result, error) {
+func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *tasks.Spec, relay *callRelay) (mcp.Result, error) {
 	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &sessionCall{
 		upstream: &s.upstream,
 		tools:    func(ctx context.Context, st *connState) (*snapshot, error) { return e.sessionTools(ctx, s, st) },
 		relay:    relay,
 		task:     task,
 		own: func(id string) {
-			for _, params := range s.tasks.own(id) {
+			for _, params := range s.tasks.Own(id) {
 				e.taskStatus(context.WithoutCancel(ctx), s, params)
 			}
 		},
@@ -416,7 +383,7 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 	if errors.As(err, &ae) && task == nil {
 		// As the go-sdk's own servers do: a tool error the model can read
 		// and correct, rather than a protocol error.
-		return argumentsResult(ae), nil
+		return arguments.ToolResult(ae.Tool, ae.Failures), nil
 	}
 	if err != nil {
 		return nil, rpcError(ctx, err)
@@ -425,23 +392,6 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 		return &mcptasks.Result{Raw: res.task}, nil
 	}
 	return &mcp.CallToolResult{Meta: res.meta, Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
-}
-
-func argumentsResult(ae *ArgumentsError) *mcp.CallToolResult {
-	var b strings.Builder
-	b.WriteString("invalid arguments for tool " + ae.Tool)
-	for _, f := range ae.Failures {
-		path := f.Path
-		if path == "" {
-			path = "(arguments)"
-		}
-		b.WriteString("\n" + path + ": " + f.Message)
-	}
-	return &mcp.CallToolResult{
-		Meta:    mcp.Meta{errorMetaKey: map[string]any{"code": errcode.MCPToolArgumentsInvalid.String(), "details": ae.Failures}},
-		Content: []mcp.Content{&mcp.TextContent{Text: b.String()}},
-		IsError: true,
-	}
 }
 
 // passThrough forwards one resources or prompts request upstream, on the

@@ -128,6 +128,13 @@ type Tap struct {
 	Status func(json.RawMessage)
 }
 
+// Tapped returns hc with its transport under a Tap telling offer and
+// status.
+func Tapped(hc *http.Client, offer func(*Offer), status func(json.RawMessage)) *http.Client {
+	tap := &Tap{Base: hc.Transport, Offer: offer, Status: status}
+	return &http.Client{Transport: tap, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+}
+
 func (t *Tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {
