@@ -18,11 +18,9 @@ import (
 // instead of an event stream, and such a call has nothing to stream. The
 // checks and the result are the SDK path's (endpoint.call); what is saved
 // is the SDK server's decoding and its hand-offs between goroutines, about
-// half of what the endpoint used to add to a call. Everything else,
-// and anything unusual about such a message, goes to the SDK; but for
-// task-augmented calls, which the SDK's server cannot carry (it would run
-// them as plain calls), and which are answered here at once with their
-// task on every session that relays tasks.
+// half of what the endpoint used to add to a call. Everything else goes
+// to the SDK; but task-augmented calls, which its server would run as
+// plain calls, are answered here on every session that relays tasks.
 
 // direct answers body, a POST on session s, when it is a call the endpoint
 // serves itself or the cancellation of one, and reports whether it did.
@@ -51,16 +49,19 @@ func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSessio
 	case task:
 		e.directCall(w, r, s, m)
 		return true
-	case !plain || e.p.sdkAgent || s.asks.Load() || !ok:
+	case !plain || !ok:
 		return false
-	case m.Call != nil:
-		e.directCall(w, r, s, m)
-		return true
-	case s.calls.Cancel(m.Key):
-		w.WriteHeader(http.StatusAccepted)
-		return true
+	case m.Call == nil: // a cancellation, of a call answered here or the SDK's
+		if s.calls.Cancel(m.Key) {
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		return false
+	case e.p.sdkAgent || s.asks.Load():
+		return false
 	}
-	return false
+	e.directCall(w, r, s, m)
+	return true
 }
 
 // directCall answers one tools/call as application/json. The call ends
