@@ -12,7 +12,10 @@
 // The Go test runs it against the reference "everything" server directly
 // and through the gateway, and compares the two transcripts message by
 // message. The client declares sampling, elicitation and roots, and
-// answers the server's requests with fixed answers it also records.
+// answers the server's requests with fixed answers it also records. It
+// runs tasks too (MCP 2025-11-25): a task-augmented call, the task's
+// status, result, status notification, listing and cancellation, and a
+// task that asks for input while its result is awaited.
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
