@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,31 +18,50 @@ import (
 // instead of an event stream, and such a call has nothing to stream. The
 // checks and the result are the SDK path's (endpoint.call); what is saved
 // is the SDK server's decoding and its hand-offs between goroutines, about
-// half of what the endpoint used to add to a call. Everything else,
-// and anything unusual about such a message, goes to the SDK.
+// half of what the endpoint used to add to a call. Everything else goes
+// to the SDK; but task-augmented calls, which its server would run as
+// plain calls, are answered here on every session that relays tasks.
 
 // direct answers body, a POST on session s, when it is a call the endpoint
 // serves itself or the cancellation of one, and reports whether it did.
-// A session whose agent offers sampling or elicitation has every call
-// served by the SDK, whose answer is an event stream that can carry the
-// server's requests; roots are asked for on the session's own stream.
+// A session whose agent offers sampling or elicitation has every plain
+// call served by the SDK, whose answer is an event stream that can carry
+// the server's requests; roots are asked for on the session's own stream.
 func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	version := s.version.Load()
-	if e.p.sdkAgent || s.ss.Load() == nil || version == nil || s.asks.Load() || !wire.PlainPOST(r, *version) {
+	relays := e.relaysTasks(s)
+	if !relays && (e.p.sdkAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
+		return false
+	}
+	plain := wire.PlainPOST(r, *version)
+	if !plain && !relays {
 		return false
 	}
 	m, ok := wire.Classify(body)
+	task := ok && m.Call != nil && m.Call.Task != nil && relays
 	switch {
-	case !ok:
-		return false
-	case m.Call != nil:
+	case task && !plain:
+		// The SDK would run it as a plain call.
+		wire.Write(w, http.StatusBadRequest, wire.Response{ID: m.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeInvalidRequest, Message: "mcpproxy: a task-augmented tools/call takes a JSON body, an Accept of JSON and event streams, and the session's protocol version",
+		}})
+		return true
+	case task:
 		e.directCall(w, r, s, m)
 		return true
-	case s.cancel(m.Key):
-		w.WriteHeader(http.StatusAccepted)
-		return true
+	case !plain || !ok:
+		return false
+	case m.Call == nil: // a cancellation, of a call answered here or the SDK's
+		if s.calls.Cancel(m.Key) {
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		return false
+	case e.p.sdkAgent || s.asks.Load():
+		return false
 	}
-	return false
+	e.directCall(w, r, s, m)
+	return true
 }
 
 // directCall answers one tools/call as application/json. The call ends
@@ -50,13 +70,13 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	id, key := m.ID, m.Key
-	if !s.track(key, cancel) {
+	if !s.calls.Track(key, cancel) {
 		wire.Write(w, http.StatusBadRequest, wire.Response{ID: id, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInvalidRequest, Message: "mcpproxy: request id " + key + " is already in flight on this session",
 		}})
 		return
 	}
-	defer s.untrack(key)
+	defer s.calls.Untrack(key)
 	// What the server says or asks during the call goes to the session's
 	// own stream: this answer has none.
 	relay := &callRelay{
@@ -64,8 +84,17 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
+		status: func(params json.RawMessage) { e.taskStatus(context.WithoutCancel(ctx), s, params) },
 	}
-	res, err := e.call(ctx, s, s.conn.Load(), m.Call.Name, m.Call.Arguments, relay)
+	var task *tasks.Spec
+	if m.Call.Task != nil && e.relaysTasks(s) {
+		task = &tasks.Spec{}
+		if err := json.Unmarshal(m.Call.Task, task); err != nil {
+			wire.Write(w, http.StatusOK, wire.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: unreadable task: " + err.Error()}})
+			return
+		}
+	}
+	res, err := e.call(ctx, s, s.conn.Load(), m.Call.Name, m.Call.Arguments, task, relay)
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
+	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -153,7 +154,7 @@ func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*
 	cached := st.snap
 	if refresh != RefreshForce && cached.succeeded() && now.Sub(cached.d.DiscoveredAt) <= p.ttl {
 		st.mu.Unlock()
-		p.metrics.discovery.WithLabelValues(discoveryCacheHit).Inc()
+		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryCacheHit).Inc()
 		return cached, nil
 	}
 	f := st.flight
@@ -173,7 +174,7 @@ func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*
 		return f.snap, nil
 	}
 	if refresh != RefreshForce && cached.succeeded() && now.Sub(cached.d.DiscoveredAt) <= p.ttl+p.staleIfError {
-		p.metrics.discovery.WithLabelValues(discoveryStaleIfError).Inc()
+		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryStaleIfError).Inc()
 		p.log.Warn("mcpproxy: serving stale discovery", "connection_id", st.id, "error", f.err.Error())
 		return cached, nil
 	}
@@ -215,11 +216,11 @@ func (p *Proxy) runDiscovery(st *connState, f *flight) {
 
 	switch {
 	case err == nil:
-		p.metrics.discovery.WithLabelValues(discoverySuccess).Inc()
+		p.metrics.Discovery.WithLabelValues(metrics.DiscoverySuccess).Inc()
 	case errors.Is(err, ErrCircuitOpen):
-		p.metrics.discovery.WithLabelValues(discoveryCircuitOpen).Inc()
+		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryCircuitOpen).Inc()
 	default:
-		p.metrics.discovery.WithLabelValues(discoveryError).Inc()
+		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryError).Inc()
 		p.log.Warn("mcpproxy: discovery failed", "connection_id", st.id, "error", err.Error())
 	}
 	if p.onDiscovery != nil {

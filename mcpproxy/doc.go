@@ -63,6 +63,10 @@
 //     with one JSON body (direct.go, reading with package wire); the
 //     rest goes through the SDK's server, whose event streams carry a
 //     call's notifications and the server's requests before its result.
+//     Tasks (MCP 2025-11-25), which the SDK has no model of, are carried
+//     as JSON where the upstream offers them (tasks.go): task-augmented
+//     calls take a plain call's checks, and each task belongs to the
+//     agent session that created it, whatever the server allows.
 //     Both fast paths (direct.go and upstream.Call) are held to the SDK's
 //     server and client by a contract test that runs one conversation
 //     through every combination and compares it message by message;
@@ -87,11 +91,11 @@
 //
 // The parts that stand alone are packages of their own: toolpolicy and
 // mcpsettings for users; under internal/, upstream (the retrying transport
-// and the tools/call exchange), wire (the fast paths' JSON-RPC
-// messages), mirror (what an agent session sees of its upstream
-// session), pool (the sessions' table and shares), scrub (secret
-// removal), arguments (argument validation) and limit (breaker and rate
-// limit). Policy, SubjectPolicy, Decision, Source, Settings,
+// and the exchanges), wire (the fast paths' JSON-RPC messages), mirror
+// (what an agent session sees of its upstream session), tasks (what it
+// keeps of tasks), pool (the sessions' table and shares), scrub (secret
+// removal), arguments (argument validation), limit (breaker and rate
+// limit) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,
 // SettingsError and ArgumentFailure are aliases of their types.
 //
 // The gateway owns authentication: Handler reads the already verified

@@ -3,12 +3,15 @@ package mcpproxy_test
 //lint:file-ignore SA1019 the tests drive sampling, roots and logging, which the SDK deprecates for the newest protocol version only.
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,8 +33,9 @@ func TestEverythingDirectAndThroughTheGatewayAgree(t *testing.T) {
 		name, caps string
 		asked      string // what the server asks during the direct run
 	}{
-		// Calls go through the SDK's server, as event streams.
-		{"client with sampling, elicitation and roots", "all", "roots/list,sampling/createMessage,elicitation/create"},
+		// Calls go through the SDK's server, as event streams; a task asks
+		// for input (elicitation) while its result is awaited.
+		{"client with sampling, elicitation and roots", "all", "roots/list,sampling/createMessage,elicitation/create,elicitation/create"},
 		// Calls are answered directly, as single JSON bodies.
 		{"client with roots alone", "roots", "roots/list"},
 	} {
@@ -49,7 +53,7 @@ func TestEverythingDirectAndThroughTheGatewayAgreeForTheGoSDK(t *testing.T) {
 	upstream := mcpconversation.StartEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
 	direct := goConversation(t, upstream, http.DefaultClient)
-	mcpconversation.Check(t, direct, "roots/list,sampling/createMessage,elicitation/create")
+	mcpconversation.Check(t, direct, "roots/list,sampling/createMessage,elicitation/create,elicitation/create")
 	gateway := goConversation(t, e.srv.URL+"/mcp/mcp1", &http.Client{Transport: identityTransport{alice}})
 	mcpconversation.Compare(t, direct, gateway)
 }
@@ -106,6 +110,12 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 		},
 	})
 	client.AddRoots(&mcp.Root{URI: "file:///work/project", Name: "project"})
+	// The SDK has no model of tasks: their methods are custom ones.
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"} {
+		if err := mcp.AddSendingCustomMethod[*taskParams, *anyResult](client, method); err != nil {
+			t.Fatal(err)
+		}
+	}
 	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "roots/list" {
@@ -251,8 +261,115 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 		})
 		return map[string]any{"res": res, "progress": got}, err
 	})
+	// A task, as conversation.mjs runs it; a task-augmented call is sent
+	// as JSON, since the SDK's client would drop the task.
+	callAsTask := func(topic string) (map[string]any, error) {
+		return rawCall(ctx, t, hc, url, cs, map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": topic}, "task": map[string]any{"ttl": 60000}})
+	}
+	withoutMessage := func(m map[string]any) map[string]any {
+		delete(m, "statusMessage")
+		return m
+	}
+	custom := func(method string, params *taskParams) (map[string]any, error) {
+		res, err := mcp.CallCustomMethod[*taskParams, *anyResult](ctx, cs, method, params)
+		if err != nil {
+			return nil, err
+		}
+		return res.v, nil
+	}
+	var taskID string
+	step("tools/call as a task", func() (any, error) {
+		res, err := callAsTask("gateways")
+		if err == nil {
+			task, _ := res["task"].(map[string]any)
+			taskID, _ = task["taskId"].(string)
+			withoutMessage(task)
+		}
+		return res, err
+	})
+	step("tasks/get", func() (any, error) {
+		res, err := custom("tasks/get", &taskParams{TaskID: taskID})
+		return withoutMessage(res), err
+	})
+	step("tasks/result", func() (any, error) { return custom("tasks/result", &taskParams{TaskID: taskID}) })
+	step("tasks/list", func() (any, error) { return custom("tasks/list", &taskParams{}) })
+	step("tasks/cancel of a finished task", func() (any, error) { return custom("tasks/cancel", &taskParams{TaskID: taskID}) })
+	step("tasks/cancel", func() (any, error) {
+		created, err := callAsTask("cancelled")
+		if err != nil {
+			return nil, err
+		}
+		id, _ := created["task"].(map[string]any)["taskId"].(string)
+		res, err := custom("tasks/cancel", &taskParams{TaskID: id})
+		return withoutMessage(res), err
+	})
+	step("tasks/get of an unknown task", func() (any, error) { return custom("tasks/get", &taskParams{TaskID: "no-such-task"}) })
+	step("tasks/result of a task that asks", func() (any, error) {
+		created, err := rawCall(ctx, t, hc, url, cs, map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "python", "ambiguous": true}, "task": map[string]any{"ttl": 60000}})
+		if err != nil {
+			return nil, err
+		}
+		id, _ := created["task"].(map[string]any)["taskId"].(string)
+		return custom("tasks/result", &taskParams{TaskID: id})
+	})
 	step("ping", func() (any, error) { return empty(cs.Ping(ctx, nil)) })
 	return steps
+}
+
+// taskParams are the params of the tasks methods.
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId,omitempty"`
+}
+
+// anyResult is a result as JSON.
+type anyResult struct {
+	mcp.ResultBase
+	v map[string]any
+}
+
+func (r *anyResult) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &r.v) }
+
+// rawCall sends a tools/call with params on cs's session as JSON, and
+// returns its result or its error as a *jsonrpc.Error.
+func rawCall(ctx context.Context, t *testing.T, hc *http.Client, url string, cs *mcp.ClientSession, params map[string]any) (map[string]any, error) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "raw", "method": "tools/call", "params": params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				raw = []byte(v)
+			}
+		}
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  *jsonrpc.Error `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		t.Fatalf("tools/call answered %d %q", resp.StatusCode, raw)
+	}
+	if msg.Error != nil {
+		return nil, msg.Error
+	}
+	return msg.Result, nil
 }
 
 // jsonMap is v as its JSON object.

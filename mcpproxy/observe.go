@@ -23,8 +23,11 @@ type UpstreamExchange struct {
 }
 
 // Event is one MCP decision of the proxy about a caller's request: a
-// tool listing (Method "tools/list") or a tool call ("tools/call"), with
-// its outcome, for Config.OnDecision.
+// tool listing (Method "tools/list"), a tool call ("tools/call", task
+// augmented or not), a tasks method ("tasks/get", "tasks/result",
+// "tasks/list", "tasks/cancel") or a task status notification
+// ("notifications/tasks/status"), with its outcome, for
+// Config.OnDecision.
 type Event struct {
 	ConnectionID string
 	Caller       Caller
@@ -32,8 +35,11 @@ type Event struct {
 	Tool         string // for tools/call
 	// Outcome is the result as idn_gateway_mcp_tool_call_total counts it
 	// for calls (success, tool_error, error, filtered, not_found,
-	// invalid_arguments, rate_limited, circuit_open) and "success" or
-	// "error" for listings.
+	// invalid_arguments, rate_limited, circuit_open, task_created);
+	// "success" or "error" for listings; "success", "error" or
+	// "not_owned" (a task of another session, or none) for the tasks
+	// methods; "relayed", "no_stream" or "not_owned" for status
+	// notifications.
 	Outcome string
 	// Code is the stable error code of a refusal or failure.
 	Code string

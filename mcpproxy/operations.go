@@ -2,13 +2,16 @@ package mcpproxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
+	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -41,6 +44,9 @@ type CallResult struct {
 	IsError           bool          `json:"is_error"`
 	// meta is the result's _meta, which the MCP endpoint passes on.
 	meta mcp.Meta
+	// task is the server's answer to a task-augmented call, its task,
+	// scrubbed; the fields above are then unset.
+	task json.RawMessage
 }
 
 // lookup returns the connection's state and its discovery per refresh.
@@ -117,6 +123,10 @@ type sessionCall struct {
 	upstream *upstreamSession
 	tools    func(context.Context, *connState) (*snapshot, error)
 	relay    *callRelay
+	// task, when set, makes the call task-augmented; own is told the id
+	// of the task the server created.
+	task *tasks.Spec
+	own  func(taskID string)
 }
 
 // callTool is Call, on the agent session of sc when it is not nil (else
@@ -126,7 +136,7 @@ func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, t
 	ctx, span := p.tracer.Start(ctx, "mcp.tool_call", oteltrace.SpanKindInternal)
 	defer span.End()
 	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, sc)
-	p.metrics.called(conn.ID, tool, result)
+	p.metrics.Called(conn.ID, tool, result)
 	p.decide(ctx, conn, caller, "tools/call", tool, result, err)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.ConnectionID.String(conn.ID), attribute.String("mcp.tool.name", tool), attribute.String("mcp.result", result))
@@ -153,45 +163,53 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 	}
 	if err != nil {
 		if errors.Is(err, ErrCircuitOpen) {
-			return nil, callCircuitOpen, err
+			return nil, metrics.CallCircuitOpen, err
 		}
-		return nil, callError, err
+		return nil, metrics.CallError, err
 	}
 	if _, ok := snap.byName[tool]; !ok {
-		return nil, callNotFound, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
+		return nil, metrics.CallNotFound, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
 	}
 	if d := conn.Policy.Explain(caller.Subject, tool, snap.names); !d.Allowed {
-		return nil, callFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
+		return nil, metrics.CallFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
 	}
 	args, raw, err := arguments.Decode(body)
 	if err != nil {
-		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: []ArgumentFailure{{Path: "", Message: err.Error()}}}
+		return nil, metrics.CallInvalidArguments, &ArgumentsError{Tool: tool, Failures: []ArgumentFailure{{Path: "", Message: err.Error()}}}
 	}
 	schema, err := snap.schema(tool)
 	if err != nil {
-		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " has an unusable input_schema"}
+		return nil, metrics.CallError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " has an unusable input_schema"}
 	}
 	if fails := schema.Check(args); len(fails) > 0 {
-		return nil, callInvalidArguments, &ArgumentsError{Tool: tool, Failures: fails}
+		return nil, metrics.CallInvalidArguments, &ArgumentsError{Tool: tool, Failures: fails}
 	}
 	if ok, wait := p.limits.Allow(conn.ID, caller.Namespace, p.now()); !ok {
-		return nil, callRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
+		return nil, metrics.CallRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
 	}
-	params := &mcp.CallToolParams{Name: tool, Arguments: raw}
 	var res *mcp.CallToolResult
-	err = p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
-		var err error
-		res, err = p.exchangeCall(ctx, st, cs, params, sc.relay)
-		return err
-	})
+	if sc.task != nil {
+		var created *CallResult
+		created, res, err = p.callAsTask(ctx, st, conn, tool, raw, sc)
+		if created != nil {
+			return created, metrics.CallTaskCreated, nil
+		}
+	} else {
+		params := &mcp.CallToolParams{Name: tool, Arguments: raw}
+		err = p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+			var err error
+			res, err = p.exchangeCall(ctx, st, cs, params, sc.relay)
+			return err
+		})
+	}
 	if err != nil {
 		if errors.Is(err, ErrCircuitOpen) {
-			return nil, callCircuitOpen, err
+			return nil, metrics.CallCircuitOpen, err
 		}
-		return nil, callError, err
+		return nil, metrics.CallError, err
 	}
 	if res, err = scrub.Launder(st.scrubber.Load(), res); err != nil {
-		return nil, callError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
+		return nil, metrics.CallError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
 	}
 	out := &CallResult{
 		ConnectionID:      conn.ID,
@@ -205,7 +223,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		out.Content = []mcp.Content{}
 	}
 	if res.IsError {
-		return out, callToolError, nil
+		return out, metrics.CallToolError, nil
 	}
-	return out, callSuccess, nil
+	return out, metrics.CallSuccess, nil
 }

@@ -46,10 +46,10 @@ func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res Probe, err err
 	}()
 	endpoint := st.currentEndpoint()
 	tctx, tr := upstream.WithTrace(ctx)
-	cs, err := p.connect(tctx, st, endpoint, p.client, upstreamProtocol, false)
+	cs, err := p.connect(tctx, st.httpClient, endpoint, p.client, upstreamProtocol, false)
 	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
 		tctx, tr = upstream.WithTrace(ctx)
-		cs, err = p.connect(tctx, st, endpoint, p.client, "", false)
+		cs, err = p.connect(tctx, st.httpClient, endpoint, p.client, "", false)
 	}
 	if err != nil {
 		return res, err

@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/limit"
+	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
@@ -97,11 +98,13 @@ type Config struct {
 	// upstream MCP server (each attempt), for the gateway's upstream
 	// metrics and decision log. It must not block.
 	OnUpstream func(ctx context.Context, e UpstreamExchange)
-	// OnDecision, when set, is told of every tool listing and tool call a
-	// caller asks for, with its outcome. It must not block.
+	// OnDecision, when set, is told of every tool listing, tool call and
+	// tasks method a caller asks for and every task status notification
+	// relayed to it, with its outcome (see Event). It must not block.
 	OnDecision func(ctx context.Context, e Event)
-	// Registerer, when set, gets idn_gateway_mcp_discovery_total and
-	// idn_gateway_mcp_tool_call_total. Nil registers nothing.
+	// Registerer, when set, gets idn_gateway_mcp_discovery_total,
+	// idn_gateway_mcp_tool_call_total, idn_gateway_mcp_task_total and the
+	// sessions' gauge and evictions. Nil registers nothing.
 	Registerer prometheus.Registerer
 	// TracerProvider, when set, receives the mcp.discovery and
 	// mcp.tool_call spans, and every upstream request carries the calling
@@ -193,7 +196,7 @@ type Proxy struct {
 	onUpstream   func(context.Context, UpstreamExchange)
 	onDecision   func(context.Context, Event)
 	log          *slog.Logger
-	metrics      *metrics
+	metrics      *metrics.Set
 	ttl          time.Duration
 	staleIfError time.Duration
 	timeout      time.Duration
@@ -223,7 +226,7 @@ type Proxy struct {
 // New returns a Proxy for cfg. It fails only when the metrics cannot be
 // registered.
 func New(cfg Config) (*Proxy, error) {
-	m, err := newMetrics(cfg.Registerer)
+	m, err := metrics.New(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("mcpproxy: registering metrics: %w", err)
 	}
@@ -361,6 +364,9 @@ type upstreamSession struct {
 	// protocol is the version asked for first; empty means
 	// upstreamProtocol.
 	protocol string
+	// tap, when set, wraps the connection's HTTP client for the session
+	// (an agent session reads the server's tasks capability; tasks.go).
+	tap func(*http.Client) *http.Client
 }
 
 // endUpstream closes u's session for good; later requests on it get
@@ -489,9 +495,12 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 		p.closeSession(u.session)
 		u.session = nil
 	}
-	client, protocol := u.client, u.protocol
+	client, protocol, hc := u.client, u.protocol, st.httpClient
 	if client == nil {
 		client = p.client
+	}
+	if u.tap != nil {
+		hc = u.tap(hc)
 	}
 	if protocol == "" {
 		protocol = upstreamProtocol
@@ -500,9 +509,9 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 	// messages to.
 	events := u.client != nil
 	tctx, tr := upstream.WithTrace(ctx)
-	cs, err := p.connect(tctx, st, endpoint, client, protocol, events)
+	cs, err := p.connect(tctx, hc, endpoint, client, protocol, events)
 	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
-		cs, err = p.connect(ctx, st, endpoint, client, "", events)
+		cs, err = p.connect(ctx, hc, endpoint, client, "", events)
 	}
 	if err != nil {
 		if u.state == SessionReady {
@@ -514,18 +523,18 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 	return cs, nil
 }
 
-// connect opens a session of client with st's upstream server at
+// connect opens a session of client, over hc, with the upstream server at
 // endpoint, asking for protocol ("" lets the SDK's client pick).
 // events opens the standalone event stream the server sends its own
 // messages on.
-func (p *Proxy) connect(ctx context.Context, st *connState, endpoint string, client *mcp.Client, protocol string, events bool) (*mcp.ClientSession, error) {
+func (p *Proxy) connect(ctx context.Context, hc *http.Client, endpoint string, client *mcp.Client, protocol string, events bool) (*mcp.ClientSession, error) {
 	var opts *mcp.ClientSessionOptions
 	if protocol != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: protocol}
 	}
 	return client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:             endpoint,
-		HTTPClient:           st.httpClient,
+		HTTPClient:           hc,
 		MaxRetries:           -1, // retries are upstream.Transport's, which knows what is safe to repeat
 		DisableStandaloneSSE: !events,
 	}, opts)

@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"net/http"
 
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
@@ -36,6 +37,8 @@ type callRelay struct {
 	notify func(method string, params mcp.Params)
 	// ask relays a request of the server to the agent and returns its answer.
 	ask func(ctx context.Context, method string, params json.RawMessage) (any, error)
+	// status receives the params of task status notifications.
+	status func(params json.RawMessage)
 }
 
 // notification hands msg, a notification read from the stream of call id,
@@ -44,6 +47,12 @@ type callRelay struct {
 // the agent can be told, scrubbed of secrets.
 func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
 	if r == nil {
+		return
+	}
+	if msg.Method == mcptasks.StatusMethod {
+		if r.status != nil {
+			r.status(msg.Params)
+		}
 		return
 	}
 	if msg.Method == "notifications/progress" {
@@ -58,19 +67,9 @@ func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
 	if r.notify == nil {
 		return
 	}
-	if params, ok := cleanParams(st.scrubber.Load(), msg.Method, msg.Params); ok {
+	if params, ok := mirror.CleanParams(st.scrubber.Load(), msg.Method, msg.Params); ok {
 		r.notify(msg.Method, params)
 	}
-}
-
-// cleanParams decodes the params of a notification the relay passes on
-// (see mirror.NotificationParams), with secrets replaced.
-func cleanParams(sc *scrub.Scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
-	clean, err := scrub.Launder(sc, &raw)
-	if err != nil {
-		return nil, false
-	}
-	return mirror.NotificationParams(method, *clean)
 }
 
 // tell sends the agent of s a notification, on the stream of the request
@@ -101,23 +100,19 @@ func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, par
 }
 
 // ask relays a request the upstream server sent to the agent of s, with
-// secrets replaced, when the agent declared the capability it needs, and
-// returns the agent's answer as it is: it goes to the server the agent is
-// using.
+// secrets replaced, when the agent declared the capability it needs
+// (mirror.Ask), and returns the agent's answer as it is: it goes to the
+// server the agent is using.
 func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
 	ss := s.ss.Load()
 	if ss == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + method + " is not offered by this client"}
-	}
-	caps := &mcp.ClientCapabilities{}
-	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
-		caps = ip.Capabilities
+		return nil, mirror.NotOffered(method)
 	}
 	st, err := e.p.state(s.conn.Load())
 	if err != nil {
 		return nil, err
 	}
-	decode := func(p any) error {
+	return mirror.Ask(ctx, ss, method, func(p any) error {
 		if len(raw) == 0 || string(raw) == "null" {
 			return nil
 		}
@@ -131,51 +126,17 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", method, err)}
 		}
 		return nil
-	}
-	switch {
-	case method == "sampling/createMessage" && caps.Sampling != nil:
-		var p mcp.CreateMessageParams
-		if err := decode(&p); err != nil {
-			return nil, err
-		}
-		return ss.CreateMessage(ctx, &p)
-	case method == "elicitation/create" && caps.Elicitation != nil:
-		var p mcp.ElicitParams
-		if err := decode(&p); err != nil {
-			return nil, err
-		}
-		return ss.Elicit(ctx, &p)
-	case method == "roots/list" && caps.RootsV2 != nil:
-		var p mcp.ListRootsParams
-		if err := decode(&p); err != nil {
-			return nil, err
-		}
-		return ss.ListRoots(ctx, &p)
-	}
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + method + " is not offered by this client"}
+	})
 }
 
-// askDetached is ask for a request the SDK's client received: its context
-// carries the upstream request's id, which the agent's server would take
-// for the id of an agent request whose stream should carry it; the
-// agent's session stream carries it instead.
-func (e *endpoint) askDetached(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
-	detached, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
-	return e.ask(detached, s, method, raw)
-}
-
-// upstreamClient is the client of s's upstream session: it declares the
-// client capabilities the agent declared that the relay passes on, and
-// hands the agent what the server sends outside a call's own stream (on
-// the session's stream, or during requests the SDK's client sends).
+// upstreamClient is the client of s's upstream session (mirror.Client):
+// what the server sends outside a call's own stream (on the session's
+// stream, or during requests the SDK's client sends) reaches the agent.
+// A request the SDK's client received carries the upstream request's id
+// in its context, which the agent's server would take for the id of an
+// agent request whose stream should carry it: the agent's session stream
+// carries it instead.
 func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities) *mcp.Client {
-	caps := &mcp.ClientCapabilities{}
-	if agent != nil {
-		caps.Sampling, caps.Elicitation, caps.RootsV2 = agent.Sampling, agent.Elicitation, agent.RootsV2
-	}
-	ctx := context.Background()
 	tell := func(method string, params mcp.Params) {
 		st, err := e.p.state(s.conn.Load())
 		if err != nil {
@@ -185,62 +146,21 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 		if err != nil {
 			return
 		}
-		if clean, ok := cleanParams(st.scrubber.Load(), method, raw); ok {
-			e.tell(ctx, s, method, clean)
+		if clean, ok := mirror.CleanParams(st.scrubber.Load(), method, raw); ok {
+			e.tell(context.Background(), s, method, clean)
 		}
 	}
-	opts := &mcp.ClientOptions{
-		Capabilities: caps,
-	}
-	mcpnotify.Relay(opts, tell)
-	if caps.Sampling != nil {
-		opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			raw, err := json.Marshal(r.Params)
-			if err != nil {
-				return nil, err
-			}
-			res, err := e.askDetached(ctx, s, "sampling/createMessage", raw)
-			if err != nil {
-				return nil, err
-			}
-			return res.(*mcp.CreateMessageResult), nil
+	ask := func(ctx context.Context, method string, params any) (any, error) {
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return nil, err
 		}
+		detached, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		defer context.AfterFunc(ctx, cancel)()
+		return e.ask(detached, s, method, raw)
 	}
-	if caps.Elicitation != nil {
-		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			raw, err := json.Marshal(r.Params)
-			if err != nil {
-				return nil, err
-			}
-			res, err := e.askDetached(ctx, s, "elicitation/create", raw)
-			if err != nil {
-				return nil, err
-			}
-			return res.(*mcp.ElicitResult), nil
-		}
-	}
-	c := mcp.NewClient(serverInfo, opts)
-	if caps.RootsV2 != nil {
-		// The SDK's client answers roots/list from roots of its own; the
-		// agent's are asked for instead.
-		c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method != "roots/list" {
-					return next(ctx, method, req)
-				}
-				raw, err := json.Marshal(req.GetParams())
-				if err != nil {
-					return nil, err
-				}
-				res, err := e.askDetached(ctx, s, method, raw)
-				if err != nil {
-					return nil, err
-				}
-				return res.(*mcp.ListRootsResult), nil
-			}
-		})
-	}
-	return c
+	return mirror.Client(serverInfo, agent, tell, ask)
 }
 
 // relayFor is the relay of a call on s from the request ctx (the agent's
@@ -251,6 +171,7 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
+		status: func(params json.RawMessage) { e.taskStatus(context.WithoutCancel(ctx), s, params) },
 	}
 	if token != nil {
 		r.progress = func(n *mcp.ProgressNotificationParams) {
@@ -259,17 +180,6 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 		}
 	}
 	return r
-}
-
-// upstreamVersion is the protocol version an agent session's upstream
-// session asks for: the agent's own when the relay speaks it, else
-// upstreamProtocol. The server may answer with another (see
-// docs/gateway.md).
-func upstreamVersion(agent string) string {
-	if agent <= upstreamProtocol && slices.Contains(mcp.SupportedProtocolVersions(), agent) {
-		return agent
-	}
-	return upstreamProtocol
 }
 
 // sessionTools returns the tools s's upstream session lists, the ones its
@@ -321,7 +231,13 @@ func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) 
 // upstream session lists, as listed (order, metadata, cursor), minus the
 // tools the session's subject may not use.
 func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
-	res, err := e.toolsPage(ctx, s, conn, params)
+	var res mcp.Result
+	var err error
+	if e.relaysTasks(s) {
+		res, err = e.rawTools(ctx, s, conn, params)
+	} else {
+		res, err = e.toolsPage(ctx, s, conn, params)
+	}
 	e.p.decide(ctx, conn, s.caller, "tools/list", "", outcome(err), err)
 	if err != nil {
 		return nil, rpcError(ctx, err)
@@ -388,7 +304,8 @@ func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Conn
 	s.asks.Store(caps != nil && (caps.Sampling != nil || caps.Elicitation != nil))
 	s.upstream.mu.Lock()
 	s.upstream.client = e.upstreamClient(s, caps)
-	s.upstream.protocol = upstreamVersion(version)
+	s.upstream.protocol = mirror.Version(version, upstreamProtocol)
+	s.upstream.tap = func(hc *http.Client) *http.Client { return e.tapped(s, hc) }
 	s.upstream.mu.Unlock()
 
 	st, err := e.p.state(conn)

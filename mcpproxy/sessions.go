@@ -42,6 +42,7 @@ func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) 
 			})
 		},
 	})
+	e.addTaskMethods(s)
 	s.server.AddReceivingMiddleware(e.dispatch(s))
 	s.server.AddSendingMiddleware(mcpnotify.Sending)
 

@@ -9,17 +9,20 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -38,10 +41,6 @@ const sessionHeader = "Mcp-Session-Id"
 // sessionsFullRetryAfter is what a caller refused a new session is told to
 // wait: sessions end when idle or deleted, not on a schedule.
 const sessionsFullRetryAfter = 5 * time.Second
-
-// errorMetaKey names the _meta entry of a tool result the gateway made
-// itself (invalid arguments), with its stable code and details.
-const errorMetaKey = "idn/error"
 
 var serverInfo = &mcp.Implementation{Name: "idn-gateway", Version: "1"}
 
@@ -68,13 +67,19 @@ type agentSession struct {
 	// the server asks for during a call: its calls then need an event
 	// stream, and are not answered directly.
 	asks atomic.Bool
+	// tasks is what the session relays of tasks, and the ids of its own.
+	tasks tasks.Book
+	// stream is the writer of the session's own event stream while one is
+	// open, which task status notifications are written to.
+	stream atomic.Pointer[tasks.Stream]
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 
+	calls wire.InFlight // calls answered directly
+
 	mu     sync.Mutex
-	active int                           // POST requests being served
-	timer  *time.Timer                   // ends the idle session; nil before settle and after the end
-	calls  map[string]context.CancelFunc // calls answered directly, in flight, by request id
+	active int         // POST requests being served
+	timer  *time.Timer // ends the idle session; nil before settle and after the end
 }
 
 // Slot is s's record in the endpoint's table.
@@ -101,38 +106,6 @@ func (s *agentSession) end(idle time.Duration) {
 	}
 }
 
-// track registers a direct call's cancel under its request id; false when
-// the id is already in flight.
-func (s *agentSession) track(id string, cancel context.CancelFunc) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.calls[id]; dup {
-		return false
-	}
-	if s.calls == nil {
-		s.calls = make(map[string]context.CancelFunc)
-	}
-	s.calls[id] = cancel
-	return true
-}
-
-func (s *agentSession) untrack(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.calls, id)
-}
-
-// cancel cancels the direct call in flight under id, if any.
-func (s *agentSession) cancel(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cancel, ok := s.calls[id]
-	if ok {
-		cancel()
-	}
-	return ok
-}
-
 // endpoint serves /mcp/{connection_id}.
 type endpoint struct {
 	p    *Proxy
@@ -149,7 +122,7 @@ type endpoint struct {
 type openingKey struct{}
 
 func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
-	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.sessions, p.metrics.evictions)}
+	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.Sessions, p.metrics.Evictions)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: p.maxBody,
@@ -196,7 +169,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.sessions.Touch(s)
 		s.conn.Store(conn)
 		if r.Method == http.MethodGet {
-			e.serveStream(w, r)
+			e.serveStream(w, r, s)
 			return
 		}
 	}
@@ -231,7 +204,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveStream serves a session's standalone SSE stream (GET). It lives as
 // long as the session, so it is exempt from the server's read timeout, and
 // it ends at EndStreams so a graceful shutdown does not wait for it.
-func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
+func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentSession) {
 	if e.streams.Err() != nil {
 		// 405 tells a client this server offers no stream; it carries on
 		// with POST alone.
@@ -243,7 +216,13 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(e.streams, cancel)()
-	e.sdk.ServeHTTP(w, r.WithContext(ctx))
+	sw := &tasks.Stream{ResponseWriter: w}
+	s.stream.Store(sw)
+	defer func() {
+		sw.Close()
+		s.stream.CompareAndSwap(sw, nil)
+	}()
+	e.sdk.ServeHTTP(sw, r.WithContext(ctx))
 }
 
 // readBody reads a POST's body within the size limit, leaving r.Body
@@ -290,6 +269,9 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					// request can be answered directly.
 					s.version.Store(&ir.ProtocolVersion)
 					s.ss.Store(r.Session)
+					if e.relaysTasks(s) {
+						return mcptasks.WithTasks(ir, s.tasks.Offered().Relayed())
+					}
 				}
 				return res, err
 			case *mcp.ListToolsRequest:
@@ -299,7 +281,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				}
 				return e.listTools(ctx, s, conn, params)
 			case *mcp.CallToolRequest:
-				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken()))
+				return e.call(ctx, s, conn, r.Params.Name, r.Params.Arguments, nil, e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken()))
 			case *mcp.ListResourcesRequest:
 				if !conn.ExposeResources {
 					return nil, mirror.NotExposed(method)
@@ -383,39 +365,33 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 // session's upstream session lists, for the SDK's server and for the
 // direct path alike. relay receives what the server sends during the call
 // (nil: nothing is relayed); cancelling ctx withdraws the upstream call.
-func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, relay *callRelay) (mcp.Result, error) {
+// A task-augmented call (task set; direct path only) is answered with the
+// task the server created, which becomes s's.
+func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *tasks.Spec, relay *callRelay) (mcp.Result, error) {
 	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &sessionCall{
 		upstream: &s.upstream,
 		tools:    func(ctx context.Context, st *connState) (*snapshot, error) { return e.sessionTools(ctx, s, st) },
 		relay:    relay,
+		task:     task,
+		own: func(id string) {
+			for _, params := range s.tasks.Own(id) {
+				e.taskStatus(context.WithoutCancel(ctx), s, params)
+			}
+		},
 	})
 	var ae *ArgumentsError
-	if errors.As(err, &ae) {
+	if errors.As(err, &ae) && task == nil {
 		// As the go-sdk's own servers do: a tool error the model can read
 		// and correct, rather than a protocol error.
-		return argumentsResult(ae), nil
+		return arguments.ToolResult(ae.Tool, ae.Failures), nil
 	}
 	if err != nil {
 		return nil, rpcError(ctx, err)
 	}
+	if res.task != nil {
+		return &mcptasks.Result{Raw: res.task}, nil
+	}
 	return &mcp.CallToolResult{Meta: res.meta, Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
-}
-
-func argumentsResult(ae *ArgumentsError) *mcp.CallToolResult {
-	var b strings.Builder
-	b.WriteString("invalid arguments for tool " + ae.Tool)
-	for _, f := range ae.Failures {
-		path := f.Path
-		if path == "" {
-			path = "(arguments)"
-		}
-		b.WriteString("\n" + path + ": " + f.Message)
-	}
-	return &mcp.CallToolResult{
-		Meta:    mcp.Meta{errorMetaKey: map[string]any{"code": errcode.MCPToolArgumentsInvalid.String(), "details": ae.Failures}},
-		Content: []mcp.Content{&mcp.TextContent{Text: b.String()}},
-		IsError: true,
-	}
 }
 
 // passThrough forwards one resources or prompts request upstream, on the

@@ -3,6 +3,7 @@ package main
 //lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,12 +15,14 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/internal/mcporder"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,7 +64,7 @@ func cmdMCP(args []string, e env) error {
 	// followed: signing the next hop would give whoever answered the 3xx a
 	// signed request for any URL it names.
 	b.http = &http.Client{
-		Transport:     &mcporder.Transport{Base: b.refusals},
+		Transport:     &mcporder.Transport{Base: &mcptasks.Tap{Base: b.refusals, Offer: b.tasks.Store, Status: b.status}},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return b.serve(context.Background(), e.stdin, e.stdout)
@@ -91,6 +94,11 @@ type bridge struct {
 	retry       time.Duration
 	initialized chan struct{} // closed when the stdio client is initialized
 	initOnce    sync.Once
+
+	// tasks is what the gateway session offers of tasks (mcptasks.go).
+	tasks atomic.Pointer[mcptasks.Offer]
+	// out is stdout, written one whole message at a time.
+	out *lockedWriter
 }
 
 // defaultRetry is how often idn mcp asks the gateway again while the
@@ -103,6 +111,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	// Connect first, so the stdio side can offer what the gateway offers
 	// and a wrong URL, connection or identity fails at start, not later.
 	b.initialized = make(chan struct{})
+	b.out = &lockedWriter{w: out}
 	remote, err := b.session(ctx)
 	var (
 		caps         *mcp.ServerCapabilities
@@ -151,9 +160,13 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			return err
 		},
 	})
+	b.addTaskMethods(server)
 	server.AddReceivingMiddleware(b.forward)
 	server.AddSendingMiddleware(mcpnotify.Sending)
-	local, err := server.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
+	var calls sync.WaitGroup
+	defer calls.Wait()
+	in = &taskCalls{r: bufio.NewReader(in), take: func(line []byte) bool { return b.taskCall(ctx, &calls, line) }}
+	local, err := server.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: b.out}, nil)
 	if err != nil {
 		return err
 	}
@@ -304,6 +317,13 @@ func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return next(ctx, method, req)
 		case *mcp.ListToolsRequest:
+			if b.relaysTasks() {
+				params := r.Params
+				if params == nil {
+					params = &mcp.ListToolsParams{}
+				}
+				return b.listTools(ctx, params)
+			}
 			res, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListTools(ctx, r.Params) }, true)
 			if err != nil && b.isWaiting() {
 				return &mcp.ListToolsResult{Tools: []*mcp.Tool{}}, nil // until approved
@@ -462,7 +482,3 @@ func (r *refusals) lastRefusal() string {
 	defer r.mu.Unlock()
 	return r.last
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -60,6 +61,9 @@ func (b *bridge) client() *mcp.Client {
 		}
 	}
 	c := mcp.NewClient(bridgeInfo, opts)
+	for _, method := range mcptasks.Methods {
+		_ = mcp.AddSendingCustomMethod[*mcptasks.Params, *mcptasks.Result](c, method)
+	}
 	if caps.RootsV2 != nil {
 		c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -101,6 +105,9 @@ func (b *bridge) initialize(ctx context.Context, method string, req mcp.Request,
 		ir.Capabilities, ir.Instructions = up.Capabilities, up.Instructions
 		if ir.Capabilities == nil {
 			ir.Capabilities = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+		}
+		if b.relaysTasks() && ir.ProtocolVersion >= mcptasks.Version {
+			return mcptasks.WithTasks(ir, b.tasks.Load().Caps.Relayed())
 		}
 	}
 	return res, rerr

@@ -12,7 +12,10 @@
 // The Go test runs it against the reference "everything" server directly
 // and through the gateway, and compares the two transcripts message by
 // message. The client declares sampling, elicitation and roots, and
-// answers the server's requests with fixed answers it also records.
+// answers the server's requests with fixed answers it also records. It
+// runs tasks too (MCP 2025-11-25): a task-augmented call, the task's
+// status, result, status notification, listing and cancellation, and a
+// task that asks for input while its result is awaited.
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
@@ -22,6 +25,7 @@ const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/cli
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const {
   CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema,
+  CreateTaskResultSchema, CallToolResultSchema,
 } = require('@modelcontextprotocol/sdk/types.js');
 
 const [mode, url, ...rest] = process.argv.slice(2);
@@ -152,6 +156,43 @@ await step('tools/call with progress', async () => {
   });
   return { res, progress };
 });
+// A task: created by a task-augmented call, then its status, its result
+// (which waits for the end), the session's tasks, and a cancellation.
+// A task's id and times differ from run to run; the Go side normalizes
+// them. Its status message changes every second: only the status is kept.
+const callAsTask = (args) => client.request(
+  { method: 'tools/call', params: { name: 'simulate-research-query', arguments: args } },
+  CreateTaskResultSchema, { task: { ttl: 60000 } });
+let taskId;
+await step('tools/call as a task', async () => {
+  const res = await callAsTask({ topic: 'gateways' });
+  taskId = res.task.taskId;
+  const { statusMessage, ...task } = res.task;
+  return { ...res, task };
+});
+await step('tasks/get', async () => {
+  const { statusMessage, ...task } = await client.experimental.tasks.getTask(taskId);
+  return task;
+});
+await step('tasks/result', () => client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema));
+// The server reports each stage of the task on the session's own stream.
+await step('a task status notification', () => next('notifications/tasks/status'));
+await step('tasks/list', () => client.experimental.tasks.listTasks());
+await step('tasks/cancel of a finished task', () => client.experimental.tasks.cancelTask(taskId));
+await step('tasks/cancel', async () => {
+  const created = await callAsTask({ topic: 'cancelled' });
+  const { statusMessage, ...task } = await client.experimental.tasks.cancelTask(created.task.taskId);
+  return task;
+});
+await step('tasks/get of an unknown task', () => client.experimental.tasks.getTask('no-such-task'));
+if (!rootsOnly) {
+  // An ambiguous query makes the task ask the client (elicitation) while
+  // the client waits for its result.
+  await step('tasks/result of a task that asks', async () => {
+    const created = await callAsTask({ topic: 'python', ambiguous: true });
+    return client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+  });
+}
 await step('ping', () => client.ping());
 if (mode !== 'stdio') await transport.terminateSession();
 await client.close();

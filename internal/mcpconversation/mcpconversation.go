@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,14 +101,31 @@ func TypeScript(t *testing.T, caps string, env []string, args ...string) []map[s
 }
 
 // Check fails t when the direct conversation did not exercise what it is
-// meant to: every step answered but the unknown and the task-only tool,
-// the server's requests asked and its notifications told.
+// meant to: every step answered but those meant to fail, the server's
+// requests asked and its notifications told, a task run to its end and
+// another cancelled.
 func Check(t *testing.T, steps []map[string]any, wantAsked string) {
 	t.Helper()
 	var asked, told []string
+	fails := map[string]bool{
+		"a task-only tool called without a task": true,
+		"tasks/cancel of a finished task":        true,
+		"tasks/get of an unknown task":           true,
+	}
 	for _, s := range steps {
-		if e, ok := s["error"]; ok && s["step"] != "unknown tool" && s["step"] != "a task-only tool called without a task" {
-			t.Errorf("step %v failed directly: %v", s["step"], e)
+		if e, ok := s["error"]; ok != fails[s["step"].(string)] && s["step"] != "unknown tool" {
+			t.Errorf("step %v: error %v", s["step"], e)
+		}
+		r, _ := s["result"].(map[string]any)
+		switch s["step"] {
+		case "tasks/result":
+			if len(List(r, "content")) == 0 {
+				t.Errorf("tasks/result = %v", r)
+			}
+		case "tasks/cancel":
+			if r["status"] != "cancelled" {
+				t.Errorf("tasks/cancel = %v", r)
+			}
 		}
 		if r, ok := s["result"].(map[string]any); ok {
 			if m, ok := r["told"].(string); ok {
@@ -126,7 +144,11 @@ func Check(t *testing.T, steps []map[string]any, wantAsked string) {
 	if got := strings.Join(asked, ","); got != wantAsked {
 		t.Errorf("the server asked %s", got)
 	}
-	if got := strings.Join(told, ","); got != "notifications/message,notifications/resources/updated,notifications/message" {
+	wantTold := "notifications/message,notifications/resources/updated,notifications/message"
+	if slices.ContainsFunc(steps, func(s map[string]any) bool { return s["step"] == "a task status notification" }) {
+		wantTold += ",notifications/tasks/status"
+	}
+	if got := strings.Join(told, ","); got != wantTold {
 		t.Errorf("the server told %s", got)
 	}
 }
@@ -153,9 +175,16 @@ var createdAt = regexp.MustCompile(`created at [0-9:]+ [AP]M`)
 // into its logs: each conversation has its own.
 var sessionID = regexp.MustCompile(`session [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
+// taskID and timestamp match a task's id and times, which differ from run
+// to run.
+var (
+	taskID    = regexp.MustCompile(`"taskId":"[0-9a-f]{32}"`)
+	timestamp = regexp.MustCompile(`"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z"`)
+)
+
 // normalize removes what differs between two runs of one conversation
-// against the same server: the dynamic resources' creation times and the
-// session ids in the server's logs.
+// against the same server: the dynamic resources' creation times, the
+// session ids in the server's logs, and tasks' ids and times.
 func normalize(t *testing.T, steps []map[string]any) []map[string]any {
 	t.Helper()
 	raw, err := json.Marshal(steps)
@@ -164,6 +193,8 @@ func normalize(t *testing.T, steps []map[string]any) []map[string]any {
 	}
 	raw = createdAt.ReplaceAll(raw, []byte("created at (time)"))
 	raw = sessionID.ReplaceAll(raw, []byte("session (id)"))
+	raw = taskID.ReplaceAll(raw, []byte(`"taskId":"(id)"`))
+	raw = timestamp.ReplaceAll(raw, []byte(`"(time)"`))
 	var out []map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatal(err)
@@ -180,15 +211,6 @@ func allowDifferences(t *testing.T, want, got map[string]any) {
 	wantRes, _ := want["result"].(map[string]any)
 	gotRes, _ := got["result"].(map[string]any)
 	switch step {
-	case "initialize":
-		// Tasks are not relayed: the SDK the gateway is built on has no
-		// model of them.
-		caps, _ := wantRes["capabilities"].(map[string]any)
-		delete(caps, "tasks")
-	case "tools/list":
-		for _, tool := range List(wantRes, "tools") {
-			delete(tool, "execution")
-		}
 	case "prompts/list":
 		// A false "required" is written as its absence.
 		for _, p := range List(wantRes, "prompts") {
@@ -213,17 +235,16 @@ func allowDifferences(t *testing.T, want, got map[string]any) {
 		}
 		delete(want, "result")
 		delete(got, "result")
-	case "a task-only tool called without a task":
-		// Tools are listed without their execution (tasks are not
-		// relayed): a client that refuses by itself to call a task-only
-		// tool without a task calls it through the gateway, and gets the
-		// server's refusal as a tool error.
+	case "tasks/get of an unknown task":
+		// The gateway answers a task id the session does not own itself,
+		// with the code servers use and a wording of its own.
 		wantErr, _ := want["error"].(map[string]any)
-		if gotRes["isError"] != true || wantErr["code"] != float64(-32600) {
-			t.Errorf("task-only tool: direct %v, through the gateway %v", want, got)
+		gotErr, _ := got["error"].(map[string]any)
+		if wantErr["code"] != float64(-32602) || gotErr["code"] != float64(-32602) {
+			t.Errorf("unknown task: direct %v, through the gateway %v", want, got)
 		}
 		delete(want, "error")
-		delete(got, "result")
+		delete(got, "error")
 	case "unknown tool":
 		// A tool the server does not list is refused by the gateway.
 		gotErr, _ := got["error"].(map[string]any)

@@ -8,6 +8,9 @@ package mirror
 
 import (
 	"encoding/json"
+	"slices"
+
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,6 +70,26 @@ func NotificationParams(method string, raw json.RawMessage) (mcp.Params, bool) {
 		}
 	}
 	return p, true
+}
+
+// CleanParams is NotificationParams of raw with secrets replaced.
+func CleanParams(sc *scrub.Scrubber, method string, raw json.RawMessage) (mcp.Params, bool) {
+	clean, err := scrub.Launder(sc, &raw)
+	if err != nil {
+		return nil, false
+	}
+	return NotificationParams(method, *clean)
+}
+
+// Version is the protocol version an agent session's upstream session
+// asks for: the agent's own when the SDK speaks it and it is at most
+// newest, else newest. The server may answer with another (see
+// docs/gateway.md).
+func Version(agent, newest string) string {
+	if agent <= newest && slices.Contains(mcp.SupportedProtocolVersions(), agent) {
+		return agent
+	}
+	return newest
 }
 
 // DefaultCacheScope sets a result's cache scope to the protocol's default,

@@ -57,16 +57,31 @@ const cancelTimeout = 5 * time.Second
 // When ctx ends first, the server is told the call is withdrawn, in a
 // function handed to detach, which must run it.
 func Call(ctx context.Context, s Session, id string, params *mcp.CallToolParams, h Handler, detach func(func())) (*mcp.CallToolResult, error) {
-	resp, err := post(ctx, s, wire.Request{ID: id, Method: "tools/call", Params: params})
+	raw, err := Request(ctx, s, id, "tools/call", params, h, detach)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+	}
+	return &res, nil
+}
+
+// Request sends params as the request id of method on s and returns its
+// result as the server wrote it, as Call does for tools/call (the tasks
+// methods, whose types the SDK does not know, are sent this way too).
+func Request(ctx context.Context, s Session, id, method string, params any, h Handler, detach func(func())) (json.RawMessage, error) {
+	resp, err := post(ctx, s, wire.Request{ID: id, Method: method, Params: params})
 	if err != nil {
 		return nil, withdrawn(ctx, s, id, err, detach)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, refusal(resp, s.ID)
+		return nil, refusal(resp, s.ID, method)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	var res *mcp.CallToolResult
+	var res json.RawMessage
 	switch mt {
 	case "application/json":
 		var raw []byte
@@ -74,19 +89,19 @@ func Call(ctx context.Context, s Session, id string, params *mcp.CallToolParams,
 			var msg wire.Incoming
 			switch {
 			case len(raw) > wire.MaxEventBytes:
-				err = fmt.Errorf("tools/call: the upstream's answer exceeds %d bytes", wire.MaxEventBytes)
+				err = fmt.Errorf("%s: the upstream's answer exceeds %d bytes", method, wire.MaxEventBytes)
 			case json.Unmarshal(raw, &msg) != nil:
-				err = errors.New("tools/call: the upstream's answer is not a JSON-RPC message")
+				err = fmt.Errorf("%s: the upstream's answer is not a JSON-RPC message", method)
 			default:
-				if res, err = wire.CallResult(msg, id); res == nil && err == nil {
-					err = errors.New("tools/call: the upstream's answer is not for this call")
+				if res, err = wire.Result(msg, id); res == nil && err == nil {
+					err = fmt.Errorf("%s: the upstream's answer is not for this request", method)
 				}
 			}
 		}
 	case "text/event-stream":
-		res, err = readEvents(ctx, s, resp.Body, id, h)
+		res, err = readEvents(ctx, s, resp.Body, id, method, h)
 	default:
-		return nil, fmt.Errorf("tools/call: upstream answered content type %q", mt)
+		return nil, fmt.Errorf("%s: upstream answered content type %q", method, mt)
 	}
 	if err != nil {
 		return nil, withdrawn(ctx, s, id, err, detach)
@@ -99,43 +114,43 @@ func Call(ctx context.Context, s Session, id string, params *mcp.CallToolParams,
 // status; a 404 on a session is a lost session; a JSON-RPC error response
 // (with a request id: the TypeScript SDK's "Session not found" has none)
 // is the server's answer; anything else is the status.
-func refusal(resp *http.Response, sessionID string) error {
+func refusal(resp *http.Response, sessionID, method string) error {
 	switch {
 	case RetryableStatus(resp.StatusCode):
-		return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
+		return fmt.Errorf("%s: upstream answered %s", method, resp.Status)
 	case resp.StatusCode == http.StatusNotFound && sessionID != "":
-		return fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
+		return fmt.Errorf("%s: %w", method, mcp.ErrSessionMissing)
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, refusalPeek))
 	var msg wire.Incoming
 	if json.Unmarshal(raw, &msg) == nil && msg.JSONRPC == "2.0" && msg.Error != nil {
 		if _, ok := wire.IDKey(msg.ID); ok {
-			return fmt.Errorf("tools/call: upstream answered %s: %w", resp.Status, msg.Error)
+			return fmt.Errorf("%s: upstream answered %s: %w", method, resp.Status, msg.Error)
 		}
 	}
-	return fmt.Errorf("tools/call: upstream answered %s", resp.Status)
+	return fmt.Errorf("%s: upstream answered %s", method, resp.Status)
 }
 
-// readEvents reads an event stream until the response to the call id,
-// relaying the call's progress and answering the server's requests on the
+// readEvents reads an event stream until the response to the request id,
+// relaying the notifications and answering the server's requests on the
 // way.
-func readEvents(ctx context.Context, s Session, body io.Reader, id string, h Handler) (*mcp.CallToolResult, error) {
+func readEvents(ctx context.Context, s Session, body io.Reader, id, method string, h Handler) (json.RawMessage, error) {
 	events := wire.NewEventReader(bufio.NewReader(body))
 	for {
 		data, err := events.Next()
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("tools/call: the upstream's event stream ended before the result")
+			return nil, fmt.Errorf("%s: the upstream's event stream ended before the result", method)
 		}
 		if err != nil {
 			return nil, err
 		}
 		var msg wire.Incoming
 		if err := json.Unmarshal(data, &msg); err != nil {
-			return nil, fmt.Errorf("tools/call: unreadable message in the upstream's event stream: %w", err)
+			return nil, fmt.Errorf("%s: unreadable message in the upstream's event stream: %w", method, err)
 		}
 		switch {
 		case msg.Method == "":
-			if res, err := wire.CallResult(msg, id); res != nil || err != nil {
+			if res, err := wire.Result(msg, id); res != nil || err != nil {
 				return res, err
 			}
 		case msg.ID == nil:

@@ -14,6 +14,9 @@ import (
 type CallParams struct {
 	Name      string
 	Arguments json.RawMessage
+	// Task is the call's task augmentation (MCP 2025-11-25) as sent; nil
+	// for a plain call.
+	Task json.RawMessage
 }
 
 // Message is a message the direct path may serve: a tools/call
@@ -25,7 +28,8 @@ type Message struct {
 }
 
 // Classify returns body's message when it is a single tools/call that
-// asks for no progress (progress needs an event stream) or a
+// asks for no progress (progress needs an event stream), a task-augmented
+// tools/call (answered at once with its task, whatever its _meta), or a
 // notifications/cancelled, each with an id the direct path keeps. Members
 // are matched exactly, as the SDK's decoder matches them (encoding/json
 // would take "Method" for "method", and the last of repeated names);
@@ -42,12 +46,16 @@ func Classify(body []byte) (Message, bool) {
 	switch method {
 	case "tools/call":
 		key, ok := IDKey(msg["id"])
-		params, pok := members(msg["params"], "name", "arguments", "_meta")
+		params, pok := members(msg["params"], "name", "arguments", "_meta", "task")
 		var name string
-		if !ok || !pok || json.Unmarshal(params["name"], &name) != nil || name == "" || !plainMeta(params["_meta"]) {
+		if !ok || !pok || json.Unmarshal(params["name"], &name) != nil || name == "" {
 			return Message{}, false
 		}
-		return Message{ID: msg["id"], Key: key, Call: &CallParams{Name: name, Arguments: params["arguments"]}}, true
+		task := params["task"]
+		if task != nil && !isObject(task) || task == nil && !plainMeta(params["_meta"]) {
+			return Message{}, false
+		}
+		return Message{ID: msg["id"], Key: key, Call: &CallParams{Name: name, Arguments: params["arguments"], Task: task}}, true
 	case "notifications/cancelled":
 		params, pok := members(msg["params"], "requestId", "reason")
 		if _, hasID := msg["id"]; hasID || !pok {
@@ -77,6 +85,12 @@ func plainMeta(raw json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
 }
 
 // members returns the members of the JSON object raw, when it is one whose

@@ -73,6 +73,20 @@ func (e *EventReader) line() ([]byte, error) {
 // CallResult returns the result or error of msg when it answers the call
 // id, and nil, nil for a response to anything else.
 func CallResult(msg Incoming, id string) (*mcp.CallToolResult, error) {
+	raw, err := Result(msg, id)
+	if raw == nil || err != nil {
+		return nil, err
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+	}
+	return &res, nil
+}
+
+// Result returns the result, as sent, or the error of msg when it answers
+// the request id, and nil, nil for a response to anything else.
+func Result(msg Incoming, id string) (json.RawMessage, error) {
 	if key, ok := IDKey(msg.ID); !ok || key != strconv.Quote(id) {
 		if (msg.ID == nil || string(msg.ID) == "null") && msg.Error != nil {
 			// A server that cannot tell which request failed (a parse
@@ -84,11 +98,10 @@ func CallResult(msg Incoming, id string) (*mcp.CallToolResult, error) {
 	if msg.Error != nil {
 		return nil, msg.Error
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(msg.Result, &res); err != nil {
-		return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+	if len(msg.Result) == 0 || string(msg.Result) == "null" {
+		return nil, errors.New("the upstream's answer has neither result nor error")
 	}
-	return &res, nil
+	return msg.Result, nil
 }
 
 // NewEventReader returns an EventReader of r.

@@ -53,6 +53,8 @@ func FuzzClassify(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","_meta":{"progressToken":1}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","_meta":{"claudecode/toolUseId":"t1"}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","arguments":{},"task":{"ttl":60000}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","task":null}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x","reason":"stop"}}`))
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}]`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"a"}}`))
@@ -73,7 +75,7 @@ func FuzzClassify(f *testing.F) {
 				} `json:"params"`
 			}
 			_ = json.Unmarshal(body, &probe)
-			if _, token := probe.Params.Meta["progressToken"]; m.Call.Name == "" || token {
+			if _, token := probe.Params.Meta["progressToken"]; m.Call.Name == "" || token && m.Call.Task == nil {
 				t.Fatalf("call taken with name %q: %s", m.Call.Name, body)
 			}
 			if key, ok := wire.IDKey(m.ID); !ok || key != m.Key {

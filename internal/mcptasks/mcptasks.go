@@ -1,0 +1,230 @@
+// Package mcptasks carries MCP tasks (protocol version 2025-11-25) past
+// the go-sdk, which has no model of them, for the gateway's MCP endpoint
+// and the idn mcp bridge: its client drops a server's tasks capability
+// and the task status notifications a server sends, and its server cannot
+// write either. Tap reads them off the HTTP exchanges of the SDK's client;
+// Result and Params carry the tasks methods' JSON as custom methods of
+// the SDK; WithTasks adds the capability to an initialize answer.
+package mcptasks
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Version is the protocol version that introduced tasks.
+const Version = "2025-11-25"
+
+// StatusMethod is the task status notification.
+const StatusMethod = "notifications/tasks/status"
+
+// Methods are the tasks methods a client sends a server.
+var Methods = []string{"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
+
+// maxEventBytes bounds one event of an event stream, as the SDK's client
+// does by default.
+const maxEventBytes = 16 << 20
+
+// Caps is the part of a server's tasks capability that is relayed; nil
+// fields were not advertised.
+type Caps struct {
+	List     json.RawMessage `json:"list,omitempty"`
+	Cancel   json.RawMessage `json:"cancel,omitempty"`
+	Requests *struct {
+		Tools *struct {
+			Call json.RawMessage `json:"call,omitempty"`
+		} `json:"tools,omitempty"`
+	} `json:"requests,omitempty"`
+}
+
+// Callable reports whether c offers task-augmented tools/call.
+func (c *Caps) Callable() bool {
+	return c != nil && c.Requests != nil && c.Requests.Tools != nil && c.Requests.Tools.Call != nil
+}
+
+// Relayed is what a client is told of c: list and cancel as the server
+// offered them, and task-augmented tools/call; nil when the server offers
+// no task-augmented tools/call (the tasks of other requests, and any
+// future part, are not relayed).
+func (c *Caps) Relayed() map[string]any {
+	if !c.Callable() {
+		return nil
+	}
+	out := map[string]any{"requests": map[string]any{"tools": map[string]any{"call": c.Requests.Tools.Call}}}
+	if c.List != nil {
+		out["list"] = c.List
+	}
+	if c.Cancel != nil {
+		out["cancel"] = c.Cancel
+	}
+	return out
+}
+
+// Offer is what a server's initialize answer said of tasks: its tasks
+// capability (nil: none) and the protocol version it settled on.
+type Offer struct {
+	Caps    *Caps
+	Version string
+}
+
+// Result is a result passed on as the JSON the SDK's types cannot hold.
+type Result struct {
+	mcp.ResultBase
+	Raw json.RawMessage
+}
+
+func (r *Result) MarshalJSON() ([]byte, error) { return r.Raw, nil }
+
+func (r *Result) UnmarshalJSON(b []byte) error {
+	r.Raw = append(r.Raw[:0], b...)
+	return nil
+}
+
+// Params are the params of a tasks method, as far as they are passed on.
+type Params struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// WithTasks is the initialize answer ir with the tasks capability caps.
+func WithTasks(ir *mcp.InitializeResult, caps map[string]any) (mcp.Result, error) {
+	raw, err := json.Marshal(ir)
+	if err != nil {
+		return nil, err
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
+	}
+	c, _ := res["capabilities"].(map[string]any)
+	if c == nil {
+		c = map[string]any{}
+		res["capabilities"] = c
+	}
+	c["tasks"] = caps
+	if raw, err = json.Marshal(res); err != nil {
+		return nil, err
+	}
+	return &Result{Raw: raw}, nil
+}
+
+// Tap is the transport under an SDK client's session: it reads the
+// server's answer to initialize (the one POST without a session id) for
+// its tasks capability, and every other event stream (the session's own,
+// GET, and those answering the client's requests) for task status
+// notifications, as the client reads them. The client gets every byte as
+// it came.
+type Tap struct {
+	Base http.RoundTripper // nil: http.DefaultTransport
+	// Offer is told what each initialize answer offers.
+	Offer func(*Offer)
+	// Status is told the params of each task status notification.
+	Status func(json.RawMessage)
+}
+
+// Tapped returns hc with its transport under a Tap telling offer and
+// status.
+func Tapped(hc *http.Client, offer func(*Offer), status func(json.RawMessage)) *http.Client {
+	tap := &Tap{Base: hc.Transport, Offer: offer, Status: status}
+	return &http.Client{Transport: tap, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+}
+
+func (t *Tap) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	initialize := req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == ""
+	switch {
+	case initialize && mt == "text/event-stream":
+		resp.Body = &events{ReadCloser: resp.Body, event: t.initialized}
+	case mt == "text/event-stream" && t.Status != nil:
+		resp.Body = &events{ReadCloser: resp.Body, event: t.status}
+	case initialize && mt == "application/json":
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxEventBytes))
+		if err == nil {
+			t.initialized(raw)
+		}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(raw), resp.Body), resp.Body}
+	}
+	return resp, nil
+}
+
+// initialized tells Offer of the tasks capability in data when it is a
+// result.
+func (t *Tap) initialized(data []byte) {
+	var msg struct {
+		Result *struct {
+			ProtocolVersion string `json:"protocolVersion"`
+			Capabilities    struct {
+				Tasks *Caps `json:"tasks"`
+			} `json:"capabilities"`
+		} `json:"result"`
+	}
+	if t.Offer != nil && json.Unmarshal(data, &msg) == nil && msg.Result != nil {
+		t.Offer(&Offer{Caps: msg.Result.Capabilities.Tasks, Version: msg.Result.ProtocolVersion})
+	}
+}
+
+// status tells Status of data when it is a task status notification.
+func (t *Tap) status(data []byte) {
+	if !bytes.Contains(data, []byte(StatusMethod)) {
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(data, &msg) == nil && msg.Method == StatusMethod && msg.ID == nil {
+		t.Status(msg.Params)
+	}
+}
+
+// events reads an event stream as its reader reads it, handing the data
+// of each event to event.
+type events struct {
+	io.ReadCloser
+	event func(data []byte)
+	line  []byte // the line being read
+	data  []byte // the data of the event being read
+}
+
+func (e *events) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	for _, b := range p[:n] {
+		if b != '\n' {
+			if len(e.line) < maxEventBytes {
+				e.line = append(e.line, b)
+			}
+			continue
+		}
+		line := bytes.TrimSuffix(e.line, []byte("\r"))
+		switch {
+		case len(line) == 0 && len(e.data) > 0:
+			e.event(e.data)
+			e.data = e.data[:0]
+		case bytes.HasPrefix(line, []byte("data:")) && len(e.data)+len(line) <= maxEventBytes:
+			if len(e.data) > 0 {
+				e.data = append(e.data, '\n')
+			}
+			e.data = append(e.data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
+		}
+		e.line = e.line[:0]
+	}
+	return n, err
+}

@@ -1,0 +1,94 @@
+package mirror
+
+//lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling and roots, which the SDK deprecates for the newer one; relaying them is the point.
+
+import (
+	"context"
+
+	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Client is the client of an agent session's upstream session: it
+// declares the client capabilities the agent declared that the relay
+// passes on (sampling, elicitation, roots), hands tell the notifications
+// the server sends outside a call's own stream, and has ask put the
+// server's requests to the agent.
+func Client(info *mcp.Implementation, agent *mcp.ClientCapabilities, tell func(method string, params mcp.Params), ask func(ctx context.Context, method string, params any) (any, error)) *mcp.Client {
+	caps := &mcp.ClientCapabilities{}
+	if agent != nil {
+		caps.Sampling, caps.Elicitation, caps.RootsV2 = agent.Sampling, agent.Elicitation, agent.RootsV2
+	}
+	opts := &mcp.ClientOptions{Capabilities: caps}
+	mcpnotify.Relay(opts, tell)
+	if caps.Sampling != nil {
+		opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return asked[*mcp.CreateMessageResult](ask(ctx, "sampling/createMessage", r.Params))
+		}
+	}
+	if caps.Elicitation != nil {
+		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return asked[*mcp.ElicitResult](ask(ctx, "elicitation/create", r.Params))
+		}
+	}
+	c := mcp.NewClient(info, opts)
+	if caps.RootsV2 != nil {
+		// The SDK's client answers roots/list from roots of its own; the
+		// agent's are asked for instead.
+		c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "roots/list" {
+					return next(ctx, method, req)
+				}
+				return asked[*mcp.ListRootsResult](ask(ctx, method, req.GetParams()))
+			}
+		})
+	}
+	return c
+}
+
+func asked[R any](res any, err error) (R, error) {
+	var zero R
+	if err != nil {
+		return zero, err
+	}
+	return res.(R), nil
+}
+
+// Ask puts a request of the server to the agent of ss, when the agent
+// declared the capability it needs, with its params read by decode, and
+// returns the agent's answer as it is.
+func Ask(ctx context.Context, ss *mcp.ServerSession, method string, decode func(params any) error) (any, error) {
+	caps := &mcp.ClientCapabilities{}
+	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+		caps = ip.Capabilities
+	}
+	switch {
+	case method == "sampling/createMessage" && caps.Sampling != nil:
+		var p mcp.CreateMessageParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		return ss.CreateMessage(ctx, &p)
+	case method == "elicitation/create" && caps.Elicitation != nil:
+		var p mcp.ElicitParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		return ss.Elicit(ctx, &p)
+	case method == "roots/list" && caps.RootsV2 != nil:
+		var p mcp.ListRootsParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		return ss.ListRoots(ctx, &p)
+	}
+	return nil, NotOffered(method)
+}
+
+// NotOffered is the answer to a request of the server the agent's client
+// does not offer.
+func NotOffered(method string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + method + " is not offered by this client"}
+}

@@ -1,0 +1,263 @@
+// Package tasks holds what the MCP endpoint keeps and reads of tasks (MCP
+// 2025-11-25), which it relays as JSON past the go-sdk (package
+// internal/mcptasks): each agent session's Book of the tasks it created,
+// the params passed on for each tasks method, the filtering of tasks/list
+// and tools/list pages, and the Stream status notifications are written
+// to.
+//
+// Every task belongs to the agent session whose call created it: the
+// tasks methods about any other id are answered NotFound without asking
+// the server, and tasks/list pages keep only the session's own, so a
+// server that keeps one store for all its sessions cannot be used to
+// reach another agent's task.
+package tasks
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxOwned bounds the task ids a session keeps: past it, the oldest is
+// forgotten (and no longer reachable through the gateway).
+const MaxOwned = 1024
+
+// MaxEarly bounds the status notifications a session holds for tasks it
+// does not own yet; past it, the oldest is dropped.
+const MaxEarly = 32
+
+// NotFound is the answer to a task id the session does not own, worded
+// as the reference servers word an unknown one.
+var NotFound = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
+
+// Book is what an agent session knows of tasks: what its upstream session
+// offers and the ids of the tasks it created.
+type Book struct {
+	offer atomic.Pointer[mcptasks.Offer]
+
+	mu    sync.Mutex
+	owned map[string]struct{}
+	order []string // owned, oldest first
+	// early are status notifications about tasks not (yet) owned: a
+	// server may report a task before the answer that created it has
+	// been read.
+	early []early
+}
+
+type early struct {
+	taskID string
+	params json.RawMessage
+}
+
+// SetOffer records what the upstream session's initialize answer offered.
+func (b *Book) SetOffer(o *mcptasks.Offer) { b.offer.Store(o) }
+
+// Offered is the upstream's tasks capability; nil when it offers none.
+func (b *Book) Offered() *mcptasks.Caps {
+	if o := b.offer.Load(); o != nil {
+		return o.Caps
+	}
+	return nil
+}
+
+// Relays reports whether tasks are relayed: the upstream session offers
+// task-augmented tools/call in a version that has them and is at most
+// newest, and the agent's session settled on agent (nil: not yet), a
+// version that has them too.
+func (b *Book) Relays(agent *string, newest string) bool {
+	o := b.offer.Load()
+	if o == nil || !o.Caps.Callable() || o.Version < mcptasks.Version || o.Version > newest {
+		return false
+	}
+	return agent != nil && *agent >= mcptasks.Version
+}
+
+// Own makes task id the session's, and returns the status notifications
+// about it that came before.
+func (b *Book) Own(id string) []json.RawMessage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.owned[id]; ok {
+		return nil
+	}
+	if b.owned == nil {
+		b.owned = map[string]struct{}{}
+	}
+	if len(b.order) >= MaxOwned {
+		delete(b.owned, b.order[0])
+		b.order = b.order[1:]
+	}
+	b.owned[id] = struct{}{}
+	b.order = append(b.order, id)
+	var out []json.RawMessage
+	kept := b.early[:0]
+	for _, e := range b.early {
+		if e.taskID == id {
+			out = append(out, e.params)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	b.early = kept
+	return out
+}
+
+// Owns reports whether task id is the session's.
+func (b *Book) Owns(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.owned[id]
+	return ok
+}
+
+// Hold keeps a status notification about task id, which the session does
+// not own yet, and reports whether it dropped another to make room; held
+// is false when the task is owned after all.
+func (b *Book) Hold(id string, params json.RawMessage) (dropped, held bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.owned[id]; ok {
+		return false, false
+	}
+	if len(b.early) >= MaxEarly {
+		b.early, dropped = b.early[1:], true
+	}
+	b.early = append(b.early, early{id, params})
+	return dropped, true
+}
+
+// Forward returns the params a tasks method is passed on with (only the
+// task it names, or the page of tasks/list), or the answer when it is
+// not: a method the server does not offer, a task the session does not
+// own.
+func (b *Book) Forward(method string, p *mcptasks.Params) (map[string]string, error) {
+	caps := b.Offered()
+	if caps == nil || method == "tasks/list" && caps.List == nil || method == "tasks/cancel" && caps.Cancel == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "mcpproxy: " + method + " is not offered on this connection"}
+	}
+	if p == nil {
+		p = &mcptasks.Params{}
+	}
+	switch {
+	case method == "tasks/list" && p.Cursor != "":
+		return map[string]string{"cursor": p.Cursor}, nil
+	case method == "tasks/list":
+		return map[string]string{}, nil
+	case !b.Owns(p.TaskID):
+		return nil, NotFound
+	}
+	return map[string]string{"taskId": p.TaskID}, nil
+}
+
+// OwnList returns a tasks/list page with only the session's own tasks.
+func (b *Book) OwnList(raw json.RawMessage) (json.RawMessage, error) {
+	var page map[string]json.RawMessage
+	var tasks []json.RawMessage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(page["tasks"], &tasks); err != nil && page["tasks"] != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(tasks))
+	for _, t := range tasks {
+		if id, ok := TaskID(t); ok && b.Owns(id) {
+			kept = append(kept, t)
+		}
+	}
+	var err error
+	if page["tasks"], err = json.Marshal(kept); err != nil {
+		return nil, err
+	}
+	return json.Marshal(page)
+}
+
+// TaskID is the taskId of a task or a status notification's params.
+func TaskID(raw json.RawMessage) (string, bool) {
+	var t struct {
+		TaskID string `json:"taskId"`
+	}
+	return t.TaskID, json.Unmarshal(raw, &t) == nil && t.TaskID != ""
+}
+
+// Created returns the id of the task a task-augmented call's answer
+// created; false when the server ran the call as a plain one.
+func Created(raw json.RawMessage) (string, bool) {
+	var created struct {
+		Task json.RawMessage `json:"task"`
+	}
+	if json.Unmarshal(raw, &created) != nil || created.Task == nil {
+		return "", false
+	}
+	return TaskID(created.Task)
+}
+
+// Status is the status notification with params raw, secrets replaced,
+// as the agent is sent it.
+func Status(sc *scrub.Scrubber, raw json.RawMessage) ([]byte, error) {
+	clean, err := scrub.Launder(sc, &raw)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcptasks.StatusMethod, "params": *clean})
+}
+
+// Spec is a call's task augmentation, as far as it is passed on.
+type Spec struct {
+	TTL *float64 `json:"ttl,omitempty"`
+}
+
+// CallParams are the params of a task-augmented tools/call upstream.
+type CallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Task      Spec            `json:"task"`
+}
+
+// ToolsPage is a tools/list page as the server wrote it.
+type ToolsPage struct {
+	Tools []*mcp.Tool // decoded, for the checks
+	Next  string      // its cursor
+	page  map[string]json.RawMessage
+	raw   []json.RawMessage // Tools as written
+}
+
+// ParseTools reads a tools/list page.
+func ParseTools(raw json.RawMessage) (*ToolsPage, error) {
+	p := &ToolsPage{}
+	if err := json.Unmarshal(raw, &p.page); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(p.page["tools"], &p.raw); err != nil {
+		return nil, err
+	}
+	p.Tools = make([]*mcp.Tool, len(p.raw))
+	for i, t := range p.raw {
+		p.Tools[i] = &mcp.Tool{}
+		if err := json.Unmarshal(t, p.Tools[i]); err != nil {
+			return nil, err
+		}
+	}
+	_ = json.Unmarshal(p.page["nextCursor"], &p.Next)
+	return p, nil
+}
+
+// Keep returns the page with only the tools keep keeps, each as written.
+func (p *ToolsPage) Keep(keep func(*mcp.Tool) bool) (json.RawMessage, error) {
+	kept := make([]json.RawMessage, 0, len(p.raw))
+	for i, t := range p.Tools {
+		if keep(t) {
+			kept = append(kept, p.raw[i])
+		}
+	}
+	var err error
+	if p.page["tools"], err = json.Marshal(kept); err != nil {
+		return nil, err
+	}
+	return json.Marshal(p.page)
+}

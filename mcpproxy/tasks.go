@@ -1,0 +1,221 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/mcpproxy/internal/mirror"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/tasks"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tasks are relayed as JSON where the server offers task-augmented
+// tools/call (packages internal/mcptasks and tasks; docs/gateway.md has
+// what passes): a task-augmented call is answered directly (direct.go),
+// the tasks methods are custom methods of the session's SDK server.
+
+func (e *endpoint) relaysTasks(s *agentSession) bool {
+	return s.tasks.Relays(s.version.Load(), upstreamProtocol)
+}
+
+// tapped returns hc with its transport under a tap telling s's Book what
+// the server offers and s's agent the status notifications.
+func (e *endpoint) tapped(s *agentSession, hc *http.Client) *http.Client {
+	return mcptasks.Tapped(hc, s.tasks.SetOffer, func(raw json.RawMessage) { e.taskStatus(context.Background(), s, raw) })
+}
+
+// addTaskMethods registers the tasks methods on s's server.
+func (e *endpoint) addTaskMethods(s *agentSession) {
+	for _, method := range mcptasks.Methods {
+		_ = mcp.AddReceivingCustomMethod(s.server, method, func(ctx context.Context, ss *mcp.ServerSession, p *mcptasks.Params) (*mcptasks.Result, error) {
+			conn := s.conn.Load()
+			res, err := e.relayTask(ctx, s, ss, conn, method, p)
+			result := "success"
+			switch {
+			case err == tasks.NotFound: // many are someone probing for ids
+				result = "not_owned"
+			case err != nil:
+				result = "error"
+			}
+			e.p.metrics.Tasks.WithLabelValues(method, result).Inc()
+			e.p.decide(ctx, conn, s.caller, method, "", result, nil)
+			return res, err
+		})
+	}
+}
+
+// relayTask relays one tasks method of s upstream, for the tasks s owns,
+// tasks/list filtered to them, the server's errors as it sent them.
+func (e *endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.ServerSession, conn *Connection, method string, p *mcptasks.Params) (*mcptasks.Result, error) {
+	if !e.relaysTasks(s) {
+		return nil, mirror.NotExposed(method)
+	}
+	params, err := s.tasks.Forward(method, p)
+	if err != nil {
+		return nil, err
+	}
+	var relay *callRelay
+	if method == "tasks/result" {
+		// It waits as long as the task runs; what the server asks
+		// meanwhile comes on its stream, and goes to the agent on its own.
+		relay = e.relayFor(ctx, s, ss, nil)
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.p.timeout)
+		defer cancel()
+	}
+	st, err := e.p.state(conn)
+	if err != nil {
+		return nil, rpcError(ctx, err)
+	}
+	var raw json.RawMessage
+	var answered *jsonrpc.Error
+	err = e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		raw, err = e.p.exchange(ctx, st, cs, method, params, relay)
+		if errors.As(err, &answered) && upstream.ServerAnswered(err) {
+			return nil
+		}
+		answered = nil
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, rpcError(ctx, err)
+	case answered != nil:
+		return nil, &jsonrpc.Error{Code: answered.Code, Message: st.scrubber.Load().Replace(answered.Message)}
+	case method == "tasks/list":
+		if raw, err = s.tasks.OwnList(raw); err != nil {
+			return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "tasks/list: " + err.Error()})
+		}
+	}
+	clean, err := scrub.Launder(st.scrubber.Load(), &raw)
+	if err != nil {
+		return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
+	}
+	return &mcptasks.Result{Raw: *clean}, nil
+}
+
+// exchange sends one request of method on cs's session (upstream.Request)
+// and returns its result as the server wrote it; relay, when set,
+// receives what the server sends meanwhile.
+func (p *Proxy) exchange(ctx context.Context, st *connState, cs *mcp.ClientSession, method string, params any, relay *callRelay) (json.RawMessage, error) {
+	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
+	s := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: cs.ID(), Protocol: cs.InitializeResult().ProtocolVersion}
+	return upstream.Request(ctx, s, id, method, params, callHandler{st, relay}, p.detach)
+}
+
+// callAsTask sends a checked task-augmented tools/call upstream. The
+// server answers with the task it created, which becomes the session's,
+// or, when it ran the call as a plain one, with the call's result.
+func (p *Proxy) callAsTask(ctx context.Context, st *connState, conn *Connection, tool string, args json.RawMessage, sc *sessionCall) (*CallResult, *mcp.CallToolResult, error) {
+	var raw json.RawMessage
+	err := p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		raw, err = p.exchange(ctx, st, cs, "tools/call", tasks.CallParams{Name: tool, Arguments: args, Task: *sc.task}, sc.relay)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	id, ok := tasks.Created(raw)
+	if !ok {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/call: unreadable result"}
+		}
+		return nil, &res, nil
+	}
+	sc.own(id)
+	clean, err := scrub.Launder(st.scrubber.Load(), &raw)
+	if err != nil {
+		return nil, nil, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a task that cannot be checked for secrets"}
+	}
+	return &CallResult{ConnectionID: conn.ID, Tool: tool, task: *clean}, nil, nil
+}
+
+// rawTools is toolsPage for a session that relays tasks: the page as the
+// server wrote it (with each tool's execution), minus what policy removes.
+func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	defer cancel()
+	st, err := e.p.state(conn)
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if err = e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		raw, err = e.p.exchange(ctx, st, cs, "tools/list", params, nil)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	unreadable := &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be read"}
+	page, err := tasks.ParseTools(raw)
+	if err != nil {
+		return nil, unreadable
+	}
+	snap := s.tools.Load()
+	if params.Cursor == "" && page.Next == "" {
+		snap, err = e.keepTools(s, st, page.Tools)
+	} else if snap == nil {
+		snap, err = e.sessionTools(ctx, s, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if raw, err = page.Keep(func(t *mcp.Tool) bool {
+		_, ok := snap.byName[t.Name]
+		return ok && conn.Policy.Explain(s.caller.Subject, t.Name, snap.names).Allowed
+	}); err != nil {
+		return nil, unreadable
+	}
+	clean, err := scrub.Launder(st.scrubber.Load(), &raw)
+	if err != nil {
+		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
+	}
+	return &mcptasks.Result{Raw: *clean}, nil
+}
+
+// taskStatus writes a status notification to the agent of s, on its own
+// stream, when the task is s's (one about a task s does not own yet is
+// held until it does), secrets replaced. Each is a decision and counted:
+// relayed, no_stream, or not_owned when dropped unclaimed.
+func (e *endpoint) taskStatus(ctx context.Context, s *agentSession, raw json.RawMessage) {
+	conn := s.conn.Load()
+	id, ok := tasks.TaskID(raw)
+	if !ok {
+		return
+	}
+	if !s.tasks.Owns(id) {
+		dropped, held := s.tasks.Hold(id, raw)
+		if dropped {
+			e.p.metrics.Tasks.WithLabelValues(mcptasks.StatusMethod, "not_owned").Inc()
+			e.p.decide(ctx, conn, s.caller, mcptasks.StatusMethod, "", "not_owned", nil)
+		}
+		if held {
+			return
+		}
+	}
+	st, err := e.p.state(conn)
+	if err != nil {
+		return
+	}
+	msg, err := tasks.Status(st.scrubber.Load(), raw)
+	if err != nil {
+		return
+	}
+	outcome := "relayed"
+	if w := s.stream.Load(); w == nil || !w.Send(msg) {
+		outcome = "no_stream"
+	}
+	e.p.metrics.Tasks.WithLabelValues(mcptasks.StatusMethod, outcome).Inc()
+	e.p.decide(ctx, conn, s.caller, mcptasks.StatusMethod, "", outcome, nil)
+}
