@@ -2,18 +2,12 @@ package mcpproxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
-	"time"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 
 	"github.com/idnhq/idn/internal/tracing"
-	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/metrics"
-	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -43,102 +37,11 @@ func ParseRefresh(s string, def Refresh) (Refresh, error) {
 	return "", fmt.Errorf("%w: refresh must be auto or force", ErrBadRequest)
 }
 
-// Tool is one discovered tool.
-type Tool struct {
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	// InputSchema is the tool's JSON Schema for its arguments, a JSON object.
-	InputSchema json.RawMessage `json:"input_schema"`
-	// Annotations are the server's hints; nil when it gave none.
-	Annotations *ToolAnnotations `json:"annotations,omitempty"`
-}
-
-// ToolAnnotations are a tool's hints as its server declared them (MCP's
-// ToolAnnotations; an absent destructive or open-world hint is nil, which
-// MCP reads as true): its word, which the tool policy never reads.
-type ToolAnnotations struct {
-	Title           string `json:"title,omitempty"`
-	ReadOnlyHint    bool   `json:"read_only_hint"`
-	DestructiveHint *bool  `json:"destructive_hint,omitempty"`
-	IdempotentHint  bool   `json:"idempotent_hint"`
-	OpenWorldHint   *bool  `json:"open_world_hint,omitempty"`
-}
-
-// toolOf is the discovered form of a tool an upstream server listed.
-func toolOf(t *mcp.Tool) Tool {
-	schema, err := json.Marshal(t.InputSchema)
-	if err != nil || len(schema) == 0 || schema[0] != '{' {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
-	tool := Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema}
-	if a := t.Annotations; a != nil {
-		tool.Annotations = &ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
-			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
-	}
-	return tool
-}
-
-// Discovery is the result of tool discovery for one connection: the
-// connection's mcp_discovery object. The gateway stores it as opaque JSON
-// (Config.OnDiscovery) and hands it back in Connection.Discovery to seed the
-// cache after a restart.
-type Discovery struct {
-	ServerName      string `json:"server_name,omitempty"`
-	ServerVersion   string `json:"server_version,omitempty"`
-	ProtocolVersion string `json:"protocol_version,omitempty"`
-	Tools           []Tool `json:"tools"`
-	// DiscoveredAt is the time of the last successful discovery; zero when
-	// discovery never succeeded.
-	DiscoveredAt time.Time `json:"discovered_at,omitzero"`
-	// LastError is the last failed discovery's error, scrubbed of secrets;
-	// empty when the last attempt succeeded.
-	LastError   string    `json:"last_error,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitzero"`
-}
-
-// snapshot is an immutable cached Discovery with lookup tables and lazily
-// compiled argument schemas.
-type snapshot struct {
-	d       Discovery
-	names   []string
-	byName  map[string]int
-	schemas sync.Map // tool name → *arguments.Schema or error
-}
-
-func newSnapshot(d Discovery) *snapshot {
-	slices.SortFunc(d.Tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	s := &snapshot{d: d, byName: make(map[string]int, len(d.Tools))}
-	for i, t := range d.Tools {
-		s.names = append(s.names, t.Name)
-		s.byName[t.Name] = i
-	}
-	return s
-}
-
-func (s *snapshot) succeeded() bool { return s != nil && !s.d.DiscoveredAt.IsZero() }
-
-func (s *snapshot) schema(tool string) (*arguments.Schema, error) {
-	if v, ok := s.schemas.Load(tool); ok {
-		if ts, ok := v.(*arguments.Schema); ok {
-			return ts, nil
-		}
-		return nil, v.(error)
-	}
-	ts, err := arguments.Compile(s.d.Tools[s.byName[tool]].InputSchema)
-	if err != nil {
-		s.schemas.Store(tool, err)
-		return nil, err
-	}
-	s.schemas.Store(tool, ts)
-	return ts, nil
-}
-
 // flight is one upstream discovery that concurrent requests share.
 type flight struct {
 	done   chan struct{}
 	origin oteltrace.SpanContext // of the request that started the flight
-	snap   *snapshot
+	snap   *catalog.Catalog
 	err    error
 }
 
@@ -148,11 +51,11 @@ type flight struct {
 // expired or absent must be refreshed. RefreshForce always refreshes and
 // never falls back. Concurrent refreshes of one connection share a single
 // upstream discovery.
-func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*snapshot, error) {
+func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*catalog.Catalog, error) {
 	now := p.now()
 	st.mu.Lock()
 	cached := st.snap
-	if refresh != RefreshForce && cached.succeeded() && now.Sub(cached.d.DiscoveredAt) <= p.ttl {
+	if refresh != RefreshForce && cached.Succeeded() && now.Sub(cached.Discovery.DiscoveredAt) <= p.ttl {
 		st.mu.Unlock()
 		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryCacheHit).Inc()
 		return cached, nil
@@ -173,7 +76,7 @@ func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*
 	if f.err == nil {
 		return f.snap, nil
 	}
-	if refresh != RefreshForce && cached.succeeded() && now.Sub(cached.d.DiscoveredAt) <= p.ttl+p.staleIfError {
+	if refresh != RefreshForce && cached.Succeeded() && now.Sub(cached.Discovery.DiscoveredAt) <= p.ttl+p.staleIfError {
 		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryStaleIfError).Inc()
 		p.log.Warn("mcpproxy: serving stale discovery", "connection_id", st.id, "error", f.err.Error())
 		return cached, nil
@@ -198,17 +101,17 @@ func (p *Proxy) runDiscovery(st *connState, f *flight) {
 
 	st.mu.Lock()
 	if err == nil {
-		st.snap = newSnapshot(d)
+		st.snap = catalog.New(d)
 	} else {
 		var prev Discovery
 		if st.snap != nil {
-			prev = st.snap.d
+			prev = st.snap.Discovery
 		}
 		d = prev
 		d.Tools = append([]Tool{}, prev.Tools...)
 		d.LastError = err.Error()
 		d.LastErrorAt = p.now().UTC()
-		st.snap = newSnapshot(d)
+		st.snap = catalog.New(d)
 	}
 	f.snap, f.err = st.snap, err
 	st.flight = nil
@@ -250,7 +153,7 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 				return err
 			}
 			for _, t := range res.Tools {
-				d.Tools = append(d.Tools, toolOf(t))
+				d.Tools = append(d.Tools, catalog.ToolOf(t))
 			}
 			if res.NextCursor == "" {
 				return nil
@@ -262,7 +165,7 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 	if err != nil {
 		return Discovery{}, err
 	}
-	if err := cleanDiscovery(st.scrubber.Load(), &d); err != nil {
+	if err := catalog.Clean(st.scrubber.Load(), &d); err != nil {
 		return Discovery{}, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	if d.Tools == nil {
@@ -270,28 +173,4 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 	}
 	d.DiscoveredAt = p.now().UTC()
 	return d, nil
-}
-
-// cleanDiscovery replaces secrets in what the upstream said in a
-// discovery (server name and version, protocol version, each tool's name,
-// title, description, annotation title and input schema) and never in the gateway's own
-// field names: laundering the Discovery's JSON form would also rewrite a
-// key such as "tools", and a short secret would empty the catalogue.
-func cleanDiscovery(sc *scrub.Scrubber, d *Discovery) error {
-	for _, f := range []*string{&d.ServerName, &d.ServerVersion, &d.ProtocolVersion} {
-		*f = sc.Replace(*f)
-	}
-	for i := range d.Tools {
-		t := &d.Tools[i]
-		t.Name, t.Title, t.Description = sc.Replace(t.Name), sc.Replace(t.Title), sc.Replace(t.Description)
-		if t.Annotations != nil {
-			t.Annotations.Title = sc.Replace(t.Annotations.Title)
-		}
-		schema, err := scrub.Launder(sc, &t.InputSchema) // a schema is upstream JSON throughout, keys included
-		if err != nil {
-			return err
-		}
-		t.InputSchema = *schema
-	}
-	return nil
 }

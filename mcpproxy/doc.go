@@ -96,7 +96,8 @@
 // keeps of tasks), pool (the sessions' table and shares), scrub (secret
 // removal), arguments (argument validation), limit (breaker and rate
 // limit) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,
-// SettingsError and ArgumentFailure are aliases of their types.
+// SettingsError, Discovery, Tool, ToolAnnotations and ArgumentFailure are
+// aliases of their types.
 //
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"time"
 
 	"github.com/idnhq/idn/internal/tracing"
@@ -50,7 +51,7 @@ type CallResult struct {
 }
 
 // lookup returns the connection's state and its discovery per refresh.
-func (p *Proxy) lookup(ctx context.Context, conn *Connection, refresh Refresh) (*connState, *snapshot, error) {
+func (p *Proxy) lookup(ctx context.Context, conn *Connection, refresh Refresh) (*connState, *catalog.Catalog, error) {
 	st, err := p.state(conn)
 	if err != nil {
 		return nil, nil, err
@@ -66,8 +67,8 @@ func (p *Proxy) Discover(ctx context.Context, conn *Connection, refresh Refresh)
 	if err != nil {
 		return Discovery{}, err
 	}
-	d := snap.d
-	d.Tools = append([]Tool{}, snap.d.Tools...)
+	d := snap.Discovery
+	d.Tools = append([]Tool{}, snap.Discovery.Tools...)
 	return d, nil
 }
 
@@ -77,16 +78,16 @@ func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, ref
 	if err != nil {
 		return nil, err
 	}
-	names := conn.Policy.Filter(subject, snap.names)
+	names := conn.Policy.Filter(subject, snap.Names)
 	tools := make([]Tool, len(names))
 	for i, name := range names {
-		tools[i] = snap.d.Tools[snap.byName[name]]
+		tools[i] = snap.Tool(name)
 	}
 	return &ToolList{
 		ConnectionID: conn.ID,
-		Server:       ServerInfo{Name: snap.d.ServerName, Version: snap.d.ServerVersion, ProtocolVersion: snap.d.ProtocolVersion},
+		Server:       ServerInfo{Name: snap.Discovery.ServerName, Version: snap.Discovery.ServerVersion, ProtocolVersion: snap.Discovery.ProtocolVersion},
 		Tools:        tools,
-		DiscoveredAt: snap.d.DiscoveredAt,
+		DiscoveredAt: snap.Discovery.DiscoveredAt,
 	}, nil
 }
 
@@ -97,10 +98,10 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 	if err != nil {
 		return Decision{}, err
 	}
-	if _, ok := snap.byName[tool]; !ok {
+	if !snap.Has(tool) {
 		return Decision{}, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
 	}
-	return conn.Policy.Explain(subject, tool, snap.names), nil
+	return conn.Policy.Explain(subject, tool, snap.Names), nil
 }
 
 // Call calls tool on conn for caller with body as its arguments (a JSON
@@ -121,7 +122,7 @@ func (p *Proxy) Call(ctx context.Context, conn *Connection, caller Caller, tool 
 // the call.
 type sessionCall struct {
 	upstream *upstreamSession
-	tools    func(context.Context, *connState) (*snapshot, error)
+	tools    func(context.Context, *connState) (*catalog.Catalog, error)
 	relay    *callRelay
 	// task, when set, makes the call task-augmented; own is told the id
 	// of the task the server created.
@@ -154,7 +155,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		sc = &sessionCall{}
 	}
 	var st *connState
-	var snap *snapshot
+	var snap *catalog.Catalog
 	var err error
 	if sc.tools == nil {
 		st, snap, err = p.lookup(ctx, conn, refresh)
@@ -167,17 +168,17 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		}
 		return nil, metrics.CallError, err
 	}
-	if _, ok := snap.byName[tool]; !ok {
+	if !snap.Has(tool) {
 		return nil, metrics.CallNotFound, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
 	}
-	if d := conn.Policy.Explain(caller.Subject, tool, snap.names); !d.Allowed {
+	if d := conn.Policy.Explain(caller.Subject, tool, snap.Names); !d.Allowed {
 		return nil, metrics.CallFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
 	}
 	args, raw, err := arguments.Decode(body)
 	if err != nil {
 		return nil, metrics.CallInvalidArguments, &ArgumentsError{Tool: tool, Failures: []ArgumentFailure{{Path: "", Message: err.Error()}}}
 	}
-	schema, err := snap.schema(tool)
+	schema, err := snap.Schema(tool)
 	if err != nil {
 		return nil, metrics.CallError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " has an unusable input_schema"}
 	}

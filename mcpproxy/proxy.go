@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -333,7 +334,7 @@ type connState struct {
 	endpoint   atomic.Pointer[string] // the resolved MCP endpoint
 
 	mu     sync.Mutex // guards the cache
-	snap   *snapshot
+	snap   *catalog.Catalog
 	seeded bool
 	flight *flight
 
@@ -458,7 +459,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 		if st.snap == nil && len(conn.Discovery) > 0 {
 			var d Discovery
 			if err := json.Unmarshal(conn.Discovery, &d); err == nil {
-				st.snap = newSnapshot(d)
+				st.snap = catalog.New(d)
 			} else {
 				p.log.Warn("mcpproxy: ignoring unreadable stored discovery", "connection_id", conn.ID)
 			}

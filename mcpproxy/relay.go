@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"net/http"
 
 	"github.com/idnhq/idn/internal/apierror"
@@ -185,7 +186,7 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 // sessionTools returns the tools s's upstream session lists, the ones its
 // calls are checked against, listing them when no listing is kept (none
 // yet, or the server said they changed).
-func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connState) (*snapshot, error) {
+func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connState) (*catalog.Catalog, error) {
 	if snap := s.tools.Load(); snap != nil {
 		return snap, nil
 	}
@@ -214,15 +215,15 @@ func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connSt
 
 // keepTools makes tools, a complete listing of s's upstream session, the
 // one its calls are checked against.
-func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) (*snapshot, error) {
+func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) (*catalog.Catalog, error) {
 	d := Discovery{Tools: make([]Tool, 0, len(tools))}
 	for _, t := range tools {
-		d.Tools = append(d.Tools, toolOf(t))
+		d.Tools = append(d.Tools, catalog.ToolOf(t))
 	}
-	if err := cleanDiscovery(st.scrubber.Load(), &d); err != nil {
+	if err := catalog.Clean(st.scrubber.Load(), &d); err != nil {
 		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	snap := newSnapshot(d)
+	snap := catalog.New(d)
 	s.tools.Store(snap)
 	return snap, nil
 }
@@ -273,7 +274,7 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 	}
 	kept := list.Tools[:0]
 	for _, t := range list.Tools {
-		if _, ok := snap.byName[t.Name]; ok && conn.Policy.Explain(s.caller.Subject, t.Name, snap.names).Allowed {
+		if snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed {
 			kept = append(kept, t)
 		}
 	}

@@ -6,11 +6,14 @@ import (
 	"github.com/idnhq/idn/mcpproxy/mcpsettings"
 )
 
-// A connection's MCP settings are package mcpsettings'; these names keep
-// them reachable from this package.
+// A connection's MCP settings and its stored discovery are package
+// mcpsettings'; these names keep them reachable from this package.
 type (
-	Settings      = mcpsettings.Settings
-	SettingsError = mcpsettings.Error
+	Settings        = mcpsettings.Settings
+	SettingsError   = mcpsettings.Error
+	Discovery       = mcpsettings.Discovery
+	Tool            = mcpsettings.Tool
+	ToolAnnotations = mcpsettings.ToolAnnotations
 )
 
 // TransportStreamableHTTP is the only MCP transport.

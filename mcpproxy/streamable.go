@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"io"
 	"net/http"
 	"sync"
@@ -62,7 +63,7 @@ type agentSession struct {
 	// tools is the complete tool listing of the upstream session, which
 	// its calls are checked against; nil until listed, and again when the
 	// server says its tools changed.
-	tools atomic.Pointer[snapshot]
+	tools atomic.Pointer[catalog.Catalog]
 	// asks is set when the agent declared sampling or elicitation, which
 	// the server asks for during a call: its calls then need an event
 	// stream, and are not answered directly.
@@ -370,7 +371,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *tasks.Spec, relay *callRelay) (mcp.Result, error) {
 	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &sessionCall{
 		upstream: &s.upstream,
-		tools:    func(ctx context.Context, st *connState) (*snapshot, error) { return e.sessionTools(ctx, s, st) },
+		tools:    func(ctx context.Context, st *connState) (*catalog.Catalog, error) { return e.sessionTools(ctx, s, st) },
 		relay:    relay,
 		task:     task,
 		own: func(id string) {

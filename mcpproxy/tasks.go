@@ -172,8 +172,7 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 		return nil, err
 	}
 	if raw, err = page.Keep(func(t *mcp.Tool) bool {
-		_, ok := snap.byName[t.Name]
-		return ok && conn.Policy.Explain(s.caller.Subject, t.Name, snap.names).Allowed
+		return snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed
 	}); err != nil {
 		return nil, unreadable
 	}

@@ -262,8 +262,8 @@ func relaysTasks(t *testing.T, sdkAgent, sdkUpstream bool) {
 	if n := e.metric("idn_gateway_mcp_tool_call_total", "task_created"); n != 1 {
 		t.Errorf("task_created = %v", n)
 	}
-	if n := e.metric("idn_gateway_mcp_task_total", "success"); n != 1 {
-		t.Errorf("idn_gateway_mcp_task_total{result=success} = %v for the first method", n)
+	if n := e.metric("idn_gateway_mcp_task_total", "success"); n != 3 {
+		t.Errorf("idn_gateway_mcp_task_total{result=success} = %v, want 3 (get, result, cancel)", n)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -2,7 +2,8 @@
 // the mcp_* members of the connection object (endpoint, transport, tool
 // policy, what the MCP endpoint exposes), read from and written to the
 // members a store keeps, and checked. Settings.Policy is the connection's
-// toolpolicy.Policy.
+// toolpolicy.Policy. Discovery is what the gateway last learned of the
+// connection's server (mcp_discovery), kept beside the settings.
 package mcpsettings
 
 import (

@@ -1,0 +1,108 @@
+// Package catalog is a connection's discovered tools as the proxy serves
+// them: an immutable list with a lookup by name and each tool's argument
+// schema compiled on first use.
+package catalog
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/idnhq/idn/mcpproxy/internal/arguments"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/mcpsettings"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Catalog is one discovery of a connection's tools, sorted by name. It is
+// safe for concurrent use and never changes: a new discovery is a new
+// Catalog.
+type Catalog struct {
+	// Discovery is the discovery, its tools sorted by name.
+	Discovery mcpsettings.Discovery
+	// Names are the tools' names, in Discovery's order.
+	Names []string
+
+	byName  map[string]int
+	schemas sync.Map // tool name → *arguments.Schema or error
+}
+
+// New returns the catalog of d, whose tools it sorts in place.
+func New(d mcpsettings.Discovery) *Catalog {
+	slices.SortFunc(d.Tools, func(a, b mcpsettings.Tool) int { return strings.Compare(a.Name, b.Name) })
+	c := &Catalog{Discovery: d, byName: make(map[string]int, len(d.Tools))}
+	for i, t := range d.Tools {
+		c.Names = append(c.Names, t.Name)
+		c.byName[t.Name] = i
+	}
+	return c
+}
+
+// Succeeded reports whether c holds a successful discovery (nil does not).
+func (c *Catalog) Succeeded() bool { return c != nil && !c.Discovery.DiscoveredAt.IsZero() }
+
+// Has reports whether the server lists tool.
+func (c *Catalog) Has(tool string) bool {
+	_, ok := c.byName[tool]
+	return ok
+}
+
+// Tool returns the tool named name, which the server lists (Has).
+func (c *Catalog) Tool(name string) mcpsettings.Tool { return c.Discovery.Tools[c.byName[name]] }
+
+// Schema returns tool's compiled argument schema, or why it cannot be
+// compiled; tool is one the server lists (Has).
+func (c *Catalog) Schema(tool string) (*arguments.Schema, error) {
+	if v, ok := c.schemas.Load(tool); ok {
+		if ts, ok := v.(*arguments.Schema); ok {
+			return ts, nil
+		}
+		return nil, v.(error)
+	}
+	ts, err := arguments.Compile(c.Tool(tool).InputSchema)
+	if err != nil {
+		c.schemas.Store(tool, err)
+		return nil, err
+	}
+	c.schemas.Store(tool, ts)
+	return ts, nil
+}
+
+// ToolOf is the discovered form of a tool an upstream server listed.
+func ToolOf(t *mcp.Tool) mcpsettings.Tool {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil || len(schema) == 0 || schema[0] != '{' {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	tool := mcpsettings.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema}
+	if a := t.Annotations; a != nil {
+		tool.Annotations = &mcpsettings.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	}
+	return tool
+}
+
+// Clean replaces secrets in what the upstream said in a
+// discovery (server name and version, protocol version, each tool's name,
+// title, description, annotation title and input schema) and never in the gateway's own
+// field names: laundering the Discovery's JSON form would also rewrite a
+// key such as "tools", and a short secret would empty the catalogue.
+func Clean(sc *scrub.Scrubber, d *mcpsettings.Discovery) error {
+	for _, f := range []*string{&d.ServerName, &d.ServerVersion, &d.ProtocolVersion} {
+		*f = sc.Replace(*f)
+	}
+	for i := range d.Tools {
+		t := &d.Tools[i]
+		t.Name, t.Title, t.Description = sc.Replace(t.Name), sc.Replace(t.Title), sc.Replace(t.Description)
+		if t.Annotations != nil {
+			t.Annotations.Title = sc.Replace(t.Annotations.Title)
+		}
+		schema, err := scrub.Launder(sc, &t.InputSchema) // a schema is upstream JSON throughout, keys included
+		if err != nil {
+			return err
+		}
+		t.InputSchema = *schema
+	}
+	return nil
+}
