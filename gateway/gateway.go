@@ -41,7 +41,7 @@ type Gateway struct {
 	metrics  *proxy.Metrics
 	handler  http.Handler
 	identity *identity.Identity
-	control  *http.Client // signs its requests; follows no redirect
+	control  *http.Client      // signs its requests; follows no redirect
 	reporter *pairing.Reporter // nil: no activity reports
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
