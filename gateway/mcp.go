@@ -170,11 +170,31 @@ func mcpObserved(o *proxy.MCPObserver, activity *pairing.Reporter, vault *credva
 }
 
 // testMCP is the admin API's TestMCP: a handshake of the MCP engine with
-// the connection's server, with its credential sent by base. The error
-// it returns is the engine's scrubbed message alone, which the test
-// result shows.
+// the connection's server, with its credential sent by base.
 func (g *Gateway) testMCP(ctx context.Context, conn *credvault.Connection, base http.RoundTripper) (admin.MCPHandshake, error) {
-	res, ok := g.vault.Lookup(conn.ID)
+	return probeMCP(ctx, g.vault, g.mcp, conn.ID, base)
+}
+
+// TestMCP tests the mcp connection id of v with an MCP handshake
+// (initialize, then tools/list, with the stored credential), as the admin
+// API's test route does, for a program that has the vault but no running
+// gateway (gateway test). The error is the handshake's scrubbed message
+// alone.
+func TestMCP(ctx context.Context, v *credvault.Vault, id string) (admin.MCPHandshake, error) {
+	engine, err := mcpproxy.New(mcpproxy.Config{})
+	if err != nil {
+		return admin.MCPHandshake{}, err
+	}
+	defer engine.Close()
+	return probeMCP(ctx, v, engine, id, nil)
+}
+
+// probeMCP is a handshake of engine with the server of v's connection id,
+// its credential sent by base (nil: the default transport). The error it
+// returns is the engine's scrubbed message alone, which the test result
+// shows.
+func probeMCP(ctx context.Context, v *credvault.Vault, engine *mcpproxy.Proxy, id string, base http.RoundTripper) (admin.MCPHandshake, error) {
+	res, ok := v.Lookup(id)
 	if !ok {
 		return admin.MCPHandshake{}, credvault.ErrNotFound
 	}
@@ -182,7 +202,7 @@ func (g *Gateway) testMCP(ctx context.Context, conn *credvault.Connection, base 
 	if err != nil {
 		return admin.MCPHandshake{}, errors.New("the connection's MCP settings cannot be read")
 	}
-	p, err := g.mcp.Probe(ctx, mcpConnection(res, settings, discovery, g.vault.Transport(conn.ID, base)))
+	p, err := engine.Probe(ctx, mcpConnection(res, settings, discovery, v.Transport(id, base)))
 	hs := admin.MCPHandshake{ServerName: p.Server.Name, ServerVersion: p.Server.Version, ProtocolVersion: p.Server.ProtocolVersion, Tools: p.Tools, Status: p.Status}
 	var ue *mcpproxy.UpstreamError
 	switch {

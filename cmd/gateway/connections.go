@@ -10,15 +10,18 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/mcpproxy"
 )
 
 func init() {
 	register(&command{name: "list", summary: "list connections", run: runList})
 	register(&command{name: "add", summary: "add a connection with its secrets", run: runAdd})
-	register(&command{name: "test", summary: "probe a connection's upstream with its credential", run: runTest})
+	register(&command{name: "test", summary: "probe a connection's upstream with its credential (an MCP handshake for an mcp connection)", run: runTest})
 	register(&command{name: "rotate", summary: "replace a connection's secrets (new secret version)", run: runRotate})
 	register(&command{name: "delete", summary: "delete a connection and its secrets", run: runDelete})
 }
@@ -162,6 +165,9 @@ func runTest(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer closeVault()
+	if c, ok := v.Lookup(*id); ok && c.Connection.Protocol == credvault.ProtocolMCP {
+		return testMCP(ctx, env, v, *id, *asJSON)
+	}
 	res, err := v.Test(ctx, *id, credvault.TestRequest{Method: *method, Path: *path}, nil)
 	if err != nil {
 		return err
@@ -176,6 +182,43 @@ func runTest(ctx context.Context, env *cliEnv, args []string) error {
 			verdict = "failed"
 		}
 		fmt.Fprintf(env.stdout, "%s: %s status=%d latency=%dms\n", *id, verdict, res.Status, res.LatencyMS)
+	}
+	if !res.OK {
+		return errors.New("test failed: " + res.Error)
+	}
+	return nil
+}
+
+// testMCP tests the mcp connection id with an MCP handshake, records the
+// outcome as its last test, and prints it as the admin API answers it.
+func testMCP(ctx context.Context, env *cliEnv, v *credvault.Vault, id string, asJSON bool) error {
+	start := time.Now()
+	hs, err := gateway.TestMCP(ctx, v, id)
+	if errors.Is(err, credvault.ErrNotFound) {
+		return err
+	}
+	res := credvault.TestResult{OK: err == nil, Status: hs.Status, LatencyMS: time.Since(start).Milliseconds(), TestedAt: time.Now().UTC()}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if err := v.RecordTest(ctx, id, res); err != nil {
+		return err
+	}
+	if asJSON {
+		out := struct {
+			credvault.TestResult
+			MCP *admin.MCPHandshake `json:"mcp,omitempty"`
+		}{TestResult: res}
+		if hs.ServerName != "" || hs.ProtocolVersion != "" {
+			out.MCP = &hs
+		}
+		if err := printJSON(env.stdout, out); err != nil {
+			return err
+		}
+	} else if res.OK {
+		fmt.Fprintf(env.stdout, "%s: ok server=%q version=%q protocol=%s tools=%d latency=%dms\n", id, hs.ServerName, hs.ServerVersion, hs.ProtocolVersion, hs.Tools, res.LatencyMS)
+	} else {
+		fmt.Fprintf(env.stdout, "%s: failed status=%d latency=%dms\n", id, res.Status, res.LatencyMS)
 	}
 	if !res.OK {
 		return errors.New("test failed: " + res.Error)
