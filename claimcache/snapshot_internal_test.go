@@ -169,11 +169,11 @@ func TestDistinctDropsRepeatsAndRefusesHashCollisions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, ok := b.distinct([]member{{1, 0}, {2, 2}, {1, 1}})
-	if want := []member{{1, 0}, {2, 2}}; !ok || !slices.Equal(got, want) {
+	got, ok := b.distinct([]member{{hash: 1, j: 0}, {hash: 2, j: 2}, {hash: 1, j: 1}})
+	if want := []member{{hash: 1, j: 0}, {hash: 2, j: 2}}; !ok || !slices.Equal(got, want) {
 		t.Fatalf("distinct = %v, %v; want %v, true", got, ok, want)
 	}
-	if _, ok := b.distinct([]member{{1, 0}, {1, 2}}); ok {
+	if _, ok := b.distinct([]member{{hash: 1, j: 0}, {hash: 1, j: 2}}); ok {
 		t.Fatal("two tuples with one hash accepted")
 	}
 }
