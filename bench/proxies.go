@@ -79,6 +79,7 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	// As cmd/gateway does with its defaults; the baseline shares the process.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gateway.GCPercent)
+		defer gateway.TuneGC(gateway.GCPercent)()
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(replay.DefaultMaxBytes + gateway.MemoryHeadroom)

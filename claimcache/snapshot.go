@@ -8,8 +8,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 	"time"
+	"unsafe"
 )
 
 // Approval is what a successful lookup returns: enough to log the decision.
@@ -235,9 +235,12 @@ func (b *builder) add(c Claim) error {
 		return fmt.Errorf("claimcache: claim ids exceed %d bytes", uint32(math.MaxUint32))
 	}
 	copy(sl.namespace[:], c.Namespace)
+	arenaCap, slotsCap := cap(b.arena), cap(b.slots)
 	b.arena = append(b.arena, c.ID...)
 	b.arena = append(b.arena, c.Namespace[len(c.Namespace)-tail:]...)
 	b.slots = append(b.slots, sl)
+	holdGrown(b.arena, arenaCap)
+	holdGrown(b.slots, slotsCap)
 	if tail > 0 {
 		b.long++
 	}
@@ -260,6 +263,7 @@ func (b *builder) reserve(total int) {
 		return
 	}
 	b.slots = slices.Grow(b.slots, tableSize(total)-len(b.slots))
+	hold(b.slots)
 }
 
 // maxSeeds bounds the seeds build tries. One fails only when two distinct
@@ -281,6 +285,7 @@ func (b *builder) build(version string) (*snapshot, error) {
 		return nil, fmt.Errorf("claimcache: %d claims are too many for one snapshot", n)
 	}
 	s.pilots = make([]uint16, n/bucketLoad+1)
+	hold(s.pilots)
 	m := tableSize(n + b.long)
 	for range maxSeeds {
 		s.seed = maphash.MakeSeed()
@@ -315,6 +320,8 @@ const unplaced = math.MaxUint32
 func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	hashes := make([]uint64, len(b.slots))
 	start := make([]int32, len(s.pilots)+1) // bucket k is members[start[k]:start[k+1]]
+	hold(hashes)
+	hold(start)
 	for j := range b.slots {
 		hashes[j] = s.hashSlot(&b.slots[j], b.arena)
 		start[s.bucket(hashes[j])+1]++
@@ -324,6 +331,8 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	}
 	members := make([]member, len(b.slots))
 	next := slices.Clone(start[:len(s.pilots)])
+	hold(members)
+	hold(next)
 	for j, h := range hashes { // in feed order, so a repeated tuple's first record comes first
 		k := s.bucket(h)
 		members[next[k]] = member{h, int32(j), b.slots[j].nsLen > inlineNamespace}
@@ -337,10 +346,12 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	slices.SortFunc(order, func(a, b int32) int { return int(size(b) - size(a)) })
 
 	pos := make([]uint32, m)
+	hold(pos)
 	for j := range pos {
 		pos[j] = unplaced
 	}
 	taken := make([]bool, m)
+	hold(taken)
 	var at []int
 	for _, k := range order {
 		bucket, ok := b.distinct(members[start[k]:start[k+1]])
@@ -381,6 +392,7 @@ func (b *builder) permute(pos []uint32) []slot {
 		clear(table[n:])
 	} else { // one copy, so that the table holds no more than m slots
 		table = make([]slot, m)
+		hold(table)
 		copy(table, b.slots)
 	}
 	b.slots = nil
@@ -415,8 +427,8 @@ func (b *builder) finish(table []slot) string {
 	for i := range table {
 		size += int(table[i].idLen)
 	}
-	var arena strings.Builder
-	arena.Grow(size)
+	arena := make([]byte, 0, size)
+	hold(arena)
 	for i := range table {
 		sl := &table[i]
 		if sl.idLen == 0 {
@@ -426,11 +438,11 @@ func (b *builder) finish(table []slot) string {
 		if n := int(sl.nsLen) - inlineNamespace; n > 0 {
 			table[i+1].setTail(b.arena[end : end+uint32(n)])
 		}
-		off := arena.Len()
-		arena.Write(b.arena[sl.idOff:end])
+		off := len(arena)
+		arena = append(arena, b.arena[sl.idOff:end]...)
 		sl.idOff = uint32(off)
 	}
-	return arena.String()
+	return unsafe.String(unsafe.SliceData(arena), len(arena)) // arena is not written again
 }
 
 // distinct drops, in place, the records of bucket that repeat an earlier
