@@ -203,7 +203,7 @@ func TestSoakMemoryFeed(t *testing.T) {
 	if err != nil {
 		t.Errorf("run: %v\n%s", err, progress.String())
 	}
-	for _, want := range []string{"gateway with 5000 claims loaded, before the soak: RSS", "claims snapshots at the end:", " B/claim\n",
+	for _, want := range []string{"gateway with 5000 claims loaded, before the soak: RSS", "claims snapshots at the end:", " bytes per claim)",
 		"0 answered 503 NONCE_STORE_FULL, 0 other errors"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())

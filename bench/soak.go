@@ -136,7 +136,7 @@ func (b *bench) soak(stdout io.Writer) error {
 			warm.Seconds(), mib(lo), mib(hi), mib(heapLo), mib(heapHi))
 	}
 	held = st.proxies.held()
-	fmt.Fprintf(stdout, "claims snapshots at the end: %.1f MiB, %.1f B/claim\n", mib(held), float64(held)/float64(b.o.claims))
+	fmt.Fprintf(stdout, "claims snapshots at the end: %.1f MiB (%.1f bytes per claim)\n", mib(held), float64(held)/float64(b.o.claims))
 	if full+failed > 0 {
 		return fmt.Errorf("%d requests failed", full+failed)
 	}
