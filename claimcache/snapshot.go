@@ -267,7 +267,7 @@ func (b *builder) reserve(total int) {
 	}
 	b.slots = slices.Grow(b.slots, tableSize(total)-len(b.slots))
 	hold(b.slots)
-	adviseHugePages(b.slots[:cap(b.slots)])
+	adviseHugePages(b.slots[:cap(b.slots)]) // the table: see permute
 	if len(b.slots) > 0 {
 		perClaim := float64(len(b.arena)) / float64(len(b.slots))
 		b.arena = slices.Grow(b.arena, int(perClaim*float64(total)*9/8)-len(b.arena))
@@ -300,9 +300,8 @@ func (b *builder) build(version string) (*snapshot, error) {
 	for range maxSeeds {
 		s.seed = maphash.MakeSeed()
 		if pos, ok := s.place(b, m); ok {
-			s.table = b.permute(pos)
+			s.table = b.permute(pos) // advised to use huge pages
 			s.arena = b.finish(s.table)
-			adviseHugePages(s.table)
 			b.slots, b.arena = nil, nil
 			return s, nil
 		}
@@ -399,10 +398,12 @@ func (b *builder) permute(pos []uint32) []slot {
 	var table []slot
 	if c := cap(b.slots); c >= m && c <= m+m/4 { // reserved for this table
 		table = b.slots[:m]
+		adviseHugePages(table) // again, when it was not reserve that made it
 		clear(table[n:])
 	} else { // one copy, so that the table holds no more than m slots
 		table = make([]slot, m)
 		hold(table)
+		adviseHugePages(table) // before the copy touches its pages
 		copy(table, b.slots)
 	}
 	b.slots = nil
