@@ -258,7 +258,7 @@ func tableSize(n int) int { return n + n/(emptyEvery-1) + 1 }
 // reserve makes room for total claims in all, when a Source knows how many
 // it will deliver: the array that collects them then becomes the table
 // itself, without a copy, and the arena is made as large as the claims so
-// far say it will need, an eighth more, so that it is not copied as it
+// far say it will need, a sixteenth more, so that it is not copied as it
 // grows either. Both are advised to use huge pages, so filling them costs a
 // page fault per 2 MiB rather than per 4 KiB.
 func (b *builder) reserve(total int) {
@@ -270,7 +270,7 @@ func (b *builder) reserve(total int) {
 	adviseHugePages(b.slots[:cap(b.slots)]) // the table: see permute
 	if len(b.slots) > 0 {
 		perClaim := float64(len(b.arena)) / float64(len(b.slots))
-		b.arena = slices.Grow(b.arena, int(perClaim*float64(total)*9/8)-len(b.arena))
+		b.arena = slices.Grow(b.arena, int(perClaim*float64(total)*17/16)-len(b.arena))
 		hold(b.arena)
 		adviseHugePages(b.arena[:cap(b.arena)])
 	}
