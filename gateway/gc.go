@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // minDynamicHeap is the least heap TuneGC gives headroom for, so that a
@@ -16,18 +16,20 @@ import (
 const minDynamicHeap = 4 << 20
 
 // TuneGC runs the garbage collector at percent (a GOGC value, normally
-// GCPercent) of the heap other than the claims snapshots
-// (claimcache.HeldBytes), instead of the whole heap, until stop is called.
-// After every collection it sets GOGC to percent × (live − held) / live,
-// where live is the heap the collection found live.
+// GCPercent) of the heap other than its large pointer-free tables, instead
+// of the whole heap, until stop is called: the claims snapshots
+// (claimcache.HeldBytes) and the nonce store's tables. After every
+// collection it sets GOGC to percent × (live − held) / live, where live is
+// the heap the collection found live and held those tables' bytes.
 //
 // GOGC's headroom exists to make collections rare, and a collection's cost
-// is the heap it scans. The snapshots are large (about 107 bytes a claim)
-// but pointer-free, so they cost a collection almost nothing to keep, and
-// headroom in proportion to them would only hold memory: at GOGC 400 a
-// million claims would let the heap grow by 400 MB between collections.
-// With TuneGC, a gateway collects as often as it would without them, and
-// its memory is the snapshots plus what it would use without them.
+// is the heap it scans. The tables are large (about 107 bytes a claim, 18
+// a nonce) but pointer-free, so they cost a collection almost nothing to
+// keep, and headroom in proportion to them would only hold memory: at GOGC
+// 400 a million claims would let the heap grow by 400 MB between
+// collections. With TuneGC, a gateway collects as often as it would
+// without them, and its memory is the tables plus what it would use
+// without them.
 //
 // A snapshot's building changes the held bytes between collections: its
 // arrays grow, and then the old snapshot and the building's scratch, about
@@ -38,7 +40,7 @@ const minDynamicHeap = 4 << 20
 //
 // cmd/gateway runs it unless GOGC is set; the memory limit still applies.
 func TuneGC(percent int) (stop func()) {
-	t := &gcTuner{percent: percent, held: claimcache.HeldBytes, done: make(chan struct{})}
+	t := &gcTuner{percent: percent, held: heldmem.Total, done: make(chan struct{})}
 	t.start()
 	go t.watch(heldCheckInterval)
 	return t.stop
