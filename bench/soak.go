@@ -64,7 +64,7 @@ func (b *bench) soak(stdout io.Writer) error {
 		httpConnection, b.o.soak, b.o.workers, b.warmup())
 	rss, heap := st.proxies.mem()
 	held := st.proxies.held()
-	fmt.Fprintf(stdout, "gateway with %d claims loaded, before the soak: RSS %.1f MiB, live heap %.1f MiB; claims snapshots %.1f MiB (%.1f B/claim)\n\n",
+	fmt.Fprintf(stdout, "gateway with %d claims loaded, before the soak: RSS %.1f MiB, live heap %.1f MiB; claims snapshots %.1f MiB (%.1f B/claim, with their building's scratch until it is collected)\n\n",
 		b.o.claims, mib(rss), mib(heap), mib(held), float64(held)/float64(b.o.claims))
 	fmt.Fprintf(stdout, "%8s %8s %10s %10s %8s %6s %8s %9s %6s\n", "t s", "req/s", "ok", "nonce-full", "errors", "CPU %", "RSS MiB", "heap MiB", "ready")
 
