@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,7 +60,17 @@ type gcTuner struct {
 	stopped bool
 	tuned   int64 // the held bytes at the last tune
 	live    [1]metrics.Sample
+	dynamic [dynamicSamples]int64 // the live heap less the held bytes, at the last tunes
+	tunes   int
 }
+
+// dynamicSamples is how many tunes' figures of the heap other than the
+// held bytes tune takes the least of. A collection counts as live what was
+// allocated while it ran, which under a high allocation rate on a busy
+// machine is a good part of that heap in one collection and not in the
+// next: the least of a few is the steadier figure, and when the heap
+// really grows it is followed a few collections later.
+const dynamicSamples = 4
 
 // gcSentinel is allocated, and dropped, once per collection; its cleanup
 // runs after the collection that frees it. It holds a pointer so that it is
@@ -89,8 +100,12 @@ func (t *gcTuner) tune() bool {
 		return false
 	}
 	metrics.Read(t.live[:])
+	live := int64(t.live[0].Value.Uint64())
 	t.tuned = t.held()
-	gogc := gcPercentFor(t.percent, int64(t.live[0].Value.Uint64()), t.tuned)
+	t.dynamic[t.tunes%dynamicSamples] = live - t.tuned
+	t.tunes++
+	dynamic := slices.Min(t.dynamic[:min(t.tunes, dynamicSamples)])
+	gogc := gcPercentFor(t.percent, live, live-dynamic)
 	debug.SetGCPercent(gogc)
 	if t.onTune != nil {
 		t.onTune(gogc)
