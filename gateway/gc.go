@@ -20,8 +20,9 @@ const minDynamicHeap = 4 << 20
 // GCPercent) of the heap other than its large pointer-free tables, instead
 // of the whole heap, until stop is called: the claims snapshots
 // (claimcache.HeldBytes) and the nonce store's tables. After every
-// collection it sets GOGC to percent × (live − held) / live, where live is
-// the heap the collection found live and held those tables' bytes.
+// collection it sets GOGC to percent × dynamic / live, where live is the
+// heap the collection found live and dynamic the least of the last few
+// collections' live heap less those tables' bytes (see dynamicSamples).
 //
 // GOGC's headroom exists to make collections rare, and a collection's cost
 // is the heap it scans. The tables are large (about 107 bytes a claim, 18
@@ -130,7 +131,8 @@ func (t *gcTuner) watch(interval time.Duration) {
 		now := t.held()
 		switch {
 		case was-now > max(was, now)/8:
-			debug.FreeOSMemory() // the collection tunes
+			debug.FreeOSMemory()
+			t.tune()
 		case now-was > max(was, now)/8:
 			t.tune()
 		}
@@ -149,7 +151,7 @@ func (t *gcTuner) stop() {
 }
 
 // gcPercentFor returns the GOGC value that gives a heap of live bytes, held
-// of them snapshots, percent of the rest (at least minDynamicHeap) as
+// of them in tables, percent of the rest (at least minDynamicHeap) as
 // headroom.
 func gcPercentFor(percent int, live, held int64) int {
 	dynamic := max(live-held, minDynamicHeap)
