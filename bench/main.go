@@ -29,13 +29,15 @@
 // Usage:
 //
 //	go run ./bench [-duration 3s] [-rounds 5] [-workers N] [-rate R] [-json]
-//	go run ./bench -soak 10m [-soak-every 30s] [-workers N]
+//	go run ./bench -soak 10m [-soak-every 30s] [-workers N] [-memory-feed -claims N]
 //	go run ./bench -scale [-duration 3s] [-rounds 5] [-workers N] [-claims N]
 //
 // With -soak it runs no phases: it loads the gateway route at its maximum
 // rate for that long, each request signed as it is sent, and reports the
 // rate, NONCE_STORE_FULL answers, errors and the gateway's memory over
-// time (soak.go). With -scale it runs the gateway and the baseline on 1,
+// time (soak.go); with -memory-feed its control plane is claimcachetest's
+// in-memory claims API, which holds a million claims at once where the
+// real one takes minutes to seed them. With -scale it runs the gateway and the baseline on 1,
 // 2, 4, … cores in turn and reports their rate, CPU per request, memory
 // and added latency at each count (scale.go).
 //
@@ -88,6 +90,7 @@ type options struct {
 	cpuProfile              string
 	profilePhase            string
 	soak, soakEvery         time.Duration
+	memoryFeed              bool
 	scale                   bool
 }
 
@@ -95,8 +98,10 @@ type options struct {
 const (
 	maxPhase  = time.Minute
 	maxClaims = 200_000
-	maxPage   = 2000 // the control plane's largest feed page
-	maxSoak   = 24 * time.Hour
+	// maxMemoryFeedClaims bounds -claims with -memory-feed.
+	maxMemoryFeedClaims = 4_000_000
+	maxPage             = 2000 // the control plane's largest feed page
+	maxSoak             = 24 * time.Hour
 )
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -118,6 +123,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"signing each request as it is sent, and report rate, NONCE_STORE_FULL, errors and the gateway's memory over time (at most 24h)")
 	fs.BoolVar(&o.scale, "scale", false, "instead of the phases, measure the gateway and the baseline pinned to 1, 2, 4, … cores (see bench/README.md)")
 	fs.DurationVar(&o.soakEvery, "soak-every", 30*time.Second, "interval of the soak's report rows")
+	fs.BoolVar(&o.memoryFeed, "memory-feed", false, "with -soak: serve the claims from claimcachetest's in-memory claims API instead of the control plane, "+
+		fmt.Sprintf("which holds up to %d at once (a million in seconds)", maxMemoryFeedClaims))
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -139,8 +146,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			problems = append(problems, name+" must be a non-negative number")
 		}
 	}
-	if o.claims < 1 || o.claims > maxClaims {
-		problems = append(problems, fmt.Sprintf("-claims must be in [1, %d]", maxClaims))
+	most := maxClaims
+	if o.memoryFeed {
+		most = maxMemoryFeedClaims
+	}
+	if o.claims < 1 || o.claims > most {
+		problems = append(problems, fmt.Sprintf("-claims must be in [1, %d]", most))
+	}
+	if o.memoryFeed && o.soak == 0 {
+		problems = append(problems, "-memory-feed needs -soak")
 	}
 	if o.page < 1 || o.page > maxPage {
 		problems = append(problems, fmt.Sprintf("-page must be in [1, %d]", maxPage))
@@ -176,7 +190,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Seeding the control plane's SQLite takes the most of it: over six
 	// minutes for a million claims on a busy 2-CPU machine.
 	setupCtx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(o.claims)*300*time.Microsecond)
-	st, err := startStack(setupCtx, dir, o.claims, stderr)
+	st, err := startStack(setupCtx, dir, o.claims, o.memoryFeed, stderr)
 	cancel()
 	if err != nil {
 		return err

@@ -103,6 +103,9 @@ func TestFlagsRejected(t *testing.T) {
 		{"infinite feed rate", []string{"-feed-rate=+Inf"}, "-feed-rate"},
 		{"page above the control plane's maximum", []string{"-page=2001"}, "-page"},
 		{"no claims", []string{"-claims=0"}, "-claims"},
+		{"a million claims for the control plane", []string{"-claims=1000000"}, "-claims"},
+		{"memory feed without a soak", []string{"-memory-feed"}, "-memory-feed"},
+		{"memory feed beyond its bound", []string{"-memory-feed", "-soak=1s", "-claims=5000000"}, "-claims"},
 		{"rounds too short", []string{"-duration=50ms", "-rounds=10"}, "-rounds"},
 		{"stray argument", []string{"gateway"}, "unexpected arguments"},
 		{"profile of no phase", []string{"-profile=gateway/slow"}, "-profile"},
@@ -188,6 +191,23 @@ func TestSoak(t *testing.T) {
 	}
 	if rows < 4 || !strings.Contains(out.String(), "0 answered 503 NONCE_STORE_FULL, 0 other errors") {
 		t.Errorf("%d rows; report:\n%s", rows, out.String())
+	}
+}
+
+// TestSoakMemoryFeed soaks a gateway whose claims come from the in-memory
+// feed, and checks that the report gives its memory and the snapshots'
+// bytes per claim.
+func TestSoakMemoryFeed(t *testing.T) {
+	var out, progress bytes.Buffer
+	err := run(t.Context(), []string{"-soak=1s", "-soak-every=500ms", "-workers=4", "-memory-feed", "-claims=5000"}, &out, &progress)
+	if err != nil {
+		t.Errorf("run: %v\n%s", err, progress.String())
+	}
+	for _, want := range []string{"gateway with 5000 claims loaded, before the soak: RSS", "claims snapshots at the end:", " bytes per claim)",
+		"0 answered 503 NONCE_STORE_FULL, 0 other errors"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 

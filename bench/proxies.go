@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/replay"
 )
@@ -79,6 +80,7 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	// As cmd/gateway does with its defaults; the baseline shares the process.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gateway.GCPercent)
+		defer gateway.TuneGC(gateway.GCPercent)()
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(replay.DefaultMaxBytes + gateway.MemoryHeadroom)
@@ -108,6 +110,8 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 			answer = strconv.FormatInt(int64(processCPU()), 10)
 		case "mem":
 			answer = fmt.Sprint(residentBytes(), " ", liveHeap())
+		case "held":
+			answer = strconv.FormatInt(claimcache.HeldBytes(), 10)
 		case "profile":
 			stop, err := startProfile(arg)
 			if err != nil {
@@ -216,6 +220,17 @@ func (p *proxyProcess) mem() (rss, heap int64) {
 	}
 	_, _ = fmt.Sscan(answer, &rss, &heap)
 	return rss, heap
+}
+
+// held is the memory the gateway's claims snapshots hold
+// (claimcache.HeldBytes).
+func (p *proxyProcess) held() int64 {
+	answer, err := p.command("held")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(answer, 10, 64)
+	return n
 }
 
 // liveHeap is the heap held by live and not yet swept objects, read

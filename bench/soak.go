@@ -62,6 +62,10 @@ func (b *bench) soak(stdout io.Writer) error {
 		"Gateway figures are its process's (CPU as %% of one CPU). Warm-up: the first %s "+
 		"(6 min, when the 330 s nonce window has turned over, or three quarters of a shorter soak).\n\n",
 		httpConnection, b.o.soak, b.o.workers, b.warmup())
+	rss, heap := st.proxies.mem()
+	held := st.proxies.held()
+	fmt.Fprintf(stdout, "gateway with %d claims loaded, before the soak: RSS %.1f MiB, live heap %.1f MiB; claims snapshots %.1f MiB (%.1f B/claim, with their building's scratch until it is collected)\n\n",
+		b.o.claims, mib(rss), mib(heap), mib(held), float64(held)/float64(b.o.claims))
 	fmt.Fprintf(stdout, "%8s %8s %10s %10s %8s %6s %8s %9s %6s\n", "t s", "req/s", "ok", "nonce-full", "errors", "CPU %", "RSS MiB", "heap MiB", "ready")
 
 	var counts soakCounts
@@ -131,6 +135,8 @@ func (b *bench) soak(stdout io.Writer) error {
 		fmt.Fprintf(stdout, "after warm-up (t ≥ %.0f s): gateway RSS %.1f to %.1f MiB, live heap %.1f to %.1f MiB\n",
 			warm.Seconds(), mib(lo), mib(hi), mib(heapLo), mib(heapHi))
 	}
+	held = st.proxies.held()
+	fmt.Fprintf(stdout, "claims snapshots at the end: %.1f MiB (%.1f bytes per claim)\n", mib(held), float64(held)/float64(b.o.claims))
 	if full+failed > 0 {
 		return fmt.Errorf("%d requests failed", full+failed)
 	}

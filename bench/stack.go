@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -23,6 +25,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
@@ -63,7 +67,7 @@ type stack struct {
 // (seeded with claims approved claims, the agent's among them) and the
 // child process of the gateway and the baseline, whose errors go to stderr.
 // On error it stops what it started.
-func startStack(ctx context.Context, dir string, claims int, stderr io.Writer) (s *stack, err error) {
+func startStack(ctx context.Context, dir string, claims int, memoryFeed bool, stderr io.Writer) (s *stack, err error) {
 	s = &stack{}
 	defer func() {
 		if err != nil {
@@ -82,7 +86,9 @@ func startStack(ctx context.Context, dir string, claims int, stderr io.Writer) (
 	if s.feedReader, err = identity.New("bench-gateway"); err != nil {
 		return s, err
 	}
-	if err = s.startControlPlane(ctx, dir, claims); err != nil {
+	if memoryFeed {
+		s.startMemoryFeed(claims)
+	} else if err = s.startControlPlane(ctx, dir, claims); err != nil {
 		return s, fmt.Errorf("control plane: %w", err)
 	}
 	p, err := startProxies(ctx, proxyConfig{Upstream: s.upstream, MCPServer: s.mcpServer,
@@ -239,6 +245,26 @@ func (s *stack) startControlPlane(ctx context.Context, dir string, claims int) e
 		return errors.New("seed answered no service API key")
 	}
 	return nil
+}
+
+// startMemoryFeed starts claimcachetest's in-memory claims API in place of
+// the control plane, with claims approved claims, the agent's first. The
+// others are for keys derived from their number, in the agent's namespace
+// (so they sit in their table slots as the agent's does), with ids shaped
+// like the control plane's.
+func (s *stack) startMemoryFeed(claims int) {
+	srv := claimcachetest.NewServer()
+	s.stops = append(s.stops, srv.Close)
+	s.controlPlane, s.serviceKey = srv.URL, srv.APIKey(serviceSlug)
+	at := time.Now().UTC().Truncate(time.Second)
+	srv.Approve(claimcache.Claim{Namespace: s.agent.Namespace, PublicKey: s.agent.PublicKeyString(), Service: serviceSlug, ApprovedAt: at})
+	for i := 1; i < claims; i++ {
+		key := sha256.Sum256(binary.LittleEndian.AppendUint64(nil, uint64(i)))
+		id := sha256.Sum256(key[:])
+		srv.Approve(claimcache.Claim{ID: "clm_" + hex.EncodeToString(id[:11]), Namespace: s.agent.Namespace,
+			PublicKey: identity.FormatPublicKey(key[:]), Service: serviceSlug, ApprovedAt: at})
+	}
+	srv.ExpireChanges() // the log of a million approvals, which no one reads
 }
 
 func seed(ctx context.Context, base, token string, body, out any) error {

@@ -6,8 +6,11 @@
 // per service slug, a snapshot built from one complete read of a Source and
 // swapped atomically, so a lookup never sees half a feed. A lookup reads one
 // pilot and one slot of a perfect-hash table (and, for a namespace over 16
-// bytes, the rest of it from the snapshot's arena), allocates nothing and
-// takes no lock. A snapshot holds about 107 bytes per claim. A snapshot is fresh for Config.TTL after the refresh that produced
+// bytes, the cell after the slot, which holds the rest of it and is read
+// side by side with the slot), allocates nothing and takes no lock. A
+// snapshot holds about 107 bytes per claim (80 more for a namespace over 16
+// bytes); HeldBytes reports what the snapshots of a process hold, which
+// gateway.TuneGC leaves out of the collector's headroom. A snapshot is fresh for Config.TTL after the refresh that produced
 // (or confirmed) it began; past that, and before the first load, Lookup
 // fails closed with ErrUnavailable. A timer ends that lease, so lookups read
 // no clock. Run refreshes every service in the background, and a miss (or a

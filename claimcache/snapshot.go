@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"slices"
 	"time"
+	"unsafe"
 )
 
 // Approval is what a successful lookup returns: enough to log the decision.
@@ -24,15 +25,19 @@ const (
 	maxClaimIDLen   = math.MaxUint8
 )
 
-// inlineNamespace is how much of a namespace its slot holds; the rest, when
-// there is any, follows the claim id in the snapshot's arena.
+// inlineNamespace is how much of a namespace its slot holds. A longer one
+// keeps the rest (at most maxNamespaceLen-inlineNamespace bytes) in the
+// next cell of the table, its tail cell.
 const inlineNamespace = 16
 
 // slot is one cell of a snapshot's table, one cache line long: the tuple
 // itself, compared exactly (the raw public key and the namespace's first
 // bytes), and the claim's metadata. The claim id is in the snapshot's arena
-// at idOff, followed by the namespace's bytes past inlineNamespace. An empty
-// slot has idLen 0.
+// at idOff. An empty slot has idLen 0, and so has the tail cell that follows
+// the slot of a namespace over inlineNamespace bytes: it holds the
+// namespace's bytes past inlineNamespace, zero-padded, in publicKey and then
+// namespace, and matches no lookup. While a builder collects claims, the
+// tail follows the claim id in its arena instead.
 type slot struct {
 	publicKey  [ed25519.PublicKeySize]byte
 	approvedAt int64 // Unix milliseconds
@@ -53,24 +58,28 @@ const (
 // snapshot is an immutable view of one service's approved claims, in a table
 // addressed by a perfect hash built for exactly those tuples: each has a slot
 // of its own that a lookup computes, so every lookup, hit or miss, reads one
-// slot (one cache line) and compares it exactly.
+// slot (one cache line), and the tail cell after it for a namespace over
+// inlineNamespace bytes, and compares them exactly. The two cells' addresses
+// are known together, so the processor reads them from memory side by side:
+// a lookup costs one memory read's latency at any namespace length.
 //
 // The hash follows PTHash (Pibiri and Trani, SIGIR 2021), with buckets of
 // uniform expected size and plain 16-bit pilots. A seeded hash of the tuple
 // picks a bucket of about bucketLoad tuples; the bucket's pilot, chosen when
 // the snapshot is built, sends each of them to a free slot. The pilots take
 // half a byte per claim and mostly stay in the processor's caches, so the
-// slot is usually the lookup's only read from memory before a hit reads its
-// claim id from the arena (and, with it, the rest of a long namespace).
+// slot (with its tail cell) is usually the lookup's only read from memory;
+// a hit's claim id is a string in the arena, which the lookup does not
+// read.
 //
 // A snapshot holds about 107 bytes per claim with namespaces of up to
 // inlineNamespace bytes (80 for the slot and its share of the empty ones,
-// the claim id, half a byte of pilot), plus the bytes of longer ones past
-// it; BenchmarkSnapshotMemory1M measures it.
+// the claim id, half a byte of pilot), and 80 more for a longer namespace's
+// tail cell; BenchmarkSnapshotMemory1M measures it.
 type snapshot struct {
 	pilots  []uint16
 	table   []slot
-	arena   string // claim ids, each followed by its namespace's tail
+	arena   string // claim ids
 	seed    maphash.Seed
 	version string
 	claims  int // distinct tuples
@@ -111,9 +120,11 @@ func (s *snapshot) position(h uint64, pilot uint16, m int) int {
 }
 
 // holds reports whether the slot at i is the tuple's. It compares in 64-bit
-// words and branches once, on the outcome: a lookup spends its time waiting
-// for the slot to arrive from memory, and a branch on each part of it would
-// keep the processor from working ahead meanwhile.
+// words and branches on the outcome and on the length of the namespace
+// asked for, which the processor predicts: a lookup spends its time waiting
+// for the slot to arrive from memory, and a branch on its contents would
+// keep the processor from working ahead meanwhile (and from asking for a
+// tail cell at the same time as the slot).
 func (s *snapshot) holds(i int, namespace string, publicKey *[ed25519.PublicKeySize]byte) bool {
 	sl := &s.table[i]
 	var head [inlineNamespace]byte // zero-padded, as in the slot
@@ -126,14 +137,31 @@ func (s *snapshot) holds(i int, namespace string, publicKey *[ed25519.PublicKeyS
 		(le.Uint64(sl.publicKey[24:]) ^ le.Uint64(publicKey[24:])) |
 		(le.Uint64(sl.namespace[0:]) ^ le.Uint64(head[0:])) |
 		(le.Uint64(sl.namespace[8:]) ^ le.Uint64(head[8:]))
-	if diff != 0 || sl.idLen == 0 {
-		return false
+	if len(namespace) > inlineNamespace && i+1 < len(s.table) {
+		var tail [maxNamespaceLen - inlineNamespace]byte // zero-padded, as in the tail cell
+		copy(tail[:], namespace[inlineNamespace:])
+		t := &s.table[i+1]
+		diff |= (le.Uint64(t.publicKey[0:]) ^ le.Uint64(tail[0:])) |
+			(le.Uint64(t.publicKey[8:]) ^ le.Uint64(tail[8:])) |
+			(le.Uint64(t.publicKey[16:]) ^ le.Uint64(tail[16:])) |
+			(le.Uint64(t.publicKey[24:]) ^ le.Uint64(tail[24:])) |
+			(le.Uint64(t.namespace[0:]) ^ le.Uint64(tail[32:])) |
+			(le.Uint64(t.namespace[8:]) ^ le.Uint64(tail[40:]))
 	}
-	if len(namespace) <= inlineNamespace {
-		return true
-	}
-	at := sl.idOff + uint32(sl.idLen)
-	return s.arena[at:at+uint32(len(namespace)-inlineNamespace)] == namespace[inlineNamespace:]
+	return diff == 0 && sl.idLen != 0
+}
+
+// setTail writes tail, the bytes of a namespace past inlineNamespace, into
+// a tail cell.
+func (t *slot) setTail(tail []byte) {
+	n := copy(t.publicKey[:], tail)
+	copy(t.namespace[:], tail[n:])
+}
+
+// appendTail appends the namespace bytes a tail cell holds, n of them.
+func (t *slot) appendTail(dst []byte, n int) []byte {
+	dst = append(dst, t.publicKey[:min(n, len(t.publicKey))]...)
+	return append(dst, t.namespace[:max(n-len(t.publicKey), 0)]...)
 }
 
 func (s *snapshot) lookup(namespace string, publicKey []byte) (Approval, bool) {
@@ -163,13 +191,12 @@ func (s *snapshot) each(yield func(namespace string, publicKey *[ed25519.PublicK
 			continue
 		}
 		n := int(sl.nsLen)
-		ns := string(sl.namespace[:min(n, inlineNamespace)])
-		end := sl.idOff + uint32(sl.idLen)
+		buf := append(make([]byte, 0, maxNamespaceLen), sl.namespace[:min(n, inlineNamespace)]...)
 		if n > inlineNamespace {
-			ns += s.arena[end : end+uint32(n-inlineNamespace)]
+			buf = s.table[i+1].appendTail(buf, n-inlineNamespace)
 		}
-		a := Approval{ClaimID: s.arena[sl.idOff:end], ApprovedAt: time.UnixMilli(sl.approvedAt).UTC()}
-		if !yield(ns, &sl.publicKey, a) {
+		a := Approval{ClaimID: s.arena[sl.idOff : sl.idOff+uint32(sl.idLen)], ApprovedAt: time.UnixMilli(sl.approvedAt).UTC()}
+		if !yield(string(buf), &sl.publicKey, a) {
 			return
 		}
 	}
@@ -182,7 +209,8 @@ func (s *snapshot) each(yield func(namespace string, publicKey *[ed25519.PublicK
 type builder struct {
 	service string
 	slots   []slot
-	arena   []byte
+	arena   []byte // claim ids, each followed by its namespace's tail
+	long    int    // records whose namespace needs a tail cell
 	skipped int
 }
 
@@ -207,9 +235,15 @@ func (b *builder) add(c Claim) error {
 		return fmt.Errorf("claimcache: claim ids exceed %d bytes", uint32(math.MaxUint32))
 	}
 	copy(sl.namespace[:], c.Namespace)
+	arenaCap, slotsCap := cap(b.arena), cap(b.slots)
 	b.arena = append(b.arena, c.ID...)
 	b.arena = append(b.arena, c.Namespace[len(c.Namespace)-tail:]...)
 	b.slots = append(b.slots, sl)
+	holdGrown(b.arena, arenaCap)
+	holdGrown(b.slots, slotsCap)
+	if tail > 0 {
+		b.long++
+	}
 	return nil
 }
 
@@ -217,17 +251,29 @@ func (b *builder) add(c Claim) error {
 // claimed total cannot make the gateway allocate more than that at once.
 const maxReserve = 1 << 24
 
-// tableSize is the number of slots of the table for n claims.
+// tableSize is the number of cells of the table for n claims (each claim
+// with a long namespace counted twice, for its tail cell).
 func tableSize(n int) int { return n + n/(emptyEvery-1) + 1 }
 
 // reserve makes room for total claims in all, when a Source knows how many
 // it will deliver: the array that collects them then becomes the table
-// itself, without a copy.
+// itself, without a copy, and the arena is made as large as the claims so
+// far say it will need, a sixteenth more, so that it is not copied as it
+// grows either. Both are advised to use huge pages, so filling them costs a
+// page fault per 2 MiB rather than per 4 KiB.
 func (b *builder) reserve(total int) {
 	if total <= len(b.slots) || total > maxReserve {
 		return
 	}
 	b.slots = slices.Grow(b.slots, tableSize(total)-len(b.slots))
+	hold(b.slots)
+	adviseHugePages(b.slots[:cap(b.slots)]) // the table: see permute
+	if len(b.slots) > 0 {
+		perClaim := float64(len(b.arena)) / float64(len(b.slots))
+		b.arena = slices.Grow(b.arena, int(perClaim*float64(total)*17/16)-len(b.arena))
+		hold(b.arena)
+		adviseHugePages(b.arena[:cap(b.arena)])
+	}
 }
 
 // maxSeeds bounds the seeds build tries. One fails only when two distinct
@@ -249,13 +295,13 @@ func (b *builder) build(version string) (*snapshot, error) {
 		return nil, fmt.Errorf("claimcache: %d claims are too many for one snapshot", n)
 	}
 	s.pilots = make([]uint16, n/bucketLoad+1)
-	m := tableSize(n)
+	hold(s.pilots)
+	m := tableSize(n + b.long)
 	for range maxSeeds {
 		s.seed = maphash.MakeSeed()
 		if pos, ok := s.place(b, m); ok {
-			s.table = b.permute(pos)
-			adviseHugePages(s.table)
-			s.arena = string(b.arena)
+			s.table = b.permute(pos) // advised to use huge pages
+			s.arena = b.finish(s.table)
 			b.slots, b.arena = nil, nil
 			return s, nil
 		}
@@ -264,10 +310,12 @@ func (b *builder) build(version string) (*snapshot, error) {
 	return nil, fmt.Errorf("claimcache: no perfect hash for %d claims in %d seeds", n, maxSeeds)
 }
 
-// member is a tuple in a bucket: its hash and its index in the builder.
+// member is a tuple in a bucket: its hash, its index in the builder, and
+// whether it needs a tail cell.
 type member struct {
 	hash uint64
 	j    int32
+	long bool
 }
 
 // unplaced marks, in place's positions, a record that has no slot (it
@@ -281,6 +329,8 @@ const unplaced = math.MaxUint32
 func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	hashes := make([]uint64, len(b.slots))
 	start := make([]int32, len(s.pilots)+1) // bucket k is members[start[k]:start[k+1]]
+	hold(hashes)
+	hold(start)
 	for j := range b.slots {
 		hashes[j] = s.hashSlot(&b.slots[j], b.arena)
 		start[s.bucket(hashes[j])+1]++
@@ -290,9 +340,11 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	}
 	members := make([]member, len(b.slots))
 	next := slices.Clone(start[:len(s.pilots)])
+	hold(members)
+	hold(next)
 	for j, h := range hashes { // in feed order, so a repeated tuple's first record comes first
 		k := s.bucket(h)
-		members[next[k]] = member{h, int32(j)}
+		members[next[k]] = member{h, int32(j), b.slots[j].nsLen > inlineNamespace}
 		next[k]++
 	}
 	order := next // reused: the buckets, largest first
@@ -303,10 +355,12 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	slices.SortFunc(order, func(a, b int32) int { return int(size(b) - size(a)) })
 
 	pos := make([]uint32, m)
+	hold(pos)
 	for j := range pos {
 		pos[j] = unplaced
 	}
 	taken := make([]bool, m)
+	hold(taken)
 	var at []int
 	for _, k := range order {
 		bucket, ok := b.distinct(members[start[k]:start[k+1]])
@@ -319,8 +373,15 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 		if s.pilots[k], ok = s.pilot(bucket, taken, m, &at); !ok {
 			return nil, false
 		}
-		for x, mb := range bucket {
-			taken[at[x]], pos[mb.j] = true, uint32(at[x])
+		x := 0
+		for _, mb := range bucket {
+			pos[mb.j] = uint32(at[x])
+			if x++; mb.long {
+				x++
+			}
+		}
+		for _, i := range at {
+			taken[i] = true
 		}
 		s.claims += len(bucket)
 	}
@@ -337,9 +398,12 @@ func (b *builder) permute(pos []uint32) []slot {
 	var table []slot
 	if c := cap(b.slots); c >= m && c <= m+m/4 { // reserved for this table
 		table = b.slots[:m]
+		adviseHugePages(table) // again, when it was not reserve that made it
 		clear(table[n:])
 	} else { // one copy, so that the table holds no more than m slots
 		table = make([]slot, m)
+		hold(table)
+		adviseHugePages(table) // before the copy touches its pages
 		copy(table, b.slots)
 	}
 	b.slots = nil
@@ -364,6 +428,36 @@ func (b *builder) permute(pos []uint32) []slot {
 		}
 	}
 	return table
+}
+
+// finish moves each long namespace's tail from b's arena into the tail cell
+// after its slot, and returns the snapshot's arena: the claim ids alone, in
+// the table's order, which the slots' idOff are changed to. When b's arena
+// holds no tails and little room to spare, it is the snapshot's, as is.
+func (b *builder) finish(table []slot) string {
+	if b.long == 0 && cap(b.arena)-len(b.arena) <= len(b.arena)/8 {
+		return unsafe.String(unsafe.SliceData(b.arena), len(b.arena)) // b is used up; nothing writes the arena again
+	}
+	size := 0
+	for i := range table {
+		size += int(table[i].idLen)
+	}
+	arena := make([]byte, 0, size)
+	hold(arena)
+	for i := range table {
+		sl := &table[i]
+		if sl.idLen == 0 {
+			continue
+		}
+		end := sl.idOff + uint32(sl.idLen)
+		if n := int(sl.nsLen) - inlineNamespace; n > 0 {
+			table[i+1].setTail(b.arena[end : end+uint32(n)])
+		}
+		off := len(arena)
+		arena = append(arena, b.arena[sl.idOff:end]...)
+		sl.idOff = uint32(off)
+	}
+	return unsafe.String(unsafe.SliceData(arena), len(arena)) // arena is not written again
 }
 
 // distinct drops, in place, the records of bucket that repeat an earlier
@@ -395,18 +489,29 @@ func (b *builder) sameTuple(i, j int32) bool {
 }
 
 // pilot finds the first pilot that sends every tuple of bucket to a distinct
-// free slot of a table of m, leaving the slots in *at.
+// free slot of a table of m, followed, for a long namespace, by a free tail
+// cell. It leaves in *at the cells, in the bucket's order: each tuple's
+// slot, then its tail cell when it has one.
 func (s *snapshot) pilot(bucket []member, taken []bool, m int, at *[]int) (uint16, bool) {
+	free := func(i int) bool { return i < m && !taken[i] && !slices.Contains(*at, i) }
 	for p := range math.MaxUint16 + 1 {
 		*at = (*at)[:0]
+		placed := 0
 		for _, mb := range bucket {
 			i := s.position(mb.hash, uint16(p), m)
-			if taken[i] || slices.Contains(*at, i) {
+			if !free(i) {
 				break
 			}
 			*at = append(*at, i)
+			if mb.long {
+				if !free(i + 1) {
+					break
+				}
+				*at = append(*at, i+1)
+			}
+			placed++
 		}
-		if len(*at) == len(bucket) {
+		if placed == len(bucket) {
 			return uint16(p), true
 		}
 	}

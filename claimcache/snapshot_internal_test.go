@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,11 +170,11 @@ func TestDistinctDropsRepeatsAndRefusesHashCollisions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, ok := b.distinct([]member{{1, 0}, {2, 2}, {1, 1}})
-	if want := []member{{1, 0}, {2, 2}}; !ok || !slices.Equal(got, want) {
+	got, ok := b.distinct([]member{{hash: 1, j: 0}, {hash: 2, j: 2}, {hash: 1, j: 1}})
+	if want := []member{{hash: 1, j: 0}, {hash: 2, j: 2}}; !ok || !slices.Equal(got, want) {
 		t.Fatalf("distinct = %v, %v; want %v, true", got, ok, want)
 	}
-	if _, ok := b.distinct([]member{{1, 0}, {1, 2}}); ok {
+	if _, ok := b.distinct([]member{{hash: 1, j: 0}, {hash: 1, j: 2}}); ok {
 		t.Fatal("two tuples with one hash accepted")
 	}
 }
@@ -261,4 +262,67 @@ func TestReserveBuildsInPlace(t *testing.T) {
 	if cap(b.slots) != 0 {
 		t.Errorf("reserved %d slots past maxReserve", cap(b.slots))
 	}
+}
+
+// A namespace over inlineNamespace bytes keeps its rest in the tail cell
+// after its slot, so the arena holds the claim ids and nothing else, and
+// folding reads the whole namespace back.
+func TestLongNamespaceTailsLeaveTheArena(t *testing.T) {
+	t.Parallel()
+	b := &builder{service: "svc"}
+	ids := 0
+	k := make([]byte, ed25519.PublicKeySize)
+	for i := range 1000 {
+		binary.LittleEndian.PutUint32(k, uint32(i))
+		id := fmt.Sprint("clm_", i)
+		ns := strings.Repeat("n", inlineNamespace+1+i%(maxNamespaceLen-inlineNamespace))
+		if err := b.add(Claim{ID: id, Namespace: ns, PublicKey: format(k), Service: "svc"}); err != nil {
+			t.Fatal(err)
+		}
+		ids += len(id)
+	}
+	s := mustBuild(t, b)
+	if len(s.arena) != ids {
+		t.Errorf("arena of %d bytes, want the %d of the claim ids", len(s.arena), ids)
+	}
+	seen := 0
+	s.each(func(ns string, pub *[ed25519.PublicKeySize]byte, a Approval) bool {
+		i := int(binary.LittleEndian.Uint32(pub[:]))
+		if want := strings.Repeat("n", inlineNamespace+1+i%(maxNamespaceLen-inlineNamespace)); ns != want || a.ClaimID != fmt.Sprint("clm_", i) {
+			t.Fatalf("each: %q %q for tuple %d", ns, a.ClaimID, i)
+		}
+		seen++
+		return true
+	})
+	if seen != 1000 {
+		t.Errorf("each saw %d tuples, want 1000", seen)
+	}
+}
+
+// HeldBytes counts a large snapshot's arrays while it is reachable, and
+// stops counting them once the collector has freed them.
+func TestHeldBytesFollowsSnapshots(t *testing.T) {
+	before := HeldBytes()
+	b := &builder{service: "svc"}
+	k := make([]byte, ed25519.PublicKeySize)
+	for i := range 20_000 {
+		binary.LittleEndian.PutUint32(k, uint32(i))
+		if err := b.add(Claim{ID: fmt.Sprint("clm_", i), Namespace: "ns", PublicKey: format(k), Service: "svc"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := mustBuild(t, b)
+	table := int64(len(s.table)) * int64(unsafe.Sizeof(slot{}))
+	if got := HeldBytes() - before; got < table {
+		t.Fatalf("HeldBytes grew by %d with a table of %d bytes", got, table)
+	}
+	runtime.KeepAlive(s)
+	for range 100 { // the cleanups run after the collections that free the arrays
+		if HeldBytes()-before < table {
+			return
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	t.Fatalf("HeldBytes still %d over its start after the snapshot was freed", HeldBytes()-before)
 }

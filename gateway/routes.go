@@ -68,11 +68,12 @@ func NewServer(h http.Handler) *http.Server {
 // the heap may grow to five times the live data before a collection, a few
 // tens of megabytes for a typical gateway, and a memory limit caps it
 // (cmd/gateway sets one: GATEWAY_MEMORY_LIMIT_BYTES or GOMEMLIMIT).
-// cmd/gateway runs at this target unless GOGC is set.
+// cmd/gateway runs at this target, applied by TuneGC to the heap other than
+// the claims snapshots, unless GOGC is set.
 const GCPercent = 400
 
 // MemoryHeadroom is what cmd/gateway's default memory limit allows beyond
 // the nonce store's budget (Config.Nonces.MaxBytes): the claims snapshots
-// (about 110 bytes a claim, and a second set while a changed feed is
+// (about 107 bytes a claim, and a second set while a changed feed is
 // rebuilt), connections, buffers and the garbage between two collections.
 const MemoryHeadroom = 256 << 20

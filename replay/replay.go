@@ -44,7 +44,12 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
+	"github.com/idnhq/idn/internal/heldmem"
 )
+
+// tables counts the stores' tables, which are large and pointer-free, in
+// heldmem.Total, for gateway.TuneGC.
+var tables heldmem.Counter
 
 // DefaultMaxBytes is the zero Config's memory bound: 14.9 million nonces
 // (MaxBytes / Bytes), enough for 45,000 requests/s sustained with a 330 s
@@ -156,6 +161,7 @@ func New(cfg Config) (*Store, error) {
 		sh := &s.shards[i]
 		sh.maxBuckets = int(min(limit/int64(n)/bucketBytes, math.MaxInt32))
 		sh.buckets = make([][bucketSlots]slot, min(initialBuckets, sh.maxBuckets))
+		heldmem.Hold(&tables, sh.buckets)
 	}
 	return s, nil
 }
@@ -318,6 +324,7 @@ func (sh *shard) grow(now uint32) bool {
 	for size := len(old); size < sh.maxBuckets; {
 		size = min(2*size, sh.maxBuckets)
 		sh.buckets = make([][bucketSlots]slot, size)
+		heldmem.Hold(&tables, sh.buckets)
 		if sh.rehash(old, now) {
 			return true
 		}

@@ -83,9 +83,11 @@ type Server struct {
 	srv *httptest.Server
 
 	mu          sync.Mutex
-	claims      []*record           // every claim; the approved ones in approval order
-	versions    map[string]uint64   // per service, bumped by every change to its feed
-	changes     map[string][]change // per service, the changes still served; the last is numbered versions[service]
+	claims      []*record             // every claim; the approved ones in approval order
+	live        map[tupleKey]*record  // the pending or approved claim of each tuple that has one
+	feeds       map[string]*feedIndex // per service, its approved claims at feedIndex.version
+	versions    map[string]uint64     // per service, bumped by every change to its feed
+	changes     map[string][]change   // per service, the changes still served; the last is numbered versions[service]
 	submissions []Submission
 	requests    []*http.Request
 	unavailable bool
@@ -95,6 +97,19 @@ type Server struct {
 type record struct {
 	claim  claimcache.Claim
 	status string
+}
+
+// tupleKey is a claim's tuple <namespace, public key, service>.
+type tupleKey struct{ namespace, publicKey, service string }
+
+// feedIndex is a service's feed at one version: its approved claims in
+// order, and, for each claim id a page may start after, the number of
+// approved claims up to it. It is built at the first read of a version, so
+// that paging a large feed costs each page its own claims.
+type feedIndex struct {
+	version  uint64
+	approved []claimcache.Claim
+	after    map[string]int
 }
 
 // change is one logged change of a service's feed.
@@ -122,7 +137,7 @@ type Submission struct {
 
 // NewServer starts a Server with no claims. The caller closes it.
 func NewServer() *Server {
-	s := &Server{versions: map[string]uint64{}, changes: map[string][]change{}}
+	s := &Server{versions: map[string]uint64{}, changes: map[string][]change{}, live: map[tupleKey]*record{}, feeds: map[string]*feedIndex{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -163,17 +178,20 @@ func (s *Server) Approve(c claimcache.Claim) claimcache.Claim {
 	if c.ApprovedAt.IsZero() {
 		c.ApprovedAt = time.Now().UTC().Truncate(time.Microsecond)
 	}
-	if i := s.find(c.Namespace, c.PublicKey, c.Service); i >= 0 {
-		old := s.claims[i].claim
+	k := tupleKey{c.Namespace, c.PublicKey, c.Service}
+	if rec := s.live[k]; rec != nil {
+		old := rec.claim
 		c.ID = old.ID
 		c.Subject = cmp.Or(c.Subject, old.Subject)
 		c.AgentID = cmp.Or(c.AgentID, old.AgentID)
 		c.AgentName = cmp.Or(c.AgentName, old.AgentName)
-		s.claims = append(s.claims[:i], s.claims[i+1:]...)
+		i := slices.Index(s.claims, rec)
+		s.claims = slices.Delete(s.claims, i, i+1)
 	} else if c.ID == "" {
 		c.ID = s.newID()
 	}
-	s.claims = append(s.claims, &record{claim: c, status: statusApproved})
+	s.live[k] = &record{claim: c, status: statusApproved}
+	s.claims = append(s.claims, s.live[k])
 	s.logChange(feedwire.OpUpsert, c)
 	return c
 }
@@ -190,6 +208,7 @@ func (s *Server) Revoke(id string) bool {
 				s.logChange(feedwire.OpDelete, r.claim)
 			}
 			r.status = statusRevoked
+			delete(s.live, tupleKey{r.claim.Namespace, r.claim.PublicKey, r.claim.Service})
 			return true
 		}
 	}
@@ -235,16 +254,25 @@ func (s *Server) Requests() []*http.Request {
 	return append([]*http.Request(nil), s.requests...)
 }
 
-// find returns the index of the live (pending or approved) claim of a
-// tuple, or -1.
-func (s *Server) find(namespace, publicKey, service string) int {
-	for i, r := range s.claims {
-		c := r.claim
-		if r.status != statusRevoked && c.Namespace == namespace && c.PublicKey == publicKey && c.Service == service {
-			return i
+// feedOf returns service's feed at its current version.
+func (s *Server) feedOf(service string) *feedIndex {
+	if f := s.feeds[service]; f != nil && f.version == s.versions[service] {
+		return f
+	}
+	f := &feedIndex{version: s.versions[service], after: map[string]int{}}
+	for _, rec := range s.claims {
+		if rec.claim.Service != service {
+			continue
+		}
+		if rec.status == statusApproved {
+			f.approved = append(f.approved, rec.claim)
+		}
+		if rec.status != statusPending {
+			f.after[rec.claim.ID] = len(f.approved) // the approved claims up to it, itself included, come before
 		}
 	}
-	return -1
+	s.feeds[service] = f
+	return f
 }
 
 // newID returns the next free id of the series clm_001, clm_002, …
@@ -315,15 +343,10 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, service string) {
 		return
 	}
 	s.mu.Lock()
-	var approved []claimcache.Claim
-	found := !byClaim
-	for _, rec := range s.claims {
-		if rec.status == statusApproved && rec.claim.Service == service {
-			approved = append(approved, rec.claim)
-		}
-		if byClaim && rec.claim.ID == after && rec.claim.Service == service && rec.status != statusPending {
-			found, offset = true, len(approved) // the approved claims up to it, itself included, come before
-		}
+	feed := s.feedOf(service)
+	approved, found := feed.approved, !byClaim
+	if byClaim {
+		offset, found = feed.after[after]
 	}
 	etag := pageETag(service, s.versions[service], limit, offset)
 	cursor := feedwire.FormatCursor(int64(s.versions[service]))
@@ -458,11 +481,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, service string) 
 	s.mu.Lock()
 	rec := &record{status: statusPending, claim: claimcache.Claim{Namespace: sub.Namespace, PublicKey: sub.PublicKey,
 		Service: sub.Service, Subject: sub.Subject, AgentID: sub.AgentID, AgentName: sub.AgentName}}
-	if i := s.find(sub.Namespace, sub.PublicKey, sub.Service); i >= 0 {
-		rec = s.claims[i]
+	if held := s.live[tupleKey{sub.Namespace, sub.PublicKey, sub.Service}]; held != nil {
+		rec = held
 	} else {
 		rec.claim.ID = s.newID()
 		s.claims = append(s.claims, rec)
+		s.live[tupleKey{sub.Namespace, sub.PublicKey, sub.Service}] = rec
 		sub.Created = true
 	}
 	sub.ClaimID = rec.claim.ID

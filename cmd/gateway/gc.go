@@ -9,7 +9,8 @@ import (
 
 // tuneGC sets the collector's target to gateway.GCPercent unless GOGC is
 // set (gogc is its value), and returns the target in force (-1: collection
-// is off).
+// is off). Without GOGC, serve then runs gateway.TuneGC, which keeps the
+// claims snapshots out of the target's headroom.
 func tuneGC(gogc string) int {
 	if gogc != "" {
 		if gogc == "off" {

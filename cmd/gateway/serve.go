@@ -42,6 +42,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	defer stopTracing()
 	s.gateway.TracerProvider = tp
 	gcPercent := tuneGC(s.gogc)
+	if s.gogc == "" {
+		defer gateway.TuneGC(gcPercent)()
+	}
 	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
 	gw, err := gateway.New(s.gateway)
 	if err != nil {
