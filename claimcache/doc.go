@@ -23,10 +23,15 @@
 // grow past a sixteenth of it), and reads everything again only when the
 // source no longer has those changes. A refresh then costs the control
 // plane and the gateway in proportion to what changed, not to the number
-// of claims.
+// of claims. A Source that is also a WaitingSource can hold a request for
+// changes until one comes: Run keeps one such request open per service
+// (Options.ChangeWait long), so an approval or a revocation reaches the
+// cache as soon as it commits, and polls only when the source answers
+// without waiting or a request fails.
 //
 // HTTPSource reads the control plane's paginated feed
-// (GET /v1/namespaces/claims) and its changes (?since=<cursor>), decoding
+// (GET /v1/namespaces/claims) and its changes (?since=<cursor>, held with
+// &wait=<seconds>), decoding
 // each page as it arrives, one claim at a time; Submitter submits claims
 // (POST /v1/claims) under a per connection + namespace rate limit, and
 // answers a repeat of a recently submitted tuple from a bounded memory of

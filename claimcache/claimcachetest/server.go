@@ -15,7 +15,9 @@
 //     A page may start after a claim instead (?after=<claim_id>). Each
 //     page also carries the feed's change cursor, and ?since=<cursor>
 //     answers the changes after it, or 410 FEED_CURSOR_EXPIRED once
-//     ExpireChanges has dropped them.
+//     ExpireChanges has dropped them; with &wait=<seconds> (up to 30) and
+//     no change yet, the request is held until Approve or Revoke makes one
+//     or the wait ends.
 //   - POST /v1/claims, a claim submission: 201 with a new pending claim, or
 //     200 with the claim the tuple <namespace, public key, service> already
 //     has.
@@ -90,6 +92,9 @@ type Server struct {
 	requests    []*http.Request
 	unavailable bool
 	lastID      int
+	changed     chan struct{} // closed (and replaced) at every change of a feed
+	closing     chan struct{} // closed by Close, to answer held requests
+	closeOnce   sync.Once
 }
 
 type record struct {
@@ -122,15 +127,18 @@ type Submission struct {
 
 // NewServer starts a Server with no claims. The caller closes it.
 func NewServer() *Server {
-	s := &Server{versions: map[string]uint64{}, changes: map[string][]change{}}
+	s := &Server{versions: map[string]uint64{}, changes: map[string][]change{}, changed: make(chan struct{}), closing: make(chan struct{})}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
 }
 
 // Close shuts the listener down, blocking until every request has been
-// answered.
-func (s *Server) Close() { s.srv.Close() }
+// answered; a request held for changes is answered at once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.srv.Close()
+}
 
 // APIKey returns the API key of service: the key the server accepts for
 // that service's feed and submissions, and for no other service.
@@ -200,6 +208,8 @@ func (s *Server) Revoke(id string) bool {
 func (s *Server) logChange(op string, c claimcache.Claim) {
 	s.versions[c.Service]++
 	s.changes[c.Service] = append(s.changes[c.Service], change{seq: s.versions[c.Service], op: op, claim: c})
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // ExpireChanges drops every change logged so far, as a control plane does
@@ -350,14 +360,37 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, service string) {
 }
 
 // feedChanges serves the changes of service's feed after ?since=, at most
-// limit of them.
+// limit of them; with ?wait=<seconds> and none yet, it holds the request
+// until one is logged or the wait ends.
 func (s *Server) feedChanges(w http.ResponseWriter, r *http.Request, service string, limit int) {
 	since, err := feedwire.ParseCursor(r.URL.Query().Get(feedwire.SinceQuery))
 	if err != nil || r.URL.Query().Has("offset") {
 		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "since must be a cursor the feed returned, without offset"))
 		return
 	}
+	wait := 0
+	if q := r.URL.Query(); q.Has(feedwire.WaitQuery) {
+		if wait, err = strconv.Atoi(q.Get(feedwire.WaitQuery)); err != nil || wait < 0 || wait > 30 {
+			apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "wait must be whole seconds from 0 to 30"))
+			return
+		}
+	}
+	end := time.After(time.Duration(wait) * time.Second)
 	s.mu.Lock()
+	for wait > 0 && s.versions[service] == uint64(since) {
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-end:
+			wait = 0
+		case <-s.closing:
+			wait = 0
+		case <-r.Context().Done():
+			return
+		}
+		s.mu.Lock()
+	}
 	log, version := s.changes[service], s.versions[service]
 	first := version - uint64(len(log)) // changes up to first are gone
 	if uint64(since) < first || uint64(since) > version {
