@@ -165,7 +165,9 @@ func (w *pushWorld) await(tb testing.TB, pub ed25519.PublicKey, want string) {
 
 // TestGatewayFollowsClaimChanges: a gateway's claims cache that polls once
 // an hour learns an approval and a revocation made through another
-// control-plane instance as they commit.
+// control-plane instance as they commit. The revoked agent's next
+// submission files nothing and answers the revocation, until the owner
+// approves the agent again.
 func TestGatewayFollowsClaimChanges(t *testing.T) {
 	t.Parallel()
 	for _, engine := range engines {
@@ -178,6 +180,38 @@ func TestGatewayFollowsClaimChanges(t *testing.T) {
 			w.await(t, pub, id)
 			w.owner(t, id, "revoke")
 			w.await(t, pub, "")
+
+			sub, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: w.a, Client: w.client,
+				APIKey: func(string) (string, error) { return w.key, nil }, SubmitterOptions: claimcache.SubmitterOptions{ReceiptTTL: -1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			submit := func() claimcache.Receipt {
+				t.Helper()
+				r, err := sub.Submit(t.Context(), claimcache.Submission{ConnectionID: "github", Namespace: "acme",
+					PublicKey: identity.FormatPublicKey(pub), Service: "github"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			for range 2 {
+				if r := submit(); r.Created || r.ClaimID != id || r.Status != StatusRevoked {
+					t.Fatalf("submission after the revocation: %+v", r)
+				}
+			}
+			if n := latestStatus(t, w.st, "acme", identity.FormatPublicKey(pub), "github"); n != StatusRevoked {
+				t.Fatalf("the tuple's latest claim is %s: a claim was filed", n)
+			}
+
+			again := w.owner(t, id, "approve") // the owner decides
+			if again.ClaimID == id || again.Status != StatusApproved {
+				t.Fatalf("approved again: %+v", again)
+			}
+			w.await(t, pub, again.ClaimID)
+			if r := submit(); r.Created || r.ClaimID != again.ClaimID || r.Status != StatusApproved {
+				t.Fatalf("submission after approving again: %+v", r)
+			}
 		})
 	}
 }
