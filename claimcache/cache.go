@@ -187,7 +187,8 @@ func (c *Cache) SetServices(names ...string) {
 // Lookup reports whether the claim <namespace, publicKey, service> is
 // approved. publicKey is the raw 32-byte Ed25519 key. It returns an error
 // wrapping ErrUnavailable when the service's snapshot is missing or stale,
-// ErrNotApproved when a fresh snapshot has no such claim, and ErrLookupFailed
+// ErrNotApproved when a fresh snapshot has no such claim (a *RevokedError
+// when a change since the last full read revoked it), and ErrLookupFailed
 // when the service is not tracked or the key is malformed. A miss or a stale
 // snapshot requests an early refresh of the service from Run.
 func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, error) {
@@ -207,6 +208,9 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 		return a, nil
 	}
 	c.requestEarlyRefresh(s)
+	if id := snap.revokedClaim(namespace, publicKey); id != "" {
+		return Approval{}, &RevokedError{ClaimID: id}
+	}
 	return Approval{}, ErrNotApproved
 }
 

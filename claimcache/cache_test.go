@@ -385,8 +385,14 @@ func TestRunFollowsChanges(t *testing.T) {
 	if ev := <-events; ev.err != nil || ev.claims != 1 {
 		t.Fatalf("after the revocation: %+v", ev)
 	}
-	if _, err := c.Lookup("github", "alice", alice.pub); !errors.Is(err, claimcache.ErrNotApproved) {
+	// The revocation is told apart from a caller never approved.
+	_, err := c.Lookup("github", "alice", alice.pub)
+	if re, ok := errors.AsType[*claimcache.RevokedError](err); !ok || re.ClaimID != "clm_alice" ||
+		!errors.Is(err, claimcache.ErrNotApproved) || !errors.Is(err, claimcache.ErrRevoked) {
 		t.Fatalf("revoked: %v", err)
+	}
+	if _, err := c.Lookup("github", "mallory", newAgent("mallory").pub); err != claimcache.ErrNotApproved {
+		t.Fatalf("never approved: %v", err)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {

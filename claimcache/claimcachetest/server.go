@@ -20,7 +20,8 @@
 //     or the wait ends.
 //   - POST /v1/claims, a claim submission: 201 with a new pending claim, or
 //     200 with the claim the tuple <namespace, public key, service> already
-//     has.
+//     has, or with its revoked claim (status "revoked"), when its last
+//     claim was revoked and not approved again.
 //
 // Every service has its own API key, Server.APIKey. A request with another
 // key is answered 401 API_KEY_INVALID; one about another service, 403
@@ -187,8 +188,10 @@ func (s *Server) Approve(c claimcache.Claim) claimcache.Claim {
 }
 
 // Revoke revokes the pending or approved claim id, which leaves its
-// service's feed; a later submission of its tuple makes a new claim. It
-// reports whether there was such a claim.
+// service's feed. A later submission of its tuple files nothing and
+// answers the revoked claim, as the control plane does, until Approve
+// approves the tuple again under a new claim. It reports whether there
+// was such a claim.
 func (s *Server) Revoke(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -255,6 +258,17 @@ func (s *Server) find(namespace, publicKey, service string) int {
 		}
 	}
 	return -1
+}
+
+// revoked returns the latest revoked claim of a tuple, or nil.
+func (s *Server) revoked(namespace, publicKey, service string) *record {
+	for _, r := range slices.Backward(s.claims) {
+		c := r.claim
+		if r.status == statusRevoked && c.Namespace == namespace && c.PublicKey == publicKey && c.Service == service {
+			return r
+		}
+	}
+	return nil
 }
 
 // newID returns the next free id of the series clm_001, clm_002, …
@@ -493,6 +507,8 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, service string) 
 		Service: sub.Service, Subject: sub.Subject, AgentID: sub.AgentID, AgentName: sub.AgentName}}
 	if i := s.find(sub.Namespace, sub.PublicKey, sub.Service); i >= 0 {
 		rec = s.claims[i]
+	} else if r := s.revoked(sub.Namespace, sub.PublicKey, sub.Service); r != nil {
+		rec = r
 	} else {
 		rec.claim.ID = s.newID()
 		s.claims = append(s.claims, rec)
