@@ -109,6 +109,12 @@ func TestFeedChanges(t *testing.T) {
 		if len(m["changes"].([]any)) != 0 || m["cursor"] != cursor || m["more"] != false {
 			t.Fatalf("unchanged feed: %v", m)
 		}
+		if m := feed("?wait=0&since="+cursor).want(t, 200, "").json(t); len(m["changes"].([]any)) != 0 || m["cursor"] != cursor {
+			t.Fatalf("unchanged feed, no wait: %v", m)
+		}
+		for _, w := range []string{"31", "-1", "1.5", "x", ""} {
+			feed("?since="+cursor+"&wait="+w).want(t, 400, "VALIDATION_ERROR")
+		}
 
 		e.do("POST", "/v1/claims/"+pending[0]+"/approve", nil, owner).want(t, 200, "")
 		e.do("POST", "/v1/claims/"+pending[1]+"/reject", nil, owner).want(t, 200, "") // not in the feed: no change
