@@ -11,7 +11,10 @@
 // also offers what the rest of the control plane calls: Provision (a
 // namespace with a service and its key, without HTTP), Retire (every
 // claim and service of a namespace, for account deletion) and Maintain.
-// Each committed claim change is handed to Hooks.Changed.
+// Each committed claim change is handed to Hooks.Changed and wakes the
+// feed requests waiting for the service's changes (feed_wait.go): in
+// process, and on PostgreSQL on every instance, by the NOTIFY the change
+// log's trigger sends. Call EndWaits at shutdown.
 //
 // Claim states move pending → approved → revoked, pending → rejected and
 // pending → expired. Every move is one conditional UPDATE (… WHERE status

@@ -23,10 +23,11 @@ import (
 // connection: the change log is read when the wait starts and again at
 // each wake. Past MaxFeedWaitsPerService waits of one service on one
 // instance, or MaxFeedWaits in all, a request is answered at once, as
-// without wait, and the gateway polls.
+// without wait, and the gateway polls: a service's share keeps one
+// service (or a stolen key of it) from taking every wait.
 const (
 	MaxFeedWait            = 30 * time.Second
-	MaxFeedWaitsPerService = 32
+	MaxFeedWaitsPerService = 256
 	MaxFeedWaits           = 4096
 )
 
@@ -280,8 +281,12 @@ func (s *Core) waitChanges(ctx context.Context, slug string, since int64, limit 
 	if wait <= 0 {
 		return s.store.feedChanges(ctx, slug, since, limit)
 	}
-	fw, err := s.waits.start(ctx, slug)
-	if errors.Is(err, errFeedWaitsFull) {
+	// A LISTEN connection that cannot be had within the wait (the
+	// database refuses it) leaves the request a plain read.
+	sctx, cancel := context.WithTimeout(ctx, wait)
+	fw, err := s.waits.start(sctx, slug)
+	cancel()
+	if errors.Is(err, errFeedWaitsFull) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return s.store.feedChanges(ctx, slug, since, limit)
 	}
 	if err != nil {
