@@ -62,8 +62,11 @@ type Options struct {
 	// DefaultEarlyRefreshInterval; negative disables early refreshes.
 	EarlyRefreshInterval time.Duration
 	// ChangeWait is how long Run asks a WaitingSource to hold one request
-	// for a service's changes. Zero means RefreshInterval; negative means
-	// never: Run polls every RefreshInterval. It must be under TTL.
+	// for a service's changes. Each answer renews the snapshot from when
+	// its request was sent, so two waits in a row must fit in the TTL with
+	// room for the round trips: it must be under half the TTL. Zero means
+	// RefreshInterval or a third of the TTL, whichever is shorter;
+	// negative means never: Run polls every RefreshInterval.
 	ChangeWait time.Duration
 }
 
@@ -122,11 +125,11 @@ func New(cfg Config) (*Cache, error) {
 	if c.ttl <= c.interval {
 		return nil, fmt.Errorf("claimcache: TTL %v must exceed RefreshInterval %v, or snapshots go stale between refreshes", c.ttl, c.interval)
 	}
-	switch c.wait = orDefault(cfg.ChangeWait, c.interval); {
+	switch c.wait = orDefault(cfg.ChangeWait, min(c.interval, c.ttl/3)); {
 	case c.wait < 0:
 		c.wait = 0
-	case c.wait >= c.ttl:
-		return nil, fmt.Errorf("claimcache: ChangeWait %v must be under TTL %v, or snapshots go stale while a request waits", c.wait, c.ttl)
+	case 2*c.wait >= c.ttl:
+		return nil, fmt.Errorf("claimcache: ChangeWait %v must be under half the TTL %v, or snapshots go stale between two waits", c.wait, c.ttl)
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

@@ -226,6 +226,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"nil source", claimcache.Config{}},
 		{"TTL not above refresh interval", claimcache.Config{Source: src, Options: claimcache.Options{TTL: 10 * time.Second, RefreshInterval: 10 * time.Second}}},
 		{"negative TTL", claimcache.Config{Source: src, Options: claimcache.Options{TTL: -time.Second}}},
+		{"two change waits past the TTL", claimcache.Config{Source: src, Options: claimcache.Options{TTL: 30 * time.Second, ChangeWait: 15 * time.Second}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
