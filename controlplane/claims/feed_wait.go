@@ -139,6 +139,7 @@ func (fw *feedWait) end() {
 		defer w.mu.Unlock()
 		if w.waits[fw.service]--; w.waits[fw.service] == 0 {
 			delete(w.waits, fw.service)
+			delete(w.signals, fw.service) // nobody holds it any more
 		}
 		w.total--
 		if w.total > 0 || w.listen == nil {

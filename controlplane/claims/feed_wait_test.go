@@ -2,7 +2,9 @@ package claims
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,6 +148,81 @@ func TestFeedWait(t *testing.T) {
 					t.Fatalf("after EndWaits: %+v, %v", r.changes, r.err)
 				}
 			})
+		})
+	}
+}
+
+// TestFeedWaitsUnderChurn: followers hold waits for the changes of one
+// service, one after another, while writers approve and revoke through
+// another instance; each follower ends with exactly the full feed, and a
+// lost wake (a follower waiting out MaxFeedWait for a change already
+// committed) fails the test by its deadline.
+func TestFeedWaitsUnderChurn(t *testing.T) {
+	t.Parallel()
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			cfg := storeConfig(t, engine)
+			st := openStore(t, cfg)
+			populateFeed(t, st, 10)
+			pending := seedClaims(t, st, 60, StatusPending)
+			waiter := newCore(st)
+			mover := waiter
+			if engine == sqldb.ProviderPostgres {
+				mover = newCore(openStore(t, cfg))
+			}
+			t.Cleanup(waiter.EndWaits)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			const followers = 6
+			models := make([]feedModel, followers)
+			cursors := make([]int64, followers)
+			for i := range followers {
+				models[i], cursors[i] = fullFeed(t, st, "github")
+			}
+			// Every claim is approved, every other one revoked again.
+			last := cursors[0] + int64(len(pending)+len(pending)/2)
+			var wg sync.WaitGroup
+			for i := range followers {
+				wg.Go(func() {
+					for cursors[i] < last {
+						changes, _, err := waiter.waitChanges(ctx, "github", cursors[i], 7, MaxFeedWait)
+						if err != nil {
+							t.Errorf("follower %d at %d of %d: %v", i, cursors[i], last, err)
+							return
+						}
+						for _, ch := range changes {
+							models[i].apply(ch.Op, ch.Claim.Namespace, ch.Claim.PublicKey, ch.Claim.ID)
+							cursors[i] = ch.Seq
+						}
+					}
+				})
+			}
+			var writers sync.WaitGroup
+			for w := range 3 {
+				writers.Go(func() {
+					for i := w; i < len(pending); i += 3 {
+						for _, action := range []string{"approve", "revoke"}[:1+i%2] {
+							now := time.Now()
+							c, err := mover.store.transition(ctx, "acme", pending[i], action, now.Add(-time.Hour), now)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							mover.publish(ctx, actionEvents[action], c)
+						}
+					}
+				})
+			}
+			writers.Wait()
+			wg.Wait()
+			full, _ := fullFeed(t, st, "github")
+			for i, m := range models {
+				if !maps.Equal(m, full) {
+					t.Fatalf("follower %d holds %d claims, the feed %d", i, len(m), len(full))
+				}
+			}
 		})
 	}
 }
