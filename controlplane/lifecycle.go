@@ -61,11 +61,11 @@ func (s *Server) Start(ctx context.Context) {
 // RegisterOnShutdown, which also spares Shutdown the feed's waits). The
 // Store stays open; its opener closes it.
 func (s *Server) Close() error {
+	s.claims.EndWaits() // first: Shutdown waits for them
 	if s.stop != nil {
 		s.stop()
 	}
 	s.running.Wait()
-	s.claims.EndWaits()
 	s.gateways.Close()
 	return nil
 }
