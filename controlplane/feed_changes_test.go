@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/identity"
@@ -263,5 +264,26 @@ func TestClaimCacheConvergesOnFeed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCloseEndsFeedWaits: once the server closes (http.Server.Shutdown
+// runs Close first), a request for changes is answered at once instead of
+// held for its wait, so the waits cannot hold up the shutdown.
+func TestCloseEndsFeedWaits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
+	_, key := claimWorld(e)
+	cursor := e.signed("GET", "/v1/namespaces/claims", nil, withKey(key)).want(t, 200, "").json(t)["cursor"].(string)
+	e.srv.Close()
+	done := make(chan resp, 1)
+	go func() { done <- e.signed("GET", "/v1/namespaces/claims?wait=30&since="+cursor, nil, withKey(key)) }()
+	select {
+	case r := <-done:
+		if m := r.want(t, 200, "").json(t); len(m["changes"].([]any)) != 0 || m["cursor"] != cursor {
+			t.Fatalf("answered %v", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was held after Close")
 	}
 }
