@@ -61,6 +61,13 @@ type Options struct {
 	// service triggered by lookup misses. Zero means
 	// DefaultEarlyRefreshInterval; negative disables early refreshes.
 	EarlyRefreshInterval time.Duration
+	// ChangeWait is how long Run asks a WaitingSource to hold one request
+	// for a service's changes. Each answer renews the snapshot from when
+	// its request was sent, so two waits in a row must fit in the TTL with
+	// room for the round trips: it must be under half the TTL. Zero means
+	// RefreshInterval or a third of the TTL, whichever is shorter;
+	// negative means never: Run polls every RefreshInterval.
+	ChangeWait time.Duration
 }
 
 // Cache holds the approved claims of a set of services. It is safe for
@@ -70,6 +77,7 @@ type Cache struct {
 	ttl       time.Duration
 	interval  time.Duration
 	early     time.Duration
+	wait      time.Duration // ChangeWait; 0: never
 	log       *slog.Logger
 	clock     func() time.Time // nil: the monotonic clock
 	base      time.Time        // instants are kept as nanoseconds since base
@@ -116,6 +124,12 @@ func New(cfg Config) (*Cache, error) {
 	}
 	if c.ttl <= c.interval {
 		return nil, fmt.Errorf("claimcache: TTL %v must exceed RefreshInterval %v, or snapshots go stale between refreshes", c.ttl, c.interval)
+	}
+	switch c.wait = orDefault(cfg.ChangeWait, min(c.interval, c.ttl/3)); {
+	case c.wait < 0:
+		c.wait = 0
+	case 2*c.wait >= c.ttl:
+		return nil, fmt.Errorf("claimcache: ChangeWait %v must be under half the TTL %v, or snapshots go stale between two waits", c.wait, c.ttl)
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -176,7 +190,8 @@ func (c *Cache) SetServices(names ...string) {
 // Lookup reports whether the claim <namespace, publicKey, service> is
 // approved. publicKey is the raw 32-byte Ed25519 key. It returns an error
 // wrapping ErrUnavailable when the service's snapshot is missing or stale,
-// ErrNotApproved when a fresh snapshot has no such claim, and ErrLookupFailed
+// ErrNotApproved when a fresh snapshot has no such claim (a *RevokedError
+// when a change since the last full read revoked it), and ErrLookupFailed
 // when the service is not tracked or the key is malformed. A miss or a stale
 // snapshot requests an early refresh of the service from Run.
 func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, error) {
@@ -196,6 +211,9 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 		return a, nil
 	}
 	c.requestEarlyRefresh(s)
+	if id := snap.revokedClaim(namespace, publicKey); id != "" {
+		return Approval{}, &RevokedError{ClaimID: id}
+	}
 	return Approval{}, ErrNotApproved
 }
 
@@ -307,6 +325,12 @@ func (c *Cache) refresh(ctx context.Context, s *service) error {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
 	err := c.load(ctx, s)
+	c.report(ctx, s, err)
+	return err
+}
+
+// report logs a failed refresh and tells OnRefresh about every one.
+func (c *Cache) report(ctx context.Context, s *service, err error) {
 	claims := 0
 	if snap := s.snap.Load(); snap != nil {
 		claims = snap.claims
@@ -318,7 +342,6 @@ func (c *Cache) refresh(ctx context.Context, s *service) error {
 	if c.onRefresh != nil {
 		c.onRefresh(s.name, claims, err)
 	}
-	return err
 }
 
 func (c *Cache) load(ctx context.Context, s *service) error {
@@ -381,8 +404,13 @@ func (c *Cache) sync(ctx context.Context, s *service, cs ChangeSource, current *
 
 // Run refreshes every tracked service now and then every RefreshInterval,
 // and whenever a lookup miss asks for an early refresh, until ctx is done.
-// Services added by SetServices are picked up at once. Run returns ctx's
-// error after every refresh it started has stopped. Call it once.
+// From a WaitingSource, once a service is loaded, Run instead keeps one
+// request for its changes waiting (ChangeWait) and applies each answer as
+// it comes, so an approval or a revocation reaches the cache as soon as
+// the source has it; it polls again when a request fails or the source
+// answers without waiting. Services added by SetServices are picked up at
+// once. Run returns ctx's error after every refresh it started has
+// stopped. Call it once.
 func (c *Cache) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	workers := map[*service]context.CancelFunc{}
@@ -419,8 +447,18 @@ func (c *Cache) Run(ctx context.Context) error {
 func (c *Cache) poll(ctx context.Context, s *service) {
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
+	ws, _ := c.source.(WaitingSource)
 	for {
-		_ = c.refresh(ctx, s) // logged and reported by refresh
+		switch c.follow(ctx, s, ws) {
+		case nothingToFollow:
+			// A good first load gives a version to follow at once.
+			if c.refresh(ctx, s) == nil && ws != nil && c.wait > 0 && s.snap.Load().version != "" {
+				continue
+			}
+		case followFailed:
+			_ = c.refresh(ctx, s) // logged and reported by refresh
+		case notHeld:
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -431,4 +469,71 @@ func (c *Cache) poll(ctx context.Context, s *service) {
 			time.AfterFunc(c.early, func() { s.earlyAsked.Store(false) })
 		}
 	}
+}
+
+// How follow ended.
+const (
+	nothingToFollow = iota // no WaitingSource, or no version held
+	followFailed           // a request failed
+	notHeld                // the source answered at once, as a poll
+)
+
+// follow keeps one request for the service's changes waiting at ws after
+// another, for as long as ws holds them. An answer with no change within
+// a second (or half the wait, when shorter) was not held: the source does
+// not wait, or not now, and the service is polled.
+func (c *Cache) follow(ctx context.Context, s *service, ws WaitingSource) int {
+	if ws == nil || c.wait == 0 {
+		return nothingToFollow
+	}
+	quick := min(c.wait/2, time.Second)
+	for ctx.Err() == nil {
+		start := time.Now()
+		changed, err := c.waitChanges(ctx, s, ws)
+		switch {
+		case errors.Is(err, errNoVersion):
+			return nothingToFollow
+		case err != nil:
+			return followFailed
+		case !changed && time.Since(start) < quick:
+			return notHeld
+		}
+	}
+	return notHeld
+}
+
+// errNoVersion: the service holds no version to follow the changes of.
+var errNoVersion = errors.New("claimcache: no version to follow")
+
+// waitChanges asks ws for the changes after the version held, waiting
+// for one, and installs the result. It holds the service's refresh lock
+// only to install it: a refresh that moved the service on meanwhile wins,
+// and the delivery is dropped.
+func (c *Cache) waitChanges(ctx context.Context, s *service, ws WaitingSource) (changed bool, err error) {
+	current := s.snap.Load()
+	if current == nil || current.version == "" {
+		return false, errNoVersion
+	}
+	began := c.now()
+	e := current.edit(s.name)
+	version, err := ws.WaitClaimChanges(ctx, s.name, current.version, c.wait, e.apply)
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("claimcache: changes of service %q: %w", s.name, err)
+		c.report(ctx, s, err)
+		return false, err
+	}
+	if s.snap.Load() != current {
+		return true, nil
+	}
+	next, err := e.done(version)
+	if err != nil {
+		err = fmt.Errorf("claimcache: changes of service %q: %w", s.name, err)
+		c.report(ctx, s, err)
+		return false, err
+	}
+	c.renew(s, next, began)
+	c.report(ctx, s, nil)
+	return version != current.version, nil
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,7 +148,8 @@ func TestEarlyRefreshIsSingleFlight(t *testing.T) {
 	alice := newAgent("alice")
 	cp := newControlPlane(t, newAgent("bob").claim("clm_bob", "github"))
 	clk := newFakeClock()
-	c, events := newTestCache(t, cp, clk, claimcache.Config{Options: claimcache.Options{TTL: 2 * time.Hour, RefreshInterval: time.Hour}})
+	// Polling: a held request for changes would bring the approval itself.
+	c, events := newTestCache(t, cp, clk, claimcache.Config{Options: claimcache.Options{TTL: 2 * time.Hour, RefreshInterval: time.Hour, ChangeWait: -1}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
@@ -222,6 +226,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"nil source", claimcache.Config{}},
 		{"TTL not above refresh interval", claimcache.Config{Source: src, Options: claimcache.Options{TTL: 10 * time.Second, RefreshInterval: 10 * time.Second}}},
 		{"negative TTL", claimcache.Config{Source: src, Options: claimcache.Options{TTL: -time.Second}}},
+		{"two change waits past the TTL", claimcache.Config{Source: src, Options: claimcache.Options{TTL: 30 * time.Second, ChangeWait: 15 * time.Second}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -343,4 +348,123 @@ func TestLeaseRunsOnTheSystemClock(t *testing.T) {
 		t.Fatalf("Status after the lease = %+v", st)
 	}
 	fresh("reloaded", refresh())
+}
+
+// TestRunFollowsChanges: from a control plane that holds requests for
+// changes, Run keeps one waiting, so an approval and a revocation reach
+// the cache without a lookup asking and without a poll, each for one
+// request.
+func TestRunFollowsChanges(t *testing.T) {
+	t.Parallel()
+	alice := newAgent("alice")
+	cp := newControlPlane(t, newAgent("bob").claim("clm_bob", "github"))
+	c, events := newTestCache(t, cp, newFakeClock(), claimcache.Config{Options: claimcache.Options{TTL: 2 * time.Hour, RefreshInterval: time.Hour}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	if ev := <-events; ev.err != nil || ev.claims != 1 {
+		t.Fatalf("initial load: %+v", ev)
+	}
+	held := func() int {
+		n := 0
+		for _, r := range cp.Requests() {
+			if r.URL.Query().Has("wait") {
+				n++
+			}
+		}
+		return n
+	}
+
+	cp.Approve(alice.claim("clm_alice", "github"))
+	if ev := <-events; ev.err != nil || ev.claims != 2 {
+		t.Fatalf("after the approval: %+v", ev)
+	}
+	if a, err := c.Lookup("github", "alice", alice.pub); err != nil || a.ClaimID != "clm_alice" {
+		t.Fatalf("approved: %+v, %v", a, err)
+	}
+	cp.Revoke("clm_alice")
+	if ev := <-events; ev.err != nil || ev.claims != 1 {
+		t.Fatalf("after the revocation: %+v", ev)
+	}
+	// The revocation is told apart from a caller never approved.
+	_, err := c.Lookup("github", "alice", alice.pub)
+	if re, ok := errors.AsType[*claimcache.RevokedError](err); !ok || re.ClaimID != "clm_alice" ||
+		!errors.Is(err, claimcache.ErrNotApproved) || !errors.Is(err, claimcache.ErrRevoked) {
+		t.Fatalf("revoked: %v", err)
+	}
+	if _, err := c.Lookup("github", "mallory", newAgent("mallory").pub); err != claimcache.ErrNotApproved {
+		t.Fatalf("never approved: %v", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	// One held request brought each change (and a third may have been
+	// waiting): nothing else was asked after the full read.
+	if n, all := held(), len(cp.Requests()); n < 2 || all-n != 1 {
+		t.Fatalf("%d held requests of %d, want a full read and two or three waits", n, all)
+	}
+}
+
+// TestRunPollsWhenRequestsAreNotHeld: a control plane that answers a
+// request for changes at once (one that does not know wait=) is polled
+// every RefreshInterval instead, and changes still arrive.
+func TestRunPollsWhenRequestsAreNotHeld(t *testing.T) {
+	t.Parallel()
+	alice := newAgent("alice")
+	cp := newControlPlane(t)
+	var requests atomic.Int64
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		q := r.URL.Query()
+		q.Del("wait")
+		r.URL.RawQuery = q.Encode()
+		r.RequestURI = r.URL.RequestURI()
+		proxied, _ := http.NewRequestWithContext(r.Context(), r.Method, cp.URL+r.URL.RequestURI(), r.Body)
+		proxied.Header = r.Header
+		resp, err := http.DefaultClient.Do(proxied)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		maps.Copy(w.Header(), resp.Header)
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(old.Close)
+	events := make(chan refreshEvent, 100)
+	c, err := claimcache.New(claimcache.Config{
+		Source:    &claimcache.HTTPSource{BaseURL: old.URL, APIKey: keysOf(cp)},
+		Services:  []string{"github"},
+		Options:   claimcache.Options{TTL: time.Minute, RefreshInterval: 50 * time.Millisecond, ChangeWait: 10 * time.Second},
+		OnRefresh: func(service string, claims int, err error) { events <- refreshEvent{service, claims, err} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	began := time.Now()
+	go func() { done <- c.Run(ctx) }()
+	if ev := <-events; ev.err != nil || ev.claims != 0 {
+		t.Fatalf("initial load: %+v", ev)
+	}
+	cp.Approve(alice.claim("clm_alice", "github"))
+	for ev := range events {
+		if ev.err != nil {
+			t.Fatal(ev.err)
+		}
+		if ev.claims == 1 {
+			break
+		}
+	}
+	cancel()
+	<-done
+	// About one request per RefreshInterval, never one after another at
+	// once: an answer that was not held is not asked again until the
+	// next poll.
+	if n, most := requests.Load(), 2*int64(time.Since(began)/(50*time.Millisecond))+4; n > most {
+		t.Fatalf("%d requests in %v, want at most %d", n, time.Since(began), most)
+	}
 }

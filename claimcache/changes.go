@@ -1,6 +1,9 @@
 package claimcache
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Change is one change to a service's approved claims. When Delete is
 // false, Claim is approved: it is added, or replaces the claim its tuple
@@ -28,4 +31,19 @@ type ChangeSource interface {
 	// apply fails. A delivery that ends in an error is discarded by the
 	// caller.
 	ClaimChanges(ctx context.Context, service, version string, apply func(Change) error) (string, error)
+}
+
+// WaitingSource is a ChangeSource that can also hold a request for changes
+// until one comes (a long poll). A Cache that holds a version of a
+// WaitingSource's claims keeps one such request open per service, so a
+// change reaches it as soon as the source has it instead of at the next
+// poll.
+type WaitingSource interface {
+	ChangeSource
+	// WaitClaimChanges is ClaimChanges, except that when no change follows
+	// version it may wait up to wait for one before it answers, and then
+	// answers as soon as one comes. A source that cannot wait answers at
+	// once; the Cache takes an answer with no change within a second (or
+	// half the wait, when shorter) as one, and polls.
+	WaitClaimChanges(ctx context.Context, service, version string, wait time.Duration, apply func(Change) error) (string, error)
 }

@@ -26,10 +26,15 @@
 // grow past a sixteenth of it), and reads everything again only when the
 // source no longer has those changes. A refresh then costs the control
 // plane and the gateway in proportion to what changed, not to the number
-// of claims.
+// of claims. A Source that is also a WaitingSource can hold a request for
+// changes until one comes: Run keeps one such request open per service
+// (Options.ChangeWait long), so an approval or a revocation reaches the
+// cache as soon as it commits, and polls only when the source answers
+// without waiting or a request fails.
 //
 // HTTPSource reads the control plane's paginated feed
-// (GET /v1/namespaces/claims) and its changes (?since=<cursor>), decoding
+// (GET /v1/namespaces/claims) and its changes (?since=<cursor>, held with
+// &wait=<seconds>), decoding
 // each page as it arrives, one claim at a time; Submitter submits claims
 // (POST /v1/claims) under a per connection + namespace rate limit, and
 // answers a repeat of a recently submitted tuple from a bounded memory of
@@ -40,8 +45,11 @@
 // both take the service API key from a callback and never write it into an
 // error or a log.
 //
-// ErrUnavailable, ErrNotApproved, ErrLookupFailed and ErrRateLimited are
-// plain sentinels (errors.Is); the gateway's proxy gives them their codes.
+// ErrUnavailable, ErrNotApproved, ErrRevoked, ErrLookupFailed and
+// ErrRateLimited are plain sentinels (errors.Is); the gateway's proxy
+// gives them their codes. A caller whose claim the cache saw revoked is
+// answered a *RevokedError that names the claim, so the gateway answers
+// the revocation instead of filing a new claim.
 //
 // Package claimcachetest serves the control plane's claims API from memory,
 // for tests of a Cache, a Submitter or a gateway that embeds them.

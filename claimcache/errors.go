@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. The gateway answers the first four with the codes named
+// Sentinel errors. The gateway answers the first five with the codes named
 // below (package proxy maps them); the last three are signals between a
 // Source and the Cache.
 var (
@@ -19,6 +19,10 @@ var (
 	// service is not tracked or the key is malformed (500
 	// AUTH_CLAIMS_LOOKUP_FAILED).
 	ErrLookupFailed = errors.New("claimcache: claim lookup failed")
+	// ErrRevoked means the tuple's claim was revoked since the cache last
+	// read the whole feed (403 AUTH_CLAIM_REVOKED): a lookup answers it as
+	// a *RevokedError, which also matches ErrNotApproved.
+	ErrRevoked = errors.New("claimcache: claim revoked")
 	// ErrRateLimited means a claim submission was refused by the local rate
 	// limit (429 AUTH_CLAIM_SUBMIT_RATE_LIMITED); nothing was sent.
 	ErrRateLimited = errors.New("claimcache: claim submission rate-limited")
@@ -49,3 +53,14 @@ func (e *StatusError) Error() string {
 	}
 	return fmt.Sprintf("claimcache: %s: control plane answered %d", e.Op, e.StatusCode)
 }
+
+// RevokedError is a lookup's answer for a tuple whose claim the cache saw
+// revoked: errors.Is matches it with ErrRevoked and ErrNotApproved.
+type RevokedError struct {
+	ClaimID string // the revoked claim
+}
+
+func (e *RevokedError) Error() string { return "claimcache: claim " + e.ClaimID + " was revoked" }
+
+// Is reports whether target is ErrRevoked or ErrNotApproved.
+func (e *RevokedError) Is(target error) bool { return target == ErrRevoked || target == ErrNotApproved }

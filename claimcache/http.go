@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/feedwire"
@@ -31,10 +32,12 @@ const (
 // (&after=<claim_id>), so a read never skips a claim however the feed
 // changes meanwhile.
 //
-// It is a ChangeSource. The version of a full read is the cursor its first
+// It is a WaitingSource. The version of a full read is the cursor its first
 // page carries, and ClaimChanges asks for the changes after it
 // (?since=<cursor>, following "more"); a 410 answer (the control plane
-// pruned them) is ErrVersionExpired. ApprovedClaims given a cursor first
+// pruned them) is ErrVersionExpired. WaitClaimChanges asks the control
+// plane to hold the request until a change comes (&wait=<seconds>); one
+// that does not know the parameter answers at once. ApprovedClaims given a cursor first
 // asks whether any change follows it, and answers ErrNotModified when none
 // does. A control plane whose pages carry no cursor is paged by offset, a
 // read whose pages disagree on pagination.total fails with ErrFeedChanged,
@@ -62,7 +65,7 @@ type HTTPSource struct {
 	PageSize int
 }
 
-var _ ChangeSource = (*HTTPSource)(nil)
+var _ WaitingSource = (*HTTPSource)(nil)
 
 // maxChangePages bounds the pages of changes one ClaimChanges reads; it
 // returns the version reached, and the next call continues from there.
@@ -82,7 +85,7 @@ func (h *HTTPSource) approvedClaims(ctx context.Context, service, version string
 	}
 	if since, err := feedwire.ParseCursor(version); err == nil {
 		// A cursor: the set is unchanged when no change follows it.
-		p, err := h.changes(ctx, endpoint, key, service, 1, since)
+		p, err := h.changes(ctx, endpoint, key, service, 1, since, 0)
 		if err == nil && len(p.changes) == 0 {
 			return "", ErrNotModified
 		}
@@ -159,6 +162,29 @@ func (h *HTTPSource) setup(service string) (limit int, key, endpoint string, err
 
 // ClaimChanges implements ChangeSource.
 func (h *HTTPSource) ClaimChanges(ctx context.Context, service, version string, apply func(Change) error) (string, error) {
+	return h.claimChanges(ctx, service, version, 0, apply)
+}
+
+// MaxWait is the longest wait WaitClaimChanges asks the control plane for
+// (it holds a request for at most 30 s).
+const MaxWait = 30 * time.Second
+
+// WaitClaimChanges implements WaitingSource: the first request for changes
+// carries &wait=<seconds> and the control plane holds it until a change
+// commits. The wait is cut to whole seconds, to MaxWait, and to three
+// quarters of Client.Timeout, so the client does not give up on a request
+// the control plane still holds; under a second, the request is not held.
+func (h *HTTPSource) WaitClaimChanges(ctx context.Context, service, version string, wait time.Duration, apply func(Change) error) (string, error) {
+	wait = min(wait, MaxWait)
+	if h.Client != nil && h.Client.Timeout > 0 {
+		wait = min(wait, h.Client.Timeout*3/4)
+	}
+	return h.claimChanges(ctx, service, version, int(wait/time.Second), apply)
+}
+
+// claimChanges reads the changes after version, the first page held up to
+// wait seconds.
+func (h *HTTPSource) claimChanges(ctx context.Context, service, version string, wait int, apply func(Change) error) (string, error) {
 	since, err := feedwire.ParseCursor(version)
 	if err != nil {
 		return "", fmt.Errorf("claimcache: version %q is not a feed cursor: %w", version, ErrVersionExpired)
@@ -168,7 +194,8 @@ func (h *HTTPSource) ClaimChanges(ctx context.Context, service, version string, 
 		return "", err
 	}
 	for range maxChangePages {
-		p, err := h.changes(ctx, endpoint, key, service, limit, since)
+		p, err := h.changes(ctx, endpoint, key, service, limit, since, wait)
+		wait = 0
 		if err != nil {
 			return "", err
 		}
@@ -185,9 +212,13 @@ func (h *HTTPSource) ClaimChanges(ctx context.Context, service, version string, 
 	return feedwire.FormatCursor(since), nil
 }
 
-// changes fetches one page of changes after since.
-func (h *HTTPSource) changes(ctx context.Context, endpoint, key, service string, limit int, since int64) (changePage, error) {
+// changes fetches one page of changes after since, held up to wait
+// seconds when none follows it yet.
+func (h *HTTPSource) changes(ctx context.Context, endpoint, key, service string, limit int, since int64, wait int) (changePage, error) {
 	q := url.Values{"service": {service}, "limit": {strconv.Itoa(limit)}, feedwire.SinceQuery: {feedwire.FormatCursor(since)}}
+	if wait > 0 {
+		q.Set(feedwire.WaitQuery, strconv.Itoa(wait))
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
 	if err != nil {
 		return changePage{}, fmt.Errorf("claimcache: feed request: %w", err)

@@ -28,10 +28,12 @@ type tuple struct {
 	namespace string
 }
 
-// overlay is a changed tuple: its claim, or a removal (id "").
+// overlay is a changed tuple: its claim, or a removal (id ""), which
+// names the claim it revoked.
 type overlay struct {
 	id         string
-	approvedAt int64 // Unix milliseconds, as in a slot
+	approvedAt int64  // Unix milliseconds, as in a slot
+	revoked    string // a removal's claim
 }
 
 // foldThreshold is the number of changed tuples past which a view's
@@ -57,9 +59,21 @@ func (v *view) lookup(namespace string, publicKey []byte) (Approval, bool) {
 	return v.base.lookup(namespace, publicKey)
 }
 
+// revokedClaim returns the claim whose revocation removed the tuple, when
+// a change since the last full read did; "" otherwise.
+func (v *view) revokedClaim(namespace string, publicKey []byte) string {
+	if v.over == nil || len(publicKey) != ed25519.PublicKeySize {
+		return ""
+	}
+	return v.over[tuple{[ed25519.PublicKeySize]byte(publicKey), namespace}].revoked
+}
+
 // editor applies one delivery of changes to a copy of a view. The copy of
 // the map is made at the first change, so a delivery with none costs
-// nothing.
+// nothing. A removal leaves a marker naming the revoked claim, so that a
+// lookup can tell a revoked caller from one never approved; folding drops
+// the markers, so they are remembered for a sixteenth of the snapshot's
+// size in changes (at least 4,096).
 type editor struct {
 	service string
 	from    *view
@@ -101,12 +115,12 @@ func (e *editor) apply(ch Change) error {
 			e.next.claims++
 		}
 	case had && held.ClaimID == c.ID:
-		if _, inBase := e.next.base.lookup(c.Namespace, pub); inBase {
-			e.next.over[k] = overlay{}
-		} else {
-			delete(e.next.over, k)
-		}
+		// The removal stays as a marker of the revocation, until the
+		// changes are folded into a new snapshot.
+		e.next.over[k] = overlay{revoked: c.ID}
 		e.next.claims--
+	case !had:
+		e.next.over[k] = overlay{revoked: c.ID}
 	}
 	return nil
 }

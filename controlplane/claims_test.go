@@ -93,13 +93,15 @@ func TestSubmitClaim(t *testing.T) {
 
 // TestClaimStateMachine drives every (status, action) pair: the three moves
 // of the claim lifecycle (pending → approved, pending → rejected,
-// approved → revoked) succeed, every other one is 409.
+// approved → revoked) succeed, and approving a revoked claim approves its
+// tuple again under a new claim; every other one is 409.
 func TestClaimStateMachine(t *testing.T) {
 	t.Parallel()
 	allowed := map[[2]string]string{
 		{StatusPending, "approve"}: StatusApproved,
 		{StatusPending, "reject"}:  StatusRejected,
 		{StatusApproved, "revoke"}: StatusRevoked,
+		{StatusRevoked, "approve"}: StatusApproved,
 	}
 	forEachEngine(t, func(t *testing.T, e *env) {
 		owner, _ := claimWorld(e)
@@ -119,6 +121,13 @@ func TestClaimStateMachine(t *testing.T) {
 					c := r.want(t, 200, "").json(t)
 					if c["status"] != to {
 						t.Fatalf("status = %v, want %s", c["status"], to)
+					}
+					if from == StatusRevoked {
+						// A new claim; the revoked one stays revoked.
+						if c["claim_id"] == id || c["public_key"] != s.Claims[0].PublicKey || latestStatus(t, e.st, "acme", s.Claims[0].PublicKey, "github") != StatusApproved {
+							t.Fatalf("approved again as %v", c)
+						}
+						id = c["claim_id"].(string)
 					}
 					if ev := e.events.next(t); ev.Type != "request."+to || ev.Claim.ID != id {
 						t.Fatalf("event = %+v", ev)

@@ -11,8 +11,9 @@
 // Shutdown, which leaves WebSockets open. Provision, IssueSession and
 // SigninLink set an owner up without HTTP, as the quickstart does.
 // Several instances may share one PostgreSQL database: nonces, sessions,
-// claims, webhook deliveries and registry writes live there, and gateway
-// RPCs are relayed between instances.
+// claims, webhook deliveries and registry writes live there, gateway
+// RPCs are relayed between instances, and a claim change wakes the feed
+// requests waiting for it on every instance.
 //
 // # Parts
 //

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/identity"
@@ -108,6 +109,12 @@ func TestFeedChanges(t *testing.T) {
 		m := feed("?since="+cursor).want(t, 200, "").json(t)
 		if len(m["changes"].([]any)) != 0 || m["cursor"] != cursor || m["more"] != false {
 			t.Fatalf("unchanged feed: %v", m)
+		}
+		if m := feed("?wait=0&since="+cursor).want(t, 200, "").json(t); len(m["changes"].([]any)) != 0 || m["cursor"] != cursor {
+			t.Fatalf("unchanged feed, no wait: %v", m)
+		}
+		for _, w := range []string{"31", "-1", "1.5", "x", ""} {
+			feed("?since="+cursor+"&wait="+w).want(t, 400, "VALIDATION_ERROR")
 		}
 
 		e.do("POST", "/v1/claims/"+pending[0]+"/approve", nil, owner).want(t, 200, "")
@@ -257,5 +264,26 @@ func TestClaimCacheConvergesOnFeed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCloseEndsFeedWaits: once the server closes (http.Server.Shutdown
+// runs Close first), a request for changes is answered at once instead of
+// held for its wait, so the waits cannot hold up the shutdown.
+func TestCloseEndsFeedWaits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
+	_, key := claimWorld(e)
+	cursor := e.signed("GET", "/v1/namespaces/claims", nil, withKey(key)).want(t, 200, "").json(t)["cursor"].(string)
+	e.srv.Close()
+	done := make(chan resp, 1)
+	go func() { done <- e.signed("GET", "/v1/namespaces/claims?wait=30&since="+cursor, nil, withKey(key)) }()
+	select {
+	case r := <-done:
+		if m := r.want(t, 200, "").json(t); len(m["changes"].([]any)) != 0 || m["cursor"] != cursor {
+			t.Fatalf("answered %v", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was held after Close")
 	}
 }

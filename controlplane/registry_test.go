@@ -465,8 +465,10 @@ func TestRegistryTupleOrder(t *testing.T) {
 			e.do("POST", "/v1/claims/"+first+"/approve", nil, owner).want(t, 200, "")
 			e.runRegistry()
 			e.do("POST", "/v1/claims/"+first+"/revoke", nil, owner).want(t, 200, "")
-			second := submit()
-			e.do("POST", "/v1/claims/"+second+"/approve", nil, owner).want(t, 200, "")
+			// The agent's submission answers the revocation; the owner
+			// approves the tuple again, under a new claim.
+			e.signed("POST", "/v1/claims", submitBody("acme", pubKey(agent), "github"), withKey(key)).want(t, 200, "")
+			e.do("POST", "/v1/claims/"+first+"/approve", nil, owner).want(t, 200, "")
 			reg.failNext(1)
 			e.runRegistry() // the revocation fails; the approval must wait for it
 			if w := reg.written(); len(w) != 1 {

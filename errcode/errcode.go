@@ -39,6 +39,7 @@ const (
 	AuthClaimsUnavailable
 	AuthClaimsLookupFailed
 	AuthClaimRequired
+	AuthClaimRevoked
 	AuthClaimSubmitRateLimited
 	AuthClaimSubmitFailed
 
@@ -155,6 +156,7 @@ var table = [codeCount]row{
 	AuthClaimsUnavailable:      {"AUTH_CLAIMS_UNAVAILABLE", http.StatusServiceUnavailable, "approved claims are not available; try again shortly"},
 	AuthClaimsLookupFailed:     {"AUTH_CLAIMS_LOOKUP_FAILED", http.StatusInternalServerError, "approved-claims lookup failed"},
 	AuthClaimRequired:          {"AUTH_CLAIM_REQUIRED", http.StatusForbidden, "this agent is not approved for this service; the namespace owner must approve the claim"},
+	AuthClaimRevoked:           {"AUTH_CLAIM_REVOKED", http.StatusForbidden, "the namespace owner revoked this agent's claim for this service; only the owner can approve it again"},
 	AuthClaimSubmitRateLimited: {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
 	AuthClaimSubmitFailed:      {"AUTH_CLAIM_SUBMIT_FAILED", http.StatusBadGateway, "the gateway could not file this agent's claim with the control plane, so there is no claim to approve; the gateway's log has the cause under this request id"},
 

@@ -66,6 +66,8 @@ func codeOf(err error) errcode.Code {
 		return errcode.NonceStoreFull
 	case errors.Is(err, claimcache.ErrUnavailable):
 		return errcode.AuthClaimsUnavailable
+	case errors.Is(err, claimcache.ErrRevoked):
+		return errcode.AuthClaimRevoked
 	case errors.Is(err, claimcache.ErrNotApproved):
 		return errcode.AuthClaimRequired
 	case errors.Is(err, claimcache.ErrLookupFailed):

@@ -476,7 +476,8 @@ func (h *Handler) connection(r *http.Request, id string, mcp bool) (*credvault.R
 }
 
 // checkClaim looks up the caller's claim for the connection's service and,
-// for an unapproved caller, submits one.
+// for an unapproved caller, submits one; a caller whose claim was revoked
+// is answered AUTH_CLAIM_REVOKED and files none.
 func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credvault.Connection) error {
 	service := c.ServiceSlug()
 	_, err := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key)
@@ -484,6 +485,10 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 		// A 500 whose cause only the log can tell.
 		h.logger.ErrorContext(r.Context(), "claims lookup failed", "request_id", apierror.RequestIDFrom(r.Context()),
 			"connection_id", c.ID, "code", errcode.AuthClaimsLookupFailed.String(), "error", err)
+	}
+	if re, ok := errors.AsType[*claimcache.RevokedError](err); ok {
+		// The owner revoked it: no new claim, the owner decides.
+		return claimRevoked(re.ClaimID, err)
 	}
 	if err == nil || !errors.Is(err, claimcache.ErrNotApproved) || h.cfg.Submitter == nil {
 		return err
@@ -519,6 +524,10 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 		}
 		return e
 	}
+	if receipt.Status == "revoked" {
+		// The control plane files no claim for a revoked tuple either.
+		return claimRevoked(receipt.ClaimID, err)
+	}
 	if receipt.Status == "approved" {
 		// Approved on the control plane, not yet in the snapshot: the
 		// next refresh lets the caller through.
@@ -529,6 +538,13 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 	}
 	e := newError(errcode.AuthClaimRequired, err)
 	e.extra = map[string]any{"claim_id": receipt.ClaimID, "claim_status": receipt.Status}
+	return e
+}
+
+// claimRevoked is the refusal of a caller whose claim the owner revoked.
+func claimRevoked(claimID string, cause error) *Error {
+	e := newError(errcode.AuthClaimRevoked, cause)
+	e.extra = map[string]any{"claim_id": claimID, "claim_status": "revoked"}
 	return e
 }
 

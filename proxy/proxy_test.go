@@ -403,3 +403,56 @@ func TestClaimCarriesAgentName(t *testing.T) {
 		t.Fatalf("control plane received %d submissions, want 1", n)
 	}
 }
+
+// A revoked agent that comes back is told so, with its claim, and files
+// nothing: the owner decides whether to approve it again. The gateway
+// knows from the revocation it applied; after a full read of the feed,
+// which no longer names the claim, the control plane's answer to the
+// submission says it.
+func TestRevokedAgentIsToldAndFilesNothing(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, gatewayOptions{})
+	first := g.do(g.request(g.stranger, "GET", "/proxy/github/user", ""))
+	id, _ := first.env["claim_id"].(string)
+	if first.status != 403 || id == "" {
+		t.Fatalf("first request: %d %s", first.status, first.body)
+	}
+	g.approve(g.stranger)
+	g.refresh()
+	if a := g.do(g.request(g.stranger, "GET", "/proxy/github/user", "")); a.status != 200 {
+		t.Fatalf("approved: %d %s", a.status, a.body)
+	}
+	revoked := func(step string) {
+		t.Helper()
+		a := g.do(g.request(g.stranger, "GET", "/proxy/github/user", ""))
+		if a.status != 403 || a.env["code"] != "AUTH_CLAIM_REVOKED" || a.env["claim_id"] != id || a.env["claim_status"] != "revoked" {
+			t.Fatalf("%s: %d %s", step, a.status, a.body)
+		}
+	}
+	if !g.cp.Revoke(id) {
+		t.Fatal("revoke")
+	}
+	g.refresh()
+	revoked("after the gateway applied the revocation")
+	if n := len(g.cp.Submissions()); n != 1 {
+		t.Fatalf("%d submissions, want the first one only", n)
+	}
+
+	// The next refresh reads the whole feed: no trace of the revocation.
+	other, _ := identity.New("other-ns")
+	g.approve(other)
+	g.cp.ExpireChanges()
+	g.clock.advance(2 * time.Minute)
+	g.refresh()
+	revoked("after a full read")
+	subs := g.cp.Submissions()
+	if len(subs) != 2 || subs[1].Created || subs[1].ClaimID != id {
+		t.Fatalf("submissions %+v: a claim was filed", subs)
+	}
+
+	g.approve(g.stranger) // the owner approves the agent again
+	g.refresh()
+	if a := g.do(g.request(g.stranger, "GET", "/proxy/github/user", "")); a.status != 200 {
+		t.Fatalf("approved again: %d %s", a.status, a.body)
+	}
+}

@@ -15,10 +15,13 @@
 //     A page may start after a claim instead (?after=<claim_id>). Each
 //     page also carries the feed's change cursor, and ?since=<cursor>
 //     answers the changes after it, or 410 FEED_CURSOR_EXPIRED once
-//     ExpireChanges has dropped them.
+//     ExpireChanges has dropped them; with &wait=<seconds> (up to 30) and
+//     no change yet, the request is held until Approve or Revoke makes one
+//     or the wait ends.
 //   - POST /v1/claims, a claim submission: 201 with a new pending claim, or
 //     200 with the claim the tuple <namespace, public key, service> already
-//     has.
+//     has, or with its revoked claim (status "revoked"), when its last
+//     claim was revoked and not approved again.
 //
 // Every service has its own API key, Server.APIKey. A request with another
 // key is answered 401 API_KEY_INVALID; one about another service, 403
@@ -92,6 +95,9 @@ type Server struct {
 	requests    []*http.Request
 	unavailable bool
 	lastID      int
+	changed     chan struct{} // closed (and replaced) at every change of a feed
+	closing     chan struct{} // closed by Close, to answer held requests
+	closeOnce   sync.Once
 }
 
 type record struct {
@@ -137,15 +143,19 @@ type Submission struct {
 
 // NewServer starts a Server with no claims. The caller closes it.
 func NewServer() *Server {
-	s := &Server{versions: map[string]uint64{}, changes: map[string][]change{}, live: map[tupleKey]*record{}, feeds: map[string]*feedIndex{}}
+	s := &Server{versions: map[string]uint64{}, changes: map[string][]change{}, live: map[tupleKey]*record{}, feeds: map[string]*feedIndex{},
+		changed: make(chan struct{}), closing: make(chan struct{})}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
 }
 
 // Close shuts the listener down, blocking until every request has been
-// answered.
-func (s *Server) Close() { s.srv.Close() }
+// answered; a request held for changes is answered at once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.srv.Close()
+}
 
 // APIKey returns the API key of service: the key the server accepts for
 // that service's feed and submissions, and for no other service.
@@ -197,8 +207,10 @@ func (s *Server) Approve(c claimcache.Claim) claimcache.Claim {
 }
 
 // Revoke revokes the pending or approved claim id, which leaves its
-// service's feed; a later submission of its tuple makes a new claim. It
-// reports whether there was such a claim.
+// service's feed. A later submission of its tuple files nothing and
+// answers the revoked claim, as the control plane does, until Approve
+// approves the tuple again under a new claim. It reports whether there
+// was such a claim.
 func (s *Server) Revoke(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -219,6 +231,8 @@ func (s *Server) Revoke(id string) bool {
 func (s *Server) logChange(op string, c claimcache.Claim) {
 	s.versions[c.Service]++
 	s.changes[c.Service] = append(s.changes[c.Service], change{seq: s.versions[c.Service], op: op, claim: c})
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // ExpireChanges drops every change logged so far, as a control plane does
@@ -273,6 +287,17 @@ func (s *Server) feedOf(service string) *feedIndex {
 	}
 	s.feeds[service] = f
 	return f
+}
+
+// revoked returns the latest revoked claim of a tuple, or nil.
+func (s *Server) revoked(namespace, publicKey, service string) *record {
+	for _, r := range slices.Backward(s.claims) {
+		c := r.claim
+		if r.status == statusRevoked && c.Namespace == namespace && c.PublicKey == publicKey && c.Service == service {
+			return r
+		}
+	}
+	return nil
 }
 
 // newID returns the next free id of the series clm_001, clm_002, …
@@ -373,14 +398,37 @@ func (s *Server) feed(w http.ResponseWriter, r *http.Request, service string) {
 }
 
 // feedChanges serves the changes of service's feed after ?since=, at most
-// limit of them.
+// limit of them; with ?wait=<seconds> and none yet, it holds the request
+// until one is logged or the wait ends.
 func (s *Server) feedChanges(w http.ResponseWriter, r *http.Request, service string, limit int) {
 	since, err := feedwire.ParseCursor(r.URL.Query().Get(feedwire.SinceQuery))
 	if err != nil || r.URL.Query().Has("offset") {
 		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "since must be a cursor the feed returned, without offset"))
 		return
 	}
+	wait := 0
+	if q := r.URL.Query(); q.Has(feedwire.WaitQuery) {
+		if wait, err = strconv.Atoi(q.Get(feedwire.WaitQuery)); err != nil || wait < 0 || wait > 30 {
+			apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "wait must be whole seconds from 0 to 30"))
+			return
+		}
+	}
+	end := time.After(time.Duration(wait) * time.Second)
 	s.mu.Lock()
+	for wait > 0 && s.versions[service] == uint64(since) {
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-end:
+			wait = 0
+		case <-s.closing:
+			wait = 0
+		case <-r.Context().Done():
+			return
+		}
+		s.mu.Lock()
+	}
 	log, version := s.changes[service], s.versions[service]
 	first := version - uint64(len(log)) // changes up to first are gone
 	if uint64(since) < first || uint64(since) > version {
@@ -483,6 +531,8 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, service string) 
 		Service: sub.Service, Subject: sub.Subject, AgentID: sub.AgentID, AgentName: sub.AgentName}}
 	if held := s.live[tupleKey{sub.Namespace, sub.PublicKey, sub.Service}]; held != nil {
 		rec = held
+	} else if r := s.revoked(sub.Namespace, sub.PublicKey, sub.Service); r != nil {
+		rec = r
 	} else {
 		rec.claim.ID = s.newID()
 		s.claims = append(s.claims, rec)

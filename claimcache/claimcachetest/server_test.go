@@ -208,8 +208,13 @@ func TestSubmissionLifecycle(t *testing.T) {
 	if !cp.Revoke(id) || cp.Revoke(id) || total() != 0.0 {
 		t.Fatal("revocation")
 	}
-	if a := submit(); a.status != 201 || a.body["claim_id"] == id {
+	// The revoked tuple files nothing until the owner approves it again.
+	if a := submit(); a.status != 200 || a.body["claim_id"] != id || a.body["status"] != "revoked" {
 		t.Fatalf("submission after revocation: %d %v", a.status, a.body)
+	}
+	again := cp.Approve(claimcache.Claim{Namespace: "alice", PublicKey: agentKey("alice"), Service: "github"})
+	if a := submit(); again.ID == id || a.status != 200 || a.body["claim_id"] != again.ID || a.body["status"] != "approved" {
+		t.Fatalf("submission after approving again: %d %v", a.status, a.body)
 	}
 }
 

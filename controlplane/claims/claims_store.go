@@ -111,9 +111,14 @@ func agentNet(ip string) string {
 // PostgreSQL runs them all in one call of claims_submit; SQLite, in
 // process, one by one.
 type submitStatements struct {
-	call                                    *sql.Stmt // PostgreSQL
+	call, revoked                           *sql.Stmt // PostgreSQL; revoked on both
 	namespace, expire, live, budget, insert *sql.Stmt // SQLite
 }
+
+// revokedClaimQuery finds the latest revoked claim of a tuple.
+const revokedClaimQuery = `SELECT ` + claimColumns + ` FROM claims
+	WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status = 'revoked'
+	ORDER BY revoked_at DESC, id DESC LIMIT 1`
 
 func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 	prepare := func(q string) *sql.Stmt {
@@ -126,9 +131,11 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 	}
 	if s.db.PG() {
 		s.submit.call = prepare(`SELECT outcome, claim FROM claims_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
+		s.submit.revoked = prepare(revokedClaimQuery)
 		return sqldb.Err("prepare submission", err)
 	}
 	s.submit = submitStatements{
+		revoked:   prepare(revokedClaimQuery),
 		namespace: prepare(`SELECT deactivated_at FROM namespaces WHERE namespace = $1`),
 		expire: prepare(`UPDATE claims SET status = 'expired', expired_at = $3, updated_at = $3
 			WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at <= $4`),
@@ -144,7 +151,10 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 }
 
 // submitClaim creates a pending claim, or returns the live (pending or
-// approved) claim of the same tuple with created == false. SQLite
+// approved) claim of the same tuple with created == false; a tuple the
+// owner revoked, and that has no live claim, files nothing: the answer is
+// its revoked claim, and only the owner approves the tuple again
+// (reapprove). SQLite
 // transactions are exclusive, so the budget read before the insert holds;
 // on PostgreSQL, where the submissions of a namespace run side by side,
 // claims_submit also reads the counters after its own increment, which
@@ -163,11 +173,25 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
 	net := agentNet(in.AgentIP)
 	if s.db.PG() {
+		// A live claim of the tuple wins over its revocation: only when
+		// one is revoked (rarely) does it take a second probe to tell.
+		revoked, err := scanClaim(s.submit.revoked.QueryRowContext(ctx, c.Namespace, c.PublicKey, c.Service))
+		if err == nil {
+			var live int
+			err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE namespace = $1 AND public_key = $2 AND service = $3
+				AND status IN ('pending', 'approved')`, c.Namespace, c.PublicKey, c.Service).Scan(&live)
+			if err == nil && live == 0 {
+				return revoked, false, nil
+			}
+		}
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return c, false, sqldb.Err("revoked claim lookup", err)
+		}
 		var (
 			outcome string
 			live    sql.NullString
 		)
-		err := s.submit.call.QueryRowContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName,
+		err = s.submit.call.QueryRowContext(ctx, c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, net, c.Subject, c.AgentID, c.AgentName,
 			sqldb.Micros(now), sqldb.Micros(pendingCutoff), budget.perService, budget.perAgent).Scan(&outcome, &live)
 		if refusal, ok := sqldb.SubmitRefusal(err); ok {
 			outcome, err = refusal, nil
@@ -212,6 +236,14 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return sqldb.Err("claim lookup", err)
+		}
+		revoked, err := scanClaim(st(s.submit.revoked).QueryRowContext(ctx, in.Namespace, in.PublicKey, in.Service))
+		if err == nil {
+			c = revoked
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return sqldb.Err("revoked claim lookup", err)
 		}
 		var pending, fromAgent int
 		if err := st(s.submit.budget).QueryRowContext(ctx, in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
@@ -301,6 +333,52 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 			return c, fmt.Errorf("controlplane: claim %s kept changing during %s", id, action)
 		}
 	}
+}
+
+// reapprove approves again the tuple of claim id of ns, which the owner
+// revoked: a revoked claim stays revoked, so the approval is a new claim
+// of the tuple with the revoked one's agent fields, approved at now. It
+// needs an active namespace and the service to exist still; a tuple that
+// has a live claim again (one filed before revocations were answered) is
+// a *transitionError.
+func (s *Store) reapprove(ctx context.Context, ns, id string, now time.Time) (Claim, error) {
+	var c Claim
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		old, err := scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = $1 AND namespace = $2`, id, ns))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return ErrClaimNotFound
+		case err != nil:
+			return sqldb.Err("claim", err)
+		case old.Status != StatusRevoked:
+			return &transitionError{Action: "approve", From: old.Status}
+		}
+		var deactivated sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT deactivated_at FROM namespaces WHERE namespace = $1`, ns).Scan(&deactivated); err != nil {
+			return sqldb.Err("namespace", err)
+		}
+		if deactivated.Valid {
+			return errNamespaceDeactivated
+		}
+		var services int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM services WHERE slug = $1`, old.Service).Scan(&services); err != nil {
+			return sqldb.Err("service", err)
+		}
+		if services == 0 {
+			return ErrServiceNotFound
+		}
+		at := now.UTC().Truncate(time.Microsecond)
+		c = Claim{ID: sqldb.NewID("clm_"), Namespace: old.Namespace, PublicKey: old.PublicKey, Service: old.Service, AgentIP: old.AgentIP,
+			Subject: old.Subject, AgentID: old.AgentID, AgentName: old.AgentName, Status: StatusApproved, CreatedAt: at, UpdatedAt: at, ApprovedAt: at}
+		_, err = tx.ExecContext(ctx, `INSERT INTO claims (id, namespace, public_key, service, agent_ip, agent_net, subject, agent_id, agent_name,
+			status, created_at, updated_at, approved_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'approved', $10, $10, $10)`,
+			c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, agentNet(c.AgentIP), c.Subject, c.AgentID, c.AgentName, sqldb.Micros(at))
+		if sqldb.IsUniqueViolation(err) {
+			return &transitionError{Action: "approve", From: StatusRevoked + " (the agent has a live claim again)"}
+		}
+		return sqldb.Err("insert claim", err)
+	})
+	return c, err
 }
 
 // rejectPending rejects, in one statement, every pending claim of service

@@ -11,7 +11,10 @@
 // also offers what the rest of the control plane calls: Provision (a
 // namespace with a service and its key, without HTTP), Retire (every
 // claim and service of a namespace, for account deletion) and Maintain.
-// Each committed claim change is handed to Hooks.Changed.
+// Each committed claim change is handed to Hooks.Changed and wakes the
+// feed requests waiting for the service's changes (feed_wait.go): in
+// process, and on PostgreSQL on every instance, by the NOTIFY the change
+// log's trigger sends. Call EndWaits at shutdown.
 //
 // Claim states move pending → approved → revoked, pending → rejected and
 // pending → expired. Every move is one conditional UPDATE (… WHERE status
@@ -88,6 +91,7 @@ type Core struct {
 	hooks    Hooks
 	cursors  *cursorCache
 	admit    *serviceAdmission // the service routes' standing
+	waits    *feedWaits
 }
 
 // New returns the Core of cfg over store. Signed routes are admitted by
@@ -100,8 +104,15 @@ func New(cfg Config, store *Store, kit *web.Kit, gate *signed.Gate, owner web.Ow
 	setDefault(&cfg.MaxServices, DefaultMaxServices)
 	setDefault(&cfg.PendingExpiry, 24*time.Hour)
 	return &Core{cfg: cfg, store: store, kit: kit, gate: gate, owner: owner, registry: registry, hooks: hooks,
-		cursors: newCursorCache(4096), admit: &serviceAdmission{gate: gate, store: store, kit: kit, gateways: cfg.Gateways}}
+		cursors: newCursorCache(4096), waits: newFeedWaits(store.db, kit.Log),
+		admit: &serviceAdmission{gate: gate, store: store, kit: kit, gateways: cfg.Gateways}}
 }
+
+// EndWaits answers every feed request waiting for changes at once, and
+// every later one without waiting, and closes the LISTEN connection of the
+// waits; call it when the server shuts down, since the waits would hold
+// up http.Server.Shutdown for up to MaxFeedWait.
+func (s *Core) EndWaits() { s.waits.end() }
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T
@@ -151,12 +162,14 @@ func (s *Core) Maintain(ctx context.Context) (int64, error) {
 }
 
 // publish queues a committed change's registry write (memory and queue
-// modes; a sync-mode write happened before the change), hands the change
-// to Hooks.Changed and returns c.
+// modes; a sync-mode write happened before the change), wakes the feed
+// requests of this instance waiting for the service's changes, hands the
+// change to Hooks.Changed and returns c.
 func (s *Core) publish(ctx context.Context, event string, c Claim) Claim {
 	if s.registry != nil {
 		s.registry.ClaimChanged(c.registryView())
 	}
+	s.waits.wake(c.Service)
 	if s.hooks.Changed != nil {
 		s.hooks.Changed(ctx, event, c)
 	}

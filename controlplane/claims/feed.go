@@ -109,7 +109,8 @@ func (s *Core) claimsFeed(w http.ResponseWriter, r *http.Request, st standing) {
 // the cost follows the number of changes, not the size of the feed. A
 // cursor whose changes were pruned, or that this database never issued,
 // is answered 410 FEED_CURSOR_EXPIRED and the client reads the whole feed
-// again.
+// again. With ?wait=<seconds> and no change yet, the request is held until
+// one commits or the wait ends (waitChanges).
 func (s *Core) claimsChanges(w http.ResponseWriter, r *http.Request, svc Service) {
 	q := r.URL.Query()
 	if q.Has("offset") {
@@ -126,7 +127,12 @@ func (s *Core) claimsChanges(w http.ResponseWriter, r *http.Request, svc Service
 		apierror.Write(w, r, e)
 		return
 	}
-	changes, more, err := s.store.feedChanges(r.Context(), svc.Slug, since, limit)
+	wait, e := waitParam(q)
+	if e != nil {
+		apierror.Write(w, r, e)
+		return
+	}
+	changes, more, err := s.waitChanges(r.Context(), svc.Slug, since, limit, wait)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -15,7 +15,9 @@ func (c Claim) registryView() registrywriter.Claim {
 		Status: c.Status, ApprovalTxHash: c.ApprovalTxHash, RevocationTxHash: c.RevocationTxHash}
 }
 
-// applyClaimAction applies an owner's action to claim id of ns. In sync mode an
+// applyClaimAction applies an owner's action to claim id of ns; approving
+// a revoked claim approves its tuple again under a new claim (reapprove).
+// In sync mode an
 // approval or revocation is written to the registry first, and the claim
 // moves only once the write is mined, carrying its hash; a failed write
 // leaves the claim as it was.
@@ -23,7 +25,11 @@ func (s *Core) applyClaimAction(ctx context.Context, ns, id, action string, now 
 	cutoff := now.Add(-s.cfg.PendingExpiry)
 	r := s.registry
 	if r == nil || !r.Sync() || action == "reject" {
-		return s.store.transition(ctx, ns, id, action, cutoff, now)
+		c, err := s.store.transition(ctx, ns, id, action, cutoff, now)
+		if te, ok := errors.AsType[*transitionError](err); ok && action == "approve" && te.From == StatusRevoked {
+			return s.store.reapprove(ctx, ns, id, now)
+		}
+		return c, err
 	}
 	c, err := s.store.claimByID(ctx, id)
 	if err == nil && c.Namespace != ns {
@@ -32,7 +38,10 @@ func (s *Core) applyClaimAction(ctx context.Context, ns, id, action string, now 
 	if err != nil {
 		return Claim{}, err
 	}
-	if t, ok := transitions[action]; !ok || c.Status != t.from {
+	move := func() (Claim, error) { return s.store.transition(ctx, ns, id, action, cutoff, now) }
+	if t, ok := transitions[action]; action == "approve" && c.Status == StatusRevoked {
+		move = func() (Claim, error) { return s.store.reapprove(ctx, ns, id, now) }
+	} else if !ok || c.Status != t.from {
 		return Claim{}, &transitionError{Action: action, From: c.Status}
 	}
 	if c.Status == StatusPending && !c.CreatedAt.After(cutoff) {
@@ -45,7 +54,7 @@ func (s *Core) applyClaimAction(ctx context.Context, ns, id, action string, now 
 			return Claim{}, &registryWriteError{Err: err}
 		}
 	}
-	moved, err := s.store.transition(ctx, ns, id, action, cutoff, now)
+	moved, err := move()
 	if err != nil {
 		if action == "approve" {
 			r.Withdraw(ctx, c.registryView())
@@ -56,7 +65,7 @@ func (s *Core) applyClaimAction(ctx context.Context, ns, id, action string, now 
 		// The write is mined: record it even if the request is ending. A
 		// crash before this line leaves the hash to the writer's RunDue, which finds
 		// the write on chain.
-		if err := r.Record(context.WithoutCancel(ctx), id, action, hash); err != nil {
+		if err := r.Record(context.WithoutCancel(ctx), moved.ID, action, hash); err != nil {
 			return moved, err
 		}
 		if action == "approve" {

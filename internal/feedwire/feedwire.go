@@ -23,6 +23,12 @@ import (
 // SinceQuery is the feed's query parameter that asks for changes.
 const SinceQuery = "since"
 
+// WaitQuery is the changes' query parameter that holds the request, for
+// at most that many seconds, until a change follows the cursor (a long
+// poll): the answer comes as soon as the change commits, or with no change
+// and the same cursor when the wait ends.
+const WaitQuery = "wait"
+
 // AfterQuery is the full feed's query parameter that continues a read
 // after a claim (its claim_id), instead of at an offset: a page after the
 // last claim of the previous one neither skips nor repeats a claim however
