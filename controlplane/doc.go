@@ -39,8 +39,9 @@
 //
 // Beneath them, internal/sqldb is the database handle (the write turn,
 // error classes, the migrations), internal/web the HTTP plumbing (body
-// budget, error envelope, origins) and internal/signed the admission of
-// signed requests.
+// budget, error envelope, origins), internal/signed the admission of
+// signed requests and internal/wake the long poll's waits (woken in
+// process, and across instances by PostgreSQL's NOTIFY).
 //
 // # Dependencies between parts
 //

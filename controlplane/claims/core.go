@@ -12,7 +12,7 @@
 // namespace with a service and its key, without HTTP), Retire (every
 // claim and service of a namespace, for account deletion) and Maintain.
 // Each committed claim change is handed to Hooks.Changed and wakes the
-// feed requests waiting for the service's changes (feed_wait.go): in
+// feed requests waiting for the service's changes (internal/wake): in
 // process, and on PostgreSQL on every instance, by the NOTIFY the change
 // log's trigger sends. Call EndWaits at shutdown.
 //
@@ -24,6 +24,7 @@ package claims
 
 import (
 	"context"
+	"github.com/idnhq/idn/controlplane/internal/wake"
 	"net/http"
 	"time"
 
@@ -91,7 +92,7 @@ type Core struct {
 	hooks    Hooks
 	cursors  *cursorCache
 	admit    *serviceAdmission // the service routes' standing
-	waits    *feedWaits
+	waits    *wake.Waits
 }
 
 // New returns the Core of cfg over store. Signed routes are admitted by
@@ -104,7 +105,7 @@ func New(cfg Config, store *Store, kit *web.Kit, gate *signed.Gate, owner web.Ow
 	setDefault(&cfg.MaxServices, DefaultMaxServices)
 	setDefault(&cfg.PendingExpiry, 24*time.Hour)
 	return &Core{cfg: cfg, store: store, kit: kit, gate: gate, owner: owner, registry: registry, hooks: hooks,
-		cursors: newCursorCache(4096), waits: newFeedWaits(store.db, kit.Log),
+		cursors: newCursorCache(4096), waits: wake.New(store.db, sqldb.FeedChannel, MaxFeedWaitsPerService, MaxFeedWaits, kit.Log),
 		admit: &serviceAdmission{gate: gate, store: store, kit: kit, gateways: cfg.Gateways}}
 }
 
@@ -112,7 +113,7 @@ func New(cfg Config, store *Store, kit *web.Kit, gate *signed.Gate, owner web.Ow
 // every later one without waiting, and closes the LISTEN connection of the
 // waits; call it when the server shuts down, since the waits would hold
 // up http.Server.Shutdown for up to MaxFeedWait.
-func (s *Core) EndWaits() { s.waits.end() }
+func (s *Core) EndWaits() { s.waits.End() }
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T
@@ -169,7 +170,7 @@ func (s *Core) publish(ctx context.Context, event string, c Claim) Claim {
 	if s.registry != nil {
 		s.registry.ClaimChanged(c.registryView())
 	}
-	s.waits.wake(c.Service)
+	s.waits.Wake(c.Service)
 	if s.hooks.Changed != nil {
 		s.hooks.Changed(ctx, event, c)
 	}

@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"github.com/idnhq/idn/controlplane/internal/wake"
 	"maps"
 	"net/http"
 	"sync"
@@ -57,7 +58,7 @@ func TestFeedWait(t *testing.T) {
 			}
 			t.Cleanup(waiter.EndWaits)
 			blocked := make(chan string, 64)
-			waiter.waits.blocked = func(service string) { blocked <- service }
+			waiter.waits.Blocked = func(service string) { blocked <- service }
 			ctx := context.Background()
 			move := func(id, action string) {
 				t.Helper()
@@ -118,9 +119,9 @@ func TestFeedWait(t *testing.T) {
 
 			t.Run("past the waits one service may hold, a request is answered at once", func(t *testing.T) {
 				drain()
-				var held []*feedWait
+				var held []*wake.Wait
 				for range MaxFeedWaitsPerService {
-					fw, err := waiter.waits.start(ctx, "github")
+					fw, err := waiter.waits.Start(ctx, "github")
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -131,7 +132,7 @@ func TestFeedWait(t *testing.T) {
 					t.Fatalf("answered %+v, %v; %d blocked", r.changes, r.err, len(blocked))
 				}
 				for _, fw := range held {
-					fw.end()
+					fw.End()
 				}
 			})
 
