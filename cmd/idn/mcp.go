@@ -432,13 +432,13 @@ type refusals struct {
 }
 
 // awaitingApproval reports whether the last refusal ends once the agent's
-// claim is approved: the claim awaits approval, or the gateway has yet to
-// load it.
+// claim is approved: the claim awaits approval, the gateway has yet to
+// load it, or the owner revoked it (and may approve it again).
 func (r *refusals) awaitingApproval() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	code, _ := errcode.Parse(r.lastCode)
-	return code == errcode.AuthClaimRequired || code == errcode.AuthClaimsUnavailable
+	return code == errcode.AuthClaimRequired || code == errcode.AuthClaimsUnavailable || code == errcode.AuthClaimRevoked
 }
 
 func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {

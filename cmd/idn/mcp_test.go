@@ -595,6 +595,36 @@ func TestMCPBridgeWaitsForApproval(t *testing.T) {
 	}
 }
 
+// A revoked agent keeps idn mcp up too: the client is told the claim was
+// revoked, and once the owner approves the agent again it gets the tools,
+// no restart.
+func TestMCPBridgeWaitsForReapproval(t *testing.T) {
+	upURL, _, _ := mcpUpstream(t)
+	st, controlPlane := newMCPStackWith(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, false, claimcache.Options{RefreshInterval: 100 * time.Millisecond})
+	tuple := claimcache.Claim{Namespace: st.agent.Namespace, Service: "docs", PublicKey: st.agent.PublicKeyString()}
+	if approved := controlPlane.Approve(tuple); !controlPlane.Revoke(approved.ID) {
+		t.Fatal("the approved claim could not be revoked")
+	}
+	changed := make(chan struct{}, 4)
+	cs := st.bridge(t, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}, "--retry", "50ms")
+	if init := cs.InitializeResult(); !strings.Contains(init.Instructions, "AUTH_CLAIM_REVOKED") {
+		t.Errorf("instructions %q do not say the claim was revoked", init.Instructions)
+	}
+	controlPlane.Approve(tuple)
+	select {
+	case <-changed:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no tools/list_changed after the owner approved the agent again")
+	}
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil || !slices.ContainsFunc(list.Tools, func(tool *mcp.Tool) bool { return tool.Name == "docs.search" }) {
+		t.Fatalf("tools after the new approval: %+v, %v", list, err)
+	}
+}
+
 // TestMCPBridgeWaitsForApproval with the official TypeScript SDK client
 // over stdio, as a desktop client runs idn mcp.
 func TestMCPBridgeWaitsForApprovalTypeScript(t *testing.T) {
