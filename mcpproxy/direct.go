@@ -84,7 +84,7 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
-		status: func(params json.RawMessage) { e.taskStatus(context.WithoutCancel(ctx), s, params) },
+		tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
 	}
 	var task *tasks.Spec
 	if m.Call.Task != nil && e.relaysTasks(s) {
@@ -93,6 +93,8 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 			wire.Write(w, http.StatusOK, wire.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: unreadable task: " + err.Error()}})
 			return
 		}
+		task.Token = s.tasks.Track(m.Call.Meta)
+		defer s.tasks.Untrack(task.Token)
 	}
 	res, err := e.call(ctx, s, s.conn.Load(), m.Call.Name, m.Call.Arguments, task, relay)
 	if err != nil {

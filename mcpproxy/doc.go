@@ -66,7 +66,8 @@
 //     Tasks (MCP 2025-11-25), which the SDK has no model of, are carried
 //     as JSON where the upstream offers them (tasks.go): task-augmented
 //     calls take a plain call's checks, and each task belongs to the
-//     agent session that created it, whatever the server allows.
+//     agent session that created it, whatever the server allows, and so
+//     do its status and progress notifications.
 //     Both fast paths (direct.go and upstream.Call) are held to the SDK's
 //     server and client by a contract test that runs one conversation
 //     through every combination and compares it message by message;

@@ -38,38 +38,33 @@ type callRelay struct {
 	notify func(method string, params mcp.Params)
 	// ask relays a request of the server to the agent and returns its answer.
 	ask func(ctx context.Context, method string, params json.RawMessage) (any, error)
-	// status receives the params of task status notifications.
-	status func(params json.RawMessage)
+	// tasks receives task status notifications, and progress
+	// notifications not of this call (a task's), by method.
+	tasks func(method string, params json.RawMessage)
 }
 
 // notification hands msg, a notification read from the stream of call id,
 // to the relay: the call's progress (with the agent's token, set by the
-// progress function, and the message scrubbed) or any other notification
-// the agent can be told, scrubbed of secrets.
+// progress function, and the message scrubbed), tasks' notifications, or
+// any other notification the agent can be told, scrubbed of secrets.
 func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
 	if r == nil {
 		return
 	}
-	if msg.Method == mcptasks.StatusMethod {
-		if r.status != nil {
-			r.status(msg.Params)
+	var n mcp.ProgressNotificationParams
+	switch {
+	case msg.Method == mcptasks.ProgressMethod && r.progress != nil && json.Unmarshal(msg.Params, &n) == nil && n.ProgressToken == id:
+		// Only the progress itself: the upstream's _meta is not the
+		// agent's business, and its message is scrubbed.
+		r.progress(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().Replace(n.Message)})
+	case msg.Method == mcptasks.StatusMethod || msg.Method == mcptasks.ProgressMethod:
+		if r.tasks != nil {
+			r.tasks(msg.Method, msg.Params)
 		}
-		return
-	}
-	if msg.Method == "notifications/progress" {
-		var n mcp.ProgressNotificationParams
-		if r.progress != nil && json.Unmarshal(msg.Params, &n) == nil && n.ProgressToken == id {
-			// Only the progress itself: the upstream's _meta is not the
-			// agent's business, and its message is scrubbed.
-			r.progress(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().Replace(n.Message)})
+	case r.notify != nil:
+		if params, ok := mirror.CleanParams(st.scrubber.Load(), msg.Method, msg.Params); ok {
+			r.notify(msg.Method, params)
 		}
-		return
-	}
-	if r.notify == nil {
-		return
-	}
-	if params, ok := mirror.CleanParams(st.scrubber.Load(), msg.Method, msg.Params); ok {
-		r.notify(msg.Method, params)
 	}
 }
 
@@ -172,7 +167,7 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
-		status: func(params json.RawMessage) { e.taskStatus(context.WithoutCancel(ctx), s, params) },
+		tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
 	}
 	if token != nil {
 		r.progress = func(n *mcp.ProgressNotificationParams) {

@@ -375,8 +375,8 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 		relay:    relay,
 		task:     task,
 		own: func(id string) {
-			for _, params := range s.tasks.Own(id) {
-				e.taskStatus(context.WithoutCancel(ctx), s, params)
+			for _, params := range s.tasks.Own(id, task.Token) {
+				e.taskNote(context.WithoutCancel(ctx), s, mcptasks.StatusMethod, params)
 			}
 		},
 	})

@@ -26,9 +26,9 @@ func (e *endpoint) relaysTasks(s *agentSession) bool {
 }
 
 // tapped returns hc with its transport under a tap telling s's Book what
-// the server offers and s's agent the status notifications.
+// the server offers and s's agent the status and progress notifications.
 func (e *endpoint) tapped(s *agentSession, hc *http.Client) *http.Client {
-	return mcptasks.Tapped(hc, s.tasks.SetOffer, func(raw json.RawMessage) { e.taskStatus(context.Background(), s, raw) })
+	return mcptasks.Tapped(hc, s.tasks.SetOffer, func(method string, raw json.RawMessage) { e.taskNote(context.Background(), s, method, raw) })
 }
 
 // addTaskMethods registers the tasks methods on s's server.
@@ -119,7 +119,7 @@ func (p *Proxy) callAsTask(ctx context.Context, st *connState, conn *Connection,
 	var raw json.RawMessage
 	err := p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
-		raw, err = p.exchange(ctx, st, cs, "tools/call", tasks.CallParams{Name: tool, Arguments: args, Task: *sc.task}, sc.relay)
+		raw, err = p.exchange(ctx, st, cs, "tools/call", tasks.Call(tool, args, *sc.task), sc.relay)
 		return err
 	})
 	if err != nil {
@@ -183,38 +183,28 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 	return &mcptasks.Result{Raw: *clean}, nil
 }
 
-// taskStatus writes a status notification to the agent of s, on its own
-// stream, when the task is s's (one about a task s does not own yet is
-// held until it does), secrets replaced. Each is a decision and counted:
-// relayed, no_stream, or not_owned when dropped unclaimed.
-func (e *endpoint) taskStatus(ctx context.Context, s *agentSession, raw json.RawMessage) {
+// taskNote writes a task status or progress notification (method) to the
+// agent of s, on its own stream, when its task or its progress token is
+// s's (a status about a task s does not own yet is held until it does),
+// secrets replaced (Book.Note). Each is a decision and counted: relayed,
+// no_stream, or not_owned when dropped unclaimed.
+func (e *endpoint) taskNote(ctx context.Context, s *agentSession, method string, raw json.RawMessage) {
 	conn := s.conn.Load()
-	id, ok := tasks.TaskID(raw)
-	if !ok {
-		return
-	}
-	if !s.tasks.Owns(id) {
-		dropped, held := s.tasks.Hold(id, raw)
-		if dropped {
-			e.p.metrics.Tasks.WithLabelValues(mcptasks.StatusMethod, "not_owned").Inc()
-			e.p.decide(ctx, conn, s.caller, mcptasks.StatusMethod, "", "not_owned", nil)
-		}
-		if held {
-			return
-		}
-	}
 	st, err := e.p.state(conn)
-	if err != nil {
+	if err != nil || !e.relaysTasks(s) {
 		return
 	}
-	msg, err := tasks.Status(st.scrubber.Load(), raw)
-	if err != nil {
+	msg, dropped, err := s.tasks.Note(st.scrubber.Load(), method, raw)
+	outcome := "not_owned"
+	switch {
+	case err != nil || msg == nil && !dropped:
 		return
+	case msg != nil:
+		outcome = "relayed"
+		if w := s.stream.Load(); w == nil || !w.Send(msg) {
+			outcome = "no_stream"
+		}
 	}
-	outcome := "relayed"
-	if w := s.stream.Load(); w == nil || !w.Send(msg) {
-		outcome = "no_stream"
-	}
-	e.p.metrics.Tasks.WithLabelValues(mcptasks.StatusMethod, outcome).Inc()
-	e.p.decide(ctx, conn, s.caller, mcptasks.StatusMethod, "", outcome, nil)
+	e.p.metrics.Tasks.WithLabelValues(method, outcome).Inc()
+	e.p.decide(ctx, conn, s.caller, method, "", outcome, nil)
 }

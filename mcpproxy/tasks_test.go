@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -27,6 +28,7 @@ type taskServer struct {
 	methods []string          // the methods received, in order
 	streams []chan string     // the sessions' own event streams
 	opened  chan struct{}     // one value per stream opened
+	tokens  []json.RawMessage // the progress tokens of task-augmented calls
 }
 
 func newTaskServer(t testing.TB) *taskServer {
@@ -46,6 +48,17 @@ func (ts *taskServer) received(method string) int {
 		}
 	}
 	return n
+}
+
+// progress sends every session's stream a progress notification under
+// the progress token of the i-th task-augmented call that had one.
+func (ts *taskServer) progress(i int, progress float64) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%v,"total":3}}`, ts.tokens[i], progress)
+	for _, s := range ts.streams {
+		s <- msg
+	}
 }
 
 // broadcast sends every session's stream a status notification of task
@@ -91,6 +104,9 @@ func (ts *taskServer) serve(w http.ResponseWriter, r *http.Request) {
 			Name   string          `json:"name"`
 			Task   json.RawMessage `json:"task"`
 			TaskID string          `json:"taskId"`
+			Meta   struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.NewDecoder(r.Body).Decode(&msg) != nil {
@@ -109,6 +125,7 @@ func (ts *taskServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var result any
 	var rpcErr map[string]any
+	var early string // a notification sent ahead of the answer
 	known := ts.tasks[msg.Params.TaskID] != ""
 	switch msg.Method {
 	case "initialize":
@@ -134,6 +151,11 @@ func (ts *taskServer) serve(w http.ResponseWriter, r *http.Request) {
 		id := fmt.Sprintf("task-%d", len(ts.tasks)+1)
 		ts.tasks[id] = "working"
 		result = map[string]any{"task": task(id)}
+		if token := msg.Params.Meta.ProgressToken; token != nil {
+			// Progress before the task is created, on the call's stream.
+			ts.tokens = append(ts.tokens, token)
+			early = fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1,"message":"starting with sk-upstream-secret","_meta":{"io.modelcontextprotocol/related-task":{"taskId":%q}}}}`, token, id)
+		}
 	case "tasks/get", "tasks/cancel":
 		if !known {
 			rpcErr = map[string]any{"code": -32602, "message": "no task " + msg.Params.TaskID}
@@ -164,6 +186,12 @@ func (ts *taskServer) serve(w http.ResponseWriter, r *http.Request) {
 		answer["error"] = rpcErr
 	} else {
 		answer["result"] = result
+	}
+	if early != "" {
+		w.Header().Set("Content-Type", "text/event-stream")
+		raw, _ := json.Marshal(answer)
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\n", early, raw)
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(answer)
@@ -461,4 +489,79 @@ func openStream(t testing.TB, e *env, w who, sid string) <-chan map[string]any {
 		}
 	}()
 	return out
+}
+
+// A task-augmented call's progress reaches the session that made the
+// call, on its own stream, under the agent's token: what the server sends
+// before the task is created, and what it sends after, while the task
+// runs. No other session gets it, even from a server that sends it to
+// all its sessions, and each attempt is a decision that says so.
+func TestTaskProgressReachesOnlyTheCaller(t *testing.T) {
+	t.Parallel()
+	for _, paths := range []struct{ sdkAgent, sdkUpstream bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		t.Run(fmt.Sprintf("SDK agent side %v, SDK upstream side %v", paths.sdkAgent, paths.sdkUpstream), func(t *testing.T) {
+			taskProgress(t, paths.sdkAgent, paths.sdkUpstream)
+		})
+	}
+}
+
+func taskProgress(t *testing.T, sdkAgent, sdkUpstream bool) {
+	up := newTaskServer(t)
+	var mu sync.Mutex
+	probes := map[string]int{}
+	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Method == "notifications/progress" {
+			probes[ev.Caller.Namespace+" "+ev.Outcome]++
+		}
+	}}, mcpproxy.Connection{BaseURL: up.srv.URL, Redact: []string{"sk-upstream-secret"}})
+	mcpproxy.UseSDKPaths(e.proxy, sdkAgent, sdkUpstream)
+	owner, _ := openTasks(t, e, alice)
+	sibling, _ := openTasks(t, e, alice)
+	other, _ := openTasks(t, e, bob)
+	for range 3 {
+		within(t, up.opened, "the upstream sessions' streams")
+	}
+	ownerEvents := openStream(t, e, alice, owner)
+	res, rpcErr := rpc(t, e, alice, owner, "tools/call", map[string]any{"name": "work", "arguments": map[string]any{"n": 1}, "task": map[string]any{"ttl": 1000}, "_meta": map[string]any{"progressToken": 7}})
+	if task, _ := res["task"].(map[string]any); task["taskId"] == nil {
+		t.Fatalf("a task-augmented call with a progress token answered %v, %v", res, rpcErr)
+	}
+	if got := jsonOf(t, within(t, ownerEvents, "the progress sent before the task")); got != `{"jsonrpc":"2.0","method":"notifications/progress","params":{"message":"starting with [redacted]","progress":1,"progressToken":7}}` {
+		t.Errorf("the progress before the task: %s", got)
+	}
+	up.mu.Lock()
+	passed := string(up.tokens[0])
+	up.mu.Unlock()
+	if passed == "7" || !strings.HasPrefix(passed, `"idn-`) {
+		t.Error("the agent's own progress token went upstream")
+	}
+	siblingEvents, otherEvents := openStream(t, e, alice, sibling), openStream(t, e, bob, other)
+	siblingTask, otherTask := createTask(t, e, alice, sibling), createTask(t, e, bob, other)
+	up.progress(0, 2)
+	// What each other session is sent next is the status of its own task.
+	up.broadcast(siblingTask)
+	up.broadcast(otherTask)
+	if got := jsonOf(t, within(t, ownerEvents, "the progress sent after the task")); got != `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2,"progressToken":7,"total":3}}` {
+		t.Errorf("the progress after the task: %s", got)
+	}
+	for _, tt := range []struct {
+		name   string
+		events <-chan map[string]any
+		want   string
+	}{
+		{"the same caller's other session listens for the owner's task progress", siblingEvents, siblingTask},
+		{"another caller listens for the owner's task progress", otherEvents, otherTask},
+	} {
+		msg := within(t, tt.events, tt.name)
+		if params, _ := msg["params"].(map[string]any); msg["method"] != "notifications/tasks/status" || params["taskId"] != tt.want {
+			t.Errorf("%s: got %v", tt.name, msg)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{"alice relayed": 2, "alice not_owned": 1, "bob not_owned": 1}; !maps.Equal(probes, want) {
+		t.Errorf("progress decisions %v, want %v", probes, want)
+	}
 }

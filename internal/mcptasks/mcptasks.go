@@ -23,6 +23,11 @@ const Version = "2025-11-25"
 // StatusMethod is the task status notification.
 const StatusMethod = "notifications/tasks/status"
 
+// ProgressMethod is the progress notification, which a server sends for a
+// task-augmented request on any of its session's streams, as long as the
+// task runs.
+const ProgressMethod = "notifications/progress"
+
 // Methods are the tasks methods a client sends a server.
 var Methods = []string{"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
 
@@ -118,20 +123,26 @@ func WithTasks(ir *mcp.InitializeResult, caps map[string]any) (mcp.Result, error
 // server's answer to initialize (the one POST without a session id) for
 // its tasks capability, and every other event stream (the session's own,
 // GET, and those answering the client's requests) for task status
-// notifications, as the client reads them. The client gets every byte as
-// it came.
+// notifications and progress notifications, as the client reads them.
+// The client gets every byte as it came.
 type Tap struct {
 	Base http.RoundTripper // nil: http.DefaultTransport
 	// Offer is told what each initialize answer offers.
 	Offer func(*Offer)
 	// Status is told the params of each task status notification.
 	Status func(json.RawMessage)
+	// Progress is told the params of each progress notification.
+	Progress func(json.RawMessage)
 }
 
-// Tapped returns hc with its transport under a Tap telling offer and
-// status.
-func Tapped(hc *http.Client, offer func(*Offer), status func(json.RawMessage)) *http.Client {
-	tap := &Tap{Base: hc.Transport, Offer: offer, Status: status}
+// Tapped returns hc with its transport under a Tap telling offer what
+// the server offers, and note each task status and progress notification
+// by method.
+func Tapped(hc *http.Client, offer func(*Offer), note func(method string, params json.RawMessage)) *http.Client {
+	tap := &Tap{Base: hc.Transport, Offer: offer,
+		Status:   func(p json.RawMessage) { note(StatusMethod, p) },
+		Progress: func(p json.RawMessage) { note(ProgressMethod, p) },
+	}
 	return &http.Client{Transport: tap, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
 }
 
@@ -149,8 +160,8 @@ func (t *Tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case initialize && mt == "text/event-stream":
 		resp.Body = &events{ReadCloser: resp.Body, event: t.initialized}
-	case mt == "text/event-stream" && t.Status != nil:
-		resp.Body = &events{ReadCloser: resp.Body, event: t.status}
+	case mt == "text/event-stream" && (t.Status != nil || t.Progress != nil):
+		resp.Body = &events{ReadCloser: resp.Body, event: t.note}
 	case initialize && mt == "application/json":
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxEventBytes))
 		if err == nil {
@@ -180,9 +191,10 @@ func (t *Tap) initialized(data []byte) {
 	}
 }
 
-// status tells Status of data when it is a task status notification.
-func (t *Tap) status(data []byte) {
-	if !bytes.Contains(data, []byte(StatusMethod)) {
+// note tells Status of data when it is a task status notification, and
+// Progress when it is a progress notification.
+func (t *Tap) note(data []byte) {
+	if !bytes.Contains(data, []byte(`"notifications/`)) {
 		return
 	}
 	var msg struct {
@@ -190,8 +202,14 @@ func (t *Tap) status(data []byte) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(data, &msg) == nil && msg.Method == StatusMethod && msg.ID == nil {
+	if json.Unmarshal(data, &msg) != nil || msg.ID != nil {
+		return
+	}
+	switch {
+	case msg.Method == StatusMethod && t.Status != nil:
 		t.Status(msg.Params)
+	case msg.Method == ProgressMethod && t.Progress != nil:
+		t.Progress(msg.Params)
 	}
 }
 

@@ -2,17 +2,23 @@
 // 2025-11-25), which it relays as JSON past the go-sdk (package
 // internal/mcptasks): each agent session's Book of the tasks it created,
 // the params passed on for each tasks method, the filtering of tasks/list
-// and tools/list pages, and the Stream status notifications are written
-// to.
+// and tools/list pages, and the Stream status and progress notifications
+// are written to.
 //
 // Every task belongs to the agent session whose call created it: the
 // tasks methods about any other id are answered NotFound without asking
 // the server, and tasks/list pages keep only the session's own, so a
 // server that keeps one store for all its sessions cannot be used to
-// reach another agent's task.
+// reach another agent's task. So do the notifications about it: a status
+// notification reaches only the session that owns its task, and a
+// progress notification only the session whose call its token was passed
+// on with (a token the gateway mints, unguessable and unique, standing
+// for the agent's own, which never goes upstream), from the call until
+// its task ends.
 package tasks
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
@@ -47,6 +53,16 @@ type Book struct {
 	// server may report a task before the answer that created it has
 	// been read.
 	early []early
+	// tokens are the progress tokens of the session's task-augmented
+	// calls, as passed on, by the token the agent gave; tokenOrder,
+	// oldest first.
+	tokens     map[string]*progressToken
+	tokenOrder []string
+}
+
+type progressToken struct {
+	agent json.RawMessage // the agent's token, as it sent it
+	task  string          // the task the call created; "" before
 }
 
 type early struct {
@@ -77,11 +93,15 @@ func (b *Book) Relays(agent *string, newest string) bool {
 	return agent != nil && *agent >= mcptasks.Version
 }
 
-// Own makes task id the session's, and returns the status notifications
-// about it that came before.
-func (b *Book) Own(id string) []json.RawMessage {
+// Own makes task id the session's, created by a call passed on with
+// progress token ("": none), and returns the status notifications about
+// it that came before.
+func (b *Book) Own(id, token string) []json.RawMessage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if t := b.tokens[token]; t != nil {
+		t.task = id
+	}
 	if _, ok := b.owned[id]; ok {
 		return nil
 	}
@@ -129,6 +149,134 @@ func (b *Book) Hold(id string, params json.RawMessage) (dropped, held bool) {
 	}
 	b.early = append(b.early, early{id, params})
 	return dropped, true
+}
+
+// Track returns the progress token a task-augmented call whose _meta is
+// meta is passed on with, standing for the agent's; "" when the agent
+// asked for no progress. Past MaxOwned tokens, the oldest is forgotten.
+func (b *Book) Track(meta json.RawMessage) string {
+	var m struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+	}
+	if json.Unmarshal(meta, &m) != nil || !validToken(m.ProgressToken) {
+		return ""
+	}
+	token := "idn-" + rand.Text()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tokens == nil {
+		b.tokens = map[string]*progressToken{}
+	}
+	if len(b.tokenOrder) >= MaxOwned {
+		delete(b.tokens, b.tokenOrder[0])
+		b.tokenOrder = b.tokenOrder[1:]
+	}
+	b.tokens[token] = &progressToken{agent: m.ProgressToken}
+	b.tokenOrder = append(b.tokenOrder, token)
+	return token
+}
+
+// validToken reports whether raw is a progress token: a string or an
+// integer.
+func validToken(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch v := v.(type) {
+	case string:
+		return true
+	case float64:
+		return v == float64(int64(v))
+	}
+	return false
+}
+
+// Untrack forgets token when its call created no task: its progress
+// ended with the call.
+func (b *Book) Untrack(token string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.tokens[token]; t != nil && t.task == "" {
+		b.forget(token)
+	}
+}
+
+// forget drops token; b.mu is held.
+func (b *Book) forget(token string) {
+	delete(b.tokens, token)
+	for i, t := range b.tokenOrder {
+		if t == token {
+			b.tokenOrder = append(b.tokenOrder[:i], b.tokenOrder[i+1:]...)
+			break
+		}
+	}
+}
+
+// Note returns the message the agent is sent for a notification of method
+// (a task status or a progress notification) with params raw, secrets
+// replaced; nil when none is sent now: a status held until its task is
+// owned, or a notification that is not the session's, which dropped
+// reports (and a held status dropped to make room). A status that ends a
+// task ends its progress.
+func (b *Book) Note(sc *scrub.Scrubber, method string, raw json.RawMessage) (msg []byte, dropped bool, err error) {
+	if method == mcptasks.ProgressMethod {
+		return b.progress(sc, raw)
+	}
+	id, ok := TaskID(raw)
+	if !ok {
+		return nil, false, nil
+	}
+	if !b.Owns(id) {
+		var held bool
+		if dropped, held = b.Hold(id, raw); held {
+			return nil, dropped, nil
+		}
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(raw, &st) == nil && (st.Status == "completed" || st.Status == "failed" || st.Status == "cancelled") {
+		b.mu.Lock()
+		for token, t := range b.tokens {
+			if t.task == id {
+				b.forget(token)
+			}
+		}
+		b.mu.Unlock()
+	}
+	msg, err = Status(sc, raw)
+	return msg, dropped, err
+}
+
+// progress is Note of a progress notification: passed on under the
+// agent's token when its token is one of the session's.
+func (b *Book) progress(sc *scrub.Scrubber, raw json.RawMessage) ([]byte, bool, error) {
+	var p struct {
+		ProgressToken any      `json:"progressToken"`
+		Progress      float64  `json:"progress"`
+		Total         *float64 `json:"total"`
+		Message       string   `json:"message"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, false, err
+	}
+	token, _ := p.ProgressToken.(string)
+	b.mu.Lock()
+	t := b.tokens[token]
+	b.mu.Unlock()
+	if t == nil {
+		return nil, true, nil
+	}
+	// Only the progress itself: the server's _meta is not the agent's
+	// business, and its message is scrubbed.
+	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcptasks.ProgressMethod, "params": struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+		Progress      float64         `json:"progress"`
+		Total         *float64        `json:"total,omitempty"`
+		Message       string          `json:"message,omitempty"`
+	}{t.agent, p.Progress, p.Total, sc.Replace(p.Message)}})
+	return msg, false, err
 }
 
 // Forward returns the params a tasks method is passed on with (only the
@@ -210,13 +358,26 @@ func Status(sc *scrub.Scrubber, raw json.RawMessage) ([]byte, error) {
 // Spec is a call's task augmentation, as far as it is passed on.
 type Spec struct {
 	TTL *float64 `json:"ttl,omitempty"`
+	// Token is the progress token the call is passed on with (Track); ""
+	// when the agent asked for no progress.
+	Token string `json:"-"`
 }
 
 // CallParams are the params of a task-augmented tools/call upstream.
 type CallParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Task      Spec            `json:"task"`
+	Name      string            `json:"name"`
+	Arguments json.RawMessage   `json:"arguments,omitempty"`
+	Meta      map[string]string `json:"_meta,omitempty"`
+	Task      Spec              `json:"task"`
+}
+
+// Call returns the params of a task-augmented call of tool.
+func Call(tool string, args json.RawMessage, task Spec) CallParams {
+	p := CallParams{Name: tool, Arguments: args, Task: task}
+	if task.Token != "" {
+		p.Meta = map[string]string{"progressToken": task.Token}
+	}
+	return p
 }
 
 // ToolsPage is a tools/list page as the server wrote it.

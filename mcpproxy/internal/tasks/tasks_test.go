@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,7 +24,7 @@ func offering(b *tasks.Book, caps string) {
 func TestBookForward(t *testing.T) {
 	var b tasks.Book
 	offering(&b, `{"list":{},"requests":{"tools":{"call":{}}}}`)
-	b.Own("mine")
+	b.Own("mine", "")
 	for _, tt := range []struct {
 		name, method string
 		params       *mcptasks.Params
@@ -60,7 +61,7 @@ func TestBookForward(t *testing.T) {
 func TestBookBounds(t *testing.T) {
 	var b tasks.Book
 	for i := range tasks.MaxOwned + 1 {
-		b.Own(fmt.Sprint(i))
+		b.Own(fmt.Sprint(i), "")
 	}
 	if b.Owns("0") || !b.Owns("1") || !b.Owns(fmt.Sprint(tasks.MaxOwned)) {
 		t.Error("the oldest task was not the one forgotten")
@@ -73,11 +74,54 @@ func TestBookBounds(t *testing.T) {
 			t.Fatal("a notification about a task not owned was not held")
 		}
 	}
-	if dropped != 1 || len(b.Own("early-0")) != 0 || len(b.Own("early-1")) != 1 {
+	if dropped != 1 || len(b.Own("early-0", "")) != 0 || len(b.Own("early-1", "")) != 1 {
 		t.Errorf("dropped %d; the oldest held notification should be the one dropped", dropped)
 	}
 	if _, held := b.Hold(fmt.Sprint(tasks.MaxOwned), nil); held {
 		t.Error("a notification about an owned task was held")
+	}
+}
+
+// A progress notification reaches the agent under its own token when its
+// token is one the session's task-augmented call was passed on with,
+// until the task ends; any other token is dropped, as is the progress of
+// a call that created no task.
+func TestBookProgress(t *testing.T) {
+	var b tasks.Book
+	sc := scrub.New(nil, []string{"s3cret"})
+	token := b.Track(json.RawMessage(`{"progressToken":42}`))
+	if token == "" || token == "42" || b.Track(json.RawMessage(`{"progressToken":{"an":"object"}}`)) != "" || b.Track(nil) != "" {
+		t.Fatalf("Track minted %q", token)
+	}
+	b.Own("t1", token)
+	progress := func(token string) string {
+		msg, dropped, err := b.Note(sc, mcptasks.ProgressMethod, json.RawMessage(`{"progressToken":"`+token+`","progress":1,"total":2,"message":"key s3cret","_meta":{"x":1}}`))
+		if err != nil || (msg == nil) != dropped {
+			t.Fatalf("Note = %s, %v, %v", msg, dropped, err)
+		}
+		return string(msg)
+	}
+	if got := progress(token); got != `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":42,"progress":1,"total":2,"message":"key [redacted]"}}` {
+		t.Errorf("the session's own progress: %s", got)
+	}
+	for _, tt := range []struct{ name, token string }{
+		{"progress under the agent's own token, which never went upstream", "42"},
+		{"progress under another session's token", "idn-someone-else"},
+	} {
+		if got := progress(tt.token); got != "" {
+			t.Errorf("%s: relayed %s", tt.name, got)
+		}
+	}
+	if msg, _, _ := b.Note(sc, mcptasks.StatusMethod, json.RawMessage(`{"taskId":"t1","status":"completed"}`)); msg == nil {
+		t.Error("the task's terminal status was not relayed")
+	}
+	if got := progress(token); got != "" {
+		t.Errorf("progress after the task ended: %s", got)
+	}
+	plain := b.Track(json.RawMessage(`{"progressToken":"p"}`))
+	b.Untrack(plain)
+	if got := progress(plain); got != "" {
+		t.Errorf("progress of a call that created no task, after it: %s", got)
 	}
 }
 

@@ -17,6 +17,9 @@ type CallParams struct {
 	// Task is the call's task augmentation (MCP 2025-11-25) as sent; nil
 	// for a plain call.
 	Task json.RawMessage
+	// Meta is the _meta of a task-augmented call as sent (its progress
+	// token among it); nil for a plain call, whose _meta is plain.
+	Meta json.RawMessage
 }
 
 // Message is a message the direct path may serve: a tools/call
@@ -55,7 +58,11 @@ func Classify(body []byte) (Message, bool) {
 		if task != nil && !isObject(task) || task == nil && !plainMeta(params["_meta"]) {
 			return Message{}, false
 		}
-		return Message{ID: msg["id"], Key: key, Call: &CallParams{Name: name, Arguments: params["arguments"], Task: task}}, true
+		call := &CallParams{Name: name, Arguments: params["arguments"], Task: task}
+		if task != nil {
+			call.Meta = params["_meta"]
+		}
+		return Message{ID: msg["id"], Key: key, Call: call}, true
 	case "notifications/cancelled":
 		params, pok := members(msg["params"], "requestId", "reason")
 		if _, hasID := msg["id"]; hasID || !pok {
