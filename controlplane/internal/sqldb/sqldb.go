@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -196,7 +197,10 @@ func OpenAt(ctx context.Context, cfg Config, version int) (*DB, error) {
 // a fresh pool of 16 paid that 16 times over, on two cores pushing the
 // slowest past 100 ms. Each connection now makes one submission at Open,
 // in a scratch namespace, inside a transaction it rolls back, so nothing
-// is written and no notification is sent.
+// is written and no notification is sent. A server that refuses some of
+// the connections (its max_connections reached) leaves them to be opened
+// on demand, cold, rather than failing the start; Open fails only when no
+// connection could be warmed.
 func warmPool(ctx context.Context, db *sql.DB, n int) error {
 	conns := make([]*sql.Conn, n)
 	errs := make([]error, n)
@@ -214,10 +218,10 @@ func warmPool(ctx context.Context, db *sql.DB, n int) error {
 			c.Close()
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("controlplane: warm database connections: %w", err)
+	if slices.ContainsFunc(errs, func(err error) bool { return err == nil }) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("controlplane: warm database connections: %w", errors.Join(errs...))
 }
 
 func warmBackend(ctx context.Context, c *sql.Conn) error {

@@ -2,6 +2,8 @@ package sqldb_test
 
 import (
 	"context"
+	"database/sql"
+	"net/url"
 	"testing"
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
@@ -42,5 +44,47 @@ func TestWarmingWritesNothing(t *testing.T) {
 		if n != 0 {
 			t.Errorf("table %s has %d rows after Open", table, n)
 		}
+	}
+}
+
+// TestWarmingLeavesRefusedConnectionsCold: a server that allows fewer
+// connections than the pool holds still opens the store; the connections
+// it refused are left to be opened on demand.
+func TestWarmingLeavesRefusedConnectionsCold(t *testing.T) {
+	base := sqldbtest.Config(t, sqldb.ProviderPostgres).DatabaseURL // a fresh schema, dropped at cleanup
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := "r_" + schema
+	for _, q := range []string{
+		`CREATE ROLE ` + role + ` LOGIN CONNECTION LIMIT 3`,
+		`GRANT ALL ON SCHEMA ` + schema + ` TO ` + role,
+	} {
+		if _, err := admin.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, q := range []string{`DROP OWNED BY ` + role + ` CASCADE`, `DROP ROLE ` + role} {
+			if _, err := admin.Exec(q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+		admin.Close()
+	})
+	u.User = url.User(role)
+	db, err := sqldb.Open(context.Background(), sqldb.Config{Provider: sqldb.ProviderPostgres, DatabaseURL: u.String(), MaxOpenConns: 8})
+	if err != nil {
+		t.Fatalf("open with 3 connections allowed for a pool of 8: %v", err)
+	}
+	defer db.Close()
+	if err := db.Ping(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
