@@ -281,7 +281,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	var approved struct {
 		AgentName string `json:"agent_name"`
 	}
-	err = d.postJSON(ctx, d.cpURL+"/v1/claims/"+refusal.ClaimID+"/approve",
+	err = d.sendJSON(ctx, http.MethodPost, d.cpURL+"/v1/claims/"+refusal.ClaimID+"/approve",
 		map[string]string{"Cookie": cookie + "=" + session}, nil, &approved)
 	if err != nil {
 		return fmt.Errorf("approve the claim: %w", err)
@@ -398,7 +398,9 @@ func (d *demo) signedGet(ctx context.Context, url string) (int, []byte, error) {
 	return resp.StatusCode, body, err
 }
 
-func (d *demo) postJSON(ctx context.Context, url string, headers map[string]string, in, out any) error {
+// sendJSON sends a method request to url with in as its JSON body (nil:
+// none) and decodes a 2xx answer into out (nil: ignored).
+func (d *demo) sendJSON(ctx context.Context, method, url string, headers map[string]string, in, out any) error {
 	var body io.Reader = http.NoBody
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -407,7 +409,7 @@ func (d *demo) postJSON(ctx context.Context, url string, headers map[string]stri
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return err
 	}

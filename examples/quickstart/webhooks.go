@@ -95,7 +95,7 @@ func (d *demo) addWebhook(ctx context.Context, cookie, url string) (string, erro
 	var list struct {
 		Services []struct{ ID, Slug string } `json:"services"`
 	}
-	if err := d.getJSON(ctx, d.cpURL+"/v1/services", headers, &list); err != nil {
+	if err := d.sendJSON(ctx, http.MethodGet, d.cpURL+"/v1/services", headers, nil, &list); err != nil {
 		return "", err
 	}
 	var id string
@@ -107,27 +107,7 @@ func (d *demo) addWebhook(ctx context.Context, cookie, url string) (string, erro
 	var created struct {
 		Secret string `json:"secret"`
 	}
-	err := d.postJSON(ctx, d.cpURL+"/v1/services/"+id+"/webhooks", headers, map[string]any{"url": url,
+	err := d.sendJSON(ctx, http.MethodPost, d.cpURL+"/v1/services/"+id+"/webhooks", headers, map[string]any{"url": url,
 		"events": []string{controlplane.ClaimSubmitted, controlplane.ClaimApproved, controlplane.ClaimRejected, controlplane.ClaimRevoked}}, &created)
 	return created.Secret, err
-}
-
-func (d *demo) getJSON(ctx context.Context, url string, headers map[string]string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return json.Unmarshal(b, out)
 }
