@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -31,12 +29,7 @@ import (
 // connections again.
 func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 	chromium(t)
-	bin := filepath.Join(t.TempDir(), "gateway")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
-	build.Dir = "../.." // the root module's folder: builds with or without go.work
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the gateway: %v\n%s", err, out)
-	}
+	bin := buildGateway(t)
 	const secret = "sk-e2e-keyless-5b2e9d0c"
 	upstream := newUpstream(t, secret)
 	w := startPairingWorld(t, controlplane.ProviderSQLite)
@@ -52,9 +45,6 @@ func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 
 	key, _ := credvault.GenerateMasterKey()
 	dataDir := t.TempDir()
-	gwLn := freePort(t)
-	gwAddr := gwLn.Addr().String()
-	gwLn.Close()
 	// No IDN_SERVICE_API_KEY of any kind, and the default claims poll
 	// (10 s): what follows owes nothing to a short poll.
 	var env []string
@@ -64,15 +54,8 @@ func TestDashboardConnectionOnKeylessGateway(t *testing.T) {
 		}
 	}
 	env = append(env, "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE=loopback",
-		"IDN_REGISTRY_URL="+w.cpURL, "GATEWAY_ADDR="+gwAddr, "LOG_LEVEL=debug")
-	serve, serveLog := gatewayProcess(t, bin, env, "serve")
-	eventually(t, 20*time.Second, "gateway serve", func() bool {
-		res, err := http.Get("http://" + gwAddr + "/health/live")
-		if err == nil {
-			res.Body.Close()
-		}
-		return err == nil && res.StatusCode == 200
-	})
+		"IDN_REGISTRY_URL="+w.cpURL, "LOG_LEVEL=debug")
+	serve, gwAddr, serveLog := serveGateway(t, bin, env)
 
 	step(t, "the unpaired gateway refuses a connection it has no key for, naming the setting")
 	refusesKeyless(t, bin, env, gwAddr, "weather", upstream, secret)

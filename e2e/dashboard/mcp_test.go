@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,12 +64,7 @@ func docsServer(t *testing.T, token string) string {
 func TestGatewayMCPConnection(t *testing.T) {
 	chromium(t)
 	const token = "mcp-e2e-token-8a41c7d2"
-	bin := filepath.Join(t.TempDir(), "gateway")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the gateway: %v\n%s", err, out)
-	}
+	bin := buildGateway(t)
 	upstream := docsServer(t, token)
 	w := startPairingWorld(t, controlplane.ProviderSQLite)
 	agent, err := identity.New("agent-mcp")
@@ -87,20 +80,10 @@ func TestGatewayMCPConnection(t *testing.T) {
 
 	key, _ := credvault.GenerateMasterKey()
 	dataDir := t.TempDir()
-	gwLn := freePort(t)
-	gwAddr := gwLn.Addr().String()
-	gwLn.Close()
 	env := append(os.Environ(), "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE=loopback",
-		"IDN_REGISTRY_URL="+w.cpURL, "IDN_SERVICE_API_KEY="+seeded.APIKeys["docs"], "GATEWAY_ADDR="+gwAddr,
+		"IDN_REGISTRY_URL="+w.cpURL, "IDN_SERVICE_API_KEY="+seeded.APIKeys["docs"],
 		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS=2", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS=1", "LOG_LEVEL=debug")
-	_, serveLog := gatewayProcess(t, bin, env, "serve")
-	eventually(t, 20*time.Second, "gateway serve", func() bool {
-		res, err := http.Get("http://" + gwAddr + "/health/live")
-		if err == nil {
-			res.Body.Close()
-		}
-		return err == nil && res.StatusCode == 200
-	})
+	_, gwAddr, serveLog := serveGateway(t, bin, env)
 
 	b := newBrowser(t, w.base)
 	audit := func(string) {}

@@ -264,6 +264,37 @@ func gatewayProcess(t *testing.T, bin string, env []string, args ...string) (*ex
 	return cmd, logPath
 }
 
+// buildGateway builds the gateway binary into a temporary folder.
+func buildGateway(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gateway")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
+	build.Dir = "../.." // the root module's folder: builds with or without go.work
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the gateway: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// serveGateway runs gateway serve with env on a free loopback port and
+// waits until it is live; it returns the process, its address and its
+// log file.
+func serveGateway(t *testing.T, bin string, env []string) (cmd *exec.Cmd, addr, logPath string) {
+	t.Helper()
+	ln := freePort(t)
+	addr = ln.Addr().String()
+	ln.Close()
+	cmd, logPath = gatewayProcess(t, bin, append(slices.Clip(env), "GATEWAY_ADDR="+addr), "serve")
+	eventually(t, 20*time.Second, "gateway serve", func() bool {
+		res, err := http.Get("http://" + addr + "/health/live")
+		if err == nil {
+			res.Body.Close()
+		}
+		return err == nil && res.StatusCode == 200
+	})
+	return cmd, addr, logPath
+}
+
 func runGateway(t *testing.T, bin string, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
@@ -281,12 +312,7 @@ func runGateway(t *testing.T, bin string, env []string, args ...string) string {
 // secret appears nowhere on the control plane's side.
 func TestGatewayPairingEndToEnd(t *testing.T) {
 	chromium(t)
-	bin := filepath.Join(t.TempDir(), "gateway")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
-	build.Dir = "../.." // the root module's folder: builds with or without go.work
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the gateway: %v\n%s", err, out)
-	}
+	bin := buildGateway(t)
 	for _, engine := range []string{controlplane.ProviderSQLite, controlplane.ProviderPostgres} {
 		t.Run(engine, func(t *testing.T) { gatewayPairingEndToEnd(t, bin, engine) })
 	}
@@ -309,20 +335,10 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 
 	key, _ := credvault.GenerateMasterKey()
 	dataDir := t.TempDir()
-	gwLn := freePort(t)
-	gwAddr := gwLn.Addr().String()
-	gwLn.Close()
 	env := append(os.Environ(), "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE=loopback",
-		"IDN_REGISTRY_URL="+w.cpURL, "IDN_SERVICE_API_KEY="+seeded.APIKeys["weather"], "GATEWAY_ADDR="+gwAddr,
+		"IDN_REGISTRY_URL="+w.cpURL, "IDN_SERVICE_API_KEY="+seeded.APIKeys["weather"],
 		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS=2", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS=1", "LOG_LEVEL=debug")
-	_, serveLog := gatewayProcess(t, bin, env, "serve")
-	eventually(t, 20*time.Second, "gateway serve", func() bool {
-		res, err := http.Get("http://" + gwAddr + "/health/live")
-		if err == nil {
-			res.Body.Close()
-		}
-		return err == nil && res.StatusCode == 200
-	})
+	_, gwAddr, serveLog := serveGateway(t, bin, env)
 
 	b := newBrowser(t, w.base)
 	// The gateway pages' accessibility checks (a11y_test.go) run once,
