@@ -336,9 +336,11 @@ func (b *browser) fill(label, value string) {
 }
 
 // errorText waits for the error shown beside the control named prefix.
+// The error may come from a gateway's upstream through the relay, which
+// under the race detector and a full test run takes seconds.
 func (b *browser) errorText(prefix string) string {
 	b.t.Helper()
-	b.waitFor(`[...document.querySelectorAll("p.err")].some(p => p.textContent)`, 5*time.Second)
+	b.waitFor(`[...document.querySelectorAll("p.err")].some(p => p.textContent)`, 20*time.Second)
 	return eval[string](b, `[...document.querySelectorAll("button")].filter(x => (x.getAttribute("aria-label") || x.textContent).startsWith(`+
 		jsString(prefix)+`)).map(x => document.getElementById(x.getAttribute("aria-describedby") || "")?.textContent || "").join("")`)
 }
