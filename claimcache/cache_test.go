@@ -254,7 +254,11 @@ func TestRunRecoversWhenTheFeedComesBack(t *testing.T) {
 	alice := newAgent("alice")
 	cp := newControlPlane(t, alice.claim("clm_alice", "github"))
 	clk := newFakeClock()
-	c, events := newTestCache(t, cp, clk, claimcache.Config{Options: claimcache.Options{TTL: 2 * time.Hour, RefreshInterval: time.Hour, EarlyRefreshInterval: 10 * time.Millisecond}})
+	// Polling only: the fake clock ends the lease at once, which a held
+	// change request (renewing it on the real clock) never lets happen,
+	// and the request would answer only at the end of its wait.
+	c, events := newTestCache(t, cp, clk, claimcache.Config{Options: claimcache.Options{TTL: 2 * time.Hour, RefreshInterval: time.Hour,
+		EarlyRefreshInterval: 10 * time.Millisecond, ChangeWait: -1}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.Run(ctx)
