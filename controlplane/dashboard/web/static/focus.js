@@ -15,6 +15,24 @@ export function placeOf(control) {
   return { region: region.id, tag: item.tagName, index: items.indexOf(item), verb: control.textContent.trim() };
 }
 
+// successor is control, or, when a re-render replaced it while its
+// request ran, the control with the same label in the row or article
+// whose data attributes match its own: the same action of the same item.
+export function successor(control) {
+  if (control.isConnected) return control;
+  const item = control.closest('tr, article');
+  if (!item) return control;
+  const label = control.getAttribute('aria-label') ?? control.textContent;
+  const same = (x) => Object.keys(item.dataset).length > 0 &&
+    Object.entries(item.dataset).every(([k, v]) => x.dataset[k] === v);
+  for (const next of document.querySelectorAll(item.tagName)) {
+    if (!same(next)) continue;
+    const b = [...next.querySelectorAll('button')].find((x) => (x.getAttribute('aria-label') ?? x.textContent) === label);
+    if (b) return b;
+  }
+  return control;
+}
+
 // land focuses what takes the place of the control place names.
 export function land(place) {
   const region = document.getElementById(place.region);

@@ -6,8 +6,8 @@ import { ApiError, call, describe, reference } from './api.js';
 import * as errcode from './errcode.js';
 import { shown, urlPieces } from './display.js';
 import { el } from './dom.js';
-import { announce, feedback } from './feedback.js';
-import { busy, isBusy, land, placeOf } from './focus.js';
+import { announce, feedback, replaceKeeping } from './feedback.js';
+import { busy, isBusy, land, placeOf, successor } from './focus.js';
 import { sealSecrets } from './hpke.js';
 import { addSubject, clearMCP, cleared, fillMCP, readMCP, renderTools, showProtocol, testSaid } from './mcp.js';
 
@@ -93,7 +93,15 @@ function actionButton(label, verb, name, onClick, danger = false) {
 // lastTest is a connection's last_test t as the Last test column shows it.
 const lastTest = (t) => (t ? `${t.ok ? 'ok' : 'failed'}${t.status ? ` (HTTP ${t.status})` : ''} ${utc(t.tested_at)}` : 'never');
 
-function renderConnections(list) {
+// tests holds the answers of the tests run on this page, by connection
+// id: a list read before a test ended shows the test's answer, not the
+// one before it.
+const tests = new Map();
+
+const newer = (a, b) => (!a || (b && Date.parse(b.tested_at) > Date.parse(a.tested_at)) ? b : a);
+
+// renderConnections shows list, read from time asked on.
+function renderConnections(list, asked) {
   connections = list;
   const tools = document.getElementById('tools');
   if (!list.some((c) => c.id === tools.dataset.connection)) tools.hidden = true;
@@ -104,12 +112,12 @@ function renderConnections(list) {
   }
   const rows = list.map((c) => {
     const name = shown(c.name || c.id);
-    const last = lastTest(c.last_test);
+    const last = lastTest(newer(c.last_test, tests.get(c.id)));
     const act = el('td', { className: 'act' },
       actionButton('Test', 'Test', name, (b) => run(b, async () => {
         const r = await rpc(gateway, 'connections.test', { id: c.id });
-        const row = b.closest('tr');
-        if (row) row.querySelector('[data-label="Last test"]').textContent = lastTest(r);
+        tests.set(c.id, r);
+        successor(b).closest('tr')?.querySelector('[data-label="Last test"]').replaceChildren(lastTest(r));
         feedback(b, testSaid(r), r.ok ? 'done' : 'err');
       })), ' ',
       actionButton('Discover', 'Discover', name, (b) => run(b, async () => {
@@ -138,10 +146,10 @@ function renderConnections(list) {
       cell('Last test', last),
       act);
   });
-  host.replaceChildren(table(['Connection', 'Base URL', 'Authentication', 'Status', 'Last test', ''], rows));
+  replaceKeeping(host, asked, table(['Connection', 'Base URL', 'Authentication', 'Status', 'Last test', ''], rows));
 }
 
-function renderVariables(list) {
+function renderVariables(list, asked) {
   const host = document.getElementById('variables');
   if (!list.length) {
     host.replaceChildren(el('p', { className: 'summary' }, 'No credential variables yet.'));
@@ -159,7 +167,7 @@ function renderVariables(list) {
         announce(`Variable ${v.key} deleted.`);
       });
     }, true))));
-  host.replaceChildren(table(['Key', 'Version', 'Updated', ''], rows));
+  replaceKeeping(host, asked, table(['Key', 'Version', 'Updated', ''], rows));
 }
 
 async function loadGateway() {
@@ -167,10 +175,11 @@ async function loadGateway() {
   const vars = document.getElementById('variables');
   const active = document.activeElement;
   const place = conns.contains(active) || vars.contains(active) ? placeOf(active) : null;
+  const asked = performance.now();
   try {
     const [c, v] = await Promise.all([rpc(gateway, 'connections.list'), rpc(gateway, 'variables.list')]);
-    renderConnections(c ?? []);
-    renderVariables(v ?? []);
+    renderConnections(c ?? [], asked);
+    renderVariables(v ?? [], asked);
     if (place && !active.isConnected) land(place);
   } catch (err) {
     const text = err instanceof ApiError && err.code === errcode.GATEWAY_OFFLINE
