@@ -2,6 +2,7 @@ package claimcache
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -207,8 +208,8 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 		c.requestEarlyRefresh(s)
 		return Approval{}, fmt.Errorf("%w: service %q has no fresh snapshot", ErrUnavailable, service)
 	}
-	if a, ok := snap.lookup(namespace, publicKey); ok {
-		return a, nil
+	if id, at, ok := snap.find(namespace, (*[ed25519.PublicKeySize]byte)(publicKey)); ok {
+		return Approval{ClaimID: id, ApprovedAt: time.UnixMilli(at).UTC()}, nil
 	}
 	c.requestEarlyRefresh(s)
 	if id := snap.revokedClaim(namespace, publicKey); id != "" {

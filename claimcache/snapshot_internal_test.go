@@ -81,9 +81,9 @@ func TestSnapshotMatchesExactly(t *testing.T) {
 		{long[:10] + "X" + long[11:], key(2), ""},
 		{"", key(1), ""},
 	} {
-		a, ok := s.lookup(tt.namespace, tt.key)
-		if ok != (tt.want != "") || a.ClaimID != tt.want {
-			t.Errorf("lookup(%q, %x…) = %q, %v; want %q", tt.namespace, tt.key[:2], a.ClaimID, ok, tt.want)
+		id, _, ok := s.find(tt.namespace, (*[ed25519.PublicKeySize]byte)(tt.key))
+		if ok != (tt.want != "") || id != tt.want {
+			t.Errorf("find(%q, %x…) = %q, %v; want %q", tt.namespace, tt.key[:2], id, ok, tt.want)
 		}
 	}
 	// A lookup of any other tuple lands on some slot; the comparison must
@@ -137,10 +137,7 @@ func TestSnapshotMatchesExactly(t *testing.T) {
 	if empty == 0 {
 		t.Fatal("no empty slot to check")
 	}
-	if _, ok := s.lookup(short, key(1)[:31]); ok {
-		t.Error("a 31-byte key matched")
-	}
-	if _, ok := mustBuild(t, &builder{service: "svc"}).lookup(short, key(1)); ok {
+	if _, _, ok := mustBuild(t, &builder{service: "svc"}).find(short, (*[ed25519.PublicKeySize]byte)(key(1))); ok {
 		t.Error("an empty snapshot matched")
 	}
 }
@@ -221,9 +218,9 @@ func TestSnapshotFindsEveryTupleAtEverySize(t *testing.T) {
 			t.Fatalf("n=%d: %d claims", n, s.claims)
 		}
 		for j := range tuples {
-			a, ok := s.lookup(fmt.Sprint("ns-", j%7), tuples[j].publicKey[:])
-			if want := fmt.Sprint("clm_", j); !ok || a.ClaimID != want {
-				t.Fatalf("n=%d: tuple %d: %q, %v; want %q", n, j, a.ClaimID, ok, want)
+			id, _, ok := s.find(fmt.Sprint("ns-", j%7), &tuples[j].publicKey)
+			if want := fmt.Sprint("clm_", j); !ok || id != want {
+				t.Fatalf("n=%d: tuple %d: %q, %v; want %q", n, j, id, ok, want)
 			}
 		}
 	}

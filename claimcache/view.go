@@ -47,16 +47,22 @@ func newView(s *snapshot) *view {
 	return &view{base: s, version: s.version, claims: s.claims, skipped: s.skipped}
 }
 
-func (v *view) lookup(namespace string, publicKey []byte) (Approval, bool) {
-	if v.over != nil && len(publicKey) == ed25519.PublicKeySize {
-		if o, ok := v.over[tuple{[ed25519.PublicKeySize]byte(publicKey), namespace}]; ok {
-			if o.id == "" {
-				return Approval{}, false
-			}
-			return Approval{ClaimID: o.id, ApprovedAt: time.UnixMilli(o.approvedAt).UTC()}, true
-		}
+// find returns the claim id and approval time of the tuple, from the
+// view's changes or else its snapshot, as snapshot.find does.
+func (v *view) find(namespace string, key *[ed25519.PublicKeySize]byte) (id string, approvedAt int64, ok bool) {
+	if v.over != nil {
+		return v.findChanged(namespace, key)
 	}
-	return v.base.lookup(namespace, publicKey)
+	return v.base.find(namespace, key)
+}
+
+// findChanged is find for a view with changes, apart so that a lookup in
+// a view without them does not pay for building the changes' map key.
+func (v *view) findChanged(namespace string, key *[ed25519.PublicKeySize]byte) (string, int64, bool) {
+	if o, ok := v.over[tuple{*key, namespace}]; ok {
+		return o.id, o.approvedAt, o.id != ""
+	}
+	return v.base.find(namespace, key)
 }
 
 // revokedClaim returns the claim whose revocation removed the tuple, when
@@ -107,14 +113,14 @@ func (e *editor) apply(ch Change) error {
 		e.copied = true
 	}
 	k := tuple{[ed25519.PublicKeySize]byte(pub), c.Namespace}
-	held, had := e.next.lookup(c.Namespace, pub)
+	held, _, had := e.next.find(c.Namespace, &k.publicKey)
 	switch {
 	case !ch.Delete:
 		e.next.over[k] = overlay{id: c.ID, approvedAt: c.ApprovedAt.UnixMilli()}
 		if !had {
 			e.next.claims++
 		}
-	case had && held.ClaimID == c.ID:
+	case had && held == c.ID:
 		// The removal stays as a marker of the revocation, until the
 		// changes are folded into a new snapshot.
 		e.next.over[k] = overlay{revoked: c.ID}

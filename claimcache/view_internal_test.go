@@ -62,9 +62,9 @@ func TestViewAppliesAndFolds(t *testing.T) {
 			t.Fatalf("batch %d: %d claims at %q, want %d", batch, v.claims, v.version, len(want))
 		}
 		for i := range agents {
-			a, ok := v.lookup(ns(i), key(i))
-			if id := want[i]; ok != (id != "") || a.ClaimID != id {
-				t.Fatalf("batch %d, agent %d: %q %v, want %q", batch, i, a.ClaimID, ok, id)
+			got, _, ok := v.find(ns(i), (*[ed25519.PublicKeySize]byte)(key(i)))
+			if id := want[i]; ok != (id != "") || got != id {
+				t.Fatalf("batch %d, agent %d: %q %v, want %q", batch, i, got, ok, id)
 			}
 		}
 	}
@@ -85,8 +85,8 @@ func TestViewLookupAllocatesNothing(t *testing.T) {
 	e.apply(Change{Claim: Claim{ID: "clm_b", Namespace: "bob", PublicKey: format(pub2), Service: "svc"}})
 	v, _ := e.done("2")
 	if n := testing.AllocsPerRun(100, func() {
-		v.lookup("bob", pub2)
-		v.lookup("alice", pub)
+		v.find("bob", (*[ed25519.PublicKeySize]byte)(pub2))
+		v.find("alice", (*[ed25519.PublicKeySize]byte)(pub))
 	}); n != 0 {
 		t.Fatalf("%v allocations per lookup", n)
 	}
