@@ -112,8 +112,8 @@ func (s *snapshot) bucket(h uint64) int {
 // bucket share their hash's high bits (which chose the bucket), so the slot
 // comes from the low bits: rotated to the top, mixed with the pilot, and
 // multiplied by an odd constant, whose product's high bits scale to the
-// table's size. One multiplication, not a full mixing function: it is on the path
-// of every lookup, and the build finds pilots as readily.
+// table's size. One multiplication, not a full mixing function: it is on
+// the path of every lookup, and the build finds pilots as readily.
 func (s *snapshot) position(h uint64, pilot uint16, m int) int {
 	x := (bits.RotateLeft64(h, 32) ^ (uint64(pilot)+1)*0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd
 	i, _ := bits.Mul64(x, uint64(m))
