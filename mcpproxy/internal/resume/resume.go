@@ -134,7 +134,7 @@ func (l *Log) append(event []byte) bool {
 		l.events = l.events[1:]
 		l.first++
 	}
-	return l.live != nil && l.live.write(l.id(l.first+uint64(len(l.events))), event)
+	return l.live != nil && l.live.write(l.id(l.last()), event)
 }
 
 // Stream is the ResponseWriter of a session's event stream (GET), served
