@@ -138,8 +138,9 @@ func (l *Log) append(event []byte) bool {
 }
 
 // Stream is the ResponseWriter of a session's event stream (GET), served
-// by the SDK's server, which writes whole events, each in one Write
-// (and comments, which carry no data and are not numbered).
+// by the SDK's server, which writes whole events, each in one Write;
+// those that carry a message are numbered and kept, the rest (comments,
+// the close event) pass as they are.
 type Stream struct {
 	http.ResponseWriter
 	log         *Log
@@ -227,11 +228,12 @@ func (w *Stream) Close() {
 	}
 }
 
-// isEvent reports whether b, one write of the SDK's, is an event (it has
-// a data field) rather than a comment.
+// isEvent reports whether b, one write of the SDK's, is an event that
+// carries a message (a data field with content), rather than a comment
+// or an event about the stream itself (the SDK's close, without data).
 func isEvent(b []byte) bool {
 	for line := range bytes.Lines(b) {
-		if bytes.HasPrefix(line, []byte("data:")) {
+		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok && len(bytes.TrimSpace(data)) > 0 {
 			return true
 		}
 	}

@@ -60,8 +60,10 @@ func TestResumeSendsWhatFollowed(t *testing.T) {
 	l := resume.NewLog()
 	first, rec := serve(t, l, "", true)
 	l.Send([]byte(`"a"`))
-	if _, err := first.Write([]byte(": ok\n\n")); err != nil {
-		t.Fatal(err)
+	for _, other := range []string{": ok\n\n", "event: close\nretry: 100\ndata: \n\n"} {
+		if _, err := first.Write([]byte(other)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l.Send([]byte(`"b"`))
 	if _, err := first.Write([]byte("event: message\ndata: \"c\"\n\n")); err != nil {
