@@ -218,17 +218,13 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(e.streams, cancel)()
-	sw, err := s.events.Open(w, r.Header.Values("Last-Event-ID"), resume.Primes(s.version.Load()), cancel)
+	sw, sr, err := s.events.Open(w, r.WithContext(ctx), resume.Primes(s.version.Load()), cancel)
 	if err != nil {
 		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, err.Error()))
 		return
 	}
 	defer sw.Close()
-	// The endpoint resumes the stream; the SDK's server, which keeps no
-	// events, would refuse the header.
-	r = r.Clone(ctx)
-	r.Header.Del("Last-Event-ID")
-	e.sdk.ServeHTTP(sw, r)
+	e.sdk.ServeHTTP(sw, sr)
 }
 
 // readBody reads a POST's body within the size limit, leaving r.Body

@@ -34,6 +34,8 @@ const (
 	MaxBytes  = 64 << 10
 )
 
+const lastEventIDHeader = "Last-Event-ID"
+
 // ErrCannotResume is returned by Open for a Last-Event-ID the stream
 // cannot resume after: malformed, of another stream, or older than what
 // is kept.
@@ -88,31 +90,36 @@ func (l *Log) after(lastEventID string) (uint64, bool) {
 	return n, true
 }
 
-// Open returns the writer of a stream about to be served on w: it numbers
-// and keeps the events written to it, and once the stream is accepted
-// (WriteHeader 200), it is sent first the kept events after lastEventID,
-// when one was given (a request's Last-Event-ID header values, at most
-// one), and then, when prime is set, an event with the latest id and no
-// data, which a client resumes after when nothing newer reached it. A
-// lastEventID the log cannot resume after is ErrCannotResume; if the
-// events after it are dropped before the stream is accepted, the stream
-// is not attached and refuse is called, to end it.
-func (l *Log) Open(w http.ResponseWriter, lastEventID []string, prime bool, refuse func()) (*Stream, error) {
+// Open returns the writer of the stream r asks for, about to be served on
+// w, and r as the SDK's server is to get it. The writer numbers and keeps
+// the events written to it, and once the stream is accepted (WriteHeader
+// 200), it is sent first the kept events after r's Last-Event-ID, when
+// it has one, and then, when prime is set, an event with the latest id
+// and no data, which a client resumes after when nothing newer reached
+// it. A Last-Event-ID the log cannot resume after is ErrCannotResume; if
+// the events after it are dropped before the stream is accepted, the
+// stream is not attached and refuse is called, to end it. The request
+// returned has no Last-Event-ID: the log resumes the stream, and the
+// SDK's server, which keeps no events, would refuse one.
+func (l *Log) Open(w http.ResponseWriter, r *http.Request, prime bool, refuse func()) (*Stream, *http.Request, error) {
 	s := &Stream{ResponseWriter: w, log: l, prime: prime, refuse: refuse}
-	switch len(lastEventID) {
+	switch ids := r.Header.Values(lastEventIDHeader); len(ids) {
 	case 0:
-		return s, nil
+		return s, r, nil
 	case 1:
-		s.resume, s.lastEventID = true, lastEventID[0]
+		s.resume, s.lastEventID = true, ids[0]
 	default:
-		return nil, ErrCannotResume
+		return nil, nil, ErrCannotResume
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.after(s.lastEventID); !ok {
-		return nil, ErrCannotResume
+	_, ok := l.after(s.lastEventID)
+	l.mu.Unlock()
+	if !ok {
+		return nil, nil, ErrCannotResume
 	}
-	return s, nil
+	r = r.Clone(r.Context())
+	r.Header.Del(lastEventIDHeader)
+	return s, r, nil
 }
 
 // Send writes msg (one JSON-RPC message on one line) as an event of the

@@ -44,12 +44,24 @@ func serve(t *testing.T, l *resume.Log, lastEventID string, prime bool) (*resume
 	if lastEventID != "" {
 		ids = []string{lastEventID}
 	}
-	w, err := l.Open(rec, ids, prime, func() { t.Errorf("a resume after %q was refused when accepted", lastEventID) })
+	w, r, err := l.Open(rec, get(ids...), prime, func() { t.Errorf("a resume after %q was refused when accepted", lastEventID) })
 	if err != nil {
 		t.Fatalf("resume after %q: %v", lastEventID, err)
 	}
+	if r.Header.Get("Last-Event-ID") != "" {
+		t.Error("the request for the SDK's server has a Last-Event-ID")
+	}
 	w.WriteHeader(http.StatusOK)
 	return w, rec
+}
+
+// get is a GET of a stream with the Last-Event-ID headers ids.
+func get(ids ...string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/mcp/mcp1", nil)
+	for _, id := range ids {
+		r.Header.Add("Last-Event-ID", id)
+	}
+	return r
 }
 
 // A stream resumed after an id is sent the events that followed it,
@@ -122,7 +134,7 @@ func TestResumeRefuses(t *testing.T) {
 		{"an id without a tag", []string{"5"}},
 		{"two ids", []string{tag + "-1", tag + "-2"}},
 	} {
-		if _, err := l.Open(httptest.NewRecorder(), tt.ids, false, nil); !errors.Is(err, resume.ErrCannotResume) {
+		if _, _, err := l.Open(httptest.NewRecorder(), get(tt.ids...), false, nil); !errors.Is(err, resume.ErrCannotResume) {
 			t.Errorf("%s: %v", tt.name, err)
 		}
 	}
@@ -155,7 +167,7 @@ func TestResumeBytesBound(t *testing.T) {
 		{"a resume after the second half, whose follower was too large to keep", got[2].id, false},
 		{"a resume after the latest", got[3].id, true},
 	} {
-		_, err := l.Open(httptest.NewRecorder(), []string{tt.after}, false, nil)
+		_, _, err := l.Open(httptest.NewRecorder(), get(tt.after), false, nil)
 		if (err == nil) != tt.resume {
 			t.Errorf("%s: %v", tt.name, err)
 		}
@@ -172,7 +184,7 @@ func TestResumeRefusesAGapAtAcceptance(t *testing.T) {
 	after := events(rec.Body.String())[0].id
 	refused := false
 	rec = httptest.NewRecorder()
-	w, err := l.Open(rec, []string{after}, true, func() { refused = true })
+	w, _, err := l.Open(rec, get(after), true, func() { refused = true })
 	if err != nil {
 		t.Fatal(err)
 	}
