@@ -10,8 +10,11 @@
 // A Log belongs to one session, and its ids carry a tag of its own, drawn
 // at random: an id of another session's stream names no event of this
 // one, so it is refused rather than read as a position in this log.
-// What was sent while no stream was open is in the log too, and so
-// replayed on resume.
+// What the endpoint sends while no stream is open (Send) is kept too, and
+// so replayed on resume; the SDK's server sends only to an open stream.
+// A Log holds at most MaxEvents events and MaxBytes of them, so what the
+// endpoint keeps grows with its sessions alone (64 KiB each, plus the
+// slice of at most 2*MaxEvents headers).
 package resume
 
 import (
