@@ -185,6 +185,19 @@ func TestTaskStreamResumes(t *testing.T) {
 			t.Errorf("%s: %d %s", tt.name, resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
 	}
+	for range 4 {
+		within(t, s.closed, "the refused resumes' connections")
+	}
+	// The other session's own stream, resumed from its start, replays
+	// nothing: its first event is the one that primes it.
+	_, siblingEvents, leave := s.open(t, alice, sibling, "")
+	start := within(t, siblingEvents, "the other session's priming event")
+	leave()
+	within(t, s.closed, "the end of the other session's stream")
+	_, siblingEvents, _ = s.open(t, alice, sibling, start.id)
+	if ev := within(t, siblingEvents, "the other session's resumed stream"); ev.data != "" || ev.id != start.id {
+		t.Errorf("another session of the owner's caller resumes its own stream and is sent %+v", ev)
+	}
 
 	resp, events, _ = s.open(t, alice, owner, read.id)
 	if resp.StatusCode != http.StatusOK {
