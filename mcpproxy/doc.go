@@ -94,7 +94,8 @@
 // mcpsettings for users; under internal/, upstream (the retrying transport
 // and the exchanges), wire (the fast paths' JSON-RPC messages), mirror
 // (what an agent session sees of its upstream session), tasks (what it
-// keeps of tasks), pool (the sessions' table and shares), scrub (secret
+// keeps of tasks), resume (its own event stream's numbered, kept events),
+// pool (the sessions' table and shares), scrub (secret
 // removal), arguments (argument validation), limit (breaker and rate
 // limit) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,
 // SettingsError, Discovery, Tool, ToolAnnotations and ArgumentFailure are

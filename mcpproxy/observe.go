@@ -38,8 +38,8 @@ type Event struct {
 	// invalid_arguments, rate_limited, circuit_open, task_created);
 	// "success" or "error" for listings; "success", "error" or
 	// "not_owned" (a task of another session, or none) for the tasks
-	// methods; "relayed", "no_stream" or "not_owned" for status
-	// notifications.
+	// methods; "relayed", "no_stream" (kept for a resumed stream) or
+	// "not_owned" for status and task progress notifications.
 	Outcome string
 	// Code is the stable error code of a refusal or failure.
 	Code string

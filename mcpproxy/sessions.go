@@ -7,6 +7,7 @@ import (
 
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
+	"github.com/idnhq/idn/mcpproxy/internal/resume"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,7 +20,7 @@ import (
 // open reserves a session for caller on conn, with a fresh id and its own
 // server, evicting the caller's own sessions its shares have no room for.
 func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) {
-	s := &agentSession{slot: pool.Slot{ID: rand.Text(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller}
+	s := &agentSession{slot: pool.Slot{ID: rand.Text(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
 	s.conn.Store(conn)
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if conn.ExposeResources {

@@ -20,6 +20,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
+	"github.com/idnhq/idn/mcpproxy/internal/resume"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
@@ -70,9 +71,9 @@ type agentSession struct {
 	asks atomic.Bool
 	// tasks is what the session relays of tasks, and the ids of its own.
 	tasks tasks.Book
-	// stream is the writer of the session's own event stream while one is
-	// open, which task status notifications are written to.
-	stream atomic.Pointer[tasks.Stream]
+	// events numbers and keeps what the session's own event stream
+	// carries, task status and progress included, for a client resuming it.
+	events *resume.Log
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 
@@ -217,13 +218,13 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(e.streams, cancel)()
-	sw := &tasks.Stream{ResponseWriter: w}
-	s.stream.Store(sw)
-	defer func() {
-		sw.Close()
-		s.stream.CompareAndSwap(sw, nil)
-	}()
-	e.sdk.ServeHTTP(sw, r.WithContext(ctx))
+	sw, sr, err := s.events.Open(w, r.WithContext(ctx), resume.Primes(s.version.Load()), cancel)
+	if err != nil {
+		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, err.Error()))
+		return
+	}
+	defer sw.Close()
+	e.sdk.ServeHTTP(sw, sr)
 }
 
 // readBody reads a POST's body within the size limit, leaving r.Body

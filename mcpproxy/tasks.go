@@ -201,7 +201,7 @@ func (e *endpoint) taskNote(ctx context.Context, s *agentSession, method string,
 		return
 	case msg != nil:
 		outcome = "relayed"
-		if w := s.stream.Load(); w == nil || !w.Send(msg) {
+		if !s.events.Send(msg) {
 			outcome = "no_stream"
 		}
 	}

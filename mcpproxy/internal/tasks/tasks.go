@@ -1,9 +1,8 @@
 // Package tasks holds what the MCP endpoint keeps and reads of tasks (MCP
 // 2025-11-25), which it relays as JSON past the go-sdk (package
 // internal/mcptasks): each agent session's Book of the tasks it created,
-// the params passed on for each tasks method, the filtering of tasks/list
-// and tools/list pages, and the Stream status and progress notifications
-// are written to.
+// the params passed on for each tasks method, and the filtering of
+// tasks/list and tools/list pages.
 //
 // Every task belongs to the agent session whose call created it: the
 // tasks methods about any other id are answered NotFound without asking
