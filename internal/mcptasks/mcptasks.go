@@ -4,7 +4,8 @@
 // and the task status notifications a server sends, and its server cannot
 // write either. Tap reads them off the HTTP exchanges of the SDK's client;
 // Result and Params carry the tasks methods' JSON as custom methods of
-// the SDK; WithTasks adds the capability to an initialize answer.
+// the SDK; WithTasks adds the capability to an initialize answer; Tokens
+// decide whose a task's progress is.
 package mcptasks
 
 import (
