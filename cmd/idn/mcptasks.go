@@ -218,15 +218,16 @@ func (b *bridge) taskCall(ctx context.Context, wg *sync.WaitGroup, line []byte) 
 	}
 	wg.Go(func() {
 		answer := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
+		var raw json.RawMessage
 		res, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) {
-			res, err := b.rawRequest(ctx, cs, msg.ID, "tools/call", msg.Params)
-			if err != nil {
+			var err error
+			if raw, err = b.rawRequest(ctx, cs, msg.ID, "tools/call", msg.Params); err != nil {
 				return nil, err
 			}
-			return &mcptasks.Result{Raw: res}, nil
+			return &mcptasks.Result{Raw: raw}, nil
 		}, false)
 		if token != nil {
-			if id, ok := createdTask(res); ok {
+			if id, ok := mcptasks.Created(raw); ok && err == nil {
 				b.taskTokens.Created(token, id)
 			} else {
 				b.taskTokens.Untrack(token)
@@ -246,22 +247,6 @@ func (b *bridge) taskCall(ctx context.Context, wg *sync.WaitGroup, line []byte) 
 		}
 	})
 	return true
-}
-
-// createdTask returns the id of the task a task-augmented call's answer
-// res created; false when there is none (an error, or a call the server
-// ran as a plain one).
-func createdTask(res mcp.Result) (string, bool) {
-	r, ok := res.(*mcptasks.Result)
-	if !ok {
-		return "", false
-	}
-	var created struct {
-		Task struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
-	}
-	return created.Task.TaskID, json.Unmarshal(r.Raw, &created) == nil && created.Task.TaskID != ""
 }
 
 // lockedWriter writes each message to stdout whole: the SDK's server

@@ -98,6 +98,17 @@ type Params struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
+// Created returns the id of the task a task-augmented call's result raw
+// created; false when the server ran the call as a plain one.
+func Created(raw json.RawMessage) (string, bool) {
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	return created.Task.TaskID, json.Unmarshal(raw, &created) == nil && created.Task.TaskID != ""
+}
+
 // WithTasks is the initialize answer ir with the tasks capability caps.
 func WithTasks(ir *mcp.InitializeResult, caps map[string]any) (mcp.Result, error) {
 	raw, err := json.Marshal(ir)

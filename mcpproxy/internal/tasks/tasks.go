@@ -259,18 +259,6 @@ func TaskID(raw json.RawMessage) (string, bool) {
 	return t.TaskID, json.Unmarshal(raw, &t) == nil && t.TaskID != ""
 }
 
-// Created returns the id of the task a task-augmented call's answer
-// created; false when the server ran the call as a plain one.
-func Created(raw json.RawMessage) (string, bool) {
-	var created struct {
-		Task json.RawMessage `json:"task"`
-	}
-	if json.Unmarshal(raw, &created) != nil || created.Task == nil {
-		return "", false
-	}
-	return TaskID(created.Task)
-}
-
 // Status is the status notification with params raw, secrets replaced,
 // as the agent is sent it.
 func Status(sc *scrub.Scrubber, raw json.RawMessage) ([]byte, error) {
