@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/mcptasks/mcptaskstest"
 )
 
@@ -70,7 +71,7 @@ func (c *stdioClient) next(what string) map[string]json.RawMessage {
 		}
 		return m
 	case <-time.After(10 * time.Second):
-		c.t.Fatalf("no %s within 10 s", what)
+		c.t.Fatalf("%s: none within 10 s", what)
 	}
 	return nil
 }
@@ -156,4 +157,47 @@ func TestMCPBridgeRelaysTaskProgress(t *testing.T) {
 			t.Errorf("got %s", m)
 		}
 	})
+}
+
+// Progress under a token that is not the stdio client's, or of a task
+// that ended, never reaches it, from whatever gateway sends it: here the
+// server plays the gateway, which would drop it itself.
+func TestMCPBridgeDropsProgressNotTheClients(t *testing.T) {
+	up := mcptaskstest.NewServer(t)
+	st := &mcpStack{url: up.URL, home: t.TempDir()}
+	agent, err := identity.New("desk-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Save(st.home); err != nil {
+		t.Fatal(err)
+	}
+	c := st.taskClient(t)
+	// The server answers the call with an event stream that carries its
+	// first progress, which the gateway never does.
+	task, progress := c.createTask("2", `{"progressToken":7}`, 1)
+	if got := progress[0]; got != `{"progressToken":7,"progress":1,"message":"starting with sk-upstream-secret"}` {
+		t.Errorf("the progress on the call's stream: %s", got)
+	}
+	up.Status(task, "completed")
+	if m := c.next("the status that ends the task"); !strings.Contains(string(m["params"]), `"status":"completed"`) {
+		t.Fatalf("got %s", m)
+	}
+	for _, tt := range []struct{ name, params string }{
+		{"progress of the client's task after it ended", `{"progressToken":7,"progress":2}`},
+		{"progress under a token the client never gave", `{"progressToken":"someone-else","progress":1}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up.Notify("notifications/progress", tt.params)
+			// What the client is sent next is what the gateway sent after.
+			up.Notify("notifications/tools/list_changed", `{}`)
+			for {
+				m := c.next("the notification after the progress")
+				if string(m["method"]) == `"notifications/tools/list_changed"` {
+					break
+				}
+				t.Errorf("got %s", m)
+			}
+		})
+	}
 }

@@ -21,9 +21,9 @@ import (
 //
 // A task-augmented call with a progress token is answered as an event
 // stream that carries a progress notification under that token ahead of
-// the task (its message holds the secret sk-upstream-secret); Progress
-// and Status send more to every session's own stream, as a server that
-// does not tell its sessions apart might.
+// the task (its message holds the secret sk-upstream-secret); Progress,
+// Status and Notify send more to every session's own stream, as a server
+// that does not tell its sessions apart might.
 type Server struct {
 	// URL is the server's endpoint.
 	URL string
@@ -85,6 +85,14 @@ func (s *Server) Status(id, status string) {
 	defer s.mu.Unlock()
 	s.tasks[id] = status
 	s.send(`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"` + id + `","status":"` + status + `","statusMessage":"still at it","createdAt":"2026-01-02T03:04:05Z","lastUpdatedAt":"2026-01-02T03:04:05Z","ttl":60000}}`)
+}
+
+// Notify sends every session's stream a notification of method with
+// params, JSON as it is sent.
+func (s *Server) Notify(method, params string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.send(`{"jsonrpc":"2.0","method":"` + method + `","params":` + params + `}`)
 }
 
 // send writes msg to every session's stream; s.mu is held.
