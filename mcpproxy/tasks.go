@@ -125,7 +125,7 @@ func (p *Proxy) callAsTask(ctx context.Context, st *connState, conn *Connection,
 	if err != nil {
 		return nil, nil, err
 	}
-	id, ok := tasks.Created(raw)
+	id, ok := mcptasks.Created(raw)
 	if !ok {
 		var res mcp.CallToolResult
 		if err := json.Unmarshal(raw, &res); err != nil {

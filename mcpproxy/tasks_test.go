@@ -7,195 +7,14 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/idnhq/idn/internal/mcptasks/mcptaskstest"
 	"github.com/idnhq/idn/mcpproxy"
 )
-
-// taskServer is an MCP server that offers tasks and keeps them in one
-// store for all its sessions, as a server without authorization may: any
-// session can read any task it can name. The gateway must not let one
-// agent session reach another's tasks through it.
-type taskServer struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	tasks   map[string]string // id → status
-	methods []string          // the methods received, in order
-	streams []chan string     // the sessions' own event streams
-	opened  chan struct{}     // one value per stream opened
-	tokens  []json.RawMessage // the progress tokens of task-augmented calls
-}
-
-func newTaskServer(t testing.TB) *taskServer {
-	ts := &taskServer{tasks: map[string]string{}, opened: make(chan struct{}, 16)}
-	ts.srv = httptest.NewServer(http.HandlerFunc(ts.serve))
-	t.Cleanup(ts.srv.Close)
-	return ts
-}
-
-func (ts *taskServer) received(method string) int {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	n := 0
-	for _, m := range ts.methods {
-		if m == method {
-			n++
-		}
-	}
-	return n
-}
-
-// progress sends every session's stream a progress notification under
-// the progress token of the i-th task-augmented call that had one.
-func (ts *taskServer) progress(i int, progress float64) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%v,"total":3}}`, ts.tokens[i], progress)
-	for _, s := range ts.streams {
-		s <- msg
-	}
-}
-
-// broadcast sends every session's stream a status notification of task
-// id, as a server that does not tell its sessions' tasks apart might.
-func (ts *taskServer) broadcast(id string) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	msg := `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"` + id + `","status":"working","statusMessage":"still at it","createdAt":"2026-01-02T03:04:05Z","lastUpdatedAt":"2026-01-02T03:04:05Z","ttl":60000}}`
-	for _, s := range ts.streams {
-		s <- msg
-	}
-}
-
-func (ts *taskServer) serve(w http.ResponseWriter, r *http.Request) {
-	switch r.Method {
-	case http.MethodGet:
-		events := make(chan string, 16)
-		ts.mu.Lock()
-		ts.streams = append(ts.streams, events)
-		ts.mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		http.NewResponseController(w).Flush()
-		ts.opened <- struct{}{}
-		for {
-			select {
-			case msg := <-events:
-				fmt.Fprintf(w, "data: %s\n\n", msg)
-				http.NewResponseController(w).Flush()
-			case <-r.Context().Done():
-				return
-			}
-		}
-	case http.MethodPost:
-	default:
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		return
-	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Name   string          `json:"name"`
-			Task   json.RawMessage `json:"task"`
-			TaskID string          `json:"taskId"`
-			Meta   struct {
-				ProgressToken json.RawMessage `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.NewDecoder(r.Body).Decode(&msg) != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	ts.methods = append(ts.methods, msg.Method)
-	if msg.ID == nil {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	task := func(id string) map[string]any {
-		return map[string]any{"taskId": id, "status": ts.tasks[id], "createdAt": "2026-01-02T03:04:05Z", "lastUpdatedAt": "2026-01-02T03:04:05Z", "ttl": 60000}
-	}
-	var result any
-	var rpcErr map[string]any
-	var early string // a notification sent ahead of the answer
-	known := ts.tasks[msg.Params.TaskID] != ""
-	switch msg.Method {
-	case "initialize":
-		w.Header().Set("Mcp-Session-Id", fmt.Sprintf("s%d", len(ts.methods)))
-		result = map[string]any{
-			"protocolVersion": "2025-11-25",
-			"serverInfo":      map[string]any{"name": "tasks", "version": "1"},
-			"capabilities": map[string]any{"tools": map[string]any{}, "tasks": map[string]any{
-				"list": map[string]any{}, "cancel": map[string]any{}, "requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}},
-			}},
-		}
-	case "tools/list":
-		schema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}
-		result = map[string]any{"tools": []any{
-			map[string]any{"name": "work", "inputSchema": schema, "execution": map[string]any{"taskSupport": "optional"}},
-			map[string]any{"name": "secret.work", "inputSchema": schema, "execution": map[string]any{"taskSupport": "required"}},
-		}}
-	case "tools/call":
-		if msg.Params.Task == nil {
-			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "done at once"}}}
-			break
-		}
-		id := fmt.Sprintf("task-%d", len(ts.tasks)+1)
-		ts.tasks[id] = "working"
-		result = map[string]any{"task": task(id)}
-		if token := msg.Params.Meta.ProgressToken; token != nil {
-			// Progress before the task is created, on the call's stream.
-			ts.tokens = append(ts.tokens, token)
-			early = fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1,"message":"starting with sk-upstream-secret","_meta":{"io.modelcontextprotocol/related-task":{"taskId":%q}}}}`, token, id)
-		}
-	case "tasks/get", "tasks/cancel":
-		if !known {
-			rpcErr = map[string]any{"code": -32602, "message": "no task " + msg.Params.TaskID}
-			break
-		}
-		if msg.Method == "tasks/cancel" {
-			ts.tasks[msg.Params.TaskID] = "cancelled"
-		}
-		result = task(msg.Params.TaskID)
-	case "tasks/result":
-		if !known {
-			rpcErr = map[string]any{"code": -32602, "message": "no task " + msg.Params.TaskID}
-			break
-		}
-		result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "the result of " + msg.Params.TaskID}},
-			"_meta": map[string]any{"io.modelcontextprotocol/related-task": map[string]any{"taskId": msg.Params.TaskID}}}
-	case "tasks/list":
-		var all []any
-		for id := range ts.tasks {
-			all = append(all, task(id))
-		}
-		result = map[string]any{"tasks": all}
-	default:
-		rpcErr = map[string]any{"code": -32601, "message": "no method " + msg.Method}
-	}
-	answer := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
-	if rpcErr != nil {
-		answer["error"] = rpcErr
-	} else {
-		answer["result"] = result
-	}
-	if early != "" {
-		w.Header().Set("Content-Type", "text/event-stream")
-		raw, _ := json.Marshal(answer)
-		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\n", early, raw)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(answer)
-}
 
 const initializeTasks = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 
@@ -256,14 +75,14 @@ func TestEndpointRelaysTasks(t *testing.T) {
 }
 
 func relaysTasks(t *testing.T, sdkAgent, sdkUpstream bool) {
-	up := newTaskServer(t)
+	up := mcptaskstest.NewServer(t)
 	var mu sync.Mutex
 	var decisions []string
 	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		decisions = append(decisions, ev.Method+" "+ev.Tool+" "+ev.Outcome)
-	}}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	}}, mcpproxy.Connection{BaseURL: up.URL})
 	mcpproxy.UseSDKPaths(e.proxy, sdkAgent, sdkUpstream)
 	sid, init := openTasks(t, e, alice)
 	caps := init["result"].(map[string]any)["capabilities"].(map[string]any)
@@ -315,7 +134,7 @@ func relaysTasks(t *testing.T, sdkAgent, sdkUpstream bool) {
 // is a decision that says so.
 func TestTaskIDsBelongToTheSessionThatCreatedThem(t *testing.T) {
 	t.Parallel()
-	up := newTaskServer(t)
+	up := mcptaskstest.NewServer(t)
 	var mu sync.Mutex
 	probes := map[string]int{}
 	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
@@ -324,7 +143,7 @@ func TestTaskIDsBelongToTheSessionThatCreatedThem(t *testing.T) {
 		if ev.Outcome == "not_owned" {
 			probes[ev.Caller.Namespace+" "+ev.Method]++
 		}
-	}}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	}}, mcpproxy.Connection{BaseURL: up.URL})
 	owner, _ := openTasks(t, e, alice)
 	id := createTask(t, e, alice, owner)
 	for _, tt := range []struct {
@@ -342,7 +161,7 @@ func TestTaskIDsBelongToTheSessionThatCreatedThem(t *testing.T) {
 					t.Errorf("%s of another session's task: %v, %v", method, res, rpcErr)
 				}
 			}
-			if n := up.received("tasks/get") + up.received("tasks/result") + up.received("tasks/cancel"); n != 0 {
+			if n := up.Received("tasks/get") + up.Received("tasks/result") + up.Received("tasks/cancel"); n != 0 {
 				t.Errorf("%d requests about another session's task reached the server", n)
 			}
 			// Its own task is listed, the other's is not.
@@ -367,8 +186,8 @@ func TestTaskIDsBelongToTheSessionThatCreatedThem(t *testing.T) {
 // rate limit as a plain call does, before anything goes upstream.
 func TestTaskAugmentedCallsTakeThePolicy(t *testing.T) {
 	t.Parallel()
-	up := newTaskServer(t)
-	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{RateLimitPerMinute: 1}}, mcpproxy.Connection{BaseURL: up.srv.URL, Policy: mcpproxy.Policy{Deny: []string{"secret.*"}}})
+	up := mcptaskstest.NewServer(t)
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{RateLimitPerMinute: 1}}, mcpproxy.Connection{BaseURL: up.URL, Policy: mcpproxy.Policy{Deny: []string{"secret.*"}}})
 	sid, _ := openTasks(t, e, alice)
 	for _, tt := range []struct {
 		name, tool string
@@ -405,7 +224,7 @@ func TestTaskAugmentedCallsTakeThePolicy(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a task-augmented call under another protocol version: %d", resp.StatusCode)
 	}
-	if n := up.received("tools/call"); n != 0 {
+	if n := up.Received("tools/call"); n != 0 {
 		t.Errorf("%d refused calls reached the server", n)
 	}
 	createTask(t, e, alice, sid)
@@ -429,18 +248,18 @@ func containsAll(s string, parts ...string) bool {
 // and no other, even from a server that sends them to all its sessions.
 func TestTaskStatusReachesOnlyTheOwner(t *testing.T) {
 	t.Parallel()
-	up := newTaskServer(t)
-	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	up := mcptaskstest.NewServer(t)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL})
 	owner, _ := openTasks(t, e, alice)
 	other, _ := openTasks(t, e, bob)
 	for range 2 {
-		within(t, up.opened, "the upstream sessions' streams")
+		within(t, up.Opened, "the upstream sessions' streams")
 	}
 	mine := createTask(t, e, alice, owner)
 	theirs := createTask(t, e, bob, other)
 	ownerEvents, otherEvents := openStream(t, e, alice, owner), openStream(t, e, bob, other)
-	up.broadcast(mine)
-	up.broadcast(theirs)
+	up.Status(mine, "working")
+	up.Status(theirs, "working")
 	for _, tt := range []struct {
 		name   string
 		events <-chan map[string]any
@@ -506,7 +325,7 @@ func TestTaskProgressReachesOnlyTheCaller(t *testing.T) {
 }
 
 func taskProgress(t *testing.T, sdkAgent, sdkUpstream bool) {
-	up := newTaskServer(t)
+	up := mcptaskstest.NewServer(t)
 	var mu sync.Mutex
 	probes := map[string]int{}
 	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
@@ -515,13 +334,13 @@ func taskProgress(t *testing.T, sdkAgent, sdkUpstream bool) {
 		if ev.Method == "notifications/progress" {
 			probes[ev.Caller.Namespace+" "+ev.Outcome]++
 		}
-	}}, mcpproxy.Connection{BaseURL: up.srv.URL, Redact: []string{"sk-upstream-secret"}})
+	}}, mcpproxy.Connection{BaseURL: up.URL, Redact: []string{"sk-upstream-secret"}})
 	mcpproxy.UseSDKPaths(e.proxy, sdkAgent, sdkUpstream)
 	owner, _ := openTasks(t, e, alice)
 	sibling, _ := openTasks(t, e, alice)
 	other, _ := openTasks(t, e, bob)
 	for range 3 {
-		within(t, up.opened, "the upstream sessions' streams")
+		within(t, up.Opened, "the upstream sessions' streams")
 	}
 	ownerEvents := openStream(t, e, alice, owner)
 	res, rpcErr := rpc(t, e, alice, owner, "tools/call", map[string]any{"name": "work", "arguments": map[string]any{"n": 1}, "task": map[string]any{"ttl": 1000}, "_meta": map[string]any{"progressToken": 7}})
@@ -531,18 +350,16 @@ func taskProgress(t *testing.T, sdkAgent, sdkUpstream bool) {
 	if got := jsonOf(t, within(t, ownerEvents, "the progress sent before the task")); got != `{"jsonrpc":"2.0","method":"notifications/progress","params":{"message":"starting with [redacted]","progress":1,"progressToken":7}}` {
 		t.Errorf("the progress before the task: %s", got)
 	}
-	up.mu.Lock()
-	passed := string(up.tokens[0])
-	up.mu.Unlock()
+	passed := string(up.Tokens()[0])
 	if passed == "7" || !strings.HasPrefix(passed, `"idn-`) {
 		t.Error("the agent's own progress token went upstream")
 	}
 	siblingEvents, otherEvents := openStream(t, e, alice, sibling), openStream(t, e, bob, other)
 	siblingTask, otherTask := createTask(t, e, alice, sibling), createTask(t, e, bob, other)
-	up.progress(0, 2)
+	up.Progress(0, 2)
 	// What each other session is sent next is the status of its own task.
-	up.broadcast(siblingTask)
-	up.broadcast(otherTask)
+	up.Status(siblingTask, "working")
+	up.Status(otherTask, "working")
 	if got := jsonOf(t, within(t, ownerEvents, "the progress sent after the task")); got != `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2,"progressToken":7,"total":3}}` {
 		t.Errorf("the progress after the task: %s", got)
 	}

@@ -64,7 +64,7 @@ func cmdMCP(args []string, e env) error {
 	// followed: signing the next hop would give whoever answered the 3xx a
 	// signed request for any URL it names.
 	b.http = &http.Client{
-		Transport:     &mcporder.Transport{Base: &mcptasks.Tap{Base: b.refusals, Offer: b.tasks.Store, Status: b.status}},
+		Transport:     &mcporder.Transport{Base: &mcptasks.Tap{Base: b.refusals, Offer: b.tasks.Store, Status: b.status, Progress: b.taskProgress}},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return b.serve(context.Background(), e.stdin, e.stdout)
@@ -97,6 +97,10 @@ type bridge struct {
 
 	// tasks is what the gateway session offers of tasks (mcptasks.go).
 	tasks atomic.Pointer[mcptasks.Offer]
+	// taskTokens are the progress tokens of the stdio client's
+	// task-augmented calls, whose progress is relayed until their task
+	// ends (mcptasks.go).
+	taskTokens mcptasks.Tokens
 	// out is stdout, written one whole message at a time.
 	out *lockedWriter
 }
@@ -271,20 +275,23 @@ func (b *bridge) drop(cs *mcp.ClientSession) {
 	}
 }
 
-// progress relays the gateway's progress notifications to the stdio
-// client. The gateway session serves this one client, so its tokens are
-// the client's own.
+// progress relays the gateway's progress notifications of the stdio
+// client's tools/call in flight to it. The gateway session serves this
+// one client, so their tokens are the client's own; a task's progress is
+// written as the tap reads it (taskProgress), and progress under any
+// other token is not the client's.
 func (b *bridge) progress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 	key := tokenKey(req.Params.ProgressToken)
 	b.mu.Lock()
 	local, call := b.local, b.calls[key]
 	b.mu.Unlock()
-	if local != nil {
+	if call == nil {
+		return
+	}
+	if local != nil && !b.taskTokens.Tracks(json.RawMessage(key)) {
 		_ = local.NotifyProgress(ctx, req.Params)
 	}
-	if call != nil {
-		call.Delivered()
-	}
+	call.Delivered()
 }
 
 func tokenKey(token any) string {

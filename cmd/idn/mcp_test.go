@@ -158,17 +158,18 @@ func newMCPStackWith(t *testing.T, idle time.Duration, conn *credvault.Connectio
 	return st, controlPlane
 }
 
-// bridge runs `idn mcp` in-process on pipes and connects a go-sdk client
-// to its stdio side.
-func (st *mcpStack) bridge(t *testing.T, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+// start runs `idn mcp` in-process on pipes, with args after the gateway's
+// and the connection's, and returns its stdin, its stdout and its stderr.
+// It must exit 0 once its stdin is closed, which the test's end does.
+func (st *mcpStack) start(t *testing.T, args ...string) (stdin *io.PipeWriter, stdout *io.PipeReader, stderr *bytes.Buffer) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var stderr bytes.Buffer
+	stderr = &bytes.Buffer{}
 	exited := make(chan int, 1)
 	go func() {
 		code := run(append([]string{"mcp", "--gateway", st.url, "--connection", "docs"}, args...),
-			env{inR, outW, &stderr, func(k string) string {
+			env{inR, outW, stderr, func(k string) string {
 				if k == "IDN_HOME" {
 					return st.home
 				}
@@ -177,17 +178,26 @@ func (st *mcpStack) bridge(t *testing.T, opts *mcp.ClientOptions, args ...string
 		outW.Close()
 		exited <- code
 	}()
+	t.Cleanup(func() {
+		inW.Close()
+		if code := <-exited; code != 0 {
+			t.Errorf("idn mcp exited %d: %s", code, stderr.String())
+		}
+	})
+	return inW, outR, stderr
+}
+
+// bridge runs `idn mcp` in-process on pipes and connects a go-sdk client
+// to its stdio side.
+func (st *mcpStack) bridge(t *testing.T, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	t.Helper()
+	inW, outR, stderr := st.start(t, args...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, opts)
 	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		t.Fatalf("connect through idn mcp: %v (stderr %s)", err, stderr.String())
 	}
-	t.Cleanup(func() {
-		_ = cs.Close() // closes idn mcp's stdin
-		if code := <-exited; code != 0 {
-			t.Errorf("idn mcp exited %d: %s", code, stderr.String())
-		}
-	})
+	t.Cleanup(func() { _ = cs.Close() }) // closes idn mcp's stdin
 	return cs
 }
 
@@ -252,26 +262,7 @@ func TestMCPBridge(t *testing.T) {
 // drops it); the answer to the ping proves it handled what came before.
 func TestMCPBridgeSettlesProgressBeforeTheResult(t *testing.T) {
 	st := newMCPStack(t, 0)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	exited := make(chan int, 1)
-	var stderr bytes.Buffer
-	go func() {
-		code := run([]string{"mcp", "--gateway", st.url, "--connection", "docs"}, env{inR, outW, &stderr, func(k string) string {
-			if k == "IDN_HOME" {
-				return st.home
-			}
-			return ""
-		}})
-		outW.Close()
-		exited <- code
-	}()
-	t.Cleanup(func() {
-		inW.Close()
-		if code := <-exited; code != 0 {
-			t.Errorf("idn mcp exited %d: %s", code, stderr.String())
-		}
-	})
+	inW, outR, stderr := st.start(t)
 	send := func(msg string) {
 		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
 			t.Fatal(err)

@@ -27,8 +27,13 @@ import (
 // tools/call, which the SDK's server would run as a plain call, is taken
 // off stdin before the SDK reads it and sent to the gateway as it came;
 // and the gateway's task status notifications are written to stdout
-// between the SDK's messages. The gateway binds every task to the
-// session that created it, which serves this one stdio client.
+// between the SDK's messages, and so is a task's progress: under a token
+// the stdio client gave a task-augmented call, from the call until a
+// status ends its task, as the gateway relays it, in the order the
+// gateway sent it (the SDK's client would hand progress to its handler
+// after the tap wrote a status read later, and a client forgets a task's
+// token at its end). The gateway binds every task to the session that
+// created it, which serves this one stdio client.
 
 // relaysTasks reports whether the gateway session offers task-augmented
 // tools/call, in a version that has them, to a stdio client of one too.
@@ -59,10 +64,20 @@ func (b *bridge) addTaskMethods(server *mcp.Server) {
 }
 
 // status writes a task status notification of the gateway to the stdio
-// client.
+// client; one that ends a task ends its progress.
 func (b *bridge) status(params json.RawMessage) {
 	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcptasks.StatusMethod, "params": params})
 	if err == nil {
+		_, _ = b.out.Write(append(msg, '\n'))
+	}
+	b.taskTokens.Status(params)
+}
+
+// taskProgress writes a progress notification of the gateway to the stdio
+// client when it is under the token of one of the client's task-augmented
+// calls whose task runs.
+func (b *bridge) taskProgress(params json.RawMessage) {
+	if msg, err := b.taskTokens.Progress(params, nil); err == nil && msg != nil {
 		_, _ = b.out.Write(append(msg, '\n'))
 	}
 }
@@ -189,20 +204,35 @@ func (b *bridge) taskCall(ctx context.Context, wg *sync.WaitGroup, line []byte) 
 	}
 	var params struct {
 		Task json.RawMessage `json:"task"`
+		Meta json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(line, &msg) != nil || msg.Method != "tools/call" || msg.ID == nil ||
 		json.Unmarshal(msg.Params, &params) != nil || len(params.Task) == 0 || params.Task[0] != '{' {
 		return false
 	}
+	// Its progress is the client's from now: the gateway may relay some
+	// before its answer.
+	token := mcptasks.ProgressToken(params.Meta)
+	if token != nil {
+		b.taskTokens.Track(token, token)
+	}
 	wg.Go(func() {
 		answer := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
+		var raw json.RawMessage
 		res, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) {
-			res, err := b.rawRequest(ctx, cs, msg.ID, "tools/call", msg.Params)
-			if err != nil {
+			var err error
+			if raw, err = b.rawRequest(ctx, cs, msg.ID, "tools/call", msg.Params); err != nil {
 				return nil, err
 			}
-			return &mcptasks.Result{Raw: res}, nil
+			return &mcptasks.Result{Raw: raw}, nil
 		}, false)
+		if token != nil {
+			if id, ok := mcptasks.Created(raw); ok && err == nil {
+				b.taskTokens.Created(token, id)
+			} else {
+				b.taskTokens.Untrack(token)
+			}
+		}
 		var je *jsonrpc.Error
 		switch {
 		case errors.As(err, &je):

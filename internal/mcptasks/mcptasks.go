@@ -4,7 +4,8 @@
 // and the task status notifications a server sends, and its server cannot
 // write either. Tap reads them off the HTTP exchanges of the SDK's client;
 // Result and Params carry the tasks methods' JSON as custom methods of
-// the SDK; WithTasks adds the capability to an initialize answer.
+// the SDK; WithTasks adds the capability to an initialize answer; Tokens
+// decide whose a task's progress is.
 package mcptasks
 
 import (
@@ -95,6 +96,17 @@ type Params struct {
 	mcp.ParamsBase
 	TaskID string `json:"taskId,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
+}
+
+// Created returns the id of the task a task-augmented call's result raw
+// created; false when the server ran the call as a plain one.
+func Created(raw json.RawMessage) (string, bool) {
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	return created.Task.TaskID, json.Unmarshal(raw, &created) == nil && created.Task.TaskID != ""
 }
 
 // WithTasks is the initialize answer ir with the tasks capability caps.

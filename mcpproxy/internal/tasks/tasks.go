@@ -53,15 +53,8 @@ type Book struct {
 	// been read.
 	early []early
 	// tokens are the progress tokens of the session's task-augmented
-	// calls, as passed on, by the token the agent gave; tokenOrder,
-	// oldest first.
-	tokens     map[string]*progressToken
-	tokenOrder []string
-}
-
-type progressToken struct {
-	agent json.RawMessage // the agent's token, as it sent it
-	task  string          // the task the call created; "" before
+	// calls, as passed on, each standing for the one the agent gave.
+	tokens mcptasks.Tokens
 }
 
 type early struct {
@@ -96,11 +89,11 @@ func (b *Book) Relays(agent *string, newest string) bool {
 // progress token ("": none), and returns the status notifications about
 // it that came before.
 func (b *Book) Own(id, token string) []json.RawMessage {
+	if token != "" {
+		b.tokens.Created(passed(token), id)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.tokens[token]; t != nil {
-		t.task = id
-	}
 	if _, ok := b.owned[id]; ok {
 		return nil
 	}
@@ -152,63 +145,29 @@ func (b *Book) Hold(id string, params json.RawMessage) (dropped, held bool) {
 
 // Track returns the progress token a task-augmented call whose _meta is
 // meta is passed on with, standing for the agent's; "" when the agent
-// asked for no progress. Past MaxOwned tokens, the oldest is forgotten.
+// asked for no progress. Past mcptasks.MaxTokens tokens, the oldest is
+// forgotten.
 func (b *Book) Track(meta json.RawMessage) string {
-	var m struct {
-		ProgressToken json.RawMessage `json:"progressToken"`
-	}
-	if json.Unmarshal(meta, &m) != nil || !validToken(m.ProgressToken) {
+	agent := mcptasks.ProgressToken(meta)
+	if agent == nil {
 		return ""
 	}
 	token := "idn-" + rand.Text()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.tokens == nil {
-		b.tokens = map[string]*progressToken{}
-	}
-	if len(b.tokenOrder) >= MaxOwned {
-		delete(b.tokens, b.tokenOrder[0])
-		b.tokenOrder = b.tokenOrder[1:]
-	}
-	b.tokens[token] = &progressToken{agent: m.ProgressToken}
-	b.tokenOrder = append(b.tokenOrder, token)
+	b.tokens.Track(passed(token), agent)
 	return token
 }
 
-// validToken reports whether raw is a progress token: a string or an
-// integer.
-func validToken(raw json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return false
-	}
-	switch v := v.(type) {
-	case string:
-		return true
-	case float64:
-		return v == float64(int64(v))
-	}
-	return false
+// passed is token, as Track made it, in JSON.
+func passed(token string) json.RawMessage {
+	raw, _ := json.Marshal(token)
+	return raw
 }
 
 // Untrack forgets token when its call created no task: its progress
 // ended with the call.
 func (b *Book) Untrack(token string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t := b.tokens[token]; t != nil && t.task == "" {
-		b.forget(token)
-	}
-}
-
-// forget drops token; b.mu is held.
-func (b *Book) forget(token string) {
-	delete(b.tokens, token)
-	for i, t := range b.tokenOrder {
-		if t == token {
-			b.tokenOrder = append(b.tokenOrder[:i], b.tokenOrder[i+1:]...)
-			break
-		}
+	if token != "" {
+		b.tokens.Untrack(passed(token))
 	}
 }
 
@@ -232,50 +191,17 @@ func (b *Book) Note(sc *scrub.Scrubber, method string, raw json.RawMessage) (msg
 			return nil, dropped, nil
 		}
 	}
-	var st struct {
-		Status string `json:"status"`
-	}
-	if json.Unmarshal(raw, &st) == nil && (st.Status == "completed" || st.Status == "failed" || st.Status == "cancelled") {
-		b.mu.Lock()
-		for token, t := range b.tokens {
-			if t.task == id {
-				b.forget(token)
-			}
-		}
-		b.mu.Unlock()
-	}
+	b.tokens.Status(raw)
 	msg, err = Status(sc, raw)
 	return msg, dropped, err
 }
 
 // progress is Note of a progress notification: passed on under the
-// agent's token when its token is one of the session's.
+// agent's token when its token is one of the session's, its message
+// scrubbed.
 func (b *Book) progress(sc *scrub.Scrubber, raw json.RawMessage) ([]byte, bool, error) {
-	var p struct {
-		ProgressToken any      `json:"progressToken"`
-		Progress      float64  `json:"progress"`
-		Total         *float64 `json:"total"`
-		Message       string   `json:"message"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, false, err
-	}
-	token, _ := p.ProgressToken.(string)
-	b.mu.Lock()
-	t := b.tokens[token]
-	b.mu.Unlock()
-	if t == nil {
-		return nil, true, nil
-	}
-	// Only the progress itself: the server's _meta is not the agent's
-	// business, and its message is scrubbed.
-	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcptasks.ProgressMethod, "params": struct {
-		ProgressToken json.RawMessage `json:"progressToken"`
-		Progress      float64         `json:"progress"`
-		Total         *float64        `json:"total,omitempty"`
-		Message       string          `json:"message,omitempty"`
-	}{t.agent, p.Progress, p.Total, sc.Replace(p.Message)}})
-	return msg, false, err
+	msg, err := b.tokens.Progress(raw, sc.Replace)
+	return msg, msg == nil && err == nil, err
 }
 
 // Forward returns the params a tasks method is passed on with (only the
@@ -330,18 +256,6 @@ func TaskID(raw json.RawMessage) (string, bool) {
 		TaskID string `json:"taskId"`
 	}
 	return t.TaskID, json.Unmarshal(raw, &t) == nil && t.TaskID != ""
-}
-
-// Created returns the id of the task a task-augmented call's answer
-// created; false when the server ran the call as a plain one.
-func Created(raw json.RawMessage) (string, bool) {
-	var created struct {
-		Task json.RawMessage `json:"task"`
-	}
-	if json.Unmarshal(raw, &created) != nil || created.Task == nil {
-		return "", false
-	}
-	return TaskID(created.Task)
 }
 
 // Status is the status notification with params raw, secrets replaced,
