@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/idnhq/idn/internal/mcptasks/mcptaskstest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -122,19 +123,19 @@ func message(t testing.TB, events <-chan sseEvent, what string) (sseEvent, map[s
 // read them.
 func TestTaskStreamResumes(t *testing.T) {
 	t.Parallel()
-	up := newTaskServer(t)
+	up := mcptaskstest.NewServer(t)
 	notes := make(chan string, 16)
 	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
 		// Those of the owner's session (the other sees them not_owned).
 		if strings.HasPrefix(ev.Method, "notifications/") && ev.Outcome != "not_owned" {
 			notes <- ev.Method + " " + ev.Outcome
 		}
-	}}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	}}, mcpproxy.Connection{BaseURL: up.URL})
 	s := newStreams(t, e)
 	owner, _ := openTasks(t, e, alice)
 	sibling, _ := openTasks(t, e, alice)
 	for range 2 {
-		within(t, up.opened, "the upstream sessions' streams")
+		within(t, up.Opened, "the upstream sessions' streams")
 	}
 
 	resp, events, disconnect := s.open(t, alice, owner, "")
@@ -148,7 +149,7 @@ func TestTaskStreamResumes(t *testing.T) {
 		t.Fatalf("a task-augmented call answered %v, %v", res, rpcErr)
 	}
 	early, _ := message(t, events, "the progress sent before the task")
-	up.broadcast(id)
+	up.Status(id, "working")
 	read, msg := message(t, events, "the task's status")
 	if msg["method"] != "notifications/tasks/status" || read.id == "" || read.id == early.id {
 		t.Fatalf("the status came as %+v", read)
@@ -159,8 +160,8 @@ func TestTaskStreamResumes(t *testing.T) {
 
 	disconnect()
 	within(t, s.closed, "the end of the stream")
-	up.progress(0, 2)
-	up.broadcast(id)
+	up.Progress(0, 2)
+	up.Status(id, "working")
 	for range 2 {
 		if got := within(t, notes, "the notifications sent without a stream"); !strings.HasSuffix(got, " no_stream") {
 			t.Fatalf("a notification sent without a stream: %s", got)
@@ -215,7 +216,7 @@ func TestTaskStreamResumes(t *testing.T) {
 	if prime.data != "" || prime.id != status.id {
 		t.Errorf("the priming event after the replay: %+v, want id %s", prime, status.id)
 	}
-	up.broadcast(id)
+	up.Status(id, "working")
 	next, nm := message(t, events, "the status sent after the resume")
 	if nm["method"] != "notifications/tasks/status" {
 		t.Errorf("after the resume: %v", nm)
