@@ -326,13 +326,12 @@ func TestTaskProgressReachesOnlyTheCaller(t *testing.T) {
 
 func taskProgress(t *testing.T, sdkAgent, sdkUpstream bool) {
 	up := mcptaskstest.NewServer(t)
-	var mu sync.Mutex
-	probes := map[string]int{}
+	// A decision is recorded just after the message it decided was
+	// written, so the test waits for them rather than reading them.
+	decided := make(chan string, 16)
 	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
-		mu.Lock()
-		defer mu.Unlock()
 		if ev.Method == "notifications/progress" {
-			probes[ev.Caller.Namespace+" "+ev.Outcome]++
+			decided <- ev.Caller.Namespace + " " + ev.Outcome
 		}
 	}}, mcpproxy.Connection{BaseURL: up.URL, Redact: []string{"sk-upstream-secret"}})
 	mcpproxy.UseSDKPaths(e.proxy, sdkAgent, sdkUpstream)
@@ -376,8 +375,15 @@ func taskProgress(t *testing.T, sdkAgent, sdkUpstream bool) {
 			t.Errorf("%s: got %v", tt.name, msg)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	probes := map[string]int{}
+	for range 4 {
+		probes[within(t, decided, "the progress decisions")]++
+	}
+	select {
+	case extra := <-decided:
+		probes[extra]++
+	default:
+	}
 	if want := map[string]int{"alice relayed": 2, "alice not_owned": 1, "bob not_owned": 1}; !maps.Equal(probes, want) {
 		t.Errorf("progress decisions %v, want %v", probes, want)
 	}
