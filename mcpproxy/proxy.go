@@ -242,7 +242,7 @@ func New(cfg Config) (*Proxy, error) {
 		ttl:          orDefault(cfg.DiscoveryTTL, 300*time.Second),
 		staleIfError: orDefault(cfg.StaleIfError, time.Hour),
 		timeout:      orDefault(cfg.Timeout, 90*time.Second),
-		breakerN:     orOff(cfg.BreakerFailures, defaultBreakerFailures),
+		breakerN:     limit.OrOff(cfg.BreakerFailures, limit.DefaultBreakerFailures),
 		cooldown:     orDefault(cfg.BreakerCooldown, 10*time.Second),
 		retry: upstream.RetryPolicy{
 			MaxRetries:     cfg.MaxRetries,
@@ -277,30 +277,12 @@ func New(cfg Config) (*Proxy, error) {
 	if maxKeys <= 0 {
 		maxKeys = 10000
 	}
-	p.limits = limit.NewLimiter(orOff(cfg.RateLimitPerMinute, defaultRateLimitPerMinute), maxKeys)
+	p.limits = limit.NewLimiter(limit.OrOff(cfg.RateLimitPerMinute, limit.DefaultRateLimitPerMinute), maxKeys)
 	// No capabilities (the SDK's default offers roots): the gateway has
 	// nothing to answer a server's requests with but ping.
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), pool.NewLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
 	return p, nil
-}
-
-// Defaults of the protections the zero Config switches on.
-const (
-	defaultBreakerFailures    = 3
-	defaultRateLimitPerMinute = 120
-)
-
-// orOff maps "zero is the default, negative is off" to the value the
-// breaker and the limiter read, where zero or less is off.
-func orOff(n, def int) int {
-	switch {
-	case n == 0:
-		return def
-	case n < 0:
-		return 0
-	}
-	return n
 }
 
 func orDefault(d, def time.Duration) time.Duration {
