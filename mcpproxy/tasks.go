@@ -221,10 +221,7 @@ func (e *endpoint) askTask(ctx context.Context, s *agentSession, method string, 
 	if err != nil {
 		return nil, err
 	}
-	res, outcome, err := s.clientTasks.Ask(ctx, st.scrubber.Load(), method, raw, func(msg []byte) bool {
-		w := s.stream.Load()
-		return w != nil && w.Send(msg)
-	})
+	res, outcome, err := s.clientTasks.Ask(ctx, st.scrubber.Load(), method, raw, func(msg []byte) bool { w := s.stream.Load(); return w != nil && w.Send(msg) })
 	e.p.metrics.Tasks.WithLabelValues(method, string(outcome)).Inc()
 	e.p.decide(ctx, conn, s.caller, method, "", string(outcome), nil)
 	return res, err
@@ -244,13 +241,11 @@ func (e *endpoint) fromAgent(w http.ResponseWriter, r *http.Request, s *agentSes
 		return false
 	}
 	w.WriteHeader(http.StatusAccepted)
-	conn := s.conn.Load()
+	conn, outcome := s.conn.Load(), "not_owned"
 	s.upstream.mu.Lock()
 	cs := s.upstream.session
 	s.upstream.mu.Unlock()
-	st, stErr := e.p.state(conn)
-	outcome := "not_owned"
-	if err == nil && cs != nil && cs.ID() == bound && stErr == nil {
+	if st, stErr := e.p.state(conn); err == nil && stErr == nil && cs != nil && cs.ID() == bound {
 		up := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: bound, Protocol: cs.InitializeResult().ProtocolVersion}
 		if outcome = "relayed"; upstream.Notify(r.Context(), up, mcptasks.StatusMethod, params) != nil {
 			outcome = "error"
