@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/internal/mcpconversation"
 	"github.com/idnhq/idn/mcpproxy"
 )
 
@@ -276,6 +277,17 @@ func (a *taskAgent) methods() string {
 // text says.
 func (a *taskAgent) call(t *testing.T, tool string, args map[string]any) []wireMessage {
 	t.Helper()
+	text := a.callText(t, tool, args)
+	var answers []wireMessage
+	if err := json.Unmarshal([]byte(text), &answers); err != nil {
+		t.Fatalf("tools/call %s: %s", tool, text)
+	}
+	return answers
+}
+
+// callText calls tool and returns its result's text.
+func (a *taskAgent) callText(t *testing.T, tool string, args map[string]any) string {
+	t.Helper()
 	r := a.e.raw(t, a.w, "POST", "mcp1", a.sid, string(mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})))
 	var res struct {
 		Result struct {
@@ -287,11 +299,7 @@ func (a *taskAgent) call(t *testing.T, tool string, args map[string]any) []wireM
 	if err := json.Unmarshal(mustJSON(t, rpcBody(t, r)), &res); err != nil || len(res.Result.Content) != 1 {
 		t.Fatalf("tools/call %s: %s", tool, r.raw)
 	}
-	var answers []wireMessage
-	if err := json.Unmarshal([]byte(res.Result.Content[0].Text), &answers); err != nil {
-		t.Fatalf("tools/call %s: %s", tool, res.Result.Content[0].Text)
-	}
-	return answers
+	return res.Result.Content[0].Text
 }
 
 // The client side of tasks passes through the gateway: the agent's
@@ -401,5 +409,23 @@ func TestClientTaskIDsBelongToTheirSessionPair(t *testing.T) {
 	defer mu.Unlock()
 	if len(probes) != 9 {
 		t.Errorf("probes decided as not_owned: %v", probes)
+	}
+}
+
+// The reference server's tool that runs a sampling on the client as a
+// task works through the gateway: the server sees the agent's tasks
+// capability (it lists the tool only to clients that declare it), asks
+// for the sampling as a task, polls the agent's task and fetches its
+// result.
+func TestEverythingClientTasksThroughTheGateway(t *testing.T) {
+	upstream := mcpconversation.StartEverything(t)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream})
+	a := openTaskAgent(t, e, alice)
+	text := a.callText(t, "trigger-sampling-request-async", map[string]any{"prompt": "hello", "maxTokens": 10})
+	if !containsAll(text, "[COMPLETED]", "Task created: alice-task-1", "Poll 1: completed", "sampled by alice") {
+		t.Errorf("the tool answered %s", text)
+	}
+	if m := a.methods(); m != "sampling/createMessage tasks/get tasks/result" {
+		t.Errorf("the agent was asked %q", m)
 	}
 }

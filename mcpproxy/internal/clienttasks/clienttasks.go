@@ -78,11 +78,22 @@ func (c *Caps) augmentable(method string) bool {
 	}
 	switch method {
 	case "sampling/createMessage":
-		return c.Requests.Sampling != nil && c.Requests.Sampling.CreateMessage != nil
+		return c.Requests.Sampling != nil && present(c.Requests.Sampling.CreateMessage)
 	case "elicitation/create":
-		return c.Requests.Elicitation != nil && c.Requests.Elicitation.Create != nil
+		return c.Requests.Elicitation != nil && present(c.Requests.Elicitation.Create)
 	}
 	return false
+}
+
+// present reports whether a capability was declared: a member, not null.
+func present(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
+
+// orNil is raw when present, else nil.
+func orNil(raw json.RawMessage) json.RawMessage {
+	if present(raw) {
+		return raw
+	}
+	return nil
 }
 
 // Declared returns what the upstream session is told of the tasks
@@ -105,12 +116,12 @@ func Declared(body []byte) *Caps {
 		return nil
 	}
 	agent := msg.Params.Capabilities
-	out := &Caps{List: agent.Tasks.List, Cancel: agent.Tasks.Cancel}
+	out := &Caps{List: orNil(agent.Tasks.List), Cancel: orNil(agent.Tasks.Cancel)}
 	req := &Requests{}
-	if agent.Sampling != nil && agent.Tasks.augmentable("sampling/createMessage") {
+	if present(agent.Sampling) && agent.Tasks.augmentable("sampling/createMessage") {
 		req.Sampling = agent.Tasks.Requests.Sampling
 	}
-	if agent.Elicitation != nil && agent.Tasks.augmentable("elicitation/create") {
+	if present(agent.Elicitation) && agent.Tasks.augmentable("elicitation/create") {
 		req.Elicitation = agent.Tasks.Requests.Elicitation
 	}
 	if req.Sampling != nil || req.Elicitation != nil {
@@ -327,7 +338,7 @@ func (r *Relay) Ask(ctx context.Context, sc *scrub.Scrubber, method string, raw 
 // Answered hands the agent's POST body to the request Ask waits on, when
 // it is the answer to one, and reports whether it was.
 func (r *Relay) Answered(body []byte) bool {
-	if !bytes.Contains(body, []byte(`"idn-ct-`)) {
+	if r.caps.Load() == nil || !bytes.Contains(body, []byte(`"idn-ct-`)) {
 		return false
 	}
 	var in wire.Incoming
