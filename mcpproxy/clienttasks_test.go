@@ -190,15 +190,24 @@ type taskAgent struct {
 	mu    sync.Mutex
 	asked []string // the methods it was asked, in order
 	n     int
+	kinds map[string]string // the method each of its tasks runs, by id
 }
 
 const initializeClientTasks = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"x","version":"1"},"capabilities":{"sampling":{},` +
 	`"tasks":{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}},"elicitation":{"create":{}}}}}}}`
 
+// initializeClientTasksAndElicitation declares elicitation too.
+var initializeClientTasksAndElicitation = strings.Replace(initializeClientTasks, `"sampling":{},`, `"sampling":{},"elicitation":{},`, 1)
+
 func openTaskAgent(t *testing.T, e *env, w who) *taskAgent {
 	t.Helper()
-	r := e.raw(t, w, "POST", "mcp1", "", initializeClientTasks)
-	a := &taskAgent{e: e, w: w, sid: r.header.Get("Mcp-Session-Id")}
+	return openTaskAgentWith(t, e, w, initializeClientTasks)
+}
+
+func openTaskAgentWith(t *testing.T, e *env, w who, initialize string) *taskAgent {
+	t.Helper()
+	r := e.raw(t, w, "POST", "mcp1", "", initialize)
+	a := &taskAgent{e: e, w: w, sid: r.header.Get("Mcp-Session-Id"), kinds: map[string]string{}}
 	if r.status != http.StatusOK || a.sid == "" {
 		t.Fatalf("initialize: %d %s", r.status, r.raw)
 	}
@@ -230,13 +239,14 @@ func (a *taskAgent) task(id, status string) map[string]any {
 func (a *taskAgent) answer(method string, params map[string]any) any {
 	id, _ := params["taskId"].(string)
 	switch method {
-	case "sampling/createMessage":
+	case "sampling/createMessage", "elicitation/create":
 		if params["task"] == nil {
 			return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "asked without a task"}, "model": "m"}
 		}
 		a.mu.Lock()
 		a.n++
 		id = fmt.Sprintf("%s-task-%d", a.w.namespace, a.n)
+		a.kinds[id] = method
 		a.mu.Unlock()
 		return map[string]any{"task": a.task(id, "working")}
 	case "tasks/get":
@@ -246,6 +256,12 @@ func (a *taskAgent) answer(method string, params map[string]any) any {
 		a.post(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": a.task(id, "completed")})
 		return a.task(id, "completed")
 	case "tasks/result":
+		a.mu.Lock()
+		kind := a.kinds[id]
+		a.mu.Unlock()
+		if kind == "elicitation/create" {
+			return map[string]any{"action": "accept", "content": map[string]any{"name": a.w.namespace}}
+		}
 		return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by " + a.w.namespace}, "model": "m"}
 	case "tasks/cancel":
 		return a.task(id, "cancelled")
@@ -285,7 +301,7 @@ func (a *taskAgent) call(t *testing.T, tool string, args map[string]any) []wireM
 	return answers
 }
 
-// callText calls tool and returns its result's text.
+// callText calls tool and returns the texts of its result's blocks, joined.
 func (a *taskAgent) callText(t *testing.T, tool string, args map[string]any) string {
 	t.Helper()
 	r := a.e.raw(t, a.w, "POST", "mcp1", a.sid, string(mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})))
@@ -296,10 +312,14 @@ func (a *taskAgent) callText(t *testing.T, tool string, args map[string]any) str
 			} `json:"content"`
 		} `json:"result"`
 	}
-	if err := json.Unmarshal(mustJSON(t, rpcBody(t, r)), &res); err != nil || len(res.Result.Content) != 1 {
+	if err := json.Unmarshal(mustJSON(t, rpcBody(t, r)), &res); err != nil || len(res.Result.Content) == 0 {
 		t.Fatalf("tools/call %s: %s", tool, r.raw)
 	}
-	return res.Result.Content[0].Text
+	var texts []string
+	for _, c := range res.Result.Content {
+		texts = append(texts, c.Text)
+	}
+	return strings.Join(texts, "\n")
 }
 
 // The client side of tasks passes through the gateway: the agent's
@@ -412,20 +432,24 @@ func TestClientTaskIDsBelongToTheirSessionPair(t *testing.T) {
 	}
 }
 
-// The reference server's tool that runs a sampling on the client as a
-// task works through the gateway: the server sees the agent's tasks
-// capability (it lists the tool only to clients that declare it), asks
-// for the sampling as a task, polls the agent's task and fetches its
-// result.
+// The reference server's tools that run a sampling and an elicitation on
+// the client as tasks work through the gateway: the server sees the
+// agent's tasks capability (it lists the tools only to clients that
+// declare it), asks for each as a task, polls the agent's task and
+// fetches its result.
 func TestEverythingClientTasksThroughTheGateway(t *testing.T) {
 	upstream := mcpconversation.StartEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream})
-	a := openTaskAgent(t, e, alice)
+	a := openTaskAgentWith(t, e, alice, initializeClientTasksAndElicitation)
 	text := a.callText(t, "trigger-sampling-request-async", map[string]any{"prompt": "hello", "maxTokens": 10})
 	if !containsAll(text, "[COMPLETED]", "Task created: alice-task-1", "Poll 1: completed", "sampled by alice") {
-		t.Errorf("the tool answered %s", text)
+		t.Errorf("the sampling tool answered %s", text)
 	}
-	if m := a.methods(); m != "sampling/createMessage tasks/get tasks/result" {
+	text = a.callText(t, "trigger-elicitation-request-async", map[string]any{})
+	if !containsAll(text, "Task created: alice-task-2", "Poll 1: completed", `"action": "accept"`, `"name": "alice"`) {
+		t.Errorf("the elicitation tool answered %s", text)
+	}
+	if m := a.methods(); m != "sampling/createMessage tasks/get tasks/result elicitation/create tasks/get tasks/result" {
 		t.Errorf("the agent was asked %q", m)
 	}
 }
