@@ -1,9 +1,13 @@
 package mcpproxy_test
 
+//lint:file-ignore SA1019 the tests drive sampling, which the SDK deprecates for the newest protocol version only.
+
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/idnhq/idn/internal/mcpconversation"
 	"github.com/idnhq/idn/mcpproxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // clientTaskServer is an MCP server (2025-11-25) that, during a call of
@@ -451,5 +456,64 @@ func TestEverythingClientTasksThroughTheGateway(t *testing.T) {
 	}
 	if m := a.methods(); m != "sampling/createMessage tasks/get tasks/result elicitation/create tasks/get tasks/result" {
 		t.Errorf("the agent was asked %q", m)
+	}
+}
+
+// declareTasks adds the client side of tasks to the go-sdk client's
+// initialize, which has no field for it.
+type declareTasks struct{ base http.RoundTripper }
+
+func (d declareTasks) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		return d.base.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	body = bytes.Replace(body, []byte(`"capabilities":{`), []byte(`"capabilities":{"tasks":{"requests":{"sampling":{"createMessage":{}}}},`), 1)
+	r = r.Clone(r.Context())
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return d.base.RoundTrip(r)
+}
+
+// An agent that declared the client side of tasks but keeps no event
+// stream of its own open is asked for a task-augmented sampling as a
+// plain one, on the call's stream (the server gets a plain result, which
+// it must take); the server's requests about tasks find none of its, and
+// the agent's tasks/list is not asked for: it declared none.
+func TestClientTasksWithoutAStreamFallBackToPlainRequests(t *testing.T) {
+	t.Parallel()
+	up := newClientTaskServer(t)
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{Timeout: 15 * time.Second}}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "a plain answer"}}, nil
+		},
+	})
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:             e.srv.URL + "/mcp/mcp1",
+		HTTPClient:           &http.Client{Transport: declareTasks{identityTransport{alice}}},
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	up.mu.Lock()
+	declared := up.declared[0]
+	up.mu.Unlock()
+	if declared != `{"requests":{"sampling":{"createMessage":{}}}}` {
+		t.Errorf("the upstream session declared tasks %s", declared)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !containsAll(text, `{"result":{"content":{"type":"text","text":"a plain answer"},"model":"m","role":"assistant"}}`, `{"error":{"code":-32602,"message":"Failed to retrieve task: Task not found"}}`) {
+		t.Errorf("the server got %s", text)
 	}
 }

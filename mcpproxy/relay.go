@@ -98,7 +98,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 	if ss == nil {
 		return nil, mirror.NotOffered(method)
 	}
-	if s.clientTasks.Handles(ctx, s.version.Load(), method, raw) {
+	if s.clientTasks.Handles(ctx, s.version.Load(), s.stream.Load() != nil, method, raw) {
 		return e.askTask(ctx, s, method, raw)
 	}
 	st, err := e.p.state(s.conn.Load())

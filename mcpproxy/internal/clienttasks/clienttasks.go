@@ -229,8 +229,11 @@ func withCaps(body []byte, caps *Caps) ([]byte, bool) {
 // tasks method, or a sampling or elicitation the server asks for as a
 // task, on an upstream session (WithUpstream) and an agent session
 // (agentVersion) that both settled on a version with tasks, from an
-// agent that declared it.
-func (r *Relay) Handles(ctx context.Context, agentVersion *string, method string, raw json.RawMessage) bool {
+// agent that declared it. A sampling or elicitation is relayed as a task
+// only to an agent with a stream open to receive it (streaming); any
+// other is asked as a plain one, the task dropped, which a server must
+// take.
+func (r *Relay) Handles(ctx context.Context, agentVersion *string, streaming bool, method string, raw json.RawMessage) bool {
 	caps := r.caps.Load()
 	up, ok := ctx.Value(upstreamKey{}).(Upstream)
 	if caps == nil || !ok || up.Version < mcptasks.Version || agentVersion == nil || *agentVersion < mcptasks.Version {
@@ -243,7 +246,7 @@ func (r *Relay) Handles(ctx context.Context, agentVersion *string, method string
 		var p struct {
 			Task json.RawMessage `json:"task"`
 		}
-		return caps.augmentable(method) && json.Unmarshal(raw, &p) == nil && p.Task != nil
+		return streaming && caps.augmentable(method) && json.Unmarshal(raw, &p) == nil && p.Task != nil
 	}
 	return false
 }
