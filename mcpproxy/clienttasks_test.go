@@ -3,13 +3,16 @@ package mcpproxy_test
 //lint:file-ignore SA1019 the tests drive sampling, which the SDK deprecates for the newest protocol version only.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,15 +190,19 @@ func (ts *clientTaskServer) call(w http.ResponseWriter, r *http.Request, msg wir
 
 // taskAgent is an agent session that declares sampling and the client
 // side of tasks, runs every sampling it is asked for as a task, and
-// answers the server's requests about its tasks.
+// answers the server's requests about its tasks, on whichever stream they
+// come.
 type taskAgent struct {
-	e     *env
-	w     who
-	sid   string
-	mu    sync.Mutex
-	asked []string // the methods it was asked, in order
-	n     int
-	kinds map[string]string // the method each of its tasks runs, by id
+	url  string
+	hc   *http.Client
+	name string // its tasks' ids start with it
+	sid  string
+
+	mu       sync.Mutex
+	asked    []string // the methods it was asked, in order
+	requests []string // and each request's params without _meta, as JSON
+	n        int
+	kinds    map[string]string // the method each of its tasks runs, by id
 }
 
 const initializeClientTasks = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"x","version":"1"},"capabilities":{"sampling":{},` +
@@ -209,31 +216,87 @@ func openTaskAgent(t *testing.T, e *env, w who) *taskAgent {
 	return openTaskAgentWith(t, e, w, initializeClientTasks)
 }
 
+// openTaskAgentWith opens an agent session through the gateway as w.
 func openTaskAgentWith(t *testing.T, e *env, w who, initialize string) *taskAgent {
 	t.Helper()
-	r := e.raw(t, w, "POST", "mcp1", "", initialize)
-	a := &taskAgent{e: e, w: w, sid: r.header.Get("Mcp-Session-Id"), kinds: map[string]string{}}
-	if r.status != http.StatusOK || a.sid == "" {
+	return openTaskAgentAt(t, e.srv.URL+"/mcp/mcp1", &http.Client{Transport: identityTransport{w}}, w.namespace, initialize)
+}
+
+// openTaskAgentAt opens an agent session with the MCP server at url,
+// with its own event stream open.
+func openTaskAgentAt(t *testing.T, url string, hc *http.Client, name, initialize string) *taskAgent {
+	t.Helper()
+	a := &taskAgent{url: url, hc: hc, name: name, kinds: map[string]string{}}
+	r := a.exchange(t, http.MethodPost, initialize)
+	if a.sid = r.header.Get("Mcp-Session-Id"); r.status != http.StatusOK || a.sid == "" {
 		t.Fatalf("initialize: %d %s", r.status, r.raw)
 	}
-	if n := e.raw(t, w, "POST", "mcp1", a.sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); n.status != http.StatusAccepted {
+	if n := a.exchange(t, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); n.status != http.StatusAccepted {
 		t.Fatalf("initialized: %d %s", n.status, n.raw)
 	}
-	events := openStream(t, e, w, a.sid)
-	go func() {
-		for msg := range events {
-			id, method := msg["id"], msg["method"].(string)
-			if id == nil || method == "" {
-				continue
-			}
-			a.mu.Lock()
-			a.asked = append(a.asked, method)
-			a.mu.Unlock()
-			result := a.answer(method, msg["params"].(map[string]any))
-			a.post(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-		}
-	}()
+	resp, err := a.hc.Do(a.request(http.MethodGet, ""))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", resp, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	go a.read(resp.Body, nil)
 	return a
+}
+
+func (a *taskAgent) request(method, body string) *http.Request {
+	req, _ := http.NewRequest(method, a.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if a.sid != "" {
+		req.Header.Set("Mcp-Session-Id", a.sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	return req
+}
+
+// exchange sends body and reads the whole answer.
+func (a *taskAgent) exchange(t *testing.T, method, body string) response {
+	t.Helper()
+	resp, err := a.hc.Do(a.request(method, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+}
+
+// read answers the server's requests in the event stream body, and hands
+// any other message to other.
+func (a *taskAgent) read(body io.Reader, other func(raw string)) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var msg map[string]any
+		if json.Unmarshal([]byte(data), &msg) != nil {
+			continue
+		}
+		method, _ := msg["method"].(string)
+		if msg["id"] == nil || method == "" {
+			if other != nil {
+				other(data)
+			}
+			continue
+		}
+		params, _ := msg["params"].(map[string]any)
+		kept := maps.Clone(params)
+		delete(kept, "_meta")
+		raw, _ := json.Marshal(kept)
+		a.mu.Lock()
+		a.asked = append(a.asked, method)
+		a.requests = append(a.requests, method+" "+string(raw))
+		a.mu.Unlock()
+		a.post(map[string]any{"jsonrpc": "2.0", "id": msg["id"], "result": a.answer(method, params)})
+	}
 }
 
 func (a *taskAgent) task(id, status string) map[string]any {
@@ -250,7 +313,7 @@ func (a *taskAgent) answer(method string, params map[string]any) any {
 		}
 		a.mu.Lock()
 		a.n++
-		id = fmt.Sprintf("%s-task-%d", a.w.namespace, a.n)
+		id = fmt.Sprintf("%s-task-%d", a.name, a.n)
 		a.kinds[id] = method
 		a.mu.Unlock()
 		return map[string]any{"task": a.task(id, "working")}
@@ -265,13 +328,13 @@ func (a *taskAgent) answer(method string, params map[string]any) any {
 		kind := a.kinds[id]
 		a.mu.Unlock()
 		if kind == "elicitation/create" {
-			return map[string]any{"action": "accept", "content": map[string]any{"name": a.w.namespace}}
+			return map[string]any{"action": "accept", "content": map[string]any{"name": a.name}}
 		}
-		return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by " + a.w.namespace}, "model": "m"}
+		return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by " + a.name}, "model": "m"}
 	case "tasks/cancel":
 		return a.task(id, "cancelled")
 	case "tasks/list":
-		return map[string]any{"tasks": []any{a.task(a.w.namespace+"-task-1", "completed"), a.task("unseen-task", "completed")}}
+		return map[string]any{"tasks": []any{a.task(a.name+"-task-1", "completed"), a.task("unseen-task", "completed")}}
 	}
 	return map[string]any{}
 }
@@ -279,11 +342,7 @@ func (a *taskAgent) answer(method string, params map[string]any) any {
 // post sends msg on the agent's session.
 func (a *taskAgent) post(msg any) {
 	raw, _ := json.Marshal(msg)
-	req, _ := http.NewRequest(http.MethodPost, a.e.srv.URL+"/mcp/mcp1", strings.NewReader(string(raw)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", a.sid)
-	if resp, err := (&http.Client{Transport: identityTransport{a.w}}).Do(req); err == nil {
+	if resp, err := a.hc.Do(a.request(http.MethodPost, string(raw))); err == nil {
 		resp.Body.Close()
 	}
 }
@@ -306,10 +365,22 @@ func (a *taskAgent) call(t *testing.T, tool string, args map[string]any) []wireM
 	return answers
 }
 
-// callText calls tool and returns the texts of its result's blocks, joined.
+// callText calls tool and returns the texts of its result's blocks,
+// joined, answering what the server asks on the call's stream meanwhile.
 func (a *taskAgent) callText(t *testing.T, tool string, args map[string]any) string {
 	t.Helper()
-	r := a.e.raw(t, a.w, "POST", "mcp1", a.sid, string(mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})))
+	resp, err := a.hc.Do(a.request(http.MethodPost, string(mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer string
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		a.read(resp.Body, func(raw string) { answer = raw })
+	} else {
+		raw, _ := io.ReadAll(resp.Body)
+		answer = string(raw)
+	}
 	var res struct {
 		Result struct {
 			Content []struct {
@@ -317,8 +388,8 @@ func (a *taskAgent) callText(t *testing.T, tool string, args map[string]any) str
 			} `json:"content"`
 		} `json:"result"`
 	}
-	if err := json.Unmarshal(mustJSON(t, rpcBody(t, r)), &res); err != nil || len(res.Result.Content) == 0 {
-		t.Fatalf("tools/call %s: %s", tool, r.raw)
+	if err := json.Unmarshal([]byte(answer), &res); err != nil || len(res.Result.Content) == 0 {
+		t.Fatalf("tools/call %s: %s", tool, answer)
 	}
 	var texts []string
 	for _, c := range res.Result.Content {
@@ -438,24 +509,43 @@ func TestClientTaskIDsBelongToTheirSessionPair(t *testing.T) {
 }
 
 // The reference server's tools that run a sampling and an elicitation on
-// the client as tasks work through the gateway: the server sees the
-// agent's tasks capability (it lists the tools only to clients that
-// declare it), asks for each as a task, polls the agent's task and
-// fetches its result.
-func TestEverythingClientTasksThroughTheGateway(t *testing.T) {
+// the client as tasks work through the gateway as they work directly: the
+// server sees the agent's tasks capability (it lists the tools only to
+// clients that declare it), asks for each as a task, polls the agent's
+// task and fetches its result; the agent is asked the same, and the
+// server answers the same.
+func TestEverythingClientTasksDirectAndThroughTheGatewayAgree(t *testing.T) {
 	upstream := mcpconversation.StartEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream})
-	a := openTaskAgentWith(t, e, alice, initializeClientTasksAndElicitation)
-	text := a.callText(t, "trigger-sampling-request-async", map[string]any{"prompt": "hello", "maxTokens": 10})
-	if !containsAll(text, "[COMPLETED]", "Task created: alice-task-1", "Poll 1: completed", "sampled by alice") {
-		t.Errorf("the sampling tool answered %s", text)
+	direct := openTaskAgentAt(t, upstream, http.DefaultClient, "alice", initializeClientTasksAndElicitation)
+	gateway := openTaskAgentWith(t, e, alice, initializeClientTasksAndElicitation)
+	for _, tt := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"trigger-sampling-request-async", map[string]any{"prompt": "hello", "maxTokens": 10}, []string{"[COMPLETED]", "Task created: alice-task-1", "Poll 1: completed", "sampled by alice"}},
+		{"trigger-elicitation-request-async", map[string]any{}, []string{"Task created: alice-task-2", "Poll 1: completed", `"action": "accept"`, `"name": "alice"`}},
+	} {
+		got, want := gateway.callText(t, tt.tool, tt.args), direct.callText(t, tt.tool, tt.args)
+		if !containsAll(want, tt.want...) {
+			t.Errorf("%s answered directly %s", tt.tool, want)
+		}
+		if got != want {
+			t.Errorf("%s answered through the gateway %s, directly %s", tt.tool, got, want)
+		}
 	}
-	text = a.callText(t, "trigger-elicitation-request-async", map[string]any{})
-	if !containsAll(text, "Task created: alice-task-2", "Poll 1: completed", `"action": "accept"`, `"name": "alice"`) {
-		t.Errorf("the elicitation tool answered %s", text)
+	for _, a := range []*taskAgent{direct, gateway} {
+		if got, want := a.methods(), "sampling/createMessage tasks/get tasks/result elicitation/create tasks/get tasks/result"; got != want {
+			t.Errorf("the agent at %s was asked %q, want %q", a.url, got, want)
+		}
 	}
-	if m := a.methods(); m != "sampling/createMessage tasks/get tasks/result elicitation/create tasks/get tasks/result" {
-		t.Errorf("the agent was asked %q", m)
+	direct.mu.Lock()
+	gateway.mu.Lock()
+	defer direct.mu.Unlock()
+	defer gateway.mu.Unlock()
+	if !slices.Equal(gateway.requests, direct.requests) {
+		t.Errorf("through the gateway the agent was asked\n%s\ndirectly\n%s", strings.Join(gateway.requests, "\n"), strings.Join(direct.requests, "\n"))
 	}
 }
 
