@@ -40,10 +40,6 @@ import (
 // NotFound).
 const MaxOwned = 1024
 
-// maxInitializeBytes bounds the initialize request read to add the
-// capability.
-const maxInitializeBytes = 1 << 20
-
 // NotFound is the answer to a server's request about a task the agent
 // session did not create for the asking upstream session, worded as the
 // reference SDKs word an unknown one.
@@ -177,7 +173,8 @@ func (r *Relay) Transport(base http.RoundTripper) http.RoundTripper {
 		if caps == nil || req.Method != http.MethodPost || req.Header.Get("Mcp-Session-Id") != "" || req.Body == nil {
 			return base.RoundTrip(req)
 		}
-		body, err := io.ReadAll(io.LimitReader(req.Body, maxInitializeBytes))
+		// The body is the gateway's own client's, bounded by the agent's.
+		body, err := io.ReadAll(req.Body)
 		_ = req.Body.Close()
 		if err != nil {
 			return nil, err
