@@ -97,9 +97,9 @@
 // mcpsettings for users; under internal/, upstream (the retrying transport
 // and the exchanges), wire (the fast paths' JSON-RPC messages), mirror
 // (what an agent session sees of its upstream session), tasks and
-// clienttasks (what it keeps of tasks), pool (the sessions' table and shares), scrub (secret
-// removal), arguments (argument validation), limit (breaker and rate
-// limit) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,
+// clienttasks (what it keeps of tasks), pool (the sessions' table and
+// shares), scrub (secret removal), arguments (argument validation), limit
+// (breaker, rate limit and their defaults) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,
 // SettingsError, Discovery, Tool, ToolAnnotations and ArgumentFailure are
 // aliases of their types.
 //
