@@ -39,7 +39,9 @@ type clientTaskServer struct {
 	waiting  map[string]chan wireMessage // the server's requests, by id
 	lost     map[string]bool             // session ids answered 404
 	sessions []string
-	statuses chan string // the taskId of each status notification received
+	statuses chan string            // the taskId of each status notification received
+	streams  map[string]chan []byte // each session's own event stream, by id
+	opened   chan struct{}          // one value per stream opened
 }
 
 type wireMessage struct {
@@ -51,7 +53,8 @@ type wireMessage struct {
 }
 
 func newClientTaskServer(t testing.TB) *clientTaskServer {
-	ts := &clientTaskServer{waiting: map[string]chan wireMessage{}, lost: map[string]bool{}, statuses: make(chan string, 16)}
+	ts := &clientTaskServer{waiting: map[string]chan wireMessage{}, lost: map[string]bool{}, statuses: make(chan string, 16),
+		streams: map[string]chan []byte{}, opened: make(chan struct{}, 16)}
 	ts.srv = httptest.NewServer(http.HandlerFunc(ts.serve))
 	t.Cleanup(ts.srv.Close)
 	return ts
@@ -68,6 +71,10 @@ func (ts *clientTaskServer) loseSessions() {
 }
 
 func (ts *clientTaskServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		ts.stream(w, r)
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
@@ -122,7 +129,8 @@ func (ts *clientTaskServer) serve(w http.ResponseWriter, r *http.Request) {
 		result = map[string]any{"protocolVersion": "2025-11-25", "serverInfo": map[string]any{"name": "asks", "version": "1"}, "capabilities": map[string]any{"tools": map[string]any{}}}
 	case "tools/list":
 		schema := map[string]any{"type": "object", "properties": map[string]any{"taskId": map[string]any{"type": "string"}}}
-		result = map[string]any{"tools": []any{map[string]any{"name": "ask", "inputSchema": schema}, map[string]any{"name": "probe", "inputSchema": schema}}}
+		result = map[string]any{"tools": []any{map[string]any{"name": "ask", "inputSchema": schema}, map[string]any{"name": "ask-aside", "inputSchema": schema},
+			map[string]any{"name": "probe", "inputSchema": schema}}}
 	case "tools/call":
 		ts.call(w, r, msg)
 		return
@@ -131,8 +139,30 @@ func (ts *clientTaskServer) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
 }
 
+// stream serves a session's own event stream.
+func (ts *clientTaskServer) stream(w http.ResponseWriter, r *http.Request) {
+	events := make(chan []byte, 16)
+	ts.mu.Lock()
+	ts.streams[r.Header.Get("Mcp-Session-Id")] = events
+	ts.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	ts.opened <- struct{}{}
+	for {
+		select {
+		case msg := <-events:
+			fmt.Fprintf(w, "data: %s\n\n", msg)
+			_ = http.NewResponseController(w).Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
 // call runs a tools/call on an event stream, asking the client what the
-// tool asks and answering with the client's answers as its text.
+// tool asks and answering with the client's answers as its text; its
+// tool "ask-aside" asks on the session's own stream instead.
 func (ts *clientTaskServer) call(w http.ResponseWriter, r *http.Request, msg wireMessage) {
 	var p struct {
 		Name      string `json:"name"`
@@ -148,6 +178,16 @@ func (ts *clientTaskServer) call(w http.ResponseWriter, r *http.Request, msg wir
 		fmt.Fprintf(w, "data: %s\n\n", raw)
 		_ = http.NewResponseController(w).Flush()
 	}
+	request := send
+	if p.Name == "ask-aside" {
+		ts.mu.Lock()
+		events := ts.streams[r.Header.Get("Mcp-Session-Id")]
+		ts.mu.Unlock()
+		request = func(v any) {
+			raw, _ := json.Marshal(v)
+			events <- raw
+		}
+	}
 	var answers []wireMessage
 	ask := func(method string, params any) wireMessage {
 		ts.mu.Lock()
@@ -156,7 +196,7 @@ func (ts *clientTaskServer) call(w http.ResponseWriter, r *http.Request, msg wir
 		answer := make(chan wireMessage, 1)
 		ts.waiting[id] = answer
 		ts.mu.Unlock()
-		send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+		request(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
 		var got wireMessage
 		select {
 		case got = <-answer:
@@ -167,7 +207,7 @@ func (ts *clientTaskServer) call(w http.ResponseWriter, r *http.Request, msg wir
 		return got
 	}
 	switch p.Name {
-	case "ask":
+	case "ask", "ask-aside":
 		created := ask("sampling/createMessage", map[string]any{"task": map[string]any{"ttl": 60000}, "maxTokens": 10,
 			"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "hello"}}}})
 		var task struct {
@@ -405,9 +445,21 @@ func (a *taskAgent) callText(t *testing.T, tool string, args map[string]any) str
 // agent's status notifications of its task reach the server.
 func TestClientTasksAreRelayed(t *testing.T) {
 	t.Parallel()
+	// "ask" asks on the call's stream, "ask-aside" on the upstream
+	// session's own, which the SDK's client reads.
+	for _, tool := range []string{"ask", "ask-aside"} {
+		t.Run(tool, func(t *testing.T) {
+			t.Parallel()
+			relaysClientTasks(t, tool)
+		})
+	}
+}
+
+func relaysClientTasks(t *testing.T, tool string) {
 	up := newClientTaskServer(t)
 	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{Timeout: 15 * time.Second}}, mcpproxy.Connection{BaseURL: up.srv.URL})
 	a := openTaskAgent(t, e, alice)
+	within(t, up.opened, "the upstream session's stream")
 	up.mu.Lock()
 	declared := up.declared[0]
 	up.mu.Unlock()
@@ -415,7 +467,7 @@ func TestClientTasksAreRelayed(t *testing.T) {
 	if declared != `{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}}}}` {
 		t.Errorf("the upstream session declared tasks %s", declared)
 	}
-	got := a.call(t, "ask", map[string]any{})
+	got := a.call(t, tool, map[string]any{})
 	want := []string{
 		`{"result":{"task":{"createdAt":"2026-01-02T03:04:05Z","lastUpdatedAt":"2026-01-02T03:04:05Z","status":"working","taskId":"alice-task-1","ttl":60000}}}`,
 		`{"result":{"createdAt":"2026-01-02T03:04:05Z","lastUpdatedAt":"2026-01-02T03:04:05Z","status":"completed","taskId":"alice-task-1","ttl":60000}}`,

@@ -5,8 +5,9 @@
 // cancels them. The go-sdk has no model of them: its client declares no
 // tasks capability and drops a request's task, its server cannot send one.
 // So the agent's capability is added to the upstream initialize (Relay's
-// Transport), and those requests go to the agent as JSON on its session's
-// own event stream (Ask), answered by its POSTs (Answered).
+// Transport, which also takes those requests out of the streams the SDK's
+// client reads), and those requests go to the agent as JSON on its
+// session's own event stream (Ask), answered by its POSTs (Answered).
 //
 // Every client-side task is bound to the agent session that created it
 // and to the upstream session it was created for: the server's requests
@@ -18,6 +19,7 @@
 package clienttasks
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -26,8 +28,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
@@ -163,31 +167,59 @@ func (r *Relay) Declare(body []byte) {
 }
 
 // Transport returns base (nil: http.DefaultTransport) adding the declared
-// capability to the initialize request the upstream session opens with.
-func (r *Relay) Transport(base http.RoundTripper) http.RoundTripper {
+// capability to the initialize request the upstream session opens with,
+// and taking out of the event streams the SDK's client reads the server's
+// requests of the client side of tasks: each is answered by ask, in a
+// context carrying its upstream session (WithUpstream) that ends with its
+// stream or after timeout, and the answer posted to the server.
+func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Asker) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		caps := r.caps.Load()
-		if caps == nil || req.Method != http.MethodPost || req.Header.Get("Mcp-Session-Id") != "" || req.Body == nil {
+		if caps == nil {
 			return base.RoundTrip(req)
 		}
-		// The body is the gateway's own client's, bounded by the agent's.
-		body, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
+		if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" && req.Body != nil {
+			declaring, err := r.declaring(req, caps)
+			if err != nil {
+				return nil, err
+			}
+			return base.RoundTrip(declaring)
 		}
-		if out, ok := withCaps(body, caps); ok {
-			body = out
+		resp, err := base.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			return resp, err
 		}
-		clone := req.Clone(req.Context())
-		clone.Body = io.NopCloser(bytes.NewReader(body))
-		clone.ContentLength = int64(len(body))
-		clone.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		return base.RoundTrip(clone)
+		resp.Body = &aside{body: resp.Body, lines: bufio.NewReader(resp.Body), divert: func(data []byte) bool {
+			var msg wire.Incoming
+			if !bytes.Contains(data, []byte(`"method"`)) || json.Unmarshal(data, &msg) != nil || !taken(caps, msg) {
+				return false
+			}
+			go answer(req, base, timeout, ask, msg)
+			return true
+		}}
+		return resp, nil
 	})
+}
+
+// declaring returns the initialize request req with caps declared.
+func (r *Relay) declaring(req *http.Request, caps *Caps) (*http.Request, error) {
+	// The body is the gateway's own client's, bounded by the agent's.
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if out, ok := withCaps(body, caps); ok {
+		body = out
+	}
+	clone := req.Clone(req.Context())
+	clone.Body = io.NopCloser(bytes.NewReader(body))
+	clone.ContentLength = int64(len(body))
+	clone.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return clone, nil
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
