@@ -30,7 +30,9 @@ func (e *endpoint) relaysTasks(s *agentSession) bool {
 // the server offers and s's agent the status and progress notifications,
 // under the relay of the client side of tasks s's agent declared.
 func (e *endpoint) tapped(s *agentSession, hc *http.Client) *http.Client {
-	hc = &http.Client{Transport: s.clientTasks.Transport(hc.Transport, e.p.timeout, func(ctx context.Context, method string, raw json.RawMessage) (any, error) { return e.ask(ctx, s, method, raw) }), CheckRedirect: hc.CheckRedirect}
+	hc = &http.Client{Transport: s.clientTasks.Transport(hc.Transport, e.p.timeout, func(ctx context.Context, method string, raw json.RawMessage) (any, error) {
+		return e.ask(ctx, s, method, raw)
+	}), CheckRedirect: hc.CheckRedirect}
 	return mcptasks.Tapped(hc, s.tasks.SetOffer, func(method string, raw json.RawMessage) { e.taskNote(context.Background(), s, method, raw) })
 }
 
