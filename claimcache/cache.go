@@ -1,6 +1,7 @@
 package claimcache
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -112,9 +113,9 @@ func New(cfg Config) (*Cache, error) {
 	}
 	c := &Cache{
 		source:    cfg.Source,
-		ttl:       orDefault(cfg.TTL, DefaultTTL),
-		interval:  orDefault(cfg.RefreshInterval, DefaultRefreshInterval),
-		early:     orDefault(cfg.EarlyRefreshInterval, DefaultEarlyRefreshInterval),
+		ttl:       cmp.Or(cfg.TTL, DefaultTTL),
+		interval:  cmp.Or(cfg.RefreshInterval, DefaultRefreshInterval),
+		early:     cmp.Or(cfg.EarlyRefreshInterval, DefaultEarlyRefreshInterval),
 		log:       cfg.Logger,
 		clock:     cfg.Clock,
 		onRefresh: cfg.OnRefresh,
@@ -126,7 +127,7 @@ func New(cfg Config) (*Cache, error) {
 	if c.ttl <= c.interval {
 		return nil, fmt.Errorf("claimcache: TTL %v must exceed RefreshInterval %v, or snapshots go stale between refreshes", c.ttl, c.interval)
 	}
-	switch c.wait = orDefault(cfg.ChangeWait, min(c.interval, c.ttl/3)); {
+	switch c.wait = cmp.Or(cfg.ChangeWait, min(c.interval, c.ttl/3)); {
 	case c.wait < 0:
 		c.wait = 0
 	case 2*c.wait >= c.ttl:
@@ -157,13 +158,6 @@ func (c *Cache) now() int64 {
 		d = time.Since(c.base)
 	}
 	return max(int64(d), 1)
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // SetServices replaces the set of tracked services. Services that stay keep

@@ -1,6 +1,7 @@
 package httpsig
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -132,7 +133,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, h http.Header, body f
 		now = v.Clock
 	}
 	t := now()
-	maxAge, skew := orDefault(v.MaxAge, defaultMaxAge), orDefault(v.FutureSkew, defaultFutureSkew)
+	maxAge, skew := cmp.Or(v.MaxAge, defaultMaxAge), cmp.Or(v.FutureSkew, defaultFutureSkew)
 	switch {
 	case p.Created.IsZero():
 		return nil, newError(ErrSignatureInvalid, "created parameter is missing")
@@ -185,7 +186,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, h http.Header, body f
 		}
 		contentRead = true
 		var err error
-		content, err = body(orDefault(v.MaxBodyBytes, defaultMaxBodyBytes))
+		content, err = body(cmp.Or(v.MaxBodyBytes, defaultMaxBodyBytes))
 		return err
 	}
 	if coversTrailer(p.Components) {
@@ -214,14 +215,6 @@ func (v *Verifier) verify(ctx context.Context, m *message, h http.Header, body f
 		}
 	}
 	return ver, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // selectSignature parses Signature-Input and Signature (RFC 9421 §4) and

@@ -67,7 +67,10 @@
 //     as JSON where the upstream offers them (tasks.go): task-augmented
 //     calls take a plain call's checks, and each task belongs to the
 //     agent session that created it, whatever the server allows, and so
-//     do its status and progress notifications.
+//     do its status and progress notifications. The client side of tasks
+//     (the agent's tasks a server creates and polls) is relayed as JSON
+//     on the agent's own stream, each task bound to its agent session and
+//     upstream session (package clienttasks).
 //     Both fast paths (direct.go and upstream.Call) are held to the SDK's
 //     server and client by a contract test that runs one conversation
 //     through every combination and compares it message by message;
@@ -93,11 +96,11 @@
 // The parts that stand alone are packages of their own: toolpolicy and
 // mcpsettings for users; under internal/, upstream (the retrying transport
 // and the exchanges), wire (the fast paths' JSON-RPC messages), mirror
-// (what an agent session sees of its upstream session), tasks (what it
-// keeps of tasks), resume (its own event stream's numbered, kept events),
-// pool (the sessions' table and shares), scrub (secret
-// removal), arguments (argument validation), limit (breaker and rate
-// limit) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,
+// (what an agent session sees of its upstream session), tasks and
+// clienttasks (what it keeps of tasks), resume (its own event stream's
+// numbered, kept events), pool (the sessions' table and shares), scrub
+// (secret removal), arguments (argument validation), limit (breaker, rate
+// limit and their defaults) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,
 // SettingsError, Discovery, Tool, ToolAnnotations and ArgumentFailure are
 // aliases of their types.
 //

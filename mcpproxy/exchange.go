@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/idnhq/idn/mcpproxy/internal/clienttasks"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,7 +30,7 @@ func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientS
 		params.SetProgressToken(id)
 	}
 	s := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: cs.ID(), Protocol: ir.ProtocolVersion}
-	return upstream.Call(ctx, s, id, params, callHandler{st, relay}, p.detach)
+	return upstream.Call(ctx, s, id, params, callHandler{st, relay, clienttasks.Upstream{ID: s.ID, Version: s.Protocol}}, p.detach)
 }
 
 // detach runs f after the caller has gone; Close waits for it.
@@ -38,10 +39,11 @@ func (p *Proxy) detach(f func()) {
 }
 
 // callHandler is what an upstream call's event stream reaches: the call's
-// relay, with the connection's scrubber.
+// relay, with the connection's scrubber and the upstream session.
 type callHandler struct {
 	st    *connState
 	relay *callRelay
+	up    clienttasks.Upstream
 }
 
 // Notify hands a notification of the call's stream to the relay.
@@ -58,7 +60,7 @@ func (h callHandler) Answer(ctx context.Context, msg wire.Incoming) wire.Respons
 	case msg.Method == "ping":
 		reply.Result = struct{}{}
 	case relay != nil && relay.ask != nil:
-		res, err := relay.ask(ctx, msg.Method, msg.Params)
+		res, err := relay.ask(clienttasks.WithUpstream(ctx, h.up), msg.Method, msg.Params)
 		if err != nil {
 			var je *jsonrpc.Error
 			if !errors.As(err, &je) {

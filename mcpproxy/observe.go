@@ -25,9 +25,10 @@ type UpstreamExchange struct {
 // Event is one MCP decision of the proxy about a caller's request: a
 // tool listing (Method "tools/list"), a tool call ("tools/call", task
 // augmented or not), a tasks method ("tasks/get", "tasks/result",
-// "tasks/list", "tasks/cancel") or a task status notification
-// ("notifications/tasks/status"), with its outcome, for
-// Config.OnDecision.
+// "tasks/list", "tasks/cancel", an agent's or, for the agent's own tasks,
+// a server's, with a server's task-augmented "sampling/createMessage" and
+// "elicitation/create") or a task status notification
+// ("notifications/tasks/status"), with its outcome, for Config.OnDecision.
 type Event struct {
 	ConnectionID string
 	Caller       Caller
@@ -39,7 +40,8 @@ type Event struct {
 	// "success" or "error" for listings; "success", "error" or
 	// "not_owned" (a task of another session, or none) for the tasks
 	// methods; "relayed", "no_stream" (kept for a resumed stream) or
-	// "not_owned" for status and task progress notifications.
+	// "not_owned" for status and task progress notifications; also
+	// "not_offered" for a server's tasks request.
 	Outcome string
 	// Code is the stable error code of a refusal or failure.
 	Code string

@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,15 +240,15 @@ func New(cfg Config) (*Proxy, error) {
 		onDecision:   cfg.OnDecision,
 		log:          cfg.Logger,
 		metrics:      m,
-		ttl:          orDefault(cfg.DiscoveryTTL, 300*time.Second),
-		staleIfError: orDefault(cfg.StaleIfError, time.Hour),
-		timeout:      orDefault(cfg.Timeout, 90*time.Second),
-		breakerN:     orOff(cfg.BreakerFailures, defaultBreakerFailures),
-		cooldown:     orDefault(cfg.BreakerCooldown, 10*time.Second),
+		ttl:          cmp.Or(cfg.DiscoveryTTL, 300*time.Second),
+		staleIfError: cmp.Or(cfg.StaleIfError, time.Hour),
+		timeout:      cmp.Or(cfg.Timeout, 90*time.Second),
+		breakerN:     limit.OrOff(cfg.BreakerFailures, limit.DefaultBreakerFailures),
+		cooldown:     cmp.Or(cfg.BreakerCooldown, 10*time.Second),
 		retry: upstream.RetryPolicy{
 			MaxRetries:     cfg.MaxRetries,
-			BaseDelay:      orDefault(cfg.RetryBaseDelay, 100*time.Millisecond),
-			MaxDelay:       orDefault(cfg.RetryMaxDelay, 2*time.Second),
+			BaseDelay:      cmp.Or(cfg.RetryBaseDelay, 100*time.Millisecond),
+			MaxDelay:       cmp.Or(cfg.RetryMaxDelay, 2*time.Second),
 			AttemptTimeout: cfg.AttemptTimeout,
 		},
 		maxBody: cfg.MaxBodyBytes,
@@ -277,37 +278,12 @@ func New(cfg Config) (*Proxy, error) {
 	if maxKeys <= 0 {
 		maxKeys = 10000
 	}
-	p.limits = limit.NewLimiter(orOff(cfg.RateLimitPerMinute, defaultRateLimitPerMinute), maxKeys)
+	p.limits = limit.NewLimiter(limit.OrOff(cfg.RateLimitPerMinute, limit.DefaultRateLimitPerMinute), maxKeys)
 	// No capabilities (the SDK's default offers roots): the gateway has
 	// nothing to answer a server's requests with but ping.
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	p.endpoint = newEndpoint(p, orDefault(cfg.SessionIdleTimeout, 10*time.Minute), pool.NewLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
+	p.endpoint = newEndpoint(p, cmp.Or(cfg.SessionIdleTimeout, 10*time.Minute), pool.NewLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
 	return p, nil
-}
-
-// Defaults of the protections the zero Config switches on.
-const (
-	defaultBreakerFailures    = 3
-	defaultRateLimitPerMinute = 120
-)
-
-// orOff maps "zero is the default, negative is off" to the value the
-// breaker and the limiter read, where zero or less is off.
-func orOff(n, def int) int {
-	switch {
-	case n == 0:
-		return def
-	case n < 0:
-		return 0
-	}
-	return n
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // SessionState is the MCP session state of a connection.

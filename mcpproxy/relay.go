@@ -78,16 +78,10 @@ func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, par
 		return
 	}
 	conn := s.conn.Load()
-	switch method {
-	case "notifications/resources/updated", "notifications/resources/list_changed":
-		if !conn.ExposeResources {
-			return
-		}
-	case "notifications/prompts/list_changed":
-		if !conn.ExposePrompts {
-			return
-		}
-	case "notifications/tools/list_changed":
+	if mirror.Hidden(method, conn.ExposeResources, conn.ExposePrompts) {
+		return
+	}
+	if method == "notifications/tools/list_changed" {
 		// The tools the session's calls are checked against are listed
 		// again at the next call.
 		s.tools.Store(nil)
@@ -103,6 +97,9 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 	ss := s.ss.Load()
 	if ss == nil {
 		return nil, mirror.NotOffered(method)
+	}
+	if s.clientTasks.Handles(ctx, s.version.Load(), s.events.Streaming(), method, raw) {
+		return e.askTask(ctx, s, method, raw)
 	}
 	st, err := e.p.state(s.conn.Load())
 	if err != nil {
@@ -211,14 +208,10 @@ func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connSt
 // keepTools makes tools, a complete listing of s's upstream session, the
 // one its calls are checked against.
 func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) (*catalog.Catalog, error) {
-	d := Discovery{Tools: make([]Tool, 0, len(tools))}
-	for _, t := range tools {
-		d.Tools = append(d.Tools, catalog.ToolOf(t))
-	}
-	if err := catalog.Clean(st.scrubber.Load(), &d); err != nil {
+	snap, err := catalog.Listed(st.scrubber.Load(), tools)
+	if err != nil {
 		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	snap := catalog.New(d)
 	s.tools.Store(snap)
 	return snap, nil
 }

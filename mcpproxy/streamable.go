@@ -5,7 +5,6 @@ package mcpproxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
+	"github.com/idnhq/idn/mcpproxy/internal/clienttasks"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
@@ -25,7 +25,6 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -69,8 +68,10 @@ type agentSession struct {
 	// the server asks for during a call: its calls then need an event
 	// stream, and are not answered directly.
 	asks atomic.Bool
-	// tasks is what the session relays of tasks, and the ids of its own.
-	tasks tasks.Book
+	// tasks is what the session relays of tasks, and the ids of its own;
+	// clientTasks the same of the tasks its agent runs for the server.
+	tasks       tasks.Book
+	clientTasks clienttasks.Relay
 	// events numbers and keeps what the session's own event stream
 	// carries, task status and progress included, for a client resuming it.
 	events *resume.Log
@@ -188,7 +189,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case s != nil:
 		s.begin()
 		defer s.end(e.idle)
-		if e.direct(w, r, s, body) {
+		if e.fromAgent(w, r, s, body) || e.direct(w, r, s, body) {
 			return
 		}
 	case upstream.Method(body) == "initialize":
@@ -198,6 +199,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer e.settle(s)
+		s.clientTasks.Declare(body)
 		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, s))
 	}
 	e.sdk.ServeHTTP(w, r)
@@ -438,25 +440,7 @@ func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connectio
 }
 
 // rpcError turns an error of this package into a JSON-RPC error whose data
-// carries the stable code of the REST answer (and retry_after_seconds),
-// and the id of the HTTP request that carried the call, which the
-// gateway's log lines about it carry: an MCP client shows the error, not
-// the X-Request-Id header. Refusals about the request are invalid params,
-// as the go-sdk answers an unknown tool; the rest are internal errors.
+// carries the stable code of the REST answer (wire.RPCError).
 func rpcError(ctx context.Context, err error) error {
-	ae := toAPIError(err)
-	data := map[string]any{"code": ae.Code().String()}
-	if id := apierror.RequestIDFrom(ctx); id != "" {
-		data["request_id"] = id
-	}
-	if ae.RetryAfter > 0 {
-		data["retry_after_seconds"] = int64((ae.RetryAfter + time.Second - 1) / time.Second)
-	}
-	raw, _ := json.Marshal(data)
-	code := int64(jsonrpc.CodeInternalError)
-	switch ae.Code().Status() {
-	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound:
-		code = jsonrpc.CodeInvalidParams
-	}
-	return &jsonrpc.Error{Code: code, Message: ae.Message, Data: raw}
+	return wire.RPCError(toAPIError(err), apierror.RequestIDFrom(ctx))
 }

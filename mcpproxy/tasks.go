@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/mcpproxy/internal/clienttasks"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
@@ -26,8 +27,12 @@ func (e *endpoint) relaysTasks(s *agentSession) bool {
 }
 
 // tapped returns hc with its transport under a tap telling s's Book what
-// the server offers and s's agent the status and progress notifications.
+// the server offers and s's agent the status and progress notifications,
+// under the relay of the client side of tasks s's agent declared.
 func (e *endpoint) tapped(s *agentSession, hc *http.Client) *http.Client {
+	hc = &http.Client{Transport: s.clientTasks.Transport(hc.Transport, e.p.timeout, func(ctx context.Context, method string, raw json.RawMessage) (any, error) {
+		return e.ask(ctx, s, method, raw)
+	}), CheckRedirect: hc.CheckRedirect}
 	return mcptasks.Tapped(hc, s.tasks.SetOffer, func(method string, raw json.RawMessage) { e.taskNote(context.Background(), s, method, raw) })
 }
 
@@ -109,7 +114,7 @@ func (e *endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.Serve
 func (p *Proxy) exchange(ctx context.Context, st *connState, cs *mcp.ClientSession, method string, params any, relay *callRelay) (json.RawMessage, error) {
 	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
 	s := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: cs.ID(), Protocol: cs.InitializeResult().ProtocolVersion}
-	return upstream.Request(ctx, s, id, method, params, callHandler{st, relay}, p.detach)
+	return upstream.Request(ctx, s, id, method, params, callHandler{st, relay, clienttasks.Upstream{ID: s.ID, Version: s.Protocol}}, p.detach)
 }
 
 // callAsTask sends a checked task-augmented tools/call upstream. The
@@ -207,4 +212,48 @@ func (e *endpoint) taskNote(ctx context.Context, s *agentSession, method string,
 	}
 	e.p.metrics.Tasks.WithLabelValues(method, outcome).Inc()
 	e.p.decide(ctx, conn, s.caller, method, "", outcome, nil)
+}
+
+// askTask relays a server's request of the client side of tasks to the
+// agent of s, on its own event stream (clienttasks.Relay.Ask); each is a
+// decision and counted.
+func (e *endpoint) askTask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
+	conn := s.conn.Load()
+	st, err := e.p.state(conn)
+	if err != nil {
+		return nil, err
+	}
+	res, outcome, err := s.clientTasks.Ask(ctx, st.scrubber.Load(), method, raw, s.events.SendOpen)
+	e.p.metrics.Tasks.WithLabelValues(method, string(outcome)).Inc()
+	e.p.decide(ctx, conn, s.caller, method, "", string(outcome), nil)
+	return res, err
+}
+
+// fromAgent takes the agent's POST body on s when it is the client side
+// of tasks: an answer to a request askTask sent, or a status notification
+// of one of its tasks, relayed to the upstream session the task is bound
+// to when that is still s's (counted relayed, not_owned or error).
+func (e *endpoint) fromAgent(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
+	if s.clientTasks.Answered(body) {
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	}
+	params, bound, ok, err := s.clientTasks.Status(body)
+	if !ok {
+		return false
+	}
+	w.WriteHeader(http.StatusAccepted)
+	conn, outcome := s.conn.Load(), "not_owned"
+	s.upstream.mu.Lock()
+	cs := s.upstream.session
+	s.upstream.mu.Unlock()
+	if st, stErr := e.p.state(conn); err == nil && stErr == nil && cs != nil && cs.ID() == bound {
+		up := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: bound, Protocol: cs.InitializeResult().ProtocolVersion}
+		if outcome = "relayed"; upstream.Notify(r.Context(), up, mcptasks.StatusMethod, params) != nil {
+			outcome = "error"
+		}
+	}
+	e.p.metrics.Tasks.WithLabelValues(mcptasks.StatusMethod, outcome).Inc()
+	e.p.decide(r.Context(), conn, s.caller, mcptasks.StatusMethod, "", outcome, nil)
+	return true
 }

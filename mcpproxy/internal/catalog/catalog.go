@@ -106,3 +106,16 @@ func Clean(sc *scrub.Scrubber, d *mcpsettings.Discovery) error {
 	}
 	return nil
 }
+
+// Listed returns the catalog of tools, a complete tools/list of an
+// upstream session, with secrets replaced (Clean).
+func Listed(sc *scrub.Scrubber, tools []*mcp.Tool) (*Catalog, error) {
+	d := mcpsettings.Discovery{Tools: make([]mcpsettings.Tool, 0, len(tools))}
+	for _, t := range tools {
+		d.Tools = append(d.Tools, ToolOf(t))
+	}
+	if err := Clean(sc, &d); err != nil {
+		return nil, err
+	}
+	return New(d), nil
+}

@@ -116,6 +116,19 @@ func DefaultCacheScope(res mcp.Result) {
 	}
 }
 
+// Hidden reports whether a notification of method is kept from the agent
+// by what the connection exposes: resources and prompts notifications
+// only where it exposes them.
+func Hidden(method string, resources, prompts bool) bool {
+	switch method {
+	case "notifications/resources/updated", "notifications/resources/list_changed":
+		return !resources
+	case "notifications/prompts/list_changed":
+		return !prompts
+	}
+	return false
+}
+
 // Completable reports whether a completion/complete about ref may pass:
 // prompt arguments where the connection exposes prompts, resource
 // template arguments where it exposes resources.

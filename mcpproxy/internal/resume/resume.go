@@ -130,7 +130,31 @@ func (l *Log) Open(w http.ResponseWriter, r *http.Request, prime bool, refuse fu
 func (l *Log) Send(msg []byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.append(append(append([]byte("event: message\ndata: "), msg...), "\n\n"...))
+	return l.append(framed(msg))
+}
+
+// framed is msg framed as a message event.
+func framed(msg []byte) []byte {
+	return append(append([]byte("event: message\ndata: "), msg...), "\n\n"...)
+}
+
+// SendOpen is Send while a stream is open, and does nothing (false) when
+// none is: for a request to the client, whose asker waits for the answer
+// only so long, and which a stream opened later must not carry.
+func (l *Log) SendOpen(msg []byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.live == nil {
+		return false
+	}
+	return l.append(framed(msg))
+}
+
+// Streaming reports whether a stream is open.
+func (l *Log) Streaming() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.live != nil
 }
 
 // append numbers and keeps event and writes it to the open stream, if

@@ -183,6 +183,20 @@ func withdrawn(ctx context.Context, s Session, id string, err error, detach func
 	return err
 }
 
+// Notify sends the notification method with params on s.
+func Notify(ctx context.Context, s Session, method string, params any) error {
+	resp, err := post(ctx, s, wire.Request{Method: method, Params: params})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("%s: upstream answered %s", method, resp.Status)
+	}
+	return nil
+}
+
 // post sends one JSON-RPC message on s.
 func post(ctx context.Context, s Session, msg any) (*http.Response, error) {
 	if m, ok := msg.(wire.Request); ok {

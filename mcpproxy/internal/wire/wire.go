@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
+
+	"github.com/idnhq/idn/internal/apierror"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -69,4 +72,27 @@ func IDKey(id json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return strconv.FormatInt(n, 10), true
+}
+
+// RPCError is the JSON-RPC error of ae, an answer of the REST routes:
+// its data carries ae's stable code (and retry_after_seconds), and the
+// id of the HTTP request that carried the call (requestID), which the
+// gateway's log lines about it carry: an MCP client shows the error, not
+// the X-Request-Id header. Refusals about the request are invalid params,
+// as the go-sdk answers an unknown tool; the rest are internal errors.
+func RPCError(ae *apierror.Error, requestID string) *jsonrpc.Error {
+	data := map[string]any{"code": ae.Code().String()}
+	if requestID != "" {
+		data["request_id"] = requestID
+	}
+	if ae.RetryAfter > 0 {
+		data["retry_after_seconds"] = int64((ae.RetryAfter + time.Second - 1) / time.Second)
+	}
+	raw, _ := json.Marshal(data)
+	code := int64(jsonrpc.CodeInternalError)
+	switch ae.Code().Status() {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound:
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: ae.Message, Data: raw}
 }

@@ -1,0 +1,474 @@
+// Package clienttasks relays the client side of MCP tasks (protocol
+// version 2025-11-25) through an agent session of the MCP endpoint: the
+// tasks an agent runs for the server, when the server asks it for a
+// sampling or an elicitation as a task, and polls, fetches, lists and
+// cancels them. The go-sdk has no model of them: its client declares no
+// tasks capability and drops a request's task, its server cannot send one.
+// So the agent's capability is added to the upstream initialize (Relay's
+// Transport, which also takes those requests out of the streams the SDK's
+// client reads), and those requests go to the agent as JSON on its
+// session's own event stream (Ask), answered by its POSTs (Answered).
+//
+// Every client-side task is bound to the agent session that created it
+// and to the upstream session it was created for: the server's requests
+// about any other id are answered NotFound without asking the agent, and
+// a tasks/list page keeps only the tasks bound to the upstream session
+// that asks, so neither another agent's tasks nor those an earlier
+// upstream session created can be reached. The agent's status
+// notifications reach only the upstream session its task is bound to.
+package clienttasks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// MaxOwned bounds the client-side task ids a session keeps: past it, the
+// oldest is forgotten (and the server's requests about it are answered
+// NotFound).
+const MaxOwned = 1024
+
+// NotFound is the answer to a server's request about a task the agent
+// session did not create for the asking upstream session, worded as the
+// reference SDKs word an unknown one.
+var NotFound = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
+
+// ErrNoStream: the agent session has no event stream open to carry a
+// request.
+var ErrNoStream = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpproxy: the agent has no event stream open to receive the request"}
+
+// Caps is the part of a client's tasks capability that is relayed; nil
+// fields were not declared.
+type Caps struct {
+	List     json.RawMessage `json:"list,omitempty"`
+	Cancel   json.RawMessage `json:"cancel,omitempty"`
+	Requests *Requests       `json:"requests,omitempty"`
+}
+
+// Requests are the requests a client runs as tasks.
+type Requests struct {
+	Sampling *struct {
+		CreateMessage json.RawMessage `json:"createMessage,omitempty"`
+	} `json:"sampling,omitempty"`
+	Elicitation *struct {
+		Create json.RawMessage `json:"create,omitempty"`
+	} `json:"elicitation,omitempty"`
+}
+
+// augmentable reports whether c lets method be sent as a task.
+func (c *Caps) augmentable(method string) bool {
+	if c == nil || c.Requests == nil {
+		return false
+	}
+	switch method {
+	case "sampling/createMessage":
+		return c.Requests.Sampling != nil && present(c.Requests.Sampling.CreateMessage)
+	case "elicitation/create":
+		return c.Requests.Elicitation != nil && present(c.Requests.Elicitation.Create)
+	}
+	return false
+}
+
+// present reports whether a capability was declared: a member, not null.
+func present(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
+
+// orNil is raw when present, else nil.
+func orNil(raw json.RawMessage) json.RawMessage {
+	if present(raw) {
+		return raw
+	}
+	return nil
+}
+
+// Declared returns what the upstream session is told of the tasks
+// capability of a client whose initialize request is body: its list and
+// cancel, and task-augmented sampling and elicitation where it declared
+// sampling and elicitation themselves (the relay passes no others); nil
+// when none of it passes, or the client asks for a version without tasks.
+func Declared(body []byte) *Caps {
+	var msg struct {
+		Params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+			Capabilities    struct {
+				Sampling    json.RawMessage `json:"sampling"`
+				Elicitation json.RawMessage `json:"elicitation"`
+				Tasks       *Caps           `json:"tasks"`
+			} `json:"capabilities"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Params.ProtocolVersion < mcptasks.Version || msg.Params.Capabilities.Tasks == nil {
+		return nil
+	}
+	agent := msg.Params.Capabilities
+	out := &Caps{List: orNil(agent.Tasks.List), Cancel: orNil(agent.Tasks.Cancel)}
+	req := &Requests{}
+	if present(agent.Sampling) && agent.Tasks.augmentable("sampling/createMessage") {
+		req.Sampling = agent.Tasks.Requests.Sampling
+	}
+	if present(agent.Elicitation) && agent.Tasks.augmentable("elicitation/create") {
+		req.Elicitation = agent.Tasks.Requests.Elicitation
+	}
+	if req.Sampling != nil || req.Elicitation != nil {
+		out.Requests = req
+	}
+	if out.List == nil && out.Cancel == nil && out.Requests == nil {
+		return nil
+	}
+	return out
+}
+
+// Upstream is the upstream session a server's request came on.
+type Upstream struct {
+	ID      string // its Mcp-Session-Id
+	Version string // the protocol version it settled on
+}
+
+type upstreamKey struct{}
+
+// WithUpstream returns ctx carrying up, the upstream session of the
+// server's request being answered in ctx.
+func WithUpstream(ctx context.Context, up Upstream) context.Context {
+	return context.WithValue(ctx, upstreamKey{}, up)
+}
+
+// Relay is what an agent session keeps of the client side of tasks. Its
+// zero value relays nothing until Declare.
+type Relay struct {
+	caps atomic.Pointer[Caps]
+
+	mu      sync.Mutex
+	owned   map[string]string // task id → the upstream session id it was created for
+	order   []string          // owned, oldest first
+	pending map[string]chan wire.Incoming
+}
+
+// Declare records what the agent's initialize request body declares
+// (Declared).
+func (r *Relay) Declare(body []byte) {
+	if c := Declared(body); c != nil {
+		r.caps.Store(c)
+	}
+}
+
+// Transport returns base (nil: http.DefaultTransport) adding the declared
+// capability to the initialize request the upstream session opens with,
+// and taking out of the event streams the SDK's client reads the server's
+// requests of the client side of tasks: each is answered by ask, in a
+// context carrying its upstream session (WithUpstream) that ends with its
+// stream or after timeout, and the answer posted to the server.
+func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Asker) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		caps := r.caps.Load()
+		if caps == nil {
+			return base.RoundTrip(req)
+		}
+		if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" && req.Body != nil {
+			declaring, err := r.declaring(req, caps)
+			if err != nil {
+				return nil, err
+			}
+			return base.RoundTrip(declaring)
+		}
+		resp, err := base.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			return resp, err
+		}
+		resp.Body = &aside{body: resp.Body, lines: bufio.NewReader(resp.Body), divert: func(data []byte) bool {
+			var msg wire.Incoming
+			if !bytes.Contains(data, []byte(`"method"`)) || json.Unmarshal(data, &msg) != nil || !taken(caps, msg) {
+				return false
+			}
+			go answer(req, base, timeout, ask, msg)
+			return true
+		}}
+		return resp, nil
+	})
+}
+
+// declaring returns the initialize request req with caps declared.
+func (r *Relay) declaring(req *http.Request, caps *Caps) (*http.Request, error) {
+	// The body is the gateway's own client's, bounded by the agent's.
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if out, ok := withCaps(body, caps); ok {
+		body = out
+	}
+	clone := req.Clone(req.Context())
+	clone.Body = io.NopCloser(bytes.NewReader(body))
+	clone.ContentLength = int64(len(body))
+	clone.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return clone, nil
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// withCaps returns the initialize request body with caps as its client's
+// tasks capability; false when body is not an initialize request.
+func withCaps(body []byte, caps *Caps) ([]byte, bool) {
+	var msg map[string]json.RawMessage
+	var params map[string]json.RawMessage
+	var capabilities map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil || string(msg["method"]) != `"initialize"` ||
+		json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["capabilities"], &capabilities) != nil {
+		return nil, false
+	}
+	if capabilities == nil {
+		capabilities = map[string]json.RawMessage{}
+	}
+	var err error
+	if capabilities["tasks"], err = json.Marshal(caps); err != nil {
+		return nil, false
+	}
+	if params["capabilities"], err = json.Marshal(capabilities); err != nil {
+		return nil, false
+	}
+	if msg["params"], err = json.Marshal(params); err != nil {
+		return nil, false
+	}
+	out, err := json.Marshal(msg)
+	return out, err == nil
+}
+
+// Handles reports whether a server's request of method with params raw,
+// received in ctx, is the client side of tasks and relayed by Ask: a
+// tasks method, or a sampling or elicitation the server asks for as a
+// task, on an upstream session (WithUpstream) and an agent session
+// (agentVersion) that both settled on a version with tasks, from an
+// agent that declared it. A sampling or elicitation is relayed as a task
+// only to an agent with a stream open to receive it (streaming); any
+// other is asked as a plain one, the task dropped, which a server must
+// take.
+func (r *Relay) Handles(ctx context.Context, agentVersion *string, streaming bool, method string, raw json.RawMessage) bool {
+	caps := r.caps.Load()
+	up, ok := ctx.Value(upstreamKey{}).(Upstream)
+	if caps == nil || !ok || up.Version < mcptasks.Version || agentVersion == nil || *agentVersion < mcptasks.Version {
+		return false
+	}
+	switch method {
+	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+		return true
+	case "sampling/createMessage", "elicitation/create":
+		var p struct {
+			Task json.RawMessage `json:"task"`
+		}
+		return streaming && caps.augmentable(method) && json.Unmarshal(raw, &p) == nil && p.Task != nil
+	}
+	return false
+}
+
+// Outcome is what became of a server's request Ask relayed, for the
+// counters: relayed (the agent answered, with a result or an error),
+// not_owned (a task not the session's, answered NotFound), not_offered
+// (a method the agent did not declare), no_stream (nowhere to send it),
+// or error (the request ended before the agent answered).
+type Outcome string
+
+// Ask relays a server's request of method with params raw, received in
+// ctx on the upstream session WithUpstream set, to the agent: written by
+// send as a request of its own on the agent session's event stream
+// (secrets replaced by sc), with an id of the gateway's, and the agent's
+// answer returned as it wrote it. A task the agent creates is bound to
+// the session and the upstream session; a request about any other task
+// is answered NotFound without asking. When ctx ends first, the agent is
+// told the request is cancelled.
+func (r *Relay) Ask(ctx context.Context, sc *scrub.Scrubber, method string, raw json.RawMessage, send func(msg []byte) bool) (json.RawMessage, Outcome, error) {
+	caps := r.caps.Load()
+	up, _ := ctx.Value(upstreamKey{}).(Upstream)
+	switch {
+	case method == "tasks/list" && caps.List == nil, method == "tasks/cancel" && caps.Cancel == nil:
+		return nil, "not_offered", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + method + " is not offered by this client"}
+	case method == "tasks/get" || method == "tasks/result" || method == "tasks/cancel":
+		var p struct {
+			TaskID string `json:"taskId"`
+		}
+		if json.Unmarshal(raw, &p) != nil || !r.bound(p.TaskID, up.ID) {
+			return nil, "not_owned", NotFound
+		}
+	}
+	if len(raw) > 0 {
+		clean, err := scrub.Launder(sc, &raw)
+		if err != nil {
+			return nil, "error", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": params that cannot be checked for secrets"}
+		}
+		raw = *clean
+	}
+	id := "idn-ct-" + rand.Text()
+	answer := make(chan wire.Incoming, 1)
+	r.mu.Lock()
+	if r.pending == nil {
+		r.pending = map[string]chan wire.Incoming{}
+	}
+	r.pending[id] = answer
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.pending, id)
+		r.mu.Unlock()
+	}()
+	msg, err := json.Marshal(wire.Request{JSONRPC: "2.0", ID: id, Method: method, Params: raw})
+	if err != nil {
+		return nil, "error", err
+	}
+	if !send(msg) {
+		return nil, "no_stream", ErrNoStream
+	}
+	var in wire.Incoming
+	select {
+	case in = <-answer:
+	case <-ctx.Done():
+		cancelled, _ := json.Marshal(wire.Request{JSONRPC: "2.0", Method: "notifications/cancelled", Params: map[string]string{"requestId": id, "reason": "the server's request ended"}})
+		send(cancelled)
+		return nil, "error", ctx.Err()
+	}
+	if in.Error != nil {
+		return nil, "relayed", in.Error
+	}
+	switch method {
+	case "sampling/createMessage", "elicitation/create":
+		var created struct {
+			Task *struct {
+				TaskID string `json:"taskId"`
+			} `json:"task"`
+		}
+		if json.Unmarshal(in.Result, &created) == nil && created.Task != nil && created.Task.TaskID != "" {
+			r.own(created.Task.TaskID, up.ID)
+		}
+	case "tasks/list":
+		list, err := r.ownList(in.Result, up.ID)
+		if err != nil {
+			return nil, "error", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tasks/list: the agent's answer cannot be read"}
+		}
+		return list, "relayed", nil
+	}
+	return in.Result, "relayed", nil
+}
+
+// Answered hands the agent's POST body to the request Ask waits on, when
+// it is the answer to one, and reports whether it was.
+func (r *Relay) Answered(body []byte) bool {
+	if r.caps.Load() == nil || !bytes.Contains(body, []byte(`"idn-ct-`)) {
+		return false
+	}
+	var in wire.Incoming
+	if json.Unmarshal(body, &in) != nil || in.Method != "" || len(in.ID) == 0 || in.ID[0] != '"' {
+		return false
+	}
+	id, err := strconv.Unquote(string(in.ID))
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	answer, ok := r.pending[id]
+	delete(r.pending, id)
+	r.mu.Unlock()
+	if ok {
+		answer <- in
+	}
+	return ok
+}
+
+// ErrNotOwned: a status notification about a task the session did not
+// create.
+var ErrNotOwned = errors.New("clienttasks: not a task of this session")
+
+// Status returns the params of the agent's POST body when it is a task
+// status notification, and the upstream session its task is bound to;
+// ErrNotOwned when the task is not the session's, ok false when body is
+// no status notification.
+func (r *Relay) Status(body []byte) (params json.RawMessage, upstreamID string, ok bool, err error) {
+	if r.caps.Load() == nil || !bytes.Contains(body, []byte(mcptasks.StatusMethod)) {
+		return nil, "", false, nil
+	}
+	var in wire.Incoming
+	if json.Unmarshal(body, &in) != nil || in.Method != mcptasks.StatusMethod || in.ID != nil {
+		return nil, "", false, nil
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal(in.Params, &p)
+	r.mu.Lock()
+	up, owned := r.owned[p.TaskID]
+	r.mu.Unlock()
+	if !owned {
+		return nil, "", true, ErrNotOwned
+	}
+	return in.Params, up, true, nil
+}
+
+// own binds task id to the session and upstream session up.
+func (r *Relay) own(id, up string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owned == nil {
+		r.owned = map[string]string{}
+	}
+	if _, ok := r.owned[id]; !ok {
+		if len(r.order) >= MaxOwned {
+			delete(r.owned, r.order[0])
+			r.order = r.order[1:]
+		}
+		r.order = append(r.order, id)
+	}
+	r.owned[id] = up
+}
+
+// bound reports whether task id is the session's, created for upstream
+// session up.
+func (r *Relay) bound(id, up string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got, ok := r.owned[id]
+	return ok && id != "" && got == up
+}
+
+// ownList returns the agent's tasks/list page with only the tasks bound
+// to upstream session up.
+func (r *Relay) ownList(raw json.RawMessage, up string) (json.RawMessage, error) {
+	var page map[string]json.RawMessage
+	var tasks []json.RawMessage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(page["tasks"], &tasks); err != nil && page["tasks"] != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(tasks))
+	for _, t := range tasks {
+		var task struct {
+			TaskID string `json:"taskId"`
+		}
+		if json.Unmarshal(t, &task) == nil && r.bound(task.TaskID, up) {
+			kept = append(kept, t)
+		}
+	}
+	var err error
+	if page["tasks"], err = json.Marshal(kept); err != nil {
+		return nil, err
+	}
+	return json.Marshal(page)
+}
