@@ -109,6 +109,33 @@ func Created(raw json.RawMessage) (string, bool) {
 	return created.Task.TaskID, json.Unmarshal(raw, &created) == nil && created.Task.TaskID != ""
 }
 
+// KeepTasks returns the tasks/list result raw with only the tasks whose
+// id keep accepts, its other members (the cursor) as they were.
+func KeepTasks(raw json.RawMessage, keep func(taskID string) bool) (json.RawMessage, error) {
+	var page map[string]json.RawMessage
+	var tasks []json.RawMessage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(page["tasks"], &tasks); err != nil && page["tasks"] != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(tasks))
+	for _, t := range tasks {
+		var task struct {
+			TaskID string `json:"taskId"`
+		}
+		if json.Unmarshal(t, &task) == nil && task.TaskID != "" && keep(task.TaskID) {
+			kept = append(kept, t)
+		}
+	}
+	var err error
+	if page["tasks"], err = json.Marshal(kept); err != nil {
+		return nil, err
+	}
+	return json.Marshal(page)
+}
+
 // WithTasks is the initialize answer ir with the tasks capability caps.
 func WithTasks(ir *mcp.InitializeResult, caps map[string]any) (mcp.Result, error) {
 	raw, err := json.Marshal(ir)

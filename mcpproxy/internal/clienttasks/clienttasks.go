@@ -358,7 +358,7 @@ func (r *Relay) Ask(ctx context.Context, sc *scrub.Scrubber, method string, raw 
 			r.own(created.Task.TaskID, up.ID)
 		}
 	case "tasks/list":
-		list, err := r.ownList(in.Result, up.ID)
+		list, err := mcptasks.KeepTasks(in.Result, func(id string) bool { return r.bound(id, up.ID) })
 		if err != nil {
 			return nil, "error", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tasks/list: the agent's answer cannot be read"}
 		}
@@ -444,31 +444,4 @@ func (r *Relay) bound(id, up string) bool {
 	defer r.mu.Unlock()
 	got, ok := r.owned[id]
 	return ok && id != "" && got == up
-}
-
-// ownList returns the agent's tasks/list page with only the tasks bound
-// to upstream session up.
-func (r *Relay) ownList(raw json.RawMessage, up string) (json.RawMessage, error) {
-	var page map[string]json.RawMessage
-	var tasks []json.RawMessage
-	if err := json.Unmarshal(raw, &page); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(page["tasks"], &tasks); err != nil && page["tasks"] != nil {
-		return nil, err
-	}
-	kept := make([]json.RawMessage, 0, len(tasks))
-	for _, t := range tasks {
-		var task struct {
-			TaskID string `json:"taskId"`
-		}
-		if json.Unmarshal(t, &task) == nil && r.bound(task.TaskID, up) {
-			kept = append(kept, t)
-		}
-	}
-	var err error
-	if page["tasks"], err = json.Marshal(kept); err != nil {
-		return nil, err
-	}
-	return json.Marshal(page)
 }

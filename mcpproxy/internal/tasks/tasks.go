@@ -229,25 +229,7 @@ func (b *Book) Forward(method string, p *mcptasks.Params) (map[string]string, er
 
 // OwnList returns a tasks/list page with only the session's own tasks.
 func (b *Book) OwnList(raw json.RawMessage) (json.RawMessage, error) {
-	var page map[string]json.RawMessage
-	var tasks []json.RawMessage
-	if err := json.Unmarshal(raw, &page); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(page["tasks"], &tasks); err != nil && page["tasks"] != nil {
-		return nil, err
-	}
-	kept := make([]json.RawMessage, 0, len(tasks))
-	for _, t := range tasks {
-		if id, ok := TaskID(t); ok && b.Owns(id) {
-			kept = append(kept, t)
-		}
-	}
-	var err error
-	if page["tasks"], err = json.Marshal(kept); err != nil {
-		return nil, err
-	}
-	return json.Marshal(page)
+	return mcptasks.KeepTasks(raw, b.Owns)
 }
 
 // TaskID is the taskId of a task or a status notification's params.
