@@ -59,12 +59,13 @@ func cmdMCP(args []string, e env) error {
 		calls:    map[string]*mcporder.Call{},
 		retry:    *retry,
 	}
+	b.clientTasks = &clientTasks{endpoint: b.endpoint, post: b.refusals}
 	// mcporder keeps a call's result behind the progress the gateway sent
 	// before it, which would otherwise be dropped. A redirect is never
 	// followed: signing the next hop would give whoever answered the 3xx a
 	// signed request for any URL it names.
 	b.http = &http.Client{
-		Transport:     &mcporder.Transport{Base: &mcptasks.Tap{Base: b.refusals, Offer: b.tasks.Store, Status: b.status, Progress: b.taskProgress}},
+		Transport:     b.clientTasks.transport(&mcporder.Transport{Base: &mcptasks.Tap{Base: b.refusals, Offer: b.tasks.Store, Status: b.status, Progress: b.taskProgress}}),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return b.serve(context.Background(), e.stdin, e.stdout)
@@ -101,6 +102,8 @@ type bridge struct {
 	// task-augmented calls, whose progress is relayed until their task
 	// ends (mcptasks.go).
 	taskTokens mcptasks.Tokens
+	// clientTasks carries the client side of tasks (mcpclienttasks.go).
+	clientTasks *clientTasks
 	// out is stdout, written one whole message at a time.
 	out *lockedWriter
 }
@@ -116,6 +119,9 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	// and a wrong URL, connection or identity fails at start, not later.
 	b.initialized = make(chan struct{})
 	b.out = &lockedWriter{w: out}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	b.clientTasks.ctx, b.clientTasks.out = ctx, b.out
 	remote, err := b.session(ctx)
 	var (
 		caps         *mcp.ServerCapabilities
@@ -169,7 +175,9 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	server.AddSendingMiddleware(mcpnotify.Sending)
 	var calls sync.WaitGroup
 	defer calls.Wait()
-	in = &taskCalls{r: bufio.NewReader(in), take: func(line []byte) bool { return b.taskCall(ctx, &calls, line) }}
+	in = &taskCalls{r: bufio.NewReader(in), take: func(line []byte) bool {
+		return b.clientTasks.fromClient(line) || b.taskCall(ctx, &calls, line)
+	}}
 	local, err := server.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: b.out}, nil)
 	if err != nil {
 		return err
@@ -186,10 +194,12 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	_ = local.Wait()
 	stopAwait()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.remote != nil {
 		_ = b.remote.Close() // ends the gateway session (DELETE)
 	}
+	b.mu.Unlock()
+	stop() // the stdio client answers nothing more
+	b.clientTasks.wg.Wait()
 	return nil
 }
 

@@ -96,6 +96,9 @@ func (b *bridge) initialize(ctx context.Context, method string, req mcp.Request,
 		_ = old.Close()
 	}
 	remote, err := b.session(ctx)
+	if err == nil {
+		b.clientTasks.awaitStream(ctx, remote.ID())
+	}
 	res, rerr := next(ctx, method, req)
 	if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
 		b.mu.Lock()

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/internal/mcpconversation"
+)
+
+// initializeClientTasks declares the client side of tasks, with sampling
+// and elicitation, as a desktop client of 2025-11-25 does.
+const initializeClientTasks = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"raw","version":"1"},` +
+	`"capabilities":{"sampling":{},"elicitation":{},"tasks":{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}},"elicitation":{"create":{}}}}}}}`
+
+// taskRunner is a stdio client of idn mcp, JSON lines, that runs the
+// server's task-augmented sampling and elicitation as tasks of its own,
+// and answers the server's requests about them.
+type taskRunner struct {
+	t        *testing.T
+	name     string
+	mu       sync.Mutex
+	in       io.Writer
+	n        int
+	kinds    map[string]string // task id → the method that created it
+	requests []string          // the server's requests, method and params without _meta
+	answers  chan map[string]json.RawMessage
+}
+
+// runTasks runs idn mcp against st and initializes it with initialize.
+func (st *mcpStack) runTasks(t *testing.T, name, initialize string) *taskRunner {
+	t.Helper()
+	in, out, stderr := st.start(t)
+	r := &taskRunner{t: t, name: name, in: in, kinds: map[string]string{}, answers: make(chan map[string]json.RawMessage, 16)}
+	go func() {
+		defer close(r.answers)
+		dec := json.NewDecoder(out)
+		for {
+			var m map[string]json.RawMessage
+			if dec.Decode(&m) != nil {
+				return
+			}
+			var method string
+			_ = json.Unmarshal(m["method"], &method)
+			switch {
+			case method == "ping":
+				r.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{}})
+			case method != "" && m["id"] != nil:
+				var params map[string]any
+				_ = json.Unmarshal(m["params"], &params)
+				kept := maps.Clone(params)
+				delete(kept, "_meta")
+				raw, _ := json.Marshal(kept)
+				r.mu.Lock()
+				r.requests = append(r.requests, method+" "+string(raw))
+				r.mu.Unlock()
+				r.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": r.answer(method, params)})
+			case m["id"] != nil:
+				r.answers <- m
+			}
+		}
+	}()
+	r.write(initialize)
+	if m := r.next(t, "the answer to initialize (stderr "+stderr.String()+")"); string(m["id"]) != "1" {
+		t.Fatalf("initialize answered %s", m)
+	}
+	r.write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return r
+}
+
+func (r *taskRunner) write(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, _ = io.WriteString(r.in, line+"\n")
+}
+
+func (r *taskRunner) send(msg any) {
+	raw, _ := json.Marshal(msg)
+	r.write(string(raw))
+}
+
+func (r *taskRunner) next(t *testing.T, what string) map[string]json.RawMessage {
+	t.Helper()
+	select {
+	case m, ok := <-r.answers:
+		if !ok {
+			t.Fatalf("%s: idn mcp's stdout ended", what)
+		}
+		return m
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s: none within 20 s", what)
+	}
+	return nil
+}
+
+func (r *taskRunner) task(id, status string) map[string]any {
+	return map[string]any{"taskId": id, "status": status, "createdAt": "2026-01-02T03:04:05Z", "lastUpdatedAt": "2026-01-02T03:04:05Z", "ttl": 60000}
+}
+
+// answer is the client's answer to the server's request of method; once
+// polled, it tells the server its task ended.
+func (r *taskRunner) answer(method string, params map[string]any) any {
+	id, _ := params["taskId"].(string)
+	switch method {
+	case "sampling/createMessage", "elicitation/create":
+		if params["task"] == nil {
+			return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "asked without a task"}, "model": "m"}
+		}
+		r.mu.Lock()
+		r.n++
+		id = fmt.Sprintf("%s-task-%d", r.name, r.n)
+		r.kinds[id] = method
+		r.mu.Unlock()
+		return map[string]any{"task": r.task(id, "working")}
+	case "tasks/get":
+		r.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": r.task(id, "completed")})
+		return r.task(id, "completed")
+	case "tasks/result":
+		r.mu.Lock()
+		kind := r.kinds[id]
+		r.mu.Unlock()
+		if kind == "elicitation/create" {
+			return map[string]any{"action": "accept", "content": map[string]any{"name": r.name}}
+		}
+		return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by " + r.name}, "model": "m"}
+	case "tasks/cancel":
+		return r.task(id, "cancelled")
+	case "tasks/list":
+		return map[string]any{"tasks": []any{r.task(r.name+"-task-1", "completed"), r.task("unseen-task", "completed")}}
+	}
+	return map[string]any{}
+}
+
+// call calls tool through idn mcp and returns the text of its result.
+func (r *taskRunner) call(t *testing.T, id int, tool string, args map[string]any) string {
+	t.Helper()
+	r.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	m := r.next(t, "the answer to "+tool)
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(m["result"], &res) != nil || len(res.Content) == 0 {
+		t.Fatalf("%s answered %s", tool, m)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		texts = append(texts, c.Text)
+	}
+	return strings.Join(texts, "\n")
+}
+
+// The reference server's tools that run a sampling and an elicitation on
+// the client as tasks work through idn mcp and the gateway: the server
+// sees the stdio client's tasks capability (it lists those tools only to
+// clients that declare it), asks for each as a task, and the stdio client
+// is asked with the task, then polled for it and asked for its result.
+func TestEverythingClientTasksThroughIdnMCP(t *testing.T) {
+	upstream := mcpconversation.StartEverything(t)
+	st := newMCPStackFor(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upstream,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"})
+	r := st.runTasks(t, "desk", initializeClientTasks)
+	for i, tt := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"trigger-sampling-request-async", map[string]any{"prompt": "hello", "maxTokens": 10}, []string{"[COMPLETED]", "Task created: desk-task-1", "Poll 1: completed", "sampled by desk"}},
+		{"trigger-elicitation-request-async", map[string]any{}, []string{"Task created: desk-task-2", "Poll 1: completed", `"action": "accept"`, `"name": "desk"`}},
+	} {
+		if got := r.call(t, 2+i, tt.tool, tt.args); !containsAll(got, tt.want...) {
+			t.Errorf("%s answered %s", tt.tool, got)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var methods []string
+	for _, req := range r.requests {
+		method, params, _ := strings.Cut(req, " ")
+		methods = append(methods, method)
+		if (method == "sampling/createMessage" || method == "elicitation/create") && !strings.Contains(params, `"task":{`) {
+			t.Errorf("the stdio client was asked without a task: %s", req)
+		}
+	}
+	if got, want := strings.Join(methods, " "), "sampling/createMessage tasks/get tasks/result elicitation/create tasks/get tasks/result"; got != want {
+		t.Errorf("the stdio client was asked %q, want %q", got, want)
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
