@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/mcpconversation"
 )
 
@@ -201,4 +204,205 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// fakeGateway plays the gateway to idn mcp as raw JSON-RPC: it opens
+// sessions, lists no tools, sends on a session's own stream what the
+// test gives it, and hands the test the bridge's answers and
+// notifications.
+type fakeGateway struct {
+	url      string
+	mu       sync.Mutex
+	n        int
+	declared map[string]string // session id → the tasks capability its initialize declared
+	streams  map[string]chan string
+	opened   chan string                     // the id of each session whose stream opened
+	answers  chan map[string]json.RawMessage // the bridge's answers to what the fake sent
+	statuses chan string                     // the task ids of the status notifications posted
+}
+
+func newFakeGateway(t *testing.T) *fakeGateway {
+	f := &fakeGateway{declared: map[string]string{}, streams: map[string]chan string{}, opened: make(chan string, 8),
+		answers: make(chan map[string]json.RawMessage, 16), statuses: make(chan string, 16)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sid := r.Header.Get("Mcp-Session-Id")
+		switch r.Method {
+		case http.MethodGet:
+			f.mu.Lock()
+			events := f.streams[sid]
+			f.mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "id: 0\nevent: prime\ndata: \n\n")
+			w.(http.Flusher).Flush()
+			f.opened <- sid
+			for {
+				select {
+				case msg := <-events:
+					_, _ = io.WriteString(w, "data: "+msg+"\n\n")
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		case http.MethodDelete:
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				TaskID       string `json:"taskId"`
+				Capabilities struct {
+					Tasks json.RawMessage `json:"tasks"`
+				} `json:"capabilities"`
+			} `json:"params"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &msg)
+		var result string
+		switch {
+		case msg.Method == "initialize":
+			f.mu.Lock()
+			f.n++
+			sid = fmt.Sprint("session-", f.n)
+			f.declared[sid] = string(msg.Params.Capabilities.Tasks)
+			f.streams[sid] = make(chan string, 8)
+			f.mu.Unlock()
+			w.Header().Set("Mcp-Session-Id", sid)
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
+		case msg.Method == "tools/list":
+			result = `{"tools":[]}`
+		case msg.Method == "notifications/tasks/status":
+			f.statuses <- msg.Params.TaskID
+			fallthrough
+		case msg.ID == nil:
+			w.WriteHeader(http.StatusAccepted)
+			return
+		case msg.Method == "":
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(body, &m)
+			f.answers <- m
+			w.WriteHeader(http.StatusAccepted)
+			return
+		default:
+			result = `{}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":`+result+`}`)
+	}))
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	return f
+}
+
+// ask sends msg on the own stream of session sid and returns the bridge's
+// answer.
+func (f *fakeGateway) ask(t *testing.T, sid, msg string) string {
+	t.Helper()
+	f.mu.Lock()
+	events := f.streams[sid]
+	f.mu.Unlock()
+	events <- msg
+	select {
+	case m := <-f.answers:
+		delete(m, "jsonrpc")
+		raw, _ := json.Marshal(m)
+		return string(raw)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no answer to %s", msg)
+	}
+	return ""
+}
+
+// status is the task id of the next status notification posted.
+func (f *fakeGateway) status(t *testing.T) string {
+	t.Helper()
+	select {
+	case id := <-f.statuses:
+		return id
+	case <-time.After(10 * time.Second):
+		t.Fatal("no status notification within 10 s")
+	}
+	return ""
+}
+
+// idn mcp relays the client side of tasks only for the tasks its stdio
+// client created through it: whatever the gateway asks about any other
+// task id is answered "task not found" by idn mcp itself, and the stdio
+// client is never asked; a tasks/list page keeps only its tasks; and only
+// the status of its own tasks goes to the gateway.
+func TestMCPBridgeRelaysOnlyItsClientsTasks(t *testing.T) {
+	f := newFakeGateway(t)
+	st := &mcpStack{url: f.url, home: t.TempDir()}
+	agent, err := identity.New("desk-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Save(st.home); err != nil {
+		t.Fatal(err)
+	}
+	r := st.runTasks(t, "desk", initializeClientTasks)
+	var sid string
+	for sid == "" {
+		select {
+		case opened := <-f.opened:
+			f.mu.Lock()
+			if f.declared[opened] != "" {
+				sid = opened
+			}
+			f.mu.Unlock()
+		case <-time.After(10 * time.Second):
+			t.Fatal("no stream of a session that declared tasks opened")
+		}
+	}
+	f.mu.Lock()
+	declared := f.declared[sid]
+	f.mu.Unlock()
+	if want := `{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}},"elicitation":{"create":{}}}}`; declared != want {
+		t.Errorf("the gateway session declared tasks %s, want %s", declared, want)
+	}
+	created := f.ask(t, sid, `{"jsonrpc":"2.0","id":"g1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1,"task":{"ttl":60000}}}`)
+	if !strings.Contains(created, `"taskId":"desk-task-1"`) {
+		t.Fatalf("the task-augmented sampling was answered %s", created)
+	}
+	notFound := `{"error":{"code":-32602,"message":"Failed to retrieve task: Task not found"},"id":"g2"}`
+	for _, tt := range []struct {
+		name, request, want string
+		asked               bool
+	}{
+		{"the task the stdio client created through idn mcp", `{"jsonrpc":"2.0","id":"g2","method":"tasks/get","params":{"taskId":"desk-task-1"}}`,
+			`{"id":"g2","result":{"createdAt":"2026-01-02T03:04:05Z","lastUpdatedAt":"2026-01-02T03:04:05Z","status":"completed","taskId":"desk-task-1","ttl":60000}}`, true},
+		{"tasks/get of a task the stdio client did not create through idn mcp", `{"jsonrpc":"2.0","id":"g2","method":"tasks/get","params":{"taskId":"unseen-task"}}`, notFound, false},
+		{"tasks/result of a task the stdio client did not create through idn mcp", `{"jsonrpc":"2.0","id":"g2","method":"tasks/result","params":{"taskId":"unseen-task"}}`, notFound, false},
+		{"tasks/cancel of a task the stdio client did not create through idn mcp", `{"jsonrpc":"2.0","id":"g2","method":"tasks/cancel","params":{"taskId":"unseen-task"}}`, notFound, false},
+		{"tasks/get without a task id", `{"jsonrpc":"2.0","id":"g2","method":"tasks/get","params":{}}`, notFound, false},
+		{"tasks/list keeps only the tasks created through idn mcp", `{"jsonrpc":"2.0","id":"g2","method":"tasks/list","params":{}}`,
+			`{"id":"g2","result":{"tasks":[{"createdAt":"2026-01-02T03:04:05Z","lastUpdatedAt":"2026-01-02T03:04:05Z","status":"completed","taskId":"desk-task-1","ttl":60000}]}}`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r.mu.Lock()
+			before := len(r.requests)
+			r.mu.Unlock()
+			if got := f.ask(t, sid, tt.request); got != tt.want {
+				t.Errorf("answered %s, want %s", got, tt.want)
+			}
+			r.mu.Lock()
+			asked := r.requests[before:]
+			r.mu.Unlock()
+			if tt.asked != (len(asked) == 1) {
+				t.Errorf("the stdio client was asked %q", asked)
+			}
+		})
+	}
+	// The stdio client told the gateway its task completed when polled.
+	if id := f.status(t); id != "desk-task-1" {
+		t.Errorf("the gateway was told the status of %q", id)
+	}
+	t.Run("the status of a task the stdio client did not create through idn mcp", func(t *testing.T) {
+		r.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": r.task("unseen-task", "completed")})
+		r.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": r.task("desk-task-1", "completed")})
+		if id := f.status(t); id != "desk-task-1" {
+			t.Errorf("the gateway was told the status of %q", id)
+		}
+	})
 }
