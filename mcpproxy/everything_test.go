@@ -35,7 +35,7 @@ func TestEverythingDirectAndThroughTheGatewayAgree(t *testing.T) {
 	}{
 		// Calls go through the SDK's server, as event streams; a task asks
 		// for input (elicitation) while its result is awaited.
-		{"client with sampling, elicitation and roots", "all", "roots/list,sampling/createMessage,elicitation/create,elicitation/create"},
+		{"client with sampling, elicitation and roots", "all", "roots/list,sampling/createMessage,elicitation/create,elicitation/create,sampling/createMessage,elicitation/create"},
 		// Calls are answered directly, as single JSON bodies.
 		{"client with roots alone", "roots", "roots/list"},
 	} {

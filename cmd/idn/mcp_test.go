@@ -506,7 +506,7 @@ func TestEverythingThroughIdnMCP(t *testing.T) {
 	upstream := mcpconversation.StartEverything(t)
 	st := newMCPStackFor(t, 0, &credvault.Connection{ID: "everything", Protocol: credvault.ProtocolMCP, BaseURL: upstream,
 		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", Extensions: mcpproxy.Settings{ExposeResources: true, ExposePrompts: true}.Members()})
-	const asked = "roots/list,sampling/createMessage,elicitation/create,elicitation/create"
+	const asked = "roots/list,sampling/createMessage,elicitation/create,elicitation/create,sampling/createMessage,elicitation/create"
 	direct := mcpconversation.TypeScript(t, "all", nil, "http", upstream)
 	mcpconversation.Check(t, direct, asked)
 	bridged := mcpconversation.TypeScript(t, "all", []string{

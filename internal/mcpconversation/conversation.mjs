@@ -15,7 +15,10 @@
 // answers the server's requests with fixed answers it also records. It
 // runs tasks too (MCP 2025-11-25): a task-augmented call, the task's
 // status, result, status notification, listing and cancellation, and a
-// task that asks for input while its result is awaited.
+// task that asks for input while its result is awaited; and, declaring
+// the client side of tasks (with sampling and elicitation), it runs the
+// server's task-augmented sampling and elicitation as tasks of its own,
+// which the server polls and fetches.
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
@@ -27,14 +30,20 @@ const {
   CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema,
   CreateTaskResultSchema, CallToolResultSchema,
 } = require('@modelcontextprotocol/sdk/types.js');
+const { InMemoryTaskStore } = require('@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js');
 
 const [mode, url, ...rest] = process.argv.slice(2);
 
 const rootsOnly = process.env.CONVERSATION_CAPS === 'roots';
+const taskStore = new InMemoryTaskStore();
 const client = new Client({ name: 'ts-sdk-conversation', version: '1.0.0' }, {
   capabilities: rootsOnly
     ? { roots: { listChanged: true } }
-    : { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
+    : {
+      sampling: {}, elicitation: { form: {} }, roots: { listChanged: true },
+      tasks: { list: {}, cancel: {}, requests: { sampling: { createMessage: {} }, elicitation: { create: {} } } },
+    },
+  ...(rootsOnly ? {} : { taskStore }),
 });
 // What the server asks and says while a step runs, in the order it came.
 let events = [];
@@ -42,14 +51,24 @@ const strip = (params) => {
   const { _meta, ...rest } = params ?? {};
   return rest;
 };
+// A request the server asks for as a task is answered with the task,
+// working, whose result is then stored at once; the SDK answers the
+// server's tasks/get (completed) and tasks/result about it.
+const answered = async (req, extra, result) => {
+  if (!req.params.task) return result;
+  const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl });
+  const working = { ...task };
+  await extra.taskStore.storeTaskResult(task.taskId, 'completed', result);
+  return { task: working };
+};
 if (!rootsOnly) {
-  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+  client.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
     events.push({ asked: req.method, params: strip(req.params) });
-    return { model: 'fixed-model', role: 'assistant', content: { type: 'text', text: 'a sampled answer' }, stopReason: 'endTurn' };
+    return answered(req, extra, { model: 'fixed-model', role: 'assistant', content: { type: 'text', text: 'a sampled answer' }, stopReason: 'endTurn' });
   });
-  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
     events.push({ asked: req.method, params: strip(req.params) });
-    return { action: 'decline' };
+    return answered(req, extra, { action: 'decline' });
   });
 }
 // The server asks for the roots once it is initialized, on the session's
@@ -193,7 +212,20 @@ if (!rootsOnly) {
     return client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
   });
 }
+if (!rootsOnly) {
+  // The client side of tasks: the server asks for a sampling and an
+  // elicitation as tasks of the client's, polls them and fetches their
+  // results. The client's task ids differ from run to run; the Go side
+  // normalizes them.
+  await step('tools/call trigger-sampling-request-async', () => client.callTool({
+    name: 'trigger-sampling-request-async', arguments: { prompt: 'say hi', maxTokens: 10 },
+  }));
+  await step('tools/call trigger-elicitation-request-async', () => client.callTool({
+    name: 'trigger-elicitation-request-async', arguments: {},
+  }));
+}
 await step('ping', () => client.ping());
 if (mode !== 'stdio') await transport.terminateSession();
 await client.close();
+taskStore.cleanup(); // its tasks' timers would keep node running
 process.stdout.write(JSON.stringify(steps));

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -103,7 +104,7 @@ func TypeScript(t *testing.T, caps string, env []string, args ...string) []map[s
 // Check fails t when the direct conversation did not exercise what it is
 // meant to: every step answered but those meant to fail, the server's
 // requests asked and its notifications told, a task run to its end and
-// another cancelled.
+// another cancelled, and the client's own tasks run for the server.
 func Check(t *testing.T, steps []map[string]any, wantAsked string) {
 	t.Helper()
 	var asked, told []string
@@ -118,6 +119,11 @@ func Check(t *testing.T, steps []map[string]any, wantAsked string) {
 		}
 		r, _ := s["result"].(map[string]any)
 		switch s["step"] {
+		case "tools/call trigger-sampling-request-async", "tools/call trigger-elicitation-request-async":
+			// The client ran what the server asked as a task of its own.
+			if text := fmt.Sprint(r["content"]); !strings.Contains(text, "Task created: ") || !strings.Contains(text, "Poll 1: completed") {
+				t.Errorf("%s = %v", s["step"], r)
+			}
 		case "tasks/result":
 			if len(List(r, "content")) == 0 {
 				t.Errorf("tasks/result = %v", r)
@@ -178,13 +184,17 @@ var sessionID = regexp.MustCompile(`session [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-
 // taskID and timestamp match a task's id and times, which differ from run
 // to run.
 var (
-	taskID    = regexp.MustCompile(`"taskId":"[0-9a-f]{32}"`)
-	timestamp = regexp.MustCompile(`"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z"`)
+	taskID = regexp.MustCompile(`"taskId":"[0-9a-f]{32}"`)
+	// clientTaskID matches the id of a task the client created, where
+	// the server writes it in a tool's text (JSON within JSON).
+	clientTaskID = regexp.MustCompile(`(Task created: |\\"taskId\\": \\")[0-9a-f]{32}`)
+	timestamp    = regexp.MustCompile(`"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z"`)
 )
 
 // normalize removes what differs between two runs of one conversation
 // against the same server: the dynamic resources' creation times, the
-// session ids in the server's logs, and tasks' ids and times.
+// session ids in the server's logs, and tasks' ids and times (the
+// server's and the client's).
 func normalize(t *testing.T, steps []map[string]any) []map[string]any {
 	t.Helper()
 	raw, err := json.Marshal(steps)
@@ -194,6 +204,7 @@ func normalize(t *testing.T, steps []map[string]any) []map[string]any {
 	raw = createdAt.ReplaceAll(raw, []byte("created at (time)"))
 	raw = sessionID.ReplaceAll(raw, []byte("session (id)"))
 	raw = taskID.ReplaceAll(raw, []byte(`"taskId":"(id)"`))
+	raw = clientTaskID.ReplaceAll(raw, []byte(`${1}(id)`))
 	raw = timestamp.ReplaceAll(raw, []byte(`"(time)"`))
 	var out []map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
