@@ -5,7 +5,8 @@
 // write either. Tap reads them off the HTTP exchanges of the SDK's client;
 // Result and Params carry the tasks methods' JSON as custom methods of
 // the SDK; WithTasks adds the capability to an initialize answer; Tokens
-// decide whose a task's progress is.
+// decide whose a task's progress is. The client side of tasks, which a
+// client runs for the server, is carried by the parts in client.go.
 package mcptasks
 
 import (

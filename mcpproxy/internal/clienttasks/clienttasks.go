@@ -19,13 +19,11 @@
 package clienttasks
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -39,99 +37,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// MaxOwned bounds the client-side task ids a session keeps: past it, the
-// oldest is forgotten (and the server's requests about it are answered
-// NotFound).
-const MaxOwned = 1024
-
-// NotFound is the answer to a server's request about a task the agent
-// session did not create for the asking upstream session, worded as the
-// reference SDKs word an unknown one.
-var NotFound = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
-
 // ErrNoStream: the agent session has no event stream open to carry a
 // request.
 var ErrNoStream = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpproxy: the agent has no event stream open to receive the request"}
-
-// Caps is the part of a client's tasks capability that is relayed; nil
-// fields were not declared.
-type Caps struct {
-	List     json.RawMessage `json:"list,omitempty"`
-	Cancel   json.RawMessage `json:"cancel,omitempty"`
-	Requests *Requests       `json:"requests,omitempty"`
-}
-
-// Requests are the requests a client runs as tasks.
-type Requests struct {
-	Sampling *struct {
-		CreateMessage json.RawMessage `json:"createMessage,omitempty"`
-	} `json:"sampling,omitempty"`
-	Elicitation *struct {
-		Create json.RawMessage `json:"create,omitempty"`
-	} `json:"elicitation,omitempty"`
-}
-
-// augmentable reports whether c lets method be sent as a task.
-func (c *Caps) augmentable(method string) bool {
-	if c == nil || c.Requests == nil {
-		return false
-	}
-	switch method {
-	case "sampling/createMessage":
-		return c.Requests.Sampling != nil && present(c.Requests.Sampling.CreateMessage)
-	case "elicitation/create":
-		return c.Requests.Elicitation != nil && present(c.Requests.Elicitation.Create)
-	}
-	return false
-}
-
-// present reports whether a capability was declared: a member, not null.
-func present(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
-
-// orNil is raw when present, else nil.
-func orNil(raw json.RawMessage) json.RawMessage {
-	if present(raw) {
-		return raw
-	}
-	return nil
-}
-
-// Declared returns what the upstream session is told of the tasks
-// capability of a client whose initialize request is body: its list and
-// cancel, and task-augmented sampling and elicitation where it declared
-// sampling and elicitation themselves (the relay passes no others); nil
-// when none of it passes, or the client asks for a version without tasks.
-func Declared(body []byte) *Caps {
-	var msg struct {
-		Params struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			Capabilities    struct {
-				Sampling    json.RawMessage `json:"sampling"`
-				Elicitation json.RawMessage `json:"elicitation"`
-				Tasks       *Caps           `json:"tasks"`
-			} `json:"capabilities"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.Params.ProtocolVersion < mcptasks.Version || msg.Params.Capabilities.Tasks == nil {
-		return nil
-	}
-	agent := msg.Params.Capabilities
-	out := &Caps{List: orNil(agent.Tasks.List), Cancel: orNil(agent.Tasks.Cancel)}
-	req := &Requests{}
-	if present(agent.Sampling) && agent.Tasks.augmentable("sampling/createMessage") {
-		req.Sampling = agent.Tasks.Requests.Sampling
-	}
-	if present(agent.Elicitation) && agent.Tasks.augmentable("elicitation/create") {
-		req.Elicitation = agent.Tasks.Requests.Elicitation
-	}
-	if req.Sampling != nil || req.Elicitation != nil {
-		out.Requests = req
-	}
-	if out.List == nil && out.Cancel == nil && out.Requests == nil {
-		return nil
-	}
-	return out
-}
 
 // Upstream is the upstream session a server's request came on.
 type Upstream struct {
@@ -150,18 +58,17 @@ func WithUpstream(ctx context.Context, up Upstream) context.Context {
 // Relay is what an agent session keeps of the client side of tasks. Its
 // zero value relays nothing until Declare.
 type Relay struct {
-	caps atomic.Pointer[Caps]
+	caps  atomic.Pointer[mcptasks.ClientCaps]
+	tasks mcptasks.Bindings // to the upstream session ids they were created for
 
 	mu      sync.Mutex
-	owned   map[string]string // task id → the upstream session id it was created for
-	order   []string          // owned, oldest first
 	pending map[string]chan wire.Incoming
 }
 
 // Declare records what the agent's initialize request body declares
-// (Declared).
+// (mcptasks.Declared).
 func (r *Relay) Declare(body []byte) {
-	if c := Declared(body); c != nil {
+	if c := mcptasks.Declared(body); c != nil {
 		r.caps.Store(c)
 	}
 }
@@ -182,7 +89,7 @@ func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Ask
 			return base.RoundTrip(req)
 		}
 		if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" && req.Body != nil {
-			declaring, err := r.declaring(req, caps)
+			declaring, err := mcptasks.DeclaringRequest(req, caps)
 			if err != nil {
 				return nil, err
 			}
@@ -192,66 +99,21 @@ func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Ask
 		if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			return resp, err
 		}
-		resp.Body = &aside{body: resp.Body, lines: bufio.NewReader(resp.Body), divert: func(data []byte) bool {
+		resp.Body = mcptasks.Divert(resp.Body, func(data []byte) bool {
 			var msg wire.Incoming
-			if !bytes.Contains(data, []byte(`"method"`)) || json.Unmarshal(data, &msg) != nil || !taken(caps, msg) {
+			if !bytes.Contains(data, []byte(`"method"`)) || json.Unmarshal(data, &msg) != nil || !mcptasks.ClientRequest(caps, msg.ID, msg.Method, msg.Params) {
 				return false
 			}
 			go answer(req, base, timeout, ask, msg)
 			return true
-		}}
+		})
 		return resp, nil
 	})
-}
-
-// declaring returns the initialize request req with caps declared.
-func (r *Relay) declaring(req *http.Request, caps *Caps) (*http.Request, error) {
-	// The body is the gateway's own client's, bounded by the agent's.
-	body, err := io.ReadAll(req.Body)
-	_ = req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if out, ok := withCaps(body, caps); ok {
-		body = out
-	}
-	clone := req.Clone(req.Context())
-	clone.Body = io.NopCloser(bytes.NewReader(body))
-	clone.ContentLength = int64(len(body))
-	clone.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return clone, nil
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-// withCaps returns the initialize request body with caps as its client's
-// tasks capability; false when body is not an initialize request.
-func withCaps(body []byte, caps *Caps) ([]byte, bool) {
-	var msg map[string]json.RawMessage
-	var params map[string]json.RawMessage
-	var capabilities map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil || string(msg["method"]) != `"initialize"` ||
-		json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["capabilities"], &capabilities) != nil {
-		return nil, false
-	}
-	if capabilities == nil {
-		capabilities = map[string]json.RawMessage{}
-	}
-	var err error
-	if capabilities["tasks"], err = json.Marshal(caps); err != nil {
-		return nil, false
-	}
-	if params["capabilities"], err = json.Marshal(capabilities); err != nil {
-		return nil, false
-	}
-	if msg["params"], err = json.Marshal(params); err != nil {
-		return nil, false
-	}
-	out, err := json.Marshal(msg)
-	return out, err == nil
-}
 
 // Handles reports whether a server's request of method with params raw,
 // received in ctx, is the client side of tasks and relayed by Ask: a
@@ -275,7 +137,7 @@ func (r *Relay) Handles(ctx context.Context, agentVersion *string, streaming boo
 		var p struct {
 			Task json.RawMessage `json:"task"`
 		}
-		return streaming && caps.augmentable(method) && json.Unmarshal(raw, &p) == nil && p.Task != nil
+		return streaming && caps.Augmentable(method) && json.Unmarshal(raw, &p) == nil && p.Task != nil
 	}
 	return false
 }
@@ -305,8 +167,8 @@ func (r *Relay) Ask(ctx context.Context, sc *scrub.Scrubber, method string, raw 
 		var p struct {
 			TaskID string `json:"taskId"`
 		}
-		if json.Unmarshal(raw, &p) != nil || !r.bound(p.TaskID, up.ID) {
-			return nil, "not_owned", NotFound
+		if json.Unmarshal(raw, &p) != nil || !r.tasks.Bound(p.TaskID, up.ID) {
+			return nil, "not_owned", mcptasks.NotFound
 		}
 	}
 	if len(raw) > 0 {
@@ -355,10 +217,10 @@ func (r *Relay) Ask(ctx context.Context, sc *scrub.Scrubber, method string, raw 
 			} `json:"task"`
 		}
 		if json.Unmarshal(in.Result, &created) == nil && created.Task != nil && created.Task.TaskID != "" {
-			r.own(created.Task.TaskID, up.ID)
+			r.tasks.Bind(created.Task.TaskID, up.ID)
 		}
 	case "tasks/list":
-		list, err := mcptasks.KeepTasks(in.Result, func(id string) bool { return r.bound(id, up.ID) })
+		list, err := r.tasks.List(in.Result, up.ID)
 		if err != nil {
 			return nil, "error", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tasks/list: the agent's answer cannot be read"}
 		}
@@ -411,37 +273,9 @@ func (r *Relay) Status(body []byte) (params json.RawMessage, upstreamID string, 
 		TaskID string `json:"taskId"`
 	}
 	_ = json.Unmarshal(in.Params, &p)
-	r.mu.Lock()
-	up, owned := r.owned[p.TaskID]
-	r.mu.Unlock()
+	up, owned := r.tasks.Session(p.TaskID)
 	if !owned {
 		return nil, "", true, ErrNotOwned
 	}
 	return in.Params, up, true, nil
-}
-
-// own binds task id to the session and upstream session up.
-func (r *Relay) own(id, up string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.owned == nil {
-		r.owned = map[string]string{}
-	}
-	if _, ok := r.owned[id]; !ok {
-		if len(r.order) >= MaxOwned {
-			delete(r.owned, r.order[0])
-			r.order = r.order[1:]
-		}
-		r.order = append(r.order, id)
-	}
-	r.owned[id] = up
-}
-
-// bound reports whether task id is the session's, created for upstream
-// session up.
-func (r *Relay) bound(id, up string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	got, ok := r.owned[id]
-	return ok && id != "" && got == up
 }
