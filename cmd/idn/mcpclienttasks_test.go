@@ -216,16 +216,24 @@ type fakeGateway struct {
 	n        int
 	declared map[string]string // session id → the tasks capability its initialize declared
 	streams  map[string]chan string
+	lost     map[string]bool                 // sessions answered 404 from now
 	opened   chan string                     // the id of each session whose stream opened
 	answers  chan map[string]json.RawMessage // the bridge's answers to what the fake sent
 	statuses chan string                     // the task ids of the status notifications posted
 }
 
 func newFakeGateway(t *testing.T) *fakeGateway {
-	f := &fakeGateway{declared: map[string]string{}, streams: map[string]chan string{}, opened: make(chan string, 8),
+	f := &fakeGateway{declared: map[string]string{}, streams: map[string]chan string{}, lost: map[string]bool{}, opened: make(chan string, 8),
 		answers: make(chan map[string]json.RawMessage, 16), statuses: make(chan string, 16)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get("Mcp-Session-Id")
+		f.mu.Lock()
+		lost := f.lost[sid]
+		f.mu.Unlock()
+		if lost {
+			http.NotFound(w, r)
+			return
+		}
 		switch r.Method {
 		case http.MethodGet:
 			f.mu.Lock()
@@ -314,6 +322,25 @@ func (f *fakeGateway) ask(t *testing.T, sid, msg string) string {
 	return ""
 }
 
+// declaring returns the id of the next session whose stream opened and
+// whose initialize declared tasks.
+func (f *fakeGateway) declaring(t *testing.T) string {
+	t.Helper()
+	for {
+		select {
+		case opened := <-f.opened:
+			f.mu.Lock()
+			declared := f.declared[opened]
+			f.mu.Unlock()
+			if declared != "" {
+				return opened
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no stream of a session that declared tasks opened")
+		}
+	}
+}
+
 // status is the task id of the next status notification posted.
 func (f *fakeGateway) status(t *testing.T) string {
 	t.Helper()
@@ -342,19 +369,7 @@ func TestMCPBridgeRelaysOnlyItsClientsTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := st.runTasks(t, "desk", initializeClientTasks)
-	var sid string
-	for sid == "" {
-		select {
-		case opened := <-f.opened:
-			f.mu.Lock()
-			if f.declared[opened] != "" {
-				sid = opened
-			}
-			f.mu.Unlock()
-		case <-time.After(10 * time.Second):
-			t.Fatal("no stream of a session that declared tasks opened")
-		}
-	}
+	sid := f.declaring(t)
 	f.mu.Lock()
 	declared := f.declared[sid]
 	f.mu.Unlock()
@@ -403,6 +418,28 @@ func TestMCPBridgeRelaysOnlyItsClientsTasks(t *testing.T) {
 		r.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": r.task("desk-task-1", "completed")})
 		if id := f.status(t); id != "desk-task-1" {
 			t.Errorf("the gateway was told the status of %q", id)
+		}
+	})
+	t.Run("a later gateway session names the task", func(t *testing.T) {
+		f.mu.Lock()
+		f.lost[sid] = true
+		f.mu.Unlock()
+		// The bridge finds its session lost and opens another.
+		r.write(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+		later := f.declaring(t)
+		if m := r.next(t, "the answer to tools/list"); string(m["id"]) != "9" || m["error"] != nil {
+			t.Fatalf("tools/list answered %s", m)
+		}
+		r.mu.Lock()
+		before := len(r.requests)
+		r.mu.Unlock()
+		if got := f.ask(t, later, `{"jsonrpc":"2.0","id":"g2","method":"tasks/get","params":{"taskId":"desk-task-1"}}`); got != notFound {
+			t.Errorf("answered %s, want %s", got, notFound)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if asked := r.requests[before:]; len(asked) != 0 {
+			t.Errorf("the stdio client was asked %q", asked)
 		}
 	})
 }
