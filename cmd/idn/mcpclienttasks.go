@@ -70,7 +70,8 @@ type clientTasks struct {
 
 	mu      sync.Mutex
 	pending map[string]chan jsonrpcMessage
-	streams map[string]chan struct{} // gateway session id → closed once its own stream is open
+	asking  map[string]context.CancelFunc // the gateway's requests being answered, by session and request id
+	streams map[string]chan struct{}      // gateway session id → closed once its own stream is open
 }
 
 // fromClient reads line, a message of the stdio client, and reports
@@ -145,10 +146,32 @@ func (c *clientTasks) transport(base http.RoundTripper) http.RoundTripper {
 		resp.Body = mcptasks.Divert(resp.Body, func(data []byte) bool {
 			opened() // at the stream's first event
 			var msg jsonrpcMessage
-			if !bytes.Contains(data, []byte(`"method"`)) || json.Unmarshal(data, &msg) != nil || !mcptasks.ClientRequest(caps, msg.ID, msg.Method, msg.Params) {
+			if !bytes.Contains(data, []byte(`"method"`)) || json.Unmarshal(data, &msg) != nil {
 				return false
 			}
-			c.wg.Go(func() { c.answer(req.Context(), session, msg) })
+			if msg.Method == "notifications/cancelled" {
+				return c.cancelled(session, msg.Params)
+			}
+			if !mcptasks.ClientRequest(caps, msg.ID, msg.Method, msg.Params) {
+				return false
+			}
+			ctx, cancel := context.WithCancel(req.Context())
+			key := session + " " + string(msg.ID)
+			c.mu.Lock()
+			if c.asking == nil {
+				c.asking = map[string]context.CancelFunc{}
+			}
+			c.asking[key] = cancel
+			c.mu.Unlock()
+			c.wg.Go(func() {
+				defer func() {
+					c.mu.Lock()
+					delete(c.asking, key)
+					c.mu.Unlock()
+					cancel()
+				}()
+				c.answer(ctx, session, msg)
+			})
 			return true
 		})
 		return resp, nil
@@ -190,6 +213,25 @@ func (c *clientTasks) awaitStream(ctx context.Context, id string) {
 	}
 }
 
+// cancelled reports whether params, of the gateway's cancellation on
+// session, are about a request the stdio client is being asked, and
+// withdraws it (the client is told so).
+func (c *clientTasks) cancelled(session string, params json.RawMessage) bool {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	c.mu.Lock()
+	cancel, ok := c.asking[session+" "+string(p.RequestID)]
+	c.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
 // answer has the stdio client answer msg, a request the gateway sent on
 // session, and posts the answer to the gateway.
 func (c *clientTasks) answer(ctx context.Context, session string, msg jsonrpcMessage) {
@@ -200,6 +242,8 @@ func (c *clientTasks) answer(ctx context.Context, session string, msg jsonrpcMes
 	res, err := c.ask(ctx, session, msg.Method, msg.Params)
 	var je *jsonrpc.Error
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return // cancelled by the gateway, or its stream ended: no one waits
 	case errors.As(err, &je):
 		reply["error"] = je
 	case err != nil:
@@ -269,7 +313,7 @@ func (c *clientTasks) ask(ctx context.Context, session string, method string, ra
 	case in = <-answer:
 	case <-ctx.Done():
 		c.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
-			"params": map[string]string{"requestId": id, "reason": "the gateway's request ended"}})
+			"params": map[string]string{"requestId": id, "reason": "the gateway's request was cancelled or ended"}})
 		return nil, ctx.Err()
 	}
 	if in.Error != nil {

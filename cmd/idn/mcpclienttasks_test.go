@@ -34,13 +34,14 @@ type taskRunner struct {
 	kinds    map[string]string // task id → the method that created it
 	requests []string          // the server's requests, method and params without _meta
 	answers  chan map[string]json.RawMessage
+	told     chan map[string]json.RawMessage // cancellations, and the requests it holds
 }
 
 // runTasks runs idn mcp against st and initializes it with initialize.
 func (st *mcpStack) runTasks(t *testing.T, name, initialize string) *taskRunner {
 	t.Helper()
 	in, out, stderr := st.start(t)
-	r := &taskRunner{t: t, name: name, in: in, kinds: map[string]string{}, answers: make(chan map[string]json.RawMessage, 16)}
+	r := &taskRunner{t: t, name: name, in: in, kinds: map[string]string{}, answers: make(chan map[string]json.RawMessage, 16), told: make(chan map[string]json.RawMessage, 16)}
 	go func() {
 		defer close(r.answers)
 		dec := json.NewDecoder(out)
@@ -63,7 +64,13 @@ func (st *mcpStack) runTasks(t *testing.T, name, initialize string) *taskRunner 
 				r.mu.Lock()
 				r.requests = append(r.requests, method+" "+string(raw))
 				r.mu.Unlock()
+				if params["message"] == "hold" {
+					r.told <- m // answered by no one
+					continue
+				}
 				r.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": r.answer(method, params)})
+			case method == "notifications/cancelled":
+				r.told <- m
 			case m["id"] != nil:
 				r.answers <- m
 			}
@@ -98,6 +105,19 @@ func (r *taskRunner) next(t *testing.T, what string) map[string]json.RawMessage 
 		return m
 	case <-time.After(20 * time.Second):
 		t.Fatalf("%s: none within 20 s", what)
+	}
+	return nil
+}
+
+// nextTold is the next cancellation idn mcp writes, or request the client
+// holds.
+func (r *taskRunner) nextTold(t *testing.T, what string) map[string]json.RawMessage {
+	t.Helper()
+	select {
+	case m := <-r.told:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: none within 10 s", what)
 	}
 	return nil
 }
@@ -418,6 +438,21 @@ func TestMCPBridgeRelaysOnlyItsClientsTasks(t *testing.T) {
 		r.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": r.task("desk-task-1", "completed")})
 		if id := f.status(t); id != "desk-task-1" {
 			t.Errorf("the gateway was told the status of %q", id)
+		}
+	})
+	t.Run("the gateway cancels its request", func(t *testing.T) {
+		f.mu.Lock()
+		events := f.streams[sid]
+		f.mu.Unlock()
+		events <- `{"jsonrpc":"2.0","id":"g5","method":"elicitation/create","params":{"message":"hold","requestedSchema":{"type":"object"},"task":{"ttl":60000}}}`
+		asked := r.nextTold(t, "the held elicitation")
+		events <- `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"g5"}}`
+		cancelled := r.nextTold(t, "the cancellation")
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if string(cancelled["method"]) != `"notifications/cancelled"` || json.Unmarshal(cancelled["params"], &p) != nil || string(p.RequestID) != string(asked["id"]) {
+			t.Errorf("asked %s, then told %s", asked, cancelled)
 		}
 	})
 	t.Run("a later gateway session names the task", func(t *testing.T) {
