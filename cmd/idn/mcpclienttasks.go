@@ -71,7 +71,7 @@ type clientTasks struct {
 	mu      sync.Mutex
 	pending map[string]chan jsonrpcMessage
 	asking  map[string]context.CancelFunc // the gateway's requests being answered, by session and request id
-	streams map[string]chan struct{}      // gateway session id → closed once its own stream is open
+	streams map[string]chan struct{}      // gateway session id → closed once its own stream is open, while it is or one is awaited
 }
 
 // fromClient reads line, a message of the stdio client, and reports
@@ -141,7 +141,8 @@ func (c *clientTasks) transport(base http.RoundTripper) http.RoundTripper {
 		session := req.Header.Get("Mcp-Session-Id")
 		opened := func() {}
 		if req.Method == http.MethodGet {
-			opened = sync.OnceFunc(func() { close(c.stream(session)) })
+			opened = sync.OnceFunc(func() { c.streamOpened(session) })
+			resp.Body = closing{resp.Body, sync.OnceFunc(func() { c.forget(session) })}
 		}
 		resp.Body = mcptasks.Divert(resp.Body, func(data []byte) bool {
 			opened() // at the stream's first event
@@ -182,11 +183,21 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
+// closing is a response body that calls done when it is closed.
+type closing struct {
+	io.ReadCloser
+	done func()
+}
+
+func (b closing) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
+}
+
 // stream is the channel closed once the own stream of gateway session id
-// is open.
+// is open (c.mu held).
 func (c *clientTasks) stream(id string) chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.streams == nil {
 		c.streams = map[string]chan struct{}{}
 	}
@@ -198,18 +209,49 @@ func (c *clientTasks) stream(id string) chan struct{} {
 	return ch
 }
 
+// streamOpened marks the own stream of gateway session id open; the SDK's
+// client opens it again after it broke, so it may be marked more than
+// once.
+func (c *clientTasks) streamOpened(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.stream(id):
+	default:
+		close(c.stream(id))
+	}
+}
+
+// forget drops what c knows of the own stream of gateway session id once
+// it ended, so a bridge that opens session after session keeps nothing of
+// the ended ones.
+func (c *clientTasks) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.streams, id)
+}
+
 // awaitStream returns once the own stream of gateway session id is open,
 // or after streamWait, when the stdio client declared the capability.
 func (c *clientTasks) awaitStream(ctx context.Context, id string) {
 	if c.caps.Load() == nil {
 		return
 	}
+	c.mu.Lock()
+	open := c.stream(id)
+	c.mu.Unlock()
 	t := time.NewTimer(streamWait)
 	defer t.Stop()
 	select {
-	case <-c.stream(id):
+	case <-open:
+		return
 	case <-t.C:
 	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.streams[id] == open {
+		delete(c.streams, id) // no stream came: nothing waits for it now
 	}
 }
 

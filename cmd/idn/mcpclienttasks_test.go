@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"io"
 	"maps"
 	"net/http"
@@ -477,4 +478,35 @@ func TestMCPBridgeRelaysOnlyItsClientsTasks(t *testing.T) {
 			t.Errorf("the stdio client was asked %q", asked)
 		}
 	})
+}
+
+// The SDK's client opens a session's own stream again after it broke: the
+// bridge takes each opening, and forgets the stream once it ended, so a
+// long-running bridge keeps nothing of the streams of ended sessions.
+func TestClientTasksStreamOpenedAgain(t *testing.T) {
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"hi\"}}\n\n")
+	}))
+	defer gateway.Close()
+	c := &clientTasks{}
+	c.caps.Store(&mcptasks.ClientCaps{})
+	rt := c.transport(http.DefaultTransport)
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodGet, gateway.URL, nil)
+		req.Header.Set("Mcp-Session-Id", "s1")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.streams) != 0 {
+		t.Errorf("the bridge still keeps %d ended streams", len(c.streams))
+	}
 }
