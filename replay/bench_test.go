@@ -41,7 +41,7 @@ func BenchmarkCheckNonce(b *testing.B) {
 //     replay.Bytes and the sustained rates in docs/gateway.md (fill is the
 //     share of slots in use);
 //   - 1M: a default store holding 1,000,000 nonces, whose tables grow by
-//     doubling, so the figure lies between the full one and twice it.
+//     by half, so the figure lies between the full one and 1.5 times it.
 func BenchmarkMemory(b *testing.B) {
 	b.Run("full", func(b *testing.B) {
 		const maxBytes = 64 << 20

@@ -23,8 +23,8 @@
 //
 // The table is split into shards, each with its own lock, so that
 // concurrent callers rarely share one; no caller ever holds two. A shard's
-// table starts small and doubles when an insert finds no path, up to its
-// share of MaxBytes; it does not shrink.
+// table starts small and grows by half when an insert finds no path, up to
+// its share of MaxBytes; it does not shrink.
 //
 // Configuration follows the repository's one rule: the zero value of every
 // field of Config is the safe one (a required field left empty is refused),
@@ -316,13 +316,17 @@ func distinct(search []step, i int) bool {
 	return true
 }
 
-// grow moves sh's live fingerprints to a table twice as large, or as large
-// as its share of MaxBytes allows. It reports false, changing nothing, when
-// the table is at that size already or the live ones do not all fit.
+// grow moves sh's live fingerprints to a table half as large again, or as
+// large as its share of MaxBytes allows. It reports false, changing
+// nothing, when the table is at that size already or the live ones do not
+// all fit. Half again, not twice: a table just grown is that much more
+// than its nonces need, and a store sized by its busiest minutes keeps
+// that size; the rehashing it costs (each nonce moved twice on average
+// rather than once) is a few milliseconds of one shard's time per growth.
 func (sh *shard) grow(now uint32) bool {
 	old := sh.buckets
 	for size := len(old); size < sh.maxBuckets; {
-		size = min(2*size, sh.maxBuckets)
+		size = min(size+size/2, sh.maxBuckets)
 		sh.buckets = make([][bucketSlots]slot, size)
 		heldmem.Hold(&tables, sh.buckets)
 		if sh.rehash(old, now) {
