@@ -68,8 +68,9 @@ type clientTasks struct {
 	next  atomic.Uint64     // numbers the requests written to the stdio client
 	tasks mcptasks.Bindings // to the gateway session ids they were created for
 
+	answers mcptasks.Answers[jsonrpcMessage] // to the requests written to the stdio client
+
 	mu      sync.Mutex
-	pending map[string]chan jsonrpcMessage
 	asking  map[string]context.CancelFunc // the gateway's requests being answered, by session and request id
 	streams map[string]chan struct{}      // gateway session id → closed once its own stream is open, while it is or one is awaited
 }
@@ -91,19 +92,8 @@ func (c *clientTasks) fromClient(line []byte) bool {
 	case msg.Method == "initialize":
 		c.caps.Store(mcptasks.Declared(line))
 		return false
-	case msg.Method == "" && len(msg.ID) > 0 && msg.ID[0] == '"':
-		id, err := strconv.Unquote(string(msg.ID))
-		if err != nil {
-			return false
-		}
-		c.mu.Lock()
-		answer, ok := c.pending[id]
-		delete(c.pending, id)
-		c.mu.Unlock()
-		if ok {
-			answer <- msg
-		}
-		return ok
+	case msg.Method == "":
+		return c.answers.Deliver(msg.ID, msg)
 	case msg.Method == mcptasks.StatusMethod && msg.ID == nil && c.caps.Load() != nil:
 		var p struct {
 			TaskID string `json:"taskId"`
@@ -337,18 +327,8 @@ func (c *clientTasks) ask(ctx context.Context, session string, method string, ra
 		}
 	}
 	id := clientTaskIDPrefix + strconv.FormatUint(c.next.Add(1), 10)
-	answer := make(chan jsonrpcMessage, 1)
-	c.mu.Lock()
-	if c.pending == nil {
-		c.pending = map[string]chan jsonrpcMessage{}
-	}
-	c.pending[id] = answer
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
+	answer, done := c.answers.Await(id)
+	defer done()
 	c.write(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": raw})
 	var in jsonrpcMessage
 	select {

@@ -276,3 +276,48 @@ func (b *Bindings) Bound(id, session string) bool {
 func (b *Bindings) List(raw json.RawMessage, session string) (json.RawMessage, error) {
 	return KeepTasks(raw, func(id string) bool { return b.Bound(id, session) })
 }
+
+// Answers are the requests written to a client whose answers are awaited,
+// by request id; M is the caller's decoding of a message. The zero value
+// is ready to use.
+type Answers[M any] struct {
+	mu      sync.Mutex
+	pending map[string]chan M
+}
+
+// Await registers request id and returns the channel its answer arrives
+// on, and done, which forgets id once the caller stops waiting.
+func (a *Answers[M]) Await(id string) (answer <-chan M, done func()) {
+	ch := make(chan M, 1)
+	a.mu.Lock()
+	if a.pending == nil {
+		a.pending = map[string]chan M{}
+	}
+	a.pending[id] = ch
+	a.mu.Unlock()
+	return ch, func() {
+		a.mu.Lock()
+		delete(a.pending, id)
+		a.mu.Unlock()
+	}
+}
+
+// Deliver hands msg, an answer whose id is rawID (JSON), to the request
+// waiting on it, and reports whether one was.
+func (a *Answers[M]) Deliver(rawID json.RawMessage, msg M) bool {
+	if len(rawID) == 0 || rawID[0] != '"' {
+		return false
+	}
+	var id string
+	if json.Unmarshal(rawID, &id) != nil {
+		return false
+	}
+	a.mu.Lock()
+	ch, ok := a.pending[id]
+	delete(a.pending, id)
+	a.mu.Unlock()
+	if ok {
+		ch <- msg
+	}
+	return ok
+}

@@ -25,9 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,8 +59,7 @@ type Relay struct {
 	caps  atomic.Pointer[mcptasks.ClientCaps]
 	tasks mcptasks.Bindings // to the upstream session ids they were created for
 
-	mu      sync.Mutex
-	pending map[string]chan wire.Incoming
+	answers mcptasks.Answers[wire.Incoming] // to the requests written to the agent
 }
 
 // Declare records what the agent's initialize request body declares
@@ -179,18 +176,8 @@ func (r *Relay) Ask(ctx context.Context, sc *scrub.Scrubber, method string, raw 
 		raw = *clean
 	}
 	id := "idn-ct-" + rand.Text()
-	answer := make(chan wire.Incoming, 1)
-	r.mu.Lock()
-	if r.pending == nil {
-		r.pending = map[string]chan wire.Incoming{}
-	}
-	r.pending[id] = answer
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.pending, id)
-		r.mu.Unlock()
-	}()
+	answer, done := r.answers.Await(id)
+	defer done()
 	msg, err := json.Marshal(wire.Request{JSONRPC: "2.0", ID: id, Method: method, Params: raw})
 	if err != nil {
 		return nil, "error", err
@@ -211,13 +198,8 @@ func (r *Relay) Ask(ctx context.Context, sc *scrub.Scrubber, method string, raw 
 	}
 	switch method {
 	case "sampling/createMessage", "elicitation/create":
-		var created struct {
-			Task *struct {
-				TaskID string `json:"taskId"`
-			} `json:"task"`
-		}
-		if json.Unmarshal(in.Result, &created) == nil && created.Task != nil && created.Task.TaskID != "" {
-			r.tasks.Bind(created.Task.TaskID, up.ID)
+		if id, ok := mcptasks.Created(in.Result); ok {
+			r.tasks.Bind(id, up.ID)
 		}
 	case "tasks/list":
 		list, err := r.tasks.List(in.Result, up.ID)
@@ -236,21 +218,10 @@ func (r *Relay) Answered(body []byte) bool {
 		return false
 	}
 	var in wire.Incoming
-	if json.Unmarshal(body, &in) != nil || in.Method != "" || len(in.ID) == 0 || in.ID[0] != '"' {
+	if json.Unmarshal(body, &in) != nil || in.Method != "" {
 		return false
 	}
-	id, err := strconv.Unquote(string(in.ID))
-	if err != nil {
-		return false
-	}
-	r.mu.Lock()
-	answer, ok := r.pending[id]
-	delete(r.pending, id)
-	r.mu.Unlock()
-	if ok {
-		answer <- in
-	}
-	return ok
+	return r.answers.Deliver(in.ID, in)
 }
 
 // ErrNotOwned: a status notification about a task the session did not
