@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/internal/heldmem"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/replay"
 )
@@ -112,6 +113,8 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 			answer = fmt.Sprint(residentBytes(), " ", liveHeap())
 		case "held":
 			answer = strconv.FormatInt(claimcache.HeldBytes(), 10)
+		case "breakdown":
+			answer = memoryBreakdown()
 		case "profile":
 			stop, err := startProfile(arg)
 			if err != nil {
@@ -231,6 +234,47 @@ func (p *proxyProcess) held() int64 {
 	}
 	n, _ := strconv.ParseInt(answer, 10, 64)
 	return n
+}
+
+// memoryBreakdown is where the process's memory goes, as "name MiB"
+// pairs: the claims snapshots and the nonce store's tables, the rest of the
+// heap's objects, the heap's free and unused bytes not returned to the
+// system, goroutine stacks, and the runtime's own.
+func memoryBreakdown() string {
+	names := []string{
+		"/memory/classes/heap/objects:bytes",
+		"/memory/classes/heap/free:bytes",
+		"/memory/classes/heap/unused:bytes",
+		"/memory/classes/heap/stacks:bytes",
+		"/memory/classes/os-stacks:bytes",
+		"/memory/classes/total:bytes",
+		"/memory/classes/heap/released:bytes",
+	}
+	samples := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		samples[i].Name = n
+	}
+	metrics.Read(samples)
+	v := func(i int) int64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(samples[i].Value.Uint64())
+	}
+	claims, tables := claimcache.HeldBytes(), heldmem.Total()-claimcache.HeldBytes()
+	stacks := v(3) + v(4)
+	runtimeOwn := v(5) - v(6) - v(0) - v(1) - v(2) - stacks
+	return fmt.Sprintf("claims-snapshots %.1f nonce-tables %.1f other-objects %.1f heap-free-and-unused %.1f stacks %.1f runtime %.1f",
+		mib(claims), mib(tables), mib(v(0)-claims-tables), mib(v(1)+v(2)), mib(stacks), mib(runtimeOwn))
+}
+
+// breakdown is the child's memoryBreakdown ("" when it cannot be read).
+func (p *proxyProcess) breakdown() string {
+	answer, err := p.command("breakdown")
+	if err != nil {
+		return ""
+	}
+	return answer
 }
 
 // liveHeap is the heap held by live and not yet swept objects, read

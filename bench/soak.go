@@ -137,6 +137,9 @@ func (b *bench) soak(stdout io.Writer) error {
 	}
 	held = st.proxies.held()
 	fmt.Fprintf(stdout, "claims snapshots at the end: %.1f MiB (%.1f bytes per claim)\n", mib(held), float64(held)/float64(b.o.claims))
+	if parts := st.proxies.breakdown(); parts != "" {
+		fmt.Fprintf(stdout, "gateway memory at the end, MiB, not returned to the system: %s\n", parts)
+	}
 	if full+failed > 0 {
 		return fmt.Errorf("%d requests failed", full+failed)
 	}

@@ -48,11 +48,14 @@ type slot struct {
 }
 
 // Shape of the perfect hash: tuples per bucket on average, and the share of
-// the table's slots that stay empty (1 in emptyEvery), which keeps the search
-// for the last buckets' pilots short.
+// the table's cells that stay empty, which keeps the search for the last
+// buckets' pilots short: 1 in emptyEvery for slots alone, 1 in
+// emptyEveryLong for a slot and its tail cell, which need two free cells
+// side by side.
 const (
-	bucketLoad = 4
-	emptyEvery = 5
+	bucketLoad     = 4
+	emptyEvery     = 20
+	emptyEveryLong = 5
 )
 
 // snapshot is an immutable view of one service's approved claims, in a table
@@ -72,10 +75,11 @@ const (
 // a hit's claim id is a string in the arena, which the lookup does not
 // read.
 //
-// A snapshot holds about 107 bytes per claim with namespaces of up to
-// inlineNamespace bytes (80 for the slot and its share of the empty ones,
-// the claim id, half a byte of pilot), and 80 more for a longer namespace's
-// tail cell; BenchmarkSnapshotMemory1M measures it.
+// A snapshot holds about 94 bytes per claim with namespaces of up to
+// inlineNamespace bytes (67 for the slot and its share of the empty ones,
+// the claim id, half a byte of pilot), and 93 more for a longer namespace's
+// tail cell and the larger share of empty cells it needs;
+// BenchmarkSnapshotMemory1M measures it.
 type snapshot struct {
 	pilots  []uint16
 	table   []slot
@@ -253,9 +257,12 @@ func (b *builder) add(c Claim) error {
 // claimed total cannot make the gateway allocate more than that at once.
 const maxReserve = 1 << 24
 
-// tableSize is the number of cells of the table for n claims (each claim
-// with a long namespace counted twice, for its tail cell).
-func tableSize(n int) int { return n + n/(emptyEvery-1) + 1 }
+// tableSize is the number of cells of the table for n claims, long of them
+// with a namespace that needs a tail cell.
+func tableSize(n, long int) int {
+	short := n - long
+	return short + short/(emptyEvery-1) + 2*long + 2*long/(emptyEveryLong-1) + 1
+}
 
 // reserve makes room for total claims in all, when a Source knows how many
 // it will deliver: the array that collects them then becomes the table
@@ -267,7 +274,7 @@ func (b *builder) reserve(total int) {
 	if total <= len(b.slots) || total > maxReserve {
 		return
 	}
-	b.slots = slices.Grow(b.slots, tableSize(total)-len(b.slots))
+	b.slots = slices.Grow(b.slots, tableSize(total, 0)-len(b.slots))
 	hold(b.slots)
 	adviseHugePages(b.slots[:cap(b.slots)]) // the table: see permute
 	if len(b.slots) > 0 {
@@ -280,8 +287,9 @@ func (b *builder) reserve(total int) {
 
 // maxSeeds bounds the seeds build tries. One fails only when two distinct
 // tuples share all 64 bits of their hash (about 1 in 40 million at a million
-// tuples) or a bucket exhausts its pilots, so a second seed all but always
-// succeeds.
+// tuples) or a bucket exhausts its pilots; each seed after the first also
+// has a table a sixteenth larger, with more room for the pilots to find, so
+// a second seed all but always succeeds.
 const maxSeeds = 4
 
 // build returns the snapshot, and uses up b. When a tuple appears twice (the
@@ -298,7 +306,7 @@ func (b *builder) build(version string) (*snapshot, error) {
 	}
 	s.pilots = make([]uint16, n/bucketLoad+1)
 	hold(s.pilots)
-	m := tableSize(n + b.long)
+	m := tableSize(n, b.long)
 	for range maxSeeds {
 		s.seed = maphash.MakeSeed()
 		if pos, ok := s.place(b, m); ok {
@@ -308,6 +316,7 @@ func (b *builder) build(version string) (*snapshot, error) {
 			return s, nil
 		}
 		s.claims = 0
+		m += m / 16
 	}
 	return nil, fmt.Errorf("claimcache: no perfect hash for %d claims in %d seeds", n, maxSeeds)
 }
@@ -398,7 +407,7 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 func (b *builder) permute(pos []uint32) []slot {
 	n, m := len(b.slots), len(pos)
 	var table []slot
-	if c := cap(b.slots); c >= m && c <= m+m/4 { // reserved for this table
+	if c := cap(b.slots); c >= m && c <= m+m/16 { // reserved for this table
 		table = b.slots[:m]
 		adviseHugePages(table) // again, when it was not reserve that made it
 		clear(table[n:])

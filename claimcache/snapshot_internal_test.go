@@ -245,14 +245,14 @@ func TestReserveBuildsInPlace(t *testing.T) {
 	b.reserve(n)
 	array := unsafe.SliceData(b.slots)
 	fill(b, n)
-	if s := mustBuild(t, b); unsafe.SliceData(s.table) != array || len(s.table) != tableSize(n) || s.claims != n {
+	if s := mustBuild(t, b); unsafe.SliceData(s.table) != array || len(s.table) != tableSize(n, 0) || s.claims != n {
 		t.Errorf("reserved: table of %d slots (cap %d) for %d claims, in the reserved array: %v", len(s.table), cap(s.table), s.claims, unsafe.SliceData(s.table) == array)
 	}
 	b = &builder{service: "svc"}
 	b.reserve(2 * n)
 	fill(b, n)
-	if s := mustBuild(t, b); cap(s.table) != tableSize(n) || s.claims != n {
-		t.Errorf("over-reserved: table of %d slots (cap %d) for %d claims, want %d", len(s.table), cap(s.table), s.claims, tableSize(n))
+	if s := mustBuild(t, b); cap(s.table) != tableSize(n, 0) || s.claims != n {
+		t.Errorf("over-reserved: table of %d slots (cap %d) for %d claims, want %d", len(s.table), cap(s.table), s.claims, tableSize(n, 0))
 	}
 	b = &builder{service: "svc"}
 	b.reserve(maxReserve + 1) // a feed's claimed total beyond the bound reserves nothing
