@@ -25,7 +25,7 @@ const minDynamicHeap = 4 << 20
 // collections' live heap less those tables' bytes (see dynamicSamples).
 //
 // GOGC's headroom exists to make collections rare, and a collection's cost
-// is the heap it scans. The tables are large (about 94 bytes a claim, 18
+// is the heap it scans. The tables are large (about 94 bytes a claim, 14
 // a nonce) but pointer-free, so they cost a collection almost nothing to
 // keep, and headroom in proportion to them would only hold memory: at GOGC
 // 400 a million claims would let the heap grow by 400 MB between

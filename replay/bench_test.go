@@ -48,13 +48,13 @@ func BenchmarkMemory(b *testing.B) {
 		for b.Loop() {
 			before := heapInUse()
 			s, _ := newStore(b, replay.Config{MaxBytes: maxBytes})
-			n := fill(b, s, maxBytes/16, func(int) time.Time { return t0.Add(benchWindow) })
+			n := fill(b, s, maxBytes/64*5, func(int) time.Time { return t0.Add(benchWindow) })
 			after := heapInUse()
-			if n == maxBytes/16 {
+			if n == maxBytes/64*5 {
 				b.Fatal("the store never refused")
 			}
 			b.ReportMetric(float64(after-before)/float64(n), "B/nonce")
-			b.ReportMetric(float64(n)/(maxBytes/16), "fill")
+			b.ReportMetric(float64(n)/(maxBytes/64*5), "fill")
 			b.ReportMetric(float64(n), "nonces")
 			runtime.KeepAlive(s)
 		}
@@ -183,7 +183,7 @@ func heapInUse() uint64 {
 // MiB), which searches the table for room before it gives up: what each
 // request of a flood costs once the store is full. The store is first
 // filled until 1,000 checks in a row are refused (fill is the share of
-// slots then in use); the first refusal comes earlier, at about 95%.
+// slots then in use); the first refusal comes earlier, at about 97%.
 func BenchmarkCheckNonceFull(b *testing.B) {
 	const maxBytes = 64 << 20
 	s, _ := newStore(b, replay.Config{MaxBytes: maxBytes})
@@ -207,5 +207,5 @@ func BenchmarkCheckNonceFull(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(full)/float64(b.N), "refused")
-	b.ReportMetric(float64(held)/(maxBytes/16), "fill")
+	b.ReportMetric(float64(held)/(maxBytes/64*5), "fill")
 }

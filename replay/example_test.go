@@ -10,7 +10,7 @@ import (
 )
 
 func ExampleStore_CheckNonce() {
-	store, err := replay.New(replay.Config{}) // 256 MiB, about 15.9 million nonces
+	store, err := replay.New(replay.Config{}) // 256 MiB, about 19 million nonces
 	if err != nil {
 		panic(err)
 	}
@@ -38,5 +38,5 @@ func ExampleMemoryFor() {
 	}
 	_ = store
 	// Output:
-	// 56 MiB
+	// 44 MiB
 }

@@ -8,18 +8,20 @@
 // CheckNonce returns ErrFull instead of evicting a live nonce, so a flood can
 // deny service but can never make a replay pass.
 //
-// A nonce takes one 16-byte slot: a 96-bit fingerprint of the pair (a
+// A nonce takes one 12-byte slot: a 64-bit fingerprint of the pair (a
 // SHA-256 keyed with a secret drawn at New, so no one can aim nonces at a
 // part of the table) and its expiry, to the second. Slots live in a
 // bucketized cuckoo hash table: each fingerprint has two candidate buckets
-// of four slots, a lookup reads those two cache lines, and an insert that
-// finds both full moves fingerprints to their other bucket along the
-// shortest path to a free slot. The table is about 95% full when an insert
-// first finds no room, so a nonce costs under 17 bytes at the bound; plan
-// with Bytes. A slot whose expiry has passed is free, so expiry costs nothing: there is
-// no sweep, no generation to drop, no garbage. Two fingerprints collide with
-// probability 2⁻⁹⁶; a collision can only refuse a fresh nonce as a replay,
-// never accept a replay.
+// of five slots, one cache line each, chosen by its two halves; a lookup
+// reads those two cache lines, and an insert that finds both full moves
+// fingerprints to their other bucket along the shortest path to a free
+// slot. The table is about 97% full when an insert first finds no room, so
+// a nonce costs about 13 bytes at the bound; plan with Bytes. A slot whose
+// expiry has passed is free, so expiry costs nothing: there is no sweep, no
+// generation to drop, no garbage. A fresh nonce is taken for a replay only
+// when a live one of its shard has the same 64 bits, about once in 2⁴⁵
+// checks with the default store full; a collision can only refuse a fresh
+// nonce, never accept a replay.
 //
 // The table is split into shards, each with its own lock, so that
 // concurrent callers rarely share one; no caller ever holds two. A shard's
@@ -42,6 +44,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/internal/heldmem"
@@ -51,31 +54,31 @@ import (
 // heldmem.Total, for gateway.TuneGC.
 var tables heldmem.Counter
 
-// DefaultMaxBytes is the zero Config's memory bound: 14.9 million nonces
-// (MaxBytes / Bytes), enough for 45,000 requests/s sustained with a 330 s
+// DefaultMaxBytes is the zero Config's memory bound: 19 million nonces
+// (MaxBytes / Bytes), enough for 58,000 requests/s sustained with a 330 s
 // window.
 const DefaultMaxBytes = 256 << 20
 
-// Bytes is what to budget per nonce. A nonce takes a 16-byte slot, and the
-// first refusal comes at about 95% of slots in use (16.8 bytes a nonce;
-// BenchmarkMemory), later ones more and more often up to 99.9%; 18 leaves a
-// margin. So a Store holds MaxBytes / Bytes nonces, and one whose nonces
-// are kept W seconds sustains MaxBytes / Bytes / W requests per second.
-const Bytes = 18
+// Bytes is what to budget per nonce. A nonce takes a slot of 12.8 bytes (a
+// 64-byte bucket holds five), and the first refusal comes at about 97% of
+// slots in use (13.2 bytes a nonce; BenchmarkMemory), later ones more and
+// more often up to 99.9%; 14 leaves a margin. So a Store holds MaxBytes /
+// Bytes nonces, and one whose nonces are kept W seconds sustains MaxBytes
+// / Bytes / W requests per second.
+const Bytes = 14
 
 // MemoryFor returns the MaxBytes that holds n nonces.
 func MemoryFor(n int) int64 { return int64(n) * Bytes }
 
 const (
-	slotBytes      = 16
-	bucketSlots    = 4
-	bucketBytes    = slotBytes * bucketSlots
+	bucketSlots    = 5
+	bucketBytes    = int64(unsafe.Sizeof(bucket{}))
 	maxShards      = 32
 	minShardBytes  = 1 << 20 // below it, fewer shards, so each keeps a useful size
 	initialBuckets = 64
 	// searchBuckets bounds the breadth-first search for a free slot (paths
 	// of up to four moves). The first insert that finds none comes at
-	// about 95% of slots in use (BenchmarkMemory); a refusal costs a
+	// about 97% of slots in use (BenchmarkMemory); a refusal costs a
 	// search of 512 buckets, some tens of microseconds
 	// (BenchmarkCheckNonceFull).
 	searchBuckets = 512
@@ -113,17 +116,18 @@ type Store struct {
 
 var _ httpsig.NonceChecker = (*Store)(nil)
 
-// slot is one remembered nonce; exp 0 is an empty slot.
-type slot struct {
-	fp  fingerprint
-	exp uint32 // seconds after Store.base until which the nonce is remembered
+// bucket is one cache line of a table: five slots, each a fingerprint and
+// the time until which its nonce is remembered, in seconds after
+// Store.base. A slot whose time is not after now is free (0: never used).
+type bucket struct {
+	fp  [bucketSlots]uint64
+	exp [bucketSlots]uint32
+	_   uint32
 }
-
-type fingerprint [3]uint32
 
 type shard struct {
 	mu         sync.Mutex
-	buckets    [][bucketSlots]slot
+	buckets    []bucket
 	maxBuckets int
 	search     []step // scratch for insert's search
 	_          [24]byte
@@ -160,7 +164,7 @@ func New(cfg Config) (*Store, error) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.maxBuckets = int(min(limit/int64(n)/bucketBytes, math.MaxInt32))
-		sh.buckets = make([][bucketSlots]slot, min(initialBuckets, sh.maxBuckets))
+		sh.buckets = make([]bucket, min(initialBuckets, sh.maxBuckets))
 		heldmem.Hold(&tables, sh.buckets)
 	}
 	return s, nil
@@ -175,18 +179,18 @@ func New(cfg Config) (*Store, error) {
 // is earlier. ctx is unused; it is part of the checker interface for stores
 // that do I/O.
 func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Time) error {
-	fp := s.fingerprint(scope, nonce)
+	fp, shardBits := s.fingerprint(scope, nonce)
 	nowNs := s.clock().UnixNano()
 	now := s.since(nowNs / 1e9)
 	exp := s.since(ceilDiv(max(until.UnixNano(), nowNs+1e9), 1e9))
-	sh := &s.shards[fastrange(fp[2], len(s.shards))]
+	sh := &s.shards[fastrange(shardBits, len(s.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	b1, b2 := sh.candidates(fp)
 	if sh.holds(b1, fp, now) || sh.holds(b2, fp, now) {
 		return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
 	}
-	for !sh.insert(slot{fp, exp}, now) {
+	for !sh.insert(fp, exp, now) {
 		if !sh.grow(now) {
 			return fmt.Errorf("replay: no room for the nonce in %d bytes: %w", s.max, ErrFull)
 		}
@@ -204,8 +208,8 @@ func (s *Store) Len() int {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for b := range sh.buckets {
-			for _, sl := range sh.buckets[b] {
-				if sl.exp > now {
+			for _, exp := range sh.buckets[b].exp {
+				if exp > now {
 					n++
 				}
 			}
@@ -221,52 +225,52 @@ func (s *Store) since(t int64) uint32 {
 	return uint32(min(max(t-s.base, 0), math.MaxUint32))
 }
 
-// fingerprint maps (scope, nonce) to 96 bits. The length prefix keeps
+// fingerprint maps (scope, nonce) to the 64 bits its slot keeps and the
+// 32 that pick its shard, which need no keeping. The length prefix keeps
 // ("ab","c") and ("a","bc") apart; the secret keeps anyone from choosing
 // nonces that land in given buckets or collide with someone else's.
-func (s *Store) fingerprint(scope, nonce string) fingerprint {
+func (s *Store) fingerprint(scope, nonce string) (fp uint64, shard uint32) {
 	var buf [256]byte
 	b := append(buf[:0], s.secret[:]...)
 	b = binary.AppendUvarint(b, uint64(len(scope)))
 	b = append(b, scope...)
 	b = append(b, nonce...)
 	sum := sha256.Sum256(b)
-	return fingerprint{
-		binary.LittleEndian.Uint32(sum[0:]),
-		binary.LittleEndian.Uint32(sum[4:]),
-		binary.LittleEndian.Uint32(sum[8:]),
-	}
+	return binary.LittleEndian.Uint64(sum[0:]), binary.LittleEndian.Uint32(sum[8:])
 }
 
-// candidates returns fp's two buckets in sh's current table.
-func (sh *shard) candidates(fp fingerprint) (int, int) {
-	return fastrange(fp[0], len(sh.buckets)), fastrange(fp[1], len(sh.buckets))
+// candidates returns fp's two buckets in sh's current table, one from each
+// half of it.
+func (sh *shard) candidates(fp uint64) (int, int) {
+	return fastrange(uint32(fp), len(sh.buckets)), fastrange(uint32(fp>>32), len(sh.buckets))
 }
 
 // holds reports whether bucket b holds fp, live at now.
-func (sh *shard) holds(b int, fp fingerprint, now uint32) bool {
-	for _, sl := range sh.buckets[b] {
-		if sl.fp == fp && sl.exp > now {
+func (sh *shard) holds(b int, fp uint64, now uint32) bool {
+	bk := &sh.buckets[b]
+	for j, f := range bk.fp {
+		if f == fp && bk.exp[j] > now {
 			return true
 		}
 	}
 	return false
 }
 
-// insert puts sl in one of its buckets, moving other fingerprints to their
-// other bucket along the shortest path to a free slot (empty, or expired at
-// now). It reports false, changing nothing, when the search finds none.
-func (sh *shard) insert(sl slot, now uint32) bool {
-	b1, b2 := sh.candidates(sl.fp)
+// insert puts fp, remembered until exp, in one of its buckets, moving other
+// fingerprints to their other bucket along the shortest path to a free slot
+// (empty, or expired at now). It reports false, changing nothing, when the
+// search finds none.
+func (sh *shard) insert(fp uint64, exp, now uint32) bool {
+	b1, b2 := sh.candidates(fp)
 	search := append(sh.search[:0], step{int32(b1), -1, -1})
 	if b2 != b1 {
 		search = append(search, step{int32(b2), -1, -1})
 	}
 	defer func() { sh.search = search }()
 	for i := 0; i < len(search); i++ {
-		bucket := &sh.buckets[search[i].bucket]
-		for j := range bucket {
-			if bucket[j].exp > now {
+		bk := &sh.buckets[search[i].bucket]
+		for j, e := range bk.exp {
+			if e > now {
 				continue
 			}
 			if !distinct(search, i) {
@@ -280,17 +284,19 @@ func (sh *shard) insert(sl slot, now uint32) bool {
 			at, free := i, j
 			for search[at].parent >= 0 {
 				p := search[at]
-				sh.buckets[p.bucket][free] = sh.buckets[search[p.parent].bucket][p.from]
+				to, from := &sh.buckets[p.bucket], &sh.buckets[search[p.parent].bucket]
+				to.fp[free], to.exp[free] = from.fp[p.from], from.exp[p.from]
 				at, free = int(p.parent), int(p.from)
 			}
-			sh.buckets[search[at].bucket][free] = sl
+			to := &sh.buckets[search[at].bucket]
+			to.fp[free], to.exp[free] = fp, exp
 			return true
 		}
 		if len(search) >= searchBuckets {
 			continue
 		}
-		for j, moved := range bucket {
-			c1, c2 := sh.candidates(moved.fp)
+		for j, moved := range bk.fp {
+			c1, c2 := sh.candidates(moved)
 			other := c1
 			if other == int(search[i].bucket) {
 				other = c2
@@ -327,7 +333,7 @@ func (sh *shard) grow(now uint32) bool {
 	old := sh.buckets
 	for size := len(old); size < sh.maxBuckets; {
 		size = min(size+size/2, sh.maxBuckets)
-		sh.buckets = make([][bucketSlots]slot, size)
+		sh.buckets = make([]bucket, size)
 		heldmem.Hold(&tables, sh.buckets)
 		if sh.rehash(old, now) {
 			return true
@@ -337,10 +343,10 @@ func (sh *shard) grow(now uint32) bool {
 	return false
 }
 
-func (sh *shard) rehash(old [][bucketSlots]slot, now uint32) bool {
+func (sh *shard) rehash(old []bucket, now uint32) bool {
 	for b := range old {
-		for _, sl := range old[b] {
-			if sl.exp > now && !sh.insert(sl, now) {
+		for j, exp := range old[b].exp {
+			if exp > now && !sh.insert(old[b].fp[j], exp, now) {
 				return false
 			}
 		}

@@ -161,7 +161,7 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c.Proxy.MaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
 	c.Proxy.FutureSkew = r.Seconds("GATEWAY_SIGNATURE_FUTURE_SKEW_SECONDS", 30, "seconds a signature's creation time may lie in the future")
 	c.Nonces.MaxBytes = r.Int64("GATEWAY_NONCE_MEMORY_BYTES", replay.DefaultMaxBytes, 1<<20,
-		"memory of the nonce store, in bytes (18 per nonce); past it requests are answered 503 NONCE_STORE_FULL")
+		"memory of the nonce store, in bytes (14 per nonce); past it requests are answered 503 NONCE_STORE_FULL")
 	if n := r.Int("GATEWAY_NONCE_MAX_ENTRIES", 0, 1, "deprecated: nonces to make room for; use GATEWAY_NONCE_MEMORY_BYTES"); n > 0 {
 		if strings.TrimSpace(getenv("GATEWAY_NONCE_MEMORY_BYTES")) != "" {
 			r.Problemf("GATEWAY_NONCE_MAX_ENTRIES is deprecated and cannot be set with GATEWAY_NONCE_MEMORY_BYTES")
