@@ -74,6 +74,6 @@ const GCPercent = 400
 
 // MemoryHeadroom is what cmd/gateway's default memory limit allows beyond
 // the nonce store's budget (Config.Nonces.MaxBytes): the claims snapshots
-// (about 107 bytes a claim, and a second set while a changed feed is
+// (about 94 bytes a claim, and a second set while a changed feed is
 // rebuilt), connections, buffers and the garbage between two collections.
 const MemoryHeadroom = 256 << 20
