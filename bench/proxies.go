@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
-	"github.com/idnhq/idn/internal/heldmem"
 	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/internal/heldmem"
 	"github.com/idnhq/idn/replay"
 )
 
