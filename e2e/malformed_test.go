@@ -366,14 +366,14 @@ func heapInuse() uint64 {
 // own plain 400/431 for a request it cannot parse or whose headers exceed
 // MaxHeaderBytes. No connection may close without an answer (a handler
 // panic), the heap must come back to where it was, and afterwards the nonce
-// store must still hold exactly its 4 free places: none of the refused
+// store must still hold exactly its 5 free places: none of the refused
 // requests, validly signed or not, recorded a nonce.
 func TestMalformedRequests(t *testing.T) {
 	const (
 		total     = 10_000
 		workers   = 4
 		maxBody   = 16 << 10
-		nonceRoom = 4
+		nonceRoom = 5 // one bucket of the store: its 64 bytes
 		heapBound = 16 << 20
 	)
 	w := newWorld(t)
@@ -383,7 +383,7 @@ func TestMalformedRequests(t *testing.T) {
 	}))
 	defer upstream.Close()
 	gw := startGateway(t, w, func(c *gateway.Config) {
-		c.Proxy.MaxBodyBytes, c.Nonces.MaxBytes, c.ClaimSubmissions.RatePerMinute = maxBody, nonceRoom*16, 1
+		c.Proxy.MaxBodyBytes, c.Nonces.MaxBytes, c.ClaimSubmissions.RatePerMinute = maxBody, 64, 1
 	}, bearer("github", upstream.URL, "upstream-token"))
 	client := &http.Client{Timeout: 10 * time.Second}
 	ready, cancel := context.WithTimeout(t.Context(), 5*time.Second)
