@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,7 +24,9 @@ import (
 // sampling during the call. "withdraw" pings first (so that its sampling
 // request's id, 2, is not the one the gateway's asks its agent with),
 // then withdraws its sampling request once the agent has it, and ends
-// its call when released. "stray" pings too, then, while its sampling
+// its call when released. "end" does the same but writes the
+// notifications/cancelled itself and returns at once, so that the result
+// follows it on the stream. "stray" pings too, then, while its sampling
 // request (2) waits, sends notifications/cancelled naming other requests:
 // its answered ping (1, also the id the agent's request has), one never
 // sent (99), ids of the gateway's own; and returns the agent's answer. answers collects the ids of the JSON-RPC answers
@@ -62,6 +65,18 @@ func newWithdrawServer(t *testing.T) *withdrawServer {
 		case <-ctx.Done():
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "withdrawn"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "end"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if err := req.Session.Ping(ctx, nil); err != nil {
+			return nil, nil, err
+		}
+		go func() { _, _ = req.Session.CreateMessage(ctx, sample) }()
+		select {
+		case <-ws.asked:
+		case <-ctx.Done():
+		}
+		_ = mcpnotify.Send(ctx, req.Session, "notifications/cancelled", &mcp.CancelledParams{RequestID: 2, Reason: "the call ends"})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ended"}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "stray"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		if err := req.Session.Ping(ctx, nil); err != nil {
@@ -147,7 +162,7 @@ func (h *heard) String() string {
 // naming the id the agent was asked with does.
 func samplingAgent(t *testing.T, e *env, answer <-chan struct{}) (cs *mcp.ClientSession, asked, withdrawn <-chan struct{}, h *heard) {
 	t.Helper()
-	a, w := make(chan struct{}, 4), make(chan struct{}, 4)
+	a, w, stop := make(chan struct{}, 4), make(chan struct{}, 4), make(chan struct{})
 	h = &heard{base: identityTransport{alice}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "sampler", Version: "1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -158,6 +173,8 @@ func samplingAgent(t *testing.T, e *env, answer <-chan struct{}) (cs *mcp.Client
 			case <-ctx.Done():
 				w <- struct{}{}
 				return &mcp.CreateMessageResult{}, ctx.Err()
+			case <-stop:
+				return &mcp.CreateMessageResult{}, errors.New("the test ended")
 			}
 		},
 	})
@@ -168,6 +185,7 @@ func samplingAgent(t *testing.T, e *env, answer <-chan struct{}) (cs *mcp.Client
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
+	t.Cleanup(func() { close(stop) }) // first: a request still held would hold Close
 	return cs, a, w, h
 }
 
@@ -243,6 +261,35 @@ func TestServerCancellingAnotherRequestReachesNoAgent(t *testing.T) {
 			if got := h.String(); strings.Contains(got, "notifications/cancelled") {
 				t.Errorf("the agent was sent a cancellation: %s", got)
 			}
+		})
+	}
+}
+
+// A server that withdraws its request and ends its call at once (its
+// notifications/cancelled, then its result, on the call's stream) has
+// the agent told before the result, which closes the stream the agent was
+// asked on.
+func TestServerWithdrawsItsRequestAndEndsTheCall(t *testing.T) {
+	t.Parallel()
+	for _, paths := range withdrawPaths {
+		t.Run(fmt.Sprintf("SDK agent side %v, SDK upstream side %v", paths.sdkAgent, paths.sdkUpstream), func(t *testing.T) {
+			t.Parallel()
+			ws := newWithdrawServer(t)
+			e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: ws.url})
+			mcpproxy.UseSDKPaths(e.proxy, paths.sdkAgent, paths.sdkUpstream)
+			never := make(chan struct{})
+			cs, asked, withdrawn, _ := samplingAgent(t, e, never)
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "end", Arguments: map[string]any{}})
+				done <- err
+			}()
+			within(t, asked, "the agent to be asked")
+			ws.asked <- struct{}{}
+			if err := within(t, done, "the call's result"); err != nil {
+				t.Fatal(err)
+			}
+			within(t, withdrawn, "the agent to be told the request is withdrawn")
 		})
 	}
 }

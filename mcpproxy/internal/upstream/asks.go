@@ -26,7 +26,7 @@ type asks struct {
 
 // ask is one request being answered.
 type ask struct {
-	cancel    context.CancelFunc
+	cancel    context.CancelCauseFunc
 	done      chan struct{}
 	withdrawn bool
 }
@@ -41,7 +41,7 @@ func newAsks(ctx context.Context) *asks {
 // stream on s, and posts the answer unless the request was withdrawn or
 // the call ended first.
 func (a *asks) answer(s Session, h Handler, msg wire.Incoming) {
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancel := context.WithCancelCause(a.ctx)
 	q := &ask{cancel: cancel, done: make(chan struct{})}
 	key, ok := wire.IDKey(msg.ID)
 	a.mu.Lock()
@@ -55,7 +55,7 @@ func (a *asks) answer(s Session, h Handler, msg wire.Incoming) {
 	go func() {
 		defer a.wg.Done()
 		defer close(q.done)
-		defer cancel()
+		defer cancel(nil)
 		reply := h.Answer(ctx, msg)
 		a.mu.Lock()
 		if ok {
@@ -75,8 +75,9 @@ func (a *asks) answer(s Session, h Handler, msg wire.Incoming) {
 
 // withdraw ends the request that params, those of the server's
 // notifications/cancelled, name, when it is one of the call's being
-// answered, and waits until its answering has stopped, so that the agent
-// is told before anything the stream carries next. A notification naming
+// answered (its context's cause wire.ErrWithdrawn), and waits until its
+// answering has stopped, so that the agent is told before anything the
+// stream carries next. A notification naming
 // any other request is dropped.
 func (a *asks) withdraw(params json.RawMessage) {
 	var p struct {
@@ -97,7 +98,7 @@ func (a *asks) withdraw(params json.RawMessage) {
 	}
 	a.mu.Unlock()
 	if q != nil {
-		q.cancel()
+		q.cancel(wire.ErrWithdrawn)
 		<-q.done
 	}
 }
