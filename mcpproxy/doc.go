@@ -19,8 +19,7 @@
 //     Config.OnDiscovery for storage, with errors scrubbed of secrets.
 //   - Tests: Probe (the admin test route) is a session of its own, apart
 //     from the cache and the breaker.
-//   - Policy: package toolpolicy (see Policy.Explain for the order); '*'
-//     and '?' wildcards.
+//   - Policy: package toolpolicy (see Policy.Explain for the order); '*' and '?' wildcards.
 //   - Calls: unknown tool 404, filtered tool 403, bad arguments 400 with the
 //     failing JSON Pointer paths, all before any upstream request; then the
 //     per connection + namespace rate limit (429) and breaker (503), both
@@ -75,7 +74,8 @@
 //     server and client by a contract test that runs one conversation
 //     through every combination and compares it message by message;
 //     bench/README.md has what they save. Cancellation
-//     (notifications/cancelled) reaches the upstream either way. A
+//     (notifications/cancelled) reaches the upstream either way, and the
+//     server's of its own request during a call the agent asked. A
 //     session is bound to the caller (namespace, key and subject) and
 //     connection that opened it: another caller naming its id gets 404,
 //     the same answer as an unknown id, and what its upstream session

@@ -75,6 +75,7 @@ type agentSession struct {
 	// events numbers and keeps what the session's own event stream
 	// carries, task status and progress included, for a client resuming it.
 	events *resume.Log
+	told   mirror.Told // the cancellations its server writes on its streams
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 
@@ -192,6 +193,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.fromAgent(w, r, s, body) || e.direct(w, r, s, body) {
 			return
 		}
+		w = s.told.Watch(w)
 	case upstream.Method(body) == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
@@ -226,7 +228,7 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 		return
 	}
 	defer sw.Close()
-	e.sdk.ServeHTTP(sw, sr)
+	e.sdk.ServeHTTP(s.told.Watch(sw), sr)
 }
 
 // readBody reads a POST's body within the size limit, leaving r.Body

@@ -58,11 +58,18 @@ func asked[R any](res any, err error) (R, error) {
 
 // Ask puts a request of the server to the agent of ss, when the agent
 // declared the capability it needs, with its params read by decode, and
-// returns the agent's answer as it is.
-func Ask(ctx context.Context, ss *mcp.ServerSession, method string, decode func(params any) error) (any, error) {
+// returns the agent's answer as it is. When the server withdraws the
+// request (ctx ends with the cause wire.ErrWithdrawn), the SDK's server
+// tells the agent; Ask returns once it has (told), or after a second.
+func Ask(ctx context.Context, ss *mcp.ServerSession, told *Told, method string, decode func(params any) error) (any, error) {
 	caps := &mcp.ClientCapabilities{}
 	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
 		caps = ip.Capabilities
+	}
+	var before uint64
+	if told != nil {
+		before, _ = told.mark()
+		defer func() { awaitTold(ctx, told, before) }()
 	}
 	switch {
 	case method == "sampling/createMessage" && caps.Sampling != nil:

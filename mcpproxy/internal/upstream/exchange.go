@@ -133,9 +133,11 @@ func refusal(resp *http.Response, sessionID, method string) error {
 
 // readEvents reads an event stream until the response to the request id,
 // relaying the notifications and answering the server's requests on the
-// way.
+// way (asks), which the server may withdraw meanwhile.
 func readEvents(ctx context.Context, s Session, body io.Reader, id, method string, h Handler) (json.RawMessage, error) {
 	events := wire.NewEventReader(bufio.NewReader(body))
+	asks := newAsks(ctx)
+	defer asks.end()
 	for {
 		data, err := events.Next()
 		if errors.Is(err, io.EOF) {
@@ -153,13 +155,15 @@ func readEvents(ctx context.Context, s Session, body io.Reader, id, method strin
 			if res, err := wire.Result(msg, id); res != nil || err != nil {
 				return res, err
 			}
+		case msg.Method == "notifications/cancelled":
+			// The server's own requests are its to withdraw; the
+			// notification is not relayed as it came (its id is not
+			// the one the agent was asked with).
+			asks.withdraw(msg.Params)
 		case msg.ID == nil:
 			h.Notify(id, msg)
 		default:
-			if resp, err := post(ctx, s, h.Answer(ctx, msg)); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
+			asks.answer(s, h, msg)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package upstream is the HTTP layer under the requests to an upstream MCP
 // server: a RoundTripper that retries only what is safe to repeat and
 // turns a forgotten session's 400 into the transport's 404, the Trace of
-// the attempts one MCP operation made, and Call, the tools/call exchange
-// run without the SDK's client on its session.
+// the attempts one MCP operation made, Call, the tools/call exchange run
+// without the SDK's client on its session, and Withdrawals, which keeps
+// the SDK's client from answering a request the server withdrew.
 package upstream
 
 import (

@@ -6,6 +6,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -56,6 +57,10 @@ func Write(w http.ResponseWriter, status int, res Response) {
 	w.WriteHeader(status)
 	_, _ = w.Write(raw)
 }
+
+// ErrWithdrawn is the cause a server's request being answered ends with
+// when the server withdraws it (notifications/cancelled).
+var ErrWithdrawn = errors.New("the server withdrew its request")
 
 // IDKey returns the canonical form of a request id that the direct path
 // keeps, a string or an integer, so that a cancellation finds its call.
