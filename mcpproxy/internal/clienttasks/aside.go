@@ -25,14 +25,26 @@ type Asker func(ctx context.Context, method string, params json.RawMessage) (any
 
 // answer has ask answer msg, a request read from the stream of req, and
 // posts the answer to the server with base: in ctx carrying its upstream
-// session, ending with that stream or after timeout.
-func answer(req *http.Request, base http.RoundTripper, timeout time.Duration, ask Asker, msg wire.Incoming) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// session, ending with that stream, after timeout, or when the server
+// withdraws the request (withdraw), which is then not answered.
+func (r *Relay) answer(req *http.Request, base http.RoundTripper, timeout time.Duration, ask Asker, msg wire.Incoming) {
+	withdrawable, withdraw := context.WithCancelCause(context.Background())
+	defer withdraw(nil)
+	ctx, cancel := context.WithTimeout(withdrawable, timeout)
 	defer cancel()
 	defer context.AfterFunc(req.Context(), cancel)()
 	up := Upstream{ID: req.Header.Get("Mcp-Session-Id"), Version: req.Header.Get("Mcp-Protocol-Version")}
+	if key, ok := askKey(up.ID, msg.ID); ok {
+		a := &asking{withdraw: withdraw}
+		if _, taken := r.asking.LoadOrStore(key, a); !taken {
+			defer r.asking.CompareAndDelete(key, a)
+		}
+	}
 	reply := wire.Response{JSONRPC: "2.0", ID: msg.ID}
 	res, err := ask(WithUpstream(ctx, up), msg.Method, msg.Params)
+	if context.Cause(ctx) == errWithdrawn {
+		return
+	}
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {
@@ -57,5 +69,40 @@ func answer(req *http.Request, base http.RoundTripper, timeout time.Duration, as
 	if resp, err := base.RoundTrip(post); err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+	}
+}
+
+// asking is a server's request being answered, which the server may
+// withdraw.
+type asking struct{ withdraw context.CancelCauseFunc }
+
+// errWithdrawn ends the answering of a request the server withdrew.
+var errWithdrawn = errors.New("clienttasks: the server withdrew its request")
+
+// askKey is the key in Relay.asking of the request id of upstream session
+// session; ok is false for an id that is none.
+func askKey(session string, id json.RawMessage) (key string, ok bool) {
+	k, ok := wire.IDKey(id)
+	return session + " " + k, ok
+}
+
+// withdraw ends the answering of the request of upstream session session
+// that data, a server's notifications/cancelled, names; a notification
+// naming any other request changes nothing.
+func (r *Relay) withdraw(session string, data []byte) {
+	var msg wire.Incoming
+	if json.Unmarshal(data, &msg) != nil || msg.Method != "notifications/cancelled" || msg.ID != nil {
+		return
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(msg.Params, &p) != nil {
+		return
+	}
+	if key, ok := askKey(session, p.RequestID); ok {
+		if a, ok := r.asking.LoadAndDelete(key); ok {
+			a.(*asking).withdraw(errWithdrawn)
+		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,7 @@ type Relay struct {
 	tasks mcptasks.Bindings // to the upstream session ids they were created for
 
 	answers mcptasks.Answers[wire.Incoming] // to the requests written to the agent
+	asking  sync.Map                        // the server's requests being answered, by askKey: *asking
 }
 
 // Declare records what the agent's initialize request body declares
@@ -75,7 +77,9 @@ func (r *Relay) Declare(body []byte) {
 // and taking out of the event streams the SDK's client reads the server's
 // requests of the client side of tasks: each is answered by ask, in a
 // context carrying its upstream session (WithUpstream) that ends with its
-// stream or after timeout, and the answer posted to the server.
+// stream or after timeout, and the answer posted to the server; one the
+// server withdraws (notifications/cancelled, read on any stream of its
+// session) ends at once, and no answer is posted.
 func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Asker) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -97,11 +101,15 @@ func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Ask
 			return resp, err
 		}
 		resp.Body = mcptasks.Divert(resp.Body, func(data []byte) bool {
+			if bytes.Contains(data, []byte(`"notifications/cancelled"`)) {
+				r.withdraw(req.Header.Get("Mcp-Session-Id"), data)
+				return false // the SDK's client ignores it: not one of its requests
+			}
 			var msg wire.Incoming
 			if !bytes.Contains(data, []byte(`"method"`)) || json.Unmarshal(data, &msg) != nil || !mcptasks.ClientRequest(caps, msg.ID, msg.Method, msg.Params) {
 				return false
 			}
-			go answer(req, base, timeout, ask, msg)
+			go r.answer(req, base, timeout, ask, msg)
 			return true
 		})
 		return resp, nil

@@ -3,6 +3,7 @@ package clienttasks_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -136,5 +137,98 @@ func TestTransportTakesTasksRequestsOutOfStreams(t *testing.T) {
 		if !answers[a] {
 			t.Errorf("missing %s among %v", a, answers)
 		}
+	}
+}
+
+// A server that withdraws a request it sent on a stream the SDK's client
+// reads (notifications/cancelled) ends its asking at once, and gets no
+// answer to it; a cancellation naming another request, or sent on
+// another session's stream, changes nothing.
+func TestTransportEndsARequestTheServerWithdraws(t *testing.T) {
+	request := func(id int) string {
+		return fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"sampling/createMessage\",\"params\":{\"task\":{},\"messages\":[],\"n\":%d}}\n\n", id, id)
+	}
+	cancelled := func(id int) string {
+		return fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%d}}\n\n", id)
+	}
+	withdraw := make(chan struct{})
+	posted := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			posted <- string(b)
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		flush := func(s string) {
+			_, _ = io.WriteString(w, s)
+			_ = http.NewResponseController(w).Flush()
+		}
+		flush("") // the headers
+		if r.Header.Get("Mcp-Session-Id") == "other" {
+			<-withdraw
+			flush(cancelled(4)) // another session's stream
+			<-r.Context().Done()
+			return
+		}
+		flush(request(3) + request(4))
+		<-withdraw
+		flush(cancelled(9) + cancelled(3))
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	var r clienttasks.Relay
+	r.Declare(initialize("2025-11-25", `{"sampling":{},"tasks":{"requests":{"sampling":{"createMessage":{}}}}}`))
+	asked, ended, release := make(chan string, 4), make(chan string, 4), make(chan struct{})
+	hc := &http.Client{Transport: r.Transport(nil, time.Minute, func(ctx context.Context, _ string, params json.RawMessage) (any, error) {
+		asked <- string(params)
+		select {
+		case <-ctx.Done():
+			ended <- string(params)
+			return nil, ctx.Err()
+		case <-release:
+			return map[string]string{"answered": string(params)}, nil
+		}
+	})}
+	for _, session := range []string{"s1", "other"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		req.Header.Set("Mcp-Session-Id", session)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+		defer resp.Body.Close()
+	}
+	for range 2 {
+		within(t, asked, "the agent to be asked")
+	}
+	close(withdraw)
+	if got := within(t, ended, "the withdrawn request to end"); !strings.Contains(got, `"n":3`) {
+		t.Fatalf("ended %s, want the request 3", got)
+	}
+	close(release)
+	if got := within(t, posted, "the answer to the request 4"); !strings.Contains(got, `"id":4`) {
+		t.Errorf("posted %s, want the answer to 4", got)
+	}
+	select {
+	case got := <-ended:
+		t.Errorf("%s ended too", got)
+	case got := <-posted:
+		t.Errorf("posted %s too", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func within[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10 s for %s", what)
+		var zero T
+		return zero
 	}
 }
