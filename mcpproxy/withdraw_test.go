@@ -189,7 +189,20 @@ func samplingAgent(t *testing.T, e *env, answer <-chan struct{}) (cs *mcp.Client
 	return cs, a, w, h
 }
 
-var withdrawPaths = []struct{ sdkAgent, sdkUpstream bool }{{false, false}, {true, false}, {false, true}, {true, true}}
+// onEachPath runs test in parallel on each combination of the endpoint's
+// paths, against a withdrawServer of its own.
+func onEachPath(t *testing.T, test func(t *testing.T, ws *withdrawServer, e *env)) {
+	t.Parallel()
+	for _, paths := range []struct{ sdkAgent, sdkUpstream bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		t.Run(fmt.Sprintf("SDK agent side %v, SDK upstream side %v", paths.sdkAgent, paths.sdkUpstream), func(t *testing.T) {
+			t.Parallel()
+			ws := newWithdrawServer(t)
+			e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: ws.url})
+			mcpproxy.UseSDKPaths(e.proxy, paths.sdkAgent, paths.sdkUpstream)
+			test(t, ws, e)
+		})
+	}
+}
 
 // A server that withdraws a request it sent during a call (its own
 // timeout, say) has the agent told: the agent that was asked gets
@@ -197,39 +210,32 @@ var withdrawPaths = []struct{ sdkAgent, sdkUpstream bool }{{false, false}, {true
 // ends the request's handler), and the server gets no answer to the
 // withdrawn request. Through each combination of the endpoint's paths.
 func TestServerWithdrawsItsRequest(t *testing.T) {
-	t.Parallel()
-	for _, paths := range withdrawPaths {
-		t.Run(fmt.Sprintf("SDK agent side %v, SDK upstream side %v", paths.sdkAgent, paths.sdkUpstream), func(t *testing.T) {
-			t.Parallel()
-			ws := newWithdrawServer(t)
-			e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: ws.url})
-			mcpproxy.UseSDKPaths(e.proxy, paths.sdkAgent, paths.sdkUpstream)
-			never := make(chan struct{})
-			cs, asked, withdrawn, _ := samplingAgent(t, e, never)
-			done := make(chan error, 1)
-			go func() {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "withdraw", Arguments: map[string]any{}})
-				if err == nil && (res.IsError || res.Content[0].(*mcp.TextContent).Text != "withdrawn") {
-					err = fmt.Errorf("result %+v", res)
-				}
-				done <- err
-			}()
-			within(t, asked, "the agent to be asked")
-			ws.asked <- struct{}{}
-			if err := within(t, ws.err, "the server's request to end"); err == nil {
-				t.Fatal("the server's withdrawn request was answered")
+	onEachPath(t, func(t *testing.T, ws *withdrawServer, e *env) {
+		never := make(chan struct{})
+		cs, asked, withdrawn, _ := samplingAgent(t, e, never)
+		done := make(chan error, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "withdraw", Arguments: map[string]any{}})
+			if err == nil && (res.IsError || res.Content[0].(*mcp.TextContent).Text != "withdrawn") {
+				err = fmt.Errorf("result %+v", res)
 			}
-			within(t, withdrawn, "the agent to be told the request is withdrawn")
-			close(ws.release)
-			if err := within(t, done, "the call's result"); err != nil {
-				t.Fatal(err)
-			}
-			// The ping (1) was answered; the withdrawn sampling (2) is not.
-			if got := strings.Join(ws.answered(), ","); got != "1" {
-				t.Errorf("the server was posted answers to %s, want only the ping's (1)", got)
-			}
-		})
-	}
+			done <- err
+		}()
+		within(t, asked, "the agent to be asked")
+		ws.asked <- struct{}{}
+		if err := within(t, ws.err, "the server's request to end"); err == nil {
+			t.Fatal("the server's withdrawn request was answered")
+		}
+		within(t, withdrawn, "the agent to be told the request is withdrawn")
+		close(ws.release)
+		if err := within(t, done, "the call's result"); err != nil {
+			t.Fatal(err)
+		}
+		// The ping (1) was answered; the withdrawn sampling (2) is not.
+		if got := strings.Join(ws.answered(), ","); got != "1" {
+			t.Errorf("the server was posted answers to %s, want only the ping's (1)", got)
+		}
+	})
 }
 
 // Attack: a server that names in notifications/cancelled a request it did
@@ -237,32 +243,25 @@ func TestServerWithdrawsItsRequest(t *testing.T) {
 // never sent) cannot have the agent told anything, nor end the request
 // the agent is being asked.
 func TestServerCancellingAnotherRequestReachesNoAgent(t *testing.T) {
-	t.Parallel()
-	for _, paths := range withdrawPaths {
-		t.Run(fmt.Sprintf("SDK agent side %v, SDK upstream side %v", paths.sdkAgent, paths.sdkUpstream), func(t *testing.T) {
-			t.Parallel()
-			ws := newWithdrawServer(t)
-			e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: ws.url})
-			mcpproxy.UseSDKPaths(e.proxy, paths.sdkAgent, paths.sdkUpstream)
-			cs, asked, withdrawn, h := samplingAgent(t, e, ws.release)
-			go func() {
-				<-asked
-				ws.asked <- struct{}{}
-			}()
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "stray", Arguments: map[string]any{}})
-			if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "the agent's answer" {
-				t.Fatalf("call = %+v, %v", res, err)
-			}
-			select {
-			case <-withdrawn:
-				t.Error("a cancellation naming another request ended the agent's")
-			default:
-			}
-			if got := h.String(); strings.Contains(got, "notifications/cancelled") {
-				t.Errorf("the agent was sent a cancellation: %s", got)
-			}
-		})
-	}
+	onEachPath(t, func(t *testing.T, ws *withdrawServer, e *env) {
+		cs, asked, withdrawn, h := samplingAgent(t, e, ws.release)
+		go func() {
+			<-asked
+			ws.asked <- struct{}{}
+		}()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "stray", Arguments: map[string]any{}})
+		if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "the agent's answer" {
+			t.Fatalf("call = %+v, %v", res, err)
+		}
+		select {
+		case <-withdrawn:
+			t.Error("a cancellation naming another request ended the agent's")
+		default:
+		}
+		if got := h.String(); strings.Contains(got, "notifications/cancelled") {
+			t.Errorf("the agent was sent a cancellation: %s", got)
+		}
+	})
 }
 
 // A server that withdraws its request and ends its call at once (its
@@ -270,26 +269,19 @@ func TestServerCancellingAnotherRequestReachesNoAgent(t *testing.T) {
 // the agent told before the result, which closes the stream the agent was
 // asked on.
 func TestServerWithdrawsItsRequestAndEndsTheCall(t *testing.T) {
-	t.Parallel()
-	for _, paths := range withdrawPaths {
-		t.Run(fmt.Sprintf("SDK agent side %v, SDK upstream side %v", paths.sdkAgent, paths.sdkUpstream), func(t *testing.T) {
-			t.Parallel()
-			ws := newWithdrawServer(t)
-			e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: ws.url})
-			mcpproxy.UseSDKPaths(e.proxy, paths.sdkAgent, paths.sdkUpstream)
-			never := make(chan struct{})
-			cs, asked, withdrawn, _ := samplingAgent(t, e, never)
-			done := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "end", Arguments: map[string]any{}})
-				done <- err
-			}()
-			within(t, asked, "the agent to be asked")
-			ws.asked <- struct{}{}
-			if err := within(t, done, "the call's result"); err != nil {
-				t.Fatal(err)
-			}
-			within(t, withdrawn, "the agent to be told the request is withdrawn")
-		})
-	}
+	onEachPath(t, func(t *testing.T, ws *withdrawServer, e *env) {
+		never := make(chan struct{})
+		cs, asked, withdrawn, _ := samplingAgent(t, e, never)
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "end", Arguments: map[string]any{}})
+			done <- err
+		}()
+		within(t, asked, "the agent to be asked")
+		ws.asked <- struct{}{}
+		if err := within(t, done, "the call's result"); err != nil {
+			t.Fatal(err)
+		}
+		within(t, withdrawn, "the agent to be told the request is withdrawn")
+	})
 }
