@@ -158,12 +158,15 @@ func withClientCaps(body []byte, caps *ClientCaps) ([]byte, bool) {
 
 // ClientRequest reports whether a message of method with id and params
 // is a server's request of the client side of tasks that a client of
-// caps may be sent: a tasks method, or a sampling or elicitation asked
-// for as a task that caps lets the server send.
+// caps may be sent: a request (id set) of a ClientMethod.
 func ClientRequest(caps *ClientCaps, id json.RawMessage, method string, params json.RawMessage) bool {
-	if id == nil {
-		return false
-	}
+	return id != nil && ClientMethod(caps, method, params)
+}
+
+// ClientMethod reports whether method with params is of the client side
+// of tasks, for a client of caps: a tasks method, or a sampling or
+// elicitation asked for as a task that caps lets the server send.
+func ClientMethod(caps *ClientCaps, method string, params json.RawMessage) bool {
 	switch method {
 	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
 		return true

@@ -135,16 +135,10 @@ func (r *Relay) Handles(ctx context.Context, agentVersion *string, streaming boo
 	if caps == nil || !ok || up.Version < mcptasks.Version || agentVersion == nil || *agentVersion < mcptasks.Version {
 		return false
 	}
-	switch method {
-	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
-		return true
-	case "sampling/createMessage", "elicitation/create":
-		var p struct {
-			Task json.RawMessage `json:"task"`
-		}
-		return streaming && caps.Augmentable(method) && json.Unmarshal(raw, &p) == nil && p.Task != nil
+	if !streaming && (method == "sampling/createMessage" || method == "elicitation/create") {
+		return false
 	}
-	return false
+	return mcptasks.ClientMethod(caps, method, raw)
 }
 
 // Outcome is what became of a server's request Ask relayed, for the

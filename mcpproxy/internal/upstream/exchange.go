@@ -136,8 +136,12 @@ func refusal(resp *http.Response, sessionID, method string) error {
 // way (asks), which the server may withdraw meanwhile.
 func readEvents(ctx context.Context, s Session, body io.Reader, id, method string, h Handler) (json.RawMessage, error) {
 	events := wire.NewEventReader(bufio.NewReader(body))
-	asks := newAsks(ctx)
-	defer asks.end()
+	var asks *asks // made at the server's first request: most calls have none
+	defer func() {
+		if asks != nil {
+			asks.end()
+		}
+	}()
 	for {
 		data, err := events.Next()
 		if errors.Is(err, io.EOF) {
@@ -159,10 +163,15 @@ func readEvents(ctx context.Context, s Session, body io.Reader, id, method strin
 			// The server's own requests are its to withdraw; the
 			// notification is not relayed as it came (its id is not
 			// the one the agent was asked with).
-			asks.withdraw(msg.Params)
+			if asks != nil {
+				asks.withdraw(msg.Params)
+			}
 		case msg.ID == nil:
 			h.Notify(id, msg)
 		default:
+			if asks == nil {
+				asks = newAsks(ctx)
+			}
 			asks.answer(s, h, msg)
 		}
 	}
