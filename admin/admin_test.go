@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/internal/testlog"
 )
 
@@ -57,7 +58,7 @@ var testExtensions = credvault.Extensions{
 // testVault is a vault in a temporary directory, with testExtensions.
 func testVault(t testing.TB) *credvault.Vault {
 	t.Helper()
-	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), credvault.DefaultFileName))
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), sqlitestore.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func newEnv(t *testing.T, mutate func(*Config)) *env {
 	dir := t.TempDir()
 	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(dir, credvault.DefaultFileName))
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 )
 
 // The gateway mounts the admin API on its mux behind the access policy.
@@ -21,7 +22,7 @@ func ExampleNew() {
 	dir, _ := os.MkdirTemp("", "admin")
 	defer os.RemoveAll(dir)
 	key, _ := credvault.GenerateMasterKey()
-	st, _ := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	st, _ := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFileName))
 	defer st.Close()
 	vault, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key})
 	defer vault.Close()
@@ -91,7 +92,7 @@ func ExampleOwnerContext() {
 	dir, _ := os.MkdirTemp("", "admin")
 	defer os.RemoveAll(dir)
 	key, _ := credvault.GenerateMasterKey()
-	st, _ := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	st, _ := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFileName))
 	defer st.Close()
 	vault, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key})
 	defer vault.Close()

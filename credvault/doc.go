@@ -3,8 +3,9 @@
 // metadata. docs/gateway.md lists the connection fields as the admin API
 // shows them.
 //
-// A Vault sits on a Store (OpenSQLite gives the default, one SQLite file in
-// WAL mode that the command-line tool and a running gateway share). Secrets
+// A Vault sits on a Store: package sqlitestore gives the gateway's default,
+// one SQLite file that the command-line tool and a running gateway share,
+// and MemoryStore keeps the records in memory. Secrets
 // are sealed with AES-256-GCM under a 32-byte master key; the additional
 // data of every ciphertext names its record (kind, id, version), so a
 // ciphertext copied to another record or another version does not open. The

@@ -8,26 +8,17 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 
 	"github.com/idnhq/idn/credvault"
 )
 
-// The gateway opens the store file in its data directory and looks a
-// connection's credential up on each request.
+// A Vault seals what it stores and looks a connection's credential up on
+// each request. This one keeps its records in memory; the gateway's are
+// in a SQLite file (package sqlitestore).
 func ExampleNew() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "vault")
-	defer os.RemoveAll(dir)
-
 	key, _ := credvault.ParseMasterKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
-	st, err := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer st.Close()
-	v, err := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key})
+	v, err := credvault.New(ctx, credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,12 +56,8 @@ func ExampleVault_Transport() {
 	}))
 	defer upstream.Close()
 
-	dir, _ := os.MkdirTemp("", "vault")
-	defer os.RemoveAll(dir)
 	key, _ := credvault.GenerateMasterKey()
-	st, _ := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
-	defer st.Close()
-	v, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1})
+	v, _ := credvault.New(ctx, credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1})
 	defer v.Close()
 	_, _ = v.Create(ctx, &credvault.Connection{
 		ID: "svc", BaseURL: upstream.URL, AuthMode: credvault.AuthHeaderKey, AuthSecretKey: "api_key",
@@ -98,12 +85,8 @@ func ExampleParseMasterKey() {
 // owning package names included.
 func ExampleVault_SecretRouteChanges() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "vault")
-	defer os.RemoveAll(dir)
 	key, _ := credvault.GenerateMasterKey()
-	st, _ := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
-	defer st.Close()
-	v, _ := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1,
+	v, _ := credvault.New(ctx, credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1,
 		Extensions: credvault.Extensions{SecretRoute: []string{"mcp_endpoint"}}})
 	defer v.Close()
 

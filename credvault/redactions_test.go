@@ -2,7 +2,6 @@ package credvault
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -85,14 +84,14 @@ func TestRedactions(t *testing.T) {
 func TestAllowUpstreamCookiesIsStored(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	v := openTestVault(t, path, testKey(t), -1)
+	st := &MemoryStore{}
+	v := openTestVault(t, st, testKey(t), -1)
 	c := httpConn("cookies")
 	c.AllowUpstreamCookies = true
 	if _, err := v.Create(ctx, c, map[string]string{"token": "tok-secret-1"}); err != nil {
 		t.Fatal(err)
 	}
-	again := openTestVault(t, path, testKey(t), -1)
+	again := openTestVault(t, st, testKey(t), -1)
 	got, err := again.Connection("cookies")
 	if err != nil || !got.AllowUpstreamCookies {
 		t.Fatalf("reopened connection = %+v, %v; want allow_upstream_cookies kept", got, err)

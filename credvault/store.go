@@ -3,13 +3,14 @@ package credvault
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 )
 
 // Store persists a vault's records. Everything it holds is either metadata
-// or sealed by the Vault, so a Store never sees a secret in clear. OpenSQLite
-// returns the default implementation; another backend needs only these
-// three methods.
+// or sealed by the Vault, so a Store never sees a secret in clear. The
+// gateway's default is one SQLite file (package sqlitestore); MemoryStore
+// keeps them in memory. Another backend needs only these three methods.
 type Store interface {
 	// Load returns every record as of one consistent point in time.
 	Load(ctx context.Context) (*Records, error)
@@ -73,6 +74,51 @@ func (r *Records) Clone() *Records {
 		n.Variables[k] = &vv
 	}
 	return n
+}
+
+// MemoryStore is a Store in memory, for a program that loads its
+// connections from elsewhere at start and for tests. Its zero value is
+// empty and ready to use. Vaults that share one MemoryStore see each
+// other's writes, as processes sharing a file do.
+type MemoryStore struct {
+	mu         sync.Mutex
+	records    *Records
+	generation uint64
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// Load returns a copy of the records.
+func (m *MemoryStore) Load(context.Context) (*Records, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.records == nil {
+		return emptyRecords(), nil
+	}
+	return m.records.Clone(), nil
+}
+
+// Update runs fn on a copy of the records and keeps it when fn succeeds.
+func (m *MemoryStore) Update(_ context.Context, fn func(*Records) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := emptyRecords()
+	if m.records != nil {
+		next = m.records.Clone()
+	}
+	if err := fn(next); err != nil {
+		return err
+	}
+	m.records = next
+	m.generation++
+	return nil
+}
+
+// Generation counts the successful Updates.
+func (m *MemoryStore) Generation(context.Context) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.generation, nil
 }
 
 func emptyRecords() *Records {

@@ -2,12 +2,9 @@ package credvault
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -26,26 +23,18 @@ func testKey(t testing.TB) MasterKey {
 	return k
 }
 
-func openTestVault(t testing.TB, path string, key MasterKey, poll time.Duration) *Vault {
+func openTestVault(t testing.TB, st Store, key MasterKey, poll time.Duration) *Vault {
 	t.Helper()
-	st, err := OpenSQLite(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	v, err := New(context.Background(), Config{Store: st, MasterKey: key, PollInterval: poll})
 	if err != nil {
-		st.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		v.Close()
-		st.Close()
-	})
+	t.Cleanup(func() { v.Close() })
 	return v
 }
 
 func newTestVault(t testing.TB) *Vault {
-	return openTestVault(t, filepath.Join(t.TempDir(), DefaultFileName), testKey(t), -1)
+	return openTestVault(t, &MemoryStore{}, testKey(t), -1)
 }
 
 func httpConn(id string) *Connection {
@@ -101,16 +90,11 @@ func TestVaultCreateResolvesVariables(t *testing.T) {
 
 func TestVaultWrongMasterKeyAtOpen(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	v := openTestVault(t, path, testKey(t), -1)
+	st := &MemoryStore{}
+	v := openTestVault(t, st, testKey(t), -1)
 	if _, err := v.Create(context.Background(), httpConn("a"), map[string]string{"token": "s3cr3t-value"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenSQLite(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	other, _ := GenerateMasterKey()
 	if _, err := New(context.Background(), Config{Store: st, MasterKey: other, PollInterval: -1}); !errors.Is(err, ErrWrongMasterKey) {
 		t.Fatalf("New with another key: err = %v, want ErrWrongMasterKey", err)
@@ -214,21 +198,19 @@ func TestVaultDeleteVariableInUse(t *testing.T) {
 }
 
 // TestCiphertextSwappedInStore moves one connection's sealed secrets onto
-// another record in the database file: the swapped record must become
-// unresolved, never yield the other connection's secret.
+// another record in the store: the swapped record must become unresolved,
+// never yield the other connection's secret.
 func TestCiphertextSwappedInStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	v := openTestVault(t, path, testKey(t), -1)
+	st := &MemoryStore{}
+	v := openTestVault(t, st, testKey(t), -1)
 	v.Create(ctx, httpConn("victim"), map[string]string{"token": "victim-secret"})
 	v.Create(ctx, httpConn("attacker"), map[string]string{"token": "attacker-secret"})
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`UPDATE connections SET sealed_secrets = (SELECT sealed_secrets FROM connections WHERE id = 'victim') WHERE id = 'attacker'`); err != nil {
+	if err := st.Update(ctx, func(r *Records) error {
+		r.Connections["attacker"].SealedSecrets = slices.Clone(r.Connections["victim"].SealedSecrets)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.reload(ctx); err != nil {
@@ -243,13 +225,13 @@ func TestCiphertextSwappedInStore(t *testing.T) {
 	}
 }
 
-// TestVaultSeesOtherHandleWithinOneSecond writes through one store handle
-// and waits for a polling reader on the same file to see it.
-func TestVaultSeesOtherHandleWithinOneSecond(t *testing.T) {
+// TestVaultSeesOtherVaultWithinOneSecond writes through one Vault and
+// waits for a polling Vault on the same store to see it.
+func TestVaultSeesOtherVaultWithinOneSecond(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	reader := openTestVault(t, path, testKey(t), 0)
-	writer := openTestVault(t, path, testKey(t), -1)
+	st := &MemoryStore{}
+	reader := openTestVault(t, st, testKey(t), 0)
+	writer := openTestVault(t, st, testKey(t), -1)
 	start := time.Now()
 	if _, err := writer.Create(context.Background(), httpConn("fresh"), map[string]string{"token": "tok-secret-1"}); err != nil {
 		t.Fatal(err)
@@ -264,22 +246,6 @@ func TestVaultSeesOtherHandleWithinOneSecond(t *testing.T) {
 			t.Fatal("write by another handle not visible within one second")
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func TestOpenSQLiteRefusesNewerSchema(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	st, err := OpenSQLite(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	db, _ := sql.Open("sqlite", path)
-	db.Exec("PRAGMA user_version = 99")
-	db.Close()
-	if _, err := OpenSQLite(context.Background(), path); err == nil {
-		t.Fatal("opened a store from a newer schema")
 	}
 }
 
@@ -347,13 +313,8 @@ func TestValidateConnection(t *testing.T) {
 // field, never an extension.
 func TestExtensionsRoundTrip(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
+	st := &MemoryStore{}
 	checked := 0
-	st, err := OpenSQLite(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	v, err := New(context.Background(), Config{Store: st, MasterKey: testKey(t), PollInterval: -1, Extensions: Extensions{
 		Check: func(c *Connection) error { checked++; return nil },
 	}})
@@ -369,7 +330,7 @@ func TestExtensionsRoundTrip(t *testing.T) {
 	if checked != 1 {
 		t.Errorf("Extensions.Check ran %d times for one create", checked)
 	}
-	again := openTestVault(t, path, testKey(t), -1)
+	again := openTestVault(t, st, testKey(t), -1)
 	got, _ := again.Lookup("x")
 	if !reflect.DeepEqual(got.Connection.Extensions, c.Extensions) {
 		t.Errorf("extensions after a reload: %s", got.Connection.Extensions)
@@ -427,13 +388,13 @@ func BenchmarkLookup(b *testing.B) {
 	}
 }
 
-// TestConcurrentWritersShareOneFile writes from two store handles at once
-// (as the CLI and a running gateway do): every write lands.
-func TestConcurrentWritersShareOneFile(t *testing.T) {
+// TestConcurrentWritersShareOneStore writes from two Vaults at once (as
+// the CLI and a running gateway do): every write lands.
+func TestConcurrentWritersShareOneStore(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	a := openTestVault(t, path, testKey(t), -1)
-	b := openTestVault(t, path, testKey(t), -1)
+	st := &MemoryStore{}
+	a := openTestVault(t, st, testKey(t), -1)
+	b := openTestVault(t, st, testKey(t), -1)
 	const n = 25
 	errs := make(chan error, 2*n)
 	for _, w := range []struct {
@@ -457,22 +418,6 @@ func TestConcurrentWritersShareOneFile(t *testing.T) {
 	}
 	if got := len(a.Connections()); got != 2*n {
 		t.Fatalf("%d connections stored, want %d", got, 2*n)
-	}
-}
-
-func TestStoreFilesArePrivate(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	v := openTestVault(t, filepath.Join(dir, DefaultFileName), testKey(t), -1)
-	if _, err := v.Create(context.Background(), httpConn("x"), map[string]string{"token": "tok-secret-1"}); err != nil {
-		t.Fatal(err)
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		fi, _ := e.Info()
-		if fi.Mode().Perm()&0o077 != 0 {
-			t.Errorf("%s has mode %v; want no group or other access", e.Name(), fi.Mode().Perm())
-		}
 	}
 }
 

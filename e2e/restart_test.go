@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/openapicheck"
 	"github.com/idnhq/idn/internal/testlog"
@@ -308,7 +309,7 @@ func TestGatewayKilledDuringLoad(t *testing.T) {
 	}
 
 	// The store: SQLite's own check, then every confirmed write.
-	db, err := sql.Open("sqlite", filepath.Join(dataDir, credvault.DefaultFileName))
+	db, err := sql.Open("sqlite", filepath.Join(dataDir, sqlitestore.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
@@ -34,7 +35,7 @@ import (
 // with Close.
 type Gateway struct {
 	cfg      Config
-	store    *credvault.SQLiteStore
+	store    *sqlitestore.Store
 	vault    *credvault.Vault
 	cache    *claimcache.Cache
 	mcp      *mcpproxy.Proxy
@@ -68,7 +69,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: data directory: %w", err)
 	}
-	if g.store, err = credvault.OpenSQLite(ctx, filepath.Join(cfg.DataDir, credvault.DefaultFileName)); err != nil {
+	if g.store, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, sqlitestore.DefaultFileName)); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger, Extensions: VaultExtensions()}); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/mcpproxy"
 )
@@ -31,7 +32,7 @@ func TestMCPCallerRequiresPipeline(t *testing.T) {
 // mcpVault is a vault with the gateway's extensions.
 func mcpVault(t *testing.T) *credvault.Vault {
 	t.Helper()
-	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), credvault.DefaultFileName))
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), sqlitestore.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/openapicheck"
 )
@@ -39,7 +40,7 @@ const oldMCPMembers = `{
 func TestMCPSettingsOfAnOlderStoreFile(t *testing.T) {
 	t.Parallel()
 	cfg := minimalConfig(t)
-	path := filepath.Join(cfg.DataDir, credvault.DefaultFileName)
+	path := filepath.Join(cfg.DataDir, sqlitestore.DefaultFileName)
 	writeOldConnection(t, path, cfg.MasterKey)
 
 	gw, err := gateway.New(cfg)
@@ -91,7 +92,7 @@ func TestMCPSettingsOfAnOlderStoreFile(t *testing.T) {
 func writeOldConnection(t *testing.T, path string, key credvault.MasterKey) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := credvault.OpenSQLite(ctx, path)
+	st, err := sqlitestore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

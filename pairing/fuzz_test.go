@@ -8,6 +8,7 @@ import (
 
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -29,7 +30,7 @@ func FuzzHandle(f *testing.F) {
 	key, _ := credvault.GenerateMasterKey()
 	dir := f.TempDir()
 	ctx := context.Background()
-	st, err := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFileName))
 	if err != nil {
 		f.Fatal(err)
 	}

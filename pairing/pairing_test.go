@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/pairwire"
 	"github.com/idnhq/idn/pairing"
@@ -35,7 +36,7 @@ func newLocalGateway(t *testing.T, registry string) *localGateway {
 	g := &localGateway{dir: t.TempDir()}
 	key, _ := credvault.GenerateMasterKey()
 	ctx := context.Background()
-	st, err := credvault.OpenSQLite(ctx, filepath.Join(g.dir, credvault.DefaultFileName))
+	st, err := sqlitestore.Open(ctx, filepath.Join(g.dir, sqlitestore.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,12 +127,9 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	t.Cleanup(g.cp.Close)
 	g.up = newUpstream(t)
 
-	store, err := credvault.OpenSQLite(ctx, filepath.Join(t.TempDir(), "gateway.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	key, _ := credvault.GenerateMasterKey()
-	g.vault, err = credvault.New(ctx, credvault.Config{Store: store, MasterKey: key, PollInterval: -1, Clock: g.clock.now,
+	var err error
+	g.vault, err = credvault.New(ctx, credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1, Clock: g.clock.now,
 		Extensions: credvault.Extensions{Check: func(c *credvault.Connection) error { // the MCP settings, as the gateway keeps them
 			_, _, err := mcpproxy.DecodeSettings(c.Extensions)
 			return err
@@ -141,7 +137,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.vault.Close(); store.Close() })
+	t.Cleanup(func() { g.vault.Close() })
 	create := func(c *credvault.Connection, secrets map[string]string) {
 		if _, err := g.vault.Create(ctx, c, secrets); err != nil {
 			t.Fatalf("create %s: %v", c.ID, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/mcpproxy"
 )
@@ -205,7 +206,7 @@ func TestCLIAddVisibleToServingProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := credvault.ParseMasterKey(cliMasterKey)
-	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(dir, credvault.DefaultFileName))
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestCLISecretFromStdin(t *testing.T) {
 		t.Fatalf("two stdin secrets: %v: %s", err, out)
 	}
 	key, _ := credvault.ParseMasterKey(cliMasterKey)
-	st, err := credvault.OpenSQLite(context.Background(), filepath.Join(dir, credvault.DefaultFileName))
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestDataDirDefaults(t *testing.T) {
 			if code := run(context.Background(), []string{"list"}, func(k string) string { return c.env[k] }, &out, &errb); code != 0 {
 				t.Fatalf("list: %d %s", code, errb.String())
 			}
-			if _, err := os.Stat(filepath.Join(c.want, credvault.DefaultFileName)); err != nil {
+			if _, err := os.Stat(filepath.Join(c.want, sqlitestore.DefaultFileName)); err != nil {
 				t.Fatalf("store in %s: %v", c.want, err)
 			}
 			if fi, err := os.Stat(c.want); err != nil || fi.Mode().Perm() != 0o700 {

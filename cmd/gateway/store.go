@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/envconf"
 )
@@ -23,7 +24,7 @@ func openVault(ctx context.Context, env *cliEnv, fs *flag.FlagSet) (*credvault.V
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("creating data directory: %w", err)
 	}
-	st, err := credvault.OpenSQLite(ctx, filepath.Join(dir, credvault.DefaultFileName))
+	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFileName))
 	if err != nil {
 		return nil, nil, err
 	}

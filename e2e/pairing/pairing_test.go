@@ -35,6 +35,7 @@ import (
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/openapicheck"
 	"github.com/idnhq/idn/internal/pairwire"
@@ -291,7 +292,7 @@ func newLocalGateway(t *testing.T, registry string) *localGateway {
 	g := &localGateway{dir: t.TempDir()}
 	key, _ := credvault.GenerateMasterKey()
 	ctx := context.Background()
-	st, err := credvault.OpenSQLite(ctx, filepath.Join(g.dir, credvault.DefaultFileName))
+	st, err := sqlitestore.Open(ctx, filepath.Join(g.dir, sqlitestore.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

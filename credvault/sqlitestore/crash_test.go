@@ -1,4 +1,4 @@
-package credvault
+package sqlitestore_test
 
 import (
 	"bufio"
@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 )
 
 const crashChildEnv = "CREDVAULT_CRASH_CHILD_STORE"
@@ -28,13 +31,13 @@ func TestMain(m *testing.M) {
 // after each committed write.
 func crashChild(path string) {
 	ctx := context.Background()
-	k, _ := ParseMasterKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
-	st, err := OpenSQLite(ctx, path)
+	k, _ := credvault.ParseMasterKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	st, err := sqlitestore.Open(ctx, path)
 	if err != nil {
 		fmt.Println("error", err)
 		return
 	}
-	v, err := New(ctx, Config{Store: st, MasterKey: k, PollInterval: -1})
+	v, err := credvault.New(ctx, credvault.Config{Store: st, MasterKey: k, PollInterval: -1})
 	if err != nil {
 		fmt.Println("error", err)
 		return
@@ -47,7 +50,7 @@ func crashChild(path string) {
 		}
 		fmt.Println("create", i)
 		val := crashSecret(i, 2)
-		if _, err := v.Rotate(ctx, id, Rotation{Secrets: map[string]*string{"token": &val}, Reason: "scheduled"}); err != nil {
+		if _, err := v.Rotate(ctx, id, credvault.Rotation{Secrets: map[string]*string{"token": &val}, Reason: "scheduled"}); err != nil {
 			fmt.Println("error", err)
 			return
 		}
@@ -79,7 +82,7 @@ func TestCrashSafety(t *testing.T) {
 }
 
 func crashAndCheck(t *testing.T, killAfter string, acks int) {
-	path := filepath.Join(t.TempDir(), DefaultFileName)
+	path := filepath.Join(t.TempDir(), sqlitestore.DefaultFileName)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
 	out, err := cmd.StdoutPipe()
@@ -123,7 +126,7 @@ func crashAndCheck(t *testing.T, killAfter string, acks int) {
 	}
 	db.Close()
 
-	v := openTestVault(t, path, testKey(t), -1)
+	v := openVault(t, path, -1)
 	for i := range acked["create"] {
 		id := fmt.Sprintf("c-%d", i)
 		r, ok := v.Lookup(id)

@@ -1,4 +1,19 @@
-package credvault
+// Package sqlitestore keeps a credvault.Vault's records in one SQLite file
+// in WAL mode. The command-line tool and a running gateway share the file:
+// each write is one transaction, and every commit is visible to the other
+// process's Vault at its next poll.
+//
+// It is the gateway's default store. A program that keeps its connections
+// elsewhere (credvault.MemoryStore, or a store of its own) does not import
+// it, and so links no SQL driver.
+//
+//	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFileName))
+//	if err != nil {
+//		return err
+//	}
+//	defer st.Close()
+//	vault, err := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key})
+package sqlitestore
 
 import (
 	"bytes"
@@ -11,6 +26,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/idnhq/idn/credvault"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -39,12 +55,12 @@ var migrations = []string{
 	);`,
 }
 
-// SQLiteStore is the default Store: one SQLite file in WAL mode, safe to
-// share between processes (the command-line tool and a running gateway).
+// Store is a credvault.Store on one SQLite file in WAL mode, safe to share
+// between processes (the command-line tool and a running gateway).
 // Writers take the database's write lock at the start of a transaction and
 // wait up to five seconds for it; every commit is synced (synchronous=FULL),
 // so an acknowledged write survives a crash of the process or the machine.
-type SQLiteStore struct {
+type Store struct {
 	db *sql.DB
 
 	mu     sync.Mutex // serializes use of probe
@@ -52,15 +68,15 @@ type SQLiteStore struct {
 	closed bool
 }
 
-var _ Store = (*SQLiteStore)(nil)
+var _ credvault.Store = (*Store)(nil)
 
-// OpenSQLite opens (creating with mode 0600 if needed) the store file at
+// Open opens (creating with mode 0600 if needed) the store file at
 // path and applies pending migrations. The directory must exist. A file
 // written by a newer version of this package is refused.
-func OpenSQLite(ctx context.Context, path string) (*SQLiteStore, error) {
+func Open(ctx context.Context, path string) (*Store, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("credvault: opening store: %w", err)
+		return nil, fmt.Errorf("sqlitestore: opening store: %w", err)
 	}
 	_ = f.Close()
 	q := url.Values{}
@@ -71,53 +87,53 @@ func OpenSQLite(ctx context.Context, path string) (*SQLiteStore, error) {
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("credvault: opening store: %w", err)
+		return nil, fmt.Errorf("sqlitestore: opening store: %w", err)
 	}
 	db.SetMaxOpenConns(4)
-	s := &SQLiteStore{db: db}
+	s := &Store{db: db}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	if s.probe, err = db.Conn(ctx); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("credvault: opening store: %w", err)
+		return nil, fmt.Errorf("sqlitestore: opening store: %w", err)
 	}
 	return s, nil
 }
 
-func (s *SQLiteStore) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("credvault: migrating store: %w", err)
+		return fmt.Errorf("sqlitestore: migrating store: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	var v int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("credvault: migrating store: %w", err)
+		return fmt.Errorf("sqlitestore: migrating store: %w", err)
 	}
 	if v > len(migrations) {
-		return fmt.Errorf("credvault: store schema version %d is newer than this program understands (%d); upgrade the gateway", v, len(migrations))
+		return fmt.Errorf("sqlitestore: store schema version %d is newer than this program understands (%d); upgrade the gateway", v, len(migrations))
 	}
 	if v == len(migrations) {
 		return nil
 	}
 	for i := v; i < len(migrations); i++ {
 		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-			return fmt.Errorf("credvault: migration %d: %w", i+1, err)
+			return fmt.Errorf("sqlitestore: migration %d: %w", i+1, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
-		return fmt.Errorf("credvault: migrating store: %w", err)
+		return fmt.Errorf("sqlitestore: migrating store: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("credvault: migrating store: %w", err)
+		return fmt.Errorf("sqlitestore: migrating store: %w", err)
 	}
 	return nil
 }
 
 // Close releases the database. The Vault on top must be closed first.
-func (s *SQLiteStore) Close() error {
+func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -131,15 +147,15 @@ func (s *SQLiteStore) Close() error {
 // Generation returns SQLite's data_version as seen by a dedicated
 // connection: it changes after every commit made through any other
 // connection, in this process or another.
-func (s *SQLiteStore) Generation(ctx context.Context) (uint64, error) {
+func (s *Store) Generation(ctx context.Context) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return 0, errors.New("credvault: store is closed")
+		return 0, errors.New("sqlitestore: store is closed")
 	}
 	var v uint64
 	if err := s.probe.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-		return 0, fmt.Errorf("credvault: polling store: %w", err)
+		return 0, fmt.Errorf("sqlitestore: polling store: %w", err)
 	}
 	return v, nil
 }
@@ -150,77 +166,77 @@ type querier interface {
 }
 
 // Load reads every record in one read transaction.
-func (s *SQLiteStore) Load(ctx context.Context) (*Records, error) {
+func (s *Store) Load(ctx context.Context) (*credvault.Records, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("credvault: loading store: %w", err)
+		return nil, fmt.Errorf("sqlitestore: loading store: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	return loadRecords(ctx, tx)
 }
 
-func loadRecords(ctx context.Context, q querier) (*Records, error) {
-	r := emptyRecords()
+func loadRecords(ctx context.Context, q querier) (*credvault.Records, error) {
+	r := &credvault.Records{Connections: map[string]*credvault.ConnectionRecord{}, Variables: map[string]*credvault.VariableRecord{}}
 	err := q.QueryRowContext(ctx, "SELECT value FROM meta WHERE name = 'key_check'").Scan(&r.KeyCheck)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("credvault: loading store: %w", err)
+		return nil, fmt.Errorf("sqlitestore: loading store: %w", err)
 	}
 	rows, err := q.QueryContext(ctx, "SELECT id, doc, secret_version, sealed_secrets FROM connections")
 	if err != nil {
-		return nil, fmt.Errorf("credvault: loading connections: %w", err)
+		return nil, fmt.Errorf("sqlitestore: loading connections: %w", err)
 	}
 	for rows.Next() {
 		var (
 			id, doc string
 			ver     int64
-			rec     ConnectionRecord
+			rec     credvault.ConnectionRecord
 		)
 		if err := rows.Scan(&id, &doc, &ver, &rec.SealedSecrets); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("credvault: loading connections: %w", err)
+			return nil, fmt.Errorf("sqlitestore: loading connections: %w", err)
 		}
 		if err := json.Unmarshal([]byte(doc), &rec.Connection); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("credvault: connection %q: corrupt record: %w", id, err)
+			return nil, fmt.Errorf("sqlitestore: connection %q: corrupt record: %w", id, err)
 		}
 		rec.Connection.ID, rec.Connection.SecretVersion = id, ver
 		r.Connections[id] = &rec
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("credvault: loading connections: %w", err)
+		return nil, fmt.Errorf("sqlitestore: loading connections: %w", err)
 	}
 	rows, err = q.QueryContext(ctx, "SELECT key, doc, version, sealed_value FROM credential_variables")
 	if err != nil {
-		return nil, fmt.Errorf("credvault: loading variables: %w", err)
+		return nil, fmt.Errorf("sqlitestore: loading variables: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
 			key, doc string
 			ver      int64
-			rec      VariableRecord
+			rec      credvault.VariableRecord
 		)
 		if err := rows.Scan(&key, &doc, &ver, &rec.SealedValue); err != nil {
-			return nil, fmt.Errorf("credvault: loading variables: %w", err)
+			return nil, fmt.Errorf("sqlitestore: loading variables: %w", err)
 		}
 		if err := json.Unmarshal([]byte(doc), &rec.Variable); err != nil {
-			return nil, fmt.Errorf("credvault: variable %q: corrupt record: %w", key, err)
+			return nil, fmt.Errorf("sqlitestore: variable %q: corrupt record: %w", key, err)
 		}
 		rec.Variable.Key, rec.Variable.Version = key, ver
 		r.Variables[key] = &rec
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("credvault: loading variables: %w", err)
+		return nil, fmt.Errorf("sqlitestore: loading variables: %w", err)
 	}
 	return r, nil
 }
 
 // Update runs fn inside a write transaction (BEGIN IMMEDIATE) and writes
 // the records fn added, changed or removed.
-func (s *SQLiteStore) Update(ctx context.Context, fn func(*Records) error) error {
+func (s *Store) Update(ctx context.Context, fn func(*credvault.Records) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("credvault: starting write: %w", err)
+		return fmt.Errorf("sqlitestore: starting write: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	before, err := loadRecords(ctx, tx)
@@ -235,28 +251,28 @@ func (s *SQLiteStore) Update(ctx context.Context, fn func(*Records) error) error
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("credvault: committing write: %w", err)
+		return fmt.Errorf("sqlitestore: committing write: %w", err)
 	}
 	return nil
 }
 
-func writeDiff(ctx context.Context, tx *sql.Tx, before, after *Records) error {
+func writeDiff(ctx context.Context, tx *sql.Tx, before, after *credvault.Records) error {
 	if !bytes.Equal(before.KeyCheck, after.KeyCheck) {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO meta (name, value) VALUES ('key_check', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", after.KeyCheck); err != nil {
-			return fmt.Errorf("credvault: writing key check: %w", err)
+			return fmt.Errorf("sqlitestore: writing key check: %w", err)
 		}
 	}
 	for id := range before.Connections {
 		if _, ok := after.Connections[id]; !ok {
 			if _, err := tx.ExecContext(ctx, "DELETE FROM connections WHERE id = ?", id); err != nil {
-				return fmt.Errorf("credvault: deleting connection: %w", err)
+				return fmt.Errorf("sqlitestore: deleting connection: %w", err)
 			}
 		}
 	}
 	for id, rec := range after.Connections {
 		doc, err := json.Marshal(&rec.Connection)
 		if err != nil {
-			return fmt.Errorf("credvault: encoding connection: %w", err)
+			return fmt.Errorf("sqlitestore: encoding connection: %w", err)
 		}
 		if old, ok := before.Connections[id]; ok {
 			oldDoc, _ := json.Marshal(&old.Connection)
@@ -267,13 +283,13 @@ func writeDiff(ctx context.Context, tx *sql.Tx, before, after *Records) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO connections (id, doc, secret_version, sealed_secrets) VALUES (?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET doc = excluded.doc, secret_version = excluded.secret_version, sealed_secrets = excluded.sealed_secrets`,
 			id, string(doc), rec.Connection.SecretVersion, rec.SealedSecrets); err != nil {
-			return fmt.Errorf("credvault: writing connection: %w", err)
+			return fmt.Errorf("sqlitestore: writing connection: %w", err)
 		}
 	}
 	for key := range before.Variables {
 		if _, ok := after.Variables[key]; !ok {
 			if _, err := tx.ExecContext(ctx, "DELETE FROM credential_variables WHERE key = ?", key); err != nil {
-				return fmt.Errorf("credvault: deleting variable: %w", err)
+				return fmt.Errorf("sqlitestore: deleting variable: %w", err)
 			}
 		}
 	}
@@ -283,12 +299,12 @@ func writeDiff(ctx context.Context, tx *sql.Tx, before, after *Records) error {
 		}
 		doc, err := json.Marshal(&rec.Variable)
 		if err != nil {
-			return fmt.Errorf("credvault: encoding variable: %w", err)
+			return fmt.Errorf("sqlitestore: encoding variable: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO credential_variables (key, doc, version, sealed_value) VALUES (?, ?, ?, ?)
 			ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, version = excluded.version, sealed_value = excluded.sealed_value`,
 			key, string(doc), rec.Variable.Version, rec.SealedValue); err != nil {
-			return fmt.Errorf("credvault: writing variable: %w", err)
+			return fmt.Errorf("sqlitestore: writing variable: %w", err)
 		}
 	}
 	return nil
