@@ -244,11 +244,12 @@ func withSecretAuthority(ctx context.Context) context.Context {
 	return context.WithValue(ctx, secretAuthorityKey{}, true)
 }
 
-// maySendSecretsElsewhere reports whether r presented the admin token or
-// comes from the owner (OwnerContext): what a change of where or how a
-// stored secret is sent needs, whatever the mode.
-func maySendSecretsElsewhere(r *http.Request) bool {
-	ok, _ := r.Context().Value(secretAuthorityKey{}).(bool)
+// maySendSecretsElsewhere reports whether ctx is of a request that
+// presented the admin token or comes from the owner (OwnerContext): what
+// a change of where or how a stored secret is sent needs, whatever the
+// mode.
+func maySendSecretsElsewhere(ctx context.Context) bool {
+	ok, _ := ctx.Value(secretAuthorityKey{}).(bool)
 	return ok
 }
 
@@ -279,7 +280,7 @@ func (a *Access) check(w http.ResponseWriter, r *http.Request) (*http.Request, *
 	if e != nil {
 		return nil, e, reason
 	}
-	if elevated && !maySendSecretsElsewhere(r) {
+	if elevated && !maySendSecretsElsewhere(r.Context()) {
 		r = r.WithContext(withSecretAuthority(r.Context()))
 	}
 	switch r.Method {
@@ -298,7 +299,7 @@ func (a *Access) check(w http.ResponseWriter, r *http.Request) (*http.Request, *
 // authenticate admits or refuses r per mode; elevated reports that it
 // presented the valid token or comes from the owner.
 func (a *Access) authenticate(r *http.Request) (elevated bool, e *apierror.Error, reason string) {
-	if maySendSecretsElsewhere(r) {
+	if maySendSecretsElsewhere(r.Context()) {
 		return true, nil, ""
 	}
 	presented := r.Header.Get("Authorization") != ""

@@ -20,7 +20,7 @@ func accessHandler(t *testing.T, mode AccessMode, trusted []netip.Prefix) http.H
 		t.Fatal(err)
 	}
 	return a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-May-Send-Secrets-Elsewhere", strconv.FormatBool(maySendSecretsElsewhere(r)))
+		w.Header().Set("X-May-Send-Secrets-Elsewhere", strconv.FormatBool(maySendSecretsElsewhere(r.Context())))
 		w.WriteHeader(http.StatusOK)
 	}))
 }

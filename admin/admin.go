@@ -209,9 +209,15 @@ func jsonError(err error) error {
 
 // subject is the idn-subject header, which takes precedence over body
 // fields naming the acting subject.
-func subject(r *http.Request, fromBody string) string {
-	if s := strings.TrimSpace(r.Header.Get("idn-subject")); s != "" {
-		return s
+func subject(r *http.Request) string {
+	return strings.TrimSpace(r.Header.Get("idn-subject"))
+}
+
+// answer writes v with status, or err when there is one.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
 	}
-	return fromBody
+	apierror.WriteJSON(w, status, v)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
@@ -13,41 +12,22 @@ import (
 )
 
 func (h *Handler) listConnections(w http.ResponseWriter, r *http.Request) {
-	apierror.WriteJSON(w, http.StatusOK, shownAll(h.cfg.Vault.Connections()))
+	apierror.WriteJSON(w, http.StatusOK, h.ListConnections())
 }
 
 func (h *Handler) getConnection(w http.ResponseWriter, r *http.Request) {
-	c, err := h.cfg.Vault.Connection(r.PathValue("id"))
-	if err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	apierror.WriteJSON(w, http.StatusOK, shown(c))
+	c, err := h.GetConnection(r.PathValue("id"))
+	h.answer(w, r, http.StatusOK, c, err)
 }
 
 func (h *Handler) createConnection(w http.ResponseWriter, r *http.Request) {
-	c, secrets, err := h.decodeCreate(w, r)
+	body, err := h.readBody(w, r)
 	if err != nil {
 		writeError(w, r, h.log, err)
 		return
 	}
-	if !maySendSecretsElsewhere(r) {
-		if keys := referencedVariables(secrets); len(keys) > 0 {
-			writeError(w, r, h.log, needsToken("a secret that references a credential variable sends that stored value").With("variables", keys))
-			return
-		}
-	}
-	if err := h.checkConnection(r.Context(), c); err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	created, err := h.cfg.Vault.Create(r.Context(), c, secrets)
-	if err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	h.log.Info("admin: connection created", "connection", created.ID, "request_id", apierror.RequestIDFrom(r.Context()))
-	apierror.WriteJSON(w, http.StatusCreated, shown(created))
+	c, err := h.CreateConnection(r.Context(), body)
+	h.answer(w, r, http.StatusCreated, c, err)
 }
 
 // checkConnection runs Config.CheckConnection, when set, on c.
@@ -77,14 +57,6 @@ func (h *Handler) checkServiceChange(ctx context.Context, id string, obj map[str
 		return nil
 	}
 	return h.cfg.CheckConnection(ctx, next)
-}
-
-func (h *Handler) decodeCreate(w http.ResponseWriter, r *http.Request) (*credvault.Connection, map[string]string, error) {
-	body, err := h.readBody(w, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	return parseCreate(body)
 }
 
 // parseCreate decodes a create body: a connection object with id and
@@ -126,51 +98,16 @@ func (h *Handler) patchConnection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	obj, err := decodeObject(body)
-	if err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	id := r.PathValue("id")
-	if err := h.checkServiceChange(r.Context(), id, obj); err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	updated, err := h.cfg.Vault.Update(r.Context(), id, func(c *credvault.Connection) error {
-		before := c.Clone()
-		if err := applyFields(c, obj, nil); err != nil {
-			return err
-		}
-		if maySendSecretsElsewhere(r) {
-			return nil
-		}
-		if fields := h.cfg.Vault.SecretRouteChanges(before, c); len(fields) > 0 {
-			return needsToken("changing "+strings.Join(fields, ", ")).With("fields", fields)
-		}
-		return nil
-	})
-	if err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	h.log.Info("admin: connection updated", "connection", id, "request_id", apierror.RequestIDFrom(r.Context()))
-	apierror.WriteJSON(w, http.StatusOK, shown(updated))
+	c, err := h.UpdateConnection(r.Context(), r.PathValue("id"), body)
+	h.answer(w, r, http.StatusOK, c, err)
 }
 
 func (h *Handler) deleteConnection(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if err := h.cfg.Vault.Delete(r.Context(), id); err != nil {
+	if err := h.DeleteConnection(r.Context(), r.PathValue("id")); err != nil {
 		writeError(w, r, h.log, err)
 		return
 	}
-	h.log.Info("admin: connection deleted", "connection", id, "request_id", apierror.RequestIDFrom(r.Context()))
 	w.WriteHeader(http.StatusNoContent)
-}
-
-type rotateRequest struct {
-	Secrets   map[string]*string `json:"secrets"`
-	RotatedBy string             `json:"rotated_by"`
-	Reason    string             `json:"reason"`
 }
 
 func (h *Handler) rotateConnection(w http.ResponseWriter, r *http.Request) {
@@ -179,27 +116,8 @@ func (h *Handler) rotateConnection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	var req rotateRequest
-	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	if !maySendSecretsElsewhere(r) {
-		writeError(w, r, h.log, needsToken("replacing the secrets a connection sends"))
-		return
-	}
-	id := r.PathValue("id")
-	by := req.RotatedBy
-	if by == "" {
-		by = r.Header.Get("idn-subject")
-	}
-	c, err := h.cfg.Vault.Rotate(r.Context(), id, credvault.Rotation{Secrets: req.Secrets, RotatedBy: by, Reason: req.Reason})
-	if err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	h.log.Info("admin: credentials rotated", "connection", id, "secret_version", c.SecretVersion, "request_id", apierror.RequestIDFrom(r.Context()))
-	apierror.WriteJSON(w, http.StatusOK, shown(c))
+	c, err := h.RotateConnection(r.Context(), r.PathValue("id"), body, r.Header.Get("idn-subject"))
+	h.answer(w, r, http.StatusOK, c, err)
 }
 
 type testRequest struct {
@@ -260,45 +178,14 @@ func (h *Handler) testConnection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	var req testRequest
-	if len(body) > 0 {
-		if err := decodeStrict(body, &req); err != nil {
-			writeError(w, r, h.log, err)
-			return
-		}
-	}
-	if c.Protocol == credvault.ProtocolMCP && h.cfg.TestMCP != nil {
-		if field := req.httpField(); field != "" {
-			writeError(w, r, h.log, badRequest("an mcp connection is tested with an MCP handshake, which takes no "+field).With("field", field))
-			return
-		}
-		h.testMCP(w, r, c)
-		return
-	}
-	tr := credvault.TestRequest{Method: req.Method, Path: req.Path, Header: http.Header{}}
-	for k, v := range req.Headers {
-		tr.Header.Set(k, v)
-	}
-	if req.Body != nil {
-		tr.Body = []byte(*req.Body)
-	}
-	res, err := h.cfg.Vault.Test(r.Context(), c.ID, tr, h.cfg.TestTransport)
-	if err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	h.log.Info("admin: connection tested", "connection", c.ID, "ok", res.OK, "status", res.Status, "request_id", apierror.RequestIDFrom(r.Context()))
-	apierror.WriteJSON(w, http.StatusOK, res)
+	res, err := h.test(r.Context(), c, body)
+	h.answer(w, r, http.StatusOK, res, err)
 }
 
 func (h *Handler) discoverConnection(w http.ResponseWriter, r *http.Request) {
 	refresh := r.URL.Query().Get("refresh")
-	switch refresh {
-	case "":
-		refresh = "force"
-	case "force", "auto":
-	default:
-		writeError(w, r, h.log, badRequest("refresh must be force or auto").With("field", "refresh"))
+	if err := checkRefresh(&refresh); err != nil {
+		writeError(w, r, h.log, err)
 		return
 	}
 	c, err := h.lookupGuarded(r)
@@ -306,24 +193,8 @@ func (h *Handler) discoverConnection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	if c.Protocol != credvault.ProtocolMCP {
-		writeError(w, r, h.log, badRequest("discovery needs an mcp connection").With("field", "protocol"))
-		return
-	}
-	if h.cfg.Discover == nil {
-		apierror.Write(w, r, apierror.Coded(errcode.DiscoveryUnavailable, ""))
-		return
-	}
-	res, err := h.cfg.Discover(r.Context(), c, refresh)
-	if err != nil {
-		if !answered(err) {
-			h.log.Warn("admin: discovery failed", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(r.Context()))
-			err = apierror.Coded(errcode.UpstreamError, "MCP discovery failed")
-		}
-		writeError(w, r, h.log, err)
-		return
-	}
-	apierror.WriteJSON(w, http.StatusOK, res)
+	res, err := h.discover(r.Context(), c, refresh)
+	h.answer(w, r, http.StatusOK, res, err)
 }
 
 // needsToken answers a change of where or how a stored secret is sent

@@ -1,7 +1,9 @@
 // Package admin is the gateway's admin API as a mountable http.Handler:
 // connections, credential variables and the service catalog under
 // /api/admin/, on top of a credvault.Vault. docs/gateway.md lists every
-// route, field and error code.
+// route, field and error code. The same operations are methods of
+// Handler (CreateConnection, TestConnection, …), for callers in process
+// such as the pairing client; Problem says how their errors are answered.
 //
 // Secrets are write-only: connection objects list their names in
 // credential_keys, variables are listed without values, and no response,

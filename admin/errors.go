@@ -68,17 +68,34 @@ func answered(err error) bool {
 	return false
 }
 
+// problem is the answer errorTable gives err; ok is false, and the answer
+// a 500, when no row matches.
+func problem(err error) (e *apierror.Error, ok bool) {
+	for _, rule := range errorTable {
+		if rule.match(err) {
+			return rule.build(err), true
+		}
+	}
+	return apierror.Coded(errcode.InternalError, ""), false
+}
+
+// Problem is how the admin API answers an error of its operations: the
+// code (which gives the status), a message safe to show the caller, and
+// the envelope's further members (details, field, …). An error it does
+// not know is INTERNAL_ERROR; its text is for the caller's log only.
+func Problem(err error) (code errcode.Code, message string, extra map[string]any) {
+	e, _ := problem(err)
+	return e.Code(), e.Message, e.Extra
+}
+
 // writeError answers err through errorTable; anything unmatched is a 500
 // whose detail goes to the log only.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	for _, rule := range errorTable {
-		if rule.match(err) {
-			apierror.Write(w, r, rule.build(err))
-			return
-		}
+	e, ok := problem(err)
+	if !ok {
+		log.Error("admin: request failed", "method", r.Method, "path", r.URL.Path, "request_id", apierror.RequestIDFrom(r.Context()), "err", err)
 	}
-	log.Error("admin: request failed", "method", r.Method, "path", r.URL.Path, "request_id", apierror.RequestIDFrom(r.Context()), "err", err)
-	apierror.Write(w, r, apierror.Coded(errcode.InternalError, ""))
+	apierror.Write(w, r, e)
 }
 
 func badRequest(message string) *apierror.Error {

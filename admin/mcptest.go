@@ -1,14 +1,6 @@
 package admin
 
-import (
-	"context"
-	"errors"
-	"net/http"
-	"time"
-
-	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/internal/apierror"
-)
+import "github.com/idnhq/idn/credvault"
 
 // MCPHandshake is what the test of an mcp connection learned (see
 // Config.TestMCP), answered as the test result's mcp member.
@@ -31,37 +23,4 @@ type MCPHandshake struct {
 type mcpTestResult struct {
 	credvault.TestResult
 	MCP *MCPHandshake `json:"mcp,omitempty"`
-}
-
-// testMCP tests c with Config.TestMCP and records the outcome as the
-// connection's last_test, as an HTTP probe is.
-func (h *Handler) testMCP(w http.ResponseWriter, r *http.Request, c *credvault.Connection) {
-	ctx := r.Context()
-	if _, has := ctx.Deadline(); !has {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, credvault.DefaultTestTimeout)
-		defer cancel()
-	}
-	start := time.Now()
-	hs, err := h.cfg.TestMCP(ctx, c)
-	if errors.Is(err, credvault.ErrNotFound) { // deleted meanwhile
-		writeError(w, r, h.log, err)
-		return
-	}
-	res := mcpTestResult{TestResult: credvault.TestResult{
-		OK: err == nil, Status: hs.Status, LatencyMS: time.Since(start).Milliseconds(), TestedAt: time.Now().UTC(),
-	}}
-	if err != nil {
-		res.Error = err.Error()
-	}
-	if hs.ServerName != "" || hs.ProtocolVersion != "" {
-		res.MCP = &hs
-	}
-	// Recorded even when the caller has gone: the handshake did happen.
-	if err := h.cfg.Vault.RecordTest(context.WithoutCancel(ctx), c.ID, res.TestResult); err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	h.log.Info("admin: connection tested", "connection", c.ID, "ok", res.OK, "status", res.Status, "protocol", c.Protocol, "request_id", apierror.RequestIDFrom(r.Context()))
-	apierror.WriteJSON(w, http.StatusOK, res)
 }

@@ -4,24 +4,11 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// listVariables answers an array, empty rather than null when there are
-// none, as the document promises.
 func (h *Handler) listVariables(w http.ResponseWriter, r *http.Request) {
-	vars := h.cfg.Vault.Variables()
-	if vars == nil {
-		vars = []credvault.Variable{}
-	}
-	apierror.WriteJSON(w, http.StatusOK, vars)
-}
-
-type variableRequest struct {
-	Key              string `json:"key"`
-	Value            string `json:"value"`
-	CreatedBySubject string `json:"created_by_subject"`
+	apierror.WriteJSON(w, http.StatusOK, h.ListVariables())
 }
 
 func (h *Handler) putVariable(w http.ResponseWriter, r *http.Request) {
@@ -30,33 +17,12 @@ func (h *Handler) putVariable(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	var req variableRequest
-	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	if !maySendSecretsElsewhere(r) {
-		users, err := h.cfg.Vault.VariableUsers(r.Context(), req.Key)
-		if err != nil {
-			writeError(w, r, h.log, err)
-			return
-		}
-		if len(users) > 0 {
-			writeError(w, r, h.log, needsToken("the value of a credential variable that connections reference").With("connections", users))
-			return
-		}
-	}
-	v, created, err := h.cfg.Vault.PutVariable(r.Context(), req.Key, req.Value, subject(r, req.CreatedBySubject))
-	if err != nil {
-		writeError(w, r, h.log, err)
-		return
-	}
-	h.log.Info("admin: credential variable written", "key", v.Key, "version", v.Version, "request_id", apierror.RequestIDFrom(r.Context()))
+	v, created, err := h.PutVariable(r.Context(), body, subject(r))
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
 	}
-	apierror.WriteJSON(w, status, v)
+	h.answer(w, r, status, v, err)
 }
 
 func (h *Handler) deleteVariable(w http.ResponseWriter, r *http.Request) {
@@ -68,11 +34,9 @@ func (h *Handler) deleteVariable(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	key := r.PathValue("key")
-	if err := h.cfg.Vault.DeleteVariable(r.Context(), key, force); err != nil {
+	if err := h.DeleteVariable(r.Context(), r.PathValue("key"), force); err != nil {
 		writeError(w, r, h.log, err)
 		return
 	}
-	h.log.Info("admin: credential variable deleted", "key", key, "forced", force, "request_id", apierror.RequestIDFrom(r.Context()))
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -39,6 +39,7 @@ type Gateway struct {
 	vault    *credvault.Vault
 	cache    *claimcache.Cache
 	mcp      *mcpproxy.Proxy
+	admin    *admin.Handler
 	metrics  *proxy.Metrics
 	handler  http.Handler
 	identity *identity.Identity
@@ -226,6 +227,7 @@ func (g *Gateway) wire() error {
 	if err != nil {
 		return err
 	}
+	g.admin = adminHandler
 
 	g.readyChecks = map[string]func(context.Context) error{
 		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
@@ -261,6 +263,11 @@ func (g *Gateway) EndStreams() { g.mcp.EndStreams() }
 // Vault is the gateway's credential store, for adding and changing
 // connections from code.
 func (g *Gateway) Vault() *credvault.Vault { return g.vault }
+
+// Admin is the gateway's admin API: its HTTP routes are part of the
+// gateway's handler, and its operations serve callers in process (the
+// owner's RPCs over a pairing link).
+func (g *Gateway) Admin() *admin.Handler { return g.admin }
 
 // Identity is the gateway's own identity, which signs its control-plane
 // calls.

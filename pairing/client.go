@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
@@ -50,11 +51,11 @@ type Config struct {
 	// Identity signs every upgrade request: the gateway's own identity.
 	// Required.
 	Identity *identity.Identity
-	// Admin serves the gateway's admin API (/api/admin/…) on the store the
-	// RPCs act on; it is called in process as a loopback client whose
-	// context carries admin.OwnerContext (the RPCs are the owner's), so it
-	// may change where a stored secret is sent. Required.
-	Admin http.Handler
+	// Admin is the gateway's admin API, whose operations the RPCs run in
+	// process. Their context carries admin.OwnerContext (the RPCs are the
+	// owner's), so they may change where a stored secret is sent.
+	// Required.
+	Admin *admin.Handler
 	// DataDir holds the HPKE key and the pairing state. Required.
 	DataDir string
 	// MasterKey seals the HPKE private key. Required.

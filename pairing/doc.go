@@ -24,7 +24,8 @@
 // it.
 //
 // RPCs are JSON-RPC 2.0 requests whose params and results are the bodies
-// of the gateway's admin API (package admin), which serves them:
+// of the gateway's admin API. Each runs, in process, the operation of
+// package admin that serves the route beside it:
 //
 //	connections.list     {}                              GET    /api/admin/connections
 //	connections.get      {"id"}                          GET    /api/admin/connections/{id}
@@ -50,10 +51,10 @@
 // with the variable's own key for a variable. A plaintext "secrets" or
 // "value" field is refused (-32602), so a relay that logs its messages, or
 // a control plane that is not trusted with secrets, never sees one. The
-// control plane is trusted to say which owner asks: the admin API is used
-// with loopback access, and test and discover need no signed agent check,
-// since the caller is the owner, authenticated by passkey at the control
-// plane, not an agent.
+// control plane is trusted to say which owner asks: the operations run
+// with admin.OwnerContext, and test and discover need no signed agent
+// check (the admin API's GuardCheck keeps its HTTP routes), since the
+// caller is the owner, authenticated by passkey at the control plane.
 //
 // A message that is not JSON, not a JSON-RPC 2.0 request or larger than
 // pairwire.MaxMessageBytes is answered with a JSON-RPC error; the socket

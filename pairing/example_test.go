@@ -16,13 +16,12 @@ import (
 // beside a `gateway serve` on the same data directory.
 func Example() {
 	key, _ := credvault.GenerateMasterKey() // the gateway's GATEWAY_MASTER_KEY
-	gw, err := gateway.New(gateway.Config{DataDir: "/var/lib/idn-gateway", MasterKey: key, ControlPlaneURL: "https://idn.example",
-		InsecureUnsignedAdminChecks: true})
+	gw, err := gateway.New(gateway.Config{DataDir: "/var/lib/idn-gateway", MasterKey: key, ControlPlaneURL: "https://idn.example"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer gw.Close()
-	c, err := pairing.New(pairing.Config{ControlPlaneURL: "https://idn.example", Identity: gw.Identity(), Admin: gw,
+	c, err := pairing.New(pairing.Config{ControlPlaneURL: "https://idn.example", Identity: gw.Identity(), Admin: gw.Admin(),
 		DataDir: "/var/lib/idn-gateway", MasterKey: key, Name: "laptop", Logger: slog.Default()})
 	if err != nil {
 		log.Fatal(err)

@@ -3,12 +3,10 @@ package pairing
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -30,18 +28,13 @@ func FuzzHandle(f *testing.F) {
 	key, _ := credvault.GenerateMasterKey()
 	dir := f.TempDir()
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFileName))
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer st.Close()
-	v, err := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1})
+	v, err := credvault.New(ctx, credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1})
 	if err != nil {
 		f.Fatal(err)
 	}
 	defer v.Close()
 	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
-	h, _ := admin.New(admin.Config{Vault: v, Access: access, InsecureUnguardedChecks: true})
+	h, _ := admin.New(admin.Config{Vault: v, Access: access})
 	id, _ := identity.New("fuzz-gw")
 	c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", Identity: id, Admin: h, DataDir: dir, MasterKey: key})
 	if err != nil {

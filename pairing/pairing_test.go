@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/pairwire"
 	"github.com/idnhq/idn/pairing"
@@ -36,17 +34,15 @@ func newLocalGateway(t *testing.T, registry string) *localGateway {
 	g := &localGateway{dir: t.TempDir()}
 	key, _ := credvault.GenerateMasterKey()
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(g.dir, sqlitestore.DefaultFileName))
-	if err != nil {
+	var err error
+	if g.vault, err = credvault.New(ctx, credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if g.vault, err = credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.vault.Close(); st.Close() })
+	t.Cleanup(func() { g.vault.Close() })
+	// No GuardCheck and no InsecureUnguardedChecks: the guard keeps the
+	// HTTP routes, and the owner's RPCs test and discover without it.
 	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
-	// The RPCs are under test, not the guard the gateway sets.
-	h, err := admin.New(admin.Config{Vault: g.vault, Access: access, InsecureUnguardedChecks: true})
+	h, err := admin.New(admin.Config{Vault: g.vault, Access: access})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +137,26 @@ func TestBusyGatewayKeepsReading(t *testing.T) {
 	var releaseOnce sync.Once
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
 	defer unblock()
-	slowAdmin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-release
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"variables":[]}`))
-	})
+	// Each test of connection "slow" waits for its upstream, which waits
+	// for release.
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer upstream.Close()
+	defer unblock()
+	key, _ := credvault.GenerateMasterKey()
+	vault, err := credvault.New(context.Background(), credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vault.Close()
+	if _, err := vault.Create(context.Background(), &credvault.Connection{ID: "slow", BaseURL: upstream.URL,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, map[string]string{"token": "slow-token-1"}); err != nil {
+		t.Fatal(err)
+	}
+	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
+	slowAdmin, err := admin.New(admin.Config{Vault: vault, Access: access})
+	if err != nil {
+		t.Fatal(err)
+	}
 	type outcome struct {
 		refused map[string]any
 		pingErr error
@@ -164,7 +175,7 @@ func TestBusyGatewayKeepsReading(t *testing.T) {
 		ready, _ := json.Marshal(pairwire.Control{Type: pairwire.ControlReady, GatewayID: "gw_fake", Namespace: "alice"})
 		conn.Write(ctx, websocket.MessageText, ready)
 		for i := range 9 {
-			m := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"variables.list"}`, i+1)
+			m := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"connections.test","params":{"id":"slow"}}`, i+1)
 			if err := conn.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
 				return
 			}
@@ -194,7 +205,6 @@ func TestBusyGatewayKeepsReading(t *testing.T) {
 	}))
 	defer fake.Close()
 	dir := t.TempDir()
-	key, _ := credvault.GenerateMasterKey()
 	id, _ := identity.New("gw-host")
 	client, err := pairing.New(pairing.Config{ControlPlaneURL: fake.URL, Identity: id, Admin: slowAdmin, DataDir: dir, MasterKey: key})
 	if err != nil {

@@ -1,13 +1,9 @@
 package pairing
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -75,101 +71,117 @@ func (c *Client) handle(ctx context.Context, gatewayID string, msg []byte) []byt
 	if params == nil {
 		params = map[string]json.RawMessage{}
 	}
-	call, e := c.adminCall(gatewayID, req.Method, params)
+	result, e := c.call(admin.OwnerContext(ctx), gatewayID, req.Method, params)
 	if e != nil {
 		return errorResponse(req.ID, e.Code, e.Message, e.Data)
 	}
-	return c.run(ctx, req.ID, call)
-}
-
-// adminCall is one admin API request.
-type adminCall struct {
-	method, path string
-	query        url.Values
-	body         map[string]json.RawMessage // nil: no body
-}
-
-// adminCall translates an RPC into the admin request that serves it,
-// opening sealed secrets on the way.
-func (c *Client) adminCall(gatewayID, method string, p map[string]json.RawMessage) (adminCall, *rpcError) {
-	if !slices.Contains(pairwire.Methods, method) {
-		return adminCall{}, &rpcError{Code: pairwire.CodeMethodNotFound, Message: "unknown method"}
+	out, err := json.Marshal(result)
+	if err != nil {
+		c.log.Error("pairing: answer not encoded", "method", req.Method, "err", err)
+		return errorResponse(req.ID, pairwire.CodeInternalError, "answer not encoded", nil)
 	}
+	b, _ := json.Marshal(response{JSONRPC: "2.0", ID: req.ID, Result: out})
+	return b
+}
+
+// call runs one RPC on the admin API's operations, opening sealed secrets
+// on the way. The context is the owner's (admin.OwnerContext).
+func (c *Client) call(ctx context.Context, gatewayID, method string, p map[string]json.RawMessage) (any, *rpcError) {
+	if !slices.Contains(pairwire.Methods, method) {
+		return nil, &rpcError{Code: pairwire.CodeMethodNotFound, Message: "unknown method"}
+	}
+	a := c.cfg.Admin
 	id, e := take(p, "id")
 	switch method {
 	case "connections.list":
-		return adminCall{method: "GET", path: "/api/admin/connections"}, nil
+		return a.ListConnections(), nil
 	case "variables.list":
-		return adminCall{method: "GET", path: "/api/admin/credential-variables"}, nil
+		return a.ListVariables(), nil
 	case "connections.create":
 		if e := c.unseal(gatewayID, p, "secrets", ""); e != nil {
-			return adminCall{}, e
+			return nil, e
 		}
 		if id != "" {
 			p["id"], _ = json.Marshal(id)
 		}
-		return adminCall{method: "POST", path: "/api/admin/connections", body: p}, nil
+		return c.done(a.CreateConnection(ctx, body(p)))
 	case "variables.set":
 		key, e := take(p, "key")
 		if e != nil || key == "" {
-			return adminCall{}, invalidParams("key is required")
+			return nil, invalidParams("key is required")
 		}
 		if e := c.unseal(gatewayID, p, "value", key); e != nil {
-			return adminCall{}, e
+			return nil, e
 		}
 		p["key"], _ = json.Marshal(key)
-		return adminCall{method: "POST", path: "/api/admin/credential-variables", body: p}, nil
+		v, _, err := a.PutVariable(ctx, body(p), "")
+		return c.done(v, err)
 	case "variables.delete":
 		key, e := take(p, "key")
 		if e != nil || key == "" {
-			return adminCall{}, invalidParams("key is required")
+			return nil, invalidParams("key is required")
 		}
-		q := url.Values{}
-		if f, ok := p["force"]; ok {
-			var force bool
-			if json.Unmarshal(f, &force) != nil {
-				return adminCall{}, invalidParams("force must be a boolean")
-			}
-			q.Set("force", map[bool]string{true: "true", false: "false"}[force])
+		var force bool
+		if f, ok := p["force"]; ok && json.Unmarshal(f, &force) != nil {
+			return nil, invalidParams("force must be a boolean")
 		}
-		return adminCall{method: "DELETE", path: "/api/admin/credential-variables/" + url.PathEscape(key), query: q}, nil
+		return c.done(nil, a.DeleteVariable(ctx, key, force))
 	}
 	if e != nil || id == "" {
-		return adminCall{}, invalidParams("id is required")
+		return nil, invalidParams("id is required")
 	}
-	base := "/api/admin/connections/" + url.PathEscape(id)
 	switch method {
 	case "connections.get":
-		return adminCall{method: "GET", path: base}, nil
+		return c.done(a.GetConnection(id))
 	case "connections.delete":
-		return adminCall{method: "DELETE", path: base}, nil
+		return c.done(nil, a.DeleteConnection(ctx, id))
 	case "connections.update":
 		if _, ok := p["secrets"]; ok {
-			return adminCall{}, &rpcError{Code: pairwire.CodeInvalidParams, Message: "secrets change through connections.rotate", Data: plaintextRefused}
+			return nil, &rpcError{Code: pairwire.CodeInvalidParams, Message: "secrets change through connections.rotate", Data: plaintextRefused}
 		}
-		return adminCall{method: "PATCH", path: base, body: p}, nil
+		return c.done(a.UpdateConnection(ctx, id, body(p)))
 	case "connections.test":
-		if len(p) == 0 {
-			return adminCall{method: "POST", path: base + "/test"}, nil
+		var b []byte
+		if len(p) > 0 {
+			b = body(p)
 		}
-		return adminCall{method: "POST", path: base + "/test", body: p}, nil
+		return c.done(a.TestConnection(ctx, id, b))
 	case "connections.discover":
 		refresh, e := take(p, "refresh")
 		if e != nil || len(p) != 0 {
-			return adminCall{}, invalidParams(`discover takes "id" and "refresh" only`)
+			return nil, invalidParams(`discover takes "id" and "refresh" only`)
 		}
-		q := url.Values{}
-		if refresh != "" {
-			q.Set("refresh", refresh)
-		}
-		return adminCall{method: "POST", path: base + "/discover", query: q}, nil
+		return c.done(a.DiscoverConnection(ctx, id, refresh))
 	case "connections.rotate":
 		if e := c.unseal(gatewayID, p, "secrets", ""); e != nil {
-			return adminCall{}, e
+			return nil, e
 		}
-		return adminCall{method: "POST", path: base + "/rotate", body: p}, nil
+		return c.done(a.RotateConnection(ctx, id, body(p), ""))
 	}
-	return adminCall{}, &rpcError{Code: pairwire.CodeInternalError, Message: "method not served"}
+	return nil, &rpcError{Code: pairwire.CodeInternalError, Message: "method not served"}
+}
+
+// body is the admin API's JSON body of an RPC's params.
+func body(p map[string]json.RawMessage) []byte {
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// done answers an operation's result, or its error as the admin API
+// answers it over HTTP: status, code, message and details.
+func (c *Client) done(result any, err error) (any, *rpcError) {
+	if err == nil {
+		return result, nil
+	}
+	code, msg, extra := admin.Problem(err)
+	if code == errcode.InternalError {
+		c.log.Error("pairing: RPC failed", "err", err)
+	}
+	data := map[string]any{"status": code.Status(), "code": code, "error": msg}
+	if d, ok := extra["details"]; ok {
+		data["details"] = d
+	}
+	return nil, &rpcError{Code: pairwire.CodeAPIError, Message: msg, Data: data}
 }
 
 func invalidParams(msg string) *rpcError {
@@ -232,51 +244,4 @@ func (c *Client) unseal(gatewayID string, p map[string]json.RawMessage, field, k
 	}
 	p["value"], _ = json.Marshal(*v)
 	return nil
-}
-
-// run serves call on the admin API, as a loopback client, and turns the
-// answer into the JSON-RPC response.
-func (c *Client) run(ctx context.Context, id json.RawMessage, call adminCall) []byte {
-	var body []byte
-	if call.body != nil {
-		body, _ = json.Marshal(call.body)
-	}
-	target := call.path
-	if len(call.query) > 0 {
-		target += "?" + call.query.Encode()
-	}
-	// Origin-form with Host localhost, as a local client sends it: an
-	// absolute-form target that arrived on no listener would be refused.
-	// The owner authenticated at the control plane with a passkey, so the
-	// call may change where a secret is sent without the admin token.
-	r := httptest.NewRequestWithContext(admin.OwnerContext(ctx), call.method, target, bytes.NewReader(body))
-	r.Host, r.RemoteAddr = "localhost", "127.0.0.1:0"
-	if body != nil {
-		r.Header.Set("Content-Type", "application/json")
-	}
-	w := httptest.NewRecorder()
-	c.cfg.Admin.ServeHTTP(w, r)
-	res := w.Result()
-	out := w.Body.Bytes()
-	if res.StatusCode < 300 {
-		if len(bytes.TrimSpace(out)) == 0 {
-			out = []byte("null")
-		}
-		b, _ := json.Marshal(response{JSONRPC: "2.0", ID: id, Result: out})
-		return b
-	}
-	var env struct {
-		Code    string          `json:"code"`
-		Error   string          `json:"error"`
-		Details json.RawMessage `json:"details,omitempty"`
-	}
-	json.Unmarshal(out, &env)
-	if env.Error == "" {
-		env.Error = http.StatusText(res.StatusCode)
-	}
-	data := map[string]any{"status": res.StatusCode, "code": env.Code, "error": env.Error}
-	if len(env.Details) > 0 {
-		data["details"] = env.Details
-	}
-	return errorResponse(id, pairwire.CodeAPIError, env.Error, data)
 }

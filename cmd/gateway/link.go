@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/pairing"
@@ -46,19 +45,16 @@ func lockLink(dir string) (unlock func(), ok bool, err error) {
 }
 
 // newLink opens the pairing client of the gateway c describes. The
-// owner's RPCs run on the store through an admin API of their own: they
-// come from the namespace owner, authenticated by passkey at the control
-// plane, in process, so there is no agent whose signed request test and
-// discover could check. close releases that admin API's gateway.
+// owner's RPCs run the operations of that gateway's admin API, in
+// process. close releases the gateway.
 func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairing.Client, id string, close func(), err error) {
 	c.Logger = logger
-	c.Admin.Mode, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
 	gw, err := gateway.New(c)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	client, err = pairing.New(pairing.Config{
-		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw, DataDir: c.DataDir, MasterKey: c.MasterKey,
+		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw.Admin(), DataDir: c.DataDir, MasterKey: c.MasterKey,
 		Name: name, Version: buildinfo.Version(), Logger: logger,
 	})
 	if err != nil {

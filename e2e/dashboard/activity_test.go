@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
@@ -29,7 +29,17 @@ func pairedReporter(t *testing.T, w *world, b *browser, ns string) *pairing.Repo
 	}
 	key, _ := credvault.GenerateMasterKey()
 	dir := t.TempDir()
-	client, err := pairing.New(pairing.Config{ControlPlaneURL: w.cpURL, Identity: id, Admin: http.NotFoundHandler(), DataDir: dir,
+	vault, err := credvault.New(context.Background(), credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vault.Close() })
+	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
+	adm, err := admin.New(admin.Config{Vault: vault, Access: access})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := pairing.New(pairing.Config{ControlPlaneURL: w.cpURL, Identity: id, Admin: adm, DataDir: dir,
 		MasterKey: key, Name: "activity-laptop"})
 	if err != nil {
 		t.Fatal(err)

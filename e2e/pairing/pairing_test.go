@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/gateway"
 	"io"
 	"log/slog"
 	"net"
@@ -32,11 +33,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/credvault/sqlitestore"
-	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/openapicheck"
 	"github.com/idnhq/idn/internal/pairwire"
 	"github.com/idnhq/idn/internal/testlog"
@@ -277,8 +275,8 @@ func seal(t *testing.T, gw gatewayInfo, secrets map[string]string) string {
 	return base64.RawURLEncoding.EncodeToString(ct)
 }
 
-// localGateway is the gateway side: a vault and its admin API, and the
-// pairing client (as in package pairing's own tests).
+// localGateway is the gateway side: a gateway as gateway.New makes it,
+// its admin API's GuardCheck included, and the pairing client on it.
 type localGateway struct {
 	dir    string
 	vault  *credvault.Vault
@@ -291,24 +289,14 @@ func newLocalGateway(t *testing.T, registry string) *localGateway {
 	t.Helper()
 	g := &localGateway{dir: t.TempDir()}
 	key, _ := credvault.GenerateMasterKey()
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(g.dir, sqlitestore.DefaultFileName))
+	gw, err := gateway.New(gateway.Config{DataDir: g.dir, MasterKey: key, ControlPlaneURL: registry})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.vault, err = credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.vault.Close(); st.Close() })
-	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
-	// The RPCs are under test, not the guard the gateway sets.
-	h, err := admin.New(admin.Config{Vault: g.vault, Access: access, InsecureUnguardedChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _ := identity.New("gw-host")
-	g.client, err = pairing.New(pairing.Config{ControlPlaneURL: registry, Identity: id, Admin: h, DataDir: g.dir, MasterKey: key,
-		Name: "laptop", Version: "0.9.0", MaxBackoff: 200 * time.Millisecond})
+	t.Cleanup(func() { gw.Close() })
+	g.vault = gw.Vault()
+	g.client, err = pairing.New(pairing.Config{ControlPlaneURL: registry, Identity: gw.Identity(), Admin: gw.Admin(), DataDir: g.dir,
+		MasterKey: key, Name: "laptop", Version: "0.9.0", MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,6 +325,10 @@ func pairedGatewayEndToEnd(t *testing.T, engine string) {
 	defer upstream.Close()
 	cp := startControlPlane(t, engine)
 	tok := cp.owner("alice")
+	// The gateway checks that a connection's service is the owner's.
+	if status, b := cp.call("POST", "/v1/services", tok, map[string]any{"name": "Weather", "service_endpoint": upstream.URL}); status != http.StatusCreated {
+		t.Fatalf("create the service: %d %s", status, b)
+	}
 	session, code := cp.startPairing(tok)
 	g := newLocalGateway(t, cp.url())
 	g.run(&pairing.Pairing{SessionID: session, Code: code, Namespace: "alice"})

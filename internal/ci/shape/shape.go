@@ -2,8 +2,9 @@
 // design keeps them to: no package over MaxLines lines of non-test Go
 // code, no type with more than MaxMethods methods. A line of code holds
 // a token: blank lines and comments do not count, so a limit is met by
-// design, not by reflowing prose. Generated files are not counted. Its
-// test holds every package of every module to it.
+// design, not by reflowing prose. Generated files are not counted. It
+// also records each package's imports, for the layering rules its test
+// holds every package of every module to.
 package shape
 
 import (
@@ -26,8 +27,9 @@ const (
 // Package is one directory's non-test, non-generated Go code.
 type Package struct {
 	Dir     string
-	Lines   int            // lines holding code, not only blanks or comments
-	Methods map[string]int // receiver type → methods
+	Lines   int             // lines holding code, not only blanks or comments
+	Methods map[string]int  // receiver type → methods
+	Imports map[string]bool // import paths of its non-test files
 }
 
 // Measure walks the tree under root and measures each directory holding Go
@@ -63,11 +65,14 @@ func Measure(root string) ([]Package, error) {
 		dir := filepath.Dir(path)
 		p := byDir[dir]
 		if p == nil {
-			p = &Package{Dir: dir, Methods: map[string]int{}}
+			p = &Package{Dir: dir, Methods: map[string]int{}, Imports: map[string]bool{}}
 			byDir[dir] = p
 			order = append(order, dir)
 		}
 		p.Lines += codeLines(src)
+		for _, imp := range f.Imports {
+			p.Imports[strings.Trim(imp.Path.Value, `"`)] = true
+		}
 		for _, decl := range f.Decls {
 			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv != nil && len(fn.Recv.List) == 1 {
 				p.Methods[receiver(fn.Recv.List[0].Type)]++

@@ -2,7 +2,9 @@ package shape_test
 
 import (
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/idnhq/idn/internal/ci/shape"
@@ -43,6 +45,53 @@ func TestRepositoryShape(t *testing.T) {
 	rel, _ := filepath.Rel(root, largest.Dir)
 	t.Logf("%d packages; the largest, %s, has %d lines; the widest type has %d methods", len(pkgs), rel, largest.Lines, widest)
 }
+
+// TestLayering holds the import rules the design rests on: httpsig
+// stands alone, proxy does not depend on the MCP engine, and what tests
+// use to stand a server up stays out of the code users run.
+func TestLayering(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs, err := shape.Measure(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const project = "github.com/idnhq/idn/"
+	for _, p := range pkgs {
+		rel, _ := filepath.Rel(root, p.Dir)
+		rel = filepath.ToSlash(rel)
+		for imp := range p.Imports {
+			switch {
+			case within(rel, "httpsig") && strings.HasPrefix(imp, project) && !within(strings.TrimPrefix(imp, project), "httpsig"):
+				t.Errorf("%s imports %s: httpsig imports nothing else of the project", rel, imp)
+			case within(rel, "proxy") && within(strings.TrimPrefix(imp, project), "mcpproxy"):
+				t.Errorf("%s imports %s: proxy does not depend on the MCP engine", rel, imp)
+			case imp == "net/http/httptest" && !forTests(rel):
+				t.Errorf("%s imports net/http/httptest outside its tests", rel)
+			case strings.HasPrefix(imp, project) && forTests(strings.TrimPrefix(imp, project)) && !forTests(rel) && !harness(rel):
+				t.Errorf("%s imports %s, a package for tests", rel, imp)
+			}
+		}
+	}
+}
+
+// within reports whether package path rel is dir or below it.
+func within(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
+
+// forTests reports whether the package at rel exists for tests: its name
+// ends in "test" (claimcachetest, egresstest, …), or it checks servers
+// against their OpenAPI documents.
+func forTests(rel string) bool {
+	return strings.HasSuffix(path.Base(rel), "test") || rel == "internal/openapicheck"
+}
+
+// harness reports whether the package at rel is part of a test harness
+// that may use packages for tests: the end-to-end suites, the load
+// generator.
+func harness(rel string) bool { return within(rel, "e2e") || within(rel, "bench") }
 
 // TestMeasure counts a package's own code and methods, not its comments,
 // blank lines, tests, generated files or testdata.
