@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/gateway/gctune"
 	"io"
 	"log/slog"
 	"os"
@@ -19,8 +20,6 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
-	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/heldmem"
 	"github.com/idnhq/idn/replay"
 )
 
@@ -80,11 +79,11 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	}
 	// As cmd/gateway does with its defaults; the baseline shares the process.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gateway.GCPercent)
-		defer gateway.TuneGC(gateway.GCPercent)()
+		debug.SetGCPercent(gctune.Percent)
+		defer gctune.Tune(gctune.Percent)()
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(replay.DefaultMaxBytes + gateway.MemoryHeadroom)
+		debug.SetMemoryLimit(replay.DefaultMaxBytes + gctune.MemoryHeadroom)
 	}
 	s := &stack{upstream: cfg.Upstream, mcpServer: cfg.MCPServer, controlPlane: cfg.ControlPlane, serviceKey: cfg.ServiceKey}
 	defer s.close()
@@ -261,7 +260,7 @@ func memoryBreakdown() string {
 		}
 		return int64(samples[i].Value.Uint64())
 	}
-	claims, tables := claimcache.HeldBytes(), heldmem.Total()-claimcache.HeldBytes()
+	claims, tables := claimcache.HeldBytes(), gctune.HeldBytes()-claimcache.HeldBytes()
 	stacks := v(3) + v(4)
 	runtimeOwn := v(5) - v(6) - v(0) - v(1) - v(2) - stacks
 	return fmt.Sprintf("claims-snapshots %.1f nonce-tables %.1f other-objects %.1f heap-free-and-unused %.1f stacks %.1f runtime %.1f",

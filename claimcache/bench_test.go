@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/gateway/gctune"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,6 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
-	"github.com/idnhq/idn/gateway"
 )
 
 // generatedSource delivers n synthetic approved claims without holding them:
@@ -254,7 +254,7 @@ func BenchmarkLoad1M(b *testing.B) {
 // 3,000,000 lookups run with the garbage a gateway's requests make (4 KiB
 // each), at the gateway's GOGC of 400, under the memory limit of each
 // sub-benchmark (192 MiB, and cmd/gateway's default), and at cmd/gateway's
-// defaults: GOGC tuned by gateway.TuneGC, which leaves the snapshot out of
+// defaults: GOGC tuned by gctune.Tune, which leaves the snapshot out of
 // the collector's headroom, under the default limit. It reports the memory
 // the Go runtime holds from the system at the end (runtime-MB: mapped and
 // not released, an upper bound of what it keeps resident) and its most
@@ -269,10 +269,10 @@ func BenchmarkMemoryUnderTraffic1M(b *testing.B) {
 			name = "default"
 		}
 		b.Run(name, func(b *testing.B) {
-			defer debug.SetGCPercent(debug.SetGCPercent(gateway.GCPercent))
+			defer debug.SetGCPercent(debug.SetGCPercent(gctune.Percent))
 			defer debug.SetMemoryLimit(debug.SetMemoryLimit(run.limit))
 			if run.tuned {
-				defer gateway.TuneGC(gateway.GCPercent)()
+				defer gctune.Tune(gctune.Percent)()
 			}
 			debug.FreeOSMemory() // what an earlier run left
 			c := loadedCache(b, benchClaims, shortPrefix)

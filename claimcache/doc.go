@@ -10,7 +10,7 @@
 // side by side with the slot), allocates nothing and takes no lock. A
 // snapshot holds about 94 bytes per claim (93 more for a namespace over 16
 // bytes); HeldBytes reports what the snapshots of a process hold, which
-// gateway.TuneGC leaves out of the collector's headroom. A snapshot is fresh for Config.TTL after the refresh that produced
+// gctune.Tune leaves out of the collector's headroom. A snapshot is fresh for Config.TTL after the refresh that produced
 // (or confirmed) it began; past that, and before the first load, Lookup
 // fails closed with ErrUnavailable. A timer ends that lease, so lookups read
 // no clock. Run refreshes every service in the background, and a miss (or a

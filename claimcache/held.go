@@ -9,7 +9,7 @@ var held heldmem.Counter
 // every Cache in the process hold: their tables, pilots and claim ids,
 // those being built, and those replaced but not collected yet (arrays under
 // 64 KiB, of small snapshots, are not counted). They are large,
-// pointer-free and long-lived, so gateway.TuneGC leaves them out of the
+// pointer-free and long-lived, so gctune.Tune leaves them out of the
 // collector's headroom.
 func HeldBytes() int64 { return held.Bytes() }
 

@@ -59,21 +59,3 @@ func NewServer(h http.Handler) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 	}
 }
-
-// GCPercent is the garbage collector target (GOGC) recommended for a
-// process that mostly serves a gateway. A gateway's live heap is small, so
-// at Go's default of 100 every few megabytes of per-request garbage start a
-// collection; at 3,000 requests/s that is several a second, and requests
-// that meet one pay for it at p99 (bench/README.md has the figures). At 400
-// the heap may grow to five times the live data before a collection, a few
-// tens of megabytes for a typical gateway, and a memory limit caps it
-// (cmd/gateway sets one: GATEWAY_MEMORY_LIMIT_BYTES or GOMEMLIMIT).
-// cmd/gateway runs at this target, applied by TuneGC to the heap other than
-// the claims snapshots, unless GOGC is set.
-const GCPercent = 400
-
-// MemoryHeadroom is what cmd/gateway's default memory limit allows beyond
-// the nonce store's budget (Config.Nonces.MaxBytes): the claims snapshots
-// (about 94 bytes a claim, and a second set while a changed feed is
-// rebuilt), connections, buffers and the garbage between two collections.
-const MemoryHeadroom = 256 << 20

@@ -51,7 +51,7 @@ import (
 )
 
 // tables counts the stores' tables, which are large and pointer-free, in
-// heldmem.Total, for gateway.TuneGC.
+// heldmem.Total, for gctune.Tune.
 var tables heldmem.Counter
 
 // DefaultMaxBytes is the zero Config's memory bound: 19 million nonces

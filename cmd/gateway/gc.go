@@ -1,15 +1,14 @@
 package main
 
 import (
+	"github.com/idnhq/idn/gateway/gctune"
 	"runtime/debug"
 	"strconv"
-
-	"github.com/idnhq/idn/gateway"
 )
 
-// tuneGC sets the collector's target to gateway.GCPercent unless GOGC is
+// tuneGC sets the collector's target to gctune.Percent unless GOGC is
 // set (gogc is its value), and returns the target in force (-1: collection
-// is off). Without GOGC, serve then runs gateway.TuneGC, which keeps the
+// is off). Without GOGC, serve then runs gctune.Tune, which keeps the
 // claims snapshots out of the target's headroom.
 func tuneGC(gogc string) int {
 	if gogc != "" {
@@ -22,8 +21,8 @@ func tuneGC(gogc string) int {
 		}
 		return n
 	}
-	debug.SetGCPercent(gateway.GCPercent)
-	return gateway.GCPercent
+	debug.SetGCPercent(gctune.Percent)
+	return gctune.Percent
 }
 
 // tuneMemory sets the runtime's memory limit to limit unless GOMEMLIMIT is

@@ -1,10 +1,9 @@
 package main
 
 import (
+	"github.com/idnhq/idn/gateway/gctune"
 	"runtime/debug"
 	"testing"
-
-	"github.com/idnhq/idn/gateway"
 )
 
 func TestTuneGC(t *testing.T) {
@@ -14,7 +13,7 @@ func TestTuneGC(t *testing.T) {
 		gogc       string
 		want, runs int // the target reported, and the one in force
 	}{
-		{"", gateway.GCPercent, gateway.GCPercent},
+		{"", gctune.Percent, gctune.Percent},
 		{"50", 50, 100},  // the runtime applied GOGC at start; tuneGC leaves it
 		{"off", -1, 100}, // likewise
 	} {

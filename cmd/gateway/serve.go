@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/idnhq/idn/gateway/gctune"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -43,7 +44,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	s.gateway.TracerProvider = tp
 	gcPercent := tuneGC(s.gogc)
 	if s.gogc == "" {
-		defer gateway.TuneGC(gcPercent)()
+		defer gctune.Tune(gcPercent)()
 	}
 	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
 	gw, err := gateway.New(s.gateway)

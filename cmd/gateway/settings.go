@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/gateway/gctune"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ import (
 type serveSettings struct {
 	addr            string
 	shutdownTimeout time.Duration
-	gogc            string // GOGC as set; "" means tuneGC picks gateway.GCPercent
+	gogc            string // GOGC as set; "" means tuneGC picks gctune.Percent
 	memoryLimit     int64  // GATEWAY_MEMORY_LIMIT_BYTES, or its default
 	gomemlimit      string // GOMEMLIMIT as set; when set it wins over memoryLimit
 	log             envconf.Log
@@ -168,8 +169,8 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 		}
 		c.Nonces.MaxBytes = max(replay.MemoryFor(n), 1<<20)
 	}
-	s.memoryLimit = r.Int64("GATEWAY_MEMORY_LIMIT_BYTES", c.Nonces.MaxBytes+gateway.MemoryHeadroom, 1<<20,
-		fmt.Sprintf("memory the Go runtime keeps the process within, in bytes (default: the nonce budget + %d MiB); GOMEMLIMIT, when set, wins", gateway.MemoryHeadroom>>20))
+	s.memoryLimit = r.Int64("GATEWAY_MEMORY_LIMIT_BYTES", c.Nonces.MaxBytes+gctune.MemoryHeadroom, 1<<20,
+		fmt.Sprintf("memory the Go runtime keeps the process within, in bytes (default: the nonce budget + %d MiB); GOMEMLIMIT, when set, wins", gctune.MemoryHeadroom>>20))
 	if s.memoryLimit <= c.Nonces.MaxBytes {
 		r.Problemf("GATEWAY_MEMORY_LIMIT_BYTES must exceed the nonce store's budget (%d bytes), which a busy gateway fills", c.Nonces.MaxBytes)
 	}
@@ -217,7 +218,7 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	}
 	s.log = r.Log()
 	s.tracing = otlpexport.Read(r, "idn-gateway")
-	s.gogc = r.Raw("GOGC", fmt.Sprintf("garbage collector target (the gateway runs at %d unless it is set)", gateway.GCPercent))
+	s.gogc = r.Raw("GOGC", fmt.Sprintf("garbage collector target (the gateway runs at %d unless it is set)", gctune.Percent))
 	return s
 }
 

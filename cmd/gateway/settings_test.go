@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"github.com/idnhq/idn/gateway/gctune"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/envconf"
 	"github.com/idnhq/idn/replay"
 )
@@ -118,8 +118,8 @@ func TestServeSettingsMemoryLimit(t *testing.T) {
 		env  map[string]string
 		want int64 // 0: a configuration problem
 	}{
-		{"default: the nonce budget and the headroom", nil, replay.DefaultMaxBytes + gateway.MemoryHeadroom},
-		{"default follows the nonce budget", map[string]string{"GATEWAY_NONCE_MEMORY_BYTES": "1073741824"}, 1<<30 + gateway.MemoryHeadroom},
+		{"default: the nonce budget and the headroom", nil, replay.DefaultMaxBytes + gctune.MemoryHeadroom},
+		{"default follows the nonce budget", map[string]string{"GATEWAY_NONCE_MEMORY_BYTES": "1073741824"}, 1<<30 + gctune.MemoryHeadroom},
 		{"set", map[string]string{"GATEWAY_MEMORY_LIMIT_BYTES": "209715200", "GATEWAY_NONCE_MEMORY_BYTES": "16777216"}, 200 << 20},
 		{"not above the nonce budget", map[string]string{"GATEWAY_MEMORY_LIMIT_BYTES": "16777216", "GATEWAY_NONCE_MEMORY_BYTES": "16777216"}, 0},
 		{"not a number", map[string]string{"GATEWAY_MEMORY_LIMIT_BYTES": "200MiB"}, 0},

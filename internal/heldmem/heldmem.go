@@ -1,7 +1,7 @@
 // Package heldmem counts the bytes of the Go heap held by large,
 // pointer-free arrays that live long (the claims snapshots, the nonce
 // store's tables), from their allocation until the collector frees them.
-// gateway.TuneGC leaves them out of the collector's headroom: they cost a
+// gctune.Tune leaves them out of the collector's headroom: they cost a
 // collection almost nothing to keep, so headroom in proportion to them
 // would only hold memory.
 package heldmem

@@ -1,4 +1,4 @@
-package gateway
+package gctune
 
 import (
 	"runtime"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func TestGCPercentFor(t *testing.T) {
+func TestPercentFor(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
 	for _, tt := range []struct {
@@ -32,12 +32,12 @@ func TestGCPercentFor(t *testing.T) {
 // After a collection that finds most of the heap held by snapshots, the
 // tuner lowers GOGC so that the headroom is in proportion to the rest; once
 // stopped, it puts GOGC back.
-func TestTuneGCLeavesSnapshotsOutOfHeadroom(t *testing.T) {
-	before := debug.SetGCPercent(GCPercent)
+func TestTuneLeavesSnapshotsOutOfHeadroom(t *testing.T) {
+	before := debug.SetGCPercent(Percent)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
 	snapshot := make([]byte, 256<<20) // what a snapshot of 2.5 million claims holds
 	tunes := make(chan int, 100)
-	tn := &gcTuner{percent: GCPercent, held: func() int64 { return int64(len(snapshot)) }, onTune: func(gogc int) {
+	tn := &gcTuner{percent: Percent, held: func() int64 { return int64(len(snapshot)) }, onTune: func(gogc int) {
 		select {
 		case tunes <- gogc:
 		default:
@@ -49,14 +49,14 @@ func TestTuneGCLeavesSnapshotsOutOfHeadroom(t *testing.T) {
 		runtime.GC()
 		select {
 		case gogc := <-tunes:
-			low = gogc < GCPercent/4
+			low = gogc < Percent/4
 		case <-deadline:
 			t.Fatal("GOGC not lowered after collections that found the snapshot live")
 		}
 	}
 	runtime.KeepAlive(snapshot)
 	tn.stop()
-	if got := debug.SetGCPercent(GCPercent); got != GCPercent {
-		t.Errorf("GOGC after stop = %d, want %d", got, GCPercent)
+	if got := debug.SetGCPercent(Percent); got != Percent {
+		t.Errorf("GOGC after stop = %d, want %d", got, Percent)
 	}
 }

@@ -1,4 +1,14 @@
-package gateway
+// Package gctune holds the garbage collector settings of a process that
+// mostly serves a gateway: the target it runs at (Percent), the memory a
+// limit should allow beyond the nonce budget (MemoryHeadroom), and Tune,
+// which keeps the claims snapshots and nonce tables out of the
+// collector's headroom. They are process-wide, so a library never sets
+// them: cmd/gateway does, and so may a program that embeds a gateway.
+//
+//	debug.SetGCPercent(gctune.Percent)
+//	defer gctune.Tune(gctune.Percent)()
+//	debug.SetMemoryLimit(replay.DefaultMaxBytes + gctune.MemoryHeadroom)
+package gctune
 
 import (
 	"runtime"
@@ -11,13 +21,36 @@ import (
 	"github.com/idnhq/idn/internal/heldmem"
 )
 
-// minDynamicHeap is the least heap TuneGC gives headroom for, so that a
+// Percent is the garbage collector target (GOGC) recommended for a
+// process that mostly serves a gateway. A gateway's live heap is small, so
+// at Go's default of 100 every few megabytes of per-request garbage start a
+// collection; at 3,000 requests/s that is several a second, and requests
+// that meet one pay for it at p99 (bench/README.md has the figures). At 400
+// the heap may grow to five times the live data before a collection, a few
+// tens of megabytes for a typical gateway, and a memory limit caps it
+// (cmd/gateway sets one: GATEWAY_MEMORY_LIMIT_BYTES or GOMEMLIMIT).
+// cmd/gateway runs at this target, applied by Tune to the heap other than
+// the claims snapshots, unless GOGC is set.
+const Percent = 400
+
+// MemoryHeadroom is what cmd/gateway's default memory limit allows beyond
+// the nonce store's budget (replay.Config.MaxBytes): the claims snapshots
+// (about 94 bytes a claim, and a second set while a changed feed is
+// rebuilt), connections, buffers and the garbage between two collections.
+const MemoryHeadroom = 256 << 20
+
+// HeldBytes is the memory of the large pointer-free tables that Tune
+// leaves out of the collector's headroom: the claims snapshots and the
+// nonce stores' tables of this process.
+func HeldBytes() int64 { return heldmem.Total() }
+
+// minDynamicHeap is the least heap Tune gives headroom for, so that a
 // gateway whose heap is nearly all claims still collects no more often
-// than Go's smallest heap (4 MiB) at GCPercent would.
+// than Go's smallest heap (4 MiB) at Percent would.
 const minDynamicHeap = 4 << 20
 
-// TuneGC runs the garbage collector at percent (a GOGC value, normally
-// GCPercent) of the heap other than its large pointer-free tables, instead
+// Tune runs the garbage collector at percent (a GOGC value, normally
+// Percent) of the heap other than its large pointer-free tables, instead
 // of the whole heap, until stop is called: the claims snapshots
 // (claimcache.HeldBytes) and the nonce store's tables. After every
 // collection it sets GOGC to percent × dynamic / live, where live is the
@@ -29,26 +62,26 @@ const minDynamicHeap = 4 << 20
 // a nonce) but pointer-free, so they cost a collection almost nothing to
 // keep, and headroom in proportion to them would only hold memory: at GOGC
 // 400 a million claims would let the heap grow by 400 MB between
-// collections. With TuneGC, a gateway collects as often as it would
+// collections. With Tune, a gateway collects as often as it would
 // without them, and its memory is the tables plus what it would use
 // without them.
 //
 // A snapshot's building changes the held bytes between collections: its
 // arrays grow, and then the old snapshot and the building's scratch, about
-// twice the snapshot, become garbage. TuneGC checks the held bytes every
+// twice the snapshot, become garbage. Tune checks the held bytes every
 // heldCheckInterval and tunes again at once when they moved by an eighth;
 // when they fell, it first collects and returns the freed memory to the
 // system, as the next collection and the scavenger would do later.
 //
 // cmd/gateway runs it unless GOGC is set; the memory limit still applies.
-func TuneGC(percent int) (stop func()) {
+func Tune(percent int) (stop func()) {
 	t := &gcTuner{percent: percent, held: heldmem.Total, done: make(chan struct{})}
 	t.start()
 	go t.watch(heldCheckInterval)
 	return t.stop
 }
 
-// heldCheckInterval is how often TuneGC checks the held bytes.
+// heldCheckInterval is how often Tune checks the held bytes.
 const heldCheckInterval = 250 * time.Millisecond
 
 type gcTuner struct {
