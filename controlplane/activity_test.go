@@ -239,7 +239,7 @@ func TestActivityBounds(t *testing.T) {
 			t.Errorf("a record past the retention was stored: %s", r.body)
 		}
 		e.offset.Store(int64(49 * time.Hour))
-		if err := e.srv.Maintain(t.Context()); err != nil {
+		if err := e.srv.maintain(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		if l := e.activity(tok, ""); len(l.Activity) != 0 {

@@ -204,7 +204,7 @@ func TestPendingExpiry(t *testing.T) {
 
 		// Past the expiry the claim cannot be approved, even before the job runs.
 		e.do("POST", "/v1/claims/"+old["claim_id"].(string)+"/approve", nil, owner).want(t, 409, "CLAIM_STATE_CONFLICT")
-		if err := e.srv.Maintain(t.Context()); err != nil {
+		if err := e.srv.maintain(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		list := e.do("GET", "/v1/namespaces/acme/claims?status=expired", nil, owner).want(t, 200, "").json(t)["claims"].([]any)

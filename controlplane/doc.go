@@ -6,9 +6,10 @@
 //
 // Open returns a Store (SQLite or PostgreSQL behind one versioned schema);
 // New returns a Server, an http.Handler. Start runs its background work
-// (maintenance every minute, webhook and registry workers) and Close stops
-// it and closes the gateways' sockets; call Close after the http.Server's
-// Shutdown, which leaves WebSockets open. Provision, IssueSession and
+// (maintenance every minute, webhook and registry workers), Up waits until
+// it is ready to serve, and Close stops the work and closes the gateways'
+// sockets; call Close after the http.Server's Shutdown, which leaves
+// WebSockets open. The gateway has the same lifecycle. Provision, IssueSession and
 // SigninLink set an owner up without HTTP, as the quickstart does.
 // Several instances may share one PostgreSQL database: nonces, sessions,
 // claims, webhook deliveries and registry writes live there, gateway

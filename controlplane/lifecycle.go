@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,16 +30,26 @@ func (s *Server) SigninLink(ctx context.Context, ns, page string) (path string, 
 	return s.pages.SigninLink(ctx, ns, page)
 }
 
+// ErrStarted is returned by Start on a Server that was already started.
+var ErrStarted = errors.New("controlplane: already started")
+
 // Start runs the background work in goroutines until ctx ends or Close is
-// called: Maintain every minute, and the webhook and registry workers
-// (RunWorkers). It returns at once; call it once.
-func (s *Server) Start(ctx context.Context) {
+// called: maintenance every minute (expired claims, nonces, sessions,
+// pairings and challenges), and the webhook and registry workers. It
+// returns at once; a second call returns ErrStarted.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStarted
+	}
+	s.started = true
 	ctx, s.stop = context.WithCancel(ctx)
 	s.running.Go(func() {
 		t := time.NewTicker(time.Minute)
 		defer t.Stop()
 		for {
-			if err := s.Maintain(ctx); err != nil && ctx.Err() == nil {
+			if err := s.maintain(ctx); err != nil && ctx.Err() == nil {
 				s.log.ErrorContext(ctx, "maintenance failed", "err", err)
 			}
 			select {
@@ -48,10 +60,35 @@ func (s *Server) Start(ctx context.Context) {
 		}
 	})
 	s.running.Go(func() {
-		if err := s.RunWorkers(ctx); err != nil && ctx.Err() == nil {
+		if err := s.runWorkers(ctx); err != nil && ctx.Err() == nil {
 			s.log.ErrorContext(ctx, "webhook and registry workers stopped", "err", err)
 		}
 	})
+	return nil
+}
+
+// Up waits until the Server is ready to serve, as GET /health/ready
+// reports it: the database answers and its schema is the one this binary
+// expects. When ctx ends first, it returns why the last check failed.
+func (s *Server) Up(ctx context.Context) error {
+	var last error // the reason of the last check that ctx did not cut short
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := s.ready(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = ctx.Err()
+			}
+			return fmt.Errorf("controlplane: not ready: %w", last)
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Close stops the background work Start runs and waits for it, answers
@@ -62,9 +99,11 @@ func (s *Server) Start(ctx context.Context) {
 // Store stays open; its opener closes it.
 func (s *Server) Close() error {
 	s.claims.EndWaits() // first: Shutdown waits for them
+	s.mu.Lock()
 	if s.stop != nil {
 		s.stop()
 	}
+	s.mu.Unlock()
 	s.running.Wait()
 	s.gateways.Close()
 	return nil
@@ -72,6 +111,8 @@ func (s *Server) Close() error {
 
 // lifecycle is the background work of Start.
 type lifecycle struct {
+	mu      sync.Mutex
+	started bool
 	stop    context.CancelFunc
 	running sync.WaitGroup
 }

@@ -3,6 +3,8 @@ package controlplane
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
+	"fmt"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"log/slog"
 	"net/http"
@@ -257,20 +259,42 @@ func (s *Server) healthLive(w http.ResponseWriter, _ *http.Request) {
 // the one this binary expects (an older binary beside a newer schema, or a
 // migration that has not run, is not ready).
 func (s *Server) healthReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
 	checks := map[string]string{"database": "ok", "migrations": "ok"}
-	ready := true
-	if err := s.store.Ping(ctx); err != nil {
-		checks["database"], checks["migrations"], ready = "unreachable", "unknown", false
-	} else if current, err := s.store.db.MigrationsCurrent(ctx); err != nil {
-		checks["migrations"], ready = "unreadable", false
-	} else if !current {
-		checks["migrations"], ready = "not current", false
-	}
 	status, code := "ready", http.StatusOK
-	if !ready {
+	switch err := s.ready(r.Context()); {
+	case errors.Is(err, errDatabaseUnreachable):
+		checks["database"], checks["migrations"] = "unreachable", "unknown"
+	case errors.Is(err, errMigrationsUnreadable):
+		checks["migrations"] = "unreadable"
+	case errors.Is(err, errMigrationsNotCurrent):
+		checks["migrations"] = "not current"
+	}
+	if checks["database"] != "ok" || checks["migrations"] != "ok" {
 		status, code = "not_ready", http.StatusServiceUnavailable
 	}
 	apierror.WriteJSON(w, code, map[string]any{"status": status, "checks": checks, "version": buildinfo.Version()})
+}
+
+// Why a Server is not ready (ready, Up).
+var (
+	errDatabaseUnreachable  = errors.New("the database does not answer")
+	errMigrationsUnreadable = errors.New("the schema's version cannot be read")
+	errMigrationsNotCurrent = errors.New("the schema is not the one this binary expects")
+)
+
+// ready checks what readiness needs, within two seconds.
+func (s *Server) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: %w", errDatabaseUnreachable, err)
+	}
+	current, err := s.store.db.MigrationsCurrent(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", errMigrationsUnreadable, err)
+	case !current:
+		return errMigrationsNotCurrent
+	}
+	return nil
 }

@@ -3,12 +3,14 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"github.com/idnhq/idn/internal/testlog"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -122,6 +124,26 @@ func TestMetricsAccess(t *testing.T) {
 	}
 }
 
+// TestStartOnce: Start runs the background work once; Close stops it
+// and may be called again.
+func TestStartOnce(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, e *env) {
+		if err := e.srv.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.srv.Start(t.Context()); !errors.Is(err, ErrStarted) {
+			t.Fatalf("second Start: %v, want ErrStarted", err)
+		}
+		if err := e.srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.srv.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+	})
+}
+
 func TestHealthProbes(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *env) {
@@ -130,6 +152,9 @@ func TestHealthProbes(t *testing.T) {
 		if got := r.json(t); got["status"] != "ready" {
 			t.Fatalf("ready = %v", got)
 		}
+		if err := e.srv.Up(t.Context()); err != nil {
+			t.Fatalf("Up on a ready server: %v", err)
+		}
 		// A schema newer than this binary's migrations is not ready.
 		if _, err := e.st.db.Exec(context.Background(), `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'from a newer binary', 0)`); err != nil {
 			t.Fatal(err)
@@ -137,6 +162,11 @@ func TestHealthProbes(t *testing.T) {
 		r = e.do("GET", "/health/ready", nil).want(t, http.StatusServiceUnavailable, "")
 		if checks, _ := r.json(t)["checks"].(map[string]any); checks["migrations"] != "not current" {
 			t.Fatalf("checks = %v", checks)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		if err := e.srv.Up(ctx); !errors.Is(err, errMigrationsNotCurrent) {
+			t.Fatalf("Up beside a newer schema: %v, want %v", err, errMigrationsNotCurrent)
 		}
 		e.st.Close()
 		r = e.do("GET", "/health/ready", nil).want(t, http.StatusServiceUnavailable, "")

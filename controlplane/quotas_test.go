@@ -114,14 +114,14 @@ func TestNamespaceQuotas(t *testing.T) {
 				t.Fatalf("%d pairing rows, want 2", n)
 			}
 			e.offset.Add(int64(gatewaylink.PairingTTL - time.Second))
-			if err := e.srv.Maintain(context.Background()); err != nil {
+			if err := e.srv.maintain(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if n := count(); n != 2 {
 				t.Fatalf("%d pairing rows a second before expiry, want 2", n)
 			}
 			e.offset.Add(int64(time.Second))
-			if err := e.srv.Maintain(context.Background()); err != nil {
+			if err := e.srv.maintain(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if n := count(); n != 0 {

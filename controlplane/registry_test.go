@@ -360,7 +360,7 @@ func TestRunWorkersWritesRegistry(t *testing.T) {
 	id := e.submitted(key)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- e.srv.RunWorkers(ctx) }()
+	go func() { done <- e.srv.runWorkers(ctx) }()
 	e.do("POST", "/v1/claims/"+id+"/approve", nil, owner).want(t, 200, "")
 	for op := ""; op != "approve acme/github"; {
 		select {

@@ -453,12 +453,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	apierror.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": buildinfo.Version()})
 }
 
-// Maintain runs one pass of the background work: pending claims older than
+// maintain runs one pass of the background work: pending claims older than
 // PendingExpiry become expired, and expired nonces, sessions, gateway
 // pairing sessions, WebAuthn challenges and rate-limit counters are
-// deleted. Call it periodically (every minute is plenty); it is safe to run
-// on several instances at once.
-func (s *Server) Maintain(ctx context.Context) error {
+// deleted. Start runs it every minute; it is safe to run on several
+// instances at once.
+func (s *Server) maintain(ctx context.Context) error {
 	n, err := s.claims.Maintain(ctx)
 	if err != nil {
 		return err

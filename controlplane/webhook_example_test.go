@@ -18,10 +18,11 @@ import (
 	"github.com/idnhq/idn/identity"
 )
 
-// ExampleServer_RunWorkers registers a webhook for a service, approves a
-// claim, and lets RunWorkers deliver the event; the receiver checks the
-// Standard Webhooks signature with the secret it was given once.
-func ExampleServer_RunWorkers() {
+// ExampleServer_Start registers a webhook for a service, approves a
+// claim, and lets the background work Start runs deliver the event; the
+// receiver checks the Standard Webhooks signature with the secret it was
+// given once.
+func ExampleServer_Start() {
 	dir, _ := os.MkdirTemp("", "controlplane-webhooks")
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,9 +108,11 @@ func ExampleServer_RunWorkers() {
 	secret <- hook.Secret
 	fmt.Println(status, strings.HasPrefix(hook.Secret, "whsec_"))
 
-	done := make(chan struct{})
-	go func() { api.RunWorkers(ctx); close(done) }()
-	defer func() { cancel(); <-done }() // before the store closes
+	if err := api.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer api.Close() // before the store closes
 	call("POST", "/v1/claims/"+seeded.Claims[0].ID+"/approve", "", owner, &struct{}{})
 	fmt.Println(<-events)
 	// Output:

@@ -51,14 +51,14 @@ func (s *Server) webhookAlertAddress(ctx context.Context, ns string) (string, bo
 	return set.Email, set.WebhookFailuresNotify, nil
 }
 
-// RunWorkers delivers webhooks and registry writes until ctx ends, then
+// runWorkers delivers webhooks and registry writes until ctx ends, then
 // returns ctx's error. Each kind of work has its own loop, so a slow
 // registry never holds up webhooks; both poll the database every
 // Webhooks.PollInterval and are woken at once by claim changes made
 // through this Server. Any number of instances may run it against one
 // database: deliveries and registry jobs are leased row by row, so each is
-// attempted by one worker at a time. Run it once per Server.
-func (s *Server) RunWorkers(ctx context.Context) error {
+// attempted by one worker at a time. Start runs it once per Server.
+func (s *Server) runWorkers(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if r := s.registry; r != nil {
 		wg.Go(func() {

@@ -109,7 +109,9 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 		// before it answers.
 		srv.WriteTimeout = 2 * time.Minute
 	}
-	api.Start(ctx)
+	if err := api.Start(ctx); err != nil {
+		return err
+	}
 	defer api.Close() // after the drain: in-flight requests still used the store
 	served := make(chan error, 1)
 	log.Info("control plane listening", "addr", ln.Addr().String(), "environment", s.environment, "storage", s.store.Provider)

@@ -69,10 +69,10 @@ func newWorld(t *testing.T) *world {
 	srv := &http.Server{Handler: openapicheck.Watch(t, cp), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	workers := make(chan struct{})
-	go func() { defer close(workers); _ = cp.RunWorkers(ctx) }()
-	t.Cleanup(func() { cancel(); <-workers })
+	if err := cp.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Close() })
 	w.hooks, w.hook = newReceiver(t)
 
 	var seeded struct {

@@ -32,7 +32,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cp.Start(ctx)
+	if err := cp.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
 	defer cp.Close()
 	if _, err := cp.Provision(ctx, "acme", controlplane.ServiceSpec{Slug: "weather", Name: "Weather"}); err != nil {
 		log.Fatal(err)

@@ -33,8 +33,13 @@ func TestControlPlaneUnderPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.Start(ctx)
+	if err := cp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	defer cp.Close()
+	if err := cp.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
 	handler = newMux(cp)
 	if _, err := cp.Provision(ctx, "acme", controlplane.ServiceSpec{Slug: "weather"}); err != nil {
 		t.Fatal(err)

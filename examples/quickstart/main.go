@@ -180,7 +180,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cp.Start(ctx) // the webhook worker
+	if err := cp.Start(ctx); err != nil { // the webhook worker
+		return err
+	}
 	defer cp.Close()
 	servers = append(servers, serve(cpLn, cp))
 	d.say("Control plane running at %s (SQLite in %s)", d.cpURL, filepath.Join(o.dir, "controlplane"))

@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,8 +39,6 @@ type plane struct {
 	api     *controlplane.Server
 	url     string
 	clock   *clock
-	stop    context.CancelFunc
-	done    chan error
 }
 
 // clock is the control plane's time, movable forward.
@@ -84,23 +81,18 @@ func newPlane(t testing.TB, c *chain, sc controlplane.StoreConfig, mode string, 
 	return p
 }
 
-// run starts RunWorkers; stopWorkers ends it.
+// run starts the control plane's background work; stopWorkers ends it.
 func (p *plane) run() {
-	ctx, cancel := context.WithCancel(context.Background())
-	p.stop, p.done = cancel, make(chan error, 1)
-	go func() { p.done <- p.api.RunWorkers(ctx) }()
+	if err := p.api.Start(context.Background()); err != nil {
+		p.t.Fatal(err)
+	}
 	p.t.Cleanup(p.stopWorkers)
 }
 
 func (p *plane) stopWorkers() {
-	if p.stop == nil {
-		return
+	if err := p.api.Close(); err != nil {
+		p.t.Errorf("Close: %v", err)
 	}
-	p.stop()
-	if err := <-p.done; !errors.Is(err, context.Canceled) {
-		p.t.Errorf("RunWorkers: %v", err)
-	}
-	p.stop = nil
 }
 
 // world is a seeded namespace "acme" with a service and pending claims.
