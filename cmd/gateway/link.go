@@ -53,6 +53,9 @@ func lockLink(dir string) (unlock func(), ok bool, err error) {
 func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairing.Client, id string, close func(), err error) {
 	c.Logger = logger
 	c.Admin.Mode, c.InsecureUnsignedAdminChecks = admin.AccessLoopback, true
+	// It checks no signature, so it has no nonce to keep, and the serving
+	// gateway holds the DataDir's nonce state.
+	c.InsecureForgetNoncesOnRestart = true
 	gw, err := gateway.New(c)
 	if err != nil {
 		return nil, "", nil, err
