@@ -251,8 +251,12 @@ func parseHorizon(b []byte) (int64, error) {
 	if !ok || !ok2 {
 		return 0, fmt.Errorf("gateway: %s is not a horizon file", NonceHorizonFile)
 	}
+	// One way to write a time: digits, the first not 0.
+	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {
+		return 0, fmt.Errorf("gateway: %s holds no time", NonceHorizonFile)
+	}
 	h, err := strconv.ParseInt(string(digits), 10, 64)
-	if err != nil || h <= 0 || h > 1<<40 || digits[0] == '+' {
+	if err != nil || h > 1<<40 {
 		return 0, fmt.Errorf("gateway: %s holds no time", NonceHorizonFile)
 	}
 	return h, nil
