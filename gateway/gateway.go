@@ -244,6 +244,9 @@ func (g *Gateway) wire() error {
 		// must not.
 		"requests": runtime.Progress,
 	}
+	if g.nonces != nil {
+		g.readyChecks["nonces"] = g.nonces.ready
+	}
 	health := &proxy.Health{Version: c.Version, Checks: g.readyChecks}
 	// An absolute-form target naming another scheme, or an authority other
 	// than PublicAuthority or the address the request arrived on, is

@@ -198,6 +198,17 @@ func (g *nonceGuard) raise(need, to int64) error {
 	return nil
 }
 
+// ready fails while the horizon cannot be written, as every signed
+// request is then refused.
+func (g *nonceGuard) ready(context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failing {
+		return fmt.Errorf("the replay horizon cannot be written to %s", g.dir)
+	}
+	return nil
+}
+
 // close stops the store recording, saves its nonces for the next start
 // and lets another gateway take the files; later calls do nothing. It
 // leaves the horizon file, which the next start still needs if this

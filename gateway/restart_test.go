@@ -252,3 +252,42 @@ func TestSecondGatewayOnOneDataDirIsRefused(t *testing.T) {
 	}
 	again.Close()
 }
+
+// TestUnwritableHorizonRefusesSignedRequests: a request the horizon must
+// move for is refused 503 NONCE_STORE_UNAVAILABLE while the horizon
+// cannot be written, and readiness says so; once it can, both recover.
+func TestUnwritableHorizonRefusesSignedRequests(t *testing.T) {
+	t.Parallel()
+	w := newRestartWorld(t)
+	gw := w.start(t, w.cfg.DataDir)
+	// A directory where the horizon is written aside: even root cannot
+	// open it as a file.
+	blocker := filepath.Join(w.cfg.DataDir, gateway.NonceHorizonFile+".tmp")
+	if err := os.Mkdir(blocker, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	status, code := gw.send(t, w.sign(t, 10*time.Second)) // ahead: the horizon must move first
+	want(t, "a request the horizon must move for", status, code, http.StatusServiceUnavailable, "NONCE_STORE_UNAVAILABLE")
+	if n := w.orders.Load(); n != 0 {
+		t.Fatalf("the upstream took %d orders", n)
+	}
+	ready := func() int {
+		res, err := http.Get(gw.url + "/health/ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := ready(); got != http.StatusServiceUnavailable {
+		t.Fatalf("/health/ready while the horizon cannot be written: %d", got)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	status, code = gw.send(t, w.sign(t, 10*time.Second))
+	want(t, "the same once the horizon can be written", status, code, http.StatusOK, "")
+	if got := ready(); got != http.StatusOK {
+		t.Fatalf("/health/ready once the horizon is written: %d", got)
+	}
+}
