@@ -21,7 +21,8 @@ import (
 	"github.com/idnhq/idn/replay"
 )
 
-// The nonce store is memory. Two files in DataDir keep a restart from
+// The nonce store is memory. Two files in DataDir (and a lock, so that
+// one gateway at a time uses them) keep a restart from
 // reopening the replay window (docs/threat-model.md):
 //
 //   - NonceSnapshotFile, written by Close once nothing more is recorded:
@@ -41,8 +42,8 @@ import (
 // that set an early expires, which are refused a little longer after a
 // crash.
 const (
-	NonceHorizonFile  = "replay-horizon"
-	NonceSnapshotFile = "replay-snapshot"
+	NonceHorizonFile  = "replay-horizon"  // the horizon, in DataDir
+	NonceSnapshotFile = "replay-snapshot" // the nonces Close saved, in DataDir
 
 	nonceLockFile = "replay.lock"
 	nonceLease    = 2 * time.Second
@@ -121,7 +122,7 @@ func openNonces(dir string, store *replay.Store, clock func() time.Time, maxAge,
 		if prev < now.Unix() {
 			break
 		}
-		logger.Warn("the gateway stopped without saving its nonces: signatures made before it are refused once (AUTH_REPLAY_DETECTED)",
+		logger.Warn("the gateway stopped without saving its nonces: signatures that may predate the stop are refused (AUTH_REPLAY_DETECTED) until they expire",
 			"until", time.Unix(prev, 0).UTC())
 	case herr != nil || serr != nil:
 		g.before = worst * 1e9
