@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,4 +159,81 @@ func FuzzReadFrom(f *testing.F) {
 			t.Fatalf("refused (%v) but %d nonces kept", err, s.Len())
 		}
 	})
+}
+
+// TestCloseDuringChecksLosesNoAcceptedNonce: checks running while the
+// store is closed either fail with ErrClosed or are in the snapshot
+// written after Close.
+func TestCloseDuringChecksLosesNoAcceptedNonce(t *testing.T) {
+	s, clk := newStore(t, replay.Config{})
+	const workers = 8
+	accepted := make([][]string, workers)
+	var total atomic.Int64
+	busy := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				nonce := fmt.Sprintf("w%d-%d", w, i)
+				err := s.CheckNonce(context.Background(), "alice", nonce, clk.Now().Add(time.Minute))
+				if errors.Is(err, replay.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("%s: %v", nonce, err)
+					return
+				}
+				accepted[w] = append(accepted[w], nonce)
+				if total.Add(1) == 20_000 {
+					once.Do(func() { close(busy) })
+				}
+			}
+		})
+	}
+	<-busy
+	s.Close()
+	wg.Wait()
+	var buf bytes.Buffer
+	if _, err := s.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := newStore(t, replay.Config{})
+	if _, err := next.ReadFrom(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, nonces := range accepted {
+		for _, nonce := range nonces {
+			if err := next.CheckNonce(context.Background(), "alice", nonce, clk.Now().Add(time.Minute)); !errors.Is(err, replay.ErrReplay) {
+				t.Fatalf("%s, accepted before Close, is missing from the snapshot: %v", nonce, err)
+			}
+		}
+	}
+}
+
+// BenchmarkSnapshot measures what a clean stop and the next start cost
+// with 1,000,000 live nonces: WriteTo, then ReadFrom into a new store
+// (B/nonce is the snapshot's size over the nonces).
+func BenchmarkSnapshot(b *testing.B) {
+	const n = 1_000_000
+	s, _ := newStore(b, replay.Config{})
+	fill(b, s, n, func(int) time.Time { return t0.Add(benchWindow) })
+	s.Close()
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		start := time.Now()
+		if _, err := s.WriteTo(&buf); err != nil {
+			b.Fatal(err)
+		}
+		write := time.Since(start)
+		next, _ := newStore(b, replay.Config{})
+		start = time.Now()
+		if _, err := next.ReadFrom(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(write.Milliseconds()), "write-ms")
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "read-ms")
+		b.ReportMetric(float64(buf.Len())/n, "B/nonce")
+	}
 }
