@@ -67,6 +67,7 @@
 //	AUTH_REPLAY_DETECTED             403  nonce already used; retry with a new nonce
 //	AUTH_FORBIDDEN                   403  request refused
 //	NONCE_STORE_FULL                 503  the server is at its replay-protection capacity; try again shortly
+//	NONCE_STORE_UNAVAILABLE          503  the server cannot record nonces right now; try again shortly
 //
 // Gateway, claims:
 //

@@ -35,6 +35,7 @@ const (
 	AuthReplayDetected
 	AuthForbidden
 	NonceStoreFull
+	NonceStoreUnavailable
 
 	AuthClaimsUnavailable
 	AuthClaimsLookupFailed
@@ -152,6 +153,7 @@ var table = [codeCount]row{
 	AuthReplayDetected:          {"AUTH_REPLAY_DETECTED", http.StatusForbidden, "nonce already used; retry with a new nonce"},
 	AuthForbidden:               {"AUTH_FORBIDDEN", http.StatusForbidden, "request refused"},
 	NonceStoreFull:              {"NONCE_STORE_FULL", http.StatusServiceUnavailable, "the server is at its replay-protection capacity; try again shortly"},
+	NonceStoreUnavailable:       {"NONCE_STORE_UNAVAILABLE", http.StatusServiceUnavailable, "the server cannot record nonces right now; try again shortly"},
 
 	AuthClaimsUnavailable:      {"AUTH_CLAIMS_UNAVAILABLE", http.StatusServiceUnavailable, "approved claims are not available; try again shortly"},
 	AuthClaimsLookupFailed:     {"AUTH_CLAIMS_LOOKUP_FAILED", http.StatusInternalServerError, "approved-claims lookup failed"},

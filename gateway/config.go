@@ -29,8 +29,9 @@ import (
 // negative number, credvault.RotationOff, an Insecure… switch).
 type Config struct {
 	// DataDir holds the credential store (gateway.db), the gateway's own
-	// identity and the decision-log salt. It is created with mode 0700.
-	// Required.
+	// identity, the decision-log salt and the nonces kept across a
+	// restart (NonceSnapshotFile, NonceHorizonFile). It is created with
+	// mode 0700. Required.
 	DataDir string
 	// MasterKey seals the stored credentials. Required: the zero key is
 	// refused.
@@ -102,6 +103,13 @@ type Config struct {
 	// Proxy.FutureSkew, which sets the sustained request rate it allows
 	// (docs/gateway.md).
 	Nonces replay.Config
+	// InsecureForgetNoncesOnRestart keeps the nonces in memory only: a
+	// request accepted before a restart is accepted once more after it.
+	// False (the zero value) keeps them across a restart in DataDir
+	// (NonceSnapshotFile, NonceHorizonFile) under a lock that one
+	// gateway at a time holds. A gateway that checks no signature (the
+	// pairing link's admin API) sets it to share a DataDir.
+	InsecureForgetNoncesOnRestart bool
 
 	// Admin selects who may use the admin API and /metrics
 	// (admin.AccessOptions). An empty Admin.Token means the token kept in

@@ -148,7 +148,11 @@ func TestAdminTokenKeptInDataDir(t *testing.T) {
 	if err != nil || len(tok) < 16 {
 		t.Fatalf("AdminToken = %q, %v", tok, err)
 	}
-	again, err := gateway.New(cfg)
+	// A second gateway on the DataDir keeps no nonces: the first holds
+	// them.
+	second := cfg
+	second.InsecureForgetNoncesOnRestart = true
+	again, err := gateway.New(second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,10 @@
 // refuses, at creation, a connection whose service it has no key for
 // (409 SERVICE_API_KEY_MISSING).
 //
+// The nonce store survives a restart: Close saves it to DataDir and New
+// loads it, and after a crash New refuses what the dead process may have
+// accepted (docs/gateway.md, "Nonces across a restart").
+//
 // It reads no environment variable: cmd/gateway maps the GATEWAY_* and
 // IDN_* settings onto Config; the errors that name a missing key name
 // cmd/gateway's variables for it.

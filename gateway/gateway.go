@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/clientip"
@@ -45,6 +47,7 @@ type Gateway struct {
 	identity *identity.Identity
 	control  *http.Client      // signs its requests; follows no redirect
 	reporter *pairing.Reporter // nil: no activity reports
+	nonces   *nonceGuard
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	readiness   signal                                 // notified when they may pass
@@ -131,9 +134,17 @@ func (g *Gateway) wire() error {
 	if err != nil {
 		return err
 	}
-	nonces, err := replay.New(c.Nonces)
+	store, err := replay.New(c.Nonces)
 	if err != nil {
 		return err
+	}
+	maxAge, skew := cmp.Or(c.Proxy.MaxAge, identity.DefaultMaxAge), cmp.Or(c.Proxy.FutureSkew, identity.DefaultFutureSkew)
+	var nonces httpsig.NonceChecker = store
+	if !c.InsecureForgetNoncesOnRestart {
+		if g.nonces, err = openNonces(c.DataDir, store, c.Nonces.Clock, maxAge, skew, c.Logger); err != nil {
+			return err
+		}
+		nonces = g.nonces
 	}
 
 	var salt []byte
@@ -236,6 +247,9 @@ func (g *Gateway) wire() error {
 		// must not.
 		"requests": runtime.Progress,
 	}
+	if g.nonces != nil {
+		g.readyChecks["nonces"] = g.nonces.ready
+	}
 	health := &proxy.Health{Version: c.Version, Checks: g.readyChecks}
 	// An absolute-form target naming another scheme, or an authority other
 	// than PublicAuthority or the address the request arrived on, is
@@ -308,6 +322,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 func (g *Gateway) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = g.cache.Run(ctx) })
+	if g.nonces != nil {
+		wg.Go(func() { g.nonces.run(ctx) })
+	}
 	if g.reporter != nil {
 		wg.Go(func() { _ = g.reporter.Run(ctx) })
 	}
@@ -369,8 +386,11 @@ func (g *Gateway) storeDiscovery(ctx context.Context, id string, d mcpproxy.Disc
 	}
 }
 
-// Close stops the background work, waits for it, and releases the MCP
-// sessions and the store. The handler must not be used afterwards.
+// Close stops the background work, waits for it, saves the nonces it
+// accepted to DataDir for the next start (NonceSnapshotFile), and
+// releases the MCP sessions and the store. Call it once the server has
+// stopped taking requests: a nonce check after it is refused 503
+// NONCE_STORE_UNAVAILABLE. The handler must not be used afterwards.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	if g.stop != nil {
@@ -379,6 +399,10 @@ func (g *Gateway) Close() error {
 		g.stop = nil
 	}
 	g.mu.Unlock()
+	var errs []error
+	if g.nonces != nil {
+		errs = append(errs, g.nonces.close())
+	}
 	if g.mcp != nil {
 		g.mcp.Close()
 	}
@@ -386,9 +410,9 @@ func (g *Gateway) Close() error {
 		g.vault.Close()
 	}
 	if g.store != nil {
-		return g.store.Close()
+		errs = append(errs, g.store.Close())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // mcpError gives the admin API the code of an MCP error.

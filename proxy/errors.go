@@ -64,6 +64,8 @@ func codeOf(err error) errcode.Code {
 		return errcode.RequestBodyCapacityExhausted
 	case errors.Is(err, replay.ErrFull):
 		return errcode.NonceStoreFull
+	case errors.Is(err, replay.ErrClosed):
+		return errcode.NonceStoreUnavailable
 	case errors.Is(err, claimcache.ErrUnavailable):
 		return errcode.AuthClaimsUnavailable
 	case errors.Is(err, claimcache.ErrRevoked):

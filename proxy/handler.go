@@ -590,7 +590,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, caller
 	e := classify(err)
 	status := e.code.Status()
 	if status == http.StatusForbidden || status == http.StatusTooManyRequests || e.code == errcode.AuthClaimsUnavailable ||
-		e.code == errcode.AuthClaimsLookupFailed || e.code == errcode.NonceStoreFull {
+		e.code == errcode.AuthClaimsLookupFailed || e.code == errcode.NonceStoreFull || e.code == errcode.NonceStoreUnavailable {
 		h.metrics.authReject.WithLabelValues(e.code.String()).Inc()
 	}
 	d := decision{kind: "auth", outcome: "deny", code: e.code.String(), status: status,

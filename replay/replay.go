@@ -28,6 +28,10 @@
 // table starts small and grows by half when an insert finds no path, up to
 // its share of MaxBytes; it does not shrink.
 //
+// A clean stop keeps what the store knows: Close, then WriteTo a file;
+// the next process's store takes it back with ReadFrom before its first
+// check (package gateway does this in its data directory).
+//
 // Configuration follows the repository's one rule: the zero value of every
 // field of Config is the safe one (a required field left empty is refused),
 // and a protection is turned off only by a field that says so: a negative
@@ -93,6 +97,9 @@ var (
 	// was not recorded and the request must be refused (the gateway
 	// answers 503).
 	ErrFull = errors.New("replay: nonce store full")
+	// ErrClosed means the store was closed (Close) and records no more
+	// nonces; the request must be refused.
+	ErrClosed = errors.New("replay: nonce store closed")
 )
 
 // Config configures a Store. The zero value is usable.
@@ -130,7 +137,8 @@ type shard struct {
 	buckets    []bucket
 	maxBuckets int
 	search     []step // scratch for insert's search
-	_          [24]byte
+	closed     bool   // by Close: record nothing more
+	_          [23]byte
 }
 
 // step is one bucket of the search for a free slot: reached by moving the
@@ -172,12 +180,12 @@ func New(cfg Config) (*Store, error) {
 
 // CheckNonce records nonce in scope until the given time. It returns an error
 // wrapping ErrReplay when the pair is already recorded and live, ErrFull when
-// the store has no room, and nil when the nonce was fresh and is now
-// recorded. Recording is atomic: of several concurrent checks of one pair,
-// exactly one succeeds. The nonce is remembered until at least until, and at
-// least a second: to the next whole second after, or after now when until
-// is earlier. ctx is unused; it is part of the checker interface for stores
-// that do I/O.
+// the store has no room, ErrClosed after Close, and nil when the nonce was
+// fresh and is now recorded. Recording is atomic: of several concurrent
+// checks of one pair, exactly one succeeds. The nonce is remembered until at
+// least until, and at least a second: to the next whole second after, or
+// after now when until is earlier. ctx is unused; it is part of the checker
+// interface for stores that do I/O.
 func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Time) error {
 	fp, shardBits := s.fingerprint(scope, nonce)
 	nowNs := s.clock().UnixNano()
@@ -186,6 +194,9 @@ func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Ti
 	sh := &s.shards[fastrange(shardBits, len(s.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if sh.closed {
+		return ErrClosed
+	}
 	b1, b2 := sh.candidates(fp)
 	if sh.holds(b1, fp, now) || sh.holds(b2, fp, now) {
 		return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)

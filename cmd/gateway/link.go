@@ -49,6 +49,9 @@ func lockLink(dir string) (unlock func(), ok bool, err error) {
 // process. close releases the gateway.
 func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairing.Client, id string, close func(), err error) {
 	c.Logger = logger
+	// It checks no signature, so it has no nonce to keep, and the serving
+	// gateway holds the DataDir's nonce state.
+	c.InsecureForgetNoncesOnRestart = true
 	gw, err := gateway.New(c)
 	if err != nil {
 		return nil, "", nil, err
