@@ -133,3 +133,34 @@ def test_mcp_over_httpx_is_signed(agent, server):
         c.post(server.origin + "/mcp/tools", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert [x["verdict"] for x in server.seen] == ["ok", "ok"]
     assert json.loads(server.seen[0]["body"])["method"] == "initialize"
+
+
+SUBJECT = "Zoë Müller · 山田 🤖"
+SUBJECT_HEADER = '%"Zo%c3%ab M%c3%bcller %c2%b7 %e5%b1%b1%e7%94%b0 %f0%9f%a4%96"'
+
+
+def test_non_ascii_subject_and_bare_query_sent_as_signed(agent, server):
+    """Before: requests sent 'ë' as Latin-1 and httpx refused it; the
+    subject now travels as a display string, and the URL (a bare '?'
+    included) is signed as each client sends it."""
+    with httpx.Client(auth=HttpxAuth(agent, subject=f" {SUBJECT} ")) as c:
+        c.get(server.origin + "/proxy/c/items?")
+    with requests.Session() as s:
+        s.auth = RequestsAuth(agent, subject=SUBJECT)
+        s.get(server.origin + "/proxy/c/items?")
+    for got in server.seen:
+        assert got["verdict"] == "ok", got
+        assert got["headers"]["idn-subject"] == SUBJECT_HEADER
+        assert idn.decode_subject(got["headers"]["idn-subject"]) == SUBJECT
+    assert [x["path"] for x in server.seen] == ["/proxy/c/items?", "/proxy/c/items"]
+
+
+def test_subject_encoding_rules():
+    assert idn.encode_subject("user-42") == "user-42"
+    assert idn.encode_subject('%"x"') == '%"%25%22x%22"'
+    assert idn.decode_subject('%"%25%22x%22"') == '%"x"'
+    for bad in ('%"Zo%C3%AB"', '%"Zo%eb"', '%"Zo', '%"a"b"', '%"a%e"', '%"a%+1"'):
+        with pytest.raises(ValueError):
+            idn.decode_subject(bad)
+    with pytest.raises(ValueError):
+        idn.validate_subject("evil\u202eexe")

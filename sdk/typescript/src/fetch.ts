@@ -29,11 +29,12 @@ export function idnFetch(identity: Identity, options: FetchOptions = {}): FetchL
     const req = new Request(input, init);
     const body = req.method === "GET" || req.method === "HEAD" ? undefined : new Uint8Array(await req.arrayBuffer());
     const signOptions: SignOptions = options.subject === undefined ? {} : { subject: options.subject };
-    const signed = await identity.sign({ method: req.method, url: req.url, body: body ?? null }, signOptions);
+    const url = sentURL(req.url);
+    const signed = await identity.sign({ method: req.method, url, body: body ?? null }, signOptions);
     const headers = new Headers(req.headers);
     for (const name of SIGNING) headers.delete(name);
     for (const [name, value] of Object.entries(signed)) if (value !== undefined) headers.set(name, value);
-    return send(req.url, {
+    return send(url, {
       method: req.method,
       headers,
       body: body && body.length > 0 ? body : null,
@@ -41,4 +42,14 @@ export function idnFetch(identity: Identity, options: FetchOptions = {}): FetchL
       redirect: init?.redirect ?? "manual",
     });
   };
+}
+
+/**
+ * The URL as fetch sends it: without the fragment, and without a bare '?'
+ * (Node's fetch drops one with no query after it).
+ */
+function sentURL(href: string): string {
+  const u = new URL(href);
+  u.hash = "";
+  return u.search === "" ? u.href.replace(/\?$/, "") : u.href;
 }

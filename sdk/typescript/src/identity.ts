@@ -2,7 +2,7 @@
 // idn-rfc9421-v1 profile (docs/profile.md).
 
 import { backend, type Backend, type KeyPair } from "./crypto.js";
-import { fromBase64, toBase64, toBase64Url, toHex, utf8 } from "./encoding.js";
+import { encodeSubject, fromBase64, toBase64, toBase64Url, toHex, utf8 } from "./encoding.js";
 import { validateName, validateNamespace, validateNonce, validateSubject } from "./rules.js";
 
 /** The signing profile this package implements. */
@@ -420,8 +420,10 @@ export class Identity {
     const url = typeof request.url === "string" ? new URL(request.url) : request.url;
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new TypeError("idn: only http and https URLs are signed");
     const target = url.href.slice(0, url.href.length - url.hash.length);
-    const subject = options.subject ?? this.namespace;
-    validateSubject(subject);
+    // HTTP drops spaces and tabs at either end of a header value.
+    const plain = (options.subject ?? this.namespace).replace(/^[ \t]+|[ \t]+$/g, "");
+    validateSubject(plain);
+    const subject = encodeSubject(plain);
     let nonce = options.nonce;
     if (nonce === undefined) nonce = toHex(this.#crypto.random(16));
     else validateNonce(nonce);
@@ -433,7 +435,7 @@ export class Identity {
       base += `"content-digest": ${digest}\n`;
     }
     const params = `${components});created=${Math.floor(created / 1000)};keyid="${this.keyId}";alg="ed25519";nonce="${nonce}"`;
-    base += `"idn-namespace": ${this.namespace}\n"idn-subject": ${subject.replace(/^[ \t]+|[ \t]+$/g, "")}\n${this.#fixedBase}${params}`;
+    base += `"idn-namespace": ${this.namespace}\n"idn-subject": ${subject}\n${this.#fixedBase}${params}`;
     const headers: SignedHeaders = {
       "idn-namespace": this.namespace,
       "idn-subject": subject,

@@ -16,5 +16,6 @@ export type { FetchLike, FetchOptions } from "./fetch.js";
 export { IdnError, readError, throwIfError, waitForApproval, CLAIM_REQUIRED } from "./errors.js";
 export type { WaitOptions } from "./errors.js";
 export { validateName, validateNamespace, validateNonce, validateSubject } from "./rules.js";
+export { encodeSubject, decodeSubject } from "./encoding.js";
 export { useCryptoBackend, cryptoBackend } from "./crypto.js";
 export type { CryptoBackendName } from "./crypto.js";

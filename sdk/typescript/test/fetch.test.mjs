@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { once } from "node:events";
 import { createHash } from "node:crypto";
-import { Identity, idnFetch, IdnError, readError, throwIfError, waitForApproval } from "../dist/index.js";
+import { Identity, idnFetch, IdnError, readError, throwIfError, waitForApproval, encodeSubject, decodeSubject, validateSubject } from "../dist/index.js";
 import { verifyReceived } from "../test-support/verify.mjs";
 
 // A server that records what it received.
@@ -50,6 +50,31 @@ test("idnFetch signs each request freshly, with content-digest for a body", asyn
   } finally {
     s.close();
   }
+});
+
+test("a subject beyond Latin-1 and a bare '?' are sent as signed", async () => {
+  const s = await recorder((req, res) => res.end("ok"));
+  try {
+    const id = await Identity.create("fetch-agent");
+    // Before: fetch threw on 山 and sent ë as Latin-1; the bare '?' was
+    // signed but dropped on the wire.
+    await idnFetch(id, { subject: " Zoë Müller · 山田 🤖 " })(`${s.url}/proxy/c/items?`);
+    const [got] = s.seen;
+    assert.equal(got.url, "/proxy/c/items");
+    assert.equal(got.headers["idn-subject"], '%"Zo%c3%ab M%c3%bcller %c2%b7 %e5%b1%b1%e7%94%b0 %f0%9f%a4%96"');
+    assert.equal(decodeSubject(got.headers["idn-subject"]), "Zoë Müller · 山田 🤖");
+    assert.equal(verifyReceived(got, got.body, s.url), "ok");
+  } finally {
+    s.close();
+  }
+});
+
+test("subjects: printable ASCII as itself, the rest as a display string, strictly decoded", () => {
+  assert.equal(encodeSubject("user-42"), "user-42");
+  assert.equal(encodeSubject('%"x"'), '%"%25%22x%22"');
+  assert.equal(decodeSubject('%"%25%22x%22"'), '%"x"');
+  for (const bad of ['%"Zo%C3%AB"', '%"Zo%eb"', '%"Zo', '%"a"b"', '%"a%e"']) assert.throws(() => decodeSubject(bad), TypeError, bad);
+  assert.throws(() => validateSubject("evil\u202Eexe"), TypeError);
 });
 
 test("redirects are not followed", async () => {

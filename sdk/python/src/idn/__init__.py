@@ -10,7 +10,7 @@ idn-rfc9421-v1 profile (RFC 9421, Ed25519).
   approved the claim.
 """
 
-from ._rules import validate_name, validate_namespace, validate_nonce, validate_subject
+from ._rules import decode_subject, encode_subject, validate_name, validate_namespace, validate_nonce, validate_subject
 from .errors import CLAIM_REQUIRED, IdnError, raise_for_error, read_error, wait_for_approval, wait_for_approval_async
 from .identity import (
     PROFILE,
@@ -28,8 +28,10 @@ __all__ = [
     "Identity",
     "IdnError",
     "certificate_canonical_text",
+    "decode_subject",
     "did",
     "encode_certificate_header",
+    "encode_subject",
     "idn_home",
     "raise_for_error",
     "read_error",

@@ -17,7 +17,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from ._rules import validate_name, validate_namespace, validate_nonce, validate_subject
+from ._rules import encode_subject, validate_name, validate_namespace, validate_nonce, validate_subject
 
 PROFILE = "idn-rfc9421-v1"
 
@@ -358,7 +358,10 @@ class Identity:
         if subject is None:
             subject = self.namespace
         else:
+            # HTTP drops spaces and tabs at either end of a header value.
+            subject = subject.strip(_OWS)
             validate_subject(subject)
+        subject_value = encode_subject(subject)
         if nonce is None:
             nonce = secrets.token_hex(16)
         else:
@@ -371,10 +374,9 @@ class Identity:
             created = int(created)
         if isinstance(body, str):
             body = body.encode("utf-8")
-        subject_value = subject.strip(_OWS)
         headers = {
             "idn-namespace": self.namespace,
-            "idn-subject": subject,
+            "idn-subject": subject_value,
             "idn-agent-key": self.public_key,
             "idn-agent-cert": self._cert_header,
         }
