@@ -110,8 +110,11 @@ func FuzzDecodeSubject(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(header) >= 2 && header[:2] == `%"` && !utf8.ValidString(subject) {
-			t.Fatalf("DecodeSubject(%q) = %q, not UTF-8", header, subject)
+		if !utf8.ValidString(subject) {
+			if len(header) >= 2 && header[:2] == `%"` {
+				t.Fatalf("DecodeSubject(%q) = %q, not UTF-8", header, subject)
+			}
+			return // a raw value; the subject rules refuse it
 		}
 		// What decodes re-encodes to a header that decodes the same.
 		again, err := DecodeSubject(EncodeSubject(subject))
