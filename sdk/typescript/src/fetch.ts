@@ -2,6 +2,7 @@
 // /proxy/…, signed control-plane routes, and the MCP TypeScript SDK's
 // Streamable HTTP client transport (its `fetch` option).
 
+import { noteSigner } from "./errors.js";
 import type { Identity, SignOptions } from "./identity.js";
 
 /** The fetch signature the MCP SDK's transports accept. */
@@ -34,13 +35,15 @@ export function idnFetch(identity: Identity, options: FetchOptions = {}): FetchL
     const headers = new Headers(req.headers);
     for (const name of SIGNING) headers.delete(name);
     for (const [name, value] of Object.entries(signed)) if (value !== undefined) headers.set(name, value);
-    return send(url, {
+    const response = await send(url, {
       method: req.method,
       headers,
       body: body && body.length > 0 ? body : null,
       signal: init?.signal ?? req.signal,
       redirect: init?.redirect ?? "manual",
     });
+    noteSigner(response, identity.fingerprint);
+    return response;
   };
 }
 

@@ -223,6 +223,10 @@ export class Identity {
   get keyId(): string {
     return this.#certificate.keyId;
   }
+  /** The key's fingerprint, "ed25519-<16 hex>": the key id's fragment, as owners see it on the claims page. */
+  get fingerprint(): string {
+    return this.keyId.slice(this.keyId.indexOf("#") + 1);
+  }
   /** The display name the certificate carries, or undefined. */
   get name(): string | undefined {
     return this.#certificate.name;

@@ -11,7 +11,17 @@ idn-rfc9421-v1 profile (RFC 9421, Ed25519).
 """
 
 from ._rules import decode_subject, encode_subject, validate_name, validate_namespace, validate_nonce, validate_subject
-from .errors import CLAIM_REQUIRED, IdnError, raise_for_error, read_error, wait_for_approval, wait_for_approval_async
+from .errors import (
+    CLAIM_REQUIRED,
+    MARK_HEADER,
+    IdnError,
+    key_fingerprint,
+    parse_retry_after,
+    raise_for_error,
+    read_error,
+    wait_for_approval,
+    wait_for_approval_async,
+)
 from .identity import (
     PROFILE,
     Identity,
@@ -24,6 +34,7 @@ from .identity import (
 
 __all__ = [
     "CLAIM_REQUIRED",
+    "MARK_HEADER",
     "PROFILE",
     "Identity",
     "IdnError",
@@ -33,6 +44,8 @@ __all__ = [
     "encode_certificate_header",
     "encode_subject",
     "idn_home",
+    "key_fingerprint",
+    "parse_retry_after",
     "raise_for_error",
     "read_error",
     "validate_name",

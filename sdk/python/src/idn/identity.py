@@ -194,6 +194,11 @@ class Identity:
         return self._cert["keyId"]
 
     @property
+    def fingerprint(self) -> str:
+        """The key's fingerprint, "ed25519-<16 hex>": the key id's fragment, as owners see it on the claims page."""
+        return self.key_id.split("#", 1)[1]
+
+    @property
     def name(self) -> str | None:
         """The display name the certificate carries, or None."""
         return self._cert.get("name")
