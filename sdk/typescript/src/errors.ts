@@ -178,8 +178,10 @@ export async function waitForApproval(attempt: () => Promise<Response>, options:
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after ms, or rejects with signal's reason when it aborts. */
+export function sleep(ms: number, signal?: AbortSignal | null): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const t = setTimeout(done, ms);
     function done() {
       signal?.removeEventListener("abort", abort);

@@ -12,7 +12,7 @@
 export { Identity, PROFILE, certificateCanonicalText, encodeCertificateHeader, verifyCertificate, did, home } from "./identity.js";
 export type { Certificate, CreateOptions, HomeOptions, RequestToSign, SignOptions, SignedHeaders } from "./identity.js";
 export { idnFetch } from "./fetch.js";
-export type { FetchLike, FetchOptions } from "./fetch.js";
+export type { FetchLike, FetchOptions, RetryOptions } from "./fetch.js";
 export { IdnError, readError, throwIfError, waitForApproval, parseRetryAfter, CLAIM_REQUIRED, MARK_HEADER } from "./errors.js";
 export type { WaitOptions } from "./errors.js";
 export { validateName, validateNamespace, validateNonce, validateSubject } from "./rules.js";

@@ -77,7 +77,7 @@ test("subjects: printable ASCII as itself, the rest as a display string, strictl
   assert.throws(() => validateSubject("evil\u202Eexe"), TypeError);
 });
 
-test("redirects are not followed", async () => {
+test("redirects are not followed unless asked", async () => {
   const s = await recorder((req, res) => {
     res.writeHead(302, { location: "http://127.0.0.1:1/elsewhere" });
     res.end();
@@ -87,8 +87,86 @@ test("redirects are not followed", async () => {
     const r = await idnFetch(id)(`${s.url}/x`);
     assert.equal(r.status, 302);
     assert.equal(s.seen.length, 1);
+    await assert.rejects(idnFetch(id)(`${s.url}/x`, { redirect: "error" }), TypeError);
   } finally {
     s.close();
+  }
+});
+
+const SIGNING = ["signature", "signature-input", "content-digest", "idn-namespace", "idn-subject", "idn-agent-key", "idn-agent-cert"];
+
+test("a followed redirect to another host goes without signature, body or credentials", async () => {
+  // Before: redirect "follow" was handed to fetch, which re-sent every
+  // signing header and the body to whatever host the 307 named.
+  const elsewhere = await recorder((req, res) => res.end("elsewhere"));
+  const gateway = await recorder((req, res) => {
+    res.writeHead(req.url === "/see-other" ? 303 : 307, { location: `${elsewhere.url}/landing?x=1` });
+    res.end();
+  });
+  try {
+    const id = await Identity.create("fetch-agent");
+    const f = idnFetch(id, { subject: "Zoë" });
+    const r = await f(`${gateway.url}/proxy/c/upload`, { method: "POST", body: "secret body", redirect: "follow", headers: { authorization: "Bearer agent", "content-type": "text/plain", "x-kept": "1" } });
+    assert.equal(await r.text(), "elsewhere");
+    await f(`${gateway.url}/see-other`, { method: "PUT", body: "more", redirect: "follow" });
+    const [signed] = gateway.seen;
+    assert.equal(verifyReceived(signed, signed.body, gateway.url), "ok");
+    const [moved, seeOther] = elsewhere.seen;
+    assert.equal(moved.method, "POST");
+    assert.equal(moved.url, "/landing?x=1");
+    assert.equal(moved.body.length, 0);
+    for (const name of [...SIGNING, "authorization", "content-type"]) assert.equal(moved.headers[name], undefined, name);
+    assert.equal(moved.headers["x-kept"], "1");
+    assert.equal(seeOther.method, "GET");
+    for (const name of SIGNING) assert.equal(seeOther.headers[name], undefined, name);
+  } finally {
+    gateway.close();
+    elsewhere.close();
+  }
+});
+
+test("idempotent requests are retried on 429/502/503/504 and network errors, each signed afresh", async () => {
+  const s = await recorder((req, res, n) => {
+    if (req.url === "/drop" && n === 1) return req.socket.destroy(); // a network error
+    if (req.url === "/long") {
+      res.writeHead(503, { "retry-after": "3600" });
+      return res.end();
+    }
+    const status = [503, 429, 200][(n - 1) % 3];
+    res.writeHead(status, status === 200 ? {} : { "retry-after": "0" });
+    res.end(String(status));
+  });
+  try {
+    const id = await Identity.create("fetch-agent");
+    const f = idnFetch(id, { retry: { initialDelayMs: 1 } });
+    const r = await f(`${s.url}/flaky`);
+    assert.equal(await r.text(), "200");
+    assert.equal(s.seen.length, 3);
+    for (const got of s.seen) assert.equal(verifyReceived(got, got.body, s.url), "ok");
+    assert.equal(new Set(s.seen.map((x) => x.headers["signature-input"])).size, 3, "each try signed afresh");
+
+    s.seen.length = 0;
+    const post = await f(`${s.url}/flaky`, { method: "POST", body: "x" });
+    assert.equal(post.status, 503, "POST is not retried unless asked");
+    assert.equal(s.seen.length, 1);
+    const asked = await idnFetch(id, { retry: { initialDelayMs: 1, nonIdempotent: true } })(`${s.url}/flaky`, { method: "POST", body: "x" });
+    assert.equal(asked.status, 200);
+
+    s.seen.length = 0;
+    assert.equal((await f(`${s.url}/long`)).status, 503, "a Retry-After beyond maxDelayMs is the caller's");
+    assert.equal(s.seen.length, 1);
+    s.seen.length = 0;
+    assert.equal((await idnFetch(id, { retry: { retries: 0 } })(`${s.url}/flaky`)).status, 503);
+  } finally {
+    s.close();
+  }
+  const dropper = await recorder((req, res, n) => (n === 1 ? req.socket.destroy() : res.end("after a network error")));
+  try {
+    const id = await Identity.create("fetch-agent");
+    const r = await idnFetch(id, { retry: { initialDelayMs: 1 } })(`${dropper.url}/x`);
+    assert.equal(await r.text(), "after a network error");
+  } finally {
+    dropper.close();
   }
 });
 
