@@ -234,3 +234,95 @@ def test_subject_encoding_rules():
             idn.decode_subject(bad)
     with pytest.raises(ValueError):
         idn.validate_subject("evil\u202eexe")
+
+
+SIGNING = ("signature", "signature-input", "content-digest", "idn-namespace", "idn-subject", "idn-agent-key", "idn-agent-cert")
+
+
+@pytest.fixture
+def redirecting():
+    """A gateway stand-in answering 307 (or 303 for /see-other) to another
+    loopback server, and that server."""
+    elsewhere = Recorder(lambda n: (200, {}, {"landed": n}))
+    gateway = Recorder(lambda n: (307, {"location": elsewhere.origin + "/landing?x=1"}, {}))
+    yield gateway, elsewhere
+    gateway.close()
+    elsewhere.close()
+
+
+def test_requests_redirect_goes_unsigned(agent, redirecting):
+    """Before: requests.Session(auth=IdnAuth(...)) re-sent the signature,
+    identity headers, content-digest and body to the host a 307 named."""
+    gateway, elsewhere = redirecting
+    with requests.Session() as s:
+        s.auth = RequestsAuth(agent)
+        r = s.post(gateway.origin + "/proxy/c/upload", data=b"secret body", headers={"x-kept": "1"})
+    assert r.json() == {"landed": 1} and r.history[0].status_code == 307
+    assert gateway.seen[0]["verdict"] == "ok"
+    moved = elsewhere.seen[0]
+    assert moved["method"] == "POST" and moved["path"] == "/landing?x=1" and moved["body"] == b""
+    assert [h for h in SIGNING if h in moved["headers"]] == []
+    assert moved["headers"]["x-kept"] == "1"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_httpx_followed_redirect_goes_unsigned(agent, redirecting, asynchronous):
+    """Before: httpx with follow_redirects=True (MCP clients' default)
+    re-sent every signing header to the host a 307 named."""
+    gateway, elsewhere = redirecting
+    url = gateway.origin + "/proxy/c/upload"
+    if asynchronous:
+        async def run():
+            async with httpx.AsyncClient(auth=HttpxAuth(agent), follow_redirects=True) as c:
+                return await c.post(url, content=b"secret body")
+        r = asyncio.run(run())
+    else:
+        with httpx.Client(auth=HttpxAuth(agent), follow_redirects=True) as c:
+            r = c.post(url, content=b"secret body")
+    assert r.json() == {"landed": 1}
+    assert gateway.seen[0]["verdict"] == "ok"
+    moved = elsewhere.seen[0]
+    assert moved["path"] == "/landing?x=1"
+    assert [h for h in SIGNING if h in moved["headers"]] == []
+
+
+def flaky(n):
+    return [(503, {"retry-after": "0"}, {}), (429, {"retry-after": "0"}, {}), (200, {}, {"try": n})][(n - 1) % 3]
+
+
+@pytest.mark.parametrize("client", ["httpx", "httpx-async", "requests"])
+def test_idempotent_requests_are_retried_each_signed_afresh(agent, client):
+    s = Recorder(flaky)
+    fast = idn.Retry(initial_delay=0.001)
+    try:
+        if client == "httpx":
+            with httpx.Client(auth=HttpxAuth(agent, retry=fast)) as c:
+                get = c.get(s.origin + "/g")
+                post = c.post(s.origin + "/p", content=b"x")
+        elif client == "httpx-async":
+            async def run():
+                async with httpx.AsyncClient(auth=HttpxAuth(agent, retry=fast)) as c:
+                    return await c.get(s.origin + "/g"), await c.post(s.origin + "/p", content=b"x")
+            get, post = asyncio.run(run())
+        else:
+            with requests.Session() as session:
+                session.auth = RequestsAuth(agent, retry=fast)
+                get = session.get(s.origin + "/g")
+                post = session.post(s.origin + "/p", data=b"x")
+        assert get.json() == {"try": 3}
+        assert post.status_code == 503, "POST is not retried unless asked"
+        assert len(s.seen) == 4
+        assert all(x["verdict"] == "ok" for x in s.seen)
+        assert len({x["headers"]["signature-input"] for x in s.seen}) == 4, "each try signed afresh"
+    finally:
+        s.close()
+
+
+def test_retry_policy():
+    r = idn.Retry()
+    assert r.applies("GET") and r.applies("delete") and not r.applies("POST")
+    assert idn.Retry(non_idempotent=True).applies("POST") and not idn.Retry(0).applies("GET")
+    assert r.pause(0, 503, "2") == 2
+    assert r.pause(0, 503, "3600") is None, "a Retry-After beyond max_delay is the caller's"
+    assert r.pause(0, 500, None) is None and r.pause(2, 503, None) is None
+    assert 0.25 <= r.pause(0, 429, None) <= 0.5 and 0.5 <= r.pause(1, 502, "soon") <= 1

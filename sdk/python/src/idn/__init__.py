@@ -10,6 +10,7 @@ idn-rfc9421-v1 profile (RFC 9421, Ed25519).
   approved the claim.
 """
 
+from ._retry import Retry
 from ._rules import decode_subject, encode_subject, validate_name, validate_namespace, validate_nonce, validate_subject
 from .errors import (
     CLAIM_REQUIRED,
@@ -36,6 +37,7 @@ __all__ = [
     "CLAIM_REQUIRED",
     "MARK_HEADER",
     "PROFILE",
+    "Retry",
     "Identity",
     "IdnError",
     "certificate_canonical_text",
