@@ -6,6 +6,7 @@ and async) and requests."""
 import asyncio
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -53,9 +54,15 @@ async def _mcp_call(agent: idn.Identity, url: str) -> str:
 
 def test_new_agent_end_to_end():
     ns = env["IDN_IT_NAMESPACE"]
-    agent = idn.Identity.create(ns, name=env["IDN_IT_NAME"])
-    agent.save()  # IDN_HOME: the Go side loads it afterwards
-    url = f"{env['IDN_IT_GATEWAY']}/proxy/{env['IDN_IT_REST']}/forecast?city=Paris"
+    # The package's init command writes the identity (IDN_HOME: the Go side
+    # loads it afterwards).
+    init = subprocess.run([sys.executable, "-m", "idn", "init", ns, "--name", env["IDN_IT_NAME"]], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")})
+    assert init.returncode == 0, init.stderr
+    agent = idn.Identity.load(ns)
+    assert agent.fingerprint in init.stdout
+    gateway, rest = env["IDN_IT_GATEWAY"], env["IDN_IT_REST"]
+    url = f"{gateway}/proxy/{rest}/forecast?city=Paris"
 
     with httpx.Client(auth=IdnAuth(agent), timeout=30) as client:
         refusal = idn.read_error(client.get(url))
@@ -69,9 +76,32 @@ def test_new_agent_end_to_end():
 
         seen = []
         ok = idn.raise_for_error(idn.wait_for_approval(lambda: client.get(url), initial_delay=0.2, timeout=30,
-                                                       on_claim=lambda c, e: seen.append(c)))
+                                                       on_claim=lambda c, e: seen.append((c, e.key_fingerprint))))
         assert ok.json() == {"city": "Paris", "forecast": "sunny", "credential_injected": True}
-        assert all(c == refusal.claim_id for c in seen), seen
+        assert all(s == (refusal.claim_id, agent.fingerprint) for s in seen), seen
+        assert refusal.key_fingerprint == agent.fingerprint
+
+        # An upstream's forged claim is a plain 403: no claim, no wait.
+        forged = idn.read_error(client.get(f"{gateway}/proxy/{rest}/forged"))
+        assert (forged.code, forged.claim_id, forged.envelope["claim_id"]) == ("HTTP_403", None, "clm_stranger")
+
+    # A subject beyond Latin-1 and a bare '?' pass the gateway's verifier.
+    subject = "Zoë Müller · 山田 🤖"
+    with httpx.Client(auth=IdnAuth(agent, subject=subject), timeout=30) as client:
+        assert idn.raise_for_error(client.get(f"{gateway}/proxy/{rest}/forecast?")).json()["city"] == ""
+    with requests.Session() as s:
+        s.auth = RequestsAuth(agent, subject=subject)
+        assert idn.raise_for_error(s.get(f"{gateway}/proxy/{rest}/forecast", params={"city": "Zürich"}, timeout=30)).json()["city"] == "Zürich"
+
+    # An upstream's redirect to another port is followed without a signature.
+    unsigned = {"landed": True, "signing_headers": [], "body_bytes": 0}
+    with httpx.Client(auth=IdnAuth(agent), follow_redirects=True, timeout=30) as client:
+        moved = client.get(f"{gateway}/proxy/{rest}/moved")
+        assert moved.json() == unsigned, moved.text
+    with requests.Session() as s:
+        s.auth = RequestsAuth(agent)
+        moved = s.post(f"{gateway}/proxy/{rest}/moved", data=b"secret", timeout=30)
+        assert moved.json() == unsigned, moved.text
 
     with requests.Session() as s:
         s.auth = RequestsAuth(agent)
