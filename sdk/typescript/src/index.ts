@@ -8,6 +8,7 @@
  *   StreamableHTTPClientTransport as its `fetch` option.
  * - IdnError, readError, throwIfError: the servers' error envelope, typed.
  * - waitForApproval: retry while the owner has not approved the claim.
+ * - verifyRequest, withIdnAgent: accept idn agents in a service directly.
  */
 export { Identity, PROFILE, certificateCanonicalText, encodeCertificateHeader, verifyCertificate, did, home } from "./identity.js";
 export type { Certificate, CreateOptions, HomeOptions, RequestToSign, SignOptions, SignedHeaders } from "./identity.js";
@@ -19,3 +20,5 @@ export { validateName, validateNamespace, validateNonce, validateSubject } from 
 export { encodeSubject, decodeSubject } from "./encoding.js";
 export { useCryptoBackend, cryptoBackend } from "./crypto.js";
 export type { CryptoBackendName } from "./crypto.js";
+export { verifyRequest, withIdnAgent, MemoryNonceStore, VerifyError } from "./verify.js";
+export type { NonceStore, ReceivedRequest, VerifiedAgent, VerifyCode, VerifyOptions } from "./verify.js";

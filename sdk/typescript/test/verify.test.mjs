@@ -1,0 +1,88 @@
+// verifyRequest accepts what the gateway accepts and refuses what it
+// refuses, with the gateway's codes: the shared vectors and their negative
+// cases, then attack rows as the Go verifier's tests name them.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { Identity, verifyRequest, withIdnAgent, MemoryNonceStore, VerifyError, idnFetch } from "../dist/index.js";
+
+const V = JSON.parse(readFileSync(new URL("../../../identity/testdata/idn-profile-v1.json", import.meta.url), "utf8"));
+const at = (unix) => () => unix * 1000;
+
+function received(vec, change = {}) {
+  const headers = { ...vec.headers };
+  if (change.header) headers[change.header[0]] = change.header[1];
+  return { method: change.method ?? vec.method, url: change.url ?? vec.url, headers, body: change.body ?? vec.body };
+}
+
+test("the shared vectors verify, with the subject decoded", async () => {
+  for (const vec of V.vectors) {
+    const agent = await verifyRequest(received(vec), { nonces: new MemoryNonceStore(), now: at(vec.created) });
+    assert.equal(agent.namespace, "vector-alice", vec.name);
+    assert.equal(agent.subject, vec.subject, vec.name);
+    assert.equal(agent.nonce, vec.nonce);
+    assert.equal(agent.name, vec.agent_name, vec.name);
+    assert.equal(agent.keyId, V.identity_record.keyId);
+  }
+});
+
+test("the shared negative cases are refused with the gateway's code", async () => {
+  for (const neg of V.negative) {
+    const src = V.vectors.find((v) => v.name === neg.source);
+    await assert.rejects(
+      verifyRequest(received(src, neg.change), { nonces: new MemoryNonceStore(), now: at(neg.change.now ?? src.created) }),
+      (e) => e instanceof VerifyError && neg.expect.includes(e.code),
+      `${neg.name}: want ${neg.expect}`,
+    );
+  }
+});
+
+test("attacks are refused", async () => {
+  const base = V.vectors.find((v) => v.name === "get-no-body");
+  const post = V.vectors.find((v) => v.name === "post-with-body");
+  const nonces = new MemoryNonceStore(undefined, at(base.created)); // the verifier's clock
+  const ok = (r, n = nonces) => verifyRequest(r, { nonces: n, now: at(base.created) });
+  const rows = [
+    ["replayed nonce", async () => { await ok(received(base)); return ok(received(base)); }, "AUTH_REPLAY_DETECTED"],
+    ["no nonce store", () => verifyRequest(received(base), { now: at(base.created) }), "AUTH_NONCE_INVALID"],
+    ["second signature", () => ok(received(base, { header: ["signature-input", base.headers["signature-input"] + ", sig2=(\"@method\");created=1700000000"] })), "AUTH_HEADERS_INVALID"],
+    ["signature without its input", () => ok({ ...received(base), headers: { ...base.headers, "signature-input": undefined } }), "AUTH_HEADERS_INVALID"],
+    ["missing identity header", () => ok({ ...received(base), headers: { ...base.headers, "idn-agent-key": undefined } }), "AUTH_IDENTITY_INVALID"],
+    ["duplicate namespace header", () => ok({ ...received(base), headers: { ...base.headers, "idn-namespace": ["vector-alice", "vector-alice"] } }), "AUTH_HEADERS_INVALID"],
+    ["body under a no-body signature", () => ok(received(base, { body: "smuggled" })), "AUTH_SIGNED_COMPONENTS_INVALID"],
+    ["body-less request under a body signature", () => ok(received(post, { body: "" })), "AUTH_SIGNED_COMPONENTS_INVALID"],
+    ["uncovered identity header", () => ok(received(base, { header: ["signature-input", base.headers["signature-input"].replace(' "idn-agent-cert"', "")] })), "AUTH_SIGNED_COMPONENTS_INVALID"],
+    ["other algorithm", () => ok(received(base, { header: ["signature-input", base.headers["signature-input"].replace('alg="ed25519"', 'alg="hmac-sha256"')] })), "AUTH_SIGNATURE_INVALID"],
+    ["key of another agent", () => ok(received(base, { header: ["idn-agent-key", "ed25519:" + Buffer.alloc(32, 7).toString("base64")] })), "AUTH_IDENTITY_INVALID"],
+    ["nonce with a quote", () => ok(received(base, { header: ["signature-input", base.headers["signature-input"].replace(/nonce="[^"]*"/, 'nonce="short"')] })), "AUTH_NONCE_INVALID"],
+    ["expired by its own expires", () => ok(received(base, { header: ["signature-input", base.headers["signature-input"] + ";expires=1699999999"] })), "AUTH_SIGNATURE_INVALID"],
+    ["garbage signature-input", () => ok(received(base, { header: ["signature-input", "sig1=(\"@method\""] })), "AUTH_HEADERS_INVALID"],
+  ];
+  for (const [name, run, code] of rows) {
+    await assert.rejects(run(), (e) => e instanceof VerifyError && e.code === code, name);
+  }
+});
+
+test("withIdnAgent serves verified agents and answers others as the gateway does", async () => {
+  const agent = await Identity.create("service-caller", { name: "Caller" });
+  const handler = withIdnAgent((req, who) => Response.json({ namespace: who.namespace, subject: who.subject, fingerprint: who.fingerprint }), { nonces: new MemoryNonceStore() });
+  // idnFetch's own fetch option hands the signed request to the handler.
+  const f = idnFetch(agent, { subject: "Zoë", fetch: (input, init) => handler(new Request(input, init)) });
+  const res = await f("https://svc.example/items?", { method: "POST", body: "{}" });
+  assert.deepEqual(await res.json(), { namespace: "service-caller", subject: "Zoë", fingerprint: agent.fingerprint });
+  const refused = await handler(new Request("https://svc.example/items"));
+  assert.equal(refused.status, 403);
+  assert.equal(refused.headers.get("idn-error"), "AUTH_IDENTITY_INVALID");
+  assert.equal((await refused.json()).code, "AUTH_IDENTITY_INVALID");
+});
+
+test("the memory nonce store forgets a nonce only after its time, and refuses when full", () => {
+  let t = 1000;
+  const s = new MemoryNonceStore(2, () => t);
+  assert.equal(s.check("ns", "n1", new Date(2000)), true);
+  assert.equal(s.check("ns", "n1", new Date(2000)), false);
+  assert.equal(s.check("other", "n1", new Date(2000)), true, "keyed by namespace and nonce");
+  assert.throws(() => s.check("ns", "n2", new Date(2000)), /full/);
+  t = 2001;
+  assert.equal(s.check("ns", "n1", new Date(3000)), true);
+});
