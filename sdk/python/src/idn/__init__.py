@@ -8,6 +8,8 @@ idn-rfc9421-v1 profile (RFC 9421, Ed25519).
 - IdnError, read_error, raise_for_error: the servers' error envelope, typed.
 - wait_for_approval, wait_for_approval_async: retry while the owner has not
   approved the claim.
+- idn.verify: verify_request and WSGI and ASGI middleware, to accept idn
+  agents in a service directly.
 """
 
 from ._retry import Retry
