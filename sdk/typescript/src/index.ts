@@ -11,7 +11,7 @@
  * - verifyRequest, withIdnAgent: accept idn agents in a service directly.
  */
 export { Identity, PROFILE, certificateCanonicalText, encodeCertificateHeader, verifyCertificate, did, home } from "./identity.js";
-export type { Certificate, CreateOptions, HomeOptions, RequestToSign, SignOptions, SignedHeaders } from "./identity.js";
+export type { Certificate, CreateOptions, ExternalSigner, HomeOptions, RequestToSign, SignOptions, SignedHeaders } from "./identity.js";
 export { idnFetch } from "./fetch.js";
 export type { FetchLike, FetchOptions, RetryOptions } from "./fetch.js";
 export { IdnError, readError, throwIfError, waitForApproval, parseRetryAfter, CLAIM_REQUIRED, MARK_HEADER } from "./errors.js";
