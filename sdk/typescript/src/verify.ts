@@ -288,3 +288,77 @@ export function withIdnAgent(
     return handler(request, agent);
   };
 }
+
+/** The parts of a Node request (node:http, Express, Fastify's raw) the middleware reads. */
+export interface NodeRequest {
+  method?: string;
+  url?: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** Set by a body parser that ran before, e.g. express.raw(); else the stream is read. */
+  body?: unknown;
+  socket?: { encrypted?: boolean };
+  /** True once the body stream was read, by a parser that ran before. */
+  readableEnded?: boolean;
+  on(event: "data", listener: (chunk: Uint8Array) => void): unknown;
+  on(event: "end" | "error", listener: (err?: unknown) => void): unknown;
+  [key: string]: unknown;
+}
+
+/** The parts of a Node response the middleware writes. */
+export interface NodeResponse {
+  statusCode: number;
+  setHeader(name: string, value: string): unknown;
+  end(body: string): unknown;
+}
+
+/**
+ * Middleware for Express (and node:http handlers): verifies the request,
+ * sets req.idnAgent and calls next(); others get the gateway's 403
+ * envelope, marked with Idn-Error. It reads the raw body itself (setting
+ * req.body to its bytes) unless a raw body parser ran before; JSON parsers
+ * go after it. url overrides the URL the client addressed (default: the
+ * Host header and the request target, http unless the socket is TLS).
+ */
+export function idnAgentMiddleware(options: VerifyOptions & { url?: (req: NodeRequest) => string }) {
+  return (req: NodeRequest, res: NodeResponse, next: (err?: unknown) => void): void => {
+    rawBody(req).then(
+      async (body) => {
+        const host = req.headers.host;
+        const url = options.url?.(req) ?? `${req.socket?.encrypted ? "https" : "http"}://${Array.isArray(host) ? host[0] : host}${req.url ?? "/"}`;
+        try {
+          req.idnAgent = await verifyRequest({ method: req.method ?? "GET", url, headers: req.headers, body }, options);
+        } catch (e) {
+          if (!(e instanceof VerifyError)) return next(e);
+          const envelope = { error: e.message.slice(e.code.length + 2), code: e.code, timestamp: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") };
+          res.statusCode = e.status;
+          res.setHeader("content-type", "application/json");
+          res.setHeader(MARK_HEADER, e.code);
+          res.end(JSON.stringify(envelope));
+          return;
+        }
+        next();
+      },
+      (err) => next(err),
+    );
+  };
+}
+
+function rawBody(req: NodeRequest): Promise<Uint8Array> {
+  if (req.body instanceof Uint8Array) return Promise.resolve(req.body);
+  if (req.readableEnded) return Promise.reject(new Error("idn: the body was read before idnAgentMiddleware; put it first, or express.raw() before it"));
+  return new Promise((resolve, reject) => {
+    const chunks: Uint8Array[] = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("error", reject);
+    req.on("end", () => {
+      const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+      let at = 0;
+      for (const c of chunks) {
+        out.set(c, at);
+        at += c.length;
+      }
+      req.body = out;
+      resolve(out);
+    });
+  });
+}

@@ -86,3 +86,29 @@ test("the memory nonce store forgets a nonce only after its time, and refuses wh
   t = 2001;
   assert.equal(s.check("ns", "n1", new Date(3000)), true);
 });
+
+test("idnAgentMiddleware in a real Express app", async () => {
+  const { default: express } = await import("express");
+  const { idnAgentMiddleware } = await import("../dist/index.js");
+  const app = express();
+  app.use(idnAgentMiddleware({ nonces: new MemoryNonceStore() }));
+  app.use((req, res) => res.json({ subject: req.idnAgent.subject, fingerprint: req.idnAgent.fingerprint, body: Buffer.from(req.body).toString() }));
+  const server = app.listen(0, "127.0.0.1");
+  await new Promise((r) => server.once("listening", r));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const agent = await Identity.create("express-caller");
+    const r = await idnFetch(agent, { subject: "山田" })(`${origin}/items?q=1`, { method: "POST", body: '{"a":1}' });
+    assert.deepEqual(await r.json(), { subject: "山田", fingerprint: agent.fingerprint, body: '{"a":1}' });
+    const refused = await fetch(`${origin}/items`);
+    assert.equal(refused.status, 403);
+    assert.equal(refused.headers.get("idn-error"), "AUTH_IDENTITY_INVALID");
+    // Any client that signs under the profile; the same headers twice are a replay.
+    const headers = await agent.sign({ method: "POST", url: `${origin}/items?q=1`, body: '{"a":1}' });
+    assert.equal((await fetch(`${origin}/items?q=1`, { method: "POST", body: '{"a":1}', headers })).status, 200);
+    const replay = await fetch(`${origin}/items?q=1`, { method: "POST", body: '{"a":1}', headers });
+    assert.equal(replay.headers.get("idn-error"), "AUTH_REPLAY_DETECTED");
+  } finally {
+    server.close();
+  }
+});
