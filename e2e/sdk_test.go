@@ -32,6 +32,7 @@ const sdkUpstreamToken = "sdk-upstream-token"
 // as the namespace's owner, as a person would on the claims page.
 type sdkWorld struct {
 	cp       *controlPlane
+	apiKey   string // the service "weather"'s, for the SDKs' verifiers
 	gateway  string
 	approve  string
 	sessions map[string]string
@@ -103,7 +104,7 @@ func newSDKWorld(t *testing.T, namespaces ...string) *sdkWorld {
 		conn{c: credvault.Connection{ID: "tools", Service: "weather", Protocol: credvault.ProtocolMCP, BaseURL: tools.URL, AuthMode: credvault.AuthBearer, AuthSecretKey: "token"},
 			secrets: map[string]string{"token": sdkUpstreamToken}})
 
-	sw := &sdkWorld{cp: cp, gateway: gw.url, sessions: seeded.Sessions}
+	sw := &sdkWorld{cp: cp, apiKey: seeded.APIKeys["weather"], gateway: gw.url, sessions: seeded.Sessions}
 	approver := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		ns, claim := r.URL.Query().Get("namespace"), r.URL.Query().Get("claim")
 		session, ok := sw.sessions[ns]
@@ -174,6 +175,8 @@ func runSDKSuite(t *testing.T, sw *sdkWorld, ns, name, dir string, argv ...strin
 		"IDN_IT_NAME="+name,
 		"IDN_IT_REST=weather",
 		"IDN_IT_MCP=tools",
+		"IDN_IT_SERVICE=weather",
+		"IDN_IT_API_KEY="+sw.apiKey,
 	)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s:\n%s", strings.Join(argv, " "), out)
@@ -199,7 +202,9 @@ func runSDKSuite(t *testing.T, sw *sdkWorld, ns, name, dir string, argv ...strin
 // with a non-ASCII subject and a bare '?'), see an upstream's forged
 // claim as a plain 403, follow an upstream's redirect to another port
 // unsigned, call a tool through /mcp/{id} (TypeScript with the official
-// MCP SDK client), and call a signed control-plane route.
+// MCP SDK client), call a signed control-plane route, and call a service
+// that verifies agents itself (the SDK's verifier with the control plane's
+// claim check): refused with a claim, approved, admitted.
 func TestSDKsAgainstRealServers(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {

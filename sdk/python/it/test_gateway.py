@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 from pathlib import Path
 
 import httpx
@@ -18,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 import idn  # noqa: E402
 from idn.httpx_auth import IdnAuth  # noqa: E402
 from idn.requests_auth import IdnAuth as RequestsAuth  # noqa: E402
+from idn.verify import ControlPlaneClaims, IdnWSGIMiddleware, MemoryNonceStore  # noqa: E402
 
 env = os.environ
 pytestmark = pytest.mark.skipif("IDN_IT_GATEWAY" not in env, reason="run by the Go test e2e/TestSDKsAgainstRealServers")
@@ -111,3 +114,39 @@ def test_new_agent_end_to_end():
         assert idn.raise_for_error(r).json()["namespace"] == ns
 
     assert asyncio.run(_mcp_call(agent, f"{env['IDN_IT_GATEWAY']}/mcp/{env['IDN_IT_MCP']}")) == "sunny in Oslo"
+
+
+def test_service_verifying_agents_itself():
+    """A service that verifies agents itself, with the control plane's claim
+    check: a new key is refused with a claim the owner approves, as at the
+    gateway, then admitted."""
+    ns = env["IDN_IT_NAMESPACE"]
+    claims = ControlPlaneClaims(env["IDN_IT_CONTROLPLANE"], env["IDN_IT_API_KEY"], env["IDN_IT_SERVICE"],
+                                idn.Identity.create("weather-service"))
+
+    def app(environ, start_response):
+        agent = environ["idn.agent"]
+        start_response("200 OK", [("content-type", "application/json")])
+        return [json.dumps({"hello": agent.subject, "key": agent.fingerprint}).encode()]
+
+    srv = make_server("127.0.0.1", 0, IdnWSGIMiddleware(app, nonces=MemoryNonceStore(), claims=claims), handler_class=_Quiet)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.server_port}/forecast"
+    try:
+        caller = idn.Identity.create(ns, name="Direct caller")
+        with requests.Session() as s:
+            s.auth = RequestsAuth(caller, subject="Zoë")
+            asked = idn.read_error(s.get(url, timeout=30))
+            assert asked is not None and asked.code == "AUTH_CLAIM_REQUIRED" and asked.claim_id.startswith("clm_"), asked
+            approved = httpx.post(f"{env['IDN_IT_APPROVE']}?namespace={ns}&claim={asked.claim_id}")
+            assert approved.status_code == 200, approved.text
+            ok = idn.raise_for_error(idn.wait_for_approval(lambda: s.get(url, timeout=30), initial_delay=0.1, timeout=30))
+            assert ok.json() == {"hello": "Zoë", "key": caller.fingerprint}
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, *args):
+        pass

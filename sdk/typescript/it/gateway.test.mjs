@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { Identity, idnFetch, readError, throwIfError, waitForApproval } from "../dist/index.js";
+import { Identity, idnFetch, readError, throwIfError, waitForApproval, withIdnAgent, controlPlaneClaims, MemoryNonceStore } from "../dist/index.js";
 
 const env = process.env;
 const skip = env.IDN_IT_GATEWAY ? false : "run by the Go test e2e/TestSDKsAgainstRealServers";
@@ -68,4 +68,21 @@ test("a new agent: refused, approved, REST, MCP and a signed control-plane route
 
   const nsInfo = await throwIfError(await f(`${env.IDN_IT_CONTROLPLANE}/v1/namespaces/${ns}`));
   assert.equal((await nsInfo.json()).namespace, ns);
+
+  // A service that verifies agents itself, with the control plane's claim
+  // check: a new key is refused with a claim the owner approves, as at the gateway.
+  const service = withIdnAgent((req, who) => Response.json({ hello: who.subject, key: who.fingerprint }), {
+    nonces: new MemoryNonceStore(),
+    claims: controlPlaneClaims({ controlPlane: env.IDN_IT_CONTROLPLANE, apiKey: env.IDN_IT_API_KEY, service: env.IDN_IT_SERVICE, identity: await Identity.create("weather-service") }),
+  });
+  const second = await Identity.create(ns, { name: "Direct caller" });
+  const direct = idnFetch(second, { subject: "Zoë", fetch: (input, init) => service(new Request(input, init)) });
+  const asked = await readError(await direct("https://weather.example/forecast"));
+  assert.equal(asked?.code, "AUTH_CLAIM_REQUIRED", String(asked));
+  assert.match(asked.claimId, /^clm_/);
+  assert.notEqual(asked.claimId, refusal.claimId, "a claim for the second key");
+  const ok2 = await fetch(`${env.IDN_IT_APPROVE}?namespace=${ns}&claim=${asked.claimId}`, { method: "POST" });
+  assert.equal(ok2.status, 200, await ok2.text());
+  const admitted = await throwIfError(await waitForApproval(() => direct("https://weather.example/forecast"), { initialDelayMs: 100, timeoutMs: 30_000 }));
+  assert.deepEqual(await admitted.json(), { hello: "Zoë", key: second.fingerprint });
 });

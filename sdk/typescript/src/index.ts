@@ -20,5 +20,5 @@ export { validateName, validateNamespace, validateNonce, validateSubject } from 
 export { encodeSubject, decodeSubject } from "./encoding.js";
 export { useCryptoBackend, cryptoBackend } from "./crypto.js";
 export type { CryptoBackendName } from "./crypto.js";
-export { verifyRequest, withIdnAgent, idnAgentMiddleware, MemoryNonceStore, VerifyError } from "./verify.js";
-export type { NodeRequest, NodeResponse, NonceStore, ReceivedRequest, VerifiedAgent, VerifyCode, VerifyOptions } from "./verify.js";
+export { verifyRequest, withIdnAgent, idnAgentMiddleware, controlPlaneClaims, MemoryNonceStore, VerifyError } from "./verify.js";
+export type { ClaimCheckOptions, ClaimDecision, MiddlewareOptions, NodeRequest, NodeResponse, NonceStore, ReceivedRequest, VerifiedAgent, VerifyCode, VerifyOptions } from "./verify.js";

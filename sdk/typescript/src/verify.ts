@@ -5,7 +5,8 @@
 import { backend } from "./crypto.js";
 import { decodeSubject, fromBase64, toBase64, utf8, utf8Decoder } from "./encoding.js";
 import { MARK_HEADER } from "./errors.js";
-import { verifyCertificate, type Certificate } from "./identity.js";
+import { idnFetch, type FetchLike } from "./fetch.js";
+import { verifyCertificate, type Certificate, type Identity } from "./identity.js";
 import { validateNamespace, validateNonce, validateSubject } from "./rules.js";
 import { isInnerList, parseDictionary, serializeBare, serializeParams, SfError, type InnerList } from "./sfv.js";
 
@@ -265,27 +266,63 @@ export class MemoryNonceStore implements NonceStore {
   }
 }
 
+/** Options of the middleware: verification, and optionally the control plane's claim check. */
+export interface MiddlewareOptions extends VerifyOptions {
+  /** Lets only approved agents through (controlPlaneClaims); absent: every verified agent. */
+  claims?: (agent: VerifiedAgent) => Promise<ClaimDecision>;
+}
+
+/** A refusal as the gateway answers it: status, the marked envelope's headers and body. */
+interface Refusal {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+function refusal(status: number, code: string, error: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): Refusal {
+  const envelope = { error, code, timestamp: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"), ...extra };
+  return { status, headers: { "content-type": "application/json", [MARK_HEADER]: code, ...headers }, body: JSON.stringify(envelope) };
+}
+
+/** Verifies and checks the claim: the agent, or the refusal to answer. */
+async function admit(req: ReceivedRequest, options: MiddlewareOptions): Promise<VerifiedAgent | Refusal> {
+  let agent: VerifiedAgent;
+  try {
+    agent = await verifyRequest(req, options);
+  } catch (e) {
+    if (!(e instanceof VerifyError)) throw e;
+    return refusal(e.status, e.code, e.message.slice(e.code.length + 2));
+  }
+  if (!options.claims) return agent;
+  let d: ClaimDecision;
+  try {
+    d = await options.claims(agent);
+  } catch {
+    return refusal(503, "AUTH_CLAIMS_UNAVAILABLE", "the control plane cannot be reached to check the claim", {}, { "retry-after": "2" });
+  }
+  if (d.authorized) return agent;
+  const message = d.code === "AUTH_CLAIM_REQUIRED" ? "this agent is not approved for this service; the namespace owner must approve the claim" : "the namespace owner refused this agent's claim";
+  return refusal(403, d.code, message, { ...(d.claimId ? { claim_id: d.claimId } : {}), ...(d.claimStatus ? { claim_status: d.claimStatus } : {}) });
+}
+
+const isRefusal = (x: VerifiedAgent | Refusal): x is Refusal => "status" in x;
+
 /**
  * Wraps a Fetch-API handler (Hono, Deno.serve, Bun.serve, Cloudflare
  * workers, Next.js route handlers) so that it runs only for a verified idn
- * agent; others get the gateway's 403 envelope, marked with Idn-Error.
- * url overrides the URL the client addressed when a proxy changed it.
+ * agent (and, with options.claims, an approved one); others get the
+ * gateway's envelope, marked with Idn-Error. url overrides the URL the
+ * client addressed when a proxy changed it.
  */
 export function withIdnAgent(
   handler: (request: Request, agent: VerifiedAgent) => Response | Promise<Response>,
-  options: VerifyOptions & { url?: (request: Request) => string },
+  options: MiddlewareOptions & { url?: (request: Request) => string },
 ): (request: Request) => Promise<Response> {
   return async (request) => {
     const body = new Uint8Array(await request.clone().arrayBuffer());
-    let agent: VerifiedAgent;
-    try {
-      agent = await verifyRequest({ method: request.method, url: options.url?.(request) ?? request.url, headers: request.headers, body }, options);
-    } catch (e) {
-      if (!(e instanceof VerifyError)) throw e;
-      const envelope = { error: e.message.slice(e.code.length + 2), code: e.code, timestamp: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") };
-      return new Response(JSON.stringify(envelope), { status: e.status, headers: { "content-type": "application/json", [MARK_HEADER]: e.code } });
-    }
-    return handler(request, agent);
+    const got = await admit({ method: request.method, url: options.url?.(request) ?? request.url, headers: request.headers, body }, options);
+    if (isRefusal(got)) return new Response(got.body, { status: got.status, headers: got.headers });
+    return handler(request, got);
   };
 }
 
@@ -319,27 +356,22 @@ export interface NodeResponse {
  * go after it. url overrides the URL the client addressed (default: the
  * Host header and the request target, http unless the socket is TLS).
  */
-export function idnAgentMiddleware(options: VerifyOptions & { url?: (req: NodeRequest) => string }) {
+export function idnAgentMiddleware(options: MiddlewareOptions & { url?: (req: NodeRequest) => string }) {
   return (req: NodeRequest, res: NodeResponse, next: (err?: unknown) => void): void => {
-    rawBody(req).then(
-      async (body) => {
+    rawBody(req)
+      .then(async (body) => {
         const host = req.headers.host;
         const url = options.url?.(req) ?? `${req.socket?.encrypted ? "https" : "http"}://${Array.isArray(host) ? host[0] : host}${req.url ?? "/"}`;
-        try {
-          req.idnAgent = await verifyRequest({ method: req.method ?? "GET", url, headers: req.headers, body }, options);
-        } catch (e) {
-          if (!(e instanceof VerifyError)) return next(e);
-          const envelope = { error: e.message.slice(e.code.length + 2), code: e.code, timestamp: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") };
-          res.statusCode = e.status;
-          res.setHeader("content-type", "application/json");
-          res.setHeader(MARK_HEADER, e.code);
-          res.end(JSON.stringify(envelope));
-          return;
+        const got = await admit({ method: req.method ?? "GET", url, headers: req.headers, body }, options);
+        if (!isRefusal(got)) {
+          req.idnAgent = got;
+          return next();
         }
-        next();
-      },
-      (err) => next(err),
-    );
+        res.statusCode = got.status;
+        for (const [k, v] of Object.entries(got.headers)) res.setHeader(k, v);
+        res.end(got.body);
+      })
+      .catch((err) => next(err));
   };
 }
 
@@ -361,4 +393,59 @@ function rawBody(req: NodeRequest): Promise<Uint8Array> {
       resolve(out);
     });
   });
+}
+
+/** What the control plane says of an agent's approval for a service. */
+export type ClaimDecision =
+  | { authorized: true; claimId?: string }
+  | { authorized: false; code: "AUTH_CLAIM_REQUIRED" | "AUTH_CLAIM_REJECTED" | "AUTH_CLAIM_REVOKED"; claimId?: string; claimStatus?: string };
+
+/** Options of controlPlaneClaims. */
+export interface ClaimCheckOptions {
+  /** The control plane's base URL, e.g. "https://idn.example.com". */
+  controlPlane: string;
+  /** The service's API key (idn_sk_…). */
+  apiKey: string;
+  /** The service's slug, which its API key belongs to. */
+  service: string;
+  /** The service's own identity: the control plane's service routes take signed requests. */
+  identity: Identity;
+  /** The fetch that sends (default: globalThis.fetch). */
+  fetch?: FetchLike;
+}
+
+const REFUSED_CODE = { rejected: "AUTH_CLAIM_REJECTED", revoked: "AUTH_CLAIM_REVOKED" } as const;
+
+/**
+ * Returns the control plane's claim check, as the gateway makes it (signed
+ * as o.identity, with the service's API key): an
+ * approved (namespace, key, service) passes; a rejected or revoked claim
+ * refuses; otherwise a claim is filed (or the pending one named) for the
+ * namespace's owner to approve, and the agent is told AUTH_CLAIM_REQUIRED.
+ * Throws when the control plane cannot answer (AUTH_CLAIMS_UNAVAILABLE).
+ */
+export function controlPlaneClaims(o: ClaimCheckOptions): (agent: VerifiedAgent) => Promise<ClaimDecision> {
+  const send = idnFetch(o.identity, o.fetch ? { fetch: o.fetch } : {});
+  const base = o.controlPlane.replace(/\/+$/, "");
+  const auth = { authorization: `Bearer ${o.apiKey}` };
+  const call = async (path: string, init: RequestInit = {}) => {
+    const r = await send(base + path, { ...init, headers: { ...auth, ...(init.headers as Record<string, string>) } });
+    if (!r.ok) throw new Error(`idn: control plane answered ${r.status} to ${path.split("?")[0]}`);
+    return (await r.json()) as Record<string, unknown>;
+  };
+  return async (agent) => {
+    const q = new URLSearchParams({ namespace: agent.namespace, public_key: agent.publicKey, service: o.service });
+    const v = await call(`/v1/verify?${q}`);
+    if (v.authorized === true) return { authorized: true, claimId: v.claim_id as string };
+    const filed = await call("/v1/claims", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ namespace: agent.namespace, public_key: agent.publicKey, service: o.service, subject: agent.subject, ...(agent.name ? { agent_name: agent.name } : {}), nonce: agent.nonce }),
+    });
+    const status = String(filed.status ?? "");
+    const claimId = typeof filed.claim_id === "string" ? filed.claim_id : undefined;
+    if (status === "approved") return { authorized: true, ...(claimId ? { claimId } : {}) };
+    const code = status === "rejected" || status === "revoked" ? REFUSED_CODE[status] : "AUTH_CLAIM_REQUIRED";
+    return { authorized: false, code, ...(claimId ? { claimId } : {}), claimStatus: status };
+  };
 }

@@ -4,6 +4,7 @@ store, and WSGI and ASGI middleware."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -248,20 +249,102 @@ class MemoryNonceStore:
             return True
 
 
-def _refusal(e: VerifyError) -> Tuple[str, List[Tuple[str, str]], bytes]:
-    body = json.dumps({"error": e.reason, "code": e.code,
-                       "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}).encode()
-    return "403 Forbidden", [("content-type", "application/json"), (MARK_HEADER, e.code), ("content-length", str(len(body)))], body
+@dataclass(frozen=True)
+class ClaimDecision:
+    """What the control plane says of an agent's approval for a service:
+    authorized, or the code to refuse with (AUTH_CLAIM_REQUIRED,
+    AUTH_CLAIM_REJECTED, AUTH_CLAIM_REVOKED) and the claim."""
+
+    authorized: bool
+    code: Optional[str] = None
+    claim_id: Optional[str] = None
+    claim_status: Optional[str] = None
+
+
+class ControlPlaneClaims:
+    """The control plane's claim check, as the gateway makes it (signed as
+    identity, the service's own, with the service's API key): an approved
+    (namespace, key, service) passes; a rejected or revoked claim refuses;
+    otherwise a claim is filed (or the pending one named) for the
+    namespace's owner to approve, and the agent is told AUTH_CLAIM_REQUIRED.
+    Raises when the control plane cannot answer. Uses urllib, so it needs
+    neither httpx nor requests."""
+
+    def __init__(self, control_plane: str, api_key: str, service: str, identity: Any, timeout: float = 10):
+        self.base = control_plane.rstrip("/")
+        self.api_key, self.service, self.identity, self.timeout = api_key, service, identity, timeout
+
+    def _call(self, method: str, path: str, payload: Optional[dict] = None) -> dict:
+        import urllib.request
+
+        url = self.base + path
+        body = json.dumps(payload).encode() if payload is not None else None
+        headers = {"authorization": f"Bearer {self.api_key}", **self.identity.sign(method, url, body)}
+        if body is not None:
+            headers["content-type"] = "application/json"
+        with urllib.request.urlopen(urllib.request.Request(url, data=body, method=method, headers=headers), timeout=self.timeout) as r:
+            return json.loads(r.read())
+
+    def __call__(self, agent: VerifiedAgent) -> ClaimDecision:
+        from urllib.parse import urlencode
+
+        q = urlencode({"namespace": agent.namespace, "public_key": agent.public_key, "service": self.service})
+        v = self._call("GET", f"/v1/verify?{q}")
+        if v.get("authorized") is True:
+            return ClaimDecision(True, claim_id=v.get("claim_id"))
+        claim = {"namespace": agent.namespace, "public_key": agent.public_key, "service": self.service,
+                 "subject": agent.subject, "nonce": agent.nonce}
+        if agent.name:
+            claim["agent_name"] = agent.name
+        filed = self._call("POST", "/v1/claims", claim)
+        status, claim_id = str(filed.get("status", "")), filed.get("claim_id")
+        if status == "approved":
+            return ClaimDecision(True, claim_id=claim_id)
+        code = {"rejected": "AUTH_CLAIM_REJECTED", "revoked": "AUTH_CLAIM_REVOKED"}.get(status, "AUTH_CLAIM_REQUIRED")
+        return ClaimDecision(False, code, claim_id, status)
+
+
+_Refusal = Tuple[int, List[Tuple[str, str]], bytes]
+_REASONS = {403: "403 Forbidden", 503: "503 Service Unavailable"}
+
+
+def _refusal(status: int, code: str, error: str, extra: Optional[dict] = None, headers: Optional[list] = None) -> _Refusal:
+    body = json.dumps({"error": error, "code": code, "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                       **(extra or {})}).encode()
+    return status, [("content-type", "application/json"), (MARK_HEADER, code), ("content-length", str(len(body)))] + (headers or []), body
+
+
+def _verified(method: str, url: str, headers: list, body: bytes, nonces: NonceStore, verify: dict) -> Union[VerifiedAgent, _Refusal]:
+    try:
+        return verify_request(method, url, headers, body, nonces=nonces, **verify)
+    except VerifyError as e:
+        return _refusal(e.status, e.code, e.reason)
+
+
+def _decided(agent: VerifiedAgent, decide: Callable[[], ClaimDecision]) -> Union[VerifiedAgent, _Refusal]:
+    try:
+        d = decide()
+    except Exception:  # the control plane is down or answered an error: the agent may retry
+        return _refusal(503, "AUTH_CLAIMS_UNAVAILABLE", "the control plane cannot be reached to check the claim",
+                        headers=[("retry-after", "2")])
+    if d.authorized:
+        return agent
+    extra = {k: v for k, v in (("claim_id", d.claim_id), ("claim_status", d.claim_status)) if v}
+    msg = ("this agent is not approved for this service; the namespace owner must approve the claim"
+           if d.code == "AUTH_CLAIM_REQUIRED" else "the namespace owner refused this agent's claim")
+    return _refusal(403, d.code or "AUTH_CLAIM_REQUIRED", msg, extra)
 
 
 class IdnWSGIMiddleware:
     """WSGI middleware: runs app only for a verified idn agent (in
-    environ["idn.agent"]); others get the gateway's 403 envelope, marked
-    with Idn-Error. url(environ) overrides the URL the client addressed
-    when a proxy changed it. The body is read and handed on."""
+    environ["idn.agent"]) and, with claims (ControlPlaneClaims), an approved
+    one; others get the gateway's envelope, marked with Idn-Error.
+    url(environ) overrides the URL the client addressed when a proxy
+    changed it. The body is read and handed on."""
 
-    def __init__(self, app: Callable, *, nonces: NonceStore, url: Optional[Callable[[dict], str]] = None, **verify: Any):
-        self.app, self.nonces, self.url, self.verify = app, nonces, url, verify
+    def __init__(self, app: Callable, *, nonces: NonceStore, claims: Optional[Callable[[VerifiedAgent], ClaimDecision]] = None,
+                 url: Optional[Callable[[dict], str]] = None, **verify: Any):
+        self.app, self.nonces, self.claims, self.url, self.verify = app, nonces, claims, url, verify
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         import io
@@ -273,12 +356,15 @@ class IdnWSGIMiddleware:
         if environ.get("CONTENT_TYPE"):
             headers.append(("content-type", environ["CONTENT_TYPE"]))
         url = self.url(environ) if self.url else _wsgi_url(environ)
-        try:
-            environ["idn.agent"] = verify_request(environ["REQUEST_METHOD"], url, headers, body, nonces=self.nonces, **self.verify)
-        except VerifyError as e:
-            status, hdrs, payload = _refusal(e)
-            start_response(status, hdrs)
+        got = _verified(environ["REQUEST_METHOD"], url, headers, body, self.nonces, self.verify)
+        if isinstance(got, VerifiedAgent) and self.claims is not None:
+            agent = got
+            got = _decided(agent, lambda: self.claims(agent))
+        if not isinstance(got, VerifiedAgent):
+            status, hdrs, payload = got
+            start_response(_REASONS[status], hdrs)
             return [payload]
+        environ["idn.agent"] = got
         return self.app(environ, start_response)
 
 
@@ -292,12 +378,14 @@ def _wsgi_url(environ: dict) -> str:
 
 class IdnASGIMiddleware:
     """ASGI middleware for HTTP: runs app only for a verified idn agent (in
-    scope["idn.agent"]); others get the gateway's 403 envelope, marked with
-    Idn-Error. url(scope) overrides the URL the client addressed. The body
-    is read and replayed to app."""
+    scope["idn.agent"]) and, with claims (ControlPlaneClaims, run in a
+    thread), an approved one; others get the gateway's envelope, marked
+    with Idn-Error. url(scope) overrides the URL the client addressed. The
+    body is read and replayed to app."""
 
-    def __init__(self, app: Callable, *, nonces: NonceStore, url: Optional[Callable[[dict], str]] = None, **verify: Any):
-        self.app, self.nonces, self.url, self.verify = app, nonces, url, verify
+    def __init__(self, app: Callable, *, nonces: NonceStore, claims: Optional[Callable[[VerifiedAgent], ClaimDecision]] = None,
+                 url: Optional[Callable[[dict], str]] = None, **verify: Any):
+        self.app, self.nonces, self.claims, self.url, self.verify = app, nonces, claims, url, verify
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable[[dict], Awaitable[None]]) -> None:
         if scope["type"] != "http":
@@ -312,13 +400,16 @@ class IdnASGIMiddleware:
         body = b"".join(chunks)
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         url = self.url(scope) if self.url else _asgi_url(scope, headers)
-        try:
-            scope = {**scope, "idn.agent": verify_request(scope["method"], url, headers, body, nonces=self.nonces, **self.verify)}
-        except VerifyError as e:
-            status, hdrs, payload = _refusal(e)
-            await send({"type": "http.response.start", "status": 403, "headers": [(k.encode(), v.encode()) for k, v in hdrs]})
+        got = _verified(scope["method"], url, headers, body, self.nonces, self.verify)
+        if isinstance(got, VerifiedAgent) and self.claims is not None:
+            agent, claims = got, self.claims
+            got = await asyncio.to_thread(_decided, agent, lambda: claims(agent))
+        if not isinstance(got, VerifiedAgent):
+            status, hdrs, payload = got
+            await send({"type": "http.response.start", "status": status, "headers": [(k.encode(), v.encode()) for k, v in hdrs]})
             await send({"type": "http.response.body", "body": payload})
             return
+        scope = {**scope, "idn.agent": got}
         sent = False
 
         async def replay() -> dict:
