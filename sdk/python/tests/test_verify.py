@@ -160,3 +160,39 @@ def test_asgi_middleware():
     assert ok[0]["status"] == 200 and ok[1]["body"] == "山田:payload".encode()
     replay = asyncio.run(call(signed, b"payload"))
     assert replay[0]["status"] == 403 and (b"idn-error", b"AUTH_REPLAY_DETECTED") in replay[0]["headers"]
+
+
+@pytest.mark.parametrize("status,code", [("pending", "AUTH_CLAIM_REQUIRED"), ("rejected", "AUTH_CLAIM_REJECTED"),
+                                         ("revoked", "AUTH_CLAIM_REVOKED"), ("approved", None)])
+def test_control_plane_claims_decide_as_the_gateway(status, code):
+    """A loopback server answering as the control plane's /v1/verify and
+    POST /v1/claims do; it checks that each call is signed."""
+    from verifier import Recorder
+
+    def answer(n):
+        if n == 1:
+            return 200, {}, {"authorized": False, "claim_id": "clm_1", "status": status}
+        return 200, {}, {"claim_id": "clm_1", "status": status, "namespace": "caller-ns"}
+
+    cp = Recorder(answer)
+    try:
+        service = idn.Identity.create("weather-service")
+        claims = idn.verify.ControlPlaneClaims(cp.origin, "idn_sk_test", "weather", service)
+        agent = verify_request(*_signed_get(), nonces=MemoryNonceStore())
+        d = claims(agent)
+        assert (d.authorized, d.code) == (code is None, code)
+        if code:
+            assert (d.claim_id, d.claim_status) == ("clm_1", status)
+        verify, filed = cp.seen
+        assert verify["path"].startswith("/v1/verify?namespace=caller-ns&") and "service=weather" in verify["path"]
+        assert filed["method"] == "POST" and json.loads(filed["body"])["subject"] == "Zoë"
+        assert [x["verdict"] for x in cp.seen] == ["ok", "ok"], "signed as the service"
+        assert all(x["headers"]["authorization"] == "Bearer idn_sk_test" for x in cp.seen)
+    finally:
+        cp.close()
+
+
+def _signed_get():
+    caller = idn.Identity.create("caller-ns")
+    url = "https://svc.example/x"
+    return "GET", url, caller.sign("GET", url, subject="Zoë"), b""

@@ -112,3 +112,43 @@ test("idnAgentMiddleware in a real Express app", async () => {
     server.close();
   }
 });
+
+test("controlPlaneClaims decides as the gateway, signed as the service", async () => {
+  const { createServer } = await import("node:http");
+  const { controlPlaneClaims } = await import("../dist/index.js");
+  const { verifyReceived } = await import("../test-support/verify.mjs");
+  for (const [status, code] of [["pending", "AUTH_CLAIM_REQUIRED"], ["rejected", "AUTH_CLAIM_REJECTED"], ["revoked", "AUTH_CLAIM_REVOKED"], ["approved", undefined]]) {
+    const seen = [];
+    // Answers as the control plane's /v1/verify and POST /v1/claims do.
+    const cp = createServer((req, res) => {
+      const chunks = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", () => {
+        seen.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks) });
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify(req.method === "GET" ? { authorized: false, claim_id: "clm_1", status } : { claim_id: "clm_1", status }));
+      });
+    });
+    cp.listen(0, "127.0.0.1");
+    await new Promise((r) => cp.once("listening", r));
+    const origin = `http://127.0.0.1:${cp.address().port}`;
+    try {
+      const claims = controlPlaneClaims({ controlPlane: origin, apiKey: "idn_sk_test", service: "weather", identity: await Identity.create("weather-service") });
+      const caller = await Identity.create("caller-ns");
+      const url = "https://svc.example/x";
+      const agent = await verifyRequest({ method: "GET", url, headers: await caller.sign({ method: "GET", url }, { subject: "Zoë" }) }, { nonces: new MemoryNonceStore() });
+      const d = await claims(agent);
+      assert.equal(d.authorized, code === undefined, status);
+      if (code) assert.deepEqual(d, { authorized: false, code, claimId: "clm_1", claimStatus: status });
+      const [verify, filed] = seen;
+      assert.match(verify.url, /^\/v1\/verify\?namespace=caller-ns&/);
+      assert.equal(JSON.parse(filed.body).subject, "Zoë");
+      for (const s of seen) {
+        assert.equal(verifyReceived(s, s.body, origin), "ok", "signed as the service");
+        assert.equal(s.headers.authorization, "Bearer idn_sk_test");
+      }
+    } finally {
+      cp.close();
+    }
+  }
+});
