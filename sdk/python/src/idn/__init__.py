@@ -60,4 +60,4 @@ __all__ = [
     "wait_for_approval",
     "wait_for_approval_async",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
