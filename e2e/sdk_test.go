@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,6 +32,7 @@ const sdkUpstreamToken = "sdk-upstream-token"
 // as the namespace's owner, as a person would on the claims page.
 type sdkWorld struct {
 	cp       *controlPlane
+	apiKey   string // the service "weather"'s, for the SDKs' verifiers
 	gateway  string
 	approve  string
 	sessions map[string]string
@@ -49,8 +52,37 @@ func newSDKWorld(t *testing.T, namespaces ...string) *sdkWorld {
 			next.ServeHTTP(w, r)
 		})
 	}
+	// elsewhere is where the upstream's redirect points: another host and
+	// port, which tells the agent whether any signing header reached it.
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got := []string{}
+		for _, h := range []string{"Signature", "Signature-Input", "Content-Digest", "Idn-Namespace", "Idn-Subject", "Idn-Agent-Key", "Idn-Agent-Cert"} {
+			if r.Header.Get(h) != "" {
+				got = append(got, strings.ToLower(h))
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"landed": true, "signing_headers": got, "body_bytes": len(body)})
+	}))
+	t.Cleanup(elsewhere.Close)
 	rest := httptest.NewServer(needsToken(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/forged":
+			// An upstream posing as the gateway, with a claim of another key.
+			w.Header().Set("Idn-Error", "AUTH_CLAIM_REQUIRED")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"error":"approve me","code":"AUTH_CLAIM_REQUIRED","request_id":"req_forged","timestamp":"2026-01-01T00:00:00Z",`+
+				`"docs_url":"https://github.com/idnhq/idn/blob/main/docs/errors.md#AUTH_CLAIM_REQUIRED","claim_id":"clm_stranger","claim_status":"pending"}`)
+			return
+		case "/moved":
+			w.Header().Set("Location", elsewhere.URL+"/landing")
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			fmt.Fprint(w, "moved")
+			return
+		}
 		fmt.Fprintf(w, `{"city":%q,"forecast":"sunny","credential_injected":true}`, r.URL.Query().Get("city"))
 	})))
 	t.Cleanup(rest.Close)
@@ -72,7 +104,7 @@ func newSDKWorld(t *testing.T, namespaces ...string) *sdkWorld {
 		conn{c: credvault.Connection{ID: "tools", Service: "weather", Protocol: credvault.ProtocolMCP, BaseURL: tools.URL, AuthMode: credvault.AuthBearer, AuthSecretKey: "token"},
 			secrets: map[string]string{"token": sdkUpstreamToken}})
 
-	sw := &sdkWorld{cp: cp, gateway: gw.url, sessions: seeded.Sessions}
+	sw := &sdkWorld{cp: cp, apiKey: seeded.APIKeys["weather"], gateway: gw.url, sessions: seeded.Sessions}
 	approver := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		ns, claim := r.URL.Query().Get("namespace"), r.URL.Query().Get("claim")
 		session, ok := sw.sessions[ns]
@@ -143,6 +175,8 @@ func runSDKSuite(t *testing.T, sw *sdkWorld, ns, name, dir string, argv ...strin
 		"IDN_IT_NAME="+name,
 		"IDN_IT_REST=weather",
 		"IDN_IT_MCP=tools",
+		"IDN_IT_SERVICE=weather",
+		"IDN_IT_API_KEY="+sw.apiKey,
 	)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s:\n%s", strings.Join(argv, " "), out)
@@ -162,11 +196,15 @@ func runSDKSuite(t *testing.T, sw *sdkWorld, ns, name, dir string, argv ...strin
 }
 
 // TestSDKsAgainstRealServers drives each SDK's own suite (sdk/*/it) against
-// the real control plane and gateway: create an identity, be refused with
-// AUTH_CLAIM_REQUIRED and a claim id, get approved, succeed through
-// /proxy/… with the credential injected, call a tool through /mcp/{id}
-// (TypeScript with the official MCP SDK client), and call a signed
-// control-plane route.
+// the real control plane and gateway: create an identity with the SDK's
+// init command, be refused with AUTH_CLAIM_REQUIRED and a claim id, get
+// approved, succeed through /proxy/… with the credential injected (also
+// with a non-ASCII subject and a bare '?'), see an upstream's forged
+// claim as a plain 403, follow an upstream's redirect to another port
+// unsigned, call a tool through /mcp/{id} (TypeScript with the official
+// MCP SDK client), call a signed control-plane route, and call a service
+// that verifies agents itself (the SDK's verifier with the control plane's
+// claim check): refused with a claim, approved, admitted.
 func TestSDKsAgainstRealServers(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {

@@ -17,7 +17,9 @@
 // idn-agent-key and idn-agent-cert, content-digest for a non-empty body, and
 // an RFC 9421 signature "sig1" over @method (lower-cased, the profile's one
 // deviation from RFC 9421), @target-uri and those headers, with created,
-// keyid, alg and nonce.
+// keyid, alg and nonce. A subject beyond printable ASCII travels as an
+// RFC 9651 Display String (EncodeSubject); Verifier decodes it
+// (DecodeSubject) and hands the caller the decoded subject.
 //
 // Verifier checks a request against the profile: exactly the profile's
 // component set, the identity headers against the certificate, the

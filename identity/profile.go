@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
@@ -109,8 +110,10 @@ func (id *Identity) signer() *httpsig.Signer {
 // prepareRequest sets the identity headers on r and returns the profile's
 // signature parameters.
 func (id *Identity) prepareRequest(r *http.Request, o SignOptions, hasBody bool) (httpsig.Params, error) {
-	subject := o.Subject
-	if subject == "" {
+	// HTTP drops spaces and tabs at either end of a header value, so the
+	// subject is what remains.
+	subject := strings.Trim(o.Subject, " \t")
+	if o.Subject == "" {
 		subject = id.Namespace
 	}
 	if err := validSubject(subject); err != nil {
@@ -132,7 +135,7 @@ func (id *Identity) prepareRequest(r *http.Request, o SignOptions, hasBody bool)
 	}
 	h := r.Header
 	h.Set(HeaderNamespace, id.Namespace)
-	h.Set(HeaderSubject, subject)
+	h.Set(HeaderSubject, EncodeSubject(subject))
 	h.Set(HeaderAgentKey, id.wire.publicKey)
 	h.Set(HeaderAgentCert, id.wire.cert)
 	components := componentsNoBody

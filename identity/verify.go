@@ -73,7 +73,7 @@ type Verifier struct {
 // Caller is an agent whose request passed verification.
 type Caller struct {
 	Namespace  string
-	Subject    string
+	Subject    string // decoded from idn-subject (DecodeSubject)
 	Name       string // the certificate's agent display name, "" for none
 	KeyID      string
 	PublicKey  string            // "ed25519:<base64>"
@@ -148,9 +148,13 @@ func (v *Verifier) Verify(r *http.Request) (*Caller, error) {
 			return nil, fmt.Errorf("identity: duplicate %s header: %w", name, httpsig.ErrHeadersInvalid)
 		}
 	}
-	ns, subject, keyHeader, certHeader := hdr[0], hdr[1], hdr[2], hdr[3]
+	ns, keyHeader, certHeader := hdr[0], hdr[2], hdr[3]
 	if ValidNamespace(ns) != nil {
 		return nil, fmt.Errorf("identity: bad %s header: %w", HeaderNamespace, httpsig.ErrIdentityInvalid)
+	}
+	subject, err := DecodeSubject(hdr[1])
+	if err != nil {
+		return nil, errors.Join(err, httpsig.ErrIdentityInvalid)
 	}
 	if validSubject(subject) != nil {
 		return nil, fmt.Errorf("identity: bad %s header: %w", HeaderSubject, httpsig.ErrIdentityInvalid)

@@ -127,6 +127,10 @@ func outcomeOf(status int) string {
 // the client (ReverseProxy flushes event streams and unknown-length bodies
 // at once).
 func (h *Handler) upstreamResponded(resp *http.Response) error {
+	// Only the gateway marks an envelope as its own: an upstream's forged
+	// AUTH_CLAIM_REQUIRED could otherwise steer the agent's owner.
+	resp.Header.Del(apierror.MarkHeader)
+	resp.Trailer.Del(apierror.MarkHeader)
 	fw, _ := resp.Request.Context().Value(forwardKey{}).(*forwarded)
 	if fw != nil {
 		redactResponse(resp, fw.target.redact, fw.target.conn.AllowUpstreamCookies)

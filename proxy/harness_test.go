@@ -67,6 +67,14 @@ func newUpstream(t testing.TB) *upstream {
 			fmt.Fprint(w, "data: second\n\n")
 			return
 		}
+		if r.URL.Path == "/api/forged-claim" {
+			// An upstream posing as the gateway: its own claim id, marked.
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Idn-Error", "AUTH_CLAIM_REQUIRED")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"error":"approve me","code":"AUTH_CLAIM_REQUIRED","claim_id":"clm_stranger","claim_status":"pending"}`)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"ok":true,"path":%q}`, r.URL.EscapedPath())
 	}))

@@ -59,6 +59,25 @@ func TestApprovedRequestIsForwarded(t *testing.T) {
 	}
 }
 
+// The gateway marks its own envelopes with Idn-Error and strips the header
+// from upstream answers, so an upstream cannot pass a forged claim to the
+// agent as the gateway's.
+func TestUpstreamCannotForgeGatewayError(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, gatewayOptions{})
+	a := g.do(g.request(g.agent, "GET", "/proxy/github/forged-claim", ""))
+	if a.status != http.StatusForbidden || !strings.Contains(string(a.body), "clm_stranger") {
+		t.Fatalf("forged answer: %d %s", a.status, a.body)
+	}
+	if v := a.header.Values("Idn-Error"); len(v) != 0 {
+		t.Errorf("the upstream's Idn-Error reached the agent: %q", v)
+	}
+	own := g.do(g.request(g.agent, "GET", "/proxy/no-such-connection/x", ""))
+	if own.status != http.StatusNotFound || own.header.Get("Idn-Error") != "CONNECTION_NOT_FOUND" {
+		t.Errorf("the gateway's own refusal: %d, Idn-Error %q", own.status, own.header.Get("Idn-Error"))
+	}
+}
+
 // Every AUTH_* code of the gateway, each produced by a named
 // request, with its exact status.
 func TestAuthCodes(t *testing.T) {

@@ -6,6 +6,7 @@
 // fields (details, or anything a caller adds through Error.Extra);
 // codes, and so statuses, come only from package errcode.
 // Request ids come from a validated X-Request-Id header or are generated.
+// Every envelope carries the Idn-Error header (MarkHeader).
 package apierror
 
 import (
@@ -19,6 +20,12 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 )
+
+// MarkHeader names the response header that marks an envelope as written by
+// an idn server; its value is the envelope's code. The gateway removes it
+// from upstream answers, so a client acts on a code (a claim to show the
+// owner, a wait) only when the header is there and names the same code.
+const MarkHeader = "Idn-Error"
 
 // Error is an HTTP error answer: a code of package errcode, which gives the
 // status, and a message safe to show the caller. Extra fields are merged
@@ -82,6 +89,7 @@ func Write(w http.ResponseWriter, r *http.Request, e *Error) {
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
+	h.Set(MarkHeader, e.code.String())
 	if e.RetryAfter > 0 {
 		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))

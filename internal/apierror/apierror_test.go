@@ -36,7 +36,7 @@ func TestWriteEnvelope(t *testing.T) {
 		t.Errorf("timestamp: %v", err)
 	}
 	if rec.Header().Get("Retry-After") != "2" || rec.Header().Get("X-Request-Id") != "abc-123" ||
-		rec.Header().Get("Content-Type") != "application/json" {
+		rec.Header().Get("Content-Type") != "application/json" || rec.Header().Get(MarkHeader) != "AUTH_CLAIMS_UNAVAILABLE" {
 		t.Errorf("headers: %v", rec.Header())
 	}
 }

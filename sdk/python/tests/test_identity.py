@@ -64,3 +64,36 @@ def test_refusals(vectors, tmp_path):
         ident.sign("GET", "http://x/", subject="a\nb")
     with pytest.raises(ValueError, match="http"):
         ident.sign("GET", "ftp://x/")
+
+
+def test_identity_behind_an_external_signer():
+    """A key object the SDK never sees stands for a keychain, token or KMS."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    from idn.verify import MemoryNonceStore, verify_request
+
+    hidden = Ed25519PrivateKey.generate()
+    pub = hidden.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    calls = []
+
+    def sign(data: bytes) -> bytes:
+        calls.append(len(data))
+        return hidden.sign(data)
+
+    ident = idn.Identity.with_signer("kms-agent", pub, sign, name="KMS bot")
+    assert ident.name == "KMS bot" and len(calls) == 1, "the certificate's proof"
+    url = "https://gw.example/proxy/x"
+    headers = ident.sign("POST", url, b"{}")
+    agent = verify_request("POST", url, headers, b"{}", nonces=MemoryNonceStore())
+    assert agent.fingerprint == ident.fingerprint
+    with pytest.raises(ValueError, match="external signer"):
+        ident.to_record()
+    again = idn.Identity.with_signer("kms-agent", pub, sign, certificate=ident.certificate)
+    assert again.certificate_header == ident.certificate_header, "a kept certificate is reused"
+    with pytest.raises(ValueError, match="proof does not verify"):
+        idn.Identity.with_signer("kms-agent", pub, Ed25519PrivateKey.generate().sign)
+    with pytest.raises(ValueError, match="not for this namespace"):
+        idn.Identity.with_signer("other-agent", pub, sign, certificate=ident.certificate)
+    ident.rename("KMS bot 2")
+    assert verify_request("GET", url, ident.sign("GET", url), nonces=MemoryNonceStore()).name == "KMS bot 2"

@@ -44,6 +44,10 @@ def test_builds_and_installs_into_a_fresh_venv(tmp_path):
          "print(json.dumps({'file': idn.__file__, 'ns': h['idn-namespace'], 'digest': 'content-digest' in h, 'name': i.name}))"],
         check=True, env=env, cwd=tmp_path, capture_output=True, text=True)
     import json
+    home = tmp_path / "home"
+    made = subprocess.run([str(py), "-m", "idn", "init", "venv-cli"], check=True, env={**env, "IDN_HOME": str(home)},
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert made.stdout.startswith("Created identity venv-cli\n") and (home / "identities" / "venv-cli").is_dir()
     got = json.loads(out.stdout)
     assert got["file"].startswith(str(venv)), got["file"]
     assert (got["ns"], got["digest"], got["name"]) == ("venv-agent", True, "Venv agent")

@@ -86,6 +86,8 @@ def test_negative_cases(vectors, name):
                                 subject=src["subject"], nonce=src["nonce"], created=src["created"])
     if "header" in c:
         h, val = c["header"]
+        if f'"{h}": ' not in base:
+            return  # signature-input is not a line of the base: test_verify.py runs it through verify_request
         base = base.replace(f'"{h}": {src["headers"][h]}', f'"{h}": {val}')
     assert base != src["signature_base"]
     assert not verifies(vectors, base, src["headers"]["signature"])

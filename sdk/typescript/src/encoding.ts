@@ -74,3 +74,51 @@ export function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   out.set(b, a.length);
   return out;
 }
+
+const HEX = "0123456789abcdef";
+
+/**
+ * The idn-subject header value that carries subject (docs/profile.md): the
+ * subject itself when it is printable ASCII and does not begin with `%"`,
+ * else an RFC 9651 Display String, `%"…"` with '%', '"' and every byte
+ * outside printable ASCII as lower-case %xx of its UTF-8.
+ */
+export function encodeSubject(subject: string): string {
+  if (!subject.startsWith('%"') && /^[\x20-\x7e]*$/.test(subject)) return subject;
+  let out = '%"';
+  for (const b of utf8.encode(subject)) {
+    out += b === 0x25 || b === 0x22 || b < 0x20 || b > 0x7e ? "%" + HEX[b >> 4] + HEX[b & 15] : String.fromCharCode(b);
+  }
+  return out + '"';
+}
+
+/**
+ * The subject an idn-subject header value carries: a value that begins
+ * with `%"` is read strictly as an RFC 9651 Display String (lower-case hex,
+ * UTF-8); any other value is the subject. Throws a TypeError on a bad one.
+ */
+export function decodeSubject(value: string): string {
+  if (!value.startsWith('%"')) return value;
+  const bad = () => new TypeError("idn: idn-subject is not a valid RFC 9651 display string");
+  if (value.length < 3 || !value.endsWith('"')) throw bad();
+  const inner = value.slice(2, -1);
+  const bytes: number[] = [];
+  for (let i = 0; i < inner.length; i++) {
+    const c = inner.charCodeAt(i);
+    if (c === 0x25) {
+      const h = inner.slice(i + 1, i + 3);
+      if (!/^[0-9a-f]{2}$/.test(h)) throw bad();
+      bytes.push(parseInt(h, 16));
+      i += 2;
+    } else if (c === 0x22 || c < 0x20 || c > 0x7e) {
+      throw bad();
+    } else {
+      bytes.push(c);
+    }
+  }
+  try {
+    return utf8Decoder.decode(Uint8Array.from(bytes));
+  } catch {
+    throw bad();
+  }
+}

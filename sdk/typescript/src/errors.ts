@@ -4,40 +4,73 @@
 /** The code of the answer that files a claim for the owner to approve. */
 export const CLAIM_REQUIRED = "AUTH_CLAIM_REQUIRED";
 
+/** The response header with which idn servers mark their own envelopes (its value is the code). */
+export const MARK_HEADER = "idn-error";
+
 /** Codes that clear by themselves: waitForApproval retries them too. */
 const TRANSIENT = new Set(["AUTH_CLAIMS_UNAVAILABLE", "AUTH_REPLAY_DETECTED", "NONCE_REPLAY"]);
+
+/** Codes, and claim statuses, after which waiting cannot help: the owner said no. */
+const REFUSED = new Set(["AUTH_CLAIM_REJECTED", "AUTH_CLAIM_REVOKED"]);
+const REFUSED_STATUS = new Set(["rejected", "revoked"]);
+
+// The key fingerprint of the identity that signed the request a response
+// answers, noted by idnFetch (a fetch Response does not carry its request).
+const signers = new WeakMap<Response, string>();
+
+/** Notes that identity's key signed the request response answers. */
+export function noteSigner(response: Response, fingerprint: string): void {
+  signers.set(response, fingerprint);
+}
 
 /**
  * An error answer of a gateway or control plane: the JSON envelope
  * {"error","code","request_id","timestamp",…} with the HTTP status.
+ *
+ * Only an envelope the idn server marked as its own (the Idn-Error header
+ * naming the same code) gives its code and claim: an upstream behind the
+ * gateway can answer any body, and a forged AUTH_CLAIM_REQUIRED with
+ * another key's claim id must not reach the owner. Anything else reads as
+ * code "HTTP_<status>", with the body still in envelope.
  */
 export class IdnError extends Error {
-  /** The stable code, e.g. "AUTH_CLAIM_REQUIRED"; "HTTP_<status>" when the body is not an envelope. */
+  /** The stable code, e.g. "AUTH_CLAIM_REQUIRED"; "HTTP_<status>" when the answer is not an idn envelope. */
   readonly code: string;
   readonly status: number;
+  /** True when an idn server wrote the envelope (Idn-Error names its code). */
+  readonly fromIdn: boolean;
   /** The request id (the envelope's request_id or the X-Request-Id header). */
   readonly requestId: string | undefined;
   /** The claim the gateway filed (AUTH_CLAIM_REQUIRED). */
   readonly claimId: string | undefined;
   /** That claim's status, e.g. "pending". */
   readonly claimStatus: string | undefined;
-  /** Seconds from the Retry-After header, if any. */
+  /** Seconds from the Retry-After header (delta-seconds or an HTTP date), if any. */
   readonly retryAfter: number | undefined;
-  /** The whole decoded envelope (undefined when the body was not JSON). */
+  /**
+   * The fingerprint of the key that signed the refused request,
+   * "ed25519-<16 hex>", as the owner's claims page shows it (known for
+   * answers to idnFetch); an owner approves a claim only when they match.
+   */
+  readonly keyFingerprint: string | undefined;
+  /** The decoded JSON body (undefined when it was not a JSON object). */
   readonly envelope: Record<string, unknown> | undefined;
 
-  constructor(status: number, envelope: Record<string, unknown> | undefined, headers?: Headers) {
+  constructor(status: number, envelope: Record<string, unknown> | undefined, headers?: Headers, keyFingerprint?: string) {
     const str = (k: string) => (typeof envelope?.[k] === "string" ? (envelope[k] as string) : undefined);
-    const code = str("code") ?? `HTTP_${status}`;
-    super(`${code} (${status}): ${str("error") ?? "no error envelope"}`);
+    const claimed = str("code");
+    const fromIdn = claimed !== undefined && headers?.get(MARK_HEADER) === claimed;
+    const code = fromIdn ? claimed : `HTTP_${status}`;
+    super(`${code} (${status}): ${fromIdn ? (str("error") ?? "") : "not an idn error envelope"}`);
     this.name = "IdnError";
     this.code = code;
     this.status = status;
-    this.requestId = str("request_id") ?? headers?.get("x-request-id") ?? undefined;
-    this.claimId = str("claim_id");
-    this.claimStatus = str("claim_status");
-    const ra = headers?.get("retry-after");
-    this.retryAfter = ra && /^\d+$/.test(ra) ? Number(ra) : undefined;
+    this.fromIdn = fromIdn;
+    this.requestId = (fromIdn ? str("request_id") : undefined) ?? headers?.get("x-request-id") ?? undefined;
+    this.claimId = fromIdn ? str("claim_id") : undefined;
+    this.claimStatus = fromIdn ? str("claim_status") : undefined;
+    this.retryAfter = parseRetryAfter(headers?.get("retry-after") ?? null, Date.now());
+    this.keyFingerprint = keyFingerprint;
     this.envelope = envelope;
   }
 
@@ -45,6 +78,26 @@ export class IdnError extends Error {
   get claimRequired(): boolean {
     return this.code === CLAIM_REQUIRED;
   }
+
+  /** True when the owner rejected or revoked the claim: waiting cannot help. */
+  get claimRefused(): boolean {
+    return REFUSED.has(this.code) || (this.claimRequired && REFUSED_STATUS.has(this.claimStatus ?? ""));
+  }
+}
+
+/**
+ * Seconds a Retry-After value asks for: delta-seconds (ASCII digits only)
+ * or an HTTP date (seconds from now, at least 0); undefined for anything else.
+ */
+export function parseRetryAfter(value: string | null, now: number): number | undefined {
+  if (value === null) return undefined;
+  const v = value.trim();
+  if (/^[0-9]+$/.test(v)) return Number(v);
+  if (/^[A-Za-z]{3}, [0-9]{2} [A-Za-z]{3} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$/.test(v)) {
+    const at = Date.parse(v);
+    if (!Number.isNaN(at)) return Math.max(0, Math.ceil((at - now) / 1000));
+  }
+  return undefined;
 }
 
 /**
@@ -60,7 +113,7 @@ export async function readError(response: Response): Promise<IdnError | undefine
   } catch {
     envelope = undefined;
   }
-  return new IdnError(response.status, envelope, response.headers);
+  return new IdnError(response.status, envelope, response.headers, signers.get(response));
 }
 
 /** Returns the response when it is not an error, else throws its IdnError. */
@@ -78,7 +131,10 @@ export interface WaitOptions {
   initialDelayMs?: number;
   /** The longest pause (default 30000 ms). */
   maxDelayMs?: number;
-  /** Called once, with the claim id, when the first refusal names the claim (show it to the owner). */
+  /**
+   * Called once, when the first refusal names the claim: show the owner the
+   * claim id and error.keyFingerprint, the key their claims page should show.
+   */
   onClaim?: (claimId: string, error: IdnError) => void;
   /** Stops waiting (the promise rejects with the signal's reason). */
   signal?: AbortSignal;
@@ -90,9 +146,11 @@ export interface WaitOptions {
  * same claim id until the owner approves. Pauses grow from initialDelayMs
  * to maxDelayMs (or follow Retry-After). Answers that clear by themselves
  * (AUTH_CLAIMS_UNAVAILABLE) are retried too. Returns the first answer that
- * is not one of those — success or another error, for the caller to read —
- * and throws the last IdnError when the deadline passes. attempt must send
- * a freshly signed request each time (a signing fetch does).
+ * is not one of those — success or another error, for the caller to read.
+ * Throws the IdnError at once when the owner rejected or revoked the claim
+ * (AUTH_CLAIM_REJECTED, AUTH_CLAIM_REVOKED), and the last one when the
+ * deadline passes. Only envelopes an idn server marked count. attempt must
+ * send a freshly signed request each time (a signing fetch does).
  */
 export async function waitForApproval(attempt: () => Promise<Response>, options: WaitOptions = {}): Promise<Response> {
   const deadline = Date.now() + (options.timeoutMs ?? 600_000);
@@ -103,6 +161,10 @@ export async function waitForApproval(attempt: () => Promise<Response>, options:
     options.signal?.throwIfAborted();
     const response = await attempt();
     const err = await readError(response);
+    if (err?.claimRefused) {
+      await response.body?.cancel();
+      throw err;
+    }
     if (!err || !(err.claimRequired || TRANSIENT.has(err.code))) return response;
     if (err.claimId && claimId === undefined) {
       claimId = err.claimId;
@@ -116,8 +178,10 @@ export async function waitForApproval(attempt: () => Promise<Response>, options:
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after ms, or rejects with signal's reason when it aborts. */
+export function sleep(ms: number, signal?: AbortSignal | null): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const t = setTimeout(done, ms);
     function done() {
       signal?.removeEventListener("abort", abort);

@@ -2,7 +2,7 @@
 // idn-rfc9421-v1 profile (docs/profile.md).
 
 import { backend, type Backend, type KeyPair } from "./crypto.js";
-import { fromBase64, toBase64, toBase64Url, toHex, utf8 } from "./encoding.js";
+import { encodeSubject, fromBase64, toBase64, toBase64Url, toHex, utf8 } from "./encoding.js";
 import { validateName, validateNamespace, validateNonce, validateSubject } from "./rules.js";
 
 /** The signing profile this package implements. */
@@ -52,6 +52,9 @@ export interface SignedHeaders {
   signature: string;
   [name: string]: string | undefined;
 }
+
+/** Makes an Ed25519 signature over data with a key kept outside this process. */
+export type ExternalSigner = (data: Uint8Array) => Uint8Array | Promise<Uint8Array>;
 
 /** Where and how an identity is read and written. */
 export interface HomeOptions {
@@ -177,11 +180,11 @@ export class Identity {
   #certHeader: string;
   #key: KeyPair;
   #crypto: Backend;
-  #seed: Uint8Array;
+  #seed: Uint8Array | undefined; // undefined: the key lives behind an external signer
   #extra: Record<string, unknown>;
   #fixedBase: string; // the identity lines of the signature base after idn-subject's
 
-  private constructor(crypto: Backend, namespace: string, seed: Uint8Array, key: KeyPair, certificate: Certificate, createdAt: Date, updatedAt: Date, extra: Record<string, unknown>) {
+  private constructor(crypto: Backend, namespace: string, seed: Uint8Array | undefined, key: KeyPair, certificate: Certificate, createdAt: Date, updatedAt: Date, extra: Record<string, unknown>) {
     this.#crypto = crypto;
     this.namespace = namespace;
     this.#seed = seed;
@@ -215,6 +218,29 @@ export class Identity {
     return new Identity(crypto, namespace, Uint8Array.from(seed), key, cert, issued, issued, {});
   }
 
+  /**
+   * An identity whose private key never enters this process: sign makes
+   * the Ed25519 signature wherever the key lives (an OS keychain, a
+   * hardware token, a cloud KMS). Without options.certificate, a new
+   * certificate is issued through sign; with one (kept from earlier, e.g.
+   * identity.certificate), it is checked against publicKey and reused.
+   * Such an identity signs and renames but has no record to save.
+   */
+  static async withSigner(namespace: string, publicKey: Uint8Array, sign: ExternalSigner, options: CreateOptions & { certificate?: Certificate } = {}): Promise<Identity> {
+    validateNamespace(namespace);
+    if (!(publicKey instanceof Uint8Array) || publicKey.length !== 32) throw new TypeError("idn: an Ed25519 public key is 32 bytes");
+    const key: KeyPair = { publicKey: Uint8Array.from(publicKey), sign: async (data) => Uint8Array.from(await sign(data)) };
+    let cert = options.certificate;
+    const issued = new Date(Math.floor((options.issuedAt ?? new Date()).getTime() / 1000) * 1000);
+    if (cert === undefined) cert = await issueCertificate(namespace, options.name, key, issued, null);
+    await verifyCertificate(cert); // also proves that sign signs with publicKey
+    if (cert.namespace !== namespace || cert.publicKey !== "ed25519:" + toBase64(key.publicKey)) {
+      throw new TypeError("idn: certificate is not for this namespace and key");
+    }
+    const at = new Date(cert.issuedAt);
+    return new Identity(await backend(), namespace, undefined, key, orderedCertificate(cert), at, at, {});
+  }
+
   /** The DID, "did:idn:<namespace>". */
   get did(): string {
     return did(this.namespace);
@@ -222,6 +248,10 @@ export class Identity {
   /** The key id, the signature's keyid. */
   get keyId(): string {
     return this.#certificate.keyId;
+  }
+  /** The key's fingerprint, "ed25519-<16 hex>": the key id's fragment, as owners see it on the claims page. */
+  get fingerprint(): string {
+    return this.keyId.slice(this.keyId.indexOf("#") + 1);
   }
   /** The display name the certificate carries, or undefined. */
   get name(): string | undefined {
@@ -250,6 +280,9 @@ export class Identity {
 
   /** The identity record (the file's JSON text), with any unknown fields it was loaded with. */
   toRecord(): string {
+    if (this.#seed === undefined) {
+      throw new TypeError("idn: an identity with an external signer has no record; keep identity.certificate and pass it to Identity.withSigner");
+    }
     const rec: Record<string, unknown> = {
       version: 1,
       namespace: this.namespace,
@@ -420,8 +453,10 @@ export class Identity {
     const url = typeof request.url === "string" ? new URL(request.url) : request.url;
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new TypeError("idn: only http and https URLs are signed");
     const target = url.href.slice(0, url.href.length - url.hash.length);
-    const subject = options.subject ?? this.namespace;
-    validateSubject(subject);
+    // HTTP drops spaces and tabs at either end of a header value.
+    const plain = (options.subject ?? this.namespace).replace(/^[ \t]+|[ \t]+$/g, "");
+    validateSubject(plain);
+    const subject = encodeSubject(plain);
     let nonce = options.nonce;
     if (nonce === undefined) nonce = toHex(this.#crypto.random(16));
     else validateNonce(nonce);
@@ -433,7 +468,7 @@ export class Identity {
       base += `"content-digest": ${digest}\n`;
     }
     const params = `${components});created=${Math.floor(created / 1000)};keyid="${this.keyId}";alg="ed25519";nonce="${nonce}"`;
-    base += `"idn-namespace": ${this.namespace}\n"idn-subject": ${subject.replace(/^[ \t]+|[ \t]+$/g, "")}\n${this.#fixedBase}${params}`;
+    base += `"idn-namespace": ${this.namespace}\n"idn-subject": ${subject}\n${this.#fixedBase}${params}`;
     const headers: SignedHeaders = {
       "idn-namespace": this.namespace,
       "idn-subject": subject,

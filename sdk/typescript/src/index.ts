@@ -8,13 +8,17 @@
  *   StreamableHTTPClientTransport as its `fetch` option.
  * - IdnError, readError, throwIfError: the servers' error envelope, typed.
  * - waitForApproval: retry while the owner has not approved the claim.
+ * - verifyRequest, withIdnAgent: accept idn agents in a service directly.
  */
 export { Identity, PROFILE, certificateCanonicalText, encodeCertificateHeader, verifyCertificate, did, home } from "./identity.js";
-export type { Certificate, CreateOptions, HomeOptions, RequestToSign, SignOptions, SignedHeaders } from "./identity.js";
+export type { Certificate, CreateOptions, ExternalSigner, HomeOptions, RequestToSign, SignOptions, SignedHeaders } from "./identity.js";
 export { idnFetch } from "./fetch.js";
-export type { FetchLike, FetchOptions } from "./fetch.js";
-export { IdnError, readError, throwIfError, waitForApproval, CLAIM_REQUIRED } from "./errors.js";
+export type { FetchLike, FetchOptions, RetryOptions } from "./fetch.js";
+export { IdnError, readError, throwIfError, waitForApproval, parseRetryAfter, CLAIM_REQUIRED, MARK_HEADER } from "./errors.js";
 export type { WaitOptions } from "./errors.js";
 export { validateName, validateNamespace, validateNonce, validateSubject } from "./rules.js";
+export { encodeSubject, decodeSubject } from "./encoding.js";
 export { useCryptoBackend, cryptoBackend } from "./crypto.js";
 export type { CryptoBackendName } from "./crypto.js";
+export { verifyRequest, withIdnAgent, idnAgentMiddleware, controlPlaneClaims, MemoryNonceStore, VerifyError } from "./verify.js";
+export type { ClaimCheckOptions, ClaimDecision, MiddlewareOptions, NodeRequest, NodeResponse, NonceStore, ReceivedRequest, VerifiedAgent, VerifyCode, VerifyOptions } from "./verify.js";

@@ -29,10 +29,13 @@ export function validateName(name: string): void {
   if (name.startsWith(" ") || name.endsWith(" ")) throw new TypeError("idn: invalid agent name: starts or ends with a space");
 }
 
-/** Throws unless s is a valid idn-subject: 1–256 bytes, no control characters. */
+/**
+ * Throws unless s is a valid idn-subject: 1–256 bytes of UTF-8, each
+ * character printable as in validateName (the owner reads it beside Approve).
+ */
 export function validateSubject(s: string): void {
-  if (typeof s !== "string" || s.length === 0 || new TextEncoder().encode(s).length > 256 || /[\x00-\x1f\x7f]/.test(s)) {
-    throw new TypeError("idn: subject must be 1 to 256 bytes without control characters");
+  if (typeof s !== "string" || s.length === 0 || new TextEncoder().encode(s).length > 256 || !PRINTABLE.test(s) || RENDERS_AS_NOTHING.test(s)) {
+    throw new TypeError("idn: subject must be 1 to 256 bytes of printable characters (no control or invisible ones)");
   }
 }
 

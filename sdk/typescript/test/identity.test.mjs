@@ -62,3 +62,27 @@ test("refusals", async () => {
   await assert.rejects(id.sign({ method: "GET", url: "http://x/" }, { subject: "a\nb" }), /subject/);
   await assert.rejects(id.sign({ method: "GET", url: "ftp://x/" }), /http/);
 });
+
+test("an identity whose key stays behind an external signer", async () => {
+  const { verifyRequest, MemoryNonceStore } = await import("../dist/index.js");
+  // A non-extractable WebCrypto key stands for a keychain, token or KMS.
+  const kp = await crypto.subtle.generateKey({ name: "Ed25519" }, false, ["sign", "verify"]);
+  const pub = new Uint8Array(await crypto.subtle.exportKey("raw", kp.publicKey));
+  let calls = 0;
+  const sign = async (data) => (calls++, new Uint8Array(await crypto.subtle.sign("Ed25519", kp.privateKey, data)));
+  const id = await Identity.withSigner("kms-agent", pub, sign, { name: "KMS bot" });
+  assert.equal(id.name, "KMS bot");
+  assert.equal(calls, 1, "the certificate's proof");
+  const url = "https://gw.example/proxy/x";
+  const headers = await id.sign({ method: "POST", url, body: "{}" });
+  const agent = await verifyRequest({ method: "POST", url, headers, body: "{}" }, { nonces: new MemoryNonceStore() });
+  assert.equal(agent.fingerprint, id.fingerprint);
+  assert.throws(() => id.toRecord(), /external signer/);
+
+  const again = await Identity.withSigner("kms-agent", pub, sign, { certificate: id.certificate });
+  assert.equal(again.certificateHeader, id.certificateHeader, "a kept certificate is reused");
+  const other = await crypto.subtle.generateKey({ name: "Ed25519" }, false, ["sign", "verify"]);
+  const wrong = async (data) => new Uint8Array(await crypto.subtle.sign("Ed25519", other.privateKey, data));
+  await assert.rejects(Identity.withSigner("kms-agent", pub, wrong), /proof does not verify/);
+  await assert.rejects(Identity.withSigner("other-agent", pub, sign, { certificate: id.certificate }), /not for this namespace/);
+});

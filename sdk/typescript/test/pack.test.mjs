@@ -36,6 +36,12 @@ test("the packed tarball installs into an empty project and signs there", () => 
   const printed = JSON.parse(execFileSync(process.execPath, ["main.mjs"], { cwd: app, encoding: "utf8" }));
   assert.deepEqual(printed, { ns: "packed-agent", digest: true, fetch: "function", err: "function", wait: "function" });
 
+  // The package's command, as npx runs it.
+  const home = join(work, "home");
+  const made = execFileSync(join(app, "node_modules", ".bin", "idn"), ["init", "packed-cli", "--name", "Packed CLI"], { cwd: app, env: { ...process.env, IDN_HOME: home }, encoding: "utf8" });
+  assert.match(made, /^Created identity packed-cli\n/);
+  assert.ok(readdirSync(join(home, "identities")).includes("packed-cli"));
+
   // The type declarations serve a strict TypeScript consumer.
   writeFileSync(join(app, "main.ts"), `
     import { Identity, idnFetch, IdnError, type SignedHeaders } from "@idnhq/idn";

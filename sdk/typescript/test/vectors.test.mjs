@@ -75,6 +75,8 @@ for (const backendName of ["node", "webcrypto"]) {
         }
         const req = { method: c.method ?? src.method, url: c.url ?? src.url, body: c.body ?? src.body };
         let base = await id.signatureBase(req, { subject: src.subject, nonce: src.nonce, created: src.created });
+        // A change to signature-input is not a line of the base: verify.test.mjs runs it through verifyRequest.
+        if (c.header && !base.includes(`"${c.header[0]}": `)) return;
         if (c.header) base = base.replace(`"${c.header[0]}": ${src.headers[c.header[0]]}`, `"${c.header[0]}": ${c.header[1]}`);
         assert.notEqual(base, src.signature_base);
         assert.equal(verifies(base, src.headers.signature), false);

@@ -8,10 +8,23 @@ idn-rfc9421-v1 profile (RFC 9421, Ed25519).
 - IdnError, read_error, raise_for_error: the servers' error envelope, typed.
 - wait_for_approval, wait_for_approval_async: retry while the owner has not
   approved the claim.
+- idn.verify: verify_request and WSGI and ASGI middleware, to accept idn
+  agents in a service directly.
 """
 
-from ._rules import validate_name, validate_namespace, validate_nonce, validate_subject
-from .errors import CLAIM_REQUIRED, IdnError, raise_for_error, read_error, wait_for_approval, wait_for_approval_async
+from ._retry import Retry
+from ._rules import decode_subject, encode_subject, validate_name, validate_namespace, validate_nonce, validate_subject
+from .errors import (
+    CLAIM_REQUIRED,
+    MARK_HEADER,
+    IdnError,
+    key_fingerprint,
+    parse_retry_after,
+    raise_for_error,
+    read_error,
+    wait_for_approval,
+    wait_for_approval_async,
+)
 from .identity import (
     PROFILE,
     Identity,
@@ -24,13 +37,19 @@ from .identity import (
 
 __all__ = [
     "CLAIM_REQUIRED",
+    "MARK_HEADER",
     "PROFILE",
+    "Retry",
     "Identity",
     "IdnError",
     "certificate_canonical_text",
+    "decode_subject",
     "did",
     "encode_certificate_header",
+    "encode_subject",
     "idn_home",
+    "key_fingerprint",
+    "parse_retry_after",
     "raise_for_error",
     "read_error",
     "validate_name",
@@ -41,4 +60,4 @@ __all__ = [
     "wait_for_approval",
     "wait_for_approval_async",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

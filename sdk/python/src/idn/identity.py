@@ -11,13 +11,13 @@ import secrets
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from ._rules import validate_name, validate_namespace, validate_nonce, validate_subject
+from ._rules import encode_subject, validate_name, validate_namespace, validate_nonce, validate_subject
 
 PROFILE = "idn-rfc9421-v1"
 
@@ -126,7 +126,7 @@ def _key_id(namespace: str, pub: bytes) -> str:
     return f"{did(namespace)}#ed25519-{hashlib.sha256(pub).digest()[:8].hex()}"
 
 
-def _issue(namespace: str, name: str | None, key: Ed25519PrivateKey, pub: bytes, issued_at: datetime, expires_at: str | None) -> dict:
+def _issue(namespace: str, name: str | None, sign: Callable[[bytes], bytes], pub: bytes, issued_at: datetime, expires_at: str | None) -> dict:
     validate_namespace(namespace)
     if name:
         validate_name(name)
@@ -141,7 +141,7 @@ def _issue(namespace: str, name: str | None, key: Ed25519PrivateKey, pub: bytes,
     }
     if name:
         cert["name"] = name
-    cert["proof"] = {"alg": "ed25519", "sig": _b64url(key.sign(certificate_canonical_text(cert).encode("utf-8")))}
+    cert["proof"] = {"alg": "ed25519", "sig": _b64url(bytes(sign(certificate_canonical_text(cert).encode("utf-8"))))}
     return cert
 
 
@@ -155,8 +155,9 @@ class Identity:
         validate_namespace(namespace)
         self.namespace = namespace
         self._seed = bytes(seed)
-        self._key = Ed25519PrivateKey.from_private_bytes(self._seed)
-        self._pub = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        key = Ed25519PrivateKey.from_private_bytes(self._seed)
+        self._sign: Callable[[bytes], bytes] = key.sign
+        self._pub = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         self.public_key = "ed25519:" + _b64(self._pub)
         self.created_at = created_at
         self.updated_at = updated_at
@@ -182,8 +183,40 @@ class Identity:
         issued = (issued_at or datetime.now(timezone.utc)).replace(microsecond=0)
         key = Ed25519PrivateKey.from_private_bytes(bytes(seed))
         pub = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-        cert = _issue(namespace, name, key, pub, issued, None)
+        cert = _issue(namespace, name, key.sign, pub, issued, None)
         return cls(namespace, bytes(seed), cert, issued, issued)
+
+    @classmethod
+    def with_signer(cls, namespace: str, public_key: bytes, sign: Callable[[bytes], bytes], *, name: str | None = None,
+                    issued_at: datetime | None = None, certificate: dict | None = None) -> "Identity":
+        """An identity whose private key never enters this process.
+
+        sign(data) returns the Ed25519 signature, made wherever the key lives
+        (an OS keychain, a hardware token, a cloud KMS). Without certificate,
+        a new one is issued through sign; with one (kept from earlier, e.g.
+        identity.certificate), it is checked against public_key and reused.
+        Such an identity signs and renames but has no record to save.
+        """
+        validate_namespace(namespace)
+        if not isinstance(public_key, (bytes, bytearray)) or len(public_key) != 32:
+            raise ValueError("idn: an Ed25519 public key is 32 bytes")
+        pub = bytes(public_key)
+        if certificate is None:
+            issued = (issued_at or datetime.now(timezone.utc)).replace(microsecond=0)
+            certificate = _issue(namespace, name, sign, pub, issued, None)
+        verify_certificate(certificate)  # also proves that sign signs with public_key
+        if certificate["namespace"] != namespace or certificate["publicKey"] != "ed25519:" + _b64(pub):
+            raise ValueError("idn: certificate is not for this namespace and key")
+        self = cls.__new__(cls)
+        self.namespace = namespace
+        self._seed = None
+        self._sign = sign
+        self._pub = pub
+        self.public_key = "ed25519:" + _b64(pub)
+        self.created_at = self.updated_at = _parse_time(certificate["issuedAt"])
+        self._extra = {}
+        self._set_certificate(_ordered_certificate(certificate))
+        return self
 
     @property
     def did(self) -> str:
@@ -192,6 +225,11 @@ class Identity:
     @property
     def key_id(self) -> str:
         return self._cert["keyId"]
+
+    @property
+    def fingerprint(self) -> str:
+        """The key's fingerprint, "ed25519-<16 hex>": the key id's fragment, as owners see it on the claims page."""
+        return self.key_id.split("#", 1)[1]
 
     @property
     def name(self) -> str | None:
@@ -211,13 +249,16 @@ class Identity:
         """Give the identity a new display name (None removes it) with a new
         certificate for the same key, so approvals of the key stand. save() writes it."""
         now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
-        self._set_certificate(_issue(self.namespace, name, self._key, self._pub, now, self._cert.get("expiresAt")))
+        self._set_certificate(_issue(self.namespace, name, self._sign, self._pub, now, self._cert.get("expiresAt")))
         self.updated_at = now
 
     # --- the record -----------------------------------------------------
 
     def to_record(self) -> str:
         """The identity file's JSON text, with any unknown fields it was loaded with."""
+        if self._seed is None:
+            raise ValueError("idn: an identity with an external signer has no record; "
+                             "keep identity.certificate and pass it to Identity.with_signer")
         rec: dict[str, Any] = {
             "version": 1,
             "namespace": self.namespace,
@@ -346,7 +387,7 @@ class Identity:
         (lower-case names; content-digest only with a body). url and body
         must be exactly what is sent."""
         base, headers = self._build(method, url, body, subject, nonce, created)
-        headers["signature"] = "sig1=:" + _b64(self._key.sign(base.encode("utf-8"))) + ":"
+        headers["signature"] = "sig1=:" + _b64(bytes(self._sign(base.encode("utf-8")))) + ":"
         return headers
 
     def _build(self, method, url, body, subject, nonce, created):
@@ -358,7 +399,10 @@ class Identity:
         if subject is None:
             subject = self.namespace
         else:
+            # HTTP drops spaces and tabs at either end of a header value.
+            subject = subject.strip(_OWS)
             validate_subject(subject)
+        subject_value = encode_subject(subject)
         if nonce is None:
             nonce = secrets.token_hex(16)
         else:
@@ -371,10 +415,9 @@ class Identity:
             created = int(created)
         if isinstance(body, str):
             body = body.encode("utf-8")
-        subject_value = subject.strip(_OWS)
         headers = {
             "idn-namespace": self.namespace,
-            "idn-subject": subject,
+            "idn-subject": subject_value,
             "idn-agent-key": self.public_key,
             "idn-agent-cert": self._cert_header,
         }
