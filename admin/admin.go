@@ -12,6 +12,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 )
 
@@ -207,10 +208,15 @@ func jsonError(err error) error {
 	return badRequest("request body is not valid JSON")
 }
 
-// subject is the idn-subject header, which takes precedence over body
-// fields naming the acting subject.
-func subject(r *http.Request) string {
-	return strings.TrimSpace(r.Header.Get("idn-subject"))
+// subject is the subject the idn-subject header carries (decoded as
+// agents encode it), which takes precedence over body fields naming the
+// acting subject.
+func subject(r *http.Request) (string, error) {
+	s, err := identity.DecodeSubject(strings.TrimSpace(r.Header.Get("idn-subject")))
+	if err != nil {
+		return "", badRequest("idn-subject is not a subject: a malformed display string").With("field", "idn-subject")
+	}
+	return s, nil
 }
 
 // answer writes v with status, or err when there is one.

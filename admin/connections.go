@@ -116,7 +116,12 @@ func (h *Handler) rotateConnection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	c, err := h.RotateConnection(r.Context(), r.PathValue("id"), body, r.Header.Get("idn-subject"))
+	by, err := subject(r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	c, err := h.RotateConnection(r.Context(), r.PathValue("id"), body, by)
 	h.answer(w, r, http.StatusOK, c, err)
 }
 

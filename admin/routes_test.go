@@ -134,6 +134,13 @@ func TestVariableRoutes(t *testing.T) {
 	if v := r.json(t); v["key"] != "OPENAI_KEY" || v["created_by_subject"] != "header-subject" || v["value"] != nil {
 		t.Fatalf("created = %s", r.Body)
 	}
+	// A subject beyond ASCII arrives as an RFC 9651 display string and is
+	// stored as the subject it carries; a malformed one is refused.
+	r = e.do("POST", "/api/admin/credential-variables", fmt.Sprintf(`{"key":"ZOE_KEY","value":%q}`, secretVar), "idn-subject", `%"Zo%c3%ab"`)
+	if v := r.json(t); r.Status != 201 || v["created_by_subject"] != "Zoë" {
+		t.Fatalf("created by an encoded subject = %d %s", r.Status, r.Body)
+	}
+	wantStatus(t, e.do("POST", "/api/admin/credential-variables", fmt.Sprintf(`{"key":"BAD_KEY","value":%q}`, secretVar), "idn-subject", `%"Zo%C3%AB"`), 400, "VALIDATION_ERROR")
 	wantStatus(t, e.do("POST", "/api/admin/credential-variables", fmt.Sprintf(`{"key":"OPENAI_KEY","value":%q}`, secretVar+"2")), 200, "")
 	r = e.do("GET", "/api/admin/credential-variables", "")
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"key":"OPENAI_KEY"`) {

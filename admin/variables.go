@@ -17,7 +17,12 @@ func (h *Handler) putVariable(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.log, err)
 		return
 	}
-	v, created, err := h.PutVariable(r.Context(), body, subject(r))
+	by, err := subject(r)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	v, created, err := h.PutVariable(r.Context(), body, by)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
