@@ -33,10 +33,10 @@ const inlineNamespace = 16
 // slot is one cell of a snapshot's table, one cache line long: the tuple
 // itself, compared exactly (the raw public key and the namespace's first
 // bytes), and the claim's metadata. The claim id is in the snapshot's arena
-// at idOff. An empty slot has idLen 0, and so has the tail cell that follows
-// the slot of a namespace over inlineNamespace bytes: it holds the
-// namespace's bytes past inlineNamespace, zero-padded, in publicKey and then
-// namespace, and matches no lookup. While a builder collects claims, the
+// at idOff. An empty slot has idLen 0. So has the tail cell that follows
+// the slot of a namespace over inlineNamespace bytes, and it matches no
+// lookup. It holds the namespace's bytes past inlineNamespace, zero-padded,
+// in publicKey and then namespace. While a builder collects claims, the
 // tail follows the claim id in its arena instead.
 type slot struct {
 	publicKey  [ed25519.PublicKeySize]byte
@@ -172,9 +172,9 @@ func (t *slot) appendTail(dst []byte, n int) []byte {
 
 // find returns the claim id and approval time (Unix milliseconds) of the
 // tuple, if the snapshot holds it. It returns scalars rather than an
-// Approval, which the caller builds once: a lookup is mostly a wait for one
-// slot from memory, and the fewer instructions it runs besides, the sooner
-// the processor can start the next lookup's read.
+// Approval, which the caller builds once. A lookup is mostly a wait for one
+// slot from memory. The fewer instructions it runs besides, the sooner the
+// processor can start the next lookup's read.
 func (s *snapshot) find(namespace string, key *[ed25519.PublicKeySize]byte) (id string, approvedAt int64, ok bool) {
 	if len(s.table) == 0 {
 		return "", 0, false
@@ -401,10 +401,10 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 }
 
 // permute moves every record of b to its slot pos[j] (dropping the unplaced
-// ones) in an array of len(pos) slots, and returns it: b's own array when
-// reserve made it that large, so that a refresh holds each claim once. It
-// follows each chain of displaced records to an empty slot, so every record
-// moves once.
+// ones) in an array of len(pos) slots, and returns it. That is b's own
+// array when reserve made it that large, so that a refresh holds each
+// claim once. It follows each chain of displaced records to an empty slot,
+// so every record moves once.
 func (b *builder) permute(pos []uint32) []slot {
 	n, m := len(b.slots), len(pos)
 	var table []slot

@@ -143,8 +143,8 @@ func framed(msg []byte) []byte {
 }
 
 // SendOpen is Send while a stream is open, and does nothing (false) when
-// none is: for a request to the client, whose asker waits for the answer
-// only so long, and which a stream opened later must not carry.
+// none is. It is for a request to the client: its asker waits for the
+// answer only so long, and a stream opened later must not carry it.
 func (l *Log) SendOpen(msg []byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
