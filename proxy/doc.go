@@ -41,6 +41,6 @@
 //
 // The zero value of every field of Config and Options is the safe one.
 // docs/gateway.md tells the pipeline's answers ("Authentication"), the
-// routes and what redaction covers ("Runtime (agents)"). docs/threat-model.md
-// tells what the pipeline stops and what it does not.
+// routes and what redaction covers ("Runtime (agents)").
+// docs/threat-model.md tells what the pipeline stops and what it does not.
 package proxy
