@@ -1,13 +1,14 @@
 // Command bench measures the idn gateway against the physical limit, on
 // 127.0.0.1 (issue 8, item 2).
 //
-// It starts a small upstream HTTP server, a real control plane (SQLite in a
-// temporary directory, seeded through its test seed route with one service
-// and -claims approved claims) and a go-sdk MCP server. In a child process
-// pinned to its own CPUs (proxies.go) it starts a real gateway composed by
-// package gateway, in front of the upstream and the MCP server, and a
-// baseline that is a bare httputil.ReverseProxy doing one ed25519.Verify
-// per request. Then it loads, each for -duration:
+// It starts a small upstream HTTP server, a real control plane and a go-sdk
+// MCP server. The control plane runs on SQLite in a temporary directory,
+// seeded through its test seed route with one service and -claims approved
+// claims. In a child process pinned to its own CPUs (proxies.go), it
+// starts a real gateway composed by package gateway, in front of the
+// upstream and the MCP server. Beside it runs a baseline: a bare
+// httputil.ReverseProxy doing one ed25519.Verify per request. Then it
+// loads, each for -duration:
 //
 //   - upstream, baseline and gateway (/proxy/<connection>/…) with small GETs,
 //     at maximum throughput (closed loop, -workers workers) and at a fixed
@@ -22,9 +23,9 @@
 // Signed requests are signed before their round, each with its own nonce,
 // so the client's signing cost is not measured. The fixed-rate mode works
 // like wrk2: requests are scheduled at the rate and sent in order by the
-// same number of workers, and each latency runs from the request's
-// scheduled send time, so a server that stalls is charged for the requests
-// queued behind it (no coordinated omission).
+// same number of workers. Each latency runs from the request's scheduled
+// send time, so a server that stalls is charged for the requests queued
+// behind it (no coordinated omission).
 //
 // Usage:
 //
@@ -32,14 +33,16 @@
 //	go run ./bench -soak 10m [-soak-every 30s] [-workers N] [-memory-feed -claims N]
 //	go run ./bench -scale [-duration 3s] [-rounds 5] [-workers N] [-claims N]
 //
-// With -soak it runs no phases: it loads the gateway route at its maximum
-// rate for that long, each request signed as it is sent, and reports the
+// With -soak it runs no phases. It loads the gateway route at its maximum
+// rate for that long, each request signed as it is sent. It reports the
 // rate, NONCE_STORE_FULL answers, errors and the gateway's memory over
-// time (soak.go); with -memory-feed its control plane is claimcachetest's
-// in-memory claims API, which holds a million claims at once where the
-// real one takes minutes to seed them. With -scale it runs the gateway and the baseline on 1,
-// 2, 4, … cores in turn and reports their rate, CPU per request, memory
-// and added latency at each count (scale.go).
+// time (soak.go). With -memory-feed its control plane is claimcachetest's
+// in-memory claims API. That one holds a million claims at once, where the
+// real one takes minutes to seed them.
+//
+// With -scale it runs the gateway and the baseline on 1, 2, 4, … cores in
+// turn. It reports their rate, CPU per request, memory and added latency
+// at each count (scale.go).
 //
 // The report is a table on stdout (or JSON with -json); progress goes to
 // stderr. The exit status is 1 when any request failed. README.md explains

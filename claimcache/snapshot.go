@@ -33,10 +33,10 @@ const inlineNamespace = 16
 // slot is one cell of a snapshot's table, one cache line long: the tuple
 // itself, compared exactly (the raw public key and the namespace's first
 // bytes), and the claim's metadata. The claim id is in the snapshot's arena
-// at idOff. An empty slot has idLen 0, and so has the tail cell that follows
-// the slot of a namespace over inlineNamespace bytes: it holds the
-// namespace's bytes past inlineNamespace, zero-padded, in publicKey and then
-// namespace, and matches no lookup. While a builder collects claims, the
+// at idOff. An empty slot has idLen 0. So has the tail cell that follows
+// the slot of a namespace over inlineNamespace bytes, and it matches no
+// lookup. It holds the namespace's bytes past inlineNamespace, zero-padded,
+// in publicKey and then namespace. While a builder collects claims, the
 // tail follows the claim id in its arena instead.
 type slot struct {
 	publicKey  [ed25519.PublicKeySize]byte
@@ -48,37 +48,38 @@ type slot struct {
 }
 
 // Shape of the perfect hash: tuples per bucket on average, and the share of
-// the table's cells that stay empty, which keeps the search for the last
-// buckets' pilots short: 1 in emptyEvery for slots alone, 1 in
-// emptyEveryLong for a slot and its tail cell, which need two free cells
-// side by side.
+// the table's cells that stay empty. Empty cells keep the search for the
+// last buckets' pilots short. 1 in emptyEvery stays empty for slots alone,
+// and 1 in emptyEveryLong for a slot and its tail cell, which need two
+// free cells side by side.
 const (
 	bucketLoad     = 4
 	emptyEvery     = 20
 	emptyEveryLong = 5
 )
 
-// snapshot is an immutable view of one service's approved claims, in a table
-// addressed by a perfect hash built for exactly those tuples: each has a slot
-// of its own that a lookup computes, so every lookup, hit or miss, reads one
-// slot (one cache line), and the tail cell after it for a namespace over
-// inlineNamespace bytes, and compares them exactly. The two cells' addresses
-// are known together, so the processor reads them from memory side by side:
-// a lookup costs one memory read's latency at any namespace length.
+// snapshot is an immutable view of one service's approved claims. They sit
+// in a table addressed by a perfect hash built for exactly those tuples:
+// each has a slot of its own that a lookup computes. So every lookup, hit
+// or miss, reads one slot (one cache line) and compares it exactly. For a
+// namespace over inlineNamespace bytes it also reads the tail cell after
+// the slot. The two cells' addresses are known together, so the processor
+// reads them from memory side by side. A lookup costs one memory read's
+// latency at any namespace length.
 //
 // The hash follows PTHash (Pibiri and Trani, SIGIR 2021), with buckets of
 // uniform expected size and plain 16-bit pilots. A seeded hash of the tuple
-// picks a bucket of about bucketLoad tuples; the bucket's pilot, chosen when
+// picks a bucket of about bucketLoad tuples. The bucket's pilot, chosen when
 // the snapshot is built, sends each of them to a free slot. The pilots take
-// half a byte per claim and mostly stay in the processor's caches, so the
-// slot (with its tail cell) is usually the lookup's only read from memory;
-// a hit's claim id is a string in the arena, which the lookup does not
+// half a byte per claim and mostly stay in the processor's caches. So the
+// slot (with its tail cell) is usually the lookup's only read from memory.
+// A hit's claim id is a string in the arena, which the lookup does not
 // read.
 //
 // A snapshot holds about 94 bytes per claim with namespaces of up to
-// inlineNamespace bytes (67 for the slot and its share of the empty ones,
-// the claim id, half a byte of pilot), and 93 more for a longer namespace's
-// tail cell and the larger share of empty cells it needs;
+// inlineNamespace bytes: 67 for the slot and its share of the empty ones,
+// then the claim id and half a byte of pilot. A longer namespace takes 93
+// more, for its tail cell and the larger share of empty cells it needs.
 // BenchmarkSnapshotMemory1M measures it.
 type snapshot struct {
 	pilots  []uint16
@@ -113,9 +114,9 @@ func (s *snapshot) bucket(h uint64) int {
 }
 
 // position returns the slot that pilot sends a tuple's hash to. Tuples of one
-// bucket share their hash's high bits (which chose the bucket), so the slot
+// bucket share their hash's high bits (which chose the bucket). So the slot
 // comes from the low bits: rotated to the top, mixed with the pilot, and
-// multiplied by an odd constant, whose product's high bits scale to the
+// multiplied by an odd constant. The product's high bits scale to the
 // table's size. One multiplication, not a full mixing function: it is on
 // the path of every lookup, and the build finds pilots as readily.
 func (s *snapshot) position(h uint64, pilot uint16, m int) int {
@@ -125,11 +126,11 @@ func (s *snapshot) position(h uint64, pilot uint16, m int) int {
 }
 
 // holds reports whether the slot at i is the tuple's. It compares in 64-bit
-// words and branches on the outcome and on the length of the namespace
-// asked for, which the processor predicts: a lookup spends its time waiting
-// for the slot to arrive from memory, and a branch on its contents would
-// keep the processor from working ahead meanwhile (and from asking for a
-// tail cell at the same time as the slot).
+// words. It branches on the outcome and on the length of the namespace
+// asked for, which the processor predicts. A lookup spends its time waiting
+// for the slot to arrive from memory. A branch on the slot's contents would
+// keep the processor from working ahead meanwhile, and from asking for a
+// tail cell at the same time as the slot.
 func (s *snapshot) holds(i int, namespace string, publicKey *[ed25519.PublicKeySize]byte) bool {
 	sl := &s.table[i]
 	var head [inlineNamespace]byte // zero-padded, as in the slot
@@ -171,9 +172,9 @@ func (t *slot) appendTail(dst []byte, n int) []byte {
 
 // find returns the claim id and approval time (Unix milliseconds) of the
 // tuple, if the snapshot holds it. It returns scalars rather than an
-// Approval, which the caller builds once: a lookup is mostly a wait for one
-// slot from memory, and the fewer instructions it runs besides, the sooner
-// the processor can start the next lookup's read.
+// Approval, which the caller builds once. A lookup is mostly a wait for one
+// slot from memory. The fewer instructions it runs besides, the sooner the
+// processor can start the next lookup's read.
 func (s *snapshot) find(namespace string, key *[ed25519.PublicKeySize]byte) (id string, approvedAt int64, ok bool) {
 	if len(s.table) == 0 {
 		return "", 0, false
@@ -209,9 +210,9 @@ func (s *snapshot) each(yield func(namespace string, publicKey *[ed25519.PublicK
 }
 
 // builder accumulates one delivery of a Source in the slots of the table to
-// be, in arrival order, and build moves them to their places in that same
-// array: a refresh holds each claim once, and the feed's decoded records not
-// at all.
+// be, in arrival order. build moves them to their places in that same
+// array. So a refresh holds each claim once, and the feed's decoded records
+// not at all.
 type builder struct {
 	service string
 	slots   []slot
@@ -265,11 +266,11 @@ func tableSize(n, long int) int {
 }
 
 // reserve makes room for total claims in all, when a Source knows how many
-// it will deliver: the array that collects them then becomes the table
-// itself, without a copy, and the arena is made as large as the claims so
-// far say it will need, a sixteenth more, so that it is not copied as it
-// grows either. Both are advised to use huge pages, so filling them costs a
-// page fault per 2 MiB rather than per 4 KiB.
+// it will deliver. The array that collects them then becomes the table
+// itself, without a copy. The arena is made as large as the claims so far
+// say it will need, plus a sixteenth, so that it is not copied as it grows
+// either. Both are advised to use huge pages, so filling them costs a page
+// fault per 2 MiB rather than per 4 KiB.
 func (b *builder) reserve(total int) {
 	if total <= len(b.slots) || total > maxReserve {
 		return
@@ -285,11 +286,11 @@ func (b *builder) reserve(total int) {
 	}
 }
 
-// maxSeeds bounds the seeds build tries. One fails only when two distinct
-// tuples share all 64 bits of their hash (about 1 in 40 million at a million
-// tuples) or a bucket exhausts its pilots; each seed after the first also
-// has a table a sixteenth larger, with more room for the pilots to find, so
-// a second seed all but always succeeds.
+// maxSeeds bounds the seeds build tries. A seed fails only when two
+// distinct tuples share all 64 bits of their hash (about 1 in 40 million
+// at a million tuples), or a bucket exhausts its pilots. Each seed after
+// the first also has a table a sixteenth larger, with more room for the
+// pilots to find. So a second seed all but always succeeds.
 const maxSeeds = 4
 
 // build returns the snapshot, and uses up b. When a tuple appears twice (the
@@ -400,10 +401,10 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 }
 
 // permute moves every record of b to its slot pos[j] (dropping the unplaced
-// ones) in an array of len(pos) slots, and returns it: b's own array when
-// reserve made it that large, so that a refresh holds each claim once. It
-// follows each chain of displaced records to an empty slot, so every record
-// moves once.
+// ones) in an array of len(pos) slots, and returns it. That is b's own
+// array when reserve made it that large, so that a refresh holds each
+// claim once. It follows each chain of displaced records to an empty slot,
+// so every record moves once.
 func (b *builder) permute(pos []uint32) []slot {
 	n, m := len(b.slots), len(pos)
 	var table []slot

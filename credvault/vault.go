@@ -148,16 +148,21 @@ func (r *Resolved) Secret() (string, error) {
 
 // Redactions returns every form in which the connection's credential can
 // travel upstream and come back in a response, for a proxy to strip from
-// what it returns: the resolved secret; its query-escaped, path-escaped
-// (upper- and lower-case hex) and JSON-escaped forms; the whole injected
-// header value in bearer and header_key modes; and the same forms of each
-// credential variable value of at least MinSecretLen bytes that the secret
-// references as {{KEY}} (shorter ones are more likely identifiers than
-// secrets, and would be replaced wherever their bytes occur by chance). The
-// secret itself is at least MinSecretLen bytes: shorter values are refused
-// when written, and a {{KEY}} secret that resolves shorter is unresolved. Longest first, without duplicates; empty
-// when the connection has no credential or it is unresolved. The slice is
-// shared by every reader of the snapshot: do not modify it.
+// what it returns. These are:
+//   - the resolved secret, and its query-escaped, path-escaped (upper- and
+//     lower-case hex) and JSON-escaped forms;
+//   - the whole injected header value in bearer and header_key modes;
+//   - the same forms of each credential variable value the secret
+//     references as {{KEY}}, when it is at least MinSecretLen bytes.
+//
+// Shorter variable values are more likely identifiers than secrets. They
+// would be replaced wherever their bytes occur by chance. The secret itself
+// is at least MinSecretLen bytes: shorter values are refused when written,
+// and a {{KEY}} secret that resolves shorter is unresolved.
+//
+// The list is longest first, without duplicates. It is empty when the
+// connection has no credential or it is unresolved. The slice is shared by
+// every reader of the snapshot: do not modify it.
 func (r *Resolved) Redactions() []string { return r.redactions }
 
 // UpstreamBase returns Connection.UpstreamBase, parsed when the snapshot was

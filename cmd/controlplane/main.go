@@ -9,22 +9,23 @@
 //
 // Every setting is an environment variable; docs/control-plane.md describes
 // each one, and `controlplane -h` lists them with their defaults. serve
-// reads and checks them all before it opens anything: the problems are
+// reads and checks them all before it opens anything. The problems are
 // listed together, one per line, and the exit status is 2 (1 for a failure
 // after start). With ENVIRONMENT=local and nothing else set it runs on
 // SQLite in IDN_DATA_DIR with secrets it generates there once (the
 // directory 0700, its files 0600).
 //
-// serve listens on CONTROLPLANE_ADDR, by default 127.0.0.1:8787: binding
+// serve listens on CONTROLPLANE_ADDR, by default 127.0.0.1:8787. Binding
 // beyond loopback is a choice made by setting it, and is logged as a
-// warning at start. It serves the API, /health, /health/live,
-// /health/ready and /metrics (loopback clients, or
-// CONTROLPLANE_METRICS_TOKEN as a bearer token), logs one line per request
-// (request id, method, route pattern, status, duration) in the LOG_FORMAT
-// and at the LOG_LEVEL chosen, runs the claim expiry and cleanup once a
-// minute and the webhook and registry workers continuously, and on SIGINT
-// or SIGTERM drains in-flight requests for up to
-// CONTROLPLANE_SHUTDOWN_TIMEOUT_SECONDS, logging how the drain ended.
+// warning at start. serve:
+//   - serves the API, /health, /health/live, /health/ready and /metrics
+//     (loopback clients, or CONTROLPLANE_METRICS_TOKEN as a bearer token);
+//   - logs one line per request (request id, method, route pattern,
+//     status, duration) in the LOG_FORMAT and at the LOG_LEVEL chosen;
+//   - runs the claim expiry and cleanup once a minute, and the webhook and
+//     registry workers continuously;
+//   - on SIGINT or SIGTERM, drains in-flight requests for up to
+//     CONTROLPLANE_SHUTDOWN_TIMEOUT_SECONDS and logs how the drain ended.
 package main
 
 import (

@@ -17,33 +17,35 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// The client side of tasks through idn mcp: the tasks the stdio client
-// runs for the server, when the server asks it for a sampling or an
-// elicitation as a task, and the server's requests about them. Neither the
-// go-sdk's server nor its client has a model of them, so the bridge
-// carries them as JSON, as the gateway does (with the parts of package
-// mcptasks it shares with it): the tasks capability the
-// stdio client declared in its initialize (read off stdin) is added to the
-// gateway session's initialize; the gateway's requests of the client side
-// of tasks are taken out of the event streams the SDK's client reads
-// (which would drop a request's task, or answer "method not found"),
-// written to stdout as requests of the bridge's own, and the stdio
-// client's answers, taken off stdin, posted back; the stdio client's task
-// status notifications go to the gateway.
+// The client side of tasks through idn mcp. These are the tasks the stdio
+// client runs for the server, when the server asks it for a sampling or an
+// elicitation as a task, and the server's requests about them.
 //
-// A task is bound to the gateway session it was created for: the
+// Neither the go-sdk's server nor its client has a model of them. So the
+// bridge carries them as JSON, as the gateway does, with the parts of
+// package mcptasks it shares with the gateway:
+//   - The tasks capability the stdio client declared in its initialize
+//     (read off stdin) is added to the gateway session's initialize.
+//   - The gateway's requests of the client side of tasks are taken out of
+//     the event streams the SDK's client reads. That client would drop a
+//     request's task, or answer "method not found".
+//   - Those requests are written to stdout as the bridge's own. The stdio
+//     client's answers are taken off stdin and posted back.
+//   - The stdio client's task status notifications go to the gateway.
+//
+// A task is bound to the gateway session it was created for. The
 // gateway's requests about any other task id are answered "task not
-// found" without asking the stdio client, and a tasks/list page keeps
-// only the bound tasks, whatever the gateway sends.
+// found" without asking the stdio client. A tasks/list page keeps only
+// the bound tasks, whatever the gateway sends.
 
 // clientTaskIDPrefix starts the id of each request the bridge writes to
 // the stdio client on the gateway's behalf.
 const clientTaskIDPrefix = "idn-ct-"
 
 // streamWait bounds how long the answer to the stdio client's initialize
-// waits for the gateway session's own stream, on which the gateway sends
-// requests of the client side of tasks (without one open, it asks them
-// as plain requests).
+// waits for the gateway session's own stream. The gateway sends requests
+// of the client side of tasks on that stream; without one open, it asks
+// them as plain requests.
 const streamWait = 5 * time.Second
 
 // jsonrpcMessage is any JSON-RPC message, as far as the bridge reads it.

@@ -18,22 +18,29 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Tasks through idn mcp: the go-sdk on both sides has no model of them
-// (package mcptasks), so the bridge carries them as JSON where the gateway
-// session offers them. The gateway's tasks capability is read off its
-// initialize answer and passed on in the stdio client's; tools/list is
-// relayed as the gateway wrote it (each tool's execution included); the
-// tasks methods are custom methods on both sides; a task-augmented
-// tools/call, which the SDK's server would run as a plain call, is taken
-// off stdin before the SDK reads it and sent to the gateway as it came;
-// and the gateway's task status notifications are written to stdout
-// between the SDK's messages, and so is a task's progress: under a token
-// the stdio client gave a task-augmented call, from the call until a
-// status ends its task, as the gateway relays it, in the order the
-// gateway sent it (the SDK's client would hand progress to its handler
-// after the tap wrote a status read later, and a client forgets a task's
-// token at its end). The gateway binds every task to the session that
-// created it, which serves this one stdio client.
+// Tasks through idn mcp. The go-sdk has no model of tasks on either side
+// (see package mcptasks). So the bridge carries them as JSON where the
+// gateway session offers them.
+//
+// The gateway's tasks capability is read off its initialize answer and
+// passed on in the answer to the stdio client. tools/list is relayed as
+// the gateway wrote it, each tool's execution included. The tasks methods
+// are custom methods on both sides.
+//
+// The SDK's server would run a task-augmented tools/call as a plain call.
+// So the bridge takes such a call off stdin before the SDK reads it and
+// sends it to the gateway as it came.
+//
+// The gateway's task status notifications are written to stdout between
+// the SDK's messages. So is a task's progress under the token the stdio
+// client gave its call, from the call until a status ends the task. It is
+// written as the gateway relays it, in the order the gateway sent it. The
+// SDK's client would not keep that order: it could hand progress to its
+// handler after the tap (mcptasks.Tap) wrote a status read later. And a
+// client forgets a task's token when the task ends.
+//
+// The gateway binds every task to the session that created it. That
+// session serves this one stdio client.
 
 // relaysTasks reports whether the gateway session offers task-augmented
 // tools/call, in a version that has them, to a stdio client of one too.

@@ -1,19 +1,24 @@
 // Package webhooks sends the claim events of a service to the HTTPS
-// endpoints its owner registers, signed per Standard Webhooks
-// (HMAC-SHA256 over id, timestamp and body). The events are not queued by
-// this package: triggers of the database schema write one outbox row per
-// subscribed webhook in the very transaction that changes a claim, whatever
-// changed it, so an event is never lost between a commit and a send. A
-// Manager serves the owner routes under /v1/services/{id}/webhooks (the
-// webhooks, their recent deliveries, a test event on request) and runs the
-// worker that empties the outbox: each delivery is leased row by row, so
-// any number of instances can share the queue and each webhook-id succeeds
-// at most once; a failed attempt is retried with jittered exponential
-// backoff within the retry window until the failure threshold, then marked
-// failed, and the owner (and the operator copies) may be mailed about it.
+// endpoints its owner registers. Each is signed per Standard Webhooks
+// (HMAC-SHA256 over id, timestamp and body).
+//
+// The events are not queued by this package. Triggers of the database
+// schema write one outbox row per subscribed webhook, in the very
+// transaction that changes a claim, whatever changed it. So an event is
+// never lost between a commit and a send.
+//
+// A Manager serves the owner routes under /v1/services/{id}/webhooks: the
+// webhooks, their recent deliveries, and a test event on request. It also
+// runs the worker that empties the outbox. Each delivery is leased row by
+// row, so any number of instances can share the queue and each webhook-id
+// succeeds at most once. A failed attempt is retried with jittered
+// exponential backoff within the retry window, until the failure
+// threshold. Then it is marked failed, and the owner (and the operator
+// copies) may be mailed about it.
+//
 // Signing secrets are sealed at rest with AES-256-GCM bound to their
-// webhook; targets go through package egress, so private addresses are
-// refused even through DNS rebinding and redirects are never followed.
+// webhook. Targets go through package egress: private addresses are
+// refused even through DNS rebinding, and redirects are never followed.
 package webhooks
 
 import (
@@ -122,9 +127,9 @@ type Config struct {
 }
 
 // AlertAddress says where the owner of namespace ns wants the alerts of
-// its failing webhooks: wanted is false when the owner turned them off
-// (then no alert goes out, not even the operator copies), and addr is ""
-// when the owner has no address or is gone (the copies still go).
+// its failing webhooks. wanted is false when the owner turned them off;
+// then no alert goes out, not even the operator copies. addr is "" when
+// the owner has no address or is gone; the copies still go.
 type AlertAddress func(ctx context.Context, ns string) (addr string, wanted bool, err error)
 
 // Deps is what a Manager takes from the rest of the control plane.

@@ -14,12 +14,14 @@ import (
 // The client side of tasks: the tasks a client runs for the server, when
 // the server asks it for a sampling or an elicitation as a task, and
 // polls, fetches, lists and cancels them. The gateway relays them to an
-// agent, idn mcp to its stdio client; both declare the client's
-// capability in the initialize the SDK's client sends (DeclaringRequest),
-// take the server's requests out of the event streams the SDK's client
-// reads (Divert, ClientRequest), which would drop a request's task or
-// answer "method not found", and bind each task the client creates to the
-// session it was created for (Bindings).
+// agent, and idn mcp to its stdio client. Both:
+//   - declare the client's capability in the initialize the SDK's client
+//     sends (DeclaringRequest);
+//   - take the server's requests out of the event streams the SDK's
+//     client reads (Divert, ClientRequest), since that client would drop
+//     a request's task or answer "method not found";
+//   - bind each task the client creates to the session it was created
+//     for (Bindings).
 
 // MaxBound bounds the client-side task ids a session keeps: past it, the
 // oldest is forgotten (and the server's requests about it are answered
@@ -75,10 +77,10 @@ func orNil(raw json.RawMessage) json.RawMessage {
 }
 
 // Declared returns what the server is told of the tasks capability of a
-// client whose initialize request is body: its list and cancel, and
-// task-augmented sampling and elicitation where it declared sampling and
-// elicitation themselves (no other part is relayed); nil when none of it
-// passes, or the client asks for a version without tasks.
+// client whose initialize request is body. That is its list and cancel,
+// and task-augmented sampling and elicitation where it declared sampling
+// and elicitation themselves; no other part is relayed. It returns nil
+// when none of it passes, or the client asks for a version without tasks.
 func Declared(body []byte) *ClientCaps {
 	var msg struct {
 		Params struct {

@@ -13,10 +13,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// The bodies are validated with github.com/google/jsonschema-go: an
-// OpenAPI 3.1 Schema Object is a JSON Schema draft 2020-12 schema, that
-// package implements draft 2020-12 and runs the official JSON Schema Test
-// Suite, and the module already needs it (the MCP SDK validates tool
+// The bodies are validated with github.com/google/jsonschema-go. An
+// OpenAPI 3.1 Schema Object is a JSON Schema draft 2020-12 schema, and
+// that package implements draft 2020-12 and runs the official JSON Schema
+// Test Suite. The module already needs it (the MCP SDK validates tool
 // arguments with it), so checking responses adds no dependency. What it
 // leaves to this file is the OpenAPI part: picking the operation, the
 // response by status and the media type, and resolving the document's
@@ -25,14 +25,17 @@ import (
 // errNoBody is a response without the body the document lists.
 var errNoBody = errors.New("the document lists content, the response has no body")
 
-// CheckResponse reports how a response differs from the document: the
-// request's method and path must name an operation, the status must be
-// one of its responses (or a range such as "4XX", or "default"), the
-// Content-Type must be one of that response's media types, a response
-// without content must have no body, and a JSON body must validate
-// against the media type's schema. A request whose path names no
-// operation is held to the document's Error schema when the answer is an
-// error, since no document can list the paths it does not serve.
+// CheckResponse reports how a response differs from the document:
+//   - the request's method and path must name an operation;
+//   - the status must be one of its responses (or a range such as "4XX",
+//     or "default");
+//   - the Content-Type must be one of that response's media types;
+//   - a response without content must have no body;
+//   - a JSON body must validate against the media type's schema.
+//
+// A request whose path names no operation is held to the document's Error
+// schema when the answer is an error, since no document can list the
+// paths it does not serve.
 //
 // The redirect net/http's ServeMux answers for a path that is not clean
 // ("/a/../b") is outside any document and passes.

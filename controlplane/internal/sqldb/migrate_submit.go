@@ -7,29 +7,30 @@ const SubmitRefused = "IDN01"
 
 // submitConcurrencyMigration lets the submissions of one namespace run side
 // by side on PostgreSQL. claims_submit (migration 11) locked the namespace
-// row FOR UPDATE before anything else and held it to commit, so every
+// row FOR UPDATE before anything else and held it to commit. So every
 // submission of a namespace queued behind every other for its whole
 // transaction: the claim's insert and its indexes, the triggers and the
 // commit's WAL flush. 32 at once waited up to 31 of those.
 //
-// Now the namespace row is locked FOR SHARE, which submissions share and a
-// deactivation (an UPDATE of the row) still waits for, and the pending
-// budget is enforced by the counters themselves: the insert's trigger
-// increments the claim_counts row of the namespace and service and the
-// pending_agents row of the agent network, holding both rows until commit,
-// and the function then reads them. Every other submission that
-// incremented them has committed by then (a row is incremented by one
-// transaction at a time) and is counted, so a count over its budget
-// refuses exactly as the check before the insert would have under the
-// namespace lock, by raising SubmitRefused, which rolls the claim and its
-// webhook deliveries back. The check before the insert stays, so a flood
-// that is over budget is refused without writing. Submissions of one
-// service still queue, but only from the counter update to commit.
+// Now the namespace row is locked FOR SHARE. Submissions share that lock,
+// and a deactivation (an UPDATE of the row) still waits for it.
 //
-// Two submissions of one tuple no longer queue on the namespace row either:
-// the second one's insert waits on the unique live-tuple index for the
-// first and then inserts nothing (ON CONFLICT DO NOTHING), and the function
-// answers the claim the first one committed.
+// The pending budget is enforced by the counters themselves. The insert's
+// trigger increments the claim_counts row of the namespace and service and
+// the pending_agents row of the agent network, holding both rows until
+// commit. The function then reads them. A row is incremented by one
+// transaction at a time, so every other submission that incremented them
+// has committed by then and is counted. A count over its budget refuses
+// exactly as the check before the insert would have under the namespace
+// lock. It raises SubmitRefused, which rolls the claim and its webhook
+// deliveries back. The check before the insert stays, so a flood that is
+// over budget is refused without writing. Submissions of one service
+// still queue, but only from the counter update to commit.
+//
+// Two submissions of one tuple no longer queue on the namespace row
+// either. The second one's insert waits on the unique live-tuple index for
+// the first and then inserts nothing (ON CONFLICT DO NOTHING). The
+// function answers the claim the first one committed.
 var submitConcurrencyMigration = migration{
 	version: 14,
 	name:    "claims: submissions of one namespace share its row; the pending budget is held by the counters",

@@ -1,18 +1,20 @@
 // Package resume makes an agent session's own event stream (GET) of the
-// MCP endpoint resumable, as MCP Streamable HTTP defines it (2025-11-25,
-// resumability and redelivery): every event written to the stream, by
-// the SDK's server or by the endpoint (task status and progress, which
-// the SDK cannot send), gets the next id of the session's one sequence,
-// and the latest are kept, within a bound, so that a client that lost the
-// stream and opens it again with Last-Event-ID is sent the ones after
-// that id, once each, in order, before anything new.
+// MCP endpoint resumable. It follows MCP Streamable HTTP (2025-11-25,
+// resumability and redelivery).
 //
-// A Log belongs to one session, and its ids carry a tag of its own, drawn
-// at random: an id of another session's stream names no event of this
-// one, so it is refused rather than read as a position in this log.
+// Every event written to the stream gets the next id of the session's one
+// sequence. That holds for the SDK's server and for the endpoint, which
+// writes task status and progress (the SDK cannot send them). The latest
+// events are kept, within a bound. A client that lost the stream opens it
+// again with Last-Event-ID. It is then sent the events after that id,
+// once each, in order, before anything new.
+//
+// A Log belongs to one session, and its ids carry a random tag of its
+// own. An id of another session's stream names no event of this one. So
+// it is refused rather than read as a position in this log.
 // What the endpoint sends while no stream is open (Send) is kept too, and
 // so replayed on resume; the SDK's server sends only to an open stream.
-// A Log holds at most MaxEvents events and MaxBytes of them, so what the
+// A Log holds at most MaxEvents events and MaxBytes of them. So what the
 // endpoint keeps grows with its sessions alone (64 KiB each, plus the
 // slice of at most 2*MaxEvents headers).
 package resume
@@ -95,15 +97,17 @@ func (l *Log) after(lastEventID string) (uint64, bool) {
 
 // Open returns the writer of the stream r asks for, about to be served on
 // w, and r as the SDK's server is to get it. The writer numbers and keeps
-// the events written to it, and once the stream is accepted (WriteHeader
-// 200), it is sent first the kept events after r's Last-Event-ID, when
-// it has one, and then, when prime is set, an event with the latest id
-// and no data, which a client resumes after when nothing newer reached
-// it. A Last-Event-ID the log cannot resume after is ErrCannotResume; if
-// the events after it are dropped before the stream is accepted, the
-// stream is not attached and refuse is called, to end it. The request
-// returned has no Last-Event-ID: the log resumes the stream, and the
-// SDK's server, which keeps no events, would refuse one.
+// the events written to it. Once the stream is accepted (WriteHeader
+// 200), it is first sent the kept events after r's Last-Event-ID, when it
+// has one. Then, when prime is set, it is sent an event with the latest
+// id and no data; a client resumes after that one when nothing newer
+// reached it.
+//
+// A Last-Event-ID the log cannot resume after is ErrCannotResume. If the
+// events after it are dropped before the stream is accepted, the stream
+// is not attached and refuse is called, to end it. The request returned
+// has no Last-Event-ID: the log resumes the stream, and the SDK's server,
+// which keeps no events, would refuse one.
 func (l *Log) Open(w http.ResponseWriter, r *http.Request, prime bool, refuse func()) (*Stream, *http.Request, error) {
 	s := &Stream{ResponseWriter: w, log: l, prime: prime, refuse: refuse}
 	switch ids := r.Header.Values(lastEventIDHeader); len(ids) {
@@ -139,8 +143,8 @@ func framed(msg []byte) []byte {
 }
 
 // SendOpen is Send while a stream is open, and does nothing (false) when
-// none is: for a request to the client, whose asker waits for the answer
-// only so long, and which a stream opened later must not carry.
+// none is. It is for a request to the client: its asker waits for the
+// answer only so long, and a stream opened later must not carry it.
 func (l *Log) SendOpen(msg []byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -172,8 +176,8 @@ func (l *Log) append(event []byte) bool {
 }
 
 // Stream is the ResponseWriter of a session's event stream (GET), served
-// by the SDK's server, which writes whole events, each in one Write;
-// those that carry a message are numbered and kept, the rest (comments,
+// by the SDK's server. The SDK writes whole events, each in one Write.
+// Those that carry a message are numbered and kept; the rest (comments,
 // the close event) pass as they are.
 type Stream struct {
 	http.ResponseWriter
