@@ -1,5 +1,5 @@
 // Command bench measures the idn gateway against the physical limit, on
-// 127.0.0.1 (issue 8, item 2).
+// 127.0.0.1.
 //
 // It starts a small upstream HTTP server, a real control plane and a go-sdk
 // MCP server. The control plane runs on SQLite in a temporary directory,
