@@ -19,7 +19,10 @@ type Activity struct {
 	// before a signature verified or on the unsigned development bypass.
 	AgentName, AgentKey string
 	// Connection is the connection id the request named; Service its
-	// service slug, "" when the connection is unknown.
+	// service slug, "" when the connection is unknown. A refusal before a
+	// signature verified (AgentKey "", Allowed false) carries neither, nor
+	// a Route: whoever sent it chose them, and a recorder should count such
+	// refusals by Reason rather than keep each.
 	Connection, Service string
 	// MCP is set for a request to /mcp/{id}/… refused by the pipeline
 	// (the MCP engine reports its tool decisions itself).
@@ -75,6 +78,10 @@ func (h *Handler) recordActivity(r *http.Request, caller *identity.Caller, servi
 	}
 	if caller != nil {
 		a.AgentName, a.AgentKey = caller.Name, caller.PublicKey
+	} else if !allowed {
+		a.Connection, a.Service, a.Route = "", "", ""
+		h.cfg.Activity.RecordActivity(a)
+		return
 	}
 	if a.Service == "" {
 		if res, ok := h.cfg.Connections.Lookup(n.rt.connID); ok && res != nil && res.Connection != nil {

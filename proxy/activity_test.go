@@ -45,19 +45,28 @@ func TestActivity(t *testing.T) {
 			Activity{Connection: "nope", Method: "DELETE", Route: "/x", Reason: "CONNECTION_NOT_FOUND", Status: 404}},
 		{"upstream unreachable", "GET", "/proxy/dead/x", "agent",
 			Activity{Connection: "dead", Service: "github", Method: "GET", Route: "/x", Allowed: true, Reason: "UPSTREAM_ERROR", Status: 502}},
+		{"attack: unsigned request naming a connection of its own", "GET", "/proxy/chosen-by-sender/confirm/XkQzVbNm", "nobody",
+			Activity{Method: "GET", Reason: "AUTH_HEADERS_INVALID", Status: 403}},
+		{"attack: unsigned request to a real connection", "GET", "/proxy/github/user", "nobody",
+			Activity{Method: "GET", Reason: "AUTH_HEADERS_INVALID", Status: 403}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := g.agent
 			if c.by == "stranger" {
 				id = g.stranger
 			}
-			g.do(g.request(id, c.method, c.path, ""))
+			req := g.request(id, c.method, c.path, "")
+			if c.by == "nobody" {
+				req.Header.Del("Signature")
+				req.Header.Del("Signature-Input")
+			}
+			g.do(req)
 			got := rec.take()
 			if len(got) != 1 {
 				t.Fatalf("%d records, want 1: %+v", len(got), got)
 			}
 			a := got[0]
-			if a.AgentKey != id.PublicKeyString() && c.want.Reason != "AUTH_CLAIM_REQUIRED" {
+			if a.AgentKey != id.PublicKeyString() && c.by == "agent" || c.by == "nobody" && a.AgentKey != "" {
 				t.Errorf("agent key %q, want the caller's", a.AgentKey)
 			}
 			if a.At.IsZero() || a.Latency <= 0 {
