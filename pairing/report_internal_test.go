@@ -25,7 +25,7 @@ func FuzzAppendBatch(f *testing.F) {
 		a := Activity{At: time.Unix(1700000000, 5).UTC(), AgentName: name, Connection: "c", Method: "GET", Tool: tool, Allowed: true,
 			Status: 200, Latency: 1234 * time.Microsecond}
 		var got pairwire.ActivityBatch
-		b := appendBatch(nil, []Activity{a}, 3)
+		b := appendBatch(nil, []Activity{a}, 3, nil)
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatalf("%q is not JSON: %v", b, err)
 		}
