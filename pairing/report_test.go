@@ -208,18 +208,18 @@ func TestReporter(t *testing.T) {
 		for range 50 {
 			r.Record(decision("/genuine"))
 		}
-		genuine, unsigned := 0, 0
-		for genuine+unsigned < 50+pairing.DefaultUnsignedReportQueue {
+		// The unsigned queue holds its bound, and as many again while a
+		// batch taken from it waits to be sent again.
+		genuine := 0
+		for genuine < 50 {
 			for _, w := range f.next(t).Records {
-				if w.AgentKey == "" {
-					unsigned++
-				} else {
+				if w.AgentKey != "" {
 					genuine++
 				}
 			}
 		}
-		if genuine != 50 || unsigned != pairing.DefaultUnsignedReportQueue || r.Dropped() != 5_000-pairing.DefaultUnsignedReportQueue {
-			t.Errorf("%d genuine and %d unsigned records sent, %d dropped", genuine, unsigned, r.Dropped())
+		if d := r.Dropped(); d < 5_000-2*pairing.DefaultUnsignedReportQueue || d > 5_000-pairing.DefaultUnsignedReportQueue {
+			t.Errorf("%d unsigned records dropped, want 5,000 less one or two queues' worth", d)
 		}
 	})
 	t.Run("unpaired: reports stop", func(t *testing.T) {
