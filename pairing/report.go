@@ -153,8 +153,9 @@ type unverifiedCount struct {
 	n  int64
 }
 
-// otherReason counts the refusals of a kind past MaxUnverifiedCounts
-// distinct ones (the gateway's codes are far fewer).
+// otherReason counts the refusals with no reason, and those of a kind
+// past MaxUnverifiedCounts distinct ones (the gateway's codes are far
+// fewer).
 const otherReason = "OTHER"
 
 // NewReporter returns a Reporter; call Run to send.
@@ -339,6 +340,8 @@ func (r *Reporter) flush(ctx context.Context) error {
 		r.signed.unsaid -= unsaidSigned
 		r.unsigned.unsaid -= unsaidUnsigned
 		for k, c := range taken {
+			// Those counted during the send are dated now: the first of
+			// them came after the snapshot.
 			if left := r.unverified[k].n - c.n; left > 0 {
 				r.unverified[k] = unverifiedCount{at: time.Now(), n: left}
 			} else {
