@@ -194,13 +194,16 @@ type Config struct {
 }
 
 // ActivityConfig bounds the activity kept (package activity): its zero
-// value keeps 30 days and at most 1,000,000 records per namespace.
+// value keeps agents' records 30 days, at most 1,000,000 per namespace,
+// and the unsigned noise 7 days, at most 100,000 records per namespace.
 type ActivityConfig = activity.Config
 
 // Defaults of ActivityConfig, as cmd/controlplane's settings name them.
 const (
-	DefaultActivityRetentionDays   = int(activity.DefaultRetention / (24 * time.Hour))
-	DefaultMaxActivityPerNamespace = activity.DefaultMaxPerNamespace
+	DefaultActivityRetentionDays           = int(activity.DefaultRetention / (24 * time.Hour))
+	DefaultMaxActivityPerNamespace         = activity.DefaultMaxPerNamespace
+	DefaultUnsignedActivityRetentionDays   = int(activity.DefaultUnsignedRetention / (24 * time.Hour))
+	DefaultMaxUnsignedActivityPerNamespace = activity.DefaultMaxUnsignedPerNamespace
 )
 
 // GatewayConfig configures gateway pairing (package gatewaylink). Its zero

@@ -68,6 +68,8 @@ type controlPlane struct {
 	st     *controlplane.Store
 	srv    *http.Server
 	served chan struct{}
+	// activity bounds the activity kept; set it between stop and start.
+	activity controlplane.ActivityConfig
 }
 
 const seedToken = "e2e-seed-token"
@@ -88,7 +90,8 @@ func (cp *controlPlane) start() {
 	if err != nil {
 		cp.t.Fatal(err)
 	}
-	api, err := controlplane.New(controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("j"), 32), TestSeedToken: seedToken})
+	api, err := controlplane.New(controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("j"), 32), TestSeedToken: seedToken,
+		Activity: cp.activity})
 	if err != nil {
 		st.Close()
 		cp.t.Fatal(err)

@@ -66,7 +66,8 @@
 // pairwire.ActivityPath and signed by the gateway's identity, not over
 // the socket, so that the process serving agents (gateway serve) reports
 // while another (gateway pair) holds the socket. It queues in memory,
-// bounded, and never makes the request path wait.
+// bounded, verified agents apart from the rest, and never makes the
+// request path wait; refusals before a signature are counted, not queued.
 //
 // Configuration follows the repository's one rule: the zero value of every
 // field of Config is the safe one (a required field left empty is refused),

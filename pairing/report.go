@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,8 +41,9 @@ type Activity struct {
 
 // Defaults of ReporterConfig.
 const (
-	DefaultReportInterval = time.Second
-	DefaultReportQueue    = 10_000
+	DefaultReportInterval      = time.Second
+	DefaultReportQueue         = 10_000
+	DefaultUnsignedReportQueue = 1_000
 )
 
 // ReporterConfig configures a Reporter.
@@ -62,11 +64,15 @@ type ReporterConfig struct {
 	// Interval is how often the queue is sent (sooner when a full batch
 	// is waiting); zero means DefaultReportInterval.
 	Interval time.Duration
-	// MaxQueue bounds the records waiting to be sent; past it a record is
-	// dropped and counted (Dropped), so the request path never waits.
-	// While sending fails, the records taken for it (at most as many
-	// again) wait too. Zero means DefaultReportQueue.
+	// MaxQueue bounds the records of verified agents waiting to be sent;
+	// past it a record is dropped and counted (Dropped), so the request
+	// path never waits. While sending fails, the records taken for it (at
+	// most as many again) wait too. Zero means DefaultReportQueue.
 	MaxQueue int
+	// MaxUnsignedQueue bounds, in the same way and apart, the records with
+	// no verified agent (the unsigned development bypass). Zero means
+	// DefaultUnsignedReportQueue.
+	MaxUnsignedQueue int
 	// Transport carries the reports (signed on top of it). Nil means
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -76,12 +82,17 @@ type ReporterConfig struct {
 
 // Reporter sends the gateway's decisions to its owner's control plane
 // (POST pairwire.ActivityPath, signed by the gateway's identity): Record
-// queues one in memory without blocking, and Run sends the queue in
-// batches of at most pairwire.MaxActivityBatch every Interval. A batch the
-// control plane could not take is kept for the next try (backing off up
-// to 30 s) as far as the queue has room; a record that finds the queue
-// full is dropped and counted, and the control plane is told how many in
-// the next batch. Safe for concurrent use.
+// queues one in memory without blocking, and Run sends the queues in
+// batches of at most pairwire.MaxActivityBatch every Interval, verified
+// agents' records first. A batch the control plane could not take is kept
+// for the next try (backing off up to 30 s) as far as the queue has room;
+// a record that finds its queue full is dropped and counted, and the
+// control plane is told how many in the next batch.
+//
+// A refusal before a signature verified is not queued but counted by
+// protocol and reason: anyone can send such requests, as fast as they
+// like, so they must not crowd out or outnumber the agents' records.
+// Safe for concurrent use.
 type Reporter struct {
 	cfg    ReporterConfig
 	client *http.Client
@@ -93,13 +104,59 @@ type Reporter struct {
 	sent    atomic.Int64
 	wake    chan struct{}
 
-	mu      sync.Mutex
+	mu         sync.Mutex
+	signed     reportQueue
+	unsigned   reportQueue
+	unverified map[unverifiedKind]unverifiedCount
+	batch      []Activity // the records being sent; only flush uses it
+	buf        []byte     // the body being built; only flush uses it
+}
+
+// reportQueue is one class of records waiting to be sent.
+type reportQueue struct {
+	max     int
 	queue   []Activity
 	unsaid  int64      // dropped since the last batch sent
 	pending []Activity // taken from the queue, sent up to sentTo
 	sentTo  int
-	buf     []byte // the body being built; only flush uses it
 }
+
+// add queues a, or counts it dropped when the queue is full.
+func (q *reportQueue) add(a Activity) bool {
+	if len(q.queue) >= q.max {
+		q.unsaid++
+		return false
+	}
+	q.queue = append(q.queue, a)
+	return true
+}
+
+// next is up to n records to send next: the pending ones, or the whole
+// queue once they are sent (so the records behind a batch are never
+// copied forward). A failure leaves them pending for the next try.
+func (q *reportQueue) next(n int) []Activity {
+	if q.sentTo == len(q.pending) {
+		q.pending, q.queue, q.sentTo = q.queue, q.pending[:0], 0
+	}
+	return q.pending[q.sentTo:min(q.sentTo+n, len(q.pending))]
+}
+
+// unverifiedKind is what refusals before a signature verified are
+// counted by.
+type unverifiedKind struct {
+	mcp    bool
+	reason string
+}
+
+type unverifiedCount struct {
+	at time.Time // the first one's
+	n  int64
+}
+
+// otherReason counts the refusals with no reason, and those of a kind
+// past MaxUnverifiedCounts distinct ones (the gateway's codes are far
+// fewer).
+const otherReason = "OTHER"
 
 // NewReporter returns a Reporter; call Run to send.
 func NewReporter(cfg ReporterConfig) (*Reporter, error) {
@@ -112,8 +169,13 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = DefaultReportQueue
 	}
+	if cfg.MaxUnsignedQueue <= 0 {
+		cfg.MaxUnsignedQueue = DefaultUnsignedReportQueue
+	}
 	r := &Reporter{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1),
-		url: strings.TrimSuffix(cfg.ControlPlaneURL, "/") + pairwire.ActivityPath,
+		signed: reportQueue{max: cfg.MaxQueue}, unsigned: reportQueue{max: cfg.MaxUnsignedQueue},
+		unverified: map[unverifiedKind]unverifiedCount{},
+		url:        strings.TrimSuffix(cfg.ControlPlaneURL, "/") + pairwire.ActivityPath,
 		client: &http.Client{
 			Timeout:       10 * time.Second,
 			Transport:     cfg.Identity.Transport(cfg.Transport, identity.SignOptions{}),
@@ -126,22 +188,30 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	return r, nil
 }
 
-// Record queues a; it never blocks. While the gateway is not paired it
-// does nothing.
+// Record queues a, or counts it when it is a refusal with no verified
+// agent (AgentKey "" and not Allowed); it never blocks. While the gateway
+// is not paired it does nothing.
 func (r *Reporter) Record(a Activity) {
 	if !r.paired.Load() {
 		return
 	}
 	r.mu.Lock()
-	if len(r.queue) >= r.cfg.MaxQueue {
-		r.unsaid++
+	if a.AgentKey == "" && !a.Allowed {
+		r.countUnverified(a)
 		r.mu.Unlock()
+		return
+	}
+	q := &r.signed
+	if a.AgentKey == "" {
+		q = &r.unsigned
+	}
+	queued := q.add(a)
+	full := len(q.queue) == pairwire.MaxActivityBatch
+	r.mu.Unlock()
+	if !queued {
 		r.dropped.Add(1)
 		return
 	}
-	r.queue = append(r.queue, a)
-	full := len(r.queue) == pairwire.MaxActivityBatch
-	r.mu.Unlock()
 	if full {
 		select {
 		case r.wake <- struct{}{}:
@@ -150,7 +220,26 @@ func (r *Reporter) Record(a Activity) {
 	}
 }
 
-// Dropped is how many records found the queue full.
+// countUnverified counts a refusal before a signature verified; r.mu is
+// held.
+func (r *Reporter) countUnverified(a Activity) {
+	k := unverifiedKind{mcp: a.MCP, reason: a.Reason}
+	if k.reason == "" {
+		k.reason = otherReason
+	}
+	c, ok := r.unverified[k]
+	if !ok && len(r.unverified) >= pairwire.MaxUnverifiedCounts-1 {
+		k.reason = otherReason
+		c, ok = r.unverified[k]
+	}
+	if !ok {
+		c.at = a.At
+	}
+	c.n++
+	r.unverified[k] = c
+}
+
+// Dropped is how many records found their queue full.
 func (r *Reporter) Dropped() int64 { return r.dropped.Load() }
 
 // Sent is how many records the control plane took.
@@ -203,7 +292,9 @@ func (r *Reporter) Run(ctx context.Context) error {
 			// otherwise, read again in a minute.
 			r.paired.Store(false)
 			r.mu.Lock()
-			r.queue, r.pending, r.sentTo = nil, nil, 0
+			r.signed.queue, r.signed.pending, r.signed.sentTo = nil, nil, 0
+			r.unsigned.queue, r.unsigned.pending, r.unsigned.sentTo = nil, nil, 0
+			clear(r.unverified)
 			r.mu.Unlock()
 			notBefore, checked = now.Add(time.Minute), now.Add(time.Minute)
 			r.log.Warn("pairing: activity not reported: the control plane says this gateway is not paired")
@@ -217,31 +308,49 @@ func (r *Reporter) Run(ctx context.Context) error {
 
 var errReportNotPaired = errors.New("pairing: not paired")
 
-// flush sends the queue in batches until it is empty or a batch fails.
-// The queue is taken whole (so the records behind a batch are never
-// copied forward) and sent from pending, which a failure leaves for the
-// next try; meanwhile Record fills a fresh queue.
+// flush sends the queues in batches until they are empty or a batch
+// fails: verified agents' records first, then the others to fill the
+// batch. The first batch also carries the refusals counted so far;
+// those counted meanwhile wait for the next flush, so a flood of them
+// never keeps the reporter sending.
 func (r *Reporter) flush(ctx context.Context) error {
+	counts := true
 	for {
 		r.mu.Lock()
-		if r.sentTo == len(r.pending) {
-			r.pending, r.queue, r.sentTo = r.queue, r.pending[:0], 0
+		signed := r.signed.next(pairwire.MaxActivityBatch)
+		unsigned := r.unsigned.next(pairwire.MaxActivityBatch - len(signed))
+		r.batch = append(append(r.batch[:0], signed...), unsigned...)
+		unsaidSigned, unsaidUnsigned := r.signed.unsaid, r.unsigned.unsaid
+		var taken map[unverifiedKind]unverifiedCount
+		if counts && len(r.unverified) > 0 {
+			taken = maps.Clone(r.unverified)
 		}
-		batch, unsaid := r.pending[r.sentTo:min(r.sentTo+pairwire.MaxActivityBatch, len(r.pending))], r.unsaid
 		r.mu.Unlock()
-		if len(batch) == 0 {
+		counts = false
+		if len(r.batch) == 0 && taken == nil {
 			return nil
 		}
-		err := r.send(ctx, batch, unsaid)
+		err := r.send(ctx, r.batch, unsaidSigned+unsaidUnsigned, taken)
 		if err != nil && !errors.Is(err, errReportRefused) {
 			return err
 		}
 		r.mu.Lock()
-		r.sentTo += len(batch)
-		r.unsaid -= unsaid
+		r.signed.sentTo += len(signed)
+		r.unsigned.sentTo += len(unsigned)
+		r.signed.unsaid -= unsaidSigned
+		r.unsigned.unsaid -= unsaidUnsigned
+		for k, c := range taken {
+			// Those counted during the send are dated now: the first of
+			// them came after the snapshot.
+			if left := r.unverified[k].n - c.n; left > 0 {
+				r.unverified[k] = unverifiedCount{at: time.Now(), n: left}
+			} else {
+				delete(r.unverified, k)
+			}
+		}
 		r.mu.Unlock()
 		if err == nil {
-			r.sent.Add(int64(len(batch)))
+			r.sent.Add(int64(len(r.batch)))
 		}
 	}
 }
@@ -250,8 +359,8 @@ func (r *Reporter) flush(ctx context.Context) error {
 // answered 400): dropped, so it does not block the ones behind it.
 var errReportRefused = errors.New("pairing: activity batch refused")
 
-func (r *Reporter) send(ctx context.Context, batch []Activity, dropped int64) error {
-	r.buf = appendBatch(r.buf[:0], batch, dropped)
+func (r *Reporter) send(ctx context.Context, batch []Activity, dropped int64, unverified map[unverifiedKind]unverifiedCount) error {
+	r.buf = appendBatch(r.buf[:0], batch, dropped, unverified)
 	b := r.buf
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(b))
 	if err != nil {
@@ -284,7 +393,7 @@ func (r *Reporter) send(ctx context.Context, batch []Activity, dropped int64) er
 
 // appendBatch appends the JSON of a pairwire.ActivityBatch of batch:
 // written by hand, since it runs for every record the gateway decides on.
-func appendBatch(b []byte, batch []Activity, dropped int64) []byte {
+func appendBatch(b []byte, batch []Activity, dropped int64, unverified map[unverifiedKind]unverifiedCount) []byte {
 	b = append(b, `{"records":[`...)
 	for i, a := range batch {
 		if i > 0 {
@@ -297,14 +406,11 @@ func appendBatch(b []byte, batch []Activity, dropped int64) []byte {
 		b = appendField(b, "agent_key", a.AgentKey, 128)
 		b = appendField(b, "connection", a.Connection, 64)
 		b = appendField(b, "service", a.Service, 128)
-		protocol, decision := "http", pairwire.DecisionDeny
-		if a.MCP {
-			protocol = "mcp"
-		}
+		decision := pairwire.DecisionDeny
 		if a.Allowed {
 			decision = pairwire.DecisionAllow
 		}
-		b = appendField(b, "protocol", protocol, 8)
+		b = appendField(b, "protocol", protocolOf(a.MCP), 8)
 		b = appendField(b, "method", a.Method, 32)
 		b = appendField(b, "route", a.Route, 512)
 		b = appendField(b, "tool", a.Tool, 128)
@@ -320,7 +426,33 @@ func appendBatch(b []byte, batch []Activity, dropped int64) []byte {
 	}
 	b = append(b, `],"dropped":`...)
 	b = strconv.AppendInt(b, dropped, 10)
+	if len(unverified) > 0 {
+		b = append(b, `,"unverified":[`...)
+		first := true
+		for k, c := range unverified {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, `{"at":"`...)
+			b = c.at.UTC().AppendFormat(b, time.RFC3339Nano)
+			b = append(b, '"')
+			b = appendField(b, "protocol", protocolOf(k.mcp), 8)
+			b = appendField(b, "reason", k.reason, 64)
+			b = append(b, `,"count":`...)
+			b = strconv.AppendInt(b, c.n, 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
+}
+
+func protocolOf(mcp bool) string {
+	if mcp {
+		return "mcp"
+	}
+	return "http"
 }
 
 // appendField appends ,"name":"v" with v as the control plane takes it:

@@ -25,12 +25,16 @@ func FuzzAppendBatch(f *testing.F) {
 		a := Activity{At: time.Unix(1700000000, 5).UTC(), AgentName: name, Connection: "c", Method: "GET", Tool: tool, Allowed: true,
 			Status: 200, Latency: 1234 * time.Microsecond}
 		var got pairwire.ActivityBatch
-		b := appendBatch(nil, []Activity{a}, 3)
+		counts := map[unverifiedKind]unverifiedCount{{mcp: true, reason: tool}: {at: a.At, n: 7}}
+		b := appendBatch(nil, []Activity{a}, 3, counts)
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatalf("%q is not JSON: %v", b, err)
 		}
-		if len(got.Records) != 1 || got.Dropped != 3 {
+		if len(got.Records) != 1 || got.Dropped != 3 || len(got.Unverified) != 1 {
 			t.Fatalf("decoded %+v", got)
+		}
+		if c := got.Unverified[0]; c.Count != 7 || c.Protocol != "mcp" || len(c.Reason) > 64 || c.At != "2023-11-14T22:13:20.000000005Z" {
+			t.Errorf("count %+v", c)
 		}
 		w := got.Records[0]
 		for _, c := range []struct {

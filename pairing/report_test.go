@@ -161,6 +161,67 @@ func TestReporter(t *testing.T) {
 		}
 		t.Fatal("no record was sent once the gateway was paired")
 	})
+	t.Run("attack: a flood of refusals before a signature is counted, never queued", func(t *testing.T) {
+		f, url := newFakeActivity(t)
+		f.answers <- http.StatusServiceUnavailable // the flood piles up behind it
+		r := newReporter(t, url, "", 100)
+		const flood = 20_000
+		for i := range flood {
+			reason := "AUTH_HEADERS_INVALID"
+			if i%4 == 0 {
+				reason = "AUTH_SIGNATURE_INVALID"
+			}
+			r.Record(pairing.Activity{At: time.Now(), Method: "GET", Reason: reason, Status: 403})
+		}
+		for range 50 {
+			r.Record(decision("/genuine"))
+		}
+		counted, genuine := map[string]int64{}, 0
+		for genuine < 50 || counted["AUTH_HEADERS_INVALID"]+counted["AUTH_SIGNATURE_INVALID"] < flood {
+			b := f.next(t)
+			for _, w := range b.Records {
+				if w.AgentKey == "" || w.Route != "/genuine" {
+					t.Fatalf("a refusal was queued as a record: %+v", w)
+				}
+				genuine++
+			}
+			for _, c := range b.Unverified {
+				if c.Protocol != "http" || c.At == "" {
+					t.Errorf("count %+v", c)
+				}
+				counted[c.Reason] += c.Count
+			}
+		}
+		if genuine != 50 || counted["AUTH_HEADERS_INVALID"] != flood*3/4 || counted["AUTH_SIGNATURE_INVALID"] != flood/4 || r.Dropped() != 0 {
+			t.Errorf("%d genuine records, counts %v, %d dropped", genuine, counted, r.Dropped())
+		}
+	})
+	t.Run("attack: unsigned decisions cannot crowd out signed ones", func(t *testing.T) {
+		f, url := newFakeActivity(t)
+		f.answers <- http.StatusServiceUnavailable
+		r := newReporter(t, url, "", 100)
+		bypass := decision("/bypass")
+		bypass.AgentName, bypass.AgentKey = "", ""
+		for range 5_000 {
+			r.Record(bypass)
+		}
+		for range 50 {
+			r.Record(decision("/genuine"))
+		}
+		// The unsigned queue holds its bound, and as many again while a
+		// batch taken from it waits to be sent again.
+		genuine := 0
+		for genuine < 50 {
+			for _, w := range f.next(t).Records {
+				if w.AgentKey != "" {
+					genuine++
+				}
+			}
+		}
+		if d := r.Dropped(); d < 5_000-2*pairing.DefaultUnsignedReportQueue || d > 5_000-pairing.DefaultUnsignedReportQueue {
+			t.Errorf("%d unsigned records dropped, want 5,000 less one or two queues' worth", d)
+		}
+	})
 	t.Run("unpaired: reports stop", func(t *testing.T) {
 		f, url := newFakeActivity(t)
 		f.answers <- http.StatusForbidden

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/idnhq/idn/identity"
@@ -20,7 +19,10 @@ type Activity struct {
 	// before a signature verified or on the unsigned development bypass.
 	AgentName, AgentKey string
 	// Connection is the connection id the request named; Service its
-	// service slug, "" when the connection is unknown.
+	// service slug, "" when the connection is unknown. A refusal before a
+	// signature verified (AgentKey "", Allowed false) carries neither, nor
+	// a Route: whoever sent it chose them, and a recorder should count such
+	// refusals by Reason rather than keep each.
 	Connection, Service string
 	// MCP is set for a request to /mcp/{id}/… refused by the pipeline
 	// (the MCP engine reports its tool decisions itself).
@@ -76,6 +78,10 @@ func (h *Handler) recordActivity(r *http.Request, caller *identity.Caller, servi
 	}
 	if caller != nil {
 		a.AgentName, a.AgentKey = caller.Name, caller.PublicKey
+	} else if !allowed {
+		a.Connection, a.Service, a.Route = "", "", ""
+		h.cfg.Activity.RecordActivity(a)
+		return
 	}
 	if a.Service == "" {
 		if res, ok := h.cfg.Connections.Lookup(n.rt.connID); ok && res != nil && res.Connection != nil {
@@ -84,80 +90,3 @@ func (h *Handler) recordActivity(r *http.Request, caller *identity.Caller, servi
 	}
 	h.cfg.Activity.RecordActivity(a)
 }
-
-// Bounds of RouteTemplate.
-const (
-	maxRouteSegments = 16
-	maxWordSegment   = 40
-)
-
-// RouteTemplate is the route an activity record keeps of an escaped path
-// after the connection: each segment that reads as a word (letters, then
-// letters, '-', '_' or '.', at most 40; or a version such as v2 or v1.1)
-// is kept, and every other one (a number, an id, a hash, an address,
-// anything escaped) becomes "{id}"; past 16 segments the rest is "/…".
-// The query is never part of it.
-func RouteTemplate(rest string) string {
-	if rest == "" || rest == "/" {
-		return "/"
-	}
-	var b strings.Builder
-	segs := strings.Split(strings.TrimPrefix(rest, "/"), "/")
-	for i, seg := range segs {
-		if i == maxRouteSegments {
-			b.WriteString("/…")
-			break
-		}
-		b.WriteByte('/')
-		switch {
-		case seg == "":
-		case wordSegment(seg) || versionSegment(seg):
-			b.WriteString(seg)
-		default:
-			b.WriteString("{id}")
-		}
-	}
-	return b.String()
-}
-
-// wordSegment: a letter, then letters, '-', '_' or '.', at most
-// maxWordSegment, and not all hexadecimal digits past 8 (a hash spelled
-// with a to f only).
-func wordSegment(s string) bool {
-	if len(s) > maxWordSegment || !isLetter(s[0]) {
-		return false
-	}
-	hex := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !isLetter(c) && c != '-' && c != '_' && c != '.' {
-			return false
-		}
-		hex = hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F')
-	}
-	return !hex || len(s) < 8
-}
-
-// versionSegment: v or V, one to three digits, optionally a dot and one
-// to three more.
-func versionSegment(s string) bool {
-	if len(s) < 2 || len(s) > 8 || (s[0] != 'v' && s[0] != 'V') {
-		return false
-	}
-	major, minor, dotted := strings.Cut(s[1:], ".")
-	return digits(major, 3) && (!dotted || digits(minor, 3))
-}
-
-func digits(s string, max int) bool {
-	if s == "" || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

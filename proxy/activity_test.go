@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 // recorded collects the handler's activity.
@@ -44,19 +45,28 @@ func TestActivity(t *testing.T) {
 			Activity{Connection: "nope", Method: "DELETE", Route: "/x", Reason: "CONNECTION_NOT_FOUND", Status: 404}},
 		{"upstream unreachable", "GET", "/proxy/dead/x", "agent",
 			Activity{Connection: "dead", Service: "github", Method: "GET", Route: "/x", Allowed: true, Reason: "UPSTREAM_ERROR", Status: 502}},
+		{"attack: unsigned request naming a connection of its own", "GET", "/proxy/chosen-by-sender/confirm/XkQzVbNm", "nobody",
+			Activity{Method: "GET", Reason: "AUTH_HEADERS_INVALID", Status: 403}},
+		{"attack: unsigned request to a real connection", "GET", "/proxy/github/user", "nobody",
+			Activity{Method: "GET", Reason: "AUTH_HEADERS_INVALID", Status: 403}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := g.agent
 			if c.by == "stranger" {
 				id = g.stranger
 			}
-			g.do(g.request(id, c.method, c.path, ""))
+			req := g.request(id, c.method, c.path, "")
+			if c.by == "nobody" {
+				req.Header.Del("Signature")
+				req.Header.Del("Signature-Input")
+			}
+			g.do(req)
 			got := rec.take()
 			if len(got) != 1 {
 				t.Fatalf("%d records, want 1: %+v", len(got), got)
 			}
 			a := got[0]
-			if a.AgentKey != id.PublicKeyString() && c.want.Reason != "AUTH_CLAIM_REQUIRED" {
+			if a.AgentKey != id.PublicKeyString() && c.by == "agent" || c.by == "nobody" && a.AgentKey != "" {
 				t.Errorf("agent key %q, want the caller's", a.AgentKey)
 			}
 			if a.At.IsZero() || a.Latency <= 0 {
@@ -80,16 +90,32 @@ func TestRouteTemplate(t *testing.T) {
 		{"root", "", "/"},
 		{"slash", "/", "/"},
 		{"words", "/repos/octo/issues", "/repos/octo/issues"},
+		{"a REST listing", "/v1/repos", "/v1/repos"},
+		{"one word", "/user", "/user"},
+		{"nested words", "/search/issues", "/search/issues"},
 		{"versions", "/v1/models/V2.1/x", "/v1/models/V2.1/x"},
-		{"numbers", "/issues/42", "/issues/{id}"},
-		{"uuid", "/runs/123e4567-e89b-12d3-a456-426614174000/log", "/runs/{id}/log"},
 		{"dotted method", "/api/chat.postMessage", "/api/chat.postMessage"},
+		{"capitalized provider", "/providers/Microsoft.Compute/virtualMachines", "/providers/Microsoft.Compute/virtualMachines"},
+		{"joined words", "/pull_requests/check-runs", "/pull_requests/check-runs"},
 		{"trailing slash", "/users/", "/users/"},
+		{"numbers", "/issues/42", "/issues/{id}"},
+		{"attack: uuid", "/runs/123e4567-e89b-12d3-a456-426614174000/log", "/runs/{id}/log"},
+		{"attack: random token of capitals and letters", "/confirm/XkQzVbNmLpRtWsYh", "/confirm/{id}"},
+		{"attack: mixed-case base62 led by a lowercase letter", "/share/kQzVbNmLpRtWsYhA", "/share/{id}"},
+		{"attack: mixed-case base62 with digits", "/invite/aZ3kP9qLm2XvB7nT", "/invite/{id}"},
+		{"attack: random lowercase token", "/reset/xkqzvbnmlprtwsyh", "/reset/{id}"},
+		{"attack: key-prefixed secret", "/v1/sessions/Sk-live-AbCdEfGhIjKlMnOp", "/v1/sessions/{id}"},
+		{"attack: key-prefixed secret in lowercase", "/keys/sk-live-abcdefghijab", "/keys/{id}"},
+		{"attack: key-prefixed webhook secret", "/hooks/whsec_mysecretvalue", "/hooks/{id}"},
+		{"attack: token in the path", "/hooks/xoxb-1234-abcd", "/hooks/{id}"},
+		{"attack: long hex", "/commits/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "/commits/{id}"},
 		{"attack: hex hash spelled in letters", "/blobs/deadbeefcafe", "/blobs/{id}"},
+		{"attack: dashed hex spelled in letters", "/blobs/deadbeef-cafe-face", "/blobs/{id}"},
 		{"attack: e-mail address", "/users/bob@example.com", "/users/{id}"},
 		{"attack: escaped secret", "/q/a%20b", "/q/{id}"},
-		{"attack: token in the path", "/hooks/xoxb-1234-abcd", "/hooks/{id}"},
+		{"attack: JWT", "/verify/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "/verify/{id}"},
 		{"attack: long word", "/" + strings.Repeat("a", 41), "/{id}"},
+		{"attack: long run of one letter", "/" + strings.Repeat("z", 12), "/{id}"},
 		{"attack: endless path", strings.Repeat("/a", 40), strings.Repeat("/a", 16) + "/…"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,4 +124,32 @@ func TestRouteTemplate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRouteTemplate: whatever the path, the template keeps no segment
+// with a digit (other than a version), an escape or an '@', stays within
+// its bounds and is what the control plane stores (no query, no control
+// character).
+func FuzzRouteTemplate(f *testing.F) {
+	for _, s := range []string{"", "/", "/v1/repos", "/confirm/XkQzVbNmLpRtWsYh", "/a%2Fb/c@d", "/chat.postMessage",
+		"/Sk-live-AbCd", strings.Repeat("/word", 20), "/x?y=1", "/\x00\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, rest string) {
+		got := RouteTemplate(rest)
+		if !strings.HasPrefix(got, "/") || len(got) > maxRouteSegments*(maxWordSegment+1)+len("/…") {
+			t.Fatalf("RouteTemplate(%q) = %q: out of bounds", rest, got)
+		}
+		for _, seg := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(got, "/"), "/…"), "/") {
+			if seg == "" || seg == idPlaceholder || versionSegment(seg) {
+				continue
+			}
+			if strings.ContainsFunc(seg, func(r rune) bool { return !(r < utf8.RuneSelf && isLetter(byte(r))) && !strings.ContainsRune("-_.", r) }) {
+				t.Fatalf("RouteTemplate(%q) keeps %q", rest, seg)
+			}
+			if !strings.Contains(rest, seg) {
+				t.Fatalf("RouteTemplate(%q) invents %q", rest, seg)
+			}
+		}
+	})
 }

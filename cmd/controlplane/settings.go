@@ -212,6 +212,10 @@ func readLimits(r *envconf.Reader, c *controlplane.Config) {
 		"activity records (paired gateways' decisions) one namespace keeps; past it the oldest are deleted")
 	c.Activity.Retention = time.Duration(r.Int("ACTIVITY_RETENTION_DAYS", controlplane.DefaultActivityRetentionDays, 1,
 		"days an activity record is kept")) * 24 * time.Hour
+	c.Activity.MaxUnsignedPerNamespace = r.Int64("MAX_UNSIGNED_ACTIVITY_PER_NAMESPACE", controlplane.DefaultMaxUnsignedActivityPerNamespace, 1,
+		"activity records with no verified agent (the unsigned development bypass) one namespace keeps, apart from the signed ones; past it their oldest are deleted")
+	c.Activity.UnsignedRetention = time.Duration(r.Int("UNSIGNED_ACTIVITY_RETENTION_DAYS", controlplane.DefaultUnsignedActivityRetentionDays, 1,
+		"days a record with no verified agent, and a count of requests refused before a signature verified, is kept")) * 24 * time.Hour
 	c.MaxInflightBodyBytes = r.Int64("CONTROLPLANE_MAX_INFLIGHT_BODY_BYTES", controlplane.DefaultMaxInflightBodyBytes, 1,
 		"request body bytes held at once across all requests, in bytes; past it 503 REQUEST_BODY_CAPACITY_EXHAUSTED")
 	c.SignedRatePerMinute = r.Int("CONTROLPLANE_SIGNED_RATE_LIMIT_PER_MINUTE", controlplane.DefaultSignedRatePerMinute, 1,

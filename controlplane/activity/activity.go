@@ -15,18 +15,31 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultRetention       = 30 * 24 * time.Hour
-	DefaultMaxPerNamespace = 1_000_000
+	DefaultRetention               = 30 * 24 * time.Hour
+	DefaultMaxPerNamespace         = 1_000_000
+	DefaultUnsignedRetention       = 7 * 24 * time.Hour
+	DefaultMaxUnsignedPerNamespace = 100_000
 )
 
 // Config bounds what is kept. Its zero value is ready.
 type Config struct {
-	// Retention is how long a record is kept; zero (or negative) means
-	// DefaultRetention.
+	// Retention is how long a record of a verified agent is kept; zero
+	// (or negative) means DefaultRetention.
 	Retention time.Duration
-	// MaxPerNamespace is the most records one namespace holds, the oldest
-	// deleted first; zero (or negative) means DefaultMaxPerNamespace.
+	// MaxPerNamespace is the most records of verified agents one
+	// namespace holds, the oldest deleted first; zero (or negative) means
+	// DefaultMaxPerNamespace.
 	MaxPerNamespace int64
+	// UnsignedRetention is how long a record with no verified agent (the
+	// unsigned development bypass) and a count of refusals before a
+	// signature verified are kept; zero (or negative) means
+	// DefaultUnsignedRetention.
+	UnsignedRetention time.Duration
+	// MaxUnsignedPerNamespace is the most records with no verified agent
+	// one namespace holds, apart from MaxPerNamespace: evicting them never
+	// touches a signed record. Zero (or negative) means
+	// DefaultMaxUnsignedPerNamespace.
+	MaxUnsignedPerNamespace int64
 }
 
 // Signed admits a gateway's signed report in the steps between which the
@@ -72,6 +85,12 @@ func New(cfg Config, deps Deps) (*Activity, error) {
 	if cfg.MaxPerNamespace <= 0 {
 		cfg.MaxPerNamespace = DefaultMaxPerNamespace
 	}
+	if cfg.UnsignedRetention <= 0 {
+		cfg.UnsignedRetention = DefaultUnsignedRetention
+	}
+	if cfg.MaxUnsignedPerNamespace <= 0 {
+		cfg.MaxUnsignedPerNamespace = DefaultMaxUnsignedPerNamespace
+	}
 	return &Activity{cfg: cfg, deps: deps, kit: deps.Kit, store: store{db: deps.DB}}, nil
 }
 
@@ -80,12 +99,15 @@ func (a *Activity) Routes(m web.Mux) {
 	m.Handle("POST "+pairwire.ActivityPath, http.HandlerFunc(a.report))
 	m.Handle("GET /v1/activity", a.deps.Owner(a.listJSON))
 	m.Handle("GET /v1/activity/export", a.deps.Owner(a.export))
+	m.Handle("GET /v1/activity/unverified", a.deps.Owner(a.listUnverified))
 }
 
-// Maintain deletes the records past Retention. Call it periodically; it
-// is safe to run on several instances at once.
+// Maintain deletes the records past Retention, and those with no
+// verified agent and the unverified counts past UnsignedRetention. Call
+// it periodically; it is safe to run on several instances at once.
 func (a *Activity) Maintain(ctx context.Context) error {
-	_, err := a.store.prune(ctx, a.kit.Now().Add(-a.cfg.Retention))
+	now := a.kit.Now()
+	_, err := a.store.prune(ctx, now.Add(-a.cfg.Retention), now.Add(-a.cfg.UnsignedRetention))
 	return err
 }
 

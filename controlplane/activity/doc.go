@@ -12,13 +12,22 @@
 // not paired is refused (403 GATEWAY_NOT_PAIRED) before its nonce or body
 // costs a write.
 //
-// Storage is bounded twice: records older than Config.Retention (30 days
-// by default) are deleted by Maintain, and a namespace holds at most
-// Config.MaxPerNamespace records (1,000,000 by default): the insert that
-// passes it deletes the oldest in the same transaction.
+// A request refused before a signature verified is never a record: its
+// sender chose everything but the reason. Gateways count them
+// (pairwire.UnverifiedCount), and a record reported for one (no agent
+// key, decision deny) is folded into the counts, kept per minute.
+//
+// Storage is bounded for two classes apart, so that unsigned noise never
+// evicts an agent's record. Records of verified agents are kept
+// Config.Retention (30 days), at most Config.MaxPerNamespace (1,000,000)
+// a namespace; records with no verified agent, and the counts, are kept
+// Config.UnsignedRetention (7 days), at most
+// Config.MaxUnsignedPerNamespace (100,000) records. Maintain deletes the
+// old; the insert that passes a bound deletes its class's oldest in the
+// same transaction.
 //
 // The owner's routes: GET /v1/activity (filters agent, connection,
-// decision, since, until; keyset pages newest first) and
-// GET /v1/activity/export (the same selection as JSON Lines or CSV). The
-// dashboard reads List.
+// decision, since, until; keyset pages newest first),
+// GET /v1/activity/export (the same selection as JSON Lines or CSV) and
+// GET /v1/activity/unverified (the counts). The dashboard reads List.
 package activity

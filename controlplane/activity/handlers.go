@@ -49,17 +49,35 @@ func (a *Activity) report(w http.ResponseWriter, r *http.Request) {
 	}
 	now := a.kit.Now()
 	recs := make([]Record, 0, len(batch.Records))
+	var folded []Unverified
 	for i, in := range batch.Records {
 		rec, keep, problem := a.admit(in, now)
-		if problem != "" {
+		switch {
+		case problem != "":
 			apierror.Write(w, r, web.Validation("records[%d]: %s", i, problem))
 			return
-		}
-		if keep {
+		case keep && rec.AgentKey == "" && rec.Decision == pairwire.DecisionDeny:
+			folded = fold(folded, rec)
+		case keep:
 			recs = append(recs, rec)
 		}
 	}
-	if err := a.store.insert(r.Context(), ns, gatewayID, recs, a.cfg.MaxPerNamespace); err != nil {
+	if len(batch.Unverified) > pairwire.MaxUnverifiedCounts {
+		apierror.Write(w, r, web.Validation("a batch carries at most %d unverified counts", pairwire.MaxUnverifiedCounts))
+		return
+	}
+	counts := folded
+	for i, in := range batch.Unverified {
+		c, keep, problem := a.admitUnverified(in, now)
+		if problem != "" {
+			apierror.Write(w, r, web.Validation("unverified[%d]: %s", i, problem))
+			return
+		}
+		if keep {
+			counts = append(counts, c)
+		}
+	}
+	if err := a.store.insert(r.Context(), ns, gatewayID, recs, counts, a.cfg.MaxPerNamespace, a.cfg.MaxUnsignedPerNamespace); err != nil {
 		a.kit.Error(w, r, err)
 		return
 	}
@@ -122,6 +140,62 @@ func (a *Activity) admit(in pairwire.Activity, now time.Time) (rec Record, keep 
 		Connection: in.Connection, Service: in.Service, Protocol: in.Protocol, Method: in.Method, Route: in.Route,
 		Tool: in.Tool, Decision: in.Decision, Reason: in.Reason, Status: in.Status,
 		Latency: time.Duration(in.LatencyMS * float64(time.Millisecond))}, true, ""
+}
+
+// fold counts a refusal that a gateway reported as a record although no
+// signature verified (as gateways did before they counted them): its
+// sender chose its connection and route, so only its reason is kept.
+func fold(counts []Unverified, rec Record) []Unverified {
+	u := Unverified{Minute: rec.At.Truncate(time.Minute), Protocol: rec.Protocol, Reason: rec.Reason, Count: 1}
+	if !codeLike(u.Reason) {
+		u.Reason = "OTHER"
+	}
+	for i, c := range counts {
+		if c.Minute.Equal(u.Minute) && c.Protocol == u.Protocol && c.Reason == u.Reason {
+			counts[i].Count++
+			return counts
+		}
+	}
+	return append(counts, u)
+}
+
+// admitUnverified checks one count of refusals before a signature
+// verified. The reason must read as an error code, so a gateway reports
+// a bounded set of them; a count older than the unsigned retention is
+// not kept, and one from the future is dated now.
+func (a *Activity) admitUnverified(in pairwire.UnverifiedCount, now time.Time) (c Unverified, keep bool, problem string) {
+	at, err := time.Parse(time.RFC3339Nano, in.At)
+	switch {
+	case err != nil:
+		return c, false, "at is not an RFC 3339 time"
+	case in.Protocol != "http" && in.Protocol != "mcp":
+		return c, false, `protocol must be "http" or "mcp"`
+	case !codeLike(in.Reason):
+		return c, false, "reason must be an error code (A to Z, 0 to 9 and _, at most 64)"
+	case in.Count < 1 || in.Count > 1<<40:
+		return c, false, "count must be positive"
+	}
+	if at.Before(now.Add(-a.cfg.UnsignedRetention)) {
+		return c, false, ""
+	}
+	if at.After(now) {
+		at = now
+	}
+	return Unverified{Minute: at.UTC().Truncate(time.Minute), Protocol: in.Protocol, Reason: in.Reason, Count: in.Count}, true, ""
+}
+
+// codeLike: an upper-case letter, then upper-case letters, digits or
+// '_', at most 64 in all.
+func codeLike(s string) bool {
+	if s == "" || len(s) > 64 || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
@@ -231,6 +305,54 @@ func (a *Activity) listJSON(w http.ResponseWriter, r *http.Request, ns string) {
 	}{Activity: make([]recordJSON, len(recs)), Next: next.String()}
 	for i, rec := range recs {
 		out.Activity[i] = toJSON(rec)
+	}
+	apierror.WriteJSON(w, http.StatusOK, out)
+}
+
+// Page sizes of GET /v1/activity/unverified.
+const (
+	defaultUnverifiedLimit = 100
+	maxUnverifiedLimit     = 1000
+)
+
+// unverifiedJSON is a count as the API shows it.
+type unverifiedJSON struct {
+	Minute    string `json:"minute"`
+	GatewayID string `json:"gateway_id"`
+	Protocol  string `json:"protocol"`
+	Reason    string `json:"reason"`
+	Count     int64  `json:"count"`
+}
+
+// listUnverified answers the counts of requests refused before a
+// signature verified, newest minute first; a client pages on by asking
+// again with until set to the oldest minute it has read.
+func (a *Activity) listUnverified(w http.ResponseWriter, r *http.Request, ns string) {
+	f, err := ParseFilter(url.Values{"since": {r.URL.Query().Get("since")}, "until": {r.URL.Query().Get("until")}})
+	if err != nil {
+		a.kit.Error(w, r, err)
+		return
+	}
+	limit := defaultUnverifiedLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxUnverifiedLimit {
+			apierror.Write(w, r, web.Validation("limit must be 1 to %d", maxUnverifiedLimit))
+			return
+		}
+		limit = n
+	}
+	counts, err := a.store.listUnverified(r.Context(), ns, f.Since, f.Until, limit)
+	if err != nil {
+		a.kit.Error(w, r, err)
+		return
+	}
+	out := struct {
+		Unverified []unverifiedJSON `json:"unverified"`
+	}{Unverified: make([]unverifiedJSON, len(counts))}
+	for i, c := range counts {
+		out.Unverified[i] = unverifiedJSON{Minute: web.Timestamp(c.Minute), GatewayID: c.GatewayID, Protocol: c.Protocol,
+			Reason: c.Reason, Count: c.Count}
 	}
 	apierror.WriteJSON(w, http.StatusOK, out)
 }

@@ -44,20 +44,50 @@ type Cursor struct {
 
 const columns = `id, gateway_id, at, agent_name, agent_key, connection_id, service, protocol, method, route, tool, decision, reason, status, latency_us`
 
-// store is the activity and activity_counts tables.
+// Unverified is how many requests a gateway refused for one reason, in
+// one minute, before a signature verified.
+type Unverified struct {
+	GatewayID        string
+	Minute           time.Time
+	Protocol, Reason string
+	Count            int64
+}
+
+// store is the activity, activity_counts and activity_unverified tables.
 type store struct{ db *sqldb.DB }
 
 // insertChunk is how many rows one INSERT carries.
 const insertChunk = 100
 
-// insert stores recs in namespace ns and deletes the namespace's oldest
-// rows past max, in one transaction, so the namespace never holds more
-// than max once it commits.
-func (s store) insert(ctx context.Context, ns, gatewayID string, recs []Record, max int64) error {
-	if len(recs) == 0 {
+// class is one of the two kinds of record, each bounded on its own: a
+// flood of records with no verified agent never evicts a signed one.
+type class struct {
+	where  string // selects the class's rows of activity
+	column string // its count in activity_counts
+}
+
+var (
+	signedClass   = class{where: `agent_key <> ''`, column: "n"}
+	unsignedClass = class{where: `agent_key = ''`, column: "unsigned_n"}
+)
+
+// insert stores recs and counts in namespace ns and deletes the
+// namespace's oldest rows of a class past its bound (maxSigned,
+// maxUnsigned), in one transaction, so the namespace never holds more
+// once it commits.
+func (s store) insert(ctx context.Context, ns, gatewayID string, recs []Record, counts []Unverified, maxSigned, maxUnsigned int64) error {
+	if len(recs) == 0 && len(counts) == 0 {
 		return nil
 	}
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		for _, c := range counts {
+			_, err := tx.ExecContext(ctx, `INSERT INTO activity_unverified (namespace, gateway_id, minute, protocol, reason, n)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (namespace, minute, gateway_id, protocol, reason)
+				DO UPDATE SET n = activity_unverified.n + excluded.n`, ns, gatewayID, sqldb.Micros(c.Minute), c.Protocol, c.Reason, c.Count)
+			if err != nil {
+				return sqldb.Err("count unverified activity", err)
+			}
+		}
 		for start := 0; start < len(recs); start += insertChunk {
 			chunk := recs[start:min(start+insertChunk, len(recs))]
 			var q strings.Builder
@@ -82,24 +112,75 @@ func (s store) insert(ctx context.Context, ns, gatewayID string, recs []Record, 
 				return sqldb.Err("insert activity", err)
 			}
 		}
-		var n int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO activity_counts (namespace, n) VALUES ($1, $2)
-			ON CONFLICT (namespace) DO UPDATE SET n = activity_counts.n + excluded.n RETURNING n`, ns, len(recs)).Scan(&n)
+		if len(recs) == 0 {
+			return nil
+		}
+		var unsigned int64
+		for _, r := range recs {
+			if r.AgentKey == "" {
+				unsigned++
+			}
+		}
+		var n, un int64
+		err := tx.QueryRowContext(ctx, `INSERT INTO activity_counts (namespace, n, unsigned_n) VALUES ($1, $2, $3)
+			ON CONFLICT (namespace) DO UPDATE SET n = activity_counts.n + excluded.n, unsigned_n = activity_counts.unsigned_n + excluded.unsigned_n
+			RETURNING n, unsigned_n`, ns, int64(len(recs))-unsigned, unsigned).Scan(&n, &un)
 		if err != nil {
 			return sqldb.Err("count activity", err)
 		}
-		if n <= max {
-			return nil
+		if err := bound(ctx, tx, ns, signedClass, n-maxSigned); err != nil {
+			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM activity WHERE id IN
-			(SELECT id FROM activity WHERE namespace = $1 ORDER BY at, id LIMIT $2)`, ns, n-max)
-		if err != nil {
-			return sqldb.Err("bound activity", err)
-		}
-		gone, _ := res.RowsAffected()
-		_, err = tx.ExecContext(ctx, `UPDATE activity_counts SET n = n - $2 WHERE namespace = $1`, ns, gone)
-		return sqldb.Err("count activity", err)
+		return bound(ctx, tx, ns, unsignedClass, un-maxUnsigned)
 	})
+}
+
+// bound deletes the over oldest records of class c in ns, if over > 0.
+func bound(ctx context.Context, tx *sql.Tx, ns string, c class, over int64) error {
+	if over <= 0 {
+		return nil
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM activity WHERE id IN
+		(SELECT id FROM activity WHERE namespace = $1 AND `+c.where+` ORDER BY at, id LIMIT $2)`, ns, over)
+	if err != nil {
+		return sqldb.Err("bound activity", err)
+	}
+	gone, _ := res.RowsAffected()
+	_, err = tx.ExecContext(ctx, `UPDATE activity_counts SET `+c.column+` = `+c.column+` - $2 WHERE namespace = $1`, ns, gone)
+	return sqldb.Err("count activity", err)
+}
+
+// listUnverified returns up to limit counts of ns with since <= minute <
+// until (zero is open), newest first.
+func (s store) listUnverified(ctx context.Context, ns string, since, until time.Time, limit int) ([]Unverified, error) {
+	q := `SELECT gateway_id, minute, protocol, reason, n FROM activity_unverified WHERE namespace = $1`
+	args := []any{ns}
+	if !since.IsZero() {
+		args = append(args, sqldb.Micros(since))
+		q += fmt.Sprintf(` AND minute >= $%d`, len(args))
+	}
+	if !until.IsZero() {
+		args = append(args, sqldb.Micros(until))
+		q += fmt.Sprintf(` AND minute < $%d`, len(args))
+	}
+	args = append(args, limit)
+	q += fmt.Sprintf(` ORDER BY minute DESC, gateway_id, protocol, reason LIMIT $%d`, len(args))
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, sqldb.Err("list unverified activity", err)
+	}
+	defer rows.Close()
+	var out []Unverified
+	for rows.Next() {
+		var u Unverified
+		var minute int64
+		if err := rows.Scan(&u.GatewayID, &minute, &u.Protocol, &u.Reason, &u.Count); err != nil {
+			return nil, sqldb.Err("scan unverified activity", err)
+		}
+		u.Minute = sqldb.FromMicros(minute)
+		out = append(out, u)
+	}
+	return out, sqldb.Err("list unverified activity", rows.Err())
 }
 
 // list returns up to limit records of ns matching f, newest first.
@@ -153,14 +234,33 @@ const (
 	pruneChunks = 20
 )
 
-// prune deletes the records older than cutoff, oldest first, and keeps
-// the counts in step.
-func (s store) prune(ctx context.Context, cutoff time.Time) (int64, error) {
+// prune deletes the signed records older than signedCutoff, and the
+// others and the counts of unverified refusals older than
+// unsignedCutoff.
+func (s store) prune(ctx context.Context, signedCutoff, unsignedCutoff time.Time) (int64, error) {
+	n, err := s.pruneClass(ctx, signedClass, signedCutoff)
+	if err != nil {
+		return n, err
+	}
+	un, err := s.pruneClass(ctx, unsignedClass, unsignedCutoff)
+	if err != nil {
+		return n + un, err
+	}
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM activity_unverified WHERE minute < $1`, sqldb.Micros(unsignedCutoff))
+		return sqldb.Err("prune unverified activity", err)
+	})
+	return n + un, err
+}
+
+// pruneClass deletes the records of class c older than cutoff, oldest
+// first, and keeps the counts in step.
+func (s store) pruneClass(ctx context.Context, c class, cutoff time.Time) (int64, error) {
 	var total int64
 	for range pruneChunks {
 		var n int64
 		err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, `SELECT id, namespace FROM activity WHERE at < $1 ORDER BY at LIMIT $2`,
+			rows, err := tx.QueryContext(ctx, `SELECT id, namespace FROM activity WHERE at < $1 AND `+c.where+` ORDER BY at LIMIT $2`,
 				sqldb.Micros(cutoff), pruneChunk)
 			if err != nil {
 				return sqldb.Err("read old activity", err)
@@ -189,7 +289,7 @@ func (s store) prune(ctx context.Context, cutoff time.Time) (int64, error) {
 						return sqldb.Err("prune activity", err)
 					}
 				}
-				if _, err := tx.ExecContext(ctx, `UPDATE activity_counts SET n = n - $2 WHERE namespace = $1`, ns, len(ids)); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE activity_counts SET `+c.column+` = `+c.column+` - $2 WHERE namespace = $1`, ns, len(ids)); err != nil {
 					return sqldb.Err("count activity", err)
 				}
 				n += int64(len(ids))
@@ -209,7 +309,8 @@ func (s store) prune(ctx context.Context, cutoff time.Time) (int64, error) {
 
 // deleteNamespace deletes every record of ns within tx.
 func deleteNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
-	for _, q := range []string{`DELETE FROM activity WHERE namespace = $1`, `DELETE FROM activity_counts WHERE namespace = $1`} {
+	for _, q := range []string{`DELETE FROM activity WHERE namespace = $1`, `DELETE FROM activity_counts WHERE namespace = $1`,
+		`DELETE FROM activity_unverified WHERE namespace = $1`} {
 		if _, err := tx.ExecContext(ctx, q, ns); err != nil {
 			return sqldb.Err("delete activity", err)
 		}

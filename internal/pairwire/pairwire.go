@@ -130,6 +130,26 @@ type ActivityBatch struct {
 	// Dropped counts the records the gateway dropped since its last
 	// batch because its queue was full.
 	Dropped int64 `json:"dropped,omitempty"`
+	// Unverified counts the requests refused before a signature verified
+	// since the gateway's last batch, by protocol and reason, at most
+	// MaxUnverifiedCounts entries: never a record each, since their
+	// senders chose everything else about them.
+	Unverified []UnverifiedCount `json:"unverified,omitempty"`
+}
+
+// MaxUnverifiedCounts is the most Unverified entries one ActivityBatch
+// may carry.
+const MaxUnverifiedCounts = 64
+
+// UnverifiedCount is how many requests a gateway refused for one reason
+// before a signature verified.
+type UnverifiedCount struct {
+	// At is when the first of them was refused (RFC 3339 with fraction).
+	At string `json:"at"`
+	// Protocol is "http" or "mcp"; Reason the error code answered.
+	Protocol string `json:"protocol"`
+	Reason   string `json:"reason"`
+	Count    int64  `json:"count"`
 }
 
 // Activity is one decision of a gateway about an agent's request: never
