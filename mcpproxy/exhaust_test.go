@@ -1,0 +1,317 @@
+package mcpproxy_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idnhq/idn/mcpproxy"
+)
+
+// hostileUpstream is an MCP server (2025-11-25) that writes n requests of
+// method on the event stream of every session it opens, then a
+// notification the agent sees (so a test knows the gateway read them
+// all), and holds every answer the gateway posts unanswered for as long
+// as the gateway waits.
+type hostileUpstream struct {
+	srv    *httptest.Server
+	method string
+	n      int
+
+	held    atomic.Int64  // answers being held
+	answers atomic.Int64  // answers received
+	start   chan struct{} // closed when the flood may start
+	gone    chan struct{} // closed as the test ends: nothing is held longer
+}
+
+func newHostileUpstream(t testing.TB, method string, n int) *hostileUpstream {
+	h := &hostileUpstream{method: method, n: n, start: make(chan struct{}), gone: make(chan struct{})}
+	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hostileUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		h.flood(w, r)
+		return
+	case http.MethodDelete:
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var msg wireMessage
+	if json.NewDecoder(r.Body).Decode(&msg) != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	switch {
+	case msg.Method == "":
+		h.answers.Add(1)
+		h.held.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-h.gone:
+		}
+		h.held.Add(-1)
+		return
+	case msg.ID == nil:
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	var result any = map[string]any{}
+	switch msg.Method {
+	case "initialize":
+		w.Header().Set("Mcp-Session-Id", "hostile-1")
+		result = map[string]any{"protocolVersion": "2025-11-25", "serverInfo": map[string]any{"name": "hostile", "version": "1"},
+			"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}}
+	case "tools/list":
+		result = map[string]any{"tools": []any{}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
+}
+
+// flood writes the requests on a session's own event stream and keeps it
+// open.
+func (h *hostileUpstream) flood(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	select {
+	case <-h.start:
+	case <-r.Context().Done():
+		return
+	}
+	bw := bufio.NewWriter(w)
+	for i := range h.n {
+		params := ""
+		if h.method != "ping" {
+			params = fmt.Sprintf(`,"params":{"taskId":"task-%d"}`, i)
+		}
+		fmt.Fprintf(bw, "data: {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":%q%s}\n\n", i+1, h.method, params)
+	}
+	fmt.Fprint(bw, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+	_ = bw.Flush()
+	_ = http.NewResponseController(w).Flush()
+	select {
+	case <-r.Context().Done():
+	case <-h.gone:
+	}
+}
+
+// usage is what the process holds: goroutines, open descriptors, memory
+// in use (heap and goroutine stacks) and resident.
+type usage struct {
+	goroutines, fds int
+	memory, rss     uint64
+}
+
+func (u usage) String() string {
+	return fmt.Sprintf("%d goroutines, %d descriptors, %.1f MiB heap and stacks, %.1f MiB resident", u.goroutines, u.fds, float64(u.memory)/(1<<20), float64(u.rss)/(1<<20))
+}
+
+// measure returns what the process holds once idle connections are
+// closed and the heap collected.
+func measure(t testing.TB, clients ...*http.Client) usage {
+	t.Helper()
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	for _, c := range clients {
+		c.CloseIdleConnections()
+	}
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count descriptors: %v", err)
+	}
+	u := usage{goroutines: runtime.NumGoroutine(), fds: len(fds), memory: m.HeapInuse + m.StackInuse}
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.Lines(string(status)) {
+			if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(kb), " kB"), 10, 64)
+				u.rss = n << 10
+			}
+		}
+	}
+	return u
+}
+
+// floodAgent is an agent session with its own event stream open, which
+// reports the tools/list_changed notification the hostile server writes
+// after its flood.
+type floodAgent struct {
+	a       *taskAgent
+	changed chan struct{}
+	stream  io.Closer
+}
+
+// openFloodAgent opens the session, then lets up start its flood.
+func openFloodAgent(t *testing.T, e *env, up *hostileUpstream, initialize string) *floodAgent {
+	t.Helper()
+	hc := &http.Client{Transport: identityTransport{alice}}
+	a := &taskAgent{url: e.srv.URL + "/mcp/mcp1", hc: hc, name: "alice", kinds: map[string]string{}}
+	r := a.exchange(t, http.MethodPost, initialize)
+	if a.sid = r.header.Get("Mcp-Session-Id"); r.status != http.StatusOK || a.sid == "" {
+		t.Fatalf("initialize: %d %s", r.status, r.raw)
+	}
+	if n := a.exchange(t, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); n.status != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", n.status, n.raw)
+	}
+	resp, err := hc.Do(a.request(http.MethodGet, ""))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", resp, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	f := &floodAgent{a: a, changed: make(chan struct{}, 1), stream: resp.Body}
+	close(up.start)
+	go a.read(resp.Body, func(raw string) {
+		if strings.Contains(raw, "notifications/tools/list_changed") {
+			select {
+			case f.changed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	return f
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, within time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+const initializePlain = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"x","version":"1"},"capabilities":{}}}`
+
+// A hostile upstream that floods one agent session's event stream with
+// requests, and holds every answer the gateway posts, makes the gateway
+// hold no more than a few dozen goroutines and descriptors and a few MiB
+// for it; when the session ends (deleted, expired) or the answers pass
+// their deadline, everything it held is let go.
+func TestHostileUpstreamCannotExhaustTheGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("floods the gateway with thousands of requests")
+	}
+	// What one flooded session may cost at most, whatever the flood's
+	// size: the answers being posted, their connections (both ends are in
+	// this process) and the session's own streams.
+	const (
+		maxGoroutines = 120
+		maxFDs        = 60
+		maxMemory     = 24 << 20
+	)
+	for _, tt := range []struct {
+		name       string
+		method     string
+		n          int
+		initialize string
+		timeout    time.Duration
+		end        func(t *testing.T, e *env, f *floodAgent, up *hostileUpstream)
+	}{
+		{"3,000 tasks/get on the stream of a session that declared tasks, then DELETE", "tasks/get", 3000, initializeClientTasks, 0, deleteSession},
+		{"1,000 pings on the go-sdk path, then DELETE", "ping", 1000, initializePlain, 0, deleteSession},
+		{"11,000 tasks/get, then DELETE", "tasks/get", 11000, initializeClientTasks, 0, deleteSession},
+		{"3,000 tasks/get, answers held past the MCP timeout", "tasks/get", 3000, initializeClientTasks, time.Second, heldPastTimeout},
+		{"1,000 pings, answers held past the MCP timeout", "ping", 1000, initializePlain, time.Second, heldPastTimeout},
+		{"3,000 tasks/get, then the session expires", "tasks/get", 3000, initializeClientTasks, 0, expire},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newHostileUpstream(t, tt.method, tt.n)
+			opts := mcpproxy.Options{Timeout: tt.timeout}
+			if strings.Contains(tt.name, "expires") {
+				opts.SessionIdleTimeout = 2 * time.Second
+			}
+			e := newEnv(t, mcpproxy.Config{Options: opts}, mcpproxy.Connection{BaseURL: up.srv.URL})
+			// First of the cleanups: what the upstream holds is let go.
+			t.Cleanup(func() { close(up.gone) })
+			agentClient := &http.Client{Transport: identityTransport{alice}}
+			before := measure(t, e.srv.Client(), agentClient)
+			f := openFloodAgent(t, e, up, tt.initialize)
+			within(t, f.changed, "notification written after the flood")
+			eventually(t, 10*time.Second, func() bool { return up.answers.Load() > 0 })
+			during := measure(t, e.srv.Client(), f.a.hc)
+			t.Logf("before %v; during %v (%d answers posted, %d held)", before, during, up.answers.Load(), up.held.Load())
+			if d := during.goroutines - before.goroutines; d > maxGoroutines {
+				t.Errorf("the flooded session holds %d goroutines, want at most %d", d, maxGoroutines)
+			}
+			if d := during.fds - before.fds; d > maxFDs {
+				t.Errorf("the flooded session holds %d descriptors, want at most %d", d, maxFDs)
+			}
+			if during.memory > before.memory && during.memory-before.memory > maxMemory {
+				t.Errorf("the flooded session holds %.1f MiB of heap and stacks, want at most %d", float64(during.memory-before.memory)/(1<<20), maxMemory>>20)
+			}
+			tt.end(t, e, f, up)
+			f.stream.Close()
+			var after usage
+			if !eventually(t, 15*time.Second, func() bool {
+				after = measure(t, e.srv.Client(), f.a.hc)
+				return after.goroutines <= before.goroutines+10 && after.fds <= before.fds+4
+			}) {
+				t.Errorf("after the session ended the process holds %v, before it %v (%d answers still held)", after, before, up.held.Load())
+			}
+			t.Logf("after %v", after)
+		})
+	}
+}
+
+// deleteSession ends the agent's session with DELETE.
+func deleteSession(t *testing.T, _ *env, f *floodAgent, _ *hostileUpstream) {
+	t.Helper()
+	if r := f.a.exchange(t, http.MethodDelete, ""); r.status != http.StatusNoContent && r.status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", r.status, r.raw)
+	}
+}
+
+// expire closes the agent's stream and awaits the session's idle end.
+func expire(t *testing.T, e *env, f *floodAgent, _ *hostileUpstream) {
+	t.Helper()
+	f.stream.Close()
+	if !eventually(t, 15*time.Second, func() bool { return gauge(t, e, "idn_gateway_mcp_sessions") == 0 }) {
+		t.Fatal("the idle session did not end")
+	}
+}
+
+// heldPastTimeout awaits the end of every answer the upstream holds, past
+// the MCP timeout, while the session lives on; then deletes it.
+func heldPastTimeout(t *testing.T, e *env, f *floodAgent, up *hostileUpstream) {
+	t.Helper()
+	if !eventually(t, 10*time.Second, func() bool { return up.held.Load() == 0 }) {
+		t.Errorf("%d answers are still held past the MCP timeout", up.held.Load())
+	}
+	deleteSession(t, e, f, up)
+}
+
+func gauge(t testing.TB, e *env, name string) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
