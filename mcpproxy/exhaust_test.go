@@ -19,14 +19,15 @@ import (
 )
 
 // hostileUpstream is an MCP server (2025-11-25) that writes n requests of
-// method on the event stream of every session it opens, then a
-// notification the agent sees (so a test knows the gateway read them
-// all), and holds every answer the gateway posts unanswered for as long
-// as the gateway waits.
+// method on the event stream of every session it opens (or, onCall, of
+// every call of its tool "flood"), then a notification the agent sees (so
+// a test knows the gateway read them all), and holds every answer the
+// gateway posts unanswered for as long as the gateway waits.
 type hostileUpstream struct {
 	srv    *httptest.Server
 	method string
 	n      int
+	onCall bool
 
 	held    atomic.Int64  // answers being held
 	answers atomic.Int64  // answers received
@@ -44,7 +45,11 @@ func newHostileUpstream(t testing.TB, method string, n int) *hostileUpstream {
 func (h *hostileUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
-		h.flood(w, r)
+		if !h.onCall {
+			h.flood(w, r, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+			return
+		}
+		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	case http.MethodDelete:
 		w.WriteHeader(http.StatusNoContent)
@@ -53,6 +58,16 @@ func (h *hostileUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	var msg wireMessage
 	if json.NewDecoder(r.Body).Decode(&msg) != nil {
 		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	if msg.Method == "tools/call" && h.onCall {
+		var p struct {
+			Meta struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		_ = json.Unmarshal(msg.Params, &p)
+		h.flood(w, r, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`, p.Meta.ProgressToken))
 		return
 	}
 	switch {
@@ -76,15 +91,15 @@ func (h *hostileUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		result = map[string]any{"protocolVersion": "2025-11-25", "serverInfo": map[string]any{"name": "hostile", "version": "1"},
 			"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}}
 	case "tools/list":
-		result = map[string]any{"tools": []any{}}
+		result = map[string]any{"tools": []any{map[string]any{"name": "flood", "inputSchema": map[string]any{"type": "object"}}}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
 }
 
-// flood writes the requests on a session's own event stream and keeps it
-// open.
-func (h *hostileUpstream) flood(w http.ResponseWriter, r *http.Request) {
+// flood writes the requests on an event stream, then the notification
+// last, and keeps the stream open.
+func (h *hostileUpstream) flood(w http.ResponseWriter, r *http.Request, last string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	_ = http.NewResponseController(w).Flush()
@@ -101,7 +116,7 @@ func (h *hostileUpstream) flood(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintf(bw, "data: {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":%q%s}\n\n", i+1, h.method, params)
 	}
-	fmt.Fprint(bw, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+	fmt.Fprintf(bw, "data: %s\n\n", last)
 	_ = bw.Flush()
 	_ = http.NewResponseController(w).Flush()
 	select {
@@ -157,7 +172,9 @@ type floodAgent struct {
 	stream  io.Closer
 }
 
-// openFloodAgent opens the session, then lets up start its flood.
+// openFloodAgent opens the session, then lets up start its flood: on the
+// session's own stream, or on a call of "flood" it makes, whose progress
+// ends the flood.
 func openFloodAgent(t *testing.T, e *env, up *hostileUpstream, initialize string) *floodAgent {
 	t.Helper()
 	hc := &http.Client{Transport: identityTransport{alice}}
@@ -176,14 +193,23 @@ func openFloodAgent(t *testing.T, e *env, up *hostileUpstream, initialize string
 	t.Cleanup(func() { resp.Body.Close() })
 	f := &floodAgent{a: a, changed: make(chan struct{}, 1), stream: resp.Body}
 	close(up.start)
-	go a.read(resp.Body, func(raw string) {
-		if strings.Contains(raw, "notifications/tools/list_changed") {
+	told := func(raw string) {
+		if strings.Contains(raw, "notifications/tools/list_changed") || strings.Contains(raw, "notifications/progress") {
 			select {
 			case f.changed <- struct{}{}:
 			default:
 			}
 		}
-	})
+	}
+	go a.read(resp.Body, told)
+	if up.onCall {
+		call, err := hc.Do(a.request(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"flood","arguments":{},"_meta":{"progressToken":"p"}}}`))
+		if err != nil || call.StatusCode != http.StatusOK {
+			t.Fatalf("tools/call: %v %v", call, err)
+		}
+		t.Cleanup(func() { call.Body.Close() })
+		go a.read(call.Body, told)
+	}
 	return f
 }
 
@@ -233,9 +259,11 @@ func TestHostileUpstreamCannotExhaustTheGateway(t *testing.T) {
 		{"3,000 tasks/get, answers held past the MCP timeout", "tasks/get", 3000, initializeClientTasks, time.Second, heldPastTimeout},
 		{"1,000 pings, answers held past the MCP timeout", "ping", 1000, initializePlain, time.Second, heldPastTimeout},
 		{"3,000 tasks/get, then the session expires", "tasks/get", 3000, initializeClientTasks, 0, expire},
+		{"1,000 pings on a tools/call's stream (the fast path), answers held past the MCP timeout", "ping", 1000, initializePlain, 2 * time.Second, heldPastTimeout},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newHostileUpstream(t, tt.method, tt.n)
+			up.onCall = strings.Contains(tt.name, "tools/call")
 			opts := mcpproxy.Options{Timeout: tt.timeout}
 			if strings.Contains(tt.name, "expires") {
 				opts.SessionIdleTimeout = 2 * time.Second
