@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ type hostileUpstream struct {
 	method string
 	n      int
 	onCall bool
+	onList bool // the flood comes on the stream of each tools/list, which starts it
+	listed sync.Once
 
 	held    atomic.Int64  // answers being held
 	answers atomic.Int64  // answers received
@@ -82,6 +85,11 @@ func (h *hostileUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case msg.ID == nil:
 		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if msg.Method == "tools/list" && h.onList {
+		h.listed.Do(func() { close(h.start) })
+		h.flood(w, r, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`, msg.ID))
 		return
 	}
 	var result any = map[string]any{}
@@ -342,4 +350,40 @@ func gauge(t testing.TB, e *env, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// A flood on the stream of a tools/list the REST routes' discovery sends
+// (the connection's shared upstream session, read by the SDK's client) is
+// held to the same bounds, and let go past the MCP timeout.
+func TestHostileUpstreamCannotExhaustTheGatewayThroughDiscovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("floods the gateway with thousands of requests")
+	}
+	up := newHostileUpstream(t, "ping", 3000)
+	up.onList = true
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{Timeout: time.Second}}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	t.Cleanup(func() { close(up.gone) })
+	before := measure(t, e.srv.Client())
+	if r := e.do(http.MethodGet, "/mcp/mcp1/tools", "agent", ""); r.status != http.StatusOK {
+		t.Fatalf("tools: %d %s", r.status, r.raw)
+	}
+	eventually(t, 10*time.Second, func() bool { return up.answers.Load() > 0 })
+	during := measure(t, e.srv.Client())
+	t.Logf("before %v; during %v (%d answers posted, %d held)", before, during, up.answers.Load(), up.held.Load())
+	if d := during.goroutines - before.goroutines; d > 120 {
+		t.Errorf("the flooded discovery holds %d goroutines, want at most 120", d)
+	}
+	if d := during.fds - before.fds; d > 60 {
+		t.Errorf("the flooded discovery holds %d descriptors, want at most 60", d)
+	}
+	if !eventually(t, 10*time.Second, func() bool { return up.held.Load() == 0 }) {
+		t.Errorf("%d answers are still held past the MCP timeout", up.held.Load())
+	}
+	var after usage
+	if !eventually(t, 10*time.Second, func() bool {
+		after = measure(t, e.srv.Client())
+		return after.goroutines <= before.goroutines+10 && after.fds <= before.fds+4
+	}) {
+		t.Errorf("past the MCP timeout the process holds %v, before the flood %v", after, before)
+	}
 }

@@ -323,8 +323,10 @@ type connState struct {
 	shared upstreamSession
 
 	// asking counts the server's requests being answered on all the
-	// connection's upstream sessions (hold.PerConnection).
+	// connection's upstream sessions (hold.PerConnection); held bounds
+	// the shared one's, as an agent session's hold bounds its own.
 	asking *hold.Gate
+	held   *hold.Session
 	// dropped counts the requests asking turned away since the last
 	// warning, logged at the time in droppedLogged (unix ns).
 	dropped, droppedLogged atomic.Int64
@@ -403,6 +405,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
 		st.asking = hold.NewGate(hold.PerConnection, nil, func() { p.refused(st) })
+		st.held = hold.NewSession(hold.NewGate(hold.PerSession, st.asking, func() { p.refused(st) }), min(hold.ReplyTimeout, p.timeout))
 		st.httpClient = &http.Client{
 			Transport: &upstream.Transport{Base: st.currentTransport, Policy: p.retry, Tracer: p.tracer, Observe: func(r *http.Request, resp *http.Response, err error, start time.Time) {
 				p.observe(r.Context(), st.id, r, resp, err, start)
@@ -488,8 +491,11 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 	if client == nil {
 		client = p.client
 	}
-	if u.tap != nil {
+	switch {
+	case u.tap != nil:
 		hc = u.tap(hc)
+	case u == &st.shared:
+		hc = &http.Client{Transport: st.held.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect}
 	}
 	if protocol == "" {
 		protocol = upstreamProtocol
@@ -636,6 +642,7 @@ func (p *Proxy) Forget(connectionID string) {
 			st.shared.session = nil
 		}
 		st.shared.mu.Unlock()
+		st.held.End()
 	}
 }
 
