@@ -178,23 +178,21 @@ func (s *Session) admit(session string, data []byte) bool {
 		return true
 	}
 	key, ok := askKey(session, msg.ID)
-	if !ok || s.ctx.Err() != nil {
-		return false
-	}
-	s.mu.Lock()
-	_, dup := s.answering[key]
-	s.mu.Unlock()
-	if dup {
-		return false
-	}
-	leave, ok := s.gate.Enter()
 	if !ok {
 		return false
 	}
+	// One lock from the check to the record, so that neither a second
+	// copy of the request nor End comes between them.
 	s.mu.Lock()
-	s.answering[key] = leave
-	s.mu.Unlock()
-	return true
+	defer s.mu.Unlock()
+	if _, dup := s.answering[key]; dup || s.ctx.Err() != nil {
+		return false
+	}
+	leave, ok := s.gate.Enter()
+	if ok {
+		s.answering[key] = leave
+	}
+	return ok
 }
 
 // Transport returns base under the session's bounds: each request ends
