@@ -2,6 +2,7 @@ package mcpproxy_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -350,6 +351,32 @@ func gauge(t testing.TB, e *env, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// A flood on the stream of the tools/list a connection test sends (a
+// session of its own, read by the SDK's client) is let go when the test
+// ends, long before the MCP timeout.
+func TestHostileUpstreamCannotExhaustTheGatewayThroughAConnectionTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("floods the gateway with thousands of requests")
+	}
+	up := newHostileUpstream(t, "ping", 3000)
+	up.onList = true
+	conn := mcpproxy.Connection{BaseURL: up.srv.URL}
+	e := newEnv(t, mcpproxy.Config{}, conn)
+	t.Cleanup(func() { close(up.gone) })
+	before := measure(t, e.srv.Client())
+	conn.ID = "mcp1"
+	if _, err := e.proxy.Probe(context.Background(), &conn); err != nil {
+		t.Fatal(err)
+	}
+	var after usage
+	if !eventually(t, 10*time.Second, func() bool {
+		after = measure(t, e.srv.Client())
+		return after.goroutines <= before.goroutines+10 && after.fds <= before.fds+4
+	}) {
+		t.Errorf("after the connection test the process holds %v, before it %v (%d answers held)", after, before, up.held.Load())
+	}
 }
 
 // A flood on the stream of a tools/list the REST routes' discovery sends
