@@ -388,7 +388,7 @@ func TestHostileUpstreamCannotExhaustTheGatewayThroughDiscovery(t *testing.T) {
 	}
 	up := newHostileUpstream(t, "ping", 3000)
 	up.onList = true
-	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{Timeout: time.Second}}, mcpproxy.Connection{BaseURL: up.srv.URL})
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{Timeout: 3 * time.Second}}, mcpproxy.Connection{BaseURL: up.srv.URL})
 	t.Cleanup(func() { close(up.gone) })
 	before := measure(t, e.srv.Client())
 	if r := e.do(http.MethodGet, "/mcp/mcp1/tools", "agent", ""); r.status != http.StatusOK {
