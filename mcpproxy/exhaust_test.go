@@ -414,3 +414,48 @@ func TestHostileUpstreamCannotExhaustTheGatewayThroughDiscovery(t *testing.T) {
 		t.Errorf("past the MCP timeout the process holds %v, before the flood %v", after, before)
 	}
 }
+
+// A post no operation bounds, the agent's task status notification the
+// gateway relays upstream, gets the MCP timeout as its attempt timeout
+// when AttemptTimeout is zero: an upstream that never answers it cannot
+// hold the agent's request, and what the gateway holds for it, for ever.
+func TestZeroAttemptTimeoutBoundsAnUnboundedPost(t *testing.T) {
+	t.Parallel()
+	ts := newClientTaskServer(t)
+	var holding atomic.Bool
+	var held atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if holding.Load() && strings.Contains(string(body), "notifications/tasks/status") {
+			held.Add(1)
+			<-r.Context().Done()
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		ts.serve(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{Timeout: 2 * time.Second}}, mcpproxy.Connection{BaseURL: srv.URL})
+	a := openTaskAgent(t, e, alice)
+	within(t, ts.opened, "the upstream session's stream")
+	a.call(t, "ask", map[string]any{})
+	within(t, ts.statuses, "the agent's status notification")
+
+	holding.Store(true)
+	status := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":%s}`, mustJSON(t, a.task("alice-task-1", "completed")))
+	hc := &http.Client{Transport: identityTransport{alice}, Timeout: 20 * time.Second}
+	resp, err := hc.Do(a.request(http.MethodPost, status))
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err != nil {
+		t.Fatalf("the agent's notification was held: %v", err)
+	}
+	if held.Load() == 0 {
+		t.Fatal("the notification never reached the upstream")
+	}
+	if n := e.metric("idn_gateway_mcp_task_total", "error"); n != 1 {
+		t.Errorf("idn_gateway_mcp_task_total{result=error} = %v, want 1", n)
+	}
+}
