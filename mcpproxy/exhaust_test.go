@@ -2,10 +2,12 @@ package mcpproxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -222,6 +224,24 @@ func openFloodAgent(t *testing.T, e *env, up *hostileUpstream, initialize string
 	return f
 }
 
+// lockedBuffer is a log's output, written and read concurrently.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, cond func() bool) bool {
 	t.Helper()
@@ -277,7 +297,8 @@ func TestHostileUpstreamCannotExhaustTheGateway(t *testing.T) {
 			if strings.Contains(tt.name, "expires") {
 				opts.SessionIdleTimeout = 2 * time.Second
 			}
-			e := newEnv(t, mcpproxy.Config{Options: opts}, mcpproxy.Connection{BaseURL: up.srv.URL})
+			var logged lockedBuffer
+			e := newEnv(t, mcpproxy.Config{Options: opts, Logger: slog.New(slog.NewTextHandler(&logged, nil))}, mcpproxy.Connection{BaseURL: up.srv.URL})
 			// First of the cleanups: what the upstream holds is let go.
 			t.Cleanup(func() { close(up.gone) })
 			agentClient := &http.Client{Transport: identityTransport{alice}}
@@ -295,6 +316,15 @@ func TestHostileUpstreamCannotExhaustTheGateway(t *testing.T) {
 			}
 			if during.memory > before.memory && during.memory-before.memory > maxMemory {
 				t.Errorf("the flooded session holds %.1f MiB of heap and stacks, want at most %d", float64(during.memory-before.memory)/(1<<20), maxMemory>>20)
+			}
+			// Most of the flood was dropped (the answers of a short MCP
+			// timeout give their places back while it is read), and said so.
+			if n := counter(t, e, "idn_gateway_mcp_server_requests_dropped_total"); n < float64(tt.n/2) {
+				t.Errorf("idn_gateway_mcp_server_requests_dropped_total = %v of %d requests", n, tt.n)
+			}
+			// Logged once a minute, however many: the test's clock stands still.
+			if n := strings.Count(logged.String(), "sent more requests than the gateway answers at once"); n != 1 {
+				t.Errorf("the dropped requests were logged %d times, want once", n)
 			}
 			tt.end(t, e, f, up)
 			f.stream.Close()
@@ -337,6 +367,24 @@ func heldPastTimeout(t *testing.T, e *env, f *floodAgent, up *hostileUpstream) {
 	deleteSession(t, e, f, up)
 }
 
+// counter is the value of e's counter name, which has no labels.
+func counter(t testing.TB, e *env, name string) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// gauge is the value of e's gauge name, which has no labels.
 func gauge(t testing.TB, e *env, name string) float64 {
 	t.Helper()
 	mfs, err := e.reg.Gather()
