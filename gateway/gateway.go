@@ -104,6 +104,9 @@ func New(cfg Config) (*Gateway, error) {
 func (g *Gateway) wire() error {
 	c := g.cfg
 	upstream := proxy.NewTransport()
+	// No upstream holds a request's headers longer than the longest route
+	// may take, even a request with no deadline of its own.
+	upstream.ResponseHeaderTimeout = max(cmp.Or(c.Proxy.Timeout, proxy.DefaultTimeout), cmp.Or(c.Proxy.MCPTimeout, proxy.DefaultMCPTimeout), c.MCP.Timeout)
 	// The control-plane client never follows a redirect: its requests carry
 	// the gateway's signature and API keys, for the registry URL only.
 	g.control = &http.Client{

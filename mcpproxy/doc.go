@@ -87,6 +87,11 @@
 //     MaxSessionsPerNamespace per namespace and MaxSessions in all, the
 //     caller's own least recently used session is evicted to make room. A
 //     full pool refuses (503) only a caller whose namespace holds none.
+//   - Bounds on the server: at most hold.PerSession of its requests are
+//     answered at once per agent session, hold.PerConnection per
+//     connection, the rest dropped; each answer is posted within
+//     hold.ReplyTimeout, and a session's end ends every exchange of its
+//     upstream session (package hold).
 //
 // Settings is the MCP configuration of a connection (its endpoint, tool
 // policy and what it exposes; package mcpsettings) and Discovery its last
@@ -97,7 +102,8 @@
 // mcpsettings for users; under internal/, upstream (the retrying transport
 // and the exchanges), wire (the fast paths' JSON-RPC messages), mirror
 // (what an agent session sees of its upstream session), tasks and
-// clienttasks (what it keeps of tasks), resume (its own event stream's
+// clienttasks (what it keeps of tasks), hold (what its server can make it
+// hold), resume (its own event stream's
 // numbered, kept events), pool (the sessions' table and shares), scrub
 // (secret removal), arguments (argument validation), limit (breaker, rate
 // limit and their defaults) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,

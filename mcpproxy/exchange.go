@@ -46,6 +46,15 @@ type callHandler struct {
 	up    clienttasks.Upstream
 }
 
+// Enter takes a place for a request of the server: in the agent
+// session's hold, or for the REST routes the connection's.
+func (h callHandler) Enter() (leave func(), ok bool) {
+	if h.relay != nil && h.relay.hold != nil {
+		return h.relay.hold.Enter()
+	}
+	return h.st.asking.Enter()
+}
+
 // Notify hands a notification of the call's stream to the relay.
 func (h callHandler) Notify(id string, msg wire.Incoming) { h.relay.notification(h.st, id, msg) }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,12 +45,17 @@ func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res Probe, err err
 			err = &UpstreamError{ConnectionID: st.id, Message: msg}
 		}
 	}()
+	// The probe's session is held to the bounds of any other, and what
+	// its server makes it hold ends with it.
+	held := hold.NewSession(hold.NewGate(hold.PerSession, st.asking, func() { p.refused(st) }), min(hold.ReplyTimeout, p.timeout))
+	defer held.End()
+	hc := &http.Client{Transport: held.Transport(st.httpClient.Transport), CheckRedirect: st.httpClient.CheckRedirect}
 	endpoint := st.currentEndpoint()
 	tctx, tr := upstream.WithTrace(ctx)
-	cs, err := p.connect(tctx, st.httpClient, endpoint, p.client, upstreamProtocol, false)
+	cs, err := p.connect(tctx, hc, endpoint, p.client, upstreamProtocol, false)
 	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
 		tctx, tr = upstream.WithTrace(ctx)
-		cs, err = p.connect(tctx, st.httpClient, endpoint, p.client, "", false)
+		cs, err = p.connect(tctx, hc, endpoint, p.client, "", false)
 	}
 	if err != nil {
 		return res, err

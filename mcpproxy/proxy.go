@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
+	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/limit"
 	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
@@ -161,8 +162,10 @@ type Options struct {
 	// RetryMaxDelay caps one backoff. Zero means 2 s.
 	RetryMaxDelay time.Duration
 	// AttemptTimeout bounds each upstream HTTP attempt until its response
-	// headers arrive; hitting it counts as a network timeout. Zero means
-	// attempts are bounded only by Timeout.
+	// headers arrive; hitting it counts as a network timeout. It also
+	// bounds the posts that have no operation around them (answers to the
+	// server's requests, notifications). Zero means Timeout; negative
+	// means attempts are bounded only by their operation.
 	AttemptTimeout time.Duration
 
 	// MaxBodyBytes bounds a tool call's request body. Zero means 8 MiB.
@@ -232,6 +235,7 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpproxy: registering metrics: %w", err)
 	}
+	timeout := cmp.Or(cfg.Timeout, 90*time.Second)
 	p := &Proxy{
 		sources:      cfg.Connections,
 		caller:       cfg.Caller,
@@ -242,14 +246,14 @@ func New(cfg Config) (*Proxy, error) {
 		metrics:      m,
 		ttl:          cmp.Or(cfg.DiscoveryTTL, 300*time.Second),
 		staleIfError: cmp.Or(cfg.StaleIfError, time.Hour),
-		timeout:      cmp.Or(cfg.Timeout, 90*time.Second),
+		timeout:      timeout,
 		breakerN:     limit.OrOff(cfg.BreakerFailures, limit.DefaultBreakerFailures),
 		cooldown:     cmp.Or(cfg.BreakerCooldown, 10*time.Second),
 		retry: upstream.RetryPolicy{
 			MaxRetries:     cfg.MaxRetries,
 			BaseDelay:      cmp.Or(cfg.RetryBaseDelay, 100*time.Millisecond),
 			MaxDelay:       cmp.Or(cfg.RetryMaxDelay, 2*time.Second),
-			AttemptTimeout: cfg.AttemptTimeout,
+			AttemptTimeout: max(cmp.Or(cfg.AttemptTimeout, timeout), 0),
 		},
 		maxBody: cfg.MaxBodyBytes,
 		now:     cfg.Clock,
@@ -317,6 +321,15 @@ type connState struct {
 	// shared is the upstream session of the REST routes and discovery;
 	// each session of the MCP endpoint has its own.
 	shared upstreamSession
+
+	// asking counts the server's requests being answered on all the
+	// connection's upstream sessions (hold.PerConnection); held bounds
+	// the shared one's, as an agent session's hold bounds its own.
+	asking *hold.Gate
+	held   *hold.Session
+	// dropped counts the requests asking turned away since the last
+	// warning, logged at the time in droppedLogged (unix ns).
+	dropped, droppedLogged atomic.Int64
 }
 
 // upstreamSession is one session with a connection's upstream MCP server.
@@ -391,6 +404,8 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 			breaker: limit.Breaker{Threshold: p.breakerN, Cooldown: p.cooldown, Now: p.now},
 			shared:  upstreamSession{state: SessionInitializeRequired},
 		}
+		st.asking = hold.NewGate(hold.PerConnection, nil, func() { p.refused(st) })
+		st.held = hold.NewSession(hold.NewGate(hold.PerSession, st.asking, func() { p.refused(st) }), min(hold.ReplyTimeout, p.timeout))
 		st.httpClient = &http.Client{
 			Transport: &upstream.Transport{Base: st.currentTransport, Policy: p.retry, Tracer: p.tracer, Observe: func(r *http.Request, resp *http.Response, err error, start time.Time) {
 				p.observe(r.Context(), st.id, r, resp, err, start)
@@ -476,8 +491,11 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 	if client == nil {
 		client = p.client
 	}
-	if u.tap != nil {
+	switch {
+	case u.tap != nil:
 		hc = u.tap(hc)
+	case u == &st.shared:
+		hc = &http.Client{Transport: st.held.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect}
 	}
 	if protocol == "" {
 		protocol = upstreamProtocol
@@ -624,6 +642,7 @@ func (p *Proxy) Forget(connectionID string) {
 			st.shared.session = nil
 		}
 		st.shared.mu.Unlock()
+		st.held.End()
 	}
 }
 
@@ -643,4 +662,19 @@ func (p *Proxy) Close() error {
 	}
 	p.wg.Wait()
 	return nil
+}
+
+// refused counts a request of st's server turned away past a bound of
+// package hold, and warns at most once a minute per connection: a
+// hostile server sends them by the thousand.
+func (p *Proxy) refused(st *connState) {
+	p.metrics.ServerRequestsDropped.Inc()
+	n := st.dropped.Add(1)
+	now, last := p.now().UnixNano(), st.droppedLogged.Load()
+	if now-last < int64(time.Minute) || !st.droppedLogged.CompareAndSwap(last, now) {
+		return
+	}
+	st.dropped.Add(-n)
+	p.log.Warn("mcpproxy: an upstream MCP server sent more requests than the gateway answers at once; the excess was dropped",
+		"connection_id", st.id, "dropped", n, "per_session", hold.PerSession, "per_connection", hold.PerConnection)
 }

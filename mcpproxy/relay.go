@@ -7,12 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"net/http"
 
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
+	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
@@ -41,6 +42,9 @@ type callRelay struct {
 	// tasks receives task status notifications, and progress
 	// notifications not of this call (a task's), by method.
 	tasks func(method string, params json.RawMessage)
+	// hold gives the server's requests their places: the agent
+	// session's.
+	hold *hold.Session
 }
 
 // notification hands msg, a notification read from the stream of call id,
@@ -148,7 +152,9 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 		if err != nil {
 			return nil, err
 		}
-		detached, cancel := context.WithCancel(context.Background())
+		// Answered within the MCP timeout, as a request on a call's
+		// stream is.
+		detached, cancel := context.WithTimeout(context.Background(), e.p.timeout)
 		defer cancel()
 		defer context.AfterFunc(ctx, cancel)()
 		return e.ask(detached, s, method, raw)
@@ -165,6 +171,7 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 			return e.ask(ctx, s, method, params)
 		},
 		tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
+		hold:  s.hold,
 	}
 	if token != nil {
 		r.progress = func(n *mcp.ProgressNotificationParams) {

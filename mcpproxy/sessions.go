@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,6 +23,14 @@ import (
 func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) {
 	s := &agentSession{slot: pool.Slot{ID: rand.Text(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
 	s.conn.Store(conn)
+	// The server's requests take places in the session's gate and in its
+	// connection's (none when the connection cannot be reached).
+	var perConnection *hold.Gate
+	refused := func() {}
+	if st, err := e.p.state(conn); err == nil {
+		perConnection, refused = st.asking, func() { e.p.refused(st) }
+	}
+	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, e.p.timeout))
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if conn.ExposeResources {
 		caps.Resources = &mcp.ResourceCapabilities{}
@@ -80,6 +89,7 @@ func (e *endpoint) settle(s *agentSession) {
 	if ss == nil || ss.InitializeParams() == nil {
 		e.sessions.Remove(s)
 		e.p.endUpstream(&s.upstream)
+		s.hold.End()
 		return
 	}
 	s.ss.Store(ss)
@@ -103,6 +113,9 @@ func (e *endpoint) settle(s *agentSession) {
 		s.mu.Unlock()
 		e.sessions.Remove(s)
 		e.p.endUpstream(&s.upstream)
+		// What the server still makes it hold (answers being posted,
+		// event streams) ends with it.
+		s.hold.End()
 	}()
 	// Evicted while its initialize was answered: evict saw no SDK session
 	// to close, or closes it too (Close may be called twice).

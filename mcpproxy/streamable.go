@@ -18,6 +18,7 @@ import (
 	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/clienttasks"
+	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
@@ -78,6 +79,9 @@ type agentSession struct {
 	told   mirror.Told // the cancellations its server writes on its streams
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
+	// hold bounds what its upstream session's server makes it hold, and
+	// ends it all when the session ends.
+	hold *hold.Session
 
 	calls wire.InFlight // calls answered directly
 

@@ -29,11 +29,14 @@ func (e *endpoint) relaysTasks(s *agentSession) bool {
 // tapped returns hc with its transport under a tap telling s's Book what
 // the server offers and s's agent the status and progress notifications,
 // under the relay of the client side of tasks s's agent declared, under
+// s's hold (which lets through only the server's requests it has room
+// for, to the relay and the SDK's client alike), under
 // upstream.Withdrawals.
 func (e *endpoint) tapped(s *agentSession, hc *http.Client) *http.Client {
-	hc = &http.Client{Transport: s.clientTasks.Transport(upstream.Withdrawals(hc.Transport), e.p.timeout, func(ctx context.Context, method string, raw json.RawMessage) (any, error) {
+	held := s.hold.Transport(upstream.Withdrawals(hc.Transport))
+	hc = &http.Client{Transport: s.clientTasks.Transport(held, e.p.timeout, func(ctx context.Context, method string, raw json.RawMessage) (any, error) {
 		return e.ask(ctx, s, method, raw)
-	}), CheckRedirect: hc.CheckRedirect}
+	}, s.hold.Unanswered), CheckRedirect: hc.CheckRedirect}
 	return mcptasks.Tapped(hc, s.tasks.SetOffer, func(method string, raw json.RawMessage) { e.taskNote(context.Background(), s, method, raw) })
 }
 

@@ -205,7 +205,10 @@ func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 // connections sized for a busy local gateway (a large idle pool, so bursts
 // of concurrent requests do not churn connections), HTTP/2 where the
 // upstream offers it, and no overall timeout (the route timeouts bound each
-// request). The ReverseProxy never follows redirects.
+// request). An upstream gets DefaultTimeout to send its response headers,
+// so that an exchange without a deadline of its own cannot be held open
+// for ever; set ResponseHeaderTimeout to the longest route timeout when
+// those differ. The ReverseProxy never follows redirects.
 func NewTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -216,6 +219,7 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: DefaultTimeout,
 	}
 }
 

@@ -79,7 +79,9 @@ type Config struct {
 	// Clock is the time source of the signature window and rotation due
 	// dates. Nil means time.Now.
 	Clock func() time.Time
-	// Transport forwards to upstreams; nil means NewTransport().
+	// Transport forwards to upstreams; nil means NewTransport(), whose
+	// response headers may take as long as the longer of Timeout and
+	// MCPTimeout.
 	Transport http.RoundTripper
 
 	// MCP serves /mcp/{connection_id}/… after authentication; the caller is
@@ -242,7 +244,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	transport := cfg.Transport
 	if transport == nil {
-		transport = NewTransport()
+		t := NewTransport()
+		t.ResponseHeaderTimeout = max(cfg.Timeout, cfg.MCPTimeout)
+		transport = t
 	}
 	h.rp = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,

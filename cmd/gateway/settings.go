@@ -141,6 +141,8 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c.MCP.StaleIfError = zeroMeansOff(time.Duration(r.Int("GATEWAY_MCP_DISCOVERY_STALE_IF_ERROR_SECONDS", 3600, 0,
 		"seconds past freshness a stale discovery is served while the upstream fails; 0 never"))*time.Second, -1)
 	c.Proxy.MCPTimeout = r.Seconds("GATEWAY_MCP_TIMEOUT_SECONDS", 90, "seconds an /mcp request or MCP upstream operation may take")
+	c.MCP.AttemptTimeout = time.Duration(r.Int("GATEWAY_MCP_ATTEMPT_TIMEOUT_SECONDS", 0, 0,
+		"seconds one HTTP attempt to an MCP upstream waits for its response headers (retried when safe); 0 means GATEWAY_MCP_TIMEOUT_SECONDS")) * time.Second
 	c.Proxy.Timeout = r.Seconds("GATEWAY_PROXY_TIMEOUT_SECONDS", 120, "seconds an /proxy request may take")
 	c.AdminTimeout = r.Seconds("GATEWAY_ADMIN_TIMEOUT_SECONDS", 20, "seconds an admin or /metrics request may take")
 	s.shutdownTimeout = r.Seconds("GATEWAY_SHUTDOWN_TIMEOUT_SECONDS", 15, "seconds in-flight requests get to finish at shutdown")

@@ -55,6 +55,27 @@ func TestServeSettingsDefaults(t *testing.T) {
 	}
 }
 
+// GATEWAY_MCP_ATTEMPT_TIMEOUT_SECONDS unset leaves MCP.AttemptTimeout at
+// zero, which is the MCP timeout; it takes no negative value, which would
+// leave attempts unbounded.
+func TestServeSettingsMCPAttemptTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		set  string
+		want time.Duration
+		bad  bool
+	}{{"", 0, false}, {"20", 20 * time.Second, false}, {"-1", 0, true}} {
+		env := validEnv()
+		if tt.set != "" {
+			env["GATEWAY_MCP_ATTEMPT_TIMEOUT_SECONDS"] = tt.set
+		}
+		s, err := load(env)
+		if tt.bad != (err != nil) || !tt.bad && s.gateway.MCP.AttemptTimeout != tt.want {
+			t.Errorf("GATEWAY_MCP_ATTEMPT_TIMEOUT_SECONDS=%q: %v, %v", tt.set, s.gateway.MCP.AttemptTimeout, err)
+		}
+	}
+}
+
 func TestServeSettingsMCPSessions(t *testing.T) {
 	t.Parallel()
 	env := validEnv()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -58,7 +59,11 @@ func (r *Relay) answer(req *http.Request, base http.RoundTripper, timeout time.D
 	if err != nil {
 		return
 	}
-	post, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, req.URL.String(), bytes.NewReader(body))
+	// Posted even when the asking ended (the server is told why), within
+	// a deadline of its own.
+	postCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hold.ReplyTimeout)
+	defer cancel()
+	post, err := http.NewRequestWithContext(postCtx, http.MethodPost, req.URL.String(), bytes.NewReader(body))
 	if err != nil {
 		return
 	}
@@ -67,10 +72,13 @@ func (r *Relay) answer(req *http.Request, base http.RoundTripper, timeout time.D
 	post.Header.Set("Mcp-Session-Id", up.ID)
 	post.Header.Set("Mcp-Protocol-Version", up.Version)
 	if resp, err := base.RoundTrip(post); err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, replyPeek))
 		resp.Body.Close()
 	}
 }
+
+// replyPeek bounds how much of the server's answer to a post is read.
+const replyPeek = 64 << 10
 
 // asking is a server's request being answered, which the server may
 // withdraw.

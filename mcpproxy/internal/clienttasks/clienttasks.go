@@ -77,12 +77,18 @@ func (r *Relay) Declare(body []byte) {
 // and taking out of the event streams the SDK's client reads the server's
 // requests of the client side of tasks: each is answered by ask, in a
 // context carrying its upstream session (WithUpstream) that ends with its
-// stream or after timeout, and the answer posted to the server; one the
-// server withdraws (notifications/cancelled, read on any stream of its
-// session) ends at once, and no answer is posted.
-func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Asker) http.RoundTripper {
+// stream or after timeout, and the answer posted to the server within
+// hold.ReplyTimeout; one the server withdraws (notifications/cancelled,
+// read on any stream of its session) ends at once, and no answer is
+// posted. Base bounds how many are answered at once (package hold): it
+// is told of each request answered without a post (unanswered; nil:
+// nothing is told).
+func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Asker, unanswered func(session string, id json.RawMessage)) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
+	}
+	if unanswered == nil {
+		unanswered = func(string, json.RawMessage) {}
 	}
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		caps := r.caps.Load()
@@ -109,7 +115,10 @@ func (r *Relay) Transport(base http.RoundTripper, timeout time.Duration, ask Ask
 			if !bytes.Contains(data, []byte(`"method"`)) || json.Unmarshal(data, &msg) != nil || !mcptasks.ClientRequest(caps, msg.ID, msg.Method, msg.Params) {
 				return false
 			}
-			go r.answer(req, base, timeout, ask, msg)
+			go func() {
+				defer unanswered(req.Header.Get("Mcp-Session-Id"), msg.ID)
+				r.answer(req, base, timeout, ask, msg)
+			}()
 			return true
 		})
 		return resp, nil

@@ -29,7 +29,7 @@ func TestTransportDeclaresOnInitialize(t *testing.T) {
 	defer srv.Close()
 	var r clienttasks.Relay
 	r.Declare(initialize("2025-11-25", `{"sampling":{},"tasks":{"list":{},"requests":{"sampling":{"createMessage":{}}}}}`))
-	hc := &http.Client{Transport: r.Transport(nil, time.Second, nil)}
+	hc := &http.Client{Transport: r.Transport(nil, time.Second, nil, nil)}
 	post := func(session, body string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
 		if session != "" {
@@ -101,7 +101,7 @@ func TestTransportTakesTasksRequestsOutOfStreams(t *testing.T) {
 	hc := &http.Client{Transport: r.Transport(nil, time.Minute, func(_ context.Context, method string, params json.RawMessage) (any, error) {
 		asked <- method + " " + string(params)
 		return map[string]string{"answered": method}, nil
-	})}
+	}, nil)}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	req.Header.Set("Mcp-Session-Id", "s1")
 	resp, err := hc.Do(req)
@@ -190,7 +190,7 @@ func TestTransportEndsARequestTheServerWithdraws(t *testing.T) {
 		case <-release:
 			return map[string]string{"answered": string(params)}, nil
 		}
-	})}
+	}, nil)}
 	for _, session := range []string{"s1", "other"} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 		req.Header.Set("Mcp-Session-Id", session)

@@ -45,6 +45,9 @@ type Set struct {
 	Tasks     *prometheus.CounterVec
 	Sessions  prometheus.Gauge
 	Evictions prometheus.Counter
+	// ServerRequestsDropped counts the upstream servers' requests past
+	// the bounds on those answered at once.
+	ServerRequestsDropped prometheus.Counter
 
 	connections, tools *labelcap.Set
 }
@@ -81,6 +84,10 @@ func New(reg prometheus.Registerer) (*Set, error) {
 			Name: "idn_gateway_mcp_sessions_evicted_total",
 			Help: "Sessions of the MCP endpoint ended because their caller opened one past its share.",
 		}),
+		ServerRequestsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "idn_gateway_mcp_server_requests_dropped_total",
+			Help: "Requests of upstream MCP servers dropped unanswered: past the requests one session, or one connection, answers at once.",
+		}),
 		connections: labelcap.New(MaxConnectionLabels),
 		tools:       labelcap.New(MaxToolLabels),
 	}
@@ -88,7 +95,7 @@ func New(reg prometheus.Registerer) (*Set, error) {
 		m.Discovery.WithLabelValues(r)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Discovery, m.Calls, m.Tasks, m.Sessions, m.Evictions} {
+		for _, c := range []prometheus.Collector{m.Discovery, m.Calls, m.Tasks, m.Sessions, m.Evictions, m.ServerRequestsDropped} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

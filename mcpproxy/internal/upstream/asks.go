@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 )
 
@@ -38,9 +39,10 @@ func newAsks(ctx context.Context) *asks {
 }
 
 // answer has h answer msg, a request of the server read from the call's
-// stream on s, and posts the answer unless the request was withdrawn or
-// the call ended first.
-func (a *asks) answer(s Session, h Handler, msg wire.Incoming) {
+// stream on s, and posts the answer, within hold.ReplyTimeout, unless the
+// request was withdrawn or the call ended first; then gives its place
+// back (leave).
+func (a *asks) answer(s Session, h Handler, msg wire.Incoming, leave func()) {
 	ctx, cancel := context.WithCancelCause(a.ctx)
 	q := &ask{cancel: cancel, done: make(chan struct{})}
 	key, ok := wire.IDKey(msg.ID)
@@ -54,6 +56,7 @@ func (a *asks) answer(s Session, h Handler, msg wire.Incoming) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
+		defer leave()
 		defer close(q.done)
 		defer cancel(nil)
 		reply := h.Answer(ctx, msg)
@@ -66,8 +69,10 @@ func (a *asks) answer(s Session, h Handler, msg wire.Incoming) {
 		if withdrawn || ctx.Err() != nil {
 			return
 		}
+		ctx, cancel := context.WithTimeout(ctx, hold.ReplyTimeout)
+		defer cancel()
 		if resp, err := post(ctx, s, reply); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, refusalPeek))
 			resp.Body.Close()
 		}
 	}()

@@ -36,6 +36,9 @@ type Session struct {
 
 // Handler receives what the server sends on a call's event stream.
 type Handler interface {
+	// Enter takes a place for a request of the server (package hold);
+	// a request that gets none is dropped unanswered.
+	Enter() (leave func(), ok bool)
 	// Notify is told of a notification read from the stream of call id.
 	Notify(id string, msg wire.Incoming)
 	// Answer returns the reply to a request of the server.
@@ -169,10 +172,14 @@ func readEvents(ctx context.Context, s Session, body io.Reader, id, method strin
 		case msg.ID == nil:
 			h.Notify(id, msg)
 		default:
+			leave, ok := h.Enter()
+			if !ok {
+				continue
+			}
 			if asks == nil {
 				asks = newAsks(ctx)
 			}
-			asks.answer(s, h, msg)
+			asks.answer(s, h, msg, leave)
 		}
 	}
 }
