@@ -68,7 +68,7 @@ func TestStrangersCannotFloodTheTrail(t *testing.T) {
 		}
 		return a.body
 	}
-	pairWith(t, owner, cp.url(), gw.gw.Identity(), dir)
+	pairWith(t, owner, cp.url(), gw.gw, dir)
 
 	signed := func() int { return call(t, client, "GET", gw.url+"/proxy/github/user", agent, nil).status }
 	mine := func() int {
@@ -150,10 +150,9 @@ func TestStrangersCannotFloodTheTrail(t *testing.T) {
 	}
 }
 
-// pairWith pairs the gateway of identity id and data directory dir with
-// the owner that owner calls as, as `gateway pair` does, until the test
-// ends.
-func pairWith(t *testing.T, owner func(method, path string) []byte, cpURL string, id *identity.Identity, dir string) {
+// pairWith pairs gateway gw, of data directory dir, with the owner that
+// owner calls as, as `gateway pair` does, until the test ends.
+func pairWith(t *testing.T, owner func(method, path string) []byte, cpURL string, gw *gateway.Gateway, dir string) {
 	t.Helper()
 	var p struct {
 		SessionID string `json:"session_id"`
@@ -166,7 +165,7 @@ func pairWith(t *testing.T, owner func(method, path string) []byte, cpURL string
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := pairing.New(pairing.Config{ControlPlaneURL: cpURL, Identity: id, Admin: http.NotFoundHandler(), DataDir: dir,
+	client, err := pairing.New(pairing.Config{ControlPlaneURL: cpURL, Identity: gw.Identity(), Admin: gw.Admin(), DataDir: dir,
 		MasterKey: key, Name: "flooded"})
 	if err != nil {
 		t.Fatal(err)
