@@ -71,7 +71,7 @@ func TestActivityChart(t *testing.T) {
 		if sum != 90 || rows < 20 {
 			t.Errorf("the last hour's chart counts %d calls in %d steps, want 90 in at least 20 (the table shows 50 a page)", sum, rows)
 		}
-		want := []string{"Time", "Allowed", "Denied: AUTH_CLAIM_REQUIRED", "Denied: AUTH_SIGNATURE_INVALID", "Denied: AUTH_CLAIM_REVOKED",
+		want := []string{"Time (UTC)", "Allowed", "Denied: AUTH_CLAIM_REQUIRED", "Denied: AUTH_SIGNATURE_INVALID", "Denied: AUTH_CLAIM_REVOKED",
 			"Denied, other reasons", "Total"}
 		if fmt.Sprint(headers) != fmt.Sprint(want) {
 			t.Errorf("the chart's columns %q, want %q", headers, want)

@@ -121,7 +121,7 @@ func (d *Dashboard) activityChart(ctx context.Context, ns string, f activity.Fil
 	layout := chartTimeLayout(s.Step)
 	for i := range s.Buckets {
 		at := s.Start.Add(time.Duration(i) * s.Step)
-		when := at.Format(layout) + " – " + at.Add(s.Step).Format(layout) + " UTC"
+		when := at.Format(layout) + "–" + at.Add(s.Step).Format(endLayout(at, s.Step, layout))
 		var total int64
 		bar := chartBar{X: i * 10}
 		y := float64(chartHeight)
@@ -159,6 +159,15 @@ func chartTimeLayout(step time.Duration) string {
 		return "Jan 2"
 	}
 	return "Jan 2 15:04"
+}
+
+// endLayout is how the chart names the end of the step starting at at:
+// its time alone when the step ends on the day it starts.
+func endLayout(at time.Time, step time.Duration, layout string) string {
+	if step < 24*time.Hour && at.Add(step).YearDay() == at.YearDay() {
+		return "15:04"
+	}
+	return layout
 }
 
 // stepName is a step's length in words.
