@@ -120,14 +120,15 @@ function renderConnections(list, asked) {
         successor(b).closest('tr')?.querySelector('[data-label="Last test"]').replaceChildren(lastTest(r));
         feedback(b, testSaid(r), r.ok ? 'done' : 'err');
       })), ' ',
-      actionButton('Discover', 'Discover', name, (b) => run(b, async () => {
+      // Discovery lists an MCP server's tools; an HTTP connection has none.
+      ...(c.protocol !== 'mcp' ? [] : [actionButton('Discover', 'Discover', name, (b) => run(b, async () => {
         const r = await rpc(gateway, 'connections.discover', { id: c.id, refresh: 'force' });
         const n = r?.tools?.length ?? 0;
         const section = document.getElementById('tools');
         section.dataset.connection = c.id;
         renderTools(section, name, r);
         feedback(b, `Discovered ${n} tool${n === 1 ? '' : 's'}; they are listed under Tools of ${name}.`, 'done');
-      })), ' ',
+      })), ' ']),
       actionButton('Rotate', 'Rotate', name, () => openRotate(c)), ' ',
       actionButton('Edit', 'Edit', name, () => openEdit(c)), ' ',
       actionButton('Delete connection', 'Delete connection', name, async (b) => {
