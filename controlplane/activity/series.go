@@ -45,7 +45,9 @@ func (a *Activity) Series(ctx context.Context, ns string, f Filter, limit int) (
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
 	where := ` FROM activity WHERE namespace = $1` + f.where(arg)
 	var oldest, newest sql.NullInt64
-	if err := a.deps.DB.QueryRowContext(ctx, `SELECT MIN(at), MAX(at)`+where, args...).Scan(&oldest, &newest); err != nil {
+	// Two subqueries: each bound alone can be read off the index's end.
+	bounds := `SELECT (SELECT MIN(at)` + where + `), (SELECT MAX(at)` + where + `)`
+	if err := a.deps.DB.QueryRowContext(ctx, bounds, args...).Scan(&oldest, &newest); err != nil {
 		return Series{}, sqldb.Err("bound activity series", err)
 	}
 	if !oldest.Valid {
