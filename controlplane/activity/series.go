@@ -36,9 +36,14 @@ var seriesSteps = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute,
 	30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
 	2 * 24 * time.Hour, 7 * 24 * time.Hour}
 
+// minSeriesSpan is the shortest span a Series covers when its filter
+// sets no start.
+const minSeriesSpan = time.Hour
+
 // Series counts the records of ns that f selects (f.Before aside) in at
-// most limit buckets (more only past seriesSteps' longest). They cover f.Since, or the oldest record selected,
-// to f.Until, or now (or the newest record if it is later).
+// most limit buckets (more only past seriesSteps' longest). They cover
+// f.Since, or the oldest record selected (an hour before the end at
+// least), to f.Until, or now (or the newest record if it is later).
 func (a *Activity) Series(ctx context.Context, ns string, f Filter, limit int) (Series, error) {
 	f.Before = Cursor{}
 	args := []any{ns}
@@ -56,6 +61,10 @@ func (a *Activity) Series(ctx context.Context, ns string, f Filter, limit int) (
 	from, to := oldest.Int64, max(sqldb.Micros(a.kit.Now()), newest.Int64+1)
 	if !f.Since.IsZero() {
 		from = sqldb.Micros(f.Since)
+	} else {
+		// Records of the last minutes alone would fill the chart with a
+		// bar or two: they are shown within the last hour at least.
+		from = min(from, to-minSeriesSpan.Microseconds())
 	}
 	if !f.Until.IsZero() {
 		to = sqldb.Micros(f.Until)

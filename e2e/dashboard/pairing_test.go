@@ -398,6 +398,9 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 	b.press("button", "Add connection")
 	b.waitFor(`document.querySelector("tr[data-connection=weather]")`, 10*time.Second)
 	b.shot("gateway")
+	if href := eval[string](b, `document.querySelector("tr[data-connection=weather] a[aria-label='Activity of Weather']")?.getAttribute("href") ?? ""`); href != "/activity?connection=weather" {
+		t.Errorf("the connection's activity link goes to %q", href)
+	}
 
 	step(t, "a signed agent request goes through the gateway with the secret injected")
 	eventually(t, 20*time.Second, "the agent's request through the paired gateway", func() bool {
@@ -412,6 +415,9 @@ func gatewayPairingEndToEnd(t *testing.T, bin, engine string) {
 		return eval[bool](b, `[...document.querySelectorAll("tr[data-activity]")].some(r => r.textContent.includes("/forecast") &&
 			r.textContent.includes("allowed") && r.querySelector("code.key")?.title === `+jsString(identity.FormatPublicKey(agent.PublicKey))+`)`)
 	})
+	if eval[string](b, `document.querySelector("#activity-chart .summary")?.textContent ?? ""`) == "" {
+		t.Error("the connection's activity has no chart")
+	}
 	b.shot("activity-paired")
 	b.open(gatewayPage)
 	b.waitFor(`document.querySelector("tr[data-connection=weather]")`, 10*time.Second)

@@ -2,7 +2,7 @@
 // credential variables, managed through the control plane's RPC relay.
 // Every secret typed here is sealed to the gateway's HPKE key (hpke.js)
 // before it leaves the page; the relay never sees it in clear.
-import { ApiError, call, describe, reference } from './api.js';
+import { ApiError, base, call, describe, reference } from './api.js';
 import * as errcode from './errcode.js';
 import { shown, urlPieces } from './display.js';
 import { el } from './dom.js';
@@ -140,7 +140,9 @@ function renderConnections(list, asked) {
         });
       }, true));
     return el('tr', { dataset: { connection: c.id } },
-      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, `${shown(c.id)}${c.protocol === 'mcp' ? ' · MCP' : ''}`)),
+      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, `${shown(c.id)}${c.protocol === 'mcp' ? ' · MCP' : ''} · `,
+        // Its calls over time: the Activity page filtered to it.
+        el('a', { href: `${base}/activity?connection=${encodeURIComponent(c.id)}`, 'aria-label': `Activity of ${name}` }, 'activity'))),
       cell('Base URL', el('span', { className: 'url' }, ...urlPieces(c.base_url).flatMap((p) => [el('span', {}, shown(p)), el('wbr')]))),
       cell('Authentication', `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
