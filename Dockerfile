@@ -3,8 +3,12 @@
 # (UID 65532, distroless's nonroot).
 #
 #   docker build -t idn .
-#   docker run --rm idn gateway --help
-#   docker run --rm idn controlplane --help
+#   docker run --rm idn --help
+#   docker run --rm --entrypoint /usr/local/bin/gateway idn --help
+#
+# The entrypoint is the control plane; compose.yaml runs the gateway with
+# the entrypoint above. Base images are named in full (docker.io/…,
+# gcr.io/…), so podman builds without an unqualified-search registry.
 #
 # compose.yaml runs the control plane on PostgreSQL beside a gateway.
 #
@@ -23,7 +27,7 @@ ARG BASE=gcr.io/distroless/static-debian12:nonroot
 # here) or prebuilt (the build context is deploy/rootfs.sh's output).
 ARG ROOTFS=build
 
-FROM golang:1.26-bookworm AS build
+FROM docker.io/library/golang:1.26-bookworm AS build
 WORKDIR /src
 ENV GOWORK=off
 COPY go.mod go.sum ./

@@ -130,7 +130,7 @@ func TestActivityUnsignedNoise(t *testing.T) {
 		})
 		t.Run("counts and unsigned records go first, signed ones keep their retention", func(t *testing.T) {
 			e.offset.Store(int64(25 * time.Hour))
-			if err := e.srv.Maintain(t.Context()); err != nil {
+			if err := e.srv.maintain(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			if l := e.unverified(alice, ""); len(l.Unverified) != 0 {

@@ -575,3 +575,34 @@ func TestSessionCookieName(t *testing.T) {
 		}
 	})
 }
+
+// TestPasskeyInvite: an owner signed in without a passkey (by a one-time
+// link) is asked on every page to add one, since only another link would
+// open the dashboard once the session ends; an owner with a passkey, or a
+// control plane that cannot register one, is not.
+func TestPasskeyInvite(t *testing.T) {
+	t.Parallel()
+	const invite = `id="passkey-invite"`
+	e := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), func(c *Config) { c.Auth = AuthConfig{Origins: []string{testOrigin}} })
+	linked := e.seed(map[string]any{"namespaces": []string{"linked"}}).Sessions["linked"]
+	for _, path := range []string{"/claims", "/services", "/activity", "/gateways"} {
+		if p := e.page(path, withSession(linked)); !strings.Contains(string(p.body), invite) ||
+			!strings.Contains(string(p.body), `<a href="/account#passkeys-h">Add a passkey</a>`) {
+			t.Errorf("%s does not invite an owner without a passkey to add one", path)
+		}
+	}
+	if p := e.page("/account", withSession(linked)); strings.Contains(string(p.body), invite) ||
+		!strings.Contains(string(p.body), "no passkey yet: add one below to log in again once this session ends.") {
+		t.Errorf("the account page, where the passkey is added, reads:\n%s", p.body)
+	}
+	withKey := sessionOf(t, e.signup("keyed", newDevice(t, "EdDSA")).want(t, http.StatusCreated, ""))
+	if p := e.page("/claims", withSession(withKey)); strings.Contains(string(p.body), invite) {
+		t.Error("an owner with a passkey is asked to add one")
+	}
+
+	bare := newEnv(t, openStore(t, storeConfig(t, ProviderSQLite)), nil)
+	noCeremonies := bare.seed(map[string]any{"namespaces": []string{"linked"}}).Sessions["linked"]
+	if p := bare.page("/claims", withSession(noCeremonies)); strings.Contains(string(p.body), invite) {
+		t.Error("a control plane without WebAuthn origins invites the owner to add a passkey")
+	}
+}

@@ -146,9 +146,8 @@ func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
 
 // server is the SDK's getServer: the new session's own server when the
 // request is an initialize, else none, so that no session exists that
-// ServeHTTP did not reserve and bind. (The SDK answers 400 to a POST
-// without a session that gets no server; clients probing with
-// server/discover then fall back to initialize.)
+// ServeHTTP did not reserve and bind. ServeHTTP passes the SDK no other
+// POST without a session.
 func (e *endpoint) server(r *http.Request) *mcp.Server {
 	if s, ok := r.Context().Value(openingKey{}).(*agentSession); ok {
 		return s.server
@@ -182,6 +181,10 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Method != http.MethodPost {
+		if s == nil {
+			apierror.Write(w, r, errNoSession)
+			return
+		}
 		e.sdk.ServeHTTP(w, r)
 		return
 	}
@@ -207,9 +210,19 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer e.settle(s)
 		s.clientTasks.Declare(body)
 		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, s))
+	default:
+		// server/discover probes get this 400 too, and fall back to
+		// initialize.
+		apierror.Write(w, r, errNoSession)
+		return
 	}
 	e.sdk.ServeHTTP(w, r)
 }
+
+// errNoSession answers a request of the MCP endpoint that needs a session
+// and names none, in the JSON envelope (the SDK's own answer is text).
+var errNoSession = apierror.Coded(errcode.ValidationError,
+	"mcpproxy: only an initialize may come without an Mcp-Session-Id header; send the header the initialize answer set")
 
 // serveStream serves a session's standalone SSE stream (GET). It lives as
 // long as the session, so it is exempt from the server's read timeout, and

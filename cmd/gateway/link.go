@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,7 +19,8 @@ import (
 
 // pairLockFile is locked (flock) by the one process that keeps a data
 // directory's pairing link: gateway serve once the gateway is paired, or
-// gateway pair. The lock goes with the process, however it ends.
+// gateway pair. The lock goes with the process, however it ends; the file
+// holds the pid of the last process that took it, for pair --status.
 const pairLockFile = "pair.lock"
 
 // linkCheckInterval is how often serve looks for a pairing to keep: one
@@ -41,7 +44,29 @@ func lockLink(dir string) (unlock func(), ok bool, err error) {
 		}
 		return nil, false, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
 	return func() { f.Close() }, true, nil
+}
+
+// linkKeeper reports whether a process holds dir's link lock, and its
+// pid as the lock file names it (0 when unreadable). The probe takes a
+// shared lock for an instant, which at worst delays serve's next look by
+// linkCheckInterval.
+func linkKeeper(dir string) (pid int, held bool) {
+	f, err := os.Open(filepath.Join(dir, pairLockFile))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		return 0, false // closing f releases it
+	}
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	return pid, true
 }
 
 // newLink opens the pairing client of the gateway c describes. The

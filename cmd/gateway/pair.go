@@ -41,7 +41,7 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	host, _ := os.Hostname()
 	name := fs.String("name", host, "name shown in the dashboard")
 	daemon := fs.Bool("daemon", false, "run in the background: pid and log files in the data directory")
-	status := fs.Bool("status", false, "show the pairing, the HPKE key fingerprint and whether a pair process runs")
+	status := fs.Bool("status", false, "show the pairing, the HPKE key fingerprint and what keeps the link (a pair process or gateway serve)")
 	stop := fs.Bool("stop", false, "stop the background pair process")
 	if err := parseFlags(env, fs, "[--session-id ID --pair-code CODE --namespace NS] [--name NAME] [--daemon | --status | --stop]", args); err != nil {
 		return err
@@ -190,9 +190,15 @@ func pairStatus(env *cliEnv, dir string) error {
 	} else {
 		fmt.Fprintln(w, "paired: no")
 	}
-	if pid, ok := runningPair(dir); ok {
+	pid, pairRuns := runningPair(dir)
+	keeper, held := linkKeeper(dir)
+	switch {
+	case pairRuns:
 		fmt.Fprintf(w, "running: yes (pid %d, log %s)\n", pid, filepath.Join(dir, pairLogFile))
-	} else {
+	case held:
+		// gateway serve keeps the link of a paired gateway itself.
+		fmt.Fprintf(w, "running: yes, in gateway serve (pid %d), which keeps the link\n", keeper)
+	default:
 		fmt.Fprintln(w, "running: no")
 	}
 	return nil

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -33,6 +35,18 @@ func TestPairCommandLine(t *testing.T) {
 	if r := c.run("pair", "--status"); r.code != 0 || !strings.Contains(r.stdout, "hpke key fingerprint: ") ||
 		!strings.Contains(r.stdout, "paired: no") || !strings.Contains(r.stdout, "running: no") {
 		t.Errorf("pair --status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// gateway serve keeps a paired gateway's link under the same lock.
+	unlock, ok, err := lockLink(c.env["GATEWAY_DATA_DIR"])
+	if err != nil || !ok {
+		t.Fatalf("take the link's lock as serve does: %v %v", ok, err)
+	}
+	if r := c.run("pair", "--status"); !strings.Contains(r.stdout, fmt.Sprintf("running: yes, in gateway serve (pid %d)", os.Getpid())) {
+		t.Errorf("pair --status while serve keeps the link: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	unlock()
+	if r := c.run("pair", "--status"); !strings.Contains(r.stdout, "running: no") {
+		t.Errorf("pair --status once serve let go: %s", r.stdout)
 	}
 	if r := c.run("pair", "--stop"); r.code != 0 || !strings.Contains(r.stdout, "no pair process") {
 		t.Errorf("pair --stop with nothing running: exit %d %q", r.code, r.stdout)

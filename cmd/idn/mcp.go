@@ -343,7 +343,9 @@ func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			res, err := b.call(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ListTools(ctx, r.Params) }, true)
 			if err != nil && b.isWaiting() {
-				return &mcp.ListToolsResult{Tools: []*mcp.Tool{}}, nil // until approved
+				// Until approved. The SDK writes cacheScope whatever it holds,
+				// and "" is no scope: the protocol's default is "public".
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, Cacheable: mcp.Cacheable{CacheScope: "public"}}, nil
 			}
 			return res, err
 		case *mcp.CallToolRequest:

@@ -555,6 +555,9 @@ func TestMCPBridgeWaitsForApproval(t *testing.T) {
 	if err != nil || len(list.Tools) != 0 {
 		t.Fatalf("tools before approval: %+v, %v", list, err)
 	}
+	if list.CacheScope != "public" {
+		t.Errorf("tools before approval have the cache scope %q, want the protocol's default", list.CacheScope)
+	}
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "go"}}); err == nil ||
 		!strings.Contains(err.Error(), "AUTH_CLAIM_REQUIRED") {
 		t.Errorf("call before approval: %v, want the refusal", err)

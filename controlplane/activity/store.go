@@ -185,25 +185,9 @@ func (s store) listUnverified(ctx context.Context, ns string, since, until time.
 
 // list returns up to limit records of ns matching f, newest first.
 func (s store) list(ctx context.Context, ns string, f Filter, limit int) ([]Record, error) {
-	q := `SELECT ` + columns + ` FROM activity WHERE namespace = $1`
 	args := []any{ns}
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
-	if f.Agent != "" {
-		p := arg(f.Agent)
-		q += ` AND (agent_name = ` + p + ` OR agent_key = ` + p + `)`
-	}
-	if f.Connection != "" {
-		q += ` AND connection_id = ` + arg(f.Connection)
-	}
-	if f.Decision != "" {
-		q += ` AND decision = ` + arg(f.Decision)
-	}
-	if !f.Since.IsZero() {
-		q += ` AND at >= ` + arg(sqldb.Micros(f.Since))
-	}
-	if !f.Until.IsZero() {
-		q += ` AND at < ` + arg(sqldb.Micros(f.Until))
-	}
+	q := `SELECT ` + columns + ` FROM activity WHERE namespace = $1` + f.where(arg)
 	if f.Before.ID != "" {
 		at := arg(f.Before.At)
 		q += ` AND (at < ` + at + ` OR (at = ` + at + ` AND id < ` + arg(f.Before.ID) + `))`
@@ -226,6 +210,30 @@ func (s store) list(ctx context.Context, ns string, f Filter, limit int) ([]Reco
 		out = append(out, r)
 	}
 	return out, sqldb.Err("list activity", rows.Err())
+}
+
+// where is the SQL of f's selection but its cursor, each clause led by
+// AND, with arg adding a value and naming its placeholder. The listing
+// and the chart share it, so both select the same records.
+func (f Filter) where(arg func(any) string) string {
+	q := ""
+	if f.Agent != "" {
+		p := arg(f.Agent)
+		q += ` AND (agent_name = ` + p + ` OR agent_key = ` + p + `)`
+	}
+	if f.Connection != "" {
+		q += ` AND connection_id = ` + arg(f.Connection)
+	}
+	if f.Decision != "" {
+		q += ` AND decision = ` + arg(f.Decision)
+	}
+	if !f.Since.IsZero() {
+		q += ` AND at >= ` + arg(sqldb.Micros(f.Since))
+	}
+	if !f.Until.IsZero() {
+		q += ` AND at < ` + arg(sqldb.Micros(f.Until))
+	}
+	return q
 }
 
 // pruneChunk and pruneChunks bound one maintenance run's deletions.

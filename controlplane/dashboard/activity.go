@@ -50,6 +50,8 @@ type activityPage struct {
 	// are.
 	ExportJSONL, ExportCSV template.URL
 	Filtered               bool
+	// Chart counts the whole selection over time; nil when it is empty.
+	Chart *chart
 }
 
 // activityPageSize is how many records one page shows.
@@ -91,6 +93,11 @@ func (d *Dashboard) activityView(r *http.Request, ns string) (any, error) {
 			v.ExportJSONL = u
 		}
 	}
+	chart, err := d.activityChart(r.Context(), ns, f)
+	if err != nil {
+		return nil, err
+	}
+	v.Chart = chart
 	if c, ok := activity.ParseCursor(q.Get("before")); ok {
 		f.Before = c
 	}

@@ -197,7 +197,11 @@ type pageData struct {
 	Base      string // the path the control plane is mounted under
 	Assets    string // URL prefix of the static files
 	Passkeys  bool   // WebAuthn ceremonies are configured
-	View      any    // the page's own data
+	// InvitePasskey asks the signed-in owner, whose account has no
+	// passkey, to add one: without it only a new sign-in link opens the
+	// dashboard once the session ends.
+	InvitePasskey bool
+	View          any // the page's own data
 }
 
 // pageHeaders are the security headers of every dashboard answer.
@@ -212,10 +216,15 @@ func pageHeaders(h http.Header) {
 // render writes page with status. The page is rendered into a buffer
 // first, so a template failure never sends half a page.
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page, title, ns string, view any) {
+	invite := false
+	if ns != "" && page != "account" && d.accounts.Ceremonies() {
+		has, err := d.accounts.HasPasskey(r.Context(), ns)
+		invite = err == nil && !has // a failed read shows the page without the invitation
+	}
 	var buf bytes.Buffer
 	err := dashboard.pages[page].ExecuteTemplate(&buf, "layout", pageData{
 		Title: title, Page: page, Namespace: ns, Base: d.cfg.Base, Assets: d.cfg.Base + AssetsPath(),
-		Passkeys: d.accounts.Ceremonies(), View: view,
+		Passkeys: d.accounts.Ceremonies(), InvitePasskey: invite, View: view,
 	})
 	if err != nil {
 		d.kit.Log.ErrorContext(r.Context(), "dashboard render failed", "page", page, "err", err)

@@ -4,6 +4,7 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 
+	"github.com/idnhq/idn/controlplane/claims"
 	"github.com/idnhq/idn/controlplane/gatewaylink"
 )
 
@@ -44,6 +45,8 @@ func (d *Dashboard) gatewaysView(r *http.Request, ns string) (any, error) {
 
 type gatewayPage struct {
 	Gateway gatewayRow
+	// Services are the owner's, which a connection's service must name.
+	Services []claims.Service
 }
 
 func (d *Dashboard) gatewayView(r *http.Request, ns string) (any, error) {
@@ -51,5 +54,6 @@ func (d *Dashboard) gatewayView(r *http.Request, ns string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gatewayPage{Gateway: gatewayRowOf(g)}, nil
+	services, err := d.claims.Services(r.Context(), ns)
+	return gatewayPage{Gateway: gatewayRowOf(g), Services: services}, err
 }

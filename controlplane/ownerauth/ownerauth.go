@@ -112,6 +112,13 @@ func (a *Accounts) Settings(ctx context.Context, ns string) (Settings, error) {
 // is set).
 func (a *Accounts) Ceremonies() bool { return a.rp != nil }
 
+// HasPasskey reports whether the account owning ns has a passkey to log
+// in with; one signed in by a one-time link may have none.
+func (a *Accounts) HasPasskey(ctx context.Context, ns string) (bool, error) {
+	keys, err := a.store.passkeys(ctx, ns)
+	return len(keys) > 0, err
+}
+
 // Account is an account as its owner's dashboard shows it.
 type Account struct {
 	Created  time.Time

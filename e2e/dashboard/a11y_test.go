@@ -183,10 +183,11 @@ func (b *browser) checkFocusRings(where string) {
 }
 
 // checkTableHeaders asserts, from Chromium's accessibility tree, that
-// every data table of the page keeps its column headers and cells.
+// every data table of the page keeps its column headers and cells. A
+// table in a closed disclosure is out of the tree until it opens.
 func (b *browser) checkTableHeaders(where string) {
 	b.t.Helper()
-	tables := eval[int](b, `document.querySelectorAll("main table").length`)
+	tables := eval[int](b, `[...document.querySelectorAll("main table")].filter(t => t.checkVisibility()).length`)
 	if tables == 0 {
 		return
 	}

@@ -324,10 +324,14 @@ func (b *browser) callOn(node cdp.BackendNodeID, fn string) {
 	}
 }
 
-// fill types into the input labelled label (its accessible name).
+// fill types into the input labelled label (its accessible name): a text
+// box, or one with suggestions (a combobox).
 func (b *browser) fill(label, value string) {
 	b.t.Helper()
 	nodes := b.named("textbox", label)
+	if len(nodes) == 0 {
+		nodes = b.named("combobox", label)
+	}
 	if len(nodes) != 1 {
 		b.t.Fatalf("%d text boxes labelled %q on %s", len(nodes), label, b.path())
 	}

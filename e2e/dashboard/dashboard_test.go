@@ -291,6 +291,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 		if key := eval[string](b, `document.getElementById("service-secret-value").value`); !strings.HasPrefix(key, "idn_sk_") {
 			t.Fatalf("first API key shown = %q", key)
 		}
+		if when := eval[string](b, `document.getElementById("service-secret-when")?.innerText ?? ""`); !strings.Contains(when, "a gateway you paired") {
+			t.Errorf("the new service's key does not say when it is needed: %q", when)
+		}
 		b.press("button", "Copy API key")
 		b.waitFor(`document.querySelector("#service-secret p.done")`, 2*time.Second)
 		b.shot("services")

@@ -13,13 +13,15 @@
 //     namespace's owner, on the claim it approved.
 //
 // It then keeps running and prints commands to try, until Ctrl-C. The link
-// is single-use and valid for ten minutes; run the quickstart again for a
-// fresh one. The data folder is reset at every start, so a second
+// is single-use and valid for ten minutes; `quickstart link` prints a
+// fresh one for the running quickstart, and a passkey added on the
+// dashboard's Account page logs in without one. The data folder is reset at every start, so a second
 // quickstart on the same folder refuses to start while the first runs
 // (a lock file held for the life of the process), and the first one's
 // printed commands keep working; give the second its own --dir.
 //
 //	go run ./examples/quickstart [--dir DIR] [--once]
+//	go run ./examples/quickstart link [--dir DIR] [--next PATH]
 package main
 
 import (
@@ -80,6 +82,10 @@ type options struct {
 func parseOptions(args []string, out io.Writer) (options, error) {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage of quickstart:\n  go run ./examples/quickstart [flags]\n  %s  (a fresh dashboard link)\n\nFlags:\n", linkUsage)
+		fs.PrintDefaults()
+	}
 	var o options
 	fs.StringVar(&o.dir, "dir", defaultDir(), "data folder (reset at every start)")
 	fs.StringVar(&o.gatewayAddr, "gateway-addr", "127.0.0.1:38100", "gateway listen address (a free port is used if taken)")
@@ -122,6 +128,9 @@ func (d *demo) detail(format string, args ...any) {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "link" {
+		return runLink(ctx, args[1:], out)
+	}
 	o, err := parseOptions(args, out)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // help asked for and printed: a success
@@ -323,8 +332,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create a dashboard sign-in link: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(o.dir, dashboardFile), []byte(d.dashboard+"\n"), 0o600); err != nil {
+		return err
+	}
 	d.say("Open the dashboard as %s to see the approved claim (one-time link, valid 10 minutes):", agentNamespace)
 	d.detail("%s", d.dashboard+link)
+	d.detail("for a fresh link while this runs: go run ./examples/quickstart link%s", dirFlag(o.dir))
 	fmt.Fprintf(out, "\nidn quickstart is working (%.1fs). Try it yourself:\n\n", time.Since(start).Seconds())
 	fmt.Fprintf(out, "  IDN_HOME=%s go run ./cmd/idn curl '%s/proxy/%s/forecast?city=Tokyo'\n", agentHome, d.gwURL, connectionID)
 	fmt.Fprintf(out, "  IDN_HOME=%s go run ./cmd/idn curl -i %s/v1/namespaces/%s\n", agentHome, d.cpURL, agentNamespace)

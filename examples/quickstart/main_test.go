@@ -191,3 +191,85 @@ func TestQuickstartTwice(t *testing.T) {
 		t.Fatalf("quickstart after the first stopped: %v\n%s", err, third.String())
 	}
 }
+
+// redeem spends a sign-in link as the dashboard's /signin page does and
+// returns the status.
+func redeem(t *testing.T, link string) int {
+	t.Helper()
+	origin, token, ok := strings.Cut(link, "#")
+	if !ok {
+		t.Fatalf("link %q has no token", link)
+	}
+	origin = origin[:strings.Index(origin, "/signin")]
+	req, _ := http.NewRequest(http.MethodPost, origin+"/v1/auth/signin-link", strings.NewReader(`{"token":"`+token+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", origin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// After its one-time link is spent, `quickstart link` prints a fresh one
+// for the running quickstart, without restarting it (which would wipe its
+// data); with no quickstart running it says how to start one.
+func TestQuickstartLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	link := func() (string, error) {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"link", "--dir", dir, "--next", "/activity"}, &out)
+		return out.String(), err
+	}
+	if out, err := link(); err == nil || !strings.Contains(err.Error(), "no quickstart is running with the data folder "+dir) {
+		t.Fatalf("link without a quickstart: %v\n%s", err, out)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	w := &signalWriter{want: "Press Ctrl-C", seen: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--dir", dir, "--gateway-addr", "127.0.0.1:0", "--controlplane-addr", "127.0.0.1:0"}, w)
+	}()
+	select {
+	case <-w.seen:
+	case err := <-done:
+		t.Fatalf("quickstart ended: %v\n%s", err, w.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("quickstart not up after a minute:\n%s", w.String())
+	}
+	if !strings.Contains(w.String(), "for a fresh link while this runs: go run ./examples/quickstart link --dir "+dir) {
+		t.Errorf("the quickstart does not say how to get a fresh link:\n%s", w.String())
+	}
+	first := regexp.MustCompile(`http://localhost:\d+/signin\S+`).FindString(w.String())
+	if got := redeem(t, first); got != http.StatusOK {
+		t.Fatalf("the first link: %d", got)
+	}
+	if got := redeem(t, first); got == http.StatusOK {
+		t.Fatal("the first link signs in twice")
+	}
+
+	out, err := link()
+	if err != nil {
+		t.Fatalf("link: %v\n%s", err, out)
+	}
+	fresh, _, _ := strings.Cut(out, "\n")
+	if !strings.HasPrefix(fresh, first[:strings.Index(first, "/signin")]+"/signin?next=%2Factivity#idn_sl_") ||
+		!strings.Contains(out, "Add a passkey") {
+		t.Fatalf("link printed:\n%s", out)
+	}
+	if got := redeem(t, fresh); got != http.StatusOK {
+		t.Fatalf("the fresh link: %d", got)
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("quickstart: %v", err)
+	}
+	if out, err := link(); err == nil || !strings.Contains(err.Error(), "no quickstart is running") {
+		t.Fatalf("link after the quickstart stopped: %v\n%s", err, out)
+	}
+}

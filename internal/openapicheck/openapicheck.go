@@ -7,6 +7,7 @@
 package openapicheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,15 +33,16 @@ var methods = []string{"get", "put", "post", "delete", "options", "head", "patch
 
 var templateParam = regexp.MustCompile(`\{([^}/]+)\}`)
 
-// Parse reads doc and checks it: "openapi" is "3.1.0", every local $ref
-// resolves, every path template parameter is declared as a path
-// parameter, every operation has a unique operationId and at least one
-// response. All problems are returned together.
+// Parse reads doc and checks it: no object repeats a key, "openapi" is
+// "3.1.0", every local $ref resolves, every path template parameter is
+// declared as a path parameter, every operation has a unique operationId
+// and at least one response. All problems are returned together.
 func Parse(doc []byte) (*Document, error) {
 	d := &Document{}
 	if err := json.Unmarshal(doc, &d.raw); err != nil {
 		return nil, fmt.Errorf("openapicheck: not JSON: %w", err)
 	}
+	d.errs = duplicateKeys(doc)
 	root, ok := d.raw.(map[string]any)
 	if !ok {
 		return nil, errors.New("openapicheck: the document is not a JSON object")
@@ -97,6 +99,67 @@ func Parse(doc []byte) (*Document, error) {
 		return d, errors.New("openapicheck: " + strings.Join(d.errs, "; "))
 	}
 	return d, nil
+}
+
+// duplicateKeys names, as JSON Pointers, the keys an object of doc (valid
+// JSON) repeats. encoding/json keeps the last of them silently, as most
+// parsers do, while some tools refuse the whole document.
+func duplicateKeys(doc []byte) []string {
+	type frame struct {
+		at   string
+		keys map[string]bool // nil for an array
+		next int             // an array's next index
+	}
+	var stack []*frame
+	var dups []string
+	key := "" // the member name whose value comes next
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return dups
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.keys != nil && key == "" {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k := tok.(string) // an object's member name
+			if top.keys[k] {
+				dups = append(dups, fmt.Sprintf("%s: key %q appears twice", pointer(top.at, k), k))
+			}
+			top.keys[k], key = true, k
+			continue
+		}
+		at := ""
+		switch {
+		case top == nil:
+		case top.keys != nil:
+			at, key = pointer(top.at, key), ""
+		default:
+			if d, ok := tok.(json.Delim); ok && d == ']' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			at = fmt.Sprintf("%s/%d", top.at, top.next)
+			top.next++
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{at: at, keys: map[string]bool{}})
+		case json.Delim('['):
+			stack = append(stack, &frame{at: at})
+		}
+	}
+}
+
+// pointer is the JSON Pointer of member name under at.
+func pointer(at, name string) string {
+	return at + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
 }
 
 // Operations returns every operation as "METHOD /path", sorted.

@@ -23,6 +23,29 @@ func TestParseFindsEveryProblem(t *testing.T) {
 	}
 }
 
+// A repeated key is found wherever it is, and named by its JSON Pointer:
+// encoding/json would keep the last one, hiding the first.
+func TestParseFindsDuplicateKeys(t *testing.T) {
+	doc := `{"openapi":"3.1.0","paths":{
+		"/a/{id}":{"parameters":[{"name":"id","in":"path","required":true},{"name":"x","in":"query","in":"header"}],
+			"get":{"operationId":"a","description":"one","responses":{"200":{"description":"ok"}},"description":"two"}},
+		"/b":{"get":{"operationId":"b","responses":{"200":{"description":"ok"}}}},
+		"/b":{"get":{"operationId":"c","responses":{"200":{"description":"ok"}}}}}}`
+	_, err := Parse([]byte(doc))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`/paths/~1a~1{id}/get/description: key "description" appears twice`,
+		`/paths/~1a~1{id}/parameters/1/in: key "in" appears twice`, `/paths/~1b: key "/b" appears twice`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if n := strings.Count(err.Error(), "appears twice"); n != 3 {
+		t.Errorf("%d repeated keys reported, want 3: %v", n, err)
+	}
+}
+
 func TestParseValid(t *testing.T) {
 	doc := `{"openapi":"3.1.0","paths":{
 		"/a/{id}":{"parameters":[{"$ref":"#/components/parameters/id"}],

@@ -2,7 +2,7 @@
 // credential variables, managed through the control plane's RPC relay.
 // Every secret typed here is sealed to the gateway's HPKE key (hpke.js)
 // before it leaves the page; the relay never sees it in clear.
-import { ApiError, call, describe, reference } from './api.js';
+import { ApiError, base, call, describe, reference } from './api.js';
 import * as errcode from './errcode.js';
 import { shown, urlPieces } from './display.js';
 import { el } from './dom.js';
@@ -120,14 +120,15 @@ function renderConnections(list, asked) {
         successor(b).closest('tr')?.querySelector('[data-label="Last test"]').replaceChildren(lastTest(r));
         feedback(b, testSaid(r), r.ok ? 'done' : 'err');
       })), ' ',
-      actionButton('Discover', 'Discover', name, (b) => run(b, async () => {
+      // Discovery lists an MCP server's tools; an HTTP connection has none.
+      ...(c.protocol !== 'mcp' ? [] : [actionButton('Discover', 'Discover', name, (b) => run(b, async () => {
         const r = await rpc(gateway, 'connections.discover', { id: c.id, refresh: 'force' });
         const n = r?.tools?.length ?? 0;
         const section = document.getElementById('tools');
         section.dataset.connection = c.id;
         renderTools(section, name, r);
         feedback(b, `Discovered ${n} tool${n === 1 ? '' : 's'}; they are listed under Tools of ${name}.`, 'done');
-      })), ' ',
+      })), ' ']),
       actionButton('Rotate', 'Rotate', name, () => openRotate(c)), ' ',
       actionButton('Edit', 'Edit', name, () => openEdit(c)), ' ',
       actionButton('Delete connection', 'Delete connection', name, async (b) => {
@@ -139,7 +140,9 @@ function renderConnections(list, asked) {
         });
       }, true));
     return el('tr', { dataset: { connection: c.id } },
-      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, `${shown(c.id)}${c.protocol === 'mcp' ? ' · MCP' : ''}`)),
+      cell('Connection', el('strong', {}, name), el('span', { className: 'muted' }, `${shown(c.id)}${c.protocol === 'mcp' ? ' · MCP' : ''} · `,
+        // Its calls over time: the Activity page filtered to it.
+        el('a', { href: `${base}/activity?connection=${encodeURIComponent(c.id)}`, 'aria-label': `Activity of ${name}` }, 'activity'))),
       cell('Base URL', el('span', { className: 'url' }, ...urlPieces(c.base_url).flatMap((p) => [el('span', {}, shown(p)), el('wbr')]))),
       cell('Authentication', `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
