@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/textcap"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -85,12 +86,15 @@ func (o *observer) wrap(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		elapsed := time.Since(start)
-		o.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-		o.duration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+		// A client can send any token as a method: a label of its own
+		// each would grow the metrics without bound.
+		method := textcap.Method(r.Method)
+		o.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		o.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 		if o.access != nil {
 			o.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", apierror.RequestIDFrom(r.Context())),
-				slog.String("method", r.Method),
+				slog.String("method", method),
 				slog.String("route", route),
 				slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))

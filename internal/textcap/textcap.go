@@ -3,6 +3,8 @@
 // reaches a log line, a span attribute or an activity record. Each
 // stays at most a fixed number of bytes, so a caller cannot make the
 // gateway write or export more per request by sending longer names.
+// Handler bounds every value of a slog.Handler at once; Method keeps
+// the methods of RFC 9110 and names the rest "_OTHER".
 //
 //	log.Info("decision", "tool", textcap.Clip(tool, textcap.Name))
 package textcap
@@ -52,4 +54,16 @@ func plain(s string, max int) bool {
 		}
 	}
 	return utf8.ValidString(s)
+}
+
+// Method returns m when it is a method of RFC 9110 or PATCH, else
+// "_OTHER", as OpenTelemetry's HTTP conventions name the rest: a client
+// can send any token as a method, and spans, logs and metric labels must
+// not grow with it.
+func Method(m string) string {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH":
+		return m
+	}
+	return "_OTHER"
 }
