@@ -6,7 +6,6 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +26,7 @@ type observer struct {
 	duration *prometheus.HistogramVec
 	gather   http.Handler // nil: /metrics is not served
 	token    string
+	proxy    clientip.Resolver
 }
 
 // newObserver registers the control plane's collectors on reg (when not
@@ -36,6 +36,7 @@ func newObserver(s *Server) (*observer, error) {
 	o := &observer{
 		access: s.cfg.AccessLog,
 		token:  s.cfg.MetricsToken,
+		proxy:  s.proxy,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idn_controlplane_http_requests_total",
 			Help: "HTTP requests by route pattern, method and status.",
@@ -116,10 +117,12 @@ func (o *observer) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	o.gather.ServeHTTP(w, r)
 }
 
-// metricsAllowed trusts the direct peer only: a forwarded address could
-// be written by anyone. A loopback peer must also have addressed a
-// loopback Host: a page whose own name was rebound to 127.0.0.1 (DNS
-// rebinding) comes from a loopback peer but names itself.
+// metricsAllowed admits a loopback client by the gateway's rule
+// (clientip.Resolver.IsLoopback): a same-host reverse proxy not listed in
+// TrustedProxies forwards for anyone, so what it forwards is refused. The
+// client must also have addressed a loopback Host: a page whose own name
+// was rebound to 127.0.0.1 (DNS rebinding) comes from a loopback peer but
+// names itself.
 func (o *observer) metricsAllowed(r *http.Request) bool {
 	if o.token != "" {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -127,8 +130,7 @@ func (o *observer) metricsAllowed(r *http.Request) bool {
 			return true
 		}
 	}
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && ap.Addr().Unmap().IsLoopback() && clientip.LoopbackHost(r.Host)
+	return o.proxy.IsLoopback(r) && clientip.LoopbackHost(o.proxy.Host(r))
 }
 
 // statusRecorder remembers the status a handler wrote. It unwraps for

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -78,5 +79,57 @@ func TestUpstreamErrorTextIsBoundedInTheLog(t *testing.T) {
 		if len(line) > 4*textcap.Text {
 			t.Errorf("a %d-byte log line: %.200s…", len(line), line)
 		}
+	}
+}
+
+// TestMetricsAccessBehindAProxy: the gateway's /metrics, by the rule the
+// control plane's shares (clientip.Resolver.IsLoopback): a loopback
+// client is served; a same-host reverse proxy not listed as trusted is
+// refused whatever forwarding header it sends, as a remote client
+// without the admin token is; behind a trusted proxy the client it names
+// decides.
+func TestMetricsAccessBehindAProxy(t *testing.T) {
+	t.Parallel()
+	const loopback, remote, proxyPeer = "127.0.0.1:4000", "203.0.113.9:4000", "10.0.0.1:4000"
+	tests := []struct {
+		name    string
+		trusted string
+		peer    string
+		headers map[string]string
+		want    int
+		code    string
+	}{
+		{"loopback client", "", loopback, nil, http.StatusOK, ""},
+		{"remote client without token", "", remote, nil, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED"},
+		{"same-host proxy, untrusted, X-Forwarded-For", "", loopback, map[string]string{"X-Forwarded-For": "203.0.113.9"}, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED"},
+		{"same-host proxy, untrusted, Forwarded", "", loopback, map[string]string{"Forwarded": "for=203.0.113.9"}, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED"},
+		{"same-host proxy, untrusted, X-Real-IP", "", loopback, map[string]string{"X-Real-IP": "203.0.113.9"}, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED"},
+		{"trusted proxy relaying a loopback client", "10.0.0.0/8", proxyPeer, map[string]string{"X-Forwarded-For": "127.0.0.1"}, http.StatusOK, ""},
+		{"trusted proxy relaying a remote client", "10.0.0.0/8", proxyPeer, map[string]string{"X-Forwarded-For": "203.0.113.9"}, http.StatusUnauthorized, "ADMIN_UNAUTHORIZED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := minimalConfig(t)
+			if tt.trusted != "" {
+				cfg.Proxy.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(tt.trusted)}
+			}
+			gw, err := gateway.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { gw.Close() })
+			req := httptest.NewRequest("GET", "/metrics", nil)
+			req.Host = "127.0.0.1:38100"
+			req.RemoteAddr = tt.peer
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			gw.ServeHTTP(rec, req)
+			if rec.Code != tt.want || tt.code != "" && !strings.Contains(rec.Body.String(), `"code":"`+tt.code+`"`) {
+				t.Fatalf("%d %s, want %d %s", rec.Code, rec.Body, tt.want, tt.code)
+			}
+		})
 	}
 }
