@@ -23,7 +23,7 @@ func exportedBytes(spans tracetest.SpanStubs) int {
 	for _, s := range spans {
 		n += len(s.Name)
 		for _, a := range s.Attributes {
-			n += len(a.Key) + len(a.Value.Emit())
+			n += len(a.Key) + len(a.Value.String())
 		}
 	}
 	return n

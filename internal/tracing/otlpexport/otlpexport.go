@@ -82,7 +82,7 @@ func (s Settings) Provider(ctx context.Context, version string, logger *slog.Log
 	}))
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
-		sdktrace.WithSpanLimits(spanLimits()),
+		sdktrace.WithRawSpanLimits(spanLimits()),
 		sdktrace.WithResource(resource.NewSchemaless(
 			attribute.String("service.name", s.service), attribute.String("service.version", version))),
 	)
