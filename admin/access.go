@@ -172,8 +172,9 @@ var (
 //  2. Authentication per mode. The client address is the direct peer, or,
 //     behind a trusted proxy, the right-most untrusted X-Forwarded-For
 //     entry; a loopback peer that is not a trusted proxy but forwards
-//     (X-Forwarded-For or Forwarded present) is a proxy for someone else
-//     and does not count as loopback. No usable token → 401
+//     (X-Forwarded-For, Forwarded or X-Real-IP present) is a proxy for
+//     someone else and does not count as loopback, the rule of
+//     clientip.Resolver.IsLoopback. No usable token → 401
 //     ADMIN_UNAUTHORIZED (hybrid, token); a wrong token (in any mode, from
 //     any address), or a non-loopback client in loopback mode → 403
 //     ADMIN_FORBIDDEN. Tokens are compared in constant time. A request
@@ -320,23 +321,15 @@ func (a *Access) authenticate(r *http.Request) (elevated bool, e *apierror.Error
 			return false, errNoCredentials, "no token"
 		}
 	case AccessLoopback:
-		if !a.isLoopback(r) {
+		if !a.resolver.IsLoopback(r) {
 			return false, errForbidden, "not loopback"
 		}
 	default:
-		if !elevated && !a.isLoopback(r) {
+		if !elevated && !a.resolver.IsLoopback(r) {
 			return false, errNoCredentials, "no token"
 		}
 	}
 	return elevated, nil, ""
-}
-
-func (a *Access) isLoopback(r *http.Request) bool {
-	peer := clientip.Peer(r)
-	if !a.resolver.IsTrusted(peer) && (r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "") {
-		return false
-	}
-	return a.resolver.IsLoopback(r)
 }
 
 // hostAllowed reports whether authority names a loopback literal,

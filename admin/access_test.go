@@ -127,6 +127,8 @@ func TestAccessAttackRows(t *testing.T) {
 		{"trusted_proxy_relaying_real_loopback_client", AccessLoopback, "GET", "10.0.0.1:1", map[string]string{"X-Forwarded-For": "127.0.0.1"}, "", 200, ""},
 		{"untrusted_remote_prepending_loopback_through_proxy_chain", AccessLoopback, "GET", "203.0.113.9:1", map[string]string{"X-Forwarded-For": "127.0.0.1, 10.0.0.1"}, "", 403, "ADMIN_FORBIDDEN"},
 		{"local_reverse_proxy_without_trust_config_is_not_loopback", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"Forwarded": "for=203.0.113.9"}, "", 401, "ADMIN_UNAUTHORIZED"},
+		{"local_reverse_proxy_sending_x_real_ip_is_not_loopback", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"X-Real-IP": "203.0.113.9"}, "", 401, "ADMIN_UNAUTHORIZED"},
+		{"local_reverse_proxy_sending_x_real_ip_in_loopback_mode", AccessLoopback, "GET", "127.0.0.1:1", map[string]string{"X-Real-IP": "203.0.113.9"}, "", 403, "ADMIN_FORBIDDEN"},
 		{"ipv6_loopback_peer", AccessLoopback, "GET", "[::1]:1", nil, "", 200, ""},
 		{"ipv4_mapped_loopback_peer", AccessLoopback, "GET", "[::ffff:127.0.0.1]:1", nil, "", 200, ""},
 		{"sec_fetch_site_cross_site_without_origin", AccessHybrid, "GET", "127.0.0.1:1", map[string]string{"Sec-Fetch-Site": "cross-site"}, "", 403, "ORIGIN_FORBIDDEN"},

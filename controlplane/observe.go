@@ -8,7 +8,6 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/textcap"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -28,6 +28,7 @@ type observer struct {
 	duration *prometheus.HistogramVec
 	gather   http.Handler // nil: /metrics is not served
 	token    string
+	proxy    clientip.Resolver
 }
 
 // newObserver registers the control plane's collectors on reg (when not
@@ -37,6 +38,7 @@ func newObserver(s *Server) (*observer, error) {
 	o := &observer{
 		access: s.cfg.AccessLog,
 		token:  s.cfg.MetricsToken,
+		proxy:  s.proxy,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idn_controlplane_http_requests_total",
 			Help: "HTTP requests by route pattern, method and status.",
@@ -87,12 +89,15 @@ func (o *observer) wrap(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		elapsed := time.Since(start)
-		o.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-		o.duration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+		// A client can send any token as a method: a label of its own
+		// each would grow the metrics without bound.
+		method := textcap.Method(r.Method)
+		o.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		o.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 		if o.access != nil {
 			o.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", apierror.RequestIDFrom(r.Context())),
-				slog.String("method", r.Method),
+				slog.String("method", method),
 				slog.String("route", route),
 				slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))
@@ -114,10 +119,12 @@ func (o *observer) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	o.gather.ServeHTTP(w, r)
 }
 
-// metricsAllowed trusts the direct peer only: a forwarded address could
-// be written by anyone. A loopback peer must also have addressed a
-// loopback Host: a page whose own name was rebound to 127.0.0.1 (DNS
-// rebinding) comes from a loopback peer but names itself.
+// metricsAllowed admits a loopback client by the gateway's rule
+// (clientip.Resolver.IsLoopback): a same-host reverse proxy not listed in
+// TrustedProxies forwards for anyone, so what it forwards is refused. The
+// client must also have addressed a loopback Host: a page whose own name
+// was rebound to 127.0.0.1 (DNS rebinding) comes from a loopback peer but
+// names itself.
 func (o *observer) metricsAllowed(r *http.Request) bool {
 	if o.token != "" {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -125,8 +132,7 @@ func (o *observer) metricsAllowed(r *http.Request) bool {
 			return true
 		}
 	}
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && ap.Addr().Unmap().IsLoopback() && clientip.LoopbackHost(r.Host)
+	return o.proxy.IsLoopback(r) && clientip.LoopbackHost(o.proxy.Host(r))
 }
 
 // statusRecorder remembers the status a handler wrote. It unwraps for

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -80,23 +81,46 @@ func checkMetrics(t *testing.T, engine string) {
 	}
 }
 
+// TestMetricsAccess: /metrics serves loopback clients and bearers of the
+// metrics token, by the gateway's rule for who is loopback: a loopback
+// peer that forwards for someone (a same-host reverse proxy) is refused
+// as a remote client is, unless it is a trusted proxy, and then the
+// client it names decides.
 func TestMetricsAccess(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, storeConfig(t, ProviderSQLite))
+	withRegistry := func(c *Config) { c.Metrics = prometheus.NewRegistry() }
+	withToken := func(c *Config) { c.Metrics, c.MetricsToken = prometheus.NewRegistry(), "scrape-token" }
+	trusting := func(cidr string) func(*Config) {
+		return func(c *Config) {
+			c.Metrics, c.TrustedProxies = prometheus.NewRegistry(), []netip.Prefix{netip.MustParsePrefix(cidr)}
+		}
+	}
+	const loopback, remote, proxy = "127.0.0.1:4000", "203.0.113.9:4000", "10.0.0.1:4000"
 	tests := []struct {
-		name   string
-		cfg    func(*Config)
-		remote string
-		auth   string
-		want   int
+		name    string
+		cfg     func(*Config)
+		remote  string
+		headers map[string]string
+		want    int
 	}{
-		{"no registry: no route", func(*Config) {}, "127.0.0.1:4000", "", http.StatusNotFound},
-		{"loopback peer", func(c *Config) { c.Metrics = prometheus.NewRegistry() }, "127.0.0.1:4000", "", http.StatusOK},
-		{"remote peer without token", func(c *Config) { c.Metrics = prometheus.NewRegistry() }, "203.0.113.9:4000", "", http.StatusForbidden},
-		{"remote peer with a forged forwarded loopback address", func(c *Config) { c.Metrics = prometheus.NewRegistry() }, "203.0.113.9:4000", "", http.StatusForbidden},
-		{"remote peer with the token", func(c *Config) { c.Metrics, c.MetricsToken = prometheus.NewRegistry(), "scrape-token" }, "203.0.113.9:4000", "Bearer scrape-token", http.StatusOK},
-		{"remote peer with a wrong token", func(c *Config) { c.Metrics, c.MetricsToken = prometheus.NewRegistry(), "scrape-token" }, "203.0.113.9:4000", "Bearer scrape-tokem", http.StatusForbidden},
-		{"loopback peer naming a rebound host", func(c *Config) { c.Metrics = prometheus.NewRegistry() }, "127.0.0.1:4000", "", http.StatusForbidden},
+		{"no registry: no route", func(*Config) {}, loopback, nil, http.StatusNotFound},
+		{"loopback peer", withRegistry, loopback, nil, http.StatusOK},
+		{"remote peer without token", withRegistry, remote, nil, http.StatusForbidden},
+		{"remote peer with a forged forwarded loopback address", withRegistry, remote, map[string]string{"X-Forwarded-For": "127.0.0.1"}, http.StatusForbidden},
+		{"remote peer with the token", withToken, remote, map[string]string{"Authorization": "Bearer scrape-token"}, http.StatusOK},
+		{"remote peer with a wrong token", withToken, remote, map[string]string{"Authorization": "Bearer scrape-tokem"}, http.StatusForbidden},
+		{"loopback peer naming a rebound host", withRegistry, loopback, map[string]string{"Host": "rebind.evil.example:8787"}, http.StatusForbidden},
+		{"same-host proxy forwarding X-Forwarded-For, not trusted", withRegistry, loopback, map[string]string{"X-Forwarded-For": "203.0.113.9"}, http.StatusForbidden},
+		{"same-host proxy forwarding a loopback X-Forwarded-For, not trusted", withRegistry, loopback, map[string]string{"X-Forwarded-For": "127.0.0.1"}, http.StatusForbidden},
+		{"same-host proxy forwarding Forwarded, not trusted", withRegistry, loopback, map[string]string{"Forwarded": "for=203.0.113.9"}, http.StatusForbidden},
+		{"same-host proxy forwarding X-Real-IP, not trusted", withRegistry, loopback, map[string]string{"X-Real-IP": "203.0.113.9"}, http.StatusForbidden},
+		{"same-host proxy forwarding, with the token", withToken, loopback, map[string]string{"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer scrape-token"}, http.StatusOK},
+		{"trusted proxy relaying a loopback client", trusting("10.0.0.0/8"), proxy, map[string]string{"X-Forwarded-For": "127.0.0.1"}, http.StatusOK},
+		{"trusted proxy relaying a remote client", trusting("10.0.0.0/8"), proxy, map[string]string{"X-Forwarded-For": "203.0.113.9"}, http.StatusForbidden},
+		{"trusted same-host proxy relaying a remote client", trusting("127.0.0.1/32"), loopback, map[string]string{"X-Forwarded-For": "203.0.113.9"}, http.StatusForbidden},
+		{"trusted same-host proxy naming its client in X-Real-IP only", trusting("127.0.0.1/32"), loopback, map[string]string{"X-Real-IP": "203.0.113.9"}, http.StatusForbidden},
+		{"trusted proxy relaying a rebound host", trusting("10.0.0.0/8"), proxy, map[string]string{"X-Forwarded-For": "127.0.0.1", "X-Forwarded-Host": "rebind.evil.example"}, http.StatusForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,17 +132,20 @@ func TestMetricsAccess(t *testing.T) {
 			}
 			req, _ := http.NewRequestWithContext(context.Background(), "GET", "/metrics", nil)
 			req.RemoteAddr, req.Host = tt.remote, "127.0.0.1:8787"
-			if strings.Contains(tt.name, "rebound") {
-				req.Host = "rebind.evil.example:8787"
-			}
-			req.Header.Set("X-Forwarded-For", "127.0.0.1")
-			if tt.auth != "" {
-				req.Header.Set("Authorization", tt.auth)
+			for k, v := range tt.headers {
+				if k == "Host" {
+					req.Host = v
+				} else {
+					req.Header.Set(k, v)
+				}
 			}
 			rec := httptest.NewRecorder()
 			srv.ServeHTTP(rec, req)
 			if rec.Code != tt.want {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tt.want, rec.Body)
+			}
+			if tt.want == http.StatusForbidden && !strings.Contains(rec.Body.String(), `"code":"ADMIN_FORBIDDEN"`) {
+				t.Errorf("refused with %s, want ADMIN_FORBIDDEN as a remote client is", rec.Body)
 			}
 		})
 	}

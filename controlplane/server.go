@@ -29,6 +29,7 @@ import (
 	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/textcap"
 	"github.com/idnhq/idn/internal/tracing"
 )
 
@@ -163,12 +164,14 @@ type Config struct {
 	MetricsToken string
 	// AccessLog, when set, receives one line per request: request id,
 	// method, route pattern, status and duration (never the path, query,
-	// headers or cookies). Nil logs no requests.
+	// headers or cookies), each string value cut at textcap.Text bytes.
+	// Nil logs no requests.
 	AccessLog *slog.Logger
 
 	// Events receives claim lifecycle events; nil drops them.
 	Events Events
-	// Logger receives operational logs; nil discards them.
+	// Logger receives operational logs, each string value cut at
+	// textcap.Text bytes; nil discards them.
 	Logger *slog.Logger
 	// TracerProvider, when set, receives a server span per request, named
 	// for its route pattern, continuing the caller's traceparent. Nil means
@@ -280,6 +283,11 @@ func New(cfg Config) (*Server, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	// Callers choose names and texts the server logs: each is bounded.
+	log = slog.New(textcap.Handler(log.Handler(), textcap.Text))
+	if cfg.AccessLog != nil {
+		cfg.AccessLog = slog.New(textcap.Handler(cfg.AccessLog.Handler(), textcap.Text))
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: log, proxy: clientip.Resolver{Trusted: cfg.TrustedProxies}}
 	s.kit = &web.Kit{Log: log, Clock: cfg.Clock, Proxy: s.proxy, PublicURL: cfg.PublicURL, Base: cfg.BasePath,

@@ -260,6 +260,7 @@ func TestSeedEndpointConditions(t *testing.T) {
 		{"no token", seedToken, "", "127.0.0.1:5000", 404},
 		{"remote peer", seedToken, seedToken, "203.0.113.9:5000", 404},
 		{"remote peer spoofing X-Forwarded-For", seedToken, seedToken, "203.0.113.9:5000", 404},
+		{"same-host proxy forwarding for a remote client", seedToken, seedToken, "127.0.0.1:5000", 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, err := New(Config{Store: st, JWTSecret: testSecret, TestSeedToken: tc.token})
@@ -269,7 +270,12 @@ func TestSeedEndpointConditions(t *testing.T) {
 			r, _ := http.NewRequest("POST", "http://cp.test/v1/test/seed", strings.NewReader(body))
 			r.RemoteAddr = tc.remote
 			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("X-Forwarded-For", "127.0.0.1")
+			switch tc.name {
+			case "remote peer spoofing X-Forwarded-For":
+				r.Header.Set("X-Forwarded-For", "127.0.0.1")
+			case "same-host proxy forwarding for a remote client":
+				r.Header.Set("X-Forwarded-For", "203.0.113.9")
+			}
 			if tc.sent != "" {
 				r.Header.Set("X-IDN-Test-Seed-Token", tc.sent)
 			}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/textcap"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -19,7 +20,8 @@ func (s *Server) traced(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, span := s.tracer.Start(s.tracer.Extract(r.Context(), r.Header), r.Method, trace.SpanKindServer)
+		method := textcap.Method(r.Method) // any token is a method a client can send
+		ctx, span := s.tracer.Start(s.tracer.Extract(r.Context(), r.Header), method, trace.SpanKindServer)
 		defer span.End()
 		rec := &statusRecorder{ResponseWriter: w}
 		r = r.WithContext(ctx)
@@ -31,7 +33,7 @@ func (s *Server) traced(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.Int("http.response.status_code", status),
+		span.SetAttributes(attribute.String("http.request.method", method), attribute.Int("http.response.status_code", status),
 			attribute.String("idn.request_id", apierror.RequestIDFrom(ctx)))
 		if status >= 500 {
 			span.SetStatus(codes.Error, "")

@@ -15,6 +15,7 @@ import (
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/textcap"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/proxy"
 	"github.com/idnhq/idn/replay"
@@ -125,7 +126,8 @@ type Config struct {
 	// credential on its own.
 	InsecureUnsignedAdminChecks bool
 
-	// Logger receives operational messages. Nil discards them.
+	// Logger receives operational messages, each string value cut at
+	// textcap.Text bytes. Nil discards them.
 	Logger *slog.Logger
 	// TracerProvider, when set, receives the runtime's spans (see
 	// proxy.Config and mcpproxy.Config), and the callers' traceparent is
@@ -217,6 +219,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Agents and upstreams choose names and error texts the gateway logs.
+	c.Logger = slog.New(textcap.Handler(c.Logger.Handler(), textcap.Text))
 	return c, errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 
+	"github.com/idnhq/idn/internal/textcap"
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -109,7 +110,7 @@ func (p *Proxy) runDiscovery(st *connState, f *flight) {
 		}
 		d = prev
 		d.Tools = append([]Tool{}, prev.Tools...)
-		d.LastError = err.Error()
+		d.LastError = textcap.Clip(err.Error(), textcap.Text) // stored: the upstream wrote part of it
 		d.LastErrorAt = p.now().UTC()
 		st.snap = catalog.New(d)
 	}

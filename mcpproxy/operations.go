@@ -8,6 +8,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"time"
 
+	"github.com/idnhq/idn/internal/textcap"
 	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/metrics"
@@ -140,7 +141,7 @@ func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, t
 	p.metrics.Called(conn.ID, tool, result)
 	p.decide(ctx, conn, caller, "tools/call", tool, result, err)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.ConnectionID.String(conn.ID), attribute.String("mcp.tool.name", tool), attribute.String("mcp.result", result))
+		span.SetAttributes(tracing.ConnectionID.String(conn.ID), attribute.String("mcp.tool.name", textcap.Clip(tool, textcap.Name)), attribute.String("mcp.result", result))
 		if err != nil {
 			span.SetStatus(codes.Error, result)
 		}
@@ -169,7 +170,12 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool 
 		return nil, metrics.CallError, err
 	}
 	if !snap.Has(tool) {
-		return nil, metrics.CallNotFound, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
+		// The name is the caller's choice, logged and traced: asking for
+		// one costs a call of the rate limit, as a call does.
+		if ok, wait := p.limits.Allow(conn.ID, caller.Namespace, p.now()); !ok {
+			return nil, metrics.CallRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
+		}
+		return nil, metrics.CallNotFound, fmt.Errorf("%w: %q", ErrToolNotFound, textcap.Clip(tool, textcap.Name))
 	}
 	if d := conn.Policy.Explain(caller.Subject, tool, snap.Names); !d.Allowed {
 		return nil, metrics.CallFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)

@@ -497,6 +497,23 @@ func TestRateLimit(t *testing.T) {
 	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusOK, "")
 }
 
+// Attack: calls of tools the connection does not have, under names the
+// caller chose, each logged and traced. They count against the rate
+// limit as calls do, so a flood of them stops at the limit.
+func TestRateLimitCountsUnknownTools(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{RateLimitPerMinute: 2}}, mcpproxy.Connection{})
+	name := strings.Repeat("n", 100_000)
+	for range 2 {
+		wantStatus(t, e.call("s", name, `{}`), http.StatusNotFound, "MCP_TOOL_NOT_FOUND")
+	}
+	wantStatus(t, e.call("s", name, `{}`), http.StatusTooManyRequests, "MCP_TOOL_RATE_LIMITED")
+	wantStatus(t, e.call("s", "a.echo", `{"text":"x"}`), http.StatusTooManyRequests, "MCP_TOOL_RATE_LIMITED")
+	if n := e.up.count("tools/call"); n != 0 {
+		t.Errorf("upstream tools/call = %d, want 0", n)
+	}
+}
+
 func TestEndpointChangeStartsOver(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{})

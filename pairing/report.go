@@ -15,11 +15,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/internal/textcap"
 )
 
 // Activity is one decision of the gateway about an agent's request, as
@@ -455,9 +455,8 @@ func protocolOf(mcp bool) string {
 	return "http"
 }
 
-// appendField appends ,"name":"v" with v as the control plane takes it:
-// valid UTF-8 without control characters (each replaced by U+FFFD), at
-// most max bytes, cut at a character boundary. Empty v appends nothing.
+// appendField appends ,"name":"v" with v as the control plane takes it
+// (textcap.Clip to max bytes). Empty v appends nothing.
 func appendField(b []byte, name, v string, max int) []byte {
 	if v == "" {
 		return b
@@ -465,43 +464,14 @@ func appendField(b []byte, name, v string, max int) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, `":"`...)
-	if plainASCII(v, max) {
-		b = append(b, v...)
-		return append(b, '"')
-	}
-	n := 0
-	for _, c := range v {
-		if c < 0x20 || c == 0x7f {
-			c = utf8.RuneError
+	v = textcap.Clip(v, max)
+	for i := 0; i < len(v); i++ {
+		// Clip left no control character; a byte of a multi-byte
+		// character is never '"' or '\\'.
+		if c := v[i]; c == '"' || c == '\\' {
+			b = append(b, '\\')
 		}
-		size := utf8.RuneLen(c)
-		if c == '"' || c == '\\' {
-			size = 2
-		}
-		if n+size > max {
-			break
-		}
-		n += size
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', byte(c))
-		default:
-			b = utf8.AppendRune(b, c)
-		}
+		b = append(b, v[i])
 	}
 	return append(b, '"')
-}
-
-// plainASCII: v fits in max bytes and is printable ASCII with nothing
-// JSON escapes, the common case appendField copies as it is.
-func plainASCII(v string, max int) bool {
-	if len(v) > max {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }

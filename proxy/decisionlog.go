@@ -9,11 +9,12 @@ import (
 	"net/netip"
 
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/textcap"
 )
 
 // decisionLog writes JSON decision logs: identity values
-// become stable fingerprints, client addresses are masked, and secrets are
-// never passed to it. A nil *decisionLog logs nothing.
+// become stable fingerprints, client addresses are masked, other values
+// are cut at textcap.Name bytes, and secrets are never passed to it. A nil *decisionLog logs nothing.
 type decisionLog struct {
 	logger *slog.Logger
 	salt   []byte
@@ -58,7 +59,8 @@ func (d *decisionLog) log(ctx context.Context, e decision) {
 	attrs := make([]slog.Attr, 0, 16)
 	add := func(k, v string) {
 		if v != "" {
-			attrs = append(attrs, slog.String(k, v))
+			// A method, tool or connection id may be the caller's choice.
+			attrs = append(attrs, slog.String(k, textcap.Clip(v, textcap.Name)))
 		}
 	}
 	add("kind", e.kind)

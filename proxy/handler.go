@@ -22,6 +22,7 @@ import (
 	"github.com/idnhq/idn/internal/bodybudget"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/internal/stall"
+	"github.com/idnhq/idn/internal/textcap"
 	"github.com/idnhq/idn/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -328,8 +329,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		if rt.mcp {
 			kind = "mcp"
 		}
-		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("idn.route", kind),
-			tracing.ConnectionID.String(rt.connID))
+		span.SetAttributes(attribute.String("http.request.method", textcap.Method(r.Method)), attribute.String("idn.route", kind),
+			tracing.ConnectionID.String(textcap.Clip(rt.connID, textcap.Name)))
 	}
 	timeout := h.cfg.Timeout
 	if rt.mcp {

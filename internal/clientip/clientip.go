@@ -346,10 +346,26 @@ func LoopbackHost(authority string) bool {
 	return err == nil && a.Is4() && a.IsLoopback()
 }
 
-// IsLoopback reports whether the client address of r (per ClientAddr) is
-// 127.0.0.0/8 or ::1.
+// IsLoopback reports whether the client of r is on this host: its
+// address (per ClientAddr) is 127.0.0.0/8 or ::1, and, when r says it was
+// forwarded for someone (forwarded), the direct peer is a trusted proxy
+// that named the client in X-Forwarded-For. A same-host reverse proxy
+// nobody listed as trusted is a loopback peer relaying anyone, so what it
+// forwards never counts as loopback; nor does a trusted proxy's request
+// whose client only Forwarded or X-Real-IP names, which are not read.
 func (res Resolver) IsLoopback(r *http.Request) bool {
+	if forwarded(r) && (!res.PeerTrusted(r) || len(r.Header.Values("X-Forwarded-For")) == 0) {
+		return false
+	}
 	return res.ClientAddr(r).IsLoopback()
+}
+
+// forwarded reports whether r carries a header by which a proxy names
+// the client it forwards for: X-Forwarded-For, Forwarded (RFC 7239) or
+// X-Real-IP.
+func forwarded(r *http.Request) bool {
+	h := r.Header
+	return len(h.Values("X-Forwarded-For")) > 0 || len(h.Values("Forwarded")) > 0 || len(h.Values("X-Real-IP")) > 0
 }
 
 // Mask returns a for logs with its host part dropped: IPv4 masked to /24,

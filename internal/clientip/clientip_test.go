@@ -52,6 +52,49 @@ func TestClientAddr(t *testing.T) {
 	}
 }
 
+// TestIsLoopback: the rule both servers apply to their loopback-only
+// routes. A loopback peer counts unless it says it forwards for someone;
+// then only a trusted proxy's X-Forwarded-For names the client.
+func TestIsLoopback(t *testing.T) {
+	loopbackProxy, _ := ParseCIDRs("127.0.0.1")
+	proxies, _ := ParseCIDRs("10.0.0.0/8")
+	rows := []struct {
+		name    string
+		trusted []netip.Prefix
+		remote  string
+		headers map[string]string
+		want    bool
+	}{
+		{"loopback peer", nil, "127.0.0.1:1", nil, true},
+		{"IPv6 loopback peer", nil, "[::1]:1", nil, true},
+		{"remote peer", nil, "203.0.113.9:1", nil, false},
+		{"remote peer forging a loopback X-Forwarded-For", nil, "203.0.113.9:1", map[string]string{"X-Forwarded-For": "127.0.0.1"}, false},
+		{"same-host proxy, untrusted, X-Forwarded-For", nil, "127.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.9"}, false},
+		{"same-host proxy, untrusted, loopback X-Forwarded-For", nil, "127.0.0.1:1", map[string]string{"X-Forwarded-For": "127.0.0.1"}, false},
+		{"same-host proxy, untrusted, Forwarded", nil, "127.0.0.1:1", map[string]string{"Forwarded": "for=203.0.113.9"}, false},
+		{"same-host proxy, untrusted, X-Real-IP", nil, "127.0.0.1:1", map[string]string{"X-Real-IP": "203.0.113.9"}, false},
+		{"same-host proxy, untrusted, empty X-Forwarded-For", nil, "127.0.0.1:1", map[string]string{"X-Forwarded-For": ""}, false},
+		{"trusted same-host proxy, remote client", loopbackProxy, "127.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.9"}, false},
+		{"trusted same-host proxy, loopback client", loopbackProxy, "127.0.0.1:1", map[string]string{"X-Forwarded-For": "127.0.0.1"}, true},
+		{"trusted same-host proxy, client in X-Real-IP only", loopbackProxy, "127.0.0.1:1", map[string]string{"X-Real-IP": "127.0.0.1"}, false},
+		{"trusted proxy, loopback client", proxies, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "127.0.0.1"}, true},
+		{"trusted proxy, remote client", proxies, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.9", "X-Real-IP": "127.0.0.1"}, false},
+		{"trusted proxy, forwarding nothing", proxies, "10.0.0.1:1", nil, false},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = row.remote
+			for k, v := range row.headers {
+				r.Header.Set(k, v)
+			}
+			if got := (Resolver{Trusted: row.trusted}).IsLoopback(r); got != row.want {
+				t.Errorf("IsLoopback = %v, want %v", got, row.want)
+			}
+		})
+	}
+}
+
 func TestSchemeAndHost(t *testing.T) {
 	trusted, _ := ParseCIDRs("10.0.0.0/8")
 	res := Resolver{Trusted: trusted}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/internal/textcap"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -53,6 +54,17 @@ func Read(r *envconf.Reader, service string) Settings {
 // On reports whether an OTLP endpoint is set and tracing not disabled.
 func (s Settings) On() bool { return s.endpoint != "" }
 
+// spanLimits are the SDK's limits (OTEL_SPAN_* variables) with attribute
+// values cut at textcap.Text characters at most: the libraries clip what
+// a caller chose, and this holds for any attribute they did not.
+func spanLimits() sdktrace.SpanLimits {
+	l := sdktrace.NewSpanLimits()
+	if l.AttributeValueLengthLimit < 0 || l.AttributeValueLengthLimit > textcap.Text {
+		l.AttributeValueLengthLimit = textcap.Text
+	}
+	return l
+}
+
 // Provider returns the TracerProvider to hand the libraries and a shutdown
 // that exports the spans still batched, for up to 5 s; the binary calls it
 // on exit. Off, the provider is nil (the libraries make no span) and
@@ -70,6 +82,7 @@ func (s Settings) Provider(ctx context.Context, version string, logger *slog.Log
 	}))
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
+		sdktrace.WithRawSpanLimits(spanLimits()),
 		sdktrace.WithResource(resource.NewSchemaless(
 			attribute.String("service.name", s.service), attribute.String("service.version", version))),
 	)

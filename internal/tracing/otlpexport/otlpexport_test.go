@@ -3,10 +3,13 @@ package otlpexport
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/internal/textcap"
 	"github.com/idnhq/idn/internal/tracing/tracingtest"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 func read(env map[string]string) (Settings, error) {
@@ -66,5 +69,43 @@ func TestExportsToTheEndpoint(t *testing.T) {
 	shutdown()
 	if spans := rec.Spans(); len(spans) != 1 || spans[0].Name != "exported" {
 		t.Fatalf("received %+v", spans)
+	}
+}
+
+// An attribute value a caller chose (a 100 KB tool name) is exported cut
+// to textcap.Text characters, or to the shorter limit the operator set.
+func TestAttributeValuesAreBounded(t *testing.T) {
+	huge := strings.Repeat("x", 100_000)
+	for _, c := range []struct {
+		name, env string
+		want      int
+	}{
+		{"default", "", textcap.Text},
+		{"a larger limit is not taken", "1000000", textcap.Text},
+		{"a smaller limit is", "64", 64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", c.env)
+			rec := tracingtest.NewReceiver(t)
+			s, err := read(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rec.URL()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp, shutdown, err := s.Provider(context.Background(), "v1", slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, span := tp.Tracer("test").Start(context.Background(), "call")
+			span.SetAttributes(attribute.String("mcp.tool.name", huge))
+			span.End()
+			shutdown()
+			spans := rec.Spans()
+			if len(spans) != 1 {
+				t.Fatalf("received %d spans", len(spans))
+			}
+			if got := len(spans[0].Attributes["mcp.tool.name"]); got != c.want {
+				t.Fatalf("exported a %d-byte value, want %d", got, c.want)
+			}
+		})
 	}
 }
