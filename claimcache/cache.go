@@ -186,7 +186,8 @@ func (c *Cache) SetServices(names ...string) {
 // approved. publicKey is the raw 32-byte Ed25519 key. It returns an error
 // wrapping ErrUnavailable when the service's snapshot is missing or stale,
 // ErrNotApproved when a fresh snapshot has no such claim (a *RevokedError
-// when a change since the last full read revoked it), and ErrLookupFailed
+// or *RejectedError when a change since the last full read revoked or
+// rejected it), and ErrLookupFailed
 // when the service is not tracked or the key is malformed. A miss or a stale
 // snapshot requests an early refresh of the service from Run.
 func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, error) {
@@ -206,7 +207,9 @@ func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, e
 		return Approval{ClaimID: id, ApprovedAt: time.UnixMilli(at).UTC()}, nil
 	}
 	c.requestEarlyRefresh(s)
-	if id := snap.revokedClaim(namespace, publicKey); id != "" {
+	if id, rejected := snap.endedClaim(namespace, publicKey); rejected {
+		return Approval{}, &RejectedError{ClaimID: id}
+	} else if id != "" {
 		return Approval{}, &RevokedError{ClaimID: id}
 	}
 	return Approval{}, ErrNotApproved

@@ -355,9 +355,9 @@ func TestLeaseRunsOnTheSystemClock(t *testing.T) {
 }
 
 // TestRunFollowsChanges: from a control plane that holds requests for
-// changes, Run keeps one waiting, so an approval and a revocation reach
-// the cache without a lookup asking and without a poll, each for one
-// request.
+// changes, Run keeps one waiting, so an approval, a revocation and a
+// rejection reach the cache without a lookup asking and without a poll,
+// each for one request.
 func TestRunFollowsChanges(t *testing.T) {
 	t.Parallel()
 	alice := newAgent("alice")
@@ -399,14 +399,33 @@ func TestRunFollowsChanges(t *testing.T) {
 	if _, err := c.Lookup("github", "mallory", newAgent("mallory").pub); err != claimcache.ErrNotApproved {
 		t.Fatalf("never approved: %v", err)
 	}
+	// A rejection changes no approved claim, yet reaches the cache too.
+	carol := newAgent("carol")
+	filed, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: cp.URL,
+		APIKey: func(string) (string, error) { return cp.APIKey("github"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	receipt, err := filed.Submit(ctx, claimcache.Submission{ConnectionID: "github", Namespace: "carol", PublicKey: carol.header(), Service: "github"})
+	if err != nil || !cp.Reject(receipt.ClaimID) {
+		t.Fatalf("submit %+v, %v", receipt, err)
+	}
+	if ev := <-events; ev.err != nil || ev.claims != 1 {
+		t.Fatalf("after the rejection: %+v", ev)
+	}
+	_, err = c.Lookup("github", "carol", carol.pub)
+	if re, ok := errors.AsType[*claimcache.RejectedError](err); !ok || re.ClaimID != receipt.ClaimID ||
+		!errors.Is(err, claimcache.ErrNotApproved) || !errors.Is(err, claimcache.ErrRejected) || errors.Is(err, claimcache.ErrRevoked) {
+		t.Fatalf("rejected: %v", err)
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
 	}
 	// One held request brought each change (and a third may have been
 	// waiting): nothing else was asked after the full read.
-	if n, all := held(), len(cp.Requests()); n < 2 || all-n != 1 {
-		t.Fatalf("%d held requests of %d, want a full read and two or three waits", n, all)
+	if n, all := held(), len(cp.Requests())-1; n < 3 || all-n != 1 {
+		t.Fatalf("%d held requests of %d, want a full read and three or four waits", n, all)
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 // false, Claim is approved: it is added, or replaces the claim its tuple
 // had. When Delete is true, Claim no longer is: its tuple is removed if it
 // holds this claim (by ID); only ID, Namespace, PublicKey and Service are
-// needed.
+// needed. Rejected, with Delete, says the owner rejected the claim, which
+// never was approved: the tuple's lookups answer it as a *RejectedError.
 type Change struct {
-	Delete bool
+	Delete   bool
+	Rejected bool
 	Claim
 }
 

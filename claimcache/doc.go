@@ -45,11 +45,11 @@
 // both take the service API key from a callback and never write it into an
 // error or a log.
 //
-// ErrUnavailable, ErrNotApproved, ErrRevoked, ErrLookupFailed and
-// ErrRateLimited are plain sentinels (errors.Is); the gateway's proxy
-// gives them their codes. A caller whose claim the cache saw revoked is
-// answered a *RevokedError that names the claim, so the gateway answers
-// the revocation instead of filing a new claim.
+// ErrUnavailable, ErrNotApproved, ErrRevoked, ErrRejected, ErrLookupFailed
+// and ErrRateLimited are plain sentinels (errors.Is); the gateway's proxy
+// gives them their codes. A caller whose claim the cache saw revoked or
+// rejected is answered a *RevokedError or *RejectedError that names the
+// claim, so the gateway answers it instead of filing a new claim.
 //
 // Package claimcachetest serves the control plane's claims API from memory,
 // for tests of a Cache, a Submitter or a gateway that embeds them.

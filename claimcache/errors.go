@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. The gateway answers the first five with the codes named
+// Sentinel errors. The gateway answers the first six with the codes named
 // below (package proxy maps them); the last three are signals between a
 // Source and the Cache.
 var (
@@ -23,6 +23,10 @@ var (
 	// read the whole feed (403 AUTH_CLAIM_REVOKED): a lookup answers it as
 	// a *RevokedError, which also matches ErrNotApproved.
 	ErrRevoked = errors.New("claimcache: claim revoked")
+	// ErrRejected means the owner rejected the tuple's claim since the
+	// cache last read the whole feed (403 AUTH_CLAIM_REJECTED): a lookup
+	// answers it as a *RejectedError, which also matches ErrNotApproved.
+	ErrRejected = errors.New("claimcache: claim rejected")
 	// ErrRateLimited means a claim submission was refused by the local rate
 	// limit (429 AUTH_CLAIM_SUBMIT_RATE_LIMITED); nothing was sent.
 	ErrRateLimited = errors.New("claimcache: claim submission rate-limited")
@@ -64,3 +68,14 @@ func (e *RevokedError) Error() string { return "claimcache: claim " + e.ClaimID 
 
 // Is reports whether target is ErrRevoked or ErrNotApproved.
 func (e *RevokedError) Is(target error) bool { return target == ErrRevoked || target == ErrNotApproved }
+
+// RejectedError is a lookup's answer for a tuple whose claim the cache saw
+// rejected: errors.Is matches it with ErrRejected and ErrNotApproved.
+type RejectedError struct {
+	ClaimID string // the rejected claim
+}
+
+func (e *RejectedError) Error() string { return "claimcache: claim " + e.ClaimID + " was rejected" }
+
+// Is reports whether target is ErrRejected or ErrNotApproved.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected || target == ErrNotApproved }

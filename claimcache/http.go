@@ -285,7 +285,7 @@ func decodeChanges(r io.Reader, since int64, limit int) (changePage, error) {
 		if w.Op != feedwire.OpUpsert && w.Op != feedwire.OpDelete {
 			return changePage{}, fmt.Errorf("change %d has op %q", i, w.Op)
 		}
-		p.changes[i] = Change{Delete: w.Op == feedwire.OpDelete, Claim: Claim{ID: w.ClaimID, Namespace: w.Namespace, PublicKey: w.PublicKey,
+		p.changes[i] = Change{Delete: w.Op == feedwire.OpDelete, Rejected: w.Op == feedwire.OpDelete && w.Status == feedwire.StatusRejected, Claim: Claim{ID: w.ClaimID, Namespace: w.Namespace, PublicKey: w.PublicKey,
 			Service: w.Service, ApprovedAt: w.ApprovedAt, Subject: w.Subject, AgentID: w.AgentID, AgentName: w.AgentName}}
 	}
 	return p, nil

@@ -29,11 +29,12 @@ type tuple struct {
 }
 
 // overlay is a changed tuple: its claim, or a removal (id ""), which
-// names the claim it revoked.
+// names the claim the owner revoked or rejected.
 type overlay struct {
 	id         string
 	approvedAt int64  // Unix milliseconds, as in a slot
 	revoked    string // a removal's claim
+	rejected   bool   // the removal is a rejection
 }
 
 // foldThreshold is the number of changed tuples past which a view's
@@ -65,19 +66,21 @@ func (v *view) findChanged(namespace string, key *[ed25519.PublicKeySize]byte) (
 	return v.base.find(namespace, key)
 }
 
-// revokedClaim returns the claim whose revocation removed the tuple, when
-// a change since the last full read did; "" otherwise.
-func (v *view) revokedClaim(namespace string, publicKey []byte) string {
+// endedClaim returns the claim whose revocation or rejection removed the
+// tuple, when a change since the last full read did ("" otherwise), and
+// whether it was a rejection.
+func (v *view) endedClaim(namespace string, publicKey []byte) (id string, rejected bool) {
 	if v.over == nil || len(publicKey) != ed25519.PublicKeySize {
-		return ""
+		return "", false
 	}
-	return v.over[tuple{[ed25519.PublicKeySize]byte(publicKey), namespace}].revoked
+	o := v.over[tuple{[ed25519.PublicKeySize]byte(publicKey), namespace}]
+	return o.revoked, o.rejected
 }
 
 // editor applies one delivery of changes to a copy of a view. The copy of
 // the map is made at the first change, so a delivery with none costs
-// nothing. A removal leaves a marker naming the revoked claim, so that a
-// lookup can tell a revoked caller from one never approved; folding drops
+// nothing. A removal leaves a marker naming the revoked or rejected claim,
+// so that a lookup can tell that caller from one never asked about; folding drops
 // the markers, so they are remembered for a sixteenth of the snapshot's
 // size in changes (at least 4,096).
 type editor struct {
@@ -123,10 +126,10 @@ func (e *editor) apply(ch Change) error {
 	case had && held == c.ID:
 		// The removal stays as a marker of the revocation, until the
 		// changes are folded into a new snapshot.
-		e.next.over[k] = overlay{revoked: c.ID}
+		e.next.over[k] = overlay{revoked: c.ID, rejected: ch.Rejected}
 		e.next.claims--
 	case !had:
-		e.next.over[k] = overlay{revoked: c.ID}
+		e.next.over[k] = overlay{revoked: c.ID, rejected: ch.Rejected}
 	}
 	return nil
 }

@@ -218,6 +218,52 @@ func TestGatewayFollowsClaimChanges(t *testing.T) {
 	}
 }
 
+// TestGatewayFollowsRejections: a rejection made through another instance
+// reaches a gateway's claims cache as it commits, though no approved claim
+// changes, and is final: the agent's submissions file nothing and answer
+// the rejected claim, until the owner approves that claim.
+func TestGatewayFollowsRejections(t *testing.T) {
+	t.Parallel()
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			w := newPushWorld(t, engine)
+			id, pub := w.pendingClaim(t)
+			w.await(t, pub, "")
+			w.owner(t, id, "reject")
+			for timeout := time.After(30 * time.Second); ; {
+				_, err := w.cache.Lookup("github", "acme", pub)
+				if re, ok := errors.AsType[*claimcache.RejectedError](err); ok && re.ClaimID == id {
+					break
+				}
+				select {
+				case <-w.changed:
+				case <-timeout:
+					t.Fatalf("the cache still answers %v, want the rejection of %s", err, id)
+				}
+			}
+
+			sub, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{BaseURL: w.a, Client: w.client,
+				APIKey: func(string) (string, error) { return w.key, nil }, SubmitterOptions: claimcache.SubmitterOptions{ReceiptTTL: -1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				r, err := sub.Submit(t.Context(), claimcache.Submission{ConnectionID: "github", Namespace: "acme",
+					PublicKey: identity.FormatPublicKey(pub), Service: "github"})
+				if err != nil || r.Created || r.ClaimID != id || r.Status != StatusRejected {
+					t.Fatalf("submission after the rejection: %+v, %v", r, err)
+				}
+			}
+			again := w.owner(t, id, "approve")
+			if again.ClaimID == id || again.Status != StatusApproved {
+				t.Fatalf("approved: %+v", again)
+			}
+			w.await(t, pub, again.ClaimID)
+		})
+	}
+}
+
 // BenchmarkClaimChangeReachesGateway measures, on PostgreSQL, the time from
 // the owner's click (an approval or a revocation sent to instance B) to
 // the moment a gateway's claims cache following instance A answers

@@ -79,6 +79,8 @@ func TestDashboardPages(t *testing.T) {
 	gone := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)["claim_id"].(string)
 	e.do("POST", "/v1/claims/"+gone+"/approve", nil, owner).want(t, 200, "")
 	e.do("POST", "/v1/claims/"+gone+"/revoke", nil, owner).want(t, 200, "")
+	turnedDown := e.signed("POST", "/v1/claims", submitBody("acme", pubKey(newAgent(t, "acme")), "github"), withKey(key)).want(t, 201, "").json(t)["claim_id"].(string)
+	e.do("POST", "/v1/claims/"+turnedDown+"/reject", nil, owner).want(t, 200, "")
 	svcID := e.serviceID(owner)
 	e.createWebhook(owner, svcID, map[string]any{"url": "https://hooks.example/idn"})
 
@@ -93,6 +95,7 @@ func TestDashboardPages(t *testing.T) {
 		{"/claims", true, []string{"Build bot", "a-1", "alice", "127.0.0.1", identity.KeyFragment(agent.PublicKey), ">Approve</button>", ">Reject</button>", `aria-current="page">Pending <span class="count">1</span>`}},
 		{"/claims?status=approved", true, []string{"No approved claims"}},
 		{"/claims?status=revoked", true, []string{">Approve again</button>", "The agent regains access within a second."}},
+		{"/claims?status=rejected", true, []string{">Approve</button>", "which you rejected? The agent gains access within a second."}},
 		{"/claims?status=pending&service=github", true, []string{">Reject all pending claims of github</button>"}},
 		{"/services", true, []string{">Create service</button>", `<label for="svc-name">Name</label>`, "github"}},
 		{"/services/" + svcID, true, []string{">Create API key</button>", ">Revoke key</button>", ">Add webhook</button>", ">Send test event</button>", ">Delete webhook</button>", "https://hooks.example/idn"}},

@@ -118,14 +118,20 @@ func TestFeedChanges(t *testing.T) {
 		}
 
 		e.do("POST", "/v1/claims/"+pending[0]+"/approve", nil, owner).want(t, 200, "")
-		e.do("POST", "/v1/claims/"+pending[1]+"/reject", nil, owner).want(t, 200, "") // not in the feed: no change
+		e.do("POST", "/v1/claims/"+pending[1]+"/reject", nil, owner).want(t, 200, "") // a delete of a claim no tuple holds
 		e.do("POST", "/v1/claims/"+approved[0]+"/revoke", nil, owner).want(t, 200, "")
 		e.do("POST", "/v1/claims/"+pending[2]+"/approve", nil, owner).want(t, 200, "")
 		e.do("POST", "/v1/claims/"+pending[2]+"/revoke", nil, owner).want(t, 200, "")
 
 		var ops []string
-		cursor = syncFeedHTTP(t, feed, held, cursor, func(c map[string]any) { ops = append(ops, c["op"].(string)+" "+c["claim_id"].(string)) })
-		want := []string{"upsert " + pending[0], "delete " + approved[0], "upsert " + pending[2], "delete " + pending[2]}
+		cursor = syncFeedHTTP(t, feed, held, cursor, func(c map[string]any) {
+			op := c["op"].(string)
+			if c["status"] != nil {
+				op += "(" + c["status"].(string) + ")"
+			}
+			ops = append(ops, op+" "+c["claim_id"].(string))
+		})
+		want := []string{"upsert " + pending[0], "delete(rejected) " + pending[1], "delete " + approved[0], "upsert " + pending[2], "delete " + pending[2]}
 		if strings.Join(ops, ",") != strings.Join(want, ",") {
 			t.Fatalf("changes %v, want %v", ops, want)
 		}

@@ -75,6 +75,7 @@
 //	AUTH_CLAIMS_LOOKUP_FAILED        500  approved-claims lookup failed
 //	AUTH_CLAIM_REQUIRED              403  this agent is not approved for this service; the namespace owner must approve the claim
 //	AUTH_CLAIM_REVOKED               403  the namespace owner revoked this agent's claim for this service; only the owner can approve it again
+//	AUTH_CLAIM_REJECTED              403  the namespace owner rejected this agent's claim for this service; only the owner can approve it
 //	AUTH_CLAIM_SUBMIT_RATE_LIMITED   429  too many claims submitted for this namespace; try again later
 //	AUTH_CLAIM_SUBMIT_FAILED         502  the gateway could not file this agent's claim with the control plane, so there is no claim to approve; the gateway's log has the cause under this request id
 //

@@ -41,6 +41,7 @@ const (
 	AuthClaimsLookupFailed
 	AuthClaimRequired
 	AuthClaimRevoked
+	AuthClaimRejected
 	AuthClaimSubmitRateLimited
 	AuthClaimSubmitFailed
 
@@ -159,6 +160,7 @@ var table = [codeCount]row{
 	AuthClaimsLookupFailed:     {"AUTH_CLAIMS_LOOKUP_FAILED", http.StatusInternalServerError, "approved-claims lookup failed"},
 	AuthClaimRequired:          {"AUTH_CLAIM_REQUIRED", http.StatusForbidden, "this agent is not approved for this service; the namespace owner must approve the claim"},
 	AuthClaimRevoked:           {"AUTH_CLAIM_REVOKED", http.StatusForbidden, "the namespace owner revoked this agent's claim for this service; only the owner can approve it again"},
+	AuthClaimRejected:          {"AUTH_CLAIM_REJECTED", http.StatusForbidden, "the namespace owner rejected this agent's claim for this service; only the owner can approve it"},
 	AuthClaimSubmitRateLimited: {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
 	AuthClaimSubmitFailed:      {"AUTH_CLAIM_SUBMIT_FAILED", http.StatusBadGateway, "the gateway could not file this agent's claim with the control plane, so there is no claim to approve; the gateway's log has the cause under this request id"},
 

@@ -70,6 +70,8 @@ func codeOf(err error) errcode.Code {
 		return errcode.AuthClaimsUnavailable
 	case errors.Is(err, claimcache.ErrRevoked):
 		return errcode.AuthClaimRevoked
+	case errors.Is(err, claimcache.ErrRejected):
+		return errcode.AuthClaimRejected
 	case errors.Is(err, claimcache.ErrNotApproved):
 		return errcode.AuthClaimRequired
 	case errors.Is(err, claimcache.ErrLookupFailed):

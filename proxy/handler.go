@@ -482,7 +482,8 @@ func (h *Handler) connection(r *http.Request, id string, mcp bool) (*credvault.R
 
 // checkClaim looks up the caller's claim for the connection's service and,
 // for an unapproved caller, submits one; a caller whose claim was revoked
-// is answered AUTH_CLAIM_REVOKED and files none.
+// or rejected is answered AUTH_CLAIM_REVOKED or AUTH_CLAIM_REJECTED and
+// files none.
 func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credvault.Connection) error {
 	service := c.ServiceSlug()
 	_, err := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key)
@@ -493,7 +494,10 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 	}
 	if re, ok := errors.AsType[*claimcache.RevokedError](err); ok {
 		// The owner revoked it: no new claim, the owner decides.
-		return claimRevoked(re.ClaimID, err)
+		return claimEnded(errcode.AuthClaimRevoked, re.ClaimID, "revoked", err)
+	}
+	if re, ok := errors.AsType[*claimcache.RejectedError](err); ok {
+		return claimEnded(errcode.AuthClaimRejected, re.ClaimID, "rejected", err)
 	}
 	if err == nil || !errors.Is(err, claimcache.ErrNotApproved) || h.cfg.Submitter == nil {
 		return err
@@ -529,9 +533,12 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 		}
 		return e
 	}
-	if receipt.Status == "revoked" {
+	switch receipt.Status {
+	case "revoked":
 		// The control plane files no claim for a revoked tuple either.
-		return claimRevoked(receipt.ClaimID, err)
+		return claimEnded(errcode.AuthClaimRevoked, receipt.ClaimID, receipt.Status, err)
+	case "rejected":
+		return claimEnded(errcode.AuthClaimRejected, receipt.ClaimID, receipt.Status, err)
 	}
 	if receipt.Status == "approved" {
 		// Approved on the control plane, not yet in the snapshot: the
@@ -546,10 +553,11 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 	return e
 }
 
-// claimRevoked is the refusal of a caller whose claim the owner revoked.
-func claimRevoked(claimID string, cause error) *Error {
-	e := newError(errcode.AuthClaimRevoked, cause)
-	e.extra = map[string]any{"claim_id": claimID, "claim_status": "revoked"}
+// claimEnded is the refusal of a caller whose claim the owner revoked or
+// rejected: only the owner's approval of that claim lets it in.
+func claimEnded(code errcode.Code, claimID, status string, cause error) *Error {
+	e := newError(code, cause)
+	e.extra = map[string]any{"claim_id": claimID, "claim_status": status}
 	return e
 }
 

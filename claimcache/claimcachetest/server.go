@@ -71,6 +71,7 @@ const (
 	statusPending  = "pending"
 	statusApproved = "approved"
 	statusRevoked  = "revoked"
+	statusRejected = "rejected"
 )
 
 // Server is an in-memory control plane's claims API listening on a loopback
@@ -227,6 +228,29 @@ func (s *Server) Revoke(id string) bool {
 	return false
 }
 
+// Reject rejects the pending claim id, as the owner does: the feed's
+// changes carry the rejection (a delete with status "rejected"), and a
+// later submission of its tuple files nothing and answers the rejected
+// claim, until Approve approves the tuple under a new claim. It reports
+// whether there was such a claim.
+func (s *Server) Reject(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.claims {
+		if r.claim.ID == id && r.status == statusPending {
+			r.status = statusRejected
+			delete(s.live, tupleKey{r.claim.Namespace, r.claim.PublicKey, r.claim.Service})
+			s.logChange(opReject, r.claim)
+			return true
+		}
+	}
+	return false
+}
+
+// opReject is a logged rejection, served as a delete with status
+// "rejected".
+const opReject = "reject"
+
 // logChange numbers a change of c's service's feed and logs it.
 func (s *Server) logChange(op string, c claimcache.Claim) {
 	s.versions[c.Service]++
@@ -289,11 +313,11 @@ func (s *Server) feedOf(service string) *feedIndex {
 	return f
 }
 
-// revoked returns the latest revoked claim of a tuple, or nil.
-func (s *Server) revoked(namespace, publicKey, service string) *record {
+// ended returns the latest revoked or rejected claim of a tuple, or nil.
+func (s *Server) ended(namespace, publicKey, service string) *record {
 	for _, r := range slices.Backward(s.claims) {
 		c := r.claim
-		if r.status == statusRevoked && c.Namespace == namespace && c.PublicKey == publicKey && c.Service == service {
+		if (r.status == statusRevoked || r.status == statusRejected) && c.Namespace == namespace && c.PublicKey == publicKey && c.Service == service {
 			return r
 		}
 	}
@@ -441,6 +465,9 @@ func (s *Server) feedChanges(w http.ResponseWriter, r *http.Request, service str
 	for _, ch := range next[:min(limit, len(next))] {
 		c := ch.claim
 		wc := feedwire.Change{Op: ch.op, ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service}
+		if ch.op == opReject {
+			wc.Op, wc.Status = feedwire.OpDelete, feedwire.StatusRejected
+		}
 		if ch.op == feedwire.OpUpsert {
 			wc.ApprovedAt, wc.Subject, wc.AgentID, wc.AgentName = c.ApprovedAt, c.Subject, c.AgentID, c.AgentName
 		}
@@ -531,7 +558,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, service string) 
 		Service: sub.Service, Subject: sub.Subject, AgentID: sub.AgentID, AgentName: sub.AgentName}}
 	if held := s.live[tupleKey{sub.Namespace, sub.PublicKey, sub.Service}]; held != nil {
 		rec = held
-	} else if r := s.revoked(sub.Namespace, sub.PublicKey, sub.Service); r != nil {
+	} else if r := s.ended(sub.Namespace, sub.PublicKey, sub.Service); r != nil {
 		rec = r
 	} else {
 		rec.claim.ID = s.newID()

@@ -111,14 +111,15 @@ func agentNet(ip string) string {
 // PostgreSQL runs them all in one call of claims_submit; SQLite, in
 // process, one by one.
 type submitStatements struct {
-	call, revoked                           *sql.Stmt // PostgreSQL; revoked on both
+	call, final                             *sql.Stmt // PostgreSQL; final on both
 	namespace, expire, live, budget, insert *sql.Stmt // SQLite
 }
 
-// revokedClaimQuery finds the latest revoked claim of a tuple.
-const revokedClaimQuery = `SELECT ` + claimColumns + ` FROM claims
-	WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status = 'revoked'
-	ORDER BY revoked_at DESC, id DESC LIMIT 1`
+// finalClaimQuery finds the latest final claim of a tuple: the one the
+// owner revoked or rejected last.
+const finalClaimQuery = `SELECT ` + claimColumns + ` FROM claims
+	WHERE namespace = $1 AND public_key = $2 AND service = $3 AND status IN ('revoked', 'rejected')
+	ORDER BY COALESCE(revoked_at, rejected_at) DESC, id DESC LIMIT 1`
 
 func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 	prepare := func(q string) *sql.Stmt {
@@ -131,11 +132,11 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 	}
 	if s.db.PG() {
 		s.submit.call = prepare(`SELECT outcome, claim FROM claims_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
-		s.submit.revoked = prepare(revokedClaimQuery)
+		s.submit.final = prepare(finalClaimQuery)
 		return sqldb.Err("prepare submission", err)
 	}
 	s.submit = submitStatements{
-		revoked:   prepare(revokedClaimQuery),
+		final:     prepare(finalClaimQuery),
 		namespace: prepare(`SELECT deactivated_at FROM namespaces WHERE namespace = $1`),
 		expire: prepare(`UPDATE claims SET status = 'expired', expired_at = $3, updated_at = $3
 			WHERE namespace = $1 AND service = $2 AND status = 'pending' AND created_at <= $4`),
@@ -152,8 +153,8 @@ func (s *Store) prepareSubmit(ctx context.Context) (err error) {
 
 // submitClaim creates a pending claim, or returns the live (pending or
 // approved) claim of the same tuple with created == false; a tuple the
-// owner revoked, and that has no live claim, files nothing: the answer is
-// its revoked claim, and only the owner approves the tuple again
+// owner revoked or rejected, and that has no live claim, files nothing:
+// the answer is that final claim, and only the owner approves the tuple
 // (reapprove). SQLite
 // transactions are exclusive, so the budget read before the insert holds;
 // on PostgreSQL, where the submissions of a namespace run side by side,
@@ -173,19 +174,19 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 	c.CreatedAt, c.UpdatedAt = now.UTC().Truncate(time.Microsecond), now.UTC().Truncate(time.Microsecond)
 	net := agentNet(in.AgentIP)
 	if s.db.PG() {
-		// A live claim of the tuple wins over its revocation: only when
-		// one is revoked (rarely) does it take a second probe to tell.
-		revoked, err := scanClaim(s.submit.revoked.QueryRowContext(ctx, c.Namespace, c.PublicKey, c.Service))
+		// A live claim of the tuple wins over its final one: only when
+		// one is revoked or rejected does it take a second probe to tell.
+		ended, err := scanClaim(s.submit.final.QueryRowContext(ctx, c.Namespace, c.PublicKey, c.Service))
 		if err == nil {
 			var live int
 			err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM claims WHERE namespace = $1 AND public_key = $2 AND service = $3
 				AND status IN ('pending', 'approved')`, c.Namespace, c.PublicKey, c.Service).Scan(&live)
 			if err == nil && live == 0 {
-				return revoked, false, nil
+				return ended, false, nil
 			}
 		}
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return c, false, sqldb.Err("revoked claim lookup", err)
+			return c, false, sqldb.Err("final claim lookup", err)
 		}
 		var (
 			outcome string
@@ -237,13 +238,13 @@ func (s *Store) submitClaim(ctx context.Context, in Claim, budget pendingBudget,
 		if !errors.Is(err, sql.ErrNoRows) {
 			return sqldb.Err("claim lookup", err)
 		}
-		revoked, err := scanClaim(st(s.submit.revoked).QueryRowContext(ctx, in.Namespace, in.PublicKey, in.Service))
+		ended, err := scanClaim(st(s.submit.final).QueryRowContext(ctx, in.Namespace, in.PublicKey, in.Service))
 		if err == nil {
-			c = revoked
+			c = ended
 			return nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return sqldb.Err("revoked claim lookup", err)
+			return sqldb.Err("final claim lookup", err)
 		}
 		var pending, fromAgent int
 		if err := st(s.submit.budget).QueryRowContext(ctx, in.Namespace, in.Service, net).Scan(&pending, &fromAgent); err != nil {
@@ -335,9 +336,9 @@ func (s *Store) transition(ctx context.Context, ns, id, action string, pendingCu
 	}
 }
 
-// reapprove approves again the tuple of claim id of ns, which the owner
-// revoked: a revoked claim stays revoked, so the approval is a new claim
-// of the tuple with the revoked one's agent fields, approved at now. It
+// reapprove approves the tuple of claim id of ns, which the owner revoked
+// or rejected: a final claim stays as it is, so the approval is a new
+// claim of the tuple with the old one's agent fields, approved at now. It
 // needs an active namespace and the service to exist still; a tuple that
 // has a live claim again (one filed before revocations were answered) is
 // a *transitionError.
@@ -350,7 +351,7 @@ func (s *Store) reapprove(ctx context.Context, ns, id string, now time.Time) (Cl
 			return ErrClaimNotFound
 		case err != nil:
 			return sqldb.Err("claim", err)
-		case old.Status != StatusRevoked:
+		case !final(old.Status):
 			return &transitionError{Action: "approve", From: old.Status}
 		}
 		var deactivated sql.NullInt64
@@ -374,12 +375,16 @@ func (s *Store) reapprove(ctx context.Context, ns, id string, now time.Time) (Cl
 			status, created_at, updated_at, approved_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'approved', $10, $10, $10)`,
 			c.ID, c.Namespace, c.PublicKey, c.Service, c.AgentIP, agentNet(c.AgentIP), c.Subject, c.AgentID, c.AgentName, sqldb.Micros(at))
 		if sqldb.IsUniqueViolation(err) {
-			return &transitionError{Action: "approve", From: StatusRevoked + " (the agent has a live claim again)"}
+			return &transitionError{Action: "approve", From: old.Status + " (the agent has a live claim again)"}
 		}
 		return sqldb.Err("insert claim", err)
 	})
 	return c, err
 }
+
+// final reports whether status ends its claim for good: the owner revoked
+// or rejected it, and only the owner approves its tuple again.
+func final(status string) bool { return status == StatusRevoked || status == StatusRejected }
 
 // rejectPending rejects, in one statement, every pending claim of service
 // slug in ns that is not past pendingCutoff, and returns them as rejected.

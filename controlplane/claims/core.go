@@ -17,7 +17,9 @@
 // log's trigger sends. Call EndWaits at shutdown.
 //
 // Claim states move pending → approved → revoked, pending → rejected and
-// pending → expired. Every move is one conditional UPDATE (… WHERE status
+// pending → expired. Revoked and rejected are final: a submission of the
+// tuple files nothing and answers that claim, and only the owner's
+// approval of it files a new, approved claim of the tuple. Every move is one conditional UPDATE (… WHERE status
 // = <from>), so concurrent moves of one claim serialise on the row and the
 // loser gets 409 CLAIM_STATE_CONFLICT.
 package claims

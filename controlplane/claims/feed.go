@@ -140,7 +140,11 @@ func (s *Core) claimsChanges(w http.ResponseWriter, r *http.Request, svc Service
 	out := feedwire.Changes{Changes: make([]feedwire.Change, len(changes)), Cursor: feedwire.FormatCursor(since), More: more}
 	for i, ch := range changes {
 		c := ch.Claim
-		out.Changes[i] = feedwire.Change{Op: ch.Op, ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
+		op, status := ch.Op, ""
+		if op == feedOpReject {
+			op, status = feedwire.OpDelete, feedwire.StatusRejected
+		}
+		out.Changes[i] = feedwire.Change{Op: op, Status: status, ClaimID: c.ID, Namespace: c.Namespace, PublicKey: c.PublicKey, Service: c.Service,
 			ApprovedAt: c.ApprovedAt, Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName}
 		out.Cursor = feedwire.FormatCursor(ch.Seq)
 	}

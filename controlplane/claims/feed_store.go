@@ -9,11 +9,14 @@ import (
 	"time"
 )
 
-// Change-log operations (feed_changes.op): the claim is now approved, or no
-// longer is (revoked, deleted with its service or account).
+// Change-log operations (feed_changes.op): the claim is now approved, no
+// longer is (revoked, deleted with its service or account), or was
+// rejected (it never was approved; the feed serves it as a delete whose
+// status says so).
 const (
 	feedOpUpsert = "upsert"
 	feedOpDelete = "delete"
+	feedOpReject = "reject"
 )
 
 // Retention of the change log (Server.Maintain): a service keeps its last

@@ -49,7 +49,7 @@ func TestFeedWait(t *testing.T) {
 			cfg := storeConfig(t, engine)
 			st := openStore(t, cfg)
 			populateFeed(t, st, 3)
-			pending := seedClaims(t, st, 2, StatusPending)
+			pending := seedClaims(t, st, 3, StatusPending)
 			_, cursor := fullFeed(t, st, "github")
 			waiter := newCore(st)
 			mover := waiter
@@ -87,6 +87,17 @@ func TestFeedWait(t *testing.T) {
 				move(pending[0], "revoke")
 				r := <-res
 				if r.err != nil || len(r.changes) != 1 || r.changes[0].Op != feedOpDelete || r.changes[0].Claim.ID != pending[0] {
+					t.Fatalf("woken with %+v, %v", r.changes, r.err)
+				}
+				cursor = r.changes[0].Seq
+			})
+
+			t.Run("a rejection ends it too, though no approved claim changes", func(t *testing.T) {
+				res := startWait(waiter, cursor, MaxFeedWait)
+				<-blocked
+				move(pending[2], "reject")
+				r := <-res
+				if r.err != nil || len(r.changes) != 1 || r.changes[0].Op != feedOpReject || r.changes[0].Claim.ID != pending[2] {
 					t.Fatalf("woken with %+v, %v", r.changes, r.err)
 				}
 				cursor = r.changes[0].Seq

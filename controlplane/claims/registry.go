@@ -16,7 +16,8 @@ func (c Claim) registryView() registrywriter.Claim {
 }
 
 // applyClaimAction applies an owner's action to claim id of ns; approving
-// a revoked claim approves its tuple again under a new claim (reapprove).
+// a revoked or rejected claim approves its tuple under a new claim
+// (reapprove).
 // In sync mode an
 // approval or revocation is written to the registry first, and the claim
 // moves only once the write is mined, carrying its hash; a failed write
@@ -26,7 +27,7 @@ func (s *Core) applyClaimAction(ctx context.Context, ns, id, action string, now 
 	r := s.registry
 	if r == nil || !r.Sync() || action == "reject" {
 		c, err := s.store.transition(ctx, ns, id, action, cutoff, now)
-		if te, ok := errors.AsType[*transitionError](err); ok && action == "approve" && te.From == StatusRevoked {
+		if te, ok := errors.AsType[*transitionError](err); ok && action == "approve" && final(te.From) {
 			return s.store.reapprove(ctx, ns, id, now)
 		}
 		return c, err
@@ -39,7 +40,7 @@ func (s *Core) applyClaimAction(ctx context.Context, ns, id, action string, now 
 		return Claim{}, err
 	}
 	move := func() (Claim, error) { return s.store.transition(ctx, ns, id, action, cutoff, now) }
-	if t, ok := transitions[action]; action == "approve" && c.Status == StatusRevoked {
+	if t, ok := transitions[action]; action == "approve" && final(c.Status) {
 		move = func() (Claim, error) { return s.store.reapprove(ctx, ns, id, now) }
 	} else if !ok || c.Status != t.from {
 		return Claim{}, &transitionError{Action: action, From: c.Status}

@@ -82,10 +82,18 @@ type Changes struct {
 	More    bool     `json:"more"`
 }
 
+// StatusRejected is a delete's Status when the owner rejected the claim:
+// it never was approved, and the tuple is refused for good until the
+// owner approves it. A delete without a status removes an approved claim.
+const StatusRejected = "rejected"
+
 // Change is one change. A delete carries the claim's id, namespace,
-// public key and service only.
+// public key and service only, and a Status when it records a rejection.
+// A client that knows no status takes a rejection for a delete of a claim
+// its tuple does not hold, which changes nothing it holds.
 type Change struct {
 	Op         string    `json:"op"`
+	Status     string    `json:"status,omitempty"`
 	ClaimID    string    `json:"claim_id"`
 	Namespace  string    `json:"namespace"`
 	PublicKey  string    `json:"public_key"`
