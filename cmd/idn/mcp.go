@@ -209,7 +209,8 @@ const approvalHint = "The namespace owner approves the claim in the control plan
 // awaitApproval tells the stdio client, once it is initialized, why it
 // waits (a log message, which clients that do not show instructions
 // show), asks the gateway again every retry until it opens a session, and
-// then tells the client (a log message) that its tool list changed.
+// then tells the client (a log message) that its tool list changed. When
+// the owner rejects the claim instead, it says so and stops asking.
 func (b *bridge) awaitApproval(ctx context.Context, local *mcp.ServerSession) {
 	select {
 	case <-b.initialized:
@@ -226,6 +227,12 @@ func (b *bridge) awaitApproval(ctx context.Context, local *mcp.ServerSession) {
 	for {
 		if _, err := b.session(ctx); err == nil {
 			break
+		}
+		if b.refusals.lastErrcode() == errcode.AuthClaimRejected {
+			// The owner answered: asking again would only repeat it.
+			_ = mcpnotify.Send(ctx, local, "notifications/message", &mcp.LoggingMessageParams{Level: "error", Logger: "idn",
+				Data: "idn: " + b.refusals.lastRefusal() + ". idn stops asking the gateway; once the owner approves the rejected claim, restart idn mcp."})
+			return
 		}
 		select {
 		case <-t.C:
@@ -452,12 +459,19 @@ type refusals struct {
 
 // awaitingApproval reports whether the last refusal ends once the agent's
 // claim is approved: the claim awaits approval, the gateway has yet to
-// load it, or the owner revoked it (and may approve it again).
+// load it, or the owner revoked it (and may approve it again). A rejected
+// claim is not waited for: the owner has answered.
 func (r *refusals) awaitingApproval() bool {
+	code := r.lastErrcode()
+	return code == errcode.AuthClaimRequired || code == errcode.AuthClaimsUnavailable || code == errcode.AuthClaimRevoked
+}
+
+// lastErrcode is the code of the last error envelope (zero when none).
+func (r *refusals) lastErrcode() errcode.Code {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	code, _ := errcode.Parse(r.lastCode)
-	return code == errcode.AuthClaimRequired || code == errcode.AuthClaimsUnavailable || code == errcode.AuthClaimRevoked
+	return code
 }
 
 func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -619,6 +619,41 @@ func TestMCPBridgeWaitsForReapproval(t *testing.T) {
 	}
 }
 
+// An agent whose claim the owner rejects while idn mcp waits is told so
+// (a log message naming AUTH_CLAIM_REJECTED and the claim), and idn stops
+// asking the gateway: a rejection is the owner's answer.
+func TestMCPBridgeStopsWaitingWhenRejected(t *testing.T) {
+	upURL, _, _ := mcpUpstream(t)
+	st, controlPlane := newMCPStackWith(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, false, claimcache.Options{RefreshInterval: 100 * time.Millisecond})
+	logged := make(chan string, 8)
+	cs := st.bridge(t, &mcp.ClientOptions{
+		//lint:ignore SA1019 desktop clients of the protocol versions idn mcp relays show log messages
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logged <- fmt.Sprint(r.Params.Data) },
+	}, "--retry", "50ms")
+	if init := cs.InitializeResult(); !strings.Contains(init.Instructions, "AUTH_CLAIM_REQUIRED") {
+		t.Fatalf("instructions %q: the bridge does not wait", init.Instructions)
+	}
+	subs := controlPlane.Submissions()
+	if len(subs) != 1 || !controlPlane.Reject(subs[0].ClaimID) {
+		t.Fatalf("submissions %+v: no pending claim to reject", subs)
+	}
+	for {
+		select {
+		case msg := <-logged:
+			if !strings.Contains(msg, "AUTH_CLAIM_REJECTED") {
+				continue
+			}
+			if !strings.Contains(msg, subs[0].ClaimID) || !strings.Contains(msg, "stops asking") {
+				t.Errorf("log message %q does not name the claim and say idn stopped asking", msg)
+			}
+			return
+		case <-time.After(15 * time.Second):
+			t.Fatal("no log message about the rejection")
+		}
+	}
+}
+
 // TestMCPBridgeWaitsForApproval with the official TypeScript SDK client
 // over stdio, as a desktop client runs idn mcp.
 func TestMCPBridgeWaitsForApprovalTypeScript(t *testing.T) {
