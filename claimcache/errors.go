@@ -78,4 +78,6 @@ type RejectedError struct {
 func (e *RejectedError) Error() string { return "claimcache: claim " + e.ClaimID + " was rejected" }
 
 // Is reports whether target is ErrRejected or ErrNotApproved.
-func (e *RejectedError) Is(target error) bool { return target == ErrRejected || target == ErrNotApproved }
+func (e *RejectedError) Is(target error) bool {
+	return target == ErrRejected || target == ErrNotApproved
+}

@@ -404,14 +404,15 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 	if !unsigned {
 		_, span := h.tracer.Start(r.Context(), "gateway.verify", trace.SpanKindInternal)
 		c, err := h.verifier.Verify(r)
+		if err == nil && span.IsRecording() {
+			// Before End: an ended span drops what is set on it.
+			span.SetAttributes(tracing.Namespace.String(c.Namespace))
+		}
 		h.endStage(span, err)
 		if err != nil {
 			return nil, nil, err
 		}
 		caller = c
-		if span.IsRecording() {
-			span.SetAttributes(tracing.Namespace.String(c.Namespace))
-		}
 	}
 	res, err := h.connection(r, connID, mcp)
 	if err != nil {

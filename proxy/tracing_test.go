@@ -87,6 +87,9 @@ func TestTracingSignedRequest(t *testing.T) {
 			t.Errorf("%s = %+v, want an ok child of gateway.request %s", stage, s, root.SpanID)
 		}
 	}
+	if ns := byName["gateway.verify"].Attributes["idn.namespace"]; ns != g.agent.Namespace {
+		t.Errorf("gateway.verify idn.namespace = %v, want the verified caller's %q", ns, g.agent.Namespace)
+	}
 	if len(spans) != 6 {
 		t.Errorf("%d spans, want 6: %+v", len(spans), spans)
 	}
