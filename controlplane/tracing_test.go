@@ -77,3 +77,33 @@ func TestTracingSignedRequest(t *testing.T) {
 		}
 	}
 }
+
+// The webhook worker's poll, which runs every second and finds nothing
+// when no webhook is configured, exports no span: it would bury the
+// spans of the work under one unparented UPDATE a second.
+func TestTracingIdleWebhookPoll(t *testing.T) {
+	t.Parallel()
+	rec := tracingtest.NewReceiver(t)
+	tp := rec.Provider(t)
+	cfg := storeConfig(t, ProviderSQLite)
+	cfg.TracerProvider = tp
+	e := newEnv(t, openStore(t, cfg), func(c *Config) {
+		withWebhooks(nil)(c)
+		c.TracerProvider = tp
+	})
+	if err := tp.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(rec.Spans()) // the server's start
+	for range 3 {
+		if n, err := e.srv.hooks.DeliverDue(t.Context()); err != nil || n != 0 {
+			t.Fatalf("DeliverDue = %d, %v", n, err)
+		}
+	}
+	if err := tp.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if spans := rec.Spans(); len(spans) != before {
+		t.Errorf("the idle poll exported %+v", spans[before:])
+	}
+}

@@ -24,7 +24,7 @@ type tracedDB struct {
 }
 
 func (db *tracedDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if !db.tracer.On() {
+	if !db.tracer.On() || untraced(ctx) {
 		return db.DB.QueryContext(ctx, query, args...)
 	}
 	ctx, span := db.start(ctx, query)
@@ -34,7 +34,7 @@ func (db *tracedDB) QueryContext(ctx context.Context, query string, args ...any)
 }
 
 func (db *tracedDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if !db.tracer.On() {
+	if !db.tracer.On() || untraced(ctx) {
 		return db.DB.QueryRowContext(ctx, query, args...)
 	}
 	ctx, span := db.start(ctx, query)
@@ -44,7 +44,7 @@ func (db *tracedDB) QueryRowContext(ctx context.Context, query string, args ...a
 }
 
 func (db *tracedDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if !db.tracer.On() {
+	if !db.tracer.On() || untraced(ctx) {
 		return db.DB.ExecContext(ctx, query, args...)
 	}
 	ctx, span := db.start(ctx, query)
@@ -98,8 +98,23 @@ func statementSummary(query string) (op, table string) {
 	return op, ""
 }
 
+// untracedKey marks a context whose statements make no span.
+type untracedKey struct{}
+
+// Untraced returns ctx with the store's spans off for the statements made
+// under it: a poll that runs every second and mostly finds nothing would
+// otherwise export a root span each time, burying the spans of the work.
+func Untraced(ctx context.Context) context.Context {
+	return context.WithValue(ctx, untracedKey{}, true)
+}
+
+func untraced(ctx context.Context) bool { return ctx.Value(untracedKey{}) != nil }
+
 // startTx starts the span of one transaction.
 func (db *tracedDB) startTx(ctx context.Context) trace.Span {
+	if untraced(ctx) {
+		return trace.SpanFromContext(context.Background()) // records nothing
+	}
 	_, span := db.tracer.Start(ctx, "db.transaction", trace.SpanKindClient)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("db.system.name", db.system))
