@@ -62,21 +62,26 @@ func eventually(t testing.TB, limit time.Duration, what string, cond func() bool
 // address. stop and start simulate an outage: the database file survives,
 // the address stays the same.
 type controlPlane struct {
-	t      testing.TB
-	addr   string
-	dbPath string
-	st     *controlplane.Store
-	srv    *http.Server
-	served chan struct{}
+	t         testing.TB
+	addr      string
+	dbPath    string
+	configure func(*controlplane.Config) // nil: the defaults
+	st        *controlplane.Store
+	srv       *http.Server
+	served    chan struct{}
 	// activity bounds the activity kept; set it between stop and start.
 	activity controlplane.ActivityConfig
 }
 
 const seedToken = "e2e-seed-token"
 
-func newControlPlane(t testing.TB) *controlPlane {
+func newControlPlane(t testing.TB) *controlPlane { return newControlPlaneWith(t, nil) }
+
+// newControlPlaneWith is newControlPlane with configure applied to the
+// server's Config before New.
+func newControlPlaneWith(t testing.TB, configure func(*controlplane.Config)) *controlPlane {
 	t.Helper()
-	cp := &controlPlane{t: t, addr: freeAddr(t), dbPath: filepath.Join(t.TempDir(), "cp.db")}
+	cp := &controlPlane{t: t, addr: freeAddr(t), dbPath: filepath.Join(t.TempDir(), "cp.db"), configure: configure}
 	cp.start()
 	t.Cleanup(cp.stop)
 	return cp
@@ -90,8 +95,11 @@ func (cp *controlPlane) start() {
 	if err != nil {
 		cp.t.Fatal(err)
 	}
-	api, err := controlplane.New(controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("j"), 32), TestSeedToken: seedToken,
-		Activity: cp.activity})
+	cfg := controlplane.Config{Store: st, JWTSecret: bytes.Repeat([]byte("j"), 32), TestSeedToken: seedToken, Activity: cp.activity}
+	if cp.configure != nil {
+		cp.configure(&cfg)
+	}
+	api, err := controlplane.New(cfg)
 	if err != nil {
 		st.Close()
 		cp.t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/internal/tracing"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
@@ -131,8 +132,12 @@ func (g *Gateway) wire() error {
 	if err != nil {
 		return err
 	}
+	// A submission carries the trace of the request that filed it, so the
+	// control plane's span of POST /v1/claims continues it.
+	submissions := *g.control
+	submissions.Transport = tracing.New(c.TracerProvider, "github.com/idnhq/idn/gateway").Transport(g.control.Transport)
 	submitter, err := claimcache.NewSubmitter(claimcache.SubmitterConfig{
-		BaseURL: c.ControlPlaneURL, Client: g.control, APIKey: g.connectionKey, SubmitterOptions: c.ClaimSubmissions,
+		BaseURL: c.ControlPlaneURL, Client: &submissions, APIKey: g.connectionKey, SubmitterOptions: c.ClaimSubmissions,
 	})
 	if err != nil {
 		return err

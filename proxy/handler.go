@@ -421,8 +421,8 @@ func (h *Handler) authenticate(r *http.Request, connID string, mcp bool) (*ident
 	if unsigned {
 		return nil, res, nil
 	}
-	_, span := h.tracer.Start(r.Context(), "gateway.claim", trace.SpanKindInternal)
-	err = h.checkClaim(r, caller, res.Connection)
+	ctx, span := h.tracer.Start(r.Context(), "gateway.claim", trace.SpanKindInternal)
+	err = h.checkClaim(ctx, r, caller, res.Connection)
 	h.endStage(span, err)
 	if err != nil {
 		return caller, nil, err
@@ -484,8 +484,9 @@ func (h *Handler) connection(r *http.Request, id string, mcp bool) (*credvault.R
 // checkClaim looks up the caller's claim for the connection's service and,
 // for an unapproved caller, submits one; a caller whose claim was revoked
 // or rejected is answered AUTH_CLAIM_REVOKED or AUTH_CLAIM_REJECTED and
-// files none.
-func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credvault.Connection) error {
+// files none. A submission runs under ctx, whose span the control plane's
+// answer continues.
+func (h *Handler) checkClaim(ctx context.Context, r *http.Request, caller *identity.Caller, c *credvault.Connection) error {
 	service := c.ServiceSlug()
 	_, err := h.cfg.Claims.Lookup(service, caller.Namespace, caller.Key)
 	if errors.Is(err, claimcache.ErrLookupFailed) {
@@ -503,7 +504,7 @@ func (h *Handler) checkClaim(r *http.Request, caller *identity.Caller, c *credva
 	if err == nil || !errors.Is(err, claimcache.ErrNotApproved) || h.cfg.Submitter == nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), submitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, submitTimeout)
 	defer cancel()
 	receipt, serr := h.cfg.Submitter.Submit(ctx, claimcache.Submission{
 		ConnectionID: c.ID,
@@ -581,7 +582,7 @@ func (h *Handler) checkBody(r *http.Request, caller *identity.Caller) (int64, er
 func (h *Handler) Authorize(r *http.Request, c *credvault.Connection) error {
 	caller, err := h.verifier.Verify(r)
 	if err == nil {
-		err = h.checkClaim(r, caller, c)
+		err = h.checkClaim(r.Context(), r, caller, c)
 	}
 	if err == nil {
 		err = h.cfg.Nonces.CheckNonce(r.Context(), caller.Namespace, caller.Nonce, caller.NonceUntil)

@@ -71,6 +71,32 @@ func (t Tracer) Inject(ctx context.Context, h http.Header) {
 	propagator.Inject(ctx, propagation.HeaderCarrier(h))
 }
 
+// Transport returns base (nil means http.DefaultTransport) wrapped so that
+// each request carries its context's span as traceparent and tracestate,
+// set on a copy, so the server it calls continues the trace. Off, it
+// returns base.
+func (t Tracer) Transport(base http.RoundTripper) http.RoundTripper {
+	if t.t == nil {
+		return base
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return propagating{base}
+}
+
+// propagating is Tracer.Transport's round tripper.
+type propagating struct{ base http.RoundTripper }
+
+func (p propagating) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !trace.SpanContextFromContext(r.Context()).IsValid() {
+		return p.base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	propagator.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+	return p.base.RoundTrip(r)
+}
+
 // Fail marks span failed with code, a stable error code: never an error's
 // text, which may quote a URL or a value the request carried.
 func Fail(span trace.Span, code string) {
