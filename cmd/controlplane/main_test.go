@@ -376,6 +376,19 @@ func TestBeyondLoopbackIsLogged(t *testing.T) {
 	}
 }
 
+// TestTracingOnIsLogged: with an OTLP endpoint set, the start-up log says
+// tracing is on and where spans go, without the endpoint's user
+// information or query.
+func TestTracingOnIsLogged(t *testing.T) {
+	t.Parallel()
+	r, line := start(t, map[string]string{"ENVIRONMENT": "local", "IDN_DATA_DIR": t.TempDir(), "CONTROLPLANE_ADDR": "127.0.0.1:0",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://user:s3cret@127.0.0.1:1/v1/traces?token=s3cret"}, "tracing on")
+	if !strings.Contains(line, `"endpoint":"http://127.0.0.1:1/v1/traces"`) || strings.Contains(line, "s3cret") {
+		t.Errorf("start-up line %s", line)
+	}
+	r.stop(t)
+}
+
 // TestDataDirectoryIsPrivate runs a local control plane in a fresh data
 // directory: the directory is 0700 and every file in it (generated
 // secrets, the database and its -wal and -shm files) is 0600.

@@ -206,6 +206,32 @@ func TestServeWarnsBeyondLoopback(t *testing.T) {
 	}
 }
 
+// With an OTLP endpoint set, the start-up log says tracing is on and where
+// spans go, without the endpoint's user information or query.
+func TestServeLogsTracingOn(t *testing.T) {
+	t.Parallel()
+	key, _ := credvault.GenerateMasterKey()
+	env := map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_MASTER_KEY": key.Encode(),
+		"GATEWAY_ADMIN_ACCESS_MODE": "loopback", "IDN_REGISTRY_URL": "http://127.0.0.1:1", "LOG_FORMAT": "text",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:s3cret@127.0.0.1:1?token=s3cret"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr testlog.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)
+	}()
+	if !stderr.Await("gateway listening", 10*time.Second) {
+		t.Fatalf("the gateway never said it listens:\n%s", stderr.String())
+	}
+	cancel()
+	<-done
+	logs := stderr.String()
+	if !strings.Contains(logs, "tracing on") || !strings.Contains(logs, "endpoint=http://127.0.0.1:1/v1/traces") || strings.Contains(logs, "s3cret") {
+		t.Errorf("the log does not say where spans go, or shows a secret:\n%s", logs)
+	}
+}
+
 // Configuration problems are listed one per line, with exit status 2.
 func TestServeConfigurationProblems(t *testing.T) {
 	t.Parallel()

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -46,9 +47,35 @@ func Read(r *envconf.Reader, service string) Settings {
 	case strings.TrimSpace(traces) != "":
 		s.endpoint = strings.TrimSpace(traces)
 	case strings.TrimSpace(base) != "":
-		s.endpoint = strings.TrimSuffix(strings.TrimSpace(base), "/") + "/v1/traces"
+		s.endpoint = tracesURL(strings.TrimSpace(base))
 	}
 	return s
+}
+
+// tracesURL is the traces URL of an OTLP base URL: /v1/traces appended to
+// its path, so that a query stays a query.
+func tracesURL(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return strings.TrimSuffix(base, "/") + "/v1/traces" // the exporter refuses it
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
+	u.RawPath = ""
+	return u.String()
+}
+
+// Shown is the endpoint as a log may show it: scheme, host and path, without
+// the user information, query or fragment, which may carry a token. It is
+// "" when tracing is off.
+func (s Settings) Shown() string {
+	if s.endpoint == "" {
+		return ""
+	}
+	u, err := url.Parse(s.endpoint)
+	if err != nil || u.Host == "" {
+		return "(an endpoint that is not a URL)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // On reports whether an OTLP endpoint is set and tracing not disabled.
@@ -68,7 +95,8 @@ func spanLimits() sdktrace.SpanLimits {
 // Provider returns the TracerProvider to hand the libraries and a shutdown
 // that exports the spans still batched, for up to 5 s; the binary calls it
 // on exit. Off, the provider is nil (the libraries make no span) and
-// shutdown does nothing. Export failures are logged to logger as warnings.
+// shutdown does nothing. On, it logs that tracing is on and where spans go
+// (Shown); export failures are logged to logger as warnings.
 func (s Settings) Provider(ctx context.Context, version string, logger *slog.Logger) (trace.TracerProvider, func(), error) {
 	if !s.On() {
 		return nil, func() {}, nil
@@ -86,6 +114,7 @@ func (s Settings) Provider(ctx context.Context, version string, logger *slog.Log
 		sdktrace.WithResource(resource.NewSchemaless(
 			attribute.String("service.name", s.service), attribute.String("service.version", version))),
 	)
+	logger.Info("tracing on: spans are exported over OTLP/HTTP", "endpoint", s.Shown(), "service", s.service)
 	shutdown := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -47,6 +47,9 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("%v: endpoint %q, error %v", c.env, s.endpoint, err)
 		}
 	}
+	if s, _ := read(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/otlp?tenant=a"}); s.endpoint != "http://collector:4318/otlp/v1/traces?tenant=a" {
+		t.Errorf("a base URL with a query: endpoint %q", s.endpoint)
+	}
 	if _, err := read(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}); err == nil {
 		t.Error("grpc accepted: only http/protobuf is exported")
 	}
@@ -107,5 +110,22 @@ func TestAttributeValuesAreBounded(t *testing.T) {
 				t.Fatalf("exported a %d-byte value, want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// Shown keeps what says where spans go and drops what may carry a secret.
+func TestShownEndpoint(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:pass@collector.example:4318/v1/traces?token=s3cret#frag": "https://collector.example:4318/v1/traces",
+		"http://collector:4318/": "http://collector:4318/v1/traces",
+		"collector:4318":         "(an endpoint that is not a URL)",
+	} {
+		s, err := read(map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": in})
+		if in == "http://collector:4318/" {
+			s, err = read(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": in})
+		}
+		if err != nil || s.Shown() != want {
+			t.Errorf("%q shown as %q (%v), want %q", in, s.Shown(), err, want)
+		}
 	}
 }
