@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,40 @@ func TestActivity(t *testing.T) {
 		rows, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
 		if err != nil || len(rows) != 6 || rows[0][0] != "id" || rows[1][9] != "/repos/{id}" {
 			t.Errorf("CSV export %q: %v", r.body, err)
+		}
+	})
+}
+
+// TestActivityAgentFilter: the agent filter finds a part of the name
+// whatever its case, and a LIKE wildcard in it (% or _) matches only
+// itself; a key matches whole.
+func TestActivityAgentFilter(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		s := e.seed(map[string]any{"namespaces": []string{"alice"}})
+		alice := s.Sessions["alice"]
+		g := e.pairedGateway(alice)
+		recs := decisions(time.Now().Add(-time.Minute), 5)
+		for i, name := range []string{"Invoice bot", "invoice-bot-2", "100%_sure", "Weather bot", `back\slash`} {
+			recs[i].AgentName, recs[i].AgentKey = name, fmt.Sprintf("ed25519:key%d", i)
+		}
+		e.report(g.id, pairwire.ActivityBatch{Records: recs}).want(t, http.StatusOK, "")
+		for _, c := range []struct {
+			agent string
+			want  int
+		}{
+			{"Invoice", 2},
+			{"INVOICE BOT", 1},
+			{"bot", 3},
+			{"%", 1},
+			{"_", 1},
+			{`\`, 1},
+			{"ed25519:key3", 1},
+			{"key3", 0},
+			{"nobody", 0},
+		} {
+			if got := e.activity(alice, "?agent="+url.QueryEscape(c.agent)); len(got.Activity) != c.want {
+				t.Errorf("agent=%q: %d records, want %d", c.agent, len(got.Activity), c.want)
+			}
 		}
 	})
 }

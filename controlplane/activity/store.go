@@ -25,7 +25,9 @@ type Record struct {
 
 // Filter selects records of one namespace. Empty fields select all.
 type Filter struct {
-	// Agent matches the agent's name or its key exactly.
+	// Agent matches a part of the agent's name, whatever its case
+	// (ASCII letters on SQLite, every letter on PostgreSQL), or its key
+	// whole.
 	Agent      string
 	Connection string
 	Decision   string
@@ -52,6 +54,10 @@ type Unverified struct {
 	Protocol, Reason string
 	Count            int64
 }
+
+// likeEscaper makes LIKE's wildcards and its escape character stand for
+// themselves, with ESCAPE '\'.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // store is the activity, activity_counts and activity_unverified tables.
 type store struct{ db *sqldb.DB }
@@ -218,8 +224,8 @@ func (s store) list(ctx context.Context, ns string, f Filter, limit int) ([]Reco
 func (f Filter) where(arg func(any) string) string {
 	q := ""
 	if f.Agent != "" {
-		p := arg(f.Agent)
-		q += ` AND (agent_name = ` + p + ` OR agent_key = ` + p + `)`
+		q += ` AND (LOWER(agent_name) LIKE ` + arg("%"+likeEscaper.Replace(strings.ToLower(f.Agent))+"%") + ` ESCAPE '\'` +
+			` OR agent_key = ` + arg(f.Agent) + `)`
 	}
 	if f.Connection != "" {
 		q += ` AND connection_id = ` + arg(f.Connection)
