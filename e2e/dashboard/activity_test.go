@@ -124,13 +124,20 @@ func TestActivityPage(t *testing.T) {
 		t.Errorf("the second page shows %d rows, want 5", got)
 	}
 
-	step(t, "filter the refusals by keyboard")
+	step(t, "filter the refusals by keyboard, in place")
 	b.open("/activity")
+	eval[bool](b, `window.idnSamePage = true`)
 	b.tabTo("Any decision")
 	b.do(chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowDown))
 	b.tabTo("Filter")
 	b.do(chromedp.KeyEvent(kb.Enter))
 	b.waitFor(`location.search.includes("decision=deny") && document.readyState === "complete"`, 5*time.Second)
+	if !eval[bool](b, `window.idnSamePage === true`) {
+		t.Error("filtering reloaded the page")
+	}
+	if got := b.focused(); got != "Filter" {
+		t.Errorf("after filtering the keyboard is on %q, want the Filter button", got)
+	}
 	denied := eval[[]string](b, `[...document.querySelectorAll("tr[data-activity]")].map(r => r.textContent)`)
 	if len(denied) != 11 {
 		t.Errorf("%d refusals listed, want 11", len(denied))
@@ -158,12 +165,12 @@ func TestActivityPage(t *testing.T) {
 		t.Errorf("the JSON Lines export of the refusals: %v", got)
 	}
 
-	step(t, "filter by agent and connection")
+	step(t, "filter by a part of the agent's name and a connection")
 	b.open("/activity")
-	b.fill("Agent", "weather-bot")
+	b.fill("Agent", "Weather")
 	b.fill("Connection", "weather")
 	b.press("button", "Filter")
-	b.waitFor(`location.search.includes("agent=weather-bot") && document.readyState === "complete"`, 5*time.Second)
+	b.waitFor(`location.search.includes("agent=Weather") && document.readyState === "complete"`, 5*time.Second)
 	if got := eval[int](b, rows); got != 43 { // 55 less 11 refusals less the MCP call
 		t.Errorf("weather-bot's requests through weather: %d rows, want 43", got)
 	}

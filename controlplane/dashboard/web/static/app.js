@@ -45,12 +45,13 @@ function findAgain(el) {
   return sel ? document.querySelector(sel) : null;
 }
 
-// refresh replaces each data-region of the page with its fresh render,
-// keeping the keyboard focus where it was when that control still exists,
-// else moving it to what took its place (focus.js).
-async function refresh() {
+// refresh replaces each data-region of the page with its fresh render (of
+// url, the page's own by default), keeping the keyboard focus where it was
+// when that control still exists, else moving it to what took its place
+// (focus.js).
+async function refresh(url = location.href) {
   lastRefresh = Date.now();
-  const res = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin', cache: 'no-store' });
+  const res = await fetch(url, { headers: { Accept: 'text/html' }, credentials: 'same-origin', cache: 'no-store' });
   if (res.redirected && new URL(res.url).pathname === `${base}/login`) {
     location.assign(res.url);
     return;
@@ -138,6 +139,17 @@ const forms = {
     const credential = await passkey.create(options);
     await call('POST', '/v1/auth/signup', { namespace, passkey_name: value(f, 'passkey_name'), credential });
     location.assign(`${base}/claims`);
+  },
+  // filter applies a filter form in place: the regions show the filtered
+  // view, the address follows, and the keyboard stays on the form.
+  async filter(f) {
+    const q = new URLSearchParams();
+    for (const [k, v] of new FormData(f)) if (v !== '') q.set(k, v);
+    const url = `${new URL(f.action).pathname}${q.size ? `?${q}` : ''}`;
+    await refresh(url);
+    history.pushState(null, '', url);
+    const rows = document.querySelectorAll('[data-region] tr[data-activity]').length;
+    announce(document.querySelector('#activity-region > .summary')?.textContent ?? `${rows} decisions shown.`);
   },
   async 'create-service'(f) {
     const body = { name: value(f, 'name'), service_endpoint: value(f, 'service_endpoint') };
@@ -358,6 +370,11 @@ function flash() {
   el.hidden = false;
   announce(el.textContent);
 }
+
+// Back and forward through filtered views show them again.
+window.addEventListener('popstate', () => {
+  if (document.querySelector('form[data-form=filter]')) refresh().catch(() => location.reload());
+});
 
 if (page === 'claims') setInterval(pollClaims, 2000);
 if (page === 'account') loadSessions();
