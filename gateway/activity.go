@@ -23,7 +23,7 @@ func mcpActivity(ctx context.Context, e mcpproxy.Event, vault *credvault.Vault) 
 	// The tool is the agent's choice: a queued record keeps no more of
 	// it than the report sends.
 	a := pairing.Activity{At: time.Now(), AgentKey: e.Caller.Key, Connection: e.ConnectionID, MCP: true, Method: e.Method,
-		Tool: textcap.Clip(e.Tool, textcap.Name), Reason: e.Code, Status: http.StatusOK}
+		Tool: textcap.Clip(e.Tool, textcap.Name), Reason: e.Code, Status: http.StatusOK, Latency: proxy.RecordedElsewhere(ctx)}
 	if caller, _ := proxy.CallerFrom(ctx); caller != nil {
 		a.AgentName = caller.Name
 	}

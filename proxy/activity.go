@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/identity"
@@ -24,8 +25,10 @@ type Activity struct {
 	// a Route: whoever sent it chose them, and a recorder should count such
 	// refusals by Reason rather than keep each.
 	Connection, Service string
-	// MCP is set for a request to /mcp/{id}/… refused by the pipeline
-	// (the MCP engine reports its tool decisions itself).
+	// MCP is set for a request to /mcp/{id}/… refused by the pipeline,
+	// or admitted and answered an error the MCP engine made no decision
+	// about, such as the 400 of a request without its session (the engine
+	// reports its tool decisions itself).
 	MCP bool
 	// Method is the HTTP method; Route the path after the connection as
 	// RouteTemplate makes it.
@@ -52,6 +55,23 @@ type ActivityRecorder interface {
 type activityNote struct {
 	start time.Time
 	rt    route
+	// elsewhere: another part (the MCP engine) recorded a decision about
+	// the request, so an error it answered is not recorded again.
+	elsewhere atomic.Bool
+}
+
+// RecordedElsewhere tells the Handler that a decision about the request
+// of ctx was recorded by another part (the MCP engine reports its own),
+// and returns the time since the Handler received the request: the
+// decision's latency. It returns 0 for a request the Handler noted nothing
+// of (Config.Activity unset).
+func RecordedElsewhere(ctx context.Context) time.Duration {
+	n := noteFrom(ctx)
+	if n == nil {
+		return 0
+	}
+	n.elsewhere.Store(true)
+	return time.Since(n.start)
 }
 
 type activityKey struct{}

@@ -374,7 +374,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), authKey{}, &authState{caller: caller}))
 	if rt.mcp {
-		h.cfg.MCP.ServeHTTP(w, r)
+		h.serveMCP(w, r, caller, res)
 		return
 	}
 	h.forward(w, r, rt, res)
