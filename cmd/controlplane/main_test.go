@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -373,6 +374,53 @@ func TestBeyondLoopbackIsLogged(t *testing.T) {
 	}
 	if code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// TestOriginsOffTheListenPortAreLogged: a control plane moved to another
+// port while its origins stay on the default one warns at start, naming
+// the variables; origins on its port, or elsewhere (behind a proxy), do not.
+func TestOriginsOffTheListenPortAreLogged(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the subtests listen on it, one after the other
+	_, port, _ := net.SplitHostPort(addr)
+	for _, c := range []struct {
+		name string
+		vars map[string]string
+		warn []string
+	}{
+		{"defaults on another port", nil, []string{"ALLOWED_ORIGINS", "WEBAUTHN_ALLOWED_ORIGINS"}},
+		{"origins on the port", map[string]string{"ALLOWED_ORIGINS": "http://localhost:" + port, "WEBAUTHN_ALLOWED_ORIGINS": "http://localhost:" + port}, nil},
+		{"passkeys left behind", map[string]string{"ALLOWED_ORIGINS": "http://localhost:" + port}, []string{"WEBAUTHN_ALLOWED_ORIGINS"}},
+		{"behind a proxy", map[string]string{"ALLOWED_ORIGINS": "https://idn.example", "WEBAUTHN_ALLOWED_ORIGINS": "https://idn.example"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vars := map[string]string{"ENVIRONMENT": "local", "IDN_DATA_DIR": t.TempDir(), "CONTROLPLANE_ADDR": "127.0.0.1:0", "LOG_FORMAT": "text"}
+			for k, v := range c.vars {
+				vars[k] = v
+			}
+			if c.vars != nil {
+				vars["CONTROLPLANE_ADDR"] = addr
+			}
+			r, _ := start(t, vars, "control plane listening")
+			r.stop(t)
+			var warned []string
+			for line := range r.lines {
+				if strings.Contains(line, "level=WARN") && strings.Contains(line, "ORIGIN_FORBIDDEN") {
+					_, v, _ := strings.Cut(line, "variable=")
+					v, _, _ = strings.Cut(v, " ")
+					warned = append(warned, v)
+				}
+			}
+			if strings.Join(warned, ",") != strings.Join(c.warn, ",") {
+				t.Errorf("warned about %v, want %v", warned, c.warn)
+			}
+		})
 	}
 }
 

@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idnhq/idn/controlplane"
@@ -52,6 +55,55 @@ func runServe(ctx context.Context, env *cliEnv, _ []string) error {
 			"addr", ln.Addr().String())
 	}
 	return serve(ctx, s, ln, log)
+}
+
+// warnOrigins warns when the origins a browser must come from are not
+// where the control plane listens: sign-up would fail with ORIGIN_FORBIDDEN
+// after the authenticator made a passkey. A trusted proxy may map ports,
+// so none is assumed then.
+func warnOrigins(s settings, a net.Addr, log *slog.Logger) {
+	if len(s.server.TrustedProxies) > 0 {
+		return
+	}
+	for _, o := range []struct {
+		name    string
+		origins []string
+	}{{"ALLOWED_ORIGINS", s.server.AllowedOrigins}, {"WEBAUTHN_ALLOWED_ORIGINS", s.server.Auth.Origins}} {
+		if missesPort(o.origins, a) {
+			log.Warn("no origin of "+o.name+" is on the port the control plane listens on: the dashboard's sign-up and log-in "+
+				"will be refused (ORIGIN_FORBIDDEN); set "+o.name+" to the address the browser opens",
+				"addr", a.String(), "variable", o.name, "origins", strings.Join(o.origins, ","))
+		}
+	}
+}
+
+// missesPort reports whether origins are all on this machine (localhost
+// or a loopback address) and none of them on a's port: a browser that
+// opens the control plane where it listens is then refused. Origins
+// elsewhere say a proxy stands in front, where the ports differ.
+func missesPort(origins []string, a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || len(origins) == 0 {
+		return false
+	}
+	for _, o := range origins {
+		u, err := url.Parse(o)
+		if err != nil {
+			return false
+		}
+		host := u.Hostname()
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return false
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		if port == strconv.Itoa(tcp.Port) {
+			return false
+		}
+	}
+	return true
 }
 
 func onLoopback(a net.Addr) bool {
@@ -115,6 +167,7 @@ func serve(ctx context.Context, s settings, ln net.Listener, log *slog.Logger) e
 	defer api.Close() // after the drain: in-flight requests still used the store
 	served := make(chan error, 1)
 	log.Info("control plane listening", "addr", ln.Addr().String(), "environment", s.environment, "storage", s.store.Provider)
+	warnOrigins(s, ln.Addr(), log)
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
