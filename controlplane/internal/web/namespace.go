@@ -19,7 +19,7 @@ var reservedNamespaces = map[string]bool{
 	"login": true, "logout": true, "metrics": true, "namespaces": true, "options": true,
 	"passkeys": true, "ready": true, "reject-pending": true, "seed": true,
 	"services": true, "sessions": true, "settings": true, "signin": true,
-	"signin-link": true, "signin-links": true, "signup": true, "test": true, "export": true,
+	"signin-link": true, "signin-links": true, "signup": true, "test": true, "export": true, "unverified": true,
 	"verify": true, "webhooks": true, "well-known": true,
 }
 

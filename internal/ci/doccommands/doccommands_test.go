@@ -29,8 +29,10 @@ var notRunnable = map[string]string{
 	"pip install './sdk/python[httpx]'    # and httpx; or [requests], or [httpx,requests]": "installs into the caller's Python",
 	"python3 -m venv --system-site-packages .venv":                                         "makes a virtual environment in the working folder",
 	".venv/bin/pip install --no-build-isolation --no-index ./sdk/python":                   "needs the virtual environment of the line before",
-	"cd sdk/typescript && npm ci && npm run build && npm pack   # → idnhq-idn-0.1.0.tgz":   "fetches packages from the npm registry",
-	"cd /your/project && npm install /path/to/idn/sdk/typescript/idnhq-idn-0.1.0.tgz":      "names the reader's own project",
+	"cd sdk/typescript && npm ci && npm run build && npm pack   # → idnhq-idn-0.2.0.tgz":   "fetches packages from the npm registry",
+	"cd /your/project && npm install /path/to/idn/sdk/typescript/idnhq-idn-0.2.0.tgz":      "names the reader's own project",
+	`python -m idn init acme-bot --name "Invoice bot"   # [--force] [--json]`:              "writes an identity into the caller's IDN_HOME (the SDK's tests run it)",
+	`npx @idnhq/idn init acme-bot --name "Invoice bot"   # [--force] [--json]`:             "needs the package installed in the reader's project (the SDK's tests run it)",
 }
 
 // binaries are the repository's programs, by the name a command calls
