@@ -127,7 +127,10 @@ func TestStrangersCannotFloodTheTrail(t *testing.T) {
 	}
 	t.Logf("%d unsigned requests: %d per-request records written; genuine records kept: %d of %d",
 		floodRequests, unsigned, genuine, want)
-	if unsigned != 0 || genuine != want {
+	// Records of the signed requests made while waiting for the pairing
+	// may still be on their way when want is read, so more can arrive;
+	// none may be missing.
+	if unsigned != 0 || genuine < want {
 		t.Errorf("the flood wrote %d records and left %d of %d genuine ones", unsigned, genuine, want)
 	}
 	// The owner reads how many were refused, and why.
