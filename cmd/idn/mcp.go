@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/internal/apierror"
 	"io"
 	"net/http"
 	"net/url"
@@ -494,7 +495,9 @@ func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
 		ClaimStatus string `json:"claim_status"`
 		RequestID   string `json:"request_id"`
 	}
-	if err == nil && json.Unmarshal(body, &envelope) == nil && envelope.Code != "" {
+	// Only the gateway's own envelopes, which it marks, are read: an
+	// upstream's body could name another key's claim.
+	if err == nil && json.Unmarshal(body, &envelope) == nil && envelope.Code != "" && resp.Header.Get(apierror.MarkHeader) == envelope.Code {
 		why := envelope.Code + ": " + envelope.Message
 		if envelope.ClaimID != "" {
 			why += " (claim " + envelope.ClaimID + ", " + envelope.ClaimStatus + ")"
