@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
-	"github.com/idnhq/idn/controlplane/ownerauth"
 )
 
 // deleteAccount deletes everything namespace ns owns, for

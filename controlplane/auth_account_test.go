@@ -2,7 +2,7 @@ package controlplane
 
 import (
 	"context"
-	"github.com/idnhq/idn/controlplane/ownerauth"
+	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 	"net/http"
 	"strconv"
 	"testing"

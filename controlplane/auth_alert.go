@@ -1,7 +1,7 @@
 package controlplane
 
 import (
-	"github.com/idnhq/idn/controlplane/alertmail"
+	"github.com/idnhq/idn/controlplane/internal/alertmail"
 )
 
 // AlertConfig is how alert e-mail reaches owners and operators

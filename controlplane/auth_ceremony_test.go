@@ -3,7 +3,7 @@ package controlplane
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/idnhq/idn/controlplane/ownerauth"
+	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 	"net/http"
 	"strings"
 	"sync"

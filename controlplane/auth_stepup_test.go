@@ -2,8 +2,8 @@ package controlplane
 
 import (
 	"encoding/json"
-	"github.com/idnhq/idn/controlplane/alertmail/alertmailtest"
-	"github.com/idnhq/idn/controlplane/ownerauth"
+	"github.com/idnhq/idn/controlplane/internal/alertmail/alertmailtest"
+	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 	"net/http"
 	"net/netip"
 	"strings"

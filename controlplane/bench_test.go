@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"net/http/httptest"

@@ -1,7 +1,7 @@
 package controlplane
 
 import (
-	"github.com/idnhq/idn/controlplane/dashboard"
+	"github.com/idnhq/idn/controlplane/internal/dashboard"
 	"html"
 	"regexp"
 	"strings"

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
 	"github.com/idnhq/idn/identity"
 )
 

@@ -1,6 +1,6 @@
 package controlplane
 
-import "github.com/idnhq/idn/controlplane/claims"
+import "github.com/idnhq/idn/controlplane/internal/claims"
 
 // Claim is the authorisation of a (namespace, public key, service) tuple;
 // see claims.Claim.

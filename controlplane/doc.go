@@ -18,9 +18,10 @@
 //
 // # Parts
 //
-// Each part is a package with its own store over the shared database, its
-// routes and its error rules; this package wires them and keeps what spans
-// them (the test seed, account deletion, metrics, health, CORS, tracing):
+// Each part is a package under internal/ with its own store over the
+// shared database, its routes and its error rules. They are private: this
+// package is the one public door. It wires them and keeps what spans them
+// (the test seed, account deletion, metrics, health, CORS, tracing):
 //
 //   - claims: namespaces, services and API keys, the claim lifecycle, the
 //     approved-claims feed and DID resolution (Core), and the API the

@@ -3,9 +3,9 @@ package controlplane
 import (
 	"net/http"
 
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
+	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/ownerauth"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )

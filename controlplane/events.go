@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 )
 
 // Claim lifecycle event names of webhooks (webhooks.ClaimSubmitted, …).

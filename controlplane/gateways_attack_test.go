@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/idnhq/idn/controlplane/gatewaylink"
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 	"github.com/idnhq/idn/internal/pairwire"
 )
 

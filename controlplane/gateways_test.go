@@ -20,7 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/idnhq/idn/controlplane/gatewaylink"
+	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/pairwire"
 )

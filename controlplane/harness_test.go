@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"github.com/idnhq/idn/controlplane/internal/web"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
 )
 
 // ServiceSpec is a service to provision; see Server.Provision.

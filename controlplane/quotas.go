@@ -1,7 +1,7 @@
 package controlplane
 
 import (
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
 	"github.com/idnhq/idn/controlplane/internal/signed"
 )
 

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/ownerauth"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/gatewaylink"
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 	"github.com/idnhq/idn/internal/pairwire"
 )
 

@@ -3,7 +3,7 @@ package controlplane
 import (
 	"context"
 
-	"github.com/idnhq/idn/controlplane/registrywriter"
+	"github.com/idnhq/idn/controlplane/internal/registrywriter"
 )
 
 // Registry is the on-chain identity registry the control plane writes to

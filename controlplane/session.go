@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/ownerauth"
+	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 )
 
 // SessionCookie is the name of the owner session cookie.

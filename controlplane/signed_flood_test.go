@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
 	"io"
 	"math"
 	"net/http"

@@ -2,7 +2,7 @@ package controlplane
 
 import (
 	"context"
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 )

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/idnhq/idn/controlplane/webhooks/egress/egresstest"
+	"github.com/idnhq/idn/controlplane/internal/webhooks/egress/egresstest"
 )
 
 // TestSSRFGuard: every private or special-use target is refused when

@@ -7,7 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/alertmail/alertmailtest"
+	"github.com/idnhq/idn/controlplane/internal/alertmail/alertmailtest"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"io"
 	"net/http"
@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 )
 
 var testWebhookKey = []byte("webhook-secret-encryption-key-32")

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/registrywriter"
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/registrywriter"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 )
 
 // WebhookConfig configures webhooks to services (Config.Webhooks); see

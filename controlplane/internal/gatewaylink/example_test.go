@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/gatewaylink"
+	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/identity"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/activity"
+	"github.com/idnhq/idn/controlplane/internal/activity"
 )
 
 // The Activity page's chart: the selection's decisions over time, drawn

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/webhooks/egress"
+	"github.com/idnhq/idn/controlplane/internal/webhooks/egress"
 )
 
 // ExampleCheckURL checks target URLs when they are saved; NewClient checks

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"github.com/idnhq/idn/controlplane/alertmail/alertmailtest"
+	"github.com/idnhq/idn/controlplane/internal/alertmail/alertmailtest"
 	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"io"
 	"log/slog"
@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/alertmail"
+	"github.com/idnhq/idn/controlplane/internal/alertmail"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 )
 
 // supplied is a Standard Webhooks secret an owner brings.

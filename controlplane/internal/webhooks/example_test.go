@@ -15,7 +15,7 @@ import (
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 )
 
 // ExampleManager registers a webhook for acme's service, asks for a test

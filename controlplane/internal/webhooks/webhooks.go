@@ -36,10 +36,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idnhq/idn/controlplane/alertmail"
+	"github.com/idnhq/idn/controlplane/internal/alertmail"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/webhooks/egress"
+	"github.com/idnhq/idn/controlplane/internal/webhooks/egress"
 )
 
 // The claim lifecycle events a webhook may subscribe to, by their claim

@@ -30,10 +30,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/internal/registrywriter"
 	"github.com/idnhq/idn/controlplane/internal/signed"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/registrywriter"
 )
 
 // DefaultMaxServices is the zero Config's cap on the services of one

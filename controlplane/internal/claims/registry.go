@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/idnhq/idn/controlplane/internal/registrywriter"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
-	"github.com/idnhq/idn/controlplane/registrywriter"
 	"time"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/webhooks/egress"
+	"github.com/idnhq/idn/controlplane/internal/webhooks/egress"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
 )

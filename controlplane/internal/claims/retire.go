@@ -3,7 +3,7 @@ package claims
 import (
 	"context"
 	"errors"
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 )
 
 // Retire rejects the pending claims of namespace ns and revokes its

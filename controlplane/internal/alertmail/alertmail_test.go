@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/controlplane/alertmail"
+	"github.com/idnhq/idn/controlplane/internal/alertmail"
 )
 
 func TestValidAddress(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 
-	"github.com/idnhq/idn/controlplane/claims"
-	"github.com/idnhq/idn/controlplane/gatewaylink"
+	"github.com/idnhq/idn/controlplane/internal/claims"
+	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 )
 
 // The dashboard's Gateways pages. The list is rendered here from the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/webhooks/egress/egresstest"
+	"github.com/idnhq/idn/controlplane/internal/webhooks/egress/egresstest"
 )
 
 func TestPublicAddr(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 	"github.com/idnhq/idn/internal/apierror"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/backoff"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/webhooks/egress"
+	"github.com/idnhq/idn/controlplane/internal/webhooks/egress"
 )
 
 // Run delivers webhooks until ctx ends, then returns ctx's error: it

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/idnhq/idn/controlplane/activity"
+	"github.com/idnhq/idn/controlplane/internal/activity"
 	"github.com/idnhq/idn/controlplane/internal/web"
 )
 

@@ -1,7 +1,7 @@
 package ownerauth
 
 import (
-	"github.com/idnhq/idn/controlplane/alertmail"
+	"github.com/idnhq/idn/controlplane/internal/alertmail"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 

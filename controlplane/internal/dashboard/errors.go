@@ -3,9 +3,9 @@ package dashboard
 import (
 	"errors"
 
-	"github.com/idnhq/idn/controlplane/claims"
+	"github.com/idnhq/idn/controlplane/internal/claims"
+	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/ownerauth"
 	"github.com/idnhq/idn/errcode"
 )
 

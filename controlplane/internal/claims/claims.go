@@ -2,7 +2,7 @@ package claims
 
 import (
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/controlplane/webhooks"
+	"github.com/idnhq/idn/controlplane/internal/webhooks"
 	"net/http"
 	"net/netip"
 	"slices"
