@@ -95,6 +95,8 @@ func TestActivity(t *testing.T) {
 			{"?agent=ed25519:key1", 2},
 			{"?connection=github&decision=allow", 3},
 			{"?connection=slack", 0},
+			{"?service=github&decision=deny", 2},
+			{"?service=slack", 0},
 			{"?since=" + now.Add(-time.Minute).Add(2*time.Millisecond).UTC().Format(time.RFC3339Nano), 3},
 			{"?until=" + now.Add(-time.Minute).Add(2*time.Millisecond).UTC().Format(time.RFC3339Nano), 2},
 		} {
@@ -308,6 +310,12 @@ func TestActivityPageAndDeletion(t *testing.T) {
 	}
 	if strings.Contains(page, "bot-0") {
 		t.Error("the deny filter shows an allowed request")
+	}
+	// A service's page links here with its slug; the page follows it.
+	page = string(e.do("GET", "/activity?service=slack", nil, withSession(tok)).want(t, http.StatusOK, "").body)
+	if strings.Contains(page, "bot-1") || !strings.Contains(page, `name="service" value="slack"`) ||
+		!strings.Contains(page, `href="/v1/activity/export?format=csv&amp;service=slack"`) {
+		t.Error("/activity?service=slack shows another service's records or drops the filter")
 	}
 	if page := string(e.do("GET", "/activity", nil, withSession(other)).want(t, http.StatusOK, "").body); strings.Contains(page, "bot-1") {
 		t.Error("another owner's page shows alice's activity")

@@ -98,7 +98,7 @@ func TestDashboardPages(t *testing.T) {
 		{"/claims?status=rejected", true, []string{">Approve</button>", "which you rejected? The agent gains access within a second."}},
 		{"/claims?status=pending&service=github", true, []string{">Reject all pending claims of github</button>"}},
 		{"/services", true, []string{">Create service</button>", `<label for="svc-name">Name</label>`, "github"}},
-		{"/services/" + svcID, true, []string{">Create API key</button>", ">Revoke key</button>", ">Add webhook</button>", ">Send test event</button>", ">Delete webhook</button>", "https://hooks.example/idn"}},
+		{"/services/" + svcID, true, []string{`href="/activity?service=github">Activity of this service</a>`, ">Create API key</button>", ">Revoke key</button>", ">Add webhook</button>", ">Send test event</button>", ">Delete webhook</button>", "https://hooks.example/idn"}},
 		{"/account", true, []string{">Add passkey</button>", ">Delete account</button>", "Type <strong>acme</strong> to confirm", ">Save settings</button>"}},
 		{"/did", true, []string{"did:idn:acme", "/1.0/identifiers/did:idn:acme"}},
 	} {

@@ -232,10 +232,10 @@ const (
 )
 
 // ParseFilter reads a listing's filters from a query: agent, connection,
-// decision, since and until (RFC 3339), before (a cursor). The dashboard
+// service, decision, since and until (RFC 3339), before (a cursor). The dashboard
 // reads its page's query with it too.
 func ParseFilter(q url.Values) (Filter, error) {
-	f := Filter{Agent: q.Get("agent"), Connection: q.Get("connection"), Decision: q.Get("decision")}
+	f := Filter{Agent: q.Get("agent"), Connection: q.Get("connection"), Service: q.Get("service"), Decision: q.Get("decision")}
 	if f.Decision != "" && f.Decision != pairwire.DecisionAllow && f.Decision != pairwire.DecisionDeny {
 		return f, web.Validation(`decision must be "allow" or "deny"`)
 	}

@@ -30,6 +30,7 @@ type Filter struct {
 	// whole.
 	Agent      string
 	Connection string
+	Service    string // a service's slug
 	Decision   string
 	// Since and Until bound At: Since <= At < Until; zero is open.
 	Since, Until time.Time
@@ -229,6 +230,9 @@ func (f Filter) where(arg func(any) string) string {
 	}
 	if f.Connection != "" {
 		q += ` AND connection_id = ` + arg(f.Connection)
+	}
+	if f.Service != "" {
+		q += ` AND service = ` + arg(f.Service)
 	}
 	if f.Decision != "" {
 		q += ` AND decision = ` + arg(f.Decision)

@@ -41,10 +41,10 @@ type activityRow struct {
 }
 
 type activityPage struct {
-	Agent, Connection, Decision string
-	Ranges, Decisions           []activityOption
-	Rows                        []activityRow
-	NextURL                     string
+	Agent, Connection, Service, Decision string
+	Ranges, Decisions                    []activityOption
+	Rows                                 []activityRow
+	NextURL                              string
 	// ExportJSONL and ExportCSV are the export route with the filters;
 	// built here from encoded values, so the template takes them as they
 	// are.
@@ -59,14 +59,14 @@ const activityPageSize = 50
 
 func (d *Dashboard) activityView(r *http.Request, ns string) (any, error) {
 	q := r.URL.Query()
-	v := activityPage{Agent: q.Get("agent"), Connection: q.Get("connection"), Decision: q.Get("decision")}
+	v := activityPage{Agent: q.Get("agent"), Connection: q.Get("connection"), Service: q.Get("service"), Decision: q.Get("decision")}
 	if v.Decision != "allow" && v.Decision != "deny" {
 		v.Decision = ""
 	}
 	span := q.Get("range")
-	f := activity.Filter{Agent: v.Agent, Connection: v.Connection, Decision: v.Decision}
+	f := activity.Filter{Agent: v.Agent, Connection: v.Connection, Service: v.Service, Decision: v.Decision}
 	api := url.Values{}
-	for k, val := range map[string]string{"agent": v.Agent, "connection": v.Connection, "decision": v.Decision} {
+	for k, val := range map[string]string{"agent": v.Agent, "connection": v.Connection, "service": v.Service, "decision": v.Decision} {
 		if val != "" {
 			api.Set(k, val)
 		}
