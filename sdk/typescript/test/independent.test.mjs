@@ -8,7 +8,11 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { once } from "node:events";
 import { createPublicKey, verify as edVerify } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { httpbis } from "http-message-signatures";
 import { Identity, idnFetch } from "../dist/index.js";
 
@@ -80,5 +84,63 @@ test("a varied set of requests this SDK signs verifies independently", async () 
     assert.equal(await verifyIndependently(changed, now), false);
   } finally {
     srv.close();
+  }
+});
+
+// The Python SDK's signatures, made through httpx and requests against the
+// same kind of local server, verify independently too.
+test("a varied set of requests the Python SDK signs verifies independently", async (t) => {
+  const python = process.env.IDN_PYTHON || "/usr/bin/python3";
+  const probe = spawnSync(python, ["-c", "import cryptography, httpx, requests"]);
+  if (probe.status !== 0) {
+    if (process.env.CI === "true") assert.fail(`${python} lacks cryptography, httpx or requests`);
+    t.skip(`${python} lacks cryptography, httpx or requests`);
+    return;
+  }
+  const seen = [];
+  const srv = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      seen.push({ method: req.method, url: `http://127.0.0.1:${srv.address().port}${req.url}`, headers: req.headers });
+      res.end("ok");
+    });
+  });
+  srv.listen(0, "127.0.0.1");
+  await once(srv, "listening");
+  const home = mkdtempSync(join(tmpdir(), "idn-py-"));
+  try {
+    const script = `
+import sys, httpx, requests, idn
+from idn.httpx_auth import IdnAuth as HX
+from idn.requests_auth import IdnAuth as RQ
+origin = sys.argv[1]
+n = 0
+for name in (None, "Ünïcödé агент 機械 🤖"):
+    agent = idn.Identity.create("py-independent", name=name)
+    for subject in (None, "user-42", "Zoë Müller", "山田 太郎"):
+        for method, path, body in (("GET", "/proxy/c/a%2Fb?q=x%20y", None), ("POST", "/proxy/c/notes", b'{"text":"h\\xc3\\xa9llo"}'), ("DELETE", "/proxy/c/items/1", None)):
+            httpx.request(method, origin + path, content=body, auth=HX(agent, subject=subject))
+            requests.request(method, origin + path, data=body, auth=RQ(agent, subject=subject))
+            n += 2
+print(n)
+`;
+    // Asynchronously: the server answering it runs on this event loop.
+    const child = spawn(python, ["-c", script, `http://127.0.0.1:${srv.address().port}`], {
+      env: { ...process.env, IDN_HOME: home, PYTHONPATH: fileURLToPath(new URL("../../python/src", import.meta.url)) },
+    });
+    let out = "";
+    let errs = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (errs += d));
+    const [code] = await once(child, "exit");
+    assert.equal(code, 0, errs);
+    const sent = Number(out.trim());
+    assert.equal(seen.length, sent);
+    assert.ok(sent >= 48);
+    const now = Math.floor(Date.now() / 1000);
+    for (const r of seen) assert.equal(await verifyIndependently(r, now), true, `${r.method} ${r.url} ${r.headers["idn-subject"]}`);
+  } finally {
+    srv.close();
+    rmSync(home, { recursive: true, force: true });
   }
 });
