@@ -13,7 +13,7 @@ import (
 )
 
 // jsModule is the dashboard's module of the codes it branches on.
-const jsModule = "../controlplane/dashboard/web/static/errcode.js"
+const jsModule = "../controlplane/internal/dashboard/web/static/errcode.js"
 
 // jsExport is one line of jsModule: export const NAME = 'NAME';
 var jsExport = regexp.MustCompile(`(?m)^export const ([A-Z][A-Z0-9_]*) = '([A-Z][A-Z0-9_]*)';$`)
@@ -81,7 +81,7 @@ func TestClientsReadCodesThroughErrcode(t *testing.T) {
 				}
 				return true
 			})
-		case strings.HasPrefix(filepath.ToSlash(path), "../controlplane/dashboard/web/static/") && strings.HasSuffix(path, ".js") && path != jsModule:
+		case strings.HasPrefix(filepath.ToSlash(path), "../controlplane/internal/dashboard/web/static/") && strings.HasSuffix(path, ".js") && path != jsModule:
 			src, err := os.ReadFile(path)
 			if err != nil {
 				return err
