@@ -171,16 +171,16 @@ var (
 //     (OPTIONS with Access-Control-Request-Method) is answered 204 here.
 //  2. Authentication per mode. The client address is the direct peer, or,
 //     behind a trusted proxy, the right-most untrusted X-Forwarded-For
-//     entry; a loopback peer that is not a trusted proxy but forwards
-//     (X-Forwarded-For, Forwarded or X-Real-IP present) is a proxy for
-//     someone else and does not count as loopback, the rule of
-//     clientip.Resolver.IsLoopback. No usable token → 401
-//     ADMIN_UNAUTHORIZED (hybrid, token); a wrong token (in any mode, from
-//     any address), or a non-loopback client in loopback mode → 403
-//     ADMIN_FORBIDDEN. Tokens are compared in constant time. A request
-//     that presented the valid token, or that carries OwnerContext, is
-//     marked as allowed to change where or how a stored secret is sent
-//     (the handler checks it; a loopback peer alone is not).
+//     entry. A loopback peer that forwards (X-Forwarded-For, Forwarded or
+//     X-Real-IP present) but is not a trusted proxy speaks for someone
+//     else: it is not loopback (clientip.Resolver.IsLoopback). No usable
+//     token → 401 ADMIN_UNAUTHORIZED (hybrid, token). A wrong token, in
+//     any mode and from any address, → 403 ADMIN_FORBIDDEN; so does a
+//     non-loopback client in loopback mode. Tokens are compared in
+//     constant time. A request with the valid token, or with
+//     OwnerContext, is marked as allowed to change where or how a stored
+//     secret is sent. The handler checks that mark; a loopback peer alone
+//     does not get it.
 //  3. POST, PUT and PATCH with a body need Content-Type application/json
 //     (415 UNSUPPORTED_MEDIA_TYPE): that is not a type a browser sends
 //     cross-site without a CORS preflight.
@@ -229,11 +229,11 @@ func (a *Access) decide(r *http.Request, e *apierror.Error, reason string) {
 type secretAuthorityKey struct{}
 
 // OwnerContext marks requests made with the returned context as the
-// namespace owner's, authenticated by the in-process caller that makes
-// them: the pairing client, whose RPCs come from the owner's passkey
-// session over the gateway's signed connection, with secrets sealed to
-// the gateway's key. Such a request is admitted in every mode and may
-// change where or how a stored secret is sent without the admin token.
+// namespace owner's. The in-process caller that makes them vouches for
+// that: the pairing client, whose RPCs come from the owner's passkey
+// session over the gateway's signed connection. Such a request is
+// admitted in every mode. It may change where or how a stored secret is
+// sent without the admin token.
 // Nothing a client sends can set it; never give a network listener a
 // handler that adds it.
 func OwnerContext(ctx context.Context) context.Context { return withSecretAuthority(ctx) }

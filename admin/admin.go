@@ -53,11 +53,11 @@ type Config struct {
 	// InsecureUnguardedChecks.
 	GuardCheck func(r *http.Request, c *credvault.Connection) error
 	// CheckConnection runs before a connection is stored by create, or by
-	// an update that changes its service slug (then on the connection as
-	// the update would leave it, outside the store's transaction, so it
-	// may ask the network); a non-nil error refuses the change. An
-	// *apierror.Error is answered as it is, an error carrying a code
-	// (errcode.Error) with that code and the code's message. The gateway
+	// an update that changes its service slug. For an update it gets the
+	// connection as the update would leave it. It runs outside the store's
+	// transaction, so it may ask the network. A non-nil error refuses the
+	// change: an error carrying a code (errcode.Error) is answered with
+	// that code and the code's message. The gateway
 	// refuses there a connection whose claims it could neither read nor
 	// file. Nil accepts every connection.
 	CheckConnection func(ctx context.Context, c *credvault.Connection) error

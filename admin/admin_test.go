@@ -38,10 +38,10 @@ type env struct {
 	transcript []string
 }
 
-// testExtensions stand in for a gateway's: the MCP settings are accepted
-// as the admin API wrote them (the gateway's tests check them) but for
-// the default transport of an MCP connection, and mcp_endpoint and
-// mcp_transport are part of the secret's route.
+// testExtensions stand in for a gateway's. The MCP settings are accepted
+// as the admin API wrote them; the gateway's tests check them. An MCP
+// connection without a transport gets the default one, as the gateway
+// gives it. mcp_endpoint and mcp_transport are part of the secret's route.
 var testExtensions = credvault.Extensions{
 	Check: func(c *credvault.Connection) error {
 		if c.Protocol == credvault.ProtocolMCP && c.Extensions["mcp_transport"] == nil {

@@ -91,12 +91,12 @@ func (s *Server) Up(ctx context.Context) error {
 	}
 }
 
-// Close stops the background work Start runs and waits for it, answers
-// the feed requests waiting for changes at once, and closes every gateway
-// socket this Server holds (an http.Server's Shutdown neither closes nor
-// waits for WebSockets: call Close after it, or register it with
-// RegisterOnShutdown, which also spares Shutdown the feed's waits). The
-// Store stays open; its opener closes it.
+// Close stops the background work Start runs and waits for it. It
+// answers the feed requests waiting for changes at once, and closes every
+// gateway socket this Server holds. An http.Server's Shutdown neither
+// closes nor waits for WebSockets: call Close after it, or register it
+// with RegisterOnShutdown, which also spares Shutdown the feed's waits.
+// The Store stays open; its opener closes it.
 func (s *Server) Close() error {
 	s.claims.EndWaits() // first: Shutdown waits for them
 	s.mu.Lock()

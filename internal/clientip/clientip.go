@@ -165,15 +165,15 @@ func (res Resolver) Origin(r *http.Request) (scheme, authority string) {
 var ErrForeignTarget = errors.New("clientip: the absolute-form request target names another origin")
 
 // CheckTarget returns ErrForeignTarget when r's request-target is in
-// absolute form (RFC 9112 §3.2.2) and names another server: its scheme is
-// not the connection's (Scheme), it carries userinfo, or its authority is
-// not the one the request is bound to (Origin) — which, without
-// PublicAuthority, must also be an address the server listens on: the
-// local address of the connection the request arrived on
-// (http.LocalAddrContextKey), or localhost with that port when it is a
-// loopback address. Go's server replaces Host with an absolute-form
-// target's authority, so Host alone would let a request signed for
-// http://evil.example:9999/… verify here. A request that did not arrive
+// absolute form (RFC 9112 §3.2.2) and names another server. It does when
+// its scheme is not the connection's (Scheme), when it carries userinfo,
+// or when its authority is not the one the request is bound to (Origin).
+// Without PublicAuthority, that authority must also be an address the
+// server listens on: the local address of the connection the request
+// arrived on (http.LocalAddrContextKey), or localhost with that port when
+// it is a loopback address. Go's server replaces Host with an
+// absolute-form target's authority, so Host alone would let a request
+// signed for http://evil.example:9999/… verify here. A request that did not arrive
 // through a net/http server has no listen address, and its absolute-form
 // target is refused unless it names PublicAuthority. Origin-form, asterisk
 // form and client requests (no RequestURI) pass.

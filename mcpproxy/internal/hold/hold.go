@@ -1,14 +1,14 @@
 // Package hold bounds what an upstream MCP server can make the gateway
 // hold for it. Each request the server sends (ping, sampling, elicitation,
-// roots, the client side of tasks) is answered in a goroutine, and its
-// answer posted in an HTTP exchange of its own: a server that writes
+// roots, the client side of tasks) is answered in a goroutine. Its answer
+// is posted in an HTTP exchange of its own. A server that writes
 // thousands of them and never answers the posts would hold as many
-// goroutines, connections and descriptors, and their memory.
+// goroutines, connections and descriptors.
 //
 // So a Gate counts the server's requests being answered: at most
 // PerSession for one agent session, PerConnection for all the sessions
-// of one connection. A request past either is dropped unread (a server
-// must cope with a request left unanswered) and counted. Every answer is
+// of one connection. A request past either is dropped unread and
+// counted; a server must cope with a request left unanswered. Every answer is
 // posted within ReplyTimeout, and a Session's Transport ends every
 // exchange of an agent session's upstream session when the session ends.
 // docs/threat-model.md lists the bounds.
