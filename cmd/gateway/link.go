@@ -69,27 +69,30 @@ func linkKeeper(dir string) (pid int, held bool) {
 	return pid, true
 }
 
-// newLink opens the pairing client of the gateway c describes. The
-// owner's RPCs run the operations of that gateway's admin API, in
-// process. close releases the gateway.
-func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairing.Client, id string, close func(), err error) {
+// newLink opens, for gateway pair, a gateway on the data directory c
+// describes and its pairing client. The gateway serves no request: it
+// checks no signature, so it has no nonce to keep, and a serving gateway
+// may hold the directory's nonce state. close releases the gateway.
+func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairing.Client, gw *gateway.Gateway, close func(), err error) {
 	c.Logger = logger
-	// It checks no signature, so it has no nonce to keep, and the serving
-	// gateway holds the DataDir's nonce state.
 	c.InsecureForgetNoncesOnRestart = true
-	gw, err := gateway.New(c)
-	if err != nil {
-		return nil, "", nil, err
+	if gw, err = gateway.New(c); err != nil {
+		return nil, nil, nil, err
 	}
-	client, err = pairing.New(pairing.Config{
+	if client, err = linkClient(gw, c, name, logger); err != nil {
+		gw.Close()
+		return nil, nil, nil, err
+	}
+	return client, gw, func() { gw.Close() }, nil
+}
+
+// linkClient is the pairing client of gw, which c configures. The owner's
+// RPCs run the operations of gw's admin API, in process.
+func linkClient(gw *gateway.Gateway, c gateway.Config, name string, logger *slog.Logger) (*pairing.Client, error) {
+	return pairing.New(pairing.Config{
 		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw.Admin(), DataDir: c.DataDir, MasterKey: c.MasterKey,
 		Name: name, Version: buildinfo.Version(), Logger: logger,
 	})
-	if err != nil {
-		gw.Close()
-		return nil, "", nil, err
-	}
-	return client, gw.Identity().DID(), func() { gw.Close() }, nil
 }
 
 // keepLink keeps the pairing link of a paired gateway for as long as
@@ -100,7 +103,7 @@ func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairin
 // by itself; a link the owner ended (unpaired) or another process took
 // over (the same identity connected elsewhere) is not retried until the
 // pairing changes. It returns when ctx ends.
-func keepLink(ctx context.Context, c gateway.Config, logger *slog.Logger) {
+func keepLink(ctx context.Context, gw *gateway.Gateway, c gateway.Config, logger *slog.Logger) {
 	if c.ControlPlaneURL == "" {
 		return
 	}
@@ -124,7 +127,7 @@ func keepLink(ctx context.Context, c gateway.Config, logger *slog.Logger) {
 				report("pairing: the link is not kept", err)
 			}
 			if ok {
-				err := runLink(ctx, c, name, logger)
+				err := runLink(ctx, gw, c, name, logger)
 				unlock()
 				switch {
 				case ctx.Err() != nil:
@@ -145,15 +148,15 @@ func keepLink(ctx context.Context, c gateway.Config, logger *slog.Logger) {
 	}
 }
 
-// runLink keeps the link until ctx ends or reconnecting cannot help.
-func runLink(ctx context.Context, c gateway.Config, name string, logger *slog.Logger) error {
-	client, did, closeLink, err := newLink(c, name, logger)
+// runLink keeps the link of the serving gateway gw until ctx ends or
+// reconnecting cannot help.
+func runLink(ctx context.Context, gw *gateway.Gateway, c gateway.Config, name string, logger *slog.Logger) error {
+	client, err := linkClient(gw, c, name, logger)
 	if err != nil {
 		return err
 	}
-	defer closeLink()
 	logger.Info("pairing: keeping the link to the owner's dashboard", "registry", c.ControlPlaneURL,
-		"hpke_key_fingerprint", client.Fingerprint(), "gateway_did", did)
+		"hpke_key_fingerprint", client.Fingerprint(), "gateway_did", gw.Identity().DID())
 	return client.Run(ctx, nil)
 }
 

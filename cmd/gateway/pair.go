@@ -99,7 +99,7 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer unlock()
 	logger := s.log.Logger(env.stderr)
-	client, did, closeLink, err := newLink(c, *name, logger)
+	client, gw, closeLink, err := newLink(c, *name, logger)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	} else if _, ok := client.State(); !ok {
 		return usagef("this gateway is not paired yet: pass --session-id, --pair-code and --namespace from the dashboard")
 	}
-	logger.Info("pairing: connecting", "registry", c.ControlPlaneURL, "hpke_key_fingerprint", client.Fingerprint(), "gateway_did", did)
+	logger.Info("pairing: connecting", "registry", c.ControlPlaneURL, "hpke_key_fingerprint", client.Fingerprint(), "gateway_did", gw.Identity().DID())
 	return client.Run(ctx, p)
 }
 

@@ -73,7 +73,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	// A paired gateway keeps its link to the owner's dashboard as well.
 	linkCtx, stopLink := context.WithCancel(ctx)
 	var link sync.WaitGroup
-	link.Go(func() { keepLink(linkCtx, s.gateway, logger) })
+	link.Go(func() { keepLink(linkCtx, gw, s.gateway, logger) })
 	defer link.Wait()
 	defer stopLink()
 	return serve(ctx, gw, ln, s.shutdownTimeout, logger)
