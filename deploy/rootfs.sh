@@ -26,7 +26,7 @@ out=$(cd "$1" && pwd)
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 ldflags="-s -w -X github.com/idnhq/idn/internal/buildinfo.version=$version"
 export GOWORK=off CGO_ENABLED=0
-go build -trimpath -ldflags "$ldflags" -o "$out/usr/local/bin/gateway" ./cmd/gateway
+(cd cmd/gateway && go build -trimpath -ldflags "$ldflags" -o "$out/usr/local/bin/gateway" .)
 go build -trimpath -ldflags "$ldflags" -o "$out/usr/local/bin/idn" ./cmd/idn
 (cd cmd/controlplane && go build -trimpath -ldflags "$ldflags" -o "$out/usr/local/bin/controlplane" .)
 mkdir -p -m 0700 "$out/var/lib/idn-gateway" "$out/var/lib/idn-controlplane" "$out/var/lib/idn-provision"

@@ -77,8 +77,8 @@ func (cp *controlPlane) waitOffline(tok string) {
 // serve stops keeping it and serves on.
 func TestServeKeepsThePairingLink(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "gateway")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
-	build.Dir = "../.." // the root module's folder: builds with or without go.work
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = "../../cmd/gateway" // its module's folder: builds with or without go.work
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the gateway: %v\n%s", err, out)
 	}
