@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/gateway/gctune"
 	"io"
 	"log/slog"
 	"os"
@@ -19,7 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/gateway/gctune"
 	"github.com/idnhq/idn/replay"
 )
 
@@ -80,7 +80,6 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	// As cmd/gateway does with its defaults; the baseline shares the process.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gctune.Percent)
-		defer gctune.Tune(gctune.Percent)()
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(replay.DefaultMaxBytes + gctune.MemoryHeadroom)
@@ -94,6 +93,9 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := s.startGateway(ctx, cfg.Dir, cfg.Claims, logger); err != nil {
 		return fmt.Errorf("gateway: %w", err)
+	}
+	if os.Getenv("GOGC") == "" {
+		defer gctune.Tune(gctune.Percent, s.gw.HeldBytes)()
 	}
 	out := json.NewEncoder(stdout)
 	addrs := proxyAddrs{Gateway: s.gateway, Baseline: s.baseline, GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: allowedCPUs()}
@@ -111,9 +113,9 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 		case "mem":
 			answer = fmt.Sprint(residentBytes(), " ", liveHeap())
 		case "held":
-			answer = strconv.FormatInt(claimcache.HeldBytes(), 10)
+			answer = strconv.FormatInt(s.gw.Claims().HeldBytes(), 10)
 		case "breakdown":
-			answer = memoryBreakdown()
+			answer = memoryBreakdown(s.gw)
 		case "profile":
 			stop, err := startProfile(arg)
 			if err != nil {
@@ -225,7 +227,7 @@ func (p *proxyProcess) mem() (rss, heap int64) {
 }
 
 // held is the memory the gateway's claims snapshots hold
-// (claimcache.HeldBytes).
+// (claimcache.Cache.HeldBytes).
 func (p *proxyProcess) held() int64 {
 	answer, err := p.command("held")
 	if err != nil {
@@ -239,7 +241,7 @@ func (p *proxyProcess) held() int64 {
 // pairs: the claims snapshots and the nonce store's tables, the rest of the
 // heap's objects, the heap's free and unused bytes not returned to the
 // system, goroutine stacks, and the runtime's own.
-func memoryBreakdown() string {
+func memoryBreakdown(gw *gateway.Gateway) string {
 	names := []string{
 		"/memory/classes/heap/objects:bytes",
 		"/memory/classes/heap/free:bytes",
@@ -260,7 +262,8 @@ func memoryBreakdown() string {
 		}
 		return int64(samples[i].Value.Uint64())
 	}
-	claims, tables := claimcache.HeldBytes(), gctune.HeldBytes()-claimcache.HeldBytes()
+	claims := gw.Claims().HeldBytes()
+	tables := gw.HeldBytes() - claims
 	stacks := v(3) + v(4)
 	runtimeOwn := v(5) - v(6) - v(0) - v(1) - v(2) - stacks
 	return fmt.Sprintf("claims-snapshots %.1f nonce-tables %.1f other-objects %.1f heap-free-and-unused %.1f stacks %.1f runtime %.1f",

@@ -52,6 +52,7 @@ type echoArgs struct {
 // stack is everything the benchmark talks to, all on 127.0.0.1.
 type stack struct {
 	upstream, baseline, gateway, controlPlane, mcpServer string // base URLs
+	gw                                                   *gateway.Gateway
 
 	agent      *identity.Identity // holds an approved claim for serviceSlug
 	feedReader *identity.Identity // signs the feed reads, as a gateway would
@@ -313,6 +314,7 @@ func (s *stack) startGateway(ctx context.Context, dir string, claims int, logger
 		return err
 	}
 	s.stops = append(s.stops, func() { gw.Close() })
+	s.gw = gw
 	secrets := map[string]string{"token": upstreamToken}
 	for _, c := range []*credvault.Connection{
 		{ID: httpConnection, Service: serviceSlug, Protocol: "http", BaseURL: s.upstream, AuthMode: "bearer", AuthSecretKey: "token"},

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/gateway/gctune"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/gateway/gctune"
 )
 
 // generatedSource delivers n synthetic approved claims without holding them:
@@ -271,11 +271,11 @@ func BenchmarkMemoryUnderTraffic1M(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			defer debug.SetGCPercent(debug.SetGCPercent(gctune.Percent))
 			defer debug.SetMemoryLimit(debug.SetMemoryLimit(run.limit))
-			if run.tuned {
-				defer gctune.Tune(gctune.Percent)()
-			}
 			debug.FreeOSMemory() // what an earlier run left
 			c := loadedCache(b, benchClaims, shortPrefix)
+			if run.tuned {
+				defer gctune.Tune(gctune.Percent, c.HeldBytes)()
+			}
 			namespaces := make([]string, 1<<16)
 			for i := range namespaces {
 				namespaces[i] = shortPrefix + strconv.Itoa(i)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // Defaults for the zero Config; the gateway's settings use the same ones.
@@ -88,6 +90,8 @@ type Cache struct {
 	mu       sync.Mutex // serialises SetServices
 	services atomic.Pointer[map[string]*service]
 	changed  chan struct{} // wakes Run when the service set changes
+
+	held heldmem.Counter // the snapshots' arrays (HeldBytes)
 }
 
 // service is the per-slug state. A good refresh leases its snapshot for the
@@ -358,7 +362,7 @@ func (c *Cache) load(ctx context.Context, s *service) error {
 	}
 	for attempt := 1; ; attempt++ {
 		began := c.now()
-		b := &builder{service: s.name}
+		b := &builder{service: s.name, held: &c.held}
 		var got string
 		var err error
 		if h, ok := c.source.(*HTTPSource); ok { // it says how many claims come
@@ -387,7 +391,7 @@ func (c *Cache) load(ctx context.Context, s *service) error {
 // sync applies the changes since current's version, and installs the result.
 func (c *Cache) sync(ctx context.Context, s *service, cs ChangeSource, current *view) error {
 	began := c.now()
-	e := current.edit(s.name)
+	e := current.edit(s.name, &c.held)
 	version, err := cs.ClaimChanges(ctx, s.name, current.version, e.apply)
 	if err != nil {
 		return fmt.Errorf("claimcache: changes of service %q: %w", s.name, err)
@@ -513,7 +517,7 @@ func (c *Cache) waitChanges(ctx context.Context, s *service, ws WaitingSource) (
 		return false, errNoVersion
 	}
 	began := c.now()
-	e := current.edit(s.name)
+	e := current.edit(s.name, &c.held)
 	version, err := ws.WaitClaimChanges(ctx, s.name, current.version, c.wait, e.apply)
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()

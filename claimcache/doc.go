@@ -9,7 +9,7 @@
 // bytes, the cell after the slot, which holds the rest of it and is read
 // side by side with the slot), allocates nothing and takes no lock. A
 // snapshot holds about 94 bytes per claim (93 more for a namespace over 16
-// bytes); HeldBytes reports what the snapshots of a process hold, which
+// bytes); Cache.HeldBytes reports what its snapshots hold, which
 // gctune.Tune leaves out of the collector's headroom. A snapshot is fresh for Config.TTL after the refresh that produced
 // (or confirmed) it began; past that, and before the first load, Lookup
 // fails closed with ErrUnavailable. A timer ends that lease, so lookups read

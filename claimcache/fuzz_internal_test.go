@@ -8,6 +8,7 @@ import (
 	"testing/iotest"
 
 	"github.com/idnhq/idn/internal/feedwire"
+	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // FuzzDecodeFeedPage checks that no feed page, however malformed, panics the
@@ -41,7 +42,7 @@ func FuzzDecodeFeedPage(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		b := &builder{service: "github"}
+		b := testBuilder("github")
 		var handed []Claim
 		p, err := decodeFeedPage(strings.NewReader(body), func(c Claim) error {
 			handed = append(handed, c)
@@ -107,7 +108,7 @@ func FuzzDecodeChanges(f *testing.F) {
 		if len(p.changes) > 10 || len(p.changes) == 0 && (p.cursor != 5 || p.more) || len(p.changes) > 0 && p.cursor <= 5 {
 			t.Fatalf("page breaks its invariants: %d changes, cursor %d, more %v", len(p.changes), p.cursor, p.more)
 		}
-		e := newView(mustBuild(t, &builder{service: "github"})).edit("github")
+		e := newView(mustBuild(t, testBuilder("github"))).edit("github", new(heldmem.Counter))
 		for _, ch := range p.changes {
 			if err := e.apply(ch); err != nil {
 				t.Fatalf("view refused a decoded change: %v", err)

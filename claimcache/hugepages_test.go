@@ -11,7 +11,7 @@ import (
 // A table large enough to be advised stays fully usable.
 func TestAdviseHugePagesLargeTable(t *testing.T) {
 	t.Parallel()
-	b := &builder{service: "svc"}
+	b := testBuilder("svc")
 	key := func(i int) []byte {
 		k := make([]byte, 32)
 		k[0], k[1], k[2] = byte(i), byte(i>>8), byte(i>>16)

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 	"unsafe"
+
+	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // Approval is what a successful lookup returns: enough to log the decision.
@@ -215,6 +217,7 @@ func (s *snapshot) each(yield func(namespace string, publicKey *[ed25519.PublicK
 // not at all.
 type builder struct {
 	service string
+	held    *heldmem.Counter // the cache's, which counts the arrays built
 	slots   []slot
 	arena   []byte // claim ids, each followed by its namespace's tail
 	long    int    // records whose namespace needs a tail cell
@@ -246,8 +249,8 @@ func (b *builder) add(c Claim) error {
 	b.arena = append(b.arena, c.ID...)
 	b.arena = append(b.arena, c.Namespace[len(c.Namespace)-tail:]...)
 	b.slots = append(b.slots, sl)
-	holdGrown(b.arena, arenaCap)
-	holdGrown(b.slots, slotsCap)
+	holdGrown(b.held, b.arena, arenaCap)
+	holdGrown(b.held, b.slots, slotsCap)
 	if tail > 0 {
 		b.long++
 	}
@@ -276,12 +279,12 @@ func (b *builder) reserve(total int) {
 		return
 	}
 	b.slots = slices.Grow(b.slots, tableSize(total, 0)-len(b.slots))
-	hold(b.slots)
+	hold(b.held, b.slots)
 	adviseHugePages(b.slots[:cap(b.slots)]) // the table: see permute
 	if len(b.slots) > 0 {
 		perClaim := float64(len(b.arena)) / float64(len(b.slots))
 		b.arena = slices.Grow(b.arena, int(perClaim*float64(total)*17/16)-len(b.arena))
-		hold(b.arena)
+		hold(b.held, b.arena)
 		adviseHugePages(b.arena[:cap(b.arena)])
 	}
 }
@@ -306,7 +309,7 @@ func (b *builder) build(version string) (*snapshot, error) {
 		return nil, fmt.Errorf("claimcache: %d claims are too many for one snapshot", n)
 	}
 	s.pilots = make([]uint16, n/bucketLoad+1)
-	hold(s.pilots)
+	hold(b.held, s.pilots)
 	m := tableSize(n, b.long)
 	for range maxSeeds {
 		s.seed = maphash.MakeSeed()
@@ -341,8 +344,8 @@ const unplaced = math.MaxUint32
 func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	hashes := make([]uint64, len(b.slots))
 	start := make([]int32, len(s.pilots)+1) // bucket k is members[start[k]:start[k+1]]
-	hold(hashes)
-	hold(start)
+	hold(b.held, hashes)
+	hold(b.held, start)
 	for j := range b.slots {
 		hashes[j] = s.hashSlot(&b.slots[j], b.arena)
 		start[s.bucket(hashes[j])+1]++
@@ -352,8 +355,8 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	}
 	members := make([]member, len(b.slots))
 	next := slices.Clone(start[:len(s.pilots)])
-	hold(members)
-	hold(next)
+	hold(b.held, members)
+	hold(b.held, next)
 	for j, h := range hashes { // in feed order, so a repeated tuple's first record comes first
 		k := s.bucket(h)
 		members[next[k]] = member{h, int32(j), b.slots[j].nsLen > inlineNamespace}
@@ -367,12 +370,12 @@ func (s *snapshot) place(b *builder, m int) ([]uint32, bool) {
 	slices.SortFunc(order, func(a, b int32) int { return int(size(b) - size(a)) })
 
 	pos := make([]uint32, m)
-	hold(pos)
+	hold(b.held, pos)
 	for j := range pos {
 		pos[j] = unplaced
 	}
 	taken := make([]bool, m)
-	hold(taken)
+	hold(b.held, taken)
 	var at []int
 	for _, k := range order {
 		bucket, ok := b.distinct(members[start[k]:start[k+1]])
@@ -414,7 +417,7 @@ func (b *builder) permute(pos []uint32) []slot {
 		clear(table[n:])
 	} else { // one copy, so that the table holds no more than m slots
 		table = make([]slot, m)
-		hold(table)
+		hold(b.held, table)
 		adviseHugePages(table) // before the copy touches its pages
 		copy(table, b.slots)
 	}
@@ -455,7 +458,7 @@ func (b *builder) finish(table []slot) string {
 		size += int(table[i].idLen)
 	}
 	arena := make([]byte, 0, size)
-	hold(arena)
+	hold(b.held, arena)
 	for i := range table {
 		sl := &table[i]
 		if sl.idLen == 0 {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // The snapshot matches tuples exactly: a lookup that differs from an approved
@@ -21,7 +23,7 @@ func TestSnapshotMatchesExactly(t *testing.T) {
 	t.Parallel()
 	key := func(b byte) ed25519.PublicKey { k := make([]byte, 32); k[0], k[31] = b, b; return k }
 	short, long := "alice", "the-research-agents-of-acme-corporation" // inline, arena
-	b := &builder{service: "svc"}
+	b := testBuilder("svc")
 	approved := []Claim{
 		{ID: "clm_short", Namespace: short, PublicKey: format(key(1))},
 		{ID: "clm_long", Namespace: long, PublicKey: format(key(2))},
@@ -137,7 +139,7 @@ func TestSnapshotMatchesExactly(t *testing.T) {
 	if empty == 0 {
 		t.Fatal("no empty slot to check")
 	}
-	if _, _, ok := mustBuild(t, &builder{service: "svc"}).find(short, (*[ed25519.PublicKeySize]byte)(key(1))); ok {
+	if _, _, ok := mustBuild(t, testBuilder("svc")).find(short, (*[ed25519.PublicKeySize]byte)(key(1))); ok {
 		t.Error("an empty snapshot matched")
 	}
 }
@@ -157,7 +159,7 @@ func mustBuild(t testing.TB, b *builder) *snapshot {
 // different tuples with one hash, which no pilot could separate.
 func TestDistinctDropsRepeatsAndRefusesHashCollisions(t *testing.T) {
 	t.Parallel()
-	b := &builder{service: "svc"}
+	b := testBuilder("svc")
 	k := make([]byte, 32)
 	for _, c := range []Claim{
 		{ID: "clm_a", Namespace: "alice"}, {ID: "clm_a_again", Namespace: "alice"}, {ID: "clm_b", Namespace: "bob"},
@@ -179,7 +181,7 @@ func TestDistinctDropsRepeatsAndRefusesHashCollisions(t *testing.T) {
 // BenchmarkBuild1M builds the snapshot of 1,000,000 claims already parsed:
 // the part of a refresh that comes after the feed is read.
 func BenchmarkBuild1M(b *testing.B) {
-	bl := &builder{service: "svc"}
+	bl := testBuilder("svc")
 	k := make([]byte, ed25519.PublicKeySize)
 	for i := range 1_000_000 {
 		binary.LittleEndian.PutUint64(k, uint64(i)*0x9e3779b97f4a7c15)
@@ -190,7 +192,7 @@ func BenchmarkBuild1M(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		fresh := &builder{service: bl.service, slots: slices.Clone(bl.slots), arena: bl.arena}
+		fresh := &builder{service: bl.service, held: bl.held, slots: slices.Clone(bl.slots), arena: bl.arena}
 		b.StartTimer()
 		if _, err := fresh.build("v"); err != nil {
 			b.Fatal(err)
@@ -203,7 +205,7 @@ func BenchmarkBuild1M(b *testing.B) {
 func TestSnapshotFindsEveryTupleAtEverySize(t *testing.T) {
 	t.Parallel()
 	for n := range 200 {
-		b := &builder{service: "svc"}
+		b := testBuilder("svc")
 		k := make([]byte, ed25519.PublicKeySize)
 		for i := range n {
 			k[i%ed25519.PublicKeySize]++
@@ -241,20 +243,20 @@ func TestReserveBuildsInPlace(t *testing.T) {
 		}
 	}
 	const n = 10_000
-	b := &builder{service: "svc"}
+	b := testBuilder("svc")
 	b.reserve(n)
 	array := unsafe.SliceData(b.slots)
 	fill(b, n)
 	if s := mustBuild(t, b); unsafe.SliceData(s.table) != array || len(s.table) != tableSize(n, 0) || s.claims != n {
 		t.Errorf("reserved: table of %d slots (cap %d) for %d claims, in the reserved array: %v", len(s.table), cap(s.table), s.claims, unsafe.SliceData(s.table) == array)
 	}
-	b = &builder{service: "svc"}
+	b = testBuilder("svc")
 	b.reserve(2 * n)
 	fill(b, n)
 	if s := mustBuild(t, b); cap(s.table) != tableSize(n, 0) || s.claims != n {
 		t.Errorf("over-reserved: table of %d slots (cap %d) for %d claims, want %d", len(s.table), cap(s.table), s.claims, tableSize(n, 0))
 	}
-	b = &builder{service: "svc"}
+	b = testBuilder("svc")
 	b.reserve(maxReserve + 1) // a feed's claimed total beyond the bound reserves nothing
 	if cap(b.slots) != 0 {
 		t.Errorf("reserved %d slots past maxReserve", cap(b.slots))
@@ -266,7 +268,7 @@ func TestReserveBuildsInPlace(t *testing.T) {
 // folding reads the whole namespace back.
 func TestLongNamespaceTailsLeaveTheArena(t *testing.T) {
 	t.Parallel()
-	b := &builder{service: "svc"}
+	b := testBuilder("svc")
 	ids := 0
 	k := make([]byte, ed25519.PublicKeySize)
 	for i := range 1000 {
@@ -296,11 +298,11 @@ func TestLongNamespaceTailsLeaveTheArena(t *testing.T) {
 	}
 }
 
-// HeldBytes counts a large snapshot's arrays while it is reachable, and
-// stops counting them once the collector has freed them.
+// A cache's HeldBytes counts a large snapshot's arrays while it is
+// reachable, and stops counting them once the collector has freed them.
 func TestHeldBytesFollowsSnapshots(t *testing.T) {
-	before := HeldBytes()
-	b := &builder{service: "svc"}
+	var c Cache
+	b := &builder{service: "svc", held: &c.held}
 	k := make([]byte, ed25519.PublicKeySize)
 	for i := range 20_000 {
 		binary.LittleEndian.PutUint32(k, uint32(i))
@@ -310,16 +312,21 @@ func TestHeldBytesFollowsSnapshots(t *testing.T) {
 	}
 	s := mustBuild(t, b)
 	table := int64(len(s.table)) * int64(unsafe.Sizeof(slot{}))
-	if got := HeldBytes() - before; got < table {
+	if got := c.HeldBytes(); got < table {
 		t.Fatalf("HeldBytes grew by %d with a table of %d bytes", got, table)
 	}
 	runtime.KeepAlive(s)
 	for range 100 { // the cleanups run after the collections that free the arrays
-		if HeldBytes()-before < table {
+		if c.HeldBytes() == 0 {
 			return
 		}
 		runtime.GC()
 		runtime.Gosched()
 	}
-	t.Fatalf("HeldBytes still %d over its start after the snapshot was freed", HeldBytes()-before)
+	t.Fatalf("HeldBytes still %d after the snapshot was freed", c.HeldBytes())
+}
+
+// testBuilder is a builder counting its arrays in a counter of its own.
+func testBuilder(service string) *builder {
+	return &builder{service: service, held: new(heldmem.Counter)}
 }

@@ -2,10 +2,11 @@ package claimcache
 
 import (
 	"fmt"
-	"github.com/idnhq/idn/internal/keyrate"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idnhq/idn/internal/keyrate"
 )
 
 // submitted runs one led submission of tuple through m.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"time"
+
+	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // view is what a Cache holds for a service: a snapshot built from one full
@@ -85,13 +87,14 @@ func (v *view) endedClaim(namespace string, publicKey []byte) (id string, reject
 // size in changes (at least 4,096).
 type editor struct {
 	service string
+	held    *heldmem.Counter // counts the arrays of a fold
 	from    *view
 	next    view
 	copied  bool
 }
 
-func (v *view) edit(service string) *editor {
-	return &editor{service: service, from: v, next: *v}
+func (v *view) edit(service string, held *heldmem.Counter) *editor {
+	return &editor{service: service, held: held, from: v, next: *v}
 }
 
 // apply applies one change; a malformed or foreign one is counted as
@@ -142,7 +145,7 @@ func (e *editor) done(version string) (*view, error) {
 	if len(v.over) <= foldThreshold(v.base) {
 		return &v, nil
 	}
-	b := &builder{service: e.service}
+	b := &builder{service: e.service, held: e.held}
 	var err error
 	v.base.each(func(ns string, pub *[ed25519.PublicKeySize]byte, a Approval) bool {
 		if _, changed := v.over[tuple{*pub, ns}]; !changed {

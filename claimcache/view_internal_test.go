@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // TestViewAppliesAndFolds applies batches of changes to a view, past the
@@ -22,7 +24,7 @@ func TestViewAppliesAndFolds(t *testing.T) {
 	// Long namespaces too, so folding carries tails.
 	ns := func(i int) string { return fmt.Sprintf("ns-%d-%s", i%7, strings.Repeat("x", i%3*10)) }
 	want := map[int]string{} // agent → claim id
-	b := &builder{service: "svc"}
+	b := testBuilder("svc")
 	for i := range 1000 {
 		id := fmt.Sprintf("clm_%d_0", i)
 		if err := b.add(Claim{ID: id, Namespace: ns(i), PublicKey: format(key(i)), Service: "svc", ApprovedAt: time.UnixMilli(int64(i))}); err != nil {
@@ -34,7 +36,7 @@ func TestViewAppliesAndFolds(t *testing.T) {
 	const agents = 6000
 	folded := false
 	for batch := range 12 {
-		e := v.edit("svc")
+		e := v.edit("svc", new(heldmem.Counter))
 		for j := range 700 {
 			i := (batch*700 + j) % agents
 			ch := Change{Claim: Claim{ID: fmt.Sprintf("clm_%d_%d", i, batch+1), Namespace: ns(i), PublicKey: format(key(i)), Service: "svc", ApprovedAt: time.UnixMilli(int64(j))}}
@@ -76,10 +78,10 @@ func TestViewAppliesAndFolds(t *testing.T) {
 // A lookup through a view's changes allocates nothing, like one of the
 // snapshot.
 func TestViewLookupAllocatesNothing(t *testing.T) {
-	b := &builder{service: "svc"}
+	b := testBuilder("svc")
 	pub := make(ed25519.PublicKey, 32)
 	b.add(Claim{ID: "clm_a", Namespace: "alice", PublicKey: format(pub), Service: "svc"})
-	e := newView(mustBuild(t, b)).edit("svc")
+	e := newView(mustBuild(t, b)).edit("svc", new(heldmem.Counter))
 	pub2 := make(ed25519.PublicKey, 32)
 	pub2[0] = 1
 	e.apply(Change{Claim: Claim{ID: "clm_b", Namespace: "bob", PublicKey: format(pub2), Service: "svc"}})

@@ -49,6 +49,7 @@ type Gateway struct {
 	control  *http.Client      // signs its requests; follows no redirect
 	reporter *pairing.Reporter // nil: no activity reports
 	nonces   *nonceGuard
+	replay   *replay.Store // the nonces' memory (HeldBytes)
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	readiness   signal                                 // notified when they may pass
@@ -146,6 +147,7 @@ func (g *Gateway) wire() error {
 	if err != nil {
 		return err
 	}
+	g.replay = store
 	maxAge, skew := cmp.Or(c.Proxy.MaxAge, identity.DefaultMaxAge), cmp.Or(c.Proxy.FutureSkew, identity.DefaultFutureSkew)
 	var nonces httpsig.NonceChecker = store
 	if !c.InsecureForgetNoncesOnRestart {
@@ -294,6 +296,13 @@ func (g *Gateway) Admin() *admin.Handler { return g.admin }
 // Identity is the gateway's own identity, which signs its control-plane
 // calls.
 func (g *Gateway) Identity() *identity.Identity { return g.identity }
+
+// Claims is the gateway's cache of approved claims.
+func (g *Gateway) Claims() *claimcache.Cache { return g.cache }
+
+// HeldBytes returns the bytes of g's claims snapshots and nonce tables:
+// large, pointer-free and long-lived, for gctune.Tune.
+func (g *Gateway) HeldBytes() int64 { return g.cache.HeldBytes() + g.replay.HeldBytes() }
 
 // Metrics are the gateway's collectors; a server that drains the gateway
 // at shutdown records the outcome with ObserveDrain.

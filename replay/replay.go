@@ -54,10 +54,6 @@ import (
 	"github.com/idnhq/idn/internal/heldmem"
 )
 
-// tables counts the stores' tables, which are large and pointer-free, in
-// heldmem.Total, for gctune.Tune.
-var tables heldmem.Counter
-
 // DefaultMaxBytes is the zero Config's memory bound: 19 million nonces
 // (MaxBytes / Bytes), enough for 58,000 requests/s sustained with a 330 s
 // window.
@@ -119,6 +115,7 @@ type Store struct {
 	base   int64 // unix seconds; expiries are stored as seconds after it
 	secret [16]byte
 	shards []shard
+	tables heldmem.Counter // the shards' tables (HeldBytes)
 }
 
 var _ httpsig.NonceChecker = (*Store)(nil)
@@ -173,7 +170,7 @@ func New(cfg Config) (*Store, error) {
 		sh := &s.shards[i]
 		sh.maxBuckets = int(min(limit/int64(n)/bucketBytes, math.MaxInt32))
 		sh.buckets = make([]bucket, min(initialBuckets, sh.maxBuckets))
-		heldmem.Hold(&tables, sh.buckets)
+		heldmem.Hold(&s.tables, sh.buckets)
 	}
 	return s, nil
 }
@@ -202,12 +199,16 @@ func (s *Store) CheckNonce(_ context.Context, scope, nonce string, until time.Ti
 		return fmt.Errorf("replay: nonce reused in its validity window: %w", ErrReplay)
 	}
 	for !sh.insert(fp, exp, now) {
-		if !sh.grow(now) {
+		if !sh.grow(now, &s.tables) {
 			return fmt.Errorf("replay: no room for the nonce in %d bytes: %w", s.max, ErrFull)
 		}
 	}
 	return nil
 }
+
+// HeldBytes returns the bytes of s's tables, which are large and
+// pointer-free: gctune.Tune leaves them out of the collector's headroom.
+func (s *Store) HeldBytes() int64 { return s.tables.Bytes() }
 
 // Len reports the number of live nonces. It reads the whole table, one
 // shard at a time, so it suits a gauge scraped now and then, not a hot
@@ -340,12 +341,12 @@ func distinct(search []step, i int) bool {
 // than its nonces need, and a store sized by its busiest minutes keeps
 // that size; the rehashing it costs (each nonce moved twice on average
 // rather than once) is a few milliseconds of one shard's time per growth.
-func (sh *shard) grow(now uint32) bool {
+func (sh *shard) grow(now uint32, held *heldmem.Counter) bool {
 	old := sh.buckets
 	for size := len(old); size < sh.maxBuckets; {
 		size = min(size+size/2, sh.maxBuckets)
 		sh.buckets = make([]bucket, size)
-		heldmem.Hold(&tables, sh.buckets)
+		heldmem.Hold(held, sh.buckets)
 		if sh.rehash(old, now) {
 			return true
 		}

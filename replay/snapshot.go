@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // A snapshot is what WriteTo writes and ReadFrom reads, little-endian:
@@ -154,7 +156,7 @@ func (s *Store) load(r io.Reader) error {
 				continue
 			}
 			for j := first; j <= last; j++ {
-				if err := s.shards[j].restore(fp, s.since(until), s.since(now)); err != nil {
+				if err := s.shards[j].restore(fp, s.since(until), s.since(now), &s.tables); err != nil {
 					return err
 				}
 			}
@@ -174,12 +176,12 @@ func (s *Store) load(r io.Reader) error {
 	return nil
 }
 
-// restore puts fp in sh, growing the table if need be.
-func (sh *shard) restore(fp uint64, exp, now uint32) error {
+// restore puts fp in sh, growing the table (counted in held) if need be.
+func (sh *shard) restore(fp uint64, exp, now uint32, held *heldmem.Counter) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for !sh.insert(fp, exp, now) {
-		if !sh.grow(now) {
+		if !sh.grow(now, held) {
 			return fmt.Errorf("more live nonces than MaxBytes holds: %w", ErrFull)
 		}
 	}

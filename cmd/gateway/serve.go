@@ -43,15 +43,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	defer stopTracing()
 	s.gateway.TracerProvider = tp
 	gcPercent := tuneGC(s.gogc)
-	if s.gogc == "" {
-		defer gctune.Tune(gcPercent)()
-	}
 	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
 	gw, err := gateway.New(s.gateway)
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
+	if s.gogc == "" {
+		defer gctune.Tune(gcPercent, gw.HeldBytes)()
+	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.addr, err)

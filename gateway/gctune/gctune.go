@@ -6,7 +6,7 @@
 // them: cmd/gateway does, and so may a program that embeds a gateway.
 //
 //	debug.SetGCPercent(gctune.Percent)
-//	defer gctune.Tune(gctune.Percent)()
+//	defer gctune.Tune(gctune.Percent, gw.HeldBytes)()
 //	debug.SetMemoryLimit(replay.DefaultMaxBytes + gctune.MemoryHeadroom)
 package gctune
 
@@ -17,8 +17,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/idnhq/idn/internal/heldmem"
 )
 
 // Percent is the garbage collector target (GOGC) recommended for a
@@ -39,11 +37,6 @@ const Percent = 400
 // rebuilt), connections, buffers and the garbage between two collections.
 const MemoryHeadroom = 256 << 20
 
-// HeldBytes is the memory of the large pointer-free tables that Tune
-// leaves out of the collector's headroom: the claims snapshots and the
-// nonce stores' tables of this process.
-func HeldBytes() int64 { return heldmem.Total() }
-
 // minDynamicHeap is the least heap Tune gives headroom for, so that a
 // gateway whose heap is nearly all claims still collects no more often
 // than Go's smallest heap (4 MiB) at Percent would.
@@ -51,8 +44,9 @@ const minDynamicHeap = 4 << 20
 
 // Tune runs the garbage collector at percent (a GOGC value, normally
 // Percent) of the heap other than its large pointer-free tables, instead
-// of the whole heap, until stop is called: the claims snapshots
-// (claimcache.HeldBytes) and the nonce store's tables. After every
+// of the whole heap, until stop is called. held reports those tables'
+// bytes: a gateway's HeldBytes counts its claims snapshots and nonce
+// tables. After every
 // collection it sets GOGC to percent × dynamic / live, where live is the
 // heap the collection found live and dynamic the least of the last few
 // collections' live heap less those tables' bytes (see dynamicSamples).
@@ -74,8 +68,8 @@ const minDynamicHeap = 4 << 20
 // system, as the next collection and the scavenger would do later.
 //
 // cmd/gateway runs it unless GOGC is set; the memory limit still applies.
-func Tune(percent int) (stop func()) {
-	t := &gcTuner{percent: percent, held: heldmem.Total, done: make(chan struct{})}
+func Tune(percent int, held func() int64) (stop func()) {
+	t := &gcTuner{percent: percent, held: held, done: make(chan struct{})}
 	t.start()
 	go t.watch(heldCheckInterval)
 	return t.stop

@@ -16,20 +16,14 @@ import (
 // ordinary heap.
 const Min = 64 << 10
 
-// total is what Total reports.
-var total atomic.Int64
-
-// Total returns the bytes of every array held and not yet freed, in the
-// whole process.
-func Total() int64 { return total.Load() }
-
-// Counter counts the arrays of one kind, besides Total.
+// Counter counts the arrays of one owner (a claims cache, a nonce store).
+// Its owner reports Bytes; nothing counts the process as a whole.
 type Counter struct{ n atomic.Int64 }
 
 // Bytes returns the bytes of c's arrays held and not yet freed.
 func (c *Counter) Bytes() int64 { return c.n.Load() }
 
-// Hold counts the array of s (its capacity) in c and in Total until the
+// Hold counts the array of s (its capacity) in c until the
 // collector frees it, when it is at least Min bytes. s must hold no
 // pointers.
 func Hold[T any](c *Counter, s []T) {
@@ -38,9 +32,7 @@ func Hold[T any](c *Counter, s []T) {
 		return
 	}
 	c.n.Add(n)
-	total.Add(n)
 	runtime.AddCleanup(unsafe.SliceData(s[:1]), func(n int64) {
 		c.n.Add(-n)
-		total.Add(-n)
 	}, n)
 }
