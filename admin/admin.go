@@ -14,6 +14,8 @@ import (
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpevent"
+	"github.com/idnhq/idn/mcpproxy/mcpsettings"
 )
 
 // DefaultMaxBodyBytes bounds admin request bodies when Config.MaxBodyBytes
@@ -39,7 +41,7 @@ type Config struct {
 	// DISCOVERY_UNAVAILABLE. An error that carries a code (errcode.Error)
 	// is answered with that code and its message, any other with 502
 	// UPSTREAM_ERROR.
-	Discover func(ctx context.Context, c *credvault.Connection, refresh string) (any, error)
+	Discover func(ctx context.Context, c *credvault.Connection, refresh string) (mcpsettings.Discovery, error)
 	// GuardCheck runs before test and discover, after the connection is
 	// found and before any body byte is read: it gets the request as it
 	// arrived and must leave r.Body readable from the start. The gateway
@@ -72,9 +74,9 @@ type Config struct {
 	// with the stored credential. It returns what the handshake learned,
 	// even when it failed part way; a failure's error text becomes the
 	// test result's error, shown to the caller, so it must carry no
-	// secret (the gateway's come from mcpproxy.Probe, scrubbed). Nil tests
+	// secret (the gateway's come from mcpproxy's Proxy.Probe, scrubbed). Nil tests
 	// an mcp connection as any other.
-	TestMCP func(ctx context.Context, c *credvault.Connection) (MCPHandshake, error)
+	TestMCP func(ctx context.Context, c *credvault.Connection) (mcpevent.Handshake, error)
 	// TestTransport carries upstream probes of the test route (the
 	// credential is injected on top of it). Nil means http.DefaultTransport.
 	TestTransport http.RoundTripper

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/mcpproxy/mcpsettings"
 )
 
 const (
@@ -203,14 +204,15 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 			}
 			return nil
 		}
-		c.Discover = func(ctx context.Context, conn *credvault.Connection, refresh string) (any, error) {
+		c.Discover = func(ctx context.Context, conn *credvault.Connection, refresh string) (mcpsettings.Discovery, error) {
 			if refresh == "auto" {
-				return nil, errors.New("dial tcp: upstream down")
+				return mcpsettings.Discovery{}, errors.New("dial tcp: upstream down")
 			}
 			if conn.ID == "gone" { // deleted while the discovery ran
-				return nil, fmt.Errorf("lookup %s: %w", conn.ID, credvault.ErrNotFound)
+				return mcpsettings.Discovery{}, fmt.Errorf("lookup %s: %w", conn.ID, credvault.ErrNotFound)
 			}
-			return map[string]any{"connection_id": conn.ID, "refresh": refresh, "tools": []string{"a.b"}}, nil
+			// The server's name says what the route asked for.
+			return mcpsettings.Discovery{ServerName: conn.ID + " " + refresh, Tools: []mcpsettings.Tool{{Name: "a.b", InputSchema: []byte(`{"type":"object"}`)}}}, nil
 		}
 	})
 	wantStatus(t, e.do("POST", "/api/admin/connections", `{"id":"m","protocol":"mcp","base_url":"http://127.0.0.1:9","mcp_endpoint":"/mcp","mcp_transport":"http"}`), 201, "")
@@ -220,7 +222,7 @@ func TestDiscoverAndGuardHooks(t *testing.T) {
 	}
 	r = e.do("POST", "/api/admin/connections/m/discover", "")
 	wantStatus(t, r, 200, "")
-	if m := r.json(t); m["refresh"] != "force" {
+	if m := r.json(t); m["server_name"] != "m force" {
 		t.Fatalf("discover default refresh = %s", r.Body)
 	}
 	wantStatus(t, e.do("POST", "/api/admin/connections/m/discover?refresh=auto", ""), 502, "UPSTREAM_ERROR")
@@ -355,9 +357,9 @@ func TestChecksNeedAGuard(t *testing.T) {
 			discovered := false
 			e := newEnv(t, func(c *Config) {
 				c.InsecureUnguardedChecks = tt.insecure
-				c.Discover = func(context.Context, *credvault.Connection, string) (any, error) {
+				c.Discover = func(context.Context, *credvault.Connection, string) (mcpsettings.Discovery, error) {
 					discovered = true
-					return map[string]any{"tools": []string{}}, nil
+					return mcpsettings.Discovery{Tools: []mcpsettings.Tool{}}, nil
 				}
 			})
 			wantStatus(t, e.do("POST", "/api/admin/connections", fmt.Sprintf(`{"id":"gh","base_url":%q,"auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":%q}}`, up.URL, secretToken), withToken...), 201, "")

@@ -10,6 +10,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpproxy/mcpsettings"
 )
 
 // The operations below are the admin API in Go. Each HTTP route reads its
@@ -197,13 +198,13 @@ func (h *Handler) testMCP(ctx context.Context, c *credvault.Connection) (any, er
 
 // DiscoverConnection runs Config.Discover on an mcp connection; refresh is
 // "force" (also for "") or "auto".
-func (h *Handler) DiscoverConnection(ctx context.Context, id, refresh string) (any, error) {
+func (h *Handler) DiscoverConnection(ctx context.Context, id, refresh string) (mcpsettings.Discovery, error) {
 	if err := checkRefresh(&refresh); err != nil {
-		return nil, err
+		return mcpsettings.Discovery{}, err
 	}
 	c, err := h.cfg.Vault.Connection(id)
 	if err != nil {
-		return nil, err
+		return mcpsettings.Discovery{}, err
 	}
 	return h.discover(ctx, c, refresh)
 }
@@ -219,17 +220,17 @@ func checkRefresh(refresh *string) error {
 	return nil
 }
 
-func (h *Handler) discover(ctx context.Context, c *credvault.Connection, refresh string) (any, error) {
+func (h *Handler) discover(ctx context.Context, c *credvault.Connection, refresh string) (mcpsettings.Discovery, error) {
 	if c.Protocol != credvault.ProtocolMCP {
-		return nil, badRequest("discovery needs an mcp connection").With("field", "protocol")
+		return mcpsettings.Discovery{}, badRequest("discovery needs an mcp connection").With("field", "protocol")
 	}
 	if h.cfg.Discover == nil {
-		return nil, apierror.Coded(errcode.DiscoveryUnavailable, "")
+		return mcpsettings.Discovery{}, apierror.Coded(errcode.DiscoveryUnavailable, "")
 	}
 	res, err := h.cfg.Discover(ctx, c, refresh)
 	if err != nil && !answered(err) {
 		h.log.Warn("admin: discovery failed", "connection", c.ID, "err", err, "request_id", apierror.RequestIDFrom(ctx))
-		return nil, apierror.Coded(errcode.UpstreamError, "MCP discovery failed")
+		return mcpsettings.Discovery{}, apierror.Coded(errcode.UpstreamError, "MCP discovery failed")
 	}
 	return res, err
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/textcap"
-	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
 )
@@ -19,7 +19,7 @@ import (
 
 // mcpActivity is the activity record of an MCP decision: the tool ran (or
 // the listing was answered) unless the gateway refused it first.
-func mcpActivity(ctx context.Context, e mcpproxy.Event, vault *credvault.Vault) pairing.Activity {
+func mcpActivity(ctx context.Context, e mcpevent.Decision, vault *credvault.Vault) pairing.Activity {
 	// The tool is the agent's choice: a queued record keeps no more of
 	// it than the report sends.
 	a := pairing.Activity{At: time.Now(), AgentKey: e.Caller.Key, Connection: e.ConnectionID, MCP: true, Method: e.Method,

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/internal/textcap"
-	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/mcpevent"
 )
 
 // Attack: an approved agent calls tools with 2 MB names while the
@@ -16,7 +16,7 @@ import (
 func TestQueuedActivityKeepsNoLongToolName(t *testing.T) {
 	t.Parallel()
 	vault := mcpVault(t)
-	a := mcpActivity(context.Background(), mcpproxy.Event{ConnectionID: "m", Method: "tools/call", Tool: strings.Repeat("t", 2<<20), Outcome: "not_found"}, vault)
+	a := mcpActivity(context.Background(), mcpevent.Decision{ConnectionID: "m", Method: "tools/call", Tool: strings.Repeat("t", 2<<20), Outcome: "not_found"}, vault)
 	if len(a.Tool) != textcap.Name {
 		t.Errorf("a queued record keeps %d bytes of the tool name", len(a.Tool))
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/clientip"
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
@@ -178,13 +179,13 @@ func (g *Gateway) wire() error {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "idn_gateway_activity_dropped_total",
 				Help: "Decisions not reported because the report queue was full."}, func() float64 { return float64(g.reporter.Dropped()) }))
 	}
-	onUpstream, onDecision := mcpObserved(proxy.NewMCPObserver(g.metrics, decisionLog, salt), g.reporter, g.vault)
+	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
 		Connections:    &mcpConnections{vault: g.vault, base: upstream},
 		Caller:         mcpCaller,
 		OnDiscovery:    g.storeDiscovery,
-		OnUpstream:     onUpstream,
-		OnDecision:     onDecision,
+		OnUpstream:     observer.Upstream,
+		OnDecision:     mcpDecided(observer, g.reporter, g.vault),
 		Logger:         c.Logger,
 		Registerer:     reg,
 		TracerProvider: c.TracerProvider,
@@ -216,26 +217,26 @@ func (g *Gateway) wire() error {
 	acfg := admin.Config{
 		Vault: g.vault, Access: access, CatalogFile: c.CatalogFile, TestTransport: upstream, Logger: c.Logger,
 		CheckConnection: g.checkConnection,
-		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (any, error) {
+		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (mcpproxy.Discovery, error) {
 			res, ok := g.vault.Lookup(conn.ID)
 			if !ok {
-				return nil, credvault.ErrNotFound
+				return mcpproxy.Discovery{}, credvault.ErrNotFound
 			}
 			r, err := mcpproxy.ParseRefresh(refresh, mcpproxy.RefreshForce)
 			if err != nil {
-				return nil, err
+				return mcpproxy.Discovery{}, err
 			}
 			settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
 			if err != nil {
-				return nil, err
+				return mcpproxy.Discovery{}, err
 			}
 			d, err := g.mcp.Discover(ctx, mcpConnection(res, settings, discovery, g.vault.Transport(conn.ID, upstream)), r)
 			if err != nil {
-				return nil, mcpError{err}
+				return mcpproxy.Discovery{}, mcpError{err}
 			}
 			return d, nil
 		},
-		TestMCP: func(ctx context.Context, conn *credvault.Connection) (admin.MCPHandshake, error) {
+		TestMCP: func(ctx context.Context, conn *credvault.Connection) (mcpevent.Handshake, error) {
 			return g.testMCP(ctx, conn, upstream)
 		},
 	}

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
@@ -142,36 +142,32 @@ func mcpConnection(res *credvault.Resolved, s mcpproxy.Settings, discovery json.
 // mcpCaller is the mcpproxy.Config.Caller of a gateway: it reads the
 // caller the proxy's pipeline verified. A request that did not pass the
 // pipeline is refused.
-func mcpCaller(r *http.Request) (mcpproxy.Caller, error) {
+func mcpCaller(r *http.Request) (mcpevent.Caller, error) {
 	caller, ok := proxy.CallerFrom(r.Context())
 	if !ok {
-		return mcpproxy.Caller{}, apierror.Coded(errcode.AuthForbidden, errcode.AuthForbidden.Message())
+		return mcpevent.Caller{}, apierror.Coded(errcode.AuthForbidden, errcode.AuthForbidden.Message())
 	}
 	if caller == nil { // unsigned development bypass: one anonymous caller
-		return mcpproxy.Caller{}, nil
+		return mcpevent.Caller{}, nil
 	}
-	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
+	return mcpevent.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
 }
 
-// mcpObserved returns the engine's hooks that report to o and, when
-// activity is not nil, each tool listing and call to activity.
-func mcpObserved(o *proxy.MCPObserver, activity *pairing.Reporter, vault *credvault.Vault) (upstream func(context.Context, mcpproxy.UpstreamExchange), decision func(context.Context, mcpproxy.Event)) {
-	upstream = func(ctx context.Context, e mcpproxy.UpstreamExchange) {
-		o.Upstream(ctx, proxy.MCPExchange{ConnectionID: e.ConnectionID, Method: e.Method, Status: e.Status, Err: e.Err, Elapsed: e.Elapsed})
+// mcpDecided returns the engine's decision hook: it reports to o and,
+// when activity is not nil, each tool listing and call to activity.
+func mcpDecided(o *proxy.MCPObserver, activity *pairing.Reporter, vault *credvault.Vault) func(context.Context, mcpevent.Decision) {
+	if activity == nil {
+		return o.Decision
 	}
-	decision = func(ctx context.Context, e mcpproxy.Event) {
-		o.Decision(ctx, proxy.MCPDecision{ConnectionID: e.ConnectionID, Method: e.Method, Tool: e.Tool, Outcome: e.Outcome, Code: e.Code,
-			Namespace: e.Caller.Namespace, Subject: e.Caller.Subject, Key: e.Caller.Key})
-		if activity != nil {
-			activity.Record(mcpActivity(ctx, e, vault))
-		}
+	return func(ctx context.Context, e mcpevent.Decision) {
+		o.Decision(ctx, e)
+		activity.Record(mcpActivity(ctx, e, vault))
 	}
-	return upstream, decision
 }
 
 // testMCP is the admin API's TestMCP: a handshake of the MCP engine with
 // the connection's server, with its credential sent by base.
-func (g *Gateway) testMCP(ctx context.Context, conn *credvault.Connection, base http.RoundTripper) (admin.MCPHandshake, error) {
+func (g *Gateway) testMCP(ctx context.Context, conn *credvault.Connection, base http.RoundTripper) (mcpevent.Handshake, error) {
 	return probeMCP(ctx, g.vault, g.mcp, conn.ID, base)
 }
 
@@ -180,10 +176,10 @@ func (g *Gateway) testMCP(ctx context.Context, conn *credvault.Connection, base 
 // API's test route does, for a program that has the vault but no running
 // gateway (gateway test). The error is the handshake's scrubbed message
 // alone.
-func TestMCP(ctx context.Context, v *credvault.Vault, id string) (admin.MCPHandshake, error) {
+func TestMCP(ctx context.Context, v *credvault.Vault, id string) (mcpevent.Handshake, error) {
 	engine, err := mcpproxy.New(mcpproxy.Config{})
 	if err != nil {
-		return admin.MCPHandshake{}, err
+		return mcpevent.Handshake{}, err
 	}
 	defer engine.Close()
 	return probeMCP(ctx, v, engine, id, nil)
@@ -193,17 +189,16 @@ func TestMCP(ctx context.Context, v *credvault.Vault, id string) (admin.MCPHands
 // its credential sent by base (nil: the default transport). The error it
 // returns is the engine's scrubbed message alone, which the test result
 // shows.
-func probeMCP(ctx context.Context, v *credvault.Vault, engine *mcpproxy.Proxy, id string, base http.RoundTripper) (admin.MCPHandshake, error) {
+func probeMCP(ctx context.Context, v *credvault.Vault, engine *mcpproxy.Proxy, id string, base http.RoundTripper) (mcpevent.Handshake, error) {
 	res, ok := v.Lookup(id)
 	if !ok {
-		return admin.MCPHandshake{}, credvault.ErrNotFound
+		return mcpevent.Handshake{}, credvault.ErrNotFound
 	}
 	settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
 	if err != nil {
-		return admin.MCPHandshake{}, errors.New("the connection's MCP settings cannot be read")
+		return mcpevent.Handshake{}, errors.New("the connection's MCP settings cannot be read")
 	}
-	p, err := engine.Probe(ctx, mcpConnection(res, settings, discovery, v.Transport(id, base)))
-	hs := admin.MCPHandshake{ServerName: p.Server.Name, ServerVersion: p.Server.Version, ProtocolVersion: p.Server.ProtocolVersion, Tools: p.Tools, Status: p.Status}
+	hs, err := engine.Probe(ctx, mcpConnection(res, settings, discovery, v.Transport(id, base)))
 	var ue *mcpproxy.UpstreamError
 	switch {
 	case err == nil:

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -67,8 +68,8 @@ func BenchmarkToolCall(b *testing.B) {
 	b.Run("endpoint", func(b *testing.B) {
 		p, err := mcpproxy.New(mcpproxy.Config{
 			Connections: oneConnection{mcpproxy.Connection{ID: "bench", BaseURL: upstream.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}}},
-			Caller: func(*http.Request) (mcpproxy.Caller, error) {
-				return mcpproxy.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
+			Caller: func(*http.Request) (mcpevent.Caller, error) {
+				return mcpevent.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
 			},
 			Options: mcpproxy.Options{
 				RateLimitPerMinute: 1 << 30,
@@ -108,8 +109,8 @@ func BenchmarkToolCall(b *testing.B) {
 	b.Run("gateway", func(b *testing.B) {
 		p, err := mcpproxy.New(mcpproxy.Config{
 			Connections: oneConnection{mcpproxy.Connection{ID: "bench", BaseURL: upstream.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}}},
-			Caller: func(*http.Request) (mcpproxy.Caller, error) {
-				return mcpproxy.Caller{Namespace: "ns", Subject: "agent"}, nil
+			Caller: func(*http.Request) (mcpevent.Caller, error) {
+				return mcpevent.Caller{Namespace: "ns", Subject: "agent"}, nil
 			},
 			Options: mcpproxy.Options{
 				RateLimitPerMinute: 1 << 30,

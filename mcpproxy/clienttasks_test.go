@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/mcpconversation"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -511,7 +512,7 @@ func TestClientTaskIDsBelongToTheirSessionPair(t *testing.T) {
 	up := newClientTaskServer(t)
 	var mu sync.Mutex
 	var probes []string
-	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
+	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpevent.Decision) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Outcome == "not_owned" && ev.Method != "notifications/tasks/status" {

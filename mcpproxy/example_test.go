@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -50,10 +51,10 @@ func Example() {
 			Endpoint: "/",
 			Policy:   mcpproxy.Policy{Deny: []string{"*.admin"}},
 		}},
-		Caller: func(r *http.Request) (mcpproxy.Caller, error) {
-			c, ok := r.Context().Value(callerKey{}).(mcpproxy.Caller)
+		Caller: func(r *http.Request) (mcpevent.Caller, error) {
+			c, ok := r.Context().Value(callerKey{}).(mcpevent.Caller)
 			if !ok {
-				return mcpproxy.Caller{}, fmt.Errorf("unauthenticated")
+				return mcpevent.Caller{}, fmt.Errorf("unauthenticated")
 			}
 			return c, nil
 		},
@@ -70,7 +71,7 @@ func Example() {
 	// The gateway mounts the handler behind its own authentication.
 	signedPipeline := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			caller := mcpproxy.Caller{Namespace: "acme", Subject: "agent-7"}
+			caller := mcpevent.Caller{Namespace: "acme", Subject: "agent-7"}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
 		})
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpevent"
 )
 
 // Handler returns the http.Handler of the MCP runtime routes:
@@ -50,27 +51,27 @@ func (p *Proxy) Handler() http.Handler {
 
 // begin authenticates the request and resolves its connection and refresh
 // mode; on failure it has written the answer and returns ok=false.
-func (p *Proxy) begin(w http.ResponseWriter, r *http.Request) (caller Caller, conn *Connection, refresh Refresh, ok bool) {
+func (p *Proxy) begin(w http.ResponseWriter, r *http.Request) (caller mcpevent.Caller, conn *Connection, refresh Refresh, ok bool) {
 	if caller, ok = p.authenticated(w, r); !ok {
-		return Caller{}, nil, "", false
+		return mcpevent.Caller{}, nil, "", false
 	}
 	refresh, err := ParseRefresh(r.URL.Query().Get("refresh"), RefreshAuto)
 	if err != nil {
 		apierror.Write(w, r, toAPIError(err))
-		return Caller{}, nil, "", false
+		return mcpevent.Caller{}, nil, "", false
 	}
 	if conn, ok = p.connection(w, r); !ok {
-		return Caller{}, nil, "", false
+		return mcpevent.Caller{}, nil, "", false
 	}
 	return caller, conn, refresh, true
 }
 
 // authenticated returns the request's caller; on failure it has written
 // the answer.
-func (p *Proxy) authenticated(w http.ResponseWriter, r *http.Request) (Caller, bool) {
+func (p *Proxy) authenticated(w http.ResponseWriter, r *http.Request) (mcpevent.Caller, bool) {
 	if p.caller == nil || p.sources == nil {
 		apierror.Write(w, r, apierror.Coded(errcode.AuthForbidden, "mcpproxy: handler is not configured with a caller and a connection source"))
-		return Caller{}, false
+		return mcpevent.Caller{}, false
 	}
 	caller, err := p.caller(r)
 	if err != nil {
@@ -79,7 +80,7 @@ func (p *Proxy) authenticated(w http.ResponseWriter, r *http.Request) (Caller, b
 			ae = apierror.Coded(code, err.Error())
 		}
 		apierror.Write(w, r, ae)
-		return Caller{}, false
+		return mcpevent.Caller{}, false
 	}
 	return caller, true
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -258,8 +259,8 @@ func newEnv(t testing.TB, cfg mcpproxy.Config, conn mcpproxy.Connection) *env {
 	}
 	e.src.set(&conn)
 	cfg.Connections = e.src
-	cfg.Caller = func(r *http.Request) (mcpproxy.Caller, error) {
-		return mcpproxy.Caller{Namespace: r.Header.Get("X-Test-Namespace"), Subject: r.Header.Get("X-Test-Subject"), Key: r.Header.Get("X-Test-Key")}, nil
+	cfg.Caller = func(r *http.Request) (mcpevent.Caller, error) {
+		return mcpevent.Caller{Namespace: r.Header.Get("X-Test-Namespace"), Subject: r.Header.Get("X-Test-Subject"), Key: r.Header.Get("X-Test-Key")}, nil
 	}
 	cfg.Registerer = e.reg
 	if cfg.Clock == nil {

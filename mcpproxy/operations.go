@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"time"
+
+	"github.com/idnhq/idn/mcpevent"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 
 	"github.com/idnhq/idn/internal/textcap"
 	"github.com/idnhq/idn/internal/tracing"
@@ -112,7 +114,7 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 // (*ArgumentsError); the caller's namespace must be within the rate limit
 // and the breaker closed (*RetryError). Upstream failures are
 // *UpstreamError; a tool that runs and fails is a CallResult with IsError.
-func (p *Proxy) Call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh) (*CallResult, error) {
+func (p *Proxy) Call(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh) (*CallResult, error) {
 	return p.callTool(ctx, conn, caller, tool, body, refresh, nil)
 }
 
@@ -134,7 +136,7 @@ type sessionCall struct {
 // callTool is Call, on the agent session of sc when it is not nil (else
 // on the connection's shared upstream session, checked against its
 // discovery, with nothing relayed).
-func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, error) {
+func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, error) {
 	ctx, span := p.tracer.Start(ctx, "mcp.tool_call", oteltrace.SpanKindInternal)
 	defer span.End()
 	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, sc)
@@ -149,7 +151,7 @@ func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller Caller, t
 	return res, err
 }
 
-func (p *Proxy) call(ctx context.Context, conn *Connection, caller Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, string, error) {
+func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	if sc == nil {

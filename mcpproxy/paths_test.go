@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -141,8 +142,8 @@ func converse(t *testing.T, sdkAgent, sdkUpstream bool) []turn {
 	src.set(&mcpproxy.Connection{ID: "paths", BaseURL: upURL, Policy: mcpproxy.Policy{Deny: []string{"b.*"}}})
 	p, err := mcpproxy.New(mcpproxy.Config{
 		Connections: src,
-		Caller: func(*http.Request) (mcpproxy.Caller, error) {
-			return mcpproxy.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
+		Caller: func(*http.Request) (mcpevent.Caller, error) {
+			return mcpevent.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
 		},
 	})
 	if err != nil {

@@ -6,19 +6,11 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// Probe is what a connection test learned: the server's initialize
-// answer (zero when initialize failed), how many tools it lists, and the
-// HTTP status of its last answer (0 when none came).
-type Probe struct {
-	Server ServerInfo
-	Tools  int
-	Status int
-}
 
 // Probe tests conn for the admin test route: a new MCP session
 // (initialize, with the credential), tools/list to its last page, the
@@ -26,10 +18,10 @@ type Probe struct {
 // and the circuit breaker, since the owner asks whether the server works
 // now. A failure is an *UpstreamError saying which step failed and how
 // (the HTTP status when one came), scrubbed, with what was learned.
-func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res Probe, err error) {
+func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res mcpevent.Handshake, err error) {
 	st, err := p.state(conn)
 	if err != nil {
-		return Probe{}, err
+		return mcpevent.Handshake{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
@@ -63,7 +55,7 @@ func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res Probe, err err
 	defer p.closeSession(cs)
 	sc := st.scrubber.Load()
 	if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil {
-		res.Server = ServerInfo{Name: sc.Replace(init.ServerInfo.Name), Version: sc.Replace(init.ServerInfo.Version), ProtocolVersion: sc.Replace(init.ProtocolVersion)}
+		res.ServerName, res.ServerVersion, res.ProtocolVersion = sc.Replace(init.ServerInfo.Name), sc.Replace(init.ServerInfo.Version), sc.Replace(init.ProtocolVersion)
 	}
 	step = "tools/list"
 	tctx, tr = upstream.WithTrace(ctx)

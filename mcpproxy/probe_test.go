@@ -26,7 +26,7 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Server.Name != "test-upstream" || p.Server.Version != "1.2.3" || p.Server.ProtocolVersion == "" || p.Tools != 6 || p.Status != http.StatusOK {
+	if p.ServerName != "test-upstream" || p.ServerVersion != "1.2.3" || p.ProtocolVersion == "" || p.Tools != 6 || p.Status != http.StatusOK {
 		t.Fatalf("probe = %+v", p)
 	}
 	if e.up.count("initialize") != 1 || e.up.count("tools/list") != 1 {
@@ -58,7 +58,7 @@ func TestProbe(t *testing.T) {
 		if !errors.As(err, &ue) || ue.Message != tc.want || p.Status != tc.status {
 			t.Errorf("%s: probe = %+v, %v; want %q", tc.name, p, err, tc.want)
 		}
-		if tc.method == "tools/list" && p.Server.Name != "test-upstream" {
+		if tc.method == "tools/list" && p.ServerName != "test-upstream" {
 			t.Errorf("%s: what initialize said is lost: %+v", tc.name, p)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/limit"
@@ -61,17 +62,6 @@ type Connection struct {
 	ExposePrompts   bool
 }
 
-// Caller is the authenticated requester, established by the gateway's signed
-// pipeline before the proxy runs.
-type Caller struct {
-	Namespace string // idn-namespace: keys the tool-call rate limit
-	Subject   string // idn-subject: selects the subject tool policy
-	// Key is the caller's public key in any stable encoding. With
-	// Namespace and Subject it owns the MCP sessions the caller opens on
-	// the MCP endpoint; no other caller can use them.
-	Key string
-}
-
 // ConnectionSource looks up an MCP connection by id. It returns errors
 // matching ErrConnectionNotFound, ErrConnectionDisabled or ErrNotMCP for
 // those cases.
@@ -89,7 +79,7 @@ type Config struct {
 	// Required by Handler. An error that carries a code (errcode.Error) is
 	// answered with that code and its message; any other error is answered
 	// 403 AUTH_FORBIDDEN.
-	Caller func(r *http.Request) (Caller, error)
+	Caller func(r *http.Request) (mcpevent.Caller, error)
 	// OnDiscovery, when set, is called after every upstream discovery
 	// attempt with the connection's new mcp_discovery value (on failure the
 	// previous tools with LastError set), for the gateway to store.
@@ -100,11 +90,11 @@ type Config struct {
 	// OnUpstream, when set, is told of every HTTP exchange with an
 	// upstream MCP server (each attempt), for the gateway's upstream
 	// metrics and decision log. It must not block.
-	OnUpstream func(ctx context.Context, e UpstreamExchange)
+	OnUpstream func(ctx context.Context, e mcpevent.Exchange)
 	// OnDecision, when set, is told of every tool listing, tool call and
 	// tasks method a caller asks for and every task status notification
 	// relayed to it, with its outcome (see Event). It must not block.
-	OnDecision func(ctx context.Context, e Event)
+	OnDecision func(ctx context.Context, e mcpevent.Decision)
 	// Registerer, when set, gets idn_gateway_mcp_discovery_total,
 	// idn_gateway_mcp_tool_call_total, idn_gateway_mcp_task_total and the
 	// sessions' gauge and evictions. Nil registers nothing.
@@ -196,10 +186,10 @@ type Options struct {
 // for every MCP connection. It is safe for concurrent use.
 type Proxy struct {
 	sources      ConnectionSource
-	caller       func(*http.Request) (Caller, error)
+	caller       func(*http.Request) (mcpevent.Caller, error)
 	onDiscovery  func(context.Context, string, Discovery)
-	onUpstream   func(context.Context, UpstreamExchange)
-	onDecision   func(context.Context, Event)
+	onUpstream   func(context.Context, mcpevent.Exchange)
+	onDecision   func(context.Context, mcpevent.Decision)
 	log          *slog.Logger
 	metrics      *metrics.Set
 	ttl          time.Duration

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/idnhq/idn/internal/mcptasks/mcptaskstest"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/idnhq/idn/internal/mcptasks/mcptaskstest"
+	"github.com/idnhq/idn/mcpevent"
 
 	"github.com/idnhq/idn/mcpproxy"
 )
@@ -125,7 +127,7 @@ func TestTaskStreamResumes(t *testing.T) {
 	t.Parallel()
 	up := mcptaskstest.NewServer(t)
 	notes := make(chan string, 16)
-	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
+	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpevent.Decision) {
 		// Those of the owner's session (the other sees them not_owned).
 		if strings.HasPrefix(ev.Method, "notifications/") && ev.Outcome != "not_owned" {
 			notes <- ev.Method + " " + ev.Outcome

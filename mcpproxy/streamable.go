@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idnhq/idn/mcpevent"
+	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
@@ -51,7 +53,7 @@ var serverInfo = &mcp.Implementation{Name: "idn-gateway", Version: "1"}
 type agentSession struct {
 	slot   pool.Slot // its id and owner in the endpoint's table
 	connID string
-	caller Caller
+	caller mcpevent.Caller
 	server *mcp.Server
 	// conn is the connection as resolved by the latest HTTP request on the
 	// session, so policy changes apply to the next message.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/internal/mcptasks/mcptaskstest"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 )
 
@@ -78,7 +79,7 @@ func relaysTasks(t *testing.T, sdkAgent, sdkUpstream bool) {
 	up := mcptaskstest.NewServer(t)
 	var mu sync.Mutex
 	var decisions []string
-	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
+	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpevent.Decision) {
 		mu.Lock()
 		defer mu.Unlock()
 		decisions = append(decisions, ev.Method+" "+ev.Tool+" "+ev.Outcome)
@@ -137,7 +138,7 @@ func TestTaskIDsBelongToTheSessionThatCreatedThem(t *testing.T) {
 	up := mcptaskstest.NewServer(t)
 	var mu sync.Mutex
 	probes := map[string]int{}
-	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
+	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpevent.Decision) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Outcome == "not_owned" {
@@ -330,7 +331,7 @@ func taskProgress(t *testing.T, sdkAgent, sdkUpstream bool) {
 	// A decision is recorded just after the message it decided was
 	// written, so the test waits for them rather than reading them.
 	decided := make(chan string, 16)
-	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpproxy.Event) {
+	e := newEnv(t, mcpproxy.Config{OnDecision: func(_ context.Context, ev mcpevent.Decision) {
 		if ev.Method == "notifications/progress" {
 			decided <- ev.Caller.Namespace + " " + ev.Outcome
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/replay"
 	"github.com/prometheus/client_golang/prometheus"
@@ -181,13 +182,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 			AuthSecretKey: "t", Service: "github", Extensions: mcpproxy.Settings{ToolDenylist: []string{"admin.*"}}.Members()}, map[string]string{"t": upstreamToken})
 		observer := NewMCPObserver(g.metrics, decisionLog, []byte("test-salt"))
 		mp, err := mcpproxy.New(mcpproxy.Config{Connections: testMCPConnections{g.vault}, Caller: testMCPCaller,
-			OnUpstream: func(ctx context.Context, e mcpproxy.UpstreamExchange) {
-				observer.Upstream(ctx, MCPExchange{ConnectionID: e.ConnectionID, Method: e.Method, Status: e.Status, Err: e.Err, Elapsed: e.Elapsed})
-			},
-			OnDecision: func(ctx context.Context, e mcpproxy.Event) {
-				observer.Decision(ctx, MCPDecision{ConnectionID: e.ConnectionID, Method: e.Method, Tool: e.Tool, Outcome: e.Outcome, Code: e.Code,
-					Namespace: e.Caller.Namespace, Subject: e.Caller.Subject, Key: e.Caller.Key})
-			},
+			OnUpstream: observer.Upstream, OnDecision: observer.Decision,
 			TracerProvider: o.tracer})
 		if err != nil {
 			t.Fatal(err)
@@ -335,10 +330,10 @@ func (s testMCPConnections) MCPConnection(_ context.Context, id string) (*mcppro
 }
 
 // testMCPCaller is the caller the Handler's pipeline verified.
-func testMCPCaller(r *http.Request) (mcpproxy.Caller, error) {
+func testMCPCaller(r *http.Request) (mcpevent.Caller, error) {
 	caller, ok := CallerFrom(r.Context())
 	if !ok || caller == nil {
-		return mcpproxy.Caller{}, errors.New("no verified caller")
+		return mcpevent.Caller{}, errors.New("no verified caller")
 	}
-	return mcpproxy.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
+	return mcpevent.Caller{Namespace: caller.Namespace, Subject: caller.Subject, Key: caller.PublicKey}, nil
 }

@@ -3,10 +3,10 @@ package proxy
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpevent"
 )
 
 // MCPObserver counts and logs the gateway's MCP traffic as the Handler
@@ -14,9 +14,9 @@ import (
 // idn_gateway_upstream_requests_total and idn_gateway_upstream_latency_seconds
 // with protocol="mcp", failures in idn_gateway_upstream_error_total, and
 // one decision record ("upstream") per exchange and one ("mcp") per tool
-// listing and tool call, fingerprinted as the others are. The MCP engine
-// reports to it through Upstream and Decision (the gateway adapts its
-// hooks).
+// listing and tool call, fingerprinted as the others are. Upstream and
+// Decision are the MCP engine's hooks (mcpproxy.Config.OnUpstream and
+// OnDecision).
 type MCPObserver struct {
 	metrics   *Metrics
 	decisions *decisionLog
@@ -33,29 +33,8 @@ func NewMCPObserver(m *Metrics, logger *slog.Logger, salt []byte) *MCPObserver {
 	return o
 }
 
-// MCPExchange is one HTTP exchange with an upstream MCP server.
-type MCPExchange struct {
-	ConnectionID string
-	Method       string        // the HTTP method
-	Status       int           // 0 when no response came (Err is set)
-	Err          error         // the transport failure, for classifying only: never logged
-	Elapsed      time.Duration // to the response headers or the failure
-}
-
-// MCPDecision is one tool listing or tool call of a caller.
-type MCPDecision struct {
-	ConnectionID string
-	Method       string // the MCP method
-	Tool         string // for tools/call
-	Outcome      string
-	Code         string // the stable error code of a refusal or failure
-	// Namespace, Subject and Key identify the caller; the log holds their
-	// fingerprints only.
-	Namespace, Subject, Key string
-}
-
 // Upstream records one exchange with an upstream MCP server.
-func (o *MCPObserver) Upstream(ctx context.Context, e MCPExchange) {
+func (o *MCPObserver) Upstream(ctx context.Context, e mcpevent.Exchange) {
 	outcome, code := "", ""
 	if e.Err != nil {
 		class, timeout := upstreamClass(e.Err)
@@ -82,10 +61,10 @@ func (o *MCPObserver) Upstream(ctx context.Context, e MCPExchange) {
 }
 
 // Decision records one tool listing or tool call of a caller.
-func (o *MCPObserver) Decision(ctx context.Context, e MCPDecision) {
+func (o *MCPObserver) Decision(ctx context.Context, e mcpevent.Decision) {
 	o.decisions.log(ctx, decision{
 		kind: "mcp", outcome: e.Outcome, code: e.Code, connection: e.ConnectionID,
 		requestID: apierror.RequestIDFrom(ctx), method: e.Method, tool: e.Tool, protocol: "mcp",
-		namespace: e.Namespace, subject: e.Subject, publicKey: e.Key,
+		namespace: e.Caller.Namespace, subject: e.Caller.Subject, publicKey: e.Caller.Key,
 	})
 }

@@ -12,9 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
+	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 )
 
@@ -207,7 +207,7 @@ func testMCP(ctx context.Context, env *cliEnv, v *credvault.Vault, id string, as
 	if asJSON {
 		out := struct {
 			credvault.TestResult
-			MCP *admin.MCPHandshake `json:"mcp,omitempty"`
+			MCP *mcpevent.Handshake `json:"mcp,omitempty"`
 		}{TestResult: res}
 		if hs.ServerName != "" || hs.ProtocolVersion != "" {
 			out.MCP = &hs
