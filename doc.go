@@ -17,6 +17,7 @@
 //   - credvault: the gateway's encrypted connection and credential store.
 //   - admin: the gateway's admin API as an http.Handler.
 //   - mcpproxy: an MCP client with discovery cache, tool policy and breaker.
+//   - mcpevent: what mcpproxy reports of its traffic, read by proxy and admin.
 //   - proxy: the gateway's runtime http.Handler.
 //   - controlplane: the control-plane store, domain and HTTP API.
 //

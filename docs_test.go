@@ -104,7 +104,7 @@ func exists(path string) bool {
 
 // envReaders are the functions that read an environment variable by a
 // literal name: the os and getenv forms, and the methods of
-// internal/envconf's Reader.
+// kit/envconf's Reader.
 var envReaders = map[string]bool{
 	"Getenv": true, "getenv": true, "LookupEnv": true,
 	"String": true, "Secret": true, "Raw": true, "Int": true, "Int64": true, "Seconds": true,

@@ -14,9 +14,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/kit/clientip"
 )
 
 // AccessMode is GATEWAY_ADMIN_ACCESS_MODE.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/kit/clientip"
 )
 
 func accessHandler(t *testing.T, mode AccessMode, trusted []netip.Prefix) http.Handler {

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy/mcpsettings"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 const testToken = "admin-token-0123456789abcdef"

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // TestCheckConnection: Config.CheckConnection refuses a connection before

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 func (h *Handler) listConnections(w http.ResponseWriter, r *http.Request) {

@@ -7,8 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // FuzzConnectionBody feeds arbitrary bodies to the create and PATCH

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpproxy/mcpsettings"
 )
 

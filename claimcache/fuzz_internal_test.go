@@ -7,7 +7,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/idnhq/idn/internal/feedwire"
+	"github.com/idnhq/idn/claimcache/feedwire"
 	"github.com/idnhq/idn/internal/heldmem"
 )
 

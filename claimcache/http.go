@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idnhq/idn/claimcache/feedwire"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/feedwire"
 )
 
 // Feed paging limits: the control plane answers at most 2,000 claims a page.

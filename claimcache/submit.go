@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idnhq/idn/internal/keyrate"
+	"github.com/idnhq/idn/kit/keyrate"
 )
 
 // Defaults of SubmitterConfig.

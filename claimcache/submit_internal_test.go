@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/internal/keyrate"
+	"github.com/idnhq/idn/kit/keyrate"
 )
 
 // submitted runs one led submission of tuple through m.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // spreadDecisions are n records, one every 30 s from at: every third a

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // unverifiedList is GET /v1/activity/unverified as a test reads it.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // activityRecord is a record as the API lists it.

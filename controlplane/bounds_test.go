@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/internal/testlog"
-	"github.com/idnhq/idn/internal/textcap"
-	"github.com/idnhq/idn/internal/tracing/tracingtest"
+	"github.com/idnhq/idn/kit/testlog"
+	"github.com/idnhq/idn/kit/textcap"
+	"github.com/idnhq/idn/kit/tracing/tracingtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/idnhq/idn/didresolve"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/testnode"
+	"github.com/idnhq/idn/kit/testnode"
 	"github.com/multiformats/go-multibase"
 )
 

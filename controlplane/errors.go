@@ -3,11 +3,11 @@ package controlplane
 import (
 	"net/http"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/claims"
 	"github.com/idnhq/idn/controlplane/internal/ownerauth"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Errors of the composition's own routes (metrics).

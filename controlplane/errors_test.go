@@ -28,7 +28,7 @@ func TestStoreReturnsNoHTTPErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, imp := range f.Imports {
-			if path, _ := strconv.Unquote(imp.Path.Value); path == "github.com/idnhq/idn/internal/apierror" || path == "net/http" {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == "github.com/idnhq/idn/apierror" || path == "net/http" {
 				t.Errorf("%s imports %s: the store returns domain errors, never HTTP answers", name, path)
 			}
 		}

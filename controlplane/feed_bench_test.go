@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/claimcache/feedwire"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/feedwire"
 )
 
 var (

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/feedwire"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/feedwire"
 )
 
 // syncFeedHTTP applies the changes after cursor, read through the API two

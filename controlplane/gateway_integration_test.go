@@ -14,7 +14,7 @@ import (
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 // TestGatewayClaimPath drives the control plane with the gateway's own

@@ -18,7 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/webhooks"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // The attacks here come from an owner who controls a gateway speaking the

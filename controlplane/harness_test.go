@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 // engines lists the storage engines every store test runs against.

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/clientip"
-	"github.com/idnhq/idn/internal/textcap"
+	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/clientip"
+	"github.com/idnhq/idn/kit/textcap"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )

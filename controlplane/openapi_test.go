@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 // allRoutesEnv is a server with every optional route on: passkeys, test

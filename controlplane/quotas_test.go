@@ -18,7 +18,7 @@ import (
 
 	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/webhooks"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // TestNamespaceQuotas: one owner cannot make the control plane hold

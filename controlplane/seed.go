@@ -6,8 +6,8 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // seedRequest is the body of POST /v1/test/seed.

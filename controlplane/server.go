@@ -21,16 +21,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/activity"
 	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/webhooks"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/bodybudget"
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/clientip"
-	"github.com/idnhq/idn/internal/textcap"
-	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/kit/bodybudget"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/clientip"
+	"github.com/idnhq/idn/kit/textcap"
+	"github.com/idnhq/idn/kit/tracing"
 )
 
 // Config configures a Server. Only Store and JWTSecret are required; every

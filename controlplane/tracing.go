@@ -3,8 +3,8 @@ package controlplane
 import (
 	"net/http"
 
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/textcap"
+	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/kit/textcap"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"

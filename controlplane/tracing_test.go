@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/tracing/tracingtest"
+	"github.com/idnhq/idn/kit/tracing/tracingtest"
 )
 
 // A signed request gets a server span named for its route pattern, child

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idnhq/idn/internal/display"
+	"github.com/idnhq/idn/identity/display"
 )
 
 // ValidationError says which field of a request is wrong and why. Its

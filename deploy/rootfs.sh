@@ -24,7 +24,7 @@ set -eu
 mkdir -p "$1/usr/local/bin"
 out=$(cd "$1" && pwd)
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
-ldflags="-s -w -X github.com/idnhq/idn/internal/buildinfo.version=$version"
+ldflags="-s -w -X github.com/idnhq/idn/kit/buildinfo.version=$version"
 export GOWORK=off CGO_ENABLED=0
 (cd cmd/gateway && go build -trimpath -ldflags "$ldflags" -o "$out/usr/local/bin/gateway" .)
 go build -trimpath -ldflags "$ldflags" -o "$out/usr/local/bin/idn" ./cmd/idn

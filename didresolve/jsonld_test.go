@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/didresolve"
-	"github.com/idnhq/idn/internal/testnode"
+	"github.com/idnhq/idn/kit/testnode"
 )
 
 // expandSafe expands doc in JSON-LD safe mode (see testnode.ExpandSafe).

@@ -28,7 +28,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 // freeAddr reserves a loopback port and releases it for the caller to

@@ -22,7 +22,7 @@ import (
 
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 // rawRequest is one request as bytes on the wire, so that it can be

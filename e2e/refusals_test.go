@@ -15,7 +15,7 @@ import (
 
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 // TestClaimRefusalsNameTheirCause (issue 28, item 5): an agent whose claim

@@ -21,8 +21,8 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/openapicheck"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/openapicheck"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 // binDir holds the built gateway; TestMain removes it.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/textcap"
+	"github.com/idnhq/idn/kit/textcap"
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"

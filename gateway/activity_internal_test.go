@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/internal/textcap"
+	"github.com/idnhq/idn/kit/textcap"
 	"github.com/idnhq/idn/mcpevent"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/testlog"
-	"github.com/idnhq/idn/internal/textcap"
+	"github.com/idnhq/idn/kit/testlog"
+	"github.com/idnhq/idn/kit/textcap"
 	"github.com/idnhq/idn/mcpproxy"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 func minimalConfig(t *testing.T) gateway.Config {

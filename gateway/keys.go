@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/pairing"
 )
 

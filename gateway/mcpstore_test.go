@@ -15,7 +15,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 // oldMCPMembers are the MCP members a connection's document held when they

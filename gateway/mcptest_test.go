@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 // composedRoutes are the routes the gateway's own dispatch serves before

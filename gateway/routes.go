@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // dispatch routes by path prefix. Unlike http.ServeMux it never redirects

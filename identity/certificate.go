@@ -12,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/idnhq/idn/internal/display"
+	"github.com/idnhq/idn/identity/display"
 )
 
 // ErrInvalidCertificate is returned for a certificate that cannot be

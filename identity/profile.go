@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
-	"github.com/idnhq/idn/internal/display"
+	"github.com/idnhq/idn/identity/display"
 )
 
 // Profile names the signing profile this package implements.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 
-	"github.com/idnhq/idn/internal/textcap"
-	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/kit/textcap"
+	"github.com/idnhq/idn/kit/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 )
 

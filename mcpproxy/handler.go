@@ -6,8 +6,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpevent"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 
-	"github.com/idnhq/idn/internal/textcap"
-	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/kit/textcap"
+	"github.com/idnhq/idn/kit/tracing"
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"

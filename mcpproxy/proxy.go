@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/kit/tracing"
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
 	"github.com/idnhq/idn/mcpproxy/internal/hold"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // Files in the data directory.

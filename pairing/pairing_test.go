@@ -15,8 +15,8 @@ import (
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/pairwire"
 	"github.com/idnhq/idn/pairing"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // localGateway is the gateway side: a vault and its admin API, and the

@@ -18,8 +18,8 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/pairwire"
-	"github.com/idnhq/idn/internal/textcap"
+	"github.com/idnhq/idn/kit/textcap"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // Activity is one decision of the gateway about an agent's request, as

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/pairwire"
 	"github.com/idnhq/idn/pairing"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // A gateway reports a decision to its owner's control plane, which sees

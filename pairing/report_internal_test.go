@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // FuzzAppendBatch: whatever an agent names itself or a tool is called, a

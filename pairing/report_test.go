@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/pairwire"
 	"github.com/idnhq/idn/pairing"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // fakeActivity is a control plane's activity route: it answers each

@@ -9,7 +9,7 @@ import (
 
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // request is a JSON-RPC 2.0 request as it arrives.

@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/bodybudget"
+	"github.com/idnhq/idn/kit/bodybudget"
 )
 
 // DefaultMaxInflightBodyBytes is the zero Config's cap on the request body

@@ -15,7 +15,7 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/bodybudget"
+	"github.com/idnhq/idn/kit/bodybudget"
 )
 
 // rawRequest is a request written by hand on its own connection, so a test

@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"net/netip"
 
-	"github.com/idnhq/idn/internal/clientip"
-	"github.com/idnhq/idn/internal/textcap"
+	"github.com/idnhq/idn/kit/clientip"
+	"github.com/idnhq/idn/kit/textcap"
 )
 
 // decisionLog writes JSON decision logs: identity values

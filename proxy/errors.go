@@ -9,10 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/replay"
 )
 

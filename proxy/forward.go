@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/kit/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"

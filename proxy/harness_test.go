@@ -19,7 +19,7 @@ import (
 	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/replay"

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/apierror"
 )
 
 // Health serves the gateway's health endpoints:

@@ -4,8 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/mcpevent"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/tracing/tracingtest"
+	"github.com/idnhq/idn/kit/tracing/tracingtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

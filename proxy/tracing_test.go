@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idnhq/idn/internal/tracing/tracingtest"
+	"github.com/idnhq/idn/kit/tracing/tracingtest"
 )
 
 const (

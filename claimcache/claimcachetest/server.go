@@ -51,11 +51,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/claimcache"
+	"github.com/idnhq/idn/claimcache/feedwire"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/feedwire"
 )
 
 // Feed paging, as the control plane pages.

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/idnhq/idn/docs"
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 // command is one node of the command line: a command that runs (serve,

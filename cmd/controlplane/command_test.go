@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 // TestDispatchGroup drives a command group like registry: a subcommand is

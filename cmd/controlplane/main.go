@@ -38,7 +38,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 // root is the command line; each command registers itself from its own

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/idnhq/idn/controlplane"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 func init() {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/docs"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 // TestHelpIsTheReference: what serve -h says of each setting is its row

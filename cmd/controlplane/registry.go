@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/controlplane"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 	"github.com/idnhq/idn/registry/evm"
 )
 

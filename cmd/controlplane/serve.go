@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/controlplane"
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/envconf"
 	"github.com/idnhq/idn/registry/evm"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"

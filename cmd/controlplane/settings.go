@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/controlplane"
-	"github.com/idnhq/idn/internal/clientip"
-	"github.com/idnhq/idn/internal/envconf"
-	"github.com/idnhq/idn/internal/tracing/otlpexport"
+	"github.com/idnhq/idn/kit/clientip"
+	"github.com/idnhq/idn/kit/envconf"
+	"github.com/idnhq/idn/kit/tracing/otlpexport"
 )
 
 // settings is everything serve reads from the environment. Settings that

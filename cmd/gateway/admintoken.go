@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 func init() {

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/idnhq/idn/docs"
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 // errHelpShown ends a command successfully after -h printed its flags.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/buildinfo"
+	"github.com/idnhq/idn/kit/buildinfo"
 	"github.com/idnhq/idn/pairing"
 )
 

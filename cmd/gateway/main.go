@@ -31,8 +31,8 @@ import (
 	"syscall"
 
 	"github.com/idnhq/idn/docs"
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 // command is one sub-command.

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 	"github.com/idnhq/idn/pairing"
 )
 

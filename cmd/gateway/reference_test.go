@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 // TestReferenceListsEverySetting: docs/gateway.md has a row, with the

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 func init() {

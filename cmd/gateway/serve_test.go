@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 // linkedVersion is set at link time into the binary buildGateway builds.
@@ -30,7 +30,7 @@ var buildGateway = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "gateway")
-	out, err := exec.Command("go", "build", "-ldflags", "-X github.com/idnhq/idn/internal/buildinfo.version="+linkedVersion,
+	out, err := exec.Command("go", "build", "-ldflags", "-X github.com/idnhq/idn/kit/buildinfo.version="+linkedVersion,
 		"-o", bin, ".").CombinedOutput()
 	if err != nil {
 		return "", &buildError{out: string(out), err: err}

@@ -13,9 +13,9 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/clientip"
-	"github.com/idnhq/idn/internal/envconf"
-	"github.com/idnhq/idn/internal/tracing/otlpexport"
+	"github.com/idnhq/idn/kit/clientip"
+	"github.com/idnhq/idn/kit/envconf"
+	"github.com/idnhq/idn/kit/tracing/otlpexport"
 	"github.com/idnhq/idn/replay"
 )
 

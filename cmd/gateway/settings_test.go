@@ -11,7 +11,7 @@ import (
 
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 	"github.com/idnhq/idn/replay"
 )
 

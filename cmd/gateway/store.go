@@ -10,7 +10,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/gateway"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 // openVault opens the store in the data directory for a one-shot command,

@@ -30,8 +30,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/idnhq/idn/internal/buildinfo"
-	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/kit/buildinfo"
+	"github.com/idnhq/idn/kit/envconf"
 )
 
 const usage = `idn: the agent CLI of idn (signed HTTP requests, profile idn-rfc9421-v1)

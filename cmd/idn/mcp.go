@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/internal/mcporder"
 	"github.com/idnhq/idn/internal/mcptasks"
+	"github.com/idnhq/idn/kit/buildinfo"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -26,7 +26,7 @@ import (
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/mcpconversation"
-	"github.com/idnhq/idn/internal/testnode"
+	"github.com/idnhq/idn/kit/testnode"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

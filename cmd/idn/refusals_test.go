@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/apierror"
 )
 
 type answer struct {

@@ -14,11 +14,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/testnode"
+	"github.com/idnhq/idn/kit/testnode"
 )
 
 // axeSource is axe-core's browser bundle from the pinned packages of
-// internal/testnode, skipping (or, under CI, failing) the test without
+// kit/testnode, skipping (or, under CI, failing) the test without
 // them.
 func axeSource(t *testing.T) string {
 	t.Helper()

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-	"github.com/idnhq/idn/internal/display"
+	"github.com/idnhq/idn/identity/display"
 )
 
 // The dashboard's display.js writes out the same characters as the

@@ -30,7 +30,7 @@ import (
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 // vectors are the RFC 9180 test vectors of testdata/rfc9180-x25519.json.

@@ -45,7 +45,7 @@ import (
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 // repo is the repository's root, from this package's folder.

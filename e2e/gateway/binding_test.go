@@ -29,7 +29,7 @@ import (
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 // stack is a gateway in front of a real control plane, with one connection

@@ -19,7 +19,7 @@ import (
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/kit/openapicheck"
 )
 
 func call(t *testing.T, req *http.Request) (int, map[string]any) {

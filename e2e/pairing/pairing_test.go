@@ -35,10 +35,10 @@ import (
 
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/internal/openapicheck"
-	"github.com/idnhq/idn/internal/pairwire"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/openapicheck"
+	"github.com/idnhq/idn/kit/testlog"
 	"github.com/idnhq/idn/pairing"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 const seedToken = "pairing-test-seed-token"

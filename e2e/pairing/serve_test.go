@@ -14,7 +14,7 @@ import (
 
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 // gatewayProc is a gateway process of the real binary.

@@ -1,5 +1,5 @@
 // Package mcpconversation holds one conversation with the reference MCP
-// "everything" server (the npm package pinned in internal/testnode) using
+// "everything" server (the npm package pinned in kit/testnode) using
 // the official TypeScript SDK client, and compares two transcripts of it
 // (held directly and through the gateway) message by message, allowing
 // only the differences docs/gateway.md lists. It is for tests.
@@ -25,7 +25,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/testnode"
+	"github.com/idnhq/idn/kit/testnode"
 )
 
 // StartEverything runs the reference "everything" MCP server (the pinned

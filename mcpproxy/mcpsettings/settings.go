@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idnhq/idn/internal/display"
+	"github.com/idnhq/idn/identity/display"
 	"github.com/idnhq/idn/mcpproxy/toolpolicy"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // Series is a selection's decisions counted in consecutive steps of equal

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // page bounds of the two claim listings: the gateway's feed reads large

@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/didresolve"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // resolved is what the DID endpoints need about a namespace.

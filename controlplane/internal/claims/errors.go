@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Errors of the store and the claim lifecycle. They know nothing of HTTP:

@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/feedwire"
+	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/claimcache/feedwire"
 )
 
 // claimsFeed serves the approved claims of the service (the key's, or the

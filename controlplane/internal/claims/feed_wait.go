@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/claimcache/feedwire"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/feedwire"
 )
 
 // Bounds of the feed's long poll (GET /v1/namespaces/claims?since=…&wait=…).

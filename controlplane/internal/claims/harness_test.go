@@ -22,7 +22,7 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/kit/clientip"
 )
 
 // The claims' own tests run on a store of either engine, without the rest

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/apierror"
 )
 
 // validSlug: 3-64 of a-z 0-9 -, alphanumeric at both ends.

@@ -28,12 +28,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/activity"
 	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/webhooks"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/display"
+	"github.com/idnhq/idn/identity/display"
 )
 
 // Config configures the dashboard.

@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // One-time sign-in links open the dashboard as an owner in one step, for

@@ -5,9 +5,9 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // ErrNotFound is a gateway that does not exist or belongs to another

@@ -12,11 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/replay"
 )
 

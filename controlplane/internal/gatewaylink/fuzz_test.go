@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // FuzzGatewayMessages feeds what a gateway or an owner sends before any

@@ -13,11 +13,11 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // openDB opens cfg's database, as one control-plane process does.

@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // twoLinks is two instances' links on one PostgreSQL database, each with

@@ -11,7 +11,7 @@ import (
 
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/sqldb/sqldbtest"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // TestUnpairNamespace: account deletion, served by one instance, unpairs

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // The owner's routes: pairing sessions, the gateways list, unpairing and

@@ -16,8 +16,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/internal/display"
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/identity/display"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // Pairing codes: 8 characters of Crockford's base32 (40 bits), valid for

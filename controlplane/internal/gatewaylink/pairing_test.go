@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/internal/pairwire"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 func TestPairingCode(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"net/http"
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // passkeyRecord is a passkey as its owner sees it.

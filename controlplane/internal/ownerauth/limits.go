@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/apierror"
 )
 
 // Auth rate limits. Every counter is keyed by the client address (an IPv4

@@ -4,7 +4,7 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"net/http"
 
-	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/apierror"
 )
 
 // Owner admits requests carrying a live session cookie and passes the

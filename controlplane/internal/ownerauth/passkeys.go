@@ -13,8 +13,8 @@ import (
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 	"github.com/go-webauthn/webauthn/webauthn"
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // credentialParams are the accepted key algorithms, in preference order.

@@ -12,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/apierror"
 )
 
 // sessionStart describes how a session began: the passkey that started it

@@ -28,17 +28,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/idnhq/idn/internal/keyrate"
+	"github.com/idnhq/idn/kit/keyrate"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/httpsig"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 	"github.com/idnhq/idn/replay"
 )
 

@@ -38,7 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
-	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/kit/tracing"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )

@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/bodybudget"
+	"github.com/idnhq/idn/kit/bodybudget"
 )
 
 // No buffer is ever sized from Content-Length; buffers grow with the bytes

@@ -1,8 +1,8 @@
 package web
 
 import (
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/display"
+	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/identity/display"
 )
 
 // CheckDisplay refuses, with VALIDATION_ERROR, a string an owner will be

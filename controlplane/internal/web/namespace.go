@@ -3,8 +3,8 @@ package web
 import (
 	"strings"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // reservedNamespaces are the literal segments of the API's paths that are

@@ -3,8 +3,8 @@ package web
 import (
 	"errors"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Rule answers the errors it accepts; ok is false for the others.

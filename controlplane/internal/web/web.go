@@ -26,12 +26,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
-	"github.com/idnhq/idn/internal/apierror"
-	"github.com/idnhq/idn/internal/bodybudget"
-	"github.com/idnhq/idn/internal/clientip"
+	"github.com/idnhq/idn/kit/bodybudget"
+	"github.com/idnhq/idn/kit/clientip"
 )
 
 // Kit is the plumbing of one server. Its fields are set once, before the

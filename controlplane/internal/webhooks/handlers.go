@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/controlplane/internal/webhooks/egress"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Errors of the store, answered by errorRules.

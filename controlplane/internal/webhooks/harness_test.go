@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/controlplane/internal/webhooks"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 var testKey = []byte("webhook-secret-encryption-key-32")

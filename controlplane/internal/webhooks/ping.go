@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"github.com/idnhq/idn/controlplane/internal/web"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // testWebhook is POST /v1/services/{id}/webhooks/{wid}/test: it queues one

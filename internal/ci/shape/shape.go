@@ -24,18 +24,23 @@ const (
 	MaxMethods = 40
 )
 
-// Package is one directory's non-test, non-generated Go code.
+// Package is one directory's non-test, non-generated Go code, and what
+// its tests import.
 type Package struct {
-	Dir     string
-	Lines   int             // lines holding code, not only blanks or comments
-	Methods map[string]int  // receiver type → methods
-	Imports map[string]bool // import paths of its non-test files
+	Dir         string
+	Module      string          // the path of the module holding it
+	Lines       int             // lines holding code, not only blanks or comments
+	Methods     map[string]int  // receiver type → methods
+	Imports     map[string]bool // import paths of its non-test files
+	TestImports map[string]bool // import paths of its test files
 }
 
 // Measure walks the tree under root and measures each directory holding Go
-// code; node_modules, testdata and hidden directories are skipped.
+// code; node_modules, testdata and hidden directories are skipped. A
+// directory of tests alone is a Package of no lines.
 func Measure(root string) ([]Package, error) {
 	byDir := map[string]*Package{}
+	modules := map[string]string{} // directory of a go.mod → its module path
 	var order []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -48,7 +53,14 @@ func Measure(root string) ([]Package, error) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+		if name == "go.mod" {
+			src, err := os.ReadFile(path)
+			if err == nil {
+				modules[filepath.Dir(path)] = modulePath(src)
+			}
+			return err
+		}
+		if !strings.HasSuffix(name, ".go") {
 			return nil
 		}
 		src, err := os.ReadFile(path)
@@ -65,9 +77,15 @@ func Measure(root string) ([]Package, error) {
 		dir := filepath.Dir(path)
 		p := byDir[dir]
 		if p == nil {
-			p = &Package{Dir: dir, Methods: map[string]int{}, Imports: map[string]bool{}}
+			p = &Package{Dir: dir, Methods: map[string]int{}, Imports: map[string]bool{}, TestImports: map[string]bool{}}
 			byDir[dir] = p
 			order = append(order, dir)
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			for _, imp := range f.Imports {
+				p.TestImports[strings.Trim(imp.Path.Value, `"`)] = true
+			}
+			return nil
 		}
 		p.Lines += codeLines(src)
 		for _, imp := range f.Imports {
@@ -82,9 +100,26 @@ func Measure(root string) ([]Package, error) {
 	})
 	pkgs := make([]Package, len(order))
 	for i, dir := range order {
-		pkgs[i] = *byDir[dir]
+		p := byDir[dir]
+		for d := dir; p.Module == ""; d = filepath.Dir(d) {
+			p.Module = modules[d]
+			if d == root {
+				break
+			}
+		}
+		pkgs[i] = *p
 	}
 	return pkgs, err
+}
+
+// modulePath returns the path a go.mod file's module directive names.
+func modulePath(src []byte) string {
+	for line := range strings.Lines(string(src)) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
 }
 
 // codeLines counts the lines of src on which a token other than a

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,7 +49,9 @@ func TestRepositoryShape(t *testing.T) {
 
 // TestLayering holds the import rules the design rests on: httpsig
 // stands alone, proxy does not depend on the MCP engine, and what tests
-// use to stand a server up stays out of the code users run.
+// use to stand a server up stays out of the code users run. No module
+// imports another's internal packages, in its code or its tests: the
+// modules are versioned apart, so only public packages may cross.
 func TestLayering(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("../../..")
@@ -60,6 +63,12 @@ func TestLayering(t *testing.T) {
 		t.Fatal(err)
 	}
 	const project = "github.com/idnhq/idn/"
+	var modules []string
+	for _, p := range pkgs {
+		if !slices.Contains(modules, p.Module) {
+			modules = append(modules, p.Module)
+		}
+	}
 	for _, p := range pkgs {
 		rel, _ := filepath.Rel(root, p.Dir)
 		rel = filepath.ToSlash(rel)
@@ -75,7 +84,27 @@ func TestLayering(t *testing.T) {
 				t.Errorf("%s imports %s, a package for tests", rel, imp)
 			}
 		}
+		for imp := range p.TestImports {
+			p.Imports[imp] = true
+		}
+		for imp := range p.Imports {
+			if owner := owner(modules, imp); strings.Contains(imp+"/", "/internal/") && owner != "" && owner != p.Module {
+				t.Errorf("%s (module %s) imports %s, internal to module %s", rel, p.Module, imp, owner)
+			}
+		}
 	}
+}
+
+// owner returns the module of modules that holds package imp: the
+// longest that is a prefix of it. "" means none.
+func owner(modules []string, imp string) string {
+	best := ""
+	for _, m := range modules {
+		if within(imp, m) && len(m) > len(best) {
+			best = m
+		}
+	}
+	return best
 }
 
 // within reports whether package path rel is dir or below it.
@@ -85,7 +114,7 @@ func within(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, 
 // ends in "test" (claimcachetest, egresstest, …), or it checks servers
 // against their OpenAPI documents.
 func forTests(rel string) bool {
-	return strings.HasSuffix(path.Base(rel), "test") || rel == "internal/openapicheck"
+	return strings.HasSuffix(path.Base(rel), "test") || rel == "kit/openapicheck"
 }
 
 // harness reports whether the package at rel is part of a test harness

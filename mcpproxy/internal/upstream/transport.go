@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idnhq/idn/internal/tracing"
+	"github.com/idnhq/idn/kit/tracing"
 )
 
 // RetryPolicy bounds the retries of one upstream HTTP exchange.

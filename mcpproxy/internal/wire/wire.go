@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/apierror"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

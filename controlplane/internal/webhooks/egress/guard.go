@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idnhq/idn/internal/display"
+	"github.com/idnhq/idn/identity/display"
 )
 
 // forbiddenPrefixes are the special-use ranges (IANA IPv4 and IPv6

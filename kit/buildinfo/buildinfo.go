@@ -1,5 +1,5 @@
 // Package buildinfo reports the version of the running binary: the value
-// set at link time (-ldflags "-X github.com/idnhq/idn/internal/buildinfo.version=v1.2.3"),
+// set at link time (-ldflags "-X github.com/idnhq/idn/kit/buildinfo.version=v1.2.3"),
 // else the module version and VCS revision recorded by the Go toolchain.
 // A build with neither (VCS stamping off, or no .git in the tree) says
 // "dev", never the toolchain's "(devel)" placeholder: release builds set

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idnhq/idn/internal/envconf"
-	"github.com/idnhq/idn/internal/textcap"
+	"github.com/idnhq/idn/kit/envconf"
+	"github.com/idnhq/idn/kit/textcap"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"

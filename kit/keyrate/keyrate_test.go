@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/internal/keyrate"
+	"github.com/idnhq/idn/kit/keyrate"
 )
 
 func TestKeysRefusedOnceTheirBurstIsSpent(t *testing.T) {

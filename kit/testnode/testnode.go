@@ -23,7 +23,7 @@ func Modules(t testing.TB, what string) (modules, node string) {
 	modules = os.Getenv("IDN_NODE_MODULES")
 	node, err := exec.LookPath("node")
 	if modules == "" || err != nil {
-		msg := what + " needs node and the packages of internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
+		msg := what + " needs node and the packages of kit/testnode (set IDN_NODE_MODULES; .ci/run does)"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idnhq/idn/internal/envconf"
-	"github.com/idnhq/idn/internal/textcap"
-	"github.com/idnhq/idn/internal/tracing/tracingtest"
+	"github.com/idnhq/idn/kit/envconf"
+	"github.com/idnhq/idn/kit/textcap"
+	"github.com/idnhq/idn/kit/tracing/tracingtest"
 	"go.opentelemetry.io/otel/attribute"
 )
 

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/idnhq/idn/internal/testnode"
+	"github.com/idnhq/idn/kit/testnode"
 )
 
 // documents are the servers' OpenAPI documents, from this folder.
@@ -18,7 +18,7 @@ var documents = map[string]string{
 }
 
 // lint runs @seriousme/openapi-schema-validator (pinned in
-// internal/testnode), which holds a document to the OpenAPI Initiative's
+// kit/testnode), which holds a document to the OpenAPI Initiative's
 // own JSON Schema and refuses one whose objects repeat a key.
 func lint(t *testing.T, path string) (valid bool, out []byte) {
 	t.Helper()

@@ -20,8 +20,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
-	"github.com/idnhq/idn/internal/apierror"
 )
 
 // Resolver answers questions about a request's origin. The zero value trusts

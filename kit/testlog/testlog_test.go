@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idnhq/idn/internal/testlog"
+	"github.com/idnhq/idn/kit/testlog"
 )
 
 func TestConcurrentWritersAndReaders(t *testing.T) {
