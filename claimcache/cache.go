@@ -187,13 +187,16 @@ func (c *Cache) SetServices(names ...string) {
 }
 
 // Lookup reports whether the claim <namespace, publicKey, service> is
-// approved. publicKey is the raw 32-byte Ed25519 key. It returns an error
-// wrapping ErrUnavailable when the service's snapshot is missing or stale,
-// ErrNotApproved when a fresh snapshot has no such claim (a *RevokedError
-// or *RejectedError when a change since the last full read revoked or
-// rejected it), and ErrLookupFailed
-// when the service is not tracked or the key is malformed. A miss or a stale
-// snapshot requests an early refresh of the service from Run.
+// approved. publicKey is the raw 32-byte Ed25519 key. Its errors wrap:
+//   - ErrUnavailable when the service's snapshot is missing or stale;
+//   - ErrNotApproved when a fresh snapshot has no such claim (a
+//     *RevokedError or *RejectedError when a change since the last full
+//     read revoked or rejected it);
+//   - ErrLookupFailed when the service is not tracked or the key is
+//     malformed.
+//
+// A miss or a stale snapshot requests an early refresh of the service from
+// Run.
 func (c *Cache) Lookup(service, namespace string, publicKey []byte) (Approval, error) {
 	s := (*c.services.Load())[service]
 	if s == nil {
@@ -408,8 +411,8 @@ func (c *Cache) sync(ctx context.Context, s *service, cs ChangeSource, current *
 // and whenever a lookup miss asks for an early refresh, until ctx is done.
 // From a WaitingSource, once a service is loaded, Run instead keeps one
 // request for its changes waiting (ChangeWait) and applies each answer as
-// it comes, so an approval or a revocation reaches the cache as soon as
-// the source has it; it polls again when a request fails or the source
+// it comes. An approval or a revocation then reaches the cache as soon as
+// the source has it. Run polls again when a request fails or the source
 // answers without waiting. Services added by SetServices are picked up at
 // once. Run returns ctx's error after every refresh it started has
 // stopped. Call it once.

@@ -34,18 +34,20 @@ const (
 //
 // It is a WaitingSource. The version of a full read is the cursor its first
 // page carries, and ClaimChanges asks for the changes after it
-// (?since=<cursor>, following "more"); a 410 answer (the control plane
-// pruned them) is ErrVersionExpired. WaitClaimChanges asks the control
-// plane to hold the request until a change comes (&wait=<seconds>); one
-// that does not know the parameter answers at once. ApprovedClaims given a cursor first
-// asks whether any change follows it, and answers ErrNotModified when none
-// does. A control plane whose pages carry no cursor is paged by offset, a
-// read whose pages disagree on pagination.total fails with ErrFeedChanged,
-// and the feed is versioned by ETag: the first page is requested
-// with If-None-Match set to the ETag of the last complete read, and a 304
-// answer means the whole set is unchanged, so that ETag must identify the
-// service's entire approved set (every page), not one page; ClaimChanges
-// answers ErrVersionExpired for such a version.
+// (?since=<cursor>, following "more"). A 410 answer means the control plane
+// pruned them: ErrVersionExpired. WaitClaimChanges asks the control plane
+// to hold the request until a change comes (&wait=<seconds>); one that
+// does not know the parameter answers at once. ApprovedClaims given a
+// cursor first asks whether any change follows it, and answers
+// ErrNotModified when none does.
+//
+// An older control plane, whose pages carry no cursor, is paged by offset.
+// A read whose pages disagree on pagination.total then fails with
+// ErrFeedChanged. Such a feed is versioned by ETag: the first page is
+// requested with If-None-Match set to the ETag of the last complete read.
+// A 304 answer means the whole set is unchanged, so that ETag must identify
+// the service's entire approved set (every page), not one page.
+// ClaimChanges answers ErrVersionExpired for such a version.
 type HTTPSource struct {
 	// BaseURL is the control plane's base address ({IDN_REGISTRY_URL}).
 	// Required.

@@ -5,16 +5,25 @@
 // # Use
 //
 // Open returns a Store (SQLite or PostgreSQL behind one versioned schema);
-// New returns a Server, an http.Handler. Start runs its background work
-// (maintenance every minute, webhook and registry workers), Up waits until
-// it is ready to serve, and Close stops the work and closes the gateways'
-// sockets; call Close after the http.Server's Shutdown, which leaves
-// WebSockets open. The gateway has the same lifecycle. Provision, IssueSession and
-// SigninLink set an owner up without HTTP, as the quickstart does.
-// Several instances may share one PostgreSQL database: nonces, sessions,
-// claims, webhook deliveries and registry writes live there, gateway
-// RPCs are relayed between instances, and a claim change wakes the feed
-// requests waiting for it on every instance.
+// New returns a Server, an http.Handler.
+//
+//	store, err := controlplane.Open(ctx, controlplane.StoreConfig{SQLitePath: "cp.db"})
+//	cp, err := controlplane.New(controlplane.Config{Store: store, JWTSecret: secret})
+//	err = cp.Start(ctx) // maintenance, webhook and registry workers
+//	srv := &http.Server{Handler: cp}
+//	err = cp.Up(ctx) // ready to serve
+//	srv.Shutdown(ctx); cp.Close(); store.Close()
+//
+// Close stops the background work and closes the gateways' sockets. Call it
+// after the http.Server's Shutdown, which leaves WebSockets open. The
+// gateway has the same lifecycle. Provision, IssueSession and SigninLink
+// set an owner up without HTTP, as the quickstart does.
+//
+// Several instances may share one PostgreSQL database. Nonces, sessions,
+// claims, webhook deliveries and registry writes live there. Gateway RPCs
+// are relayed between instances, and a claim change wakes the feed requests
+// waiting for it on every instance. docs/control-plane.md ("Embedding")
+// tells the rest.
 //
 // # Parts
 //
@@ -39,21 +48,29 @@
 //     three-method Backend that registry/evm implements;
 //   - dashboard: the owner's pages over the others' read APIs.
 //
-// Beneath them, internal/sqldb is the database handle (the write turn,
-// error classes, the migrations), internal/web the HTTP plumbing (body
-// budget, error envelope, origins), internal/signed the admission of
-// signed requests and internal/wake the long poll's waits (woken in
-// process, and across instances by PostgreSQL's NOTIFY).
+// Beneath them lie four plumbing packages:
+//
+//   - internal/sqldb: the database handle (the write turn, error classes,
+//     the migrations);
+//   - internal/web: the HTTP plumbing (body budget, error envelope,
+//     origins);
+//   - internal/signed: the admission of signed requests;
+//   - internal/wake: the long poll's waits, woken in process and across
+//     instances by PostgreSQL's NOTIFY.
 //
 // # Dependencies between parts
 //
 // A part depends on another only through what it is handed at
-// construction: the owner middleware (web.Owner), the signed-request gate,
-// hooks for changes it reports (claims.Hooks.Changed, ownerauth.Hooks),
-// the registry writer for claims, and for claims the owners of paired
-// gateways (claims.Config.Gateways, which gatewaylink's Link answers), so
-// a paired gateway stands for its owner's services without claims
-// importing gatewaylink. No part imports the composition, and the
-// only part other parts import is claims (for its records and its read
-// API) and webhooks' event names.
+// construction:
+//
+//   - the owner middleware (web.Owner) and the signed-request gate;
+//   - hooks for changes it reports (claims.Hooks.Changed, ownerauth.Hooks);
+//   - for claims, the registry writer;
+//   - for claims, the owners of paired gateways (claims.Config.Gateways,
+//     which gatewaylink's Link answers).
+//
+// So a paired gateway stands for its owner's services without claims
+// importing gatewaylink. No part imports the composition. The only part
+// other parts import is claims (for its records and its read API), besides
+// webhooks' event names.
 package controlplane

@@ -2,24 +2,26 @@
 // a control plane.
 //
 // Documents follow W3C DID Core 1.0 with Ed25519VerificationKey2020
-// verification methods: publicKeyMultibase is "z" + base58btc of the
-// multicodec prefix 0xed 0x01 and the raw key, and every verification-method
-// id is the agent's own keyId, "<did>#ed25519-<first 8 bytes of SHA-256 of
-// the key, hex>", so ids are stable across resolutions.
-// Resolution results use the DID Resolution v1 envelope (didDocument,
-// didDocumentMetadata, didResolutionMetadata).
+// verification methods. publicKeyMultibase is "z" + base58btc of the
+// multicodec prefix 0xed 0x01 and the raw key. Every verification-method id
+// is the agent's own keyId, "<did>#ed25519-<first 8 bytes of SHA-256 of
+// the key, hex>", so ids are stable across resolutions. Resolution results
+// use the DID Resolution v1 envelope (didDocument, didDocumentMetadata,
+// didResolutionMetadata).
 //
-// Every term a document uses is defined by one of its contexts, so strict
-// JSON-LD processors (safe mode, which refuses a document with an undefined
-// term) expand it: the W3C DID v1 and Ed25519 2020 contexts, and an inline
-// context (Context) that maps idn's own terms, such as the service type
-// AgentEndpoint, to absolute IRIs under TermsIRI. Resolver is an HTTP client
-// for the control plane's /1.0/identifiers/{did} endpoint with a bounded TTL
-// cache.
+// Strict JSON-LD processors run in safe mode, which refuses a document with
+// an undefined term. So every term a document uses is defined by one of its
+// contexts: the W3C DID v1 and Ed25519 2020 contexts, and an inline context
+// (Context). The inline one maps idn's own terms, such as the service type
+// AgentEndpoint, to absolute IRIs under TermsIRI.
+//
+// Resolver is an HTTP client for the control plane's
+// /1.0/identifiers/{did} endpoint with a bounded TTL cache. docs/did.md
+// describes the method and its terms.
 //
 // Configuration follows the repository's one rule: the zero value of every
-// field of Resolver is the safe one (a required field left empty is
-// refused), and a protection is turned off only by a field that says so: a
+// field of Resolver is the safe one, and a required field left empty is
+// refused. A protection is turned off only by a field that says so: a
 // negative number, an explicit off value, or an Insecure… switch.
 package didresolve
 
@@ -61,11 +63,10 @@ var (
 )
 
 // Context returns the @context of idn DID documents: the DID v1 and
-// Ed25519 2020 context URLs and an inline context defining idn's own terms
-// (AgentEndpoint, and the fields of the owner API's form of the document:
-// created, updated, deactivated, publicKeyBase64, status, claim_id,
-// service_slug). Each
-// call returns a fresh value.
+// Ed25519 2020 context URLs and an inline context defining idn's own terms.
+// Those are AgentEndpoint and the fields of the owner API's form of the
+// document: created, updated, deactivated, publicKeyBase64, status,
+// claim_id, service_slug. Each call returns a fresh value.
 func Context() []any {
 	dateTime := func(iri string) map[string]any {
 		return map[string]any{"@id": iri, "@type": "http://www.w3.org/2001/XMLSchema#dateTime"}
