@@ -1,8 +1,8 @@
 // Package backoff spaces the retries of the control plane's outbound work
-// (webhook deliveries, registry writes) over a retry window: delays double
-// from a base chosen so that the threshold's attempts span the window, and
-// each delay is drawn from its upper half ("equal jitter"), so delays never
-// shrink and instances that failed together do not retry together.
+// (webhook deliveries, registry writes) over a retry window. Delays double
+// from a base chosen so that the threshold's attempts span the window. Each
+// delay is drawn from its upper half ("equal jitter"). So delays never
+// shrink, and instances that failed together do not retry together.
 package backoff
 
 import (

@@ -1,9 +1,14 @@
-// Package ownerauth is how namespace owners sign in to the control plane:
-// passkey accounts (WebAuthn sign-up, login, more passkeys, verification),
-// owner sessions (an HS256 JWT in the idn_session cookie whose session id
-// must be live in the database), step-up for credential changes, rate
-// limits keyed on the client address, the owner's sessions and settings,
-// and the alerts a credential change sends.
+// Package ownerauth is how namespace owners sign in to the control plane.
+// It holds:
+//
+//   - passkey accounts: WebAuthn sign-up, login, more passkeys,
+//     verification;
+//   - owner sessions: an HS256 JWT in the idn_session cookie, whose session
+//     id must be live in the database;
+//   - step-up for credential changes;
+//   - rate limits keyed on the client address;
+//   - the owner's sessions and settings;
+//   - the alerts a credential change sends.
 //
 // Sessions issues and checks sessions and provides the owner middleware
 // every other part mounts its owner routes behind (Sessions.Owner).

@@ -1,12 +1,16 @@
 // Package registrywriter writes the control plane's namespaces and claim
-// approvals and revocations to an on-chain identity registry (package
-// registry/evm is the EVM backend), in one of three modes: sync (the
-// owner's action waits for the write), memory (writes queued in this
-// process) or queue (writes found in the database, leased across
-// instances, never lost to a restart). A Writer reads and records what it
-// owes in the control plane's database; the claim lifecycle calls Write,
-// Withdraw and Record in sync mode, ClaimChanged and NamespaceCreated
-// after each change, and the process runs RunDue whenever Wake fires.
+// approvals and revocations to an on-chain identity registry. Package
+// registry/evm is the EVM backend. It runs in one of three modes:
+//
+//   - sync: the owner's action waits for the write;
+//   - memory: writes are queued in this process;
+//   - queue: writes are found in the database and leased across
+//     instances, so a restart never loses one.
+//
+// A Writer reads and records what it owes in the control plane's database.
+// In sync mode the claim lifecycle calls Write, Withdraw and Record. It
+// calls ClaimChanged and NamespaceCreated after each change, and the
+// process runs RunDue whenever Wake fires.
 package registrywriter
 
 import (
@@ -506,10 +510,11 @@ type store struct{ db *sqldb.DB }
 const registryClaimTodo = `((c.status = 'approved' AND c.approval_tx_hash IS NULL)
 	OR (c.status = 'revoked' AND c.approval_tx_hash IS NOT NULL AND c.revocation_tx_hash IS NULL))`
 
-// registryTodo returns writes that are due, namespaces first: not given
-// up, not waiting for a retry, not leased by a live worker, and for a
-// claim, no older write of its tuple still owed (unless given up), so a
-// tuple's approvals and revocations reach the chain in order.
+// registryTodo returns writes that are due, namespaces first. A due write
+// is not given up, not waiting for a retry and not leased by a live
+// worker. A claim's write also waits while an older write of its tuple is
+// still owed (unless given up). So a tuple's approvals and revocations
+// reach the chain in order.
 func (s store) registryTodo(ctx context.Context, now time.Time, n int) ([]task, error) {
 	const blocked = `(j.failed_at IS NOT NULL OR j.next_attempt_at > $1 OR j.lease_until > $1)`
 	rows, err := s.db.QueryContext(ctx, `SELECT subject, op FROM (
@@ -558,9 +563,9 @@ type jobState struct {
 }
 
 // leaseRegistryJob takes the lease of write t for leaseFor, creating its
-// job row on first use: an atomic upsert that only succeeds when no live
-// lease, retry wait or give-up stands in the way, so across instances
-// sharing the database one worker holds a write at a time. ok is false
+// job row on first use. It is an atomic upsert that only succeeds when no
+// live lease, retry wait or give-up stands in the way. So across instances
+// sharing the database, one worker holds a write at a time. ok is false
 // when the write is held, waiting or given up, or is no longer owed.
 func (s store) leaseRegistryJob(ctx context.Context, t task, token string, now time.Time, leaseFor time.Duration) (jobState, bool, error) {
 	var j jobState

@@ -16,10 +16,10 @@ import (
 )
 
 // No buffer is ever sized from Content-Length; buffers grow with the bytes
-// that arrive, and every byte read counts against the budget until the
-// body is decoded (Decode) or its request ends, whichever comes first: a
-// handler that then waits (an RPC waiting for its gateway's answer) holds
-// no share of the budget other tenants need.
+// that arrive. Every byte read counts against the budget until the body is
+// decoded (Decode) or its request ends, whichever comes first. So a handler
+// that then waits (an RPC waiting for its gateway's answer) holds no share
+// of the budget other tenants need.
 
 // anonymousBodyBytes caps the body of a request whose sender has not been
 // authenticated; sign-up and login bodies are a few kilobytes.

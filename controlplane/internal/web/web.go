@@ -1,18 +1,21 @@
 // Package web is the HTTP plumbing every part of the control plane serves
-// through: one Kit per server holds the clock, the logger, the client
-// address rules, the allowed browser origins and the request body budget,
-// and answers errors in the one envelope.
+// through. One Kit per server holds the clock, the logger, the client
+// address rules, the allowed browser origins and the request body budget.
+// It answers errors in the one envelope.
 //
-// Errors become answers in two steps. A part maps its own sentinels at its
-// handlers with a Rules table (the storage beneath returns plain errors);
-// Kit.Error then answers what is left: an *apierror.Error as it is, sqldb's ErrBusy and ErrUnavailable as
-// 503s, a cancelled request not at all, and anything else as a logged 500
-// whose detail is never echoed.
+// Errors become answers in two steps. First a part maps its own sentinels
+// at its handlers with a Rules table, since the storage beneath returns
+// plain errors. Kit.Error then answers what is left:
 //
-// Request bodies are read only once their sender is known: MeterBody puts
-// every body under the budget with a 64 KiB limit, AdmitBody raises it to
-// MaxBodyBytes once a route has authenticated the sender, and Decode gives
-// the bytes back as soon as they are decoded.
+//   - an *apierror.Error as it is;
+//   - sqldb's ErrBusy and ErrUnavailable as 503s;
+//   - a cancelled request not at all;
+//   - anything else as a logged 500 whose detail is never echoed.
+//
+// Request bodies are read only once their sender is known.
+// MeterBody puts every body under the budget with a 64 KiB limit. AdmitBody
+// raises it to MaxBodyBytes once a route has authenticated the sender.
+// Decode gives the bytes back as soon as they are decoded.
 package web
 
 import (

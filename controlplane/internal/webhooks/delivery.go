@@ -56,8 +56,8 @@ func (m *Manager) Run(ctx context.Context) error {
 const deliveryRetention = 30 * 24 * time.Hour
 
 // Slots bounds the attempts a Manager has in flight at once, and
-// SlotsPerOwner those of the services of one owner: the queue and its
-// slots are shared by every owner, so one whose receivers are slow (or
+// SlotsPerOwner those of the services of one owner. The queue and its
+// slots are shared by every owner. So an owner whose receivers are slow (or
 // never answer within Timeout) holds half of the slots at most, and the
 // others' deliveries go out meanwhile.
 const (

@@ -260,21 +260,21 @@ type claim struct {
 
 // deliveryWindow is how many of the oldest due deliveries a lease looks
 // at, so that leasing costs the same whatever the backlog. The share per
-// owner applies within it: a burst of one owner's deliveries leaves room
-// for the others' behind it, but an owner who keeps more than
+// owner applies within it, so a burst of one owner's deliveries leaves
+// room for the others' behind it. Yet an owner who keeps more than
 // deliveryWindow deliveries due ahead of everyone else's still delays
-// them (each of its attempts that fails moves its delivery to a later
-// retry, out of the window).
+// them. (Each of its attempts that fails moves its delivery to a later
+// retry, out of the window.)
 const deliveryWindow = 64
 
 // claimDeliveries leases for leaseFor under token up to n of the oldest
 // deliveryWindow due pending deliveries, oldest first, but of each owner
 // (the owner of the delivery's service) only as many as its share allows:
 // share[owner] when listed, else perOwner. Rows leased by another worker
-// (lease not expired) are skipped, and the outer conditions re-check what
-// the inner select saw (on PostgreSQL, a row another worker leased
-// meanwhile is re-read after its lock), so a row is only ever leased by
-// one worker at a time. Each delivery comes with its owner.
+// (lease not expired) are skipped. The outer conditions re-check what the
+// inner select saw: on PostgreSQL, a row another worker leased meanwhile
+// is re-read after its lock. So a row is only ever leased by one worker at
+// a time. Each delivery comes with its owner.
 func (s *store) claimDeliveries(ctx context.Context, token string, n, perOwner int, share map[string]int, now time.Time, leaseFor time.Duration) ([]delivery, error) {
 	args := []any{token, sqldb.Micros(now.Add(leaseFor)), sqldb.Micros(now), n, deliveryWindow, perOwner}
 	// The casts type the parameters for PostgreSQL.

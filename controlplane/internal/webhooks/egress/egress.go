@@ -1,10 +1,11 @@
 // Package egress is how the control plane reaches addresses its users
 // choose (webhook receivers) without becoming a way into the network it
-// runs in (server-side request forgery). CheckURL refuses a target URL
-// that names a loopback, private, link-local or other special-use address
-// when it is saved; NewClient's connections check the address again right
-// before each connect, after name resolution, so a name that later
-// resolves to such an address (DNS rebinding) is refused too, and the
+// runs in (server-side request forgery).
+//
+// CheckURL refuses a target URL that names a loopback, private, link-local
+// or other special-use address when it is saved. A name may later resolve
+// to such an address (DNS rebinding). So NewClient's connections check the
+// address again right before each connect, after name resolution. The
 // client neither uses a proxy nor follows redirects. Host names resolve
 // through the system resolver or, when configured, through DNS over HTTPS
 // (RFC 8484).
@@ -39,11 +40,11 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// NewClient returns the HTTP client that reaches user-chosen targets: its
-// connections are vetted as the package doc says, it uses no proxy (a
-// proxy would dial the target for it, past the check) and it returns
-// redirects as they are (the receiver must answer itself). It fails only
-// for a malformed ResolverURL.
+// NewClient returns the HTTP client that reaches user-chosen targets. Its
+// connections are vetted as the package doc says. It uses no proxy, since
+// a proxy would dial the target for it, past the check. It returns
+// redirects as they are, since the receiver must answer itself. It fails
+// only for a malformed ResolverURL.
 func NewClient(c Config) (*http.Client, error) {
 	var resolver *dohResolver
 	if c.ResolverURL != "" {
