@@ -24,12 +24,12 @@ import (
 )
 
 // The measured side of the stack, the gateway and the baseline, runs in a
-// child process: the same executable started with roleEnv set. When the
-// machine has two CPUs or more, the child is pinned to one half of them and
-// this process (load generator, upstream, MCP server, control plane) to the
-// other, so the proxies do not queue behind the client and the upstream
-// they are measured with, as they would not on separate hosts; each side
-// also collects only its own garbage.
+// child process: the same executable started with roleEnv set. On
+// separate hosts, the proxies would not queue behind the client and the
+// upstream they are measured with. So when the machine has two CPUs or
+// more, the child is pinned to one half of them. This process (load
+// generator, upstream, MCP server, control plane) takes the other half.
+// Each side also collects only its own garbage.
 //
 // The parent writes the child one JSON proxyConfig line on its stdin; the
 // child answers one JSON proxyAddrs line on its stdout, then serves
@@ -238,9 +238,9 @@ func (p *proxyProcess) held() int64 {
 }
 
 // memoryBreakdown is where the process's memory goes, as "name MiB"
-// pairs: the claims snapshots and the nonce store's tables, the rest of the
-// heap's objects, the heap's free and unused bytes not returned to the
-// system, goroutine stacks, and the runtime's own.
+// pairs. The parts are the claims snapshots and the nonce store's tables,
+// the rest of the heap's objects, and the heap's free and unused bytes not
+// returned to the system. Goroutine stacks and the runtime's own follow.
 func memoryBreakdown(gw *gateway.Gateway) string {
 	names := []string{
 		"/memory/classes/heap/objects:bytes",

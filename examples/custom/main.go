@@ -1,9 +1,14 @@
 // Command custom builds a gateway from the library's parts instead of
-// package gateway: proxy.Handler for the signed pipeline, claimcache for
-// the approved claims (polled from the control plane) and for filing claims
-// for agents it does not know yet, replay for the nonces, and its own
-// proxy.Connections whose credentials come from environment variables
-// rather than an encrypted vault.
+// package gateway:
+//
+//   - proxy.Handler for the signed pipeline;
+//   - claimcache for the approved claims (polled from the control plane)
+//     and for filing claims for agents it does not know yet;
+//   - replay for the nonces;
+//   - its own proxy.Connections, whose credentials come from environment
+//     variables rather than an encrypted vault.
+//
+// Run it beside a control plane:
 //
 //	IDN_REGISTRY_URL=http://127.0.0.1:8787 IDN_SERVICE_API_KEY=idn_sk_… \
 //	WEATHER_URL=https://api.weather.example WEATHER_TOKEN=… go run ./examples/custom

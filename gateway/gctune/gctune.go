@@ -1,9 +1,15 @@
 // Package gctune holds the garbage collector settings of a process that
-// mostly serves a gateway: the target it runs at (Percent), the memory a
-// limit should allow beyond the nonce budget (MemoryHeadroom), and Tune,
-// which keeps the claims snapshots and nonce tables out of the
-// collector's headroom. They are process-wide, so a library never sets
-// them: cmd/gateway does, and so may a program that embeds a gateway.
+// mostly serves a gateway:
+//
+//   - Percent, the target it runs at;
+//   - MemoryHeadroom, the memory a limit should allow beyond the nonce
+//     budget;
+//   - Tune, which keeps the claims snapshots and nonce tables out of the
+//     collector's headroom.
+//
+// They are process-wide, so a library never sets them. cmd/gateway does,
+// and so may a program that embeds a gateway. docs/gateway.md ("Memory")
+// tells what a gateway's memory holds.
 //
 //	debug.SetGCPercent(gctune.Percent)
 //	defer gctune.Tune(gctune.Percent, gw.HeldBytes)()
@@ -22,8 +28,8 @@ import (
 // Percent is the garbage collector target (GOGC) recommended for a
 // process that mostly serves a gateway. A gateway's live heap is small, so
 // at Go's default of 100 every few megabytes of per-request garbage start a
-// collection; at 3,000 requests/s that is several a second, and requests
-// that meet one pay for it at p99 (bench/README.md has the figures). At 400
+// collection. At 3,000 requests/s that is several a second. Requests that
+// meet one pay for it at p99 (bench/README.md has the figures). At 400
 // the heap may grow to five times the live data before a collection, a few
 // tens of megabytes for a typical gateway, and a memory limit caps it
 // (cmd/gateway sets one: GATEWAY_MEMORY_LIMIT_BYTES or GOMEMLIMIT).
@@ -46,25 +52,24 @@ const minDynamicHeap = 4 << 20
 // Percent) of the heap other than its large pointer-free tables, instead
 // of the whole heap, until stop is called. held reports those tables'
 // bytes: a gateway's HeldBytes counts its claims snapshots and nonce
-// tables. After every
-// collection it sets GOGC to percent × dynamic / live, where live is the
-// heap the collection found live and dynamic the least of the last few
-// collections' live heap less those tables' bytes (see dynamicSamples).
+// tables. After every collection it sets GOGC to percent × dynamic / live.
+// There live is the heap the collection found live. dynamic is the least
+// of the last few collections' live heap less those tables' bytes (see
+// dynamicSamples).
 //
 // GOGC's headroom exists to make collections rare, and a collection's cost
-// is the heap it scans. The tables are large (about 94 bytes a claim, 14
-// a nonce) but pointer-free, so they cost a collection almost nothing to
-// keep, and headroom in proportion to them would only hold memory: at GOGC
-// 400 a million claims would let the heap grow by 400 MB between
-// collections. With Tune, a gateway collects as often as it would
-// without them, and its memory is the tables plus what it would use
-// without them.
+// is the heap it scans. The tables are large (about 94 bytes a claim, 14 a
+// nonce) but pointer-free, so they cost a collection almost nothing to
+// keep. Headroom in proportion to them would only hold memory. At GOGC 400
+// a million claims would let the heap grow by 400 MB between collections.
+// With Tune, a gateway collects as often as it would without them, and its
+// memory is the tables plus what it would use without them.
 //
 // A snapshot's building changes the held bytes between collections: its
 // arrays grow, and then the old snapshot and the building's scratch, about
 // twice the snapshot, become garbage. Tune checks the held bytes every
-// heldCheckInterval and tunes again at once when they moved by an eighth;
-// when they fell, it first collects and returns the freed memory to the
+// heldCheckInterval and tunes again at once when they moved by an eighth.
+// When they fell, it first collects and returns the freed memory to the
 // system, as the next collection and the scavenger would do later.
 //
 // cmd/gateway runs it unless GOGC is set; the memory limit still applies.
@@ -94,10 +99,10 @@ type gcTuner struct {
 
 // dynamicSamples is how many tunes' figures of the heap other than the
 // held bytes tune takes the least of. A collection counts as live what was
-// allocated while it ran, which under a high allocation rate on a busy
-// machine is a good part of that heap in one collection and not in the
-// next: the least of a few is the steadier figure, and when the heap
-// really grows it is followed a few collections later.
+// allocated while it ran. Under a high allocation rate on a busy machine,
+// that is a good part of that heap in one collection and not in the next.
+// The least of a few is the steadier figure. When the heap really grows,
+// the figure follows a few collections later.
 const dynamicSamples = 4
 
 // gcSentinel is allocated, and dropped, once per collection; its cleanup

@@ -1,12 +1,17 @@
 // Package mcptasks carries MCP tasks (protocol version 2025-11-25) past
-// the go-sdk, which has no model of them, for the gateway's MCP endpoint
-// and the idn mcp bridge: its client drops a server's tasks capability
+// the go-sdk, for the gateway's MCP endpoint and the idn mcp bridge. The
+// SDK has no model of tasks. Its client drops a server's tasks capability
 // and the task status notifications a server sends, and its server cannot
-// write either. Tap reads them off the HTTP exchanges of the SDK's client;
-// Result and Params carry the tasks methods' JSON as custom methods of
-// the SDK; WithTasks adds the capability to an initialize answer; Tokens
-// decide whose a task's progress is. The client side of tasks, which a
-// client runs for the server, is carried by the parts in client.go.
+// write either. So this package fills the gaps:
+//
+//   - Tap reads them off the HTTP exchanges of the SDK's client;
+//   - Result and Params carry the tasks methods' JSON as custom methods of
+//     the SDK;
+//   - WithTasks adds the capability to an initialize answer;
+//   - Tokens decide whose a task's progress is.
+//
+// The client side of tasks, which a client runs for the server, is carried
+// by the parts in client.go.
 package mcptasks
 
 import (
@@ -159,12 +164,12 @@ func WithTasks(ir *mcp.InitializeResult, caps map[string]any) (mcp.Result, error
 	return &Result{Raw: raw}, nil
 }
 
-// Tap is the transport under an SDK client's session: it reads the
+// Tap is the transport under an SDK client's session. It reads the
 // server's answer to initialize (the one POST without a session id) for
-// its tasks capability, and every other event stream (the session's own,
-// GET, and those answering the client's requests) for task status
-// notifications and progress notifications, as the client reads them.
-// The client gets every byte as it came.
+// its tasks capability. It reads every other event stream for task status
+// notifications and progress notifications, as the client reads them:
+// the session's own, GET, and those answering the client's requests. The
+// client gets every byte as it came.
 type Tap struct {
 	Base http.RoundTripper // nil: http.DefaultTransport
 	// Offer is told what each initialize answer offers.
