@@ -62,16 +62,15 @@
 // stays up.
 //
 // Activity: a Reporter sends the gateway's decisions about agents'
-// requests to the control plane for the owner's Activity page. It never
-// sends a payload, query, header or secret. Batches are POSTed to
-// pairwire.ActivityPath, signed by the gateway's identity, not sent over
-// the socket. So the process serving agents (gateway serve) reports while
-// another (gateway pair) may hold the socket. The queue is in memory and
-// bounded, verified agents apart from the rest, and the request path never
-// waits on it. Refusals before a signature are counted, not queued.
+// requests to the owner's Activity page, never a payload, query, header or
+// secret. It POSTs signed batches to pairwire.ActivityPath, not over the
+// socket. So the process serving agents (gateway serve) reports while
+// another (gateway pair) may hold the socket. Its queues are bounded and
+// never make the request path wait.
 //
 // docs/gateway.md ("Pairing with a dashboard", "Activity reports") tells
-// the operator's side.
+// the operator's side; docs/control-plane.md ("Owner: paired gateways")
+// the control plane's.
 //
 // Configuration follows the repository's one rule: the zero value of every
 // field of Config is the safe one, and a required field left empty is
