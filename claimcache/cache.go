@@ -67,7 +67,7 @@ type Options struct {
 	EarlyRefreshInterval time.Duration
 	// ChangeWait is how long Run asks a WaitingSource to hold one request
 	// for a service's changes. Each answer renews the snapshot from when
-	// its request was sent, so two waits in a row must fit in the TTL with
+	// its request was sent. So two waits in a row must fit in the TTL with
 	// room for the round trips: it must be under half the TTL. Zero means
 	// RefreshInterval or a third of the TTL, whichever is shorter;
 	// negative means never: Run polls every RefreshInterval.

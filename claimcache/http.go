@@ -174,8 +174,8 @@ const MaxWait = 30 * time.Second
 // WaitClaimChanges implements WaitingSource: the first request for changes
 // carries &wait=<seconds> and the control plane holds it until a change
 // commits. The wait is cut to whole seconds, to MaxWait, and to three
-// quarters of Client.Timeout, so the client does not give up on a request
-// the control plane still holds; under a second, the request is not held.
+// quarters of Client.Timeout. So the client does not give up on a request
+// the control plane still holds. Under a second, the request is not held.
 func (h *HTTPSource) WaitClaimChanges(ctx context.Context, service, version string, wait time.Duration, apply func(Change) error) (string, error) {
 	wait = min(wait, MaxWait)
 	if h.Client != nil && h.Client.Timeout > 0 {
@@ -463,8 +463,8 @@ func setAPIKey(h http.Header, key string) {
 }
 
 // noRedirects returns a copy of c (nil: http.DefaultClient) that hands a
-// 3xx back instead of following it: the requests carry an API key and,
-// from the gateway, its signature, which belong to the control plane only.
+// 3xx back instead of following it. The requests carry an API key and,
+// from the gateway, its signature; both belong to the control plane only.
 func noRedirects(c *http.Client) *http.Client {
 	if c == nil {
 		c = http.DefaultClient
@@ -474,9 +474,9 @@ func noRedirects(c *http.Client) *http.Client {
 	return &nc
 }
 
-// statusError builds a StatusError from an unexpected answer, keeping only
-// the envelope's code from the body, and only a code of package errcode
-// (under its current name, when the control plane answered a former one).
+// statusError builds a StatusError from an unexpected answer. Of the body
+// it keeps only the envelope's code, and only a code of package errcode.
+// A former name the control plane answered becomes the current one.
 func statusError(op string, resp *http.Response) error {
 	var env struct {
 		Code string `json:"code"`

@@ -1,6 +1,6 @@
-// Package pairing connects a gateway to its owner's dashboard: it keeps an
-// outbound WebSocket to the control plane open (so nothing needs to reach
-// the gateway) and runs the owner's RPCs on the gateway's local store.
+// Package pairing connects a gateway to its owner's dashboard. It keeps an
+// outbound WebSocket to the control plane open, so nothing needs to reach
+// the gateway. It runs the owner's RPCs on the gateway's local store.
 //
 // Pairing: the owner starts a pairing session in the dashboard and gets a
 // session id and an 8-character code. The gateway's operator runs

@@ -30,17 +30,18 @@ import (
 // at Go's default of 100 every few megabytes of per-request garbage start a
 // collection. At 3,000 requests/s that is several a second. Requests that
 // meet one pay for it at p99 (bench/README.md has the figures). At 400
-// the heap may grow to five times the live data before a collection, a few
-// tens of megabytes for a typical gateway, and a memory limit caps it
+// the heap may grow to five times the live data before a collection: a few
+// tens of megabytes for a typical gateway. A memory limit caps it
 // (cmd/gateway sets one: GATEWAY_MEMORY_LIMIT_BYTES or GOMEMLIMIT).
 // cmd/gateway runs at this target, applied by Tune to the heap other than
 // the claims snapshots, unless GOGC is set.
 const Percent = 400
 
 // MemoryHeadroom is what cmd/gateway's default memory limit allows beyond
-// the nonce store's budget (replay.Config.MaxBytes): the claims snapshots
-// (about 94 bytes a claim, and a second set while a changed feed is
-// rebuilt), connections, buffers and the garbage between two collections.
+// the nonce store's budget (replay.Config.MaxBytes). It holds the claims
+// snapshots: about 94 bytes a claim, and a second set while a changed feed
+// is rebuilt. It also holds connections, buffers and the garbage between
+// two collections.
 const MemoryHeadroom = 256 << 20
 
 // minDynamicHeap is the least heap Tune gives headroom for, so that a

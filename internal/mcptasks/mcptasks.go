@@ -60,9 +60,9 @@ func (c *Caps) Callable() bool {
 }
 
 // Relayed is what a client is told of c: list and cancel as the server
-// offered them, and task-augmented tools/call; nil when the server offers
-// no task-augmented tools/call (the tasks of other requests, and any
-// future part, are not relayed).
+// offered them, and task-augmented tools/call. It is nil when the server
+// offers no task-augmented tools/call. The tasks of other requests, and
+// any future part, are not relayed.
 func (c *Caps) Relayed() map[string]any {
 	if !c.Callable() {
 		return nil

@@ -40,7 +40,7 @@ import (
 // and the hash being recorded, or after a receipt that did not come in
 // time. Backends must make such a repeat send nothing and return the hash
 // of the write that already happened (registry/evm checks the chain
-// first); a revocation of a tuple the registry never authorised may
+// first). A revocation of a tuple the registry never authorised may
 // return "".
 type Backend interface {
 	RegisterNamespace(ctx context.Context, name string) (txHash string, err error)
@@ -312,7 +312,7 @@ func (p *pass) run(fn func()) {
 
 // startQueued leases the due writes of the database and starts them. A
 // lease is taken before the write starts, so the next look at the to-do
-// list no longer sees it; a write of a tuple waits while an older write of
+// list no longer sees it. A write of a tuple waits while an older write of
 // the same tuple is owed.
 func (w *Writer) startQueued(ctx context.Context, p *pass) (int, error) {
 	tasks, err := w.store.registryTodo(ctx, w.now(), 2*w.concurrency)

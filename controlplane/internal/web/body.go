@@ -99,7 +99,7 @@ func (k *Kit) MeterBody(w http.ResponseWriter, r *http.Request) (*http.Request, 
 }
 
 // bodyDecoded gives r's body bytes back to the budget once Decode has
-// turned them into values: the buffer that held them is garbage, and what
+// turned them into values. The buffer that held them is garbage then. What
 // a handler keeps of it is bounded by its route, not by this budget. The
 // body reads as empty from then on.
 func bodyDecoded(r *http.Request) {

@@ -293,9 +293,9 @@ func isTimeout(err error) bool {
 }
 
 // nextAttempt returns when to retry a delivery created at created after
-// its failed-th failed attempt at now, or zero when the failure is
-// terminal (threshold reached, or the retry would fall outside the
-// window); see backoff.Delay.
+// its failed-th failed attempt at now (see backoff.Delay). It returns zero
+// when the failure is terminal: the threshold is reached, or the retry
+// would fall outside the window.
 func (m *Manager) nextAttempt(failed int, created, now time.Time) time.Time {
 	d := backoff.Delay(failed, m.cfg.FailureThreshold, m.cfg.RetryWindow)
 	if d == 0 {

@@ -268,9 +268,9 @@ type claim struct {
 const deliveryWindow = 64
 
 // claimDeliveries leases for leaseFor under token up to n of the oldest
-// deliveryWindow due pending deliveries, oldest first, but of each owner
-// (the owner of the delivery's service) only as many as its share allows:
-// share[owner] when listed, else perOwner. Rows leased by another worker
+// deliveryWindow due pending deliveries, oldest first. Of each owner (the
+// owner of the delivery's service) it takes only as many as its share
+// allows: share[owner] when listed, else perOwner. Rows leased by another worker
 // (lease not expired) are skipped. The outer conditions re-check what the
 // inner select saw: on PostgreSQL, a row another worker leased meanwhile
 // is re-read after its lock. So a row is only ever leased by one worker at
