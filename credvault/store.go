@@ -2,6 +2,7 @@ package credvault
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,23 @@ type Store interface {
 	// notice writes made elsewhere; it must be cheap.
 	Generation(ctx context.Context) (uint64, error)
 }
+
+// Notifier is implemented by a Store that learns of other processes'
+// commits as they happen (package pgstore, through LISTEN/NOTIFY). A Vault
+// on it reloads at once instead of at its next poll; polling goes on, so a
+// notice lost while the store reconnects costs at most one interval.
+type Notifier interface {
+	// Changes returns a channel that receives a value after records may
+	// have changed. Notices coalesce: one value may stand for many
+	// commits. It returns the same channel at every call.
+	Changes() <-chan struct{}
+}
+
+// ErrStoreUnavailable wraps a Store's errors caused by its backend being
+// out of reach (a database that does not answer), not by the request. The
+// Vault keeps serving its last snapshot; the gateway refuses writes with
+// 503 DATABASE_UNAVAILABLE.
+var ErrStoreUnavailable = errors.New("credvault: credential store unavailable")
 
 // Records is the whole content of a store.
 type Records struct {

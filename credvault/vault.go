@@ -69,8 +69,9 @@ type Config struct {
 	// Logger receives operational messages (never secrets). Nil discards.
 	Logger *slog.Logger
 	// PollInterval is how often Store.Generation is polled to pick up
-	// commits made by other processes. Zero means DefaultPollInterval; a
-	// negative value disables polling (one-shot tools such as the CLI).
+	// commits made by other processes; a Store that is a Notifier also
+	// wakes the Vault at once. Zero means DefaultPollInterval; a negative
+	// value disables both (one-shot tools such as the CLI).
 	PollInterval time.Duration
 	// Clock returns the current time for record timestamps and rotation
 	// due dates. Nil means time.Now.
@@ -288,11 +289,16 @@ func (v *Vault) poll(interval time.Duration, gen uint64) {
 		<-v.stop
 		cancel()
 	}()
+	var changes <-chan struct{} // nil, never ready, unless the store notifies
+	if n, ok := v.store.(Notifier); ok {
+		changes = n.Changes()
+	}
 	for {
 		select {
 		case <-v.stop:
 			return
 		case <-t.C:
+		case <-changes:
 		}
 		g, err := v.store.Generation(ctx)
 		if err != nil {
