@@ -38,7 +38,8 @@ import (
 // with Close.
 type Gateway struct {
 	cfg      Config
-	store    *sqlitestore.Store
+	store    credvault.Store
+	ownStore *sqlitestore.Store // the store New opened (Config.Store nil), closed by Close
 	vault    *credvault.Vault
 	cache    *claimcache.Cache
 	mcp      *mcpproxy.Proxy
@@ -61,7 +62,8 @@ type Gateway struct {
 
 var _ http.Handler = (*Gateway)(nil)
 
-// New validates cfg, opens the credential store in cfg.DataDir, loads the
+// New validates cfg, opens the credential store (Config.Store, or the
+// SQLite file in cfg.DataDir), loads the
 // gateway's identity (creating it on first use) and wires every part. It
 // starts no goroutine; Start does.
 func New(cfg Config) (*Gateway, error) {
@@ -74,11 +76,17 @@ func New(cfg Config) (*Gateway, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: data directory: %w", err)
 	}
-	if g.store, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, sqlitestore.DefaultFileName)); err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+	g.store = cfg.Store
+	if g.store == nil {
+		if g.ownStore, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, sqlitestore.DefaultFileName)); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		g.store = g.ownStore
 	}
 	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger, Extensions: VaultExtensions()}); err != nil {
-		g.store.Close()
+		if g.ownStore != nil {
+			g.ownStore.Close()
+		}
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if g.identity, err = loadOrCreateIdentity(cfg.IdentityHome, cfg.Namespace); err != nil {
@@ -249,7 +257,7 @@ func (g *Gateway) wire() error {
 	g.admin = adminHandler
 
 	g.readyChecks = map[string]func(context.Context) error{
-		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
+		"store":  g.storeReady,
 		"claims": g.claimsReady,
 		// A wedged request path leaves liveness answering; readiness
 		// must not.
@@ -267,6 +275,18 @@ func (g *Gateway) wire() error {
 		timeout(c.AdminTimeout, access.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))),
 		timeout(c.AdminTimeout, adminHandler), runtime)))
 	return nil
+}
+
+// storeReady fails when the credential store does not answer, except
+// when its backend is out of reach (credvault.ErrStoreUnavailable): the
+// snapshot loaded keeps serving, and a fleet whose shared database stops
+// must not leave its load balancer without a replica.
+func (g *Gateway) storeReady(ctx context.Context) error {
+	_, err := g.store.Generation(ctx)
+	if errors.Is(err, credvault.ErrStoreUnavailable) {
+		return nil
+	}
+	return err
 }
 
 // ServeHTTP serves the gateway's whole HTTP surface: /proxy/…, /mcp/… and
@@ -417,8 +437,8 @@ func (g *Gateway) Close() error {
 	if g.vault != nil {
 		g.vault.Close()
 	}
-	if g.store != nil {
-		errs = append(errs, g.store.Close())
+	if g.ownStore != nil {
+		errs = append(errs, g.ownStore.Close())
 	}
 	return errors.Join(errs...)
 }

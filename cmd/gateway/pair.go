@@ -99,6 +99,14 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer unlock()
 	logger := s.log.Logger(env.stderr)
+	if s.databaseURL != "" {
+		st, closeStore, err := openStore(ctx, "", s.databaseURL)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		c.Store = st
+	}
 	client, gw, closeLink, err := newLink(c, *name, logger)
 	if err != nil {
 		return err
