@@ -162,6 +162,8 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 		"sessions of the MCP endpoint one caller key holds open; one more evicts the key's least recently used session")
 	c.MCP.MaxSessionsPerNamespace = r.Int("GATEWAY_MCP_MAX_SESSIONS_PER_NAMESPACE", 128, 1,
 		"sessions of the MCP endpoint one namespace holds open; one more evicts the namespace's least recently used session")
+	c.MCP.Replica = r.String("GATEWAY_REPLICA_NAME", "",
+		"this replica's name in a fleet (1-63 of a-z, 0-9, inner -), put in its MCP session ids so that a session sent to another replica is answered 421 MCP_SESSION_MISDIRECTED")
 	c.ClaimSubmissions.RatePerMinute = zeroMeansOff(r.Int("GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE", 30, 0,
 		"claims one connection and namespace may file per minute; 0 disables the limit"), -1)
 	c.Proxy.MaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")
