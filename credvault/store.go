@@ -50,6 +50,10 @@ type Records struct {
 	KeyCheck    []byte
 	Connections map[string]*ConnectionRecord // by connection id
 	Variables   map[string]*VariableRecord   // by variable key
+	// Blobs are values a program keeps beside the connections, sealed by
+	// the Vault (Vault.PutBlob), by name: a fleet's shared pairing
+	// identity. Nil when there are none.
+	Blobs map[string][]byte
 }
 
 // ConnectionRecord is a connection and its sealed secrets. The secrets are
@@ -90,6 +94,12 @@ func (r *Records) Clone() *Records {
 		vv := *v
 		vv.SealedValue = slices.Clone(v.SealedValue)
 		n.Variables[k] = &vv
+	}
+	for name, b := range r.Blobs {
+		if n.Blobs == nil {
+			n.Blobs = make(map[string][]byte, len(r.Blobs))
+		}
+		n.Blobs[name] = slices.Clone(b)
 	}
 	return n
 }

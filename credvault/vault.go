@@ -186,6 +186,7 @@ type snapshot struct {
 	byID      map[string]*Resolved
 	ordered   []*Connection // sorted by id
 	variables []Variable    // sorted by key
+	blobs     map[string][]byte
 }
 
 // New opens a vault on cfg.Store. It checks the master key against the
@@ -334,7 +335,7 @@ func (v *Vault) reload(ctx context.Context) error {
 
 func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 	vars := make(map[string]string, len(recs.Variables))
-	s := &snapshot{byID: make(map[string]*Resolved, len(recs.Connections))}
+	s := &snapshot{byID: make(map[string]*Resolved, len(recs.Connections)), blobs: recs.Blobs}
 	for _, key := range sortedKeys(recs.Variables) {
 		rec := recs.Variables[key]
 		s.variables = append(s.variables, rec.Variable)

@@ -507,3 +507,26 @@ func TestNameStoredBeforeTheDisplayRule(t *testing.T) {
 		t.Fatalf("update with a clean name: %v", err)
 	}
 }
+
+// A blob moved to another name does not open, as a secret moved to
+// another record does not.
+func TestStoredBlobSwappedDoesNotOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &MemoryStore{}
+	v := openTestVault(t, st, testKey(t), -1)
+	if err := v.PutBlob(ctx, "victim", []byte("victim-value"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.PutBlob(ctx, "attacker", []byte("attacker-value"), false); err != nil {
+		t.Fatal(err)
+	}
+	st.Update(ctx, func(r *Records) error { r.Blobs["attacker"] = r.Blobs["victim"]; return nil })
+	again := openTestVault(t, st, testKey(t), -1)
+	if b, err := again.Blob("attacker"); err == nil {
+		t.Fatalf("swapped blob opened: %q", b)
+	}
+	if err := v.PutBlob(ctx, "", []byte("x"), false); !isValidation(err) {
+		t.Fatalf("empty blob name: %v", err)
+	}
+}

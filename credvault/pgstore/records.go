@@ -81,11 +81,25 @@ func (s *Store) migrate(ctx context.Context) error {
 
 func loadRecords(ctx context.Context, tx pgx.Tx) (*credvault.Records, error) {
 	r := &credvault.Records{Connections: map[string]*credvault.ConnectionRecord{}, Variables: map[string]*credvault.VariableRecord{}}
-	err := tx.QueryRow(ctx, "SELECT value FROM credvault_meta WHERE name = 'key_check'").Scan(&r.KeyCheck)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	rows, err := tx.Query(ctx, "SELECT name, value FROM credvault_meta")
+	if err != nil {
 		return nil, classify("loading store", err)
 	}
-	rows, err := tx.Query(ctx, "SELECT id, doc, secret_version, sealed_secrets FROM credvault_connections")
+	for rows.Next() {
+		var (
+			name  string
+			value []byte
+		)
+		if err := rows.Scan(&name, &value); err != nil {
+			rows.Close()
+			return nil, classify("loading store", err)
+		}
+		credvault.SetMeta(r, name, value)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("loading store", err)
+	}
+	rows, err = tx.Query(ctx, "SELECT id, doc, secret_version, sealed_secrets FROM credvault_connections")
 	if err != nil {
 		return nil, classify("loading connections", err)
 	}
@@ -138,9 +152,13 @@ func loadRecords(ctx context.Context, tx pgx.Tx) (*credvault.Records, error) {
 // writeDiff queues the statements that turn before into after.
 func writeDiff(before, after *credvault.Records) (*pgx.Batch, error) {
 	b := &pgx.Batch{}
-	if !bytes.Equal(before.KeyCheck, after.KeyCheck) {
-		b.Queue(`INSERT INTO credvault_meta (name, value) VALUES ('key_check', $1)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, after.KeyCheck)
+	for name, value := range credvault.MetaChanges(before, after) {
+		if value == nil {
+			b.Queue("DELETE FROM credvault_meta WHERE name = $1", name)
+		} else {
+			b.Queue(`INSERT INTO credvault_meta (name, value) VALUES ($1, $2)
+				ON CONFLICT (name) DO UPDATE SET value = excluded.value`, name, value)
+		}
 	}
 	for id := range before.Connections {
 		if _, ok := after.Connections[id]; !ok {

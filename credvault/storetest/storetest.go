@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("RecordsReadBackAsWritten", func(t *testing.T) { recordsReadBack(t, newStore(t)) })
 	t.Run("FailedUpdateWritesNothing", func(t *testing.T) { failedUpdate(t, newStore(t)) })
 	t.Run("DeletesPersist", func(t *testing.T) { deletesPersist(t, newStore(t)) })
+	t.Run("BlobsReadBackAsWritten", func(t *testing.T) { blobsReadBack(t, newStore(t)) })
 	t.Run("GenerationMovesWithCommits", func(t *testing.T) { generationMoves(t, newStore(t)) })
 	t.Run("ConcurrentWritersAllLand", func(t *testing.T) { concurrentWriters(t, newStore(t)) })
 	t.Run("VaultSeesOtherHandleWithinOneSecond", func(t *testing.T) { seesOther(t, newStore(t), 0) })
@@ -147,6 +148,32 @@ func deletesPersist(t *testing.T, open func(*testing.T) credvault.Store) {
 	}
 	if vars := again.Variables(); len(vars) != 0 {
 		t.Errorf("deleted variable came back: %+v", vars)
+	}
+}
+
+func blobsReadBack(t *testing.T, open func(*testing.T) credvault.Store) {
+	ctx := context.Background()
+	v := OpenVault(t, open(t), -1)
+	for name, value := range map[string]string{"kept": "first value", "dropped": "other value"} {
+		if err := v.PutBlob(ctx, name, []byte(value), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := v.PutBlob(ctx, "kept", []byte("second value"), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.PutBlob(ctx, "dropped", nil, false); err != nil {
+		t.Fatal(err)
+	}
+	again := OpenVault(t, open(t), -1)
+	if b, err := again.Blob("kept"); err != nil || string(b) != "first value" {
+		t.Errorf("reopened blob = %q, %v; want the first value, kept by an ifAbsent write", b, err)
+	}
+	if _, err := again.Blob("dropped"); !errors.Is(err, credvault.ErrBlobNotFound) {
+		t.Errorf("deleted blob: %v, want ErrBlobNotFound", err)
+	}
+	if vars, conns := again.Variables(), again.Connections(); len(vars)+len(conns) != 0 {
+		t.Errorf("blobs show as records: %d variables, %d connections", len(vars), len(conns))
 	}
 }
 
