@@ -42,7 +42,10 @@ type Config struct {
 	// file gateway.db in DataDir (package sqlitestore). A store that
 	// replicas share (package pgstore) makes them a fleet that serves the
 	// same connections (docs/gateway.md, "Running a fleet"); every replica
-	// then needs the same MasterKey. The Gateway does not close it.
+	// then needs the same MasterKey. With Store set, the gateway's
+	// identity, pairing key and pairing state live in it too, so a fleet
+	// pairs once (PairingFiles); IdentityHome only seeds the identity of
+	// a store that has none. The Gateway does not close it.
 	Store credvault.Store
 	// ControlPlaneURL is the control plane's base URL ("https://idn.example",
 	// IDN_REGISTRY_URL in cmd/gateway): the gateway reads the
@@ -68,7 +71,7 @@ type Config struct {
 	// connection the owner adds needs no key and no restart. It is asked
 	// at every feed read and submission that has no key, so a pairing made
 	// while the gateway runs counts at once. Nil means the pairing state
-	// `gateway pair` keeps in DataDir (package pairing): a gateway paired
+	// `gateway pair` keeps in PairingFiles (package pairing): a gateway paired
 	// there sends no key where it has none, and a control plane that does
 	// not know its key refuses it (401 API_KEY_INVALID).
 	Paired func() bool

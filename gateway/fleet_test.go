@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/idnhq/idn/credvault/storetest"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/pairing"
 )
 
 // outageStore is a shared store whose backend can be taken out of reach,
@@ -127,4 +129,64 @@ func readyCheck(t *testing.T, base, name string) string {
 		t.Fatal(err)
 	}
 	return ready.Checks[name]
+}
+
+// TestFleetPairsOnce: replicas on one store, started together, share one
+// identity (the first stored) and one pairing key; a pairing written
+// through one replica shows on the others.
+func TestFleetPairsOnce(t *testing.T) {
+	t.Parallel()
+	key, _ := credvault.GenerateMasterKey()
+	st := &credvault.MemoryStore{}
+	replicas := make([]*gateway.Gateway, 4)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Go(func() { replicas[i], _, _ = replica(t, st, key) })
+	}
+	wg.Wait()
+	a := replicas[0]
+	for i, r := range replicas {
+		if r.Identity().KeyID() != a.Identity().KeyID() {
+			t.Fatalf("replica %d signs as %s, replica 0 as %s", i, r.Identity().KeyID(), a.Identity().KeyID())
+		}
+	}
+	clients := make([]*pairing.Client, 2)
+	for i, r := range replicas[:2] {
+		c, err := pairing.New(pairing.Config{ControlPlaneURL: "http://127.0.0.1:1", Identity: r.Identity(), Admin: r.Admin(),
+			Files: r.PairingFiles(), MasterKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = c
+	}
+	if clients[0].Fingerprint() != clients[1].Fingerprint() {
+		t.Fatalf("replicas' pairing keys differ: %s, %s", clients[0].Fingerprint(), clients[1].Fingerprint())
+	}
+	state, _ := json.Marshal(pairing.State{GatewayID: "gw_1", Namespace: "acme", ControlPlaneURL: "http://127.0.0.1:1", PairedAt: time.Now()})
+	if err := replicas[1].PairingFiles().WriteFile("pairing.json", state); err != nil {
+		t.Fatal(err)
+	}
+	if !storetest.Eventually(time.Second, func() bool {
+		s, paired, _, _ := pairing.StatusOf(replicas[3].PairingFiles())
+		return paired && s.GatewayID == "gw_1"
+	}) {
+		t.Fatal("a pairing written through one replica does not show on another within a second")
+	}
+	// The pairing lives in the store, not in a replica's data directory.
+	if _, paired, _, _ := pairing.Status(t.TempDir()); paired {
+		t.Fatal("an empty data directory reads as paired")
+	}
+}
+
+// TestFleetIdentityNamespaceChecked: a replica configured for another
+// namespace than the fleet's identity is refused at start.
+func TestFleetIdentityNamespaceChecked(t *testing.T) {
+	t.Parallel()
+	key, _ := credvault.GenerateMasterKey()
+	st := &credvault.MemoryStore{}
+	replica(t, st, key)
+	_, err := gateway.New(gateway.Config{DataDir: t.TempDir(), MasterKey: key, ControlPlaneURL: "http://127.0.0.1:1", Store: st, Namespace: "other"})
+	if err == nil || !strings.Contains(err.Error(), "namespace") {
+		t.Fatalf("replica of another namespace: %v", err)
+	}
 }

@@ -89,7 +89,12 @@ func New(cfg Config) (*Gateway, error) {
 		}
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	if g.identity, err = loadOrCreateIdentity(cfg.IdentityHome, cfg.Namespace); err != nil {
+	if cfg.Store != nil {
+		g.identity, err = g.sharedIdentity(ctx)
+	} else {
+		g.identity, err = loadOrCreateIdentity(cfg.IdentityHome, cfg.Namespace)
+	}
+	if err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -174,7 +179,7 @@ func (g *Gateway) wire() error {
 	var activity proxy.ActivityRecorder
 	if !c.NoActivityReports && c.ControlPlaneURL != "" {
 		if g.reporter, err = pairing.NewReporter(pairing.ReporterConfig{ControlPlaneURL: c.ControlPlaneURL, Identity: g.identity,
-			DataDir: c.DataDir, Logger: c.Logger}); err != nil {
+			Files: g.PairingFiles(), Logger: c.Logger}); err != nil {
 			return err
 		}
 		activity = reported{g.reporter}

@@ -257,3 +257,23 @@ func classify(op string, err error) error {
 func unavailableClass(code string) bool {
 	return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "53") || strings.HasPrefix(code, "57P")
 }
+
+// TryLock takes, without waiting, the advisory lock name for the whole
+// fleet, on a connection of its own: ok is false while any replica holds
+// it. The lock lasts until unlock, or until its connection ends (the
+// process dies, the database restarts), so another replica takes over.
+func (s *Store) TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error) {
+	conn, err := pgx.ConnectConfig(ctx, s.listen.Copy())
+	if err != nil {
+		return nil, false, classify("locking", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", name).Scan(&ok); err != nil {
+		conn.Close(context.Background())
+		return nil, false, classify("locking", err)
+	}
+	if !ok {
+		conn.Close(context.Background())
+		return nil, false, nil
+	}
+	return func() { conn.Close(context.Background()) }, true, nil
+}

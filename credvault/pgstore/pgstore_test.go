@@ -275,3 +275,44 @@ func (l *cuttableLink) restore() {
 	defer l.mu.Unlock()
 	l.down = false
 }
+
+// TestTryLockIsFleetWide: one replica at a time holds a lock; when its
+// holder lets go, or its connection dies, another takes it.
+func TestTryLockIsFleetWide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	link := newCuttableLink(t, dbURL)
+	a, b := open(t, link.url), open(t, dbURL)
+	unlockA, ok, err := a.TryLock(ctx, "link")
+	if err != nil || !ok {
+		t.Fatalf("first lock: %v, %v", ok, err)
+	}
+	if _, ok, err := b.TryLock(ctx, "link"); err != nil || ok {
+		t.Fatalf("second replica took a held lock: %v, %v", ok, err)
+	}
+	if unlockOther, ok, err := b.TryLock(ctx, "other"); err != nil || !ok {
+		t.Fatalf("another lock: %v, %v", ok, err)
+	} else {
+		unlockOther()
+	}
+	unlockA()
+	unlockB, ok, err := b.TryLock(ctx, "link")
+	if err != nil || !ok {
+		t.Fatalf("lock after its holder let go: %v, %v", ok, err)
+	}
+	unlockB()
+	if _, ok, _ := a.TryLock(ctx, "link"); !ok {
+		t.Fatal("a cannot take the lock again")
+	}
+	link.cut() // a's connection dies with the lock in it
+	if !storetest.Eventually(oneSecond, func() bool {
+		unlock, ok, _ := b.TryLock(ctx, "link")
+		if ok {
+			unlock()
+		}
+		return ok
+	}) {
+		t.Fatal("the lock of a replica cut off is not released")
+	}
+}
