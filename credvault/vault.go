@@ -294,6 +294,9 @@ func (v *Vault) poll(interval time.Duration, gen uint64) {
 	if n, ok := v.store.(Notifier); ok {
 		changes = n.Changes()
 	}
+	// An outage is logged when it starts and when it ends, not at every
+	// poll: a shared database may stay away for minutes.
+	failing := false
 	for {
 		select {
 		case <-v.stop:
@@ -302,22 +305,22 @@ func (v *Vault) poll(interval time.Duration, gen uint64) {
 		case <-changes:
 		}
 		g, err := v.store.Generation(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				v.log.Warn("credvault: polling store failed", "err", err)
-			}
-			continue
+		if err == nil && g != gen {
+			err = v.reload(ctx)
 		}
-		if g == gen {
-			continue
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			failing = true
+			v.log.Warn("credvault: the store does not answer; serving what was loaded", "err", err)
+		case err == nil && failing:
+			failing = false
+			v.log.Info("credvault: the store answers again")
 		}
-		if err := v.reload(ctx); err != nil {
-			if ctx.Err() == nil {
-				v.log.Warn("credvault: reloading store failed", "err", err)
-			}
-			continue
+		if err == nil {
+			gen = g
 		}
-		gen = g
 	}
 }
 

@@ -144,14 +144,18 @@ func (s *Store) signal() {
 	}
 }
 
+// listenLoop keeps the listener up, logging when it fails after having
+// listened, not at each of its reconnections while the database is away.
 func (s *Store) listenLoop(ctx context.Context) {
 	defer close(s.done)
 	for {
-		err := s.listenOnce(ctx)
+		listened, err := s.listenOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("pgstore: LISTEN connection failed; reconnecting", "err", err)
+		if listened {
+			s.log.Warn("pgstore: LISTEN connection failed; reconnecting every second", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -161,21 +165,21 @@ func (s *Store) listenLoop(ctx context.Context) {
 }
 
 // listenOnce holds one connection, outside the pool, in LISTEN until ctx
-// ends or the connection fails.
-func (s *Store) listenOnce(ctx context.Context) error {
+// ends or the connection fails. listened reports whether LISTEN ran.
+func (s *Store) listenOnce(ctx context.Context) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.listen.Copy())
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
-		return err
+		return false, err
 	}
 	s.signal()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if n.Payload == s.schema {
 			s.signal()
