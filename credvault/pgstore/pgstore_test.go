@@ -316,3 +316,37 @@ func TestTryLockIsFleetWide(t *testing.T) {
 		t.Fatal("the lock of a replica cut off is not released")
 	}
 }
+
+// TestReplicasStartingTogetherMigrateOnce opens one fresh database from
+// several replicas at once: each opens, and the schema is at its version.
+func TestReplicasStartingTogetherMigrateOnce(t *testing.T) {
+	t.Parallel()
+	dbURL := testDatabase(t)
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() {
+			st, err := pgstore.Open(context.Background(), pgstore.Config{URL: dbURL, MaxConns: 2})
+			if err == nil {
+				st.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Fatalf("a replica starting with others: %v", err)
+		}
+	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows, version int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*), max(version) FROM credvault_schema").Scan(&rows, &version); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || version != 1 {
+		t.Fatalf("credvault_schema holds %d rows, version %d; want 1 row, version 1", rows, version)
+	}
+}
