@@ -79,6 +79,11 @@ type Config struct {
 	// Extensions gives meaning to the connections' extensions. Its zero
 	// value refuses every write of a connection that has any.
 	Extensions Extensions
+	// OnChange is called after each rebuild of the snapshot: a write
+	// through this Vault, or one by another process once noticed. It
+	// runs on the writer's or the poller's goroutine, so it must not
+	// block. Nil means none.
+	OnChange func()
 }
 
 // Extensions are the hooks of the package that owns the connections'
@@ -107,6 +112,7 @@ type Vault struct {
 	log    *slog.Logger
 	clock  func() time.Time
 	ext    Extensions
+	change func()
 
 	snap     atomic.Pointer[snapshot]
 	reloadMu sync.Mutex // serializes snapshot rebuilds
@@ -210,6 +216,7 @@ func New(ctx context.Context, cfg Config) (*Vault, error) {
 		log:    cfg.Logger,
 		clock:  cfg.Clock,
 		ext:    cfg.Extensions,
+		change: cfg.OnChange,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -333,6 +340,9 @@ func (v *Vault) reload(ctx context.Context) error {
 		return err
 	}
 	v.snap.Store(v.buildSnapshot(recs))
+	if v.change != nil {
+		v.change()
+	}
 	return nil
 }
 

@@ -600,3 +600,34 @@ func TestOutageLoggedOnce(t *testing.T) {
 		t.Fatalf("outage logged %d times, recovery %d times; want once each", h.count(down), h.count(back))
 	}
 }
+
+// TestOnChangeAfterEveryRebuild: OnChange follows this Vault's own writes
+// and another process's, once its poll notices them.
+func TestOnChangeAfterEveryRebuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &MemoryStore{}
+	changed := make(chan struct{}, 16)
+	reader, err := New(ctx, Config{Store: st, MasterKey: testKey(t), PollInterval: time.Millisecond,
+		OnChange: func() { changed <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	<-changed // the first load
+	writer := openTestVault(t, st, testKey(t), -1)
+	if _, _, err := writer.PutVariable(ctx, "K", "variable-value", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-changed
+	if len(reader.Variables()) != 1 {
+		t.Fatal("OnChange ran before the snapshot held the other process's write")
+	}
+	if _, _, err := reader.PutVariable(ctx, "L", "variable-value", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-changed
+	if len(reader.Variables()) != 2 {
+		t.Fatal("OnChange ran before the snapshot held the Vault's own write")
+	}
+}

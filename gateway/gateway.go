@@ -52,6 +52,7 @@ type Gateway struct {
 	nonces   *nonceGuard
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
+	changed     chan struct{}                          // the vault rebuilt its snapshot; services to sync
 	readiness   signal                                 // notified when they may pass
 
 	mu      sync.Mutex
@@ -72,7 +73,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	g := &Gateway{cfg: cfg}
+	g := &Gateway{cfg: cfg, changed: make(chan struct{}, 1)}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: data directory: %w", err)
 	}
@@ -83,7 +84,8 @@ func New(cfg Config) (*Gateway, error) {
 		}
 		g.store = g.ownStore
 	}
-	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger, Extensions: VaultExtensions()}); err != nil {
+	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger, Extensions: VaultExtensions(),
+		OnChange: g.vaultChanged}); err != nil {
 		if g.ownStore != nil {
 			g.ownStore.Close()
 		}
@@ -370,7 +372,18 @@ func (g *Gateway) run(ctx context.Context) {
 			return
 		case <-t.C:
 			g.syncServices()
+		case <-g.changed:
+			g.syncServices()
 		}
+	}
+}
+
+// vaultChanged is the vault's OnChange: a connection added anywhere in a
+// fleet has its service's claims tracked at once, not at the next tick.
+func (g *Gateway) vaultChanged() {
+	select {
+	case g.changed <- struct{}{}:
+	default: // a sync is pending already
 	}
 }
 
