@@ -279,5 +279,12 @@ func (s *Store) TryLock(ctx context.Context, name string) (unlock func(), ok boo
 		conn.Close(context.Background())
 		return nil, false, nil
 	}
-	return func() { conn.Close(context.Background()) }, true, nil
+	// Unlocking before closing frees the lock when unlock returns; a
+	// closed connection's backend lets it go a moment later.
+	return func() {
+		uctx, cancel := context.WithTimeout(context.Background(), DefaultConnectTimeout)
+		defer cancel()
+		_, _ = conn.Exec(uctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", name)
+		conn.Close(uctx)
+	}, true, nil
 }
