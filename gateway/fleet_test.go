@@ -83,9 +83,9 @@ func adminPost(t *testing.T, srv *httptest.Server, token, path, body string) (in
 }
 
 // TestFleetSharesOneStore: a variable set through one replica's admin API
-// is served by the other within a second; with the shared store out of
-// reach, both keep serving what they loaded, stay ready, and refuse admin
-// changes with 503 DATABASE_UNAVAILABLE.
+// is served by the other within a second. With the shared store out of
+// reach, both keep serving what they loaded and stay ready; admin
+// changes are refused with 503 DATABASE_UNAVAILABLE.
 func TestFleetSharesOneStore(t *testing.T) {
 	t.Parallel()
 	key, _ := credvault.GenerateMasterKey()

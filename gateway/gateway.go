@@ -285,8 +285,8 @@ func (g *Gateway) wire() error {
 }
 
 // storeReady fails when the credential store does not answer, except
-// when its backend is out of reach (credvault.ErrStoreUnavailable): the
-// snapshot loaded keeps serving, and a fleet whose shared database stops
+// when its backend is out of reach (credvault.ErrStoreUnavailable). The
+// snapshot loaded keeps serving then, and a fleet whose database stops
 // must not leave its load balancer without a replica.
 func (g *Gateway) storeReady(ctx context.Context) error {
 	_, err := g.store.Generation(ctx)

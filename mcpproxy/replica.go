@@ -20,8 +20,8 @@ import (
 const maxReplicaName = 63
 
 // checkReplica refuses a replica name that is not 1-63 lower-case
-// letters, digits and inner hyphens: it must not contain the '.' that ends
-// it in a session id, and must be safe to echo in an error.
+// letters, digits and inner hyphens. It must not contain the '.' that
+// ends it in a session id, and must be safe to echo in an error.
 func checkReplica(name string) error {
 	if name == "" {
 		return nil

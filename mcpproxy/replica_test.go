@@ -8,10 +8,10 @@ import (
 	"github.com/idnhq/idn/mcpproxy"
 )
 
-// TestSessionOnAnotherReplica: a fleet's load balancer that sends a
-// session's request to a replica other than the one that opened it gets
-// 421 MCP_SESSION_MISDIRECTED naming the right replica, not the 404 that
-// makes a client silently open a new session.
+// TestSessionOnAnotherReplica: a session's request sent to a replica
+// other than the one that opened it gets 421 MCP_SESSION_MISDIRECTED,
+// naming the right replica. A 404 would make the client silently open a
+// new session.
 func TestSessionOnAnotherReplica(t *testing.T) {
 	t.Parallel()
 	a := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{Replica: "gw-a"}}, mcpproxy.Connection{})

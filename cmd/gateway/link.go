@@ -124,10 +124,10 @@ func linkClient(gw *gateway.Gateway, c gateway.Config, name string, logger *slog
 // looks again every linkCheckInterval. The client reconnects with backoff
 // by itself; a link the owner ended (unpaired) or another process took
 // over (the same identity connected elsewhere) is not retried until the
-// pairing changes. In a fleet, the pairing is the shared store's and one
-// replica at a time keeps the link (takeLink); another takes it over
-// within linkCheckInterval of its holder's end, and a link taken over
-// is looked at again. It returns when ctx ends.
+// pairing changes. In a fleet, the pairing is the shared store's, and one
+// replica at a time keeps the link (takeLink). Another takes it over
+// within linkCheckInterval of its holder's end; a link taken over is
+// looked at again. It returns when ctx ends.
 func keepLink(ctx context.Context, gw *gateway.Gateway, c gateway.Config, logger *slog.Logger) {
 	if c.ControlPlaneURL == "" {
 		return

@@ -1,7 +1,7 @@
-// Package storetest is the contract every credvault.Store passes: records
-// read back as written, a failed Update writes nothing, Generation moves
-// with every commit, writers on several handles all land, and a Vault sees
-// another handle's write within a second. MemoryStore, package
+// Package storetest is the contract every credvault.Store passes. Records
+// read back as written and a failed Update writes nothing. Generation
+// moves with every commit, writers on several handles all land, and a
+// Vault sees another handle's write within a second. MemoryStore, package
 // sqlitestore and package pgstore run it; a store of your own can too.
 //
 //	func TestContract(t *testing.T) {

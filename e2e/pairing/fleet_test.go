@@ -13,9 +13,9 @@ import (
 )
 
 // TestFleetPairsOnce pairs a fleet of two replicas on one shared store
-// through the first, then lets the second keep the link: the control
-// plane knows one gateway, the second reconnects without a new pairing,
-// and an owner's change through its link is served by the first.
+// through the first, then lets the second keep the link. The control
+// plane knows one gateway, and the second reconnects without a new
+// pairing. An owner's change through its link is served by the first.
 func TestFleetPairsOnce(t *testing.T) {
 	const secret = "sk-live-fleet-5e4d3c2b1a"
 	cp := startControlPlane(t, controlplane.ProviderSQLite)
