@@ -55,6 +55,7 @@ var errorTable = []errorRule{
 	{is(credvault.ErrVariableNotFound), answer(errcode.VariableNotFound)},
 	{is(credvault.ErrExists), answer(errcode.ConnectionExists)},
 	{is(credvault.ErrCredentialUnresolved), answer(errcode.CredentialUnresolved)},
+	{is(credvault.ErrStoreUnavailable), answer(errcode.DatabaseUnavailable)},
 	{isType[errcode.Error], withDefaultMessage},
 }
 

@@ -5,7 +5,10 @@
 //
 // A Vault sits on a Store. Package sqlitestore gives the gateway's
 // default, one SQLite file that the command-line tool and a running
-// gateway share; MemoryStore keeps the records in memory. Secrets are
+// gateway share; package pgstore, PostgreSQL that a fleet of gateways
+// shares, whose commits wake every Vault at once (Notifier); MemoryStore
+// keeps the records in memory. Package storetest is the contract they
+// pass. Secrets are
 // sealed with AES-256-GCM under a 32-byte master key. A wrong master key
 // fails at once with ErrWrongMasterKey.
 //

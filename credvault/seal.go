@@ -28,6 +28,7 @@ const (
 	kindConnectionSecrets = "connection-secrets"
 	kindVariable          = "credential-variable"
 	kindKeyCheck          = "key-check"
+	kindStoredBlob        = "stored-blob"
 )
 
 // errOpen is the single failure of open: wrong key, tampered bytes and a

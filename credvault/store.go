@@ -2,6 +2,7 @@ package credvault
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -25,6 +26,23 @@ type Store interface {
 	Generation(ctx context.Context) (uint64, error)
 }
 
+// Notifier is implemented by a Store that learns of other processes'
+// commits as they happen (package pgstore, through LISTEN/NOTIFY). A Vault
+// on it reloads at once instead of at its next poll; polling goes on, so a
+// notice lost while the store reconnects costs at most one interval.
+type Notifier interface {
+	// Changes returns a channel that receives a value after records may
+	// have changed. Notices coalesce: one value may stand for many
+	// commits. It returns the same channel at every call.
+	Changes() <-chan struct{}
+}
+
+// ErrStoreUnavailable wraps a Store's errors caused by its backend being
+// out of reach (a database that does not answer), not by the request. The
+// Vault keeps serving its last snapshot; the gateway refuses writes with
+// 503 DATABASE_UNAVAILABLE.
+var ErrStoreUnavailable = errors.New("credvault: credential store unavailable")
+
 // Records is the whole content of a store.
 type Records struct {
 	// KeyCheck is a sealed known value that proves which master key the
@@ -32,6 +50,10 @@ type Records struct {
 	KeyCheck    []byte
 	Connections map[string]*ConnectionRecord // by connection id
 	Variables   map[string]*VariableRecord   // by variable key
+	// Blobs are values a program keeps beside the connections, sealed by
+	// the Vault (Vault.PutBlob), by name: a fleet's shared pairing
+	// identity. Nil when there are none.
+	Blobs map[string][]byte
 }
 
 // ConnectionRecord is a connection and its sealed secrets. The secrets are
@@ -72,6 +94,12 @@ func (r *Records) Clone() *Records {
 		vv := *v
 		vv.SealedValue = slices.Clone(v.SealedValue)
 		n.Variables[k] = &vv
+	}
+	for name, b := range r.Blobs {
+		if n.Blobs == nil {
+			n.Blobs = make(map[string][]byte, len(r.Blobs))
+		}
+		n.Blobs[name] = slices.Clone(b)
 	}
 	return n
 }

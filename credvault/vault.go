@@ -69,8 +69,9 @@ type Config struct {
 	// Logger receives operational messages (never secrets). Nil discards.
 	Logger *slog.Logger
 	// PollInterval is how often Store.Generation is polled to pick up
-	// commits made by other processes. Zero means DefaultPollInterval; a
-	// negative value disables polling (one-shot tools such as the CLI).
+	// commits made by other processes; a Store that is a Notifier also
+	// wakes the Vault at once. Zero means DefaultPollInterval; a negative
+	// value disables both (one-shot tools such as the CLI).
 	PollInterval time.Duration
 	// Clock returns the current time for record timestamps and rotation
 	// due dates. Nil means time.Now.
@@ -78,6 +79,11 @@ type Config struct {
 	// Extensions gives meaning to the connections' extensions. Its zero
 	// value refuses every write of a connection that has any.
 	Extensions Extensions
+	// OnChange is called after each rebuild of the snapshot: a write
+	// through this Vault, or one by another process once noticed. It
+	// runs on the writer's or the poller's goroutine, so it must not
+	// block. Nil means none.
+	OnChange func()
 }
 
 // Extensions are the hooks of the package that owns the connections'
@@ -106,6 +112,7 @@ type Vault struct {
 	log    *slog.Logger
 	clock  func() time.Time
 	ext    Extensions
+	change func()
 
 	snap     atomic.Pointer[snapshot]
 	reloadMu sync.Mutex // serializes snapshot rebuilds
@@ -185,6 +192,7 @@ type snapshot struct {
 	byID      map[string]*Resolved
 	ordered   []*Connection // sorted by id
 	variables []Variable    // sorted by key
+	blobs     map[string][]byte
 }
 
 // New opens a vault on cfg.Store. It checks the master key against the
@@ -208,6 +216,7 @@ func New(ctx context.Context, cfg Config) (*Vault, error) {
 		log:    cfg.Logger,
 		clock:  cfg.Clock,
 		ext:    cfg.Extensions,
+		change: cfg.OnChange,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -288,29 +297,37 @@ func (v *Vault) poll(interval time.Duration, gen uint64) {
 		<-v.stop
 		cancel()
 	}()
+	var changes <-chan struct{} // nil, never ready, unless the store notifies
+	if n, ok := v.store.(Notifier); ok {
+		changes = n.Changes()
+	}
+	// An outage is logged when it starts and when it ends, not at every
+	// poll: a shared database may stay away for minutes.
+	failing := false
 	for {
 		select {
 		case <-v.stop:
 			return
 		case <-t.C:
+		case <-changes:
 		}
 		g, err := v.store.Generation(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				v.log.Warn("credvault: polling store failed", "err", err)
-			}
-			continue
+		if err == nil && g != gen {
+			err = v.reload(ctx)
 		}
-		if g == gen {
-			continue
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			failing = true
+			v.log.Warn("credvault: the store does not answer; serving what was loaded", "err", err)
+		case err == nil && failing:
+			failing = false
+			v.log.Info("credvault: the store answers again")
 		}
-		if err := v.reload(ctx); err != nil {
-			if ctx.Err() == nil {
-				v.log.Warn("credvault: reloading store failed", "err", err)
-			}
-			continue
+		if err == nil {
+			gen = g
 		}
-		gen = g
 	}
 }
 
@@ -323,12 +340,15 @@ func (v *Vault) reload(ctx context.Context) error {
 		return err
 	}
 	v.snap.Store(v.buildSnapshot(recs))
+	if v.change != nil {
+		v.change()
+	}
 	return nil
 }
 
 func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 	vars := make(map[string]string, len(recs.Variables))
-	s := &snapshot{byID: make(map[string]*Resolved, len(recs.Connections))}
+	s := &snapshot{byID: make(map[string]*Resolved, len(recs.Connections)), blobs: recs.Blobs}
 	for _, key := range sortedKeys(recs.Variables) {
 		rec := recs.Variables[key]
 		s.variables = append(s.variables, rec.Variable)

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -505,5 +508,126 @@ func TestNameStoredBeforeTheDisplayRule(t *testing.T) {
 	}
 	if _, err := v.Update(ctx, "gh", func(c *Connection) error { c.Name, c.Status = "GitHub", StatusDisabled; return nil }); err != nil {
 		t.Fatalf("update with a clean name: %v", err)
+	}
+}
+
+// A blob moved to another name does not open, as a secret moved to
+// another record does not.
+func TestStoredBlobSwappedDoesNotOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &MemoryStore{}
+	v := openTestVault(t, st, testKey(t), -1)
+	if err := v.PutBlob(ctx, "victim", []byte("victim-value"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.PutBlob(ctx, "attacker", []byte("attacker-value"), false); err != nil {
+		t.Fatal(err)
+	}
+	st.Update(ctx, func(r *Records) error { r.Blobs["attacker"] = r.Blobs["victim"]; return nil })
+	again := openTestVault(t, st, testKey(t), -1)
+	if b, err := again.Blob("attacker"); err == nil {
+		t.Fatalf("swapped blob opened: %q", b)
+	}
+	if err := v.PutBlob(ctx, "", []byte("x"), false); !isValidation(err) {
+		t.Fatalf("empty blob name: %v", err)
+	}
+}
+
+// flakyStore fails while down, and reports each Generation call.
+type flakyStore struct {
+	MemoryStore
+	down  atomic.Bool
+	polls chan struct{}
+}
+
+func (s *flakyStore) Generation(ctx context.Context) (uint64, error) {
+	defer func() {
+		select {
+		case s.polls <- struct{}{}:
+		default:
+		}
+	}()
+	if s.down.Load() {
+		return 0, ErrStoreUnavailable
+	}
+	return s.MemoryStore.Generation(ctx)
+}
+
+// countingHandler counts log records by message.
+type countingHandler struct {
+	mu   sync.Mutex
+	msgs map[string]int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs[r.Message]++
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+
+func (h *countingHandler) count(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.msgs[msg]
+}
+
+// TestOutageLoggedOnce: a store that stays away for many polls is logged
+// when it goes and when it comes back, not at every poll.
+func TestOutageLoggedOnce(t *testing.T) {
+	t.Parallel()
+	st := &flakyStore{polls: make(chan struct{})}
+	h := &countingHandler{msgs: map[string]int{}}
+	v, err := New(context.Background(), Config{Store: st, MasterKey: testKey(t), PollInterval: time.Millisecond, Logger: slog.New(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	const down, back = "credvault: the store does not answer; serving what was loaded", "credvault: the store answers again"
+	st.down.Store(true)
+	for range 20 {
+		<-st.polls
+	}
+	st.down.Store(false)
+	for range 3 {
+		<-st.polls
+	}
+	if h.count(down) != 1 || h.count(back) != 1 {
+		t.Fatalf("outage logged %d times, recovery %d times; want once each", h.count(down), h.count(back))
+	}
+}
+
+// TestOnChangeAfterEveryRebuild: OnChange follows this Vault's own writes
+// and another process's, once its poll notices them.
+func TestOnChangeAfterEveryRebuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &MemoryStore{}
+	changed := make(chan struct{}, 16)
+	reader, err := New(ctx, Config{Store: st, MasterKey: testKey(t), PollInterval: time.Millisecond,
+		OnChange: func() { changed <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	<-changed // the first load
+	writer := openTestVault(t, st, testKey(t), -1)
+	if _, _, err := writer.PutVariable(ctx, "K", "variable-value", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-changed
+	if len(reader.Variables()) != 1 {
+		t.Fatal("OnChange ran before the snapshot held the other process's write")
+	}
+	if _, _, err := reader.PutVariable(ctx, "L", "variable-value", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-changed
+	if len(reader.Variables()) != 2 {
+		t.Fatal("OnChange ran before the snapshot held the Vault's own write")
 	}
 }

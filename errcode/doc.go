@@ -110,6 +110,7 @@
 //	MCP_CIRCUIT_OPEN                 503  the upstream MCP server keeps failing; calls resume after a cooldown
 //	MCP_SESSION_NOT_FOUND            404  no such MCP session
 //	MCP_SESSIONS_EXHAUSTED           503  too many MCP sessions are open; try again shortly
+//	MCP_SESSION_MISDIRECTED          421  this MCP session belongs to another gateway replica; route requests by Mcp-Session-Id to the replica that opened it
 //
 // Control plane:
 //

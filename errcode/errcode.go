@@ -69,6 +69,7 @@ const (
 	MCPCircuitOpen
 	MCPSessionNotFound
 	MCPSessionsExhausted
+	MCPSessionMisdirected
 
 	RateLimited
 	APIKeyInvalid
@@ -188,6 +189,7 @@ var table = [codeCount]row{
 	MCPCircuitOpen:          {"MCP_CIRCUIT_OPEN", http.StatusServiceUnavailable, "the upstream MCP server keeps failing; calls resume after a cooldown"},
 	MCPSessionNotFound:      {"MCP_SESSION_NOT_FOUND", http.StatusNotFound, "no such MCP session"},
 	MCPSessionsExhausted:    {"MCP_SESSIONS_EXHAUSTED", http.StatusServiceUnavailable, "too many MCP sessions are open; try again shortly"},
+	MCPSessionMisdirected:   {"MCP_SESSION_MISDIRECTED", http.StatusMisdirectedRequest, "this MCP session belongs to another gateway replica; route requests by Mcp-Session-Id to the replica that opened it"},
 
 	RateLimited:              {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
 	APIKeyInvalid:            {"API_KEY_INVALID", http.StatusUnauthorized, "missing or invalid service api key"},

@@ -29,7 +29,8 @@ import (
 // as it is: a protection is turned off only by a field that says so (a
 // negative number, credvault.RotationOff, an Insecure… switch).
 type Config struct {
-	// DataDir holds the credential store (gateway.db), the gateway's own
+	// DataDir holds the credential store (gateway.db, unless Store is
+	// set), the gateway's own
 	// identity, the decision-log salt and the nonces kept across a
 	// restart (NonceSnapshotFile, NonceHorizonFile). It is created with
 	// mode 0700. Required.
@@ -37,6 +38,15 @@ type Config struct {
 	// MasterKey seals the stored credentials. Required: the zero key is
 	// refused.
 	MasterKey credvault.MasterKey
+	// Store keeps the credential store's records. Nil means the SQLite
+	// file gateway.db in DataDir (package sqlitestore). A store that
+	// replicas share (package pgstore) makes them a fleet that serves the
+	// same connections (docs/gateway.md, "Running a fleet"); every replica
+	// then needs the same MasterKey. With Store set, the gateway's
+	// identity, pairing key and pairing state live in it too, so a fleet
+	// pairs once (PairingFiles); IdentityHome only seeds the identity of
+	// a store that has none. The Gateway does not close it.
+	Store credvault.Store
 	// ControlPlaneURL is the control plane's base URL ("https://idn.example",
 	// IDN_REGISTRY_URL in cmd/gateway): the gateway reads the
 	// approved-claims feed there and files claims for callers it does not
@@ -61,7 +71,7 @@ type Config struct {
 	// connection the owner adds needs no key and no restart. It is asked
 	// at every feed read and submission that has no key, so a pairing made
 	// while the gateway runs counts at once. Nil means the pairing state
-	// `gateway pair` keeps in DataDir (package pairing): a gateway paired
+	// `gateway pair` keeps in PairingFiles (package pairing): a gateway paired
 	// there sends no key where it has none, and a control plane that does
 	// not know its key refuses it (401 API_KEY_INVALID).
 	Paired func() bool

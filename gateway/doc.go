@@ -1,5 +1,6 @@
 // Package gateway is a complete idn gateway as a library: the credential
-// vault (credvault) sealed in a SQLite file, the approved-claims cache and
+// vault (credvault) sealed in a SQLite file or a store a fleet shares
+// (Config.Store), the approved-claims cache and
 // its feed poller (claimcache), claim submission for unknown callers, the
 // nonce store (replay), the signed runtime pipeline (proxy), the MCP proxy
 // (mcpproxy), the admin API (admin), Prometheus metrics and health checks,

@@ -39,7 +39,8 @@ import (
 // with Close.
 type Gateway struct {
 	cfg      Config
-	store    *sqlitestore.Store
+	store    credvault.Store
+	ownStore *sqlitestore.Store // the store New opened (Config.Store nil), closed by Close
 	vault    *credvault.Vault
 	cache    *claimcache.Cache
 	mcp      *mcpproxy.Proxy
@@ -53,6 +54,7 @@ type Gateway struct {
 	replay   *replay.Store // the nonces' memory (HeldBytes)
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
+	changed     chan struct{}                          // the vault rebuilt its snapshot; services to sync
 	readiness   signal                                 // notified when they may pass
 
 	mu      sync.Mutex
@@ -63,7 +65,8 @@ type Gateway struct {
 
 var _ http.Handler = (*Gateway)(nil)
 
-// New validates cfg, opens the credential store in cfg.DataDir, loads the
+// New validates cfg, opens the credential store (Config.Store, or the
+// SQLite file in cfg.DataDir), loads the
 // gateway's identity (creating it on first use) and wires every part. It
 // starts no goroutine; Start does.
 func New(cfg Config) (*Gateway, error) {
@@ -72,18 +75,30 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	g := &Gateway{cfg: cfg}
+	g := &Gateway{cfg: cfg, changed: make(chan struct{}, 1)}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: data directory: %w", err)
 	}
-	if g.store, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, sqlitestore.DefaultFileName)); err != nil {
+	g.store = cfg.Store
+	if g.store == nil {
+		if g.ownStore, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, sqlitestore.DefaultFileName)); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		g.store = g.ownStore
+	}
+	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger, Extensions: VaultExtensions(),
+		OnChange: g.vaultChanged}); err != nil {
+		if g.ownStore != nil {
+			g.ownStore.Close()
+		}
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	if g.vault, err = credvault.New(ctx, credvault.Config{Store: g.store, MasterKey: cfg.MasterKey, Logger: cfg.Logger, Extensions: VaultExtensions()}); err != nil {
-		g.store.Close()
-		return nil, fmt.Errorf("gateway: %w", err)
+	if cfg.Store != nil {
+		g.identity, err = g.sharedIdentity(ctx)
+	} else {
+		g.identity, err = loadOrCreateIdentity(cfg.IdentityHome, cfg.Namespace)
 	}
-	if g.identity, err = loadOrCreateIdentity(cfg.IdentityHome, cfg.Namespace); err != nil {
+	if err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -169,7 +184,7 @@ func (g *Gateway) wire() error {
 	var activity proxy.ActivityRecorder
 	if !c.NoActivityReports && c.ControlPlaneURL != "" {
 		if g.reporter, err = pairing.NewReporter(pairing.ReporterConfig{ControlPlaneURL: c.ControlPlaneURL, Identity: g.identity,
-			DataDir: c.DataDir, Logger: c.Logger}); err != nil {
+			Files: g.PairingFiles(), Logger: c.Logger}); err != nil {
 			return err
 		}
 		activity = reported{g.reporter}
@@ -252,7 +267,7 @@ func (g *Gateway) wire() error {
 	g.admin = adminHandler
 
 	g.readyChecks = map[string]func(context.Context) error{
-		"store":  func(ctx context.Context) error { _, err := g.store.Generation(ctx); return err },
+		"store":  g.storeReady,
 		"claims": g.claimsReady,
 		// A wedged request path leaves liveness answering; readiness
 		// must not.
@@ -270,6 +285,18 @@ func (g *Gateway) wire() error {
 		timeout(c.AdminTimeout, access.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))),
 		timeout(c.AdminTimeout, adminHandler), runtime)))
 	return nil
+}
+
+// storeReady fails when the credential store does not answer, except
+// when its backend is out of reach (credvault.ErrStoreUnavailable). The
+// snapshot loaded keeps serving then, and a fleet whose database stops
+// must not leave its load balancer without a replica.
+func (g *Gateway) storeReady(ctx context.Context) error {
+	_, err := g.store.Generation(ctx)
+	if errors.Is(err, credvault.ErrStoreUnavailable) {
+		return nil
+	}
+	return err
 }
 
 // ServeHTTP serves the gateway's whole HTTP surface: /proxy/…, /mcp/… and
@@ -355,7 +382,18 @@ func (g *Gateway) run(ctx context.Context) {
 			return
 		case <-t.C:
 			g.syncServices()
+		case <-g.changed:
+			g.syncServices()
 		}
+	}
+}
+
+// vaultChanged is the vault's OnChange: a connection added anywhere in a
+// fleet has its service's claims tracked at once, not at the next tick.
+func (g *Gateway) vaultChanged() {
+	select {
+	case g.changed <- struct{}{}:
+	default: // a sync is pending already
 	}
 }
 
@@ -427,8 +465,8 @@ func (g *Gateway) Close() error {
 	if g.vault != nil {
 		g.vault.Close()
 	}
-	if g.store != nil {
-		errs = append(errs, g.store.Close())
+	if g.ownStore != nil {
+		errs = append(errs, g.ownStore.Close())
 	}
 	return errors.Join(errs...)
 }

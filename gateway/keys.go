@@ -64,7 +64,7 @@ func (g *Gateway) paired() bool {
 	if g.cfg.Paired != nil {
 		return g.cfg.Paired()
 	}
-	_, ok, _, _ := pairing.Status(g.cfg.DataDir)
+	_, ok, _, _ := pairing.StatusOf(g.PairingFiles())
 	return ok
 }
 

@@ -15,8 +15,9 @@ import (
 // it after Start. It returns nil once they pass; an error saying what is
 // not ready when ctx ends first or the background work stops (ctx of
 // Start done, or Close); and an error at once when Start was not called.
-// It polls nothing: every claims refresh, and the once-a-second look at
-// the stored connections that Start runs, wakes it to check again.
+// It polls nothing: every claims refresh, and the look at the stored
+// connections that Start runs once a second and at each change of the
+// vault, wakes it to check again.
 func (g *Gateway) Up(ctx context.Context) error {
 	g.mu.Lock()
 	started, done := g.started, g.done

@@ -179,6 +179,12 @@ type Options struct {
 	// hold open together; opening one more evicts the namespace's least
 	// recently used session. Zero means 128; it is capped at MaxSessions.
 	MaxSessionsPerNamespace int
+	// Replica names this gateway among the replicas of a fleet, in the ids
+	// of the sessions it opens: a session id naming another replica is
+	// answered 421 MCP_SESSION_MISDIRECTED, not 404. Empty means a lone
+	// gateway, whose ids name none. 1-63 lower-case letters, digits and
+	// inner hyphens.
+	Replica string
 }
 
 // Proxy is the MCP side of the gateway: discovery cache, tool policy,
@@ -221,6 +227,9 @@ type Proxy struct {
 // New returns a Proxy for cfg. It fails only when the metrics cannot be
 // registered.
 func New(cfg Config) (*Proxy, error) {
+	if err := checkReplica(cfg.Replica); err != nil {
+		return nil, err
+	}
 	m, err := metrics.New(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("mcpproxy: registering metrics: %w", err)
@@ -277,6 +286,7 @@ func New(cfg Config) (*Proxy, error) {
 	// nothing to answer a server's requests with but ping.
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "idn-gateway", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	p.endpoint = newEndpoint(p, cmp.Or(cfg.SessionIdleTimeout, 10*time.Minute), pool.NewLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
+	p.endpoint.replica = cfg.Replica
 	return p, nil
 }
 

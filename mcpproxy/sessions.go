@@ -2,7 +2,6 @@ package mcpproxy
 
 import (
 	"context"
-	"crypto/rand"
 	"time"
 
 	"github.com/idnhq/idn/internal/mcpnotify"
@@ -22,7 +21,7 @@ import (
 // open reserves a session for caller on conn, with a fresh id and its own
 // server, evicting the caller's own sessions its shares have no room for.
 func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession, error) {
-	s := &agentSession{slot: pool.Slot{ID: rand.Text(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
+	s := &agentSession{slot: pool.Slot{ID: e.newSessionID(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
 	s.conn.Store(conn)
 	// The server's requests take places in the session's gate and in its
 	// connection's (none when the connection cannot be reached).

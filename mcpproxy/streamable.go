@@ -127,6 +127,7 @@ type endpoint struct {
 
 	sessions *pool.Table[*agentSession]
 	wg       sync.WaitGroup // session watchers
+	replica  string         // Options.Replica, named in session ids
 }
 
 type openingKey struct{}
@@ -171,6 +172,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s = e.sessions.Lookup(id)
 		// Unknown and foreign sessions get the same answer, so session ids
 		// cannot be probed.
+		if s == nil && e.misdirected(w, r, id) {
+			return
+		}
 		if s == nil || s.connID != conn.ID || s.caller != caller {
 			apierror.Write(w, r, toAPIError(ErrSessionNotFound))
 			return

@@ -56,8 +56,13 @@ type Config struct {
 	// owner's), so they may change where a stored secret is sent.
 	// Required.
 	Admin *admin.Handler
-	// DataDir holds the HPKE key and the pairing state. Required.
+	// DataDir holds the HPKE key and the pairing state unless Files is
+	// set. Required without Files.
 	DataDir string
+	// Files keeps the HPKE key and the pairing state. Nil means
+	// DirFiles(DataDir). A fleet passes its shared store's, so that its
+	// replicas pair once.
+	Files Files
 	// MasterKey seals the HPKE private key. Required.
 	MasterKey credvault.MasterKey
 	// Name and Version describe the gateway in the dashboard. Empty Name
@@ -93,7 +98,7 @@ type Client struct {
 	ok    bool
 }
 
-// New loads (or creates) the HPKE key and the pairing state of DataDir.
+// New loads (or creates) the HPKE key and the pairing state of Files.
 func New(cfg Config) (*Client, error) {
 	switch {
 	case cfg.ControlPlaneURL == "":
@@ -102,7 +107,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("pairing: Config.Identity is required")
 	case cfg.Admin == nil:
 		return nil, errors.New("pairing: Config.Admin is required")
-	case cfg.DataDir == "":
+	case cfg.DataDir == "" && cfg.Files == nil:
 		return nil, errors.New("pairing: Config.DataDir is required")
 	}
 	if cfg.MasterKey == (credvault.MasterKey{}) {
@@ -118,6 +123,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Version == "" {
 		cfg.Version = "unknown"
 	}
+	if cfg.Files == nil {
+		cfg.Files = DirFiles(cfg.DataDir)
+	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 30 * time.Second
 	}
@@ -125,13 +133,13 @@ func New(cfg Config) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if c.key, err = loadOrCreateKey(cfg.DataDir, cfg.MasterKey); err != nil {
+	if c.key, err = loadOrCreateKey(cfg.Files, cfg.MasterKey); err != nil {
 		return nil, err
 	}
 	if c.opener, err = newOpener(c.key); err != nil {
 		return nil, err
 	}
-	if c.state, c.ok, err = loadState(cfg.DataDir); err != nil {
+	if c.state, c.ok, err = loadState(cfg.Files); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -153,11 +161,16 @@ func (c *Client) State() (s State, ok bool) {
 // Status reads the pairing state and HPKE fingerprint of dataDir without
 // opening the private key (no master key needed).
 func Status(dataDir string) (s State, paired bool, fingerprint string, err error) {
-	s, paired, err = loadState(dataDir)
+	return StatusOf(DirFiles(dataDir))
+}
+
+// StatusOf is Status of the pairing f keeps.
+func StatusOf(f Files) (s State, paired bool, fingerprint string, err error) {
+	s, paired, err = loadState(f)
 	if err != nil {
 		return s, false, "", err
 	}
-	b, err := readKeyRecord(dataDir)
+	b, err := readKeyRecord(f)
 	if err != nil {
 		return s, paired, "", err
 	}
@@ -276,7 +289,7 @@ func (c *Client) paired(ctl pairwire.Control) error {
 	}
 	c.state = State{GatewayID: ctl.GatewayID, Namespace: ctl.Namespace, ControlPlaneURL: c.cfg.ControlPlaneURL, PairedAt: time.Now().UTC()}
 	c.ok = true
-	return saveState(c.cfg.DataDir, c.state)
+	return saveState(c.cfg.Files, c.state)
 }
 
 // forget drops the pairing state once the control plane no longer knows
@@ -286,7 +299,7 @@ func (c *Client) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.state, c.ok = State{}, false
-	if err := removeState(c.cfg.DataDir); err != nil {
+	if err := c.cfg.Files.WriteFile(stateFile, nil); err != nil {
 		c.log.Warn("pairing: the gateway was unpaired but its pairing state stays", "err", err)
 	}
 }

@@ -24,6 +24,11 @@
 // sealing). Client.Fingerprint is the lower-case hex of the first 8 bytes
 // of the SHA-256 of the public key, as the dashboard shows it.
 //
+// Config.Files keeps the key and the state elsewhere than DataDir: a fleet
+// of gateways keeps them in its shared store, so that it pairs once and
+// every replica holds the same pairing (docs/gateway.md, "Running a
+// fleet").
+//
 // RPCs are JSON-RPC 2.0 requests whose params and results are the bodies
 // of the gateway's admin API. Each runs, in process, the operation of
 // package admin that serves the route beside it:

@@ -61,6 +61,9 @@ type ReporterConfig struct {
 	// not paired, nothing is queued for a minute, then the state is read
 	// again.
 	DataDir string
+	// Files, when set, holds the pairing state instead of DataDir (a
+	// fleet's shared store).
+	Files Files
 	// Interval is how often the queue is sent (sooner when a full batch
 	// is waiting); zero means DefaultReportInterval.
 	Interval time.Duration
@@ -251,11 +254,15 @@ const pairedRecheck = 2 * time.Second
 
 // checkPaired reads the pairing state.
 func (r *Reporter) checkPaired() {
-	if r.cfg.DataDir == "" {
+	f := r.cfg.Files
+	if f == nil && r.cfg.DataDir != "" {
+		f = DirFiles(r.cfg.DataDir)
+	}
+	if f == nil {
 		r.paired.Store(true)
 		return
 	}
-	_, ok, err := loadState(r.cfg.DataDir)
+	_, ok, err := loadState(f)
 	r.paired.Store(ok && err == nil)
 }
 

@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/idnhq/idn v0.0.0-00010101000000-000000000000
+	github.com/idnhq/idn/credvault/pgstore v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 )
 
@@ -20,6 +22,9 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0 // indirect
 	github.com/idnhq/idn/httpsig v0.0.0-00010101000000-000000000000 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mr-tron/base58 v1.3.0 // indirect
 	github.com/multiformats/go-base32 v0.1.0 // indirect
@@ -61,5 +66,6 @@ require (
 
 replace (
 	github.com/idnhq/idn => ../..
+	github.com/idnhq/idn/credvault/pgstore => ../../credvault/pgstore
 	github.com/idnhq/idn/httpsig => ../../httpsig
 )

@@ -50,6 +50,28 @@ func lockLink(dir string) (unlock func(), ok bool, err error) {
 	return func() { f.Close() }, true, nil
 }
 
+// fleetLocker is a shared store that locks for every replica at once
+// (pgstore.Store).
+type fleetLocker interface {
+	TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error)
+}
+
+// fleetLinkLock is the fleet-wide lock of the one process keeping a
+// fleet's pairing link.
+const fleetLinkLock = "idn-gateway-pairing-link"
+
+// takeLink takes, without waiting, the lock of the one process that keeps
+// the pairing link: the fleet's when c.Store locks for the fleet, else the
+// data directory's. fleet reports which.
+func takeLink(ctx context.Context, c gateway.Config) (unlock func(), ok, fleet bool, err error) {
+	if l, isFleet := c.Store.(fleetLocker); isFleet {
+		unlock, ok, err = l.TryLock(ctx, fleetLinkLock)
+		return unlock, ok, true, err
+	}
+	unlock, ok, err = lockLink(c.DataDir)
+	return unlock, ok, false, err
+}
+
 // linkKeeper reports whether a process holds dir's link lock, and its
 // pid as the lock file names it (0 when unreadable). The probe takes a
 // shared lock for an instant, which at worst delays serve's next look by
@@ -90,7 +112,7 @@ func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairin
 // RPCs run the operations of gw's admin API, in process.
 func linkClient(gw *gateway.Gateway, c gateway.Config, name string, logger *slog.Logger) (*pairing.Client, error) {
 	return pairing.New(pairing.Config{
-		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw.Admin(), DataDir: c.DataDir, MasterKey: c.MasterKey,
+		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw.Admin(), Files: gw.PairingFiles(), MasterKey: c.MasterKey,
 		Name: name, Version: buildinfo.Version(), Logger: logger,
 	})
 }
@@ -102,7 +124,10 @@ func linkClient(gw *gateway.Gateway, c gateway.Config, name string, logger *slog
 // looks again every linkCheckInterval. The client reconnects with backoff
 // by itself; a link the owner ended (unpaired) or another process took
 // over (the same identity connected elsewhere) is not retried until the
-// pairing changes. It returns when ctx ends.
+// pairing changes. In a fleet, the pairing is the shared store's, and one
+// replica at a time keeps the link (takeLink). Another takes it over
+// within linkCheckInterval of its holder's end; a link taken over is
+// looked at again. It returns when ctx ends.
 func keepLink(ctx context.Context, gw *gateway.Gateway, c gateway.Config, logger *slog.Logger) {
 	if c.ControlPlaneURL == "" {
 		return
@@ -117,12 +142,12 @@ func keepLink(ctx context.Context, gw *gateway.Gateway, c gateway.Config, logger
 		}
 	}
 	for {
-		st, paired, _, err := pairing.Status(c.DataDir)
+		st, paired, _, err := pairing.StatusOf(gw.PairingFiles())
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			report("pairing: state unreadable; the link is not kept", err)
 		}
 		if paired && !samePairing(st, ended) {
-			unlock, ok, err := lockLink(c.DataDir)
+			unlock, ok, fleet, err := takeLink(ctx, c)
 			if err != nil {
 				report("pairing: the link is not kept", err)
 			}
@@ -132,6 +157,10 @@ func keepLink(ctx context.Context, gw *gateway.Gateway, c gateway.Config, logger
 				switch {
 				case ctx.Err() != nil:
 					return
+				case fleet && errors.Is(err, pairing.ErrReplaced):
+					// The fleet's lock decides who keeps the link; another
+					// replica took it while this one's lock was lost.
+					logger.Info("pairing: another replica keeps the link", "err", err)
 				case errors.Is(err, pairing.ErrUnpaired), errors.Is(err, pairing.ErrReplaced):
 					logger.Warn("pairing: link ended; it is kept again once the gateway is paired again (gateway pair)", "err", err)
 					ended = st

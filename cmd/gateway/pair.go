@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/pgstore"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/kit/envconf"
 	"github.com/idnhq/idn/pairing"
 )
@@ -67,6 +71,9 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 				return err
 			}
 		}
+		if *status && env.getenv("GATEWAY_DATABASE_URL") != "" {
+			return fleetPairStatus(ctx, env, fs)
+		}
 		if *status {
 			return pairStatus(env, dir)
 		}
@@ -85,11 +92,23 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("a pair process already runs for %s (pid %d); stop it with gateway pair --stop", s.gateway.DataDir, pid)
 	}
 	c := s.gateway
-	unlock, ok, err := lockLink(c.DataDir)
+	if s.databaseURL != "" {
+		st, closeStore, err := openStore(ctx, "", s.databaseURL)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		c.Store = st
+	}
+	unlock, ok, fleet, err := takeLink(ctx, c)
 	if err != nil {
 		return err
 	}
 	if !ok {
+		if fleet {
+			return errors.New("the fleet's pairing link is kept by another process (a replica's gateway serve, once paired, keeps it); " +
+				"the fleet pairs once: unpair it from the dashboard to pair it again")
+		}
 		return fmt.Errorf("the pairing link of %s is kept by another process (gateway serve, once paired, keeps it); "+
 			"stop that process to pair again", c.DataDir)
 	}
@@ -200,6 +219,52 @@ func pairStatus(env *cliEnv, dir string) error {
 		fmt.Fprintf(w, "running: yes, in gateway serve (pid %d), which keeps the link\n", keeper)
 	default:
 		fmt.Fprintln(w, "running: no")
+	}
+	return nil
+}
+
+// fleetPairStatus is --status for a fleet: the pairing its shared store
+// holds (opened with the master key), and whether a replica keeps the
+// link.
+func fleetPairStatus(ctx context.Context, env *cliEnv, fs *flag.FlagSet) error {
+	r := envconf.New(env.getenv)
+	_, key, databaseURL := readStore(r, env.getenv, flagString(fs, "master-key"))
+	if err := r.Err(); err != nil {
+		return err
+	}
+	st, err := pgstore.Open(ctx, pgstore.Config{URL: databaseURL})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	v, err := credvault.New(ctx, credvault.Config{Store: st, MasterKey: key, PollInterval: -1, Extensions: gateway.VaultExtensions()})
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	s, paired, fp, err := pairing.StatusOf(gateway.SharedPairingFiles(v))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	w := env.stdout
+	if fp != "" {
+		fmt.Fprintf(w, "hpke key fingerprint: %s\n", fp)
+	}
+	if paired {
+		fmt.Fprintf(w, "paired: fleet gateway %s of namespace %s at %s (since %s)\n", s.GatewayID, s.Namespace, s.ControlPlaneURL,
+			s.PairedAt.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(w, "paired: no")
+	}
+	unlock, free, err := st.TryLock(ctx, fleetLinkLock)
+	switch {
+	case err != nil:
+		return err
+	case free:
+		unlock()
+		fmt.Fprintln(w, "running: no")
+	default:
+		fmt.Fprintln(w, "running: yes, on one process of the fleet (a replica's gateway serve, or gateway pair)")
 	}
 	return nil
 }

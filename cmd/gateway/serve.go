@@ -44,6 +44,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	s.gateway.TracerProvider = tp
 	gcPercent := tuneGC(s.gogc)
 	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
+	if s.databaseURL != "" {
+		st, closeStore, err := openStore(ctx, "", s.databaseURL)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		s.gateway.Store = st
+	}
 	gw, err := gateway.New(s.gateway)
 	if err != nil {
 		return err

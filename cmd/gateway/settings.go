@@ -30,6 +30,7 @@ type serveSettings struct {
 	log             envconf.Log
 	tracing         otlpexport.Settings
 	gateway         gateway.Config
+	databaseURL     string // GATEWAY_DATABASE_URL: the shared store, opened into gateway.Store
 }
 
 const dataDirDoc = "data folder: credential store, gateway identity, decision-log salt " +
@@ -59,14 +60,16 @@ func readDataDir(r *envconf.Reader, getenv func(string) string) string {
 }
 
 // readStore reads what every command that opens the store needs: the data
-// folder and the master key (--master-key, when given, wins).
-func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag string) (string, credvault.MasterKey) {
-	dir := readDataDir(r, getenv)
+// folder, the master key (--master-key, when given, wins) and the shared
+// database, if any.
+func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag string) (dir string, key credvault.MasterKey, databaseURL string) {
+	dir = readDataDir(r, getenv)
+	databaseURL = r.Secret("GATEWAY_DATABASE_URL", "PostgreSQL URL of the credential store a fleet of gateways shares; "+
+		"empty keeps it in gateway.db in the data folder")
 	raw := r.Secret("GATEWAY_MASTER_KEY", "master key sealing the stored credentials: standard base64 of 32 random bytes (required)")
 	if masterKeyFlag != "" {
 		raw = masterKeyFlag
 	}
-	var key credvault.MasterKey
 	if raw == "" {
 		r.Problemf("GATEWAY_MASTER_KEY is required (standard base64 of 32 random bytes; make one with 'gateway keygen')")
 	} else if k, err := credvault.ParseMasterKey(raw); err != nil {
@@ -74,7 +77,7 @@ func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag stri
 	} else {
 		key = k
 	}
-	return dir, key
+	return dir, key, databaseURL
 }
 
 // readKeyFile reads the service API key of GATEWAY_SERVICE_API_KEY_FILE;
@@ -118,7 +121,7 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	var s serveSettings
 	c := &s.gateway
 	s.addr = r.String("GATEWAY_ADDR", "127.0.0.1:38100", "listen address; an address beyond loopback is logged as a warning at start")
-	c.DataDir, c.MasterKey = readStore(r, getenv, masterKeyFlag)
+	c.DataDir, c.MasterKey, s.databaseURL = readStore(r, getenv, masterKeyFlag)
 	c.ControlPlaneURL = strings.TrimRight(r.String("IDN_REGISTRY_URL", "",
 		"control plane base URL, which serves the approved-claims feed (required unless GATEWAY_ALLOW_UNSIGNED_PROXY)"), "/")
 	c.ServiceAPIKey = r.Secret("IDN_SERVICE_API_KEY", "control-plane service API key for the claims feed and claim submissions")
@@ -159,6 +162,8 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 		"sessions of the MCP endpoint one caller key holds open; one more evicts the key's least recently used session")
 	c.MCP.MaxSessionsPerNamespace = r.Int("GATEWAY_MCP_MAX_SESSIONS_PER_NAMESPACE", 128, 1,
 		"sessions of the MCP endpoint one namespace holds open; one more evicts the namespace's least recently used session")
+	c.MCP.Replica = r.String("GATEWAY_REPLICA_NAME", "",
+		"this replica's name in a fleet (1-63 of a-z, 0-9, inner -), put in its MCP session ids so that a session sent to another replica is answered 421 MCP_SESSION_MISDIRECTED")
 	c.ClaimSubmissions.RatePerMinute = zeroMeansOff(r.Int("GATEWAY_CLAIM_REGISTRATION_RATE_LIMIT_PER_MINUTE", 30, 0,
 		"claims one connection and namespace may file per minute; 0 disables the limit"), -1)
 	c.Proxy.MaxAge = r.Seconds("GATEWAY_SIGNATURE_MAX_AGE_SECONDS", 300, "oldest signature accepted, in seconds")

@@ -177,11 +177,25 @@ func (s *Store) Load(ctx context.Context) (*credvault.Records, error) {
 
 func loadRecords(ctx context.Context, q querier) (*credvault.Records, error) {
 	r := &credvault.Records{Connections: map[string]*credvault.ConnectionRecord{}, Variables: map[string]*credvault.VariableRecord{}}
-	err := q.QueryRowContext(ctx, "SELECT value FROM meta WHERE name = 'key_check'").Scan(&r.KeyCheck)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	rows, err := q.QueryContext(ctx, "SELECT name, value FROM meta")
+	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: loading store: %w", err)
 	}
-	rows, err := q.QueryContext(ctx, "SELECT id, doc, secret_version, sealed_secrets FROM connections")
+	for rows.Next() {
+		var (
+			name  string
+			value []byte
+		)
+		if err := rows.Scan(&name, &value); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlitestore: loading store: %w", err)
+		}
+		credvault.SetMeta(r, name, value)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("sqlitestore: loading store: %w", err)
+	}
+	rows, err = q.QueryContext(ctx, "SELECT id, doc, secret_version, sealed_secrets FROM connections")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: loading connections: %w", err)
 	}
@@ -257,9 +271,15 @@ func (s *Store) Update(ctx context.Context, fn func(*credvault.Records) error) e
 }
 
 func writeDiff(ctx context.Context, tx *sql.Tx, before, after *credvault.Records) error {
-	if !bytes.Equal(before.KeyCheck, after.KeyCheck) {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO meta (name, value) VALUES ('key_check', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", after.KeyCheck); err != nil {
-			return fmt.Errorf("sqlitestore: writing key check: %w", err)
+	for name, value := range credvault.MetaChanges(before, after) {
+		var err error
+		if value == nil {
+			_, err = tx.ExecContext(ctx, "DELETE FROM meta WHERE name = ?", name)
+		} else {
+			_, err = tx.ExecContext(ctx, "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", name, value)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlitestore: writing %s: %w", name, err)
 		}
 	}
 	for id := range before.Connections {

@@ -3,17 +3,15 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
+	"github.com/idnhq/idn/credvault/storetest"
 )
 
 func testKey(t testing.TB) credvault.MasterKey {
@@ -82,37 +80,6 @@ func TestFilesArePrivate(t *testing.T) {
 	}
 }
 
-// A connection reads back from the file as it was written: its fields, its
-// extensions in their order, its switches.
-func TestRecordsSurviveReopening(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), sqlitestore.DefaultFileName)
-	v := openVault(t, path, -1)
-	c := httpConn("x")
-	c.AllowUpstreamCookies = true
-	c.Extensions = map[string]json.RawMessage{"z_list": json.RawMessage(`["a","b"]`), "a_obj": json.RawMessage(`{"k":1}`)}
-	if _, err := v.Create(context.Background(), c, map[string]string{"token": "tok-secret-1"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := v.PutVariable(context.Background(), "K", "variable-value", "alice"); err != nil {
-		t.Fatal(err)
-	}
-	again := openVault(t, path, -1)
-	got, ok := again.Lookup("x")
-	if !ok {
-		t.Fatal("connection lost on reopening")
-	}
-	if !got.Connection.AllowUpstreamCookies || !reflect.DeepEqual(got.Connection.Extensions, c.Extensions) {
-		t.Errorf("reopened connection = %+v", got.Connection)
-	}
-	if s, err := got.Secret(); err != nil || s != "tok-secret-1" {
-		t.Errorf("reopened secret = %q, %v", s, err)
-	}
-	if vars := again.Variables(); len(vars) != 1 || vars[0].Key != "K" || vars[0].CreatedBySubject != "alice" {
-		t.Errorf("reopened variables = %+v", vars)
-	}
-}
-
 // TestCiphertextSwappedInFile moves one connection's sealed secrets onto
 // another record in the database file: the swapped record must become
 // unresolved, never yield the other connection's secret.
@@ -137,57 +104,18 @@ func TestCiphertextSwappedInFile(t *testing.T) {
 	}
 }
 
-// TestHandlesSeeEachOtherWithinOneSecond writes through one handle on the
-// file and waits for a polling Vault on another to see it, as a running
-// gateway sees the command-line tool's writes.
-func TestHandlesSeeEachOtherWithinOneSecond(t *testing.T) {
+// TestContract runs the store contract on a file that every handle opens.
+func TestContract(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), sqlitestore.DefaultFileName)
-	reader := openVault(t, path, 0)
-	writer := openVault(t, path, -1)
-	start := time.Now()
-	if _, err := writer.Create(context.Background(), httpConn("fresh"), map[string]string{"token": "tok-secret-1"}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Second)
-	for {
-		if _, ok := reader.Lookup("fresh"); ok {
-			t.Logf("visible after %v", time.Since(start))
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("write by another handle not visible within one second")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// TestConcurrentWritersShareOneFile writes from two handles at once (as
-// the CLI and a running gateway do): every write lands.
-func TestConcurrentWritersShareOneFile(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), sqlitestore.DefaultFileName)
-	a := openVault(t, path, -1)
-	b := openVault(t, path, -1)
-	const n = 25
-	errs := make(chan error, 2*n)
-	for _, w := range []struct {
-		v      *credvault.Vault
-		prefix string
-	}{{a, "a"}, {b, "b"}} {
-		go func() {
-			for i := 0; i < n; i++ {
-				_, err := w.v.Create(context.Background(), httpConn(fmt.Sprintf("%s-%d", w.prefix, i)), map[string]string{"token": "tok-secret-1"})
-				errs <- err
+	storetest.Run(t, func(t *testing.T) func(*testing.T) credvault.Store {
+		path := filepath.Join(t.TempDir(), sqlitestore.DefaultFileName)
+		return func(t *testing.T) credvault.Store {
+			st, err := sqlitestore.Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}()
-	}
-	for i := 0; i < 2*n; i++ {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+			t.Cleanup(func() { st.Close() })
+			return st
 		}
-	}
-	if got := len(openVault(t, path, -1).Connections()); got != 2*n {
-		t.Fatalf("%d connections stored, want %d", got, 2*n)
-	}
+	})
 }
