@@ -13,6 +13,7 @@ import (
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/envconf"
+	"github.com/idnhq/idn/replay/redisstore"
 )
 
 func init() {
@@ -21,8 +22,9 @@ func init() {
 }
 
 // runServe reads every GATEWAY_* and IDN_* setting, validates them all, and
-// serves until SIGINT or SIGTERM, then drains in-flight requests within
-// GATEWAY_SHUTDOWN_TIMEOUT_SECONDS. Once the gateway is paired (gateway
+// serves until SIGINT or SIGTERM, then drains: not ready at once, serving
+// for GATEWAY_SHUTDOWN_DELAY_SECONDS, then in-flight requests finish
+// within GATEWAY_SHUTDOWN_TIMEOUT_SECONDS. Once the gateway is paired (gateway
 // pair), it also keeps the link to the owner's dashboard (keepLink).
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("serve")
@@ -47,6 +49,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		defer gctune.Tune(gcPercent)()
 	}
 	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
+	if s.redisURL != "" {
+		nonces, err := redisstore.New(ctx, redisstore.Config{URL: s.redisURL, Window: s.gateway.Proxy.MaxAge + s.gateway.Proxy.FutureSkew})
+		if err != nil {
+			return fmt.Errorf("GATEWAY_REDIS_URL: %w", err)
+		}
+		defer nonces.Close()
+		s.gateway.NonceStore = nonces
+	}
 	gw, err := gateway.New(s.gateway)
 	if err != nil {
 		return err
@@ -76,7 +86,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	link.Go(func() { keepLink(linkCtx, gw, s.gateway, logger) })
 	defer link.Wait()
 	defer stopLink()
-	return serve(ctx, gw, ln, s.shutdownTimeout, logger)
+	return serve(ctx, gw, ln, s.shutdownDelay, s.shutdownTimeout, logger)
 }
 
 func onLoopback(a net.Addr) bool {
@@ -84,10 +94,12 @@ func onLoopback(a net.Addr) bool {
 	return ok && tcp.IP.IsLoopback()
 }
 
-// serve serves gw on ln until ctx is done, then shuts down gracefully: no
-// new connections, in-flight requests drained within timeout, and the
-// drain recorded in the metrics. It returns nil after a clean drain.
-func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, timeout time.Duration, logger *slog.Logger) error {
+// serve serves gw on ln until ctx is done, then drains: readiness fails
+// at once, the server goes on taking requests for delay (a load balancer
+// polling readiness stops sending), then takes no new connection and
+// gives those in flight timeout to finish. The drain is recorded in the
+// metrics; serve returns nil after a clean one.
+func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, delay, timeout time.Duration, logger *slog.Logger) error {
 	srv := gateway.NewServer(gw)
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	srv.RegisterOnShutdown(gw.EndStreams)
@@ -97,6 +109,16 @@ func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, timeout ti
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	gw.Drain()
+	// Each answer closes its connection, so a load balancer's pooled
+	// ones end rather than carry a request into the shutdown.
+	srv.SetKeepAlivesEnabled(false)
+	logger.Info("gateway draining: not ready", "delay_seconds", delay.Seconds(), "timeout_seconds", timeout.Seconds())
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(delay):
 	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
