@@ -14,6 +14,7 @@ import (
 	"github.com/idnhq/idn/internal/buildinfo"
 	"github.com/idnhq/idn/internal/envconf"
 	"github.com/idnhq/idn/replay/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 func init() {
@@ -50,6 +51,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
 	if s.redisURL != "" {
+		redis.SetLogger(redisLog{logger}) // its own lines would break the JSON log
 		nonces, err := redisstore.New(ctx, redisstore.Config{URL: s.redisURL, Window: s.gateway.Proxy.MaxAge + s.gateway.Proxy.FutureSkew})
 		if err != nil {
 			return fmt.Errorf("GATEWAY_REDIS_URL: %w", err)
@@ -87,6 +89,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	defer link.Wait()
 	defer stopLink()
 	return serve(ctx, gw, ln, s.shutdownDelay, s.shutdownTimeout, logger)
+}
+
+// redisLog writes go-redis's messages (reconnections, failovers) to the
+// gateway's log.
+type redisLog struct{ logger *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.InfoContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
 
 func onLoopback(a net.Addr) bool {

@@ -35,6 +35,7 @@ func TestReplayRefusedOnEveryReplica(t *testing.T) {
 	}{
 		{"standalone", func(t *testing.T) string { return redistest.Start(t).URL() }},
 		{"sentinel", func(t *testing.T) string { return redistest.StartSentinel(t).URL() }},
+		{"cluster", func(t *testing.T) string { return redistest.StartCluster(t).URL() }},
 	} {
 		t.Run(form.name, func(t *testing.T) {
 			url := form.url(t)

@@ -1,5 +1,5 @@
 // Package redistest runs real redis-server processes for tests: one
-// server, or a primary watched by a Sentinel. A test that finds no
+// server, a primary watched by a Sentinel, or a Cluster. A test that finds no
 // redis-server skips, and fails under CI=true.
 package redistest
 
@@ -156,4 +156,55 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Cluster is a Redis Cluster of three primaries, each holding a third of
+// the slots.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster runs three cluster-enabled servers and joins them with
+// redis-cli --cluster create; it returns once the cluster is ok.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli is not installed; skipping")
+	}
+	c := &Cluster{}
+	args := []string{"--cluster", "create"}
+	for range 3 {
+		dir := t.TempDir()
+		n := Start(t, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
+		c.Nodes = append(c.Nodes, n)
+		args = append(args, n.Addr())
+	}
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range c.Nodes {
+		for {
+			out, _ := exec.Command(cli, "-p", strconv.Itoa(n.port), "cluster", "info").Output()
+			if strings.Contains(string(out), "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the cluster is not ok within 20 s:\n%s", out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+// URL is the Cluster form of the deployment's URL: a seed and the others.
+func (c *Cluster) URL() string {
+	u := c.Nodes[0].URL() + "?addr=" + c.Nodes[1].Addr()
+	for _, n := range c.Nodes[2:] {
+		u += "&addr=" + n.Addr()
+	}
+	return u
 }
