@@ -108,8 +108,9 @@ type Config struct {
 	// store: every replica of a fleet sets one on the same backend
 	// (replay/redisstore, GATEWAY_REDIS_URL), so a nonce used on any is
 	// refused on all, restarts included. Nonces and the DataDir's nonce
-	// files are then unused. Nil means the in-memory store of Nonces,
-	// which no other gateway sees.
+	// files are then unused. The caller closes it after Gateway.Close.
+	// Nil means the in-memory store of Nonces, which no other gateway
+	// sees.
 	NonceStore NonceStore
 	// InsecureForgetNoncesOnRestart keeps the nonces in memory only: a
 	// request accepted before a restart is accepted once more after it.
