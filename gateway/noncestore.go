@@ -62,6 +62,10 @@ func (s *sharedNonces) CheckNonce(ctx context.Context, scope, nonce string, unti
 		s.observe(nil)
 		return err
 	}
+	if ctx.Err() != nil {
+		// The caller went away: no news of the store.
+		return nonceStoreUnavailable{err}
+	}
 	s.unavailable.Inc()
 	s.observe(err)
 	return nonceStoreUnavailable{err}

@@ -58,7 +58,14 @@ func newFleet(t *testing.T) *fleet {
 // replica starts a gateway on dataDir with its own connection to Redis.
 func (f *fleet) replica(t *testing.T, dataDir string) *replica {
 	t.Helper()
-	nonces := open(t, redisstore.Config{URL: f.redis.URL(), Timeout: 300 * time.Millisecond})
+	return f.replicaWith(t, dataDir, redisstore.Config{URL: f.redis.URL(), Timeout: 300 * time.Millisecond}, true)
+}
+
+// replicaWith starts a gateway on a store of its own configuration,
+// waiting for it to be ready when up.
+func (f *fleet) replicaWith(t *testing.T, dataDir string, store redisstore.Config, up bool) *replica {
+	t.Helper()
+	nonces := open(t, store)
 	cfg := f.cfg
 	cfg.DataDir, cfg.NonceStore = dataDir, nonces
 	gw, err := gateway.New(cfg)
@@ -75,14 +82,20 @@ func (f *fleet) replica(t *testing.T, dataDir string) *replica {
 	if err := gw.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	r := &replica{Gateway: gw, url: srv.URL}
+	if !up {
+		// Not ready for want of its nonce store: wait for its claims.
+		awaitTrue(t, "the replica's claims", func() bool { _, body := r.get(t, "/health/ready"); return strings.Contains(body, `"claims":"ok"`) })
+		return r
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := gw.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(gw)
-	t.Cleanup(srv.Close)
-	return &replica{Gateway: gw, url: srv.URL}
+	return r
 }
 
 type replica struct {
@@ -212,6 +225,25 @@ func TestFleetFailsClosedWithoutRedis(t *testing.T) {
 	}
 }
 
+// Fault row: one replica's clock runs 10 s ahead of Redis's. It refuses
+// every signed request and is not ready, rather than keep nonces for a
+// window the other replicas' clocks do not share; the others serve.
+func TestFleetSkewedReplicaFailsClosed(t *testing.T) {
+	f := newFleet(t)
+	good := f.replica(t, t.TempDir())
+	ahead := func() time.Time { return time.Now().Add(10 * time.Second) }
+	skewed := f.replicaWith(t, t.TempDir(), redisstore.Config{URL: f.redis.URL(), Clock: ahead}, false)
+	if status, code := skewed.send(t, f.sign(t)); status != 503 || code != "NONCE_STORE_UNAVAILABLE" {
+		t.Fatalf("order on the skewed replica: %d %s, want 503 NONCE_STORE_UNAVAILABLE", status, code)
+	}
+	if status, body := skewed.get(t, "/health/ready"); status != 503 || !strings.Contains(body, `"nonces":`) {
+		t.Fatalf("the skewed replica's readiness: %d %s", status, body)
+	}
+	if status, code := good.send(t, f.sign(t)); status != 200 {
+		t.Fatalf("order on the replica in time: %d %s", status, code)
+	}
+}
+
 func awaitOrders(t *testing.T, n *atomic.Int64, atLeast int64) {
 	t.Helper()
 	awaitCount(t, "orders", n, atLeast)
@@ -220,10 +252,16 @@ func awaitOrders(t *testing.T, n *atomic.Int64, atLeast int64) {
 // awaitCount waits until n reaches atLeast, for the load to get there.
 func awaitCount(t *testing.T, what string, n *atomic.Int64, atLeast int64) {
 	t.Helper()
+	awaitTrue(t, what, func() bool { return n.Load() >= atLeast })
+}
+
+// awaitTrue polls cond until it holds, for up to 20 s.
+func awaitTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for n.Load() < atLeast {
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d, never %d", what, n.Load(), atLeast)
+			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
