@@ -104,11 +104,11 @@ func onLoopback(a net.Addr) bool {
 	return ok && tcp.IP.IsLoopback()
 }
 
-// serve serves gw on ln until ctx is done, then drains: readiness fails
-// at once, the server goes on taking requests for delay (a load balancer
-// polling readiness stops sending), then takes no new connection and
-// gives those in flight timeout to finish. The drain is recorded in the
-// metrics; serve returns nil after a clean one.
+// serve serves gw on ln until ctx is done, then drains. Readiness fails
+// at once, and the server goes on taking requests for delay, so that a
+// load balancer polling readiness stops sending. Then it takes no new
+// connection and gives those in flight timeout to finish. The drain is
+// recorded in the metrics; serve returns nil after a clean one.
 func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, delay, timeout time.Duration, logger *slog.Logger) error {
 	srv := gateway.NewServer(gw)
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)

@@ -1,9 +1,9 @@
-// Package fleet_test runs deploy/fleet: two real gateways behind HAProxy,
-// their nonces in a real redis-server, started by deploy/fleet/fleet.sh,
-// and checks what a fleet promises: no replay across replicas or
-// restarts, no request lost to a rolling restart, and none lost to a
-// crash but those in flight on the replica that died. Without
-// redis-server or haproxy it skips, saying so; under CI=true it fails.
+// Package fleet_test runs deploy/fleet/fleet.sh: two real gateways
+// behind HAProxy, their nonces in a real redis-server. It checks what a
+// fleet promises: no replay across replicas or restarts, no request lost
+// to a rolling restart, and none lost to a crash but those in flight on
+// the replica that died. Without redis-server or haproxy it skips,
+// saying so; under CI=true it fails.
 package fleet_test
 
 import (
