@@ -37,6 +37,8 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/httpsig"
@@ -83,13 +85,17 @@ type Config struct {
 type Store struct {
 	client redis.UniversalClient
 	cfg    Config
+
+	opening sync.Mutex  // one open at a time
+	opened  atomic.Bool // the eviction policy checked, the markers set
 }
 
 var _ httpsig.NonceChecker = (*Store)(nil)
 
 // New connects to cfg.URL, checks that Redis will not evict a nonce
 // (maxmemory-policy noeviction, when CONFIG GET is allowed) and sets the
-// loss markers that are absent.
+// loss markers that are absent. A Redis that does not answer yet is no
+// error: the store refuses every check until it does, then opens.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("redisstore: Config.URL is required")
@@ -106,15 +112,24 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{client: client, cfg: cfg}
-	if err := s.open(ctx); err != nil {
+	if err := s.open(ctx); err != nil && !errors.Is(err, replay.ErrUnavailable) {
 		s.client.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
+// open checks the eviction policy and sets the absent markers, once.
 func (s *Store) open(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*s.cfg.Timeout)
+	if s.opened.Load() {
+		return nil
+	}
+	s.opening.Lock()
+	defer s.opening.Unlock()
+	if s.opened.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	if err := s.checkEviction(ctx); err != nil {
 		return err
@@ -128,7 +143,8 @@ func (s *Store) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: %w: %w", replay.ErrUnavailable, err)
 	}
-	return check.Load(ctx, s.client).Err()
+	s.opened.Store(true)
+	return nil
 }
 
 // checkEviction refuses a Redis that may evict keys when full: an
@@ -181,6 +197,9 @@ var ErrSignedBeforeLoss = fmt.Errorf("redisstore: signed before Redis lost its n
 // replay.ErrUnavailable when Redis does not answer or the clocks differ
 // too much.
 func (s *Store) CheckNonce(ctx context.Context, scope, nonce string, until time.Time) error {
+	if err := s.openLate(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	key, group := s.key(scope, nonce)
@@ -209,6 +228,16 @@ func (s *Store) CheckNonce(ctx context.Context, scope, nonce string, until time.
 	return fmt.Errorf("redisstore: %w: unexpected verdict %d", replay.ErrUnavailable, res[0])
 }
 
+// openLate opens a store whose Redis did not answer at New; any failure
+// refuses the check.
+func (s *Store) openLate(ctx context.Context) error {
+	err := s.open(ctx)
+	if err != nil && !errors.Is(err, replay.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", replay.ErrUnavailable, err)
+	}
+	return err
+}
+
 // checkSkew fails when Redis's time, read between sent and received,
 // lies further than MaxClockSkew from this host's at that moment.
 func (s *Store) checkSkew(sent, received time.Time, redisMs int64) error {
@@ -225,6 +254,9 @@ func (s *Store) checkSkew(sent, received time.Time, redisMs int64) error {
 // Ready reports whether a check would be answered now: Redis answers
 // within Timeout and the clocks agree within MaxClockSkew.
 func (s *Store) Ready(ctx context.Context) error {
+	if err := s.openLate(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	sent := s.cfg.Clock()

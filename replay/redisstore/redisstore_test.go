@@ -178,6 +178,31 @@ func TestClockSkewedReplica(t *testing.T) {
 	}
 }
 
+// A replica may start before Redis: it refuses every check and is not
+// ready until Redis answers, then serves without a restart.
+func TestStartsBeforeRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	s := open(t, redisstore.Config{URL: srv.URL(), Timeout: 200 * time.Millisecond})
+	until := time.Now().Add(time.Minute)
+	if err := s.CheckNonce(t.Context(), "alice", "n1", until); !errors.Is(err, replay.ErrUnavailable) {
+		t.Fatalf("Redis not started: %v, want ErrUnavailable", err)
+	}
+	if err := s.Ready(t.Context()); !errors.Is(err, replay.ErrUnavailable) {
+		t.Fatalf("Ready before Redis: %v", err)
+	}
+	srv.Start()
+	if err := s.Ready(t.Context()); err != nil {
+		t.Fatalf("Ready once Redis answers: %v", err)
+	}
+	if err := s.CheckNonce(t.Context(), "alice", "n1", until); err != nil {
+		t.Fatalf("a fresh nonce once Redis answers: %v", err)
+	}
+	if err := s.CheckNonce(t.Context(), "alice", "n1", until); !errors.Is(err, replay.ErrReplay) {
+		t.Fatalf("its replay: %v", err)
+	}
+}
+
 // A Redis that evicts keys when full would forget nonces: refused.
 func TestEvictingRedisRefused(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory-policy", "allkeys-lru")
