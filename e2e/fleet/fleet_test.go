@@ -35,7 +35,7 @@ const repo = "../.."
 
 // fleet is a running deploy/fleet and what it serves.
 type fleet struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	env     []string
 	lb      string // host:port of HAProxy: the authority agents sign
@@ -46,7 +46,7 @@ type fleet struct {
 	orders map[string]int // order id → times the upstream took it
 }
 
-func need(t *testing.T, bins ...string) {
+func need(t testing.TB, bins ...string) {
 	t.Helper()
 	for _, b := range bins {
 		if _, err := exec.LookPath(b); err != nil {
@@ -59,7 +59,7 @@ func need(t *testing.T, bins ...string) {
 	}
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,9 @@ func freePort(t *testing.T) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
-func startFleet(t *testing.T) *fleet {
+// startFleet starts the fleet in front of an upstream that takes delay
+// an order.
+func startFleet(t testing.TB, delay time.Duration) *fleet {
 	need(t, "redis-server", "redis-cli", "haproxy")
 	f := &fleet{t: t, dir: t.TempDir(), orders: map[string]int{}}
 	bin := filepath.Join(t.TempDir(), "gateway")
@@ -82,12 +84,11 @@ func startFleet(t *testing.T) *fleet {
 	t.Cleanup(cp.Close)
 	cp.Approve(claimcache.Claim{Namespace: "alice", Service: "shop", PublicKey: f.agent.PublicKeyString()})
 	// Each replica's connection points at its own path, so the upstream
-	// knows which replica sent an order; it takes 10 ms an order, so
-	// orders are in flight when a replica dies.
+	// knows which replica sent an order.
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var o struct{ ID string }
 		json.NewDecoder(r.Body).Decode(&o)
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(delay)
 		f.mu.Lock()
 		f.orders[o.ID]++
 		f.mu.Unlock()
@@ -238,7 +239,8 @@ func (f *fleet) awaitOrders(n int) {
 }
 
 func TestFleet(t *testing.T) {
-	f := startFleet(t)
+	// Orders take 10 ms upstream, so some are in flight when a replica dies.
+	f := startFleet(t, 10*time.Millisecond)
 	client := &http.Client{Timeout: 10 * time.Second}
 
 	t.Run("replay to the other replica", func(t *testing.T) {
