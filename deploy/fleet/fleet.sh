@@ -21,6 +21,7 @@
 # FLEET_GATEWAY_B_PORT (38102), FLEET_REDIS_PORT (6380),
 # FLEET_STATS_PORT (38109, HAProxy's CSV status).
 set -euo pipefail
+PATH=$PATH:/usr/sbin:/sbin # where Debian puts haproxy, outside a user's PATH
 here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:?usage: fleet.sh start|stop|restart|rolling|kill|start-one|redis-stop|redis-start DIR [a|b]}
 dir=${2:?DIR is required}
