@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/idnhq/idn v0.0.0-00010101000000-000000000000
 	github.com/idnhq/idn/controlplane v0.0.0-00010101000000-000000000000
+	github.com/idnhq/idn/replay/redisstore v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 )
 
@@ -39,6 +40,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
@@ -47,6 +49,7 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.opentelemetry.io/otel v1.46.0 // indirect
 	go.opentelemetry.io/otel/trace v1.46.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -64,4 +67,5 @@ replace (
 	github.com/idnhq/idn => ..
 	github.com/idnhq/idn/controlplane => ../controlplane
 	github.com/idnhq/idn/httpsig => ../httpsig
+	github.com/idnhq/idn/replay/redisstore => ../replay/redisstore
 )

@@ -32,6 +32,11 @@
 //	go run ./bench [-duration 3s] [-rounds 5] [-workers N] [-rate R] [-json]
 //	go run ./bench -soak 10m [-soak-every 30s] [-workers N] [-memory-feed -claims N]
 //	go run ./bench -scale [-duration 3s] [-rounds 5] [-workers N] [-claims N]
+//	go run ./bench -redis redis://127.0.0.1:6379 [flags]
+//
+// With -redis the gateway keeps its nonces in that Redis, as a fleet's
+// replicas do (GATEWAY_REDIS_URL); compare its gateway rows with a run
+// without it.
 //
 // With -soak it runs no phases. It loads the gateway route at its maximum
 // rate for that long, each request signed as it is sent. It reports the
@@ -95,6 +100,7 @@ type options struct {
 	soak, soakEvery         time.Duration
 	memoryFeed              bool
 	scale                   bool
+	redis                   string
 }
 
 // Bounds of the flags, so that a run always ends in reasonable time.
@@ -128,6 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.soakEvery, "soak-every", 30*time.Second, "interval of the soak's report rows")
 	fs.BoolVar(&o.memoryFeed, "memory-feed", false, "with -soak: serve the claims from claimcachetest's in-memory claims API instead of the control plane, "+
 		fmt.Sprintf("which holds up to %d at once (a million in seconds)", maxMemoryFeedClaims))
+	fs.StringVar(&o.redis, "redis", "", "keep the gateway's nonces in this Redis (as GATEWAY_REDIS_URL), to compare with memory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -193,7 +200,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Seeding the control plane's SQLite takes the most of it: over six
 	// minutes for a million claims on a busy 2-CPU machine.
 	setupCtx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(o.claims)*300*time.Microsecond)
-	st, err := startStack(setupCtx, dir, o.claims, o.memoryFeed, stderr)
+	st, err := startStack(setupCtx, dir, o.claims, o.memoryFeed, o.redis, stderr)
 	cancel()
 	if err != nil {
 		return err

@@ -50,6 +50,7 @@ type proxyConfig struct {
 	ServiceKey                        string
 	Dir                               string // for the gateway's data
 	Claims                            int    // in the feed, for how long its first load may take
+	Redis                             string // the gateway's nonces in this Redis; empty: in memory
 }
 
 // proxyAddrs is the child's answer: where the proxies listen.
@@ -91,7 +92,7 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 		return fmt.Errorf("baseline: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := s.startGateway(ctx, cfg.Dir, cfg.Claims, logger); err != nil {
+	if err := s.startGateway(ctx, cfg.Dir, cfg.Claims, cfg.Redis, logger); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	if os.Getenv("GOGC") == "" {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idnhq/idn/mcpproxy"
+	"github.com/idnhq/idn/replay/redisstore"
 	"io"
 	"log"
 	"log/slog"
@@ -68,7 +69,7 @@ type stack struct {
 // (seeded with claims approved claims, the agent's among them) and the
 // child process of the gateway and the baseline, whose errors go to stderr.
 // On error it stops what it started.
-func startStack(ctx context.Context, dir string, claims int, memoryFeed bool, stderr io.Writer) (s *stack, err error) {
+func startStack(ctx context.Context, dir string, claims int, memoryFeed bool, redisURL string, stderr io.Writer) (s *stack, err error) {
 	s = &stack{}
 	defer func() {
 		if err != nil {
@@ -93,7 +94,7 @@ func startStack(ctx context.Context, dir string, claims int, memoryFeed bool, st
 		return s, fmt.Errorf("control plane: %w", err)
 	}
 	p, err := startProxies(ctx, proxyConfig{Upstream: s.upstream, MCPServer: s.mcpServer,
-		ControlPlane: s.controlPlane, ServiceKey: s.serviceKey, Dir: dir, Claims: claims}, stderr, startSplit)
+		ControlPlane: s.controlPlane, ServiceKey: s.serviceKey, Dir: dir, Claims: claims, Redis: redisURL}, stderr, startSplit)
 	if err != nil {
 		return s, fmt.Errorf("gateway and baseline: %w", err)
 	}
@@ -294,12 +295,22 @@ func seed(ctx context.Context, base, token string, body, out any) error {
 // startGateway composes a real gateway with package gateway, configured as
 // cmd/gateway would be with defaults, adds the HTTP and MCP connections,
 // serves it and waits until it reports ready (claims loaded).
-func (s *stack) startGateway(ctx context.Context, dir string, claims int, logger *slog.Logger) error {
+func (s *stack) startGateway(ctx context.Context, dir string, claims int, redisURL string, logger *slog.Logger) error {
 	key, err := credvault.GenerateMasterKey()
 	if err != nil {
 		return err
 	}
+	var nonces gateway.NonceStore
+	if redisURL != "" {
+		store, err := redisstore.New(ctx, redisstore.Config{URL: redisURL})
+		if err != nil {
+			return err
+		}
+		s.stops = append(s.stops, func() { store.Close() })
+		nonces = store
+	}
 	gw, err := gateway.New(gateway.Config{
+		NonceStore:      nonces,
 		DataDir:         filepath.Join(dir, "gateway"),
 		MasterKey:       key,
 		Admin:           admin.AccessOptions{Mode: admin.AccessLoopback},

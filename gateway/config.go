@@ -114,6 +114,14 @@ type Config struct {
 	// Proxy.FutureSkew, which sets the sustained request rate it allows
 	// (docs/gateway.md).
 	Nonces replay.Config
+	// NonceStore, when set, records the nonces instead of the in-memory
+	// store: every replica of a fleet sets one on the same backend
+	// (replay/redisstore, GATEWAY_REDIS_URL), so a nonce used on any is
+	// refused on all, restarts included. Nonces and the DataDir's nonce
+	// files are then unused. The caller closes it after Gateway.Close.
+	// Nil means the in-memory store of Nonces, which no other gateway
+	// sees.
+	NonceStore NonceStore
 	// InsecureForgetNoncesOnRestart keeps the nonces in memory only: a
 	// request accepted before a restart is accepted once more after it.
 	// False (the zero value) keeps them across a restart in DataDir

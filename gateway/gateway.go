@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idnhq/idn/admin"
@@ -50,12 +51,15 @@ type Gateway struct {
 	identity *identity.Identity
 	control  *http.Client      // signs its requests; follows no redirect
 	reporter *pairing.Reporter // nil: no activity reports
-	nonces   *nonceGuard
-	replay   *replay.Store // the nonces' memory (HeldBytes)
+	nonces   *nonceGuard       // the in-memory store's restart guard; nil without one
+	shared   *sharedNonces     // the NonceStore of Config; nil without one
+	replay   *replay.Store     // the in-memory store (HeldBytes); nil with a NonceStore
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	changed     chan struct{}                          // the vault rebuilt its snapshot; services to sync
 	readiness   signal                                 // notified when they may pass
+
+	draining atomic.Bool // by Drain: /health/ready fails from then on
 
 	mu      sync.Mutex
 	started bool
@@ -159,18 +163,9 @@ func (g *Gateway) wire() error {
 	if err != nil {
 		return err
 	}
-	store, err := replay.New(c.Nonces)
+	nonces, err := g.openNonces(reg)
 	if err != nil {
 		return err
-	}
-	g.replay = store
-	maxAge, skew := cmp.Or(c.Proxy.MaxAge, identity.DefaultMaxAge), cmp.Or(c.Proxy.FutureSkew, identity.DefaultFutureSkew)
-	var nonces httpsig.NonceChecker = store
-	if !c.InsecureForgetNoncesOnRestart {
-		if g.nonces, err = openNonces(c.DataDir, store, c.Nonces.Clock, maxAge, skew, c.Logger); err != nil {
-			return err
-		}
-		nonces = g.nonces
 	}
 
 	var salt []byte
@@ -272,8 +267,12 @@ func (g *Gateway) wire() error {
 		// A wedged request path leaves liveness answering; readiness
 		// must not.
 		"requests": runtime.Progress,
+		"drain":    g.serving,
 	}
-	if g.nonces != nil {
+	switch {
+	case g.shared != nil:
+		g.readyChecks["nonces"] = g.shared.ready
+	case g.nonces != nil:
 		g.readyChecks["nonces"] = g.nonces.ready
 	}
 	health := &proxy.Health{Version: c.Version, Checks: g.readyChecks}
@@ -297,6 +296,30 @@ func (g *Gateway) storeReady(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// openNonces returns the nonce checker: the shared store when one is
+// configured, else the in-memory one, behind the restart guard unless
+// InsecureForgetNoncesOnRestart.
+func (g *Gateway) openNonces(reg prometheus.Registerer) (httpsig.NonceChecker, error) {
+	c := g.cfg
+	if c.NonceStore != nil {
+		g.shared = newSharedNonces(c.NonceStore, reg, c.Logger)
+		return g.shared, nil
+	}
+	store, err := replay.New(c.Nonces)
+	if err != nil {
+		return nil, err
+	}
+	g.replay = store
+	if c.InsecureForgetNoncesOnRestart {
+		return store, nil
+	}
+	maxAge, skew := cmp.Or(c.Proxy.MaxAge, identity.DefaultMaxAge), cmp.Or(c.Proxy.FutureSkew, identity.DefaultFutureSkew)
+	if g.nonces, err = openNonces(c.DataDir, store, c.Nonces.Clock, maxAge, skew, c.Logger); err != nil {
+		return nil, err
+	}
+	return g.nonces, nil
 }
 
 // ServeHTTP serves the gateway's whole HTTP surface: /proxy/…, /mcp/… and
@@ -330,11 +353,32 @@ func (g *Gateway) Claims() *claimcache.Cache { return g.cache }
 
 // HeldBytes returns the bytes of g's claims snapshots and nonce tables:
 // large, pointer-free and long-lived, for gctune.Tune.
-func (g *Gateway) HeldBytes() int64 { return g.cache.HeldBytes() + g.replay.HeldBytes() }
+func (g *Gateway) HeldBytes() int64 {
+	n := g.cache.HeldBytes()
+	if g.replay != nil {
+		n += g.replay.HeldBytes()
+	}
+	return n
+}
 
 // Metrics are the gateway's collectors; a server that drains the gateway
 // at shutdown records the outcome with ObserveDrain.
 func (g *Gateway) Metrics() *proxy.Metrics { return g.metrics }
+
+// Drain makes /health/ready (and Up) fail from now on, check "drain",
+// while the gateway goes on serving: a load balancer stops sending it
+// requests before its server shuts down. Call it when asked to stop.
+func (g *Gateway) Drain() {
+	g.draining.Store(true)
+	g.readiness.notify()
+}
+
+func (g *Gateway) serving(context.Context) error {
+	if g.draining.Load() {
+		return errors.New("the gateway is stopping")
+	}
+	return nil
+}
 
 // ErrStarted is returned by Start on a gateway that was already started.
 var ErrStarted = errors.New("gateway: already started")

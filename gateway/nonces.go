@@ -189,7 +189,7 @@ func (g *nonceGuard) raise(need, to int64) error {
 			g.logger.Error("writing the replay horizon failed; signed requests are refused 503 NONCE_STORE_UNAVAILABLE until it works", "error", err)
 		}
 		g.failing = true
-		return nonceStoreUnavailable{err}
+		return nonceStoreUnavailable{fmt.Errorf("replay horizon not written: %w", err)}
 	}
 	if g.failing {
 		g.logger.Info("writing the replay horizon works again")
@@ -234,12 +234,11 @@ func (g *nonceGuard) save() error {
 }
 
 // nonceStoreUnavailable is a nonce check refused because the horizon could
-// not be written: 503 NONCE_STORE_UNAVAILABLE.
+// not be written, or the shared store did not answer: 503
+// NONCE_STORE_UNAVAILABLE.
 type nonceStoreUnavailable struct{ err error }
 
-func (e nonceStoreUnavailable) Error() string {
-	return "gateway: replay horizon not written: " + e.err.Error()
-}
+func (e nonceStoreUnavailable) Error() string      { return "gateway: " + e.err.Error() }
 func (e nonceStoreUnavailable) Unwrap() error      { return e.err }
 func (e nonceStoreUnavailable) Code() errcode.Code { return errcode.NonceStoreUnavailable }
 

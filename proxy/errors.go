@@ -64,7 +64,7 @@ func codeOf(err error) errcode.Code {
 		return errcode.RequestBodyCapacityExhausted
 	case errors.Is(err, replay.ErrFull):
 		return errcode.NonceStoreFull
-	case errors.Is(err, replay.ErrClosed):
+	case errors.Is(err, replay.ErrClosed), errors.Is(err, replay.ErrUnavailable):
 		return errcode.NonceStoreUnavailable
 	case errors.Is(err, claimcache.ErrUnavailable):
 		return errcode.AuthClaimsUnavailable

@@ -96,6 +96,10 @@ var (
 	// ErrClosed means the store was closed (Close) and records no more
 	// nonces; the request must be refused.
 	ErrClosed = errors.New("replay: nonce store closed")
+	// ErrUnavailable means a shared store (replay/redisstore) could not
+	// record the nonce: unreachable, or unsure of what it holds. The
+	// request must be refused; no store may fall back to a local memory.
+	ErrUnavailable = errors.New("replay: nonce store unavailable")
 )
 
 // Config configures a Store. The zero value is usable.

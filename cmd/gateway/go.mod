@@ -6,7 +6,9 @@ require (
 	github.com/idnhq/idn v0.0.0-00010101000000-000000000000
 	github.com/idnhq/idn/credvault/pgstore v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/idnhq/idn/replay/redisstore v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/redis/go-redis/v9 v9.23.0
 )
 
 require (
@@ -48,6 +50,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.46.0 // indirect
 	go.opentelemetry.io/otel/trace v1.46.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -68,4 +71,5 @@ replace (
 	github.com/idnhq/idn => ../..
 	github.com/idnhq/idn/credvault/pgstore => ../../credvault/pgstore
 	github.com/idnhq/idn/httpsig => ../../httpsig
+	github.com/idnhq/idn/replay/redisstore => ../../replay/redisstore
 )

@@ -13,6 +13,8 @@ import (
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/kit/buildinfo"
 	"github.com/idnhq/idn/kit/envconf"
+	"github.com/idnhq/idn/replay/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 func init() {
@@ -21,8 +23,9 @@ func init() {
 }
 
 // runServe reads every GATEWAY_* and IDN_* setting, validates them all, and
-// serves until SIGINT or SIGTERM, then drains in-flight requests within
-// GATEWAY_SHUTDOWN_TIMEOUT_SECONDS. Once the gateway is paired (gateway
+// serves until SIGINT or SIGTERM, then drains: not ready at once, serving
+// for GATEWAY_SHUTDOWN_DELAY_SECONDS, then in-flight requests finish
+// within GATEWAY_SHUTDOWN_TIMEOUT_SECONDS. Once the gateway is paired (gateway
 // pair), it also keeps the link to the owner's dashboard (keepLink).
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("serve")
@@ -51,6 +54,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		defer closeStore()
 		s.gateway.Store = st
+	}
+	if s.redisURL != "" {
+		redis.SetLogger(redisLog{logger}) // its own lines would break the JSON log
+		nonces, err := redisstore.New(ctx, redisstore.Config{URL: s.redisURL, Window: s.gateway.Proxy.MaxAge + s.gateway.Proxy.FutureSkew})
+		if err != nil {
+			return fmt.Errorf("GATEWAY_REDIS_URL: %w", err)
+		}
+		defer nonces.Close()
+		s.gateway.NonceStore = nonces
 	}
 	gw, err := gateway.New(s.gateway)
 	if err != nil {
@@ -84,7 +96,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	link.Go(func() { keepLink(linkCtx, gw, s.gateway, logger) })
 	defer link.Wait()
 	defer stopLink()
-	return serve(ctx, gw, ln, s.shutdownTimeout, logger)
+	return serve(ctx, gw, ln, s.shutdownDelay, s.shutdownTimeout, logger)
+}
+
+// redisLog writes go-redis's messages (reconnections, failovers) to the
+// gateway's log.
+type redisLog struct{ logger *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.InfoContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
 
 func onLoopback(a net.Addr) bool {
@@ -92,10 +112,12 @@ func onLoopback(a net.Addr) bool {
 	return ok && tcp.IP.IsLoopback()
 }
 
-// serve serves gw on ln until ctx is done, then shuts down gracefully: no
-// new connections, in-flight requests drained within timeout, and the
-// drain recorded in the metrics. It returns nil after a clean drain.
-func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, timeout time.Duration, logger *slog.Logger) error {
+// serve serves gw on ln until ctx is done, then drains. Readiness fails
+// at once, and the server goes on taking requests for delay, so that a
+// load balancer polling readiness stops sending. Then it takes no new
+// connection and gives those in flight timeout to finish. The drain is
+// recorded in the metrics; serve returns nil after a clean one.
+func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, delay, timeout time.Duration, logger *slog.Logger) error {
 	srv := gateway.NewServer(gw)
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	srv.RegisterOnShutdown(gw.EndStreams)
@@ -105,6 +127,16 @@ func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, timeout ti
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	gw.Drain()
+	// Each answer closes its connection, so a load balancer's pooled
+	// ones end rather than carry a request into the shutdown.
+	srv.SetKeepAlivesEnabled(false)
+	logger.Info("gateway draining: not ready", "delay_seconds", delay.Seconds(), "timeout_seconds", timeout.Seconds())
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(delay):
 	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -248,3 +248,82 @@ func TestServeConfigurationProblems(t *testing.T) {
 		}
 	}
 }
+
+// On SIGTERM the gateway fails /health/ready at once and goes on serving
+// for GATEWAY_SHUTDOWN_DELAY_SECONDS, so a load balancer moves away
+// first; then it finishes the request in flight and exits cleanly.
+func TestServeDrainsNotReadyFirst(t *testing.T) {
+	t.Parallel()
+	bin, err := buildGateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/work/slow" {
+			close(started)
+			<-release
+		}
+		_, _ = io.WriteString(w, "answer")
+	}))
+	defer upstream.Close()
+	var releasing sync.Once
+	unblock := func() { releasing.Do(func() { close(release) }) }
+	defer unblock() // before upstream.Close, which waits for the handler
+	dataDir := t.TempDir()
+	key, _ := credvault.GenerateMasterKey()
+	env := map[string]string{"GATEWAY_DATA_DIR": dataDir, "GATEWAY_MASTER_KEY": key.Encode()}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"add", "--id", "api", "--base-url", upstream.URL, "--auth-mode", "bearer",
+		"--auth-secret-key", "t", "--secret", "t=upstream-token"}, func(k string) string { return env[k] }, &out, &errb); code != 0 {
+		t.Fatalf("gateway add: %d %s", code, errb.String())
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "GATEWAY_ADDR="+addr, "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(),
+		"GATEWAY_ADMIN_ACCESS_MODE=loopback", "GATEWAY_ALLOW_UNSIGNED_PROXY=true", "IDN_REGISTRY_URL=http://127.0.0.1:1",
+		"GATEWAY_SHUTDOWN_DELAY_SECONDS=2", "GATEWAY_SHUTDOWN_TIMEOUT_SECONDS=10")
+	var stderr testlog.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, "the gateway to be ready", func() bool { code, _ := get("/health/ready"); return code == 200 })
+
+	slow := make(chan string, 1)
+	go func() { _, body := get("/proxy/api/work/slow"); slow <- body }()
+	<-started
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !stderr.Await("gateway draining", 10*time.Second) {
+		t.Fatalf("no drain logged:\n%s", stderr.String())
+	}
+	if code, body := get("/health/ready"); code != 503 || !strings.Contains(body, `"drain":`) {
+		t.Fatalf("readiness while draining: %d %s, want 503 naming drain", code, body)
+	}
+	// Within the delay a request that a load balancer still sends is served.
+	if code, body := get("/proxy/api/work/fast"); code != 200 || body != "answer" {
+		t.Fatalf("a request during the delay: %d %s", code, body)
+	}
+	unblock()
+	if body := <-slow; body != "answer" {
+		t.Fatalf("the in-flight request: %q", body)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gateway exit: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `"drain":"success"`) {
+		t.Errorf("no successful drain logged:\n%s", stderr.String())
+	}
+}

@@ -23,7 +23,9 @@ import (
 // the server's own settings and the library's Config.
 type serveSettings struct {
 	addr            string
+	shutdownDelay   time.Duration
 	shutdownTimeout time.Duration
+	redisURL        string // GATEWAY_REDIS_URL: nonces in Redis, shared by a fleet
 	gogc            string // GOGC as set; "" means tuneGC picks gctune.Percent
 	memoryLimit     int64  // GATEWAY_MEMORY_LIMIT_BYTES, or its default
 	gomemlimit      string // GOMEMLIMIT as set; when set it wins over memoryLimit
@@ -149,6 +151,11 @@ func readServe(r *envconf.Reader, getenv func(string) string, environ []string, 
 	c.Proxy.Timeout = r.Seconds("GATEWAY_PROXY_TIMEOUT_SECONDS", 120, "seconds an /proxy request may take")
 	c.AdminTimeout = r.Seconds("GATEWAY_ADMIN_TIMEOUT_SECONDS", 20, "seconds an admin or /metrics request may take")
 	s.shutdownTimeout = r.Seconds("GATEWAY_SHUTDOWN_TIMEOUT_SECONDS", 15, "seconds in-flight requests get to finish at shutdown")
+	s.shutdownDelay = time.Duration(r.Int("GATEWAY_SHUTDOWN_DELAY_SECONDS", 0, 0,
+		"seconds the gateway goes on serving, not ready, after SIGTERM before it stops taking connections; "+
+			"set it above the load balancer's readiness check interval"+" times its failure count")) * time.Second
+	s.redisURL = r.Secret("GATEWAY_REDIS_URL", "Redis holding the nonces of a fleet of gateways "+
+		"(redis://host:port, ?master_name= for Sentinel, ?addr= for Cluster); unset keeps them in memory and GATEWAY_DATA_DIR")
 	c.MCP.BreakerFailures = zeroMeansOff(r.Int("GATEWAY_MCP_CIRCUIT_BREAKER_FAILURES", 3, 0,
 		"consecutive upstream failures that open an MCP connection's circuit breaker; 0 disables it"), -1)
 	c.MCP.BreakerCooldown = r.Seconds("GATEWAY_MCP_CIRCUIT_BREAKER_COOLDOWN_SECONDS", 10, "seconds an open circuit breaker refuses calls")
