@@ -190,6 +190,9 @@ func (v *Vault) updateAccounts(ctx context.Context, id string, fn func(c *Connec
 		if err != nil {
 			return fmt.Errorf("%w: the stored secrets of connection %q do not open", ErrCredentialUnresolved, id)
 		}
+		if secrets == nil { // a public client stored with no secrets
+			secrets = map[string]string{}
+		}
 		accounts := splitAccounts(secrets)
 		if accounts == nil {
 			accounts = map[string]string{}
@@ -303,4 +306,25 @@ func checkRefreshToken(t string) error {
 		return invalid("refresh_token", "must be 1-%d bytes without control characters", maxSecretLen)
 	}
 	return nil
+}
+
+// AccessToken is an OAuth access token for a connection, with every form
+// in which it, or the connection's client secret, can come back from the
+// upstream (as Resolved.Redactions, longest first).
+type AccessToken struct {
+	Value      string
+	Redactions []string
+}
+
+// AccessToken returns value as the access token of r's connection.
+func (r *Resolved) AccessToken(value string) *AccessToken {
+	forms := append(slices.Clone(r.redactions), wireForms(value)...)
+	forms = append(forms, DefaultBearerPrefix+value)
+	slices.SortFunc(forms, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	return &AccessToken{Value: value, Redactions: slices.Compact(forms)}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
 	"github.com/idnhq/idn/replay"
+	"github.com/idnhq/idn/upstreamauth"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -49,6 +50,7 @@ type Gateway struct {
 	control  *http.Client      // signs its requests; follows no redirect
 	reporter *pairing.Reporter // nil: no activity reports
 	nonces   *nonceGuard
+	tokens   *upstreamauth.Tokens // OAuth connections' access tokens
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	readiness   signal                                 // notified when they may pass
@@ -192,10 +194,21 @@ func (g *Gateway) wire() error {
 		return err
 	}
 
+	oauthMetrics, err := upstreamauth.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	// The token endpoints are reached like the upstreams (proxy settings
+	// included); upstreamauth bounds each exchange itself.
+	if g.tokens, err = upstreamauth.New(upstreamauth.Config{Vault: g.vault, HTTPClient: &http.Client{Transport: upstream},
+		Metrics: oauthMetrics, Logger: c.Logger}); err != nil {
+		return err
+	}
+
 	pcfg := proxy.Config{
 		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter, Options: c.Proxy,
 		Transport: upstream, MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
-		Activity: activity,
+		Activity: activity, UpstreamTokens: g.tokens,
 	}
 	if c.LogDecisions {
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,7 +73,7 @@ type entryKey struct{ conn, subject string }
 type entry struct {
 	mu        sync.Mutex
 	stamp     string // the configuration and account the token is for
-	token     string
+	token     *credvault.AccessToken
 	expiry    time.Time // zero: none given, valid until a 401
 	refreshAt time.Time
 	fetching  chan struct{} // closed when the fetch in flight ends
@@ -112,17 +114,20 @@ func New(cfg Config) (*Tokens, error) {
 // refreshed in the background when close to expiry); otherwise the call
 // waits for the one fetch in flight. Errors match ErrUnavailable or
 // ErrAuthRequired, or are ctx's.
-func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject string) (string, error) {
+func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject string) (*credvault.AccessToken, error) {
 	c := res.Connection
 	account := c.AccountSubject(subject)
+	if c.OAuthPerSubject && subject == "" {
+		return nil, &AuthRequiredError{Connection: c.ID}
+	}
 	e := t.entry(entryKey{c.ID, account})
 	stamp := stampOf(c, account)
 	now := t.cfg.Clock()
 	e.mu.Lock()
 	if e.stamp != stamp {
-		e.stamp, e.token, e.err, e.notBefore = stamp, "", nil, time.Time{}
+		e.stamp, e.token, e.err, e.notBefore = stamp, nil, nil, time.Time{}
 	}
-	if e.token != "" && (e.expiry.IsZero() || now.Before(e.expiry)) {
+	if e.token != nil && (e.expiry.IsZero() || now.Before(e.expiry)) {
 		tok := e.token
 		if e.fetching == nil && !e.refreshAt.IsZero() && !now.Before(e.refreshAt) && !now.Before(e.notBefore) {
 			t.start(e, c.ID, account, stamp) // off the request path
@@ -134,7 +139,7 @@ func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject str
 		if e.err != nil && now.Before(e.notBefore) {
 			err := e.err
 			e.mu.Unlock()
-			return "", err
+			return nil, err
 		}
 		t.start(e, c.ID, account, stamp)
 	}
@@ -143,27 +148,27 @@ func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject str
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return nil, ctx.Err()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.token != "" && e.stamp == stamp {
+	if e.token != nil && e.stamp == stamp {
 		return e.token, nil
 	}
 	if e.err != nil {
-		return "", e.err
+		return nil, e.err
 	}
-	return "", &UnavailableError{Connection: c.ID, Reason: "configuration changed", RetryAfter: time.Second}
+	return nil, &UnavailableError{Connection: c.ID, Reason: "configuration changed", RetryAfter: time.Second}
 }
 
 // Invalidate drops token, which the upstream refused (401), so that the
 // next Token fetches a fresh one. A token already replaced is left alone.
-func (t *Tokens) Invalidate(res *credvault.Resolved, subject, token string) {
+func (t *Tokens) Invalidate(res *credvault.Resolved, subject string, token *credvault.AccessToken) {
 	c := res.Connection
 	e := t.entry(entryKey{c.ID, c.AccountSubject(subject)})
 	e.mu.Lock()
 	if e.token == token {
-		e.token = ""
+		e.token = nil
 	}
 	e.mu.Unlock()
 }
@@ -179,12 +184,14 @@ func (t *Tokens) entry(k entryKey) *entry {
 	return e
 }
 
-// stampOf names what a cached token was got for: the connection's
+// stampOf names what a cached token was got for: the connection's OAuth
 // configuration and secrets, and the account's connection time (a
 // reconnected account may be another user's).
 func stampOf(c *credvault.Connection, account string) string {
 	a, _ := c.Account(account)
-	return fmt.Sprint(c.UpdatedAt.UnixNano(), c.SecretVersion, a.ConnectedAt.UnixNano())
+	return strings.Join(append([]string{c.AuthMode, c.OAuthTokenURL, c.OAuthAuthURL, c.OAuthIssuer, c.OAuthClientID,
+		c.OAuthAudience, c.OAuthResource, strconv.FormatInt(c.SecretVersion, 10), strconv.FormatInt(a.ConnectedAt.UnixNano(), 10)},
+		c.OAuthScopes...), "\x00")
 }
 
 // start runs a fetch for e in the background; e.mu is held.
@@ -192,7 +199,7 @@ func (t *Tokens) start(e *entry, conn, account, stamp string) {
 	done := make(chan struct{})
 	e.fetching = done
 	go func() {
-		tok, err := t.fetch(conn, account)
+		res, tok, err := t.fetch(conn, account)
 		now := t.cfg.Clock()
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -208,7 +215,7 @@ func (t *Tokens) start(e *entry, conn, account, stamp string) {
 			}
 			return
 		}
-		e.token, e.expiry, e.err, e.notBefore = tok.AccessToken, tok.Expiry, nil, time.Time{}
+		e.token, e.expiry, e.err, e.notBefore = res.AccessToken(tok.AccessToken), tok.Expiry, nil, time.Time{}
 		e.refreshAt = time.Time{}
 		if !tok.Expiry.IsZero() {
 			ahead := min(t.cfg.RefreshAhead, tok.Expiry.Sub(now)/4)
@@ -218,10 +225,10 @@ func (t *Tokens) start(e *entry, conn, account, stamp string) {
 }
 
 // fetch gets a new token for the account of connection conn.
-func (t *Tokens) fetch(conn, account string) (*oauth2.Token, error) {
+func (t *Tokens) fetch(conn, account string) (*credvault.Resolved, *oauth2.Token, error) {
 	res, ok := t.cfg.Vault.Lookup(conn)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", credvault.ErrNotFound, conn)
+		return nil, nil, fmt.Errorf("%w: %q", credvault.ErrNotFound, conn)
 	}
 	start := time.Now()
 	var tok *oauth2.Token
@@ -233,7 +240,7 @@ func (t *Tokens) fetch(conn, account string) (*oauth2.Token, error) {
 	case credvault.AuthOAuth2AuthorizationCode:
 		tok, err = t.refresh(res, account)
 	default:
-		return nil, fmt.Errorf("upstreamauth: connection %q does not use an OAuth mode", conn)
+		return nil, nil, fmt.Errorf("upstreamauth: connection %q does not use an OAuth mode", conn)
 	}
 	switch {
 	case err == nil:
@@ -252,7 +259,7 @@ func (t *Tokens) fetch(conn, account string) (*oauth2.Token, error) {
 		// The error text names the subject; the log keeps the class only.
 		t.log.Warn("upstreamauth: no access token", "connection_id", conn, "result", result, "reason", reason)
 	}
-	return tok, err
+	return res, tok, err
 }
 
 // exchange runs one token request under the timeout and classifies its

@@ -92,7 +92,7 @@ func TestFiftyConcurrentCallsCostOneTokenRequest(t *testing.T) {
 		wg.Go(func() {
 			started.Done()
 			tok, err := tokens.Token(context.Background(), res, "")
-			if err != nil || tok != "access-1" {
+			if err != nil || tok.Value != "access-1" {
 				t.Errorf("Token = %q, %v", tok, err)
 			}
 		})
@@ -147,16 +147,16 @@ func TestRefreshAheadIsOffTheRequestPath(t *testing.T) {
 	tokens, _ := upstreamauth.New(upstreamauth.Config{Vault: v, Clock: clk.now})
 	res := lookup(t, v)
 	ctx := context.Background()
-	if tok, err := tokens.Token(ctx, res, ""); tok != "access-1" || err != nil {
+	if tok, err := tokens.Token(ctx, res, ""); err != nil || tok.Value != "access-1" {
 		t.Fatalf("first Token = %q, %v", tok, err)
 	}
 	clk.advance(90 * time.Second) // inside the last quarter of its life
-	if tok, err := tokens.Token(ctx, res, ""); tok != "access-1" || err != nil {
+	if tok, err := tokens.Token(ctx, res, ""); err != nil || tok.Value != "access-1" {
 		t.Fatalf("Token near expiry = %q, %v (the refresh blocks, so waiting for it would hang)", tok, err)
 	}
 	close(release)
 	clk.advance(20 * time.Second) // access-1 expired
-	if tok, err := tokens.Token(ctx, res, ""); tok != "access-2" || err != nil {
+	if tok, err := tokens.Token(ctx, res, ""); err != nil || tok.Value != "access-2" {
 		t.Fatalf("Token after expiry = %q, %v", tok, err)
 	}
 	if n := requests.Load(); n != 2 {
@@ -176,13 +176,13 @@ func TestInvalidateFetchesAFreshToken(t *testing.T) {
 	res := lookup(t, v)
 	ctx := context.Background()
 	first, _ := tokens.Token(ctx, res, "")
-	tokens.Invalidate(res, "", "some-older-token") // already replaced: no effect
+	tokens.Invalidate(res, "", res.AccessToken("some-older-token")) // already replaced: no effect
 	if again, _ := tokens.Token(ctx, res, ""); again != first {
 		t.Fatalf("a stale Invalidate dropped the token: %q then %q", first, again)
 	}
 	tokens.Invalidate(res, "", first)
-	if fresh, _ := tokens.Token(ctx, res, ""); fresh == first || fresh == "" {
-		t.Fatalf("after Invalidate Token = %q, want a new one", fresh)
+	if fresh, _ := tokens.Token(ctx, res, ""); fresh.Value == first.Value {
+		t.Fatalf("after Invalidate Token = %q, want a new one", fresh.Value)
 	}
 }
 
