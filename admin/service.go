@@ -90,8 +90,14 @@ func (h *Handler) UpdateConnection(ctx context.Context, id string, body []byte) 
 
 // DeleteConnection removes a connection and its secrets.
 func (h *Handler) DeleteConnection(ctx context.Context, id string) error {
+	res, found := h.cfg.Vault.Lookup(id)
 	if err := h.cfg.Vault.Delete(ctx, id); err != nil {
 		return err
+	}
+	if found {
+		for _, refresh := range res.AccountTokens() { // the connected accounts die with it
+			h.revoke(ctx, res, refresh)
+		}
 	}
 	h.log.Info("admin: connection deleted", "connection", id, "request_id", apierror.RequestIDFrom(ctx))
 	return nil

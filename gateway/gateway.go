@@ -226,7 +226,7 @@ func (g *Gateway) wire() error {
 	}
 	acfg := admin.Config{
 		Vault: g.vault, Access: access, CatalogFile: c.CatalogFile, TestTransport: upstream, Logger: c.Logger,
-		CheckConnection: g.checkConnection,
+		CheckConnection: g.checkConnection, RevokeAccount: g.tokens.Revoke,
 		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (any, error) {
 			res, ok := g.vault.Lookup(conn.ID)
 			if !ok {
