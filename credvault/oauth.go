@@ -262,15 +262,16 @@ func (v *Vault) PutRefreshToken(ctx context.Context, id, subject, prev, next str
 }
 
 // MarkNeedsReconnecting records that the provider refused the refresh
-// token prev of the account serving subject. A token changed since (the
-// owner reconnected) is left as it is.
+// token prev of the account serving subject. The token is kept: when
+// another process rotated it a moment ago, its PutRefreshToken still
+// finds prev and stores the new one. A token changed since is left as it
+// is (ErrRefreshTokenChanged).
 func (v *Vault) MarkNeedsReconnecting(ctx context.Context, id, subject, prev string) error {
 	return v.updateAccounts(ctx, id, func(c *Connection, accounts map[string]string) error {
 		key := c.AccountSubject(subject)
 		if accounts[key] != prev {
 			return ErrRefreshTokenChanged
 		}
-		delete(accounts, key)
 		a, _ := c.Account(key)
 		a.Subject, a.Status = key, AccountNeedsReconnecting
 		setAccount(c, a)

@@ -79,7 +79,12 @@ type entry struct {
 	fetching  chan struct{} // closed when the fetch in flight ends
 	err       error         // the last fetch's failure
 	notBefore time.Time     // no fetch before, after a failure
+	refused   string        // the refresh token the provider refused
 }
+
+// refusedWait is how long an account whose refresh token the provider
+// refused is not refreshed again, unless its token changes meanwhile.
+const refusedWait = 30 * time.Second
 
 // New returns Tokens for cfg.
 func New(cfg Config) (*Tokens, error) {
@@ -136,7 +141,7 @@ func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject str
 		return tok, nil
 	}
 	if e.fetching == nil {
-		if e.err != nil && now.Before(e.notBefore) {
+		if e.err != nil && now.Before(e.notBefore) && !replaced(res, account, e.refused) {
 			err := e.err
 			e.mu.Unlock()
 			return nil, err
@@ -199,7 +204,7 @@ func (t *Tokens) start(e *entry, conn, account, stamp string) {
 	done := make(chan struct{})
 	e.fetching = done
 	go func() {
-		res, tok, err := t.fetch(conn, account)
+		res, tok, used, err := t.fetch(conn, account)
 		now := t.cfg.Clock()
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -209,9 +214,14 @@ func (t *Tokens) start(e *entry, conn, account, stamp string) {
 			return // the connection changed while this ran
 		}
 		if err != nil {
-			e.err, e.notBefore = err, now.Add(time.Second)
+			e.err, e.notBefore, e.refused = err, now.Add(time.Second), ""
 			if ue, ok := errors.AsType[*UnavailableError](err); ok {
 				e.notBefore = now.Add(ue.RetryAfter)
+			}
+			if errors.Is(err, ErrAuthRequired) {
+				// Until the account is reconnected, or its token replaced
+				// by another process's refresh.
+				e.notBefore, e.refused = now.Add(refusedWait), used
 			}
 			return
 		}
@@ -225,22 +235,20 @@ func (t *Tokens) start(e *entry, conn, account, stamp string) {
 }
 
 // fetch gets a new token for the account of connection conn.
-func (t *Tokens) fetch(conn, account string) (*credvault.Resolved, *oauth2.Token, error) {
+func (t *Tokens) fetch(conn, account string) (res *credvault.Resolved, tok *oauth2.Token, used string, err error) {
 	res, ok := t.cfg.Vault.Lookup(conn)
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: %q", credvault.ErrNotFound, conn)
+		return nil, nil, "", fmt.Errorf("%w: %q", credvault.ErrNotFound, conn)
 	}
 	start := time.Now()
-	var tok *oauth2.Token
 	var result string
-	var err error
 	switch res.Connection.AuthMode {
 	case credvault.AuthOAuth2ClientCredentials:
 		tok, err = t.clientCredentials(res)
 	case credvault.AuthOAuth2AuthorizationCode:
-		tok, err = t.refresh(res, account)
+		tok, used, err = t.refresh(res, account)
 	default:
-		return nil, nil, fmt.Errorf("upstreamauth: connection %q does not use an OAuth mode", conn)
+		return nil, nil, "", fmt.Errorf("upstreamauth: connection %q does not use an OAuth mode", conn)
 	}
 	switch {
 	case err == nil:
@@ -259,7 +267,7 @@ func (t *Tokens) fetch(conn, account string) (*credvault.Resolved, *oauth2.Token
 		// The error text names the subject; the log keeps the class only.
 		t.log.Warn("upstreamauth: no access token", "connection_id", conn, "result", result, "reason", reason)
 	}
-	return res, tok, err
+	return res, tok, used, err
 }
 
 // exchange runs one token request under the timeout and classifies its
@@ -304,7 +312,7 @@ func (t *Tokens) clientCredentials(res *credvault.Resolved) (*oauth2.Token, erro
 // process rotated it first, that process's token is kept and this access
 // token is still good. invalid_grant on a token that was replaced
 // meanwhile is retried once with the replacement.
-func (t *Tokens) refresh(res *credvault.Resolved, account string) (*oauth2.Token, error) {
+func (t *Tokens) refresh(res *credvault.Resolved, account string) (*oauth2.Token, string, error) {
 	c := res.Connection
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Timeout)
 	defer cancel()
@@ -312,29 +320,27 @@ func (t *Tokens) refresh(res *credvault.Resolved, account string) (*oauth2.Token
 		prev, ok := res.RefreshToken(account)
 		if !ok {
 			a, _ := c.Account(account)
-			return nil, &AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: a.Status == credvault.AccountNeedsReconnecting}
+			return nil, "", &AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: a.Status == credvault.AccountNeedsReconnecting}
 		}
 		cfg, err := t.oauthConfig(ctx, res)
 		if err != nil {
-			return nil, err
+			return nil, prev, err
 		}
 		tok, err := t.exchange(c.ID, account, true, func(ctx context.Context) (*oauth2.Token, error) {
 			return cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: prev}).Token()
 		})
 		if errors.Is(err, ErrAuthRequired) {
-			if now, ok := t.cfg.Vault.Lookup(c.ID); ok && attempt == 0 {
-				if cur, _ := now.RefreshToken(account); cur != prev && cur != "" {
-					res = now
-					continue
-				}
+			if now, ok := t.cfg.Vault.Lookup(c.ID); ok && attempt == 0 && replaced(now, account, prev) {
+				res = now // another process rotated it first
+				continue
 			}
 			if merr := t.cfg.Vault.MarkNeedsReconnecting(ctx, c.ID, account, prev); merr != nil && !errors.Is(merr, credvault.ErrRefreshTokenChanged) {
 				t.log.Error("upstreamauth: could not mark the account as needing reconnection", "connection_id", c.ID, "error", merr)
 			}
-			return nil, err
+			return nil, prev, err
 		}
 		if err != nil {
-			return nil, err
+			return nil, prev, err
 		}
 		if tok.RefreshToken != "" && tok.RefreshToken != prev {
 			if perr := t.cfg.Vault.PutRefreshToken(ctx, c.ID, account, prev, tok.RefreshToken); perr != nil && !errors.Is(perr, credvault.ErrRefreshTokenChanged) {
@@ -342,6 +348,16 @@ func (t *Tokens) refresh(res *credvault.Resolved, account string) (*oauth2.Token
 				t.log.Error("upstreamauth: could not store the rotated refresh token", "connection_id", c.ID, "error", perr)
 			}
 		}
-		return tok, nil
+		return tok, prev, nil
 	}
+}
+
+// replaced reports whether the account's stored refresh token is no
+// longer refused (it is there, and not that one).
+func replaced(res *credvault.Resolved, account, refused string) bool {
+	if refused == "" || res.Connection.AuthMode != credvault.AuthOAuth2AuthorizationCode {
+		return false
+	}
+	cur, ok := res.RefreshToken(account)
+	return ok && cur != refused
 }
