@@ -1,16 +1,20 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -424,4 +428,86 @@ func mustRequest(t *testing.T, u string) *http.Request {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestGatewayConnectCommand runs the built gateway connect against the
+// provider: it prints the URL, the "browser" signs in, and the refresh
+// token lands sealed in the store, printed nowhere.
+func TestGatewayConnectCommand(t *testing.T) {
+	bin, err := buildGateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	as := newAuthServer(t, "http://"+addr+"/callback")
+	key, _ := credvault.GenerateMasterKey()
+	dataDir := t.TempDir()
+	env := append(os.Environ(), "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode())
+	add := exec.Command(bin, "add", "--id", "drive", "--base-url", "https://api.example.com",
+		"--auth-mode", credvault.AuthOAuth2AuthorizationCode, "--oauth-issuer", as.srv.URL, "--oauth-client-id", opClientID,
+		"--oauth-scope", "openid", "--oauth-scope", "offline_access", "--auth-secret-key", "client_secret", "--secret", "client_secret=-")
+	add.Env, add.Stdin = env, strings.NewReader(opClientSecret+"\n")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("gateway add: %v: %s", err, out)
+	}
+
+	connect := exec.Command(bin, "connect", "drive", "--listen", addr)
+	connect.Env = env
+	var stderr bytes.Buffer
+	connect.Stderr = &stderr
+	stdout, err := connect.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := connect.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = connect.Process.Kill() })
+	var printed strings.Builder
+	lines := bufio.NewScanner(stdout)
+	var link string
+	for link == "" && lines.Scan() {
+		printed.WriteString(lines.Text() + "\n")
+		if l := strings.TrimSpace(lines.Text()); strings.HasPrefix(l, as.srv.URL) {
+			link = l
+		}
+	}
+	if link == "" {
+		_ = connect.Wait()
+		t.Fatalf("no URL printed: %s %s", printed.String(), stderr.String())
+	}
+	for lines.Scan() { // waits for the listener line, then the result
+		printed.WriteString(lines.Text() + "\n")
+		if strings.HasPrefix(lines.Text(), "Waiting") {
+			break
+		}
+	}
+	as.signIn("owner-user")
+	if a := call(t, http.DefaultClient, "GET", link, nil, nil); a.status != http.StatusOK {
+		t.Fatalf("browser: %d %s", a.status, a.body)
+	}
+	rest, _ := io.ReadAll(stdout)
+	printed.Write(rest)
+	if err := connect.Wait(); err != nil || !strings.Contains(printed.String(), "drive: connected its account") {
+		t.Fatalf("gateway connect: %v: %s %s", err, printed.String(), stderr.String())
+	}
+
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dataDir, sqlitestore.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v, err := credvault.New(context.Background(), credvault.Config{Store: st, MasterKey: key, PollInterval: -1, Extensions: gateway.VaultExtensions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	res, _ := v.Lookup("drive")
+	refresh, ok := res.RefreshToken("")
+	if !ok || !as.store.hasRefresh(refresh) {
+		t.Fatalf("stored refresh token live at the provider: %v", ok)
+	}
+	if strings.Contains(printed.String()+stderr.String(), refresh) {
+		t.Fatal("gateway connect printed the refresh token")
+	}
 }

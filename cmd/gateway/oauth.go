@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idnhq/idn/credvault"
@@ -41,14 +42,11 @@ func runConnect(ctx context.Context, env *cliEnv, args []string) error {
 	subject := fs.String("subject", "", "the idn-subject the account serves (connections with oauth_per_subject)")
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address for the redirect; fix the port when the provider needs the exact redirect URI")
 	path := fs.String("redirect-path", "/callback", "path of the redirect URI")
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") { // gateway connect ID [flags]
+		*id, args = args[0], args[1:]
+	}
 	if err := parseFlags(env, fs, synopsis, args); err != nil {
 		return err
-	}
-	if *id == "" && fs.NArg() > 0 { // gateway connect ID [flags]
-		*id = fs.Arg(0)
-		if err := parseFlags(env, fs, synopsis, fs.Args()[1:]); err != nil {
-			return err
-		}
 	}
 	if err := requireID(*id); err != nil {
 		return err
