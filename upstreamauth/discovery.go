@@ -51,11 +51,12 @@ type metadata struct {
 
 // Endpoints returns the endpoints of res's connection: its
 // oauth_authorization_url, oauth_token_url and oauth_revocation_url, each
-// discovered from oauth_issuer when not set.
+// discovered from oauth_issuer when not set. With all three set, the
+// issuer only checks the iss of authorization responses.
 func (t *Tokens) Endpoints(ctx context.Context, res *credvault.Resolved) (Endpoints, error) {
 	c := res.Connection
 	ep := Endpoints{Issuer: c.OAuthIssuer}
-	if c.OAuthIssuer != "" {
+	if c.OAuthIssuer != "" && (c.OAuthAuthURL == "" || c.OAuthTokenURL == "" || c.OAuthRevocationURL == "") {
 		d, err := t.discover(ctx, c.ID, c.OAuthIssuer)
 		if err != nil {
 			return Endpoints{}, err
