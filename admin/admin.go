@@ -81,6 +81,11 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; larger ones answer 413
 	// REQUEST_BODY_TOO_LARGE. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// OAuthTransport puts an access token on the test route's probe of a
+	// connection in an OAuth mode (its one account), under the vault's
+	// destination check. The gateway sets it to upstreamauth.Tokens'
+	// Transport. Nil probes such a connection without a token.
+	OAuthTransport func(res *credvault.Resolved, base http.RoundTripper) http.RoundTripper
 	// RevokeAccount revokes an OAuth account's refresh token at its
 	// provider (RFC 7009) when the account is disconnected or its
 	// connection deleted; it reports whether the provider confirmed. The

@@ -162,7 +162,11 @@ func (h *Handler) test(ctx context.Context, c *credvault.Connection, body []byte
 	if req.Body != nil {
 		tr.Body = []byte(*req.Body)
 	}
-	res, err := h.cfg.Vault.Test(ctx, c.ID, tr, h.cfg.TestTransport)
+	base := h.cfg.TestTransport
+	if r, ok := h.cfg.Vault.Lookup(c.ID); ok && c.OAuth() && h.cfg.OAuthTransport != nil {
+		base = h.cfg.OAuthTransport(r, base)
+	}
+	res, err := h.cfg.Vault.Test(ctx, c.ID, tr, base)
 	if err != nil {
 		return nil, err
 	}

@@ -187,7 +187,12 @@ func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 	if a.status != http.StatusOK || as.store.tokenRequests.Load() != 2 {
 		t.Fatalf("after revocation: status %d after %d token requests: %s", a.status, as.store.tokenRequests.Load(), a.body)
 	}
-	noSecrets(t, gw, logs, append(api.tokens(), opServiceKey), append(answers, a)...)
+	// The admin test route probes with a token too.
+	probe := call(t, http.DefaultClient, "POST", gw.url+"/api/admin/connections/m2m/test", w.agent, nil)
+	if probe.status != http.StatusOK || !strings.Contains(string(probe.body), `"ok":true`) {
+		t.Fatalf("test route: %d %s", probe.status, probe.body)
+	}
+	noSecrets(t, gw, logs, append(api.tokens(), opServiceKey), append(answers, a, probe)...)
 }
 
 // connectAccount runs the owner's connect flow as gateway connect does:

@@ -227,6 +227,9 @@ func (g *Gateway) wire() error {
 	acfg := admin.Config{
 		Vault: g.vault, Access: access, CatalogFile: c.CatalogFile, TestTransport: upstream, Logger: c.Logger,
 		CheckConnection: g.checkConnection, RevokeAccount: g.tokens.Revoke,
+		OAuthTransport: func(res *credvault.Resolved, base http.RoundTripper) http.RoundTripper {
+			return g.tokens.Transport(res, "", base)
+		},
 		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (any, error) {
 			res, ok := g.vault.Lookup(conn.ID)
 			if !ok {

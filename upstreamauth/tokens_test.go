@@ -261,3 +261,27 @@ func TestTokenEndpointFailures(t *testing.T) {
 		})
 	}
 }
+
+// Transport puts the token on a copy: the caller's request keeps its own
+// headers.
+func TestTransportSendsACopy(t *testing.T) {
+	t.Parallel()
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tokenJSON(w, "access-token-1", 3600) }))
+	t.Cleanup(endpoint.Close)
+	var got string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Get("Authorization") }))
+	t.Cleanup(api.Close)
+	v := testVault(t, endpoint.URL)
+	tokens, _ := upstreamauth.New(upstreamauth.Config{Vault: v})
+	client := &http.Client{Transport: tokens.Transport(lookup(t, v), "", nil)}
+	req, _ := http.NewRequest("GET", api.URL, nil)
+	req.Header.Set("Authorization", "Bearer the-callers-own")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got != "Bearer access-token-1" || req.Header.Get("Authorization") != "Bearer the-callers-own" {
+		t.Fatalf("upstream got %q; caller's header now %q", got, req.Header.Get("Authorization"))
+	}
+}
