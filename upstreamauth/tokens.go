@@ -122,8 +122,13 @@ func New(cfg Config) (*Tokens, error) {
 func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject string) (*credvault.AccessToken, error) {
 	c := res.Connection
 	account := c.AccountSubject(subject)
-	if c.OAuthPerSubject && subject == "" {
-		return nil, &AuthRequiredError{Connection: c.ID}
+	if c.AuthMode == credvault.AuthOAuth2AuthorizationCode {
+		if _, ok := res.RefreshToken(account); !ok {
+			// Refused before any state is kept: subjects are the
+			// agent's to choose, so each must not cost memory.
+			a, _ := c.Account(account)
+			return nil, &AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: a.Status == credvault.AccountNeedsReconnecting}
+		}
 	}
 	e := t.entry(entryKey{c.ID, account})
 	stamp := stampOf(c, account)
