@@ -72,7 +72,8 @@ type entryKey struct{ conn, subject string }
 // entry is one account's token and the fetch in flight for it.
 type entry struct {
 	mu        sync.Mutex
-	stamp     string // the configuration and account the token is for
+	conn      *credvault.Connection // the snapshot's connection stamp was computed from
+	stamp     string                // the configuration and account the token is for
 	token     *credvault.AccessToken
 	expiry    time.Time // zero: none given, valid until a 401
 	refreshAt time.Time
@@ -131,44 +132,42 @@ func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject str
 		}
 	}
 	e := t.entry(entryKey{c.ID, account})
-	stamp := stampOf(c, account)
-	now := t.cfg.Clock()
-	e.mu.Lock()
-	if e.stamp != stamp {
-		e.stamp, e.token, e.err, e.notBefore = stamp, nil, nil, time.Time{}
-	}
-	if e.token != nil && (e.expiry.IsZero() || now.Before(e.expiry)) {
-		tok := e.token
-		if e.fetching == nil && !e.refreshAt.IsZero() && !now.Before(e.refreshAt) && !now.Before(e.notBefore) {
-			t.start(e, c.ID, account, stamp) // off the request path
+	for {
+		now := t.cfg.Clock()
+		e.mu.Lock()
+		if e.conn != c { // a snapshot not seen before: compare what the token is for
+			if stamp := stampOf(c, account); stamp != e.stamp {
+				e.stamp, e.token, e.err, e.notBefore = stamp, nil, nil, time.Time{}
+			}
+			e.conn = c
 		}
-		e.mu.Unlock()
-		return tok, nil
-	}
-	if e.fetching == nil {
-		if e.err != nil && now.Before(e.notBefore) && !replaced(res, account, e.refused) {
-			err := e.err
+		stamp := e.stamp
+		if e.token != nil && (e.expiry.IsZero() || now.Before(e.expiry)) {
+			tok := e.token
+			if e.fetching == nil && !e.refreshAt.IsZero() && !now.Before(e.refreshAt) && !now.Before(e.notBefore) {
+				t.start(e, c.ID, account, stamp) // off the request path
+			}
 			e.mu.Unlock()
-			return nil, err
+			return tok, nil
 		}
-		t.start(e, c.ID, account, stamp)
+		if e.fetching == nil {
+			if e.err != nil && now.Before(e.notBefore) && !replaced(res, account, e.refused) {
+				err := e.err
+				e.mu.Unlock()
+				return nil, err
+			}
+			t.start(e, c.ID, account, stamp)
+		}
+		done := e.fetching
+		e.mu.Unlock()
+		select {
+		case <-done:
+			// Look again: the fetch failed (its error is kept), or its
+			// token is there, or was refused meanwhile (fetch again).
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	done := e.fetching
-	e.mu.Unlock()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.token != nil && e.stamp == stamp {
-		return e.token, nil
-	}
-	if e.err != nil {
-		return nil, e.err
-	}
-	return nil, &UnavailableError{Connection: c.ID, Reason: "configuration changed", RetryAfter: time.Second}
 }
 
 // Invalidate drops token, which the upstream refused (401), so that the

@@ -285,3 +285,62 @@ func TestTransportSendsACopy(t *testing.T) {
 		t.Fatalf("upstream got %q; caller's header now %q", got, req.Header.Get("Authorization"))
 	}
 }
+
+// Callers asking for, and refusing, tokens at once for a while: every
+// call ends with a token, and a token request is made only for a token
+// refused (no lock is held across another).
+func TestTokensUnderSustainedLoad(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokenJSON(w, fmt.Sprintf("access-token-%d", requests.Add(1)), 3600)
+	}))
+	t.Cleanup(srv.Close)
+	v := testVault(t, srv.URL)
+	tokens, _ := upstreamauth.New(upstreamauth.Config{Vault: v})
+	res := lookup(t, v)
+	var invalidated atomic.Int32
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				tok, err := tokens.Token(context.Background(), res, "")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if (i+g)%50 == 0 {
+					tokens.Invalidate(res, "", tok)
+					invalidated.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := requests.Load(); n < 1 || n > invalidated.Load()+1 {
+		t.Fatalf("%d token requests for %d refusals", n, invalidated.Load())
+	}
+}
+
+// BenchmarkTokenCached is the cost of a call that finds its token
+// cached, with every core asking at once.
+func BenchmarkTokenCached(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tokenJSON(w, "access-token-1", 86400) }))
+	defer srv.Close()
+	v := testVault(b, srv.URL)
+	tokens, _ := upstreamauth.New(upstreamauth.Config{Vault: v})
+	res := lookup(b, v)
+	ctx := context.Background()
+	if _, err := tokens.Token(ctx, res, ""); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := tokens.Token(ctx, res, ""); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
