@@ -515,4 +515,12 @@ func TestGatewayConnectCommand(t *testing.T) {
 	if strings.Contains(printed.String()+stderr.String(), refresh) {
 		t.Fatal("gateway connect printed the refresh token")
 	}
+
+	// Deleting the connection revokes its account at the provider.
+	del := exec.Command(bin, "delete", "--id", "drive")
+	del.Env = env
+	out, err := del.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "1 of 1 connected accounts revoked") || as.store.hasRefresh(refresh) {
+		t.Fatalf("gateway delete: %v: %s (token still live: %v)", err, out, as.store.hasRefresh(refresh))
+	}
 }

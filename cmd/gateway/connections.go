@@ -287,9 +287,13 @@ func runDelete(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer closeVault()
+	res, found := v.Lookup(*id)
 	if err := v.Delete(ctx, *id); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "%s: deleted\n", *id)
+	if found {
+		revokeAccounts(ctx, env, v, res)
+	}
 	return nil
 }

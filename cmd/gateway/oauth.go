@@ -115,3 +115,24 @@ func runConnect(ctx context.Context, env *cliEnv, args []string) error {
 	fmt.Fprintf(env.stdout, "%s: connected %s; its refresh token is sealed in the store.\n", c.ID, who)
 	return nil
 }
+
+// revokeAccounts revokes at the provider the refresh tokens of a deleted
+// connection's accounts (RFC 7009), saying how many the provider
+// confirmed; the store has forgotten them already.
+func revokeAccounts(ctx context.Context, env *cliEnv, v *credvault.Vault, res *credvault.Resolved) {
+	refresh := res.AccountTokens()
+	if len(refresh) == 0 {
+		return
+	}
+	tokens, err := upstreamauth.New(upstreamauth.Config{Vault: v})
+	if err != nil {
+		return
+	}
+	revoked := 0
+	for _, r := range refresh {
+		if ok, err := tokens.Revoke(ctx, res, r); ok && err == nil {
+			revoked++
+		}
+	}
+	fmt.Fprintf(env.stdout, "%s: %d of %d connected accounts revoked at the provider\n", res.Connection.ID, revoked, len(refresh))
+}
