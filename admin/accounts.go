@@ -8,8 +8,8 @@ import (
 	"github.com/idnhq/idn/internal/apierror"
 )
 
-// disconnected is the answer of the account disconnect route.
-type disconnected struct {
+// Disconnected is the answer of the account disconnect route.
+type Disconnected struct {
 	ConnectionID string `json:"connection_id"`
 	Subject      string `json:"subject,omitempty"`
 	// RevokedAtProvider: the provider confirmed the refresh token's
@@ -28,7 +28,7 @@ func (h *Handler) disconnectAccount(w http.ResponseWriter, r *http.Request) {
 // connection that serves subject and revokes its refresh token at the
 // provider when Config.RevokeAccount is set. The account is gone even
 // when revocation fails: the token is no longer stored anywhere.
-func (h *Handler) DisconnectAccount(ctx context.Context, id, subject string) (*disconnected, error) {
+func (h *Handler) DisconnectAccount(ctx context.Context, id, subject string) (*Disconnected, error) {
 	res, ok := h.cfg.Vault.Lookup(id)
 	if !ok {
 		return nil, credvault.ErrNotFound
@@ -40,7 +40,7 @@ func (h *Handler) DisconnectAccount(ctx context.Context, id, subject string) (*d
 	if err != nil {
 		return nil, err
 	}
-	d := &disconnected{ConnectionID: id, Subject: res.Connection.AccountSubject(subject)}
+	d := &Disconnected{ConnectionID: id, Subject: res.Connection.AccountSubject(subject)}
 	d.RevokedAtProvider = h.revoke(ctx, res, refresh)
 	h.log.Info("admin: account disconnected", "connection", id, "revoked_at_provider", d.RevokedAtProvider,
 		"request_id", apierror.RequestIDFrom(ctx))
