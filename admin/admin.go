@@ -83,6 +83,17 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; larger ones answer 413
 	// REQUEST_BODY_TOO_LARGE. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// OAuthTransport puts an access token on the test route's probe of a
+	// connection in an OAuth mode (its one account), under the vault's
+	// destination check. The gateway sets it to upstreamauth.Tokens'
+	// Transport. Nil probes such a connection without a token.
+	OAuthTransport func(res *credvault.Resolved, base http.RoundTripper) http.RoundTripper
+	// RevokeAccount revokes an OAuth account's refresh token at its
+	// provider (RFC 7009) when the account is disconnected or its
+	// connection deleted; it reports whether the provider confirmed. The
+	// gateway sets it to upstreamauth.Tokens.Revoke. Nil revokes nothing
+	// there: the token is only forgotten.
+	RevokeAccount func(ctx context.Context, res *credvault.Resolved, refreshToken string) (bool, error)
 	// Logger receives operational messages, never secrets. Nil discards.
 	Logger *slog.Logger
 }
@@ -119,6 +130,7 @@ func New(cfg Config) (*Handler, error) {
 	mux.HandleFunc("/api/admin/connections/{id}/test", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.testConnection}))
 	mux.HandleFunc("/api/admin/connections/{id}/discover", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.discoverConnection}))
 	mux.HandleFunc("/api/admin/connections/{id}/rotate", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.rotateConnection}))
+	mux.HandleFunc("/api/admin/connections/{id}/accounts", h.methods(map[string]http.HandlerFunc{http.MethodDelete: h.disconnectAccount}))
 	mux.HandleFunc("/api/admin/credential-variables", h.methods(map[string]http.HandlerFunc{
 		http.MethodGet: h.listVariables, http.MethodPost: h.putVariable}))
 	mux.HandleFunc("/api/admin/credential-variables/{key}", h.methods(map[string]http.HandlerFunc{http.MethodDelete: h.deleteVariable}))

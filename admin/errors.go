@@ -53,6 +53,9 @@ var errorTable = []errorRule{
 	}},
 	{is(credvault.ErrNotFound), answer(errcode.ConnectionNotFound)},
 	{is(credvault.ErrVariableNotFound), answer(errcode.VariableNotFound)},
+	{is(credvault.ErrAccountNotFound), func(error) *apierror.Error {
+		return apierror.Coded(errcode.NotFound, "no account is connected to this connection for this subject")
+	}},
 	{is(credvault.ErrExists), answer(errcode.ConnectionExists)},
 	{is(credvault.ErrCredentialUnresolved), answer(errcode.CredentialUnresolved)},
 	{is(credvault.ErrStoreUnavailable), answer(errcode.DatabaseUnavailable)},

@@ -31,19 +31,28 @@ func field[T any](get func(*credvault.Connection) *T) fieldSetter {
 // in a connection object (credential_keys, secret_version, timestamps,
 // last_test, rotation_history, mcp_discovery) is maintained by the gateway.
 var writableFields = map[string]fieldSetter{
-	"name":                   field(func(c *credvault.Connection) *string { return &c.Name }),
-	"service":                field(func(c *credvault.Connection) *string { return &c.Service }),
-	"protocol":               field(func(c *credvault.Connection) *string { return &c.Protocol }),
-	"base_url":               field(func(c *credvault.Connection) *string { return &c.BaseURL }),
-	"path_prefix":            field(func(c *credvault.Connection) *string { return &c.PathPrefix }),
-	"auth_mode":              field(func(c *credvault.Connection) *string { return &c.AuthMode }),
-	"auth_prefix":            field(func(c *credvault.Connection) *string { return &c.AuthPrefix }),
-	"auth_header_name":       field(func(c *credvault.Connection) *string { return &c.AuthHeaderName }),
-	"auth_query_param":       field(func(c *credvault.Connection) *string { return &c.AuthQueryParam }),
-	"auth_secret_key":        field(func(c *credvault.Connection) *string { return &c.AuthSecretKey }),
-	"status":                 field(func(c *credvault.Connection) *string { return &c.Status }),
-	"rotation_interval_days": field(func(c *credvault.Connection) *int { return &c.RotationIntervalDays }),
-	"allow_upstream_cookies": field(func(c *credvault.Connection) *bool { return &c.AllowUpstreamCookies }),
+	"name":                    field(func(c *credvault.Connection) *string { return &c.Name }),
+	"service":                 field(func(c *credvault.Connection) *string { return &c.Service }),
+	"protocol":                field(func(c *credvault.Connection) *string { return &c.Protocol }),
+	"base_url":                field(func(c *credvault.Connection) *string { return &c.BaseURL }),
+	"path_prefix":             field(func(c *credvault.Connection) *string { return &c.PathPrefix }),
+	"auth_mode":               field(func(c *credvault.Connection) *string { return &c.AuthMode }),
+	"auth_prefix":             field(func(c *credvault.Connection) *string { return &c.AuthPrefix }),
+	"auth_header_name":        field(func(c *credvault.Connection) *string { return &c.AuthHeaderName }),
+	"auth_query_param":        field(func(c *credvault.Connection) *string { return &c.AuthQueryParam }),
+	"auth_secret_key":         field(func(c *credvault.Connection) *string { return &c.AuthSecretKey }),
+	"status":                  field(func(c *credvault.Connection) *string { return &c.Status }),
+	"rotation_interval_days":  field(func(c *credvault.Connection) *int { return &c.RotationIntervalDays }),
+	"allow_upstream_cookies":  field(func(c *credvault.Connection) *bool { return &c.AllowUpstreamCookies }),
+	"oauth_token_url":         field(func(c *credvault.Connection) *string { return &c.OAuthTokenURL }),
+	"oauth_authorization_url": field(func(c *credvault.Connection) *string { return &c.OAuthAuthURL }),
+	"oauth_issuer":            field(func(c *credvault.Connection) *string { return &c.OAuthIssuer }),
+	"oauth_revocation_url":    field(func(c *credvault.Connection) *string { return &c.OAuthRevocationURL }),
+	"oauth_client_id":         field(func(c *credvault.Connection) *string { return &c.OAuthClientID }),
+	"oauth_scopes":            field(func(c *credvault.Connection) *[]string { return &c.OAuthScopes }),
+	"oauth_audience":          field(func(c *credvault.Connection) *string { return &c.OAuthAudience }),
+	"oauth_resource":          field(func(c *credvault.Connection) *string { return &c.OAuthResource }),
+	"oauth_per_subject":       field(func(c *credvault.Connection) *bool { return &c.OAuthPerSubject }),
 	// The MCP settings are the MCP engine's record, kept with the
 	// connection as extensions; the vault's Extensions.Check validates
 	// them.
@@ -95,7 +104,7 @@ func extension[T any](name string) fieldSetter {
 // readOnlyFields may appear in a connection object but not in a write.
 var readOnlyFields = []string{
 	"credential_keys", "secret_version", "last_rotated_at", "next_rotation_due_at",
-	"created_at", "updated_at", "last_test", "rotation_history", "mcp_discovery",
+	"created_at", "updated_at", "last_test", "rotation_history", "mcp_discovery", "oauth_accounts",
 }
 
 // applyFields writes the fields of a JSON object into c, in a stable order.

@@ -24,7 +24,12 @@ func TestLoopbackCannotRedirectSecrets(t *testing.T) {
 	wantStatus(t, e.do("POST", "/api/admin/connections",
 		`{"id":"tpl","base_url":"https://api.example.com","auth_mode":"bearer","auth_secret_key":"k","secrets":{"k":"{{SHARED}}"}}`, withToken...), 201, "")
 
+	wantStatus(t, e.do("POST", "/api/admin/connections",
+		`{"id":"m2m","base_url":"https://graph.microsoft.com","auth_mode":"oauth2_client_credentials","oauth_token_url":"https://login.microsoftonline.com/t/oauth2/v2.0/token",`+
+			`"oauth_client_id":"app","auth_secret_key":"client_secret","secrets":{"client_secret":"client-secret-0001"}}`), 201, "")
 	refused := []struct{ name, method, path, body string }{
+		{"patch_oauth_token_url_sends_the_client_secret_to_attacker", "PATCH", "/api/admin/connections/m2m", `{"oauth_token_url":"` + attacker + `/token"}`},
+		{"patch_auth_mode_from_oauth_to_bearer_sends_the_client_secret_upstream", "PATCH", "/api/admin/connections/m2m", `{"auth_mode":"bearer"}`},
 		{"patch_base_url_to_attacker_listener", "PATCH", "/api/admin/connections/gh", `{"base_url":"` + attacker + `"}`},
 		{"patch_base_url_hidden_among_harmless_fields", "PATCH", "/api/admin/connections/gh", `{"name":"GitHub","base_url":"` + attacker + `"}`},
 		{"patch_auth_mode_to_query_param", "PATCH", "/api/admin/connections/gh", `{"auth_mode":"query_param"}`},

@@ -91,8 +91,14 @@ func (h *Handler) UpdateConnection(ctx context.Context, id string, body []byte) 
 
 // DeleteConnection removes a connection and its secrets.
 func (h *Handler) DeleteConnection(ctx context.Context, id string) error {
+	res, found := h.cfg.Vault.Lookup(id)
 	if err := h.cfg.Vault.Delete(ctx, id); err != nil {
 		return err
+	}
+	if found {
+		for _, refresh := range res.AccountTokens() { // the connected accounts die with it
+			h.revoke(ctx, res, refresh)
+		}
 	}
 	h.log.Info("admin: connection deleted", "connection", id, "request_id", apierror.RequestIDFrom(ctx))
 	return nil
@@ -157,7 +163,11 @@ func (h *Handler) test(ctx context.Context, c *credvault.Connection, body []byte
 	if req.Body != nil {
 		tr.Body = []byte(*req.Body)
 	}
-	res, err := h.cfg.Vault.Test(ctx, c.ID, tr, h.cfg.TestTransport)
+	base := h.cfg.TestTransport
+	if r, ok := h.cfg.Vault.Lookup(c.ID); ok && c.OAuth() && h.cfg.OAuthTransport != nil {
+		base = h.cfg.OAuthTransport(r, base)
+	}
+	res, err := h.cfg.Vault.Test(ctx, c.ID, tr, base)
 	if err != nil {
 		return nil, err
 	}

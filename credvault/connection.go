@@ -23,6 +23,11 @@ const (
 	AuthBearer     = "bearer"      // Authorization: <auth_prefix><secret>
 	AuthHeaderKey  = "header_key"  // <auth_header_name>: <auth_prefix><secret>
 	AuthQueryParam = "query_param" // ?<auth_query_param>=<secret>
+
+	// The OAuth modes put "Authorization: Bearer <access token>" on the
+	// request; package upstreamauth gets the token.
+	AuthOAuth2ClientCredentials = "oauth2_client_credentials" // the secret is the client secret
+	AuthOAuth2AuthorizationCode = "oauth2_authorization_code" // an owner-connected account
 )
 
 // Connection statuses.
@@ -45,6 +50,9 @@ const (
 //
 // The fields from ID to Extensions are configuration; the fields after it
 // are maintained by the Vault and ignored when passed to Create or Update.
+//
+// The OAuth fields configure the two OAuth modes (see OAuthAccount and
+// package upstreamauth); the other modes refuse them.
 //
 // AllowUpstreamCookies (http connections only) lets the upstream's
 // Set-Cookie headers reach agents and the agents' Cookie headers reach the
@@ -72,6 +80,15 @@ type Connection struct {
 	Status               string                     `json:"status"`
 	RotationIntervalDays int                        `json:"rotation_interval_days,omitempty"`
 	AllowUpstreamCookies bool                       `json:"allow_upstream_cookies,omitempty"`
+	OAuthTokenURL        string                     `json:"oauth_token_url,omitempty"`
+	OAuthAuthURL         string                     `json:"oauth_authorization_url,omitempty"`
+	OAuthIssuer          string                     `json:"oauth_issuer,omitempty"`
+	OAuthRevocationURL   string                     `json:"oauth_revocation_url,omitempty"`
+	OAuthClientID        string                     `json:"oauth_client_id,omitempty"`
+	OAuthScopes          []string                   `json:"oauth_scopes,omitempty"`
+	OAuthAudience        string                     `json:"oauth_audience,omitempty"`
+	OAuthResource        string                     `json:"oauth_resource,omitempty"`
+	OAuthPerSubject      bool                       `json:"oauth_per_subject,omitempty"`
 	Extensions           map[string]json.RawMessage `json:"-"`
 
 	CredentialKeys    []string        `json:"credential_keys"`
@@ -82,6 +99,7 @@ type Connection struct {
 	UpdatedAt         time.Time       `json:"updated_at,omitzero"`
 	LastTest          *TestResult     `json:"last_test,omitempty"`
 	RotationHistory   []RotationEvent `json:"rotation_history,omitempty"`
+	OAuthAccounts     []OAuthAccount  `json:"oauth_accounts,omitempty"`
 }
 
 // connectionFields is Connection without its methods, for encoding its own
@@ -206,6 +224,8 @@ func (c *Connection) Clone() *Connection {
 		n.LastTest = &t
 	}
 	n.RotationHistory = slices.Clone(c.RotationHistory)
+	n.OAuthScopes = slices.Clone(c.OAuthScopes)
+	n.OAuthAccounts = slices.Clone(c.OAuthAccounts)
 	return &n
 }
 
@@ -261,6 +281,10 @@ var secretRoute = []struct {
 	{"auth_query_param", func(c *Connection) string { return c.AuthQueryParam }},
 	{"auth_secret_key", func(c *Connection) string { return c.AuthSecretKey }},
 	{"allow_upstream_cookies", func(c *Connection) string { return strconv.FormatBool(c.AllowUpstreamCookies) }},
+	// The client secret and refresh tokens go to these.
+	{"oauth_token_url", func(c *Connection) string { return c.OAuthTokenURL }},
+	{"oauth_issuer", func(c *Connection) string { return c.OAuthIssuer }},
+	{"oauth_revocation_url", func(c *Connection) string { return c.OAuthRevocationURL }},
 }
 
 // SecretRouteChanges returns the JSON names of the fields, among those

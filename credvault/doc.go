@@ -15,7 +15,10 @@
 // The proxy's hot path is Vault.Lookup: a map read on an immutable
 // snapshot of every connection and its decrypted, resolved credential.
 // Inject and Vault.Transport put the credential on a request (bearer,
-// header_key or query_param). Resolved.Redactions lists the forms in
+// header_key or query_param). In the two OAuth modes the connection holds
+// a client secret and, per account, a sealed refresh token
+// (Vault.ConnectAccount); package upstreamauth turns them into access
+// tokens. Resolved.Redactions lists the forms in
 // which it can come back from an upstream, for a proxy to strip.
 //
 // A vault in memory, with a secret that references a credential variable

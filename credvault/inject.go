@@ -17,7 +17,8 @@ import (
 //	query_param: <auth_query_param>=<secret>, replacing any value the
 //	             request already had for that parameter
 //
-// A connection without an auth mode, or an empty secret, leaves req
+// A connection without an auth mode, in an OAuth mode (whose token
+// package upstreamauth gets), or with an empty secret, leaves req
 // unchanged. Inject does not check req's destination; Vault.Transport does.
 func Inject(req *http.Request, c *Connection, secret string) {
 	if secret == "" {

@@ -34,6 +34,9 @@ var (
 	serviceSlugPattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 )
 
+// authModes lists the auth modes for error messages.
+var authModes = fmt.Sprintf("%q, %q, %q, %q or %q", AuthBearer, AuthHeaderKey, AuthQueryParam, AuthOAuth2ClientCredentials, AuthOAuth2AuthorizationCode)
+
 // MinSecretLen is the shortest secret accepted. Every form of a
 // connection's credential is replaced by "[redacted]" in what its upstream
 // returns; a shorter value also occurs by chance in ordinary text (a
@@ -168,13 +171,16 @@ func (c *Connection) validateSettings(secretNames []string) error {
 		}
 	}
 	switch c.AuthMode {
-	case AuthBearer, AuthHeaderKey, AuthQueryParam:
+	case AuthBearer, AuthHeaderKey, AuthQueryParam, AuthOAuth2ClientCredentials, AuthOAuth2AuthorizationCode:
 	case "":
 		if c.Protocol == ProtocolHTTP || c.AuthSecretKey != "" {
-			return invalid("auth_mode", "is required; use %q, %q or %q", AuthBearer, AuthHeaderKey, AuthQueryParam)
+			return invalid("auth_mode", "is required; use %s", authModes)
 		}
 	default:
-		return invalid("auth_mode", "must be %q, %q or %q", AuthBearer, AuthHeaderKey, AuthQueryParam)
+		return invalid("auth_mode", "must be %s", authModes)
+	}
+	if err := c.validateOAuth(); err != nil {
+		return err
 	}
 	if len(c.AuthPrefix) > maxPrefixLen || hasControl(c.AuthPrefix) {
 		return invalid("auth_prefix", "must be at most %d bytes without control characters", maxPrefixLen)
@@ -185,8 +191,8 @@ func (c *Connection) validateSettings(secretNames []string) error {
 	if c.AuthQueryParam == "" || len(c.AuthQueryParam) > 128 || strings.ContainsAny(c.AuthQueryParam, "&=#?") || hasControl(c.AuthQueryParam) {
 		return invalid("auth_query_param", "must be 1-128 bytes without '&', '=', '#', '?' or control characters")
 	}
-	if c.Protocol == ProtocolHTTP && c.AuthSecretKey == "" {
-		return invalid("auth_secret_key", "is required for http connections")
+	if c.Protocol == ProtocolHTTP && c.AuthSecretKey == "" && c.AuthMode != AuthOAuth2AuthorizationCode {
+		return invalid("auth_secret_key", "is required for http connections (the client secret for %q)", AuthOAuth2ClientCredentials)
 	}
 	if c.AuthSecretKey != "" && !slices.Contains(secretNames, c.AuthSecretKey) {
 		return invalid("secrets", "must contain the entry named by auth_secret_key (%q)", c.AuthSecretKey)

@@ -136,7 +136,8 @@ type Resolved struct {
 	base       *url.URL // Connection.UpstreamBase, parsed once per snapshot
 	baseErr    error
 	redactions []string
-	built      bool // made by a Vault or NewResolved
+	accounts   map[string]string // refresh tokens by account subject
+	built      bool              // made by a Vault or NewResolved
 }
 
 // ErrNotResolved is returned by the methods of a Resolved that neither a
@@ -366,13 +367,17 @@ func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 		r.base, r.baseErr = c.UpstreamBase()
 		s.byID[id] = r
 		s.ordered = append(s.ordered, c)
-		if c.AuthSecretKey == "" {
+		if c.AuthSecretKey == "" && c.AuthMode != AuthOAuth2AuthorizationCode {
 			continue
 		}
 		secrets, err := v.openSecrets(c, rec.SealedSecrets)
 		if err != nil {
 			v.log.Error("credvault: connection secrets do not open", "connection", id)
 			r.err = fmt.Errorf("%w: the stored secrets of connection %q do not open", ErrCredentialUnresolved, id)
+			continue
+		}
+		r.accounts = splitAccounts(secrets)
+		if c.AuthSecretKey == "" {
 			continue
 		}
 		raw, ok := secrets[c.AuthSecretKey]
@@ -522,7 +527,7 @@ func (v *Vault) Update(ctx context.Context, id string, fn func(*Connection) erro
 		n.CredentialKeys = old.CredentialKeys
 		n.SecretVersion = old.SecretVersion
 		n.CreatedAt, n.LastRotatedAt = old.CreatedAt, old.LastRotatedAt
-		n.LastTest, n.RotationHistory = old.LastTest, old.RotationHistory
+		n.LastTest, n.RotationHistory, n.OAuthAccounts = old.LastTest, old.RotationHistory, old.OAuthAccounts
 		n.UpdatedAt = v.now()
 		n.NextRotationDueAt = nextDue(n, n.UpdatedAt)
 		rec.Connection = *n
@@ -581,6 +586,7 @@ func (v *Vault) Rotate(ctx context.Context, id string, rot Rotation) (*Connectio
 		if err != nil {
 			return fmt.Errorf("%w: the stored secrets of connection %q do not open", ErrCredentialUnresolved, id)
 		}
+		accounts := splitAccounts(secrets)
 		for name, val := range rot.Secrets {
 			if val == nil {
 				delete(secrets, name)
@@ -603,6 +609,7 @@ func (v *Vault) Rotate(ctx context.Context, id string, rot Rotation) (*Connectio
 		if extra := len(c.RotationHistory) - maxRotationHistory; extra > 0 {
 			c.RotationHistory = slices.Delete(c.RotationHistory, 0, extra)
 		}
+		joinAccounts(secrets, accounts)
 		sealed, err := v.sealSecrets(id, c.SecretVersion, secrets)
 		if err != nil {
 			return err
@@ -737,6 +744,7 @@ func (v *Vault) users(r *Records, key string) []string {
 		if err != nil {
 			continue // unreadable secrets cannot be resolved anyway
 		}
+		splitAccounts(secrets)
 		if referencesKey(secrets, key) {
 			users = append(users, id)
 		}
@@ -775,7 +783,7 @@ func configOnly(c *Connection) *Connection {
 	n := c.Clone()
 	n.CredentialKeys, n.SecretVersion = nil, 0
 	n.LastRotatedAt, n.NextRotationDueAt, n.CreatedAt, n.UpdatedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	n.LastTest, n.RotationHistory = nil, nil
+	n.LastTest, n.RotationHistory, n.OAuthAccounts = nil, nil, nil
 	return n
 }
 

@@ -92,6 +92,8 @@
 //	VARIABLE_IN_USE                  409  the credential variable is still referenced by a connection
 //	UPSTREAM_ERROR                   502  the upstream could not be reached or failed
 //	UPSTREAM_TIMEOUT                 504  the upstream did not answer in time
+//	UPSTREAM_AUTH_UNAVAILABLE        503  no access token from the connection's OAuth provider; try again after retry_after_seconds
+//	UPSTREAM_AUTH_REQUIRED           403  no OAuth account connected for this subject; the owner must connect one
 //
 // Gateway, admin API (PLAINTEXT_SECRET_REFUSED reaches the owner over the
 // pairing relay, as the data of a JSON-RPC error, not as an HTTP answer):

@@ -56,6 +56,8 @@ const (
 	VariableInUse
 	UpstreamError
 	UpstreamTimeout
+	UpstreamAuthUnavailable
+	UpstreamAuthRequired
 
 	AdminTokenRequired
 	DiscoveryUnavailable
@@ -176,6 +178,8 @@ var table = [codeCount]row{
 	VariableInUse:              {"VARIABLE_IN_USE", http.StatusConflict, "the credential variable is still referenced by a connection"},
 	UpstreamError:              {"UPSTREAM_ERROR", http.StatusBadGateway, "the upstream could not be reached or failed"},
 	UpstreamTimeout:            {"UPSTREAM_TIMEOUT", http.StatusGatewayTimeout, "the upstream did not answer in time"},
+	UpstreamAuthUnavailable:    {"UPSTREAM_AUTH_UNAVAILABLE", http.StatusServiceUnavailable, "no access token from the connection's OAuth provider; try again after retry_after_seconds"},
+	UpstreamAuthRequired:       {"UPSTREAM_AUTH_REQUIRED", http.StatusForbidden, "no OAuth account connected for this subject; the owner must connect one"},
 
 	AdminTokenRequired:     {"ADMIN_TOKEN_REQUIRED", http.StatusUnauthorized, "changing where or how a stored secret is sent needs the admin token"},
 	DiscoveryUnavailable:   {"DISCOVERY_UNAVAILABLE", http.StatusNotImplemented, "MCP discovery is not available in this gateway"},

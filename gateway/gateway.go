@@ -29,6 +29,7 @@ import (
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
 	"github.com/idnhq/idn/replay"
+	"github.com/idnhq/idn/upstreamauth"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -49,11 +50,12 @@ type Gateway struct {
 	metrics  *proxy.Metrics
 	handler  http.Handler
 	identity *identity.Identity
-	control  *http.Client      // signs its requests; follows no redirect
-	reporter *pairing.Reporter // nil: no activity reports
-	nonces   *nonceGuard       // the in-memory store's restart guard; nil without one
-	shared   *sharedNonces     // the NonceStore of Config; nil without one
-	replay   *replay.Store     // the in-memory store (HeldBytes); nil with a NonceStore
+	control  *http.Client         // signs its requests; follows no redirect
+	reporter *pairing.Reporter    // nil: no activity reports
+	nonces   *nonceGuard          // the in-memory store's restart guard; nil without one
+	shared   *sharedNonces        // the NonceStore of Config; nil without one
+	replay   *replay.Store        // the in-memory store (HeldBytes); nil with a NonceStore
+	tokens   *upstreamauth.Tokens // OAuth connections' access tokens
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	changed     chan struct{}                          // the vault rebuilt its snapshot; services to sync
@@ -205,10 +207,21 @@ func (g *Gateway) wire() error {
 		return err
 	}
 
+	oauthMetrics, err := upstreamauth.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	// The token endpoints are reached like the upstreams (proxy settings
+	// included); upstreamauth bounds each exchange itself.
+	if g.tokens, err = upstreamauth.New(upstreamauth.Config{Vault: g.vault, HTTPClient: &http.Client{Transport: upstream},
+		Metrics: oauthMetrics, Logger: c.Logger}); err != nil {
+		return err
+	}
+
 	pcfg := proxy.Config{
 		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter, Options: c.Proxy,
 		Transport: upstream, MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
-		Activity: activity,
+		Activity: activity, UpstreamTokens: g.tokens,
 	}
 	if c.LogDecisions {
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
@@ -226,7 +239,10 @@ func (g *Gateway) wire() error {
 	}
 	acfg := admin.Config{
 		Vault: g.vault, Access: access, CatalogFile: c.CatalogFile, TestTransport: upstream, Logger: c.Logger,
-		CheckConnection: g.checkConnection,
+		CheckConnection: g.checkConnection, RevokeAccount: g.tokens.Revoke,
+		OAuthTransport: func(res *credvault.Resolved, base http.RoundTripper) http.RoundTripper {
+			return g.tokens.Transport(res, "", base)
+		},
 		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (mcpproxy.Discovery, error) {
 			res, ok := g.vault.Lookup(conn.ID)
 			if !ok {

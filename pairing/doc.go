@@ -41,6 +41,7 @@
 //	connections.test     {"id", …test body}              POST   /api/admin/connections/{id}/test
 //	connections.discover {"id", "refresh"?}              POST   /api/admin/connections/{id}/discover
 //	connections.rotate   {"id", sealed_secrets, …}       POST   /api/admin/connections/{id}/rotate
+//	connections.disconnect_account {"id", "subject"?}    DELETE /api/admin/connections/{id}/accounts
 //	variables.list       {}                              GET    /api/admin/credential-variables
 //	variables.set        {"key", sealed_secrets, …}      POST   /api/admin/credential-variables
 //	variables.delete     {"key", "force"?}               DELETE /api/admin/credential-variables/{key}

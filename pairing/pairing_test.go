@@ -223,3 +223,66 @@ func TestBusyGatewayKeepsReading(t *testing.T) {
 		t.Errorf("ping while eight RPCs run: %v", o.pingErr)
 	}
 }
+
+// TestDisconnectAccountRPC: the owner disconnects an OAuth account from
+// the dashboard; the gateway forgets it.
+func TestDisconnectAccountRPC(t *testing.T) {
+	answers := make(chan map[string]any, 2)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		conn.SetReadLimit(pairwire.ReadLimit)
+		ctx := r.Context()
+		if _, _, err := conn.Read(ctx); err != nil {
+			return
+		}
+		ready, _ := json.Marshal(pairwire.Control{Type: pairwire.ControlReady, GatewayID: "gw_fake", Namespace: "alice"})
+		conn.Write(ctx, websocket.MessageText, ready)
+		for _, m := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"connections.disconnect_account","params":{"id":"drive","subject":"alice","extra":1}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"connections.disconnect_account","params":{"id":"drive","subject":"alice"}}`,
+		} {
+			if err := conn.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+				return
+			}
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			var a map[string]any
+			json.Unmarshal(b, &a)
+			answers <- a
+		}
+	}))
+	defer fake.Close()
+	g := newLocalGateway(t, fake.URL)
+	ctx := context.Background()
+	if _, err := g.vault.Create(ctx, &credvault.Connection{ID: "drive", BaseURL: "https://www.googleapis.com", AuthMode: credvault.AuthOAuth2AuthorizationCode,
+		OAuthIssuer: "https://accounts.google.com", OAuthClientID: "client", OAuthPerSubject: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.vault.ConnectAccount(ctx, "drive", "alice", "refresh-token-of-alice"); err != nil {
+		t.Fatal(err)
+	}
+	g.run(&pairing.Pairing{SessionID: "gps_fake", Code: "ABCDEFGH"})
+	defer g.cancel()
+	for _, want := range []string{"error", "result"} {
+		select {
+		case a := <-answers:
+			if a[want] == nil {
+				t.Fatalf("answer %v, want a %s", a, want)
+			}
+			if want == "result" && fmt.Sprint(a["result"]) != "map[connection_id:drive revoked_at_provider:false subject:alice]" {
+				t.Fatalf("result %v", a["result"])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer")
+		}
+	}
+	if c, _ := g.vault.Connection("drive"); len(c.OAuthAccounts) != 0 {
+		t.Fatalf("accounts left: %+v", c.OAuthAccounts)
+	}
+}

@@ -157,6 +157,12 @@ func (c *Client) call(ctx context.Context, gatewayID, method string, p map[strin
 			return nil, e
 		}
 		return c.done(a.RotateConnection(ctx, id, body(p), ""))
+	case "connections.disconnect_account":
+		subject, e := take(p, "subject")
+		if e != nil || len(p) != 0 {
+			return nil, invalidParams(`disconnect_account takes "id" and "subject" only`)
+		}
+		return c.done(a.DisconnectAccount(ctx, id, subject))
 	}
 	return nil, &rpcError{Code: pairwire.CodeInternalError, Message: "method not served"}
 }

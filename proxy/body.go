@@ -99,6 +99,8 @@ func (h *Handler) bufferBody(r *http.Request) ([]byte, int64, error) {
 		r.Body = http.NoBody
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		// An OAuth upstream's 401 is retried with a fresh token.
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	return body, held, nil
 }

@@ -10,7 +10,10 @@
 //  5. read the body and check it against content-digest, so an
 //     unauthenticated sender costs no body memory;
 //  6. forward with the connection's credential injected, and stream the
-//     answer back with the credential redacted.
+//     answer back with the credential redacted. A connection in an OAuth
+//     mode gets an access token from Config.UpstreamTokens for the
+//     caller's subject, and an upstream 401 is retried once with a fresh
+//     one.
 //
 // The signature covers content-digest but not the body, so no body byte is
 // read before step 5. The agent never sees the credential, even when the

@@ -24,6 +24,7 @@ type Error struct {
 	Message string
 	extra   map[string]any
 	err     error
+	retry   time.Duration // Retry-After of a 503; zero means retryAfter
 }
 
 func (e *Error) Error() string { return "proxy: " + e.code.String() + ": " + e.Message }

@@ -30,7 +30,12 @@ type forwardTarget struct {
 	conn   *credvault.Connection
 	secret string
 	url    *url.URL
-	redact []string // credvault.Resolved.Redactions
+	redact []string // credvault.Resolved.Redactions, or the token's
+
+	// OAuth connections only: the access token and what it was got for.
+	token   *credvault.AccessToken
+	res     *credvault.Resolved
+	subject string
 }
 
 type forwardKey struct{}
@@ -73,7 +78,19 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rt route, res 
 		h.fail(w, r, newError(errcode.ValidationError, err), nil)
 		return
 	}
-	fw := &forwarded{target: &forwardTarget{conn: c, secret: secret, url: u, redact: res.Redactions()}, start: time.Now()}
+	target := &forwardTarget{conn: c, secret: secret, url: u, redact: res.Redactions()}
+	if c.OAuth() {
+		tok, subject, err := h.upstreamToken(r, res)
+		if err != nil {
+			h.logger.WarnContext(r.Context(), "no access token for an OAuth connection", "request_id", apierror.RequestIDFrom(r.Context()),
+				"connection_id", c.ID, "code", classify(err).code.String())
+			caller, _ := CallerFrom(r.Context())
+			h.fail(w, r, err, caller)
+			return
+		}
+		target.token, target.res, target.subject, target.redact = tok, res, subject, tok.Redactions
+	}
+	fw := &forwarded{target: target, start: time.Now()}
 	ctx, span := h.tracer.Start(r.Context(), "gateway.forward", trace.SpanKindClient)
 	defer span.End()
 	if span.IsRecording() {
@@ -111,6 +128,9 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 	// traceparent and tracestate pass through untouched.
 	h.tracer.Inject(pr.Out.Context(), pr.Out.Header)
 	credvault.Inject(pr.Out, t.conn, t.secret)
+	if t.token != nil {
+		pr.Out.Header.Set("Authorization", credvault.DefaultBearerPrefix+t.token.Value)
+	}
 }
 
 func outcomeOf(status int) string {

@@ -85,6 +85,11 @@ type Config struct {
 	// MCPTimeout.
 	Transport http.RoundTripper
 
+	// UpstreamTokens gets the access tokens of the connections in an
+	// OAuth auth mode (package upstreamauth). Nil refuses those
+	// connections 500 CONNECTION_MISCONFIGURED.
+	UpstreamTokens UpstreamTokens
+
 	// MCP serves /mcp/{connection_id}/… after authentication; the caller is
 	// available to it through CallerFrom. Nil answers those routes 404.
 	MCP http.Handler
@@ -248,6 +253,9 @@ func New(cfg Config) (*Handler, error) {
 		t := NewTransport()
 		t.ResponseHeaderTimeout = max(cfg.Timeout, cfg.MCPTimeout)
 		transport = t
+	}
+	if cfg.UpstreamTokens != nil {
+		transport = &tokenRetry{base: transport, tokens: cfg.UpstreamTokens}
 	}
 	h.rp = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
@@ -622,7 +630,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, caller
 	}
 	ae := e.api()
 	if status == http.StatusServiceUnavailable {
-		ae.RetryAfter = retryAfter
+		ae.RetryAfter = e.retryAfter()
 	}
 	apierror.Write(w, r, ae)
 }

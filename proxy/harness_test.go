@@ -23,6 +23,7 @@ import (
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/replay"
+	"github.com/idnhq/idn/upstreamauth"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -109,6 +110,7 @@ type gateway struct {
 	logs     *testlog.Buffer
 	agent    *identity.Identity
 	stranger *identity.Identity
+	tokens   *upstreamauth.Tokens
 }
 
 type gatewayOptions struct {
@@ -225,6 +227,10 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	if o.submitter != nil {
 		sub = o.submitter(g, submitter)
 	}
+	g.tokens, err = upstreamauth.New(upstreamauth.Config{Vault: g.vault, Logger: decisionLog})
+	if err != nil {
+		t.Fatal(err)
+	}
 	g.handler, err = New(Config{
 		Connections: g.vault,
 		Claims:      g.cache,
@@ -244,6 +250,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		TracerProvider: o.tracer,
 		Activity:       o.activity,
 		Transport:      o.transport,
+		UpstreamTokens: g.tokens,
 	})
 	if err != nil {
 		t.Fatal(err)

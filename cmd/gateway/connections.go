@@ -98,18 +98,20 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 		secrets secretsFlag
 		allow   listFlag
 		deny    listFlag
+		scopes  listFlag
 	)
 	fs.StringVar(&c.ID, "id", "", "connection id (required): letters, digits, '-' and '_'")
 	fs.StringVar(&c.Name, "name", "", "human-readable name")
 	fs.StringVar(&c.Service, "service", "", "service slug of the claims for this connection (default: the id)")
 	fs.StringVar(&c.Protocol, "protocol", "http", "http or mcp")
 	fs.StringVar(&c.BaseURL, "base-url", "", "upstream base URL (required)")
-	fs.StringVar(&c.AuthMode, "auth-mode", "", "bearer, header_key or query_param")
+	fs.StringVar(&c.AuthMode, "auth-mode", "", "bearer, header_key, query_param, oauth2_client_credentials or oauth2_authorization_code")
 	fs.StringVar(&c.AuthPrefix, "auth-prefix", "", `prefix before the secret (default "Bearer " in bearer mode)`)
 	fs.StringVar(&c.AuthSecretKey, "auth-secret-key", "", "name of the --secret used for upstream auth")
 	fs.BoolVar(&c.AllowUpstreamCookies, "allow-upstream-cookies", false,
 		"let the upstream's Set-Cookie reach agents and their Cookie reach the upstream (dropped by default)")
 	fs.Var(&secrets, "secret", "secret as name=value (value - reads it from stdin); repeatable; the value may reference a variable as {{KEY}}")
+	oauthFlags(fs, &c, &scopes)
 	fs.StringVar(&mcp.Endpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
 	fs.Var(&allow, "mcp-allow", "MCP tool to allow (wildcards * and ?); repeatable")
 	fs.Var(&deny, "mcp-deny", "MCP tool to deny (wildcards * and ?); repeatable")
@@ -126,6 +128,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	mcp.ToolAllowlist, mcp.ToolDenylist = allow, deny
+	c.OAuthScopes = scopes
 	c.Extensions = mcp.Members()
 	if c.AuthMode != "" && c.AuthSecretKey == "" && len(secrets.values) == 1 {
 		for name := range secrets.values {
@@ -284,9 +287,13 @@ func runDelete(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer closeVault()
+	res, found := v.Lookup(*id)
 	if err := v.Delete(ctx, *id); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "%s: deleted\n", *id)
+	if found {
+		revokeAccounts(ctx, env, v, res)
+	}
 	return nil
 }

@@ -33,6 +33,9 @@ var notRunnable = map[string]string{
 	"cd /your/project && npm install /path/to/idn/sdk/typescript/idnhq-idn-0.2.0.tgz":      "names the reader's own project",
 	`python -m idn init acme-bot --name "Invoice bot"   # [--force] [--json]`:              "writes an identity into the caller's IDN_HOME (the SDK's tests run it)",
 	`npx @idnhq/idn init acme-bot --name "Invoice bot"   # [--force] [--json]`:             "needs the package installed in the reader's project (the SDK's tests run it)",
+	`gateway add --id graph --base-url https://graph.microsoft.com/v1.0 --auth-mode oauth2_client_credentials --oauth-token-url "https://login.microsoftonline.com/$TENANT/oauth2/v2.0/token" --oauth-client-id "$APP_ID" --oauth-scope https://graph.microsoft.com/.default --auth-secret-key client_secret --secret client_secret=-`: "needs the reader's Microsoft app registration",
+	`gateway add --id drive --base-url https://www.googleapis.com/drive/v3 --auth-mode oauth2_authorization_code --oauth-issuer https://accounts.google.com --oauth-client-id "$CLIENT_ID" --oauth-scope https://www.googleapis.com/auth/drive.readonly --auth-secret-key client_secret --secret client_secret=-`:                      "needs the reader's Google OAuth client",
+	"gateway connect --id drive": "waits for the reader to sign in to Google in a browser",
 }
 
 // binaries are the repository's programs, by the name a command calls

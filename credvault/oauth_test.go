@@ -1,0 +1,156 @@
+package credvault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func authCodeConn(id string, perSubject bool) *Connection {
+	return &Connection{
+		ID: id, BaseURL: "https://www.googleapis.com", AuthMode: AuthOAuth2AuthorizationCode,
+		OAuthIssuer: "https://accounts.google.com", OAuthClientID: "client-1", AuthSecretKey: "client_secret",
+		OAuthScopes: []string{"openid", "https://www.googleapis.com/auth/drive.readonly"}, OAuthPerSubject: perSubject,
+	}
+}
+
+func TestOAuthValidation(t *testing.T) {
+	t.Parallel()
+	v := newTestVault(t)
+	secrets := map[string]string{"client_secret": "s3cret-value"}
+	cc := func(edit func(c *Connection)) *Connection {
+		c := &Connection{ID: "cc", BaseURL: "https://api.example.com", AuthMode: AuthOAuth2ClientCredentials,
+			OAuthTokenURL: "https://auth.example.com/token", OAuthClientID: "client", AuthSecretKey: "client_secret"}
+		edit(c)
+		return c
+	}
+	for _, tc := range []struct {
+		name, field string
+		c           *Connection
+	}{
+		{"client credentials without token url", "oauth_token_url", cc(func(c *Connection) { c.OAuthTokenURL = "" })},
+		{"client credentials without client id", "oauth_client_id", cc(func(c *Connection) { c.OAuthClientID = "" })},
+		{"token url with user info", "oauth_token_url", cc(func(c *Connection) { c.OAuthTokenURL = "https://u:p@auth.example.com/token" })},
+		{"scope with a space", "oauth_scopes", cc(func(c *Connection) { c.OAuthScopes = []string{"a b"} })},
+		{"client credentials per subject", "oauth_per_subject", cc(func(c *Connection) { c.OAuthPerSubject = true })},
+		{"oauth on an mcp connection", "auth_mode", cc(func(c *Connection) { c.Protocol = ProtocolMCP })},
+		{"oauth field on a bearer connection", "oauth_client_id", &Connection{ID: "b", BaseURL: "https://api.example.com",
+			AuthMode: AuthBearer, AuthSecretKey: "client_secret", OAuthClientID: "x"}},
+		{"authorization code without endpoints", "oauth_issuer", &Connection{ID: "ac", BaseURL: "https://api.example.com",
+			AuthMode: AuthOAuth2AuthorizationCode, OAuthClientID: "x", OAuthTokenURL: "https://auth.example.com/token"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.Create(context.Background(), tc.c, secrets)
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Field != tc.field {
+				t.Fatalf("Create = %v, want a validation error on %s", err, tc.field)
+			}
+		})
+	}
+	// A public client (PKCE, no secret) is fine.
+	pub := authCodeConn("public", false)
+	pub.AuthSecretKey = ""
+	if _, err := v.Create(context.Background(), pub, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAccountsAreSealedAndPerSubject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newTestVault(t)
+	if _, err := v.Create(ctx, authCodeConn("drive", true), map[string]string{"client_secret": "s3cret-value"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.ConnectAccount(ctx, "drive", "alice", "refresh-alice-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.ConnectAccount(ctx, "drive", "bob", "refresh-bob-1"); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := v.Lookup("drive")
+	for subject, want := range map[string]string{"alice": "refresh-alice-1", "bob": "refresh-bob-1", "carol": ""} {
+		if got, _ := r.RefreshToken(subject); got != want {
+			t.Errorf("RefreshToken(%s) = %q, want %q", subject, got, want)
+		}
+	}
+	c, _ := v.Connection("drive")
+	doc, _ := json.Marshal(c)
+	if strings.Contains(string(doc), "refresh-") || strings.Contains(string(doc), "oauth:") {
+		t.Fatalf("connection JSON shows a refresh token or its slot: %s", doc)
+	}
+	if len(c.OAuthAccounts) != 2 || c.OAuthAccounts[0].Subject != "alice" || c.CredentialKeys[0] != "client_secret" || len(c.CredentialKeys) != 1 {
+		t.Fatalf("accounts %+v, credential keys %v", c.OAuthAccounts, c.CredentialKeys)
+	}
+	// A rotation of the client secret keeps the accounts.
+	s := "n3w-secret-value"
+	if _, err := v.Rotate(ctx, "drive", Rotation{Secrets: map[string]*string{"client_secret": &s}}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = v.Lookup("drive")
+	if got, _ := r.RefreshToken("alice"); got != "refresh-alice-1" {
+		t.Fatalf("after rotation alice's token = %q", got)
+	}
+	if got, _ := r.Secret(); got != s {
+		t.Fatalf("after rotation secret = %q", got)
+	}
+	old, err := v.DisconnectAccount(ctx, "drive", "bob")
+	if err != nil || old != "refresh-bob-1" {
+		t.Fatalf("DisconnectAccount = %q, %v", old, err)
+	}
+	if _, err := v.DisconnectAccount(ctx, "drive", "bob"); !errors.Is(err, ErrAccountNotFound) {
+		t.Fatalf("second DisconnectAccount = %v", err)
+	}
+}
+
+// Refreshes racing a provider's rotation: each racer replaces the token it
+// read; exactly one wins, and the stored token is the winner's.
+func TestPutRefreshTokenRacingRotation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newTestVault(t)
+	if _, err := v.Create(ctx, authCodeConn("drive", false), map[string]string{"client_secret": "s3cret-value"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.ConnectAccount(ctx, "drive", "", "refresh-0"); err != nil {
+		t.Fatal(err)
+	}
+	const racers = 16
+	var wg sync.WaitGroup
+	wins := make(chan string, racers)
+	for i := range racers {
+		wg.Go(func() {
+			next := "refresh-next-" + string(rune('a'+i))
+			switch err := v.PutRefreshToken(ctx, "drive", "anyone", "refresh-0", next); {
+			case err == nil:
+				wins <- next
+			case !errors.Is(err, ErrRefreshTokenChanged):
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	close(wins)
+	var won []string
+	for w := range wins {
+		won = append(won, w)
+	}
+	r, _ := v.Lookup("drive")
+	got, _ := r.RefreshToken("")
+	if len(won) != 1 || got != won[0] {
+		t.Fatalf("winners %v, stored %q", won, got)
+	}
+	if err := v.MarkNeedsReconnecting(ctx, "drive", "", "refresh-0"); !errors.Is(err, ErrRefreshTokenChanged) {
+		t.Fatalf("marking a stale token = %v", err)
+	}
+	if err := v.MarkNeedsReconnecting(ctx, "drive", "", got); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := v.Connection("drive")
+	if a, _ := c.Account(""); a.Status != AccountNeedsReconnecting {
+		t.Fatalf("account %+v", a)
+	}
+}
