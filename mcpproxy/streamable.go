@@ -368,6 +368,8 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
 					return cs.Complete(ctx, params)
 				})
+			case *mcp.RootsListChangedRequest:
+				e.rootsChanged(ctx, s, conn, r.Params)
 			case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
 				if r.Params == nil {
 					return next(ctx, method, req)
