@@ -62,6 +62,9 @@
 //     with one JSON body (direct.go, reading with package wire); the
 //     rest goes through the SDK's server, whose event streams carry a
 //     call's notifications and the server's requests before its result.
+//     An elicitation's answer is carried past the SDK as the agent wrote
+//     it (mirror.Answers): the SDK's server and client would check it
+//     against the requested schema and fill in its defaults.
 //     Tasks (MCP 2025-11-25), which the SDK has no model of, are carried
 //     as JSON where the upstream offers them (tasks.go): task-augmented
 //     calls take a plain call's checks, and each task belongs to the

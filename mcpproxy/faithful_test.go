@@ -3,13 +3,17 @@ package mcpproxy_test
 //lint:file-ignore SA1019 the tests drive sampling and roots, which the SDK deprecates for the newest protocol version only.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -84,4 +88,102 @@ func TestRootsListChangedReachesTheServer(t *testing.T) {
 	if got := roots(); !strings.Contains(got, "file:///new") {
 		t.Errorf("roots after the change = %q", got)
 	}
+}
+
+// An agent's answer to an elicitation reaches the server as the agent
+// wrote it, whichever way the server asked (on a call's stream, or on the
+// stream of a request the gateway's own client sent): no default of the
+// requested schema filled in, no check the server did not ask for (count
+// is past the schema's maximum: this server takes it), its keys in the
+// agent's order and its numbers as written.
+func TestElicitationAnswersReachTheServerAsWritten(t *testing.T) {
+	t.Parallel()
+	const answer = `{"action":"accept","content":{"zeta":"first","count":12,"ratio":1.50}}`
+	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","default":"anon"},"count":{"type":"integer","maximum":10},"zeta":{"type":"string"},"ratio":{"type":"number"}}}`)
+	elicit := func(ctx context.Context, ss *mcp.ServerSession) {
+		// The server's own reading of the answer (its SDK checks it) is
+		// not what this test is about: its bytes are, below.
+		_, _ = ss.Elicit(ctx, &mcp.ElicitParams{Message: "a few values", RequestedSchema: schema})
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		elicit(ctx, req.Session)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "asked"}}}, nil, nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "ask"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		elicit(ctx, req.Session)
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "asked"}}}}, nil
+	})
+	answered := make(chan json.RawMessage, 4)
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Method == "" && (msg.Result != nil || msg.Error != nil) {
+			answered <- append(msg.Result, msg.Error...)
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL, ExposePrompts: true})
+
+	// The agent answers as it likes; its own SDK would check the answer
+	// and fill in the defaults too.
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+	})
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "elicitation/create" {
+				return &mcptasks.Result{Raw: json.RawMessage(answer)}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	// Outside a call the agent is asked on its session's stream: the
+	// prompt waits until the agent has it open.
+	streaming := make(chan struct{}, 1)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: e.srv.URL + "/mcp/mcp1", HTTPClient: &http.Client{Transport: streamOpened{identityTransport{alice}, streaming}}, MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := awaitValue(t, answered, "the answer during a call"); string(got) != answer {
+		t.Errorf("during a call, the server got %s, the agent wrote %s", got, answer)
+	}
+	awaitValue(t, streaming, "the agent's session stream")
+	if _, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "ask"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := awaitValue(t, answered, "the answer outside a call"); string(got) != answer {
+		t.Errorf("outside a call, the server got %s, the agent wrote %s", got, answer)
+	}
+}
+
+// streamOpened signals once the session's event stream (GET) is open.
+type streamOpened struct {
+	next   http.RoundTripper
+	opened chan<- struct{}
+}
+
+func (t streamOpened) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && r.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
+		select {
+		case t.opened <- struct{}{}:
+		default:
+		}
+	}
+	return resp, err
 }

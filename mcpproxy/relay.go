@@ -110,7 +110,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 	if err != nil {
 		return nil, err
 	}
-	return mirror.Ask(ctx, ss, &s.told, method, func(p any) error {
+	return mirror.Ask(ctx, ss, &s.told, &s.answers, method, func(p any) error {
 		if len(raw) == 0 || string(raw) == "null" {
 			return nil
 		}

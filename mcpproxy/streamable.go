@@ -77,6 +77,8 @@ type agentSession struct {
 	// carries, task status and progress included, for a client resuming it.
 	events *resume.Log
 	told   mirror.Told // the cancellations its server writes on its streams
+	// answers keeps its agent's elicitation answers as written.
+	answers mirror.Answers
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 	// hold bounds what its upstream session's server makes it hold, and
@@ -200,7 +202,10 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.fromAgent(w, r, s, body) || e.direct(w, r, s, body) {
 			return
 		}
-		w = s.told.Watch(w)
+		if stand, ok := s.answers.Take(body); ok {
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(stand)), int64(len(stand))
+		}
+		w = s.answers.Watch(s.told.Watch(w))
 	case upstream.Method(body) == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
@@ -245,7 +250,7 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 		return
 	}
 	defer sw.Close()
-	e.sdk.ServeHTTP(s.told.Watch(sw), sr)
+	e.sdk.ServeHTTP(s.answers.Watch(s.told.Watch(sw)), sr)
 }
 
 // readBody reads a POST's body within the size limit, leaving r.Body

@@ -223,11 +223,15 @@ func post(ctx context.Context, s Session, msg any) (*http.Response, error) {
 		m.JSONRPC = "2.0"
 		msg = m
 	}
-	body, err := json.Marshal(msg)
-	if err != nil {
+	// Answers the relay carries as JSON (an elicitation's) go as their
+	// writer wrote them: no HTML-safe escapes.
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msg); err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint(), &body)
 	if err != nil {
 		return nil, err
 	}
