@@ -26,7 +26,8 @@
 //     with Retry-After.
 //   - Upstream calls: each tools/call is one HTTP exchange on the
 //     upstream session, read in the calling goroutine; the call's
-//     progress arrives on its own event stream, ahead of its result.
+//     progress arrives on its own event stream, ahead of its result; a
+//     stream the server ends early is resumed with Last-Event-ID, bounded.
 //     Everything else uses the go-sdk's client session, and so do the
 //     calls to a server that offers only protocol versions newer than
 //     2025-11-25 (without progress).

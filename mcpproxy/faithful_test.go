@@ -187,3 +187,41 @@ func (t streamOpened) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// A server that ends a call's event stream before the result, and expects
+// the client to resume it (MCP 2025-11-25: event ids, a retry time, then
+// GET with Last-Event-ID), has the call resumed rather than failed: the
+// agent gets the progress sent before and after the break, and the result.
+func TestCallStreamEndedEarlyIsResumed(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "poller", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "poll"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		token := req.Params.GetProgressToken()
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Message: "before the break"})
+		req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: time.Millisecond})
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 2, Message: "after the break"})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "polled"}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL})
+
+	progress := make(chan string, 4)
+	cs := e.mustConnect(t, alice, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		progress <- r.Params.Message
+	}})
+	params := &mcp.CallToolParams{Name: "poll", Arguments: map[string]any{}}
+	params.SetProgressToken("p1")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "polled" {
+		t.Fatalf("call = %+v, %v", res, err)
+	}
+	for _, want := range []string{"before the break", "after the break"} {
+		if got := awaitValue(t, progress, want); got != want {
+			t.Errorf("progress %q, want %q", got, want)
+		}
+	}
+	// A REST call takes the same path.
+	r := e.call("agent", "poll", `{}`)
+	wantStatus(t, r, http.StatusOK, "")
+}
