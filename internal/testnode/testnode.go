@@ -23,17 +23,23 @@ func Modules(t testing.TB, what string) (modules, node string) {
 	modules = os.Getenv("IDN_NODE_MODULES")
 	node, err := exec.LookPath("node")
 	if modules == "" || err != nil {
-		msg := what + " needs node and the packages of internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		missing(t, what)
 	}
 	abs, err := filepath.Abs(modules)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return abs, node
+}
+
+// missing skips t, or fails it under CI=true, for want of the packages.
+func missing(t testing.TB, what string) {
+	t.Helper()
+	msg := what + " needs node and the packages of internal/testnode (set IDN_NODE_MODULES; .ci/run does)"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
 
 // pinnedContexts are the remote contexts idn documents name, as published
