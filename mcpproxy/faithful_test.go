@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -224,4 +225,32 @@ func TestCallStreamEndedEarlyIsResumed(t *testing.T) {
 	// A REST call takes the same path.
 	r := e.call("agent", "poll", `{}`)
 	wantStatus(t, r, http.StatusOK, "")
+}
+
+// A server of the newest protocol alone asks for input within its
+// results (multi-round-trip), which the SDK's client fulfils with its
+// handlers, not its middleware: the agent is still asked, and its answer
+// reaches the server.
+func TestElicitationOfAServerOfTheNewestProtocol(t *testing.T) {
+	t.Parallel()
+	newest := mcp.NewServer(&mcp.Implementation{Name: "newest", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2026-07-28"}})
+	mcp.AddTool(newest, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+		if !ok {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{
+				Message: "name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`),
+			}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + " " + fmt.Sprint(res.Content["name"])}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newest }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: srv.URL})
+	cs := e.mustConnect(t, alice, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+	}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "accept Ada" {
+		t.Fatalf("call = %s, %v", jsonOf(t, res), err)
+	}
 }

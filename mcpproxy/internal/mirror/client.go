@@ -31,6 +31,21 @@ func Client(info *mcp.Implementation, agent *mcp.ClientCapabilities, tell func(m
 			return asked[*mcp.CreateMessageResult](ask(ctx, "sampling/createMessage", r.Params))
 		}
 	}
+	if caps.Elicitation != nil {
+		// Input requests of a server of 2026-07-28 reach this handler
+		// alone, past the middleware below: the SDK reads their answers.
+		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			res, err := ask(ctx, "elicitation/create", r.Params)
+			if raw, ok := res.(json.RawMessage); ok && err == nil {
+				var read mcp.ElicitResult
+				if err := json.Unmarshal(raw, &read); err != nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: unreadable answer: " + err.Error()}
+				}
+				return &read, nil
+			}
+			return asked[*mcp.ElicitResult](res, err)
+		}
+	}
 	c := mcp.NewClient(info, opts)
 	// The SDK's client answers roots/list from roots of its own, and
 	// elicitation/create after its own checks: both go to the agent as
