@@ -1,4 +1,5 @@
-// Package testnode runs the node packages some tests drive. The packages
+// Package testnode runs the node packages some tests drive (jsonld.js, the
+// official MCP conformance runner, MCP SDK clients and servers). The packages
 // are pinned by this folder's package-lock.json and installed with npm ci
 // (.ci/run does); tests find them through IDN_NODE_MODULES. Without node
 // or the packages a test skips, or fails under CI=true. Nothing in a
