@@ -26,7 +26,8 @@
 //     with Retry-After.
 //   - Upstream calls: each tools/call is one HTTP exchange on the
 //     upstream session, read in the calling goroutine; the call's
-//     progress arrives on its own event stream, ahead of its result.
+//     progress arrives on its own event stream, ahead of its result; a
+//     stream the server ends early is resumed with Last-Event-ID, bounded.
 //     Everything else uses the go-sdk's client session, and so do the
 //     calls to a server that offers only protocol versions newer than
 //     2025-11-25 (without progress).
@@ -62,6 +63,9 @@
 //     with one JSON body (direct.go, reading with package wire); the
 //     rest goes through the SDK's server, whose event streams carry a
 //     call's notifications and the server's requests before its result.
+//     An elicitation's answer is carried past the SDK as the agent wrote
+//     it (mirror.Answers): the SDK's server and client would check it
+//     against the requested schema and fill in its defaults.
 //     Tasks (MCP 2025-11-25), which the SDK has no model of, are carried
 //     as JSON where the upstream offers them (tasks.go): task-augmented
 //     calls take a plain call's checks, and each task belongs to the

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/internal/mcpconversation"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,15 +49,23 @@ func TestEverythingDirectAndThroughTheGatewayAgree(t *testing.T) {
 	}
 }
 
-// The same conversation held by the Go SDK's client.
+// The same conversation held by the Go SDK's client, which also changes
+// its roots (the server asks for them again) and answers the server's
+// elicitation form with two of its fields (the server gets those alone,
+// in the agent's order: no defaults of the form filled in).
 func TestEverythingDirectAndThroughTheGatewayAgreeForTheGoSDK(t *testing.T) {
 	upstream := mcpconversation.StartEverything(t)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: upstream, ExposeResources: true, ExposePrompts: true})
 	direct := goConversation(t, upstream, http.DefaultClient)
-	mcpconversation.Check(t, direct, "roots/list,sampling/createMessage,elicitation/create,elicitation/create")
+	mcpconversation.Check(t, direct, "roots/list,roots/list,sampling/createMessage,elicitation/create,elicitation/create")
 	gateway := goConversation(t, e.srv.URL+"/mcp/mcp1", &http.Client{Transport: identityTransport{alice}})
 	mcpconversation.Compare(t, direct, gateway)
 }
+
+// elicitationProbe is the message of the reference server's elicitation
+// form (tool trigger-elicitation-request), which goConversation answers
+// with two of its fields.
+const elicitationProbe = "Please provide inputs for the following fields:"
 
 // goConversation holds everything_conversation.mjs's conversation with the
 // go-sdk's client and returns its transcript in the same form.
@@ -122,6 +131,13 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 				record(method, nil)
 				defer func() { rootsAsked <- struct{}{} }()
 			}
+			if p, ok := req.GetParams().(*mcp.ElicitParams); ok && method == "elicitation/create" && p.Message == elicitationProbe {
+				// Two of the form's fields, as an agent may answer: the
+				// server gets them alone, its defaults not filled in (this
+				// client's SDK would fill them in itself).
+				record(method, p)
+				return &mcptasks.Result{Raw: json.RawMessage(`{"action":"accept","content":{"name":"Ada","check":true}}`)}, nil
+			}
 			return next(ctx, method, req)
 		}
 	})
@@ -177,6 +193,15 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 		return map[string]any{"capabilities": init.Capabilities, "instructions": init.Instructions, "protocolVersion": init.ProtocolVersion}, nil
 	})
 	step("roots/list asked by the server", func() (any, error) {
+		select {
+		case <-rootsAsked:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	step("roots/list asked again after roots/list_changed", func() (any, error) {
+		client.AddRoots(&mcp.Root{URI: "file:///work/other", Name: "other"})
 		select {
 		case <-rootsAsked:
 			return nil, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -109,7 +110,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 	if err != nil {
 		return nil, err
 	}
-	return mirror.Ask(ctx, ss, &s.told, method, func(p any) error {
+	return mirror.Ask(ctx, ss, &s.told, &s.answers, method, func(p any) error {
 		if len(raw) == 0 || string(raw) == "null" {
 			return nil
 		}
@@ -123,6 +124,25 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", method, err)}
 		}
 		return nil
+	})
+}
+
+// rootsChanged passes the agent's notifications/roots/list_changed on to
+// s's upstream session, so that the server asks for the roots again. The
+// SDK's client sends it only for roots of its own, which the relay has
+// none of. An agent that declared no roots has none to change.
+func (e *endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *Connection, params *mcp.RootsListChangedParams) {
+	ss := s.ss.Load()
+	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().Capabilities == nil || ss.InitializeParams().Capabilities.RootsV2 == nil {
+		return
+	}
+	_ = e.forward(ctx, s, conn, func(ctx context.Context, cs *mcp.ClientSession) error {
+		st, err := e.p.state(conn)
+		if err != nil {
+			return err
+		}
+		up := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: cs.ID(), Protocol: cs.InitializeResult().ProtocolVersion}
+		return upstream.Notify(ctx, up, "notifications/roots/list_changed", params)
 	})
 }
 

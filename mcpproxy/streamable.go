@@ -79,6 +79,8 @@ type agentSession struct {
 	// carries, task status and progress included, for a client resuming it.
 	events *resume.Log
 	told   mirror.Told // the cancellations its server writes on its streams
+	// answers keeps its agent's elicitation answers as written.
+	answers mirror.Answers
 	// evicted is set when the session is evicted before it settled.
 	evicted atomic.Bool
 	// hold bounds what its upstream session's server makes it hold, and
@@ -206,7 +208,10 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.fromAgent(w, r, s, body) || e.direct(w, r, s, body) {
 			return
 		}
-		w = s.told.Watch(w)
+		if stand, ok := s.answers.Take(body); ok {
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(stand)), int64(len(stand))
+		}
+		w = s.answers.Watch(s.told.Watch(w))
 	case upstream.Method(body) == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
@@ -251,7 +256,7 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 		return
 	}
 	defer sw.Close()
-	e.sdk.ServeHTTP(s.told.Watch(sw), sr)
+	e.sdk.ServeHTTP(s.answers.Watch(s.told.Watch(sw)), sr)
 }
 
 // readBody reads a POST's body within the size limit, leaving r.Body
@@ -374,6 +379,8 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
 					return cs.Complete(ctx, params)
 				})
+			case *mcp.RootsListChangedRequest:
+				e.rootsChanged(ctx, s, conn, r.Params)
 			case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
 				if r.Params == nil {
 					return next(ctx, method, req)

@@ -1,4 +1,5 @@
-// Package testnode runs the node packages some tests drive. The packages
+// Package testnode runs the node packages some tests drive (jsonld.js, the
+// official MCP conformance runner, MCP SDK clients and servers). The packages
 // are pinned by this folder's package-lock.json and installed with npm ci
 // (.ci/run does); tests find them through IDN_NODE_MODULES. Without node
 // or the packages a test skips, or fails under CI=true. Nothing in a
@@ -23,17 +24,23 @@ func Modules(t testing.TB, what string) (modules, node string) {
 	modules = os.Getenv("IDN_NODE_MODULES")
 	node, err := exec.LookPath("node")
 	if modules == "" || err != nil {
-		msg := what + " needs node and the packages of kit/testnode (set IDN_NODE_MODULES; .ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		missing(t, what)
 	}
 	abs, err := filepath.Abs(modules)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return abs, node
+}
+
+// missing skips t, or fails it under CI=true, for want of the packages.
+func missing(t testing.TB, what string) {
+	t.Helper()
+	msg := what + " needs node and the packages of kit/testnode (set IDN_NODE_MODULES; .ci/run does)"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
 
 // pinnedContexts are the remote contexts idn documents name, as published

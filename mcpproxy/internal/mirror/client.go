@@ -4,8 +4,10 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -14,7 +16,9 @@ import (
 // declares the client capabilities the agent declared that the relay
 // passes on (sampling, elicitation, roots), hands tell the notifications
 // the server sends outside a call's own stream, and has ask put the
-// server's requests to the agent.
+// server's requests to the agent. An elicitation's answer comes back as
+// ask returned it: the SDK's client would check it against the requested
+// schema and fill in its defaults (see Answers).
 func Client(info *mcp.Implementation, agent *mcp.ClientCapabilities, tell func(method string, params mcp.Params), ask func(ctx context.Context, method string, params any) (any, error)) *mcp.Client {
 	caps := &mcp.ClientCapabilities{}
 	if agent != nil {
@@ -28,23 +32,39 @@ func Client(info *mcp.Implementation, agent *mcp.ClientCapabilities, tell func(m
 		}
 	}
 	if caps.Elicitation != nil {
+		// Input requests of a server of 2026-07-28 reach this handler
+		// alone, past the middleware below: the SDK reads their answers.
 		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return asked[*mcp.ElicitResult](ask(ctx, "elicitation/create", r.Params))
+			res, err := ask(ctx, "elicitation/create", r.Params)
+			if raw, ok := res.(json.RawMessage); ok && err == nil {
+				var read mcp.ElicitResult
+				if err := json.Unmarshal(raw, &read); err != nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: unreadable answer: " + err.Error()}
+				}
+				return &read, nil
+			}
+			return asked[*mcp.ElicitResult](res, err)
 		}
 	}
 	c := mcp.NewClient(info, opts)
-	if caps.RootsV2 != nil {
-		// The SDK's client answers roots/list from roots of its own; the
-		// agent's are asked for instead.
-		c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method != "roots/list" {
-					return next(ctx, method, req)
-				}
+	// The SDK's client answers roots/list from roots of its own, and
+	// elicitation/create after its own checks: both go to the agent as
+	// they are instead.
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch {
+			case method == "roots/list" && caps.RootsV2 != nil:
 				return asked[*mcp.ListRootsResult](ask(ctx, method, req.GetParams()))
+			case method == "elicitation/create" && caps.Elicitation != nil:
+				res, err := ask(ctx, method, req.GetParams())
+				if raw, ok := res.(json.RawMessage); ok && err == nil {
+					return &mcptasks.Result{Raw: raw}, nil
+				}
+				return asked[*mcp.ElicitResult](res, err)
 			}
-		})
-	}
+			return next(ctx, method, req)
+		}
+	})
 	return c
 }
 
@@ -58,10 +78,11 @@ func asked[R any](res any, err error) (R, error) {
 
 // Ask puts a request of the server to the agent of ss, when the agent
 // declared the capability it needs, with its params read by decode, and
-// returns the agent's answer as it is. When the server withdraws the
+// returns the agent's answer as it is: an elicitation's as the JSON the
+// agent wrote, when answers took it (see Answers). When the server withdraws the
 // request (ctx ends with the cause wire.ErrWithdrawn), the SDK's server
 // tells the agent; Ask returns once it has (told), or after a second.
-func Ask(ctx context.Context, ss *mcp.ServerSession, told *Told, method string, decode func(params any) error) (any, error) {
+func Ask(ctx context.Context, ss *mcp.ServerSession, told *Told, answers *Answers, method string, decode func(params any) error) (any, error) {
 	caps := &mcp.ClientCapabilities{}
 	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
 		caps = ip.Capabilities
@@ -83,7 +104,13 @@ func Ask(ctx context.Context, ss *mcp.ServerSession, told *Told, method string, 
 		if err := decode(&p); err != nil {
 			return nil, err
 		}
-		return ss.Elicit(ctx, &p)
+		res, err := ss.Elicit(ctx, &p)
+		if err == nil && answers != nil {
+			if raw, ok := answers.Claim(res); ok {
+				return raw, nil
+			}
+		}
+		return res, err
 	case method == "roots/list" && caps.RootsV2 != nil:
 		var p mcp.ListRootsParams
 		if err := decode(&p); err != nil {

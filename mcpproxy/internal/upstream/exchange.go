@@ -136,7 +136,8 @@ func refusal(resp *http.Response, sessionID, method string) error {
 
 // readEvents reads an event stream until the response to the request id,
 // relaying the notifications and answering the server's requests on the
-// way (asks), which the server may withdraw meanwhile.
+// way (asks), which the server may withdraw meanwhile. A stream the server
+// ends first is resumed (resumer).
 func readEvents(ctx context.Context, s Session, body io.Reader, id, method string, h Handler) (json.RawMessage, error) {
 	events := wire.NewEventReader(bufio.NewReader(body))
 	var asks *asks // made at the server's first request: most calls have none
@@ -145,10 +146,15 @@ func readEvents(ctx context.Context, s Session, body io.Reader, id, method strin
 			asks.end()
 		}
 	}()
+	resumes := &resumer{s: s, method: method}
+	defer resumes.close()
 	for {
 		data, err := events.Next()
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: the upstream's event stream ended before the result", method)
+			if err := resumes.reopen(ctx, events); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err != nil {
 			return nil, err
@@ -223,11 +229,15 @@ func post(ctx context.Context, s Session, msg any) (*http.Response, error) {
 		m.JSONRPC = "2.0"
 		msg = m
 	}
-	body, err := json.Marshal(msg)
-	if err != nil {
+	// Answers the relay carries as JSON (an elicitation's) go as their
+	// writer wrote them: no HTML-safe escapes.
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msg); err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint(), &body)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,15 +16,21 @@ import (
 // SDK's client does by default.
 const MaxEventBytes = 16 << 20
 
-// EventReader reads the data of server-sent events.
+// EventReader reads the data of server-sent events, and keeps what a
+// client needs to resume the stream: the last event id and the server's
+// reconnection time.
 type EventReader struct {
-	r    *bufio.Reader
-	data []byte
+	r     *bufio.Reader
+	data  []byte
+	idBuf string        // the id field last read
+	last  string        // the last event id: idBuf as of the last event
+	retry time.Duration // the server's retry field; 0 when it sent none
 }
 
 // Next returns the data of the next event that has any (its data lines
-// joined by newlines), valid until the following call. Event names, ids,
-// retry hints and comments say nothing here and are skipped.
+// joined by newlines), valid until the following call. Event names and
+// comments say nothing here and are skipped; ids and retry fields are
+// kept (LastID, Retry), as the SSE specification reads them.
 func (e *EventReader) Next() ([]byte, error) {
 	e.data = e.data[:0]
 	for {
@@ -32,18 +39,42 @@ func (e *EventReader) Next() ([]byte, error) {
 			return nil, err
 		}
 		if len(line) == 0 {
+			e.last = e.idBuf
 			if len(e.data) > 0 {
 				return e.data, nil
 			}
 			continue
 		}
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+		name, v, _ := bytes.Cut(line, []byte(":"))
+		v = bytes.TrimPrefix(v, []byte(" "))
+		switch string(name) {
+		case "data":
 			if len(e.data) > 0 {
 				e.data = append(e.data, '\n')
 			}
-			e.data = append(e.data, bytes.TrimPrefix(v, []byte(" "))...)
+			e.data = append(e.data, v...)
+		case "id":
+			if bytes.IndexByte(v, 0) < 0 {
+				e.idBuf = string(v)
+			}
+		case "retry":
+			if ms, err := strconv.ParseUint(string(v), 10, 32); err == nil {
+				e.retry = time.Duration(ms) * time.Millisecond
+			}
 		}
 	}
+}
+
+// LastID is the id of the last event read, empty when the server gave
+// none: the stream cannot be resumed.
+func (e *EventReader) LastID() string { return e.last }
+
+// Retry is the reconnection time the server set, 0 when it set none.
+func (e *EventReader) Retry() time.Duration { return e.retry }
+
+// Resume goes on reading from r, the stream resumed after LastID.
+func (e *EventReader) Resume(r *bufio.Reader) {
+	e.r, e.data = r, e.data[:0]
 }
 
 // line returns the next line without its line ending (LF or CRLF, as MCP
