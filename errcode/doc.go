@@ -110,6 +110,7 @@
 //	MCP_CIRCUIT_OPEN                 503  the upstream MCP server keeps failing; calls resume after a cooldown
 //	MCP_SESSION_NOT_FOUND            404  no such MCP session
 //	MCP_SESSIONS_EXHAUSTED           503  too many MCP sessions are open; try again shortly
+//	MCP_HEADER_MISMATCH              400  the Mcp-Method or Mcp-Name header does not match the message
 //
 // Control plane:
 //

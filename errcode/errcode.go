@@ -69,6 +69,7 @@ const (
 	MCPCircuitOpen
 	MCPSessionNotFound
 	MCPSessionsExhausted
+	MCPHeaderMismatch
 
 	RateLimited
 	APIKeyInvalid
@@ -188,6 +189,7 @@ var table = [codeCount]row{
 	MCPCircuitOpen:          {"MCP_CIRCUIT_OPEN", http.StatusServiceUnavailable, "the upstream MCP server keeps failing; calls resume after a cooldown"},
 	MCPSessionNotFound:      {"MCP_SESSION_NOT_FOUND", http.StatusNotFound, "no such MCP session"},
 	MCPSessionsExhausted:    {"MCP_SESSIONS_EXHAUSTED", http.StatusServiceUnavailable, "too many MCP sessions are open; try again shortly"},
+	MCPHeaderMismatch:       {"MCP_HEADER_MISMATCH", http.StatusBadRequest, "the Mcp-Method or Mcp-Name header does not match the message"},
 
 	RateLimited:              {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
 	APIKeyInvalid:            {"API_KEY_INVALID", http.StatusUnauthorized, "missing or invalid service api key"},

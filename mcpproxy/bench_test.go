@@ -82,7 +82,7 @@ func BenchmarkToolCall(b *testing.B) {
 		gw := httptest.NewServer(p.Handler())
 		defer gw.Close()
 		client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp/bench", DisableStandaloneSSE: true}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp/bench", DisableStandaloneSSE: true}, session2025)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -125,6 +125,8 @@ type endpoint struct {
 
 	sessions *pool.Table[*agentSession]
 	wg       sync.WaitGroup // session watchers
+
+	lanes *lanes // what serves the stateless revision (stateless.go)
 }
 
 type openingKey struct{}
@@ -132,6 +134,7 @@ type openingKey struct{}
 func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
 	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.Sessions, p.metrics.Evictions)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
+	e.lanes = newLanes(p)
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: p.maxBody,
 		Logger:              p.log,
@@ -189,6 +192,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, refusal := e.readBody(w, r)
+	if refusal == nil {
+		refusal = checkRouting(r.Header, body)
+	}
 	if refusal != nil {
 		apierror.Write(w, r, refusal)
 		return
@@ -211,8 +217,10 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.clientTasks.Declare(body)
 		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, s))
 	default:
-		// server/discover probes get this 400 too, and fall back to
-		// initialize.
+		if d, ok := stateless(r, body); ok {
+			e.serveStateless(w, r, conn, caller, d)
+			return
+		}
 		apierror.Write(w, r, errNoSession)
 		return
 	}

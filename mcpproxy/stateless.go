@@ -1,0 +1,441 @@
+package mcpproxy
+
+//lint:file-ignore SA1019 the agents of 2026-07-28 declare roots, which the SDK's 2025 types name RootsV2.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/internal/mcpnotify"
+	"github.com/idnhq/idn/mcpproxy/internal/hold"
+	"github.com/idnhq/idn/mcpproxy/internal/mirror"
+	"github.com/idnhq/idn/mcpproxy/internal/pool"
+	"github.com/idnhq/idn/mcpproxy/internal/resume"
+	"github.com/idnhq/idn/mcpproxy/internal/rounds"
+	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The stateless revision (MCP 2026-07-28): a request carries its protocol
+// version and client capabilities in its _meta, and names no session. The
+// SDK's stateless handler reads it; the relay serves it as it serves a
+// session's request, on a lane: an upstream session (2025-11-25) held for
+// the caller, the connection and the capabilities declared, and kept
+// while requests come. What the server asks during a call reaches the
+// agent as input_required results (package rounds).
+
+// statelessRevision is the first protocol version without sessions.
+const statelessRevision = "2026-07-28"
+
+// laneKey names a lane: who asks, on which connection, declaring what.
+type laneKey struct {
+	conn   string
+	caller Caller
+	caps   string // the declared capabilities, as JSON
+}
+
+// lanes are the upstream sessions of stateless requests.
+type lanes struct {
+	sdk    *mcp.StreamableHTTPHandler
+	rounds rounds.Table
+
+	mu    sync.Mutex
+	byKey map[laneKey]*agentSession
+	keys  map[*agentSession]laneKey
+}
+
+type laneCtxKey struct{}
+
+func newLanes(p *Proxy) *lanes {
+	l := &lanes{byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}}
+	l.rounds.Wait = p.timeout
+	l.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if s, ok := r.Context().Value(laneCtxKey{}).(*agentSession); ok {
+			return s.server
+		}
+		return nil
+	}, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: p.maxBody,
+		Logger:              p.log,
+		// As for sessions (see newEndpoint): every request is signed.
+		DisableLocalhostProtection: true,
+	})
+	return l
+}
+
+// statelessMeta is what a request of the stateless revision says of
+// itself, in its params' _meta.
+type statelessMeta struct {
+	Method string `json:"method"`
+	Params struct {
+		Meta struct {
+			Version string          `json:"io.modelcontextprotocol/protocolVersion"`
+			Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// declared are the client capabilities a lane's upstream client passes on.
+type declared struct {
+	Sampling    *mcp.SamplingCapabilities    `json:"sampling,omitempty"`
+	Elicitation *mcp.ElicitationCapabilities `json:"elicitation,omitempty"`
+	Roots       *mcp.RootCapabilities        `json:"roots,omitempty"`
+}
+
+// stateless reports whether a POST without a session is of the stateless
+// revision, by its MCP-Protocol-Version header or its _meta, and returns
+// the capabilities it declares.
+func stateless(r *http.Request, body []byte) (declared, bool) {
+	var m statelessMeta
+	_ = json.Unmarshal(body, &m)
+	if r.Header.Get("Mcp-Protocol-Version") < statelessRevision && m.Params.Meta.Version < statelessRevision {
+		return declared{}, false
+	}
+	var d declared
+	_ = json.Unmarshal(m.Params.Meta.Caps, &d)
+	return d, true
+}
+
+// serveStateless serves one request of the stateless revision on the
+// caller's lane.
+func (e *endpoint) serveStateless(w http.ResponseWriter, r *http.Request, conn *Connection, caller Caller, d declared) {
+	s, err := e.lane(conn, caller, d)
+	if err != nil {
+		apierror.Write(w, r, toAPIError(err))
+		return
+	}
+	e.sessions.Touch(s)
+	s.conn.Store(conn)
+	s.begin()
+	defer s.end(e.idle)
+	e.lanes.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), laneCtxKey{}, s)))
+}
+
+// lane returns the caller's lane on conn for what it declared, opening
+// one when there is none. Lanes share the sessions' pool and shares.
+func (e *endpoint) lane(conn *Connection, caller Caller, d declared) (*agentSession, error) {
+	raw, _ := json.Marshal(d)
+	key := laneKey{conn: conn.ID, caller: caller, caps: string(raw)}
+	e.lanes.mu.Lock()
+	s, ok := e.lanes.byKey[key]
+	e.lanes.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s = e.newLane(conn, caller, d)
+	// Sessions and lanes evicted to make room end after the lock.
+	var sessions []*agentSession
+	defer func() {
+		for _, v := range sessions {
+			e.evict(v)
+		}
+	}()
+	e.lanes.mu.Lock()
+	defer e.lanes.mu.Unlock()
+	if had, ok := e.lanes.byKey[key]; ok {
+		// Opened meanwhile by another request of the caller.
+		s.hold.End()
+		return had, nil
+	}
+	evicted, ok := e.sessions.Add(s)
+	for _, v := range evicted {
+		if !e.dropLaneLocked(v) {
+			sessions = append(sessions, v)
+		}
+	}
+	if !ok {
+		s.hold.End()
+		return nil, &RetryError{Err: ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
+	}
+	e.lanes.byKey[key], e.lanes.keys[s] = s, key
+	if e.idle > 0 {
+		s.timer = time.AfterFunc(e.idle, func() { _ = e.dropLane(s) })
+	}
+	return s, nil
+}
+
+// newLane builds a lane's session: its upstream client declares what the
+// agent declared, and its server answers as a session's does.
+func (e *endpoint) newLane(conn *Connection, caller Caller, d declared) *agentSession {
+	s := &agentSession{slot: pool.Slot{ID: rand.Text(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
+	s.conn.Store(conn)
+	var perConnection *hold.Gate
+	refused := func() {}
+	if st, err := e.p.state(conn); err == nil {
+		perConnection, refused = st.asking, func() { e.p.refused(st) }
+	}
+	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, e.p.timeout))
+	caps := &mcp.ClientCapabilities{Sampling: d.Sampling, Elicitation: d.Elicitation, RootsV2: d.Roots}
+	// Outside a call's stream there is no agent to tell or ask: a
+	// stateless agent is reached only through its requests.
+	s.upstream.client = mirror.Client(serverInfo, caps, func(string, mcp.Params) {}, func(_ context.Context, method string, _ any) (any, error) {
+		return nil, mirror.NotOffered(method)
+	})
+	s.upstream.protocol = upstreamProtocol
+	srvCaps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	if conn.ExposeResources {
+		srvCaps.Resources = &mcp.ResourceCapabilities{}
+	}
+	if conn.ExposePrompts {
+		srvCaps.Prompts = &mcp.PromptCapabilities{}
+	}
+	s.server = mcp.NewServer(serverInfo, &mcp.ServerOptions{Capabilities: srvCaps})
+	s.server.AddReceivingMiddleware(e.statelessDispatch(s, d), e.dispatch(s))
+	s.server.AddSendingMiddleware(mcpnotify.Sending)
+	return s
+}
+
+// dropLane ends s when it is a lane (idle, evicted, or at Close); false
+// when it is not.
+func (e *endpoint) dropLane(s *agentSession) bool {
+	e.lanes.mu.Lock()
+	defer e.lanes.mu.Unlock()
+	return e.dropLaneLocked(s)
+}
+
+// dropLaneLocked ends s when it is a lane; false when it is not.
+func (e *endpoint) dropLaneLocked(s *agentSession) bool {
+	key, ok := e.lanes.keys[s]
+	if !ok {
+		return false
+	}
+	delete(e.lanes.keys, s)
+	delete(e.lanes.byKey, key)
+	e.sessions.Remove(s)
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.mu.Unlock()
+	go func() {
+		e.p.endUpstream(&s.upstream)
+		s.hold.End()
+	}()
+	return true
+}
+
+// dropLanes ends every lane.
+func (e *endpoint) dropLanes() {
+	e.lanes.mu.Lock()
+	defer e.lanes.mu.Unlock()
+	for s := range e.lanes.keys {
+		e.dropLaneLocked(s)
+	}
+}
+
+// statelessDispatch answers what the stateless revision asks differently
+// from a session: server/discover tells what the upstream offers, and
+// tools/call, prompts/get and resources/read carry resultType, the first
+// as rounds when the server asks the agent something.
+func (e *endpoint) statelessDispatch(s *agentSession, d declared) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			upCtx := upstreamContext{ctx}
+			switch r := req.(type) {
+			case *mcp.ServerRequest[*mcp.DiscoverParams]:
+				res, err := next(ctx, method, req)
+				if dr, ok := res.(*mcp.DiscoverResult); ok {
+					conn := s.conn.Load()
+					if up := e.laneUpstream(upCtx, s, conn); up != nil {
+						dr.Capabilities = mirror.Capabilities(up.Capabilities, conn.ExposeResources, conn.ExposePrompts)
+						dr.Instructions = up.Instructions
+					}
+				}
+				return res, err
+			case *mcp.CallToolRequest:
+				return e.statelessCall(ctx, upCtx, s, d, r)
+			case *mcp.GetPromptRequest, *mcp.ReadResourceRequest:
+				res, err := next(upCtx, method, req)
+				if err != nil {
+					return nil, err
+				}
+				return completed(res)
+			}
+			return next(upCtx, method, req)
+		}
+	}
+}
+
+// laneUpstream opens s's upstream session and returns its server's
+// initialize result, scrubbed; nil when the server cannot be reached.
+func (e *endpoint) laneUpstream(ctx context.Context, s *agentSession, conn *Connection) *mcp.InitializeResult {
+	st, err := e.p.state(conn)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	defer cancel()
+	cs, err := e.p.acquire(ctx, st, &s.upstream)
+	if err != nil {
+		return nil
+	}
+	res, err := scrub.Launder(st.scrubber.Load(), cs.InitializeResult())
+	if err != nil {
+		return nil
+	}
+	return res
+}
+
+// statelessCall answers tools/call in rounds: a fresh call takes Call's
+// checks and starts upstream; a retry naming a requestState hands the
+// agent's answers to the call it names and waits for what comes next.
+// Notifications go out on ctx, the request's; upstream work runs on upCtx.
+func (e *endpoint) statelessCall(ctx, upCtx context.Context, s *agentSession, d declared, r *mcp.CallToolRequest) (mcp.Result, error) {
+	conn := s.conn.Load()
+	owner := s.slot.ID + "\x00" + r.Params.Name
+	var out rounds.Outcome
+	if r.Params.RequestState != "" {
+		answers := make(map[string]json.RawMessage, len(r.Params.InputResponses))
+		for id, a := range r.Params.InputResponses {
+			raw, err := json.Marshal(a)
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses: " + err.Error()}
+			}
+			answers[id] = raw
+		}
+		var err error
+		if out, err = e.lanes.rounds.Resume(upCtx, owner, r.Params.RequestState, answers); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: requestState names no call of this caller waiting on this gateway"}
+		}
+	} else {
+		relay := &callRelay{
+			notify: func(method string, params mcp.Params) {
+				if !mirror.Hidden(method, conn.ExposeResources, conn.ExposePrompts) {
+					_ = mcpnotify.Send(ctx, r.Session, method, params)
+				}
+			},
+			hold: s.hold,
+		}
+		if token := r.Params.GetProgressToken(); token != nil {
+			relay.progress = func(n *mcp.ProgressNotificationParams) {
+				n.ProgressToken = token
+				_ = r.Session.NotifyProgress(ctx, n)
+			}
+		}
+		name, args := r.Params.Name, r.Params.Arguments
+		out = e.lanes.rounds.Start(upCtx, owner, e.p.timeout, func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
+			relay.ask = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+				return e.askRound(ctx, s, d, ask, method, params)
+			}
+			return e.call(ctx, s, conn, name, args, nil, relay)
+		})
+	}
+	switch {
+	case out.Done && out.Err != nil:
+		return nil, out.Err
+	case out.Done:
+		return completed(out.Result.(mcp.Result))
+	}
+	return inputRequired(out)
+}
+
+// askRound puts a request the server sent during a call to the agent as
+// a question of the next round, when the agent declared what it needs;
+// the server's params are scrubbed of secrets, the agent's answer goes
+// back as the agent wrote it.
+func (e *endpoint) askRound(ctx context.Context, s *agentSession, d declared, ask func(context.Context, rounds.Question) (json.RawMessage, error), method string, params json.RawMessage) (any, error) {
+	offered := method == "elicitation/create" && d.Elicitation != nil ||
+		method == "sampling/createMessage" && d.Sampling != nil ||
+		method == "roots/list" && d.Roots != nil
+	if !offered {
+		return nil, mirror.NotOffered(method)
+	}
+	st, err := e.p.state(s.conn.Load())
+	if err != nil {
+		return nil, err
+	}
+	if len(params) > 0 {
+		clean, err := scrub.Launder(st.scrubber.Load(), &params)
+		if err != nil {
+			return nil, err
+		}
+		params = *clean
+	}
+	return ask(ctx, rounds.Question{Method: method, Params: params})
+}
+
+// upstreamContext is a context without the SDK's own values: those of
+// its server (the agent's protocol version among them) would steer its
+// client talking upstream.
+type upstreamContext struct{ context.Context }
+
+func (c upstreamContext) Value(key any) any {
+	if t := reflect.TypeOf(key); t != nil && t.PkgPath() == sdkPackage {
+		return nil
+	}
+	return c.Context.Value(key)
+}
+
+var sdkPackage = reflect.TypeFor[mcp.Implementation]().PkgPath()
+
+// rawResult is a result as JSON, with the _meta the SDK's server adds
+// merged in when written.
+type rawResult struct {
+	mcp.ResultBase
+	fields map[string]json.RawMessage
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) {
+	if len(r.Meta) == 0 {
+		return json.Marshal(r.fields)
+	}
+	meta := map[string]any{}
+	if raw, ok := r.fields["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range r.Meta {
+		if _, ok := meta[k]; !ok {
+			meta[k] = v
+		}
+	}
+	out := make(map[string]any, len(r.fields)+1)
+	for k, v := range r.fields {
+		out[k] = v
+	}
+	out["_meta"] = meta
+	return json.Marshal(out)
+}
+
+// completed marks a result of a method that may take rounds as complete,
+// as the SDK's own server does for the stateless revision (the field is
+// not settable from outside the SDK).
+func completed(res mcp.Result) (mcp.Result, error) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	return &rawResult{fields: fields}, nil
+}
+
+// inputRequired is the result of a round that asks the agent: the
+// server's requests as it sent them (scrubbed), under the ids the agent
+// answers them by.
+func inputRequired(out rounds.Outcome) (mcp.Result, error) {
+	qs, err := json.Marshal(out.Questions)
+	if err != nil {
+		return nil, err
+	}
+	state, _ := json.Marshal(out.State)
+	return &rawResult{fields: map[string]json.RawMessage{
+		"resultType":    json.RawMessage(`"input_required"`),
+		"inputRequests": qs,
+		"requestState":  state,
+	}}, nil
+}
+
