@@ -438,4 +438,3 @@ func inputRequired(out rounds.Outcome) (mcp.Result, error) {
 		"requestState":  state,
 	}}, nil
 }
-
