@@ -46,6 +46,8 @@ type profileVectors struct {
 		Nonce         string            `json:"nonce"`
 		SignatureBase string            `json:"signature_base"`
 		Headers       map[string]string `json:"headers"`
+		// RequestHeaders are on the request before it is signed.
+		RequestHeaders map[string]string `json:"request_headers"`
 	} `json:"vectors"`
 	Negative []struct {
 		Name   string `json:"name"`
@@ -143,6 +145,9 @@ func TestProfileVectors(t *testing.T) {
 			r, err := http.NewRequest(vec.Method, vec.URL, body)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for name, val := range vec.RequestHeaders {
+				r.Header.Set(name, val)
 			}
 			err = id.Sign(r, SignOptions{Subject: vec.Subject, Nonce: vec.Nonce, Created: time.Unix(vec.Created, 0)})
 			if err != nil {
@@ -268,6 +273,9 @@ func TestProfileNegativeVectors(t *testing.T) {
 			r, _ := http.NewRequest(method, url, strings.NewReader(body))
 			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 			sr := serverRequest(t, r)
+			for name, val := range src.RequestHeaders {
+				sr.Header.Set(name, val)
+			}
 			for name, val := range src.Headers {
 				sr.Header.Set(name, val)
 			}
