@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
 	"github.com/idnhq/idn/mcpproxy/internal/rounds"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -106,7 +108,7 @@ func stateless(r *http.Request, body []byte) (declared, bool) {
 
 // serveStateless serves one request of the stateless revision on the
 // caller's lane.
-func (e *endpoint) serveStateless(w http.ResponseWriter, r *http.Request, conn *Connection, caller Caller, d declared) {
+func (e *endpoint) serveStateless(w http.ResponseWriter, r *http.Request, conn *Connection, caller Caller, d declared, body []byte) {
 	s, err := e.lane(conn, caller, d)
 	if err != nil {
 		apierror.Write(w, r, toAPIError(err))
@@ -116,6 +118,9 @@ func (e *endpoint) serveStateless(w http.ResponseWriter, r *http.Request, conn *
 	s.conn.Store(conn)
 	s.begin()
 	defer s.end(e.idle)
+	if e.directStateless(w, r, s, d, body) {
+		return
+	}
 	e.lanes.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), laneCtxKey{}, s)))
 }
 
@@ -291,8 +296,6 @@ func (e *endpoint) laneUpstream(ctx context.Context, s *agentSession, conn *Conn
 // Notifications go out on ctx, the request's; upstream work runs on upCtx.
 func (e *endpoint) statelessCall(ctx, upCtx context.Context, s *agentSession, d declared, r *mcp.CallToolRequest) (mcp.Result, error) {
 	conn := s.conn.Load()
-	owner := s.slot.ID + "\x00" + r.Params.Name
-	var out rounds.Outcome
 	if r.Params.RequestState != "" {
 		answers := make(map[string]json.RawMessage, len(r.Params.InputResponses))
 		for id, a := range r.Params.InputResponses {
@@ -302,33 +305,48 @@ func (e *endpoint) statelessCall(ctx, upCtx context.Context, s *agentSession, d 
 			}
 			answers[id] = raw
 		}
-		var err error
-		if out, err = e.lanes.rounds.Resume(upCtx, owner, r.Params.RequestState, answers); err != nil {
+		out, err := e.lanes.rounds.Resume(upCtx, roundOwner(s, r.Params.Name), r.Params.RequestState, answers)
+		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: requestState names no call of this caller waiting on this gateway"}
 		}
-	} else {
-		relay := &callRelay{
-			notify: func(method string, params mcp.Params) {
-				if !mirror.Hidden(method, conn.ExposeResources, conn.ExposePrompts) {
-					_ = mcpnotify.Send(ctx, r.Session, method, params)
-				}
-			},
-			hold: s.hold,
-		}
-		if token := r.Params.GetProgressToken(); token != nil {
-			relay.progress = func(n *mcp.ProgressNotificationParams) {
-				n.ProgressToken = token
-				_ = r.Session.NotifyProgress(ctx, n)
-			}
-		}
-		name, args := r.Params.Name, r.Params.Arguments
-		out = e.lanes.rounds.Start(upCtx, owner, e.p.timeout, func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
-			relay.ask = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
-				return e.askRound(ctx, s, d, ask, method, params)
-			}
-			return e.call(ctx, s, conn, name, args, nil, relay)
-		})
+		return roundResult(out)
 	}
+	relay := &callRelay{
+		notify: func(method string, params mcp.Params) {
+			if !mirror.Hidden(method, conn.ExposeResources, conn.ExposePrompts) {
+				_ = mcpnotify.Send(ctx, r.Session, method, params)
+			}
+		},
+		hold: s.hold,
+	}
+	if token := r.Params.GetProgressToken(); token != nil {
+		relay.progress = func(n *mcp.ProgressNotificationParams) {
+			n.ProgressToken = token
+			_ = r.Session.NotifyProgress(ctx, n)
+		}
+	}
+	return e.startRounds(upCtx, s, d, r.Params.Name, r.Params.Arguments, relay)
+}
+
+// startRounds starts a call on s's lane and returns its first round.
+func (e *endpoint) startRounds(ctx context.Context, s *agentSession, d declared, name string, args json.RawMessage, relay *callRelay) (mcp.Result, error) {
+	conn := s.conn.Load()
+	out := e.lanes.rounds.Start(ctx, roundOwner(s, name), e.p.timeout, func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
+		relay.ask = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			return e.askRound(ctx, s, d, ask, method, params)
+		}
+		return e.call(ctx, s, conn, name, args, nil, relay)
+	})
+	return roundResult(out)
+}
+
+// roundOwner binds a call's rounds to its lane (connection, caller and
+// declared capabilities) and tool.
+func roundOwner(s *agentSession, tool string) string { return s.slot.ID + "\x00" + tool }
+
+// roundResult is the answer of a round: the call's result or error, or
+// the questions the agent must answer.
+func roundResult(out rounds.Outcome) (mcp.Result, error) {
 	switch {
 	case out.Done && out.Err != nil:
 		return nil, out.Err
@@ -376,6 +394,37 @@ func (c upstreamContext) Value(key any) any {
 }
 
 var sdkPackage = reflect.TypeFor[mcp.Implementation]().PkgPath()
+
+// directStateless answers body itself when it is a first tools/call
+// that asks for no progress (wire.ClassifyStateless), with its headers as
+// the revision wants them: one application/json answer, as direct.go
+// gives a session's call. Its rounds need no stream: the server's
+// questions travel in the result. It reports whether it answered.
+func (e *endpoint) directStateless(w http.ResponseWriter, r *http.Request, s *agentSession, d declared, body []byte) bool {
+	if e.p.sdkAgent || r.Header.Get("Mcp-Protocol-Version") != wire.Revision || !wire.PlainPOST(r, wire.Revision) ||
+		r.Header.Get("Mcp-Method") == "" || r.Header.Get("Mcp-Name") == "" {
+		return false
+	}
+	m, ok := wire.ClassifyStateless(body)
+	if !ok {
+		return false
+	}
+	// No stream: what the server says during the call is not relayed.
+	relay := &callRelay{hold: s.hold}
+	res, err := e.startRounds(r.Context(), s, d, m.Call.Name, m.Call.Arguments, relay)
+	if err != nil {
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) {
+			je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		wire.Write(w, http.StatusOK, wire.Response{ID: m.ID, Error: je})
+		return true
+	}
+	// As the SDK's server does for the revision: it names itself.
+	res.(*rawResult).Meta = mcp.Meta{mcp.MetaKeyServerInfo: serverInfo}
+	wire.Write(w, http.StatusOK, wire.Response{ID: m.ID, Result: res})
+	return true
+}
 
 // rawResult is a result as JSON, with the _meta the SDK's server adds
 // merged in when written.

@@ -98,7 +98,13 @@ func TestStatelessRevisionMatchesTheServer(t *testing.T) {
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("through the gateway (-direct +gateway):\n%s", diff)
 	}
-	if len(asked) != 2 || asked[0] != asked[1] {
+	// The calls above took the fast path; the SDK's server gives the same.
+	viaSDK := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL})
+	mcpproxy.UseSDKPaths(viaSDK.proxy, true, false)
+	if diff := gocmp.Diff(want, conversation(viaSDK.srv.URL+"/mcp/mcp1")); diff != "" {
+		t.Errorf("through the gateway's SDK path (-direct +gateway):\n%s", diff)
+	}
+	if len(asked) != 3 || asked[0] != asked[1] || asked[1] != asked[2] {
 		t.Errorf("the agent was asked %q, want the same question once each way", asked)
 	}
 }

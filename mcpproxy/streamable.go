@@ -218,7 +218,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, s))
 	default:
 		if d, ok := stateless(r, body); ok {
-			e.serveStateless(w, r, conn, caller, d)
+			e.serveStateless(w, r, conn, caller, d, body)
 			return
 		}
 		apierror.Write(w, r, errNoSession)

@@ -185,10 +185,3 @@ func (c *call) add(p *pending) {
 	c.seq++
 	c.open[strconv.Itoa(c.seq)] = p
 }
-
-// Held reports how many calls wait for a retry.
-func (t *Table) Held() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.byState)
-}
