@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/idnhq/idn/internal/mcpconversation"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -194,4 +195,46 @@ func (e *env) rawStateless(t testing.TB, w who, body string) map[string]any {
 		return res
 	}
 	return out
+}
+
+// The TypeScript SDK v2 client's 2026-07-28 conversation, held with the
+// server directly and through the gateway, gets the same answers message
+// by message: the era, the listing, a call, a call whose server asks
+// (answered in rounds by the SDK), and an unknown tool's error code.
+func TestStatelessRevisionTypeScriptClient(t *testing.T) {
+	t.Parallel()
+	direct := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askingServer() }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(direct.Close)
+	session := askingServer()
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return session }, nil))
+	t.Cleanup(up.Close)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL})
+
+	want := mcpconversation.Stateless(t, direct.URL)
+	got := mcpconversation.Stateless(t, e.srv.URL+"/mcp/mcp1", "X-Test-Namespace=alice", "X-Test-Subject=agent", "X-Test-Key=key-a")
+	if len(want) != 6 || want[3]["asked"] != "elicitation/create" {
+		t.Fatalf("the direct conversation did not run its rounds: %v", want)
+	}
+	if diff := gocmp.Diff(documented(want), documented(got)); diff != "" {
+		t.Errorf("through the gateway (-direct +gateway):\n%s", diff)
+	}
+}
+
+// documented removes the differences docs/gateway.md lists from a
+// transcript: the server's name in results, and the message of an error
+// (the gateway words its own refusals; the code is the same).
+func documented(steps []map[string]any) []map[string]any {
+	for _, st := range steps {
+		if res, ok := st["result"].(map[string]any); ok {
+			if meta, ok := res["_meta"].(map[string]any); ok {
+				if info, ok := meta["io.modelcontextprotocol/serverInfo"].(map[string]any); ok {
+					info["name"] = "(the server)"
+				}
+			}
+		}
+		if e, ok := st["error"].(map[string]any); ok {
+			delete(e, "message")
+		}
+	}
+	return steps
 }
