@@ -70,7 +70,7 @@ func (e *endpoint) open(conn *Connection, caller Caller) (*agentSession, error) 
 // closed, now or by settle when it has none yet, and its watcher then
 // closes its upstream session.
 func (e *endpoint) evict(s *agentSession) {
-	if e.dropLane(s) {
+	if e.lanes.drop(s) {
 		return
 	}
 	s.evicted.Store(true)
@@ -130,7 +130,7 @@ func (e *endpoint) settle(s *agentSession) {
 // closeAll ends every session and waits until all are gone.
 func (e *endpoint) closeAll() {
 	e.endStreams()
-	e.dropLanes()
+	e.lanes.dropAll()
 	for _, s := range e.sessions.All() {
 		if ss := s.ss.Load(); ss != nil {
 			_ = ss.Close()

@@ -45,6 +45,7 @@ type laneKey struct {
 
 // lanes are the upstream sessions of stateless requests.
 type lanes struct {
+	e      *endpoint
 	sdk    *mcp.StreamableHTTPHandler
 	rounds rounds.Table
 
@@ -55,8 +56,9 @@ type lanes struct {
 
 type laneCtxKey struct{}
 
-func newLanes(p *Proxy) *lanes {
-	l := &lanes{byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}}
+func newLanes(e *endpoint) *lanes {
+	p := e.p
+	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}}
 	l.rounds.Wait = p.timeout
 	l.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(laneCtxKey{}).(*agentSession); ok {
@@ -106,53 +108,53 @@ func stateless(r *http.Request, body []byte) (declared, bool) {
 	return d, true
 }
 
-// serveStateless serves one request of the stateless revision on the
+// serve serves one request of the stateless revision on the
 // caller's lane.
-func (e *endpoint) serveStateless(w http.ResponseWriter, r *http.Request, conn *Connection, caller Caller, d declared, body []byte) {
-	s, err := e.lane(conn, caller, d)
+func (l *lanes) serve(w http.ResponseWriter, r *http.Request, conn *Connection, caller Caller, d declared, body []byte) {
+	s, err := l.open(conn, caller, d)
 	if err != nil {
 		apierror.Write(w, r, toAPIError(err))
 		return
 	}
-	e.sessions.Touch(s)
+	l.e.sessions.Touch(s)
 	s.conn.Store(conn)
 	s.begin()
-	defer s.end(e.idle)
-	if e.directStateless(w, r, s, d, body) {
+	defer s.end(l.e.idle)
+	if l.direct(w, r, s, d, body) {
 		return
 	}
-	e.lanes.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), laneCtxKey{}, s)))
+	l.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), laneCtxKey{}, s)))
 }
 
-// lane returns the caller's lane on conn for what it declared, opening
+// open returns the caller's lane on conn for what it declared, opening
 // one when there is none. Lanes share the sessions' pool and shares.
-func (e *endpoint) lane(conn *Connection, caller Caller, d declared) (*agentSession, error) {
+func (l *lanes) open(conn *Connection, caller Caller, d declared) (*agentSession, error) {
 	raw, _ := json.Marshal(d)
 	key := laneKey{conn: conn.ID, caller: caller, caps: string(raw)}
-	e.lanes.mu.Lock()
-	s, ok := e.lanes.byKey[key]
-	e.lanes.mu.Unlock()
+	l.mu.Lock()
+	s, ok := l.byKey[key]
+	l.mu.Unlock()
 	if ok {
 		return s, nil
 	}
-	s = e.newLane(conn, caller, d)
+	s = l.build(conn, caller, d)
 	// Sessions and lanes evicted to make room end after the lock.
 	var sessions []*agentSession
 	defer func() {
 		for _, v := range sessions {
-			e.evict(v)
+			l.e.evict(v)
 		}
 	}()
-	e.lanes.mu.Lock()
-	defer e.lanes.mu.Unlock()
-	if had, ok := e.lanes.byKey[key]; ok {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if had, ok := l.byKey[key]; ok {
 		// Opened meanwhile by another request of the caller.
 		s.hold.End()
 		return had, nil
 	}
-	evicted, ok := e.sessions.Add(s)
+	evicted, ok := l.e.sessions.Add(s)
 	for _, v := range evicted {
-		if !e.dropLaneLocked(v) {
+		if !l.dropLocked(v) {
 			sessions = append(sessions, v)
 		}
 	}
@@ -160,24 +162,24 @@ func (e *endpoint) lane(conn *Connection, caller Caller, d declared) (*agentSess
 		s.hold.End()
 		return nil, &RetryError{Err: ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
 	}
-	e.lanes.byKey[key], e.lanes.keys[s] = s, key
-	if e.idle > 0 {
-		s.timer = time.AfterFunc(e.idle, func() { _ = e.dropLane(s) })
+	l.byKey[key], l.keys[s] = s, key
+	if l.e.idle > 0 {
+		s.timer = time.AfterFunc(l.e.idle, func() { _ = l.drop(s) })
 	}
 	return s, nil
 }
 
-// newLane builds a lane's session: its upstream client declares what the
+// build builds a lane's session: its upstream client declares what the
 // agent declared, and its server answers as a session's does.
-func (e *endpoint) newLane(conn *Connection, caller Caller, d declared) *agentSession {
+func (l *lanes) build(conn *Connection, caller Caller, d declared) *agentSession {
 	s := &agentSession{slot: pool.Slot{ID: rand.Text(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
 	s.conn.Store(conn)
 	var perConnection *hold.Gate
 	refused := func() {}
-	if st, err := e.p.state(conn); err == nil {
-		perConnection, refused = st.asking, func() { e.p.refused(st) }
+	if st, err := l.e.p.state(conn); err == nil {
+		perConnection, refused = st.asking, func() { l.e.p.refused(st) }
 	}
-	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, e.p.timeout))
+	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, l.e.p.timeout))
 	caps := &mcp.ClientCapabilities{Sampling: d.Sampling, Elicitation: d.Elicitation, RootsV2: d.Roots}
 	// Outside a call's stream there is no agent to tell or ask: a
 	// stateless agent is reached only through its requests.
@@ -193,28 +195,28 @@ func (e *endpoint) newLane(conn *Connection, caller Caller, d declared) *agentSe
 		srvCaps.Prompts = &mcp.PromptCapabilities{}
 	}
 	s.server = mcp.NewServer(serverInfo, &mcp.ServerOptions{Capabilities: srvCaps})
-	s.server.AddReceivingMiddleware(e.statelessDispatch(s, d), e.dispatch(s))
+	s.server.AddReceivingMiddleware(l.dispatch(s, d), l.e.dispatch(s))
 	s.server.AddSendingMiddleware(mcpnotify.Sending)
 	return s
 }
 
-// dropLane ends s when it is a lane (idle, evicted, or at Close); false
+// drop ends s when it is a lane (idle, evicted, or at Close); false
 // when it is not.
-func (e *endpoint) dropLane(s *agentSession) bool {
-	e.lanes.mu.Lock()
-	defer e.lanes.mu.Unlock()
-	return e.dropLaneLocked(s)
+func (l *lanes) drop(s *agentSession) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropLocked(s)
 }
 
-// dropLaneLocked ends s when it is a lane; false when it is not.
-func (e *endpoint) dropLaneLocked(s *agentSession) bool {
-	key, ok := e.lanes.keys[s]
+// dropLocked ends s when it is a lane; false when it is not.
+func (l *lanes) dropLocked(s *agentSession) bool {
+	key, ok := l.keys[s]
 	if !ok {
 		return false
 	}
-	delete(e.lanes.keys, s)
-	delete(e.lanes.byKey, key)
-	e.sessions.Remove(s)
+	delete(l.keys, s)
+	delete(l.byKey, key)
+	l.e.sessions.Remove(s)
 	s.mu.Lock()
 	if s.timer != nil {
 		s.timer.Stop()
@@ -222,26 +224,26 @@ func (e *endpoint) dropLaneLocked(s *agentSession) bool {
 	}
 	s.mu.Unlock()
 	go func() {
-		e.p.endUpstream(&s.upstream)
+		l.e.p.endUpstream(&s.upstream)
 		s.hold.End()
 	}()
 	return true
 }
 
-// dropLanes ends every lane.
-func (e *endpoint) dropLanes() {
-	e.lanes.mu.Lock()
-	defer e.lanes.mu.Unlock()
-	for s := range e.lanes.keys {
-		e.dropLaneLocked(s)
+// dropAll ends every lane.
+func (l *lanes) dropAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.keys {
+		l.dropLocked(s)
 	}
 }
 
-// statelessDispatch answers what the stateless revision asks differently
+// dispatch answers what the stateless revision asks differently
 // from a session: server/discover tells what the upstream offers, and
 // tools/call, prompts/get and resources/read carry resultType, the first
 // as rounds when the server asks the agent something.
-func (e *endpoint) statelessDispatch(s *agentSession, d declared) mcp.Middleware {
+func (l *lanes) dispatch(s *agentSession, d declared) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			upCtx := upstreamContext{ctx}
@@ -250,14 +252,14 @@ func (e *endpoint) statelessDispatch(s *agentSession, d declared) mcp.Middleware
 				res, err := next(ctx, method, req)
 				if dr, ok := res.(*mcp.DiscoverResult); ok {
 					conn := s.conn.Load()
-					if up := e.laneUpstream(upCtx, s, conn); up != nil {
+					if up := l.upstream(upCtx, s, conn); up != nil {
 						dr.Capabilities = mirror.Capabilities(up.Capabilities, conn.ExposeResources, conn.ExposePrompts)
 						dr.Instructions = up.Instructions
 					}
 				}
 				return res, err
 			case *mcp.CallToolRequest:
-				return e.statelessCall(ctx, upCtx, s, d, r)
+				return l.call(ctx, upCtx, s, d, r)
 			case *mcp.GetPromptRequest, *mcp.ReadResourceRequest:
 				res, err := next(upCtx, method, req)
 				if err != nil {
@@ -270,16 +272,16 @@ func (e *endpoint) statelessDispatch(s *agentSession, d declared) mcp.Middleware
 	}
 }
 
-// laneUpstream opens s's upstream session and returns its server's
+// upstream opens s's upstream session and returns its server's
 // initialize result, scrubbed; nil when the server cannot be reached.
-func (e *endpoint) laneUpstream(ctx context.Context, s *agentSession, conn *Connection) *mcp.InitializeResult {
-	st, err := e.p.state(conn)
+func (l *lanes) upstream(ctx context.Context, s *agentSession, conn *Connection) *mcp.InitializeResult {
+	st, err := l.e.p.state(conn)
 	if err != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, l.e.p.timeout)
 	defer cancel()
-	cs, err := e.p.acquire(ctx, st, &s.upstream)
+	cs, err := l.e.p.acquire(ctx, st, &s.upstream)
 	if err != nil {
 		return nil
 	}
@@ -290,11 +292,11 @@ func (e *endpoint) laneUpstream(ctx context.Context, s *agentSession, conn *Conn
 	return res
 }
 
-// statelessCall answers tools/call in rounds: a fresh call takes Call's
+// call answers tools/call in rounds: a fresh call takes Call's
 // checks and starts upstream; a retry naming a requestState hands the
 // agent's answers to the call it names and waits for what comes next.
 // Notifications go out on ctx, the request's; upstream work runs on upCtx.
-func (e *endpoint) statelessCall(ctx, upCtx context.Context, s *agentSession, d declared, r *mcp.CallToolRequest) (mcp.Result, error) {
+func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r *mcp.CallToolRequest) (mcp.Result, error) {
 	conn := s.conn.Load()
 	if r.Params.RequestState != "" {
 		answers := make(map[string]json.RawMessage, len(r.Params.InputResponses))
@@ -305,7 +307,7 @@ func (e *endpoint) statelessCall(ctx, upCtx context.Context, s *agentSession, d 
 			}
 			answers[id] = raw
 		}
-		out, err := e.lanes.rounds.Resume(upCtx, roundOwner(s, r.Params.Name), r.Params.RequestState, answers)
+		out, err := l.rounds.Resume(upCtx, roundOwner(s, r.Params.Name), r.Params.RequestState, answers)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: requestState names no call of this caller waiting on this gateway"}
 		}
@@ -325,17 +327,17 @@ func (e *endpoint) statelessCall(ctx, upCtx context.Context, s *agentSession, d 
 			_ = r.Session.NotifyProgress(ctx, n)
 		}
 	}
-	return e.startRounds(upCtx, s, d, r.Params.Name, r.Params.Arguments, relay)
+	return l.start(upCtx, s, d, r.Params.Name, r.Params.Arguments, relay)
 }
 
-// startRounds starts a call on s's lane and returns its first round.
-func (e *endpoint) startRounds(ctx context.Context, s *agentSession, d declared, name string, args json.RawMessage, relay *callRelay) (mcp.Result, error) {
+// start starts a call on s's lane and returns its first round.
+func (l *lanes) start(ctx context.Context, s *agentSession, d declared, name string, args json.RawMessage, relay *callRelay) (mcp.Result, error) {
 	conn := s.conn.Load()
-	out := e.lanes.rounds.Start(ctx, roundOwner(s, name), e.p.timeout, func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
+	out := l.rounds.Start(ctx, roundOwner(s, name), l.e.p.timeout, func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
 		relay.ask = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
-			return e.askRound(ctx, s, d, ask, method, params)
+			return l.ask(ctx, s, d, ask, method, params)
 		}
-		return e.call(ctx, s, conn, name, args, nil, relay)
+		return l.e.call(ctx, s, conn, name, args, nil, relay)
 	})
 	return roundResult(out)
 }
@@ -356,18 +358,18 @@ func roundResult(out rounds.Outcome) (mcp.Result, error) {
 	return inputRequired(out)
 }
 
-// askRound puts a request the server sent during a call to the agent as
+// ask puts a request the server sent during a call to the agent as
 // a question of the next round, when the agent declared what it needs;
 // the server's params are scrubbed of secrets, the agent's answer goes
 // back as the agent wrote it.
-func (e *endpoint) askRound(ctx context.Context, s *agentSession, d declared, ask func(context.Context, rounds.Question) (json.RawMessage, error), method string, params json.RawMessage) (any, error) {
+func (l *lanes) ask(ctx context.Context, s *agentSession, d declared, ask func(context.Context, rounds.Question) (json.RawMessage, error), method string, params json.RawMessage) (any, error) {
 	offered := method == "elicitation/create" && d.Elicitation != nil ||
 		method == "sampling/createMessage" && d.Sampling != nil ||
 		method == "roots/list" && d.Roots != nil
 	if !offered {
 		return nil, mirror.NotOffered(method)
 	}
-	st, err := e.p.state(s.conn.Load())
+	st, err := l.e.p.state(s.conn.Load())
 	if err != nil {
 		return nil, err
 	}
@@ -395,13 +397,13 @@ func (c upstreamContext) Value(key any) any {
 
 var sdkPackage = reflect.TypeFor[mcp.Implementation]().PkgPath()
 
-// directStateless answers body itself when it is a first tools/call
+// direct answers body itself when it is a first tools/call
 // that asks for no progress (wire.ClassifyStateless), with its headers as
 // the revision wants them: one application/json answer, as direct.go
 // gives a session's call. Its rounds need no stream: the server's
 // questions travel in the result. It reports whether it answered.
-func (e *endpoint) directStateless(w http.ResponseWriter, r *http.Request, s *agentSession, d declared, body []byte) bool {
-	if e.p.sdkAgent || r.Header.Get("Mcp-Protocol-Version") != wire.Revision || !wire.PlainPOST(r, wire.Revision) ||
+func (l *lanes) direct(w http.ResponseWriter, r *http.Request, s *agentSession, d declared, body []byte) bool {
+	if l.e.p.sdkAgent || r.Header.Get("Mcp-Protocol-Version") != wire.Revision || !wire.PlainPOST(r, wire.Revision) ||
 		r.Header.Get("Mcp-Method") == "" || r.Header.Get("Mcp-Name") == "" {
 		return false
 	}
@@ -411,7 +413,7 @@ func (e *endpoint) directStateless(w http.ResponseWriter, r *http.Request, s *ag
 	}
 	// No stream: what the server says during the call is not relayed.
 	relay := &callRelay{hold: s.hold}
-	res, err := e.startRounds(r.Context(), s, d, m.Call.Name, m.Call.Arguments, relay)
+	res, err := l.start(r.Context(), s, d, m.Call.Name, m.Call.Arguments, relay)
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {

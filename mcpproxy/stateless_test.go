@@ -183,7 +183,9 @@ func (e *env) rawStateless(t testing.TB, w who, body string) map[string]any {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", msg.Method)
-	req.Header.Set("Mcp-Name", msg.Params.Name)
+	if msg.Params.Name != "" {
+		req.Header.Set("Mcp-Name", msg.Params.Name)
+	}
 	resp, err := (&http.Client{Transport: identityTransport{w}}).Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -237,4 +239,32 @@ func documented(steps []map[string]any) []map[string]any {
 		}
 	}
 	return steps
+}
+
+// Lanes take places in the sessions' pool: a caller past its key's share
+// evicts its own least recently used session or lane, whichever it is,
+// and a lane evicted is opened again by the caller's next request.
+func TestStatelessLanesShareThePool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{MaxSessionsPerKey: 1}}, mcpproxy.Connection{})
+	session := e.mustConnect(t, alice, &mcp.ClientOptions{})
+	list := func(caps string) map[string]any {
+		return e.rawStateless(t, alice, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":`+caps+`}}}`)
+	}
+	if res := list(`{}`); res["tools"] == nil {
+		t.Fatalf("stateless tools/list: %v", res)
+	}
+	if _, err := session.ListTools(context.Background(), nil); err == nil {
+		t.Error("the caller's session outlived the lane that took its place")
+	}
+	// Another declaration is another lane: it evicts the first, and the
+	// first is opened again when asked for.
+	for _, caps := range []string{`{"elicitation":{}}`, `{}`} {
+		if res := list(caps); res["tools"] == nil {
+			t.Fatalf("stateless tools/list declaring %s: %v", caps, res)
+		}
+	}
+	if n := e.up.count("initialize"); n != 4 {
+		t.Errorf("the upstream saw %d initialize requests, want 4 (a session and three lanes)", n)
+	}
 }

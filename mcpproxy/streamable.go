@@ -134,7 +134,7 @@ type openingKey struct{}
 func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
 	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.Sessions, p.metrics.Evictions)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
-	e.lanes = newLanes(p)
+	e.lanes = newLanes(e)
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: p.maxBody,
 		Logger:              p.log,
@@ -218,7 +218,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, s))
 	default:
 		if d, ok := stateless(r, body); ok {
-			e.serveStateless(w, r, conn, caller, d, body)
+			e.lanes.serve(w, r, conn, caller, d, body)
 			return
 		}
 		apierror.Write(w, r, errNoSession)
