@@ -98,3 +98,41 @@ func BenchmarkCheckRouting(b *testing.B) {
 		}
 	}
 }
+
+// checkRouting passes a message only when its headers name what it is:
+// every body it passes under headers carries that method and target.
+func FuzzCheckRouting(f *testing.F) {
+	f.Add("tools/call", "a.echo", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.echo"}}`))
+	f.Add("resources/read", "file:///a", []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`))
+	f.Add("tools/list", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	f.Add("tools/call", "a", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`))
+	f.Fuzz(func(t *testing.T, method, name string, body []byte) {
+		h := http.Header{}
+		if method != "" {
+			h.Set("Mcp-Method", method)
+		}
+		if name != "" {
+			h.Set("Mcp-Name", name)
+		}
+		if checkRouting(h, body) != nil || method == "" {
+			return
+		}
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+				URI  string `json:"uri"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(body, &msg); err != nil || msg.Method != h.Get("Mcp-Method") {
+			t.Fatalf("passed %q over %s", method, body)
+		}
+		target := msg.Params.Name
+		if msg.Method == "resources/read" {
+			target = msg.Params.URI
+		}
+		if routedByName[msg.Method] && target != h.Get("Mcp-Name") {
+			t.Fatalf("passed Mcp-Name %q over %s", h.Get("Mcp-Name"), body)
+		}
+	})
+}

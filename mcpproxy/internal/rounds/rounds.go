@@ -161,12 +161,14 @@ func (t *Table) next(ctx context.Context, c *call) Outcome {
 	for id, p := range c.open {
 		out.Questions[id] = p.q
 	}
+	// The state and its expiry are set together, under the lock a retry
+	// takes to find the call.
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.byState == nil {
 		t.byState = map[string]*call{}
 	}
 	t.byState[out.State] = c
-	t.mu.Unlock()
 	c.expiry = time.AfterFunc(t.Wait, func() {
 		t.mu.Lock()
 		_, held := t.byState[out.State]
