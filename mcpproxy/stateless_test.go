@@ -56,6 +56,12 @@ func askingServer() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 	})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + r.Params.Arguments["who"]}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{Name: "readme", URI: "file:///readme", MIMEType: "text/plain"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "read me"}}}, nil
+	})
 	return s
 }
 
@@ -70,7 +76,7 @@ func TestStatelessRevisionMatchesTheServer(t *testing.T) {
 	session := askingServer()
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return session }, nil))
 	t.Cleanup(up.Close)
-	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL})
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL, ExposeResources: true, ExposePrompts: true})
 
 	var asked []string
 	opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -92,7 +98,23 @@ func TestStatelessRevisionMatchesTheServer(t *testing.T) {
 			}
 			got = append(got, res.Content, res.IsError)
 		}
-		return got
+		prompts, err := cs.ListPrompts(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "alice"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resources, err := cs.ListResources(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "file:///readme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(got, prompts.Prompts, prompt.Messages, resources.Resources, read.Contents, cs.InitializeResult().Capabilities)
 	}
 	want := conversation(direct.URL)
 	got := conversation(e.srv.URL + "/mcp/mcp1")
@@ -100,7 +122,7 @@ func TestStatelessRevisionMatchesTheServer(t *testing.T) {
 		t.Errorf("through the gateway (-direct +gateway):\n%s", diff)
 	}
 	// The calls above took the fast path; the SDK's server gives the same.
-	viaSDK := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL})
+	viaSDK := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL, ExposeResources: true, ExposePrompts: true})
 	mcpproxy.UseSDKPaths(viaSDK.proxy, true, false)
 	if diff := gocmp.Diff(want, conversation(viaSDK.srv.URL+"/mcp/mcp1")); diff != "" {
 		t.Errorf("through the gateway's SDK path (-direct +gateway):\n%s", diff)
@@ -202,7 +224,8 @@ func (e *env) rawStateless(t testing.TB, w who, body string) map[string]any {
 // The TypeScript SDK v2 client's 2026-07-28 conversation, held with the
 // server directly and through the gateway, gets the same answers message
 // by message: the era, the listing, a call, a call whose server asks
-// (answered in rounds by the SDK), and an unknown tool's error code.
+// (answered in rounds by the SDK), an unknown tool's error code, and
+// prompts and resources.
 func TestStatelessRevisionTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	direct := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askingServer() }, &mcp.StreamableHTTPOptions{Stateless: true}))
@@ -210,11 +233,11 @@ func TestStatelessRevisionTypeScriptClient(t *testing.T) {
 	session := askingServer()
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return session }, nil))
 	t.Cleanup(up.Close)
-	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL})
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.URL, ExposeResources: true, ExposePrompts: true})
 
 	want := mcpconversation.Stateless(t, direct.URL)
 	got := mcpconversation.Stateless(t, e.srv.URL+"/mcp/mcp1", "X-Test-Namespace=alice", "X-Test-Subject=agent", "X-Test-Key=key-a")
-	if len(want) != 6 || want[3]["asked"] != "elicitation/create" {
+	if len(want) != 10 || want[3]["asked"] != "elicitation/create" {
 		t.Fatalf("the direct conversation did not run its rounds: %v", want)
 	}
 	if diff := gocmp.Diff(documented(want), documented(got)); diff != "" {

@@ -5,9 +5,10 @@
 //
 //   node stateless.mjs URL [HEADER=VALUE...]
 //
-// The server is expected to offer the tools "echo" and "confirm"; the
-// latter asks the client to confirm (elicitation), which the client
-// answers through its handler, the SDK running the rounds.
+// The server is expected to offer the tools "echo" and "confirm", the
+// prompt "greet" and the resource file:///readme; "confirm" asks the
+// client to confirm (elicitation), which the client answers through its
+// handler, the SDK running the rounds.
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
@@ -39,5 +40,9 @@ await step('tools/list', () => client.listTools());
 await step('tools/call echo', () => client.callTool({ name: 'echo', arguments: { text: 'hi' } }));
 await step('tools/call confirm', () => client.callTool({ name: 'confirm', arguments: { text: 'the report' } }));
 await step('tools/call missing', () => client.callTool({ name: 'missing', arguments: {} }));
+await step('prompts/list', () => client.listPrompts());
+await step('prompts/get', () => client.getPrompt({ name: 'greet', arguments: { who: 'alice' } }));
+await step('resources/list', () => client.listResources());
+await step('resources/read', () => client.readResource({ uri: 'file:///readme' }));
 await client.close();
 process.stdout.write(JSON.stringify(steps));
