@@ -223,10 +223,12 @@ func (l *lanes) dropLocked(s *agentSession) bool {
 		s.timer = nil
 	}
 	s.mu.Unlock()
-	go func() {
+	// Closing the upstream session may wait for the server; not under the
+	// lock. Close waits for it (closeAll).
+	l.e.wg.Go(func() {
 		l.e.p.endUpstream(&s.upstream)
 		s.hold.End()
-	}()
+	})
 	return true
 }
 

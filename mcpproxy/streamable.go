@@ -124,7 +124,7 @@ type endpoint struct {
 	endStreams context.CancelFunc
 
 	sessions *pool.Table[*agentSession]
-	wg       sync.WaitGroup // session watchers
+	wg       sync.WaitGroup // session watchers, lanes closing
 
 	lanes *lanes // what serves the stateless revision (stateless.go)
 }
