@@ -6,6 +6,8 @@ import (
 
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/internal/apierror"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Signed routing: the stateless revision names a request's method and
@@ -17,6 +19,29 @@ import (
 // routedByName are the methods whose Mcp-Name names their target: their
 // params' name, or uri for resources/read.
 var routedByName = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// refuseRouting answers a POST whose routing headers do not match its
+// body, and reports whether it did: 400 with the JSON envelope, or for a
+// request of the stateless revision the JSON-RPC error that revision
+// defines (HeaderMismatch), its data carrying the same code.
+func refuseRouting(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	refusal := checkRouting(r.Header, body)
+	if refusal == nil {
+		return false
+	}
+	if _, ok := stateless(r, body); !ok {
+		apierror.Write(w, r, refusal)
+		return true
+	}
+	var msg struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	je := wire.RPCError(refusal, apierror.RequestIDFrom(r.Context()))
+	je.Code = mcp.CodeHeaderMismatch
+	wire.Write(w, http.StatusBadRequest, wire.Response{ID: msg.ID, Error: je})
+	return true
+}
 
 // checkRouting refuses a message whose Mcp-Method or Mcp-Name header does
 // not match it; a message without either header passes.

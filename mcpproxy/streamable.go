@@ -192,11 +192,11 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, refusal := e.readBody(w, r)
-	if refusal == nil {
-		refusal = checkRouting(r.Header, body)
-	}
 	if refusal != nil {
 		apierror.Write(w, r, refusal)
+		return
+	}
+	if refuseRouting(w, r, body) {
 		return
 	}
 	switch {

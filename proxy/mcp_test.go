@@ -379,7 +379,17 @@ func TestStatelessMCPThroughPipeline(t *testing.T) {
 	if err := g.agent.Sign(r, identity.SignOptions{Created: g.clock.now()}); err != nil {
 		t.Fatal(err)
 	}
-	if a := g.do(r); a.status != 400 || a.env["code"] != "MCP_HEADER_MISMATCH" {
+	// The revision's own error (HeaderMismatch, -32020), with the code.
+	a := g.do(r)
+	var rpc struct {
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				Code string `json:"code"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(a.body, &rpc); err != nil || a.status != 400 || rpc.Error.Code != -32020 || rpc.Error.Data.Code != "MCP_HEADER_MISMATCH" {
 		t.Errorf("signed headers naming another tool: %d %s", a.status, a.body)
 	}
 }
