@@ -64,15 +64,16 @@ func checkRouting(h http.Header, body []byte) *apierror.Error {
 	if hasMethod && method != msg.Method {
 		return mismatch("the Mcp-Method header names " + quote(method) + ", the message is " + quote(msg.Method))
 	}
+	target := msg.Params.Name
+	if msg.Method == "resources/read" || target == "" && !routedByName[msg.Method] {
+		// resources/subscribe and the like name their target by uri.
+		target = msg.Params.URI
+	}
 	if !routedByName[msg.Method] {
-		if hasName {
-			return mismatch("the Mcp-Name header names a target, and " + quote(msg.Method) + " has none")
+		if hasName && name != target {
+			return mismatch("the Mcp-Name header names " + quote(name) + ", the message " + quote(target))
 		}
 		return nil
-	}
-	target := msg.Params.Name
-	if msg.Method == "resources/read" {
-		target = msg.Params.URI
 	}
 	switch {
 	case !hasName && hasMethod:

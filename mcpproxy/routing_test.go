@@ -29,6 +29,8 @@ func TestCheckRouting(t *testing.T) {
 		{"signed method swapped in the body", []string{"Mcp-Method", "tools/list"}, call, true},
 		{"name left out to dodge the check", []string{"Mcp-Method", "tools/call"}, call, true},
 		{"name on a method without a target", []string{"Mcp-Method", "tools/list", "Mcp-Name", "a.echo"}, list, true},
+		{"matching subscribe", []string{"Mcp-Method", "resources/subscribe", "Mcp-Name", "file:///a"}, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///a"}}`, false},
+		{"subscribe to another resource than signed", []string{"Mcp-Method", "resources/subscribe", "Mcp-Name", "file:///a"}, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///b"}}`, true},
 		{"header repeated to confuse", []string{"Mcp-Method", "tools/call", "Mcp-Name", "a.echo", "Mcp-Name", "a.echo"}, call, true},
 		{"batch hiding a second call", []string{"Mcp-Method", "tools/call", "Mcp-Name", "a.echo"}, "[" + call + "]", true},
 	} {
@@ -128,10 +130,10 @@ func FuzzCheckRouting(f *testing.F) {
 			t.Fatalf("passed %q over %s", method, body)
 		}
 		target := msg.Params.Name
-		if msg.Method == "resources/read" {
+		if msg.Method == "resources/read" || target == "" && !routedByName[msg.Method] {
 			target = msg.Params.URI
 		}
-		if routedByName[msg.Method] && target != h.Get("Mcp-Name") {
+		if (routedByName[msg.Method] || name != "") && target != h.Get("Mcp-Name") {
 			t.Fatalf("passed Mcp-Name %q over %s", h.Get("Mcp-Name"), body)
 		}
 	})
