@@ -367,7 +367,10 @@ func (s *stack) connectNative(ctx context.Context) error {
 	client := newClient()
 	client.Transport = s.agent.Transport(client.Transport, identity.SignOptions{})
 	c := mcp.NewClient(&mcp.Implementation{Name: "idn-bench", Version: "1.0.0"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.gateway + "/mcp/" + mcpConnection, HTTPClient: client, DisableStandaloneSSE: true}, nil)
+	// A 2025-11-25 session, whose id the presigned endpoint target sends:
+	// the SDK's client would ask for the stateless revision first.
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.gateway + "/mcp/" + mcpConnection, HTTPClient: client, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return err
 	}

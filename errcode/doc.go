@@ -113,6 +113,7 @@
 //	MCP_SESSION_NOT_FOUND            404  no such MCP session
 //	MCP_SESSIONS_EXHAUSTED           503  too many MCP sessions are open; try again shortly
 //	MCP_SESSION_MISDIRECTED          421  this MCP session belongs to another gateway replica; route requests by Mcp-Session-Id to the replica that opened it
+//	MCP_HEADER_MISMATCH              400  the Mcp-Method or Mcp-Name header does not match the message
 //
 // Control plane:
 //

@@ -72,6 +72,7 @@ const (
 	MCPSessionNotFound
 	MCPSessionsExhausted
 	MCPSessionMisdirected
+	MCPHeaderMismatch
 
 	RateLimited
 	APIKeyInvalid
@@ -194,6 +195,7 @@ var table = [codeCount]row{
 	MCPSessionNotFound:      {"MCP_SESSION_NOT_FOUND", http.StatusNotFound, "no such MCP session"},
 	MCPSessionsExhausted:    {"MCP_SESSIONS_EXHAUSTED", http.StatusServiceUnavailable, "too many MCP sessions are open; try again shortly"},
 	MCPSessionMisdirected:   {"MCP_SESSION_MISDIRECTED", http.StatusMisdirectedRequest, "this MCP session belongs to another gateway replica; route requests by Mcp-Session-Id to the replica that opened it"},
+	MCPHeaderMismatch:       {"MCP_HEADER_MISMATCH", http.StatusBadRequest, "the Mcp-Method or Mcp-Name header does not match the message"},
 
 	RateLimited:              {"RATE_LIMITED", http.StatusTooManyRequests, "too many attempts; retry later"},
 	APIKeyInvalid:            {"API_KEY_INVALID", http.StatusUnauthorized, "missing or invalid service api key"},

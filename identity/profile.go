@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,11 @@ var (
 		{Name: HeaderNamespace}, {Name: HeaderSubject}, {Name: HeaderAgentKey}, {Name: HeaderAgentCert},
 	}
 )
+
+// The MCP routing headers a signature with a body also covers when the
+// request carries them (MCP 2026-07-28 names a message's method and
+// target in them), in this order, mcp-name only after mcp-method.
+var componentsMCP = []httpsig.Component{{Name: "mcp-method"}, {Name: "mcp-name"}}
 
 // SignOptions adjusts one signature. The zero value signs now, with a
 // random nonce, as the namespace itself.
@@ -141,6 +147,12 @@ func (id *Identity) prepareRequest(r *http.Request, o SignOptions, hasBody bool)
 	components := componentsNoBody
 	if hasBody {
 		components = componentsBody
+		if h.Get("Mcp-Method") != "" {
+			components = append(slices.Clip(components), componentsMCP[0])
+			if h.Get("Mcp-Name") != "" {
+				components = append(components, componentsMCP[1])
+			}
+		}
 	}
 	return httpsig.Params{
 		Components: components,

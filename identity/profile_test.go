@@ -46,6 +46,8 @@ type profileVectors struct {
 		Nonce         string            `json:"nonce"`
 		SignatureBase string            `json:"signature_base"`
 		Headers       map[string]string `json:"headers"`
+		// RequestHeaders are on the request before it is signed.
+		RequestHeaders map[string]string `json:"request_headers"`
 	} `json:"vectors"`
 	Negative []struct {
 		Name   string `json:"name"`
@@ -143,6 +145,9 @@ func TestProfileVectors(t *testing.T) {
 			r, err := http.NewRequest(vec.Method, vec.URL, body)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for name, val := range vec.RequestHeaders {
+				r.Header.Set(name, val)
 			}
 			err = id.Sign(r, SignOptions{Subject: vec.Subject, Nonce: vec.Nonce, Created: time.Unix(vec.Created, 0)})
 			if err != nil {
@@ -268,6 +273,9 @@ func TestProfileNegativeVectors(t *testing.T) {
 			r, _ := http.NewRequest(method, url, strings.NewReader(body))
 			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 			sr := serverRequest(t, r)
+			for name, val := range src.RequestHeaders {
+				sr.Header.Set(name, val)
+			}
 			for name, val := range src.Headers {
 				sr.Header.Set(name, val)
 			}
@@ -665,4 +673,54 @@ func authCode(err error) string {
 		return code.String()
 	}
 	return ""
+}
+
+// A POST carrying MCP's routing headers is signed over them too, after
+// the profile's components, and verifies; a header changed after signing
+// fails, and the headers cannot ride a signature without a body.
+func TestSignCoversMCPRoutingHeaders(t *testing.T) {
+	v := loadVectors(t)
+	id := vectorIdentity(t, v)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.echo"}}`
+	for _, c := range []struct {
+		name    string
+		headers []string
+		covered string
+	}{
+		{"method and name", []string{"Mcp-Method", "tools/call", "Mcp-Name", "a.echo"}, `"idn-agent-cert" "mcp-method" "mcp-name")`},
+		{"method alone", []string{"Mcp-Method", "tools/list"}, `"idn-agent-cert" "mcp-method")`},
+		{"name alone is not covered", []string{"Mcp-Name", "a.echo"}, `"idn-agent-cert")`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:38100/mcp/github", strings.NewReader(body))
+			for i := 0; i < len(c.headers); i += 2 {
+				r.Header.Set(c.headers[i], c.headers[i+1])
+			}
+			if err := id.Sign(r, SignOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if in := r.Header.Get("Signature-Input"); !strings.Contains(in, c.covered) {
+				t.Fatalf("Signature-Input %s, want it to end the components with %s", in, c.covered)
+			}
+			if _, err := (&Verifier{Nonces: nonces(nil)}).Verify(serverRequest(t, r)); err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			if len(c.headers) == 4 {
+				swapped := serverRequest(t, r)
+				swapped.Header.Set("Mcp-Name", "a.admin")
+				if _, err := (&Verifier{Nonces: nonces(nil)}).Verify(swapped); err == nil {
+					t.Fatal("a tool swapped in the signed Mcp-Name header verified")
+				}
+			}
+		})
+	}
+	// An attacker cannot pass the routing headers off without a body.
+	r, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:38100/mcp/github", nil)
+	r.Header.Set("Mcp-Method", "tools/call")
+	if err := id.Sign(r, SignOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if in := r.Header.Get("Signature-Input"); strings.Contains(in, "mcp-method") {
+		t.Errorf("a request without a body covers %s", in)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -270,7 +271,12 @@ func checkProfileParams(p *httpsig.Params, bodyKnown, hasBody bool) error {
 	if hasBody {
 		want = componentsBody
 	}
-	if !sameComponents(p.Components, want) && (bodyKnown || !sameComponents(p.Components, componentsBody)) {
+	got := withoutMCP(p.Components)
+	if len(got) < len(p.Components) && !sameComponents(got, componentsBody) {
+		// The MCP routing headers ride only with a body.
+		got = p.Components
+	}
+	if !sameComponents(got, want) && (bodyKnown || !sameComponents(got, componentsBody)) {
 		return fmt.Errorf("identity: covered components are not the %s set for a request %s a body: %w",
 			Profile, map[bool]string{true: "with", false: "without"}[hasBody], httpsig.ErrComponentsInvalid)
 	}
@@ -287,6 +293,17 @@ func checkProfileParams(p *httpsig.Params, bodyKnown, hasBody bool) error {
 		return errors.Join(err, httpsig.ErrNonceInvalid)
 	}
 	return nil
+}
+
+// withoutMCP returns comps less a trailing "mcp-method", or "mcp-method"
+// "mcp-name", which a signature with a body may add (componentsMCP).
+func withoutMCP(comps []httpsig.Component) []httpsig.Component {
+	for n := len(componentsMCP); n > 0; n-- {
+		if len(comps) > n && slices.Equal(comps[len(comps)-n:], componentsMCP[:n]) {
+			return comps[:len(comps)-n]
+		}
+	}
+	return comps
 }
 
 // sameComponents reports whether got holds exactly the components of want,

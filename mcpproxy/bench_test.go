@@ -83,7 +83,7 @@ func BenchmarkToolCall(b *testing.B) {
 		gw := httptest.NewServer(p.Handler())
 		defer gw.Close()
 		client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp/bench", DisableStandaloneSSE: true}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp/bench", DisableStandaloneSSE: true}, session2025)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -255,4 +255,58 @@ func residentMemory() (rss, peak float64, ok bool) {
 		}
 	}
 	return rss, peak, rss > 0
+}
+
+// BenchmarkStatelessToolCall compares one MCP 2026-07-28 tools/call made
+// by the go-sdk client directly with the same call through the MCP
+// endpoint, against one server that speaks both revisions (the SDK's
+// stateless handler): the gateway's lane reaches it over a 2025-11-25
+// session. The difference of the p50 figures is what the gateway adds.
+func BenchmarkStatelessToolCall(b *testing.B) {
+	server := newMCPServer()
+	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer upstream.Close()
+	p, err := mcpproxy.New(mcpproxy.Config{
+		Connections: oneConnection{mcpproxy.Connection{ID: "bench", BaseURL: upstream.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}}},
+		Caller: func(*http.Request) (mcpevent.Caller, error) {
+			return mcpevent.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
+		},
+		Options: mcpproxy.Options{RateLimitPerMinute: 1 << 30, BreakerFailures: 3},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	gw := httptest.NewServer(p.Handler())
+	defer gw.Close()
+	for _, c := range []struct{ name, endpoint string }{{"direct", upstream.URL}, {"endpoint", gw.URL + "/mcp/bench"}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.endpoint, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+				b.Fatalf("negotiated %s", v)
+			}
+			call := func() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "hi"}})
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+			call() // the lane and its upstream session are not part of a call's cost
+			samples := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				call()
+				samples = append(samples, time.Since(start))
+			}
+			b.StopTimer()
+			reportPercentiles(b, samples)
+		})
+	}
 }

@@ -640,7 +640,7 @@ func TestClientTasksWithoutAStreamFallBackToPlainRequests(t *testing.T) {
 		HTTPClient:           &http.Client{Transport: declareTasks{identityTransport{alice}}},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
-	}, nil)
+	}, session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,6 +91,17 @@
 //     MaxSessionsPerNamespace per namespace and MaxSessions in all, the
 //     caller's own least recently used session is evicted to make room. A
 //     full pool refuses (503) only a caller whose namespace holds none.
+//   - Stateless revision: a POST without a session whose version is
+//     2026-07-28 (header or _meta) goes to the SDK's stateless handler,
+//     served by the same dispatch on a lane, a 2025-11-25 upstream
+//     session per caller, connection and declared capabilities
+//     (stateless.go). The server's requests during a call become
+//     input_required rounds (package rounds), carried as JSON: the SDK
+//     has no way to return them from a middleware, nor to mark a result
+//     complete, and its types would rewrite the server's params. A
+//     first call without progress is answered directly, as direct.go
+//     answers a session's. Mcp-Method and Mcp-Name must match the body
+//     (routing.go), in both revisions.
 //   - Bounds on the server: at most hold.PerSession of its requests are
 //     answered at once per agent session, hold.PerConnection per
 //     connection, the rest dropped; each answer is posted within
@@ -106,7 +117,8 @@
 // mcpsettings for users; under internal/, upstream (the retrying transport
 // and the exchanges), wire (the fast paths' JSON-RPC messages), mirror
 // (what an agent session sees of its upstream session), tasks and
-// clienttasks (what it keeps of tasks), hold (what its server can make it
+// clienttasks (what it keeps of tasks), rounds (the stateless
+// revision's held calls), hold (what its server can make it
 // hold), resume (its own event stream's
 // numbered, kept events), pool (the sessions' table and shares), scrub
 // (secret removal), arguments (argument validation), limit (breaker, rate

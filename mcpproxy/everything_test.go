@@ -141,7 +141,7 @@ func goConversation(t *testing.T, url string, hc *http.Client) []map[string]any 
 			return next(ctx, method, req)
 		}
 	})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

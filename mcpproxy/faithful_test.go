@@ -67,7 +67,7 @@ func TestRootsListChangedReachesTheServer(t *testing.T) {
 	client.AddRoots(&mcp.Root{URI: "file:///old"})
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint: e.srv.URL + "/mcp/mcp1", HTTPClient: &http.Client{Transport: identityTransport{alice}}, MaxRetries: -1,
-	}, nil)
+	}, session2025)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestElicitationAnswersReachTheServerAsWritten(t *testing.T) {
 	streaming := make(chan struct{}, 1)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint: e.srv.URL + "/mcp/mcp1", HTTPClient: &http.Client{Transport: streamOpened{identityTransport{alice}, streaming}}, MaxRetries: -1,
-	}, nil)
+	}, session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

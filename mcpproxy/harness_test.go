@@ -21,6 +21,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
+// session2025 has the SDK's client open a 2025-11-25 session: the tests
+// of sessions hold them to what a session does; stateless_test.go holds
+// the stateless revision.
+var session2025 = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 type echoArgs struct {
 	Text  string `json:"text" jsonschema:"text to echo"`
 	Count int    `json:"count,omitempty"`

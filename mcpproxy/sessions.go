@@ -70,6 +70,9 @@ func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession
 // closed, now or by settle when it has none yet, and its watcher then
 // closes its upstream session.
 func (e *endpoint) evict(s *agentSession) {
+	if e.lanes.drop(s) {
+		return
+	}
 	s.evicted.Store(true)
 	if ss := s.ss.Load(); ss != nil {
 		// Close waits for the session's requests in flight; the caller
@@ -127,6 +130,7 @@ func (e *endpoint) settle(s *agentSession) {
 // closeAll ends every session and waits until all are gone.
 func (e *endpoint) closeAll() {
 	e.endStreams()
+	e.lanes.dropAll()
 	for _, s := range e.sessions.All() {
 		if ss := s.ss.Load(); ss != nil {
 			_ = ss.Close()

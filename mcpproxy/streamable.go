@@ -128,8 +128,10 @@ type endpoint struct {
 	endStreams context.CancelFunc
 
 	sessions *pool.Table[*agentSession]
-	wg       sync.WaitGroup // session watchers
+	wg       sync.WaitGroup // session watchers, lanes closing
 	replica  string         // Options.Replica, named in session ids
+
+	lanes *lanes // what serves the stateless revision (stateless.go)
 }
 
 type openingKey struct{}
@@ -137,6 +139,7 @@ type openingKey struct{}
 func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
 	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.Sessions, p.metrics.Evictions)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
+	e.lanes = newLanes(e)
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: p.maxBody,
 		Logger:              p.log,
@@ -201,6 +204,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, refusal)
 		return
 	}
+	if refuseRouting(w, r, body) {
+		return
+	}
 	switch {
 	case s != nil:
 		s.begin()
@@ -222,8 +228,10 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.clientTasks.Declare(body)
 		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, s))
 	default:
-		// server/discover probes get this 400 too, and fall back to
-		// initialize.
+		if d, ok := stateless(r, body); ok {
+			e.lanes.serve(w, r, conn, caller, d, body)
+			return
+		}
 		apierror.Write(w, r, errNoSession)
 		return
 	}

@@ -50,7 +50,7 @@ func (e *env) connect(t testing.TB, w who, id string, opts *mcp.ClientOptions) (
 		Endpoint:   e.srv.URL + "/mcp/" + id,
 		HTTPClient: &http.Client{Transport: identityTransport{w}},
 		MaxRetries: -1,
-	}, nil)
+	}, session2025)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}
@@ -467,7 +467,7 @@ func TestEndStreams(t *testing.T) {
 		Endpoint:             e.srv.URL + "/mcp/mcp1",
 		HTTPClient:           &http.Client{Transport: identityTransport{alice}},
 		DisableStandaloneSSE: true, // this test opens the stream itself
-	}, nil)
+	}, session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

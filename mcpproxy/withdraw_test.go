@@ -180,7 +180,7 @@ func samplingAgent(t *testing.T, e *env, answer <-chan struct{}) (cs *mcp.Client
 	})
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint: e.srv.URL + "/mcp/mcp1", HTTPClient: &http.Client{Transport: h}, MaxRetries: -1,
-	}, nil)
+	}, session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

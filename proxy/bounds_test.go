@@ -91,7 +91,7 @@ func TestUnknownToolNamesAreBounded(t *testing.T) {
 			HTTPClient: &http.Client{Transport: g.agent.Transport(http.DefaultTransport.(*http.Transport).Clone(),
 				identity.SignOptions{Created: g.clock.now()})},
 			MaxRetries: -1,
-		}, nil)
+		}, session2025)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -80,6 +81,10 @@ func TestMCPThroughPipeline(t *testing.T) {
 	}
 }
 
+// session2025 has the SDK's client open a 2025-11-25 session, which the
+// session tests need: it asks for the stateless revision first otherwise.
+var session2025 = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 // connectMCP opens an MCP session on the gateway's endpoint for connection
 // id, every HTTP request signed by agent.
 func (g *gateway) connectMCP(agent *identity.Identity, id string) (*mcp.ClientSession, error) {
@@ -91,7 +96,7 @@ func (g *gateway) connectMCP(agent *identity.Identity, id string) (*mcp.ClientSe
 		// break a request just handed one of them.
 		HTTPClient: &http.Client{Transport: agent.Transport(http.DefaultTransport.(*http.Transport).Clone(), identity.SignOptions{})},
 		MaxRetries: -1,
-	}, nil)
+	}, session2025)
 }
 
 // mcpMessage is a signed POST of one MCP message on session sid, and a way
@@ -310,5 +315,81 @@ func TestMCPTrafficIsObserved(t *testing.T) {
 		if strings.Contains(logs, leak) {
 			t.Errorf("decision logs contain %q", leak)
 		}
+	}
+}
+
+// signedSeen records the Signature-Input of each signed request it sends,
+// by its Mcp-Method header.
+type signedSeen struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	seen map[string]string
+}
+
+func (s *signedSeen) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.seen[r.Header.Get("Mcp-Method")] = r.Header.Get("Signature-Input")
+	s.mu.Unlock()
+	return s.base.RoundTrip(r)
+}
+
+// A client of the stateless revision (2026-07-28) through the signed
+// pipeline: its signatures cover Mcp-Method and Mcp-Name, which the
+// gateway holds to the body, and the policy applies as in a session.
+func TestStatelessMCPThroughPipeline(t *testing.T) {
+	t.Parallel()
+	up, _ := mcpUpstream(t)
+	g := newGateway(t, gatewayOptions{mcpUpstream: up.URL})
+	ctx := context.Background()
+	rec := &signedSeen{base: http.DefaultTransport.(*http.Transport).Clone(), seen: map[string]string{}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   g.srv.URL + "/mcp/tools",
+		HTTPClient: &http.Client{Transport: g.agent.Transport(rec, identity.SignOptions{})},
+		MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s, want 2026-07-28", v)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "echo:hi" {
+		t.Fatalf("tools/call = %+v, %v", res, err)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "admin.wipe", Arguments: map[string]any{"text": "x"}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || !strings.Contains(string(je.Data), "MCP_TOOL_FORBIDDEN") {
+		t.Errorf("denied tool: %v", err)
+	}
+	if in := rec.seen["tools/call"]; !strings.Contains(in, `"idn-agent-cert" "mcp-method" "mcp-name")`) {
+		t.Errorf("tools/call signed over %s, want Mcp-Method and Mcp-Name covered", in)
+	}
+
+	// An agent that signs headers naming a harmless tool over a body that
+	// calls another is refused before anything reads the call.
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"admin.wipe","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	r, _ := http.NewRequest("POST", g.srv.URL+"/mcp/tools", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "docs.search"} {
+		r.Header.Set(k, v)
+	}
+	if err := g.agent.Sign(r, identity.SignOptions{Created: g.clock.now()}); err != nil {
+		t.Fatal(err)
+	}
+	// The revision's own error (HeaderMismatch, -32020), with the code.
+	a := g.do(r)
+	var rpc struct {
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				Code string `json:"code"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(a.body, &rpc); err != nil || a.status != 400 || rpc.Error.Code != -32020 || rpc.Error.Data.Code != "MCP_HEADER_MISMATCH" {
+		t.Errorf("signed headers naming another tool: %d %s", a.status, a.body)
 	}
 }

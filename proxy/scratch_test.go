@@ -28,7 +28,7 @@ func TestScratchStreamable(t *testing.T) {
 		Endpoint:   g.srv.URL + "/mcp/tools",
 		HTTPClient: &http.Client{Transport: g.agent.Transport(tpTransport{http.DefaultTransport}, identity.SignOptions{})},
 		MaxRetries: -1,
-	}, nil)
+	}, session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

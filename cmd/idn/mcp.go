@@ -263,9 +263,12 @@ func (b *bridge) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if b.remote != nil {
 		return b.remote, nil
 	}
-	var opts *mcp.ClientSessionOptions
+	// The SDK's client asks for the stateless revision first, which the
+	// gateway now serves; the bridge relays sessions (tasks, the
+	// session's own stream), so it asks for the newest session version.
+	opts := &mcp.ClientSessionOptions{ProtocolVersion: maxRelayedVersion}
 	if b.version != "" && b.version <= maxRelayedVersion {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: b.version}
+		opts.ProtocolVersion = b.version
 	}
 	cs, err := b.client().Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   b.endpoint,

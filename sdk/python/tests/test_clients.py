@@ -205,6 +205,23 @@ def test_mcp_over_httpx_is_signed(agent, server):
     assert json.loads(server.seen[0]["body"])["method"] == "initialize"
 
 
+def test_mcp_routing_headers_are_signed(agent, server):
+    """MCP 2026-07-28 names the method and tool in Mcp-Method and Mcp-Name;
+    both clients cover them, so a signature binds the tool called."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search"}}
+    routing = {"mcp-method": "tools/call", "mcp-name": "search"}
+    with httpx.Client(auth=HttpxAuth(agent)) as c:
+        c.post(server.origin + "/mcp/github", json=body, headers=routing)
+    with requests.Session() as s:
+        s.auth = RequestsAuth(agent)
+        s.post(server.origin + "/mcp/github", json=body, headers=routing)
+    for seen in server.seen:
+        assert seen["verdict"] == "ok"
+        assert seen["headers"]["signature-input"].startswith('sig1=("@method" "@target-uri" "content-digest" '
+                                                             '"idn-namespace" "idn-subject" "idn-agent-key" '
+                                                             '"idn-agent-cert" "mcp-method" "mcp-name");')
+
+
 SUBJECT = "Zoë Müller · 山田 🤖"
 SUBJECT_HEADER = '%"Zo%c3%ab M%c3%bcller %c2%b7 %e5%b1%b1%e7%94%b0 %f0%9f%a4%96"'
 

@@ -51,7 +51,7 @@ def _vector_ids(vectors_file=None):
 def test_signed_requests(vectors, name):
     vec = next(x for x in vectors["vectors"] if x["name"] == name)
     ident = identity_for(vectors, vec.get("agent_name"))
-    kw = dict(subject=vec["subject"], nonce=vec["nonce"], created=vec["created"])
+    kw = dict(subject=vec["subject"], nonce=vec["nonce"], created=vec["created"], mcp=vec.get("request_headers"))
     assert ident.signature_base(vec["method"], vec["url"], vec["body"], **kw) == vec["signature_base"]
     headers = ident.sign(vec["method"], vec["url"], vec["body"], **kw)
     assert headers == vec["headers"]
@@ -83,12 +83,14 @@ def test_negative_cases(vectors, name):
         return
     ident = identity_for(vectors, src.get("agent_name"))
     base = ident.signature_base(c.get("method", src["method"]), c.get("url", src["url"]), c.get("body", src["body"]),
-                                subject=src["subject"], nonce=src["nonce"], created=src["created"])
+                                subject=src["subject"], nonce=src["nonce"], created=src["created"],
+                                mcp=src.get("request_headers"))
     if "header" in c:
         h, val = c["header"]
         if f'"{h}": ' not in base:
             return  # signature-input is not a line of the base: test_verify.py runs it through verify_request
-        base = base.replace(f'"{h}": {src["headers"][h]}', f'"{h}": {val}')
+        sent = {**src.get("request_headers", {}), **src["headers"]}
+        base = base.replace(f'"{h}": {sent[h]}', f'"{h}": {val}')
     assert base != src["signature_base"]
     assert not verifies(vectors, base, src["headers"]["signature"])
 

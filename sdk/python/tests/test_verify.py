@@ -18,7 +18,7 @@ from idn.verify import IdnASGIMiddleware, IdnWSGIMiddleware, MemoryNonceStore, V
 
 def received(vec, change=None):
     change = change or {}
-    headers = dict(vec["headers"])
+    headers = {**vec.get("request_headers", {}), **vec["headers"]}
     if "header" in change:
         headers[change["header"][0]] = change["header"][1]
     return change.get("method", vec["method"]), change.get("url", vec["url"]), headers, change.get("body", vec["body"])

@@ -68,7 +68,8 @@ export function idnFetch(identity: Identity, options: FetchOptions = {}): FetchL
     const mayRetry = retries > 0 && (IDEMPOTENT.has(req.method) || retry.nonIdempotent === true);
     let delay = initialDelay;
     for (let attempt = 0; ; attempt++) {
-      const signed = await identity.sign({ method: req.method, url, body: body ?? null }, signOptions);
+      const mcp = { method: req.headers.get("mcp-method"), name: req.headers.get("mcp-name") };
+      const signed = await identity.sign({ method: req.method, url, body: body ?? null, mcp }, signOptions);
       const headers = new Headers(req.headers);
       for (const name of SIGNING) headers.delete(name);
       for (const [name, value] of Object.entries(signed)) if (value !== undefined) headers.set(name, value);

@@ -29,6 +29,12 @@ export interface RequestToSign {
   url: string | URL;
   /** The body as it will be sent; empty or absent for none. */
   body?: Uint8Array | string | null;
+  /**
+   * MCP's routing headers as sent (MCP 2026-07-28), covered after the
+   * profile's components when the request has a body: mcp-method, then
+   * mcp-name when mcp-method is there too.
+   */
+  mcp?: { method?: string | null; name?: string | null };
 }
 
 /** Options of one signature; the defaults sign now, with a random nonce, as the namespace. */
@@ -199,7 +205,7 @@ export class Identity {
   }
 
   #makeFixedBase(): string {
-    return `"idn-agent-key": ${this.publicKey}\n"idn-agent-cert": ${this.#certHeader}\n"@signature-params": (`;
+    return `"idn-agent-key": ${this.publicKey}\n"idn-agent-cert": ${this.#certHeader}\n`;
   }
 
   /** Creates an identity with a fresh key and a certificate issued now (or at options.issuedAt). */
@@ -467,8 +473,19 @@ export class Identity {
       components = '"@method" "@target-uri" "content-digest" "idn-namespace" "idn-subject" "idn-agent-key" "idn-agent-cert"';
       base += `"content-digest": ${digest}\n`;
     }
+    let routing = "";
+    const mcpMethod = digest ? request.mcp?.method : undefined;
+    if (mcpMethod) {
+      components += ' "mcp-method"';
+      routing += `"mcp-method": ${mcpMethod.trim()}\n`;
+      const mcpName = request.mcp?.name;
+      if (mcpName) {
+        components += ' "mcp-name"';
+        routing += `"mcp-name": ${mcpName.trim()}\n`;
+      }
+    }
     const params = `${components});created=${Math.floor(created / 1000)};keyid="${this.keyId}";alg="ed25519";nonce="${nonce}"`;
-    base += `"idn-namespace": ${this.namespace}\n"idn-subject": ${subject}\n${this.#fixedBase}${params}`;
+    base += `"idn-namespace": ${this.namespace}\n"idn-subject": ${subject}\n${this.#fixedBase}${routing}"@signature-params": (${params}`;
     const headers: SignedHeaders = {
       "idn-namespace": this.namespace,
       "idn-subject": subject,

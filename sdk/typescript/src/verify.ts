@@ -77,6 +77,8 @@ export class VerifyError extends Error {
 const IDENTITY_HEADERS = ["idn-namespace", "idn-subject", "idn-agent-key", "idn-agent-cert"] as const;
 const NO_BODY = ["@method", "@target-uri", "idn-namespace", "idn-subject", "idn-agent-key", "idn-agent-cert"];
 const WITH_BODY = ["@method", "@target-uri", "content-digest", "idn-namespace", "idn-subject", "idn-agent-key", "idn-agent-cert"];
+/** MCP's routing headers, which a signature with a body may cover last: mcp-method, then mcp-name. */
+const MCP_ROUTING = ["mcp-method", "mcp-name"];
 const fail = (code: VerifyCode, message: string) => new VerifyError(code, message);
 
 /** Field lines of a header: one entry per line received. */
@@ -147,7 +149,11 @@ export async function verifyRequest(req: ReceivedRequest, options: VerifyOptions
   const components = list.items.map((it) => it.value);
   if (list.items.some((it) => typeof it.value !== "string" || it.params.length > 0)) throw fail("AUTH_SIGNED_COMPONENTS_INVALID", "components must be plain names");
   const want = body.length > 0 ? WITH_BODY : NO_BODY;
-  if (components.length !== want.length || new Set(components).size !== want.length || !want.every((c) => components.includes(c))) {
+  // A body's signature may end with MCP's routing headers (see MCP_ROUTING).
+  let routed = 0;
+  if (body.length > 0) for (let n = MCP_ROUTING.length; n > 0 && routed === 0; n--) if (components.slice(-n).join(" ") === MCP_ROUTING.slice(0, n).join(" ") && components.length > n) routed = n;
+  const base = components.slice(0, components.length - routed);
+  if (base.length !== want.length || new Set(base).size !== want.length || !want.every((c) => base.includes(c))) {
     throw fail("AUTH_SIGNED_COMPONENTS_INVALID", `covered components are not the profile's set for a request ${body.length > 0 ? "with" : "without"} a body`);
   }
   const params = new Map(list.params);
@@ -190,6 +196,7 @@ export async function verifyRequest(req: ReceivedRequest, options: VerifyOptions
   const target = typeof req.url === "string" ? req.url.replace(/#.*$/, "") : req.url.href.slice(0, req.url.href.length - req.url.hash.length);
   const values: Record<string, string> = { "@target-uri": target, "idn-namespace": ns, "idn-subject": subjectHeader, "idn-agent-key": keyHeader, "idn-agent-cert": certHeader };
   if (body.length > 0) values["content-digest"] = (digestLines[0] ?? "").trim();
+  for (const name of MCP_ROUTING.slice(0, routed)) values[name] = one(req.headers, name, "AUTH_HEADERS_INVALID");
   const paramsLine = signatureParams(list);
   const crypto = await backend();
   const key = fromBase64(keyHeader.slice("ed25519:".length));

@@ -287,3 +287,20 @@ test("onClaim names the key fingerprint the owner should see", async () => {
     s.close();
   }
 });
+
+test("idnFetch covers MCP's routing headers, and a swapped tool fails verification", async () => {
+  const s = await recorder((req, res) => res.end("ok"));
+  try {
+    const id = await Identity.create("fetch-agent");
+    const f = idnFetch(id);
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search" } });
+    await f(`${s.url}/mcp/github`, { method: "POST", body, headers: { "content-type": "application/json", "mcp-method": "tools/call", "mcp-name": "search" } });
+    const [post] = s.seen;
+    assert.match(post.headers["signature-input"], /"idn-agent-cert" "mcp-method" "mcp-name"\);/);
+    assert.equal(verifyReceived(post, post.body, s.url), "ok");
+    const swapped = { ...post, headers: { ...post.headers, "mcp-name": "delete_repo" } };
+    assert.notEqual(verifyReceived(swapped, post.body, s.url), "ok");
+  } finally {
+    s.close();
+  }
+});

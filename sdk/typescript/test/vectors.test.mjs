@@ -15,6 +15,9 @@ function identityFor(name) {
   return Identity.fromSeed(V.identity_record.namespace, new Uint8Array(seed), { issuedAt, ...(name ? { name } : {}) });
 }
 
+// mcpOf is a vector's MCP routing headers, as identity.sign takes them.
+const mcpOf = (vec) => ({ method: vec.request_headers?.["mcp-method"], name: vec.request_headers?.["mcp-name"] });
+
 // verifies sig over base with the vector key, as a verifier would.
 function verifies(base, signatureHeader) {
   const raw = Buffer.from(V.identity_record.publicKey.slice("ed25519:".length), "base64");
@@ -44,7 +47,7 @@ for (const backendName of ["node", "webcrypto"]) {
     for (const vec of V.vectors) {
       await t.test(vec.name, async () => {
         const id = await identityFor(vec.agent_name);
-        const req = { method: vec.method, url: vec.url, body: vec.body };
+        const req = { method: vec.method, url: vec.url, body: vec.body, mcp: mcpOf(vec) };
         const opts = { subject: vec.subject, nonce: vec.nonce, created: vec.created };
         assert.equal(await id.signatureBase(req, opts), vec.signature_base);
         const headers = await id.sign(req, opts);
@@ -73,11 +76,12 @@ for (const backendName of ["node", "webcrypto"]) {
           await assert.rejects(verifyCertificate(cert), /proof does not verify/);
           return;
         }
-        const req = { method: c.method ?? src.method, url: c.url ?? src.url, body: c.body ?? src.body };
+        const req = { method: c.method ?? src.method, url: c.url ?? src.url, body: c.body ?? src.body, mcp: mcpOf(src) };
         let base = await id.signatureBase(req, { subject: src.subject, nonce: src.nonce, created: src.created });
         // A change to signature-input is not a line of the base: verify.test.mjs runs it through verifyRequest.
         if (c.header && !base.includes(`"${c.header[0]}": `)) return;
-        if (c.header) base = base.replace(`"${c.header[0]}": ${src.headers[c.header[0]]}`, `"${c.header[0]}": ${c.header[1]}`);
+        const sent = { ...src.request_headers, ...src.headers };
+        if (c.header) base = base.replace(`"${c.header[0]}": ${sent[c.header[0]]}`, `"${c.header[0]}": ${c.header[1]}`);
         assert.notEqual(base, src.signature_base);
         assert.equal(verifies(base, src.headers.signature), false);
       });

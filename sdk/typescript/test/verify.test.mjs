@@ -10,7 +10,7 @@ const V = JSON.parse(readFileSync(new URL("../../../identity/testdata/idn-profil
 const at = (unix) => () => unix * 1000;
 
 function received(vec, change = {}) {
-  const headers = { ...vec.headers };
+  const headers = { ...vec.request_headers, ...vec.headers };
   if (change.header) headers[change.header[0]] = change.header[1];
   return { method: change.method ?? vec.method, url: change.url ?? vec.url, headers, body: change.body ?? vec.body };
 }

@@ -39,7 +39,8 @@ class IdnAuth(httpx.Auth):
     def _sign(self, request: httpx.Request) -> None:
         for name in SIGNING:
             request.headers.pop(name, None)
-        request.headers.update(self.identity.sign(request.method, str(request.url), request.content, subject=self.subject))
+        mcp = {name: request.headers[name] for name in ("mcp-method", "mcp-name") if name in request.headers}
+        request.headers.update(self.identity.sign(request.method, str(request.url), request.content, subject=self.subject, mcp=mcp))
 
     def _pause(self, request: httpx.Request, response: httpx.Response, attempt: int) -> Optional[float]:
         if not self.retry.applies(request.method):

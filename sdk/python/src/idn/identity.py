@@ -24,6 +24,8 @@ PROFILE = "idn-rfc9421-v1"
 _KNOWN_FIELDS = ("version", "namespace", "did", "keyId", "publicKey", "privateKey", "certificate", "createdAt", "updatedAt")
 _OWS = " \t"
 _COMPONENTS = '"@method" "@target-uri" "idn-namespace" "idn-subject" "idn-agent-key" "idn-agent-cert"'
+# MCP's routing headers, which a signature with a body covers last when sent.
+_MCP_ROUTING = ("mcp-method", "mcp-name")
 _COMPONENTS_BODY = '"@method" "@target-uri" "content-digest" "idn-namespace" "idn-subject" "idn-agent-key" "idn-agent-cert"'
 
 
@@ -167,7 +169,8 @@ class Identity:
     def _set_certificate(self, cert: dict) -> None:
         self._cert = cert
         self._cert_header = encode_certificate_header(cert)
-        self._tail = f'"idn-agent-key": {self.public_key}\n"idn-agent-cert": {self._cert_header}\n"@signature-params": ('
+        self._identity_lines = f'"idn-agent-key": {self.public_key}\n"idn-agent-cert": {self._cert_header}\n'
+        self._tail = self._identity_lines + '"@signature-params": ('
         self._keyid_param = f';keyid="{cert["keyId"]}";alg="ed25519";nonce="'
 
     @classmethod
@@ -377,20 +380,25 @@ class Identity:
     # --- signing --------------------------------------------------------
 
     def signature_base(self, method: str, url: str, body: bytes | str | None = None, *, subject: str | None = None,
-                       nonce: str | None = None, created: int | float | datetime | None = None) -> str:
+                       nonce: str | None = None, created: int | float | datetime | None = None,
+                       mcp: Mapping[str, str] | None = None) -> str:
         """The signature base sign() signs for the same arguments (fix nonce and created to compare)."""
-        return self._build(method, url, body, subject, nonce, created)[0]
+        return self._build(method, url, body, subject, nonce, created, mcp)[0]
 
     def sign(self, method: str, url: str, body: bytes | str | None = None, *, subject: str | None = None,
-             nonce: str | None = None, created: int | float | datetime | None = None) -> dict[str, str]:
+             nonce: str | None = None, created: int | float | datetime | None = None,
+             mcp: Mapping[str, str] | None = None) -> dict[str, str]:
         """Sign a request under the profile and return the headers to set
         (lower-case names; content-digest only with a body). url and body
-        must be exactly what is sent."""
-        base, headers = self._build(method, url, body, subject, nonce, created)
+        must be exactly what is sent. mcp holds MCP's routing headers as
+        sent ("mcp-method", "mcp-name"; MCP 2026-07-28): a request with a
+        body covers them after the profile's components, mcp-name only
+        with mcp-method."""
+        base, headers = self._build(method, url, body, subject, nonce, created, mcp)
         headers["signature"] = "sig1=:" + _b64(bytes(self._sign(base.encode("utf-8")))) + ":"
         return headers
 
-    def _build(self, method, url, body, subject, nonce, created):
+    def _build(self, method, url, body, subject, nonce, created, mcp=None):
         url = str(url)
         hash_at = url.find("#")
         target = url if hash_at < 0 else url[:hash_at]
@@ -424,9 +432,17 @@ class Identity:
         if body:
             digest = "sha-256=:" + _b64(hashlib.sha256(body).digest()) + ":"
             headers["content-digest"] = digest
-            params = f"{_COMPONENTS_BODY});created={created}{self._keyid_param}{nonce}\""
+            components, routing = _COMPONENTS_BODY, ""
+            for name in _MCP_ROUTING:
+                value = (mcp or {}).get(name)
+                if not value:
+                    break
+                components += f' "{name}"'
+                routing += f'"{name}": {value.strip(_OWS)}\n'
+            params = f"{components});created={created}{self._keyid_param}{nonce}\""
             base = (f'"@method": {method.lower()}\n"@target-uri": {target}\n"content-digest": {digest}\n'
-                    f'"idn-namespace": {self.namespace}\n"idn-subject": {subject_value}\n{self._tail}{params}')
+                    f'"idn-namespace": {self.namespace}\n"idn-subject": {subject_value}\n{self._identity_lines}'
+                    f'{routing}"@signature-params": ({params}')
         else:
             params = f"{_COMPONENTS});created={created}{self._keyid_param}{nonce}\""
             base = (f'"@method": {method.lower()}\n"@target-uri": {target}\n'

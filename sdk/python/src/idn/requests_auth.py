@@ -48,7 +48,8 @@ class IdnAuth(requests.auth.AuthBase):
     def _sign(self, r: requests.PreparedRequest) -> None:
         for name in SIGNING:
             r.headers.pop(name, None)
-        r.headers.update(self.identity.sign(r.method or "GET", r.url or "", r.body, subject=self.subject))
+        mcp = {name: r.headers[name] for name in ("mcp-method", "mcp-name") if name in r.headers}
+        r.headers.update(self.identity.sign(r.method or "GET", r.url or "", r.body, subject=self.subject, mcp=mcp))
         self._signed.add(r)
 
     def _answered(self, response: requests.Response, **kwargs: Any) -> requests.Response:

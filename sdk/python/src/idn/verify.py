@@ -25,6 +25,7 @@ from .errors import MARK_HEADER
 from .identity import verify_certificate
 
 _NO_BODY = ("@method", "@target-uri", "idn-namespace", "idn-subject", "idn-agent-key", "idn-agent-cert")
+_MCP_ROUTING = ("mcp-method", "mcp-name")
 _WITH_BODY = ("@method", "@target-uri", "content-digest", "idn-namespace", "idn-subject", "idn-agent-key", "idn-agent-cert")
 _IDENTITY = ("idn-namespace", "idn-subject", "idn-agent-key", "idn-agent-cert")
 
@@ -131,7 +132,12 @@ def verify_request(method: str, url: str, headers: Headers, body: Union[bytes, s
     if any(not isinstance(it.value, str) or it.params for it in sig_list.items):
         raise VerifyError("AUTH_SIGNED_COMPONENTS_INVALID", "components must be plain names")
     want = _WITH_BODY if body else _NO_BODY
-    if len(components) != len(want) or set(components) != set(want):
+    # A body's signature may end with MCP's routing headers.
+    routed = 0
+    if body:
+        routed = next((n for n in (2, 1) if len(components) > n and tuple(components[-n:]) == _MCP_ROUTING[:n]), 0)
+    profile = components[:len(components) - routed]
+    if len(profile) != len(want) or set(profile) != set(want):
         raise VerifyError("AUTH_SIGNED_COMPONENTS_INVALID",
                           f"covered components are not the profile's set for a request {'with' if body else 'without'} a body")
     params = dict(sig_list.params)
@@ -180,6 +186,8 @@ def verify_request(method: str, url: str, headers: Headers, body: Union[bytes, s
               "idn-agent-key": key_header, "idn-agent-cert": cert_header}
     if body:
         values["content-digest"] = (h.get("content-digest") or [""])[0].strip(" \t")
+    for name in _MCP_ROUTING[:routed]:
+        values[name] = _one(h, name, "AUTH_HEADERS_INVALID")
     params_line = "(" + " ".join(serialize_bare(c) for c in components) + ")" + serialize_params(sig_list.params)
     key = Ed25519PublicKey.from_public_bytes(base64.b64decode(key_header[8:]))
     for m in dict.fromkeys((method.lower(), method)):
