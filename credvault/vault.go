@@ -185,6 +185,7 @@ type snapshot struct {
 	byID      map[string]*Resolved
 	ordered   []*Connection // sorted by id
 	variables []Variable    // sorted by key
+	toolPins  map[string][]byte
 }
 
 // New opens a vault on cfg.Store. It checks the master key against the
@@ -328,7 +329,7 @@ func (v *Vault) reload(ctx context.Context) error {
 
 func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 	vars := make(map[string]string, len(recs.Variables))
-	s := &snapshot{byID: make(map[string]*Resolved, len(recs.Connections))}
+	s := &snapshot{byID: make(map[string]*Resolved, len(recs.Connections)), toolPins: recs.ToolPins}
 	for _, key := range sortedKeys(recs.Variables) {
 		rec := recs.Variables[key]
 		s.variables = append(s.variables, rec.Variable)
@@ -519,6 +520,7 @@ func (v *Vault) Delete(ctx context.Context, id string) error {
 			return ErrNotFound
 		}
 		delete(r.Connections, id)
+		delete(r.ToolPins, id)
 		return nil
 	})
 }
