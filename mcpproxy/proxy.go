@@ -94,6 +94,12 @@ type Config struct {
 	// attempt with the connection's new mcp_discovery value (on failure the
 	// previous tools with LastError set), for the gateway to store.
 	OnDiscovery func(ctx context.Context, connectionID string, d Discovery)
+	// Pins keeps the approved definition of each connection's tools. A
+	// tool whose listed definition is not the pinned one (changed, or
+	// new) is left out of every listing and its calls are refused
+	// (ErrToolChanged) until a reviewer accepts it. Nil pins nothing:
+	// every listed tool is served, for a program that keeps no pins.
+	Pins ToolPins
 	// Logger receives warnings about upstream failures, with secrets
 	// scrubbed. Nil discards.
 	Logger *slog.Logger
@@ -200,6 +206,7 @@ type Proxy struct {
 	onDiscovery  func(context.Context, string, Discovery)
 	onUpstream   func(context.Context, UpstreamExchange)
 	onDecision   func(context.Context, Event)
+	pins         ToolPins
 	log          *slog.Logger
 	metrics      *metrics.Set
 	ttl          time.Duration
@@ -242,6 +249,7 @@ func New(cfg Config) (*Proxy, error) {
 		onDiscovery:  cfg.OnDiscovery,
 		onUpstream:   cfg.OnUpstream,
 		onDecision:   cfg.OnDecision,
+		pins:         cfg.Pins,
 		log:          cfg.Logger,
 		metrics:      m,
 		ttl:          cmp.Or(cfg.DiscoveryTTL, 300*time.Second),

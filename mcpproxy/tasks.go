@@ -171,17 +171,13 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 	if err != nil {
 		return nil, unreadable
 	}
-	snap := s.tools.Load()
-	if params.Cursor == "" && page.Next == "" {
-		snap, err = e.keepTools(s, st, page.Tools)
-	} else if snap == nil {
-		snap, err = e.sessionTools(ctx, s, st)
-	}
+	snap, listed, err := e.pageTools(ctx, s, st, page.Tools, params.Cursor == "" && page.Next == "")
 	if err != nil {
 		return nil, err
 	}
+	pinned := e.p.pinned(conn.ID, listed)
 	if raw, err = page.Keep(func(t *mcp.Tool) bool {
-		return snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed
+		return snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed && pinned(t.Name)
 	}); err != nil {
 		return nil, unreadable
 	}
