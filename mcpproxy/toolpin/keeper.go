@@ -83,20 +83,31 @@ func (k *Keeper) Observe(ctx context.Context, connectionID string, listed []List
 	return err
 }
 
-// Accept pins the pending definition of tool that has hash sha256, as
-// accepted by by (Record.Accept), and returns the record stored; ErrStale
-// when that definition no longer waits.
-func (k *Keeper) Accept(ctx context.Context, connectionID, tool, sha256, by string) (*Record, error) {
+// Accept pins, in one write, the pending definition of each tool named in
+// tools (tool name → the hash the reviewer saw), as accepted by by
+// (Record.Accept), and returns the record stored. When one of them no
+// longer waits with that hash, none is accepted: ErrStale.
+func (k *Keeper) Accept(ctx context.Context, connectionID string, tools map[string]string, by string) (*Record, error) {
 	var out *Record
 	err := k.update(ctx, connectionID, func(rec *Record) (*Record, error) {
-		next, err := rec.Accept(tool, sha256, by, k.now())
-		out = next
-		return next, err
+		for _, tool := range Names(tools) {
+			next, err := rec.Accept(tool, tools[tool], by, k.now())
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s", err, tool)
+			}
+			rec = next
+		}
+		out = rec
+		return rec, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	k.tell(connectionID, []Event{{Kind: EventAccepted, Tool: tool}}, nil)
+	events := make([]Event, 0, len(tools))
+	for _, tool := range Names(tools) {
+		events = append(events, Event{Kind: EventAccepted, Tool: tool})
+	}
+	k.tell(connectionID, events, nil)
 	return out, nil
 }
 
