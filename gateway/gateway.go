@@ -176,11 +176,16 @@ func (g *Gateway) wire() error {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "idn_gateway_activity_dropped_total",
 				Help: "Decisions not reported because the report queue was full."}, func() float64 { return float64(g.reporter.Dropped()) }))
 	}
+	pins, err := newToolPins(g.vault, reg, c.Logger)
+	if err != nil {
+		return err
+	}
 	onUpstream, onDecision := mcpObserved(proxy.NewMCPObserver(g.metrics, decisionLog, salt), g.reporter, g.vault)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
 		Connections:    &mcpConnections{vault: g.vault, base: upstream},
 		Caller:         mcpCaller,
 		OnDiscovery:    g.storeDiscovery,
+		Pins:           pins,
 		OnUpstream:     onUpstream,
 		OnDecision:     onDecision,
 		Logger:         c.Logger,
@@ -214,6 +219,7 @@ func (g *Gateway) wire() error {
 	acfg := admin.Config{
 		Vault: g.vault, Access: access, CatalogFile: c.CatalogFile, TestTransport: upstream, Logger: c.Logger,
 		CheckConnection: g.checkConnection,
+		ToolPins:        pinReview{pins},
 		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (any, error) {
 			res, ok := g.vault.Lookup(conn.ID)
 			if !ok {

@@ -35,7 +35,7 @@ type Event struct {
 	Method       string
 	Tool         string // for tools/call
 	// Outcome is the result as idn_gateway_mcp_tool_call_total counts it
-	// for calls (success, tool_error, error, filtered, not_found,
+	// for calls (success, tool_error, error, filtered, tool_changed, not_found,
 	// invalid_arguments, rate_limited, circuit_open, task_created);
 	// "success" or "error" for listings; "success", "error" or
 	// "not_owned" (a task of another session, or none) for the tasks

@@ -1,6 +1,14 @@
 package toolpin
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/idnhq/idn/internal/display"
+)
 
 // Review is a Record as a reviewer reads it: what is pinned, and what
 // waits, each waiting definition with its changes from the pinned one.
@@ -48,4 +56,39 @@ func (r *Record) Review() Review {
 		out.Pending = append(out.Pending, rp)
 	}
 	return out
+}
+
+// Print writes rv for a terminal, one tool a line and each change of a
+// changed definition below it (a new one's whole definition), every string
+// of the server's through display.Shown: a tool name or description
+// carrying terminal controls or invisible characters shows them escaped.
+func (rv Review) Print(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pinned: %d\n", len(rv.Pinned))
+	for _, p := range rv.Pinned {
+		fmt.Fprintf(&b, "  %s  %s  by %s at %s\n", display.Shown(p.Name), p.SHA256, display.Shown(p.PinnedBy), p.PinnedAt.Format(time.RFC3339))
+	}
+	fmt.Fprintf(&b, "waiting for review: %d\n", len(rv.Pending))
+	for _, p := range rv.Pending {
+		fmt.Fprintf(&b, "  %s  %s  %s  seen at %s\n", display.Shown(p.Name), p.Change, p.SHA256, p.SeenAt.Format(time.RFC3339))
+		if p.Change == EventNew {
+			raw, _ := json.Marshal(p.Definition)
+			c, err := Canonical(raw)
+			if err != nil {
+				c = raw
+			}
+			fmt.Fprintf(&b, "      definition: %s\n", display.Shown(string(c)))
+		}
+		for _, c := range p.Diff {
+			fmt.Fprintf(&b, "      %s\n", display.Shown(c.Path))
+			if c.Before != nil {
+				fmt.Fprintf(&b, "        before: %s\n", display.Shown(string(c.Before)))
+			}
+			if c.After != nil {
+				fmt.Fprintf(&b, "        after:  %s\n", display.Shown(string(c.After)))
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
