@@ -110,7 +110,7 @@ const (
 // Methods are the RPC methods a paired gateway serves.
 var Methods = []string{
 	"connections.list", "connections.get", "connections.create", "connections.update", "connections.delete",
-	"connections.test", "connections.discover", "connections.rotate",
+	"connections.test", "connections.discover", "connections.rotate", "connections.tool_pins", "connections.accept_tools",
 	"variables.list", "variables.set", "variables.delete",
 }
 
