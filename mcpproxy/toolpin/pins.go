@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,13 +35,36 @@ func Hash(d Definition) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("toolpin: tool %q: %w", d.Name, err)
 	}
+	if h, ok := hashes.Load(string(raw)); ok {
+		return h.(string), nil
+	}
 	c, err := Canonical(raw)
 	if err != nil {
 		return "", fmt.Errorf("toolpin: tool %q: %w", d.Name, err)
 	}
 	sum := sha256.Sum256(c)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	h := "sha256:" + hex.EncodeToString(sum[:])
+	if hashed.Add(1) > maxHashed {
+		// Forgetting them all is the cheapest bound; the next listings
+		// hash their tools again.
+		hashes.Clear()
+		hashed.Store(0)
+	}
+	hashes.Store(string(raw), h)
+	return h, nil
 }
+
+// hashes keeps the hash of each definition hashed lately, by its JSON as
+// Hash encodes it: a server lists the same tools to every session, and
+// canonicalizing them again each time would cost each listing about a
+// hundred times more.
+var (
+	hashes sync.Map
+	hashed atomic.Int64
+)
+
+// maxHashed bounds hashes: past it, they are forgotten.
+const maxHashed = 4096
 
 // Who pinned a tool: PinnedBy of a pin the first listing made. A pin
 // accepted later names who accepted it (Accept's by).
