@@ -43,3 +43,16 @@ func (p *Proxy) pinned(id string, c *catalog.Catalog) func(tool string) bool {
 	rec := p.pins.Pins(id)
 	return func(tool string) bool { return rec.Allows(tool, c.Pin(tool).SHA256) }
 }
+
+// pinSeed observes seed, a discovery stored by an earlier run, as a
+// complete listing when connection id has no pins yet: that run read
+// it, and a gateway upgraded to pinning would otherwise hide every tool
+// its REST routes serve from the seed until the next discovery.
+func (p *Proxy) pinSeed(id string, seed *catalog.Catalog) {
+	if seed == nil || p.pins == nil || !seed.Succeeded() || p.pins.Pins(id) != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	p.observePins(ctx, id, seed, true)
+}

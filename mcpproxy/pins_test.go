@@ -287,3 +287,24 @@ func TestPinsCheckEveryPage(t *testing.T) {
 	}
 	pe.pending(t, "transfer")
 }
+
+// A gateway upgraded to pinning, whose store has a discovery from before
+// but no pins, pins what it stored: its REST routes serve that discovery
+// while it is fresh, and must not hide every tool meanwhile.
+func TestPinsFromAStoredDiscovery(t *testing.T) {
+	t.Parallel()
+	pe := newPinEnv(t)
+	d, err := pe.proxy.Discover(context.Background(), mustConn(t, pe.env), mcpproxy.RefreshForce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := json.Marshal(d)
+	keeper := &toolpin.Keeper{Backend: &toolpin.Memory{}}
+	upgraded := newEnv(t, mcpproxy.Config{Pins: keeper, Clock: pe.clock.now}, mcpproxy.Connection{BaseURL: pe.up.url, Discovery: stored})
+	if r := upgraded.do("GET", "/mcp/mcp1/tools", "agent", ""); !slices.Equal(toolNames(r), []string{"search", "transfer"}) {
+		t.Fatalf("the upgraded gateway lists %v", toolNames(r))
+	}
+	if rec := keeper.Pins("mcp1"); rec == nil || len(rec.Tools) != 2 {
+		t.Errorf("pins from the stored discovery: %+v", rec)
+	}
+}

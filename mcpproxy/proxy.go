@@ -453,18 +453,21 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 		// Tools discovered at the old endpoint say nothing about the new one.
 		st.snap = nil
 	}
+	var seed *catalog.Catalog
 	if !st.seeded {
 		st.seeded = true
 		if st.snap == nil && len(conn.Discovery) > 0 {
 			var d Discovery
 			if err := json.Unmarshal(conn.Discovery, &d); err == nil {
 				st.snap = catalog.New(d)
+				seed = st.snap
 			} else {
 				p.log.Warn("mcpproxy: ignoring unreadable stored discovery", "connection_id", conn.ID)
 			}
 		}
 	}
 	st.mu.Unlock()
+	p.pinSeed(conn.ID, seed)
 	return st, nil
 }
 
