@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/idnhq/idn/internal/mcptasks/mcptaskstest"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/mcpproxy/toolpin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -220,6 +222,7 @@ func TestPinsCatchAServerChangingTools(t *testing.T) {
 			}
 			body, _ := json.Marshal(tc.args)
 			wantStatus(t, pe.call("agent", tc.tool, string(body)), http.StatusForbidden, "MCP_TOOL_CHANGED")
+			wantStatus(t, pe.do("GET", "/mcp/mcp1/tools/"+tc.tool+"/explain", "agent", ""), http.StatusForbidden, "MCP_TOOL_CHANGED")
 
 			// Once accepted, the tool is back with its new definition.
 			p := pe.pending(t, tc.tool)
@@ -306,5 +309,41 @@ func TestPinsFromAStoredDiscovery(t *testing.T) {
 	}
 	if rec := keeper.Pins("mcp1"); rec == nil || len(rec.Tools) != 2 {
 		t.Errorf("pins from the stored discovery: %+v", rec)
+	}
+}
+
+// A session that relays tasks reads the server's listing as JSON, past
+// the SDK: it is checked against the pins all the same, and so is a
+// task-augmented call of a changed tool.
+func TestPinsOnASessionThatRelaysTasks(t *testing.T) {
+	t.Parallel()
+	up := mcptaskstest.NewServer(t)
+	mem := &toolpin.Memory{}
+	// The owner approved another "work" than the server lists now.
+	if err := mem.UpdateToolPins(context.Background(), "mcp1", func([]byte) ([]byte, error) {
+		return []byte(`{"tools":{"work":{"sha256":"sha256:` + strings.Repeat("0", 64) + `","definition":{"name":"work"}}}}`), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, mcpproxy.Config{Pins: &toolpin.Keeper{Backend: mem}}, mcpproxy.Connection{BaseURL: up.URL})
+	sid, _ := openTasks(t, e, alice)
+	res, rpcErr := rpc(t, e, alice, sid, "tools/list", map[string]any{})
+	if rpcErr != nil {
+		t.Fatal(rpcErr)
+	}
+	for _, tool := range res["tools"].([]any) {
+		if name := tool.(map[string]any)["name"]; name == "work" || name == "secret.work" {
+			t.Errorf("tools/list lists %v, which is not pinned as listed", name)
+		}
+	}
+	_, rpcErr = rpc(t, e, alice, sid, "tools/call", map[string]any{"name": "work", "arguments": map[string]any{"n": 1}, "task": map[string]any{"ttl": 1000}})
+	if data, _ := rpcErr["data"].(map[string]any); data["code"] != "MCP_TOOL_CHANGED" {
+		t.Errorf("a task-augmented call of the changed tool: %v", rpcErr)
+	}
+	if up.Received("tools/call") != 0 {
+		t.Error("the refused call reached the server")
+	}
+	if p := (&toolpin.Keeper{Backend: mem}).Pins("mcp1").Pending; len(p) != 2 {
+		t.Errorf("waiting for review: %v", toolpin.Names(p))
 	}
 }
