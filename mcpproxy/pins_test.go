@@ -56,14 +56,23 @@ type pinEnv struct {
 	up     *pinServer
 	pins   *toolpin.Keeper
 	events chan toolpin.Event
+	// decided receives the proxy's decisions, as the gateway's decision
+	// log and activity trail do.
+	decided chan mcpproxy.Event
 }
 
 func newPinEnv(t *testing.T) *pinEnv { return newPinEnvWith(t, nil) }
 
 func newPinEnvWith(t *testing.T, opts *mcp.ServerOptions) *pinEnv {
-	pe := &pinEnv{up: newPinServer(t, opts), events: make(chan toolpin.Event, 64)}
+	pe := &pinEnv{up: newPinServer(t, opts), events: make(chan toolpin.Event, 64), decided: make(chan mcpproxy.Event, 256)}
 	pe.pins = &toolpin.Keeper{Backend: &toolpin.Memory{}, OnEvent: func(_ string, e toolpin.Event) { pe.events <- e }}
-	pe.env = newEnv(t, mcpproxy.Config{Pins: pe.pins}, mcpproxy.Connection{BaseURL: pe.up.url})
+	onDecision := func(_ context.Context, e mcpproxy.Event) {
+		select {
+		case pe.decided <- e:
+		default:
+		}
+	}
+	pe.env = newEnv(t, mcpproxy.Config{Pins: pe.pins, OnDecision: onDecision}, mcpproxy.Connection{BaseURL: pe.up.url})
 	return pe
 }
 
@@ -82,6 +91,20 @@ func (pe *pinEnv) pending(t *testing.T, tool string) toolpin.Pending {
 		t.Fatalf("no definition of %s waits for review: %+v", tool, pe.pins.Pins("mcp1"))
 	}
 	return p
+}
+
+// wasDecided reports whether the proxy decided e among its decisions so far.
+func (pe *pinEnv) wasDecided(e mcpproxy.Event) bool {
+	for {
+		select {
+		case got := <-pe.decided:
+			if got == e {
+				return true
+			}
+		default:
+			return false
+		}
+	}
 }
 
 // told reports whether the keeper told of e among the events so far.
@@ -200,6 +223,10 @@ func TestPinsCatchAServerChangingTools(t *testing.T) {
 			}
 			if pe.up.amounts.Load() != before {
 				t.Error("the refused call reached the server")
+			}
+			if !pe.wasDecided(mcpproxy.Event{ConnectionID: "mcp1", Caller: mcpproxy.Caller{Namespace: alice.namespace, Subject: alice.subject, Key: alice.key},
+				Method: "tools/call", Tool: tc.tool, Outcome: "tool_changed", Code: "MCP_TOOL_CHANGED"}) {
+				t.Error("the refused call is not a decision with its code, for the decision log and the activity trail")
 			}
 			if got := listNames(t, cs); !slices.Equal(got, tc.listed) {
 				t.Errorf("tools/list after the change = %v, want %v", got, tc.listed)
