@@ -3,8 +3,11 @@ package mcpproxy_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -372,5 +375,37 @@ func TestPinsOnASessionThatRelaysTasks(t *testing.T) {
 	}
 	if p := (&toolpin.Keeper{Backend: mem}).Pins("mcp1").Pending; len(p) != 2 {
 		t.Errorf("waiting for review: %v", toolpin.Names(p))
+	}
+}
+
+// A listing relayed as the server wrote it (a session that relays tasks)
+// that reads two ways is refused whole: the gateway would pin the
+// schema's last maximum, an agent reading the first would see another.
+func TestPinsRefuseAListingThatReadsTwoWays(t *testing.T) {
+	t.Parallel()
+	up := mcptaskstest.NewServer(t)
+	target, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if r.Header.Get("Content-Type") != "application/json" {
+			return nil // the session's event stream, which lasts
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(body), `"tools":[`) {
+			body = []byte(strings.Replace(string(body), `{"n":{"type":"integer"}}`, `{"n":{"type":"integer","maximum":10,"maximum":1e9}}`, 1))
+		}
+		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(string(body))), int64(len(body))
+		r.Header.Del("Content-Length")
+		return nil
+	}
+	twoWays := httptest.NewServer(rp)
+	t.Cleanup(twoWays.Close)
+	e := newEnv(t, mcpproxy.Config{Pins: &toolpin.Keeper{Backend: &toolpin.Memory{}}}, mcpproxy.Connection{BaseURL: twoWays.URL})
+	sid, _ := openTasks(t, e, alice)
+	if res, rpcErr := rpc(t, e, alice, sid, "tools/list", map[string]any{}); rpcErr == nil {
+		t.Fatalf("a listing that reads two ways was relayed: %v", res)
 	}
 }
