@@ -2,6 +2,7 @@ package toolpin_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/idnhq/idn/mcpproxy/toolpin"
@@ -106,6 +107,10 @@ func FuzzCanonical(f *testing.F) {
 		again, err := toolpin.Canonical(c)
 		if err != nil || string(again) != string(c) {
 			t.Fatalf("canonical form %q is not its own canonical form: %q, %v", c, again, err)
+		}
+		var before, after any
+		if json.Unmarshal(in, &before) != nil || json.Unmarshal(c, &after) != nil || !reflect.DeepEqual(before, after) {
+			t.Fatalf("canonical form %q of %q is another value", c, in)
 		}
 	})
 }
