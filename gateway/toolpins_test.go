@@ -15,10 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The operator reviews a changed tool through the admin API: the first
-// discovery pinned the server's tools, a later one found transfer changed
-// and kept the new definition waiting, the review shows the change path
-// by path, a stale hash is refused, the reviewed one accepted. The pins
+// The operator reviews a changed tool through the admin API. The first
+// discovery pinned the server's tools; a later one found transfer changed
+// and kept the new definition waiting. The review shows the change path
+// by path; a stale hash is refused, the reviewed one accepted. The pins
 // live in the store: a gateway opened again on it has them. The answers
 // are checked against the OpenAPI document. Accepting takes the admin
 // token, even from this host.

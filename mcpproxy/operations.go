@@ -114,7 +114,8 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 // Call calls tool on conn for caller with body as its arguments (a JSON
 // object; empty means {}). In order, before anything goes upstream: the tool
 // must be discovered (ErrToolNotFound), allowed for the caller's subject
-// (ErrToolForbidden) and listed as pinned (ErrToolChanged); the arguments must satisfy its input_schema
+// (ErrToolForbidden) and listed as pinned (ErrToolChanged). The arguments
+// must satisfy its input_schema
 // (*ArgumentsError); the caller's namespace must be within the rate limit
 // and the breaker closed (*RetryError). Upstream failures are
 // *UpstreamError; a tool that runs and fails is a CallResult with IsError.

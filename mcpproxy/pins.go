@@ -45,9 +45,9 @@ func (p *Proxy) pinned(id string, c *catalog.Catalog) func(tool string) bool {
 }
 
 // pinSeed observes seed, a discovery stored by an earlier run, as a
-// complete listing when connection id has no pins yet: that run read
-// it, and a gateway upgraded to pinning would otherwise hide every tool
-// its REST routes serve from the seed until the next discovery.
+// complete listing when connection id has no pins yet: that run read it.
+// Otherwise a gateway upgraded to pinning would hide every tool its REST
+// routes serve from the seed until the next discovery.
 func (p *Proxy) pinSeed(id string, seed *catalog.Catalog) {
 	if seed == nil || p.pins == nil || !seed.Succeeded() || p.pins.Pins(id) != nil {
 		return

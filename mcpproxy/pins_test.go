@@ -168,11 +168,11 @@ func TestPinsFirstListing(t *testing.T) {
 }
 
 // Attacks of a server on tools the owner approved. Each changes the
-// server's tools while an agent is connected; the gateway must catch the
+// server's tools while an agent is connected. The gateway must catch the
 // change when the server announces it (the session lists the tools again
-// before its next call) and at the agent's next tools/list, hide the
-// tool, refuse its calls with MCP_TOOL_CHANGED without sending them, and
-// keep the new definition for review.
+// before its next call) and at the agent's next tools/list. It must hide
+// the tool, refuse its calls with MCP_TOOL_CHANGED without sending them,
+// and keep the new definition for review.
 func TestPinsCatchAServerChangingTools(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -224,10 +224,10 @@ func (e *endpoint) keepTools(ctx context.Context, s *agentSession, st *connState
 	return snap, nil
 }
 
-// pageTools returns the catalog of a page of s's upstream session's
-// tools/list (its first and last when complete), the tools each session's
-// calls are checked against, and the page's own, whose definitions are
-// what the agent gets and what the pins are checked against.
+// pageTools returns two catalogs of a page of s's upstream session's
+// tools/list (its first and last when complete). The session's is what
+// its calls are checked against. The page's own holds the definitions the
+// agent gets, which the pins are checked against.
 func (e *endpoint) pageTools(ctx context.Context, s *agentSession, st *connState, tools []*mcp.Tool, complete bool) (session, page *catalog.Catalog, err error) {
 	if complete {
 		session, err = e.keepTools(ctx, s, st, tools)

@@ -12,10 +12,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// gateway pins --discover pins a new connection's tools; after the server
-// changes one, the next discovery keeps the change waiting and prints its
-// diff, with the server's terminal controls escaped; --accept with the
-// hash shown pins it, and a stale hash is refused.
+// gateway pins --discover pins a new connection's tools. After the
+// server changes one, the next discovery keeps the change waiting and
+// prints its diff, the server's terminal controls escaped. --accept with
+// the hash shown pins it; a stale hash is refused.
 func TestCLIReviewsToolPins(t *testing.T) {
 	t.Parallel()
 	s := mcp.NewServer(&mcp.Implementation{Name: "bank", Version: "1"}, nil)

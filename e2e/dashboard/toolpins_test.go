@@ -25,9 +25,9 @@ import (
 // TestGatewayMCPToolReview: the owner reviews, in the dashboard, a tool
 // the MCP server changed after its first discovery pinned it. The
 // gateway hides the changed tool from the agent and refuses its call
-// with MCP_TOOL_CHANGED; the gateway page shows what changed, the
-// approved text beside the new one with its hidden characters escaped;
-// Accept makes the agent see and call it again. The page passes the
+// with MCP_TOOL_CHANGED. The gateway page shows what changed, the
+// approved text beside the new one, hidden characters escaped. Accept
+// makes the agent see and call it again. The page passes the
 // accessibility checks.
 func TestGatewayMCPToolReview(t *testing.T) {
 	chromium(t)

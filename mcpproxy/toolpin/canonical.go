@@ -15,10 +15,10 @@ import (
 )
 
 // Canonical returns the canonical form of the JSON text raw, after RFC
-// 8785 (JSON Canonicalization Scheme): no insignificant whitespace,
-// object members sorted by the UTF-16 code units of their names, strings
-// escaped minimally, numbers as the shortest form of their IEEE-754
-// double (as ECMAScript writes them). Two texts of the same value have
+// 8785 (JSON Canonicalization Scheme). It has no insignificant
+// whitespace and object members sorted by the UTF-16 code units of their
+// names; strings are escaped minimally, numbers written as the shortest
+// form of their IEEE-754 double (as ECMAScript does). Two texts of the same value have
 // the same form, so a definition's hash does not depend on how its
 // server spells it. Text that could be read two ways is refused rather
 // than given one form: invalid UTF-8, a name twice in one object, a

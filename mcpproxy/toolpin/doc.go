@@ -1,8 +1,7 @@
 // Package toolpin keeps the approved definition of each tool of an MCP
-// connection, so that a server changing a tool after the owner approved
-// it (its description, to smuggle instructions; its schema, to widen what
-// it does) changes nothing an agent can see or call until someone
-// reviews the change.
+// connection. A server may change a tool after the owner approved it: its
+// description, to smuggle instructions; its schema, to widen what it
+// does. Pinned, the change reaches no agent until someone reviews it.
 //
 // A Definition is what the server tells an agent about a tool: name,
 // title, description, input and output schema, annotations. Its Hash is

@@ -58,10 +58,10 @@ func (r *Record) Review() Review {
 	return out
 }
 
-// Print writes rv for a terminal, one tool a line and each change of a
-// changed definition below it (a new one's whole definition), every string
-// of the server's through display.Shown: a tool name or description
-// carrying terminal controls or invisible characters shows them escaped.
+// Print writes rv for a terminal: one tool a line, each change of a
+// changed definition below it, a new one's whole definition. Every string
+// of the server's goes through display.Shown, so terminal controls or
+// invisible characters in a tool name or description show escaped.
 func (rv Review) Print(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pinned: %d\n", len(rv.Pinned))
