@@ -42,6 +42,10 @@ type Config struct {
 	// is answered with that code and its message, any other with 502
 	// UPSTREAM_ERROR.
 	Discover func(ctx context.Context, c *credvault.Connection, refresh string) (mcpsettings.Discovery, error)
+	// ToolPins serves the tool-pins routes: the review of an MCP
+	// connection's pinned tool definitions and their acceptance. Nil
+	// answers them 501 DISCOVERY_UNAVAILABLE.
+	ToolPins ToolPins
 	// GuardCheck runs before test and discover, after the connection is
 	// found and before any body byte is read: it gets the request as it
 	// arrived and must leave r.Body readable from the start. The gateway
@@ -129,6 +133,8 @@ func New(cfg Config) (*Handler, error) {
 		http.MethodGet: h.getConnection, http.MethodPatch: h.patchConnection, http.MethodDelete: h.deleteConnection}))
 	mux.HandleFunc("/api/admin/connections/{id}/test", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.testConnection}))
 	mux.HandleFunc("/api/admin/connections/{id}/discover", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.discoverConnection}))
+	mux.HandleFunc("/api/admin/connections/{id}/tool-pins", h.methods(map[string]http.HandlerFunc{http.MethodGet: h.reviewToolPins}))
+	mux.HandleFunc("/api/admin/connections/{id}/tool-pins/accept", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.acceptToolPins}))
 	mux.HandleFunc("/api/admin/connections/{id}/rotate", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.rotateConnection}))
 	mux.HandleFunc("/api/admin/connections/{id}/accounts", h.methods(map[string]http.HandlerFunc{http.MethodDelete: h.disconnectAccount}))
 	mux.HandleFunc("/api/admin/credential-variables", h.methods(map[string]http.HandlerFunc{

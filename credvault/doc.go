@@ -1,7 +1,8 @@
 // Package credvault is the gateway's credential store. It keeps
 // connections, their encrypted upstream secrets, shared credential
 // variables and rotation metadata, and puts a connection's credential on
-// an outbound request.
+// an outbound request. Beside each connection it keeps its MCP tool pins
+// (Records.ToolPins), another package's records.
 //
 // A Vault sits on a Store. Package sqlitestore gives the gateway's
 // default, one SQLite file that the command-line tool and a running

@@ -54,6 +54,12 @@ type Records struct {
 	// the Vault (Vault.PutBlob), by name: a fleet's shared pairing
 	// identity. Nil when there are none.
 	Blobs map[string][]byte
+	// ToolPins holds, by connection id, the approved definitions of an MCP
+	// connection's tools: JSON of another package's (package toolpin),
+	// which the vault keeps without reading and deletes with the
+	// connection. A store must keep it apart from the connection, so that
+	// pinning never rewrites the connection's record.
+	ToolPins map[string][]byte
 }
 
 // ConnectionRecord is a connection and its sealed secrets. The secrets are
@@ -86,6 +92,10 @@ func (r *Records) Clone() *Records {
 		KeyCheck:    slices.Clone(r.KeyCheck),
 		Connections: make(map[string]*ConnectionRecord, len(r.Connections)),
 		Variables:   make(map[string]*VariableRecord, len(r.Variables)),
+		ToolPins:    make(map[string][]byte, len(r.ToolPins)),
+	}
+	for id, p := range r.ToolPins {
+		n.ToolPins[id] = slices.Clone(p)
 	}
 	for id, c := range r.Connections {
 		n.Connections[id] = &ConnectionRecord{Connection: *c.Connection.Clone(), SealedSecrets: slices.Clone(c.SealedSecrets)}
@@ -150,5 +160,5 @@ func (m *MemoryStore) Generation(context.Context) (uint64, error) {
 }
 
 func emptyRecords() *Records {
-	return &Records{Connections: map[string]*ConnectionRecord{}, Variables: map[string]*VariableRecord{}}
+	return &Records{Connections: map[string]*ConnectionRecord{}, Variables: map[string]*VariableRecord{}, ToolPins: map[string][]byte{}}
 }

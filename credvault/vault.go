@@ -194,6 +194,7 @@ type snapshot struct {
 	ordered   []*Connection // sorted by id
 	variables []Variable    // sorted by key
 	blobs     map[string][]byte
+	toolPins  map[string][]byte
 }
 
 // New opens a vault on cfg.Store. It checks the master key against the
@@ -349,7 +350,7 @@ func (v *Vault) reload(ctx context.Context) error {
 
 func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 	vars := make(map[string]string, len(recs.Variables))
-	s := &snapshot{byID: make(map[string]*Resolved, len(recs.Connections)), blobs: recs.Blobs}
+	s := &snapshot{byID: make(map[string]*Resolved, len(recs.Connections)), blobs: recs.Blobs, toolPins: recs.ToolPins}
 	for _, key := range sortedKeys(recs.Variables) {
 		rec := recs.Variables[key]
 		s.variables = append(s.variables, rec.Variable)
@@ -544,6 +545,7 @@ func (v *Vault) Delete(ctx context.Context, id string) error {
 			return ErrNotFound
 		}
 		delete(r.Connections, id)
+		delete(r.ToolPins, id)
 		return nil
 	})
 }

@@ -107,6 +107,7 @@
 //
 //	MCP_TOOL_NOT_FOUND               404  tool not found
 //	MCP_TOOL_FORBIDDEN               403  tool not allowed for this subject
+//	MCP_TOOL_CHANGED                 403  the tool's definition changed since it was approved; it waits for review
 //	MCP_TOOL_ARGUMENTS_INVALID       400  invalid tool arguments
 //	MCP_TOOL_RATE_LIMITED            429  tool-call rate limit exceeded
 //	MCP_CIRCUIT_OPEN                 503  the upstream MCP server keeps failing; calls resume after a cooldown

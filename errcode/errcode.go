@@ -66,6 +66,7 @@ const (
 
 	MCPToolNotFound
 	MCPToolForbidden
+	MCPToolChanged
 	MCPToolArgumentsInvalid
 	MCPToolRateLimited
 	MCPCircuitOpen
@@ -189,6 +190,7 @@ var table = [codeCount]row{
 
 	MCPToolNotFound:         {"MCP_TOOL_NOT_FOUND", http.StatusNotFound, "tool not found"},
 	MCPToolForbidden:        {"MCP_TOOL_FORBIDDEN", http.StatusForbidden, "tool not allowed for this subject"},
+	MCPToolChanged:          {"MCP_TOOL_CHANGED", http.StatusForbidden, "the tool's definition changed since it was approved; it waits for review"},
 	MCPToolArgumentsInvalid: {"MCP_TOOL_ARGUMENTS_INVALID", http.StatusBadRequest, "invalid tool arguments"},
 	MCPToolRateLimited:      {"MCP_TOOL_RATE_LIMITED", http.StatusTooManyRequests, "tool-call rate limit exceeded"},
 	MCPCircuitOpen:          {"MCP_CIRCUIT_OPEN", http.StatusServiceUnavailable, "the upstream MCP server keeps failing; calls resume after a cooldown"},

@@ -191,11 +191,16 @@ func (g *Gateway) wire() error {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "idn_gateway_activity_dropped_total",
 				Help: "Decisions not reported because the report queue was full."}, func() float64 { return float64(g.reporter.Dropped()) }))
 	}
+	pins, err := newToolPins(g.vault, reg, c.Logger)
+	if err != nil {
+		return err
+	}
 	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
 		Connections:    &mcpConnections{vault: g.vault, base: upstream},
 		Caller:         mcpCaller,
 		OnDiscovery:    g.storeDiscovery,
+		Pins:           pins,
 		OnUpstream:     observer.Upstream,
 		OnDecision:     mcpDecided(observer, g.reporter, g.vault),
 		Logger:         c.Logger,
@@ -243,6 +248,7 @@ func (g *Gateway) wire() error {
 		OAuthTransport: func(res *credvault.Resolved, base http.RoundTripper) http.RoundTripper {
 			return g.tokens.Transport(res, "", base)
 		},
+		ToolPins: pinReview{pins},
 		Discover: func(ctx context.Context, conn *credvault.Connection, refresh string) (mcpproxy.Discovery, error) {
 			res, ok := g.vault.Lookup(conn.ID)
 			if !ok {

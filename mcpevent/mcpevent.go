@@ -50,7 +50,7 @@ type Decision struct {
 	Method       string
 	Tool         string // for tools/call
 	// Outcome is the result as idn_gateway_mcp_tool_call_total counts it
-	// for calls: success, tool_error, error, filtered, not_found,
+	// for calls: success, tool_error, error, filtered, tool_changed, not_found,
 	// invalid_arguments, rate_limited, circuit_open or task_created.
 	// Listings end in "success" or "error". The tasks methods add
 	// "not_owned" (a task of another session, or none). Notifications are

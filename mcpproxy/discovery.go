@@ -117,6 +117,9 @@ func (p *Proxy) runDiscovery(st *connState, f *flight) {
 	f.snap, f.err = st.snap, err
 	st.flight = nil
 	st.mu.Unlock()
+	if err == nil {
+		p.observePins(ctx, st.id, f.snap, true)
+	}
 
 	switch {
 	case err == nil:

@@ -20,6 +20,10 @@
 //   - Tests: Probe (the admin test route) is a session of its own, apart
 //     from the cache and the breaker.
 //   - Policy: package toolpolicy (see Policy.Explain for the order); '*' and '?' wildcards.
+//   - Pins: with Config.Pins, the pin keeper (package toolpin) observes
+//     every listing read (discovery, a session's tools/list, each page).
+//     A tool whose definition is not the pinned one is left out of
+//     listings and refused (403 MCP_TOOL_CHANGED) until accepted.
 //   - Calls: unknown tool 404, filtered tool 403, bad arguments 400 with the
 //     failing JSON Pointer paths, all before any upstream request; then the
 //     per connection + namespace rate limit (429) and breaker (503), both

@@ -18,11 +18,14 @@ var (
 	ErrNotMCP             = errors.New("mcpproxy: connection is not an MCP connection")
 	ErrToolNotFound       = errors.New("mcpproxy: tool not found")
 	ErrToolForbidden      = errors.New("mcpproxy: tool not allowed for this subject")
-	ErrInvalidArguments   = errors.New("mcpproxy: invalid tool arguments")
-	ErrRateLimited        = errors.New("mcpproxy: tool-call rate limit exceeded")
-	ErrCircuitOpen        = errors.New("mcpproxy: circuit breaker open")
-	ErrUpstream           = errors.New("mcpproxy: upstream MCP server failed")
-	ErrBadRequest         = errors.New("mcpproxy: bad request")
+	// ErrToolChanged: the tool's listed definition is not the one pinned
+	// for the connection (Config.Pins), or it has none yet.
+	ErrToolChanged      = errors.New("mcpproxy: the tool's definition changed since it was approved; it waits for review")
+	ErrInvalidArguments = errors.New("mcpproxy: invalid tool arguments")
+	ErrRateLimited      = errors.New("mcpproxy: tool-call rate limit exceeded")
+	ErrCircuitOpen      = errors.New("mcpproxy: circuit breaker open")
+	ErrUpstream         = errors.New("mcpproxy: upstream MCP server failed")
+	ErrBadRequest       = errors.New("mcpproxy: bad request")
 	// ErrSessionNotFound: the MCP endpoint has no session of that id for
 	// this caller and connection (it ended, or another caller owns it).
 	ErrSessionNotFound = errors.New("mcpproxy: no such MCP session")
@@ -93,6 +96,7 @@ var own = [...]struct {
 	{ErrNotMCP, errcode.ValidationError},
 	{ErrToolNotFound, errcode.MCPToolNotFound},
 	{ErrToolForbidden, errcode.MCPToolForbidden},
+	{ErrToolChanged, errcode.MCPToolChanged},
 	{ErrInvalidArguments, errcode.MCPToolArgumentsInvalid},
 	{ErrRateLimited, errcode.MCPToolRateLimited},
 	{ErrCircuitOpen, errcode.MCPCircuitOpen},

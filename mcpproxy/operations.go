@@ -81,10 +81,12 @@ func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, ref
 	if err != nil {
 		return nil, err
 	}
-	names := conn.Policy.Filter(subject, snap.Names)
-	tools := make([]Tool, len(names))
-	for i, name := range names {
-		tools[i] = snap.Tool(name)
+	pinned := p.pinned(conn.ID, snap)
+	tools := []Tool{}
+	for _, name := range conn.Policy.Filter(subject, snap.Names) {
+		if pinned(name) {
+			tools = append(tools, snap.Tool(name))
+		}
 	}
 	return &ToolList{
 		ConnectionID: conn.ID,
@@ -104,13 +106,18 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 	if !snap.Has(tool) {
 		return Decision{}, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
 	}
-	return conn.Policy.Explain(subject, tool, snap.Names), nil
+	d := conn.Policy.Explain(subject, tool, snap.Names)
+	if d.Allowed && !p.pinned(conn.ID, snap)(tool) {
+		return Decision{}, fmt.Errorf("%w: %q", ErrToolChanged, tool)
+	}
+	return d, nil
 }
 
 // Call calls tool on conn for caller with body as its arguments (a JSON
 // object; empty means {}). In order, before anything goes upstream: the tool
-// must be discovered (ErrToolNotFound) and allowed for the caller's subject
-// (ErrToolForbidden); the arguments must satisfy its input_schema
+// must be discovered (ErrToolNotFound), allowed for the caller's subject
+// (ErrToolForbidden) and listed as pinned (ErrToolChanged). The arguments
+// must satisfy its input_schema
 // (*ArgumentsError); the caller's namespace must be within the rate limit
 // and the breaker closed (*RetryError). Upstream failures are
 // *UpstreamError; a tool that runs and fails is a CallResult with IsError.
@@ -181,6 +188,9 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Call
 	}
 	if d := conn.Policy.Explain(caller.Subject, tool, snap.Names); !d.Allowed {
 		return nil, metrics.CallFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
+	}
+	if !p.pinned(conn.ID, snap)(tool) {
+		return nil, metrics.CallToolChanged, fmt.Errorf("%w: %q", ErrToolChanged, tool)
 	}
 	args, raw, err := arguments.Decode(body)
 	if err != nil {

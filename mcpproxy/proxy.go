@@ -84,6 +84,12 @@ type Config struct {
 	// attempt with the connection's new mcp_discovery value (on failure the
 	// previous tools with LastError set), for the gateway to store.
 	OnDiscovery func(ctx context.Context, connectionID string, d Discovery)
+	// Pins keeps the approved definition of each connection's tools. A
+	// tool whose listed definition is not the pinned one (changed, or
+	// new) is left out of every listing and its calls are refused
+	// (ErrToolChanged) until a reviewer accepts it. Nil pins nothing:
+	// every listed tool is served, for a program that keeps no pins.
+	Pins ToolPins
 	// Logger receives warnings about upstream failures, with secrets
 	// scrubbed. Nil discards.
 	Logger *slog.Logger
@@ -196,6 +202,7 @@ type Proxy struct {
 	onDiscovery  func(context.Context, string, Discovery)
 	onUpstream   func(context.Context, mcpevent.Exchange)
 	onDecision   func(context.Context, mcpevent.Decision)
+	pins         ToolPins
 	log          *slog.Logger
 	metrics      *metrics.Set
 	ttl          time.Duration
@@ -241,6 +248,7 @@ func New(cfg Config) (*Proxy, error) {
 		onDiscovery:  cfg.OnDiscovery,
 		onUpstream:   cfg.OnUpstream,
 		onDecision:   cfg.OnDecision,
+		pins:         cfg.Pins,
 		log:          cfg.Logger,
 		metrics:      m,
 		ttl:          cmp.Or(cfg.DiscoveryTTL, 300*time.Second),
@@ -445,18 +453,21 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 		// Tools discovered at the old endpoint say nothing about the new one.
 		st.snap = nil
 	}
+	var seed *catalog.Catalog
 	if !st.seeded {
 		st.seeded = true
 		if st.snap == nil && len(conn.Discovery) > 0 {
 			var d Discovery
 			if err := json.Unmarshal(conn.Discovery, &d); err == nil {
 				st.snap = catalog.New(d)
+				seed = st.snap
 			} else {
 				p.log.Warn("mcpproxy: ignoring unreadable stored discovery", "connection_id", conn.ID)
 			}
 		}
 	}
 	st.mu.Unlock()
+	p.pinSeed(conn.ID, seed)
 	return st, nil
 }
 

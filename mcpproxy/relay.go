@@ -229,18 +229,40 @@ func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connSt
 	if err != nil {
 		return nil, err
 	}
-	return e.keepTools(s, st, tools)
+	return e.keepTools(ctx, s, st, tools)
 }
 
 // keepTools makes tools, a complete listing of s's upstream session, the
 // one its calls are checked against.
-func (e *endpoint) keepTools(s *agentSession, st *connState, tools []*mcp.Tool) (*catalog.Catalog, error) {
+func (e *endpoint) keepTools(ctx context.Context, s *agentSession, st *connState, tools []*mcp.Tool) (*catalog.Catalog, error) {
 	snap, err := catalog.Listed(st.scrubber.Load(), tools)
 	if err != nil {
 		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
+	e.p.observePins(ctx, st.id, snap, true)
 	s.tools.Store(snap)
 	return snap, nil
+}
+
+// pageTools returns two catalogs of a page of s's upstream session's
+// tools/list (its first and last when complete). The session's is what
+// its calls are checked against. The page's own holds the definitions the
+// agent gets, which the pins are checked against.
+func (e *endpoint) pageTools(ctx context.Context, s *agentSession, st *connState, tools []*mcp.Tool, complete bool) (session, page *catalog.Catalog, err error) {
+	if complete {
+		session, err = e.keepTools(ctx, s, st, tools)
+		return session, session, err
+	}
+	if session = s.tools.Load(); session == nil {
+		if session, err = e.sessionTools(ctx, s, st); err != nil {
+			return nil, nil, err
+		}
+	}
+	if page, err = catalog.Listed(st.scrubber.Load(), tools); err != nil {
+		return nil, nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
+	}
+	e.p.observePins(ctx, st.id, page, false)
+	return session, page, nil
 }
 
 // listTools answers tools/list with the page of tools the session's
@@ -277,19 +299,15 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 	if err != nil {
 		return nil, err
 	}
-	snap := s.tools.Load()
-	if params.Cursor == "" && list.NextCursor == "" {
-		// A complete listing: the session's calls are checked against it.
-		snap, err = e.keepTools(s, st, list.Tools)
-	} else if snap == nil {
-		snap, err = e.sessionTools(ctx, s, st)
-	}
+	// A complete listing: the session's calls are checked against it.
+	snap, page, err := e.pageTools(ctx, s, st, list.Tools, params.Cursor == "" && list.NextCursor == "")
 	if err != nil {
 		return nil, err
 	}
+	pinned := e.p.pinned(conn.ID, page)
 	kept := list.Tools[:0]
 	for _, t := range list.Tools {
-		if snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed {
+		if snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed && pinned(t.Name) {
 			kept = append(kept, t)
 		}
 	}

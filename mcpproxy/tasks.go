@@ -13,6 +13,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/idnhq/idn/mcpproxy/toolpin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -167,21 +168,25 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 		return nil, err
 	}
 	unreadable := &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be read"}
+	if e.p.pins != nil {
+		// The listing goes to the agent as the server wrote it: JSON that
+		// reads two ways (a member twice) could be pinned in one reading
+		// and read by the agent in the other.
+		if _, err := toolpin.Canonical(raw); err != nil {
+			return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned JSON that reads two ways (a member twice, or invalid UTF-8)"}
+		}
+	}
 	page, err := tasks.ParseTools(raw)
 	if err != nil {
 		return nil, unreadable
 	}
-	snap := s.tools.Load()
-	if params.Cursor == "" && page.Next == "" {
-		snap, err = e.keepTools(s, st, page.Tools)
-	} else if snap == nil {
-		snap, err = e.sessionTools(ctx, s, st)
-	}
+	snap, listed, err := e.pageTools(ctx, s, st, page.Tools, params.Cursor == "" && page.Next == "")
 	if err != nil {
 		return nil, err
 	}
+	pinned := e.p.pinned(conn.ID, listed)
 	if raw, err = page.Keep(func(t *mcp.Tool) bool {
-		return snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed
+		return snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed && pinned(t.Name)
 	}); err != nil {
 		return nil, unreadable
 	}

@@ -42,6 +42,8 @@
 //	connections.discover {"id", "refresh"?}              POST   /api/admin/connections/{id}/discover
 //	connections.rotate   {"id", sealed_secrets, …}       POST   /api/admin/connections/{id}/rotate
 //	connections.disconnect_account {"id", "subject"?}    DELETE /api/admin/connections/{id}/accounts
+//	connections.tool_pins    {"id"}                      GET    /api/admin/connections/{id}/tool-pins
+//	connections.accept_tools {"id", "tools", …}          POST   /api/admin/connections/{id}/tool-pins/accept
 //	variables.list       {}                              GET    /api/admin/credential-variables
 //	variables.set        {"key", sealed_secrets, …}      POST   /api/admin/credential-variables
 //	variables.delete     {"key", "force"?}               DELETE /api/admin/credential-variables/{key}

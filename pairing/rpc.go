@@ -152,6 +152,13 @@ func (c *Client) call(ctx context.Context, gatewayID, method string, p map[strin
 			return nil, invalidParams(`discover takes "id" and "refresh" only`)
 		}
 		return c.done(a.DiscoverConnection(ctx, id, refresh))
+	case "connections.tool_pins":
+		if len(p) != 0 {
+			return nil, invalidParams(`tool_pins takes "id" only`)
+		}
+		return c.done(a.ReviewToolPins(ctx, id))
+	case "connections.accept_tools":
+		return c.done(a.AcceptToolPins(ctx, id, body(p), "owner"))
 	case "connections.rotate":
 		if e := c.unseal(gatewayID, p, "secrets", ""); e != nil {
 			return nil, e

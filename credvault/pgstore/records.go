@@ -36,6 +36,12 @@ var migrations = []string{
 		value BIGINT NOT NULL
 	);
 	INSERT INTO credvault_generation (value) VALUES (0);`,
+	// The pinned tool definitions of MCP connections, apart from the
+	// connection so that pinning never rewrites it.
+	`CREATE TABLE credvault_tool_pins (
+		connection_id TEXT PRIMARY KEY,
+		doc           BYTEA NOT NULL
+	);`,
 }
 
 // migrateLock is the advisory lock key under which replicas starting
@@ -80,7 +86,7 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 func loadRecords(ctx context.Context, tx pgx.Tx) (*credvault.Records, error) {
-	r := &credvault.Records{Connections: map[string]*credvault.ConnectionRecord{}, Variables: map[string]*credvault.VariableRecord{}}
+	r := &credvault.Records{Connections: map[string]*credvault.ConnectionRecord{}, Variables: map[string]*credvault.VariableRecord{}, ToolPins: map[string][]byte{}}
 	rows, err := tx.Query(ctx, "SELECT name, value FROM credvault_meta")
 	if err != nil {
 		return nil, classify("loading store", err)
@@ -146,6 +152,24 @@ func loadRecords(ctx context.Context, tx pgx.Tx) (*credvault.Records, error) {
 	if err := rows.Err(); err != nil {
 		return nil, classify("loading variables", err)
 	}
+	rows, err = tx.Query(ctx, "SELECT connection_id, doc FROM credvault_tool_pins")
+	if err != nil {
+		return nil, classify("loading tool pins", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id  string
+			doc []byte
+		)
+		if err := rows.Scan(&id, &doc); err != nil {
+			return nil, classify("loading tool pins", err)
+		}
+		r.ToolPins[id] = doc
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("loading tool pins", err)
+	}
 	return r, nil
 }
 
@@ -196,6 +220,18 @@ func writeDiff(before, after *credvault.Records) (*pgx.Batch, error) {
 		b.Queue(`INSERT INTO credvault_variables (key, doc, version, sealed_value) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, version = excluded.version, sealed_value = excluded.sealed_value`,
 			key, string(doc), rec.Variable.Version, rec.SealedValue)
+	}
+	for id := range before.ToolPins {
+		if _, ok := after.ToolPins[id]; !ok {
+			b.Queue("DELETE FROM credvault_tool_pins WHERE connection_id = $1", id)
+		}
+	}
+	for id, doc := range after.ToolPins {
+		if old, ok := before.ToolPins[id]; ok && bytes.Equal(old, doc) {
+			continue
+		}
+		b.Queue(`INSERT INTO credvault_tool_pins (connection_id, doc) VALUES ($1, $2)
+			ON CONFLICT (connection_id) DO UPDATE SET doc = excluded.doc`, id, doc)
 	}
 	return b, nil
 }

@@ -53,6 +53,12 @@ var migrations = []string{
 		version      INTEGER NOT NULL,
 		sealed_value BLOB NOT NULL
 	);`,
+	// Tool pins live beside their connection, not in its record, so that
+	// pinning never rewrites the connection.
+	`CREATE TABLE tool_pins (
+		connection_id TEXT PRIMARY KEY,
+		doc           BLOB NOT NULL
+	);`,
 }
 
 // Store is a credvault.Store on one SQLite file in WAL mode, safe to share
@@ -176,7 +182,7 @@ func (s *Store) Load(ctx context.Context) (*credvault.Records, error) {
 }
 
 func loadRecords(ctx context.Context, q querier) (*credvault.Records, error) {
-	r := &credvault.Records{Connections: map[string]*credvault.ConnectionRecord{}, Variables: map[string]*credvault.VariableRecord{}}
+	r := &credvault.Records{Connections: map[string]*credvault.ConnectionRecord{}, Variables: map[string]*credvault.VariableRecord{}, ToolPins: map[string][]byte{}}
 	rows, err := q.QueryContext(ctx, "SELECT name, value FROM meta")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: loading store: %w", err)
@@ -218,6 +224,9 @@ func loadRecords(ctx context.Context, q querier) (*credvault.Records, error) {
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("sqlitestore: loading connections: %w", err)
+	}
+	if err := loadToolPins(ctx, q, r); err != nil {
+		return nil, err
 	}
 	rows, err = q.QueryContext(ctx, "SELECT key, doc, version, sealed_value FROM credential_variables")
 	if err != nil {
@@ -306,6 +315,9 @@ func writeDiff(ctx context.Context, tx *sql.Tx, before, after *credvault.Records
 			return fmt.Errorf("sqlitestore: writing connection: %w", err)
 		}
 	}
+	if err := writeToolPins(ctx, tx, before, after); err != nil {
+		return err
+	}
 	for key := range before.Variables {
 		if _, ok := after.Variables[key]; !ok {
 			if _, err := tx.ExecContext(ctx, "DELETE FROM credential_variables WHERE key = ?", key); err != nil {
@@ -325,6 +337,46 @@ func writeDiff(ctx context.Context, tx *sql.Tx, before, after *credvault.Records
 			ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, version = excluded.version, sealed_value = excluded.sealed_value`,
 			key, string(doc), rec.Variable.Version, rec.SealedValue); err != nil {
 			return fmt.Errorf("sqlitestore: writing variable: %w", err)
+		}
+	}
+	return nil
+}
+
+func loadToolPins(ctx context.Context, q querier, r *credvault.Records) error {
+	rows, err := q.QueryContext(ctx, "SELECT connection_id, doc FROM tool_pins")
+	if err != nil {
+		return fmt.Errorf("sqlitestore: loading tool pins: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var doc []byte
+		if err := rows.Scan(&id, &doc); err != nil {
+			return fmt.Errorf("sqlitestore: loading tool pins: %w", err)
+		}
+		r.ToolPins[id] = doc
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlitestore: loading tool pins: %w", err)
+	}
+	return nil
+}
+
+func writeToolPins(ctx context.Context, tx *sql.Tx, before, after *credvault.Records) error {
+	for id := range before.ToolPins {
+		if _, ok := after.ToolPins[id]; !ok {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM tool_pins WHERE connection_id = ?", id); err != nil {
+				return fmt.Errorf("sqlitestore: deleting tool pins: %w", err)
+			}
+		}
+	}
+	for id, doc := range after.ToolPins {
+		if old, ok := before.ToolPins[id]; ok && bytes.Equal(old, doc) {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tool_pins (connection_id, doc) VALUES (?, ?)
+			ON CONFLICT (connection_id) DO UPDATE SET doc = excluded.doc`, id, doc); err != nil {
+			return fmt.Errorf("sqlitestore: writing tool pins: %w", err)
 		}
 	}
 	return nil

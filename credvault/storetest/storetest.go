@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("FailedUpdateWritesNothing", func(t *testing.T) { failedUpdate(t, newStore(t)) })
 	t.Run("DeletesPersist", func(t *testing.T) { deletesPersist(t, newStore(t)) })
 	t.Run("BlobsReadBackAsWritten", func(t *testing.T) { blobsReadBack(t, newStore(t)) })
+	t.Run("ToolPinsReadBackAndGoWithTheirConnection", func(t *testing.T) { toolPinsReadBack(t, newStore(t)) })
 	t.Run("GenerationMovesWithCommits", func(t *testing.T) { generationMoves(t, newStore(t)) })
 	t.Run("ConcurrentWritersAllLand", func(t *testing.T) { concurrentWriters(t, newStore(t)) })
 	t.Run("VaultSeesOtherHandleWithinOneSecond", func(t *testing.T) { seesOther(t, newStore(t), 0) })
@@ -174,6 +175,28 @@ func blobsReadBack(t *testing.T, open func(*testing.T) credvault.Store) {
 	}
 	if vars, conns := again.Variables(), again.Connections(); len(vars)+len(conns) != 0 {
 		t.Errorf("blobs show as records: %d variables, %d connections", len(vars), len(conns))
+	}
+}
+
+func toolPinsReadBack(t *testing.T, open func(*testing.T) credvault.Store) {
+	ctx := context.Background()
+	v := OpenVault(t, open(t), -1)
+	if _, err := v.Create(ctx, Conn("x"), map[string]string{"token": "tok-secret-1"}); err != nil {
+		t.Fatal(err)
+	}
+	pins := []byte(`{"tools":{"search":"sha256:00"}}`)
+	if err := v.UpdateToolPins(ctx, "x", func([]byte) ([]byte, error) { return pins, nil }); err != nil {
+		t.Fatal(err)
+	}
+	again := OpenVault(t, open(t), -1)
+	if got := again.ToolPins("x"); string(got) != string(pins) {
+		t.Errorf("reopened tool pins = %q, want %q", got, pins)
+	}
+	if err := again.Delete(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := OpenVault(t, open(t), -1).ToolPins("x"); got != nil {
+		t.Errorf("tool pins outlived their connection: %q", got)
 	}
 }
 

@@ -30,6 +30,9 @@ type Tool struct {
 	Description string `json:"description,omitempty"`
 	// InputSchema is the tool's JSON Schema for its arguments, a JSON object.
 	InputSchema json.RawMessage `json:"input_schema"`
+	// OutputSchema is the JSON Schema of the tool's structured result;
+	// empty when the server gave none.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// Annotations are the server's hints; nil when it gave none.
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/arguments"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/mcpsettings"
+	"github.com/idnhq/idn/mcpproxy/toolpin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -26,6 +27,7 @@ type Catalog struct {
 
 	byName  map[string]int
 	schemas sync.Map // tool name → *arguments.Schema or error
+	pins    sync.Map // tool name → toolpin.Listed
 }
 
 // New returns the catalog of d, whose tools it sorts in place.
@@ -69,6 +71,33 @@ func (c *Catalog) Schema(tool string) (*arguments.Schema, error) {
 	return ts, nil
 }
 
+// Pin returns tool's definition as package toolpin pins it, with its
+// hash ("" when it has none: it cannot be pinned); tool is one the server
+// lists (Has).
+func (c *Catalog) Pin(tool string) toolpin.Listed {
+	if v, ok := c.pins.Load(tool); ok {
+		return v.(toolpin.Listed)
+	}
+	t := c.Tool(tool)
+	d := toolpin.Definition{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+	if t.Annotations != nil {
+		d.Annotations, _ = json.Marshal(t.Annotations)
+	}
+	l := toolpin.Listed{Definition: d}
+	l.SHA256, _ = toolpin.Hash(d)
+	c.pins.Store(tool, l)
+	return l
+}
+
+// Pins returns every tool's Pin, in name order.
+func (c *Catalog) Pins() []toolpin.Listed {
+	out := make([]toolpin.Listed, len(c.Names))
+	for i, name := range c.Names {
+		out[i] = c.Pin(name)
+	}
+	return out
+}
+
 // ToolOf is the discovered form of a tool an upstream server listed.
 func ToolOf(t *mcp.Tool) mcpsettings.Tool {
 	schema, err := json.Marshal(t.InputSchema)
@@ -76,6 +105,11 @@ func ToolOf(t *mcp.Tool) mcpsettings.Tool {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
 	tool := mcpsettings.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema}
+	if t.OutputSchema != nil {
+		if out, err := json.Marshal(t.OutputSchema); err == nil && len(out) > 0 && out[0] == '{' {
+			tool.OutputSchema = out
+		}
+	}
 	if a := t.Annotations; a != nil {
 		tool.Annotations = &mcpsettings.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
 			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
@@ -85,7 +119,7 @@ func ToolOf(t *mcp.Tool) mcpsettings.Tool {
 
 // Clean replaces secrets in what the upstream said in a
 // discovery (server name and version, protocol version, each tool's name,
-// title, description, annotation title and input schema) and never in the gateway's own
+// title, description, annotation title, input and output schema) and never in the gateway's own
 // field names: laundering the Discovery's JSON form would also rewrite a
 // key such as "tools", and a short secret would empty the catalogue.
 func Clean(sc *scrub.Scrubber, d *mcpsettings.Discovery) error {
@@ -103,6 +137,13 @@ func Clean(sc *scrub.Scrubber, d *mcpsettings.Discovery) error {
 			return err
 		}
 		t.InputSchema = *schema
+		if t.OutputSchema != nil {
+			out, err := scrub.Launder(sc, &t.OutputSchema)
+			if err != nil {
+				return err
+			}
+			t.OutputSchema = *out
+		}
 	}
 	return nil
 }

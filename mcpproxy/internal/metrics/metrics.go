@@ -31,6 +31,7 @@ const (
 	CallToolError        = "tool_error" // the tool ran and reported is_error
 	CallError            = "error"      // upstream failure
 	CallFiltered         = "filtered"
+	CallToolChanged      = "tool_changed" // its definition is not the pinned one
 	CallNotFound         = "not_found"
 	CallInvalidArguments = "invalid_arguments"
 	CallRateLimited      = "rate_limited"
@@ -70,7 +71,7 @@ func New(reg prometheus.Registerer) (*Set, error) {
 		}, []string{"result"}),
 		Calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idn_gateway_mcp_tool_call_total",
-			Help: "MCP tool calls by connection, tool and result (success, tool_error, error, filtered, not_found, invalid_arguments, rate_limited, circuit_open, task_created).",
+			Help: "MCP tool calls by connection, tool and result (success, tool_error, error, filtered, tool_changed, not_found, invalid_arguments, rate_limited, circuit_open, task_created).",
 		}, []string{"connection", "tool", "result"}),
 		Tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idn_gateway_mcp_task_total",

@@ -9,6 +9,7 @@ import { el } from './dom.js';
 import { announce, feedback, replaceKeeping } from './feedback.js';
 import { busy, isBusy, land, placeOf, successor } from './focus.js';
 import { sealSecrets } from './hpke.js';
+import { renderPins } from './toolpins.js';
 import { addSubject, clearMCP, cleared, fillMCP, readMCP, renderTools, showProtocol, testSaid } from './mcp.js';
 
 const ns = document.body.dataset.namespace ?? '';
@@ -100,6 +101,19 @@ const tests = new Map();
 
 const newer = (a, b) => (!a || (b && Date.parse(b.tested_at) > Date.parse(a.tested_at)) ? b : a);
 
+// showPins shows connection c's pinned tools under its tools, with the
+// changes waiting for review and Accept for each.
+async function showPins(c, name) {
+  const host = document.getElementById('tool-pins');
+  const accept = (tool, sha256, b) => run(b, async () => {
+    const pins = await rpc(gateway, 'connections.accept_tools', { id: c.id, tools: [{ name: tool, sha256 }] });
+    renderPins(host, name, pins, accept);
+    announce(`Accepted the new definition of ${shown(tool)}; agents see it now.`);
+    document.getElementById('pins-h').focus();
+  });
+  renderPins(host, name, await rpc(gateway, 'connections.tool_pins', { id: c.id }), accept);
+}
+
 // renderConnections shows list, read from time asked on.
 function renderConnections(list, asked) {
   connections = list;
@@ -127,7 +141,10 @@ function renderConnections(list, asked) {
         const section = document.getElementById('tools');
         section.dataset.connection = c.id;
         renderTools(section, name, r);
-        feedback(b, `Discovered ${n} tool${n === 1 ? '' : 's'}; they are listed under Tools of ${name}.`, 'done');
+        await showPins(c, name);
+        const waiting = section.querySelectorAll('[data-pending]').length;
+        feedback(b, `Discovered ${n} tool${n === 1 ? '' : 's'}; they are listed under Tools of ${name}.` +
+          (waiting ? ` ${waiting} changed since approved and wait${waiting === 1 ? 's' : ''} for your review.` : ''), 'done');
       })), ' ']),
       actionButton('Rotate', 'Rotate', name, () => openRotate(c)), ' ',
       actionButton('Edit', 'Edit', name, () => openEdit(c)), ' ',
