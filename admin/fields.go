@@ -44,6 +44,8 @@ var writableFields = map[string]fieldSetter{
 	"status":                 field(func(c *credvault.Connection) *string { return &c.Status }),
 	"rotation_interval_days": field(func(c *credvault.Connection) *int { return &c.RotationIntervalDays }),
 	"allow_upstream_cookies": field(func(c *credvault.Connection) *bool { return &c.AllowUpstreamCookies }),
+	"approval_tools":         field(func(c *credvault.Connection) *[]string { return &c.ApprovalTools }),
+	"approval_routes":        field(func(c *credvault.Connection) *[]string { return &c.ApprovalRoutes }),
 	// The MCP settings are the MCP engine's record, kept with the
 	// connection as extensions; the vault's Extensions.Check validates
 	// them.

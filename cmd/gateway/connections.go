@@ -98,6 +98,8 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 		secrets secretsFlag
 		allow   listFlag
 		deny    listFlag
+		tools   listFlag
+		routes  listFlag
 	)
 	fs.StringVar(&c.ID, "id", "", "connection id (required): letters, digits, '-' and '_'")
 	fs.StringVar(&c.Name, "name", "", "human-readable name")
@@ -113,6 +115,8 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&mcp.Endpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
 	fs.Var(&allow, "mcp-allow", "MCP tool to allow (wildcards * and ?); repeatable")
 	fs.Var(&deny, "mcp-deny", "MCP tool to deny (wildcards * and ?); repeatable")
+	fs.Var(&tools, "approval-tool", "MCP tool whose calls wait for the owner's passkey approval (wildcards * and ?); repeatable")
+	fs.Var(&routes, "approval-route", `HTTP route whose calls wait for the owner's passkey approval, "METHOD /path-glob"; repeatable`)
 	fs.BoolVar(&mcp.ExposeResources, "mcp-expose-resources", false, "pass the upstream's MCP resources through /mcp/{id} (off by default)")
 	fs.BoolVar(&mcp.ExposePrompts, "mcp-expose-prompts", false, "pass the upstream's MCP prompts through /mcp/{id} (off by default)")
 	asJSON := jsonFlag(fs)
@@ -126,6 +130,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	mcp.ToolAllowlist, mcp.ToolDenylist = allow, deny
+	c.ApprovalTools, c.ApprovalRoutes = tools, routes
 	c.Extensions = mcp.Members()
 	if c.AuthMode != "" && c.AuthSecretKey == "" && len(secrets.values) == 1 {
 		for name := range secrets.values {
