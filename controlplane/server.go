@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idnhq/idn/controlplane/internal/actions"
 	"github.com/idnhq/idn/controlplane/internal/activity"
 	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/webhooks"
@@ -232,6 +233,7 @@ type Server struct {
 	registry *registrywriter.Writer // nil: registry writes disabled
 	gateways *gatewaylink.Link
 	activity *activity.Activity
+	actions  *actions.Actions
 	pages    *dashboard.Dashboard
 	lifecycle
 }
@@ -336,6 +338,19 @@ func New(cfg Config) (*Server, error) {
 		Owner:  s.sessions.Owner,
 		Signed: activity.Signed{Verify: s.gate.Verify, RecordNonce: s.gate.RecordNonce, ReadBody: s.gate.ReadBody},
 		Paired: s.gateways.PairedKey,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.actions, err = actions.New(actions.Config{}, actions.Deps{
+		DB:          cfg.Store.db,
+		Kit:         s.kit,
+		Owner:       s.sessions.Owner,
+		Signed:      actions.Signed{Verify: s.gate.Verify, RecordNonce: s.gate.RecordNonce, ReadBody: s.gate.ReadBody},
+		Paired:      s.gateways.PairedKey,
+		OwnsService: s.ownsService,
+		Keys:        s.accounts.PinnedKeys,
+		Requested:   s.actionRequested,
 	})
 	if err != nil {
 		return nil, err
@@ -450,6 +465,7 @@ func (s *Server) routes() {
 	s.hooks.Routes(m)
 	s.gateways.Routes(m)
 	s.activity.Routes(m)
+	s.actions.Routes(m)
 	s.pages.Routes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })
 }
@@ -484,6 +500,9 @@ func (s *Server) maintain(ctx context.Context) error {
 		return err
 	}
 	if err := s.activity.Maintain(ctx); err != nil {
+		return err
+	}
+	if err := s.actions.Maintain(ctx); err != nil {
 		return err
 	}
 	return s.accounts.Maintain(ctx)
