@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
 	"github.com/idnhq/idn/controlplane/internal/actions"
@@ -27,4 +28,13 @@ func (s *Server) actionRequested(ctx context.Context, a actions.Action) {
 		return
 	}
 	s.hooks.Wake()
+}
+
+// ownerKeys is the owner_keys of a paired gateway's ready message.
+func (s *Server) ownerKeys(ctx context.Context, ns string) (json.RawMessage, error) {
+	keys, err := s.accounts.PinnedKeys(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(keys)
 }

@@ -323,6 +323,9 @@ func New(cfg Config) (*Server, error) {
 		Owner:  s.sessions.Owner,
 		Signed: gatewaylink.Signed{Verify: s.gate.Verify, RecordNonce: s.gate.RecordNonce},
 		Quotas: gatewaylink.Quotas{OpenPairings: cfg.MaxOpenPairings, Gateways: cfg.MaxGateways},
+		// Each gateway pins its owner's passkeys when paired, to check
+		// owner-approved actions itself.
+		OwnerKeys: s.ownerKeys,
 	})
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
@@ -196,6 +197,16 @@ func (g *Gateway) wire() error {
 		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter, Options: c.Proxy,
 		Transport: upstream, MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
 		Activity: activity,
+	}
+	if c.ControlPlaneURL != "" {
+		// Owner-approved actions: filed as the paired gateway, checked
+		// against the owner's passkeys pinned at pairing.
+		gate, err := approval.New(approval.Config{Gateway: g.identity.PublicKeyString(),
+			Desk: &approval.HTTPDesk{BaseURL: c.ControlPlaneURL, Client: &submissions}, Keys: g.ownerKeys, Logger: c.Logger})
+		if err != nil {
+			return err
+		}
+		pcfg.Approvals = gate
 	}
 	if c.LogDecisions {
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
@@ -429,3 +440,13 @@ type mcpError struct{ err error }
 func (e mcpError) Error() string      { return e.err.Error() }
 func (e mcpError) Unwrap() error      { return e.err }
 func (e mcpError) Code() errcode.Code { return mcpproxy.ErrorCode(e.err) }
+
+// ownerKeys returns the owner's passkeys pinned at pairing, or nil (every
+// approval refused) when there are none or they cannot be read.
+func (g *Gateway) ownerKeys() *approval.Keys {
+	k, err := pairing.OwnerKeys(g.cfg.DataDir)
+	if err != nil {
+		g.cfg.Logger.Warn("owner passkeys unreadable: approvals are refused", "err", err)
+	}
+	return k
+}

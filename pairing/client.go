@@ -12,6 +12,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -272,7 +274,10 @@ func (c *Client) paired(ctl pairwire.Control) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ok && c.state.GatewayID == ctl.GatewayID {
-		return nil
+		return pinOwnerKeys(c.cfg.DataDir, ctl.OwnerKeys, false)
+	}
+	if err := pinOwnerKeys(c.cfg.DataDir, ctl.OwnerKeys, true); err != nil {
+		return err
 	}
 	c.state = State{GatewayID: ctl.GatewayID, Namespace: ctl.Namespace, ControlPlaneURL: c.cfg.ControlPlaneURL, PairedAt: time.Now().UTC()}
 	c.ok = true
@@ -286,6 +291,9 @@ func (c *Client) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.state, c.ok = State{}, false
+	if err := os.Remove(filepath.Join(c.cfg.DataDir, OwnerKeysFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		c.log.Warn("pairing: the gateway was unpaired but its pinned owner passkeys stay", "err", err)
+	}
 	if err := removeState(c.cfg.DataDir); err != nil {
 		c.log.Warn("pairing: the gateway was unpaired but its pairing state stays", "err", err)
 	}
