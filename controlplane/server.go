@@ -361,7 +361,7 @@ func New(cfg Config) (*Server, error) {
 	s.pages = dashboard.New(dashboard.Config{MaxAPIKeys: cfg.MaxAPIKeys, ExplorerURL: cfg.Registry.ExplorerURL,
 		TestSeedToken: cfg.TestSeedToken, SigninLinks: cfg.SigninLinks, Base: cfg.BasePath}, dashboard.Deps{DB: cfg.Store.db, Kit: s.kit,
 		Sessions: s.sessions, Accounts: s.accounts, Claims: s.claims, Webhooks: s.hooks, Gateways: s.gateways,
-		Activity: s.activity})
+		Activity: s.activity, Actions: s.actions})
 	obs, err := newObserver(s)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: metrics: %w", err)
