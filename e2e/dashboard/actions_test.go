@@ -113,6 +113,7 @@ func pay(t *testing.T, gwURL string, agent *identity.Identity, body string) (int
 // approves it with a passkey in Chromium; the agent's retry is paid once,
 // and only that call.
 func TestActionApprovedWithPasskey(t *testing.T) {
+	axe := axeSource(t)
 	w := newWorld(t)
 	b := newBrowser(t, w.base)
 
@@ -162,6 +163,8 @@ func TestActionApprovedWithPasskey(t *testing.T) {
 		}
 	}
 	b.shot("actions-pending")
+	b.audit("actions", axe)
+	b.checkFocusRings("actions")
 
 	step(t, "the owner approves with a passkey; the agent's retry is paid, once")
 	b.press("button", "Approve POST /v1/payments")
