@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idnhq/idn/errcode"
 )
 
 // Defaults of Config.
@@ -93,10 +95,24 @@ func (e *RequiredError) Error() string {
 	return "approval: action " + e.ActionID + " awaits the owner's approval"
 }
 
+// Code is AUTH_ACTION_APPROVAL_REQUIRED.
+func (e *RequiredError) Code() errcode.Code { return errcode.AuthActionApprovalRequired }
+
+// EnvelopeFields are the answer's action_id and expires_at.
+func (e *RequiredError) EnvelopeFields() map[string]any {
+	return map[string]any{"action_id": e.ActionID, "expires_at": e.ExpiresAt.UTC().Format(time.RFC3339)}
+}
+
 // DeniedError answers a call the owner denied: 403 AUTH_ACTION_DENIED.
 type DeniedError struct{ ActionID string }
 
 func (e *DeniedError) Error() string { return "approval: action " + e.ActionID + " was denied" }
+
+// Code is AUTH_ACTION_DENIED.
+func (e *DeniedError) Code() errcode.Code { return errcode.AuthActionDenied }
+
+// EnvelopeFields are the answer's action_id.
+func (e *DeniedError) EnvelopeFields() map[string]any { return map[string]any{"action_id": e.ActionID} }
 
 // ErrFile wraps a failure to file a request: 502 AUTH_ACTION_SUBMIT_FAILED.
 var ErrFile = errors.New("approval: cannot file the action request")

@@ -177,9 +177,18 @@ func (g *Gateway) wire() error {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "idn_gateway_activity_dropped_total",
 				Help: "Decisions not reported because the report queue was full."}, func() float64 { return float64(g.reporter.Dropped()) }))
 	}
+	// Owner-approved actions: filed as the paired gateway, checked
+	// against the owner's passkeys pinned at pairing.
+	var gate *approval.Gate
+	if c.ControlPlaneURL != "" {
+		if gate, err = approval.New(approval.Config{Gateway: g.identity.PublicKeyString(),
+			Desk: &approval.HTTPDesk{BaseURL: c.ControlPlaneURL, Client: &submissions}, Keys: g.ownerKeys, Logger: c.Logger}); err != nil {
+			return err
+		}
+	}
 	onUpstream, onDecision := mcpObserved(proxy.NewMCPObserver(g.metrics, decisionLog, salt), g.reporter, g.vault)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
-		Connections:    &mcpConnections{vault: g.vault, base: upstream},
+		Connections:    &mcpConnections{vault: g.vault, base: upstream, approvals: gate},
 		Caller:         mcpCaller,
 		OnDiscovery:    g.storeDiscovery,
 		OnUpstream:     onUpstream,
@@ -198,14 +207,7 @@ func (g *Gateway) wire() error {
 		Transport: upstream, MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
 		Activity: activity,
 	}
-	if c.ControlPlaneURL != "" {
-		// Owner-approved actions: filed as the paired gateway, checked
-		// against the owner's passkeys pinned at pairing.
-		gate, err := approval.New(approval.Config{Gateway: g.identity.PublicKeyString(),
-			Desk: &approval.HTTPDesk{BaseURL: c.ControlPlaneURL, Client: &submissions}, Keys: g.ownerKeys, Logger: c.Logger})
-		if err != nil {
-			return err
-		}
+	if gate != nil {
 		pcfg.Approvals = gate
 	}
 	if c.LogDecisions {

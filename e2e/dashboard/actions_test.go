@@ -19,6 +19,7 @@ import (
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/internal/openapicheck"
+	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/pairing"
 )
 
@@ -47,6 +48,7 @@ func (k *bank) received() []string {
 // with a connection "bank" whose payments need the owner's approval.
 func pairedGateway(t *testing.T, w *world, b *browser, ns string, up http.Handler) string {
 	t.Helper()
+	docs := docsServer(t, "docs-token")
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)
 	key, _ := credvault.GenerateMasterKey()
@@ -73,6 +75,12 @@ func pairedGateway(t *testing.T, w *world, b *browser, ns string, up http.Handle
 		map[string]string{"token": "bank-upstream-token"}); err != nil {
 		t.Fatal(err)
 	}
+	// An MCP connection of the same service whose publishing waits too.
+	if _, err := gw.Vault().Create(ctx, &credvault.Connection{ID: "docs", Service: "bank", Protocol: credvault.ProtocolMCP, BaseURL: docs,
+		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", ApprovalTools: []string{"docs.publish"},
+		Extensions: mcpproxy.Settings{Endpoint: "/mcp"}.Members()}, map[string]string{"token": "docs-token"}); err != nil {
+		t.Fatal(err)
+	}
 	if err := gw.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +102,25 @@ func pairedGateway(t *testing.T, w *world, b *browser, ns string, up http.Handle
 func pay(t *testing.T, gwURL string, agent *identity.Identity, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", gwURL+"/proxy/bank/v1/payments", bytes.NewReader([]byte(body)))
+	req.Header.Set("Content-Type", "application/json")
+	if err := agent.Sign(req, identity.SignOptions{Subject: "finance@acme.example"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+// callTool calls an MCP tool of the docs connection through the gateway's
+// tools route and returns the status and the decoded answer.
+func callTool(t *testing.T, gwURL string, agent *identity.Identity, tool string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", gwURL+"/mcp/docs/tools/"+tool+"/call", strings.NewReader(`{}`))
 	req.Header.Set("Content-Type", "application/json")
 	if err := agent.Sign(req, identity.SignOptions{Subject: "finance@acme.example"}); err != nil {
 		t.Fatal(err)
@@ -191,6 +218,26 @@ func TestActionApprovedWithPasskey(t *testing.T) {
 	if got := up.received(); len(got) != 1 {
 		t.Fatalf("the bank received %d payments, want 1", len(got))
 	}
+
+	step(t, "an MCP tool call is held the same way and passes once approved")
+	if status, answer := callTool(t, gwURL, agent, "docs.search"); status != http.StatusOK {
+		t.Fatalf("a tool without a rule answered %d %v", status, answer)
+	}
+	status, answer = callTool(t, gwURL, agent, "docs.publish")
+	if status != http.StatusForbidden || answer["code"] != "AUTH_ACTION_APPROVAL_REQUIRED" || answer["action_id"] == nil {
+		t.Fatalf("the held tool call answered %d %v", status, answer)
+	}
+	tool := answer["action_id"].(string)
+	b.waitFor(`document.querySelector('article.action[data-id="`+tool+`"]')`, 10*time.Second)
+	if card := eval[string](b, `document.querySelector('article.action[data-id="`+tool+`"]').innerText`); !strings.Contains(card, "tool docs.publish") {
+		t.Fatalf("the tool's action card reads %q", card)
+	}
+	b.press("button", "Approve tool docs.publish")
+	b.waitFor(`!document.querySelector('article.action[data-id="`+tool+`"]')`, 10*time.Second)
+	if status, answer := callTool(t, gwURL, agent, "docs.publish"); status != http.StatusOK {
+		t.Fatalf("the approved tool call answered %d %v", status, answer)
+	}
+	status, answer = pay(t, gwURL, agent, payment)
 
 	step(t, "a denied action ends the wait")
 	b.waitFor(`document.querySelectorAll("article.action").length === 2`, 10*time.Second)
