@@ -46,7 +46,14 @@ func pkix(cose []byte) ([]byte, error) {
 		if webauthncose.COSEAlgorithmIdentifier(k.Algorithm) != webauthncose.AlgES256 {
 			return nil, errors.New("ownerauth: only P-256 EC2 keys are pinned")
 		}
-		pub = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(k.XCoord), Y: new(big.Int).SetBytes(k.YCoord)}
+		if len(k.XCoord) != 32 || len(k.YCoord) != 32 {
+			return nil, errors.New("ownerauth: P-256 coordinates are not 32 bytes")
+		}
+		ec, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, k.XCoord...), k.YCoord...))
+		if err != nil {
+			return nil, err
+		}
+		pub = ec
 	case webauthncose.OKPPublicKeyData:
 		if len(k.XCoord) != ed25519.PublicKeySize {
 			return nil, errors.New("ownerauth: OKP key is not Ed25519")
