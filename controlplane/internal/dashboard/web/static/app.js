@@ -49,7 +49,7 @@ function findAgain(el) {
 // url, the page's own by default), keeping the keyboard focus where it was
 // when that control still exists, else moving it to what took its place
 // (focus.js).
-async function refresh(url = location.href) {
+export async function refresh(url = location.href) {
   lastRefresh = Date.now();
   const res = await fetch(url, { headers: { Accept: 'text/html' }, credentials: 'same-origin', cache: 'no-store' });
   if (res.redirected && new URL(res.url).pathname === `${base}/login`) {
@@ -122,8 +122,9 @@ function nextPath() {
 
 const value = (form, name) => form.elements[name]?.value.trim() ?? '';
 
-// The forms, by their data-form name. Each gets the form and its button.
-const forms = {
+// The forms, by their data-form name. Each gets the form and its button;
+// a page's own module adds its forms here (actions.js).
+export const forms = {
   async login(f) {
     const namespace = value(f, 'namespace');
     if (!namespace) throw new Error('Enter your namespace.');
@@ -190,22 +191,6 @@ const forms = {
       webhook_failures_notify: f.elements.webhook_failures_notify.checked,
     });
     feedback(button, 'Saved.', 'done');
-  },
-  // approve-action signs the action's challenge for the chosen terms with
-  // a passkey; the control plane and the gateway each check the assertion.
-  async 'approve-action'(f) {
-    const id = f.dataset.id;
-    const terms = { uses: Number(value(f, 'uses')), until_minutes: Number(value(f, 'until_minutes')) };
-    const q = new URLSearchParams({ uses: terms.uses, until_minutes: terms.until_minutes });
-    const o = await call('GET', `/v1/actions/${encodeURIComponent(id)}/challenge?${q}`);
-    const credential = await passkey.get({ challenge: o.challenge, rpId: o.rp_id, userVerification: o.user_verification,
-      allowCredentials: o.credential_ids.map((cid) => ({ type: 'public-key', id: cid })) });
-    const r = credential.response;
-    await call('POST', `/v1/actions/${encodeURIComponent(id)}/approve`, { ...terms, assertion: {
-      credential_id: credential.rawId, authenticator_data: r.authenticatorData, client_data_json: r.clientDataJSON, signature: r.signature } });
-    const label = f.querySelector('[type=submit]').getAttribute('aria-label').replace(/^Approve /, '').replace(/ with a passkey$/, '');
-    await refresh();
-    announce(`${label} approved.`);
   },
   async 'delete-account'(f) {
     if (value(f, 'confirm') !== ns) throw new Error(`Type ${ns} exactly to confirm the deletion.`);
@@ -360,23 +345,6 @@ async function pollClaims() {
   }
 }
 
-// pollActions keeps the actions view current and says when a new action
-// waits for the owner, as pollClaims does for claims.
-async function pollActions() {
-  const region = document.getElementById('actions-region');
-  if (!region || document.hidden || busy > 0 || document.querySelector('dialog[open]')) return;
-  try {
-    const view = await call('GET', '/v1/actions');
-    const shown = region.dataset.ids.trim().split(' ').filter(Boolean);
-    const fresh = view.actions.map((a) => a.id);
-    const added = fresh.filter((id) => !shown.includes(id)).length;
-    if (fresh.join() !== shown.join()) await refresh();
-    if (added > 0) announce(added === 1 ? 'A new action is waiting for your approval.' : `${added} new actions are waiting for your approval.`);
-  } catch (err) {
-    if (err.status === 401) location.assign(`${base}/login?next=${encodeURIComponent(location.pathname + location.search)}`);
-  }
-}
-
 function signIn() {
   const status = document.getElementById('signin-status');
   const token = location.hash.slice(1);
@@ -410,7 +378,6 @@ window.addEventListener('popstate', () => {
 });
 
 if (page === 'claims') setInterval(pollClaims, 2000);
-if (page === 'actions') setInterval(pollActions, 2000);
 if (page === 'account') loadSessions();
 if (page === 'signin') signIn();
 if (page === 'login') flash();
