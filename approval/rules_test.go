@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/approval"
+	"github.com/idnhq/idn/approval/approvaltest"
 )
 
 func TestMatchRoute(t *testing.T) {
@@ -76,6 +77,21 @@ func FuzzCanonical(f *testing.F) {
 		again, err := approval.Canonical(c)
 		if err != nil || string(again) != string(c) {
 			t.Fatalf("canonical form %s is not stable: %s, %v", c, again, err)
+		}
+	})
+}
+
+// FuzzVerify: no assertion, however malformed, passes or panics.
+func FuzzVerify(f *testing.F) {
+	owner := approvaltest.NewPasskey("idn.example", "https://idn.example")
+	keys := approvaltest.Keys("acme", owner)
+	good := owner.Assert([]byte("challenge"), approvaltest.Flags)
+	f.Add(good.AuthenticatorData, good.ClientDataJSON, good.Signature)
+	f.Add([]byte{}, []byte(`{"type":"webauthn.get"}`), []byte{0x30})
+	f.Fuzz(func(t *testing.T, authData, clientData, sig []byte) {
+		a := &approval.Assertion{CredentialID: owner.ID, AuthenticatorData: authData, ClientDataJSON: clientData, Signature: sig}
+		if keys.Verify(a, []byte("another challenge")) == nil {
+			t.Fatal("an assertion over another challenge verified")
 		}
 	})
 }

@@ -20,6 +20,8 @@ type Approvals interface {
 	Admit(ctx context.Context, c *approval.Call) error
 }
 
+var _ Approvals = (*approval.Gate)(nil)
+
 // holdForApproval runs an admitted /proxy call through the connection's
 // approval_routes. A connection without rules costs one length check. A
 // matching call without an Approvals, or on the unsigned bypass, is
