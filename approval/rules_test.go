@@ -95,3 +95,15 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMatchRouteMiss is what a connection's rules cost a call they
+// do not hold: the whole of the gateway's extra work for it.
+func BenchmarkMatchRouteMiss(b *testing.B) {
+	r := approval.Rules{Routes: []string{"POST /v1/payments", "DELETE /v1/repos/*", "* /admin/*"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.MatchRoute("GET", "/v1/repos/acme/site/issues") {
+			b.Fatal("matched")
+		}
+	}
+}
