@@ -236,7 +236,18 @@ type secretAuthorityKey struct{}
 // sent without the admin token.
 // Nothing a client sends can set it; never give a network listener a
 // handler that adds it.
-func OwnerContext(ctx context.Context) context.Context { return withSecretAuthority(ctx) }
+func OwnerContext(ctx context.Context) context.Context {
+	return context.WithValue(withSecretAuthority(ctx), relayedKey{}, true)
+}
+
+type relayedKey struct{}
+
+// relayed reports whether ctx is of an owner's request relayed by the
+// control plane (OwnerContext), which may not lift an approval rule.
+func relayed(ctx context.Context) bool {
+	ok, _ := ctx.Value(relayedKey{}).(bool)
+	return ok
+}
 
 // withSecretAuthority marks a request as allowed to change where or how a
 // stored secret is sent: the owner's (OwnerContext), or one that

@@ -53,6 +53,8 @@ var writableFields = map[string]fieldSetter{
 	"oauth_audience":          field(func(c *credvault.Connection) *string { return &c.OAuthAudience }),
 	"oauth_resource":          field(func(c *credvault.Connection) *string { return &c.OAuthResource }),
 	"oauth_per_subject":       field(func(c *credvault.Connection) *bool { return &c.OAuthPerSubject }),
+	"approval_tools":          field(func(c *credvault.Connection) *[]string { return &c.ApprovalTools }),
+	"approval_routes":         field(func(c *credvault.Connection) *[]string { return &c.ApprovalRoutes }),
 	// The MCP settings are the MCP engine's record, kept with the
 	// connection as extensions; the vault's Extensions.Check validates
 	// them.

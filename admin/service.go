@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,11 @@ func (h *Handler) UpdateConnection(ctx context.Context, id string, body []byte) 
 		before := c.Clone()
 		if err := applyFields(c, obj, nil); err != nil {
 			return err
+		}
+		if lifted := liftedApprovals(before, c); len(lifted) > 0 && relayed(ctx) {
+			return apierror.Coded(errcode.AdminTokenRequired, "removing "+strings.Join(lifted, ", ")+
+				" lifts a hold only the owner's passkey may release; the control plane cannot relay it, so the gateway's operator makes it "+
+				"with the admin token").With("fields", lifted)
 		}
 		if maySendSecretsElsewhere(ctx) {
 			return nil
@@ -294,4 +300,22 @@ func (h *Handler) DeleteVariable(ctx context.Context, key string, force bool) er
 	}
 	h.log.Info("admin: credential variable deleted", "key", key, "forced", force, "request_id", apierror.RequestIDFrom(ctx))
 	return nil
+}
+
+// liftedApprovals names the approval lists from which after drops a
+// pattern of before: what would let a held call through unapproved.
+func liftedApprovals(before, after *credvault.Connection) []string {
+	var lifted []string
+	for _, f := range []struct {
+		name          string
+		before, after []string
+	}{{"approval_tools", before.ApprovalTools, after.ApprovalTools}, {"approval_routes", before.ApprovalRoutes, after.ApprovalRoutes}} {
+		for _, p := range f.before {
+			if !slices.Contains(f.after, p) {
+				lifted = append(lifted, f.name)
+				break
+			}
+		}
+	}
+	return lifted
 }

@@ -28,6 +28,9 @@ func (s *Server) deleteAccount(ctx context.Context, ns string) (ownerauth.Deleti
 		if closeGateways, err = s.gateways.UnpairNamespace(ctx, tx, ns); err != nil {
 			return err
 		}
+		if err := s.actions.DeleteNamespace(ctx, tx, ns); err != nil {
+			return err
+		}
 		return s.activity.DeleteNamespace(ctx, tx, ns)
 	})
 	if err != nil {

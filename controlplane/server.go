@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/controlplane/internal/actions"
 	"github.com/idnhq/idn/controlplane/internal/activity"
 	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/webhooks"
@@ -232,6 +233,7 @@ type Server struct {
 	registry *registrywriter.Writer // nil: registry writes disabled
 	gateways *gatewaylink.Link
 	activity *activity.Activity
+	actions  *actions.Actions
 	pages    *dashboard.Dashboard
 	lifecycle
 }
@@ -321,6 +323,9 @@ func New(cfg Config) (*Server, error) {
 		Owner:  s.sessions.Owner,
 		Signed: gatewaylink.Signed{Verify: s.gate.Verify, RecordNonce: s.gate.RecordNonce},
 		Quotas: gatewaylink.Quotas{OpenPairings: cfg.MaxOpenPairings, Gateways: cfg.MaxGateways},
+		// Each gateway pins its owner's passkeys when paired, to check
+		// owner-approved actions itself.
+		OwnerKeys: s.ownerKeys,
 	})
 	if err != nil {
 		return nil, err
@@ -340,10 +345,23 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.actions, err = actions.New(actions.Config{}, actions.Deps{
+		DB:          cfg.Store.db,
+		Kit:         s.kit,
+		Owner:       s.sessions.Owner,
+		Signed:      actions.Signed{Verify: s.gate.Verify, RecordNonce: s.gate.RecordNonce, ReadBody: s.gate.ReadBody},
+		Paired:      s.gateways.PairedKey,
+		OwnsService: s.ownsService,
+		Keys:        s.accounts.PinnedKeys,
+		Requested:   s.actionRequested,
+	})
+	if err != nil {
+		return nil, err
+	}
 	s.pages = dashboard.New(dashboard.Config{MaxAPIKeys: cfg.MaxAPIKeys, ExplorerURL: cfg.Registry.ExplorerURL,
 		TestSeedToken: cfg.TestSeedToken, SigninLinks: cfg.SigninLinks, Base: cfg.BasePath}, dashboard.Deps{DB: cfg.Store.db, Kit: s.kit,
 		Sessions: s.sessions, Accounts: s.accounts, Claims: s.claims, Webhooks: s.hooks, Gateways: s.gateways,
-		Activity: s.activity})
+		Activity: s.activity, Actions: s.actions})
 	obs, err := newObserver(s)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: metrics: %w", err)
@@ -450,6 +468,7 @@ func (s *Server) routes() {
 	s.hooks.Routes(m)
 	s.gateways.Routes(m)
 	s.activity.Routes(m)
+	s.actions.Routes(m)
 	s.pages.Routes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { apierror.Write(w, r, web.ErrNotFound) })
 }
@@ -484,6 +503,9 @@ func (s *Server) maintain(ctx context.Context) error {
 		return err
 	}
 	if err := s.activity.Maintain(ctx); err != nil {
+		return err
+	}
+	if err := s.actions.Maintain(ctx); err != nil {
 		return err
 	}
 	return s.accounts.Maintain(ctx)

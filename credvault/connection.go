@@ -59,6 +59,9 @@ const (
 // upstream. Off by default: the gateway drops Set-Cookie, since a session
 // cookie is a credential the agent was never meant to hold.
 //
+// ApprovalTools (mcp) and ApprovalRoutes (http) name the calls that wait
+// for the owner's passkey approval (package approval's Rules).
+//
 // Extensions are members of the connection's JSON object that other
 // packages own (the gateway keeps an MCP connection's settings and last
 // discovery there, as mcpproxy defines them): the Vault stores them with
@@ -89,6 +92,8 @@ type Connection struct {
 	OAuthAudience        string                     `json:"oauth_audience,omitempty"`
 	OAuthResource        string                     `json:"oauth_resource,omitempty"`
 	OAuthPerSubject      bool                       `json:"oauth_per_subject,omitempty"`
+	ApprovalTools        []string                   `json:"approval_tools,omitempty"`
+	ApprovalRoutes       []string                   `json:"approval_routes,omitempty"`
 	Extensions           map[string]json.RawMessage `json:"-"`
 
 	CredentialKeys    []string        `json:"credential_keys"`

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/identity/display"
 )
 
@@ -207,6 +208,24 @@ func (c *Connection) validateSettings(secretNames []string) error {
 	}
 	if c.AllowUpstreamCookies && c.Protocol != ProtocolHTTP {
 		return invalid("allow_upstream_cookies", "applies to %q connections only", ProtocolHTTP)
+	}
+	return validateApprovals(c)
+}
+
+// validateApprovals checks approval_tools and approval_routes, each of
+// which applies to one protocol.
+func validateApprovals(c *Connection) error {
+	if len(c.ApprovalTools) > 0 && c.Protocol != ProtocolMCP {
+		return invalid("approval_tools", "applies to %q connections only", ProtocolMCP)
+	}
+	if len(c.ApprovalRoutes) > 0 && c.Protocol != ProtocolHTTP {
+		return invalid("approval_routes", "applies to %q connections only", ProtocolHTTP)
+	}
+	if err := (approval.Rules{Tools: c.ApprovalTools}).Check(); err != nil {
+		return invalid("approval_tools", "%s", strings.TrimPrefix(err.Error(), "approval: "))
+	}
+	if err := (approval.Rules{Routes: c.ApprovalRoutes}).Check(); err != nil {
+		return invalid("approval_routes", "%s", strings.TrimPrefix(err.Error(), "approval: "))
 	}
 	return nil
 }

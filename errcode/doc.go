@@ -78,6 +78,9 @@
 //	AUTH_CLAIM_REJECTED              403  the namespace owner rejected this agent's claim for this service; only the owner can approve it
 //	AUTH_CLAIM_SUBMIT_RATE_LIMITED   429  too many claims submitted for this namespace; try again later
 //	AUTH_CLAIM_SUBMIT_FAILED         502  the gateway could not file this agent's claim with the control plane, so there is no claim to approve; the gateway's log has the cause under this request id
+//	AUTH_ACTION_APPROVAL_REQUIRED    403  this call needs the namespace owner's approval; the gateway filed an action request (action_id) that the owner approves with a passkey before expires_at
+//	AUTH_ACTION_DENIED               403  the namespace owner denied this call
+//	AUTH_ACTION_SUBMIT_FAILED        502  the gateway could not file the action request with the control plane, so there is nothing to approve; the gateway's log has the cause under this request id
 //
 // Gateway, connections and upstreams:
 //
@@ -171,4 +174,6 @@
 //	PAIRING_ENDED                    410  the pairing session was used or ended after too many wrong codes; start a new one
 //	PAIRING_LIMIT_REACHED            429  the namespace has the maximum number of open pairing sessions; retry when one is used or expires
 //	GATEWAY_LIMIT_REACHED            409  the namespace already has the maximum number of paired gateways; unpair one first
+//	ACTION_NOT_FOUND                 404  action request not found
+//	ACTION_STATE_CONFLICT            409  the action request is no longer pending (decided or expired)
 package errcode

@@ -44,6 +44,9 @@ const (
 	AuthClaimRejected
 	AuthClaimSubmitRateLimited
 	AuthClaimSubmitFailed
+	AuthActionApprovalRequired
+	AuthActionDenied
+	AuthActionSubmitFailed
 
 	ConnectionNotFound
 	ConnectionDisabled
@@ -125,6 +128,8 @@ const (
 	PairingEnded
 	PairingLimitReached
 	GatewayLimitReached
+	ActionNotFound
+	ActionStateConflict
 
 	codeCount // not a code: the length of the table
 )
@@ -168,6 +173,9 @@ var table = [codeCount]row{
 	AuthClaimRejected:          {"AUTH_CLAIM_REJECTED", http.StatusForbidden, "the namespace owner rejected this agent's claim for this service; only the owner can approve it"},
 	AuthClaimSubmitRateLimited: {"AUTH_CLAIM_SUBMIT_RATE_LIMITED", http.StatusTooManyRequests, "too many claims submitted for this namespace; try again later"},
 	AuthClaimSubmitFailed:      {"AUTH_CLAIM_SUBMIT_FAILED", http.StatusBadGateway, "the gateway could not file this agent's claim with the control plane, so there is no claim to approve; the gateway's log has the cause under this request id"},
+	AuthActionApprovalRequired: {"AUTH_ACTION_APPROVAL_REQUIRED", http.StatusForbidden, "this call needs the namespace owner's approval; the gateway filed an action request (action_id) that the owner approves with a passkey before expires_at"},
+	AuthActionDenied:           {"AUTH_ACTION_DENIED", http.StatusForbidden, "the namespace owner denied this call"},
+	AuthActionSubmitFailed:     {"AUTH_ACTION_SUBMIT_FAILED", http.StatusBadGateway, "the gateway could not file the action request with the control plane, so there is nothing to approve; the gateway's log has the cause under this request id"},
 
 	ConnectionNotFound:         {"CONNECTION_NOT_FOUND", http.StatusNotFound, "connection not found"},
 	ConnectionDisabled:         {"CONNECTION_DISABLED", http.StatusForbidden, "the connection is disabled"},
@@ -249,6 +257,8 @@ var table = [codeCount]row{
 	PairingEnded:             {"PAIRING_ENDED", http.StatusGone, "the pairing session was used or ended after too many wrong codes; start a new one"},
 	PairingLimitReached:      {"PAIRING_LIMIT_REACHED", http.StatusTooManyRequests, "the namespace has the maximum number of open pairing sessions; retry when one is used or expires"},
 	GatewayLimitReached:      {"GATEWAY_LIMIT_REACHED", http.StatusConflict, "the namespace already has the maximum number of paired gateways; unpair one first"},
+	ActionNotFound:           {"ACTION_NOT_FOUND", http.StatusNotFound, "action request not found"},
+	ActionStateConflict:      {"ACTION_STATE_CONFLICT", http.StatusConflict, "the action request is no longer pending (decided or expired)"},
 }
 
 // former are the wire names codes had before the gateway and the control

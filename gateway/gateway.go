@@ -16,6 +16,7 @@ import (
 
 	"github.com/idnhq/idn/admin"
 	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
@@ -195,9 +196,18 @@ func (g *Gateway) wire() error {
 	if err != nil {
 		return err
 	}
+	// Owner-approved actions: filed as the paired gateway, checked
+	// against the owner's passkeys pinned at pairing.
+	var gate *approval.Gate
+	if c.ControlPlaneURL != "" {
+		if gate, err = approval.New(approval.Config{Gateway: g.identity.PublicKeyString(),
+			Desk: &approval.HTTPDesk{BaseURL: c.ControlPlaneURL, Client: &submissions}, Keys: g.ownerKeys, Logger: c.Logger}); err != nil {
+			return err
+		}
+	}
 	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
-		Connections:    &mcpConnections{vault: g.vault, base: upstream},
+		Connections:    &mcpConnections{vault: g.vault, base: upstream, approvals: gate},
 		Caller:         mcpCaller,
 		OnDiscovery:    g.storeDiscovery,
 		Pins:           pins,
@@ -227,6 +237,9 @@ func (g *Gateway) wire() error {
 		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter, Options: c.Proxy,
 		Transport: upstream, MCP: g.mcp.Handler(), Metrics: g.metrics, Logger: c.Logger, TracerProvider: c.TracerProvider,
 		Activity: activity, UpstreamTokens: g.tokens,
+	}
+	if gate != nil {
+		pcfg.Approvals = gate
 	}
 	if c.LogDecisions {
 		pcfg.DecisionLog, pcfg.LogSalt = c.Logger, salt
@@ -543,3 +556,13 @@ type mcpError struct{ err error }
 func (e mcpError) Error() string      { return e.err.Error() }
 func (e mcpError) Unwrap() error      { return e.err }
 func (e mcpError) Code() errcode.Code { return mcpproxy.ErrorCode(e.err) }
+
+// ownerKeys returns the owner's passkeys pinned at pairing, or nil (every
+// approval refused) when there are none or they cannot be read.
+func (g *Gateway) ownerKeys() *approval.Keys {
+	k, err := pairing.OwnerKeys(g.PairingFiles())
+	if err != nil {
+		g.cfg.Logger.Warn("owner passkeys unreadable: approvals are refused", "err", err)
+	}
+	return k
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/mcpevent"
@@ -90,6 +91,8 @@ func mcpDestinations(c *credvault.Connection) []string {
 type mcpConnections struct {
 	vault *credvault.Vault
 	base  http.RoundTripper
+	// approvals holds the calls of approval_tools; nil refuses them.
+	approvals *approval.Gate
 	// decoded keeps, by connection id, the settings of the snapshot entry
 	// they were read from, so that a lookup decodes them once per change.
 	decoded sync.Map
@@ -113,15 +116,57 @@ func (s *mcpConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.
 		return nil, mcpproxy.ErrNotMCP
 	}
 	if d, ok := s.decoded.Load(id); ok && d.(*decodedSettings).res == res {
-		return mcpConnection(res, d.(*decodedSettings).settings, d.(*decodedSettings).discovery, s.vault.Transport(id, s.base)), nil
+		return s.held(mcpConnection(res, d.(*decodedSettings).settings, d.(*decodedSettings).discovery, s.vault.Transport(id, s.base)), res), nil
 	}
 	settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: connection %q: %w", id, err)
 	}
 	s.decoded.Store(id, &decodedSettings{res: res, settings: settings, discovery: discovery})
-	return mcpConnection(res, settings, discovery, s.vault.Transport(id, s.base)), nil
+	return s.held(mcpConnection(res, settings, discovery, s.vault.Transport(id, s.base)), res), nil
 }
+
+// held gives a connection with approval_tools its Hold: a matching call
+// waits for the owner's passkey approval of its arguments.
+func (s *mcpConnections) held(conn *mcpproxy.Connection, res *credvault.Resolved) *mcpproxy.Connection {
+	c := res.Connection
+	if len(c.ApprovalTools) == 0 {
+		return conn
+	}
+	rules := approval.Rules{Tools: c.ApprovalTools}
+	conn.Hold = func(ctx context.Context, caller mcpevent.Caller, tool string, args json.RawMessage) error {
+		if !rules.MatchTool(tool) {
+			return nil
+		}
+		if s.approvals == nil || caller.Key == "" {
+			return coded{errcode.AuthActionSubmitFailed, errors.New("gateway: no approval desk, or an unsigned caller")}
+		}
+		call := &approval.Call{Connection: c.ID, Service: c.ServiceSlug(), Namespace: caller.Namespace, PublicKey: caller.Key,
+			Subject: caller.Subject, Tool: tool, Arguments: args}
+		if id, ok := proxy.CallerFrom(ctx); ok && id != nil {
+			call.AgentName = id.Name
+		}
+		err := s.approvals.Admit(ctx, call)
+		if code, ok := errcode.Of(err); err == nil || ok && (code == errcode.AuthActionApprovalRequired || code == errcode.AuthActionDenied) {
+			return err
+		}
+		if errors.Is(err, approval.ErrDuplicateKey) {
+			return coded{errcode.MCPToolArgumentsInvalid, err}
+		}
+		return coded{errcode.AuthActionSubmitFailed, err}
+	}
+	return conn
+}
+
+// coded is an error answered with code.
+type coded struct {
+	code errcode.Code
+	err  error
+}
+
+func (e coded) Error() string      { return e.err.Error() }
+func (e coded) Unwrap() error      { return e.err }
+func (e coded) Code() errcode.Code { return e.code }
 
 // mcpConnection is what mcpproxy needs of a stored MCP connection, with
 // transport sending (and authenticating) its upstream requests.

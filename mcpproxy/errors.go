@@ -144,5 +144,18 @@ func toAPIError(err error) *apierror.Error {
 	if ae, ok := errors.AsType[*ArgumentsError](err); ok {
 		e = e.With("details", ae.Failures)
 	}
+	if f, ok := errors.AsType[envelopeFielder](err); ok {
+		for k, v := range f.EnvelopeFields() {
+			e = e.With(k, v)
+		}
+	}
 	return e
+}
+
+// envelopeFielder is an error of Connection.Hold's that names fields of
+// the answer (an action's action_id and expires_at); they also travel in
+// a JSON-RPC error's data.
+type envelopeFielder interface {
+	error
+	EnvelopeFields() map[string]any
 }

@@ -206,6 +206,11 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Call
 	if ok, wait := p.limits.Allow(conn.ID, caller.Namespace, p.now()); !ok {
 		return nil, metrics.CallRateLimited, &RetryError{Err: ErrRateLimited, RetryAfter: wait}
 	}
+	if conn.Hold != nil {
+		if err := conn.Hold(ctx, caller, tool, raw); err != nil {
+			return nil, metrics.CallHeld, err
+		}
+	}
 	var res *mcp.CallToolResult
 	if sc.task != nil {
 		var created *CallResult

@@ -60,6 +60,11 @@ type Connection struct {
 	// endpoint advertises neither and answers their methods "not found".
 	ExposeResources bool
 	ExposePrompts   bool
+	// Hold, when set, sees each tools/call that passed the policy, the
+	// schema and the rate limit, before it goes upstream, with its raw
+	// arguments. Its error refuses the call: the gateway holds calls
+	// that wait for the owner's approval. Nil holds none.
+	Hold func(ctx context.Context, caller mcpevent.Caller, tool string, arguments json.RawMessage) error
 }
 
 // ConnectionSource looks up an MCP connection by id. It returns errors

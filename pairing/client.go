@@ -285,7 +285,10 @@ func (c *Client) paired(ctl pairwire.Control) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ok && c.state.GatewayID == ctl.GatewayID {
-		return nil
+		return pinOwnerKeys(c.cfg.Files, ctl.OwnerKeys, false)
+	}
+	if err := pinOwnerKeys(c.cfg.Files, ctl.OwnerKeys, true); err != nil {
+		return err
 	}
 	c.state = State{GatewayID: ctl.GatewayID, Namespace: ctl.Namespace, ControlPlaneURL: c.cfg.ControlPlaneURL, PairedAt: time.Now().UTC()}
 	c.ok = true
@@ -299,6 +302,9 @@ func (c *Client) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.state, c.ok = State{}, false
+	if err := c.cfg.Files.WriteFile(OwnerKeysFile, nil); err != nil {
+		c.log.Warn("pairing: the gateway was unpaired but its pinned owner passkeys stay", "err", err)
+	}
 	if err := c.cfg.Files.WriteFile(stateFile, nil); err != nil {
 		c.log.Warn("pairing: the gateway was unpaired but its pairing state stays", "err", err)
 	}

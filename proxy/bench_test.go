@@ -96,6 +96,15 @@ func BenchmarkGatewayGET(b *testing.B) {
 	loadCPU(b, g.srv.URL+"/proxy/github/user", nil, headers)
 }
 
+// BenchmarkGatewayGETApprovalRules is BenchmarkGatewayGET on a connection
+// whose approval_routes do not match the call: what the rules cost a call
+// they do not hold.
+func BenchmarkGatewayGETApprovalRules(b *testing.B) {
+	g := newGateway(b, gatewayOptions{})
+	headers := presign(b, g.agent, g.srv.URL+"/proxy/ruled/user", nil, b.N, g.clock.now())
+	loadCPU(b, g.srv.URL+"/proxy/ruled/user", nil, headers)
+}
+
 // BenchmarkGatewayGETTraced is BenchmarkGatewayGET with tracing on: an SDK
 // TracerProvider that samples every request and batches its spans to an
 // exporter that discards them, so the figure is the cost of making the

@@ -74,6 +74,10 @@ type Config struct {
 	// Submitter, when set, submits a claim for callers that
 	// have no approved claim. Nil means callers are refused without one.
 	Submitter ClaimSubmitter
+	// Approvals holds calls matching a connection's approval_routes until
+	// the owner approves them. Nil refuses every such call
+	// (AUTH_ACTION_SUBMIT_FAILED).
+	Approvals Approvals
 
 	Options
 
@@ -370,12 +374,20 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, caller)
 		return
 	}
+	var body []byte
 	if caller == nil { // the unsigned development bypass streams the body
 		r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
 	} else {
-		held, err := h.checkBody(r, caller)
+		b, held, err := h.checkBody(r, caller)
 		defer h.bodies.Give(held)
 		if err != nil {
+			h.fail(w, r, err, caller)
+			return
+		}
+		body = b
+	}
+	if !rt.mcp {
+		if err := h.holdForApproval(r, rt, res.Connection, caller, body); err != nil {
 			h.fail(w, r, err, caller)
 			return
 		}
@@ -573,13 +585,14 @@ func claimEnded(code errcode.Code, claimID, status string, cause error) *Error {
 
 // checkBody reads the body of an admitted caller and checks it against the
 // signed content-digest, leaving r.Body readable from the start. It
-// returns the budget bytes to give back when the request is done.
-func (h *Handler) checkBody(r *http.Request, caller *identity.Caller) (int64, error) {
+// returns the body and the budget bytes to give back when the request is
+// done.
+func (h *Handler) checkBody(r *http.Request, caller *identity.Caller) ([]byte, int64, error) {
 	body, held, err := h.bufferBody(r)
 	if err != nil {
-		return held, err
+		return nil, held, err
 	}
-	return held, caller.CheckBody(body)
+	return body, held, caller.CheckBody(body)
 }
 
 // Authorize runs the signed part of the pipeline for a request about
@@ -597,7 +610,7 @@ func (h *Handler) Authorize(r *http.Request, c *credvault.Connection) error {
 	}
 	if err == nil {
 		var held int64
-		held, err = h.checkBody(r, caller)
+		_, held, err = h.checkBody(r, caller)
 		h.bodies.Give(held)
 	}
 	if err != nil {

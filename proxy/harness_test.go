@@ -127,6 +127,8 @@ type gatewayOptions struct {
 	activity ActivityRecorder
 	// transport, when set, carries the upstream requests.
 	transport http.RoundTripper
+	// approvals, when set, holds the calls of approval_routes.
+	approvals Approvals
 }
 
 func newGateway(t testing.TB, o gatewayOptions) *gateway {
@@ -166,6 +168,12 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		AuthSecretKey: "t"}, map[string]string{"t": upstreamToken})
 	create(&credvault.Connection{ID: "dead", Protocol: "http", BaseURL: "http://127.0.0.1:1", AuthMode: "query_param",
 		AuthSecretKey: "k", Service: "github"}, map[string]string{"k": querySecret})
+	// Connections with approval rules: "ruled" never matches what the
+	// tests send it, "pay" holds its payments.
+	create(&credvault.Connection{ID: "ruled", Protocol: "http", BaseURL: g.up.srv.URL + "/api", AuthMode: "bearer", AuthSecretKey: "t",
+		Service: "github", ApprovalRoutes: []string{"POST /payments", "DELETE /repos/*"}}, map[string]string{"t": upstreamToken})
+	create(&credvault.Connection{ID: "pay", Protocol: "http", BaseURL: g.up.srv.URL + "/api", AuthMode: "bearer", AuthSecretKey: "t",
+		Service: "github", ApprovalRoutes: []string{"POST /v1/payments*"}}, map[string]string{"t": upstreamToken})
 	// A connection whose rotation fell due a day ago.
 	g.clock.advance(-3 * 24 * time.Hour)
 	create(&credvault.Connection{ID: "stale", Protocol: "http", BaseURL: g.up.srv.URL, AuthMode: "bearer", AuthSecretKey: "t",
@@ -251,6 +259,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		Activity:       o.activity,
 		Transport:      o.transport,
 		UpstreamTokens: g.tokens,
+		Approvals:      o.approvals,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -144,6 +144,15 @@ func TestCLIWorkflow(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || !m.AllowUpstreamCookies {
 		t.Fatalf("add --allow-upstream-cookies: %+v", r)
 	}
+	r = c.run("add", "--id", "bank", "--base-url", up.URL, "--auth-mode", "bearer", "--secret", "t="+secret,
+		"--approval-route", "POST /v1/payments", "--approval-route", "DELETE /v1/accounts/*", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || strings.Join(m.ApprovalRoutes, ",") != "POST /v1/payments,DELETE /v1/accounts/*" {
+		t.Fatalf("add --approval-route: %+v", r)
+	}
+	r = c.run("add", "--id", "pay-tools", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9", "--approval-tool", "payments.*", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || strings.Join(m.ApprovalTools, ",") != "payments.*" {
+		t.Fatalf("add --approval-tool: %+v", r)
+	}
 
 	failures := []struct {
 		name string
@@ -161,6 +170,8 @@ func TestCLIWorkflow(t *testing.T) {
 		{"invalid_id", nil, []string{"delete", "--id", "../x"}, 1, "invalid id"},
 		{"unknown_connection", nil, []string{"delete", "--id", "nope"}, 1, "connection not found"},
 		{"duplicate_id", nil, []string{"add", "--id", "mcp1", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9"}, 1, "already exists"},
+		{"approval_route_without_method", nil, []string{"add", "--id", "z", "--base-url", "https://x.example", "--auth-mode", "bearer", "--secret", "t=" + secret,
+			"--approval-route", "/v1/payments"}, 1, "approval_routes"},
 		{"bad_base_url", nil, []string{"add", "--id", "y", "--base-url", "ftp://x", "--auth-mode", "bearer", "--secret", "t=" + secret}, 1, "base_url"},
 		{"no_master_key", map[string]string{"GATEWAY_MASTER_KEY": ""}, []string{"list"}, 2, "gateway keygen"},
 		{"malformed_master_key", map[string]string{"GATEWAY_MASTER_KEY": "not-a-key"}, []string{"list"}, 2, "gateway keygen"},

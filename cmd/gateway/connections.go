@@ -99,6 +99,8 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 		allow   listFlag
 		deny    listFlag
 		scopes  listFlag
+		tools   listFlag
+		routes  listFlag
 	)
 	fs.StringVar(&c.ID, "id", "", "connection id (required): letters, digits, '-' and '_'")
 	fs.StringVar(&c.Name, "name", "", "human-readable name")
@@ -115,6 +117,8 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&mcp.Endpoint, "mcp-endpoint", "", "MCP endpoint: a path or a full URL")
 	fs.Var(&allow, "mcp-allow", "MCP tool to allow (wildcards * and ?); repeatable")
 	fs.Var(&deny, "mcp-deny", "MCP tool to deny (wildcards * and ?); repeatable")
+	fs.Var(&tools, "approval-tool", "MCP tool whose calls wait for the owner's passkey approval (wildcards * and ?); repeatable")
+	fs.Var(&routes, "approval-route", `HTTP route whose calls wait for the owner's passkey approval, "METHOD /path-glob"; repeatable`)
 	fs.BoolVar(&mcp.ExposeResources, "mcp-expose-resources", false, "pass the upstream's MCP resources through /mcp/{id} (off by default)")
 	fs.BoolVar(&mcp.ExposePrompts, "mcp-expose-prompts", false, "pass the upstream's MCP prompts through /mcp/{id} (off by default)")
 	asJSON := jsonFlag(fs)
@@ -129,6 +133,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	mcp.ToolAllowlist, mcp.ToolDenylist = allow, deny
 	c.OAuthScopes = scopes
+	c.ApprovalTools, c.ApprovalRoutes = tools, routes
 	c.Extensions = mcp.Members()
 	if c.AuthMode != "" && c.AuthSecretKey == "" && len(secrets.values) == 1 {
 		for name := range secrets.values {

@@ -391,7 +391,13 @@ func (b *bridge) forward(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		res, err := b.call(ctx, op, retryClosed)
+		var res mcp.Result
+		var err error
+		if _, isCall := req.(*mcp.CallToolRequest); isCall {
+			res, err = b.callHeld(ctx, req.GetSession(), op)
+		} else {
+			res, err = b.call(ctx, op, retryClosed)
+		}
 		if relayed != nil && relayed.Reported() > 0 && ctx.Err() == nil {
 			settle(ctx, req.GetSession())
 		}

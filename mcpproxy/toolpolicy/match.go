@@ -61,6 +61,11 @@ func matchWildcard(pattern, name string) bool {
 	return p == len(pattern)
 }
 
+// Match reports whether name matches pattern with the lists' wildcards:
+// '*' matches any run of characters and '?' exactly one. Other packages
+// (the gateway's approval rules) use it so every tool list reads alike.
+func Match(pattern, name string) bool { return matchWildcard(pattern, name) }
+
 // matchAny reports whether name matches any of patterns.
 func matchAny(patterns []string, name string) bool {
 	for _, pat := range patterns {

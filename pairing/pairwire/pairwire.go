@@ -20,6 +20,7 @@ package pairwire
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 )
 
 // Path is the control plane's WebSocket route.
@@ -55,6 +56,10 @@ type Control struct {
 	Namespace string `json:"namespace,omitempty"`
 	Code      string `json:"code,omitempty"`
 	Message   string `json:"message,omitempty"`
+	// OwnerKeys (ready) are the owner's passkeys as package approval's
+	// Keys: the gateway pins them when it is first paired and verifies
+	// owner-approved actions against them.
+	OwnerKeys json.RawMessage `json:"owner_keys,omitempty"`
 }
 
 // Control message types.

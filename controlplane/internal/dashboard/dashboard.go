@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/controlplane/internal/actions"
 	"github.com/idnhq/idn/controlplane/internal/activity"
 	"github.com/idnhq/idn/controlplane/internal/gatewaylink"
 	"github.com/idnhq/idn/controlplane/internal/webhooks"
@@ -64,6 +65,7 @@ type Deps struct {
 	Webhooks *webhooks.Manager
 	Gateways *gatewaylink.Link
 	Activity *activity.Activity
+	Actions  *actions.Actions
 }
 
 // Dashboard serves the owner's pages.
@@ -77,13 +79,14 @@ type Dashboard struct {
 	webhooks *webhooks.Manager
 	gateways *gatewaylink.Link
 	activity *activity.Activity
+	actions  *actions.Actions
 }
 
 // New returns the dashboard of cfg over deps.
 func New(cfg Config, deps Deps) *Dashboard {
 	return &Dashboard{cfg: cfg, store: store{deps.DB}, kit: deps.Kit, sessions: deps.Sessions, accounts: deps.Accounts,
 		claims: deps.Claims, webhooks: deps.Webhooks, gateways: deps.Gateways,
-		activity: deps.Activity}
+		activity: deps.Activity, actions: deps.Actions}
 }
 
 // store holds the sign-in links.
@@ -187,6 +190,7 @@ func (d *Dashboard) Routes(m web.Mux) {
 	d.signinRoutes(m)
 	d.gatewayPages(m)
 	d.activityPages(m)
+	d.actionPages(m)
 }
 
 // pageData is what every page template gets.

@@ -87,8 +87,9 @@ type hub struct {
 	store    store
 	log      *slog.Logger
 	now      func() time.Time
-	timeout  time.Duration // of an RPC relayed from another instance
-	every    time.Duration // heartbeat
+	timeout  time.Duration                                                 // of an RPC relayed from another instance
+	every    time.Duration                                                 // heartbeat
+	keys     func(ctx context.Context, ns string) (json.RawMessage, error) // nil: none
 
 	mu      sync.Mutex
 	sockets map[string]*gatewaySocket   // gateway id → socket held here
@@ -99,10 +100,11 @@ type hub struct {
 	owners  map[string]int // namespace → its RPCs waiting on this instance
 }
 
-func newHub(st store, log *slog.Logger, now func() time.Time, timeout, heartbeat time.Duration) *hub {
+func newHub(st store, log *slog.Logger, now func() time.Time, timeout, heartbeat time.Duration,
+	keys func(context.Context, string) (json.RawMessage, error)) *hub {
 	var b [8]byte
 	rand.Read(b[:])
-	return &hub{instance: hex.EncodeToString(b[:]), store: st, log: log, now: now, timeout: timeout, every: heartbeat,
+	return &hub{instance: hex.EncodeToString(b[:]), store: st, log: log, now: now, timeout: timeout, every: heartbeat, keys: keys,
 		sockets: map[string]*gatewaySocket{}, waiting: map[string]chan relayAnswer{}, owners: map[string]int{}}
 }
 

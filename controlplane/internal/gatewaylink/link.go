@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -63,6 +64,9 @@ type Deps struct {
 	Signed Signed
 	// Quotas bound what one namespace pairs.
 	Quotas Quotas
+	// OwnerKeys returns the owner's passkeys as a gateway pins them (the
+	// ready message's owner_keys); nil sends none.
+	OwnerKeys func(ctx context.Context, ns string) (json.RawMessage, error)
 }
 
 // Link serves gateway pairing and the gateways' sockets. It is safe for
@@ -91,7 +95,7 @@ func New(cfg Config, deps Deps) (*Link, error) {
 		cfg.Heartbeat = 15 * time.Second
 	}
 	st := store{db: deps.DB}
-	return &Link{cfg: cfg, deps: deps, kit: deps.Kit, store: st, hub: newHub(st, deps.Kit.Log, deps.Kit.Now, cfg.RPCTimeout, cfg.Heartbeat),
+	return &Link{cfg: cfg, deps: deps, kit: deps.Kit, store: st, hub: newHub(st, deps.Kit.Log, deps.Kit.Now, cfg.RPCTimeout, cfg.Heartbeat, deps.OwnerKeys),
 		window: 3 * cfg.Heartbeat}, nil
 }
 

@@ -44,7 +44,13 @@ func (h *hub) serve(ctx context.Context, conn *websocket.Conn, g gatewayRecord) 
 		}
 		cancel()
 	}()
-	ready, _ := json.Marshal(pairwire.Control{Type: pairwire.ControlReady, GatewayID: g.ID, Namespace: g.Namespace})
+	ctl := pairwire.Control{Type: pairwire.ControlReady, GatewayID: g.ID, Namespace: g.Namespace}
+	if h.keys != nil {
+		if ctl.OwnerKeys, err = h.keys(ctx, g.Namespace); err != nil {
+			h.log.WarnContext(ctx, "owner passkeys unavailable for the ready message", "gateway", g.ID, "err", err)
+		}
+	}
+	ready, _ := json.Marshal(ctl)
 	wctx, cancel := context.WithTimeout(ctx, relayWriteTimeout)
 	err = conn.Write(wctx, websocket.MessageText, ready)
 	cancel()

@@ -13,7 +13,7 @@ import (
 // or when a route is added, so no new namespace may take one. Compared in
 // lower case, so a look-alike in another case is refused too.
 var reservedNamespaces = map[string]bool{
-	"account": true, "activity": true, "assets": true, "auth": true, "claims": true, "connect": true, "deliveries": true,
+	"account": true, "actions": true, "activity": true, "approve": true, "challenge": true, "deny": true, "assets": true, "auth": true, "claims": true, "connect": true, "deliveries": true,
 	"gateways": true, "pairings": true, "rpc": true,
 	"did": true, "health": true, "identifiers": true, "keys": true, "live": true,
 	"login": true, "logout": true, "metrics": true, "namespaces": true, "options": true,

@@ -189,6 +189,23 @@ func (m *Manager) deliverOne(ctx context.Context, token string, d delivery) {
 	}
 }
 
+// actionPayload is the Standard Webhooks body of action.requested.
+type actionPayload struct {
+	Type      string     `json:"type"`
+	Timestamp string     `json:"timestamp"`
+	Data      actionData `json:"data"`
+}
+
+type actionData struct {
+	ActionID  string `json:"action_id"`
+	Namespace string `json:"namespace"`
+	Service   string `json:"service"`
+	PublicKey string `json:"public_key"`
+	Subject   string `json:"subject"`
+	AgentName string `json:"agent_name"`
+	Status    string `json:"status"`
+}
+
 // payload is the Standard Webhooks body of a claim event.
 type payload struct {
 	Type      string      `json:"type"`
@@ -211,6 +228,13 @@ type payloadData struct {
 // attempt.
 func payloadOf(d delivery) []byte {
 	c := d.Claim
+	if d.EventType == ActionRequested {
+		b, _ := json.Marshal(actionPayload{Type: d.EventType, Timestamp: web.Timestamp(d.OccurredAt), Data: actionData{
+			ActionID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey, Subject: c.Subject,
+			AgentName: c.AgentName, Status: c.Status,
+		}})
+		return b
+	}
 	b, _ := json.Marshal(payload{Type: d.EventType, Timestamp: web.Timestamp(d.OccurredAt), Data: payloadData{
 		ClaimID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey,
 		Subject: c.Subject, AgentID: c.AgentID, AgentName: c.AgentName, Status: c.Status,

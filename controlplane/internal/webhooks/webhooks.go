@@ -64,6 +64,12 @@ const (
 	EventRevoked   = "request.revoked"
 )
 
+// ActionRequested is the event of a new action request: a call that
+// waits for the owner's passkey approval. A webhook gets it only when it
+// subscribed to it by name. Its data names the action and the agent,
+// never the call's arguments.
+const ActionRequested = "action.requested"
+
 // EventTest is the event type of a test delivery, sent on the owner's
 // request (POST /v1/services/{id}/webhooks/{wid}/test) so a receiver can
 // be checked without changing a claim. Its data carries the namespace and
@@ -84,6 +90,9 @@ func Events() []string { return slices.Clone(events) }
 // eventIndex is the position of an event name, by either name, in events;
 // -1 when it is neither.
 func eventIndex(name string) int {
+	if name == ActionRequested {
+		return len(events)
+	}
 	if i := slices.Index(events, name); i >= 0 {
 		return i
 	}

@@ -37,6 +37,7 @@ const (
 	CallRateLimited      = "rate_limited"
 	CallCircuitOpen      = "circuit_open"
 	CallTaskCreated      = "task_created" // a task-augmented call the server made a task of
+	CallHeld             = "held"         // Connection.Hold refused it (the owner's approval is pending or denied)
 )
 
 // Set is the metrics of one proxy.

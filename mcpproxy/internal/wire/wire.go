@@ -93,6 +93,13 @@ func RPCError(ae *apierror.Error, requestID string) *jsonrpc.Error {
 	if ae.RetryAfter > 0 {
 		data["retry_after_seconds"] = int64((ae.RetryAfter + time.Second - 1) / time.Second)
 	}
+	// An action the owner must approve names itself, as the REST answer
+	// does, so an agent can wait on it.
+	for _, k := range []string{"action_id", "expires_at"} {
+		if v, ok := ae.Extra[k]; ok {
+			data[k] = v
+		}
+	}
 	raw, _ := json.Marshal(data)
 	code := int64(jsonrpc.CodeInternalError)
 	switch ae.Code().Status() {

@@ -343,3 +343,40 @@ def test_retry_policy():
     assert r.pause(0, 503, "3600") is None, "a Retry-After beyond max_delay is the caller's"
     assert r.pause(0, 500, None) is None and r.pause(2, 503, None) is None
     assert 0.25 <= r.pause(0, 429, None) <= 0.5 and 0.5 <= r.pause(1, 502, "soon") <= 1
+
+
+def action_then_ok(n):
+    if n <= 2:
+        return marked(403, "AUTH_ACTION_APPROVAL_REQUIRED", action_id="act_5", expires_at="2026-12-02T03:10:00Z")
+    return 200, {}, {"paid": True}
+
+
+def test_wait_for_approval_waits_on_an_action(agent):
+    s = Recorder(action_then_ok)
+    try:
+        actions = []
+        with httpx.Client(auth=HttpxAuth(agent)) as c:
+            r = idn.wait_for_approval(lambda: c.post(s.origin + "/proxy/bank/v1/payments", json={"amount": 5}), initial_delay=0.01,
+                                      on_action=lambda a, e: actions.append((a, e.expires_at)))
+        assert r.json() == {"paid": True}
+        assert actions == [("act_5", "2026-12-02T03:10:00Z")], "on_action is told the action once"
+        assert len({x["body"] for x in s.seen}) == 1, "each try sends the same call"
+    finally:
+        s.close()
+
+
+def test_denied_action_ends_the_wait_at_once(agent):
+    def answer(n):
+        if n == 1:
+            return marked(403, "AUTH_ACTION_APPROVAL_REQUIRED", action_id="act_6", expires_at="2026-12-02T03:10:00Z")
+        return marked(403, "AUTH_ACTION_DENIED", action_id="act_6")
+
+    s = Recorder(answer)
+    try:
+        with httpx.Client(auth=HttpxAuth(agent)) as c:
+            with pytest.raises(idn.IdnError) as info:
+                idn.wait_for_approval(lambda: c.post(s.origin + "/x", json={}), initial_delay=0.01, timeout=60)
+        assert info.value.code == "AUTH_ACTION_DENIED" and info.value.claim_refused and info.value.action_id == "act_6"
+        assert len(s.seen) == 2, "no try after the denial"
+    finally:
+        s.close()

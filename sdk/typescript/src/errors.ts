@@ -4,6 +4,9 @@
 /** The code of the answer that files a claim for the owner to approve. */
 export const CLAIM_REQUIRED = "AUTH_CLAIM_REQUIRED";
 
+/** The code of the answer that holds a call for the owner's passkey approval of that very call. */
+export const ACTION_APPROVAL_REQUIRED = "AUTH_ACTION_APPROVAL_REQUIRED";
+
 /** The response header with which idn servers mark their own envelopes (its value is the code). */
 export const MARK_HEADER = "idn-error";
 
@@ -11,7 +14,7 @@ export const MARK_HEADER = "idn-error";
 const TRANSIENT = new Set(["AUTH_CLAIMS_UNAVAILABLE", "AUTH_REPLAY_DETECTED", "NONCE_REPLAY"]);
 
 /** Codes, and claim statuses, after which waiting cannot help: the owner said no. */
-const REFUSED = new Set(["AUTH_CLAIM_REJECTED", "AUTH_CLAIM_REVOKED"]);
+const REFUSED = new Set(["AUTH_CLAIM_REJECTED", "AUTH_CLAIM_REVOKED", "AUTH_ACTION_DENIED"]);
 const REFUSED_STATUS = new Set(["rejected", "revoked"]);
 
 // The key fingerprint of the identity that signed the request a response
@@ -45,6 +48,10 @@ export class IdnError extends Error {
   readonly claimId: string | undefined;
   /** That claim's status, e.g. "pending". */
   readonly claimStatus: string | undefined;
+  /** The action the gateway filed (AUTH_ACTION_APPROVAL_REQUIRED, AUTH_ACTION_DENIED). */
+  readonly actionId: string | undefined;
+  /** When that action expires (RFC 3339). */
+  readonly expiresAt: string | undefined;
   /** Seconds from the Retry-After header (delta-seconds or an HTTP date), if any. */
   readonly retryAfter: number | undefined;
   /**
@@ -69,6 +76,8 @@ export class IdnError extends Error {
     this.requestId = (fromIdn ? str("request_id") : undefined) ?? headers?.get("x-request-id") ?? undefined;
     this.claimId = fromIdn ? str("claim_id") : undefined;
     this.claimStatus = fromIdn ? str("claim_status") : undefined;
+    this.actionId = fromIdn ? str("action_id") : undefined;
+    this.expiresAt = fromIdn ? str("expires_at") : undefined;
     this.retryAfter = parseRetryAfter(headers?.get("retry-after") ?? null, Date.now());
     this.keyFingerprint = keyFingerprint;
     this.envelope = envelope;
@@ -79,7 +88,12 @@ export class IdnError extends Error {
     return this.code === CLAIM_REQUIRED;
   }
 
-  /** True when the owner rejected or revoked the claim: waiting cannot help. */
+  /** True when the call waits for the owner's passkey approval of this very call. */
+  get actionRequired(): boolean {
+    return this.code === ACTION_APPROVAL_REQUIRED;
+  }
+
+  /** True when the owner rejected or revoked the claim, or denied the action: waiting cannot help. */
   get claimRefused(): boolean {
     return REFUSED.has(this.code) || (this.claimRequired && REFUSED_STATUS.has(this.claimStatus ?? ""));
   }
@@ -136,6 +150,11 @@ export interface WaitOptions {
    * claim id and error.keyFingerprint, the key their claims page should show.
    */
   onClaim?: (claimId: string, error: IdnError) => void;
+  /**
+   * Called with each new action the gateway holds for the owner's passkey
+   * approval: tell the owner its id and error.expiresAt.
+   */
+  onAction?: (actionId: string, error: IdnError) => void;
   /** Stops waiting (the promise rejects with the signal's reason). */
   signal?: AbortSignal;
 }
@@ -151,12 +170,18 @@ export interface WaitOptions {
  * (AUTH_CLAIM_REJECTED, AUTH_CLAIM_REVOKED), and the last one when the
  * deadline passes. Only envelopes an idn server marked count. attempt must
  * send a freshly signed request each time (a signing fetch does).
+ *
+ * A call held for the owner's passkey approval (AUTH_ACTION_APPROVAL_REQUIRED)
+ * is waited on the same way, with onAction told of each new action, and
+ * AUTH_ACTION_DENIED ends the wait. attempt must send the same call each
+ * time: an approval holds for that call (body, subject) only.
  */
 export async function waitForApproval(attempt: () => Promise<Response>, options: WaitOptions = {}): Promise<Response> {
   const deadline = Date.now() + (options.timeoutMs ?? 600_000);
   let delay = options.initialDelayMs ?? 1000;
   const maxDelay = options.maxDelayMs ?? 30_000;
   let claimId: string | undefined;
+  let actionId: string | undefined;
   for (;;) {
     options.signal?.throwIfAborted();
     const response = await attempt();
@@ -165,10 +190,14 @@ export async function waitForApproval(attempt: () => Promise<Response>, options:
       await response.body?.cancel();
       throw err;
     }
-    if (!err || !(err.claimRequired || TRANSIENT.has(err.code))) return response;
+    if (!err || !(err.claimRequired || err.actionRequired || TRANSIENT.has(err.code))) return response;
     if (err.claimId && claimId === undefined) {
       claimId = err.claimId;
       options.onClaim?.(claimId, err);
+    }
+    if (err.actionId && err.actionId !== actionId) {
+      actionId = err.actionId;
+      options.onAction?.(actionId, err);
     }
     await response.body?.cancel();
     const pause = Math.min(err.retryAfter !== undefined ? err.retryAfter * 1000 : delay, maxDelay);

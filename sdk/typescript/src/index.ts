@@ -14,7 +14,7 @@ export { Identity, PROFILE, certificateCanonicalText, encodeCertificateHeader, v
 export type { Certificate, CreateOptions, ExternalSigner, HomeOptions, RequestToSign, SignOptions, SignedHeaders } from "./identity.js";
 export { idnFetch } from "./fetch.js";
 export type { FetchLike, FetchOptions, RetryOptions } from "./fetch.js";
-export { IdnError, readError, throwIfError, waitForApproval, parseRetryAfter, CLAIM_REQUIRED, MARK_HEADER } from "./errors.js";
+export { IdnError, readError, throwIfError, waitForApproval, parseRetryAfter, CLAIM_REQUIRED, ACTION_APPROVAL_REQUIRED, MARK_HEADER } from "./errors.js";
 export type { WaitOptions } from "./errors.js";
 export { validateName, validateNamespace, validateNonce, validateSubject } from "./rules.js";
 export { encodeSubject, decodeSubject } from "./encoding.js";

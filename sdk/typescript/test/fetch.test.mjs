@@ -271,6 +271,28 @@ test("a rejected or revoked claim ends the wait at once", async () => {
   }
 });
 
+test("waitForApproval waits on a held action until approved, and a denial ends it", async () => {
+  let n = 0;
+  const actions = [];
+  const held = { action_id: "act_5", expires_at: "2026-12-02T03:10:00Z" };
+  const r = await waitForApproval(async () => (n++, n <= 2 ? idnAnswer(403, "AUTH_ACTION_APPROVAL_REQUIRED", held) : new Response("paid")), {
+    initialDelayMs: 1,
+    onAction: (id, err) => actions.push([id, err.expiresAt]),
+  });
+  assert.equal(await r.text(), "paid");
+  assert.deepEqual(actions, [["act_5", "2026-12-02T03:10:00Z"]]);
+
+  n = 0;
+  await assert.rejects(
+    waitForApproval(async () => (n++, n === 1 ? idnAnswer(403, "AUTH_ACTION_APPROVAL_REQUIRED", held) : idnAnswer(403, "AUTH_ACTION_DENIED", { action_id: "act_5" })), {
+      initialDelayMs: 1,
+      timeoutMs: 60_000,
+    }),
+    (err) => err instanceof IdnError && err.code === "AUTH_ACTION_DENIED" && err.claimRefused && err.actionId === "act_5",
+  );
+  assert.equal(n, 2, "no try after the denial");
+});
+
 test("onClaim names the key fingerprint the owner should see", async () => {
   const s = await recorder((req, res) => {
     res.writeHead(403, { "content-type": "application/json", "idn-error": "AUTH_CLAIM_REQUIRED" });

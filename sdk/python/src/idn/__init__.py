@@ -15,6 +15,7 @@ idn-rfc9421-v1 profile (RFC 9421, Ed25519).
 from ._retry import Retry
 from ._rules import decode_subject, encode_subject, validate_name, validate_namespace, validate_nonce, validate_subject
 from .errors import (
+    ACTION_APPROVAL_REQUIRED,
     CLAIM_REQUIRED,
     MARK_HEADER,
     IdnError,
@@ -36,6 +37,7 @@ from .identity import (
 )
 
 __all__ = [
+    "ACTION_APPROVAL_REQUIRED",
     "CLAIM_REQUIRED",
     "MARK_HEADER",
     "PROFILE",

@@ -14,6 +14,8 @@ import time
 from typing import Any, Awaitable, Callable, Optional
 
 CLAIM_REQUIRED = "AUTH_CLAIM_REQUIRED"
+#: The code of the answer that holds a call for the owner's passkey approval.
+ACTION_APPROVAL_REQUIRED = "AUTH_ACTION_APPROVAL_REQUIRED"
 
 #: The response header with which idn servers mark their own envelopes (its value is the code).
 MARK_HEADER = "idn-error"
@@ -21,7 +23,7 @@ MARK_HEADER = "idn-error"
 # Codes that clear by themselves: the waits retry them too.
 _TRANSIENT = frozenset({"AUTH_CLAIMS_UNAVAILABLE", "AUTH_REPLAY_DETECTED", "NONCE_REPLAY"})
 # Codes, and claim statuses, after which waiting cannot help: the owner said no.
-_REFUSED = frozenset({"AUTH_CLAIM_REJECTED", "AUTH_CLAIM_REVOKED"})
+_REFUSED = frozenset({"AUTH_CLAIM_REJECTED", "AUTH_CLAIM_REVOKED", "AUTH_ACTION_DENIED"})
 _REFUSED_STATUS = frozenset({"rejected", "revoked"})
 
 _DELTA_SECONDS = re.compile(r"[0-9]+")  # ASCII only: "²".isdigit() is True
@@ -86,6 +88,9 @@ class IdnError(Exception):
         #: The claim the gateway filed (AUTH_CLAIM_REQUIRED), and its status.
         self.claim_id: Optional[str] = s("claim_id") if self.from_idn else None
         self.claim_status: Optional[str] = s("claim_status") if self.from_idn else None
+        #: The action the gateway filed (AUTH_ACTION_APPROVAL_REQUIRED, AUTH_ACTION_DENIED), and its expiry (RFC 3339).
+        self.action_id: Optional[str] = s("action_id") if self.from_idn else None
+        self.expires_at: Optional[str] = s("expires_at") if self.from_idn else None
         #: Seconds from the Retry-After header (delta-seconds or an HTTP date), if any.
         self.retry_after: Optional[int] = parse_retry_after(h("retry-after"))
         #: The fingerprint of the key that signed the refused request,
@@ -103,8 +108,13 @@ class IdnError(Exception):
         return self.code == CLAIM_REQUIRED
 
     @property
+    def action_required(self) -> bool:
+        """True when the call waits for the owner's passkey approval of this very call."""
+        return self.code == ACTION_APPROVAL_REQUIRED
+
+    @property
     def claim_refused(self) -> bool:
-        """True when the owner rejected or revoked the claim: waiting cannot help."""
+        """True when the owner rejected or revoked the claim, or denied the action: waiting cannot help."""
         return self.code in _REFUSED or (self.claim_required and self.claim_status in _REFUSED_STATUS)
 
 
@@ -138,16 +148,18 @@ def raise_for_error(response: Any) -> Any:
 def _retryable(err: Optional[IdnError]) -> bool:
     if err is not None and err.claim_refused:
         raise err
-    return err is not None and (err.claim_required or err.code in _TRANSIENT)
+    return err is not None and (err.claim_required or err.action_required or err.code in _TRANSIENT)
 
 
 class _Waiter:
-    def __init__(self, timeout: float, initial_delay: float, max_delay: float, on_claim):
+    def __init__(self, timeout: float, initial_delay: float, max_delay: float, on_claim, on_action=None):
         self.deadline = time.monotonic() + timeout
         self.delay = initial_delay
         self.max_delay = max_delay
         self.on_claim = on_claim
+        self.on_action = on_action
         self.claim_id: Optional[str] = None
+        self.action_id: Optional[str] = None
 
     def pause(self, err: IdnError) -> float:
         """The pause before the next try; raises err when it would pass the deadline."""
@@ -155,6 +167,10 @@ class _Waiter:
             self.claim_id = err.claim_id
             if self.on_claim:
                 self.on_claim(err.claim_id, err)
+        if err.action_id and err.action_id != self.action_id:
+            self.action_id = err.action_id
+            if self.on_action:
+                self.on_action(err.action_id, err)
         pause = min(err.retry_after if err.retry_after is not None else self.delay, self.max_delay)
         if time.monotonic() + pause > self.deadline:
             raise err
@@ -163,8 +179,10 @@ class _Waiter:
 
 
 def wait_for_approval(attempt: Callable[[], Any], *, timeout: float = 600, initial_delay: float = 1,
-                      max_delay: float = 30, on_claim: Optional[Callable[[str, IdnError], None]] = None) -> Any:
-    """Call attempt() until its answer is not "claim required".
+                      max_delay: float = 30, on_claim: Optional[Callable[[str, IdnError], None]] = None,
+                      on_action: Optional[Callable[[str, IdnError], None]] = None) -> Any:
+    """Call attempt() until its answer is not "claim required" or "action
+    approval required".
 
     The first refusal files a claim; the gateway remembers it, so every
     later try reuses the same claim id until the owner approves. on_claim is
@@ -177,8 +195,13 @@ def wait_for_approval(attempt: Callable[[], Any], *, timeout: float = 600, initi
     revoked the claim (AUTH_CLAIM_REJECTED, AUTH_CLAIM_REVOKED), and the last
     one when timeout seconds pass. Only envelopes an idn server marked count.
     attempt must send a freshly signed request each time (the auth classes do).
+
+    A call the owner must approve with a passkey (AUTH_ACTION_APPROVAL_REQUIRED)
+    is waited on the same way: on_action is called with each new action id,
+    and AUTH_ACTION_DENIED ends the wait. attempt must send the same call
+    (same body, same subject): an approval holds for that call only.
     """
-    w = _Waiter(timeout, initial_delay, max_delay, on_claim)
+    w = _Waiter(timeout, initial_delay, max_delay, on_claim, on_action)
     while True:
         response = attempt()
         err = read_error(response)
@@ -188,9 +211,10 @@ def wait_for_approval(attempt: Callable[[], Any], *, timeout: float = 600, initi
 
 
 async def wait_for_approval_async(attempt: Callable[[], Awaitable[Any]], *, timeout: float = 600, initial_delay: float = 1,
-                                  max_delay: float = 30, on_claim: Optional[Callable[[str, IdnError], None]] = None) -> Any:
+                                  max_delay: float = 30, on_claim: Optional[Callable[[str, IdnError], None]] = None,
+                                  on_action: Optional[Callable[[str, IdnError], None]] = None) -> Any:
     """wait_for_approval for an async attempt (an httpx.AsyncClient call)."""
-    w = _Waiter(timeout, initial_delay, max_delay, on_claim)
+    w = _Waiter(timeout, initial_delay, max_delay, on_claim, on_action)
     while True:
         response = await attempt()
         err = read_error(response)

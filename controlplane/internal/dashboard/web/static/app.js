@@ -49,7 +49,7 @@ function findAgain(el) {
 // url, the page's own by default), keeping the keyboard focus where it was
 // when that control still exists, else moving it to what took its place
 // (focus.js).
-async function refresh(url = location.href) {
+export async function refresh(url = location.href) {
   lastRefresh = Date.now();
   const res = await fetch(url, { headers: { Accept: 'text/html' }, credentials: 'same-origin', cache: 'no-store' });
   if (res.redirected && new URL(res.url).pathname === `${base}/login`) {
@@ -122,8 +122,9 @@ function nextPath() {
 
 const value = (form, name) => form.elements[name]?.value.trim() ?? '';
 
-// The forms, by their data-form name. Each gets the form and its button.
-const forms = {
+// The forms, by their data-form name. Each gets the form and its button;
+// a page's own module adds its forms here (actions.js).
+export const forms = {
   async login(f) {
     const namespace = value(f, 'namespace');
     if (!namespace) throw new Error('Enter your namespace.');

@@ -1,0 +1,27 @@
+// Package approval holds an agent's call until its owner approves that
+// very call with a passkey, and checks the approval itself.
+//
+// A connection's Rules (approval_tools, approval_routes) name the calls
+// that wait. For such a call the Gate files a Request with the control
+// plane (the Desk): who calls, what, the call's canonical Document and its
+// SHA-256 Digest, and an expiry. The agent is answered 403
+// AUTH_ACTION_APPROVAL_REQUIRED. The owner approves in the dashboard with a
+// WebAuthn assertion whose challenge is Challenge(Grant): the action id,
+// this gateway, the digest, the expiry and how often the approval may be
+// used. When the agent retries the same call, the Gate reads the decision
+// and verifies the assertion against the owner's pinned Keys (WebAuthn
+// Level 2 §7.2). Only then does the call pass, as many times as granted.
+//
+// The security property: a control plane that lies, a stolen dashboard
+// session or a replayed approval cannot release a call. An approval counts
+// only for a request this Gate filed, for the agent, subject, target and
+// arguments it was filed for, before it ends, and only with a signature of
+// a passkey the gateway pinned.
+//
+//	gate, err := approval.New(approval.Config{Gateway: key, Desk: desk, Keys: pinned})
+//	...
+//	err = gate.Admit(ctx, &approval.Call{Connection: "bank", Method: "POST", Path: "/pay", Arguments: body, …})
+//
+// docs/gateway.md ("Owner-approved actions") tells the flow and the
+// pinning of keys; docs/threat-model.md what it stops.
+package approval
