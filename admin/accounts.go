@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/idnhq/idn/apierror"
@@ -41,21 +42,22 @@ func (h *Handler) DisconnectAccount(ctx context.Context, id, subject string) (*D
 		return nil, err
 	}
 	d := &Disconnected{ConnectionID: id, Subject: res.Connection.AccountSubject(subject)}
-	d.RevokedAtProvider = h.revoke(ctx, res, refresh)
+	d.RevokedAtProvider = revokeAtProvider(ctx, h.cfg.RevokeAccount, h.log, res, refresh)
 	h.log.Info("admin: account disconnected", "connection", id, "revoked_at_provider", d.RevokedAtProvider,
 		"request_id", apierror.RequestIDFrom(ctx))
 	return d, nil
 }
 
-// revoke revokes refresh at res's provider, logging a failure (never the
-// token); it reports whether the provider confirmed.
-func (h *Handler) revoke(ctx context.Context, res *credvault.Resolved, refresh string) bool {
-	if h.cfg.RevokeAccount == nil || refresh == "" {
+// revokeAtProvider revokes refresh at res's provider with revoke (nil:
+// none), logging a failure (never the token); it reports whether the
+// provider confirmed.
+func revokeAtProvider(ctx context.Context, revoke func(context.Context, *credvault.Resolved, string) (bool, error), log *slog.Logger, res *credvault.Resolved, refresh string) bool {
+	if revoke == nil || refresh == "" {
 		return false
 	}
-	ok, err := h.cfg.RevokeAccount(ctx, res, refresh)
+	ok, err := revoke(ctx, res, refresh)
 	if err != nil {
-		h.log.Warn("admin: revoking a refresh token at the provider failed", "connection", res.Connection.ID, "err", err)
+		log.Warn("admin: revoking a refresh token at the provider failed", "connection", res.Connection.ID, "err", err)
 	}
 	return ok
 }

@@ -103,7 +103,7 @@ func (h *Handler) DeleteConnection(ctx context.Context, id string) error {
 	}
 	if found {
 		for _, refresh := range res.AccountTokens() { // the connected accounts die with it
-			h.revoke(ctx, res, refresh)
+			revokeAtProvider(ctx, h.cfg.RevokeAccount, h.log, res, refresh)
 		}
 	}
 	h.log.Info("admin: connection deleted", "connection", id, "request_id", apierror.RequestIDFrom(ctx))

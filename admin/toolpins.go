@@ -54,7 +54,7 @@ func (h *Handler) acceptToolPins(w http.ResponseWriter, r *http.Request) {
 // ReviewToolPins returns the pinned tool definitions of the mcp
 // connection id and those waiting for review (Config.ToolPins).
 func (h *Handler) ReviewToolPins(ctx context.Context, id string) (any, error) {
-	if err := h.pinnable(id); err != nil {
+	if err := h.cfg.pinnable(id); err != nil {
 		return nil, err
 	}
 	return h.cfg.ToolPins.Review(ctx, id)
@@ -80,7 +80,7 @@ func (h *Handler) AcceptToolPins(ctx context.Context, id string, body []byte, su
 		}
 		tools[t.Name] = t.SHA256
 	}
-	if err := h.pinnable(id); err != nil {
+	if err := h.cfg.pinnable(id); err != nil {
 		return nil, err
 	}
 	if !maySendSecretsElsewhere(ctx) {
@@ -106,15 +106,15 @@ func (h *Handler) AcceptToolPins(ctx context.Context, id string, body []byte, su
 
 // pinnable checks that id is an mcp connection whose pins this gateway
 // keeps.
-func (h *Handler) pinnable(id string) error {
-	c, err := h.cfg.Vault.Connection(id)
+func (cfg *Config) pinnable(id string) error {
+	c, err := cfg.Vault.Connection(id)
 	if err != nil {
 		return err
 	}
 	if c.Protocol != credvault.ProtocolMCP {
 		return badRequest("tool pins belong to mcp connections").With("field", "protocol")
 	}
-	if h.cfg.ToolPins == nil {
+	if cfg.ToolPins == nil {
 		return apierror.Coded(errcode.DiscoveryUnavailable, "")
 	}
 	return nil

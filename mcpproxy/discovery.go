@@ -118,7 +118,7 @@ func (p *Proxy) runDiscovery(st *connState, f *flight) {
 	st.flight = nil
 	st.mu.Unlock()
 	if err == nil {
-		p.observePins(ctx, st.id, f.snap, true)
+		p.pins.observe(ctx, st.id, f.snap, true)
 	}
 
 	switch {

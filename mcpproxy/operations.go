@@ -81,7 +81,7 @@ func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, ref
 	if err != nil {
 		return nil, err
 	}
-	pinned := p.pinned(conn.ID, snap)
+	pinned := p.pins.pinned(conn.ID, snap)
 	tools := []Tool{}
 	for _, name := range conn.Policy.Filter(subject, snap.Names) {
 		if pinned(name) {
@@ -107,7 +107,7 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 		return Decision{}, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
 	}
 	d := conn.Policy.Explain(subject, tool, snap.Names)
-	if d.Allowed && !p.pinned(conn.ID, snap)(tool) {
+	if d.Allowed && !p.pins.pinned(conn.ID, snap)(tool) {
 		return Decision{}, fmt.Errorf("%w: %q", ErrToolChanged, tool)
 	}
 	return d, nil
@@ -189,7 +189,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Call
 	if d := conn.Policy.Explain(caller.Subject, tool, snap.Names); !d.Allowed {
 		return nil, metrics.CallFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
 	}
-	if !p.pinned(conn.ID, snap)(tool) {
+	if !p.pins.pinned(conn.ID, snap)(tool) {
 		return nil, metrics.CallToolChanged, fmt.Errorf("%w: %q", ErrToolChanged, tool)
 	}
 	args, raw, err := arguments.Decode(body)

@@ -2,6 +2,8 @@ package mcpproxy
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
@@ -22,13 +24,21 @@ type ToolPins interface {
 	Observe(ctx context.Context, connectionID string, listed []toolpin.Listed, complete bool) error
 }
 
-// observePins tells Config.Pins of c, a listing of connection id's tools.
-func (p *Proxy) observePins(ctx context.Context, id string, c *catalog.Catalog, complete bool) {
-	if p.pins == nil {
+// pinKeeper is the proxy's side of Config.Pins: what it tells the pins
+// of each listing, and what it asks them of each tool.
+type pinKeeper struct {
+	pins    ToolPins // nil: every tool passes
+	log     *slog.Logger
+	timeout time.Duration // of a seed's observation
+}
+
+// observe tells Config.Pins of c, a listing of connection id's tools.
+func (k pinKeeper) observe(ctx context.Context, id string, c *catalog.Catalog, complete bool) {
+	if k.pins == nil {
 		return
 	}
-	if err := p.pins.Observe(ctx, id, c.Pins(), complete); err != nil {
-		p.log.ErrorContext(ctx, "mcpproxy: keeping the tool pins failed; changed tools stay hidden", "request_id", apierror.RequestIDFrom(ctx),
+	if err := k.pins.Observe(ctx, id, c.Pins(), complete); err != nil {
+		k.log.ErrorContext(ctx, "mcpproxy: keeping the tool pins failed; changed tools stay hidden", "request_id", apierror.RequestIDFrom(ctx),
 			"connection_id", id, "error", err.Error())
 	}
 }
@@ -36,23 +46,23 @@ func (p *Proxy) observePins(ctx context.Context, id string, c *catalog.Catalog, 
 // pinned returns whether the tools of connection id that c lists pass
 // its pins: a tool passes when it is pinned with the definition c has.
 // Without Config.Pins every tool passes.
-func (p *Proxy) pinned(id string, c *catalog.Catalog) func(tool string) bool {
-	if p.pins == nil {
+func (k pinKeeper) pinned(id string, c *catalog.Catalog) func(tool string) bool {
+	if k.pins == nil {
 		return func(string) bool { return true }
 	}
-	rec := p.pins.Pins(id)
+	rec := k.pins.Pins(id)
 	return func(tool string) bool { return rec.Allows(tool, c.Pin(tool).SHA256) }
 }
 
-// pinSeed observes seed, a discovery stored by an earlier run, as a
+// seed observes seed, a discovery stored by an earlier run, as a
 // complete listing when connection id has no pins yet: that run read it.
 // Otherwise a gateway upgraded to pinning would hide every tool its REST
 // routes serve from the seed until the next discovery.
-func (p *Proxy) pinSeed(id string, seed *catalog.Catalog) {
-	if seed == nil || p.pins == nil || !seed.Succeeded() || p.pins.Pins(id) != nil {
+func (k pinKeeper) seed(id string, seed *catalog.Catalog) {
+	if seed == nil || k.pins == nil || !seed.Succeeded() || k.pins.Pins(id) != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
 	defer cancel()
-	p.observePins(ctx, id, seed, true)
+	k.observe(ctx, id, seed, true)
 }

@@ -207,7 +207,7 @@ type Proxy struct {
 	onDiscovery  func(context.Context, string, Discovery)
 	onUpstream   func(context.Context, mcpevent.Exchange)
 	onDecision   func(context.Context, mcpevent.Decision)
-	pins         ToolPins
+	pins         pinKeeper
 	log          *slog.Logger
 	metrics      *metrics.Set
 	ttl          time.Duration
@@ -253,7 +253,6 @@ func New(cfg Config) (*Proxy, error) {
 		onDiscovery:  cfg.OnDiscovery,
 		onUpstream:   cfg.OnUpstream,
 		onDecision:   cfg.OnDecision,
-		pins:         cfg.Pins,
 		log:          cfg.Logger,
 		metrics:      m,
 		ttl:          cmp.Or(cfg.DiscoveryTTL, 300*time.Second),
@@ -275,6 +274,7 @@ func New(cfg Config) (*Proxy, error) {
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
+	p.pins = pinKeeper{pins: cfg.Pins, log: p.log, timeout: timeout}
 	if p.staleIfError < 0 {
 		p.staleIfError = 0
 	}
@@ -472,7 +472,7 @@ func (p *Proxy) state(conn *Connection) (*connState, error) {
 		}
 	}
 	st.mu.Unlock()
-	p.pinSeed(conn.ID, seed)
+	p.pins.seed(conn.ID, seed)
 	return st, nil
 }
 

@@ -239,7 +239,7 @@ func (e *endpoint) keepTools(ctx context.Context, s *agentSession, st *connState
 	if err != nil {
 		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	e.p.observePins(ctx, st.id, snap, true)
+	e.p.pins.observe(ctx, st.id, snap, true)
 	s.tools.Store(snap)
 	return snap, nil
 }
@@ -261,7 +261,7 @@ func (e *endpoint) pageTools(ctx context.Context, s *agentSession, st *connState
 	if page, err = catalog.Listed(st.scrubber.Load(), tools); err != nil {
 		return nil, nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	e.p.observePins(ctx, st.id, page, false)
+	e.p.pins.observe(ctx, st.id, page, false)
 	return session, page, nil
 }
 
@@ -304,7 +304,7 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 	if err != nil {
 		return nil, err
 	}
-	pinned := e.p.pinned(conn.ID, page)
+	pinned := e.p.pins.pinned(conn.ID, page)
 	kept := list.Tools[:0]
 	for _, t := range list.Tools {
 		if snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed && pinned(t.Name) {

@@ -168,7 +168,7 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 		return nil, err
 	}
 	unreadable := &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be read"}
-	if e.p.pins != nil {
+	if e.p.pins.pins != nil {
 		// The listing goes to the agent as the server wrote it: JSON that
 		// reads two ways (a member twice) could be pinned in one reading
 		// and read by the agent in the other.
@@ -184,7 +184,7 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 	if err != nil {
 		return nil, err
 	}
-	pinned := e.p.pinned(conn.ID, listed)
+	pinned := e.p.pins.pinned(conn.ID, listed)
 	if raw, err = page.Keep(func(t *mcp.Tool) bool {
 		return snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed && pinned(t.Name)
 	}); err != nil {
