@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/idnhq/idn v0.0.0-00010101000000-000000000000
 	github.com/idnhq/idn/credvault/pgstore v0.0.0-00010101000000-000000000000
-	github.com/jackc/pgx/v5 v5.12.0
 	github.com/idnhq/idn/replay/redisstore v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/redis/go-redis/v9 v9.23.0
 )
