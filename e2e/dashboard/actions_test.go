@@ -237,7 +237,7 @@ func TestActionApprovedWithPasskey(t *testing.T) {
 	if status, answer := callTool(t, gwURL, agent, "docs.publish"); status != http.StatusOK {
 		t.Fatalf("the approved tool call answered %d %v", status, answer)
 	}
-	status, answer = pay(t, gwURL, agent, payment)
+	_, answer = pay(t, gwURL, agent, payment)
 
 	step(t, "a denied action ends the wait")
 	b.waitFor(`document.querySelectorAll("article.action").length === 2`, 10*time.Second)
