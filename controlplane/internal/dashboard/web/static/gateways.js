@@ -162,8 +162,8 @@ function renderConnections(list, asked) {
         // Its calls over time: the Activity page filtered to it.
         el('a', { href: `${base}/activity?connection=${encodeURIComponent(c.id)}`, 'aria-label': `Activity of ${name}` }, 'activity'))),
       cell('Base URL', el('span', { className: 'url' }, ...urlPieces(c.base_url).flatMap((p) => [el('span', {}, shown(p)), el('wbr')]))),
-      cell('Authentication', `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`,
-        ...(c.auth_mode === 'oauth2_authorization_code' ? [renderAccounts(c, (a) => disconnectButton(c, name, a))] : [])),
+      cell('Authentication', el('div', {}, `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`,
+        ...(c.auth_mode === 'oauth2_authorization_code' ? [renderAccounts(c, (a) => disconnectButton(c, name, a))] : []))),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
       cell('Last test', last),
       act);
