@@ -180,11 +180,11 @@ function banners(list) {
     if (!refused.length) return [];
     const name = shown(c.name || c.id);
     const who = refused.map(accountName).join(', ');
-    const command = `gateway connect ${c.id}${refused.length === 1 && refused[0].subject ? ` --subject ${refused[0].subject}` : ''}`;
+    const commands = refused.map((a) => el('code', {}, shown(`gateway connect ${c.id}${a.subject ? ` --subject ${a.subject}` : ''}`)));
     return [el('p', { className: 'note', role: 'note', dataset: { reconnect: c.id } },
       el('strong', {}, `${name} needs reconnecting. `),
       `The provider refused the refresh token of ${who}; agents using it are refused until it is connected again: on the gateway's host, run `,
-      el('code', {}, shown(command)), '.')];
+      ...commands.flatMap((code, i) => (i ? [' and ', code] : [code])), '.')];
   });
 }
 

@@ -46,7 +46,7 @@ const utc = (t) => (t ? `${t.replace('T', ' ').slice(0, 16)} UTC` : '');
 
 // accountName is how an account is named: its subject, or the
 // connection's one account.
-export const accountName = (a) => (a.subject ? shown(a.subject) : 'the connection\'s account');
+export const accountName = (a) => (a.subject ? shown(a.subject) : 'the account');
 
 // needsReconnecting lists the accounts of c the provider refused.
 export const needsReconnecting = (c) => (c.oauth_accounts ?? []).filter((a) => a.status === 'needs_reconnecting');
