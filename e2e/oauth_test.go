@@ -23,7 +23,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
-	"github.com/idnhq/idn/e2e/internal/oauthop"
+	"github.com/idnhq/idn/e2e/internal/oauthoptest"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/upstreamauth"
@@ -57,7 +57,7 @@ type tokenUpstream struct {
 	seen []string
 }
 
-func newTokenUpstream(t *testing.T, as *oauthop.Server) *tokenUpstream {
+func newTokenUpstream(t *testing.T, as *oauthoptest.Server) *tokenUpstream {
 	u := &tokenUpstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
@@ -140,7 +140,7 @@ func noSecrets(t *testing.T, gw *inproc, logs *lockedBuffer, secrets []string, a
 
 func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 	t.Parallel()
-	as := oauthop.New(t)
+	as := oauthoptest.New(t)
 	api := newTokenUpstream(t, as)
 	w := newWorld(t)
 	logs := &lockedBuffer{}
@@ -149,8 +149,8 @@ func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 		c.Claims.TTL = time.Minute // a busy machine must not make the claims stale mid-test
 	},
 		conn{c: credvault.Connection{ID: "m2m", Service: "github", BaseURL: api.srv.URL, AuthMode: credvault.AuthOAuth2ClientCredentials,
-			OAuthTokenURL: as.URL() + "/oauth/token", OAuthClientID: oauthop.ServiceID, OAuthScopes: []string{"read"}, AuthSecretKey: "client_secret"},
-			secrets: map[string]string{"client_secret": oauthop.ServiceKey}})
+			OAuthTokenURL: as.URL() + "/oauth/token", OAuthClientID: oauthoptest.ServiceID, OAuthScopes: []string{"read"}, AuthSecretKey: "client_secret"},
+			secrets: map[string]string{"client_secret": oauthoptest.ServiceKey}})
 	up(t, gw)
 
 	const calls = 50
@@ -167,7 +167,7 @@ func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 	}
 	wg.Wait()
 	for _, a := range answers {
-		if a.status != http.StatusOK || !strings.Contains(string(a.body), `"user":"`+oauthop.ServiceID+`"`) {
+		if a.status != http.StatusOK || !strings.Contains(string(a.body), `"user":"`+oauthoptest.ServiceID+`"`) {
 			t.Fatalf("status %d: %s", a.status, a.body)
 		}
 	}
@@ -191,13 +191,13 @@ func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 	if probe.status != http.StatusOK || !strings.Contains(string(probe.body), `"ok":true`) {
 		t.Fatalf("test route: %d %s", probe.status, probe.body)
 	}
-	noSecrets(t, gw, logs, append(api.tokens(), oauthop.ServiceKey), append(answers, a, probe)...)
+	noSecrets(t, gw, logs, append(api.tokens(), oauthoptest.ServiceKey), append(answers, a, probe)...)
 }
 
 // connectAccount runs the owner's connect flow as gateway connect does:
 // the provider's login page signs in user, and the redirect comes back to
 // a loopback listener.
-func connectAccount(t *testing.T, as *oauthop.Server, tokens *upstreamauth.Tokens, vault *credvault.Vault, ln net.Listener, subject, user string) {
+func connectAccount(t *testing.T, as *oauthoptest.Server, tokens *upstreamauth.Tokens, vault *credvault.Vault, ln net.Listener, subject, user string) {
 	t.Helper()
 	ctx := context.Background()
 	res, _ := vault.Lookup("drive")
@@ -248,7 +248,7 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	as := oauthop.New(t, "http://"+addr+"/callback")
+	as := oauthoptest.New(t, "http://"+addr+"/callback")
 	api := newTokenUpstream(t, as)
 	w := newWorld(t)
 	logs := &lockedBuffer{}
@@ -259,8 +259,8 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 		c.Claims.TTL = time.Minute
 		dataDir, key = c.DataDir, c.MasterKey
 	}, conn{c: credvault.Connection{ID: "drive", Service: "github", BaseURL: api.srv.URL, AuthMode: credvault.AuthOAuth2AuthorizationCode,
-		OAuthIssuer: as.URL(), OAuthClientID: oauthop.ClientID, OAuthScopes: []string{"openid", "offline_access"},
-		OAuthPerSubject: true, AuthSecretKey: "client_secret"}, secrets: map[string]string{"client_secret": oauthop.ClientSecret}})
+		OAuthIssuer: as.URL(), OAuthClientID: oauthoptest.ClientID, OAuthScopes: []string{"openid", "offline_access"},
+		OAuthPerSubject: true, AuthSecretKey: "client_secret"}, secrets: map[string]string{"client_secret": oauthoptest.ClientSecret}})
 	up(t, gw)
 	vault := gw.gw.Vault()
 	tokens, err := upstreamauth.New(upstreamauth.Config{Vault: vault})
@@ -412,7 +412,7 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 		callAs(t, "GET", gw.url+"/proxy/drive/files", w.agent, "bob").want(t, http.StatusForbidden, "UPSTREAM_AUTH_REQUIRED")
 	})
 
-	noSecrets(t, gw, logs, append(append(as.RefreshTokens(), api.tokens()...), oauthop.ClientSecret))
+	noSecrets(t, gw, logs, append(append(as.RefreshTokens(), api.tokens()...), oauthoptest.ClientSecret))
 }
 
 func mustRequest(t *testing.T, u string) *http.Request {
@@ -433,14 +433,14 @@ func TestGatewayConnectCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	as := oauthop.New(t, "http://"+addr+"/callback")
+	as := oauthoptest.New(t, "http://"+addr+"/callback")
 	key, _ := credvault.GenerateMasterKey()
 	dataDir := t.TempDir()
 	env := append(os.Environ(), "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode())
 	add := exec.Command(bin, "add", "--id", "drive", "--base-url", "https://api.example.com",
-		"--auth-mode", credvault.AuthOAuth2AuthorizationCode, "--oauth-issuer", as.URL(), "--oauth-client-id", oauthop.ClientID,
+		"--auth-mode", credvault.AuthOAuth2AuthorizationCode, "--oauth-issuer", as.URL(), "--oauth-client-id", oauthoptest.ClientID,
 		"--oauth-scope", "openid", "--oauth-scope", "offline_access", "--auth-secret-key", "client_secret", "--secret", "client_secret=-")
-	add.Env, add.Stdin = env, strings.NewReader(oauthop.ClientSecret+"\n")
+	add.Env, add.Stdin = env, strings.NewReader(oauthoptest.ClientSecret+"\n")
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("gateway add: %v: %s", err, out)
 	}

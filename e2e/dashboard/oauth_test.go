@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
-	"github.com/idnhq/idn/e2e/internal/oauthop"
+	"github.com/idnhq/idn/e2e/internal/oauthoptest"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -34,7 +34,7 @@ func TestGatewayOAuthAccounts(t *testing.T) {
 	ln := freePort(t)
 	callback := ln.Addr().String()
 	ln.Close()
-	as := oauthop.New(t, "http://"+callback+"/callback")
+	as := oauthoptest.New(t, "http://"+callback+"/callback")
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, ok := as.UserOf(r.Header.Get("Authorization"))
 		if !ok {
@@ -115,15 +115,15 @@ func TestGatewayOAuthAccounts(t *testing.T) {
 	b.fill("Service", "drive")
 	b.fill("Base URL", api.URL)
 	b.fill("Issuer", as.URL())
-	b.fill("Client id", oauthop.ClientID)
+	b.fill("Client id", oauthoptest.ClientID)
 	b.fill("Scopes", "openid offline_access")
-	b.fill("Client secret", oauthop.ClientSecret)
+	b.fill("Client secret", oauthoptest.ClientSecret)
 	b.press("checkbox", "One account per subject")
 	b.press("button", "Add connection")
 	b.said("Connection drive added.")
 	b.waitFor(`document.querySelector("tr[data-connection=drive]")?.textContent.includes("No account connected.")`, 10*time.Second)
 	c := rpcResult(t, b, "connections.get", `{"id":"drive"}`)
-	if c["oauth_issuer"] != as.URL() || c["oauth_client_id"] != oauthop.ClientID || c["oauth_per_subject"] != true ||
+	if c["oauth_issuer"] != as.URL() || c["oauth_client_id"] != oauthoptest.ClientID || c["oauth_per_subject"] != true ||
 		fmt.Sprint(c["oauth_scopes"]) != "[openid offline_access]" || c["auth_secret_key"] != "client_secret" {
 		t.Fatalf("the connection the form made: %v", c)
 	}
@@ -182,7 +182,7 @@ func TestGatewayOAuthAccounts(t *testing.T) {
 	}
 	reloadUntil("both accounts listed", accounts+`.join() === "alice connected,bob connected"`)
 	page := eval[string](b, `document.body.innerText`)
-	for _, secret := range []string{aliceRefresh, bobRefresh, oauthop.ClientSecret} {
+	for _, secret := range []string{aliceRefresh, bobRefresh, oauthoptest.ClientSecret} {
 		if strings.Contains(page, secret) {
 			t.Fatal("the page shows a secret")
 		}

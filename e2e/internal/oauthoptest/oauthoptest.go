@@ -1,5 +1,5 @@
-// Package oauthop is a real OpenID provider for the end-to-end tests.
-package oauthop
+// Package oauthoptest is a real OpenID provider for the end-to-end tests.
+package oauthoptest
 
 import (
 	"context"
