@@ -23,6 +23,7 @@ import (
 
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
+	"github.com/idnhq/idn/e2e/internal/oauthoptest"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/upstreamauth"
@@ -56,7 +57,7 @@ type tokenUpstream struct {
 	seen []string
 }
 
-func newTokenUpstream(t *testing.T, as *authServer) *tokenUpstream {
+func newTokenUpstream(t *testing.T, as *oauthoptest.Server) *tokenUpstream {
 	u := &tokenUpstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
@@ -64,7 +65,7 @@ func newTokenUpstream(t *testing.T, as *authServer) *tokenUpstream {
 		u.seen = append(u.seen, auth)
 		u.mu.Unlock()
 		w.Header().Set("X-Echo", auth)
-		user, ok := as.userOf(auth)
+		user, ok := as.UserOf(auth)
 		if !ok {
 			w.WriteHeader(http.StatusUnauthorized)
 			fmt.Fprintf(w, `{"error":"invalid token %s"}`, auth)
@@ -139,7 +140,7 @@ func noSecrets(t *testing.T, gw *inproc, logs *lockedBuffer, secrets []string, a
 
 func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 	t.Parallel()
-	as := newAuthServer(t)
+	as := oauthoptest.New(t)
 	api := newTokenUpstream(t, as)
 	w := newWorld(t)
 	logs := &lockedBuffer{}
@@ -148,8 +149,8 @@ func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 		c.Claims.TTL = time.Minute // a busy machine must not make the claims stale mid-test
 	},
 		conn{c: credvault.Connection{ID: "m2m", Service: "github", BaseURL: api.srv.URL, AuthMode: credvault.AuthOAuth2ClientCredentials,
-			OAuthTokenURL: as.srv.URL + "/oauth/token", OAuthClientID: opServiceID, OAuthScopes: []string{"read"}, AuthSecretKey: "client_secret"},
-			secrets: map[string]string{"client_secret": opServiceKey}})
+			OAuthTokenURL: as.URL() + "/oauth/token", OAuthClientID: oauthoptest.ServiceID, OAuthScopes: []string{"read"}, AuthSecretKey: "client_secret"},
+			secrets: map[string]string{"client_secret": oauthoptest.ServiceKey}})
 	up(t, gw)
 
 	const calls = 50
@@ -166,11 +167,11 @@ func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 	}
 	wg.Wait()
 	for _, a := range answers {
-		if a.status != http.StatusOK || !strings.Contains(string(a.body), `"user":"`+opServiceID+`"`) {
+		if a.status != http.StatusOK || !strings.Contains(string(a.body), `"user":"`+oauthoptest.ServiceID+`"`) {
 			t.Fatalf("status %d: %s", a.status, a.body)
 		}
 	}
-	if n := as.store.tokenRequests.Load(); n != 1 {
+	if n := as.TokenRequests(); n != 1 {
 		t.Fatalf("%d calls cost %d token requests, want 1", calls, n)
 	}
 	metrics := call(t, http.DefaultClient, "GET", gw.url+"/metrics", nil, nil)
@@ -180,25 +181,23 @@ func TestOAuthClientCredentialsAgainstARealProvider(t *testing.T) {
 
 	// The provider revokes the token: the next call is retried once with
 	// a fresh one.
-	as.store.mu.Lock()
-	clear(as.store.access)
-	as.store.mu.Unlock()
+	as.ExpireAccess()
 	a := call(t, http.DefaultClient, "GET", gw.url+"/proxy/m2m/items", w.agent, nil)
-	if a.status != http.StatusOK || as.store.tokenRequests.Load() != 2 {
-		t.Fatalf("after revocation: status %d after %d token requests: %s", a.status, as.store.tokenRequests.Load(), a.body)
+	if a.status != http.StatusOK || as.TokenRequests() != 2 {
+		t.Fatalf("after revocation: status %d after %d token requests: %s", a.status, as.TokenRequests(), a.body)
 	}
 	// The admin test route probes with a token too.
 	probe := call(t, http.DefaultClient, "POST", gw.url+"/api/admin/connections/m2m/test", w.agent, nil)
 	if probe.status != http.StatusOK || !strings.Contains(string(probe.body), `"ok":true`) {
 		t.Fatalf("test route: %d %s", probe.status, probe.body)
 	}
-	noSecrets(t, gw, logs, append(api.tokens(), opServiceKey), append(answers, a, probe)...)
+	noSecrets(t, gw, logs, append(api.tokens(), oauthoptest.ServiceKey), append(answers, a, probe)...)
 }
 
 // connectAccount runs the owner's connect flow as gateway connect does:
 // the provider's login page signs in user, and the redirect comes back to
 // a loopback listener.
-func connectAccount(t *testing.T, as *authServer, tokens *upstreamauth.Tokens, vault *credvault.Vault, ln net.Listener, subject, user string) {
+func connectAccount(t *testing.T, as *oauthoptest.Server, tokens *upstreamauth.Tokens, vault *credvault.Vault, ln net.Listener, subject, user string) {
 	t.Helper()
 	ctx := context.Background()
 	res, _ := vault.Lookup("drive")
@@ -216,7 +215,7 @@ func connectAccount(t *testing.T, as *authServer, tokens *upstreamauth.Tokens, v
 	if forged.status != http.StatusBadRequest {
 		t.Fatalf("forged state: %d %s", forged.status, forged.body)
 	}
-	as.signIn(user)
+	as.SignIn(user)
 	page := call(t, http.DefaultClient, "GET", auth.URL, nil, nil) // the browser, through login and back
 	if page.status != http.StatusOK {
 		t.Fatalf("connect page: %d %s", page.status, page.body)
@@ -249,7 +248,7 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	as := newAuthServer(t, "http://"+addr+"/callback")
+	as := oauthoptest.New(t, "http://"+addr+"/callback")
 	api := newTokenUpstream(t, as)
 	w := newWorld(t)
 	logs := &lockedBuffer{}
@@ -260,8 +259,8 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 		c.Claims.TTL = time.Minute
 		dataDir, key = c.DataDir, c.MasterKey
 	}, conn{c: credvault.Connection{ID: "drive", Service: "github", BaseURL: api.srv.URL, AuthMode: credvault.AuthOAuth2AuthorizationCode,
-		OAuthIssuer: as.srv.URL, OAuthClientID: opClientID, OAuthScopes: []string{"openid", "offline_access"},
-		OAuthPerSubject: true, AuthSecretKey: "client_secret"}, secrets: map[string]string{"client_secret": opClientSecret}})
+		OAuthIssuer: as.URL(), OAuthClientID: oauthoptest.ClientID, OAuthScopes: []string{"openid", "offline_access"},
+		OAuthPerSubject: true, AuthSecretKey: "client_secret"}, secrets: map[string]string{"client_secret": oauthoptest.ClientSecret}})
 	up(t, gw)
 	vault := gw.gw.Vault()
 	tokens, err := upstreamauth.New(upstreamauth.Config{Vault: vault})
@@ -303,7 +302,7 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		as.signIn("alice-user")
+		as.SignIn("alice-user")
 		client := &http.Client{CheckRedirect: func(r *http.Request, _ []*http.Request) error {
 			if r.URL.Host == "127.0.0.1:1" {
 				return errors.New("the provider redirected to an unregistered URI")
@@ -326,8 +325,8 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 		state := u.Query().Get("state")
 		for name, q := range map[string]url.Values{
 			"mismatched iss":   {"state": {state}, "code": {"x"}, "iss": {"https://attacker.example"}},
-			"two iss":          {"state": {state}, "code": {"x"}, "iss": {as.srv.URL, "https://attacker.example"}},
-			"mismatched state": {"state": {state + "x"}, "code": {"x"}, "iss": {as.srv.URL}},
+			"two iss":          {"state": {state}, "code": {"x"}, "iss": {as.URL(), "https://attacker.example"}},
+			"mismatched state": {"state": {state + "x"}, "code": {"x"}, "iss": {as.URL()}},
 		} {
 			_, err := auth.Complete(ctx, q)
 			if !errors.Is(err, upstreamauth.ErrIssuerMismatch) && !errors.Is(err, upstreamauth.ErrStateMismatch) {
@@ -338,13 +337,11 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 
 	t.Run("a rotated refresh token is stored", func(t *testing.T) {
 		before := refreshOf("alice")
-		as.store.mu.Lock()
-		clear(as.store.access) // every access token dies: the next call refreshes
-		as.store.mu.Unlock()
+		as.ExpireAccess() // every access token dies: the next call refreshes
 		a := callAs(t, "GET", gw.url+"/proxy/drive/files", w.agent, "alice")
 		after := refreshOf("alice")
-		if a.status != http.StatusOK || after == before || !as.store.hasRefresh(after) || as.store.hasRefresh(before) {
-			t.Fatalf("status %d; stored token changed %v, live %v", a.status, after != before, as.store.hasRefresh(after))
+		if a.status != http.StatusOK || after == before || !as.HasRefresh(after) || as.HasRefresh(before) {
+			t.Fatalf("status %d; stored token changed %v, live %v", a.status, after != before, as.HasRefresh(after))
 		}
 	})
 
@@ -366,7 +363,7 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 			racers = append(racers, t2)
 		}
 		vaults := []*credvault.Vault{vault, other}
-		before := as.store.refreshTries.Load()
+		before := as.RefreshTries()
 		var wg sync.WaitGroup
 		for i, tk := range racers {
 			wg.Go(func() {
@@ -375,11 +372,11 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if n := as.store.refreshTries.Load() - before; n < 2 {
+		if n := as.RefreshTries() - before; n < 2 {
 			t.Fatalf("%d refreshes, want one per process", n)
 		}
 		eventually(t, 5*time.Second, "the stored refresh token to be live at the provider", func() bool {
-			return as.store.hasRefresh(refreshOf("bob"))
+			return as.HasRefresh(refreshOf("bob"))
 		})
 		a := callAs(t, "GET", gw.url+"/proxy/drive/files", w.agent, "bob")
 		if a.status != http.StatusOK {
@@ -388,10 +385,8 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 	})
 
 	t.Run("an expired refresh token needs reconnecting", func(t *testing.T) {
-		as.store.mu.Lock()
-		clear(as.store.access)
-		delete(as.store.refresh, refreshOf("alice"))
-		as.store.mu.Unlock()
+		as.ExpireAccess()
+		as.Forget(refreshOf("alice"))
 		callAs(t, "GET", gw.url+"/proxy/drive/files", w.agent, "alice") // the upstream's 401: the retry's refresh is refused
 		a := callAs(t, "GET", gw.url+"/proxy/drive/files", w.agent, "alice")
 		a.want(t, http.StatusForbidden, "UPSTREAM_AUTH_REQUIRED")
@@ -411,19 +406,13 @@ func TestOAuthOwnerConnectedAccountsAgainstARealProvider(t *testing.T) {
 		bob := refreshOf("bob")
 		req, _ := http.NewRequest("DELETE", gw.url+"/api/admin/connections/drive/accounts?subject=bob", nil)
 		a, err := do(http.DefaultClient, req)
-		if err != nil || a.status != http.StatusOK || !strings.Contains(string(a.body), `"revoked_at_provider":true`) || as.store.hasRefresh(bob) {
+		if err != nil || a.status != http.StatusOK || !strings.Contains(string(a.body), `"revoked_at_provider":true`) || as.HasRefresh(bob) {
 			t.Fatalf("disconnect: %v %d %s", err, a.status, a.body)
 		}
 		callAs(t, "GET", gw.url+"/proxy/drive/files", w.agent, "bob").want(t, http.StatusForbidden, "UPSTREAM_AUTH_REQUIRED")
 	})
 
-	var secrets []string
-	as.store.mu.Lock()
-	for r := range as.store.refresh {
-		secrets = append(secrets, r)
-	}
-	as.store.mu.Unlock()
-	noSecrets(t, gw, logs, append(append(secrets, api.tokens()...), opClientSecret))
+	noSecrets(t, gw, logs, append(append(as.RefreshTokens(), api.tokens()...), oauthoptest.ClientSecret))
 }
 
 func mustRequest(t *testing.T, u string) *http.Request {
@@ -444,14 +433,14 @@ func TestGatewayConnectCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	as := newAuthServer(t, "http://"+addr+"/callback")
+	as := oauthoptest.New(t, "http://"+addr+"/callback")
 	key, _ := credvault.GenerateMasterKey()
 	dataDir := t.TempDir()
 	env := append(os.Environ(), "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode())
 	add := exec.Command(bin, "add", "--id", "drive", "--base-url", "https://api.example.com",
-		"--auth-mode", credvault.AuthOAuth2AuthorizationCode, "--oauth-issuer", as.srv.URL, "--oauth-client-id", opClientID,
+		"--auth-mode", credvault.AuthOAuth2AuthorizationCode, "--oauth-issuer", as.URL(), "--oauth-client-id", oauthoptest.ClientID,
 		"--oauth-scope", "openid", "--oauth-scope", "offline_access", "--auth-secret-key", "client_secret", "--secret", "client_secret=-")
-	add.Env, add.Stdin = env, strings.NewReader(opClientSecret+"\n")
+	add.Env, add.Stdin = env, strings.NewReader(oauthoptest.ClientSecret+"\n")
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("gateway add: %v: %s", err, out)
 	}
@@ -473,7 +462,7 @@ func TestGatewayConnectCommand(t *testing.T) {
 	var link string
 	for link == "" && lines.Scan() {
 		printed.WriteString(lines.Text() + "\n")
-		if l := strings.TrimSpace(lines.Text()); strings.HasPrefix(l, as.srv.URL) {
+		if l := strings.TrimSpace(lines.Text()); strings.HasPrefix(l, as.URL()) {
 			link = l
 		}
 	}
@@ -487,7 +476,7 @@ func TestGatewayConnectCommand(t *testing.T) {
 			break
 		}
 	}
-	as.signIn("owner-user")
+	as.SignIn("owner-user")
 	if a := call(t, http.DefaultClient, "GET", link, nil, nil); a.status != http.StatusOK {
 		t.Fatalf("browser: %d %s", a.status, a.body)
 	}
@@ -509,7 +498,7 @@ func TestGatewayConnectCommand(t *testing.T) {
 	defer v.Close()
 	res, _ := v.Lookup("drive")
 	refresh, ok := res.RefreshToken("")
-	if !ok || !as.store.hasRefresh(refresh) {
+	if !ok || !as.HasRefresh(refresh) {
 		t.Fatalf("stored refresh token live at the provider: %v", ok)
 	}
 	if strings.Contains(printed.String()+stderr.String(), refresh) {
@@ -520,7 +509,7 @@ func TestGatewayConnectCommand(t *testing.T) {
 	del := exec.Command(bin, "delete", "--id", "drive")
 	del.Env = env
 	out, err := del.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "1 of 1 connected accounts revoked") || as.store.hasRefresh(refresh) {
-		t.Fatalf("gateway delete: %v: %s (token still live: %v)", err, out, as.store.hasRefresh(refresh))
+	if err != nil || !strings.Contains(string(out), "1 of 1 connected accounts revoked") || as.HasRefresh(refresh) {
+		t.Fatalf("gateway delete: %v: %s (token still live: %v)", err, out, as.HasRefresh(refresh))
 	}
 }

@@ -11,6 +11,7 @@ import { busy, isBusy, land, placeOf, successor } from './focus.js';
 import { sealSecrets } from './hpke.js';
 import { renderPins } from './toolpins.js';
 import { addSubject, clearMCP, cleared, fillMCP, readMCP, renderTools, showProtocol, testSaid } from './mcp.js';
+import { accountName, isOAuth, needsReconnecting, readOAuth, renderAccounts, showAuth } from './oauth.js';
 
 const ns = document.body.dataset.namespace ?? '';
 const page = document.body.dataset.page;
@@ -161,12 +162,44 @@ function renderConnections(list, asked) {
         // Its calls over time: the Activity page filtered to it.
         el('a', { href: `${base}/activity?connection=${encodeURIComponent(c.id)}`, 'aria-label': `Activity of ${name}` }, 'activity'))),
       cell('Base URL', el('span', { className: 'url' }, ...urlPieces(c.base_url).flatMap((p) => [el('span', {}, shown(p)), el('wbr')]))),
-      cell('Authentication', `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`),
+      cell('Authentication', el('div', {}, `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`,
+        ...(c.auth_mode === 'oauth2_authorization_code' ? [renderAccounts(c, (a) => disconnectButton(c, name, a))] : []))),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
       cell('Last test', last),
       act);
   });
-  replaceKeeping(host, asked, table(['Connection', 'Base URL', 'Authentication', 'Status', 'Last test', ''], rows));
+  const t = table(['Connection', 'Base URL', 'Authentication', 'Status', 'Last test', ''], rows);
+  replaceKeeping(host, asked, el('div', {}, ...banners(list), t));
+}
+
+// banners tells of each connection whose accounts the provider refused:
+// its agents are answered UPSTREAM_AUTH_REQUIRED until one reconnects.
+function banners(list) {
+  return list.flatMap((c) => {
+    const refused = needsReconnecting(c);
+    if (!refused.length) return [];
+    const name = shown(c.name || c.id);
+    const who = refused.map(accountName).join(', ');
+    const commands = refused.map((a) => el('code', {}, shown(`gateway connect ${c.id}${a.subject ? ` --subject ${a.subject}` : ''}`)));
+    return [el('p', { className: 'note', role: 'note', dataset: { reconnect: c.id } },
+      el('strong', {}, `${name} needs reconnecting. `),
+      `The provider refused the refresh token of ${who}; agents using it are refused until it is connected again: on the gateway's host, run `,
+      ...commands.flatMap((code, i) => (i ? [' and ', code] : [code])), '.')];
+  });
+}
+
+// disconnectButton disconnects account a of connection c: the gateway
+// forgets its refresh token and revokes it at the provider.
+function disconnectButton(c, name, a) {
+  const who = accountName(a);
+  return actionButton(`${who} of ${name}`, 'Disconnect', `${who} of ${name}`, async (b) => {
+    if (!(await confirmAction(`Disconnect ${who} from ${name}? The gateway forgets its refresh token and revokes it at the provider; agents using it are refused until it is connected again.`, 'Disconnect'))) return;
+    await run(b, async () => {
+      const r = await rpc(gateway, 'connections.disconnect_account', { id: c.id, subject: a.subject ?? '' });
+      await loadGateway();
+      announce(`Disconnected ${who} from ${name}${r?.revoked_at_provider ? '; the provider revoked its token' : ''}.`);
+    });
+  }, true);
 }
 
 function renderVariables(list, asked) {
@@ -241,15 +274,24 @@ const forms = {
     const params = { id, protocol, base_url: value(f, 'base_url'), ...(protocol === 'mcp' ? readMCP(f, false) : {}) };
     if (value(f, 'name')) params.name = value(f, 'name');
     if (value(f, 'service')) params.service = value(f, 'service');
-    // An MCP server may need no credential: then no secret, and no mode.
-    if (protocol === 'http' || f.elements.secret.value !== '') {
+    const secret = f.elements.secret.value;
+    if (isOAuth(mode)) {
+      // A public client has no secret: PKCE protects its code.
+      Object.assign(params, { auth_mode: mode, ...readOAuth(f) });
+      if (secret !== '') {
+        params.auth_secret_key = 'client_secret';
+        params.sealed_secrets = await sealSecrets(gateway, gatewayKey, { client_secret: secret });
+      }
+    } else if (protocol === 'http' || secret !== '') {
+      // An MCP server may need no credential: then no secret, and no mode.
       Object.assign(params, { auth_mode: mode, auth_secret_key: 'token' });
       if (value(f, 'auth_name')) params[mode === 'query_param' ? 'auth_query_param' : 'auth_header_name'] = value(f, 'auth_name');
-      params.sealed_secrets = await sealSecrets(gateway, gatewayKey, { token: f.elements.secret.value });
+      params.sealed_secrets = await sealSecrets(gateway, gatewayKey, { token: secret });
     }
     await rpc(gateway, 'connections.create', params);
     f.reset();
     clearMCP(f);
+    showAuth(f);
     await loadGateway();
     feedback(button, `Connection ${id} added.`, 'done');
   },
@@ -297,6 +339,7 @@ document.addEventListener('submit', (ev) => {
 
 document.addEventListener('change', (ev) => {
   if ('protocol' in ev.target.dataset) showProtocol(ev.target.form);
+  if (('protocol' in ev.target.dataset || 'authMode' in ev.target.dataset) && ev.target.form.elements.auth_mode) showAuth(ev.target.form);
 });
 
 document.addEventListener('click', (ev) => {
@@ -364,4 +407,8 @@ async function refreshList() {
   if (more) announce('A gateway has connected: it is listed under Your gateways.');
 }
 
-if (page === 'gateway' && gateway) loadGateway();
+if (page === 'gateway' && gateway) {
+  const add = document.querySelector('[data-gw-form="add-connection"]');
+  if (add) showAuth(add);
+  loadGateway();
+}

@@ -1,4 +1,5 @@
-package e2e
+// Package oauthoptest is a real OpenID provider for the end-to-end tests.
+package oauthoptest
 
 import (
 	"context"
@@ -7,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -21,31 +23,34 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/op"
 )
 
-// authServer is a real OpenID provider (zitadel/oidc's op) over an
+// Server is a real OpenID provider (zitadel/oidc's op) over an
 // in-memory storage written for these tests: authorization code with
 // PKCE, refresh tokens that rotate, client credentials, revocation and
 // discovery. Its login page signs in whichever user the test chose.
-type authServer struct {
+type Server struct {
 	t        testing.TB
 	srv      *httptest.Server
 	provider *op.Provider
 	store    *opStore
 }
 
+// The provider's clients: one for authorization code, one for client
+// credentials.
 const (
-	opClientID     = "idn-gateway"
-	opClientSecret = "op-client-secret-value"
-	opServiceID    = "idn-service"
-	opServiceKey   = "op-service-secret-value"
+	ClientID     = "idn-gateway"
+	ClientSecret = "op-client-secret-value"
+	ServiceID    = "idn-service"
+	ServiceKey   = "op-service-secret-value"
 )
 
-func newAuthServer(t testing.TB, redirectURIs ...string) *authServer {
+// New starts a provider that accepts redirectURIs for ClientID.
+func New(t testing.TB, redirectURIs ...string) *Server {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &authServer{t: t, store: &opStore{
+	a := &Server{t: t, store: &opStore{
 		key: key, redirectURIs: redirectURIs,
 		requests: map[string]*opAuthRequest{}, codes: map[string]string{},
 		access: map[string]*opToken{}, refresh: map[string]*opToken{},
@@ -76,18 +81,52 @@ func newAuthServer(t testing.TB, redirectURIs ...string) *authServer {
 	return a
 }
 
-// signIn makes the login page sign in user.
-func (a *authServer) signIn(user string) { a.store.nextUser.Store(&user) }
+// URL is the provider's issuer.
+func (a *Server) URL() string { return a.srv.URL }
 
-// userOf returns the user an access token was issued to, or false for a
+// SignIn makes the login page sign in user.
+func (a *Server) SignIn(user string) { a.store.nextUser.Store(&user) }
+
+// UserOf returns the user an access token was issued to, or false for a
 // token the provider does not know (any more).
-func (a *authServer) userOf(bearer string) (string, bool) {
+func (a *Server) UserOf(bearer string) (string, bool) {
 	id, err := a.provider.Crypto().Decrypt(strings.TrimPrefix(bearer, "Bearer "))
 	if err != nil {
 		return "", false
 	}
 	tokenID, _, _ := strings.Cut(id, ":")
 	return a.store.accessUser(tokenID)
+}
+
+// HasRefresh reports whether refresh is a live refresh token.
+func (a *Server) HasRefresh(refresh string) bool { return a.store.hasRefresh(refresh) }
+
+// TokenRequests counts the client credentials and refresh grants served.
+func (a *Server) TokenRequests() int32 { return a.store.tokenRequests.Load() }
+
+// RefreshTries counts the refresh grants asked for, refused ones included.
+func (a *Server) RefreshTries() int32 { return a.store.refreshTries.Load() }
+
+// ExpireAccess forgets every access token, as if each had expired.
+func (a *Server) ExpireAccess() {
+	a.store.mu.Lock()
+	defer a.store.mu.Unlock()
+	clear(a.store.access)
+}
+
+// Forget forgets a refresh token, as a provider does when access is
+// revoked.
+func (a *Server) Forget(refresh string) {
+	a.store.mu.Lock()
+	defer a.store.mu.Unlock()
+	delete(a.store.refresh, refresh)
+}
+
+// RefreshTokens lists the live refresh tokens.
+func (a *Server) RefreshTokens() []string {
+	a.store.mu.Lock()
+	defer a.store.mu.Unlock()
+	return slices.Collect(maps.Keys(a.store.refresh))
 }
 
 // opStore is the provider's storage, all in memory.
@@ -287,7 +326,7 @@ func (s *opStore) CreateAccessToken(_ context.Context, req op.TokenRequest) (str
 func (s *opStore) CreateAccessAndRefreshTokens(_ context.Context, req op.TokenRequest, current string) (string, string, time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	client := opClientID
+	client := ClientID
 	if current != "" {
 		s.tokenRequests.Add(1)
 		old, ok := s.refresh[current]
@@ -362,23 +401,23 @@ func (s *opStore) KeySet(context.Context) ([]op.Key, error) { return []op.Key{op
 
 func (s *opStore) GetClientByClientID(_ context.Context, id string) (op.Client, error) {
 	switch id {
-	case opClientID:
+	case ClientID:
 		return &opClient{id: id, loginURL: s.loginURL, redirects: s.redirectURIs}, nil
-	case opServiceID:
+	case ServiceID:
 		return &opClient{id: id, service: true}, nil
 	}
 	return nil, errNotFound
 }
 
 func (s *opStore) AuthorizeClientIDSecret(_ context.Context, id, secret string) error {
-	if (id == opClientID && secret == opClientSecret) || (id == opServiceID && secret == opServiceKey) {
+	if (id == ClientID && secret == ClientSecret) || (id == ServiceID && secret == ServiceKey) {
 		return nil
 	}
 	return errors.New("wrong client secret")
 }
 
 func (s *opStore) ClientCredentials(ctx context.Context, id, secret string) (op.Client, error) {
-	if id != opServiceID || secret != opServiceKey {
+	if id != ServiceID || secret != ServiceKey {
 		return nil, errors.New("wrong client secret")
 	}
 	return s.GetClientByClientID(ctx, id)
