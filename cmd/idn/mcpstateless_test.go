@@ -24,8 +24,10 @@ import (
 // statelessUpstream is a go-sdk server (it speaks both revisions) that
 // wants the gateway's credential: docs.search echoes, slow.count reports
 // progress, confirm asks its client (elicitation) before it answers and
-// reports the answer's content as it got it, admin.wipe is denied.
-func statelessUpstream(t *testing.T) string {
+// reports the answer's content as it got it, admin.wipe is denied, and
+// wait signals started, then runs until it is cancelled and signals
+// cancelled.
+func statelessUpstream(t *testing.T) (url string, started, cancelled <-chan struct{}) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "docs-upstream", Version: "1.0.0"}, nil)
 	type text struct {
 		Text string `json:"text"`
@@ -54,6 +56,13 @@ func statelessUpstream(t *testing.T) string {
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}},
 		}}}, nil, nil
 	})
+	begun, done := make(chan struct{}, 1), make(chan struct{}, 1)
+	mcp.AddTool(s, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		begun <- struct{}{}
+		<-ctx.Done()
+		done <- struct{}{}
+		return nil, nil, ctx.Err()
+	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+upstreamToken {
@@ -63,13 +72,18 @@ func statelessUpstream(t *testing.T) string {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, begun, done
 }
 
+// newStatelessStack is a gateway with the MCP connection "docs" (admin.*
+// denied) in front of statelessUpstream.
 func newStatelessStack(t *testing.T) *mcpStack {
 	t.Helper()
-	return newMCPStackFor(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: statelessUpstream(t),
+	url, started, cancelled := statelessUpstream(t)
+	st := newMCPStackFor(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: url,
 		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", Extensions: mcpproxy.Settings{ToolDenylist: []string{"admin.*"}}.Members()})
+	st.started, st.cancelled = started, cancelled
+	return st
 }
 
 // statelessConversation is one conversation of the go-sdk client speaking
@@ -210,6 +224,33 @@ func TestMCPBridgeStatelessRounds(t *testing.T) {
 	send(strings.Replace(retry, "ID", "c3", 1))
 	if third := next(); string(third["id"]) != `"c3"` || !strings.Contains(string(third["error"]), "requestState") {
 		t.Fatalf("a spent state: %s", third)
+	}
+}
+
+// A stateless request the stdio client withdraws (notifications/cancelled)
+// ends its HTTP request, which cancels the tool upstream; it gets no
+// answer, and the next request is served.
+func TestMCPBridgeStatelessCancel(t *testing.T) {
+	st := newStatelessStack(t)
+	inW, outR, stderr := st.start(t)
+	lines := json.NewDecoder(outR)
+	send := func(msg string) {
+		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{},` + meta + `}}`)
+	<-st.started
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
+	<-st.cancelled
+	send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"docs.search","arguments":{"text":"go"},` + meta + `}}`)
+	var m map[string]json.RawMessage
+	if err := lines.Decode(&m); err != nil {
+		t.Fatalf("reading idn mcp's stdout: %v (stderr %s)", err, stderr.String())
+	}
+	if string(m["id"]) != "8" || !strings.Contains(string(m["result"]), "found:go") {
+		t.Errorf("after the cancellation idn mcp wrote %s, want the answer to request 8", m)
 	}
 }
 
