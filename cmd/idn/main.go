@@ -18,7 +18,9 @@
 // request signed with the identity, and opens a new gateway session when
 // the gateway has forgotten its own (idle expiry, restart). Started before
 // the agent's claim is approved, it stays up, tells the client why, and
-// offers the tools once approved (asking the gateway every --retry).
+// offers the tools once approved (asking the gateway every --retry). A
+// client of the stateless revision 2026-07-28 has each request forwarded
+// as it came, without a session.
 package main
 
 import (
