@@ -63,7 +63,7 @@ func cmdMCP(args []string, e env) error {
 		retry:    *retry,
 	}
 	b.clientTasks = &clientTasks{endpoint: b.endpoint, post: b.refusals}
-	b.stateless = &statelessRelay{endpoint: b.endpoint, sign: id.Transport(nil, identity.SignOptions{Subject: *subject})}
+	b.stateless = &statelessRelay{endpoint: b.endpoint, sign: id.Transport(nil, identity.SignOptions{Subject: *subject}), retry: *retry}
 	// mcporder keeps a call's result behind the progress the gateway sent
 	// before it, which would otherwise be dropped. A redirect is never
 	// followed: signing the next hop would give whoever answered the 3xx a

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +38,7 @@ type statelessRelay struct {
 	endpoint string
 	sign     http.RoundTripper // signs each request
 	out      io.Writer         // stdout, one whole message per Write
+	retry    time.Duration     // how often a held call is sent again (zero: defaultRetry)
 	wg       sync.WaitGroup
 
 	mu       sync.Mutex
@@ -120,40 +122,77 @@ func (s *statelessRelay) cancel(params json.RawMessage) bool {
 	return ok
 }
 
-// forward sends req to the gateway and writes what it answers to stdout,
-// until req's response. A refusal of the gateway's own (its JSON
-// envelope) is answered as a JSON-RPC error saying why, its code in data.
+// forward sends req to the gateway and writes what it answers to stdout.
+// A tools/call the gateway holds for the owner's passkey is sent again
+// every retry, as for a session (callHeld), the client told once per
+// action (a log message).
 func (s *statelessRelay) forward(ctx context.Context, req *jsonrpc.Request) {
-	why := &refusals{base: s.sign}
-	// As for the session: a redirect is never followed.
-	client := &http.Client{Transport: why, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	conn, err := (&mcp.StreamableClientTransport{Endpoint: s.endpoint, HTTPClient: client, DisableStandaloneSSE: true}).Connect(ctx)
-	if err != nil {
-		s.fail(ctx, req.ID, why, err)
-		return
+	every := s.retry
+	if every <= 0 {
+		every = defaultRetry
 	}
-	defer conn.Close()
-	if err := conn.Write(ctx, req); err != nil {
-		s.fail(ctx, req.ID, why, err)
-		return
-	}
+	told := ""
 	for {
-		msg, err := conn.Read(ctx)
-		if err != nil {
-			s.fail(ctx, req.ID, why, err)
+		res := s.once(ctx, req)
+		if res == nil {
 			return
 		}
-		s.write(msg)
-		if res, ok := msg.(*jsonrpc.Response); ok && res.ID == req.ID {
+		id, expires, held := heldAction(res.Error)
+		if !held || !time.Now().Add(every).Before(expires) {
+			s.write(res)
+			return
+		}
+		if id != told {
+			told = id
+			//lint:ignore SA1019 desktop clients show log messages, deprecated in 2026-07-28 but still served over stdio
+			params, _ := json.Marshal(&mcp.LoggingMessageParams{Level: "warning", Logger: "idn",
+				Data: "idn: the gateway holds this call until the namespace owner approves it with a passkey (action " + id +
+					", in the dashboard's Actions page) before " + expires.UTC().Format(time.RFC3339) + "; idn asks again every " + every.String() + "."})
+			s.write(&jsonrpc.Request{Method: "notifications/message", Params: params})
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
 			return
 		}
 	}
 }
 
-// fail answers request id with err, unless the client withdrew it.
-func (s *statelessRelay) fail(ctx context.Context, id jsonrpc.ID, why *refusals, err error) {
+// once sends req to the gateway, writes to stdout what it says before
+// its response, and returns the response; nil when the client withdrew
+// req. A refusal of the gateway's own (its JSON envelope) is a JSON-RPC
+// error saying why, its code in data.
+func (s *statelessRelay) once(ctx context.Context, req *jsonrpc.Request) *jsonrpc.Response {
+	why := &refusals{base: s.sign}
+	// As for the session: a redirect is never followed.
+	client := &http.Client{Transport: why, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	conn, err := (&mcp.StreamableClientTransport{Endpoint: s.endpoint, HTTPClient: client, DisableStandaloneSSE: true}).Connect(ctx)
+	if err != nil {
+		return s.fail(ctx, req.ID, why, err)
+	}
+	defer conn.Close()
+	if err := conn.Write(ctx, req); err != nil {
+		return s.fail(ctx, req.ID, why, err)
+	}
+	for {
+		msg, err := conn.Read(ctx)
+		if err != nil {
+			return s.fail(ctx, req.ID, why, err)
+		}
+		if res, ok := msg.(*jsonrpc.Response); ok && res.ID == req.ID {
+			return res
+		}
+		s.write(msg)
+	}
+}
+
+// fail is the response to request id that err gives, nil when the
+// client withdrew it.
+func (s *statelessRelay) fail(ctx context.Context, id jsonrpc.ID, why *refusals, err error) *jsonrpc.Response {
 	if ctx.Err() != nil {
-		return // cancelled: the client expects no answer
+		return nil // cancelled: the client expects no answer
 	}
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) {
@@ -163,7 +202,7 @@ func (s *statelessRelay) fail(ctx context.Context, id jsonrpc.ID, why *refusals,
 			je.Data, _ = json.Marshal(map[string]string{"code": why.lastErrcode().String()})
 		}
 	}
-	s.write(&jsonrpc.Response{ID: id, Error: je})
+	return &jsonrpc.Response{ID: id, Error: je}
 }
 
 // write writes msg to stdout as one line.
