@@ -541,10 +541,20 @@ func TestEverythingThroughIdnMCP(t *testing.T) {
 // owner approves, is
 // told by a log message and a tools/list_changed notification, and lists
 // the tools; no restart.
-func TestMCPBridgeWaitsForApproval(t *testing.T) {
+func TestMCPBridgeWaitsForApproval(t *testing.T) { testMCPBridgeWaitsForApproval(t, maxRelayedVersion) }
+
+// TestMCPBridgeWaitsForApproval with a client of the stateless revision:
+// the gateway refuses its server/discover, and the go-sdk's client then
+// falls back to initialize, which gets the session's wait.
+func TestMCPBridgeWaitsForApprovalStateless(t *testing.T) {
+	testMCPBridgeWaitsForApproval(t, statelessRevision)
+}
+
+func testMCPBridgeWaitsForApproval(t *testing.T, version string) {
 	upURL, _, _ := mcpUpstream(t)
 	st, controlPlane := newMCPStackWith(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
 		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, false, claimcache.Options{RefreshInterval: 100 * time.Millisecond})
+	st.version = version
 	changed, logged := make(chan struct{}, 4), make(chan string, 4)
 	cs := st.bridge(t, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
