@@ -18,7 +18,15 @@
 // request signed with the identity, and opens a new gateway session when
 // the gateway has forgotten its own (idle expiry, restart). Started before
 // the agent's claim is approved, it stays up, tells the client why, and
-// offers the tools once approved (asking the gateway every --retry).
+// offers the tools once approved (asking the gateway every --retry). A
+// client of the stateless revision 2026-07-28 has each request forwarded
+// as it came, without a session.
+//
+// idn mcp is built on the MCP go-sdk, but carries some messages as JSON
+// past it, because the SDK's types would rewrite what must pass unchanged:
+// the stateless revision's requests and answers (their _meta, rounds and
+// requestState), an elicitation's answer (the SDK fills in schema
+// defaults), and tasks, which the SDK does not model.
 package main
 
 import (

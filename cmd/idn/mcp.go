@@ -31,7 +31,9 @@ import (
 // cmdMCP is `idn mcp`: an MCP server on stdin/stdout that forwards every
 // request to a gateway's MCP endpoint /mcp/{connection}, each HTTP request
 // signed with the identity, so a desktop MCP client can use a gateway with
-// no code. It serves until stdin closes.
+// no code. It serves until stdin closes. A client of 2025-11-25 or older
+// gets a gateway session; one of the stateless revision 2026-07-28 has
+// each request forwarded on its own (mcpstateless.go).
 func cmdMCP(args []string, e env) error {
 	fs := newFlagSet("mcp")
 	gatewayURL := fs.String("gateway", "", "gateway base URL, e.g. http://127.0.0.1:38100 (required)")
@@ -61,6 +63,7 @@ func cmdMCP(args []string, e env) error {
 		retry:    *retry,
 	}
 	b.clientTasks = &clientTasks{endpoint: b.endpoint, post: b.refusals}
+	b.stateless = &statelessRelay{endpoint: b.endpoint, sign: id.Transport(nil, identity.SignOptions{Subject: *subject}), retry: *retry}
 	// mcporder keeps a call's result behind the progress the gateway sent
 	// before it, which would otherwise be dropped. A redirect is never
 	// followed: signing the next hop would give whoever answered the 3xx a
@@ -105,6 +108,9 @@ type bridge struct {
 	taskTokens mcptasks.Tokens
 	// clientTasks carries the client side of tasks (mcpclienttasks.go).
 	clientTasks *clientTasks
+	// stateless carries the requests of the stateless revision
+	// (mcpstateless.go).
+	stateless *statelessRelay
 	// out is stdout, written one whole message at a time.
 	out *lockedWriter
 }
@@ -123,6 +129,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	b.clientTasks.ctx, b.clientTasks.out = ctx, b.out
+	b.stateless.ctx, b.stateless.out = ctx, b.out
 	remote, err := b.session(ctx)
 	var (
 		caps         *mcp.ServerCapabilities
@@ -177,7 +184,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	var calls sync.WaitGroup
 	defer calls.Wait()
 	in = &taskCalls{r: bufio.NewReader(in), take: func(line []byte) bool {
-		return b.clientTasks.fromClient(line) || b.taskCall(ctx, &calls, line)
+		return b.stateless.take(line) || b.clientTasks.fromClient(line) || b.taskCall(ctx, &calls, line)
 	}}
 	local, err := server.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: b.out}, nil)
 	if err != nil {
@@ -201,6 +208,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	b.mu.Unlock()
 	stop() // the stdio client answers nothing more
 	b.clientTasks.wg.Wait()
+	b.stateless.wg.Wait()
 	return nil
 }
 

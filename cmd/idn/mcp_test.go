@@ -92,6 +92,7 @@ func mcpUpstream(t *testing.T) (url string, started, cancelled <-chan struct{}) 
 // plane approved for it.
 type mcpStack struct {
 	url, home          string
+	version            string // that bridge's client asks for (zero: 2025-11-25)
 	agent              *identity.Identity
 	started, cancelled <-chan struct{}
 }
@@ -193,7 +194,11 @@ func (st *mcpStack) bridge(t *testing.T, opts *mcp.ClientOptions, args ...string
 	t.Helper()
 	inW, outR, stderr := st.start(t, args...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, opts)
-	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	version := st.version
+	if version == "" {
+		version = maxRelayedVersion
+	}
+	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect through idn mcp: %v (stderr %s)", err, stderr.String())
 	}
@@ -201,8 +206,14 @@ func (st *mcpStack) bridge(t *testing.T, opts *mcp.ClientOptions, args ...string
 	return cs
 }
 
-func TestMCPBridge(t *testing.T) {
+func TestMCPBridge(t *testing.T) { testMCPBridge(t, maxRelayedVersion) }
+
+// TestMCPBridge with a stdio client of the stateless revision.
+func TestMCPBridgeStateless(t *testing.T) { testMCPBridge(t, statelessRevision) }
+
+func testMCPBridge(t *testing.T, version string) {
 	st := newMCPStack(t, 0)
+	st.version = version
 	ctx := context.Background()
 	progress := make(chan *mcp.ProgressNotificationParams, 8)
 	cs := st.bridge(t, &mcp.ClientOptions{
@@ -530,10 +541,20 @@ func TestEverythingThroughIdnMCP(t *testing.T) {
 // owner approves, is
 // told by a log message and a tools/list_changed notification, and lists
 // the tools; no restart.
-func TestMCPBridgeWaitsForApproval(t *testing.T) {
+func TestMCPBridgeWaitsForApproval(t *testing.T) { testMCPBridgeWaitsForApproval(t, maxRelayedVersion) }
+
+// TestMCPBridgeWaitsForApproval with a client of the stateless revision:
+// the gateway refuses its server/discover, and the go-sdk's client then
+// falls back to initialize, which gets the session's wait.
+func TestMCPBridgeWaitsForApprovalStateless(t *testing.T) {
+	testMCPBridgeWaitsForApproval(t, statelessRevision)
+}
+
+func testMCPBridgeWaitsForApproval(t *testing.T, version string) {
 	upURL, _, _ := mcpUpstream(t)
 	st, controlPlane := newMCPStackWith(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upURL,
 		AuthMode: credvault.AuthBearer, AuthSecretKey: "token"}, false, claimcache.Options{RefreshInterval: 100 * time.Millisecond})
+	st.version = version
 	changed, logged := make(chan struct{}, 4), make(chan string, 4)
 	cs := st.bridge(t, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },

@@ -75,9 +75,17 @@ func (d *actionDesk) decide(id string, dec map[string]any) {
 // owner's passkey keeps waiting in idn mcp, which tells the client why
 // once, and returns the tool's result once the owner approved; a denial
 // ends the wait with the gateway's answer.
-func TestMCPBridgeWaitsForAnAction(t *testing.T) {
+func TestMCPBridgeWaitsForAnAction(t *testing.T) { testMCPBridgeWaitsForAnAction(t, maxRelayedVersion) }
+
+// TestMCPBridgeWaitsForAnAction with a stdio client of the stateless
+// revision.
+func TestMCPBridgeWaitsForAnActionStateless(t *testing.T) {
+	testMCPBridgeWaitsForAnAction(t, statelessRevision)
+}
+
+func testMCPBridgeWaitsForAnAction(t *testing.T, version string) {
 	upURL, _, _ := mcpUpstream(t)
-	st := &mcpStack{home: t.TempDir()}
+	st := &mcpStack{home: t.TempDir(), version: version}
 	var err error
 	if st.agent, err = identity.New("desk-agent"); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/internal/mcptasks"
@@ -53,16 +54,12 @@ func (b *bridge) client() *mcp.Client {
 			return local().CreateMessage(ctx, r.Params)
 		}
 	}
-	if caps.Elicitation != nil {
-		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ctx, cancel := detached(ctx)
-			defer cancel()
-			return local().Elicit(ctx, r.Params)
-		}
-	}
 	c := mcp.NewClient(bridgeInfo, opts)
 	for _, method := range mcptasks.Methods {
 		_ = mcp.AddSendingCustomMethod[*mcptasks.Params, *mcptasks.Result](c, method)
+	}
+	if caps.Elicitation != nil {
+		c.AddReceivingMiddleware(b.elicit)
 	}
 	if caps.RootsV2 != nil {
 		c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -79,6 +76,43 @@ func (b *bridge) client() *mcp.Client {
 	}
 	return c
 }
+
+// elicit relays the gateway's elicitation/create to the stdio client as a
+// request of the bridge's own, and its answer back as the client wrote
+// it. The go-sdk's client and server would each check the answer against
+// the requested schema and fill in its defaults, which is the server's
+// to do, not the relay's.
+func (b *bridge) elicit(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		params, ok := req.GetParams().(*mcp.ElicitParams)
+		cs, isClient := req.GetSession().(*mcp.ClientSession)
+		if method != "elicitation/create" || !ok || !isClient {
+			return next(ctx, method, req)
+		}
+		if params.Mode == "" && params.URL == "" {
+			params.Mode = "form" // as the go-sdk's server writes it; an empty mode is no mode
+		}
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		answer, err := b.clientTasks.ask(ctx, cs.ID(), method, raw)
+		if err != nil {
+			return nil, err
+		}
+		return &verbatim{raw: answer}, nil
+	}
+}
+
+// verbatim is a result written as the stdio client wrote it.
+type verbatim struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (v *verbatim) MarshalJSON() ([]byte, error) { return v.raw, nil }
 
 // initialize answers the stdio client's initialize: the gateway session
 // opened at start (to fail early) is replaced by one opened with the
