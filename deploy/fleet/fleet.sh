@@ -16,7 +16,7 @@
 #   fleet.sh stop DIR            stop everything
 #
 # DIR holds each process's files: a/ and b/ (the gateways' data), redis/,
-# pg/, *.pid, *.log, and database.url, the URL the gateways share (for
+# pg/ (see pg_data), *.pid, *.log, and database.url, the URL the gateways share (for
 # `gateway add` and the like). With GATEWAY_DATABASE_URL set, the
 # gateways use that database; otherwise the script starts a throwaway
 # PostgreSQL in pg/. The gateways read GATEWAY_MASTER_KEY (the same for both),
@@ -75,32 +75,43 @@ start_redis() {
   await "Redis answering" sh -c "redis-cli -p $redis_port ping 2>/dev/null | grep -q PONG"
 }
 
-# The throwaway PostgreSQL runs as the postgres user when the script runs
-# as root (initdb refuses root), as the caller otherwise.
+# The throwaway PostgreSQL runs as the caller, its data in DIR/pg; as
+# root (initdb refuses root) it runs as the postgres user, its data in a
+# folder of /tmp that user can reach, named in DIR/pg.dir.
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 run_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+pg_data() {
+  if [ "$(id -u)" != 0 ]; then echo "$dir/pg"; return; fi
+  if [ ! -f "$dir/pg.dir" ]; then
+    mktemp -d /tmp/idn-fleet-pg.XXXXXX >"$dir/pg.dir"
+    chown postgres "$(cat "$dir/pg.dir")"
+  fi
+  cat "$dir/pg.dir"
+}
 
 start_postgres() {
   if [ -n "${GATEWAY_DATABASE_URL:-}" ]; then
     printf '%s\n' "$GATEWAY_DATABASE_URL" >"$dir/database.url"
     return
   fi
-  local bin
+  local bin data
   bin=$(pg_bin)
   [ -n "$bin" ] || { echo "fleet: no PostgreSQL (apt-get install postgresql) and no GATEWAY_DATABASE_URL" >&2; exit 1; }
-  if [ ! -f "$dir/pg/PG_VERSION" ]; then
-    mkdir -p "$dir/pg"
-    [ "$(id -u)" != 0 ] || chown postgres "$dir/pg"
-    run_pg "'$bin/initdb' -D '$dir/pg' -A trust -U postgres >/dev/null"
-  fi
-  run_pg "'$bin/pg_ctl' -D '$dir/pg' -l '$dir/pg/log' -w -o \"-k /tmp -p $pg_port -c listen_addresses=127.0.0.1 -c fsync=off\" start >/dev/null"
+  data=$(pg_data)
+  mkdir -p "$data"
+  [ -f "$data/PG_VERSION" ] || run_pg "'$bin/initdb' -D '$data' -A trust -U postgres >/dev/null"
+  run_pg "'$bin/pg_ctl' -D '$data' -l '$data/log' -w -o \"-k /tmp -p $pg_port -c listen_addresses=127.0.0.1 -c fsync=off\" start >/dev/null"
   echo "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" >"$dir/database.url"
 }
 
 stop_postgres() {
-  if [ -f "$dir/pg/postmaster.pid" ]; then
-    run_pg "'$(pg_bin)/pg_ctl' -D '$dir/pg' -m fast stop >/dev/null" || true
+  [ -z "${GATEWAY_DATABASE_URL:-}" ] || return 0
+  local data
+  data=$(pg_data)
+  if [ -f "$data/postmaster.pid" ]; then
+    run_pg "'$(pg_bin)/pg_ctl' -D '$data' -m fast stop >/dev/null" || true
   fi
+  if [ -f "$dir/pg.dir" ]; then rm -rf "$data" "$dir/pg.dir"; fi
 }
 
 start_gateway() {
