@@ -9,6 +9,7 @@ require (
 	github.com/idnhq/idn v0.0.0-00010101000000-000000000000
 	github.com/idnhq/idn/controlplane v0.0.0-00010101000000-000000000000
 	github.com/idnhq/idn/httpsig v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/zitadel/oidc/v3 v3.52.0
 	go.opentelemetry.io/otel/sdk v1.46.0
@@ -37,7 +38,6 @@ require (
 	github.com/gorilla/securecookie v1.1.2 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mr-tron/base58 v1.3.0 // indirect

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# A fleet on one machine, as plain processes: redis-server, two idn
-# gateways (a and b) keeping their nonces in it, and HAProxy in front
-# (haproxy.cfg). No root needed; Debian's redis-server and haproxy must be
-# installed. e2e/fleet runs it; docs/gateway.md ("Running a fleet") tells
-# the shape.
+# A fleet on one machine, as plain processes: redis-server, PostgreSQL,
+# two idn gateways (replicas a and b) keeping their nonces in Redis and
+# their connections, secrets and identity in PostgreSQL, and HAProxy in
+# front (haproxy.cfg), which sends an MCP session to the replica its id
+# names. No root needed; Debian's redis-server, haproxy and postgresql
+# must be installed. e2e/fleet runs it; docs/gateway.md ("Running a
+# fleet") tells the shape.
 #
 #   fleet.sh start DIR           start everything; return once the fleet serves
 #   fleet.sh restart DIR a|b     stop a replica (SIGTERM, it drains), start it again
@@ -14,12 +16,15 @@
 #   fleet.sh stop DIR            stop everything
 #
 # DIR holds each process's files: a/ and b/ (the gateways' data), redis/,
-# *.pid, *.log. The gateways read GATEWAY_MASTER_KEY (the same for both),
+# pg/ (see pg_data), *.pid, *.log, and database.url, the URL the gateways share (for
+# `gateway add` and the like). With GATEWAY_DATABASE_URL set, the
+# gateways use that database; otherwise the script starts a throwaway
+# PostgreSQL in pg/. The gateways read GATEWAY_MASTER_KEY (the same for both),
 # IDN_REGISTRY_URL and any other GATEWAY_* or IDN_* setting from the
 # environment. GATEWAY_BIN names the gateway binary (default: gateway on
 # PATH). Ports: FLEET_LB_PORT (38100), FLEET_GATEWAY_A_PORT (38101),
 # FLEET_GATEWAY_B_PORT (38102), FLEET_REDIS_PORT (6380),
-# FLEET_STATS_PORT (38109, HAProxy's CSV status).
+# FLEET_PG_PORT (38103), FLEET_STATS_PORT (38109, HAProxy's CSV status).
 set -euo pipefail
 PATH=$PATH:/usr/sbin:/sbin # where Debian puts haproxy, outside a user's PATH
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +35,7 @@ dir=$(cd "$dir" && pwd)
 
 lb_port=${FLEET_LB_PORT:-38100}
 redis_port=${FLEET_REDIS_PORT:-6380}
+pg_port=${FLEET_PG_PORT:-38103}
 stats_port=${FLEET_STATS_PORT:-38109}
 gateway_bin=${GATEWAY_BIN:-gateway}
 port_of() { case $1 in a) echo "${FLEET_GATEWAY_A_PORT:-38101}" ;; b) echo "${FLEET_GATEWAY_B_PORT:-38102}" ;; *) echo "fleet: replica is a or b" >&2; exit 2 ;; esac; }
@@ -69,12 +75,52 @@ start_redis() {
   await "Redis answering" sh -c "redis-cli -p $redis_port ping 2>/dev/null | grep -q PONG"
 }
 
+# The throwaway PostgreSQL runs as the caller, its data in DIR/pg; as
+# root (initdb refuses root) it runs as the postgres user, its data in a
+# folder of /tmp that user can reach, named in DIR/pg.dir.
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+run_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+pg_data() {
+  if [ "$(id -u)" != 0 ]; then echo "$dir/pg"; return; fi
+  if [ ! -f "$dir/pg.dir" ]; then
+    mktemp -d /tmp/idn-fleet-pg.XXXXXX >"$dir/pg.dir"
+    chown postgres "$(cat "$dir/pg.dir")"
+  fi
+  cat "$dir/pg.dir"
+}
+
+start_postgres() {
+  if [ -n "${GATEWAY_DATABASE_URL:-}" ]; then
+    printf '%s\n' "$GATEWAY_DATABASE_URL" >"$dir/database.url"
+    return
+  fi
+  local bin data
+  bin=$(pg_bin)
+  [ -n "$bin" ] || { echo "fleet: no PostgreSQL (apt-get install postgresql) and no GATEWAY_DATABASE_URL" >&2; exit 1; }
+  data=$(pg_data)
+  mkdir -p "$data"
+  [ -f "$data/PG_VERSION" ] || run_pg "'$bin/initdb' -D '$data' -A trust -U postgres >/dev/null"
+  run_pg "'$bin/pg_ctl' -D '$data' -l '$data/log' -w -o \"-k /tmp -p $pg_port -c listen_addresses=127.0.0.1 -c fsync=off\" start >/dev/null"
+  echo "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" >"$dir/database.url"
+}
+
+stop_postgres() {
+  [ -z "${GATEWAY_DATABASE_URL:-}" ] || return 0
+  local data
+  data=$(pg_data)
+  if [ -f "$data/postmaster.pid" ]; then
+    run_pg "'$(pg_bin)/pg_ctl' -D '$data' -m fast stop >/dev/null" || true
+  fi
+  if [ -f "$dir/pg.dir" ]; then rm -rf "$data" "$dir/pg.dir"; fi
+}
+
 start_gateway() {
   local name=$1 port
   port=$(port_of "$name")
   mkdir -p "$dir/$name"
   GATEWAY_ADDR=127.0.0.1:$port GATEWAY_DATA_DIR=$dir/$name \
-    GATEWAY_REDIS_URL=redis://127.0.0.1:$redis_port \
+    GATEWAY_REDIS_URL=redis://127.0.0.1:$redis_port GATEWAY_DATABASE_URL=$(cat "$dir/database.url") \
+    GATEWAY_REPLICA_NAME=$name \
     GATEWAY_PUBLIC_AUTHORITY=127.0.0.1:$lb_port GATEWAY_TRUSTED_PROXY_CIDRS=127.0.0.1/32 \
     GATEWAY_SHUTDOWN_DELAY_SECONDS=${GATEWAY_SHUTDOWN_DELAY_SECONDS:-2} \
     nohup "$gateway_bin" serve >>"$dir/$name.log" 2>&1 &
@@ -108,10 +154,11 @@ restart() {
 case $cmd in
 start)
   start_redis
+  start_postgres
   start_gateway a
   start_gateway b
   start_haproxy
-  echo "fleet: serving on 127.0.0.1:$lb_port (gateways on $(port_of a) and $(port_of b), Redis on $redis_port)"
+  echo "fleet: serving on 127.0.0.1:$lb_port (gateways on $(port_of a) and $(port_of b), Redis on $redis_port, PostgreSQL at $(cat "$dir/database.url"))"
   ;;
 restart) restart "${3:?a or b}" ;;
 rolling) restart a; restart b ;;
@@ -122,6 +169,7 @@ redis-start) start_redis ;;
 stop)
   for p in haproxy a b; do stop_pid "$p" TERM; done
   stop_pid redis TERM
+  stop_postgres
   ;;
 *) echo "fleet: unknown command $cmd" >&2; exit 2 ;;
 esac

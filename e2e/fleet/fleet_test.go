@@ -1,19 +1,25 @@
 // Package fleet_test runs deploy/fleet/fleet.sh: two real gateways
-// behind HAProxy, their nonces in a real redis-server. It checks what a
-// fleet promises: no replay across replicas or restarts, no request lost
-// to a rolling restart, and none lost to a crash but those in flight on
-// the replica that died. Without redis-server or haproxy it skips,
-// saying so; under CI=true it fails.
+// behind HAProxy, their nonces in a real redis-server, their connections
+// in one real PostgreSQL. It checks what a fleet promises: no replay
+// across replicas or restarts, a connection added on one replica served
+// by the other within a second, MCP sessions routed to their replica, no
+// request lost to a rolling restart, and none lost to a crash but those
+// in flight on the replica that died. Without redis-server, haproxy or
+// PostgreSQL (IDN_TEST_POSTGRES_URL, or Debian's postgresql for the
+// script to start) it skips, saying so; under CI=true it fails.
 package fleet_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +30,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/claimcache/claimcachetest"
@@ -41,6 +50,8 @@ type fleet struct {
 	lb      string // host:port of HAProxy: the authority agents sign
 	replica map[string]string
 	agent   *identity.Identity
+	bin     string // the gateway binary
+	up      string // the upstream's URL
 
 	mu     sync.Mutex
 	orders map[string]int // order id → times the upstream took it
@@ -52,13 +63,52 @@ func need(t testing.TB, bins ...string) {
 		// Debian puts haproxy in /usr/sbin, outside a user's PATH; fleet.sh
 		// looks there too.
 		if _, err := exec.LookPath(b); err != nil && !executable(filepath.Join("/usr/sbin", b)) {
-			msg := fmt.Sprintf("%s is not installed (apt-get install -y redis-server haproxy): the fleet test needs it", b)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg + " (CI=true)")
-			}
-			t.Skip(msg)
+			missing(t, fmt.Sprintf("%s is not installed (apt-get install -y redis-server haproxy): the fleet test needs it", b))
 		}
 	}
+}
+
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + " (CI=true)")
+	}
+	t.Skip(msg)
+}
+
+// database returns a fresh schema of IDN_TEST_POSTGRES_URL, dropped at
+// cleanup, as the URL that uses it. Without the variable it returns ""
+// and fleet.sh starts a PostgreSQL of its own, which needs Debian's.
+func database(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("IDN_TEST_POSTGRES_URL")
+	if base == "" {
+		if pg, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(pg) == 0 {
+			missing(t, "no IDN_TEST_POSTGRES_URL and PostgreSQL is not installed (apt-get install -y postgresql): the fleet test needs one")
+		}
+		return ""
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := "fleet_" + strings.ToLower(rand.Text())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		conn.Close(ctx)
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func executable(path string) bool {
@@ -79,8 +129,10 @@ func freePort(t testing.TB) string {
 // an order.
 func startFleet(t testing.TB, delay time.Duration) *fleet {
 	need(t, "redis-server", "redis-cli", "haproxy")
+	dbURL := database(t)
 	f := &fleet{t: t, dir: t.TempDir(), orders: map[string]int{}}
 	bin := filepath.Join(t.TempDir(), "gateway")
+	f.bin = bin
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = filepath.Join(repo, "cmd", "gateway")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -90,8 +142,6 @@ func startFleet(t testing.TB, delay time.Duration) *fleet {
 	cp := claimcachetest.NewServer()
 	t.Cleanup(cp.Close)
 	cp.Approve(claimcache.Claim{Namespace: "alice", Service: "shop", PublicKey: f.agent.PublicKeyString()})
-	// Each replica's connection points at its own path, so the upstream
-	// knows which replica sent an order.
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var o struct{ ID string }
 		json.NewDecoder(r.Body).Decode(&o)
@@ -101,34 +151,62 @@ func startFleet(t testing.TB, delay time.Duration) *fleet {
 		f.mu.Unlock()
 	}))
 	t.Cleanup(upstream.Close)
+	f.up = upstream.URL
 	key, _ := credvault.GenerateMasterKey()
 	ports := map[string]string{"LB": freePort(t), "GATEWAY_A": freePort(t), "GATEWAY_B": freePort(t), "REDIS": freePort(t), "STATS": freePort(t)}
 	f.env = append(os.Environ(), "GATEWAY_BIN="+bin, "GATEWAY_MASTER_KEY="+key.Encode(), "IDN_REGISTRY_URL="+cp.URL,
 		"IDN_SERVICE_API_KEY="+cp.APIKey("shop"), "GATEWAY_ADMIN_ACCESS_MODE=loopback", "LOG_LEVEL=warn")
+	if dbURL != "" {
+		f.env = append(f.env, "GATEWAY_DATABASE_URL="+dbURL)
+	}
 	for k, v := range ports {
 		f.env = append(f.env, "FLEET_"+k+"_PORT="+v)
 	}
 	f.lb = "127.0.0.1:" + ports["LB"]
 	f.replica = map[string]string{"a": "127.0.0.1:" + ports["GATEWAY_A"], "b": "127.0.0.1:" + ports["GATEWAY_B"]}
-	for _, name := range []string{"a", "b"} {
-		add := exec.Command(bin, "add", "--id", "shop", "--base-url", upstream.URL+"/"+name, "--auth-mode", "bearer",
-			"--auth-secret-key", "t", "--secret", "t=upstream-token")
-		add.Env = append(f.env, "GATEWAY_DATA_DIR="+filepath.Join(f.dir, name))
-		if out, err := add.CombinedOutput(); err != nil {
-			t.Fatalf("gateway add on %s: %v\n%s", name, err, out)
-		}
-	}
 	t.Cleanup(func() {
 		f.run("stop")
 		if t.Failed() {
-			for _, log := range []string{"a.log", "b.log", "haproxy.log", "redis.log"} {
+			for _, log := range []string{"a.log", "b.log", "haproxy.log", "redis.log", "pg/log"} {
 				b, _ := os.ReadFile(filepath.Join(f.dir, log))
 				t.Logf("%s:\n%s", log, b)
 			}
 		}
 	})
 	f.run("start")
+	// One connection in the shared store, added by the command-line tool
+	// with the fleet's database URL, serves on both replicas.
+	db, err := os.ReadFile(filepath.Join(f.dir, "database.url"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := exec.Command(bin, "add", "--id", "shop", "--base-url", upstream.URL, "--auth-mode", "bearer",
+		"--auth-secret-key", "t", "--secret", "t=upstream-token")
+	add.Env = append(f.env, "GATEWAY_DATA_DIR="+t.TempDir(), "GATEWAY_DATABASE_URL="+strings.TrimSpace(string(db)))
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("gateway add: %v\n%s", err, out)
+	}
+	for _, name := range []string{"a", "b"} {
+		f.awaitServed(name, "shop", 10*time.Second)
+	}
 	return f
+}
+
+// awaitServed sends orders for connection conn to a replica until one is
+// served, and returns how long that took.
+func (f *fleet) awaitServed(name, conn string, within time.Duration) time.Duration {
+	f.t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	start := time.Now()
+	for {
+		status, code := send(client, f.replica[name], f.signFor(conn))
+		if status == http.StatusOK {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			f.t.Fatalf("replica %s did not serve connection %s within %s: %d %s", name, conn, within, status, code)
+		}
+	}
 }
 
 // run runs fleet.sh with args after the fleet's folder.
@@ -144,27 +222,33 @@ func (f *fleet) run(cmd string, args ...string) {
 // order is a signed POST, kept as bytes to send to any address.
 type order struct {
 	id     string
+	path   string
 	header http.Header
 	body   []byte
 }
 
 var orderSeq atomic.Int64
 
-// sign signs a new order for the load balancer's authority.
-func (f *fleet) sign() order {
+// sign signs a new order of connection shop for the load balancer's
+// authority.
+func (f *fleet) sign() order { return f.signFor("shop") }
+
+// signFor signs a new order of connection conn.
+func (f *fleet) signFor(conn string) order {
 	id := strconv.FormatInt(orderSeq.Add(1), 10)
 	body := []byte(`{"id":"` + id + `"}`)
-	req, _ := http.NewRequest("POST", "http://"+f.lb+"/proxy/shop/orders", bytes.NewReader(body))
+	path := "/proxy/" + conn + "/orders"
+	req, _ := http.NewRequest("POST", "http://"+f.lb+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if err := f.agent.Sign(req, identity.SignOptions{}); err != nil {
 		f.t.Error(err)
 	}
-	return order{id, req.Header, body}
+	return order{id, path, req.Header, body}
 }
 
 // send sends o to addr; it returns the status (0: no answer) and code.
 func send(client *http.Client, addr string, o order) (int, string) {
-	req, _ := http.NewRequest("POST", "http://"+addr+"/proxy/shop/orders", bytes.NewReader(o.body))
+	req, _ := http.NewRequest("POST", "http://"+addr+o.path, bytes.NewReader(o.body))
 	req.Header = o.header.Clone()
 	res, err := client.Do(req)
 	if err != nil {
@@ -264,6 +348,21 @@ func TestFleet(t *testing.T) {
 		if n := f.taken(o.id); n != 1 {
 			t.Fatalf("the upstream took the order %d times", n)
 		}
+	})
+
+	t.Run("a connection added on a is served by b within a second", func(t *testing.T) {
+		f.addConnection(t, "a", `{"id":"shop-eu","service":"shop","base_url":"`+f.up+`","auth_mode":"bearer","auth_secret_key":"t","secrets":{"t":"upstream-token"}}`)
+		took := f.awaitServed("b", "shop-eu", time.Second)
+		t.Logf("a connection added on a: served by b after %s", took)
+		for range 2 { // round robin: once on each replica
+			if status, code := send(client, f.lb, f.signFor("shop-eu")); status != 200 {
+				t.Fatalf("through HAProxy: %d %s", status, code)
+			}
+		}
+	})
+
+	t.Run("an MCP session goes to its replica", func(t *testing.T) {
+		f.mcpSession(t)
 	})
 
 	t.Run("replay after restarting a replica", func(t *testing.T) {
@@ -385,5 +484,87 @@ func (f *fleet) checkOnce(t *testing.T, all []result) {
 		if n := f.taken(r.id); n > 1 {
 			t.Errorf("the upstream took order %s %d times", r.id, n)
 		}
+	}
+}
+
+// addConnection creates a connection through a replica's admin API.
+func (f *fleet) addConnection(t *testing.T, name, body string) {
+	t.Helper()
+	res, err := http.Post("http://"+f.replica[name]+"/api/admin/connections", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("adding a connection on %s: %d %s", name, res.StatusCode, b)
+	}
+}
+
+// mcpSession opens an MCP session of a 2025 revision through HAProxy, to
+// the MCP Go SDK's server behind connection tools. Its id names the
+// replica that opened it; HAProxy sends each of its requests there, and
+// the other replica, sent one directly, answers 421.
+func (f *fleet) mcpSession(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1.0.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	// The gateway may keep a stream open to it: cut it rather than wait.
+	t.Cleanup(func() { up.CloseClientConnections(); up.Close() })
+	f.addConnection(t, "a", `{"id":"tools","service":"shop","protocol":"mcp","base_url":"`+up.URL+`","mcp_endpoint":"/mcp","auth_mode":"bearer","auth_secret_key":"t","secrets":{"t":"upstream-token"}}`)
+	signed := &http.Client{Transport: f.agent.Transport(nil, identity.SignOptions{})}
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1.0.0"}, nil)
+	// The session may open on b before b has the connection (404): it
+	// has it within a second.
+	var cs *mcp.ClientSession
+	for start := time.Now(); cs == nil; {
+		var err error
+		cs, err = client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + f.lb + "/mcp/tools", HTTPClient: signed, MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil && time.Since(start) > time.Second {
+			t.Fatalf("opening a session through HAProxy: %v", err)
+		}
+	}
+	defer cs.Close()
+	owner, _, ok := strings.Cut(cs.ID(), ".")
+	if !ok || f.replica[owner] == "" {
+		t.Fatalf("session id %q names no replica of the fleet", cs.ID())
+	}
+	other := map[string]string{"a": "b", "b": "a"}[owner]
+	t.Logf("session %s… opened on %s", cs.ID()[:6], owner)
+
+	// Round robin alone would send every other request to the other
+	// replica, and so fail half of these.
+	for i := range 6 {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": strconv.Itoa(i)}})
+		if err != nil || res.IsError {
+			t.Fatalf("call %d through HAProxy: %v %+v", i, err, res)
+		}
+	}
+
+	// Signed for HAProxy's authority, sent to the other replica directly.
+	req, _ := http.NewRequest("POST", "http://"+f.lb+"/mcp/tools", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	if err := f.agent.Sign(req, identity.SignOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	req.URL.Host = f.replica[other]
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var env struct{ Code, Replica string }
+	b, _ := io.ReadAll(res.Body)
+	json.Unmarshal(b, &env)
+	if res.StatusCode != http.StatusMisdirectedRequest || env.Code != "MCP_SESSION_MISDIRECTED" || env.Replica != owner {
+		t.Fatalf("the session sent to %s: %d %s, want 421 MCP_SESSION_MISDIRECTED naming %s", other, res.StatusCode, b, owner)
 	}
 }

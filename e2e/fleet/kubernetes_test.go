@@ -20,7 +20,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatalf("no manifests: %v", err)
 	}
 	_, self, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(self), repo, "internal", "testnode", "k8s", "validate.mjs")
+	script := filepath.Join(filepath.Dir(self), repo, "kit", "testnode", "k8s", "validate.mjs")
 	cmd := exec.Command(node, append([]string{script}, files...)...)
 	cmd.Env = append(cmd.Environ(), "IDN_NODE_MODULES="+modules)
 	out, err := cmd.CombinedOutput()
