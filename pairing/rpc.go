@@ -116,6 +116,8 @@ func (c *Client) call(ctx context.Context, gatewayID, method string, p map[strin
 		p["key"], _ = json.Marshal(key)
 		v, _, err := a.PutVariable(ctx, body(p), "")
 		return c.done(v, err)
+	case "owner_keys.update":
+		return c.ownerKeysUpdate(gatewayID, p["update"])
 	case "variables.delete":
 		key, e := take(p, "key")
 		if e != nil || key == "" {

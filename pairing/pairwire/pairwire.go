@@ -60,6 +60,10 @@ type Control struct {
 	// Keys: the gateway pins them when it is first paired and verifies
 	// owner-approved actions against them.
 	OwnerKeys json.RawMessage `json:"owner_keys,omitempty"`
+	// OwnerKeysUpdate (ready) is the owner's latest key-set change, an
+	// approval.KeysUpdate, so a gateway that was away catches up; the
+	// owner_keys.update RPC brings one to a connected gateway.
+	OwnerKeysUpdate json.RawMessage `json:"owner_keys_update,omitempty"`
 }
 
 // Control message types.
@@ -118,6 +122,7 @@ var Methods = []string{
 	"connections.test", "connections.discover", "connections.rotate", "connections.disconnect_account",
 	"connections.tool_pins", "connections.accept_tools",
 	"variables.list", "variables.set", "variables.delete",
+	"owner_keys.update",
 }
 
 // ActivityPath is the control plane's route where a paired gateway
