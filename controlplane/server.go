@@ -353,6 +353,9 @@ func New(cfg Config) (*Server, error) {
 		Paired:      s.gateways.PairedKey,
 		OwnsService: s.ownsService,
 		Keys:        s.accounts.PinnedKeys,
+		Gateways:    s.gatewayIDs,
+		Send:        s.sendOwnerKeys,
+		IsOffline:   gatewaylink.IsOffline,
 		Requested:   s.actionRequested,
 	})
 	if err != nil {

@@ -288,7 +288,7 @@ func (c *Client) paired(ctl pairwire.Control) error {
 		if err := pinOwnerKeys(c.cfg.Files, ctl.OwnerKeys, false); err != nil {
 			return err
 		}
-		if len(ctl.OwnerKeysUpdate) > 0 {
+		if len(ctl.OwnerKeysUpdate) > 0 && !pinnedAlready(c.cfg.Files, ctl.OwnerKeysUpdate) {
 			if _, err := updateOwnerKeys(c.cfg.Files, ctl.OwnerKeysUpdate, ctl.GatewayID, time.Now()); err != nil {
 				c.log.Warn("pairing: the owner's key-set update was refused; the pinned passkeys stay", "err", err)
 			}

@@ -77,6 +77,14 @@ func updateOwnerKeys(files Files, raw json.RawMessage, gatewayID string, now tim
 	return next, nil
 }
 
+// pinnedAlready reports whether raw's key set is the pinned one: each
+// reconnect brings the latest update, which is no news once applied.
+func pinnedAlready(files Files, raw json.RawMessage) bool {
+	var u approval.KeysUpdate
+	pinned, err := OwnerKeys(files)
+	return err == nil && pinned != nil && json.Unmarshal(raw, &u) == nil && approval.KeysDigest(pinned) == approval.KeysDigest(&u.Keys)
+}
+
 // ownerKeysUpdate answers owner_keys.update: it applies the update under
 // the client's lock, so two updates cannot both read the same pinned set.
 func (c *Client) ownerKeysUpdate(gatewayID string, raw json.RawMessage) (any, *rpcError) {
