@@ -42,14 +42,14 @@ func (s *Server) ownerKeys(ctx context.Context, ns string) (keys, update json.Ra
 	return keys, update, err
 }
 
-// gatewayIDs lists the ids of ns's paired gateways.
-func (s *Server) gatewayIDs(ctx context.Context, ns string) ([]string, error) {
+// pairedGateways lists ns's paired gateways.
+func (s *Server) pairedGateways(ctx context.Context, ns string) ([]actions.PairedGateway, error) {
 	gws, err := s.gateways.Gateways(ctx, ns)
-	ids := make([]string, 0, len(gws))
+	out := make([]actions.PairedGateway, 0, len(gws))
 	for _, g := range gws {
-		ids = append(ids, g.ID)
+		out = append(out, actions.PairedGateway{ID: g.ID, PairedAt: g.CreatedAt})
 	}
-	return ids, err
+	return out, err
 }
 
 // sendOwnerKeys brings a signed key-set change to gateway id.

@@ -71,9 +71,12 @@ type Deps struct {
 	OwnsService func(ctx context.Context, owner, slug string) (bool, error)
 	// Keys returns the owner's passkeys as gateways pin them.
 	Keys func(ctx context.Context, owner string) (*approval.Keys, error)
-	// Gateways lists the ids of the owner's paired gateways, which a
-	// change of the owner's passkeys names.
-	Gateways func(ctx context.Context, owner string) ([]string, error)
+	// KeysAt returns Keys as registered at or before a time: what a
+	// gateway paired then pinned.
+	KeysAt func(ctx context.Context, owner string, at time.Time) (*approval.Keys, error)
+	// Gateways lists the owner's paired gateways, which a change of the
+	// owner's passkeys names.
+	Gateways func(ctx context.Context, owner string) ([]PairedGateway, error)
 	// Send brings a signed key-set change to a paired gateway (the
 	// owner_keys.update RPC) and returns its JSON-RPC response; IsOffline
 	// tells Send's error for a gateway that is not connected.
@@ -82,6 +85,12 @@ type Deps struct {
 	// Requested is told of each new request after it committed (the
 	// webhook and the dashboard's announcement); nil tells no one.
 	Requested func(ctx context.Context, a Action)
+}
+
+// PairedGateway is one of the owner's paired gateways.
+type PairedGateway struct {
+	ID       string
+	PairedAt time.Time
 }
 
 // Actions serves the action requests. It is safe for concurrent use.
@@ -95,8 +104,8 @@ type Actions struct {
 // New returns the part.
 func New(cfg Config, deps Deps) (*Actions, error) {
 	if deps.DB == nil || deps.Kit == nil || deps.Owner == nil || deps.Paired == nil || deps.OwnsService == nil || deps.Keys == nil ||
-		deps.Gateways == nil || deps.Send == nil || deps.IsOffline == nil || deps.Signed.Verify == nil || deps.Signed.RecordNonce == nil || deps.Signed.ReadBody == nil {
-		return nil, errors.New("actions: Deps.DB, Kit, Owner, Paired, OwnsService, Keys, Gateways, Send, IsOffline and Signed's three functions are required")
+		deps.KeysAt == nil || deps.Gateways == nil || deps.Send == nil || deps.IsOffline == nil || deps.Signed.Verify == nil || deps.Signed.RecordNonce == nil || deps.Signed.ReadBody == nil {
+		return nil, errors.New("actions: Deps.DB, Kit, Owner, Paired, OwnsService, Keys, KeysAt, Gateways, Send, IsOffline and Signed's three functions are required")
 	}
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending

@@ -19,6 +19,10 @@ import (
 // KeysUpdateTTL is how long the owner has to sign a key-set change.
 const KeysUpdateTTL = 5 * time.Minute
 
+// errNoGateway refuses a key-set change when no gateway is paired: a
+// gateway paired later pins the passkeys registered then.
+var errNoGateway = apierror.Coded(errcode.ValidationError, "no gateway is paired; a gateway pins the owner's passkeys when it is paired")
+
 // errKeysChanged refuses an update whose set or version is not the one
 // the control plane would now ask for (a passkey changed meanwhile, or
 // another update landed first).
@@ -59,21 +63,27 @@ func (a *Actions) lastKeysUpdate(ctx context.Context, ns string) (*approval.Keys
 }
 
 // keysBase is the set an update must be signed against: the latest
-// change's, or with none the registered passkeys (what gateways pinned
-// at pairing). Each gateway checks again against what it pinned.
-func (a *Actions) keysBase(ctx context.Context, ns string) (*approval.Keys, error) {
+// change's, or with none the passkeys registered when the first of
+// gateways paired, which every gateway pinned. Each gateway checks again
+// against what it pinned.
+func (a *Actions) keysBase(ctx context.Context, ns string, gateways []PairedGateway) (*approval.Keys, error) {
 	last, _, err := a.lastKeysUpdate(ctx, ns)
-	if err != nil || last != nil {
-		return lastKeys(last), err
+	if err != nil {
+		return nil, err
 	}
-	return a.deps.Keys(ctx, ns)
-}
-
-func lastKeys(u *approval.KeysUpdate) *approval.Keys {
-	if u == nil {
-		return nil
+	if last != nil {
+		return &last.Keys, nil
 	}
-	return &u.Keys
+	first := time.Time{}
+	for _, g := range gateways {
+		if first.IsZero() || g.PairedAt.Before(first) {
+			first = g.PairedAt
+		}
+	}
+	if first.IsZero() {
+		return nil, errNoGateway
+	}
+	return a.deps.KeysAt(ctx, ns, first)
 }
 
 // keysChallenge prepares the change of the owner's current passkeys for
@@ -92,21 +102,25 @@ func (a *Actions) keysChallenge(w http.ResponseWriter, r *http.Request, ns strin
 		a.fail(w, r, err)
 		return
 	}
-	base, err := a.keysBase(ctx, ns)
+	base, err := a.keysBase(ctx, ns, gateways)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	u := approval.KeysUpdate{Keys: *next, Gateways: gateways, ExpiresAt: a.kit.Now().Add(KeysUpdateTTL).UTC().Truncate(time.Second)}
-	ids := make([]string, 0, len(base.Keys))
+	ids := make([]string, 0, len(gateways))
+	for _, g := range gateways {
+		ids = append(ids, g.ID)
+	}
+	u := approval.KeysUpdate{Keys: *next, Gateways: ids, ExpiresAt: a.kit.Now().Add(KeysUpdateTTL).UTC().Truncate(time.Second)}
+	creds := make([]string, 0, len(base.Keys))
 	for _, k := range base.Keys {
-		ids = append(ids, base64.RawURLEncoding.EncodeToString(k.CredentialID))
+		creds = append(creds, base64.RawURLEncoding.EncodeToString(k.CredentialID))
 	}
 	apierror.WriteJSON(w, http.StatusOK, map[string]any{
 		"update":            u,
 		"challenge":         base64.RawURLEncoding.EncodeToString(approval.KeysChallenge(&u)),
 		"rp_id":             base.RPID,
-		"credential_ids":    ids,
+		"credential_ids":    creds,
 		"user_verification": "required",
 	})
 }
@@ -145,7 +159,12 @@ func (a *Actions) updateKeys(w http.ResponseWriter, r *http.Request, ns string) 
 		apierror.Write(w, r, errKeysChanged)
 		return
 	}
-	base, err := a.keysBase(ctx, ns)
+	gateways, err := a.deps.Gateways(ctx, ns)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	base, err := a.keysBase(ctx, ns, gateways)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -87,8 +87,8 @@ type hub struct {
 	store    store
 	log      *slog.Logger
 	now      func() time.Time
-	timeout  time.Duration                                                 // of an RPC relayed from another instance
-	every    time.Duration                                                 // heartbeat
+	timeout  time.Duration                                                                  // of an RPC relayed from another instance
+	every    time.Duration                                                                  // heartbeat
 	keys     func(ctx context.Context, ns string) (keys, update json.RawMessage, err error) // nil: none
 
 	mu      sync.Mutex
