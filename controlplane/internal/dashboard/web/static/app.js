@@ -103,14 +103,14 @@ async function stepUp(fn) {
 
 // pinGatewayKeys has the owner sign the changed passkey set with a passkey
 // the paired gateways pinned; each gateway checks it itself before it
-// trusts the new set. It returns how many gateways refused it; with no
-// gateway paired there is nothing to sign.
+// trusts the new set. It returns how many gateways refused it, or null
+// when no gateway is paired (there is nothing to sign).
 async function pinGatewayKeys() {
   let o;
   try {
     o = await call('GET', '/v1/owner-keys/challenge');
   } catch (err) {
-    if (err instanceof ApiError && err.code === errcode.VALIDATION_ERROR) return 0;
+    if (err instanceof ApiError && err.code === errcode.VALIDATION_ERROR) return null;
     throw err;
   }
   const credential = await passkey.get({ challenge: o.challenge, rpId: o.rp_id, userVerification: o.user_verification,
@@ -122,7 +122,7 @@ async function pinGatewayKeys() {
 }
 
 // pinned is the feedback after a passkey change reached the gateways.
-const pinned = (what, refused) => refused === 0 ? `${what} Your gateways trust the change.`
+const pinned = (what, refused) => refused === null ? what : refused === 0 ? `${what} Your gateways trust the change.`
   : `${what} ${refused} gateway${refused === 1 ? '' : 's'} refused the change and keep${refused === 1 ? 's' : ''} the old passkeys: pair ${refused === 1 ? 'it' : 'them'} again.`;
 
 // showSecret reveals a value the API shows only once.
@@ -240,7 +240,7 @@ async function act(b) {
   await run(b, async () => {
     const send = () => call(method, path);
     await ('stepup' in b.dataset ? stepUp(send) : send());
-    const refused = 'pinkeys' in b.dataset ? await pinGatewayKeys() : 0;
+    const refused = 'pinkeys' in b.dataset ? await pinGatewayKeys() : null;
     if (b.dataset.then) {
       location.assign(b.dataset.then);
       return;
@@ -248,7 +248,7 @@ async function act(b) {
     if ('sessions' in b.dataset) await loadSessions();
     else await refresh();
     if (b.dataset.done) feedback(b.isConnected ? b : findAgain(b) ?? b, b.dataset.done, 'done');
-    else announce('pinkeys' in b.dataset ? pinned(b.dataset.announce, refused) : b.dataset.announce);
+    else announce(pinned(b.dataset.announce, refused));
   });
 }
 
