@@ -89,7 +89,7 @@ func TestOwnerKeysChange(t *testing.T) {
 	e.addPasskey(alice.tok, second, "second").want(t, http.StatusCreated, "")
 
 	var ch keysChallenge
-	if err := json.Unmarshal(e.do("GET", "/v1/owner-keys/challenge", nil, withSession(alice.tok)).want(t, http.StatusOK, "").body, &ch); err != nil {
+	if err := json.Unmarshal(e.do("GET", "/v1/auth/passkeys/gateways", nil, withSession(alice.tok)).want(t, http.StatusOK, "").body, &ch); err != nil {
 		t.Fatal(err)
 	}
 	if len(ch.Update.Keys.Keys) != 2 || ch.Update.Keys.Version != 1 || len(ch.Update.Gateways) != 1 || ch.Update.Gateways[0] != alice.gw.ready.GatewayID {
@@ -100,7 +100,7 @@ func TestOwnerKeysChange(t *testing.T) {
 		signer *device
 	}{{"signed by the passkey being added only", second}, {"signed by another owner's passkey", bob.device}} {
 		t.Run(tc.name, func(t *testing.T) {
-			e.do("POST", "/v1/owner-keys", e.signKeys(tc.signer, ch), withSession(alice.tok), fromBrowser).
+			e.do("POST", "/v1/auth/passkeys/gateways", e.signKeys(tc.signer, ch), withSession(alice.tok), fromBrowser).
 				want(t, http.StatusUnauthorized, "WEBAUTHN_FAILED")
 			if k := gw.keys(); len(k.Keys) != 1 {
 				t.Fatalf("the gateway pins %d keys", len(k.Keys))
@@ -116,7 +116,7 @@ func TestOwnerKeysChange(t *testing.T) {
 			Status    string `json:"status"`
 		} `json:"gateways"`
 	}
-	if err := json.Unmarshal(e.do("POST", "/v1/owner-keys", signed, withSession(alice.tok), fromBrowser).want(t, http.StatusOK, "").body, &res); err != nil {
+	if err := json.Unmarshal(e.do("POST", "/v1/auth/passkeys/gateways", signed, withSession(alice.tok), fromBrowser).want(t, http.StatusOK, "").body, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Version != 1 || len(res.Gateways) != 1 || res.Gateways[0].Status != "applied" {
@@ -132,7 +132,7 @@ func TestOwnerKeysChange(t *testing.T) {
 	}
 
 	t.Run("replayed change", func(t *testing.T) {
-		e.do("POST", "/v1/owner-keys", signed, withSession(alice.tok), fromBrowser).want(t, http.StatusBadRequest, "VALIDATION_ERROR")
+		e.do("POST", "/v1/auth/passkeys/gateways", signed, withSession(alice.tok), fromBrowser).want(t, http.StatusBadRequest, "VALIDATION_ERROR")
 	})
 
 	// A reconnecting gateway is brought the latest change; a new pairing

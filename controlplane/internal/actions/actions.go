@@ -16,9 +16,9 @@
 // POST /v1/actions/{id}/approve, POST /v1/actions/{id}/deny).
 //
 // The owner's passkeys change for paired gateways only by the owner's
-// signed approval.KeysUpdate (GET /v1/owner-keys/challenge,
-// POST /v1/owner-keys): the control plane checks it, keeps the latest,
-// and sends it over each gateway's link, which checks it again.
+// signed approval.KeysUpdate (GET and POST /v1/auth/passkeys/gateways):
+// the control plane checks it, keeps the latest, and sends it over each
+// gateway's link, which checks it again.
 package actions
 
 import (
@@ -125,8 +125,8 @@ func (a *Actions) Routes(m web.Mux) {
 	m.Handle("GET /v1/actions/{id}/challenge", a.deps.Owner(a.challenge))
 	m.Handle("POST /v1/actions/{id}/approve", a.deps.Owner(a.approve))
 	m.Handle("POST /v1/actions/{id}/deny", a.deps.Owner(a.deny))
-	m.Handle("GET /v1/owner-keys/challenge", a.deps.Owner(a.keysChallenge))
-	m.Handle("POST /v1/owner-keys", a.deps.Owner(a.updateKeys))
+	m.Handle("GET /v1/auth/passkeys/gateways", a.deps.Owner(a.keysChallenge))
+	m.Handle("POST /v1/auth/passkeys/gateways", a.deps.Owner(a.updateKeys))
 }
 
 // Pending returns the pending requests of ns, newest first.

@@ -101,30 +101,6 @@ async function stepUp(fn) {
   }
 }
 
-// pinGatewayKeys has the owner sign the changed passkey set with a passkey
-// the paired gateways pinned; each gateway checks it itself before it
-// trusts the new set. It returns how many gateways refused it, or null
-// when no gateway is paired (there is nothing to sign).
-async function pinGatewayKeys() {
-  let o;
-  try {
-    o = await call('GET', '/v1/owner-keys/challenge');
-  } catch (err) {
-    if (err instanceof ApiError && err.code === errcode.VALIDATION_ERROR) return null;
-    throw err;
-  }
-  const credential = await passkey.get({ challenge: o.challenge, rpId: o.rp_id, userVerification: o.user_verification,
-    allowCredentials: o.credential_ids.map((id) => ({ type: 'public-key', id })) });
-  const r = credential.response;
-  const done = await call('POST', '/v1/owner-keys', { update: { ...o.update, assertion: {
-    credential_id: credential.rawId, authenticator_data: r.authenticatorData, client_data_json: r.clientDataJSON, signature: r.signature } } });
-  return done.gateways.filter((g) => g.status === 'refused').length;
-}
-
-// pinned is the feedback after a passkey change reached the gateways.
-const pinned = (what, refused) => refused === null ? what : refused === 0 ? `${what} Your gateways trust the change.`
-  : `${what} ${refused} gateway${refused === 1 ? '' : 's'} refused the change and keep${refused === 1 ? 's' : ''} the old passkeys: pair ${refused === 1 ? 'it' : 'them'} again.`;
-
 // showSecret reveals a value the API shows only once.
 function showSecret(id, title, value, copyLabel) {
   const panel = document.getElementById(`${id}-secret`);
@@ -204,10 +180,10 @@ export const forms = {
       const credential = await passkey.create(options);
       await call('POST', '/v1/auth/passkeys', { passkey_name: name, credential });
     });
-    const refused = await pinGatewayKeys();
+    const said = await (await import('./ownerkeys.js')).pinGateways('Passkey added.');
     f.reset();
     await refresh();
-    feedback(button, pinned('Passkey added.', refused), 'done');
+    feedback(button, said, 'done');
   },
   async settings(f, button) {
     await call('PATCH', '/v1/auth/settings', {
@@ -240,7 +216,7 @@ async function act(b) {
   await run(b, async () => {
     const send = () => call(method, path);
     await ('stepup' in b.dataset ? stepUp(send) : send());
-    const refused = 'pinkeys' in b.dataset ? await pinGatewayKeys() : null;
+    const said = 'pinkeys' in b.dataset ? await (await import('./ownerkeys.js')).pinGateways(b.dataset.announce) : b.dataset.announce;
     if (b.dataset.then) {
       location.assign(b.dataset.then);
       return;
@@ -248,7 +224,7 @@ async function act(b) {
     if ('sessions' in b.dataset) await loadSessions();
     else await refresh();
     if (b.dataset.done) feedback(b.isConnected ? b : findAgain(b) ?? b, b.dataset.done, 'done');
-    else announce(pinned(b.dataset.announce, refused));
+    else announce(said);
   });
 }
 
