@@ -39,6 +39,7 @@ func TestOwnerKeysUpdate(t *testing.T) {
 		Error *struct{ Code int } `json:"error"`
 	}
 	answers := make(chan answer, 10)
+	gate := make(chan struct{}) // the test checks each answer before the next RPC
 	var conns atomic.Int32
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := websocket.Accept(w, r, nil)
@@ -70,6 +71,11 @@ func TestOwnerKeysUpdate(t *testing.T) {
 			return
 		}
 		for _, m := range rpcs {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return
+			}
 			if conn.Write(ctx, websocket.MessageText, []byte(m)) != nil {
 				return
 			}
@@ -99,6 +105,11 @@ func TestOwnerKeysUpdate(t *testing.T) {
 		return k
 	}
 	next := func(id string) answer {
+		select {
+		case gate <- struct{}{}:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the control plane is not ready to send %s", id)
+		}
 		select {
 		case a := <-answers:
 			if a.ID != id {
