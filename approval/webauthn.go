@@ -33,6 +33,9 @@ type Keys struct {
 	RPID      string   `json:"rp_id"`
 	Origins   []string `json:"origins"`
 	Keys      []Key    `json:"keys"`
+	// Version counts the owner's changes of the set (KeysUpdate); a
+	// gateway accepts only a higher one.
+	Version int64 `json:"version,omitempty"`
 }
 
 // Assertion is a WebAuthn assertion (navigator.credentials.get). In

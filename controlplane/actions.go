@@ -7,6 +7,7 @@ import (
 
 	"github.com/idnhq/idn/controlplane/internal/actions"
 	"github.com/idnhq/idn/controlplane/internal/claims"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // ownsService reports whether owner owns the service slug, for the action
@@ -30,11 +31,28 @@ func (s *Server) actionRequested(ctx context.Context, a actions.Action) {
 	s.hooks.Wake()
 }
 
-// ownerKeys is the owner_keys of a paired gateway's ready message.
-func (s *Server) ownerKeys(ctx context.Context, ns string) (json.RawMessage, error) {
-	keys, err := s.accounts.PinnedKeys(ctx, ns)
+// ownerKeys is the owner_keys and owner_keys_update of a paired
+// gateway's ready message.
+func (s *Server) ownerKeys(ctx context.Context, ns string) (keys, update json.RawMessage, err error) {
+	k, update, err := s.actions.Pinned(ctx, ns)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return json.Marshal(keys)
+	keys, err = json.Marshal(k)
+	return keys, update, err
+}
+
+// pairedGateways lists ns's paired gateways.
+func (s *Server) pairedGateways(ctx context.Context, ns string) ([]actions.PairedGateway, error) {
+	gws, err := s.gateways.Gateways(ctx, ns)
+	out := make([]actions.PairedGateway, 0, len(gws))
+	for _, g := range gws {
+		out = append(out, actions.PairedGateway{ID: g.ID, PairedAt: g.CreatedAt})
+	}
+	return out, err
+}
+
+// sendOwnerKeys brings a signed key-set change to gateway id.
+func (s *Server) sendOwnerKeys(ctx context.Context, ns, id string, update json.RawMessage) (json.RawMessage, error) {
+	return s.gateways.Call(ctx, ns, id, pairwire.MethodOwnerKeysUpdate, map[string]json.RawMessage{"update": update})
 }

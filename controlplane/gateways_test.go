@@ -156,7 +156,11 @@ func (g *testGateway) serve(conn *websocket.Conn, closed chan error) {
 		if result == nil {
 			continue // never answers
 		}
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+		answer := map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result}
+		if refusal, ok := result.(rpcRefusal); ok {
+			answer = map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": refusal}
+		}
+		b, _ := json.Marshal(answer)
 		conn.Write(context.Background(), websocket.MessageText, b)
 	}
 }

@@ -353,6 +353,10 @@ func New(cfg Config) (*Server, error) {
 		Paired:      s.gateways.PairedKey,
 		OwnsService: s.ownsService,
 		Keys:        s.accounts.PinnedKeys,
+		KeysAt:      s.accounts.PinnedKeysAt,
+		Gateways:    s.pairedGateways,
+		Send:        s.sendOwnerKeys,
+		IsOffline:   gatewaylink.IsOffline,
 		Requested:   s.actionRequested,
 	})
 	if err != nil {

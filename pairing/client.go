@@ -285,7 +285,15 @@ func (c *Client) paired(ctl pairwire.Control) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ok && c.state.GatewayID == ctl.GatewayID {
-		return pinOwnerKeys(c.cfg.Files, ctl.OwnerKeys, false)
+		if err := pinOwnerKeys(c.cfg.Files, ctl.OwnerKeys, false); err != nil {
+			return err
+		}
+		if len(ctl.OwnerKeysUpdate) > 0 && !pinnedAlready(c.cfg.Files, ctl.OwnerKeysUpdate) {
+			if _, err := updateOwnerKeys(c.cfg.Files, ctl.OwnerKeysUpdate, ctl.GatewayID, time.Now()); err != nil {
+				c.log.Warn("pairing: the owner's key-set update was refused; the pinned passkeys stay", "err", err)
+			}
+		}
+		return nil
 	}
 	if err := pinOwnerKeys(c.cfg.Files, ctl.OwnerKeys, true); err != nil {
 		return err

@@ -65,6 +65,11 @@
 // admin.OwnerContext. Test and discover need no signed agent check here;
 // the admin API's GuardCheck still guards their HTTP routes.
 //
+// Owner passkeys: the ready message of a new pairing pins the owner's
+// passkeys in OwnerKeysFile. Afterwards the control plane cannot replace
+// them; only the owner's approval.KeysUpdate, signed by a pinned passkey,
+// does (the owner_keys.update RPC, or owner_keys_update at a reconnect).
+//
 // A message that is not JSON, not a JSON-RPC 2.0 request or larger than
 // pairwire.MaxMessageBytes is answered with a JSON-RPC error; the socket
 // stays up.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/idnhq/idn/approval"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // OwnerKeysFile is the file of a gateway's Files where a paired gateway
@@ -32,8 +34,9 @@ func OwnerKeys(files Files) (*approval.Keys, error) {
 }
 
 // pinOwnerKeys keeps the keys of a ready message. They replace pinned
-// ones only at a new pairing: afterwards the control plane cannot swap
-// in a key of its own making.
+// ones only at a new pairing: afterwards only the owner's signed
+// KeysUpdate changes them, so the control plane cannot swap in a key of
+// its own making.
 func pinOwnerKeys(files Files, raw json.RawMessage, newPairing bool) error {
 	if len(raw) == 0 {
 		return nil
@@ -49,4 +52,56 @@ func pinOwnerKeys(files Files, raw json.RawMessage, newPairing bool) error {
 	}
 	b, _ := json.MarshalIndent(k, "", "  ")
 	return files.WriteFile(OwnerKeysFile, append(b, '\n'))
+}
+
+// updateOwnerKeys replaces the pinned keys by those of a signed
+// approval.KeysUpdate that the pinned keys themselves accept, in one
+// atomic write. A refused update leaves the pinned keys as they are.
+func updateOwnerKeys(files Files, raw json.RawMessage, gatewayID string, now time.Time) (*approval.Keys, error) {
+	var u approval.KeysUpdate
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return nil, fmt.Errorf("%w: not JSON: %w", approval.ErrKeysUpdate, err)
+	}
+	pinned, err := OwnerKeys(files)
+	if err != nil {
+		return nil, err
+	}
+	next, err := pinned.Apply(&u, gatewayID, now)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.MarshalIndent(next, "", "  ")
+	if err := files.WriteFile(OwnerKeysFile, append(b, '\n')); err != nil {
+		return nil, fmt.Errorf("pairing: %w", err)
+	}
+	return next, nil
+}
+
+// pinnedAlready reports whether raw's key set is the pinned one: each
+// reconnect brings the latest update, which is no news once applied.
+func pinnedAlready(files Files, raw json.RawMessage) bool {
+	var u approval.KeysUpdate
+	pinned, err := OwnerKeys(files)
+	return err == nil && pinned != nil && json.Unmarshal(raw, &u) == nil && approval.KeysDigest(pinned) == approval.KeysDigest(&u.Keys)
+}
+
+// ownerKeysUpdate answers owner_keys.update: it applies the update under
+// the client's lock, so two updates cannot both read the same pinned set.
+func (c *Client) ownerKeysUpdate(gatewayID string, raw json.RawMessage) (any, *rpcError) {
+	if len(raw) == 0 {
+		return nil, invalidParams("update is required")
+	}
+	c.mu.Lock()
+	next, err := updateOwnerKeys(c.cfg.Files, raw, gatewayID, time.Now())
+	c.mu.Unlock()
+	if errors.Is(err, approval.ErrKeysUpdate) {
+		c.log.Warn("pairing: the owner's key-set update was refused; the pinned passkeys stay", "err", err)
+		return nil, invalidParams(err.Error())
+	}
+	if err != nil {
+		c.log.Error("pairing: the owner's key-set update was not kept", "err", err)
+		return nil, &rpcError{Code: pairwire.CodeInternalError, Message: "owner keys not kept"}
+	}
+	c.log.Info("pairing: the owner's passkeys changed", "version", next.Version, "keys", len(next.Keys))
+	return map[string]any{"version": next.Version, "keys": len(next.Keys)}, nil
 }

@@ -87,7 +87,7 @@ func (c *Client) handle(ctx context.Context, gatewayID string, msg []byte) []byt
 // call runs one RPC on the admin API's operations, opening sealed secrets
 // on the way. The context is the owner's (admin.OwnerContext).
 func (c *Client) call(ctx context.Context, gatewayID, method string, p map[string]json.RawMessage) (any, *rpcError) {
-	if !slices.Contains(pairwire.Methods, method) {
+	if !slices.Contains(pairwire.Methods, method) && method != pairwire.MethodOwnerKeysUpdate {
 		return nil, &rpcError{Code: pairwire.CodeMethodNotFound, Message: "unknown method"}
 	}
 	a := c.cfg.Admin
@@ -116,6 +116,8 @@ func (c *Client) call(ctx context.Context, gatewayID, method string, p map[strin
 		p["key"], _ = json.Marshal(key)
 		v, _, err := a.PutVariable(ctx, body(p), "")
 		return c.done(v, err)
+	case pairwire.MethodOwnerKeysUpdate:
+		return c.ownerKeysUpdate(gatewayID, p["update"])
 	case "variables.delete":
 		key, e := take(p, "key")
 		if e != nil || key == "" {

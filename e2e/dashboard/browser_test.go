@@ -65,6 +65,7 @@ type browser struct {
 	shotSeq  int
 	mu       sync.Mutex
 	keep     []*webauthn.Credential // the owner's established passkey
+	added    []*webauthn.Credential // the passkey registered last
 	ceremony atomic.Int32           // passkey ceremonies the test steered
 }
 
@@ -136,11 +137,14 @@ func artifactDir(t *testing.T) string {
 // while its options request is paused: before a verification, only the
 // established passkey (a passkey younger than a day cannot confirm
 // anything); before a registration, nothing (the browser refuses to
-// register on an authenticator that already holds a listed passkey).
+// register on an authenticator that already holds a listed passkey);
+// before signing a passkey change for the gateways, the established one,
+// the new one being remembered (holdAdded).
 func (b *browser) steerCeremonies() {
 	paused := chromedp.Events(b.ctx, fetch.RequestPaused)
 	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
 		{URLPattern: "*/v1/auth/verify/options*"}, {URLPattern: "*/v1/auth/passkeys/options*"},
+		{URLPattern: "*/v1/auth/passkeys/gateways*"},
 	}}); err != nil {
 		b.t.Fatal(err)
 	}
@@ -149,8 +153,18 @@ func (b *browser) steerCeremonies() {
 			if err != nil {
 				return
 			}
+			keys := strings.Contains(ev.Request.URL, "/v1/auth/passkeys/gateways")
+			if keys && ev.Request.Method != "GET" { // sending the signed change: no ceremony
+				if _, err := chromedp.Call(b.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil && b.ctx.Err() == nil {
+					b.t.Errorf("continue request: %v", err)
+				}
+				continue
+			}
 			b.ceremony.Add(1)
-			if err := b.hold(strings.Contains(ev.Request.URL, "/v1/auth/verify/options")); err != nil {
+			if keys {
+				b.rememberAdded()
+			}
+			if err := b.hold(keys || strings.Contains(ev.Request.URL, "/v1/auth/verify/options")); err != nil {
 				b.t.Errorf("set the authenticator's passkeys: %v", err)
 			}
 			if _, err := chromedp.Call(b.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil && b.ctx.Err() == nil {
@@ -191,6 +205,40 @@ func (b *browser) hold(established bool) error {
 		}
 	}
 	return nil
+}
+
+// rememberAdded keeps what the authenticator holds after a registration:
+// the passkey just added.
+func (b *browser) rememberAdded() {
+	res, err := chromedp.Call(b.ctx, webauthn.GetCredentials, webauthn.GetCredentialsParams{AuthenticatorID: b.auth})
+	if err != nil {
+		b.t.Errorf("read the added passkey: %v", err)
+		return
+	}
+	b.mu.Lock()
+	b.added = res.Credentials
+	b.mu.Unlock()
+}
+
+// holdAdded leaves the authenticator holding only the passkey added last,
+// so the next assertion is made with it.
+func (b *browser) holdAdded() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.added) != 1 {
+		b.t.Fatalf("the authenticator held %d passkeys after the registration", len(b.added))
+	}
+	if _, err := chromedp.Call(b.ctx, webauthn.ClearCredentials, webauthn.ClearCredentialsParams{AuthenticatorID: b.auth}); err != nil {
+		b.t.Fatal(err)
+	}
+	k := b.added[0]
+	if _, err := chromedp.Call(b.ctx, addCredential, addCredentialParams{AuthenticatorID: b.auth, Credential: storedCredential{
+		CredentialID: k.CredentialID, IsResidentCredential: k.IsResidentCredential, RpID: k.RpID,
+		PrivateKey: k.PrivateKey, UserHandle: k.UserHandle, SignCount: k.SignCount,
+	}}); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 // addCredential is WebAuthn.addCredential with only the fields a passkey

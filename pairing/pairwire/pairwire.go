@@ -60,6 +60,10 @@ type Control struct {
 	// Keys: the gateway pins them when it is first paired and verifies
 	// owner-approved actions against them.
 	OwnerKeys json.RawMessage `json:"owner_keys,omitempty"`
+	// OwnerKeysUpdate (ready) is the owner's latest key-set change, an
+	// approval.KeysUpdate, so a gateway that was away catches up; the
+	// MethodOwnerKeysUpdate RPC brings one to a connected gateway.
+	OwnerKeysUpdate json.RawMessage `json:"owner_keys_update,omitempty"`
 }
 
 // Control message types.
@@ -119,6 +123,12 @@ var Methods = []string{
 	"connections.tool_pins", "connections.accept_tools",
 	"variables.list", "variables.set", "variables.delete",
 }
+
+// MethodOwnerKeysUpdate brings the owner's signed key-set change (an
+// approval.KeysUpdate, params {"update": …}) to a paired gateway. The
+// control plane sends it itself once it checked the owner's assertion;
+// it is not one of the Methods an owner's session may call.
+const MethodOwnerKeysUpdate = "owner_keys.update"
 
 // ActivityPath is the control plane's route where a paired gateway
 // reports its decisions: a POST signed by the gateway's own identity (the

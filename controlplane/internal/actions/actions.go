@@ -14,11 +14,17 @@
 // the owner's, behind the owner session (GET /v1/actions,
 // GET /v1/actions/{id}, GET /v1/actions/{id}/challenge,
 // POST /v1/actions/{id}/approve, POST /v1/actions/{id}/deny).
+//
+// The owner's passkeys change for paired gateways only by the owner's
+// signed approval.KeysUpdate (GET and POST /v1/auth/passkeys/gateways):
+// the control plane checks it, keeps the latest, and sends it over each
+// gateway's link, which checks it again.
 package actions
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -65,9 +71,26 @@ type Deps struct {
 	OwnsService func(ctx context.Context, owner, slug string) (bool, error)
 	// Keys returns the owner's passkeys as gateways pin them.
 	Keys func(ctx context.Context, owner string) (*approval.Keys, error)
+	// KeysAt returns Keys as registered at or before a time: what a
+	// gateway paired then pinned.
+	KeysAt func(ctx context.Context, owner string, at time.Time) (*approval.Keys, error)
+	// Gateways lists the owner's paired gateways, which a change of the
+	// owner's passkeys names.
+	Gateways func(ctx context.Context, owner string) ([]PairedGateway, error)
+	// Send brings a signed key-set change to a paired gateway (the
+	// owner_keys.update RPC) and returns its JSON-RPC response; IsOffline
+	// tells Send's error for a gateway that is not connected.
+	Send      func(ctx context.Context, owner, gatewayID string, update json.RawMessage) (json.RawMessage, error)
+	IsOffline func(error) bool
 	// Requested is told of each new request after it committed (the
 	// webhook and the dashboard's announcement); nil tells no one.
 	Requested func(ctx context.Context, a Action)
+}
+
+// PairedGateway is one of the owner's paired gateways.
+type PairedGateway struct {
+	ID       string
+	PairedAt time.Time
 }
 
 // Actions serves the action requests. It is safe for concurrent use.
@@ -81,8 +104,8 @@ type Actions struct {
 // New returns the part.
 func New(cfg Config, deps Deps) (*Actions, error) {
 	if deps.DB == nil || deps.Kit == nil || deps.Owner == nil || deps.Paired == nil || deps.OwnsService == nil || deps.Keys == nil ||
-		deps.Signed.Verify == nil || deps.Signed.RecordNonce == nil || deps.Signed.ReadBody == nil {
-		return nil, errors.New("actions: Deps.DB, Kit, Owner, Paired, OwnsService, Keys and Signed's three functions are required")
+		deps.KeysAt == nil || deps.Gateways == nil || deps.Send == nil || deps.IsOffline == nil || deps.Signed.Verify == nil || deps.Signed.RecordNonce == nil || deps.Signed.ReadBody == nil {
+		return nil, errors.New("actions: Deps.DB, Kit, Owner, Paired, OwnsService, Keys, KeysAt, Gateways, Send, IsOffline and Signed's three functions are required")
 	}
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
@@ -102,6 +125,8 @@ func (a *Actions) Routes(m web.Mux) {
 	m.Handle("GET /v1/actions/{id}/challenge", a.deps.Owner(a.challenge))
 	m.Handle("POST /v1/actions/{id}/approve", a.deps.Owner(a.approve))
 	m.Handle("POST /v1/actions/{id}/deny", a.deps.Owner(a.deny))
+	m.Handle("GET /v1/auth/passkeys/gateways", a.deps.Owner(a.keysChallenge))
+	m.Handle("POST /v1/auth/passkeys/gateways", a.deps.Owner(a.updateKeys))
 }
 
 // Pending returns the pending requests of ns, newest first.
@@ -121,6 +146,9 @@ func (a *Actions) Maintain(ctx context.Context) error {
 
 // DeleteNamespace deletes every request of ns within tx (account deletion).
 func (a *Actions) DeleteNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM actions WHERE namespace = $1`, ns)
-	return sqldb.Err("delete actions", err)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM actions WHERE namespace = $1`, ns); err != nil {
+		return sqldb.Err("delete actions", err)
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM owner_key_updates WHERE namespace = $1`, ns)
+	return sqldb.Err("delete owner key updates", err)
 }

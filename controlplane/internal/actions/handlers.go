@@ -22,6 +22,9 @@ var errorRules = web.Rules{
 	web.When(web.Is(errTooMany), func(error) *apierror.Error {
 		return apierror.Coded(errcode.PendingLimitReached, "the owner has too many pending action requests; they must decide some first")
 	}),
+	web.When(web.Is(approval.ErrKeysUpdate), func(error) *apierror.Error {
+		return apierror.Coded(errcode.WebAuthnFailed, "no passkey the gateways pinned signed this change of the owner's passkeys")
+	}),
 	web.When(web.Is(approval.ErrAssertion), func(err error) *apierror.Error {
 		return apierror.Coded(errcode.WebAuthnFailed, "the passkey assertion does not approve this action")
 	}),

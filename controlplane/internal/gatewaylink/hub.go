@@ -87,9 +87,9 @@ type hub struct {
 	store    store
 	log      *slog.Logger
 	now      func() time.Time
-	timeout  time.Duration                                                 // of an RPC relayed from another instance
-	every    time.Duration                                                 // heartbeat
-	keys     func(ctx context.Context, ns string) (json.RawMessage, error) // nil: none
+	timeout  time.Duration                                                                  // of an RPC relayed from another instance
+	every    time.Duration                                                                  // heartbeat
+	keys     func(ctx context.Context, ns string) (keys, update json.RawMessage, err error) // nil: none
 
 	mu      sync.Mutex
 	sockets map[string]*gatewaySocket   // gateway id → socket held here
@@ -101,7 +101,7 @@ type hub struct {
 }
 
 func newHub(st store, log *slog.Logger, now func() time.Time, timeout, heartbeat time.Duration,
-	keys func(context.Context, string) (json.RawMessage, error)) *hub {
+	keys func(context.Context, string) (json.RawMessage, json.RawMessage, error)) *hub {
 	var b [8]byte
 	rand.Read(b[:])
 	return &hub{instance: hex.EncodeToString(b[:]), store: st, log: log, now: now, timeout: timeout, every: heartbeat, keys: keys,

@@ -65,8 +65,9 @@ type Deps struct {
 	// Quotas bound what one namespace pairs.
 	Quotas Quotas
 	// OwnerKeys returns the owner's passkeys as a gateway pins them (the
-	// ready message's owner_keys); nil sends none.
-	OwnerKeys func(ctx context.Context, ns string) (json.RawMessage, error)
+	// ready message's owner_keys) and the owner's latest signed key-set
+	// change (owner_keys_update), nil when none; nil sends neither.
+	OwnerKeys func(ctx context.Context, ns string) (keys, update json.RawMessage, err error)
 }
 
 // Link serves gateway pairing and the gateways' sockets. It is safe for

@@ -7,6 +7,7 @@ import (
 	"github.com/idnhq/idn/controlplane/internal/sqldb"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/idnhq/idn/apierror"
@@ -152,3 +153,31 @@ func validRPCID(id json.RawMessage) bool {
 	}
 	return false
 }
+
+// Call sends the control plane's own RPC (method, params) to gateway id
+// of ns and returns the gateway's JSON-RPC response. An offline gateway
+// is errGatewayOffline.
+func (l *Link) Call(ctx context.Context, ns, id, method string, params any) (json.RawMessage, error) {
+	g, err := l.store.gateway(ctx, ns, id)
+	if err != nil {
+		return nil, err
+	}
+	if !g.online(l.kit.Now(), l.window) {
+		return nil, errGatewayOffline
+	}
+	rid := sqldb.NewID("rpc_")
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: json.RawMessage(strconv.Quote(rid)), Method: method, Params: p})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RPCTimeout)
+	defer cancel()
+	return l.hub.call(ctx, g, rid, body)
+}
+
+// IsOffline reports whether err is Call's answer for an offline gateway.
+func IsOffline(err error) bool { return errors.Is(err, errGatewayOffline) }

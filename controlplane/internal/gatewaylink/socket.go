@@ -46,7 +46,7 @@ func (h *hub) serve(ctx context.Context, conn *websocket.Conn, g gatewayRecord) 
 	}()
 	ctl := pairwire.Control{Type: pairwire.ControlReady, GatewayID: g.ID, Namespace: g.Namespace}
 	if h.keys != nil {
-		if ctl.OwnerKeys, err = h.keys(ctx, g.Namespace); err != nil {
+		if ctl.OwnerKeys, ctl.OwnerKeysUpdate, err = h.keys(ctx, g.Namespace); err != nil {
 			h.log.WarnContext(ctx, "owner passkeys unavailable for the ready message", "gateway", g.ID, "err", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"math/big"
+	"time"
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 	"github.com/idnhq/idn/approval"
@@ -19,12 +20,22 @@ import (
 // ID and the dashboard origins. A key of an algorithm the gateway does not
 // verify is left out.
 func (a *Accounts) PinnedKeys(ctx context.Context, ns string) (*approval.Keys, error) {
+	return a.PinnedKeysAt(ctx, ns, time.Time{})
+}
+
+// PinnedKeysAt is PinnedKeys of the passkeys registered at or before at
+// (all when at is zero): what a gateway paired then pinned, less those
+// removed since.
+func (a *Accounts) PinnedKeysAt(ctx context.Context, ns string, at time.Time) (*approval.Keys, error) {
 	keys, err := a.store.passkeys(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
 	out := &approval.Keys{Namespace: ns, RPID: a.cfg.RPID, Origins: a.cfg.Origins, Keys: []approval.Key{}}
 	for _, k := range keys {
+		if !at.IsZero() && k.CreatedAt.After(at) {
+			continue
+		}
 		der, err := pkix(k.Credential.PublicKey)
 		if err != nil {
 			continue

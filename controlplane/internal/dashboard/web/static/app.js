@@ -180,9 +180,10 @@ export const forms = {
       const credential = await passkey.create(options);
       await call('POST', '/v1/auth/passkeys', { passkey_name: name, credential });
     });
+    const said = await (await import('./ownerkeys.js')).pinGateways('Passkey added.');
     f.reset();
     await refresh();
-    feedback(button, 'Passkey added.', 'done');
+    feedback(button, said, 'done');
   },
   async settings(f, button) {
     await call('PATCH', '/v1/auth/settings', {
@@ -215,6 +216,7 @@ async function act(b) {
   await run(b, async () => {
     const send = () => call(method, path);
     await ('stepup' in b.dataset ? stepUp(send) : send());
+    const said = 'pinkeys' in b.dataset ? await (await import('./ownerkeys.js')).pinGateways(b.dataset.announce) : b.dataset.announce;
     if (b.dataset.then) {
       location.assign(b.dataset.then);
       return;
@@ -222,7 +224,7 @@ async function act(b) {
     if ('sessions' in b.dataset) await loadSessions();
     else await refresh();
     if (b.dataset.done) feedback(b.isConnected ? b : findAgain(b) ?? b, b.dataset.done, 'done');
-    else announce(b.dataset.announce);
+    else announce(said);
   });
 }
 
