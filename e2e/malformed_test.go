@@ -417,10 +417,13 @@ func TestMalformedRequests(t *testing.T) {
 	}
 
 	// The standard logger is where net/http reports handler panics.
+	// Later tests of the package log through it too (a library's
+	// package-level slog calls end there), so it is put back at the end.
 	var logs testlog.Buffer
+	prev := log.Writer()
 	log.SetOutput(&logs)
 	defer log.SetOutput(io.Discard)
-	t.Cleanup(func() { log.SetOutput(nil) })
+	t.Cleanup(func() { log.SetOutput(prev) })
 
 	before := heapInuse()
 	var peak atomic.Uint64
