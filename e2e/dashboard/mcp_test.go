@@ -14,11 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	"github.com/idnhq/idn/controlplane"
-	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,50 +61,13 @@ func docsServer(t *testing.T, token string) string {
 func TestGatewayMCPConnection(t *testing.T) {
 	chromium(t)
 	const token = "mcp-e2e-token-8a41c7d2"
-	bin := buildGateway(t)
 	upstream := docsServer(t, token)
-	w := startPairingWorld(t, controlplane.ProviderSQLite)
 	agent, err := identity.New("agent-mcp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seeded struct {
-		APIKeys  map[string]string `json:"api_keys"`
-		Sessions map[string]string `json:"sessions"`
-	}
-	w.post(t, "/v1/test/seed", fmt.Sprintf(`{"namespaces":["alice","agent-mcp"],"services":[{"slug":"docs","name":"Docs","owner":"alice"}],
-		"claims":[{"namespace":"agent-mcp","service":"docs","public_key":%q,"status":"approved"}]}`, identity.FormatPublicKey(agent.PublicKey)), &seeded)
-
-	key, _ := credvault.GenerateMasterKey()
-	dataDir := t.TempDir()
-	env := append(os.Environ(), "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE=loopback",
-		"IDN_REGISTRY_URL="+w.cpURL, "IDN_SERVICE_API_KEY="+seeded.APIKeys["docs"],
-		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS=2", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS=1", "LOG_LEVEL=debug")
-	_, gwAddr, serveLog := serveGateway(t, bin, env)
-
-	b := newBrowser(t, w.base)
-	audit := func(string) {}
-	if os.Getenv("IDN_NODE_MODULES") != "" || os.Getenv("CI") == "true" {
-		axe := axeSource(t)
-		audit = func(name string) { b.audit(name, axe) }
-	}
-	if _, err := chromedp.Call(b.ctx, network.SetCookie, network.SetCookieParams{Name: controlplane.SessionCookie,
-		Value: seeded.Sessions["alice"], URL: w.base, HTTPOnly: new(true)}); err != nil {
-		t.Fatal(err)
-	}
-	step(t, "pair a gateway")
-	b.open("/gateways")
-	b.press("button", "Pair gateway")
-	b.waitFor(`document.getElementById("pairing-command").value !== ""`, 5*time.Second)
-	m := regexp.MustCompile(`--session-id (gps_[0-9a-f]+) --pair-code ([0-9A-Z]{8})`).FindStringSubmatch(eval[string](b, `document.getElementById("pairing-command").value`))
-	if m == nil {
-		t.Fatal("no pairing command shown")
-	}
-	runGateway(t, bin, env, "pair", "--session-id", m[1], "--pair-code", m[2], "--namespace", "alice", "--daemon", "--name", "mcp-laptop")
-	t.Cleanup(func() { runGateway(t, bin, env, "pair", "--stop") })
-	b.waitFor(`[...document.querySelectorAll("tr[data-gateway]")].some(r => r.textContent.includes("online"))`, 20*time.Second)
-	b.press("link", "Manage mcp-laptop")
-	b.waitFor(`document.querySelector("#connections .summary")?.textContent.startsWith("No connections")`, 10*time.Second)
+	p := pairFromDashboard(t, agent, "docs", "Docs", "mcp-laptop", "LOG_LEVEL=debug")
+	w, b, audit, gwAddr, serveLog := p.w, p.b, p.audit, p.addr, p.logPath
 
 	step(t, "the MCP fields show for the MCP protocol only")
 	if eval[bool](b, `!document.querySelector("#conn-endpoint").closest("[data-mcp]").hidden`) {

@@ -6,17 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
-	"github.com/idnhq/idn/controlplane"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/e2e/internal/oauthoptest"
 	"github.com/idnhq/idn/identity"
@@ -45,47 +40,12 @@ func TestGatewayOAuthAccounts(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 
-	bin := buildGateway(t)
-	w := startPairingWorld(t, controlplane.ProviderSQLite)
 	agent, err := identity.New("agent-drive")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seeded struct {
-		APIKeys  map[string]string `json:"api_keys"`
-		Sessions map[string]string `json:"sessions"`
-	}
-	w.post(t, "/v1/test/seed", fmt.Sprintf(`{"namespaces":["alice","agent-drive"],"services":[{"slug":"drive","name":"Drive","owner":"alice"}],
-		"claims":[{"namespace":"agent-drive","service":"drive","public_key":%q,"status":"approved"}]}`, identity.FormatPublicKey(agent.PublicKey)), &seeded)
-	key, _ := credvault.GenerateMasterKey()
-	env := append(os.Environ(), "GATEWAY_DATA_DIR="+t.TempDir(), "GATEWAY_MASTER_KEY="+key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE=loopback",
-		"IDN_REGISTRY_URL="+w.cpURL, "IDN_SERVICE_API_KEY="+seeded.APIKeys["drive"],
-		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS=2", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS=1")
-	_, gwAddr, _ := serveGateway(t, bin, env)
-
-	b := newBrowser(t, w.base)
-	audit := func(string) {}
-	if os.Getenv("IDN_NODE_MODULES") != "" || os.Getenv("CI") == "true" {
-		axe := axeSource(t)
-		audit = func(name string) { b.audit(name, axe) }
-	}
-	if _, err := chromedp.Call(b.ctx, network.SetCookie, network.SetCookieParams{Name: controlplane.SessionCookie,
-		Value: seeded.Sessions["alice"], URL: w.base, HTTPOnly: new(true)}); err != nil {
-		t.Fatal(err)
-	}
-	step(t, "pair a gateway")
-	b.open("/gateways")
-	b.press("button", "Pair gateway")
-	b.waitFor(`document.getElementById("pairing-command").value !== ""`, 5*time.Second)
-	m := regexp.MustCompile(`--session-id (gps_[0-9a-f]+) --pair-code ([0-9A-Z]{8})`).FindStringSubmatch(eval[string](b, `document.getElementById("pairing-command").value`))
-	if m == nil {
-		t.Fatal("no pairing command shown")
-	}
-	runGateway(t, bin, env, "pair", "--session-id", m[1], "--pair-code", m[2], "--namespace", "alice", "--daemon", "--name", "oauth-laptop")
-	t.Cleanup(func() { runGateway(t, bin, env, "pair", "--stop") })
-	b.waitFor(`[...document.querySelectorAll("tr[data-gateway]")].some(r => r.textContent.includes("online"))`, 20*time.Second)
-	b.press("link", "Manage oauth-laptop")
-	b.waitFor(`document.querySelector("#connections .summary")?.textContent.startsWith("No connections")`, 10*time.Second)
+	p := pairFromDashboard(t, agent, "drive", "Drive", "oauth-laptop")
+	b, audit, bin, env, gwAddr := p.b, p.audit, p.bin, p.env, p.addr
 
 	step(t, "the OAuth fields show for the OAuth modes only")
 	shown := func(id string) bool {

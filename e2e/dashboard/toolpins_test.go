@@ -7,17 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
-	"github.com/idnhq/idn/controlplane"
-	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -41,47 +35,13 @@ func TestGatewayMCPToolReview(t *testing.T) {
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(up.Close)
 
-	bin := buildGateway(t)
-	w := startPairingWorld(t, controlplane.ProviderSQLite)
 	agent, err := identity.New("agent-pins")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seeded struct {
-		APIKeys  map[string]string `json:"api_keys"`
-		Sessions map[string]string `json:"sessions"`
-	}
-	w.post(t, "/v1/test/seed", fmt.Sprintf(`{"namespaces":["alice","agent-pins"],"services":[{"slug":"docs","name":"Docs","owner":"alice"}],
-		"claims":[{"namespace":"agent-pins","service":"docs","public_key":%q,"status":"approved"}]}`, identity.FormatPublicKey(agent.PublicKey)), &seeded)
-	key, _ := credvault.GenerateMasterKey()
-	env := append(os.Environ(), "GATEWAY_DATA_DIR="+t.TempDir(), "GATEWAY_MASTER_KEY="+key.Encode(), "GATEWAY_ADMIN_ACCESS_MODE=loopback",
-		"IDN_REGISTRY_URL="+w.cpURL, "IDN_SERVICE_API_KEY="+seeded.APIKeys["docs"],
-		"GATEWAY_CLAIMS_CACHE_TTL_SECONDS=2", "GATEWAY_CLAIMS_CACHE_REFRESH_SECONDS=1")
-	_, gwAddr, _ := serveGateway(t, bin, env)
-
-	b := newBrowser(t, w.base)
-	audit := func(string) {}
-	if os.Getenv("IDN_NODE_MODULES") != "" || os.Getenv("CI") == "true" {
-		axe := axeSource(t)
-		audit = func(name string) { b.audit(name, axe) }
-	}
-	if _, err := chromedp.Call(b.ctx, network.SetCookie, network.SetCookieParams{Name: controlplane.SessionCookie,
-		Value: seeded.Sessions["alice"], URL: w.base, HTTPOnly: new(true)}); err != nil {
-		t.Fatal(err)
-	}
-	step(t, "pair a gateway and add the MCP connection")
-	b.open("/gateways")
-	b.press("button", "Pair gateway")
-	b.waitFor(`document.getElementById("pairing-command").value !== ""`, 5*time.Second)
-	m := regexp.MustCompile(`--session-id (gps_[0-9a-f]+) --pair-code ([0-9A-Z]{8})`).FindStringSubmatch(eval[string](b, `document.getElementById("pairing-command").value`))
-	if m == nil {
-		t.Fatal("no pairing command shown")
-	}
-	runGateway(t, bin, env, "pair", "--session-id", m[1], "--pair-code", m[2], "--namespace", "alice", "--daemon", "--name", "pins-laptop")
-	t.Cleanup(func() { runGateway(t, bin, env, "pair", "--stop") })
-	b.waitFor(`[...document.querySelectorAll("tr[data-gateway]")].some(r => r.textContent.includes("online"))`, 20*time.Second)
-	b.press("link", "Manage pins-laptop")
-	b.waitFor(`document.querySelector("#connections .summary")?.textContent.startsWith("No connections")`, 10*time.Second)
+	p := pairFromDashboard(t, agent, "docs", "Docs", "pins-laptop")
+	b, audit, gwAddr := p.b, p.audit, p.addr
+	step(t, "add the MCP connection")
 	rpcResult(t, b, "connections.create", fmt.Sprintf(`{"id":"docs","name":"Docs","service":"docs","protocol":"mcp","base_url":%q}`, up.URL))
 	b.open(b.path())
 	b.waitFor(`document.querySelector("tr[data-connection=docs]")`, 10*time.Second)
