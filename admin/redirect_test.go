@@ -10,8 +10,8 @@ import (
 
 // TestLoopbackCannotRedirectSecrets: any process on the gateway host is a
 // loopback client, agents included. Without the admin token it may read,
-// list, test and create connections with secrets it supplies, but not
-// change where or how a stored secret is sent: otherwise it would point a
+// list, test and create connections with secrets it supplies. It may not
+// change where or how a stored secret is sent. Otherwise it would point a
 // connection at its own listener and receive the credential with the next
 // signed request. With the token, or as the owner over pairing, it may.
 func TestLoopbackCannotRedirectSecrets(t *testing.T) {

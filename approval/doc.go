@@ -22,9 +22,9 @@
 //	...
 //	err = gate.Admit(ctx, &approval.Call{Connection: "bank", Method: "POST", Path: "/pay", Arguments: body, …})
 //
-// The pinned Keys change only by the owner's KeysUpdate: the whole new
-// set, signed by a passkey already pinned over KeysChallenge, and
-// accepted by Keys.Apply only when newer, unexpired and for this gateway.
+// The pinned Keys change only by the owner's KeysUpdate. It carries the
+// whole new set, signed by a passkey already pinned over KeysChallenge.
+// Keys.Apply accepts it only when newer, unexpired and for this gateway.
 //
 // docs/gateway.md ("Owner-approved actions") tells the flow and the
 // pinning of keys; docs/threat-model.md what it stops.

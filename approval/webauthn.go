@@ -94,10 +94,13 @@ const (
 )
 
 // Verify checks a WebAuthn assertion (WebAuthn Level 2 §7.2) against the
-// pinned keys: the credential is one of them, the client data is a
-// "webauthn.get" of challenge from a pinned origin, the authenticator data
-// names the pinned relying party with the user present and verified, and
-// the signature over authenticatorData ‖ SHA-256(clientDataJSON) holds.
+// pinned keys:
+//   - the credential is one of them;
+//   - the client data is a "webauthn.get" of challenge from a pinned origin;
+//   - the authenticator data names the pinned relying party, with the user
+//     present and verified;
+//   - the signature over authenticatorData ‖ SHA-256(clientDataJSON) holds.
+//
 // Signature counters are not checked: synced passkeys keep them at zero.
 func (k *Keys) Verify(a *Assertion, challenge []byte) error {
 	if k == nil || a == nil {
