@@ -55,6 +55,9 @@ func TestFleetPairsOnce(t *testing.T) {
 	if err := <-doneA; err != nil {
 		t.Fatalf("a's link: %v", err)
 	}
+	// Until the control plane sees a's link closed, it still lists the
+	// gateway online and would route the change below to a dead link.
+	cp.waitOffline(tok)
 
 	// b reads the pairing a made, at its next look at the store.
 	within(t, time.Second, "replica b reading as paired", func() bool {
