@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,7 +31,7 @@ import (
 func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	version := s.version.Load()
 	relays := e.relaysTasks(s)
-	if !relays && (e.p.sdkAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
+	if !relays && (e.sdkAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
 		return false
 	}
 	plain := wire.PlainPOST(r, *version)
@@ -57,7 +58,7 @@ func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSessio
 			return true
 		}
 		return false
-	case e.p.sdkAgent || s.asks.Load():
+	case e.sdkAgent || s.asks.Load():
 		return false
 	}
 	e.directCall(w, r, s, m)
@@ -79,12 +80,12 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 	defer s.calls.Untrack(key)
 	// What the server says or asks during the call goes to the session's
 	// own stream: this answer has none.
-	relay := &callRelay{
-		notify: func(method string, params mcp.Params) { e.tell(context.WithoutCancel(ctx), s, method, params) },
-		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	relay := &engine.CallRelay{
+		Notify: func(method string, params mcp.Params) { e.tell(context.WithoutCancel(ctx), s, method, params) },
+		Ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
-		tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
+		Tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
 	}
 	var task *tasks.Spec
 	if m.Call.Task != nil && e.relaysTasks(s) {

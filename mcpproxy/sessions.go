@@ -27,10 +27,10 @@ func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession
 	// connection's (none when the connection cannot be reached).
 	var perConnection *hold.Gate
 	refused := func() {}
-	if st, err := e.p.state(conn); err == nil {
-		perConnection, refused = st.asking, func() { e.p.refused(st) }
+	if st, err := e.eng.State(conn); err == nil {
+		perConnection, refused = st.Asking, func() { e.eng.Refused(st) }
 	}
-	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, e.p.timeout))
+	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, e.eng.Timeout()))
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if conn.ExposeResources {
 		caps.Resources = &mcp.ResourceCapabilities{}
@@ -91,7 +91,7 @@ func (e *endpoint) settle(s *agentSession) {
 	}
 	if ss == nil || ss.InitializeParams() == nil {
 		e.sessions.Remove(s)
-		e.p.endUpstream(&s.upstream)
+		e.eng.EndUpstream(&s.upstream)
 		s.hold.End()
 		return
 	}
@@ -115,7 +115,7 @@ func (e *endpoint) settle(s *agentSession) {
 		}
 		s.mu.Unlock()
 		e.sessions.Remove(s)
-		e.p.endUpstream(&s.upstream)
+		e.eng.EndUpstream(&s.upstream)
 		// What the server still makes it hold (answers being posted,
 		// event streams) ends with it.
 		s.hold.End()

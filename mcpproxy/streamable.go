@@ -14,6 +14,7 @@ import (
 
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 
 	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
@@ -37,7 +38,7 @@ import (
 // breaker as the REST routes. Each agent session has a server of its own,
 // so what it advertises (resources, prompts) follows its connection, and
 // its id is known, and bound to its caller, before the SDK hands it out;
-// and an upstream session of its own (see upstreamSession).
+// and an upstream session of its own (see engine.Upstream).
 
 // sessionHeader carries the MCP session id (Streamable HTTP transport).
 const sessionHeader = "Mcp-Session-Id"
@@ -62,7 +63,7 @@ type agentSession struct {
 	// version is the protocol version the session's initialize settled on.
 	version atomic.Pointer[string]
 	// upstream is the session's own upstream session.
-	upstream upstreamSession
+	upstream engine.Upstream
 	// tools is the complete tool listing of the upstream session, which
 	// its calls are checked against; nil until listed, and again when the
 	// server says its tools changed.
@@ -120,7 +121,7 @@ func (s *agentSession) end(idle time.Duration) {
 
 // endpoint serves /mcp/{connection_id}.
 type endpoint struct {
-	p    *Proxy
+	eng  *engine.Engine
 	sdk  *mcp.StreamableHTTPHandler
 	idle time.Duration
 
@@ -132,17 +133,22 @@ type endpoint struct {
 	replica  string         // Options.Replica, named in session ids
 
 	lanes *lanes // what serves the stateless revision (stateless.go)
+
+	// sdkAgent, set by the tests only, turns the fast paths off: every
+	// message goes to the SDK's server (not direct.go). paths_test.go
+	// holds the paths to one conversation with it.
+	sdkAgent bool
 }
 
 type openingKey struct{}
 
-func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
-	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.Sessions, p.metrics.Evictions)}
+func newEndpoint(eng *engine.Engine, idle time.Duration, limits pool.Limits) *endpoint {
+	e := &endpoint{eng: eng, idle: idle, sessions: pool.NewTable[*agentSession](limits, eng.Metrics.Sessions, eng.Metrics.Evictions)}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.lanes = newLanes(e)
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
-		MaxRequestBodyBytes: p.maxBody,
-		Logger:              p.log,
+		MaxRequestBodyBytes: eng.MaxBody(),
+		Logger:              eng.Log,
 		// The guard against DNS rebinding protects unauthenticated local
 		// servers; every request here is signed by an admitted caller and
 		// the session is bound to it, and the guard would refuse a gateway
@@ -164,11 +170,11 @@ func (e *endpoint) server(r *http.Request) *mcp.Server {
 }
 
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	caller, ok := e.p.authenticated(w, r)
+	caller, ok := e.eng.Authenticated(w, r)
 	if !ok {
 		return
 	}
-	conn, ok := e.p.connection(w, r)
+	conn, ok := e.eng.Connection(w, r)
 	if !ok {
 		return
 	}
@@ -181,7 +187,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if s == nil || s.connID != conn.ID || s.caller != caller {
-			apierror.Write(w, r, toAPIError(ErrSessionNotFound))
+			apierror.Write(w, r, engine.ToAPIError(ErrSessionNotFound))
 			return
 		}
 		e.sessions.Touch(s)
@@ -221,7 +227,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case upstream.Method(body) == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
-			apierror.Write(w, r, toAPIError(err))
+			apierror.Write(w, r, engine.ToAPIError(err))
 			return
 		}
 		defer e.settle(s)
@@ -270,7 +276,7 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 // readBody reads a POST's body within the size limit, leaving r.Body
 // readable from the start for the SDK.
 func (e *endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierror.Error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.p.maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.eng.MaxBody()))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -332,7 +338,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) {
 					return cs.ListResources(ctx, params)
 				})
 			case *mcp.ListResourceTemplatesRequest:
@@ -343,7 +349,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
 					return cs.ListResourceTemplates(ctx, params)
 				})
 			case *mcp.ReadResourceRequest:
@@ -351,7 +357,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ReadResourceParams{URI: r.Params.URI}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
 					return cs.ReadResource(ctx, params)
 				})
 			case *mcp.ListPromptsRequest:
@@ -362,7 +368,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) {
 					return cs.ListPrompts(ctx, params)
 				})
 			case *mcp.GetPromptRequest:
@@ -370,7 +376,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.GetPromptParams{Name: r.Params.Name, Arguments: r.Params.Arguments}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
 					return cs.GetPrompt(ctx, params)
 				})
 			case *mcp.SubscribeRequest, *mcp.UnsubscribeRequest:
@@ -384,7 +390,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					return nil, mirror.NotExposed(method)
 				}
 				params := r.Params
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
 					return cs.Complete(ctx, params)
 				})
 			case *mcp.RootsListChangedRequest:
@@ -411,13 +417,15 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 // (nil: nothing is relayed); cancelling ctx withdraws the upstream call.
 // A task-augmented call (task set; direct path only) is answered with the
 // task the server created, which becomes s's.
-func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *tasks.Spec, relay *callRelay) (mcp.Result, error) {
-	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &sessionCall{
-		upstream: &s.upstream,
-		tools:    func(ctx context.Context, st *connState) (*catalog.Catalog, error) { return e.sessionTools(ctx, s, st) },
-		relay:    relay,
-		task:     task,
-		own: func(id string) {
+func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *tasks.Spec, relay *engine.CallRelay) (mcp.Result, error) {
+	res, err := e.eng.CallTool(ctx, conn, s.caller, tool, args, RefreshAuto, &engine.SessionCall{
+		Upstream: &s.upstream,
+		Tools: func(ctx context.Context, st *engine.Conn) (*catalog.Catalog, error) {
+			return e.sessionTools(ctx, s, st)
+		},
+		Relay: relay,
+		Task:  task,
+		Own: func(id string) {
 			for _, params := range s.tasks.Own(id, task.Token) {
 				e.taskNote(context.WithoutCancel(ctx), s, mcptasks.StatusMethod, params)
 			}
@@ -432,23 +440,23 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 	if err != nil {
 		return nil, rpcError(ctx, err)
 	}
-	if res.task != nil {
-		return &mcptasks.Result{Raw: res.task}, nil
+	if res.Task() != nil {
+		return &mcptasks.Result{Raw: res.Task()}, nil
 	}
-	return &mcp.CallToolResult{Meta: res.meta, Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
+	return &mcp.CallToolResult{Meta: res.Meta(), Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 }
 
 // passThrough forwards one resources or prompts request upstream, on the
 // session's own upstream session, behind the connection's breaker, with secrets replaced in the answer.
-func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+func passThrough[R mcp.Result](ctx context.Context, p *engine.Engine, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout())
 	defer cancel()
-	st, err := p.state(conn)
+	st, err := p.State(conn)
 	if err != nil {
 		return nil, rpcError(ctx, err)
 	}
 	var out R
-	err = p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = p.Guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		out, err = op(ctx, cs)
 		return err
@@ -456,7 +464,7 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 	if err != nil {
 		return nil, rpcError(ctx, err)
 	}
-	clean, err := scrub.Launder(st.scrubber.Load(), &out)
+	clean, err := scrub.Launder(st.Scrubber.Load(), &out)
 	if err != nil {
 		return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
@@ -467,13 +475,13 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 // forward sends one request without a result upstream, on the session's
 // own upstream session, behind the connection's breaker.
 func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) error) error {
-	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, e.eng.Timeout())
 	defer cancel()
-	st, err := e.p.state(conn)
+	st, err := e.eng.State(conn)
 	if err != nil {
 		return rpcError(ctx, err)
 	}
-	if err := e.p.guarded(ctx, st, &s.upstream, op); err != nil {
+	if err := e.eng.Guarded(ctx, st, &s.upstream, op); err != nil {
 		return rpcError(ctx, err)
 	}
 	return nil
@@ -482,5 +490,5 @@ func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connectio
 // rpcError turns an error of this package into a JSON-RPC error whose data
 // carries the stable code of the REST answer (wire.RPCError).
 func rpcError(ctx context.Context, err error) error {
-	return wire.RPCError(toAPIError(err), apierror.RequestIDFrom(ctx))
+	return wire.RPCError(engine.ToAPIError(err), apierror.RequestIDFrom(ctx))
 }
