@@ -5,5 +5,5 @@ package mcpproxy
 // makes the SDK's client send every upstream tools/call. Call it before p
 // serves.
 func UseSDKPaths(p *Proxy, agent, upstream bool) {
-	p.endpoint.sdkAgent, p.eng.SDKUpstream = agent, upstream
+	p.endpoint.SDKAgent, p.eng.SDKUpstream = agent, upstream
 }

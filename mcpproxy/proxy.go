@@ -1,7 +1,6 @@
 package mcpproxy
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -9,7 +8,7 @@ import (
 
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy/internal/engine"
-	"github.com/idnhq/idn/mcpproxy/internal/pool"
+	"github.com/idnhq/idn/mcpproxy/internal/relay"
 	"github.com/prometheus/client_golang/prometheus"
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
@@ -179,13 +178,13 @@ type Options struct {
 // relay endpoint at /mcp/{connection_id}. It is safe for concurrent use.
 type Proxy struct {
 	eng      *engine.Engine
-	endpoint *endpoint
+	endpoint *relay.Endpoint
 }
 
 // New returns a Proxy for cfg. It fails only when the metrics cannot be
 // registered or Replica is not a valid name.
 func New(cfg Config) (*Proxy, error) {
-	if err := checkReplica(cfg.Replica); err != nil {
+	if err := relay.CheckReplica(cfg.Replica); err != nil {
 		return nil, err
 	}
 	eng, err := engine.New(engine.Config{
@@ -215,10 +214,13 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{eng: eng}
-	p.endpoint = newEndpoint(eng, cmp.Or(cfg.SessionIdleTimeout, 10*time.Minute), pool.NewLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace))
-	p.endpoint.replica = cfg.Replica
-	return p, nil
+	return &Proxy{eng: eng, endpoint: relay.New(eng, relay.Config{
+		SessionIdleTimeout:      cfg.SessionIdleTimeout,
+		MaxSessions:             cfg.MaxSessions,
+		MaxSessionsPerKey:       cfg.MaxSessionsPerKey,
+		MaxSessionsPerNamespace: cfg.MaxSessionsPerNamespace,
+		Replica:                 cfg.Replica,
+	})}, nil
 }
 
 // Discover returns the connection's full, unfiltered discovery, for the
@@ -264,6 +266,13 @@ func (p *Proxy) Forget(connectionID string) { p.eng.Forget(connectionID) }
 // Close ends every session of the MCP endpoint and every upstream session,
 // and waits for them to close. The Proxy cannot be used afterwards.
 func (p *Proxy) Close() error {
-	p.endpoint.closeAll()
+	p.endpoint.Close()
 	return p.eng.Close()
 }
+
+// EndStreams ends every standalone event stream (GET) of the MCP endpoint
+// and refuses new ones with 405, which MCP clients take as "no stream".
+// Call it when a graceful shutdown starts (http.Server.RegisterOnShutdown):
+// the streams would otherwise hold the drain until its deadline. Sessions
+// and their POST requests are unaffected.
+func (p *Proxy) EndStreams() { p.endpoint.EndStreams() }

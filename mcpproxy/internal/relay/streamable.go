@@ -1,9 +1,10 @@
-package mcpproxy
+package relay
 
 //lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -58,7 +59,7 @@ type agentSession struct {
 	server *mcp.Server
 	// conn is the connection as resolved by the latest HTTP request on the
 	// session, so policy changes apply to the next message.
-	conn atomic.Pointer[Connection]
+	conn atomic.Pointer[engine.Connection]
 	ss   atomic.Pointer[mcp.ServerSession]
 	// version is the protocol version the session's initialize settled on.
 	version atomic.Pointer[string]
@@ -119,8 +120,8 @@ func (s *agentSession) end(idle time.Duration) {
 	}
 }
 
-// endpoint serves /mcp/{connection_id}.
-type endpoint struct {
+// Endpoint serves /mcp/{connection_id}.
+type Endpoint struct {
 	eng  *engine.Engine
 	sdk  *mcp.StreamableHTTPHandler
 	idle time.Duration
@@ -130,20 +131,39 @@ type endpoint struct {
 
 	sessions *pool.Table[*agentSession]
 	wg       sync.WaitGroup // session watchers, lanes closing
-	replica  string         // Options.Replica, named in session ids
+	replica  string         // Config.Replica, named in session ids
 
 	lanes *lanes // what serves the stateless revision (stateless.go)
 
-	// sdkAgent, set by the tests only, turns the fast paths off: every
-	// message goes to the SDK's server (not direct.go). paths_test.go
-	// holds the paths to one conversation with it.
-	sdkAgent bool
+	// SDKAgent, set by the tests only before the endpoint serves, turns
+	// the fast paths off: every message goes to the SDK's server (not
+	// direct.go). mcpproxy's paths_test.go holds the paths to one
+	// conversation with it.
+	SDKAgent bool
 }
 
 type openingKey struct{}
 
-func newEndpoint(eng *engine.Engine, idle time.Duration, limits pool.Limits) *endpoint {
-	e := &endpoint{eng: eng, idle: idle, sessions: pool.NewTable[*agentSession](limits, eng.Metrics.Sessions, eng.Metrics.Evictions)}
+// Config is what the endpoint takes of mcpproxy.Options, with the same
+// zero values.
+type Config struct {
+	SessionIdleTimeout      time.Duration
+	MaxSessions             int
+	MaxSessionsPerKey       int
+	MaxSessionsPerNamespace int
+	Replica                 string
+}
+
+// New returns the endpoint, which calls through eng. cfg.Replica must
+// have passed CheckReplica.
+func New(eng *engine.Engine, cfg Config) *Endpoint {
+	limits := pool.NewLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace)
+	e := &Endpoint{
+		eng:      eng,
+		idle:     cmp.Or(cfg.SessionIdleTimeout, 10*time.Minute),
+		sessions: pool.NewTable[*agentSession](limits, eng.Metrics.Sessions, eng.Metrics.Evictions),
+		replica:  cfg.Replica,
+	}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.lanes = newLanes(e)
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
@@ -162,14 +182,14 @@ func newEndpoint(eng *engine.Engine, idle time.Duration, limits pool.Limits) *en
 // request is an initialize, else none, so that no session exists that
 // ServeHTTP did not reserve and bind. ServeHTTP passes the SDK no other
 // POST without a session.
-func (e *endpoint) server(r *http.Request) *mcp.Server {
+func (e *Endpoint) server(r *http.Request) *mcp.Server {
 	if s, ok := r.Context().Value(openingKey{}).(*agentSession); ok {
 		return s.server
 	}
 	return nil
 }
 
-func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	caller, ok := e.eng.Authenticated(w, r)
 	if !ok {
 		return
@@ -187,7 +207,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if s == nil || s.connID != conn.ID || s.caller != caller {
-			apierror.Write(w, r, engine.ToAPIError(ErrSessionNotFound))
+			apierror.Write(w, r, engine.ToAPIError(engine.ErrSessionNotFound))
 			return
 		}
 		e.sessions.Touch(s)
@@ -252,7 +272,7 @@ var errNoSession = apierror.Coded(errcode.ValidationError,
 // serveStream serves a session's standalone SSE stream (GET). It lives as
 // long as the session, so it is exempt from the server's read timeout, and
 // it ends at EndStreams so a graceful shutdown does not wait for it.
-func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentSession) {
+func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentSession) {
 	if e.streams.Err() != nil {
 		// 405 tells a client this server offers no stream; it carries on
 		// with POST alone.
@@ -275,7 +295,7 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 
 // readBody reads a POST's body within the size limit, leaving r.Body
 // readable from the start for the SDK.
-func (e *endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierror.Error) {
+func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierror.Error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.eng.MaxBody()))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -293,11 +313,11 @@ func (e *endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *ap
 // Call it when a graceful shutdown starts (http.Server.RegisterOnShutdown):
 // the streams would otherwise hold the drain until its deadline. Sessions
 // and their POST requests are unaffected.
-func (p *Proxy) EndStreams() { p.endpoint.endStreams() }
+func (e *Endpoint) EndStreams() { e.endStreams() }
 
 // dispatch answers the methods the gateway serves itself; the rest
 // (initialize, whose version it notes, ping, notifications) are the SDK's.
-func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
+func (e *Endpoint) dispatch(s *agentSession) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			// The SDK hands its handlers the context of the request that
@@ -417,8 +437,8 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 // (nil: nothing is relayed); cancelling ctx withdraws the upstream call.
 // A task-augmented call (task set; direct path only) is answered with the
 // task the server created, which becomes s's.
-func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *tasks.Spec, relay *engine.CallRelay) (mcp.Result, error) {
-	res, err := e.eng.CallTool(ctx, conn, s.caller, tool, args, RefreshAuto, &engine.SessionCall{
+func (e *Endpoint) call(ctx context.Context, s *agentSession, conn *engine.Connection, tool string, args []byte, task *tasks.Spec, relay *engine.CallRelay) (mcp.Result, error) {
+	res, err := e.eng.CallTool(ctx, conn, s.caller, tool, args, engine.RefreshAuto, &engine.SessionCall{
 		Upstream: &s.upstream,
 		Tools: func(ctx context.Context, st *engine.Conn) (*catalog.Catalog, error) {
 			return e.sessionTools(ctx, s, st)
@@ -431,7 +451,7 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 			}
 		},
 	})
-	var ae *ArgumentsError
+	var ae *engine.ArgumentsError
 	if errors.As(err, &ae) && task == nil {
 		// As the go-sdk's own servers do: a tool error the model can read
 		// and correct, rather than a protocol error.
@@ -448,7 +468,7 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 
 // passThrough forwards one resources or prompts request upstream, on the
 // session's own upstream session, behind the connection's breaker, with secrets replaced in the answer.
-func passThrough[R mcp.Result](ctx context.Context, p *engine.Engine, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
+func passThrough[R mcp.Result](ctx context.Context, p *engine.Engine, s *agentSession, conn *engine.Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout())
 	defer cancel()
 	st, err := p.State(conn)
@@ -466,7 +486,7 @@ func passThrough[R mcp.Result](ctx context.Context, p *engine.Engine, s *agentSe
 	}
 	clean, err := scrub.Launder(st.Scrubber.Load(), &out)
 	if err != nil {
-		return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
+		return nil, rpcError(ctx, &engine.UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
 	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
@@ -474,7 +494,7 @@ func passThrough[R mcp.Result](ctx context.Context, p *engine.Engine, s *agentSe
 
 // forward sends one request without a result upstream, on the session's
 // own upstream session, behind the connection's breaker.
-func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) error) error {
+func (e *Endpoint) forward(ctx context.Context, s *agentSession, conn *engine.Connection, op func(context.Context, *mcp.ClientSession) error) error {
 	ctx, cancel := context.WithTimeout(ctx, e.eng.Timeout())
 	defer cancel()
 	st, err := e.eng.State(conn)

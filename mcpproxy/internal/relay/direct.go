@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 import (
 	"context"
@@ -28,10 +28,10 @@ import (
 // A session whose agent offers sampling or elicitation has every plain
 // call served by the SDK, whose answer is an event stream that can carry
 // the server's requests; roots are asked for on the session's own stream.
-func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
+func (e *Endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	version := s.version.Load()
 	relays := e.relaysTasks(s)
-	if !relays && (e.sdkAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
+	if !relays && (e.SDKAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
 		return false
 	}
 	plain := wire.PlainPOST(r, *version)
@@ -58,7 +58,7 @@ func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSessio
 			return true
 		}
 		return false
-	case e.sdkAgent || s.asks.Load():
+	case e.SDKAgent || s.asks.Load():
 		return false
 	}
 	e.directCall(w, r, s, m)
@@ -67,7 +67,7 @@ func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSessio
 
 // directCall answers one tools/call as application/json. The call ends
 // when the client cancels it or goes away.
-func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSession, m wire.Message) {
+func (e *Endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSession, m wire.Message) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	id, key := m.ID, m.Key

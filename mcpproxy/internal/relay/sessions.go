@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/mcpevent"
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
@@ -20,7 +21,7 @@ import (
 
 // open reserves a session for caller on conn, with a fresh id and its own
 // server, evicting the caller's own sessions its shares have no room for.
-func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession, error) {
+func (e *Endpoint) open(conn *engine.Connection, caller mcpevent.Caller) (*agentSession, error) {
 	s := &agentSession{slot: pool.Slot{ID: e.newSessionID(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
 	s.conn.Store(conn)
 	// The server's requests take places in the session's gate and in its
@@ -61,7 +62,7 @@ func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession
 		e.evict(v)
 	}
 	if !ok {
-		return nil, &RetryError{Err: ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
+		return nil, &engine.RetryError{Err: engine.ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
 	}
 	return s, nil
 }
@@ -69,7 +70,7 @@ func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession
 // evict ends a session the table no longer holds: its SDK session is
 // closed, now or by settle when it has none yet, and its watcher then
 // closes its upstream session.
-func (e *endpoint) evict(s *agentSession) {
+func (e *Endpoint) evict(s *agentSession) {
 	if e.lanes.drop(s) {
 		return
 	}
@@ -84,7 +85,7 @@ func (e *endpoint) evict(s *agentSession) {
 // settle runs after the request that opened s: a session the SDK kept is
 // watched until it ends (idle timeout, DELETE, eviction, Close); anything
 // else (a refused or failed initialize) frees the reservation now.
-func (e *endpoint) settle(s *agentSession) {
+func (e *Endpoint) settle(s *agentSession) {
 	var ss *mcp.ServerSession
 	for x := range s.server.Sessions() {
 		ss = x
@@ -127,8 +128,9 @@ func (e *endpoint) settle(s *agentSession) {
 	}
 }
 
-// closeAll ends every session and waits until all are gone.
-func (e *endpoint) closeAll() {
+// Close ends every session and waits until all are gone; the upstream
+// sessions are the engine's to close.
+func (e *Endpoint) Close() {
 	e.endStreams()
 	e.lanes.dropAll()
 	for _, s := range e.sessions.All() {

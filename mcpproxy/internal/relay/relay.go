@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 //lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
 
@@ -32,7 +32,7 @@ import (
 // ctx belongs to (or the session's own stream), unless policy hides its
 // subject: resources and prompts notifications only where the connection
 // exposes them.
-func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, params mcp.Params) {
+func (e *Endpoint) tell(ctx context.Context, s *agentSession, method string, params mcp.Params) {
 	ss := s.ss.Load()
 	if ss == nil {
 		return
@@ -53,7 +53,7 @@ func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, par
 // secrets replaced, when the agent declared the capability it needs
 // (mirror.Ask), and returns the agent's answer as it is: it goes to the
 // server the agent is using.
-func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
+func (e *Endpoint) ask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
 	ss := s.ss.Load()
 	if ss == nil {
 		return nil, mirror.NotOffered(method)
@@ -86,7 +86,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 // s's upstream session, so that the server asks for the roots again. The
 // SDK's client sends it only for roots of its own, which the relay has
 // none of. An agent that declared no roots has none to change.
-func (e *endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *Connection, params *mcp.RootsListChangedParams) {
+func (e *Endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.RootsListChangedParams) {
 	ss := s.ss.Load()
 	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().Capabilities == nil || ss.InitializeParams().Capabilities.RootsV2 == nil {
 		return
@@ -108,7 +108,7 @@ func (e *endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *Conn
 // in its context, which the agent's server would take for the id of an
 // agent request whose stream should carry it: the agent's session stream
 // carries it instead.
-func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities) *mcp.Client {
+func (e *Endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities) *mcp.Client {
 	tell := func(method string, params mcp.Params) {
 		st, err := e.eng.State(s.conn.Load())
 		if err != nil {
@@ -139,7 +139,7 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 
 // relayFor is the relay of a call on s from the request ctx (the agent's
 // tools/call), with progress under token when the agent asked for it.
-func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.ServerSession, token any) *engine.CallRelay {
+func (e *Endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.ServerSession, token any) *engine.CallRelay {
 	r := &engine.CallRelay{
 		Notify: func(method string, params mcp.Params) { e.tell(ctx, s, method, params) },
 		Ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -160,7 +160,7 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 // sessionTools returns the tools s's upstream session lists, the ones its
 // calls are checked against, listing them when no listing is kept (none
 // yet, or the server said they changed).
-func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *engine.Conn) (*catalog.Catalog, error) {
+func (e *Endpoint) sessionTools(ctx context.Context, s *agentSession, st *engine.Conn) (*catalog.Catalog, error) {
 	if snap := s.tools.Load(); snap != nil {
 		return snap, nil
 	}
@@ -189,10 +189,10 @@ func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *engine
 
 // keepTools makes tools, a complete listing of s's upstream session, the
 // one its calls are checked against.
-func (e *endpoint) keepTools(ctx context.Context, s *agentSession, st *engine.Conn, tools []*mcp.Tool) (*catalog.Catalog, error) {
+func (e *Endpoint) keepTools(ctx context.Context, s *agentSession, st *engine.Conn, tools []*mcp.Tool) (*catalog.Catalog, error) {
 	snap, err := catalog.Listed(st.Scrubber.Load(), tools)
 	if err != nil {
-		return nil, &UpstreamError{ConnectionID: st.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
+		return nil, &engine.UpstreamError{ConnectionID: st.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	e.eng.Pins.Observe(ctx, st.ID, snap, true)
 	s.tools.Store(snap)
@@ -203,7 +203,7 @@ func (e *endpoint) keepTools(ctx context.Context, s *agentSession, st *engine.Co
 // tools/list (its first and last when complete). The session's is what
 // its calls are checked against. The page's own holds the definitions the
 // agent gets, which the pins are checked against.
-func (e *endpoint) pageTools(ctx context.Context, s *agentSession, st *engine.Conn, tools []*mcp.Tool, complete bool) (session, page *catalog.Catalog, err error) {
+func (e *Endpoint) pageTools(ctx context.Context, s *agentSession, st *engine.Conn, tools []*mcp.Tool, complete bool) (session, page *catalog.Catalog, err error) {
 	if complete {
 		session, err = e.keepTools(ctx, s, st, tools)
 		return session, session, err
@@ -214,7 +214,7 @@ func (e *endpoint) pageTools(ctx context.Context, s *agentSession, st *engine.Co
 		}
 	}
 	if page, err = catalog.Listed(st.Scrubber.Load(), tools); err != nil {
-		return nil, nil, &UpstreamError{ConnectionID: st.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
+		return nil, nil, &engine.UpstreamError{ConnectionID: st.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	e.eng.Pins.Observe(ctx, st.ID, page, false)
 	return session, page, nil
@@ -223,7 +223,7 @@ func (e *endpoint) pageTools(ctx context.Context, s *agentSession, st *engine.Co
 // listTools answers tools/list with the page of tools the session's
 // upstream session lists, as listed (order, metadata, cursor), minus the
 // tools the session's subject may not use.
-func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
+func (e *Endpoint) listTools(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
 	var res mcp.Result
 	var err error
 	if e.relaysTasks(s) {
@@ -238,7 +238,7 @@ func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connect
 	return res, nil
 }
 
-func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+func (e *Endpoint) toolsPage(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.eng.Timeout())
 	defer cancel()
 	st, err := e.eng.State(conn)
@@ -269,7 +269,7 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 	list.Tools = kept
 	clean, err := scrub.Launder(st.Scrubber.Load(), &list)
 	if err != nil {
-		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
+		return nil, &engine.UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
@@ -282,7 +282,7 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 // when the server cannot be reached now: the session then advertises
 // what its own server was given (tools, and resources and prompts where
 // exposed), and its upstream session is opened by its first request.
-func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Connection, params *mcp.InitializeParams) *mcp.InitializeResult {
+func (e *Endpoint) openUpstream(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.InitializeParams) *mcp.InitializeResult {
 	var caps *mcp.ClientCapabilities
 	version := ""
 	if params != nil {

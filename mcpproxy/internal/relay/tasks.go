@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // what passes): a task-augmented call is answered directly (direct.go),
 // the tasks methods are custom methods of the session's SDK server.
 
-func (e *endpoint) relaysTasks(s *agentSession) bool {
+func (e *Endpoint) relaysTasks(s *agentSession) bool {
 	return s.tasks.Relays(s.version.Load(), engine.UpstreamProtocol)
 }
 
@@ -32,7 +32,7 @@ func (e *endpoint) relaysTasks(s *agentSession) bool {
 // s's hold (which lets through only the server's requests it has room
 // for, to the relay and the SDK's client alike), under
 // upstream.Withdrawals.
-func (e *endpoint) tapped(s *agentSession, hc *http.Client) *http.Client {
+func (e *Endpoint) tapped(s *agentSession, hc *http.Client) *http.Client {
 	held := s.hold.Transport(upstream.Withdrawals(hc.Transport))
 	hc = &http.Client{Transport: s.clientTasks.Transport(held, e.eng.Timeout(), func(ctx context.Context, method string, raw json.RawMessage) (any, error) {
 		return e.ask(ctx, s, method, raw)
@@ -41,7 +41,7 @@ func (e *endpoint) tapped(s *agentSession, hc *http.Client) *http.Client {
 }
 
 // addTaskMethods registers the tasks methods on s's server.
-func (e *endpoint) addTaskMethods(s *agentSession) {
+func (e *Endpoint) addTaskMethods(s *agentSession) {
 	for _, method := range mcptasks.Methods {
 		_ = mcp.AddReceivingCustomMethod(s.server, method, func(ctx context.Context, ss *mcp.ServerSession, p *mcptasks.Params) (*mcptasks.Result, error) {
 			conn := s.conn.Load()
@@ -62,7 +62,7 @@ func (e *endpoint) addTaskMethods(s *agentSession) {
 
 // relayTask relays one tasks method of s upstream, for the tasks s owns,
 // tasks/list filtered to them, the server's errors as it sent them.
-func (e *endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.ServerSession, conn *Connection, method string, p *mcptasks.Params) (*mcptasks.Result, error) {
+func (e *Endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.ServerSession, conn *engine.Connection, method string, p *mcptasks.Params) (*mcptasks.Result, error) {
 	if !e.relaysTasks(s) {
 		return nil, mirror.NotExposed(method)
 	}
@@ -102,19 +102,19 @@ func (e *endpoint) relayTask(ctx context.Context, s *agentSession, ss *mcp.Serve
 		return nil, &jsonrpc.Error{Code: answered.Code, Message: st.Scrubber.Load().Replace(answered.Message)}
 	case method == "tasks/list":
 		if raw, err = s.tasks.OwnList(raw); err != nil {
-			return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "tasks/list: " + err.Error()})
+			return nil, rpcError(ctx, &engine.UpstreamError{ConnectionID: conn.ID, Message: "tasks/list: " + err.Error()})
 		}
 	}
 	clean, err := scrub.Launder(st.Scrubber.Load(), &raw)
 	if err != nil {
-		return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
+		return nil, rpcError(ctx, &engine.UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
 	return &mcptasks.Result{Raw: *clean}, nil
 }
 
 // rawTools is toolsPage for a session that relays tasks: the page as the
 // server wrote it (with each tool's execution), minus what policy removes.
-func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
+func (e *Endpoint) rawTools(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.eng.Timeout())
 	defer cancel()
 	st, err := e.eng.State(conn)
@@ -128,13 +128,13 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 	}); err != nil {
 		return nil, err
 	}
-	unreadable := &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be read"}
+	unreadable := &engine.UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be read"}
 	if e.eng.Pins.Keeps() {
 		// The listing goes to the agent as the server wrote it: JSON that
 		// reads two ways (a member twice) could be pinned in one reading
 		// and read by the agent in the other.
 		if _, err := toolpin.Canonical(raw); err != nil {
-			return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned JSON that reads two ways (a member twice, or invalid UTF-8)"}
+			return nil, &engine.UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned JSON that reads two ways (a member twice, or invalid UTF-8)"}
 		}
 	}
 	page, err := tasks.ParseTools(raw)
@@ -153,7 +153,7 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 	}
 	clean, err := scrub.Launder(st.Scrubber.Load(), &raw)
 	if err != nil {
-		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
+		return nil, &engine.UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	return &mcptasks.Result{Raw: *clean}, nil
 }
@@ -163,7 +163,7 @@ func (e *endpoint) rawTools(ctx context.Context, s *agentSession, conn *Connecti
 // s's (a status about a task s does not own yet is held until it does),
 // secrets replaced (Book.Note). Each is a decision and counted: relayed,
 // no_stream, or not_owned when dropped unclaimed.
-func (e *endpoint) taskNote(ctx context.Context, s *agentSession, method string, raw json.RawMessage) {
+func (e *Endpoint) taskNote(ctx context.Context, s *agentSession, method string, raw json.RawMessage) {
 	conn := s.conn.Load()
 	st, err := e.eng.State(conn)
 	if err != nil || !e.relaysTasks(s) {
@@ -187,7 +187,7 @@ func (e *endpoint) taskNote(ctx context.Context, s *agentSession, method string,
 // askTask relays a server's request of the client side of tasks to the
 // agent of s, on its own event stream (clienttasks.Relay.Ask); each is a
 // decision and counted.
-func (e *endpoint) askTask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
+func (e *Endpoint) askTask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
 	conn := s.conn.Load()
 	st, err := e.eng.State(conn)
 	if err != nil {
@@ -203,7 +203,7 @@ func (e *endpoint) askTask(ctx context.Context, s *agentSession, method string, 
 // of tasks: an answer to a request askTask sent, or a status notification
 // of one of its tasks, relayed to the upstream session the task is bound
 // to when that is still s's (counted relayed, not_owned or error).
-func (e *endpoint) fromAgent(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
+func (e *Endpoint) fromAgent(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	if s.clientTasks.Answered(body) {
 		w.WriteHeader(http.StatusAccepted)
 		return true

@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 //lint:file-ignore SA1019 the agents of 2026-07-28 declare roots, which the SDK's 2025 types name RootsV2.
 
@@ -47,7 +47,7 @@ type laneKey struct {
 
 // lanes are the upstream sessions of stateless requests.
 type lanes struct {
-	e      *endpoint
+	e      *Endpoint
 	sdk    *mcp.StreamableHTTPHandler
 	rounds rounds.Table
 
@@ -58,7 +58,7 @@ type lanes struct {
 
 type laneCtxKey struct{}
 
-func newLanes(e *endpoint) *lanes {
+func newLanes(e *Endpoint) *lanes {
 	p := e.eng
 	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}}
 	l.rounds.Wait = p.Timeout()
@@ -112,7 +112,7 @@ func stateless(r *http.Request, body []byte) (declared, bool) {
 
 // serve serves one request of the stateless revision on the
 // caller's lane.
-func (l *lanes) serve(w http.ResponseWriter, r *http.Request, conn *Connection, caller mcpevent.Caller, d declared, body []byte) {
+func (l *lanes) serve(w http.ResponseWriter, r *http.Request, conn *engine.Connection, caller mcpevent.Caller, d declared, body []byte) {
 	s, err := l.open(conn, caller, d)
 	if err != nil {
 		apierror.Write(w, r, engine.ToAPIError(err))
@@ -130,7 +130,7 @@ func (l *lanes) serve(w http.ResponseWriter, r *http.Request, conn *Connection, 
 
 // open returns the caller's lane on conn for what it declared, opening
 // one when there is none. Lanes share the sessions' pool and shares.
-func (l *lanes) open(conn *Connection, caller mcpevent.Caller, d declared) (*agentSession, error) {
+func (l *lanes) open(conn *engine.Connection, caller mcpevent.Caller, d declared) (*agentSession, error) {
 	raw, _ := json.Marshal(d)
 	key := laneKey{conn: conn.ID, caller: caller, caps: string(raw)}
 	l.mu.Lock()
@@ -162,7 +162,7 @@ func (l *lanes) open(conn *Connection, caller mcpevent.Caller, d declared) (*age
 	}
 	if !ok {
 		s.hold.End()
-		return nil, &RetryError{Err: ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
+		return nil, &engine.RetryError{Err: engine.ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
 	}
 	l.byKey[key], l.keys[s] = s, key
 	if l.e.idle > 0 {
@@ -173,7 +173,7 @@ func (l *lanes) open(conn *Connection, caller mcpevent.Caller, d declared) (*age
 
 // build builds a lane's session: its upstream client declares what the
 // agent declared, and its server answers as a session's does.
-func (l *lanes) build(conn *Connection, caller mcpevent.Caller, d declared) *agentSession {
+func (l *lanes) build(conn *engine.Connection, caller mcpevent.Caller, d declared) *agentSession {
 	s := &agentSession{slot: pool.Slot{ID: rand.Text(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
 	s.conn.Store(conn)
 	var perConnection *hold.Gate
@@ -225,7 +225,7 @@ func (l *lanes) dropLocked(s *agentSession) bool {
 	}
 	s.mu.Unlock()
 	// Closing the upstream session may wait for the server; not under the
-	// lock. Close waits for it (closeAll).
+	// lock. Close waits for it (Endpoint.Close).
 	l.e.wg.Go(func() {
 		l.e.eng.EndUpstream(&s.upstream)
 		s.hold.End()
@@ -277,7 +277,7 @@ func (l *lanes) dispatch(s *agentSession, d declared) mcp.Middleware {
 
 // upstream opens s's upstream session and returns its server's
 // initialize result, scrubbed; nil when the server cannot be reached.
-func (l *lanes) upstream(ctx context.Context, s *agentSession, conn *Connection) *mcp.InitializeResult {
+func (l *lanes) upstream(ctx context.Context, s *agentSession, conn *engine.Connection) *mcp.InitializeResult {
 	st, err := l.e.eng.State(conn)
 	if err != nil {
 		return nil
@@ -406,7 +406,7 @@ var sdkPackage = reflect.TypeFor[mcp.Implementation]().PkgPath()
 // gives a session's call. Its rounds need no stream: the server's
 // questions travel in the result. It reports whether it answered.
 func (l *lanes) direct(w http.ResponseWriter, r *http.Request, s *agentSession, d declared, body []byte) bool {
-	if l.e.sdkAgent || r.Header.Get("Mcp-Protocol-Version") != wire.Revision || !wire.PlainPOST(r, wire.Revision) ||
+	if l.e.SDKAgent || r.Header.Get("Mcp-Protocol-Version") != wire.Revision || !wire.PlainPOST(r, wire.Revision) ||
 		r.Header.Get("Mcp-Method") == "" || r.Header.Get("Mcp-Name") == "" {
 		return false
 	}
