@@ -25,7 +25,7 @@ import (
 // (checked as the call route checks, with progress and cancellation passed
 // through), and resources and prompts when the connection exposes them;
 // requests of the stateless revision (2026-07-28) need no session
-// (stateless.go). A session belongs to the caller (namespace, key and subject) and the
+// (package relay). A session belongs to the caller (namespace, key and subject) and the
 // connection it was opened for: any other request naming its id is 404
 // MCP_SESSION_NOT_FOUND. Sessions end after SessionIdleTimeout without a
 // request; a caller opening one past its share (MaxSessionsPerKey,
