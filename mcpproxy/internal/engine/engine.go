@@ -261,16 +261,16 @@ type Upstream struct {
 	state   SessionState
 	ended   bool // the agent session ended: nothing is opened again
 
-	// client opens the session; nil means the proxy's own, which declares
+	// client opens the session; nil means the engine's own, which declares
 	// no capabilities and opens no standalone event stream. An agent
 	// session's client declares what its agent declared and relays what
-	// the server sends (see relay.go).
+	// the server sends (package relay).
 	client *mcp.Client
 	// protocol is the version asked for first; empty means
 	// UpstreamProtocol.
 	protocol string
 	// tap, when set, wraps the connection's HTTP client for the session
-	// (an agent session reads the server's tasks capability; tasks.go).
+	// (an agent session reads the server's tasks capability; package relay).
 	tap func(*http.Client) *http.Client
 }
 
