@@ -128,10 +128,11 @@ func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, delay, tim
 		return err
 	case <-ctx.Done():
 	}
+	// From here each answer closes its connection (see Gateway.ServeHTTP).
+	// Turning keep-alives off on the server instead would close idle
+	// connections at once, racing a request the load balancer is sending
+	// on one: the request is verified, then its answer lost.
 	gw.Drain()
-	// Each answer closes its connection, so a load balancer's pooled
-	// ones end rather than carry a request into the shutdown.
-	srv.SetKeepAlivesEnabled(false)
 	logger.Info("gateway draining: not ready", "delay_seconds", delay.Seconds(), "timeout_seconds", timeout.Seconds())
 	select {
 	case err := <-errc:
