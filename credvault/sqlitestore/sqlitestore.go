@@ -59,6 +59,21 @@ var migrations = []string{
 		connection_id TEXT PRIMARY KEY,
 		doc           BLOB NOT NULL
 	);`,
+	// Holds of owner-approved actions (Store.Holds), so that a restart
+	// honours an approval. Times are Unix nanoseconds, 0 for none.
+	`CREATE TABLE approval_holds (
+		binding    TEXT PRIMARY KEY,
+		id         TEXT NOT NULL,
+		salt       BLOB NOT NULL,
+		digest     TEXT NOT NULL,
+		expires_ns INTEGER NOT NULL,
+		ends_ns    INTEGER NOT NULL,
+		uses       INTEGER NOT NULL DEFAULT 0,
+		until_ns   INTEGER NOT NULL DEFAULT 0,
+		assertion  TEXT,
+		spent      INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX approval_holds_ends ON approval_holds (ends_ns);`,
 }
 
 // Store is a credvault.Store on one SQLite file in WAL mode, safe to share
