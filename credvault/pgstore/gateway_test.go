@@ -198,7 +198,7 @@ func TestTamperedHoldRowRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	tag, err := conn.Exec(t.Context(), "UPDATE approval_holds SET uses = 50, ends_ns = ends_ns + 3600000000000")
+	tag, err := conn.Exec(t.Context(), "UPDATE credvault_approval_holds SET uses = 50, ends_ns = ends_ns + 3600000000000")
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("tampering: %v, %d rows", err, tag.RowsAffected())
 	}

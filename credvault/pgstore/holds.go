@@ -32,21 +32,21 @@ const holdColumns = "binding, id, salt, digest, expires_ns, uses, until_ns, asse
 
 // Hold reads binding's hold.
 func (h *Holds) Hold(ctx context.Context, binding string) (*approval.Hold, error) {
-	return readHold(h.pool.QueryRow(ctx, "SELECT "+holdColumns+" FROM approval_holds WHERE binding = $1", binding))
+	return readHold(h.pool.QueryRow(ctx, "SELECT "+holdColumns+" FROM credvault_approval_holds WHERE binding = $1", binding))
 }
 
 // Add drops ended holds, then inserts hold, or replaces a hold of its
 // binding that is no longer live, in one statement; a live hold is kept
 // and returned.
 func (h *Holds) Add(ctx context.Context, hold *approval.Hold, now time.Time) (*approval.Hold, error) {
-	if _, err := h.pool.Exec(ctx, "DELETE FROM approval_holds WHERE ends_ns <= $1", nanos(now)); err != nil {
+	if _, err := h.pool.Exec(ctx, "DELETE FROM credvault_approval_holds WHERE ends_ns <= $1", nanos(now)); err != nil {
 		return nil, classify("adding hold", err)
 	}
-	tag, err := h.pool.Exec(ctx, `INSERT INTO approval_holds (binding, id, salt, digest, expires_ns, ends_ns)
+	tag, err := h.pool.Exec(ctx, `INSERT INTO credvault_approval_holds AS h (binding, id, salt, digest, expires_ns, ends_ns)
 		VALUES ($1, $2, $3, $4, $5, $5)
 		ON CONFLICT (binding) DO UPDATE SET id = excluded.id, salt = excluded.salt, digest = excluded.digest,
 			expires_ns = excluded.expires_ns, ends_ns = excluded.ends_ns, uses = 0, until_ns = 0, assertion = NULL, spent = 0
-		WHERE approval_holds.ends_ns <= $6 OR (approval_holds.uses > 0 AND approval_holds.spent >= approval_holds.uses)`,
+		WHERE h.ends_ns <= $6 OR (h.uses > 0 AND h.spent >= h.uses)`,
 		hold.Binding, hold.ID, hold.Salt, hold.Digest, nanos(hold.ExpiresAt), nanos(now))
 	if err != nil {
 		return nil, classify("adding hold", err)
@@ -68,7 +68,7 @@ func (h *Holds) Spend(ctx context.Context, binding, id string, a *approval.Appro
 	if err != nil {
 		return false, fmt.Errorf("pgstore: spending hold: %w", err)
 	}
-	tag, err := h.pool.Exec(ctx, `UPDATE approval_holds SET uses = $1, until_ns = $2, assertion = $3,
+	tag, err := h.pool.Exec(ctx, `UPDATE credvault_approval_holds SET uses = $1, until_ns = $2, assertion = $3,
 		ends_ns = GREATEST(expires_ns, $2), spent = spent + 1 WHERE binding = $4 AND id = $5 AND spent < $1`,
 		a.Uses, nanos(a.Until), string(assertion), binding, id)
 	if err != nil {

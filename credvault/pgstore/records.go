@@ -44,7 +44,7 @@ var migrations = []string{
 	);`,
 	// Holds of owner-approved actions (Store.Holds), shared by the fleet.
 	// Times are Unix nanoseconds, 0 for none.
-	`CREATE TABLE approval_holds (
+	`CREATE TABLE credvault_approval_holds (
 		binding    TEXT PRIMARY KEY,
 		id         TEXT NOT NULL,
 		salt       BYTEA NOT NULL,
@@ -56,7 +56,7 @@ var migrations = []string{
 		assertion  TEXT,
 		spent      INTEGER NOT NULL DEFAULT 0
 	);
-	CREATE INDEX approval_holds_ends ON approval_holds (ends_ns);`,
+	CREATE INDEX credvault_approval_holds_ends ON credvault_approval_holds (ends_ns);`,
 }
 
 // migrateLock is the advisory lock key under which replicas starting
