@@ -3,6 +3,9 @@
 // each write is one transaction, and every commit is visible to the other
 // process's Vault at its next poll.
 //
+// Store.Holds keeps the gateway's calls held for their owner's approval
+// (approval.Store) in the same file, so a restart honours an approval.
+//
 // It is the gateway's default store. A program that keeps its connections
 // elsewhere (credvault.MemoryStore, or a store of its own) does not import
 // it, and so links no SQL driver.
