@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -169,18 +168,6 @@ func TestApprovalRouteWithoutDesk(t *testing.T) {
 	g := newGateway(t, gatewayOptions{})
 	a := g.do(g.request(g.agent, "POST", "/proxy/pay/v1/payments", paymentBody))
 	if a.status != http.StatusBadGateway || a.env["code"] != "AUTH_ACTION_SUBMIT_FAILED" || g.up.lastSeen().Path != "" {
-		t.Fatalf("%d %s", a.status, a.body)
-	}
-}
-
-// TestApprovalRouteStoreDown: while the store of holds does not answer, a
-// held call is refused 503 DATABASE_UNAVAILABLE, neither forwarded nor
-// filed.
-func TestApprovalRouteStoreDown(t *testing.T) {
-	down := &approval.StoreError{Err: errors.New("connection refused")}
-	g := newGateway(t, gatewayOptions{approvals: approvalsFunc(func(context.Context, *approval.Call) error { return down })})
-	a := g.do(g.request(g.agent, "POST", "/proxy/pay/v1/payments", paymentBody))
-	if a.status != http.StatusServiceUnavailable || a.env["code"] != "DATABASE_UNAVAILABLE" || g.up.lastSeen().Path != "" {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
 }
