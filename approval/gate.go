@@ -183,11 +183,11 @@ func bindingOf(c *Call, digest string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Admit returns nil when the call may go through now (and spends one use
-// of its approval), a *RequiredError while it waits, a *DeniedError once
-// the owner said no, an error wrapping ErrFile when no request could be
-// filed, and a *StoreError when the Store failed. A malformed call (JSON
-// with a repeated member) is refused.
+// Admit returns nil when the call may go through now, and spends one use
+// of its approval. It returns a *RequiredError while the call waits and a
+// *DeniedError once the owner said no. An error wrapping ErrFile means no
+// request could be filed; a *StoreError, that the Store failed. A
+// malformed call (JSON with a repeated member) is refused.
 func (g *Gate) Admit(ctx context.Context, c *Call) error {
 	doc, err := c.Document()
 	if err != nil {

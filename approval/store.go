@@ -12,9 +12,9 @@ import (
 )
 
 // Hold is a filed action request as the Gate keeps it: the call it names
-// (Binding), the request's id, digest and expiry, and once the owner
-// approved, the approval and how many calls it let through. It holds no
-// argument and no credential.
+// (Binding) and the request's id, digest and expiry. Once the owner
+// approved, it also keeps the approval and how many calls it let through.
+// It holds no argument and no credential.
 type Hold struct {
 	// Binding names the held call: the hex SHA-256 of the agent's
 	// namespace and key, the subject and the call's Digest.

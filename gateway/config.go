@@ -49,12 +49,12 @@ type Config struct {
 	// a store that has none. The Gateway does not close it.
 	Store credvault.Store
 	// Holds keeps the calls held for their owner's approval and the
-	// approvals' remaining uses (approval.Store). Nil means the SQLite
-	// file's when Store is nil, so a restart honours an approval, and
-	// otherwise this process's memory: a retry on another replica, or
-	// after a restart, then files a new request. A fleet gives every
-	// replica its shared store's (pgstore's Store.Holds), so an approval
-	// counts across them. The Gateway does not close it.
+	// approvals' remaining uses (approval.Store). Nil with Store nil means
+	// the SQLite file's, so a restart honours an approval. Nil with Store
+	// set means this process's memory: a retry on another replica, or
+	// after a restart, files a new request. A fleet gives every replica
+	// its shared store's (pgstore's Store.Holds), so an approval counts
+	// across them. The Gateway does not close it.
 	Holds approval.Store
 	// ControlPlaneURL is the control plane's base URL ("https://idn.example",
 	// IDN_REGISTRY_URL in cmd/gateway): the gateway reads the

@@ -19,8 +19,8 @@ import (
 // before the call goes on. It is safe for concurrent use.
 //
 // PostgreSQL rather than Redis: a Redis restarted from a snapshot, or
-// failed over to a replica that lags, can bring back a use already taken,
-// and an approval would then release more calls than the owner granted.
+// failed over to a replica that lags, can bring back a use already taken.
+// An approval would then release more calls than the owner granted.
 type Holds struct{ pool *pgxpool.Pool }
 
 var _ approval.Store = (*Holds)(nil)
