@@ -200,8 +200,13 @@ func (g *Gateway) wire() error {
 	// against the owner's passkeys pinned at pairing.
 	var gate *approval.Gate
 	if c.ControlPlaneURL != "" {
+		holds := c.Holds
+		if holds == nil && g.ownStore != nil {
+			holds = g.ownStore.Holds()
+		}
 		if gate, err = approval.New(approval.Config{Gateway: g.identity.PublicKeyString(),
-			Desk: &approval.HTTPDesk{BaseURL: c.ControlPlaneURL, Client: &submissions}, Keys: g.ownerKeys, Logger: c.Logger}); err != nil {
+			Desk: &approval.HTTPDesk{BaseURL: c.ControlPlaneURL, Client: &submissions}, Keys: g.ownerKeys, Store: holds,
+			Logger: c.Logger}); err != nil {
 			return err
 		}
 	}
