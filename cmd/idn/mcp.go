@@ -202,10 +202,11 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	_ = local.Wait()
 	stopAwait()
 	b.mu.Lock()
-	if b.remote != nil {
-		_ = b.remote.Close() // ends the gateway session (DELETE)
-	}
+	last := b.remote
 	b.mu.Unlock()
+	if last != nil {
+		b.drop(last) // ends the gateway session (DELETE)
+	}
 	stop() // the stdio client answers nothing more
 	b.clientTasks.wg.Wait()
 	b.stateless.wg.Wait()
@@ -294,12 +295,17 @@ func (b *bridge) session(ctx context.Context) (*mcp.ClientSession, error) {
 	return cs, nil
 }
 
-// drop forgets a gateway session that was lost.
+// drop ends and forgets a gateway session that was lost. It closes cs after
+// unlocking: Close waits for the session's handlers, which take the lock
+// to relay what the gateway says.
 func (b *bridge) drop(cs *mcp.ClientSession) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.remote == cs {
+	mine := b.remote == cs
+	if mine {
 		b.remote = nil
+	}
+	b.mu.Unlock()
+	if mine {
 		_ = cs.Close()
 	}
 }
