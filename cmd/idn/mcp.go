@@ -144,6 +144,10 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			caps.Tools = &mcp.ToolCapabilities{}
 		}
 		instructions, newest = remote.InitializeResult().Instructions, remote.InitializeResult().ProtocolVersion
+		// A client of the stateless revision uses no session, and one
+		// that initializes gets a session of its own: this one ends now
+		// rather than idle on the gateway.
+		b.drop(remote)
 	case b.refusals.awaitingApproval():
 		// A desktop client shows a server that exits as "connection
 		// closed" and must be restarted after the approval: stay up, say
@@ -295,7 +299,8 @@ func (b *bridge) session(ctx context.Context) (*mcp.ClientSession, error) {
 	return cs, nil
 }
 
-// drop ends and forgets a gateway session that was lost. It closes cs after
+// drop ends and forgets a gateway session: one that was lost, or the one
+// opened at start to learn what the gateway offers. It closes cs after
 // unlocking: Close waits for the session's handlers, which take the lock
 // to relay what the gateway says.
 func (b *bridge) drop(cs *mcp.ClientSession) {

@@ -262,3 +262,34 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return raw
 }
+
+// A stdio client of the stateless revision through idn mcp holds no
+// gateway session: the gateway holds the one lane its requests share, as
+// for the same client talking to the gateway directly.
+func TestMCPBridgeStatelessHoldsNoSession(t *testing.T) {
+	st := newStatelessStack(t)
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, nil)
+	direct, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   st.url + "/mcp/docs",
+		HTTPClient: &http.Client{Transport: st.agent.Transport(nil, identity.SignOptions{})},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: statelessRevision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if _, err := direct.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.sessions(t); n != 1 {
+		t.Fatalf("the direct client left %d sessions on the gateway, want its lane", n)
+	}
+	st.version = statelessRevision
+	bridged := st.bridge(t, nil)
+	if _, err := bridged.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.sessions(t); n != 1 {
+		t.Errorf("with idn mcp running, the gateway holds %d sessions, want the lane alone", n)
+	}
+}
