@@ -30,6 +30,10 @@ type OAuthAccount struct {
 	Status      string    `json:"status"`
 	ConnectedAt time.Time `json:"connected_at,omitzero"`
 	RefreshedAt time.Time `json:"refreshed_at,omitzero"`
+	// Scopes are those the account was connected with on an MCP
+	// connection, widened when its server answered insufficient_scope
+	// (Status is then needs_reconnecting). Empty: the connection's.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // ErrRefreshTokenChanged is returned by Vault.PutRefreshToken when the
@@ -91,11 +95,17 @@ func (c *Connection) validateOAuth() error {
 		}
 		return nil
 	}
-	if c.Protocol != ProtocolHTTP {
-		return invalid("auth_mode", "%q applies to %q connections only", c.AuthMode, ProtocolHTTP)
-	}
-	if c.OAuthClientID == "" || len(c.OAuthClientID) > maxNameLen || hasControl(c.OAuthClientID) {
-		return invalid("oauth_client_id", "is required: 1-%d bytes without control characters", maxNameLen)
+	// An MCP server names its authorization server in its 401 answer, and
+	// the connect flow registers a client there: both may be left out.
+	discovered := c.Protocol == ProtocolMCP && c.AuthMode == AuthOAuth2AuthorizationCode
+	switch {
+	case discovered && c.OAuthClientID == "" && c.AuthSecretKey != "":
+		return invalid("oauth_client_id", "is required with auth_secret_key (the client secret of a pre-registered client)")
+	case !discovered && c.OAuthClientID == "":
+		return invalid("oauth_client_id", "is required for %q", c.AuthMode)
+	case len(c.OAuthClientID) > maxURLLen || hasControl(c.OAuthClientID):
+		// A client id may be a URL (a Client ID Metadata Document's).
+		return invalid("oauth_client_id", "must be at most %d bytes without control characters", maxURLLen)
 	}
 	urls := []struct{ name, v string }{
 		{"oauth_token_url", c.OAuthTokenURL}, {"oauth_authorization_url", c.OAuthAuthURL},
@@ -133,7 +143,7 @@ func (c *Connection) validateOAuth() error {
 			return invalid("oauth_per_subject", "applies to %q only: a client has one token", AuthOAuth2AuthorizationCode)
 		}
 	case AuthOAuth2AuthorizationCode:
-		if c.OAuthIssuer == "" && (c.OAuthTokenURL == "" || c.OAuthAuthURL == "") {
+		if !discovered && c.OAuthIssuer == "" && (c.OAuthTokenURL == "" || c.OAuthAuthURL == "") {
 			return invalid("oauth_issuer", "or both oauth_authorization_url and oauth_token_url are required for %q", c.AuthMode)
 		}
 	}
@@ -177,7 +187,13 @@ func (r *Resolved) RefreshToken(subject string) (string, bool) {
 // fn change its refresh tokens (by account subject) and metadata, and
 // seals them again under the same secret version.
 func (v *Vault) updateAccounts(ctx context.Context, id string, fn func(c *Connection, accounts map[string]string) error) error {
-	return v.write(ctx, func(r *Records) error {
+	return v.updateSealed(ctx, id, func(c *Connection, _, accounts map[string]string) error { return fn(c, accounts) })
+}
+
+// updateSealed is updateAccounts with the other secrets too, which fn
+// may change.
+func (v *Vault) updateSealed(ctx context.Context, id string, fn func(c *Connection, secrets, accounts map[string]string) error) error {
+	err := v.write(ctx, func(r *Records) error {
 		rec, ok := r.Connections[id]
 		if !ok {
 			return ErrNotFound
@@ -197,9 +213,10 @@ func (v *Vault) updateAccounts(ctx context.Context, id string, fn func(c *Connec
 		if accounts == nil {
 			accounts = map[string]string{}
 		}
-		if err := fn(c, accounts); err != nil {
+		if err := fn(c, secrets, accounts); err != nil {
 			return err
 		}
+		c.CredentialKeys = sortedKeys(secrets)
 		joinAccounts(secrets, accounts)
 		sealed, err := v.sealSecrets(id, c.SecretVersion, secrets)
 		if err != nil {
@@ -208,6 +225,10 @@ func (v *Vault) updateAccounts(ctx context.Context, id string, fn func(c *Connec
 		rec.Connection, rec.SealedSecrets = *c, sealed
 		return nil
 	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
 }
 
 // setAccount writes the metadata of subject's account.
