@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 )
 
 // OAuthClient is what an MCP connect flow found out: the authorization
@@ -20,6 +21,15 @@ type OAuthClient struct {
 	ClientSecret  string
 }
 
+// Grant is what an authorization server granted an account: a refresh
+// token, or, from a server that grants none, the access token with its
+// expiry, which the account serves until then.
+type Grant struct {
+	RefreshToken string
+	AccessToken  string
+	Expiry       time.Time
+}
+
 // MCPClientSecret names the sealed secret that holds the client secret
 // of a client the MCP connect flow registered.
 const MCPClientSecret = "oauth_client_secret"
@@ -32,10 +42,19 @@ type MCPAccounts struct{ Vault *Vault }
 // Connect stores what an MCP connect flow found and the account it
 // connected: the authorization server's endpoints and resource go to
 // the connection's oauth_* fields, a newly registered client to
-// oauth_client_id (its secret sealed as MCPClientSecret), and refresh to
+// oauth_client_id (its secret sealed as MCPClientSecret), and the grant to
 // the account serving subject, connected with scopes.
-func (m MCPAccounts) Connect(ctx context.Context, id, subject, refresh string, client OAuthClient, scopes []string) error {
-	if err := checkRefreshToken(refresh); err != nil {
+func (m MCPAccounts) Connect(ctx context.Context, id, subject string, grant Grant, client OAuthClient, scopes []string) error {
+	stored := grant.RefreshToken
+	if stored == "" {
+		if grant.Expiry.IsZero() {
+			return invalid("refresh_token", "is required when the access token has no expiry")
+		}
+		if err := checkRefreshToken(grant.AccessToken); err != nil {
+			return invalid("access_token", "must be 1-%d bytes without control characters", maxSecretLen)
+		}
+		stored = encodeAccessGrant(grant.AccessToken, grant.Expiry)
+	} else if err := checkRefreshToken(stored); err != nil {
 		return err
 	}
 	if len(subject) > maxSubjectLen || hasControl(subject) {
@@ -66,7 +85,7 @@ func (m MCPAccounts) Connect(ctx context.Context, id, subject, refresh string, c
 		}
 		key := c.AccountSubject(subject)
 		now := m.Vault.now()
-		accounts[key] = refresh
+		accounts[key] = stored
 		setAccount(c, OAuthAccount{Subject: key, Status: AccountConnected, ConnectedAt: now, RefreshedAt: now, Scopes: slices.Clone(scopes)})
 		return nil
 	})

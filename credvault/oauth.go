@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -180,7 +180,35 @@ func joinAccounts(secrets, accounts map[string]string) {
 // (Connection.AccountSubject), as of the snapshot.
 func (r *Resolved) RefreshToken(subject string) (string, bool) {
 	t, ok := r.accounts[r.Connection.AccountSubject(subject)]
-	return t, ok && t != ""
+	return t, ok && t != "" && !isAccessGrant(t)
+}
+
+// An MCP server's authorization server may grant no refresh token. Such
+// an account holds its access token instead, until it expires, in the
+// slot of the refresh token, marked by a NUL no refresh token contains
+// (checkRefreshToken).
+const accessGrantMark = "\x00access\x00"
+
+func isAccessGrant(v string) bool { return strings.HasPrefix(v, accessGrantMark) }
+
+func encodeAccessGrant(token string, expiry time.Time) string {
+	return accessGrantMark + strconv.FormatInt(expiry.Unix(), 10) + "\x00" + token
+}
+
+// AccessGrant returns the access token of the account serving subject,
+// when the account holds one instead of a refresh token, and its expiry.
+func (r *Resolved) AccessGrant(subject string) (string, time.Time, bool) {
+	v := r.accounts[r.Connection.AccountSubject(subject)]
+	rest, ok := strings.CutPrefix(v, accessGrantMark)
+	if !ok {
+		return "", time.Time{}, false
+	}
+	unix, token, ok := strings.Cut(rest, "\x00")
+	sec, err := strconv.ParseInt(unix, 10, 64)
+	if !ok || err != nil || token == "" {
+		return "", time.Time{}, false
+	}
+	return token, time.Unix(sec, 0), true
 }
 
 // updateAccounts opens connection id's secrets inside a transaction, lets
@@ -309,7 +337,9 @@ func (v *Vault) DisconnectAccount(ctx context.Context, id, subject string) (stri
 		if _, ok := c.Account(key); !ok {
 			return ErrAccountNotFound
 		}
-		refresh = accounts[key]
+		if refresh = accounts[key]; isAccessGrant(refresh) {
+			refresh = "" // nothing to revoke: it expires
+		}
 		delete(accounts, key)
 		c.OAuthAccounts = slices.DeleteFunc(c.OAuthAccounts, func(a OAuthAccount) bool { return a.Subject == key })
 		return nil
@@ -320,7 +350,14 @@ func (v *Vault) DisconnectAccount(ctx context.Context, id, subject string) (stri
 // AccountTokens returns the refresh tokens of every account of a
 // connection about to be deleted, for the caller to revoke.
 func (r *Resolved) AccountTokens() []string {
-	return slices.Sorted(maps.Values(r.accounts))
+	var tokens []string
+	for _, t := range r.accounts {
+		if !isAccessGrant(t) {
+			tokens = append(tokens, t)
+		}
+	}
+	slices.Sort(tokens)
+	return tokens
 }
 
 func checkRefreshToken(t string) error {

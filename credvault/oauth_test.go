@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func authCodeConn(id string, perSubject bool) *Connection {
@@ -174,7 +175,7 @@ func TestConnectMCPAccountStoresTheRegisteredClient(t *testing.T) {
 	accounts := MCPAccounts{v}
 	client := OAuthClient{Issuer: "https://as.example.com", AuthURL: "https://as.example.com/authorize", TokenURL: "https://as.example.com/token",
 		Resource: "https://mcp.example.com/mcp", ClientID: "registered-1", ClientSecret: "registered-secret-1"}
-	if err := accounts.Connect(ctx, "mcp", "alice", "refresh-alice", client, []string{"files:read"}); err != nil {
+	if err := accounts.Connect(ctx, "mcp", "alice", Grant{RefreshToken: "refresh-alice"}, client, []string{"files:read"}); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := v.Lookup("mcp")
@@ -194,12 +195,24 @@ func TestConnectMCPAccountStoresTheRegisteredClient(t *testing.T) {
 	}
 	// A second subject through the same client keeps it and its secret.
 	client.ClientSecret = ""
-	if err := accounts.Connect(ctx, "mcp", "bob", "refresh-bob", client, nil); err != nil {
+	expiry := time.Unix(2000000000, 0)
+	if err := accounts.Connect(ctx, "mcp", "bob", Grant{AccessToken: "access-bob", Expiry: expiry}, client, nil); err != nil {
 		t.Fatal(err)
 	}
 	r, _ = v.Lookup("mcp")
 	if s, _ := r.Secret(); s != "registered-secret-1" || len(r.Connection.OAuthAccounts) != 2 {
 		t.Fatalf("after bob: secret %q, accounts %+v", s, r.Connection.OAuthAccounts)
+	}
+	// Bob's server granted no refresh token: his account serves its
+	// access token until it expires, and has nothing to revoke.
+	if _, ok := r.RefreshToken("bob"); ok {
+		t.Fatal("bob's access token reads as a refresh token")
+	}
+	if tok, exp, ok := r.AccessGrant("bob"); !ok || tok != "access-bob" || !exp.Equal(expiry) {
+		t.Fatalf("AccessGrant(bob) = %q, %v, %v", tok, exp, ok)
+	}
+	if got := r.AccountTokens(); len(got) != 1 || got[0] != "refresh-alice" {
+		t.Fatalf("AccountTokens = %v", got)
 	}
 
 	// insufficient_scope widens alice's scopes once; bob is untouched.
