@@ -80,7 +80,7 @@ func (t *mcpOAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err := (credvault.MCPAccounts{Vault: t.vault}).RequireScopes(req.Context(), c.ID, account, scopes); err != nil && !errors.Is(err, credvault.ErrAccountNotFound) {
 			t.log.Error("gateway: could not record the scopes an MCP server asked for", "connection_id", c.ID, "error", err)
 		}
-		return nil, &upstreamauth.AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: true}
+		return nil, &upstreamauth.AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: true, InsufficientScope: true, Scopes: scopes}
 	}
 	return resp, nil
 }
@@ -94,6 +94,8 @@ func (t *mcpOAuth) send(req *http.Request, body io.ReadCloser, tok *credvault.Ac
 	if err != nil {
 		return nil, err
 	}
+	// A server that echoes the token does not hand it to the agent.
+	proxy.RedactBody(resp, tok.Redactions)
 	resp.Request = req
 	return resp, nil
 }
