@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,9 +16,9 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// ErrNotProtected: the MCP server answered an unauthenticated initialize
+// ErrNotProtected: the MCP server answered unauthenticated requests
 // without asking for authorization, so there is no account to connect.
-var ErrNotProtected = errors.New("upstreamauth: the MCP server did not ask for authorization (no 401 to an unauthenticated request)")
+var ErrNotProtected = errors.New("upstreamauth: the MCP server did not ask for authorization (no 401 to unauthenticated requests)")
 
 // How the gateway is known to an MCP server's authorization server
 // (MCPGrant.Registration).
@@ -97,25 +98,40 @@ func (t *Tokens) ConnectMCP(ctx context.Context, res *credvault.Resolved, m MCPC
 	return g, nil
 }
 
-// challenge sends the unauthenticated initialize whose answer starts the
-// flow; it must be 401 (or 403) with the server's WWW-Authenticate.
+// challenge sends unauthenticated requests until one is refused with the
+// server's WWW-Authenticate: initialize, then, from a server that lets
+// anyone initialize, tools/list in the session it opened.
 func (t *Tokens) challenge(ctx context.Context, endpoint string) (*http.Request, *http.Response, error) {
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idn-gateway","version":"1"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
-	if err != nil {
-		return nil, nil, fmt.Errorf("upstreamauth: the MCP endpoint %q is not a URL", endpoint)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("upstreamauth: the MCP server did not answer: %w", classify("", "", err, false))
-	}
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+	var session string
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idn-gateway","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			return nil, nil, fmt.Errorf("upstreamauth: the MCP endpoint %q is not a URL", endpoint)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := t.client.Do(req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("upstreamauth: the MCP server did not answer: %w", classify("", "", err, false))
+		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			return req, resp, nil
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		return nil, nil, fmt.Errorf("%w: it answered %d", ErrNotProtected, resp.StatusCode)
+		if resp.StatusCode/100 != 2 {
+			return nil, nil, fmt.Errorf("%w: it answered %d", ErrNotProtected, resp.StatusCode)
+		}
+		session = resp.Header.Get("Mcp-Session-Id")
 	}
-	return req, resp, nil
+	return nil, nil, fmt.Errorf("%w: it answered initialize and tools/list", ErrNotProtected)
 }
 
 // serverMetadata finds the authorization server's metadata as the
