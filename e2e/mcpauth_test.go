@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,18 +11,23 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/e2e/internal/oauthoptest"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/upstreamauth"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -150,11 +156,16 @@ func mcpAs(t *testing.T, endpoint string, agent *identity.Identity, subject stri
 	return cs
 }
 
-// callText calls tool and returns its text, or the error's.
+// callText calls tool and returns its text, or the error's with its
+// data (the gateway's code).
 func callText(t *testing.T, cs *mcp.ClientSession, tool string) (string, bool) {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool})
 	if err != nil {
+		var rpc *jsonrpc.Error
+		if errors.As(err, &rpc) {
+			return rpc.Message + " " + string(rpc.Data), false
+		}
 		return err.Error(), false
 	}
 	var b strings.Builder
@@ -198,7 +209,7 @@ func TestOAuthMCPAuthorizationAgainstARealProvider(t *testing.T) {
 
 	t.Run("a subject without an account is told what the owner must do", func(t *testing.T) {
 		text, ok := callText(t, mcpAs(t, endpoint, w.agent, "alice"), "whoami")
-		if ok || !strings.Contains(text, `gateway connect files --subject "alice"`) {
+		if ok || !strings.Contains(text, `gateway connect files --subject "alice"`) || !strings.Contains(text, `"code":"UPSTREAM_AUTH_REQUIRED"`) {
 			t.Fatalf("call without an account: %v %s", ok, text)
 		}
 	})
@@ -230,6 +241,18 @@ func TestOAuthMCPAuthorizationAgainstARealProvider(t *testing.T) {
 		}
 	})
 
+	t.Run("subjects without an account cannot open the circuit for the others", func(t *testing.T) {
+		carol := mcpAs(t, endpoint, w.agent, "carol")
+		for range 12 {
+			if text, ok := callText(t, carol, "whoami"); ok || !strings.Contains(text, `"code":"UPSTREAM_AUTH_REQUIRED"`) {
+				t.Fatalf("carol: %v %s", ok, text)
+			}
+		}
+		if text, ok := callText(t, alice, "whoami"); !ok {
+			t.Fatalf("alice after carol's refusals: %s", text)
+		}
+	})
+
 	t.Run("a token the server no longer takes is replaced once", func(t *testing.T) {
 		as.ExpireAccess()
 		text, ok := callText(t, alice, "whoami")
@@ -240,7 +263,8 @@ func TestOAuthMCPAuthorizationAgainstARealProvider(t *testing.T) {
 
 	t.Run("insufficient_scope asks the owner to reconnect with the wider scope", func(t *testing.T) {
 		text, ok := callText(t, alice, "write")
-		if ok || !strings.Contains(text, `gateway connect files --subject "alice"`) || !strings.Contains(text, `not granted ("files:read files:write")`) {
+		if ok || !strings.Contains(text, `gateway connect files --subject "alice"`) || !strings.Contains(text, `not granted ("files:read files:write")`) ||
+			!strings.Contains(text, `"code":"UPSTREAM_AUTH_REQUIRED"`) {
 			t.Fatalf("write without files:write: %v %s", ok, text)
 		}
 		c, _ := vault.Connection("files")
@@ -269,4 +293,87 @@ func TestOAuthMCPAuthorizationAgainstARealProvider(t *testing.T) {
 		}
 		noSecrets(t, gw, logs, secrets)
 	})
+}
+
+// gateway connect on an mcp connection: the binary finds the server's
+// authorization server from its 401, prints the URL, ignores a forged
+// redirect, and stores the account.
+func TestGatewayConnectCommandMCP(t *testing.T) {
+	bin, err := buildGateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	as := oauthoptest.New(t, "http://"+addr+"/callback")
+	server := newProtectedMCP(t, as)
+	key, _ := credvault.GenerateMasterKey()
+	dataDir := t.TempDir()
+	env := append(os.Environ(), "GATEWAY_DATA_DIR="+dataDir, "GATEWAY_MASTER_KEY="+key.Encode())
+	add := exec.Command(bin, "add", "--id", "files", "--protocol", "mcp", "--base-url", server.srv.URL, "--mcp-endpoint", "/mcp",
+		"--auth-mode", credvault.AuthOAuth2AuthorizationCode, "--oauth-client-id", oauthoptest.ClientID,
+		"--auth-secret-key", "client_secret", "--secret", "client_secret=-")
+	add.Env, add.Stdin = env, strings.NewReader(oauthoptest.ClientSecret+"\n")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("gateway add: %v: %s", err, out)
+	}
+
+	connect := exec.Command(bin, "connect", "files", "--listen", addr)
+	connect.Env = env
+	var stderr bytes.Buffer
+	connect.Stderr = &stderr
+	stdout, err := connect.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := connect.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = connect.Process.Kill() })
+	var printed strings.Builder
+	lines := bufio.NewScanner(stdout)
+	var link string
+	for lines.Scan() {
+		printed.WriteString(lines.Text() + "\n")
+		if l := strings.TrimSpace(lines.Text()); strings.HasPrefix(l, as.URL()) {
+			link = l
+		}
+		if strings.HasPrefix(lines.Text(), "Waiting") {
+			break
+		}
+	}
+	if link == "" {
+		_ = connect.Wait()
+		t.Fatalf("no URL printed: %s %s", printed.String(), stderr.String())
+	}
+	if a := call(t, http.DefaultClient, "GET", "http://"+addr+"/callback?state=forged&code=stolen", nil, nil); a.status != http.StatusBadRequest {
+		t.Fatalf("forged redirect: %d %s", a.status, a.body)
+	}
+	as.SignIn("owner-user")
+	if a := call(t, http.DefaultClient, "GET", link, nil, nil); a.status != http.StatusOK {
+		t.Fatalf("browser: %d %s", a.status, a.body)
+	}
+	rest, _ := io.ReadAll(stdout)
+	printed.Write(rest)
+	if err := connect.Wait(); err != nil || !strings.Contains(printed.String(), "files: connected its account at "+as.URL()) {
+		t.Fatalf("gateway connect: %v: %s %s", err, printed.String(), stderr.String())
+	}
+
+	st, err := sqlitestore.Open(t.Context(), filepath.Join(dataDir, sqlitestore.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v, err := credvault.New(t.Context(), credvault.Config{Store: st, MasterKey: key, PollInterval: -1, Extensions: gateway.VaultExtensions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	res, _ := v.Lookup("files")
+	refresh, ok := res.RefreshToken("")
+	if !ok || !as.HasRefresh(refresh) || res.Connection.OAuthResource != server.srv.URL+"/mcp" {
+		t.Fatalf("stored: refresh token %v, connection %+v", ok, res.Connection)
+	}
+	if strings.Contains(printed.String()+stderr.String(), refresh) {
+		t.Fatal("gateway connect printed the refresh token")
+	}
 }

@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/proxy"
 	"github.com/idnhq/idn/upstreamauth"
@@ -45,7 +47,7 @@ func (t *mcpOAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, err
+		return nil, tokenRefusal(err)
 	}
 	resp, err := t.send(req, req.Body, tok)
 	if err != nil {
@@ -80,9 +82,27 @@ func (t *mcpOAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err := (credvault.MCPAccounts{Vault: t.vault}).RequireScopes(req.Context(), c.ID, account, scopes); err != nil && !errors.Is(err, credvault.ErrAccountNotFound) {
 			t.log.Error("gateway: could not record the scopes an MCP server asked for", "connection_id", c.ID, "error", err)
 		}
-		return nil, &upstreamauth.AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: true, InsufficientScope: true, Scopes: scopes}
+		return nil, tokenRefusal(&upstreamauth.AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: true, InsufficientScope: true, Scopes: scopes})
 	}
 	return resp, nil
+}
+
+// tokenRefusal is the answer to a call that got no token, as the proxy
+// answers one (the MCP engine answers an *apierror.Error as it is): what
+// the agent may act on, never the provider's answer.
+func tokenRefusal(err error) error {
+	if ue, ok := errors.AsType[*upstreamauth.UnavailableError](err); ok {
+		return apierror.Coded(errcode.UpstreamAuthUnavailable, strings.TrimPrefix(ue.Error(), "upstreamauth: ")).WithRetryAfter(ue.RetryAfter)
+	}
+	if re, ok := errors.AsType[*upstreamauth.AuthRequiredError](err); ok {
+		ae := apierror.Coded(errcode.UpstreamAuthRequired, strings.TrimPrefix(re.Error(), "upstreamauth: ")).
+			With("connection_id", re.Connection).With("needs_reconnecting", re.NeedsReconnecting)
+		if re.InsufficientScope {
+			ae = ae.With("scopes", re.Scopes)
+		}
+		return ae
+	}
+	return err
 }
 
 // send sends a copy of req with body and tok's Authorization header.
