@@ -189,7 +189,11 @@ func TestOAuthMCPAuthorizationAgainstARealProvider(t *testing.T) {
 	}, conn{c: credvault.Connection{ID: "files", Service: "github", Protocol: credvault.ProtocolMCP, BaseURL: server.srv.URL,
 		Extensions: mcpproxy.Settings{Endpoint: "/mcp"}.Members(), AuthMode: credvault.AuthOAuth2AuthorizationCode,
 		OAuthClientID: oauthoptest.ClientID, AuthSecretKey: "client_secret", OAuthPerSubject: true},
-		secrets: map[string]string{"client_secret": oauthoptest.ClientSecret}})
+		secrets: map[string]string{"client_secret": oauthoptest.ClientSecret}},
+		conn{c: credvault.Connection{ID: "svc", Service: "github", Protocol: credvault.ProtocolMCP, BaseURL: server.srv.URL,
+			Extensions: mcpproxy.Settings{Endpoint: "/mcp"}.Members(), AuthMode: credvault.AuthOAuth2ClientCredentials,
+			OAuthTokenURL: as.URL() + "/oauth/token", OAuthClientID: oauthoptest.ServiceID, OAuthScopes: []string{"files:read"},
+			AuthSecretKey: "client_secret"}, secrets: map[string]string{"client_secret": oauthoptest.ServiceKey}})
 	up(t, gw)
 	vault := gw.gw.Vault()
 	tokens, err := upstreamauth.New(upstreamauth.Config{Vault: vault})
@@ -211,6 +215,13 @@ func TestOAuthMCPAuthorizationAgainstARealProvider(t *testing.T) {
 		text, ok := callText(t, mcpAs(t, endpoint, w.agent, "alice"), "whoami")
 		if ok || !strings.Contains(text, `gateway connect files --subject "alice"`) || !strings.Contains(text, `"code":"UPSTREAM_AUTH_REQUIRED"`) {
 			t.Fatalf("call without an account: %v %s", ok, text)
+		}
+	})
+
+	t.Run("a client credentials connection serves the gateway's own token", func(t *testing.T) {
+		text, ok := callText(t, mcpAs(t, gw.url+"/mcp/svc", w.agent, "alice"), "whoami")
+		if !ok || !strings.HasPrefix(text, "user="+oauthoptest.ServiceID+" ") {
+			t.Fatalf("whoami on the client credentials connection: %v %s", ok, text)
 		}
 	})
 
