@@ -57,6 +57,7 @@ type Gateway struct {
 	shared   *sharedNonces        // the NonceStore of Config; nil without one
 	replay   *replay.Store        // the in-memory store (HeldBytes); nil with a NonceStore
 	tokens   *upstreamauth.Tokens // OAuth connections' access tokens
+	connect  *admin.Connector     // the dashboard's connect flows
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	changed     chan struct{}                          // the vault rebuilt its snapshot; services to sync
@@ -232,6 +233,9 @@ func (g *Gateway) wire() error {
 		Metrics: oauthMetrics, Logger: c.Logger}); err != nil {
 		return err
 	}
+	if g.connect, err = admin.NewConnector(admin.ConnectorConfig{Vault: g.vault, Tokens: g.tokens, Logger: c.Logger}); err != nil {
+		return err
+	}
 
 	pcfg := proxy.Config{
 		Connections: g.vault, Claims: g.cache, Nonces: nonces, Submitter: submitter, Options: c.Proxy,
@@ -378,6 +382,11 @@ func (g *Gateway) Vault() *credvault.Vault { return g.vault }
 // gateway's handler, and its operations serve callers in process (the
 // owner's RPCs over a pairing link).
 func (g *Gateway) Admin() *admin.Handler { return g.admin }
+
+// Connector runs the owner's connect flows of OAuth accounts from the
+// dashboard, over a pairing link. Flows live in this process: the link's
+// process must be the one that serves them.
+func (g *Gateway) Connector() *admin.Connector { return g.connect }
 
 // Identity is the gateway's own identity, which signs its control-plane
 // calls.
