@@ -217,6 +217,14 @@ type Activity struct {
 	// LatencyMS is the time from the request's arrival to the decision's
 	// answer (the upstream's response headers for a forwarded request).
 	LatencyMS float64 `json:"latency_ms,omitempty"`
+	// Account names the OAuth account that served the call (or would
+	// have) on an oauth2_authorization_code connection: the subject it
+	// serves, "" for the connection's one account. Absent on other
+	// connections. Never a token.
+	Account *string `json:"account,omitempty"`
+	// AccountNeedsReconnecting: the call was refused because the provider
+	// refused the account's refresh token.
+	AccountNeedsReconnecting bool `json:"account_needs_reconnecting,omitempty"`
 }
 
 // Decisions of an Activity.
