@@ -91,6 +91,14 @@ func TestGatewayOAuthConnectFromDashboard(t *testing.T) {
 	b.press("link", "Back to connect-laptop")
 	b.waitFor(`document.querySelector("tr[data-connection=drive] [data-account=alice]")?.textContent.includes("connected")`, 10*time.Second)
 
+	step(t, "the Activity page names the account that served alice's call")
+	eventually(t, 20*time.Second, "alice's call on the Activity page", func() bool {
+		b.open("/activity?connection=drive")
+		return eval[bool](b, `[...document.querySelectorAll("[data-account]")].some(a => a.textContent === "account alice")`)
+	})
+	b.saveShot("activity-oauth-account", false)
+	audit("a11y-activity-oauth-account")
+
 	step(t, "attack: the redirect replayed")
 	b.open(strings.TrimPrefix(done, p.w.base))
 	if h := eval[string](b, `document.querySelector("h1").textContent`); h != "No connect flow in progress" {
