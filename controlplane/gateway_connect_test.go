@@ -15,7 +15,8 @@ import (
 // the provider's redirect (state, iss, code only) to that gateway, once.
 // The attack rows: another owner starting a flow on the gateway or
 // relaying its redirect, a made-up state, a replayed redirect, a repeated
-// parameter, and a gateway answering a script for the browser to open.
+// parameter, the owner's relay sending the control plane's own methods,
+// and a gateway answering a script for the browser to open.
 func TestGatewayConnectFlow(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		s := e.seed(map[string]any{"namespaces": []string{"alice", "mallory"}})
@@ -84,6 +85,12 @@ func TestGatewayConnectFlow(t *testing.T) {
 			t.Fatalf("connect_finish params %s", q)
 		}
 
+		// The relay does not carry the control plane's own methods.
+		for _, m := range []string{"connections.connect_start", "connections.connect_finish"} {
+			e.do("POST", "/v1/gateways/"+gw+"/rpc", map[string]any{"jsonrpc": "2.0", "id": 1, "method": m,
+				"params": map[string]any{"id": "drive", "query": map[string]string{"state": "st-carol", "code": "c3"}}}, alice).
+				want(t, http.StatusBadRequest, "VALIDATION_ERROR")
+		}
 		step("the gateway refuses: its message and code", alice, "state=st-carol&code=c3", http.StatusOK, "the gateway refused: the provider is down (UPSTREAM_ERROR)")
 		g.answerWith(func(req rpcRequest) any {
 			return map[string]any{"authorization_url": "javascript:alert(document.cookie)", "state": "st-x"}
