@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/controlplane/internal/alertmail/alertmailtest"
+	"github.com/idnhq/idn/controlplane/internal/web"
 	"github.com/idnhq/idn/pairing/pairwire"
 )
 
@@ -20,6 +22,9 @@ func oauthCall(at time.Time, subject string, refused bool) pairwire.Activity {
 	}
 	return a
 }
+
+// stamp is how a time reads in a mail and the API.
+func stamp(t time.Time) string { return web.Timestamp(t) }
 
 // TestActivityNamesTheAccount: a record of a call through an OAuth
 // account names the account (its subject, "" for the connection's one
@@ -62,13 +67,30 @@ func TestActivityNamesTheAccount(t *testing.T) {
 
 // TestReconnectRequiredWebhook: the first call refused because an
 // account needs reconnecting queues one connection.reconnect_required
-// delivery to the service's webhooks subscribed to it; further refusals
-// queue none, until the account serves a call again.
+// delivery to the service's webhooks subscribed to it, and mails the
+// owner; further refusals do neither, until the account serves a call
+// again.
 func TestReconnectRequiredWebhook(t *testing.T) {
-	forEachEngineWith(t, withWebhooks(nil), func(t *testing.T, e *env, _ StoreConfig) {
+	smtpAddr, mails := alertmailtest.Server(t)
+	forEachEngineWith(t, withWebhooks(func(c *WebhookConfig) {
+		c.Alert = AlertConfig{From: "idn@example.com", SMTPAddr: smtpAddr}
+	}), func(t *testing.T, e *env, _ StoreConfig) {
 		s := e.seed(map[string]any{"namespaces": []string{"alice"}, "services": []map[string]any{{"slug": "drive", "name": "Drive", "owner": "alice"}}})
 		alice := s.Sessions["alice"]
 		owner := withSession(alice)
+		e.do("PATCH", "/v1/auth/settings", map[string]string{"email": "alice@example.com"}, owner).want(t, 200, "")
+		// The mails go out in the background: each is awaited, and says
+		// which refusal it is for.
+		mailed := func() string {
+			t.Helper()
+			select {
+			case m := <-mails:
+				return m
+			case <-time.After(5 * time.Second):
+				t.Fatal("no alert mail")
+				return ""
+			}
+		}
 		rc := newReceiver(t)
 		whID, secret := e.createWebhook(owner, e.serviceID(owner), map[string]any{"url": rc.ts.URL, "events": []string{"connection.reconnect_required"}})
 		rc.setSecret(secret)
@@ -84,6 +106,10 @@ func TestReconnectRequiredWebhook(t *testing.T) {
 		batch(oauthCall(now.Add(-6*time.Second), "bob", true))
 		if ids := e.deliveryIDs(whID); len(ids) != 1 {
 			t.Fatalf("%d deliveries after three refusals, want 1", len(ids))
+		}
+		if m := mailed(); !strings.Contains(m, "RCPT TO:<alice@example.com>") || !strings.Contains(m, `subject "bob" on connection drive`) ||
+			!strings.Contains(m, "Refused at: "+stamp(now.Add(-8*time.Second))) {
+			t.Fatalf("alert mail %q", m)
 		}
 		if ids := e.deliveryIDs(other); len(ids) != 0 {
 			t.Fatalf("a webhook not subscribed got %d deliveries", len(ids))
@@ -104,6 +130,10 @@ func TestReconnectRequiredWebhook(t *testing.T) {
 		if ids := e.deliveryIDs(whID); len(ids) != 2 {
 			t.Fatalf("%d deliveries after a second refusal, want 2", len(ids))
 		}
+		// The next mail is this refusal's: none came for those between.
+		if m := mailed(); !strings.Contains(m, "Refused at: "+stamp(now.Add(-4*time.Second))) {
+			t.Fatalf("the second alert mail %q", m)
+		}
 		// A call refused because no account is connected at all tells no one.
 		none := oauthCall(now.Add(-3*time.Second), "carol", true)
 		none.AccountNeedsReconnecting = false
@@ -111,5 +141,6 @@ func TestReconnectRequiredWebhook(t *testing.T) {
 		if ids := e.deliveryIDs(whID); len(ids) != 2 {
 			t.Fatalf("%d deliveries after carol's refusal, want 2", len(ids))
 		}
+
 	})
 }

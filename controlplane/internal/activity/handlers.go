@@ -66,7 +66,7 @@ func (a *Activity) report(w http.ResponseWriter, r *http.Request) {
 				switch {
 				case rec.Decision == pairwire.DecisionAllow:
 					accounts[k] = accountState{}
-				case in.AccountNeedsReconnecting:
+				case in.AccountNeedsReconnecting && !accounts[k].refused: // the first refusal tells when
 					accounts[k] = accountState{refused: true, service: rec.Service, at: rec.At}
 				}
 			}

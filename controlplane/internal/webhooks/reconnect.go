@@ -13,13 +13,16 @@ import (
 // connection's one account) on connection of gateway gatewayID needs
 // reconnecting: a connection.reconnect_required delivery to the webhooks
 // of service slug subscribed to it, and an alert e-mail when alert mail
-// is configured and the owner wants alerts. The caller tells each
-// refusal once.
+// is configured and the owner wants alerts. The e-mail is sent in the
+// background, so a slow mail server never holds the gateway's report.
+// The caller tells each refusal once.
 func (m *Manager) ReconnectRequired(ctx context.Context, owner, slug, gatewayID, connection, subject string, at time.Time) error {
 	if err := m.queueReconnect(ctx, owner, slug, gatewayID, connection, subject, at); err != nil {
 		return err
 	}
-	m.alertReconnect(ctx, owner, gatewayID, connection, subject, at)
+	if m.cfg.Alert.Enabled() {
+		go m.alertReconnect(context.WithoutCancel(ctx), owner, gatewayID, connection, subject, at)
+	}
 	return nil
 }
 
