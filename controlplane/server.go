@@ -341,6 +341,9 @@ func New(cfg Config) (*Server, error) {
 		Owner:  s.sessions.Owner,
 		Signed: activity.Signed{Verify: s.gate.Verify, RecordNonce: s.gate.RecordNonce, ReadBody: s.gate.ReadBody},
 		Paired: s.gateways.PairedKey,
+		ReconnectRequired: func(ctx context.Context, ns, service, gatewayID, connection, subject string, at time.Time) error {
+			return s.hooks.ReconnectRequired(ctx, ns, service, gatewayID, connection, subject, at)
+		},
 	})
 	if err != nil {
 		return nil, err

@@ -46,5 +46,5 @@ type reported struct{ r *pairing.Reporter }
 func (p reported) RecordActivity(a proxy.Activity) {
 	p.r.Record(pairing.Activity{At: a.At, AgentName: a.AgentName, AgentKey: a.AgentKey, Connection: a.Connection,
 		Service: a.Service, MCP: a.MCP, Method: a.Method, Route: a.Route, Allowed: a.Allowed, Reason: a.Reason,
-		Status: a.Status, Latency: a.Latency})
+		Status: a.Status, Latency: a.Latency, OAuthAccount: a.OAuthAccount, Account: a.Account, AccountNeedsReconnecting: a.AccountNeedsReconnecting})
 }

@@ -57,6 +57,7 @@ type Gateway struct {
 	shared   *sharedNonces        // the NonceStore of Config; nil without one
 	replay   *replay.Store        // the in-memory store (HeldBytes); nil with a NonceStore
 	tokens   *upstreamauth.Tokens // OAuth connections' access tokens
+	connect  *admin.Connector     // the dashboard's connect flows
 
 	readyChecks map[string]func(context.Context) error // what /health/ready and Up check
 	changed     chan struct{}                          // the vault rebuilt its snapshot; services to sync
@@ -218,6 +219,9 @@ func (g *Gateway) wire() error {
 	// included); upstreamauth bounds each exchange itself.
 	if g.tokens, err = upstreamauth.New(upstreamauth.Config{Vault: g.vault, HTTPClient: &http.Client{Transport: upstream},
 		Metrics: oauthMetrics, Logger: c.Logger}); err != nil {
+		return err
+	}
+	if g.connect, err = admin.NewConnector(admin.ConnectorConfig{Vault: g.vault, Tokens: g.tokens, Logger: c.Logger}); err != nil {
 		return err
 	}
 	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
@@ -391,6 +395,11 @@ func (g *Gateway) Vault() *credvault.Vault { return g.vault }
 // gateway's handler, and its operations serve callers in process (the
 // owner's RPCs over a pairing link).
 func (g *Gateway) Admin() *admin.Handler { return g.admin }
+
+// Connector runs the owner's connect flows of OAuth accounts from the
+// dashboard, over a pairing link. Flows live in this process: the link's
+// process must be the one that serves them.
+func (g *Gateway) Connector() *admin.Connector { return g.connect }
 
 // Identity is the gateway's own identity, which signs its control-plane
 // calls.

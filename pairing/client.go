@@ -56,6 +56,10 @@ type Config struct {
 	// owner's), so they may change where a stored secret is sent.
 	// Required.
 	Admin *admin.Handler
+	// Connector runs the dashboard's connect flow of OAuth accounts
+	// (pairwire.MethodConnectStart and MethodConnectFinish). Nil answers
+	// them "method not found": accounts connect with gateway connect only.
+	Connector *admin.Connector
 	// DataDir holds the HPKE key and the pairing state unless Files is
 	// set. Required without Files.
 	DataDir string

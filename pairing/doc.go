@@ -48,6 +48,10 @@
 //	variables.set        {"key", sealed_secrets, …}      POST   /api/admin/credential-variables
 //	variables.delete     {"key", "force"?}               DELETE /api/admin/credential-variables/{key}
 //
+// Two more RPCs only the control plane sends, for an OAuth account the
+// owner connects from the dashboard, run on Config.Connector:
+// pairwire.MethodConnectStart and MethodConnectFinish.
+//
 // An admin error answers a JSON-RPC error of code -32000 whose data is
 // the admin envelope ({"status","code","error","details"?}).
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/idnhq/idn/identity"
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/pairing/pairwire"
+	"github.com/idnhq/idn/upstreamauth"
 )
 
 // localGateway is the gateway side: a vault and its admin API, and the
@@ -53,6 +54,23 @@ func newLocalGateway(t *testing.T, registry string) *localGateway {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// connector makes g's client run the connect flow's RPCs on c.
+func (g *localGateway) connector(t *testing.T, registry string, c *admin.Connector) {
+	t.Helper()
+	access, _ := admin.NewAccess(admin.AccessConfig{AccessOptions: admin.AccessOptions{Mode: admin.AccessLoopback}})
+	h, err := admin.New(admin.Config{Vault: g.vault, Access: access})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := credvault.GenerateMasterKey()
+	id, _ := identity.New("gw-host")
+	g.client, err = pairing.New(pairing.Config{ControlPlaneURL: registry, Identity: id, Admin: h, Connector: c, DataDir: t.TempDir(), MasterKey: key,
+		Name: "laptop", Version: "0.9.0", MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (g *localGateway) run(p *pairing.Pairing) {
@@ -284,5 +302,75 @@ func TestDisconnectAccountRPC(t *testing.T) {
 	}
 	if c, _ := g.vault.Connection("drive"); len(c.OAuthAccounts) != 0 {
 		t.Fatalf("accounts left: %+v", c.OAuthAccounts)
+	}
+}
+
+// TestConnectRPCs: a gateway with no Connector answers the connect
+// flow's RPCs "method not found", and one with a Connector refuses
+// malformed params before running anything.
+func TestConnectRPCs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		connector bool
+		msg       string
+		code      float64
+	}{
+		{"no connector", false, `{"jsonrpc":"2.0","id":1,"method":"connections.connect_start","params":{"id":"drive","redirect_uri":"https://d.example/oauth/callback"}}`, pairwire.CodeMethodNotFound},
+		{"start with an unknown param", true, `{"jsonrpc":"2.0","id":1,"method":"connections.connect_start","params":{"id":"drive","redirect_uri":"https://d.example/cb","scope":"admin"}}`, pairwire.CodeInvalidParams},
+		{"finish without a query", true, `{"jsonrpc":"2.0","id":1,"method":"connections.connect_finish","params":{"id":"drive","code":"c"}}`, pairwire.CodeInvalidParams},
+		{"finish with a query not of strings", true, `{"jsonrpc":"2.0","id":1,"method":"connections.connect_finish","params":{"id":"drive","query":{"state":["a","b"]}}}`, pairwire.CodeInvalidParams},
+		{"finish with a state no flow has", true, `{"jsonrpc":"2.0","id":1,"method":"connections.connect_finish","params":{"id":"drive","query":{"state":"made-up","code":"c"}}}`, pairwire.CodeAPIError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answers := make(chan map[string]any, 1)
+			fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				conn, err := websocket.Accept(w, r, nil)
+				if err != nil {
+					return
+				}
+				defer conn.CloseNow()
+				conn.SetReadLimit(pairwire.ReadLimit)
+				ctx := r.Context()
+				if _, _, err := conn.Read(ctx); err != nil {
+					return
+				}
+				ready, _ := json.Marshal(pairwire.Control{Type: pairwire.ControlReady, GatewayID: "gw_fake", Namespace: "alice"})
+				conn.Write(ctx, websocket.MessageText, ready)
+				if conn.Write(ctx, websocket.MessageText, []byte(tc.msg)) != nil {
+					return
+				}
+				_, b, err := conn.Read(ctx)
+				if err != nil {
+					return
+				}
+				var a map[string]any
+				json.Unmarshal(b, &a)
+				answers <- a
+			}))
+			defer fake.Close()
+			g := newLocalGateway(t, fake.URL)
+			if tc.connector {
+				tokens, err := upstreamauth.New(upstreamauth.Config{Vault: g.vault})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := admin.NewConnector(admin.ConnectorConfig{Vault: g.vault, Tokens: tokens})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.connector(t, fake.URL, c)
+			}
+			g.run(&pairing.Pairing{SessionID: "gps_fake", Code: "ABCDEFGH"})
+			defer g.cancel()
+			select {
+			case a := <-answers:
+				e, _ := a["error"].(map[string]any)
+				if e == nil || e["code"] != tc.code {
+					t.Fatalf("answer %v, want error %v", a, tc.code)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no answer")
+			}
+		})
 	}
 }

@@ -37,6 +37,13 @@ type Activity struct {
 	Reason              string // the error code of a refusal or failure
 	Status              int
 	Latency             time.Duration
+	// OAuthAccount: the connection is oauth2_authorization_code; Account
+	// is the subject of the account that served the call ("" for the
+	// connection's one account), never a token.
+	// AccountNeedsReconnecting: the provider refused its refresh token.
+	OAuthAccount             bool
+	Account                  string
+	AccountNeedsReconnecting bool
 }
 
 // Defaults of ReporterConfig.
@@ -423,6 +430,14 @@ func appendBatch(b []byte, batch []Activity, dropped int64, unverified map[unver
 		b = appendField(b, "tool", a.Tool, 128)
 		b = appendField(b, "decision", decision, 8)
 		b = appendField(b, "reason", a.Reason, 64)
+		if a.OAuthAccount {
+			// Present even when "": the connection's one account.
+			b = append(b, `,"account":`...)
+			b = appendString(b, a.Account, 256)
+			if a.AccountNeedsReconnecting {
+				b = append(b, `,"account_needs_reconnecting":true`...)
+			}
+		}
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(a.Status), 10)
 		us := max(a.Latency.Microseconds(), 0)
@@ -470,7 +485,13 @@ func appendField(b []byte, name, v string, max int) []byte {
 	}
 	b = append(b, ',', '"')
 	b = append(b, name...)
-	b = append(b, `":"`...)
+	b = append(b, `":`...)
+	return appendString(b, v, max)
+}
+
+// appendString appends v, clipped to max bytes, as a JSON string.
+func appendString(b []byte, v string, max int) []byte {
+	b = append(b, '"')
 	v = textcap.Clip(v, max)
 	for i := 0; i < len(v); i++ {
 		// Clip left no control character; a byte of a multi-byte

@@ -14,8 +14,8 @@ import (
 	"github.com/idnhq/idn/pairing/pairwire"
 )
 
-// FuzzAppendBatch: whatever an agent names itself or a tool is called, a
-// batch is valid JSON that decodes to the record, clipped to the control
+// FuzzAppendBatch: whatever an agent names itself, its subject or a tool
+// is called, a batch is valid JSON that decodes to the record, clipped to the control
 // plane's bounds and cleaned of control characters.
 func FuzzAppendBatch(f *testing.F) {
 	for _, s := range []string{"bot", `a"b\c`, "line\nbreak", "\xff\xfe", strings.Repeat("é", 80), "\u2028", "😀"} {
@@ -23,7 +23,7 @@ func FuzzAppendBatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name, tool string) {
 		a := Activity{At: time.Unix(1700000000, 5).UTC(), AgentName: name, Connection: "c", Method: "GET", Tool: tool, Allowed: true,
-			Status: 200, Latency: 1234 * time.Microsecond}
+			Status: 200, Latency: 1234 * time.Microsecond, OAuthAccount: true, Account: name, AccountNeedsReconnecting: true}
 		var got pairwire.ActivityBatch
 		counts := map[unverifiedKind]unverifiedCount{{mcp: true, reason: tool}: {at: a.At, n: 7}}
 		b := appendBatch(nil, []Activity{a}, 3, counts)
@@ -37,10 +37,13 @@ func FuzzAppendBatch(f *testing.F) {
 			t.Errorf("count %+v", c)
 		}
 		w := got.Records[0]
+		if w.Account == nil || !w.AccountNeedsReconnecting {
+			t.Fatalf("the record names no account: %s", b)
+		}
 		for _, c := range []struct {
 			in, out string
 			max     int
-		}{{name, w.AgentName, 128}, {tool, w.Tool, 128}} {
+		}{{name, w.AgentName, 128}, {tool, w.Tool, 128}, {name, *w.Account, 256}} {
 			if len(c.out) > c.max || !utf8.ValidString(c.out) || strings.ContainsFunc(c.out, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 				t.Errorf("field %q of %q is not clean", c.out, c.in)
 			}

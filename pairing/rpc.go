@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -87,7 +88,8 @@ func (c *Client) handle(ctx context.Context, gatewayID string, msg []byte) []byt
 // call runs one RPC on the admin API's operations, opening sealed secrets
 // on the way. The context is the owner's (admin.OwnerContext).
 func (c *Client) call(ctx context.Context, gatewayID, method string, p map[string]json.RawMessage) (any, *rpcError) {
-	if !slices.Contains(pairwire.Methods, method) && method != pairwire.MethodOwnerKeysUpdate {
+	if !slices.Contains(pairwire.Methods, method) && method != pairwire.MethodOwnerKeysUpdate &&
+		method != pairwire.MethodConnectStart && method != pairwire.MethodConnectFinish {
 		return nil, &rpcError{Code: pairwire.CodeMethodNotFound, Message: "unknown method"}
 	}
 	a := c.cfg.Admin
@@ -166,6 +168,8 @@ func (c *Client) call(ctx context.Context, gatewayID, method string, p map[strin
 			return nil, e
 		}
 		return c.done(a.RotateConnection(ctx, id, body(p), ""))
+	case pairwire.MethodConnectStart, pairwire.MethodConnectFinish:
+		return c.connectAccount(ctx, method, id, p)
 	case "connections.disconnect_account":
 		subject, e := take(p, "subject")
 		if e != nil || len(p) != 0 {
@@ -174,6 +178,33 @@ func (c *Client) call(ctx context.Context, gatewayID, method string, p map[strin
 		return c.done(a.DisconnectAccount(ctx, id, subject))
 	}
 	return nil, &rpcError{Code: pairwire.CodeInternalError, Message: "method not served"}
+}
+
+// connectAccount runs a step of the dashboard's connect flow on Config.Connector.
+func (c *Client) connectAccount(ctx context.Context, method, id string, p map[string]json.RawMessage) (any, *rpcError) {
+	if c.cfg.Connector == nil {
+		return nil, &rpcError{Code: pairwire.CodeMethodNotFound, Message: "this gateway connects no account from the dashboard"}
+	}
+	subject, e := take(p, "subject")
+	if e != nil {
+		return nil, e
+	}
+	if method == pairwire.MethodConnectStart {
+		redirect, e := take(p, "redirect_uri")
+		if e != nil || len(p) != 0 {
+			return nil, invalidParams(`connect_start takes "id", "subject" and "redirect_uri" only`)
+		}
+		return c.done(c.cfg.Connector.Start(ctx, id, subject, redirect))
+	}
+	var q map[string]string
+	if raw, ok := p["query"]; !ok || len(p) != 1 || json.Unmarshal(raw, &q) != nil {
+		return nil, invalidParams(`connect_finish takes "id", "subject" and "query", an object of strings`)
+	}
+	query := url.Values{}
+	for k, v := range q {
+		query.Set(k, v)
+	}
+	return c.done(c.cfg.Connector.Finish(ctx, id, subject, query))
 }
 
 // body is the admin API's JSON body of an RPC's params.

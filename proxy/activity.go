@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/identity"
 )
 
@@ -42,6 +44,14 @@ type Activity struct {
 	// the refusal or the upstream's response headers.
 	Status  int
 	Latency time.Duration
+	// OAuthAccount: the connection is oauth2_authorization_code, and
+	// Account names the account that served the call, or would have: the
+	// subject it serves, "" for the connection's one account. Never a
+	// token. AccountNeedsReconnecting: the provider refused its refresh
+	// token, so the call was refused.
+	OAuthAccount             bool
+	Account                  string
+	AccountNeedsReconnecting bool
 }
 
 // ActivityRecorder receives the Handler's decisions. RecordActivity runs
@@ -103,9 +113,19 @@ func (h *Handler) recordActivity(r *http.Request, caller *identity.Caller, servi
 		h.cfg.Activity.RecordActivity(a)
 		return
 	}
-	if a.Service == "" {
-		if res, ok := h.cfg.Connections.Lookup(n.rt.connID); ok && res != nil && res.Connection != nil {
-			a.Service = res.Connection.ServiceSlug()
+	if res, ok := h.cfg.Connections.Lookup(n.rt.connID); ok && res != nil && res.Connection != nil {
+		c := res.Connection
+		if a.Service == "" {
+			a.Service = c.ServiceSlug()
+		}
+		if c.AuthMode == credvault.AuthOAuth2AuthorizationCode {
+			var subject string
+			if caller != nil {
+				subject = caller.Subject
+			}
+			a.OAuthAccount, a.Account = true, c.AccountSubject(subject)
+			acct, _ := c.Account(a.Account)
+			a.AccountNeedsReconnecting = reason == errcode.UpstreamAuthRequired.String() && acct.Status == credvault.AccountNeedsReconnecting
 		}
 	}
 	h.cfg.Activity.RecordActivity(a)

@@ -1,10 +1,17 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/identity"
 )
 
 // recorded collects the handler's activity.
@@ -152,4 +159,67 @@ func FuzzRouteTemplate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestActivityNamesTheOAuthAccount: a call on an oauth2_authorization_code
+// connection names the account that served it or would have (its
+// subject), and says when it was refused because that account needs
+// reconnecting; never a token.
+func TestActivityNamesTheOAuthAccount(t *testing.T) {
+	rec := &recorded{}
+	g := newGateway(t, gatewayOptions{activity: rec})
+	// The provider refuses bob's refresh token, and is down for dave.
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.FormValue("refresh_token") {
+		case "refresh-token-of-bob":
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error":"invalid_grant"}`))
+		case "refresh-token-of-alice":
+			w.Write([]byte(`{"access_token":"access-token-of-alice","token_type":"Bearer","expires_in":3600}`))
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(provider.Close)
+	ctx := context.Background()
+	if _, err := g.vault.Create(ctx, &credvault.Connection{ID: "drive", Service: "github", BaseURL: g.up.srv.URL,
+		AuthMode: credvault.AuthOAuth2AuthorizationCode, OAuthAuthURL: provider.URL + "/authorize",
+		OAuthTokenURL: provider.URL + "/token", OAuthClientID: "gateway", OAuthPerSubject: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"alice", "bob", "dave"} {
+		if err := g.vault.ConnectAccount(ctx, "drive", s, "refresh-token-of-"+s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		subject, reason string
+		allowed, needs  bool
+	}{
+		{subject: "alice", allowed: true},
+		{subject: "bob", reason: "UPSTREAM_AUTH_REQUIRED", needs: true},
+		{subject: "bob", reason: "UPSTREAM_AUTH_REQUIRED", needs: true}, // marked: no refresh tried
+		{subject: "carol", reason: "UPSTREAM_AUTH_REQUIRED"},            // no account at all
+		{subject: "dave", reason: "UPSTREAM_AUTH_UNAVAILABLE"},
+	} {
+		r, _ := http.NewRequest("GET", g.srv.URL+"/proxy/drive/files", nil)
+		if err := g.agent.Sign(r, identity.SignOptions{Created: g.clock.now(), Subject: c.subject}); err != nil {
+			t.Fatal(err)
+		}
+		g.do(r)
+		got := rec.take()
+		if len(got) != 1 || !got[0].OAuthAccount || got[0].Account != c.subject || got[0].Reason != c.reason ||
+			got[0].Allowed != c.allowed || got[0].AccountNeedsReconnecting != c.needs {
+			t.Fatalf("%s's call recorded %+v", c.subject, got)
+		}
+		if strings.Contains(fmt.Sprintf("%+v", got[0]), "-token-of-") {
+			t.Fatal("the record carries a token")
+		}
+	}
+	// A static connection's call names no account.
+	g.do(g.request(g.agent, "GET", "/proxy/github/user", ""))
+	if got := rec.take(); len(got) != 1 || got[0].OAuthAccount || got[0].Account != "" {
+		t.Fatalf("a static connection's record %+v", got)
+	}
 }

@@ -79,6 +79,10 @@ func (t *Tokens) Authorize(ctx context.Context, res *credvault.Resolved, redirec
 	return a, nil
 }
 
+// State is the flow's state parameter, which a relay of the redirect may
+// use to find the flow it belongs to.
+func (a *Authorization) State() string { return a.state }
+
 // Complete checks the authorization response (its query: state, iss per
 // RFC 9207, error or code), redeems the code with the PKCE verifier and
 // returns the refresh token, for the caller to store with

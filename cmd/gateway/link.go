@@ -112,7 +112,7 @@ func newLink(c gateway.Config, name string, logger *slog.Logger) (client *pairin
 // RPCs run the operations of gw's admin API, in process.
 func linkClient(gw *gateway.Gateway, c gateway.Config, name string, logger *slog.Logger) (*pairing.Client, error) {
 	return pairing.New(pairing.Config{
-		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw.Admin(), Files: gw.PairingFiles(), MasterKey: c.MasterKey,
+		ControlPlaneURL: c.ControlPlaneURL, Identity: gw.Identity(), Admin: gw.Admin(), Connector: gw.Connector(), Files: gw.PairingFiles(), MasterKey: c.MasterKey,
 		Name: name, Version: buildinfo.Version(), Logger: logger,
 	})
 }

@@ -130,6 +130,21 @@ var Methods = []string{
 // it is not one of the Methods an owner's session may call.
 const MethodOwnerKeysUpdate = "owner_keys.update"
 
+// The connect flow of an oauth2_authorization_code account from the
+// dashboard. The control plane sends them itself; they are not Methods
+// an owner's session may call, since the control plane must remember
+// which gateway a state belongs to, and relays the provider's redirect.
+const (
+	// MethodConnectStart: params {"id","subject"?,"redirect_uri"}; the
+	// result {"authorization_url","state","expires_at"}. The gateway keeps
+	// state and the PKCE verifier.
+	MethodConnectStart = "connections.connect_start"
+	// MethodConnectFinish: params {"id","subject"?,"query"}, query the
+	// redirect's state, iss, and code or error; the result
+	// {"connection_id","subject"?,"status"}.
+	MethodConnectFinish = "connections.connect_finish"
+)
+
 // ActivityPath is the control plane's route where a paired gateway
 // reports its decisions: a POST signed by the gateway's own identity (the
 // key the pairing bound), whose body is an ActivityBatch. It is not the
@@ -202,6 +217,14 @@ type Activity struct {
 	// LatencyMS is the time from the request's arrival to the decision's
 	// answer (the upstream's response headers for a forwarded request).
 	LatencyMS float64 `json:"latency_ms,omitempty"`
+	// Account names the OAuth account that served the call (or would
+	// have) on an oauth2_authorization_code connection: the subject it
+	// serves, "" for the connection's one account. Absent on other
+	// connections. Never a token.
+	Account *string `json:"account,omitempty"`
+	// AccountNeedsReconnecting: the call was refused because the provider
+	// refused the account's refresh token.
+	AccountNeedsReconnecting bool `json:"account_needs_reconnecting,omitempty"`
 }
 
 // Decisions of an Activity.

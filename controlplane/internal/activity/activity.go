@@ -55,13 +55,19 @@ type Signed struct {
 // namespace it reports into; ok is false for a key that is not paired.
 type Paired func(ctx context.Context, keyNamespace, publicKey string) (gatewayID, namespace string, ok bool, err error)
 
-// Deps are what the part takes from the control plane; each is required.
+// ReconnectRequired tells owner ns that an OAuth account a gateway
+// reported refused needs reconnecting (webhook event, alert e-mail).
+type ReconnectRequired func(ctx context.Context, ns, service, gatewayID, connection, subject string, at time.Time) error
+
+// Deps are what the part takes from the control plane; each is required
+// but ReconnectRequired, nil telling no one.
 type Deps struct {
-	DB     *sqldb.DB
-	Kit    *web.Kit
-	Owner  web.Owner
-	Signed Signed
-	Paired Paired
+	DB                *sqldb.DB
+	Kit               *web.Kit
+	Owner             web.Owner
+	Signed            Signed
+	Paired            Paired
+	ReconnectRequired ReconnectRequired
 }
 
 // Activity stores and serves the gateways' decisions. It is safe for

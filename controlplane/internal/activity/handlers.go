@@ -50,6 +50,7 @@ func (a *Activity) report(w http.ResponseWriter, r *http.Request) {
 	now := a.kit.Now()
 	recs := make([]Record, 0, len(batch.Records))
 	var folded []Unverified
+	accounts := map[accountKey]accountState{}
 	for i, in := range batch.Records {
 		rec, keep, problem := a.admit(in, now)
 		switch {
@@ -60,6 +61,15 @@ func (a *Activity) report(w http.ResponseWriter, r *http.Request) {
 			folded = fold(folded, rec)
 		case keep:
 			recs = append(recs, rec)
+			if rec.OAuthAccount {
+				k := accountKey{rec.Connection, rec.Account}
+				switch {
+				case rec.Decision == pairwire.DecisionAllow:
+					accounts[k] = accountState{}
+				case in.AccountNeedsReconnecting && !accounts[k].refused: // the first refusal tells when
+					accounts[k] = accountState{refused: true, service: rec.Service, at: rec.At}
+				}
+			}
 		}
 	}
 	if len(batch.Unverified) > pairwire.MaxUnverifiedCounts {
@@ -81,6 +91,7 @@ func (a *Activity) report(w http.ResponseWriter, r *http.Request) {
 		a.kit.Error(w, r, err)
 		return
 	}
+	a.tellAccounts(r.Context(), ns, gatewayID, accounts)
 	if batch.Dropped > 0 {
 		a.kit.Log.WarnContext(r.Context(), "gateway dropped activity records: its queue was full", "gateway", gatewayID, "dropped", batch.Dropped)
 	}
@@ -129,6 +140,8 @@ func (a *Activity) admit(in pairwire.Activity, now time.Time) (rec Record, keep 
 		return rec, false, "latency_ms must be 0 to a day"
 	case strings.Contains(in.Route, "?"):
 		return rec, false, "route must not carry a query"
+	case in.Account != nil && (len(*in.Account) > 256 || !utf8.ValidString(*in.Account) || strings.ContainsFunc(*in.Account, isControl)):
+		return rec, false, "account is too long or not printable text"
 	}
 	if at.Before(now.Add(-a.cfg.Retention)) {
 		return rec, false, ""
@@ -139,7 +152,14 @@ func (a *Activity) admit(in pairwire.Activity, now time.Time) (rec Record, keep 
 	return Record{ID: sqldb.NewID("act_"), At: at.UTC(), AgentName: in.AgentName, AgentKey: in.AgentKey,
 		Connection: in.Connection, Service: in.Service, Protocol: in.Protocol, Method: in.Method, Route: in.Route,
 		Tool: in.Tool, Decision: in.Decision, Reason: in.Reason, Status: in.Status,
-		Latency: time.Duration(in.LatencyMS * float64(time.Millisecond))}, true, ""
+		Latency: time.Duration(in.LatencyMS * float64(time.Millisecond)), OAuthAccount: in.Account != nil, Account: deref(in.Account)}, true, ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // fold counts a refusal that a gateway reported as a record although no
@@ -217,12 +237,23 @@ type recordJSON struct {
 	Reason     string  `json:"reason"`
 	Status     int     `json:"status"`
 	LatencyMS  float64 `json:"latency_ms"`
+	// Account is present for a call through an OAuth account: its
+	// subject, "" for the connection's one account.
+	Account *string `json:"account,omitempty"`
 }
 
 func toJSON(r Record) recordJSON {
 	return recordJSON{ID: r.ID, At: web.Timestamp(r.At), GatewayID: r.GatewayID, AgentName: r.AgentName, AgentKey: r.AgentKey,
 		Connection: r.Connection, Service: r.Service, Protocol: r.Protocol, Method: r.Method, Route: r.Route, Tool: r.Tool,
-		Decision: r.Decision, Reason: r.Reason, Status: r.Status, LatencyMS: float64(r.Latency.Microseconds()) / 1000}
+		Decision: r.Decision, Reason: r.Reason, Status: r.Status, LatencyMS: float64(r.Latency.Microseconds()) / 1000,
+		Account: accountOf(r)}
+}
+
+func accountOf(r Record) *string {
+	if !r.OAuthAccount {
+		return nil
+	}
+	return &r.Account
 }
 
 // Page sizes of GET /v1/activity.
@@ -361,7 +392,7 @@ func (a *Activity) listUnverified(w http.ResponseWriter, r *http.Request, ns str
 const exportPage = 1000
 
 var csvHeader = []string{"id", "at", "gateway_id", "agent_name", "agent_key", "connection", "service", "protocol", "method",
-	"route", "tool", "decision", "reason", "status", "latency_ms"}
+	"route", "tool", "decision", "reason", "status", "latency_ms", "account"}
 
 // export streams the selection, newest first, as JSON Lines or CSV.
 func (a *Activity) export(w http.ResponseWriter, r *http.Request, ns string) {
@@ -421,7 +452,7 @@ func (a *Activity) export(w http.ResponseWriter, r *http.Request, ns string) {
 // formula (an agent names itself) is prefixed with an apostrophe.
 func csvRow(j recordJSON) []string {
 	row := []string{j.ID, j.At, j.GatewayID, j.AgentName, j.AgentKey, j.Connection, j.Service, j.Protocol, j.Method,
-		j.Route, j.Tool, j.Decision, j.Reason, strconv.Itoa(j.Status), strconv.FormatFloat(j.LatencyMS, 'f', -1, 64)}
+		j.Route, j.Tool, j.Decision, j.Reason, strconv.Itoa(j.Status), strconv.FormatFloat(j.LatencyMS, 'f', -1, 64), deref(j.Account)}
 	for i, v := range row {
 		if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
 			row[i] = "'" + v

@@ -21,6 +21,10 @@ type Record struct {
 	Decision, Reason    string
 	Status              int
 	Latency             time.Duration
+	// OAuthAccount: Account names the OAuth account that served the call
+	// (its subject, "" for the connection's one account).
+	OAuthAccount bool
+	Account      string
 }
 
 // Filter selects records of one namespace. Empty fields select all.
@@ -45,7 +49,7 @@ type Cursor struct {
 	ID string
 }
 
-const columns = `id, gateway_id, at, agent_name, agent_key, connection_id, service, protocol, method, route, tool, decision, reason, status, latency_us`
+const columns = `id, gateway_id, at, agent_name, agent_key, connection_id, service, protocol, method, route, tool, decision, reason, status, latency_us, account`
 
 // Unverified is how many requests a gateway refused for one reason, in
 // one minute, before a signature verified.
@@ -99,21 +103,22 @@ func (s store) insert(ctx context.Context, ns, gatewayID string, recs []Record, 
 			chunk := recs[start:min(start+insertChunk, len(recs))]
 			var q strings.Builder
 			q.WriteString(`INSERT INTO activity (namespace, ` + columns + `) VALUES `)
-			args := make([]any, 0, len(chunk)*16)
+			args := make([]any, 0, len(chunk)*17)
 			for i, r := range chunk {
 				if i > 0 {
 					q.WriteString(", ")
 				}
 				q.WriteString("(")
-				for j := range 16 {
+				for j := range 17 {
 					if j > 0 {
 						q.WriteString(", ")
 					}
-					fmt.Fprintf(&q, "$%d", i*16+j+1)
+					fmt.Fprintf(&q, "$%d", i*17+j+1)
 				}
 				q.WriteString(")")
 				args = append(args, ns, r.ID, gatewayID, sqldb.Micros(r.At), r.AgentName, r.AgentKey, r.Connection, r.Service,
-					r.Protocol, r.Method, r.Route, r.Tool, r.Decision, r.Reason, r.Status, r.Latency.Microseconds())
+					r.Protocol, r.Method, r.Route, r.Tool, r.Decision, r.Reason, r.Status, r.Latency.Microseconds(),
+					sql.NullString{String: r.Account, Valid: r.OAuthAccount})
 			}
 			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 				return sqldb.Err("insert activity", err)
@@ -209,11 +214,13 @@ func (s store) list(ctx context.Context, ns string, f Filter, limit int) ([]Reco
 	for rows.Next() {
 		var r Record
 		var at, lat int64
+		var account sql.NullString
 		if err := rows.Scan(&r.ID, &r.GatewayID, &at, &r.AgentName, &r.AgentKey, &r.Connection, &r.Service, &r.Protocol,
-			&r.Method, &r.Route, &r.Tool, &r.Decision, &r.Reason, &r.Status, &lat); err != nil {
+			&r.Method, &r.Route, &r.Tool, &r.Decision, &r.Reason, &r.Status, &lat, &account); err != nil {
 			return nil, sqldb.Err("scan activity", err)
 		}
 		r.At, r.Latency = sqldb.FromMicros(at), time.Duration(lat)*time.Microsecond
+		r.OAuthAccount, r.Account = account.Valid, account.String
 		out = append(out, r)
 	}
 	return out, sqldb.Err("list activity", rows.Err())
@@ -328,7 +335,7 @@ func (s store) pruneClass(ctx context.Context, c class, cutoff time.Time) (int64
 // deleteNamespace deletes every record of ns within tx.
 func deleteNamespace(ctx context.Context, tx *sql.Tx, ns string) error {
 	for _, q := range []string{`DELETE FROM activity WHERE namespace = $1`, `DELETE FROM activity_counts WHERE namespace = $1`,
-		`DELETE FROM activity_unverified WHERE namespace = $1`} {
+		`DELETE FROM activity_unverified WHERE namespace = $1`, `DELETE FROM account_alerts WHERE namespace = $1`} {
 		if _, err := tx.ExecContext(ctx, q, ns); err != nil {
 			return sqldb.Err("delete activity", err)
 		}

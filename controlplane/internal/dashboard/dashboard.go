@@ -348,6 +348,9 @@ func (d *Dashboard) ownerPage(page, title string, view viewFunc) http.HandlerFun
 			switch {
 			case errors.Is(err, claims.ErrServiceNotFound):
 				status, ev = http.StatusNotFound, errorView{"No such service", "There is no service with this id or slug in your account."}
+			case errors.Is(err, gatewaylink.ErrConnectFlowUnknown):
+				status, ev = http.StatusBadRequest, errorView{"No connect flow in progress",
+					"This answer of the provider belongs to no account you are connecting: it was used already, it expired, or it is not yours. Start again from the gateway's page."}
 			case errors.Is(err, gatewaylink.ErrNotFound):
 				status, ev = http.StatusNotFound, errorView{"No such gateway", "There is no such gateway in your account."}
 			case errors.Is(err, sqldb.ErrUnavailable):

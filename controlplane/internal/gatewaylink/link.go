@@ -107,6 +107,7 @@ func (l *Link) Routes(m web.Mux) {
 	m.Handle("GET /v1/gateways", l.deps.Owner(l.listGateways))
 	m.Handle("DELETE /v1/gateways/{id}", l.deps.Owner(l.unpairGateway))
 	m.Handle("POST /v1/gateways/{id}/rpc", l.deps.Owner(l.gatewayRPC))
+	m.Handle("POST /v1/gateways/{id}/connect", l.deps.Owner(l.startConnect))
 	m.Handle("GET "+pairwire.Path, http.HandlerFunc(l.gatewayConnect))
 }
 

@@ -315,6 +315,9 @@ func unpairNamespace(ctx context.Context, tx *sql.Tx, ns string) ([]gatewayRecor
 	if _, err := tx.ExecContext(ctx, `DELETE FROM gateway_pairings WHERE namespace = $1`, ns); err != nil {
 		return nil, sqldb.Err("delete pairings", err)
 	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM gateway_connect_flows WHERE namespace = $1`, ns); err != nil {
+		return nil, sqldb.Err("delete connect flows", err)
+	}
 	rows, err := tx.QueryContext(ctx, `DELETE FROM gateways WHERE namespace = $1 RETURNING `+gatewayColumns, ns)
 	if err != nil {
 		return nil, sqldb.Err("delete gateways", err)

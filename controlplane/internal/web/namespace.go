@@ -14,7 +14,7 @@ import (
 // lower case, so a look-alike in another case is refused too.
 var reservedNamespaces = map[string]bool{
 	"account": true, "actions": true, "activity": true, "approve": true, "challenge": true, "deny": true, "assets": true, "auth": true, "claims": true, "connect": true, "deliveries": true,
-	"gateways": true, "pairings": true, "rpc": true,
+	"gateways": true, "pairings": true, "rpc": true, "oauth": true, "callback": true,
 	"did": true, "health": true, "identifiers": true, "keys": true, "live": true,
 	"login": true, "logout": true, "metrics": true, "namespaces": true, "options": true,
 	"passkeys": true, "ready": true, "reject-pending": true, "seed": true,

@@ -206,6 +206,22 @@ type actionData struct {
 	Status    string `json:"status"`
 }
 
+// reconnectPayload is the body of a connection.reconnect_required event.
+type reconnectPayload struct {
+	Type      string        `json:"type"`
+	Timestamp string        `json:"timestamp"`
+	Data      reconnectData `json:"data"`
+}
+
+type reconnectData struct {
+	GatewayID    string `json:"gateway_id"`
+	ConnectionID string `json:"connection_id"`
+	Namespace    string `json:"namespace"`
+	Service      string `json:"service"`
+	Subject      string `json:"subject"`
+	Status       string `json:"status"`
+}
+
 // payload is the Standard Webhooks body of a claim event.
 type payload struct {
 	Type      string      `json:"type"`
@@ -228,6 +244,12 @@ type payloadData struct {
 // attempt.
 func payloadOf(d delivery) []byte {
 	c := d.Claim
+	if d.EventType == ConnectionReconnectRequired {
+		b, _ := json.Marshal(reconnectPayload{Type: d.EventType, Timestamp: web.Timestamp(d.OccurredAt), Data: reconnectData{
+			GatewayID: c.PublicKey, ConnectionID: c.ID, Namespace: c.Namespace, Service: c.Service, Subject: c.Subject, Status: c.Status,
+		}})
+		return b
+	}
 	if d.EventType == ActionRequested {
 		b, _ := json.Marshal(actionPayload{Type: d.EventType, Timestamp: web.Timestamp(d.OccurredAt), Data: actionData{
 			ActionID: c.ID, Namespace: c.Namespace, Service: c.Service, PublicKey: c.PublicKey, Subject: c.Subject,

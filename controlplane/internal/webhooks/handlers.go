@@ -86,13 +86,13 @@ type request struct {
 // (by either name).
 func checkEvents(in []string) *apierror.Error {
 	if len(in) == 0 {
-		return web.Validation("events must list at least one of %s (or their aliases %s), or %s", strings.Join(events, ", "), strings.Join(legacyEvents, ", "), ActionRequested)
+		return web.Validation("events must list at least one of %s (or their aliases %s), %s or %s", strings.Join(events, ", "), strings.Join(legacyEvents, ", "), ActionRequested, ConnectionReconnectRequired)
 	}
 	seen := map[int]bool{}
 	for _, e := range in {
 		i := eventIndex(e)
 		if i < 0 || seen[i] {
-			return web.Validation("events must list distinct events of %s (or their aliases %s) or %s, each once", strings.Join(events, ", "), strings.Join(legacyEvents, ", "), ActionRequested)
+			return web.Validation("events must list distinct events of %s (or their aliases %s), %s or %s, each once", strings.Join(events, ", "), strings.Join(legacyEvents, ", "), ActionRequested, ConnectionReconnectRequired)
 		}
 		seen[i] = true
 	}

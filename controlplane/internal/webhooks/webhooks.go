@@ -70,6 +70,14 @@ const (
 // never the call's arguments.
 const ActionRequested = "action.requested"
 
+// ConnectionReconnectRequired is the event of an OAuth account a paired
+// gateway's provider stopped accepting (invalid_grant): agents using it
+// are refused until the owner connects it again. It is told once until
+// the account serves a call again. A webhook gets it only when it
+// subscribed to it by name; its data names the gateway, connection and
+// subject, never a token.
+const ConnectionReconnectRequired = "connection.reconnect_required"
+
 // EventTest is the event type of a test delivery, sent on the owner's
 // request (POST /v1/services/{id}/webhooks/{wid}/test) so a receiver can
 // be checked without changing a claim. Its data carries the namespace and
@@ -90,8 +98,11 @@ func Events() []string { return slices.Clone(events) }
 // eventIndex is the position of an event name, by either name, in events;
 // -1 when it is neither.
 func eventIndex(name string) int {
-	if name == ActionRequested {
+	switch name {
+	case ActionRequested:
 		return len(events)
+	case ConnectionReconnectRequired:
+		return len(events) + 1
 	}
 	if i := slices.Index(events, name); i >= 0 {
 		return i

@@ -11,7 +11,7 @@ import { busy, isBusy, land, placeOf, successor } from './focus.js';
 import { sealSecrets } from './hpke.js';
 import { renderPins } from './toolpins.js';
 import { addSubject, clearMCP, cleared, fillMCP, readMCP, renderTools, showProtocol, testSaid } from './mcp.js';
-import { accountName, isOAuth, needsReconnecting, readOAuth, renderAccounts, showAuth } from './oauth.js';
+import { accountName, connectAccount, connectForm, isOAuth, needsReconnecting, readOAuth, renderAccounts, showAuth } from './oauth.js';
 
 const ns = document.body.dataset.namespace ?? '';
 const page = document.body.dataset.page;
@@ -163,7 +163,10 @@ function renderConnections(list, asked) {
         el('a', { href: `${base}/activity?connection=${encodeURIComponent(c.id)}`, 'aria-label': `Activity of ${name}` }, 'activity'))),
       cell('Base URL', el('span', { className: 'url' }, ...urlPieces(c.base_url).flatMap((p) => [el('span', {}, shown(p)), el('wbr')]))),
       cell('Authentication', el('div', {}, `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`,
-        ...(c.auth_mode === 'oauth2_authorization_code' ? [renderAccounts(c, (a) => disconnectButton(c, name, a))] : []))),
+        ...(c.auth_mode === 'oauth2_authorization_code' ? [renderAccounts(c,
+          // An MCP server's accounts connect with gateway connect only.
+          (a) => (c.protocol === 'mcp' ? [disconnectButton(c, name, a)] : [reconnectButton(c, name, a), ' ', disconnectButton(c, name, a)]),
+          () => (c.protocol === 'mcp' ? el('span') : connectForm(c, name)))] : []))),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
       cell('Last test', last),
       act);
@@ -183,9 +186,16 @@ function banners(list) {
     const commands = refused.map((a) => el('code', {}, shown(`gateway connect ${c.id}${a.subject ? ` --subject ${a.subject}` : ''}`)));
     return [el('p', { className: 'note', role: 'note', dataset: { reconnect: c.id } },
       el('strong', {}, `${name} needs reconnecting. `),
-      `The provider refused the refresh token of ${who}; agents using it are refused until it is connected again: on the gateway's host, run `,
+      `The provider refused the refresh token of ${who}; agents using it are refused until it is connected again: ${c.protocol === 'mcp' ? '' : 'Reconnect it below, or '}on the gateway's host run `,
       ...commands.flatMap((code, i) => (i ? [' and ', code] : [code])), '.')];
   });
+}
+
+// reconnectButton connects account a of connection c again: the browser
+// signs in at the provider.
+function reconnectButton(c, name, a) {
+  const who = accountName(a);
+  return actionButton(`${who} of ${name}`, 'Reconnect', `${who} of ${name}`, (b) => run(b, () => connectAccount(gateway, c.id, a.subject ?? '')));
 }
 
 // disconnectButton disconnects account a of connection c: the gateway
@@ -294,6 +304,9 @@ const forms = {
     showAuth(f);
     await loadGateway();
     feedback(button, `Connection ${id} added.`, 'done');
+  },
+  async 'connect-account'(f) {
+    await connectAccount(gateway, f.dataset.connection, value(f, 'subject'));
   },
   async 'set-variable'(f, button) {
     const key = value(f, 'key');

@@ -1,6 +1,7 @@
 // OAuth connections on the gateway page: the form's OAuth fields, shown
 // for the two OAuth modes, and a connection's connected accounts (status
-// and times only: their tokens stay sealed on the gateway).
+// and times only: their tokens stay sealed on the gateway), with Connect.
+import { call } from './api.js';
 import { shown } from './display.js';
 import { el } from './dom.js';
 import { patterns } from './mcp.js';
@@ -51,17 +52,45 @@ export const accountName = (a) => (a.subject ? shown(a.subject) : 'the account')
 // needsReconnecting lists the accounts of c the provider refused.
 export const needsReconnecting = (c) => (c.oauth_accounts ?? []).filter((a) => a.status === 'needs_reconnecting');
 
-// renderAccounts lists connection c's accounts, each with the button
-// disconnect(account) makes.
-export function renderAccounts(c, disconnect) {
+// renderAccounts lists connection c's accounts, each with the buttons
+// actions(account) makes, then connect(), the control that connects one.
+export function renderAccounts(c, actions, connect) {
   const list = c.oauth_accounts ?? [];
-  if (!list.length) return el('p', { className: 'muted' }, 'No account connected.');
-  return el('ul', { className: 'accounts', 'aria-label': `Accounts of ${shown(c.name || c.id)}` }, ...list.map((a) => {
+  if (!list.length) return el('div', {}, el('p', { className: 'muted' }, 'No account connected.'), connect());
+  return el('div', {}, el('ul', { className: 'accounts', 'aria-label': `Accounts of ${shown(c.name || c.id)}` }, ...list.map((a) => {
     const ok = a.status === 'connected';
     return el('li', { dataset: { account: a.subject ?? '' } },
       el('span', {}, a.subject ? el('code', {}, shown(a.subject)) : 'one account'),
       el('span', { className: ok ? 'badge approved' : 'badge rejected' }, ok ? 'connected' : 'needs reconnecting'),
       el('span', { className: 'muted' }, `connected ${utc(a.connected_at)}${a.refreshed_at ? `, refreshed ${utc(a.refreshed_at)}` : ''}`),
-      disconnect(a));
-  }));
+      ...actions(a));
+  })), connect());
+}
+
+// connectForm is the control that connects an account to connection c
+// (a subject's, with one account per subject) through the form handler
+// 'connect-account'.
+export function connectForm(c, name) {
+  const button = el('button', { type: 'submit', className: 'secondary small', 'aria-label': `Connect an account to ${name}` }, 'Connect');
+  const form = el('form', { className: 'row connect', dataset: { gwForm: 'connect-account', connection: c.id } });
+  if (c.oauth_per_subject) {
+    const id = `connect-${c.id}`;
+    form.append(el('label', { htmlFor: id }, 'Subject'),
+      el('input', { id, name: 'subject', required: true, autocapitalize: 'none', spellcheck: false, maxLength: 256, 'aria-label': `Subject whose account to connect to ${name}` }));
+  } else if (c.oauth_accounts?.length) {
+    return el('span');
+  }
+  form.append(button);
+  return form;
+}
+
+// connectAccount connects subject's account ('' for the one account) to
+// connection id of gateway: the gateway answers the provider's
+// authorization URL, where the browser goes to sign in. The provider
+// sends it back to the control plane, whose page says how it ended.
+export async function connectAccount(gateway, id, subject) {
+  const r = await call('POST', `/v1/gateways/${encodeURIComponent(gateway)}/connect`, { connection_id: id, ...(subject ? { subject } : {}) });
+  const u = new URL(r.authorization_url);
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error('The gateway answered no web address to sign in at.');
+  location.assign(u.href);
 }
