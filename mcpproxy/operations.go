@@ -222,7 +222,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Call
 		params := &mcp.CallToolParams{Name: tool, Arguments: raw}
 		err = p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 			var err error
-			res, err = p.exchangeCall(ctx, st, cs, params, sc.relay)
+			res, err = p.exchangeCall(ctx, st, cs, params, snap.Tool(tool).InputSchema, sc.relay)
 			return err
 		})
 	}

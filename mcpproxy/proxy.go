@@ -325,6 +325,7 @@ type connState struct {
 	transport  atomic.Pointer[http.RoundTripper]
 	scrubber   atomic.Pointer[scrub.Scrubber]
 	endpoint   atomic.Pointer[string] // the resolved MCP endpoint
+	era        era                    // what its server speaks (era.go)
 
 	mu     sync.Mutex // guards the cache
 	snap   *catalog.Catalog
@@ -364,8 +365,8 @@ type upstreamSession struct {
 	// session's client declares what its agent declared and relays what
 	// the server sends (see relay.go).
 	client *mcp.Client
-	// protocol is the version asked for first; empty means
-	// upstreamProtocol.
+	// protocol is the version asked for first; empty means the
+	// connection's era (era.go).
 	protocol string
 	// tap, when set, wraps the connection's HTTP client for the session
 	// (an agent session reads the server's tasks capability; tasks.go).
@@ -513,17 +514,9 @@ func (p *Proxy) acquire(ctx context.Context, st *connState, u *upstreamSession) 
 	case u == &st.shared:
 		hc = &http.Client{Transport: st.held.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect}
 	}
-	if protocol == "" {
-		protocol = upstreamProtocol
-	}
 	// Only an agent session's client has anyone to hand the server's own
 	// messages to.
-	events := u.client != nil
-	tctx, tr := upstream.WithTrace(ctx)
-	cs, err := p.connect(tctx, hc, endpoint, client, protocol, events)
-	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
-		cs, err = p.connect(ctx, hc, endpoint, client, "", events)
-	}
+	cs, _, err := p.connectEra(ctx, st, hc, endpoint, client, protocol, u.client != nil)
 	if err != nil {
 		if u.state == SessionReady {
 			u.state = SessionReinitializePending

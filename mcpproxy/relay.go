@@ -46,6 +46,8 @@ type callRelay struct {
 	// hold gives the server's requests their places: the agent
 	// session's.
 	hold *hold.Session
+	// caps is what the agent declared, which a stateless server is told.
+	caps declared
 }
 
 // notification hands msg, a notification read from the stream of call id,
@@ -137,6 +139,11 @@ func (e *endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *Conn
 		return
 	}
 	_ = e.forward(ctx, s, conn, func(ctx context.Context, cs *mcp.ClientSession) error {
+		if cs.InitializeResult().ProtocolVersion >= wire.Revision {
+			// A stateless server asks for roots within the call that
+			// needs them: there is nothing to tell it.
+			return nil
+		}
 		st, err := e.p.state(conn)
 		if err != nil {
 			return err
@@ -192,6 +199,10 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 		},
 		tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
 		hold:  s.hold,
+	}
+	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+		c := ip.Capabilities
+		r.caps = declared{Sampling: c.Sampling, Elicitation: c.Elicitation, Roots: c.RootsV2}
 	}
 	if token != nil {
 		r.progress = func(n *mcp.ProgressNotificationParams) {

@@ -187,7 +187,6 @@ func (l *lanes) build(conn *Connection, caller mcpevent.Caller, d declared) *age
 	s.upstream.client = mirror.Client(serverInfo, caps, func(string, mcp.Params) {}, func(_ context.Context, method string, _ any) (any, error) {
 		return nil, mirror.NotOffered(method)
 	})
-	s.upstream.protocol = upstreamProtocol
 	srvCaps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if conn.ExposeResources {
 		srvCaps.Resources = &mcp.ResourceCapabilities{}
@@ -323,6 +322,7 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 			}
 		},
 		hold: s.hold,
+		caps: d,
 	}
 	if token := r.Params.GetProgressToken(); token != nil {
 		relay.progress = func(n *mcp.ProgressNotificationParams) {
@@ -415,7 +415,7 @@ func (l *lanes) direct(w http.ResponseWriter, r *http.Request, s *agentSession, 
 		return false
 	}
 	// No stream: what the server says during the call is not relayed.
-	relay := &callRelay{hold: s.hold}
+	relay := &callRelay{hold: s.hold, caps: d}
 	res, err := l.start(r.Context(), s, d, m.Call.Name, m.Call.Arguments, relay)
 	if err != nil {
 		var je *jsonrpc.Error

@@ -41,8 +41,12 @@ func connectStateless(t testing.TB, endpoint string, w who, opts *mcp.ClientOpti
 // confirm (elicitation) before it answers, written as the stateless
 // revision wants: it returns the question, and the SDK puts it to a
 // client of an older revision itself. Its tool "echo" echoes.
-func askingServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "asking-upstream", Version: "1"}, nil)
+func askingServer() *mcp.Server { return askingServerOf(nil) }
+
+// askingServerOf is askingServer offering versions alone (nil: every
+// version the SDK knows).
+func askingServerOf(versions []string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asking-upstream", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
 	mcp.AddTool(s, &mcp.Tool{Name: "confirm", Description: "asks before it answers"}, func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		if answer, ok := req.Params.InputResponses["confirm"].(*mcp.ElicitResult); ok {
 			raw, _ := json.Marshal(answer.Content)

@@ -1,0 +1,212 @@
+package mcpproxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/idnhq/idn/internal/mcpconversation"
+	"github.com/idnhq/idn/mcpproxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// eraServer is askingServer served in one era, its requests seen.
+type eraServer struct {
+	url string
+
+	mu   sync.Mutex
+	seen []string // each request's method, "+session" when it named one
+}
+
+// The three eras of server the gateway meets.
+const (
+	sessionsOnly = "a 2025-11-25 server"
+	bothEras     = "a server of both eras"
+	statelessOne = "a 2026-07-28 server"
+)
+
+func newEraServer(t testing.TB, kind string) *eraServer {
+	var versions []string
+	if kind == statelessOne {
+		versions = []string{"2026-07-28"}
+	}
+	s := askingServerOf(versions)
+	opts := &mcp.StreamableHTTPOptions{Stateless: kind != sessionsOnly}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, opts)
+	es := &eraServer{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			Method string `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		_ = json.Unmarshal(body, &msg)
+		m := r.Method + " " + msg.Method
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			m += " +session"
+		}
+		es.mu.Lock()
+		es.seen = append(es.seen, m)
+		es.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	es.url = srv.URL
+	return es
+}
+
+// sessions reports whether any request the server saw opened or named a
+// session.
+func (es *eraServer) sessions() []string {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	var out []string
+	for _, m := range es.seen {
+		if strings.HasSuffix(m, "+session") || strings.HasSuffix(m, " initialize") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// eraConversation holds the go-sdk client's conversation with endpoint
+// as w, asking for version ("" for the SDK's newest), and returns what
+// it got: the listing, a call, a call whose server asks the agent, prompts
+// and resources, and the server's capabilities.
+func eraConversation(t *testing.T, endpoint string, w who, version string) []any {
+	t.Helper()
+	var asked []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = append(asked, r.Params.Message)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+	}})
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: endpoint, HTTPClient: &http.Client{Transport: identityTransport{w}}, MaxRetries: -1,
+	}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := context.Background()
+	got := []any{cs.InitializeResult().ProtocolVersion}
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, list.Tools)
+	for _, c := range []struct{ tool, text string }{{"echo", "hi"}, {"confirm", "the report"}} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{"text": c.text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, res.Content, res.IsError)
+	}
+	prompts, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///readme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(got, prompts.Prompts, prompt.Messages, resources.Resources, read.Contents, cs.InitializeResult().Capabilities, asked)
+}
+
+// A client of the stateless revision (the go-sdk's and the TypeScript
+// SDK v2's) holds the same conversation with a server of each era through
+// the gateway as with a server of both eras directly, message by message;
+// a server that offers the stateless revision is spoken to statelessly,
+// with no session opened upstream.
+func TestStatelessClientsReachEveryEra(t *testing.T) {
+	t.Parallel()
+	direct := newEraServer(t, bothEras)
+	wantGo := eraConversation(t, direct.url, alice, "")
+	wantTS := mcpconversation.Stateless(t, direct.url)
+	for _, kind := range []string{sessionsOnly, bothEras, statelessOne} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			up := newEraServer(t, kind)
+			e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.url, ExposeResources: true, ExposePrompts: true})
+			if diff := gocmp.Diff(wantGo, eraConversation(t, e.srv.URL+"/mcp/mcp1", alice, "")); diff != "" {
+				t.Errorf("the go-sdk client through the gateway (-direct +gateway):\n%s", diff)
+			}
+			gotTS := mcpconversation.Stateless(t, e.srv.URL+"/mcp/mcp1", "X-Test-Namespace=alice", "X-Test-Subject=agent", "X-Test-Key=key-a")
+			if diff := gocmp.Diff(documented(wantTS), documented(gotTS)); diff != "" {
+				t.Errorf("the TypeScript SDK v2 client through the gateway (-direct +gateway):\n%s", diff)
+			}
+			if kind != sessionsOnly {
+				if s := up.sessions(); len(s) > 0 {
+					t.Errorf("the upstream saw %q, want no session", s)
+				}
+			}
+		})
+	}
+}
+
+// A client of 2025-11-25 reaches a server of the stateless revision alone
+// through the gateway, and holds the conversation it holds with the same
+// server in sessions directly (a stateless handler knows nothing of a
+// 2025-11-25 client's capabilities, so it cannot ask it): the server's questions within a call reach it
+// as requests on its session, its answers go back in the next round.
+func TestSessionClientReachesAStatelessServer(t *testing.T) {
+	t.Parallel()
+	direct := newEraServer(t, sessionsOnly)
+	want := eraConversation(t, direct.url, alice, "2025-11-25")
+	up := newEraServer(t, statelessOne)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.url, ExposeResources: true, ExposePrompts: true})
+	for range 2 {
+		got := eraConversation(t, e.srv.URL+"/mcp/mcp1", alice, "2025-11-25")
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Errorf("through the gateway (-direct +gateway):\n%s", diff)
+		}
+	}
+	// The server refused the first session's version once; the gateway
+	// remembers it, and the second session asked for its own at once.
+	var refused int
+	for _, m := range up.seen {
+		if m == "POST initialize" {
+			refused++
+		}
+	}
+	if refused > 1 {
+		t.Errorf("the upstream saw %d initialize requests, want at most 1 (the era is remembered)", refused)
+	}
+}
+
+// The REST routes reach a server of the stateless revision statelessly:
+// discovery, a call, and the admin test, with no session upstream.
+func TestRESTRoutesReachAStatelessServer(t *testing.T) {
+	t.Parallel()
+	up := newEraServer(t, statelessOne)
+	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.url})
+	r := e.call("agent", "echo", `{"text":"hi"}`)
+	wantStatus(t, r, http.StatusOK, "")
+	if !strings.Contains(r.raw, `"text":"hi"`) {
+		t.Errorf("call answered %s", r.raw)
+	}
+	hs, err := e.proxy.Probe(context.Background(), e.src.conns["mcp1"])
+	if err != nil || hs.ProtocolVersion != "2026-07-28" || hs.Tools != 2 {
+		t.Errorf("probe = %+v, %v; want the stateless revision and 2 tools", hs, err)
+	}
+	if s := up.sessions(); len(s) > 0 {
+		t.Errorf("the upstream saw %q, want no session", s)
+	}
+}
