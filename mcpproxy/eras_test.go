@@ -75,6 +75,19 @@ func (es *eraServer) sessions() []string {
 	return out
 }
 
+// count is how many requests the server saw as m.
+func (es *eraServer) count(m string) int {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	n := 0
+	for _, s := range es.seen {
+		if s == m {
+			n++
+		}
+	}
+	return n
+}
+
 // eraConversation holds the go-sdk client's conversation with endpoint
 // as w, asking for version ("" for the SDK's newest), and returns what
 // it got: the listing, a call, a call whose server asks the agent, prompts
@@ -156,6 +169,11 @@ func TestStatelessClientsReachEveryEra(t *testing.T) {
 				if s := up.sessions(); len(s) > 0 {
 					t.Errorf("the upstream saw %q, want no session", s)
 				}
+				// A lane has no one to tell what the server says outside
+				// a call: it holds no stream open for it.
+				if n := up.count("POST subscriptions/listen"); n > 0 {
+					t.Errorf("the upstream saw %d subscriptions/listen, want none", n)
+				}
 			}
 		})
 	}
@@ -180,13 +198,7 @@ func TestSessionClientReachesAStatelessServer(t *testing.T) {
 	}
 	// The server refused the first session's version once; the gateway
 	// remembers it, and the second session asked for its own at once.
-	var refused int
-	for _, m := range up.seen {
-		if m == "POST initialize" {
-			refused++
-		}
-	}
-	if refused > 1 {
+	if refused := up.count("POST initialize"); refused > 1 {
 		t.Errorf("the upstream saw %d initialize requests, want at most 1 (the era is remembered)", refused)
 	}
 }

@@ -184,7 +184,7 @@ func (l *lanes) build(conn *Connection, caller mcpevent.Caller, d declared) *age
 	caps := &mcp.ClientCapabilities{Sampling: d.Sampling, Elicitation: d.Elicitation, RootsV2: d.Roots}
 	// Outside a call's stream there is no agent to tell or ask: a
 	// stateless agent is reached only through its requests.
-	s.upstream.client = mirror.Client(serverInfo, caps, func(string, mcp.Params) {}, func(_ context.Context, method string, _ any) (any, error) {
+	s.upstream.client = mirror.Client(serverInfo, caps, nil, func(_ context.Context, method string, _ any) (any, error) {
 		return nil, mirror.NotOffered(method)
 	})
 	srvCaps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
