@@ -42,6 +42,9 @@
 //     go back as written, which the SDK's client would read and
 //     re-encode) and asks each question through the call's relay: on a
 //     2025 agent's session stream, or as a stateless agent's round.
+//     A stateless agent gets a stateless server's rounds as the server
+//     wrote them, its requestState sealed to the caller and tool, so the
+//     gateway holds nothing between rounds (passthrough.go).
 //     Other servers keep pooled 2025-era sessions.
 //   - Retries: only network timeouts and upstream 429/502/503/504, bounded,
 //     with full-jitter exponential backoff; never a tools/call whose request

@@ -100,9 +100,10 @@ func (p *Proxy) statelessCall(ctx context.Context, st *connState, params *mcp.Ca
 		params.SetProgressToken(id)
 	}
 	var caps any = declared{}
+	var pass *upstream.Rounds
 	if relay != nil {
-		caps = relay.caps
+		caps, pass = relay.caps, relay.pass
 	}
 	s := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, Protocol: wire.Revision, Meta: upstream.StatelessMeta(serverInfo, caps)}
-	return upstream.CallStateless(ctx, s, id, params, schema, callHandler{st, relay, clienttasks.Upstream{Version: wire.Revision}}, p.detach)
+	return upstream.CallStateless(ctx, s, id, params, schema, callHandler{st, relay, clienttasks.Upstream{Version: wire.Revision}}, pass, p.detach)
 }

@@ -222,3 +222,52 @@ func TestRESTRoutesReachAStatelessServer(t *testing.T) {
 		t.Errorf("the upstream saw %q, want no session", s)
 	}
 }
+
+// A stateless agent's call to a stateless server holds nothing on the
+// gateway: the server's round reaches the agent with its state sealed to
+// the caller and tool, and the retry finds the call even after the lane
+// that started it was evicted. A sealed state opens for its caller and
+// tool alone: rows named for the attack.
+func TestStatelessServerRoundsPassThrough(t *testing.T) {
+	t.Parallel()
+	up := newEraServer(t, statelessOne)
+	e := newEnv(t, mcpproxy.Config{Options: mcpproxy.Options{MaxSessionsPerKey: 1}}, mcpproxy.Connection{BaseURL: up.url})
+	meta := func(caps string) string {
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+	}
+	elicit := meta(`{"elicitation":{}}`)
+	if res := e.rawStateless(t, alice, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+elicit+`}}`); res["supportedVersions"] == nil {
+		t.Fatalf("server/discover: %v", res)
+	}
+	first := e.rawStateless(t, alice, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"confirm","arguments":{"text":"x"},`+elicit+`}}`)
+	state, _ := first["requestState"].(string)
+	if first["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first round: %v, want input_required with a requestState", first)
+	}
+	// Another declaration opens another lane, which evicts the first.
+	if res := e.rawStateless(t, alice, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{`+meta(`{}`)+`}}`); res["tools"] == nil {
+		t.Fatalf("tools/list: %v", res)
+	}
+	retry := func(w who, tool, state string) map[string]any {
+		return e.rawStateless(t, w, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"`+tool+`","arguments":{"text":"x"},"requestState":"`+state+`","inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},`+elicit+`}}`)
+	}
+	for _, tt := range []struct {
+		name, tool, state string
+		w                 who
+	}{
+		{"another caller's state", "confirm", state, bob},
+		{"the state for another tool", "echo", state, alice},
+		{"an altered state", "confirm", state + "x", alice},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if res := retry(tt.w, tt.tool, tt.state); res["error"] == nil {
+				t.Errorf("retry answered %v, want an error", res)
+			}
+		})
+	}
+	done := retry(alice, "confirm", state)
+	content, _ := done["content"].([]any)
+	if done["resultType"] != "complete" || len(content) != 1 || !strings.Contains(jsonOf(t, content), `accept {\"ok\":true}`) {
+		t.Fatalf("the caller's own retry: %v, want the complete result", done)
+	}
+}

@@ -48,6 +48,9 @@ type callRelay struct {
 	hold *hold.Session
 	// caps is what the agent declared, which a stateless server is told.
 	caps declared
+	// pass, when set, carries a stateless server's rounds to and from a
+	// stateless agent (passthrough.go).
+	pass *upstream.Rounds
 }
 
 // notification hands msg, a notification read from the stream of call id,

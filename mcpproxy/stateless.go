@@ -21,6 +21,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
 	"github.com/idnhq/idn/mcpproxy/internal/rounds"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +50,7 @@ type lanes struct {
 	e      *endpoint
 	sdk    *mcp.StreamableHTTPHandler
 	rounds rounds.Table
+	sealer *rounds.Sealer // seals a stateless server's states (passthrough.go)
 
 	mu    sync.Mutex
 	byKey map[laneKey]*agentSession
@@ -59,7 +61,7 @@ type laneCtxKey struct{}
 
 func newLanes(e *endpoint) *lanes {
 	p := e.p
-	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}}
+	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}, sealer: rounds.NewSealer()}
 	l.rounds.Wait = p.timeout
 	l.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(laneCtxKey{}).(*agentSession); ok {
@@ -309,9 +311,12 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 			}
 			answers[id] = raw
 		}
+		if rounds.IsSealed(r.Params.RequestState) {
+			return l.resumePassed(upCtx, s, d, r.Params.Name, r.Params.Arguments, r.Params.RequestState, answers)
+		}
 		out, err := l.rounds.Resume(upCtx, roundOwner(s, r.Params.Name), r.Params.RequestState, answers)
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: requestState names no call of this caller waiting on this gateway"}
+			return nil, errNoCall
 		}
 		return roundResult(out)
 	}
@@ -336,6 +341,9 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 // start starts a call on s's lane and returns its first round.
 func (l *lanes) start(ctx context.Context, s *agentSession, d declared, name string, args json.RawMessage, relay *callRelay) (mcp.Result, error) {
 	conn := s.conn.Load()
+	if l.passes(conn) {
+		return l.pass(ctx, s, d, name, args, relay, &upstream.Rounds{})
+	}
 	out := l.rounds.Start(ctx, roundOwner(s, name), l.e.p.timeout, func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
 		relay.ask = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return l.ask(ctx, s, d, ask, method, params)
@@ -366,10 +374,7 @@ func roundResult(out rounds.Outcome) (mcp.Result, error) {
 // the server's params are scrubbed of secrets, the agent's answer goes
 // back as the agent wrote it.
 func (l *lanes) ask(ctx context.Context, s *agentSession, d declared, ask func(context.Context, rounds.Question) (json.RawMessage, error), method string, params json.RawMessage) (any, error) {
-	offered := method == "elicitation/create" && d.Elicitation != nil ||
-		method == "sampling/createMessage" && d.Sampling != nil ||
-		method == "roots/list" && d.Roots != nil
-	if !offered {
+	if !offered(d, method) {
 		return nil, mirror.NotOffered(method)
 	}
 	st, err := l.e.p.state(s.conn.Load())

@@ -22,7 +22,8 @@ import (
 // requestState, and the client calls again with the answers. CallStateless
 // runs those rounds itself, each question answered through the Handler as
 // a session's server request is, so the agent behind the relay is asked
-// whatever its own revision.
+// whatever its own revision; or, for an agent of the stateless revision,
+// hands each round to its caller (Rounds), so that nothing is held.
 
 // maxRounds bounds the rounds of one call, as the SDK's client does.
 const maxRounds = 10
@@ -50,6 +51,22 @@ type callParams struct {
 	RequestState   string                     `json:"requestState,omitempty"`
 }
 
+// Rounds carries a call's rounds to and from its caller instead of
+// answering them: Answers and State (the agent's retry) go with the
+// first request, and a round the server asks for comes back in Asked.
+type Rounds struct {
+	Answers map[string]json.RawMessage
+	State   string
+	Asked   *Round
+}
+
+// Round is an input_required result: the server's questions, each a
+// {"method","params"} object as the server wrote it, and its state.
+type Round struct {
+	Questions map[string]json.RawMessage
+	State     string
+}
+
 // StatelessMeta is the _meta every request of the stateless revision
 // carries: its version, the client and what the client declares.
 func StatelessMeta(info *mcp.Implementation, capabilities any) mcp.Meta {
@@ -64,8 +81,10 @@ func StatelessMeta(info *mcp.Implementation, capabilities any) mcp.Meta {
 // of s, whose _meta it carries (StatelessMeta), and returns the call's
 // result, answering the server's questions through h round by round.
 // schema is the tool's input schema, for the argument headers it asks
-// for. Errors are those of Call.
-func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallToolParams, schema json.RawMessage, h Handler, detach func(func())) (*mcp.CallToolResult, error) {
+// for. With pass set, a round the server asks for ends the call: its
+// result is empty and the round is in pass.Asked. Errors are those of
+// Call.
+func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallToolParams, schema json.RawMessage, h Handler, pass *Rounds, detach func(func())) (*mcp.CallToolResult, error) {
 	s.ID = ""
 	s.Header = http.Header{"Mcp-Name": {params.Name}}
 	args, _ := params.Arguments.(json.RawMessage)
@@ -75,6 +94,9 @@ func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallTo
 	p := callParams{Meta: mcp.Meta{}, Name: params.Name, Arguments: params.Arguments}
 	maps.Copy(p.Meta, s.Meta)
 	maps.Copy(p.Meta, params.Meta)
+	if pass != nil {
+		p.InputResponses, p.RequestState = pass.Answers, pass.State
+	}
 	named := renamed{h, id}
 	for round := 1; ; round++ {
 		rid := id
@@ -88,6 +110,16 @@ func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallTo
 		var head roundHead
 		if err := json.Unmarshal(raw, &head); err != nil {
 			return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+		}
+		if head.ResultType == "input_required" && pass != nil {
+			var asked struct {
+				Questions map[string]json.RawMessage `json:"inputRequests"`
+			}
+			if err := json.Unmarshal(raw, &asked); err != nil {
+				return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+			}
+			pass.Asked = &Round{Questions: asked.Questions, State: head.RequestState}
+			return &mcp.CallToolResult{}, nil
 		}
 		if head.ResultType != "input_required" {
 			var res mcp.CallToolResult

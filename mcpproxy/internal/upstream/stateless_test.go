@@ -1,5 +1,7 @@
 package upstream_test
 
+//lint:file-ignore SA1019 a server of the stateless revision may still ask for roots, which the SDK deprecates; relaying the question is the point.
+
 import (
 	"context"
 	"encoding/json"
@@ -85,7 +87,7 @@ func TestCallStatelessRunsTheRounds(t *testing.T) {
 		}
 		return wire.Response{Result: json.RawMessage(`{"action":"accept","content":{"extra":"as written"}}`)}
 	}}
-	res, err := upstream.CallStateless(context.Background(), statelessSession(url), "c1", &mcp.CallToolParams{Name: "two", Arguments: json.RawMessage(`{}`)}, nil, h, detachNow)
+	res, err := upstream.CallStateless(context.Background(), statelessSession(url), "c1", &mcp.CallToolParams{Name: "two", Arguments: json.RawMessage(`{}`)}, nil, h, nil, detachNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestCallStatelessFailsWithTheAgentsRefusal(t *testing.T) {
 	h := &asker{answer: func(wire.Incoming) wire.Response {
 		return wire.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "not offered"}}
 	}}
-	_, err := upstream.CallStateless(context.Background(), statelessSession(url), "c1", &mcp.CallToolParams{Name: "two", Arguments: json.RawMessage(`{}`)}, nil, h, detachNow)
+	_, err := upstream.CallStateless(context.Background(), statelessSession(url), "c1", &mcp.CallToolParams{Name: "two", Arguments: json.RawMessage(`{}`)}, nil, h, nil, detachNow)
 	if err == nil || !strings.Contains(err.Error(), "not offered") {
 		t.Fatalf("err = %v, want the agent's refusal", err)
 	}
@@ -123,7 +125,7 @@ func TestCallStatelessSendsArgumentHeaders(t *testing.T) {
 		ok     bool
 	}{{"with the tool's schema", schema, true}, {"without it", nil, false}} {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := upstream.CallStateless(context.Background(), statelessSession(url), "c1", &mcp.CallToolParams{Name: "routed", Arguments: json.RawMessage(`{"region":"eu-west é"}`)}, tt.schema, &asker{}, detachNow)
+			res, err := upstream.CallStateless(context.Background(), statelessSession(url), "c1", &mcp.CallToolParams{Name: "routed", Arguments: json.RawMessage(`{"region":"eu-west é"}`)}, tt.schema, &asker{}, nil, detachNow)
 			if tt.ok && (err != nil || res.Content[0].(*mcp.TextContent).Text != "eu-west é") {
 				t.Fatalf("call = %v, %v", res, err)
 			}
@@ -141,8 +143,43 @@ func BenchmarkCallStateless(b *testing.B) {
 	s := statelessSession(url)
 	schema := json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)
 	for b.Loop() {
-		if _, err := upstream.CallStateless(context.Background(), s, "c1", &mcp.CallToolParams{Name: "routed", Arguments: json.RawMessage(`{"region":"eu"}`)}, schema, &asker{}, detachNow); err != nil {
+		if _, err := upstream.CallStateless(context.Background(), s, "c1", &mcp.CallToolParams{Name: "routed", Arguments: json.RawMessage(`{"region":"eu"}`)}, schema, &asker{}, nil, detachNow); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// With Rounds, each round the server asks for goes to the caller, and
+// the caller's retry carries the answers and the server's state: the
+// same call, held by no one in between.
+func TestCallStatelessPassesTheRounds(t *testing.T) {
+	t.Parallel()
+	url := statelessServer(t)
+	h := &asker{}
+	call := func(pass *upstream.Rounds) *mcp.CallToolResult {
+		t.Helper()
+		res, err := upstream.CallStateless(context.Background(), statelessSession(url), "c1", &mcp.CallToolParams{Name: "two", Arguments: json.RawMessage(`{}`)}, nil, h, pass, detachNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := &upstream.Rounds{}
+	call(first)
+	if first.Asked == nil || first.Asked.State != "one" || !strings.Contains(string(first.Asked.Questions["name"]), `"elicitation/create"`) {
+		t.Fatalf("first round: %+v, want the server's question and state", first.Asked)
+	}
+	second := &upstream.Rounds{State: first.Asked.State, Answers: map[string]json.RawMessage{"name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)}}
+	call(second)
+	if second.Asked == nil || second.Asked.State != `two:{"name":"Ada"}` {
+		t.Fatalf("second round: %+v, want the roots question", second.Asked)
+	}
+	last := &upstream.Rounds{State: second.Asked.State, Answers: map[string]json.RawMessage{"roots": json.RawMessage(`{"roots":[{"uri":"file:///w"}]}`)}}
+	res := call(last)
+	if last.Asked != nil || res.Content[0].(*mcp.TextContent).Text != `two:{"name":"Ada"} file:///w` {
+		t.Fatalf("last round: %+v, %v", last.Asked, res.Content)
+	}
+	if len(h.asked) != 0 {
+		t.Errorf("the handler was asked %q, want nothing", h.asked)
 	}
 }
