@@ -22,6 +22,14 @@
 //	...
 //	err = gate.Admit(ctx, &approval.Call{Connection: "bank", Method: "POST", Path: "/pay", Arguments: body, …})
 //
+// The Gate keeps its holds (filed requests and verified approvals) in a
+// Store. The default MemoryStore forgets them at a restart and shares
+// them with no other process: a retry there files a new request. A fleet
+// shares one Store, so an approval granted through any replica lets
+// exactly its uses through across all of them. The Gate trusts a Store
+// only to count: it checks each approval it reads against the pinned
+// Keys, and the action id commits to the agent, subject and digest.
+//
 // The pinned Keys change only by the owner's KeysUpdate. It carries the
 // whole new set, signed by a passkey already pinned over KeysChallenge.
 // Keys.Apply accepts it only when newer, unexpired and for this gateway.

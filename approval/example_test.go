@@ -44,3 +44,36 @@ func ExampleGate() {
 	// <nil>
 	// true
 }
+
+// Two Gates sharing one Store, as replicas of a fleet share PostgreSQL's:
+// a call held by one and approved once passes on the other, once.
+func ExampleMemoryStore() {
+	owner := approvaltest.NewPasskey("idn.example", "https://idn.example")
+	keys := approvaltest.Keys("acme", owner)
+	d := &desk{statuses: map[string]approval.Status{}}
+	shared := &approval.MemoryStore{}
+	var replicas []*approval.Gate
+	for range 2 {
+		g, err := approval.New(approval.Config{Gateway: "ed25519:fleet-key", Desk: d, Keys: func() *approval.Keys { return keys }, Store: shared})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		replicas = append(replicas, g)
+	}
+	call := &approval.Call{Connection: "bank", Namespace: "agents", PublicKey: "ed25519:agent-key",
+		Method: "POST", Path: "/v1/payments", Arguments: []byte(`{"to":"bob","amount":"12.50"}`)}
+	var held *approval.RequiredError
+	fmt.Println(errors.As(replicas[0].Admit(context.Background(), call), &held))
+
+	req := d.filed[0]
+	g := approval.Grant{ActionID: req.ID, Gateway: req.Gateway, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Uses: 1}
+	d.set(req.ID, approval.Status{State: "approved", Uses: 1, Assertion: owner.Assert(approval.Challenge(g), approvaltest.Flags)})
+
+	fmt.Println(replicas[1].Admit(context.Background(), call))
+	fmt.Println(errors.As(replicas[0].Admit(context.Background(), call), &held))
+	// Output:
+	// true
+	// <nil>
+	// true
+}

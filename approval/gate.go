@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base32"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/idnhq/idn/errcode"
@@ -75,8 +73,12 @@ type Config struct {
 	// TTL is how long a request waits for the owner; zero means
 	// DefaultTTL.
 	TTL time.Duration
-	// MaxPending bounds the requests and approvals kept in memory; zero
-	// means DefaultMaxPending.
+	// Store keeps the holds: filed requests and their verified approvals.
+	// Nil means a MemoryStore of MaxPending holds, which a restart
+	// forgets and no other gateway sees: a retry there files anew.
+	Store Store
+	// MaxPending bounds the holds of the default MemoryStore; zero means
+	// DefaultMaxPending.
 	MaxPending int
 	// Logger receives refused approvals (never arguments). Nil discards.
 	Logger *slog.Logger
@@ -117,23 +119,29 @@ func (e *DeniedError) EnvelopeFields() map[string]any { return map[string]any{"a
 // ErrFile wraps a failure to file a request: 502 AUTH_ACTION_SUBMIT_FAILED.
 var ErrFile = errors.New("approval: cannot file the action request")
 
-// Gate lets a matching call through only on an approval of that very
-// call. Requests and approvals live in its memory: a restarted gateway,
-// or another instance of a fleet, files a new request rather than trust
-// one it did not file. It is safe for concurrent use.
-type Gate struct {
-	cfg    Config
-	mu     sync.Mutex
-	byCall map[[32]byte]*entry
-}
+// ErrStore wraps a failure of the hold Store: the call is refused (503
+// DATABASE_UNAVAILABLE), neither let through nor filed again.
+var ErrStore = errors.New("approval: hold store unavailable")
 
-// entry is one filed request and, once verified, its approval.
-type entry struct {
-	req      Request
-	approved bool
-	denied   bool
-	uses     int
-	until    time.Time // usable while now is before it
+// StoreError is a failure of the hold Store, answered 503
+// DATABASE_UNAVAILABLE. It wraps ErrStore and the Store's error.
+type StoreError struct{ Err error }
+
+func (e *StoreError) Error() string { return ErrStore.Error() + ": " + e.Err.Error() }
+
+// Unwrap returns ErrStore and the Store's error.
+func (e *StoreError) Unwrap() []error { return []error{ErrStore, e.Err} }
+
+// Code is DATABASE_UNAVAILABLE.
+func (e *StoreError) Code() errcode.Code { return errcode.DatabaseUnavailable }
+
+// Gate lets a matching call through only on an approval of that very
+// call. Its holds live in Config.Store: with a shared one, an approval
+// counts on every replica of a fleet and across restarts. It is safe for
+// concurrent use.
+type Gate struct {
+	cfg   Config
+	store Store
 }
 
 // New returns a Gate.
@@ -150,7 +158,11 @@ func New(cfg Config) (*Gate, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Gate{cfg: cfg, byCall: map[[32]byte]*entry{}}, nil
+	st := cfg.Store
+	if st == nil {
+		st = &MemoryStore{Max: cfg.MaxPending}
+	}
+	return &Gate{cfg: cfg, store: st}, nil
 }
 
 func (g *Gate) now() time.Time {
@@ -162,168 +174,125 @@ func (g *Gate) now() time.Time {
 
 // bindingOf names a call exactly: agent, subject and document (which holds
 // the connection, the target and the arguments).
-func bindingOf(c *Call, digest string) [32]byte {
+func bindingOf(c *Call, digest string) string {
 	h := sha256.New()
 	for _, f := range []string{c.Namespace, c.PublicKey, c.Subject, digest} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})
 	}
-	var b [32]byte
-	h.Sum(b[:0])
-	return b
+	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Admit returns nil when the call may go through now (and spends one use
-// of its approval), a *RequiredError while it waits, a *DeniedError once
-// the owner said no, and an error wrapping ErrFile when no request could
-// be filed. A malformed call (JSON with a repeated member) is refused.
+// Admit returns nil when the call may go through now, and spends one use
+// of its approval. It returns a *RequiredError while the call waits and a
+// *DeniedError once the owner said no. An error wrapping ErrFile means no
+// request could be filed; a *StoreError, that the Store failed. A
+// malformed call (JSON with a repeated member) is refused.
 func (g *Gate) Admit(ctx context.Context, c *Call) error {
 	doc, err := c.Document()
 	if err != nil {
 		return err
 	}
 	digest := Digest(doc)
-	key := bindingOf(c, digest)
+	binding := bindingOf(c, digest)
 	now := g.now()
-
-	g.mu.Lock()
-	e := g.byCall[key]
-	if e != nil && !now.Before(e.until) {
-		delete(g.byCall, key)
-		e = nil
+	h, err := g.store.Hold(ctx, binding)
+	if err != nil {
+		return &StoreError{err}
 	}
-	denied := e != nil && e.denied
-	if e != nil && e.approved {
-		e.uses--
-		if e.uses <= 0 {
-			delete(g.byCall, key)
-		}
-		g.mu.Unlock()
-		return nil
+	if h == nil || !h.Live(now) {
+		return g.file(ctx, binding, c, doc, digest, now)
 	}
-	g.mu.Unlock()
-
-	if e != nil {
-		if denied {
-			return &DeniedError{ActionID: e.req.ID}
-		}
-		return g.poll(ctx, key, e)
+	if h.ID != ActionID(h.Salt, binding) || h.Digest != digest {
+		// Only a writer of the Store moves a hold to another call.
+		g.cfg.Logger.WarnContext(ctx, "held action does not belong to its call: refused", "action_id", h.ID)
+		return &RequiredError{ActionID: h.ID, ExpiresAt: h.ExpiresAt}
 	}
-	return g.file(ctx, key, c, doc, digest, now)
+	a, err := g.approval(ctx, h)
+	if err != nil {
+		return err
+	}
+	ok, err := g.store.Spend(ctx, binding, h.ID, a)
+	if err != nil {
+		return &StoreError{err}
+	}
+	if !ok { // another call took the last use
+		return g.file(ctx, binding, c, doc, digest, now)
+	}
+	return nil
 }
 
-// file files a new request for the call.
-func (g *Gate) file(ctx context.Context, key [32]byte, c *Call, doc []byte, digest string, now time.Time) error {
-	req := Request{ID: newID(), Gateway: g.cfg.Gateway, Connection: c.Connection, Service: c.Service,
+// file files a new request for the call and keeps its hold. Calls filed
+// at once for one call keep one hold; the others' requests stay pending
+// at the control plane until they expire.
+func (g *Gate) file(ctx context.Context, binding string, c *Call, doc []byte, digest string, now time.Time) error {
+	salt := make([]byte, 16)
+	_, _ = rand.Read(salt)
+	req := Request{ID: ActionID(salt, binding), Gateway: g.cfg.Gateway, Connection: c.Connection, Service: c.Service,
 		Namespace: c.Namespace, PublicKey: c.PublicKey, AgentName: c.AgentName, Subject: c.Subject,
 		Target: c.Target(), Document: doc, Digest: digest, ExpiresAt: now.Add(g.cfg.TTL).Truncate(time.Second)}
 	if err := g.cfg.Desk.File(ctx, req); err != nil {
 		return fmt.Errorf("%w: %w", ErrFile, err)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.byCall) >= g.cfg.MaxPending {
-		g.sweep(now)
+	kept, err := g.store.Add(ctx, &Hold{Binding: binding, ID: req.ID, Salt: salt, Digest: digest, ExpiresAt: req.ExpiresAt}, now)
+	switch {
+	case errors.Is(err, ErrFile):
+		return err
+	case err != nil:
+		return &StoreError{err}
 	}
-	if len(g.byCall) >= g.cfg.MaxPending {
-		return fmt.Errorf("%w: %d requests already wait", ErrFile, len(g.byCall))
-	}
-	if prev := g.byCall[key]; prev != nil {
-		// A concurrent identical call filed first: keep one request.
-		return &RequiredError{ActionID: prev.req.ID, ExpiresAt: prev.req.ExpiresAt}
-	}
-	g.byCall[key] = &entry{req: req, until: req.ExpiresAt}
-	return &RequiredError{ActionID: req.ID, ExpiresAt: req.ExpiresAt}
+	return &RequiredError{ActionID: kept.ID, ExpiresAt: kept.ExpiresAt}
 }
 
-// poll asks the desk about a request this gateway filed and believes an
-// approval only once its assertion verifies for this very request.
-func (g *Gate) poll(ctx context.Context, key [32]byte, e *entry) error {
-	waiting := &RequiredError{ActionID: e.req.ID, ExpiresAt: e.req.ExpiresAt}
-	st, err := g.cfg.Desk.Status(ctx, e.req.ID)
+// approval returns the hold's approval once it verifies for this very
+// request: the one kept with the hold, or else the control plane's.
+func (g *Gate) approval(ctx context.Context, h *Hold) (*Approval, error) {
+	if h.Approval != nil {
+		err := g.verify(h, h.Approval)
+		if err == nil {
+			return h.Approval, nil
+		}
+		// A Store holds only approvals a Gate verified: ask the desk again.
+		g.cfg.Logger.WarnContext(ctx, "kept approval refused", "action_id", h.ID, "error", err)
+	}
+	waiting := &RequiredError{ActionID: h.ID, ExpiresAt: h.ExpiresAt}
+	st, err := g.cfg.Desk.Status(ctx, h.ID)
 	if err != nil {
-		g.cfg.Logger.WarnContext(ctx, "action status unavailable", "action_id", e.req.ID, "error", err)
-		return waiting
+		g.cfg.Logger.WarnContext(ctx, "action status unavailable", "action_id", h.ID, "error", err)
+		return nil, waiting
 	}
 	switch st.State {
 	case "denied":
-		g.mu.Lock()
-		if g.byCall[key] == e {
-			e.denied = true
-		}
-		g.mu.Unlock()
-		return &DeniedError{ActionID: e.req.ID}
+		return nil, &DeniedError{ActionID: h.ID}
 	case "approved":
 	default:
-		return waiting
+		return nil, waiting
 	}
-	until, err := g.verify(e.req, st)
-	if err != nil {
-		g.cfg.Logger.WarnContext(ctx, "action approval refused", "action_id", e.req.ID, "error", err)
-		return waiting
+	a := &Approval{Uses: st.Uses, Until: st.Until, Assertion: st.Assertion}
+	if err := g.verify(h, a); err != nil {
+		g.cfg.Logger.WarnContext(ctx, "action approval refused", "action_id", h.ID, "error", err)
+		return nil, waiting
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.byCall[key] != e || e.approved || e.denied {
-		// Another call verified it first; let Admit's accounting decide.
-		if g.byCall[key] == e && e.approved && e.uses > 0 {
-			e.uses--
-			if e.uses <= 0 {
-				delete(g.byCall, key)
-			}
-			return nil
-		}
-		return waiting
-	}
-	e.approved, e.uses, e.until = true, st.Uses-1, until
-	if e.uses <= 0 {
-		delete(g.byCall, key)
-	}
-	return nil
+	return a, nil
 }
 
-// verify checks an approval against the request as this gateway filed it
-// and returns when it stops being usable.
-func (g *Gate) verify(req Request, st Status) (time.Time, error) {
-	if st.Uses < 1 || st.Uses > MaxUses {
-		return time.Time{}, fmt.Errorf("approval: %d uses is out of range", st.Uses)
+// verify checks an approval against the hold as this gateway filed it,
+// at the Gate's current time.
+func (g *Gate) verify(h *Hold, a *Approval) error {
+	if a.Uses < 1 || a.Uses > MaxUses {
+		return fmt.Errorf("approval: %d uses is out of range", a.Uses)
 	}
-	until := req.ExpiresAt
-	if !st.Until.IsZero() {
-		if st.Until.After(req.ExpiresAt.Add(MaxWindow)) {
-			return time.Time{}, errors.New("approval: window is longer than allowed")
-		}
-		if st.Until.After(until) {
-			until = st.Until
-		}
+	if !a.Until.IsZero() && a.Until.After(h.ExpiresAt.Add(MaxWindow)) {
+		return errors.New("approval: window is longer than allowed")
 	}
-	if !g.now().Before(until) {
-		return time.Time{}, errors.New("approval: expired")
+	if !g.now().Before((&Hold{ExpiresAt: h.ExpiresAt, Approval: a}).End()) {
+		return errors.New("approval: expired")
 	}
 	var keys *Keys
 	if g.cfg.Keys != nil {
 		keys = g.cfg.Keys()
 	}
-	challenge := Challenge(Grant{ActionID: req.ID, Gateway: req.Gateway, Digest: req.Digest,
-		ExpiresAt: req.ExpiresAt, Uses: st.Uses, Until: st.Until})
-	if err := keys.Verify(st.Assertion, challenge); err != nil {
-		return time.Time{}, err
-	}
-	return until, nil
-}
-
-// sweep drops expired entries; g.mu is held.
-func (g *Gate) sweep(now time.Time) {
-	for k, e := range g.byCall {
-		if !now.Before(e.until) {
-			delete(g.byCall, k)
-		}
-	}
-}
-
-// newID is a random action id: "act_" and 26 base32 characters (128 bits).
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "act_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	challenge := Challenge(Grant{ActionID: h.ID, Gateway: g.cfg.Gateway, Digest: h.Digest,
+		ExpiresAt: h.ExpiresAt, Uses: a.Uses, Until: a.Until})
+	return keys.Verify(a.Assertion, challenge)
 }

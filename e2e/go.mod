@@ -8,6 +8,7 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/idnhq/idn v0.0.0-00010101000000-000000000000
 	github.com/idnhq/idn/controlplane v0.0.0-00010101000000-000000000000
+	github.com/idnhq/idn/credvault/pgstore v0.0.0-00010101000000-000000000000
 	github.com/idnhq/idn/httpsig v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
@@ -80,5 +81,6 @@ require (
 replace (
 	github.com/idnhq/idn => ..
 	github.com/idnhq/idn/controlplane => ../controlplane
+	github.com/idnhq/idn/credvault/pgstore => ../credvault/pgstore
 	github.com/idnhq/idn/httpsig => ../httpsig
 )

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/admin"
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/identity"
@@ -47,6 +48,14 @@ type Config struct {
 	// pairs once (PairingFiles); IdentityHome only seeds the identity of
 	// a store that has none. The Gateway does not close it.
 	Store credvault.Store
+	// Holds keeps the calls held for their owner's approval and the
+	// approvals' remaining uses (approval.Store). Nil with Store nil means
+	// the SQLite file's, so a restart honours an approval. Nil with Store
+	// set means this process's memory: a retry on another replica, or
+	// after a restart, files a new request. A fleet gives every replica
+	// its shared store's (pgstore's Store.Holds), so an approval counts
+	// across them. The Gateway does not close it.
+	Holds approval.Store
 	// ControlPlaneURL is the control plane's base URL ("https://idn.example",
 	// IDN_REGISTRY_URL in cmd/gateway): the gateway reads the
 	// approved-claims feed there and files claims for callers it does not

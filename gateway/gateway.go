@@ -200,8 +200,13 @@ func (g *Gateway) wire() error {
 	// against the owner's passkeys pinned at pairing.
 	var gate *approval.Gate
 	if c.ControlPlaneURL != "" {
+		holds := c.Holds
+		if holds == nil && g.ownStore != nil {
+			holds = g.ownStore.Holds()
+		}
 		if gate, err = approval.New(approval.Config{Gateway: g.identity.PublicKeyString(),
-			Desk: &approval.HTTPDesk{BaseURL: c.ControlPlaneURL, Client: &submissions}, Keys: g.ownerKeys, Logger: c.Logger}); err != nil {
+			Desk: &approval.HTTPDesk{BaseURL: c.ControlPlaneURL, Client: &submissions}, Keys: g.ownerKeys, Store: holds,
+			Logger: c.Logger}); err != nil {
 			return err
 		}
 	}
@@ -362,7 +367,16 @@ func (g *Gateway) openNonces(reg prometheus.Registerer) (httpsig.NonceChecker, e
 // prefix with http.StripPrefix it works unchanged: signatures are checked
 // against the request-target as received, so agents sign the URL they
 // call, prefix included.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+//
+// While the gateway drains, each answer closes its connection, so a load
+// balancer's pooled connections end one by one instead of being cut
+// while a request is on its way.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.draining.Load() {
+		w.Header().Set("Connection", "close")
+	}
+	g.handler.ServeHTTP(w, r)
+}
 
 // EndStreams ends the event streams (GET) of the MCP endpoint's sessions,
 // which would otherwise hold a graceful shutdown until its deadline; MCP

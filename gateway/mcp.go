@@ -147,7 +147,8 @@ func (s *mcpConnections) held(conn *mcpproxy.Connection, res *credvault.Resolved
 			call.AgentName = id.Name
 		}
 		err := s.approvals.Admit(ctx, call)
-		if code, ok := errcode.Of(err); err == nil || ok && (code == errcode.AuthActionApprovalRequired || code == errcode.AuthActionDenied) {
+		if code, ok := errcode.Of(err); err == nil || ok && (code == errcode.AuthActionApprovalRequired || code == errcode.AuthActionDenied ||
+			code == errcode.DatabaseUnavailable) {
 			return err
 		}
 		if errors.Is(err, approval.ErrDuplicateKey) {

@@ -4,6 +4,15 @@
 // input_schema, and calls tools over the streamable HTTP transport (MCP
 // 2025-03-26 and later) using github.com/modelcontextprotocol/go-sdk.
 //
+// It is two parts, split by what they do. The call engine
+// (internal/engine) keeps each connection's upstream sessions, discovery
+// cache, breaker and rate limit, and runs discover, list, call and probe
+// with every check; the REST tool routes (handler.go) and both eras of
+// the MCP endpoint share it. The relay endpoint (internal/relay) is
+// /mcp/{connection_id}: each era's wire, reaching upstream through the
+// engine only. This package composes them: Config, Options, Proxy, and
+// the names of the engine's public types.
+//
 // The routes, answers and error codes are listed in docs/gateway.md; how
 // the parts behave:
 //
@@ -35,17 +44,17 @@
 //     Everything else uses the go-sdk's client session.
 //   - Upstream eras: a connection's first session lets the SDK's client
 //     find the server's era (server/discover, then initialize), and the
-//     connection remembers it (era.go). A server offering 2026-07-28 is
-//     spoken to statelessly: the SDK's client holds no session upstream,
-//     and tools/call goes through upstream.CallStateless, which carries
-//     the server's input_required rounds as JSON (the agent's answers
-//     go back as written, which the SDK's client would read and
-//     re-encode) and asks each question through the call's relay: on a
-//     2025 agent's session stream, or as a stateless agent's round.
-//     A stateless agent gets a stateless server's rounds as the server
-//     wrote them, its requestState sealed to the caller and tool, so the
-//     gateway holds nothing between rounds (passthrough.go).
-//     Other servers keep pooled 2025-era sessions.
+//     connection remembers it (engine's era.go). A server offering
+//     2026-07-28 is spoken to statelessly: the SDK's client holds no
+//     session upstream, and tools/call goes through
+//     upstream.CallStateless, which carries the server's input_required
+//     rounds as JSON (the agent's answers go back as written, which the
+//     SDK's client would read and re-encode) and asks each question
+//     through the call's relay: on a 2025 agent's session stream, or as
+//     a stateless agent's round. A stateless agent gets a stateless
+//     server's rounds as the server wrote them, its requestState sealed
+//     to the caller and tool, so the gateway holds nothing between rounds
+//     (relay's passthrough.go). Other servers keep 2025-era sessions.
 //   - Retries: only network timeouts and upstream 429/502/503/504, bounded,
 //     with full-jitter exponential backoff; never a tools/call whose request
 //     was completely sent before a timeout.
@@ -59,7 +68,7 @@
 //   - MCP endpoint: /mcp/{connection_id} also speaks the MCP Streamable HTTP
 //     transport (POST, GET, DELETE; the go-sdk's server side), so MCP
 //     clients use the gateway as an MCP server that relays the upstream
-//     one (relay.go; package mirror decides what passes): each agent
+//     one (package relay; package mirror decides what passes): each agent
 //     session has an upstream session of its own, opened at its
 //     initialize by a client that declares what the agent declared
 //     (sampling, elicitation, roots) and asks for the agent's protocol
@@ -75,21 +84,21 @@
 //     refusals as JSON-RPC errors whose data.code is the REST code. A
 //     tools/call without a progress token, from an agent that declared
 //     neither sampling nor elicitation, is answered by the endpoint itself
-//     with one JSON body (direct.go, reading with package wire); the
+//     with one JSON body (relay's direct.go, reading with package wire); the
 //     rest goes through the SDK's server, whose event streams carry a
 //     call's notifications and the server's requests before its result.
 //     An elicitation's answer is carried past the SDK as the agent wrote
 //     it (mirror.Answers): the SDK's server and client would check it
 //     against the requested schema and fill in its defaults.
 //     Tasks (MCP 2025-11-25), which the SDK has no model of, are carried
-//     as JSON where the upstream offers them (tasks.go): task-augmented
+//     as JSON where the upstream offers them (relay's tasks.go): task-augmented
 //     calls take a plain call's checks, and each task belongs to the
 //     agent session that created it, whatever the server allows, and so
 //     do its status and progress notifications. The client side of tasks
 //     (the agent's tasks a server creates and polls) is relayed as JSON
 //     on the agent's own stream, each task bound to its agent session and
 //     upstream session (package clienttasks).
-//     Both fast paths (direct.go and upstream.Call) are held to the SDK's
+//     Both fast paths (relay's direct.go and upstream.Call) are held to the SDK's
 //     server and client by a contract test that runs one conversation
 //     through every combination and compares it message by message;
 //     bench/README.md has what they save. Cancellation
@@ -109,14 +118,15 @@
 //   - Stateless revision: a POST without a session whose version is
 //     2026-07-28 (header or _meta) goes to the SDK's stateless handler,
 //     served by the same dispatch on a lane, an upstream client per
-//     caller, connection and declared capabilities (stateless.go): a
-//     pooled session to a 2025-era server, none to a stateless one. The server's requests during a call become
+//     caller, connection and declared capabilities (relay's
+//     stateless.go): a pooled session to a 2025-era server, none to a
+//     stateless one. The server's requests during a call become
 //     input_required rounds (package rounds), carried as JSON: the SDK
 //     has no way to return them from a middleware, nor to mark a result
 //     complete, and its types would rewrite the server's params. A
 //     first call without progress is answered directly, as direct.go
 //     answers a session's. Mcp-Method and Mcp-Name must match the body
-//     (routing.go), in both revisions.
+//     (relay's routing.go), in both revisions.
 //   - Bounds on the server: at most hold.PerSession of its requests are
 //     answered at once per agent session, hold.PerConnection per
 //     connection, the rest dropped; each answer is posted within
@@ -129,7 +139,8 @@
 // extensions) and turns into a Connection per lookup.
 //
 // The parts that stand alone are packages of their own: toolpolicy and
-// mcpsettings for users; under internal/, upstream (the retrying transport
+// mcpsettings for users; under internal/, engine and relay (above),
+// upstream (the retrying transport
 // and the exchanges), wire (the fast paths' JSON-RPC messages), mirror
 // (what an agent session sees of its upstream session), tasks and
 // clienttasks (what it keeps of tasks), rounds (the stateless
@@ -138,8 +149,9 @@
 // numbered, kept events), pool (the sessions' table and shares), scrub
 // (secret removal), arguments (argument validation), limit (breaker, rate
 // limit and their defaults) and metrics. Policy, SubjectPolicy, Decision, Source, Settings,
-// SettingsError, Discovery, Tool, ToolAnnotations and ArgumentFailure are
-// aliases of their types.
+// SettingsError, Discovery, Tool and ToolAnnotations are aliases of their
+// types; Connection, ConnectionSource, ToolPins, ToolList, CallResult,
+// ServerInfo, Refresh, SessionState and the errors are the engine's.
 //
 // The gateway owns authentication: Handler reads the already verified
 // caller through Config.Caller and never looks at signatures itself.

@@ -9,6 +9,7 @@ import (
 	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/mcpevent"
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 )
 
 // Handler returns the http.Handler of the MCP runtime routes:
@@ -24,7 +25,7 @@ import (
 // (checked as the call route checks, with progress and cancellation passed
 // through), and resources and prompts when the connection exposes them;
 // requests of the stateless revision (2026-07-28) need no session
-// (stateless.go). A session belongs to the caller (namespace, key and subject) and the
+// (package relay). A session belongs to the caller (namespace, key and subject) and the
 // connection it was opened for: any other request naming its id is 404
 // MCP_SESSION_NOT_FOUND. Sessions end after SessionIdleTimeout without a
 // request; a caller opening one past its share (MaxSessionsPerKey,
@@ -35,7 +36,7 @@ import (
 // Mount it at "/mcp/" behind the gateway's signed pipeline; it reads the
 // caller with Config.Caller and the connection with Config.Connections.
 // Every error outside an MCP session is the shared JSON envelope (see
-// toAPIError).
+// engine.ToAPIError).
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
@@ -53,48 +54,18 @@ func (p *Proxy) Handler() http.Handler {
 // begin authenticates the request and resolves its connection and refresh
 // mode; on failure it has written the answer and returns ok=false.
 func (p *Proxy) begin(w http.ResponseWriter, r *http.Request) (caller mcpevent.Caller, conn *Connection, refresh Refresh, ok bool) {
-	if caller, ok = p.authenticated(w, r); !ok {
+	if caller, ok = p.eng.Authenticated(w, r); !ok {
 		return mcpevent.Caller{}, nil, "", false
 	}
 	refresh, err := ParseRefresh(r.URL.Query().Get("refresh"), RefreshAuto)
 	if err != nil {
-		apierror.Write(w, r, toAPIError(err))
+		apierror.Write(w, r, engine.ToAPIError(err))
 		return mcpevent.Caller{}, nil, "", false
 	}
-	if conn, ok = p.connection(w, r); !ok {
+	if conn, ok = p.eng.Connection(w, r); !ok {
 		return mcpevent.Caller{}, nil, "", false
 	}
 	return caller, conn, refresh, true
-}
-
-// authenticated returns the request's caller; on failure it has written
-// the answer.
-func (p *Proxy) authenticated(w http.ResponseWriter, r *http.Request) (mcpevent.Caller, bool) {
-	if p.caller == nil || p.sources == nil {
-		apierror.Write(w, r, apierror.Coded(errcode.AuthForbidden, "mcpproxy: handler is not configured with a caller and a connection source"))
-		return mcpevent.Caller{}, false
-	}
-	caller, err := p.caller(r)
-	if err != nil {
-		ae := apierror.Coded(errcode.AuthForbidden, "mcpproxy: caller not authenticated")
-		if code, ok := errcode.Of(err); ok {
-			ae = apierror.Coded(code, err.Error())
-		}
-		apierror.Write(w, r, ae)
-		return mcpevent.Caller{}, false
-	}
-	return caller, true
-}
-
-// connection resolves the request's connection; on failure it has written
-// the answer.
-func (p *Proxy) connection(w http.ResponseWriter, r *http.Request) (*Connection, bool) {
-	conn, err := p.sources.MCPConnection(r.Context(), r.PathValue("connection_id"))
-	if err != nil {
-		apierror.Write(w, r, toAPIError(err))
-		return nil, false
-	}
-	return conn, true
 }
 
 func (p *Proxy) serveTools(w http.ResponseWriter, r *http.Request) {
@@ -102,8 +73,8 @@ func (p *Proxy) serveTools(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	list, err := p.Tools(r.Context(), conn, caller.Subject, refresh)
-	p.decide(r.Context(), conn, caller, "tools/list", "", outcome(err), err)
+	list, err := p.eng.Tools(r.Context(), conn, caller.Subject, refresh)
+	p.eng.Decide(r.Context(), conn, caller, "tools/list", "", engine.Outcome(err), err)
 	p.reply(w, r, list, err)
 }
 
@@ -112,7 +83,7 @@ func (p *Proxy) serveExplain(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := p.Explain(r.Context(), conn, caller.Subject, r.PathValue("tool"), refresh)
+	d, err := p.eng.Explain(r.Context(), conn, caller.Subject, r.PathValue("tool"), refresh)
 	p.reply(w, r, d, err)
 }
 
@@ -121,7 +92,7 @@ func (p *Proxy) serveCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.eng.MaxBody()))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -131,13 +102,13 @@ func (p *Proxy) serveCall(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, apierror.Coded(errcode.ValidationError, "mcpproxy: reading request body failed"))
 		return
 	}
-	res, err := p.Call(r.Context(), conn, caller, r.PathValue("tool"), body, refresh)
+	res, err := p.eng.Call(r.Context(), conn, caller, r.PathValue("tool"), body, refresh)
 	p.reply(w, r, res, err)
 }
 
 func (p *Proxy) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
 	if err != nil {
-		apierror.Write(w, r, toAPIError(err))
+		apierror.Write(w, r, engine.ToAPIError(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -44,7 +44,7 @@ func (h *Handler) holdForApproval(r *http.Request, rt route, c *credvault.Connec
 		return nil
 	}
 	e := actionRefusal(err)
-	if e.code == errcode.AuthActionSubmitFailed {
+	if e.code == errcode.AuthActionSubmitFailed || e.code == errcode.DatabaseUnavailable {
 		h.logger.WarnContext(r.Context(), "action request not filed", "request_id", apierror.RequestIDFrom(r.Context()),
 			"connection_id", c.ID, "code", e.code.String(), "error", err)
 	}
@@ -52,8 +52,8 @@ func (h *Handler) holdForApproval(r *http.Request, rt route, c *credvault.Connec
 }
 
 // actionRefusal is the answer to a call the approval gate held: the
-// request's id and expiry while it waits, the denial, or why none was
-// filed. The arguments are never part of it.
+// request's id and expiry while it waits, the denial, why none was filed,
+// or that the hold store failed. The arguments are never part of it.
 func actionRefusal(err error) *Error {
 	if req, ok := errors.AsType[*approval.RequiredError](err); ok {
 		e := newError(errcode.AuthActionApprovalRequired, err)
@@ -64,6 +64,9 @@ func actionRefusal(err error) *Error {
 		e := newError(errcode.AuthActionDenied, err)
 		e.extra = map[string]any{"action_id": den.ActionID}
 		return e
+	}
+	if errors.Is(err, approval.ErrStore) {
+		return newError(errcode.DatabaseUnavailable, err)
 	}
 	if errors.Is(err, approval.ErrDuplicateKey) {
 		e := newError(errcode.ValidationError, err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idnhq/idn/credvault/pgstore"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/kit/buildinfo"
 	"github.com/idnhq/idn/kit/envconf"
@@ -48,12 +49,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	gcPercent := tuneGC(s.gogc)
 	memoryLimit := tuneMemory(s.memoryLimit, s.gomemlimit)
 	if s.databaseURL != "" {
-		st, closeStore, err := openStore(ctx, "", s.databaseURL)
+		st, err := pgstore.Open(ctx, pgstore.Config{URL: s.databaseURL})
 		if err != nil {
 			return err
 		}
-		defer closeStore()
-		s.gateway.Store = st
+		defer st.Close()
+		// The held calls and approvals live beside the connections, so an
+		// approval counts on every replica.
+		s.gateway.Store, s.gateway.Holds = st, st.Holds()
 	}
 	if s.redisURL != "" {
 		redis.SetLogger(redisLog{logger}) // its own lines would break the JSON log
@@ -128,10 +131,11 @@ func serve(ctx context.Context, gw *gateway.Gateway, ln net.Listener, delay, tim
 		return err
 	case <-ctx.Done():
 	}
+	// From here each answer closes its connection (see Gateway.ServeHTTP).
+	// Turning keep-alives off on the server instead would close idle
+	// connections at once, racing a request the load balancer is sending
+	// on one: the request is verified, then its answer lost.
 	gw.Drain()
-	// Each answer closes its connection, so a load balancer's pooled
-	// ones end rather than carry a request into the shutdown.
-	srv.SetKeepAlivesEnabled(false)
 	logger.Info("gateway draining: not ready", "delay_seconds", delay.Seconds(), "timeout_seconds", timeout.Seconds())
 	select {
 	case err := <-errc:

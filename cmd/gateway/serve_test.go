@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -300,6 +301,28 @@ func TestServeDrainsNotReadyFirst(t *testing.T) {
 	}
 	waitFor(t, "the gateway to be ready", func() bool { code, _ := get("/health/ready"); return code == 200 })
 
+	// A load balancer's pooled connection, idle when the drain starts.
+	pooled, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pooled.Close()
+	pooledReader := bufio.NewReader(pooled)
+	onPooled := func() (*http.Response, error) {
+		if _, err := io.WriteString(pooled, "GET /proxy/api/work/fast HTTP/1.1\r\nHost: gw\r\n\r\n"); err != nil {
+			return nil, err
+		}
+		resp, err := http.ReadResponse(pooledReader, nil)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	if resp, err := onPooled(); err != nil || resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("a request on the pooled connection: %v %v", resp, err)
+	}
+
 	slow := make(chan string, 1)
 	go func() { _, body := get("/proxy/api/work/slow"); slow <- body }()
 	<-started
@@ -311,6 +334,11 @@ func TestServeDrainsNotReadyFirst(t *testing.T) {
 	}
 	if code, body := get("/health/ready"); code != 503 || !strings.Contains(body, `"drain":`) {
 		t.Fatalf("readiness while draining: %d %s, want 503 naming drain", code, body)
+	}
+	// The pooled connection was not cut under a request on its way: the
+	// next one is served, and its answer closes the connection.
+	if resp, err := onPooled(); err != nil || resp.StatusCode != 200 || !resp.Close {
+		t.Fatalf("a request on the pooled connection while draining: %v %v, want 200 closing it", resp, err)
 	}
 	// Within the delay a request that a load balancer still sends is served.
 	if code, body := get("/proxy/api/work/fast"); code != 200 || body != "answer" {

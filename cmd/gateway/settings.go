@@ -66,7 +66,7 @@ func readDataDir(r *envconf.Reader, getenv func(string) string) string {
 // database, if any.
 func readStore(r *envconf.Reader, getenv func(string) string, masterKeyFlag string) (dir string, key credvault.MasterKey, databaseURL string) {
 	dir = readDataDir(r, getenv)
-	databaseURL = r.Secret("GATEWAY_DATABASE_URL", "PostgreSQL URL of the credential store a fleet of gateways shares; "+
+	databaseURL = r.Secret("GATEWAY_DATABASE_URL", "PostgreSQL URL of the credential store and approval holds a fleet of gateways shares; "+
 		"empty keeps it in gateway.db in the data folder")
 	raw := r.Secret("GATEWAY_MASTER_KEY", "master key sealing the stored credentials: standard base64 of 32 random bytes (required)")
 	if masterKeyFlag != "" {

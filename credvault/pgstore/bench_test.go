@@ -3,11 +3,15 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/idnhq/idn/approval"
+	"github.com/idnhq/idn/approval/holdtest"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
 	"github.com/idnhq/idn/credvault/storetest"
@@ -92,6 +96,44 @@ func BenchmarkGatewayRequest(b *testing.B) {
 				gw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/proxy/up/x", nil))
 				if w.Code != http.StatusOK {
 					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReleaseHeldCall is what the store adds to a call the owner
+// approved: the hold's read and the use taken. Memory is the single
+// process's default; sqlite a restart-proof gateway's; postgres a fleet's.
+func BenchmarkReleaseHeldCall(b *testing.B) {
+	stores := map[string]func(b *testing.B) approval.Store{
+		"memory": func(*testing.B) approval.Store { return &approval.MemoryStore{} },
+		"sqlite": func(b *testing.B) approval.Store {
+			st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), sqlitestore.DefaultFileName))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st.Holds()
+		},
+		"postgres": func(b *testing.B) approval.Store { return open(b, testDatabase(b)).Holds() },
+	}
+	for _, name := range []string{"memory", "sqlite", "postgres"} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			st := stores[name](b)
+			h := holdtest.NewHold(strings.Repeat("ab", 32))
+			if _, err := st.Add(ctx, h, holdtest.Now); err != nil {
+				b.Fatal(err)
+			}
+			a := holdtest.Approved(math.MaxInt32)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := st.Hold(ctx, h.Binding); err != nil {
+					b.Fatal(err)
+				}
+				if ok, err := st.Spend(ctx, h.Binding, h.ID, a); err != nil || !ok {
+					b.Fatal(ok, err)
 				}
 			}
 		})

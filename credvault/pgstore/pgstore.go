@@ -8,6 +8,11 @@
 // each Vault keeps serving what it loaded, and writes fail with
 // credvault.ErrStoreUnavailable.
 //
+// Store.Holds keeps the fleet's calls held for their owner's approval
+// (approval.Store): a use taken on one replica is taken for all, durably.
+// PostgreSQL counts them, not Redis, whose restart or failover can bring
+// back a use already taken.
+//
 // It is a module of its own, so that a program that keeps its connections
 // elsewhere links no PostgreSQL driver.
 //

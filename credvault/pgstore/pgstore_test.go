@@ -346,7 +346,7 @@ func TestReplicasStartingTogetherMigrateOnce(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), "SELECT count(*), max(version) FROM credvault_schema").Scan(&rows, &version); err != nil {
 		t.Fatal(err)
 	}
-	if rows != 1 || version != 2 {
-		t.Fatalf("credvault_schema holds %d rows, version %d; want 1 row, version 2 (every migration)", rows, version)
+	if rows != 1 || version != 3 {
+		t.Fatalf("credvault_schema holds %d rows, version %d; want 1 row, version 3 (every migration)", rows, version)
 	}
 }

@@ -42,6 +42,21 @@ var migrations = []string{
 		connection_id TEXT PRIMARY KEY,
 		doc           BYTEA NOT NULL
 	);`,
+	// Holds of owner-approved actions (Store.Holds), shared by the fleet.
+	// Times are Unix nanoseconds, 0 for none.
+	`CREATE TABLE credvault_approval_holds (
+		binding    TEXT PRIMARY KEY,
+		id         TEXT NOT NULL,
+		salt       BYTEA NOT NULL,
+		digest     TEXT NOT NULL,
+		expires_ns BIGINT NOT NULL,
+		ends_ns    BIGINT NOT NULL,
+		uses       INTEGER NOT NULL DEFAULT 0,
+		until_ns   BIGINT NOT NULL DEFAULT 0,
+		assertion  TEXT,
+		spent      INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX credvault_approval_holds_ends ON credvault_approval_holds (ends_ns);`,
 }
 
 // migrateLock is the advisory lock key under which replicas starting

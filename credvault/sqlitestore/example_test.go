@@ -6,7 +6,10 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
 )
@@ -38,4 +41,36 @@ func ExampleOpen() {
 	r, _ := v.Lookup("github")
 	fmt.Println(r.Connection.ID, r.Connection.SecretVersion)
 	// Output: github 1
+}
+
+// A gateway's approval.Gate keeps its holds in the store file
+// (approval.Config.Store), so the gateway finds them after a restart.
+func ExampleStore_Holds() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "holds")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, sqlitestore.DefaultFileName)
+	st, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	binding, salt, now := strings.Repeat("ab", 32), []byte("a random salt"), time.Now()
+	held := &approval.Hold{Binding: binding, ID: approval.ActionID(salt, binding), Salt: salt,
+		Digest: strings.Repeat("cd", 32), ExpiresAt: now.Add(10 * time.Minute)}
+	if _, err := st.Holds().Add(ctx, held, now); err != nil {
+		log.Fatal(err)
+	}
+	st.Close()
+
+	st, err = sqlitestore.Open(ctx, path) // the gateway restarted
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	h, err := st.Holds().Hold(ctx, binding)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(h.ID == held.ID, h.Live(now))
+	// Output: true true
 }

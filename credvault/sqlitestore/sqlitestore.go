@@ -3,6 +3,9 @@
 // each write is one transaction, and every commit is visible to the other
 // process's Vault at its next poll.
 //
+// Store.Holds keeps the gateway's calls held for their owner's approval
+// (approval.Store) in the same file, so a restart honours an approval.
+//
 // It is the gateway's default store. A program that keeps its connections
 // elsewhere (credvault.MemoryStore, or a store of its own) does not import
 // it, and so links no SQL driver.
@@ -59,6 +62,21 @@ var migrations = []string{
 		connection_id TEXT PRIMARY KEY,
 		doc           BLOB NOT NULL
 	);`,
+	// Holds of owner-approved actions (Store.Holds), so that a restart
+	// honours an approval. Times are Unix nanoseconds, 0 for none.
+	`CREATE TABLE approval_holds (
+		binding    TEXT PRIMARY KEY,
+		id         TEXT NOT NULL,
+		salt       BLOB NOT NULL,
+		digest     TEXT NOT NULL,
+		expires_ns INTEGER NOT NULL,
+		ends_ns    INTEGER NOT NULL,
+		uses       INTEGER NOT NULL DEFAULT 0,
+		until_ns   INTEGER NOT NULL DEFAULT 0,
+		assertion  TEXT,
+		spent      INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX approval_holds_ends ON approval_holds (ends_ns);`,
 }
 
 // Store is a credvault.Store on one SQLite file in WAL mode, safe to share

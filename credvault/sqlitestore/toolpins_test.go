@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/idnhq/idn/approval/holdtest"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/credvault/sqlitestore"
 )
@@ -55,8 +57,8 @@ func TestToolPinsBesideTheConnection(t *testing.T) {
 	}
 }
 
-// A file of the first schema, written before tool pins existed, opens
-// with its connections and takes pins.
+// A file of the first schema, written before tool pins and holds existed,
+// opens with its connections and takes pins and holds.
 func TestMigratesAFileWithoutToolPins(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -69,7 +71,7 @@ func TestMigratesAFileWithoutToolPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"DROP TABLE tool_pins", "PRAGMA user_version = 1"} {
+	for _, q := range []string{"DROP TABLE tool_pins", "DROP TABLE approval_holds", "PRAGMA user_version = 1"} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +82,14 @@ func TestMigratesAFileWithoutToolPins(t *testing.T) {
 		t.Fatal("the connection is lost")
 	}
 	if err := old.UpdateToolPins(ctx, "x", func([]byte) ([]byte, error) { return []byte(`{}`), nil }); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Holds().Add(ctx, holdtest.NewHold(strings.Repeat("0", 64)), holdtest.Now); err != nil {
 		t.Fatal(err)
 	}
 }

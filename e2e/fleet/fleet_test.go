@@ -2,7 +2,8 @@
 // behind HAProxy, their nonces in a real redis-server, their connections
 // in one real PostgreSQL. It checks what a fleet promises: no replay
 // across replicas or restarts, a connection added on one replica served
-// by the other within a second, MCP sessions routed to their replica, no
+// by the other within a second, an owner's approval granted through one
+// replica spent once on the other, MCP sessions routed to their replica, no
 // request lost to a rolling restart, and none lost to a crash but those
 // in flight on the replica that died. Without redis-server, haproxy or
 // PostgreSQL (IDN_TEST_POSTGRES_URL, or Debian's postgresql for the
@@ -34,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/idnhq/idn/approval/approvaltest"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/credvault"
@@ -52,6 +54,8 @@ type fleet struct {
 	agent   *identity.Identity
 	bin     string // the gateway binary
 	up      string // the upstream's URL
+	key     credvault.MasterKey
+	desk    *approvaltest.Desk // the control plane's action routes
 
 	mu     sync.Mutex
 	orders map[string]int // order id → times the upstream took it
@@ -139,9 +143,16 @@ func startFleet(t testing.TB, delay time.Duration) *fleet {
 		t.Fatalf("building the gateway: %v\n%s", err, out)
 	}
 	f.agent, _ = identity.New("alice")
-	cp := claimcachetest.NewServer()
+	claims := claimcachetest.NewServer()
+	t.Cleanup(claims.Close)
+	claims.Approve(claimcache.Claim{Namespace: "alice", Service: "shop", PublicKey: f.agent.PublicKeyString()})
+	f.desk = &approvaltest.Desk{}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/gateways/actions", f.desk)
+	mux.Handle("/v1/gateways/actions/", f.desk)
+	mux.Handle("/", claims)
+	cp := httptest.NewServer(mux)
 	t.Cleanup(cp.Close)
-	cp.Approve(claimcache.Claim{Namespace: "alice", Service: "shop", PublicKey: f.agent.PublicKeyString()})
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var o struct{ ID string }
 		json.NewDecoder(r.Body).Decode(&o)
@@ -153,9 +164,10 @@ func startFleet(t testing.TB, delay time.Duration) *fleet {
 	t.Cleanup(upstream.Close)
 	f.up = upstream.URL
 	key, _ := credvault.GenerateMasterKey()
+	f.key = key
 	ports := map[string]string{"LB": freePort(t), "GATEWAY_A": freePort(t), "GATEWAY_B": freePort(t), "REDIS": freePort(t), "STATS": freePort(t)}
 	f.env = append(os.Environ(), "GATEWAY_BIN="+bin, "GATEWAY_MASTER_KEY="+key.Encode(), "IDN_REGISTRY_URL="+cp.URL,
-		"IDN_SERVICE_API_KEY="+cp.APIKey("shop"), "GATEWAY_ADMIN_ACCESS_MODE=loopback", "LOG_LEVEL=warn")
+		"IDN_SERVICE_API_KEY="+claims.APIKey("shop"), "GATEWAY_ADMIN_ACCESS_MODE=loopback", "LOG_LEVEL=warn")
 	if dbURL != "" {
 		f.env = append(f.env, "GATEWAY_DATABASE_URL="+dbURL)
 	}
@@ -359,6 +371,10 @@ func TestFleet(t *testing.T) {
 				t.Fatalf("through HAProxy: %d %s", status, code)
 			}
 		}
+	})
+
+	t.Run("an approval granted through a is spent on b, once", func(t *testing.T) {
+		f.approvalAcrossReplicas(t)
 	})
 
 	t.Run("an MCP session goes to its replica", func(t *testing.T) {

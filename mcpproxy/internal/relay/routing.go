@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 import (
 	"encoding/json"

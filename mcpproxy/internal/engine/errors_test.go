@@ -1,4 +1,4 @@
-package mcpproxy
+package engine
 
 import (
 	"errors"
@@ -34,9 +34,9 @@ func TestErrorTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := toAPIError(tt.err)
+			e := ToAPIError(tt.err)
 			if c := e.Code(); c.Status() != tt.status || c.String() != tt.code || e.RetryAfter != tt.retryAfter {
-				t.Errorf("toAPIError = %d %s %v, want %d %s %v", c.Status(), c, e.RetryAfter, tt.status, tt.code, tt.retryAfter)
+				t.Errorf("ToAPIError = %d %s %v, want %d %s %v", c.Status(), c, e.RetryAfter, tt.status, tt.code, tt.retryAfter)
 			}
 			if tt.name == "unknown error hides its text" && e.Message != errcode.UpstreamError.Message() {
 				t.Errorf("message = %q", e.Message)

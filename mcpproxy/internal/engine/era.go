@@ -1,4 +1,4 @@
-package mcpproxy
+package engine
 
 import (
 	"context"
@@ -22,6 +22,13 @@ import (
 // it would get directly; a server that refuses it is known to speak only
 // the stateless revision, and later sessions ask for that at once.
 
+// gatewayInfo names the gateway's client to a stateless server.
+var gatewayInfo = &mcp.Implementation{Name: "idn-gateway", Version: "1"}
+
+// Stateless reports whether st's server is known to offer the stateless
+// revision.
+func (st *Conn) Stateless() bool { return st.era.stateless.Load() }
+
 // era is what a connection's server was found to speak.
 type era struct {
 	stateless atomic.Bool // the server offers the stateless revision
@@ -37,7 +44,7 @@ func (e *era) version() string {
 	case e.stateless.Load():
 		return wire.Revision
 	case e.sessions.Load():
-		return upstreamProtocol
+		return UpstreamProtocol
 	}
 	return ""
 }
@@ -76,7 +83,7 @@ func (e *era) learn(asked string, cs *mcp.ClientSession) {
 // protocol, or for the connection's era when protocol is "", and learns
 // from it. A server that refuses the version asked for (a 400 during the
 // handshake) gets a second handshake in which the SDK's client picks.
-func (p *Proxy) connectEra(ctx context.Context, st *connState, hc *http.Client, endpoint string, client *mcp.Client, protocol string, events bool) (*mcp.ClientSession, *upstream.Trace, error) {
+func (p *Engine) connectEra(ctx context.Context, st *Conn, hc *http.Client, endpoint string, client *mcp.Client, protocol string, events bool) (*mcp.ClientSession, *upstream.Trace, error) {
 	asked := st.era.versionFor(protocol)
 	tctx, tr := upstream.WithTrace(ctx)
 	cs, err := p.connect(tctx, hc, endpoint, client, asked, events)
@@ -94,16 +101,19 @@ func (p *Proxy) connectEra(ctx context.Context, st *connState, hc *http.Client, 
 // statelessCall exchanges a tools/call with a server of the stateless
 // revision (upstream.CallStateless): its questions reach the agent of
 // relay as a session server's requests do, whatever the agent's revision.
-func (p *Proxy) statelessCall(ctx context.Context, st *connState, params *mcp.CallToolParams, schema []byte, relay *callRelay) (*mcp.CallToolResult, error) {
+func (p *Engine) statelessCall(ctx context.Context, st *Conn, params *mcp.CallToolParams, schema []byte, relay *CallRelay) (*mcp.CallToolResult, error) {
 	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
-	if relay != nil && relay.progress != nil {
+	if relay != nil && relay.Progress != nil {
 		params.SetProgressToken(id)
 	}
-	var caps any = declared{}
+	var caps any = struct{}{}
 	var pass *upstream.Rounds
-	if relay != nil {
-		caps, pass = relay.caps, relay.pass
+	if relay != nil && relay.Caps != nil {
+		caps = relay.Caps
 	}
-	s := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, Protocol: wire.Revision, Meta: upstream.StatelessMeta(serverInfo, caps)}
+	if relay != nil {
+		pass = relay.Pass
+	}
+	s := upstream.Session{Client: st.HTTPClient, Endpoint: st.CurrentEndpoint, Protocol: wire.Revision, Meta: upstream.StatelessMeta(gatewayInfo, caps)}
 	return upstream.CallStateless(ctx, s, id, params, schema, callHandler{st, relay, clienttasks.Upstream{Version: wire.Revision}}, pass, p.detach)
 }

@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 import (
 	"crypto/rand"
@@ -19,10 +19,10 @@ import (
 // maxReplicaName bounds Options.Replica, a DNS label's length.
 const maxReplicaName = 63
 
-// checkReplica refuses a replica name that is not 1-63 lower-case
+// CheckReplica refuses a replica name that is not 1-63 lower-case
 // letters, digits and inner hyphens. It must not contain the '.' that
 // ends it in a session id, and must be safe to echo in an error.
-func checkReplica(name string) error {
+func CheckReplica(name string) error {
 	if name == "" {
 		return nil
 	}
@@ -46,7 +46,7 @@ func validReplica(name string) bool {
 
 // newSessionID is a fresh session id naming this replica, if it has a
 // name.
-func (e *endpoint) newSessionID() string {
+func (e *Endpoint) newSessionID() string {
 	if e.replica == "" {
 		return rand.Text()
 	}
@@ -55,7 +55,7 @@ func (e *endpoint) newSessionID() string {
 
 // misdirected answers, and reports true, when this replica holds no
 // session id but id names another replica, which may.
-func (e *endpoint) misdirected(w http.ResponseWriter, r *http.Request, id string) bool {
+func (e *Endpoint) misdirected(w http.ResponseWriter, r *http.Request, id string) bool {
 	if e.replica == "" {
 		return false
 	}

@@ -1,9 +1,10 @@
-package mcpproxy
+package relay
 
 //lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/idnhq/idn/mcpevent"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 
 	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/errcode"
@@ -37,7 +39,7 @@ import (
 // breaker as the REST routes. Each agent session has a server of its own,
 // so what it advertises (resources, prompts) follows its connection, and
 // its id is known, and bound to its caller, before the SDK hands it out;
-// and an upstream session of its own (see upstreamSession).
+// and an upstream session of its own (see engine.Upstream).
 
 // sessionHeader carries the MCP session id (Streamable HTTP transport).
 const sessionHeader = "Mcp-Session-Id"
@@ -57,12 +59,12 @@ type agentSession struct {
 	server *mcp.Server
 	// conn is the connection as resolved by the latest HTTP request on the
 	// session, so policy changes apply to the next message.
-	conn atomic.Pointer[Connection]
+	conn atomic.Pointer[engine.Connection]
 	ss   atomic.Pointer[mcp.ServerSession]
 	// version is the protocol version the session's initialize settled on.
 	version atomic.Pointer[string]
 	// upstream is the session's own upstream session.
-	upstream upstreamSession
+	upstream engine.Upstream
 	// tools is the complete tool listing of the upstream session, which
 	// its calls are checked against; nil until listed, and again when the
 	// server says its tools changed.
@@ -118,9 +120,9 @@ func (s *agentSession) end(idle time.Duration) {
 	}
 }
 
-// endpoint serves /mcp/{connection_id}.
-type endpoint struct {
-	p    *Proxy
+// Endpoint serves /mcp/{connection_id}.
+type Endpoint struct {
+	eng  *engine.Engine
 	sdk  *mcp.StreamableHTTPHandler
 	idle time.Duration
 
@@ -129,20 +131,44 @@ type endpoint struct {
 
 	sessions *pool.Table[*agentSession]
 	wg       sync.WaitGroup // session watchers, lanes closing
-	replica  string         // Options.Replica, named in session ids
+	replica  string         // Config.Replica, named in session ids
 
 	lanes *lanes // what serves the stateless revision (stateless.go)
+
+	// SDKAgent, set by the tests only before the endpoint serves, turns
+	// the fast paths off: every message goes to the SDK's server (not
+	// direct.go). mcpproxy's paths_test.go holds the paths to one
+	// conversation with it.
+	SDKAgent bool
 }
 
 type openingKey struct{}
 
-func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
-	e := &endpoint{p: p, idle: idle, sessions: pool.NewTable[*agentSession](limits, p.metrics.Sessions, p.metrics.Evictions)}
+// Config is what the endpoint takes of mcpproxy.Options, with the same
+// zero values.
+type Config struct {
+	SessionIdleTimeout      time.Duration
+	MaxSessions             int
+	MaxSessionsPerKey       int
+	MaxSessionsPerNamespace int
+	Replica                 string
+}
+
+// New returns the endpoint, which calls through eng. cfg.Replica must
+// have passed CheckReplica.
+func New(eng *engine.Engine, cfg Config) *Endpoint {
+	limits := pool.NewLimits(cfg.MaxSessions, cfg.MaxSessionsPerKey, cfg.MaxSessionsPerNamespace)
+	e := &Endpoint{
+		eng:      eng,
+		idle:     cmp.Or(cfg.SessionIdleTimeout, 10*time.Minute),
+		sessions: pool.NewTable[*agentSession](limits, eng.Metrics.Sessions, eng.Metrics.Evictions),
+		replica:  cfg.Replica,
+	}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
 	e.lanes = newLanes(e)
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
-		MaxRequestBodyBytes: p.maxBody,
-		Logger:              p.log,
+		MaxRequestBodyBytes: eng.MaxBody(),
+		Logger:              eng.Log,
 		// The guard against DNS rebinding protects unauthenticated local
 		// servers; every request here is signed by an admitted caller and
 		// the session is bound to it, and the guard would refuse a gateway
@@ -156,19 +182,19 @@ func newEndpoint(p *Proxy, idle time.Duration, limits pool.Limits) *endpoint {
 // request is an initialize, else none, so that no session exists that
 // ServeHTTP did not reserve and bind. ServeHTTP passes the SDK no other
 // POST without a session.
-func (e *endpoint) server(r *http.Request) *mcp.Server {
+func (e *Endpoint) server(r *http.Request) *mcp.Server {
 	if s, ok := r.Context().Value(openingKey{}).(*agentSession); ok {
 		return s.server
 	}
 	return nil
 }
 
-func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	caller, ok := e.p.authenticated(w, r)
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	caller, ok := e.eng.Authenticated(w, r)
 	if !ok {
 		return
 	}
-	conn, ok := e.p.connection(w, r)
+	conn, ok := e.eng.Connection(w, r)
 	if !ok {
 		return
 	}
@@ -181,7 +207,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if s == nil || s.connID != conn.ID || s.caller != caller {
-			apierror.Write(w, r, toAPIError(ErrSessionNotFound))
+			apierror.Write(w, r, engine.ToAPIError(engine.ErrSessionNotFound))
 			return
 		}
 		e.sessions.Touch(s)
@@ -221,7 +247,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case upstream.Method(body) == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
-			apierror.Write(w, r, toAPIError(err))
+			apierror.Write(w, r, engine.ToAPIError(err))
 			return
 		}
 		defer e.settle(s)
@@ -246,7 +272,7 @@ var errNoSession = apierror.Coded(errcode.ValidationError,
 // serveStream serves a session's standalone SSE stream (GET). It lives as
 // long as the session, so it is exempt from the server's read timeout, and
 // it ends at EndStreams so a graceful shutdown does not wait for it.
-func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentSession) {
+func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentSession) {
 	if e.streams.Err() != nil {
 		// 405 tells a client this server offers no stream; it carries on
 		// with POST alone.
@@ -269,8 +295,8 @@ func (e *endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *agentS
 
 // readBody reads a POST's body within the size limit, leaving r.Body
 // readable from the start for the SDK.
-func (e *endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierror.Error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.p.maxBody))
+func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierror.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.eng.MaxBody()))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -287,11 +313,11 @@ func (e *endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *ap
 // Call it when a graceful shutdown starts (http.Server.RegisterOnShutdown):
 // the streams would otherwise hold the drain until its deadline. Sessions
 // and their POST requests are unaffected.
-func (p *Proxy) EndStreams() { p.endpoint.endStreams() }
+func (e *Endpoint) EndStreams() { e.endStreams() }
 
 // dispatch answers the methods the gateway serves itself; the rest
 // (initialize, whose version it notes, ping, notifications) are the SDK's.
-func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
+func (e *Endpoint) dispatch(s *agentSession) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			// The SDK hands its handlers the context of the request that
@@ -332,7 +358,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) {
 					return cs.ListResources(ctx, params)
 				})
 			case *mcp.ListResourceTemplatesRequest:
@@ -343,7 +369,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
 					return cs.ListResourceTemplates(ctx, params)
 				})
 			case *mcp.ReadResourceRequest:
@@ -351,7 +377,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.ReadResourceParams{URI: r.Params.URI}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
 					return cs.ReadResource(ctx, params)
 				})
 			case *mcp.ListPromptsRequest:
@@ -362,7 +388,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 				if r.Params != nil {
 					params.Cursor = r.Params.Cursor
 				}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) {
 					return cs.ListPrompts(ctx, params)
 				})
 			case *mcp.GetPromptRequest:
@@ -370,7 +396,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					return nil, mirror.NotExposed(method)
 				}
 				params := &mcp.GetPromptParams{Name: r.Params.Name, Arguments: r.Params.Arguments}
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
 					return cs.GetPrompt(ctx, params)
 				})
 			case *mcp.SubscribeRequest, *mcp.UnsubscribeRequest:
@@ -384,7 +410,7 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 					return nil, mirror.NotExposed(method)
 				}
 				params := r.Params
-				return passThrough(ctx, e.p, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+				return passThrough(ctx, e.eng, s, conn, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
 					return cs.Complete(ctx, params)
 				})
 			case *mcp.RootsListChangedRequest:
@@ -411,19 +437,21 @@ func (e *endpoint) dispatch(s *agentSession) mcp.Middleware {
 // (nil: nothing is relayed); cancelling ctx withdraws the upstream call.
 // A task-augmented call (task set; direct path only) is answered with the
 // task the server created, which becomes s's.
-func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, tool string, args []byte, task *tasks.Spec, relay *callRelay) (mcp.Result, error) {
-	res, err := e.p.callTool(ctx, conn, s.caller, tool, args, RefreshAuto, &sessionCall{
-		upstream: &s.upstream,
-		tools:    func(ctx context.Context, st *connState) (*catalog.Catalog, error) { return e.sessionTools(ctx, s, st) },
-		relay:    relay,
-		task:     task,
-		own: func(id string) {
+func (e *Endpoint) call(ctx context.Context, s *agentSession, conn *engine.Connection, tool string, args []byte, task *tasks.Spec, relay *engine.CallRelay) (mcp.Result, error) {
+	res, err := e.eng.CallTool(ctx, conn, s.caller, tool, args, engine.RefreshAuto, &engine.SessionCall{
+		Upstream: &s.upstream,
+		Tools: func(ctx context.Context, st *engine.Conn) (*catalog.Catalog, error) {
+			return e.sessionTools(ctx, s, st)
+		},
+		Relay: relay,
+		Task:  task,
+		Own: func(id string) {
 			for _, params := range s.tasks.Own(id, task.Token) {
 				e.taskNote(context.WithoutCancel(ctx), s, mcptasks.StatusMethod, params)
 			}
 		},
 	})
-	var ae *ArgumentsError
+	var ae *engine.ArgumentsError
 	if errors.As(err, &ae) && task == nil {
 		// As the go-sdk's own servers do: a tool error the model can read
 		// and correct, rather than a protocol error.
@@ -432,23 +460,23 @@ func (e *endpoint) call(ctx context.Context, s *agentSession, conn *Connection, 
 	if err != nil {
 		return nil, rpcError(ctx, err)
 	}
-	if res.task != nil {
-		return &mcptasks.Result{Raw: res.task}, nil
+	if res.Task() != nil {
+		return &mcptasks.Result{Raw: res.Task()}, nil
 	}
-	return &mcp.CallToolResult{Meta: res.meta, Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
+	return &mcp.CallToolResult{Meta: res.Meta(), Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 }
 
 // passThrough forwards one resources or prompts request upstream, on the
 // session's own upstream session, behind the connection's breaker, with secrets replaced in the answer.
-func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+func passThrough[R mcp.Result](ctx context.Context, p *engine.Engine, s *agentSession, conn *engine.Connection, op func(context.Context, *mcp.ClientSession) (R, error)) (mcp.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout())
 	defer cancel()
-	st, err := p.state(conn)
+	st, err := p.State(conn)
 	if err != nil {
 		return nil, rpcError(ctx, err)
 	}
 	var out R
-	err = p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = p.Guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		out, err = op(ctx, cs)
 		return err
@@ -456,9 +484,9 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 	if err != nil {
 		return nil, rpcError(ctx, err)
 	}
-	clean, err := scrub.Launder(st.scrubber.Load(), &out)
+	clean, err := scrub.Launder(st.Scrubber.Load(), &out)
 	if err != nil {
-		return nil, rpcError(ctx, &UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
+		return nil, rpcError(ctx, &engine.UpstreamError{ConnectionID: conn.ID, Message: "an answer that cannot be checked for secrets"})
 	}
 	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
@@ -466,14 +494,14 @@ func passThrough[R mcp.Result](ctx context.Context, p *Proxy, s *agentSession, c
 
 // forward sends one request without a result upstream, on the session's
 // own upstream session, behind the connection's breaker.
-func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connection, op func(context.Context, *mcp.ClientSession) error) error {
-	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+func (e *Endpoint) forward(ctx context.Context, s *agentSession, conn *engine.Connection, op func(context.Context, *mcp.ClientSession) error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.eng.Timeout())
 	defer cancel()
-	st, err := e.p.state(conn)
+	st, err := e.eng.State(conn)
 	if err != nil {
 		return rpcError(ctx, err)
 	}
-	if err := e.p.guarded(ctx, st, &s.upstream, op); err != nil {
+	if err := e.eng.Guarded(ctx, st, &s.upstream, op); err != nil {
 		return rpcError(ctx, err)
 	}
 	return nil
@@ -482,5 +510,5 @@ func (e *endpoint) forward(ctx context.Context, s *agentSession, conn *Connectio
 // rpcError turns an error of this package into a JSON-RPC error whose data
 // carries the stable code of the REST answer (wire.RPCError).
 func rpcError(ctx context.Context, err error) error {
-	return wire.RPCError(toAPIError(err), apierror.RequestIDFrom(ctx))
+	return wire.RPCError(engine.ToAPIError(err), apierror.RequestIDFrom(ctx))
 }

@@ -1,4 +1,4 @@
-package mcpproxy
+package engine
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 // and the circuit breaker, since the owner asks whether the server works
 // now. A failure is an *UpstreamError saying which step failed and how
 // (the HTTP status when one came), scrubbed, with what was learned.
-func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res mcpevent.Handshake, err error) {
-	st, err := p.state(conn)
+func (p *Engine) Probe(ctx context.Context, conn *Connection) (res mcpevent.Handshake, err error) {
+	st, err := p.State(conn)
 	if err != nil {
 		return mcpevent.Handshake{}, err
 	}
@@ -29,26 +29,26 @@ func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res mcpevent.Hands
 	defer func() {
 		if err != nil {
 			_, res.Status = tr.Snapshot()
-			msg := step + ": " + st.scrubber.Load().Scrub(err.Error())
+			msg := step + ": " + st.Scrubber.Load().Scrub(err.Error())
 			if res.Status >= 400 {
 				msg = fmt.Sprintf("%s: the MCP endpoint answered HTTP %d %s", step, res.Status, http.StatusText(res.Status))
 			}
-			p.log.WarnContext(ctx, "mcpproxy: MCP connection test failed", "connection_id", st.id, "error", msg)
-			err = &UpstreamError{ConnectionID: st.id, Message: msg}
+			p.Log.WarnContext(ctx, "mcpproxy: MCP connection test failed", "connection_id", st.ID, "error", msg)
+			err = &UpstreamError{ConnectionID: st.ID, Message: msg}
 		}
 	}()
 	// The probe's session is held to the bounds of any other, and what
 	// its server makes it hold ends with it.
-	held := hold.NewSession(hold.NewGate(hold.PerSession, st.asking, func() { p.refused(st) }), min(hold.ReplyTimeout, p.timeout))
+	held := hold.NewSession(hold.NewGate(hold.PerSession, st.Asking, func() { p.Refused(st) }), min(hold.ReplyTimeout, p.timeout))
 	defer held.End()
-	hc := &http.Client{Transport: held.Transport(st.httpClient.Transport), CheckRedirect: st.httpClient.CheckRedirect}
-	endpoint := st.currentEndpoint()
+	hc := &http.Client{Transport: held.Transport(st.HTTPClient.Transport), CheckRedirect: st.HTTPClient.CheckRedirect}
+	endpoint := st.CurrentEndpoint()
 	cs, tr, err := p.connectEra(ctx, st, hc, endpoint, p.client, "", false)
 	if err != nil {
 		return res, err
 	}
 	defer p.closeSession(cs)
-	sc := st.scrubber.Load()
+	sc := st.Scrubber.Load()
 	if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil {
 		res.ServerName, res.ServerVersion, res.ProtocolVersion = sc.Replace(init.ServerInfo.Name), sc.Replace(init.ServerInfo.Version), sc.Replace(init.ProtocolVersion)
 	}
@@ -56,7 +56,7 @@ func (p *Proxy) Probe(ctx context.Context, conn *Connection) (res mcpevent.Hands
 	var tctx context.Context
 	tctx, tr = upstream.WithTrace(ctx)
 	params := &mcp.ListToolsParams{}
-	for range maxToolPages {
+	for range MaxToolPages {
 		page, err := cs.ListTools(tctx, params)
 		if err != nil {
 			return res, err

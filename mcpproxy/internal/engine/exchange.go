@@ -1,4 +1,4 @@
-package mcpproxy
+package engine
 
 import (
 	"context"
@@ -18,42 +18,42 @@ import (
 // session the server no longer knows as an error wrapping
 // mcp.ErrSessionMissing. relay, when set, receives what the server sends
 // during the call. schema is the tool's input schema.
-func (p *Proxy) exchangeCall(ctx context.Context, st *connState, cs *mcp.ClientSession, params *mcp.CallToolParams, schema []byte, relay *callRelay) (*mcp.CallToolResult, error) {
+func (p *Engine) exchangeCall(ctx context.Context, st *Conn, cs *mcp.ClientSession, params *mcp.CallToolParams, schema []byte, relay *CallRelay) (*mcp.CallToolResult, error) {
 	ir := cs.InitializeResult()
 	switch {
-	case p.sdkUpstream:
+	case p.SDKUpstream:
 		return cs.CallTool(ctx, params)
 	case ir.ProtocolVersion >= wire.Revision:
 		return p.statelessCall(ctx, st, params, schema, relay)
 	}
 	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
-	if relay != nil && relay.progress != nil {
+	if relay != nil && relay.Progress != nil {
 		params.SetProgressToken(id)
 	}
-	s := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: cs.ID(), Protocol: ir.ProtocolVersion}
+	s := upstream.Session{Client: st.HTTPClient, Endpoint: st.CurrentEndpoint, ID: cs.ID(), Protocol: ir.ProtocolVersion}
 	return upstream.Call(ctx, s, id, params, callHandler{st, relay, clienttasks.Upstream{ID: s.ID, Version: s.Protocol}}, p.detach)
 }
 
 // detach runs f after the caller has gone; Close waits for it.
-func (p *Proxy) detach(f func()) {
+func (p *Engine) detach(f func()) {
 	p.wg.Go(f)
 }
 
 // callHandler is what an upstream call's event stream reaches: the call's
 // relay, with the connection's scrubber and the upstream session.
 type callHandler struct {
-	st    *connState
-	relay *callRelay
+	st    *Conn
+	relay *CallRelay
 	up    clienttasks.Upstream
 }
 
 // Enter takes a place for a request of the server: in the agent
 // session's hold, or for the REST routes the connection's.
 func (h callHandler) Enter() (leave func(), ok bool) {
-	if h.relay != nil && h.relay.hold != nil {
-		return h.relay.hold.Enter()
+	if h.relay != nil && h.relay.Hold != nil {
+		return h.relay.Hold.Enter()
 	}
-	return h.st.asking.Enter()
+	return h.st.Asking.Enter()
 }
 
 // Notify hands a notification of the call's stream to the relay.
@@ -61,7 +61,7 @@ func (h callHandler) Notify(id string, msg wire.Incoming) { h.relay.notification
 
 // Answer replies to a request the server sends during a call: ping is
 // answered; sampling, elicitation and roots are asked of the agent whose
-// call this is, when it offers them (relay.ask); anything else is a method
+// call this is, when it offers them (relay.Ask); anything else is a method
 // the gateway's client does not offer.
 func (h callHandler) Answer(ctx context.Context, msg wire.Incoming) wire.Response {
 	relay := h.relay
@@ -69,12 +69,12 @@ func (h callHandler) Answer(ctx context.Context, msg wire.Incoming) wire.Respons
 	switch {
 	case msg.Method == "ping":
 		reply.Result = struct{}{}
-	case relay != nil && relay.ask != nil:
-		res, err := relay.ask(clienttasks.WithUpstream(ctx, h.up), msg.Method, msg.Params)
+	case relay != nil && relay.Ask != nil:
+		res, err := relay.Ask(clienttasks.WithUpstream(ctx, h.up), msg.Method, msg.Params)
 		if err != nil {
 			var je *jsonrpc.Error
 			if !errors.As(err, &je) {
-				je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: h.st.scrubber.Load().Scrub(err.Error())}
+				je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: h.st.Scrubber.Load().Scrub(err.Error())}
 			}
 			reply.Error = je
 		} else {

@@ -1,9 +1,10 @@
-package mcpproxy
+package relay
 
 import (
 	"context"
 	"encoding/json"
 
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/rounds"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
@@ -25,9 +26,9 @@ var errNoCall = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcppro
 
 // passes reports whether conn's server is known to speak the stateless
 // revision.
-func (l *lanes) passes(conn *Connection) bool {
-	st, err := l.e.p.state(conn)
-	return err == nil && st.era.stateless.Load() && !l.e.p.sdkUpstream
+func (l *lanes) passes(conn *engine.Connection) bool {
+	st, err := l.e.eng.State(conn)
+	return err == nil && st.Stateless() && !l.e.eng.SDKUpstream
 }
 
 // passOwner binds a sealed state to who called which tool where.
@@ -43,13 +44,13 @@ func (l *lanes) resumePassed(ctx context.Context, s *agentSession, d declared, t
 	if !ok {
 		return nil, errNoCall
 	}
-	return l.pass(ctx, s, d, tool, args, &callRelay{hold: s.hold, caps: d}, &upstream.Rounds{Answers: answers, State: state})
+	return l.pass(ctx, s, d, tool, args, &engine.CallRelay{Hold: s.hold, Caps: d}, &upstream.Rounds{Answers: answers, State: state})
 }
 
 // pass runs one round of a call on a stateless server and returns its
 // result, or the server's next round for the agent.
-func (l *lanes) pass(ctx context.Context, s *agentSession, d declared, tool string, args json.RawMessage, relay *callRelay, rs *upstream.Rounds) (mcp.Result, error) {
-	relay.pass = rs
+func (l *lanes) pass(ctx context.Context, s *agentSession, d declared, tool string, args json.RawMessage, relay *engine.CallRelay, rs *upstream.Rounds) (mcp.Result, error) {
+	relay.Pass = rs
 	conn := s.conn.Load()
 	res, err := l.e.call(ctx, s, conn, tool, args, nil, relay)
 	if err != nil || rs.Asked == nil {
@@ -58,16 +59,16 @@ func (l *lanes) pass(ctx context.Context, s *agentSession, d declared, tool stri
 		}
 		return completed(res)
 	}
-	st, err := l.e.p.state(conn)
+	st, err := l.e.eng.State(conn)
 	if err != nil {
 		return nil, err
 	}
 	questions := make(map[string]rounds.Question, len(rs.Asked.Questions))
 	for id, raw := range rs.Asked.Questions {
-		clean, err := scrub.Launder(st.scrubber.Load(), &raw)
+		clean, err := scrub.Launder(st.Scrubber.Load(), &raw)
 		var q rounds.Question
 		if err != nil || json.Unmarshal(*clean, &q) != nil {
-			return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/call: an input request that cannot be checked for secrets"}
+			return nil, &engine.UpstreamError{ConnectionID: conn.ID, Message: "tools/call: an input request that cannot be checked for secrets"}
 		}
 		// As for a session: the agent is asked only what it declared.
 		if !offered(d, q.Method) {

@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -27,10 +28,10 @@ import (
 // A session whose agent offers sampling or elicitation has every plain
 // call served by the SDK, whose answer is an event stream that can carry
 // the server's requests; roots are asked for on the session's own stream.
-func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
+func (e *Endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSession, body []byte) bool {
 	version := s.version.Load()
 	relays := e.relaysTasks(s)
-	if !relays && (e.p.sdkAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
+	if !relays && (e.SDKAgent || s.asks.Load()) || s.ss.Load() == nil || version == nil {
 		return false
 	}
 	plain := wire.PlainPOST(r, *version)
@@ -57,7 +58,7 @@ func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSessio
 			return true
 		}
 		return false
-	case e.p.sdkAgent || s.asks.Load():
+	case e.SDKAgent || s.asks.Load():
 		return false
 	}
 	e.directCall(w, r, s, m)
@@ -66,7 +67,7 @@ func (e *endpoint) direct(w http.ResponseWriter, r *http.Request, s *agentSessio
 
 // directCall answers one tools/call as application/json. The call ends
 // when the client cancels it or goes away.
-func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSession, m wire.Message) {
+func (e *Endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSession, m wire.Message) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	id, key := m.ID, m.Key
@@ -79,12 +80,12 @@ func (e *endpoint) directCall(w http.ResponseWriter, r *http.Request, s *agentSe
 	defer s.calls.Untrack(key)
 	// What the server says or asks during the call goes to the session's
 	// own stream: this answer has none.
-	relay := &callRelay{
-		notify: func(method string, params mcp.Params) { e.tell(context.WithoutCancel(ctx), s, method, params) },
-		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	relay := &engine.CallRelay{
+		Notify: func(method string, params mcp.Params) { e.tell(context.WithoutCancel(ctx), s, method, params) },
+		Ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
-		tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
+		Tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
 	}
 	var task *tasks.Spec
 	if m.Call.Task != nil && e.relaysTasks(s) {

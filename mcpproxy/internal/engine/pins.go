@@ -1,4 +1,4 @@
-package mcpproxy
+package engine
 
 import (
 	"context"
@@ -24,16 +24,16 @@ type ToolPins interface {
 	Observe(ctx context.Context, connectionID string, listed []toolpin.Listed, complete bool) error
 }
 
-// pinKeeper is the proxy's side of Config.Pins: what it tells the pins
+// PinKeeper is the proxy's side of Config.Pins: what it tells the pins
 // of each listing, and what it asks them of each tool.
-type pinKeeper struct {
+type PinKeeper struct {
 	pins    ToolPins // nil: every tool passes
 	log     *slog.Logger
 	timeout time.Duration // of a seed's observation
 }
 
-// observe tells Config.Pins of c, a listing of connection id's tools.
-func (k pinKeeper) observe(ctx context.Context, id string, c *catalog.Catalog, complete bool) {
+// Observe tells Config.Pins of c, a listing of connection id's tools.
+func (k PinKeeper) Observe(ctx context.Context, id string, c *catalog.Catalog, complete bool) {
 	if k.pins == nil {
 		return
 	}
@@ -43,10 +43,10 @@ func (k pinKeeper) observe(ctx context.Context, id string, c *catalog.Catalog, c
 	}
 }
 
-// pinned returns whether the tools of connection id that c lists pass
+// Pinned returns whether the tools of connection id that c lists pass
 // its pins: a tool passes when it is pinned with the definition c has.
 // Without Config.Pins every tool passes.
-func (k pinKeeper) pinned(id string, c *catalog.Catalog) func(tool string) bool {
+func (k PinKeeper) Pinned(id string, c *catalog.Catalog) func(tool string) bool {
 	if k.pins == nil {
 		return func(string) bool { return true }
 	}
@@ -54,15 +54,18 @@ func (k pinKeeper) pinned(id string, c *catalog.Catalog) func(tool string) bool 
 	return func(tool string) bool { return rec.Allows(tool, c.Pin(tool).SHA256) }
 }
 
+// Keeps reports whether Config.Pins is set.
+func (k PinKeeper) Keeps() bool { return k.pins != nil }
+
 // seed observes seed, a discovery stored by an earlier run, as a
 // complete listing when connection id has no pins yet: that run read it.
 // Otherwise a gateway upgraded to pinning would hide every tool its REST
 // routes serve from the seed until the next discovery.
-func (k pinKeeper) seed(id string, seed *catalog.Catalog) {
+func (k PinKeeper) seed(id string, seed *catalog.Catalog) {
 	if seed == nil || k.pins == nil || !seed.Succeeded() || k.pins.Pins(id) != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
 	defer cancel()
-	k.observe(ctx, id, seed, true)
+	k.Observe(ctx, id, seed, true)
 }

@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/mcpevent"
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
@@ -20,17 +21,17 @@ import (
 
 // open reserves a session for caller on conn, with a fresh id and its own
 // server, evicting the caller's own sessions its shares have no room for.
-func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession, error) {
+func (e *Endpoint) open(conn *engine.Connection, caller mcpevent.Caller) (*agentSession, error) {
 	s := &agentSession{slot: pool.Slot{ID: e.newSessionID(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
 	s.conn.Store(conn)
 	// The server's requests take places in the session's gate and in its
 	// connection's (none when the connection cannot be reached).
 	var perConnection *hold.Gate
 	refused := func() {}
-	if st, err := e.p.state(conn); err == nil {
-		perConnection, refused = st.asking, func() { e.p.refused(st) }
+	if st, err := e.eng.State(conn); err == nil {
+		perConnection, refused = st.Asking, func() { e.eng.Refused(st) }
 	}
-	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, e.p.timeout))
+	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, e.eng.Timeout()))
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if conn.ExposeResources {
 		caps.Resources = &mcp.ResourceCapabilities{}
@@ -61,7 +62,7 @@ func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession
 		e.evict(v)
 	}
 	if !ok {
-		return nil, &RetryError{Err: ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
+		return nil, &engine.RetryError{Err: engine.ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
 	}
 	return s, nil
 }
@@ -69,7 +70,7 @@ func (e *endpoint) open(conn *Connection, caller mcpevent.Caller) (*agentSession
 // evict ends a session the table no longer holds: its SDK session is
 // closed, now or by settle when it has none yet, and its watcher then
 // closes its upstream session.
-func (e *endpoint) evict(s *agentSession) {
+func (e *Endpoint) evict(s *agentSession) {
 	if e.lanes.drop(s) {
 		return
 	}
@@ -84,14 +85,14 @@ func (e *endpoint) evict(s *agentSession) {
 // settle runs after the request that opened s: a session the SDK kept is
 // watched until it ends (idle timeout, DELETE, eviction, Close); anything
 // else (a refused or failed initialize) frees the reservation now.
-func (e *endpoint) settle(s *agentSession) {
+func (e *Endpoint) settle(s *agentSession) {
 	var ss *mcp.ServerSession
 	for x := range s.server.Sessions() {
 		ss = x
 	}
 	if ss == nil || ss.InitializeParams() == nil {
 		e.sessions.Remove(s)
-		e.p.endUpstream(&s.upstream)
+		e.eng.EndUpstream(&s.upstream)
 		s.hold.End()
 		return
 	}
@@ -115,7 +116,7 @@ func (e *endpoint) settle(s *agentSession) {
 		}
 		s.mu.Unlock()
 		e.sessions.Remove(s)
-		e.p.endUpstream(&s.upstream)
+		e.eng.EndUpstream(&s.upstream)
 		// What the server still makes it hold (answers being posted,
 		// event streams) ends with it.
 		s.hold.End()
@@ -127,8 +128,9 @@ func (e *endpoint) settle(s *agentSession) {
 	}
 }
 
-// closeAll ends every session and waits until all are gone.
-func (e *endpoint) closeAll() {
+// Close ends every session and waits until all are gone; the upstream
+// sessions are the engine's to close.
+func (e *Endpoint) Close() {
 	e.endStreams()
 	e.lanes.dropAll()
 	for _, s := range e.sessions.All() {

@@ -1,4 +1,4 @@
-package mcpproxy
+package engine
 
 import (
 	"context"
@@ -53,9 +53,16 @@ type CallResult struct {
 	task json.RawMessage
 }
 
+// Meta is the result's _meta, which the MCP endpoint passes on.
+func (r *CallResult) Meta() mcp.Meta { return r.meta }
+
+// Task is the server's answer to a task-augmented call: the task it
+// created, scrubbed. Nil for a plain call.
+func (r *CallResult) Task() json.RawMessage { return r.task }
+
 // lookup returns the connection's state and its discovery per refresh.
-func (p *Proxy) lookup(ctx context.Context, conn *Connection, refresh Refresh) (*connState, *catalog.Catalog, error) {
-	st, err := p.state(conn)
+func (p *Engine) lookup(ctx context.Context, conn *Connection, refresh Refresh) (*Conn, *catalog.Catalog, error) {
+	st, err := p.State(conn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,7 +72,7 @@ func (p *Proxy) lookup(ctx context.Context, conn *Connection, refresh Refresh) (
 
 // Discover returns the connection's full, unfiltered discovery, for the
 // admin discover route (whose default is RefreshForce).
-func (p *Proxy) Discover(ctx context.Context, conn *Connection, refresh Refresh) (Discovery, error) {
+func (p *Engine) Discover(ctx context.Context, conn *Connection, refresh Refresh) (Discovery, error) {
 	_, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		return Discovery{}, err
@@ -76,12 +83,12 @@ func (p *Proxy) Discover(ctx context.Context, conn *Connection, refresh Refresh)
 }
 
 // Tools returns the tools subject may see on conn.
-func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, refresh Refresh) (*ToolList, error) {
+func (p *Engine) Tools(ctx context.Context, conn *Connection, subject string, refresh Refresh) (*ToolList, error) {
 	_, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		return nil, err
 	}
-	pinned := p.pins.pinned(conn.ID, snap)
+	pinned := p.Pins.Pinned(conn.ID, snap)
 	tools := []Tool{}
 	for _, name := range conn.Policy.Filter(subject, snap.Names) {
 		if pinned(name) {
@@ -98,7 +105,7 @@ func (p *Proxy) Tools(ctx context.Context, conn *Connection, subject string, ref
 
 // Explain says whether subject may use tool on conn, and which rule
 // decided. A tool the server did not list is ErrToolNotFound.
-func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool string, refresh Refresh) (Decision, error) {
+func (p *Engine) Explain(ctx context.Context, conn *Connection, subject, tool string, refresh Refresh) (Decision, error) {
 	_, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		return Decision{}, err
@@ -107,7 +114,7 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 		return Decision{}, fmt.Errorf("%w: %q", ErrToolNotFound, tool)
 	}
 	d := conn.Policy.Explain(subject, tool, snap.Names)
-	if d.Allowed && !p.pins.pinned(conn.ID, snap)(tool) {
+	if d.Allowed && !p.Pins.Pinned(conn.ID, snap)(tool) {
 		return Decision{}, fmt.Errorf("%w: %q", ErrToolChanged, tool)
 	}
 	return d, nil
@@ -121,34 +128,34 @@ func (p *Proxy) Explain(ctx context.Context, conn *Connection, subject, tool str
 // (*ArgumentsError); the caller's namespace must be within the rate limit
 // and the breaker closed (*RetryError). Upstream failures are
 // *UpstreamError; a tool that runs and fails is a CallResult with IsError.
-func (p *Proxy) Call(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh) (*CallResult, error) {
-	return p.callTool(ctx, conn, caller, tool, body, refresh, nil)
+func (p *Engine) Call(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh) (*CallResult, error) {
+	return p.CallTool(ctx, conn, caller, tool, body, refresh, nil)
 }
 
-// sessionCall is where a call of the MCP endpoint runs: the agent
+// SessionCall is where a call of the MCP endpoint runs: the agent
 // session's own upstream session, the tools that session lists (a server
 // may offer each session other tools, e.g. by the capabilities its client
 // declared), and what to hand the agent of what the server sends during
 // the call.
-type sessionCall struct {
-	upstream *upstreamSession
-	tools    func(context.Context, *connState) (*catalog.Catalog, error)
-	relay    *callRelay
+type SessionCall struct {
+	Upstream *Upstream
+	Tools    func(context.Context, *Conn) (*catalog.Catalog, error)
+	Relay    *CallRelay
 	// task, when set, makes the call task-augmented; own is told the id
 	// of the task the server created.
-	task *tasks.Spec
-	own  func(taskID string)
+	Task *tasks.Spec
+	Own  func(taskID string)
 }
 
-// callTool is Call, on the agent session of sc when it is not nil (else
+// CallTool is Call, on the agent session of sc when it is not nil (else
 // on the connection's shared upstream session, checked against its
 // discovery, with nothing relayed).
-func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, error) {
+func (p *Engine) CallTool(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh, sc *SessionCall) (*CallResult, error) {
 	ctx, span := p.tracer.Start(ctx, "mcp.tool_call", oteltrace.SpanKindInternal)
 	defer span.End()
 	res, result, err := p.call(ctx, conn, caller, tool, body, refresh, sc)
-	p.metrics.Called(conn.ID, tool, result)
-	p.decide(ctx, conn, caller, "tools/call", tool, result, err)
+	p.Metrics.Called(conn.ID, tool, result)
+	p.Decide(ctx, conn, caller, "tools/call", tool, result, err)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.ConnectionID.String(conn.ID), attribute.String("mcp.tool.name", textcap.Clip(tool, textcap.Name)), attribute.String("mcp.result", result))
 		if err != nil {
@@ -158,19 +165,19 @@ func (p *Proxy) callTool(ctx context.Context, conn *Connection, caller mcpevent.
 	return res, err
 }
 
-func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh, sc *sessionCall) (*CallResult, string, error) {
+func (p *Engine) call(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh, sc *SessionCall) (*CallResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	if sc == nil {
-		sc = &sessionCall{}
+		sc = &SessionCall{}
 	}
-	var st *connState
+	var st *Conn
 	var snap *catalog.Catalog
 	var err error
-	if sc.tools == nil {
+	if sc.Tools == nil {
 		st, snap, err = p.lookup(ctx, conn, refresh)
-	} else if st, err = p.state(conn); err == nil {
-		snap, err = sc.tools(ctx, st)
+	} else if st, err = p.State(conn); err == nil {
+		snap, err = sc.Tools(ctx, st)
 	}
 	if err != nil {
 		if errors.Is(err, ErrCircuitOpen) {
@@ -189,7 +196,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Call
 	if d := conn.Policy.Explain(caller.Subject, tool, snap.Names); !d.Allowed {
 		return nil, metrics.CallFiltered, fmt.Errorf("%w: %q (%s)", ErrToolForbidden, tool, d.Source)
 	}
-	if !p.pins.pinned(conn.ID, snap)(tool) {
+	if !p.Pins.Pinned(conn.ID, snap)(tool) {
 		return nil, metrics.CallToolChanged, fmt.Errorf("%w: %q", ErrToolChanged, tool)
 	}
 	args, raw, err := arguments.Decode(body)
@@ -212,7 +219,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Call
 		}
 	}
 	var res *mcp.CallToolResult
-	if sc.task != nil {
+	if sc.Task != nil {
 		var created *CallResult
 		created, res, err = p.callAsTask(ctx, st, conn, tool, raw, sc)
 		if created != nil {
@@ -220,9 +227,9 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Call
 		}
 	} else {
 		params := &mcp.CallToolParams{Name: tool, Arguments: raw}
-		err = p.guarded(ctx, st, sc.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+		err = p.Guarded(ctx, st, sc.Upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 			var err error
-			res, err = p.exchangeCall(ctx, st, cs, params, snap.Tool(tool).InputSchema, sc.relay)
+			res, err = p.exchangeCall(ctx, st, cs, params, snap.Tool(tool).InputSchema, sc.Relay)
 			return err
 		})
 	}
@@ -232,7 +239,7 @@ func (p *Proxy) call(ctx context.Context, conn *Connection, caller mcpevent.Call
 		}
 		return nil, metrics.CallError, err
 	}
-	if res, err = scrub.Launder(st.scrubber.Load(), res); err != nil {
+	if res, err = scrub.Launder(st.Scrubber.Load(), res); err != nil {
 		return nil, metrics.CallError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
 	}
 	out := &CallResult{

@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 //lint:file-ignore SA1019 the agents of 2026-07-28 declare roots, which the SDK's 2025 types name RootsV2.
 
@@ -15,6 +15,7 @@ import (
 	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/internal/mcpnotify"
 	"github.com/idnhq/idn/mcpevent"
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/pool"
@@ -47,7 +48,7 @@ type laneKey struct {
 
 // lanes are the upstream sessions of stateless requests.
 type lanes struct {
-	e      *endpoint
+	e      *Endpoint
 	sdk    *mcp.StreamableHTTPHandler
 	rounds rounds.Table
 	sealer *rounds.Sealer // seals a stateless server's states (passthrough.go)
@@ -59,10 +60,10 @@ type lanes struct {
 
 type laneCtxKey struct{}
 
-func newLanes(e *endpoint) *lanes {
-	p := e.p
+func newLanes(e *Endpoint) *lanes {
+	p := e.eng
 	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}, sealer: rounds.NewSealer()}
-	l.rounds.Wait = p.timeout
+	l.rounds.Wait = p.Timeout()
 	l.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(laneCtxKey{}).(*agentSession); ok {
 			return s.server
@@ -70,8 +71,8 @@ func newLanes(e *endpoint) *lanes {
 		return nil
 	}, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
-		MaxRequestBodyBytes: p.maxBody,
-		Logger:              p.log,
+		MaxRequestBodyBytes: p.MaxBody(),
+		Logger:              p.Log,
 		// As for sessions (see newEndpoint): every request is signed.
 		DisableLocalhostProtection: true,
 	})
@@ -113,10 +114,10 @@ func stateless(r *http.Request, body []byte) (declared, bool) {
 
 // serve serves one request of the stateless revision on the
 // caller's lane.
-func (l *lanes) serve(w http.ResponseWriter, r *http.Request, conn *Connection, caller mcpevent.Caller, d declared, body []byte) {
+func (l *lanes) serve(w http.ResponseWriter, r *http.Request, conn *engine.Connection, caller mcpevent.Caller, d declared, body []byte) {
 	s, err := l.open(conn, caller, d)
 	if err != nil {
-		apierror.Write(w, r, toAPIError(err))
+		apierror.Write(w, r, engine.ToAPIError(err))
 		return
 	}
 	l.e.sessions.Touch(s)
@@ -131,7 +132,7 @@ func (l *lanes) serve(w http.ResponseWriter, r *http.Request, conn *Connection, 
 
 // open returns the caller's lane on conn for what it declared, opening
 // one when there is none. Lanes share the sessions' pool and shares.
-func (l *lanes) open(conn *Connection, caller mcpevent.Caller, d declared) (*agentSession, error) {
+func (l *lanes) open(conn *engine.Connection, caller mcpevent.Caller, d declared) (*agentSession, error) {
 	raw, _ := json.Marshal(d)
 	key := laneKey{conn: conn.ID, caller: caller, caps: string(raw)}
 	l.mu.Lock()
@@ -163,7 +164,7 @@ func (l *lanes) open(conn *Connection, caller mcpevent.Caller, d declared) (*age
 	}
 	if !ok {
 		s.hold.End()
-		return nil, &RetryError{Err: ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
+		return nil, &engine.RetryError{Err: engine.ErrSessionsExhausted, RetryAfter: sessionsFullRetryAfter}
 	}
 	l.byKey[key], l.keys[s] = s, key
 	if l.e.idle > 0 {
@@ -174,21 +175,21 @@ func (l *lanes) open(conn *Connection, caller mcpevent.Caller, d declared) (*age
 
 // build builds a lane's session: its upstream client declares what the
 // agent declared, and its server answers as a session's does.
-func (l *lanes) build(conn *Connection, caller mcpevent.Caller, d declared) *agentSession {
+func (l *lanes) build(conn *engine.Connection, caller mcpevent.Caller, d declared) *agentSession {
 	s := &agentSession{slot: pool.Slot{ID: rand.Text(), Owner: pool.Owner{Namespace: caller.Namespace, Key: caller.Key}}, connID: conn.ID, caller: caller, events: resume.NewLog()}
 	s.conn.Store(conn)
 	var perConnection *hold.Gate
 	refused := func() {}
-	if st, err := l.e.p.state(conn); err == nil {
-		perConnection, refused = st.asking, func() { l.e.p.refused(st) }
+	if st, err := l.e.eng.State(conn); err == nil {
+		perConnection, refused = st.Asking, func() { l.e.eng.Refused(st) }
 	}
-	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, l.e.p.timeout))
+	s.hold = hold.NewSession(hold.NewGate(hold.PerSession, perConnection, refused), min(hold.ReplyTimeout, l.e.eng.Timeout()))
 	caps := &mcp.ClientCapabilities{Sampling: d.Sampling, Elicitation: d.Elicitation, RootsV2: d.Roots}
 	// Outside a call's stream there is no agent to tell or ask: a
 	// stateless agent is reached only through its requests.
-	s.upstream.client = mirror.Client(serverInfo, caps, nil, func(_ context.Context, method string, _ any) (any, error) {
+	s.upstream.Configure(mirror.Client(serverInfo, caps, nil, func(_ context.Context, method string, _ any) (any, error) {
 		return nil, mirror.NotOffered(method)
-	})
+	}), "", nil)
 	srvCaps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if conn.ExposeResources {
 		srvCaps.Resources = &mcp.ResourceCapabilities{}
@@ -226,9 +227,9 @@ func (l *lanes) dropLocked(s *agentSession) bool {
 	}
 	s.mu.Unlock()
 	// Closing the upstream session may wait for the server; not under the
-	// lock. Close waits for it (closeAll).
+	// lock. Close waits for it (Endpoint.Close).
 	l.e.wg.Go(func() {
-		l.e.p.endUpstream(&s.upstream)
+		l.e.eng.EndUpstream(&s.upstream)
 		s.hold.End()
 	})
 	return true
@@ -278,18 +279,18 @@ func (l *lanes) dispatch(s *agentSession, d declared) mcp.Middleware {
 
 // upstream opens s's upstream session and returns its server's
 // initialize result, scrubbed; nil when the server cannot be reached.
-func (l *lanes) upstream(ctx context.Context, s *agentSession, conn *Connection) *mcp.InitializeResult {
-	st, err := l.e.p.state(conn)
+func (l *lanes) upstream(ctx context.Context, s *agentSession, conn *engine.Connection) *mcp.InitializeResult {
+	st, err := l.e.eng.State(conn)
 	if err != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.e.p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, l.e.eng.Timeout())
 	defer cancel()
-	cs, err := l.e.p.acquire(ctx, st, &s.upstream)
+	cs, err := l.e.eng.Acquire(ctx, st, &s.upstream)
 	if err != nil {
 		return nil
 	}
-	res, err := scrub.Launder(st.scrubber.Load(), cs.InitializeResult())
+	res, err := scrub.Launder(st.Scrubber.Load(), cs.InitializeResult())
 	if err != nil {
 		return nil
 	}
@@ -320,17 +321,17 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 		}
 		return roundResult(out)
 	}
-	relay := &callRelay{
-		notify: func(method string, params mcp.Params) {
+	relay := &engine.CallRelay{
+		Notify: func(method string, params mcp.Params) {
 			if !mirror.Hidden(method, conn.ExposeResources, conn.ExposePrompts) {
 				_ = mcpnotify.Send(ctx, r.Session, method, params)
 			}
 		},
-		hold: s.hold,
-		caps: d,
+		Hold: s.hold,
+		Caps: d,
 	}
 	if token := r.Params.GetProgressToken(); token != nil {
-		relay.progress = func(n *mcp.ProgressNotificationParams) {
+		relay.Progress = func(n *mcp.ProgressNotificationParams) {
 			n.ProgressToken = token
 			_ = r.Session.NotifyProgress(ctx, n)
 		}
@@ -339,13 +340,13 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 }
 
 // start starts a call on s's lane and returns its first round.
-func (l *lanes) start(ctx context.Context, s *agentSession, d declared, name string, args json.RawMessage, relay *callRelay) (mcp.Result, error) {
+func (l *lanes) start(ctx context.Context, s *agentSession, d declared, name string, args json.RawMessage, relay *engine.CallRelay) (mcp.Result, error) {
 	conn := s.conn.Load()
 	if l.passes(conn) {
 		return l.pass(ctx, s, d, name, args, relay, &upstream.Rounds{})
 	}
-	out := l.rounds.Start(ctx, roundOwner(s, name), l.e.p.timeout, func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
-		relay.ask = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	out := l.rounds.Start(ctx, roundOwner(s, name), l.e.eng.Timeout(), func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
+		relay.Ask = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return l.ask(ctx, s, d, ask, method, params)
 		}
 		return l.e.call(ctx, s, conn, name, args, nil, relay)
@@ -377,12 +378,12 @@ func (l *lanes) ask(ctx context.Context, s *agentSession, d declared, ask func(c
 	if !offered(d, method) {
 		return nil, mirror.NotOffered(method)
 	}
-	st, err := l.e.p.state(s.conn.Load())
+	st, err := l.e.eng.State(s.conn.Load())
 	if err != nil {
 		return nil, err
 	}
 	if len(params) > 0 {
-		clean, err := scrub.Launder(st.scrubber.Load(), &params)
+		clean, err := scrub.Launder(st.Scrubber.Load(), &params)
 		if err != nil {
 			return nil, err
 		}
@@ -411,7 +412,7 @@ var sdkPackage = reflect.TypeFor[mcp.Implementation]().PkgPath()
 // gives a session's call. Its rounds need no stream: the server's
 // questions travel in the result. It reports whether it answered.
 func (l *lanes) direct(w http.ResponseWriter, r *http.Request, s *agentSession, d declared, body []byte) bool {
-	if l.e.p.sdkAgent || r.Header.Get("Mcp-Protocol-Version") != wire.Revision || !wire.PlainPOST(r, wire.Revision) ||
+	if l.e.SDKAgent || r.Header.Get("Mcp-Protocol-Version") != wire.Revision || !wire.PlainPOST(r, wire.Revision) ||
 		r.Header.Get("Mcp-Method") == "" || r.Header.Get("Mcp-Name") == "" {
 		return false
 	}
@@ -420,7 +421,7 @@ func (l *lanes) direct(w http.ResponseWriter, r *http.Request, s *agentSession, 
 		return false
 	}
 	// No stream: what the server says during the call is not relayed.
-	relay := &callRelay{hold: s.hold, caps: d}
+	relay := &engine.CallRelay{Hold: s.hold, Caps: d}
 	res, err := l.start(r.Context(), s, d, m.Call.Name, m.Call.Arguments, relay)
 	if err != nil {
 		var je *jsonrpc.Error

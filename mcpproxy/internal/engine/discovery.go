@@ -1,4 +1,4 @@
-package mcpproxy
+package engine
 
 import (
 	"context"
@@ -52,13 +52,13 @@ type flight struct {
 // expired or absent must be refreshed. RefreshForce always refreshes and
 // never falls back. Concurrent refreshes of one connection share a single
 // upstream discovery.
-func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*catalog.Catalog, error) {
+func (p *Engine) discover(ctx context.Context, st *Conn, refresh Refresh) (*catalog.Catalog, error) {
 	now := p.now()
 	st.mu.Lock()
 	cached := st.snap
 	if refresh != RefreshForce && cached.Succeeded() && now.Sub(cached.Discovery.DiscoveredAt) <= p.ttl {
 		st.mu.Unlock()
-		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryCacheHit).Inc()
+		p.Metrics.Discovery.WithLabelValues(metrics.DiscoveryCacheHit).Inc()
 		return cached, nil
 	}
 	f := st.flight
@@ -78,8 +78,8 @@ func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*
 		return f.snap, nil
 	}
 	if refresh != RefreshForce && cached.Succeeded() && now.Sub(cached.Discovery.DiscoveredAt) <= p.ttl+p.staleIfError {
-		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryStaleIfError).Inc()
-		p.log.Warn("mcpproxy: serving stale discovery", "connection_id", st.id, "error", f.err.Error())
+		p.Metrics.Discovery.WithLabelValues(metrics.DiscoveryStaleIfError).Inc()
+		p.Log.Warn("mcpproxy: serving stale discovery", "connection_id", st.ID, "error", f.err.Error())
 		return cached, nil
 	}
 	return nil, f.err
@@ -87,14 +87,14 @@ func (p *Proxy) discover(ctx context.Context, st *connState, refresh Refresh) (*
 
 // runDiscovery performs one upstream discovery for a flight, updates the
 // cache and hands the result to Config.OnDiscovery before releasing waiters.
-func (p *Proxy) runDiscovery(st *connState, f *flight) {
+func (p *Engine) runDiscovery(st *Conn, f *flight) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
 	ctx, span := p.tracer.Start(oteltrace.ContextWithSpanContext(ctx, f.origin), "mcp.discovery", oteltrace.SpanKindInternal)
 	defer span.End()
 	d, err := p.fetchDiscovery(ctx, st)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.ConnectionID.String(st.id), attribute.Int("mcp.tools", len(d.Tools)))
+		span.SetAttributes(tracing.ConnectionID.String(st.ID), attribute.Int("mcp.tools", len(d.Tools)))
 		if err != nil {
 			span.SetStatus(codes.Error, "")
 		}
@@ -118,31 +118,31 @@ func (p *Proxy) runDiscovery(st *connState, f *flight) {
 	st.flight = nil
 	st.mu.Unlock()
 	if err == nil {
-		p.pins.observe(ctx, st.id, f.snap, true)
+		p.Pins.Observe(ctx, st.ID, f.snap, true)
 	}
 
 	switch {
 	case err == nil:
-		p.metrics.Discovery.WithLabelValues(metrics.DiscoverySuccess).Inc()
+		p.Metrics.Discovery.WithLabelValues(metrics.DiscoverySuccess).Inc()
 	case errors.Is(err, ErrCircuitOpen):
-		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryCircuitOpen).Inc()
+		p.Metrics.Discovery.WithLabelValues(metrics.DiscoveryCircuitOpen).Inc()
 	default:
-		p.metrics.Discovery.WithLabelValues(metrics.DiscoveryError).Inc()
-		p.log.Warn("mcpproxy: discovery failed", "connection_id", st.id, "error", err.Error())
+		p.Metrics.Discovery.WithLabelValues(metrics.DiscoveryError).Inc()
+		p.Log.Warn("mcpproxy: discovery failed", "connection_id", st.ID, "error", err.Error())
 	}
 	if p.onDiscovery != nil {
-		p.onDiscovery(ctx, st.id, d)
+		p.onDiscovery(ctx, st.ID, d)
 	}
 	close(f.done)
 }
 
-// maxToolPages bounds tools/list pagination against a server that never
+// MaxToolPages bounds tools/list pagination against a server that never
 // stops returning cursors.
-const maxToolPages = 100
+const MaxToolPages = 100
 
-func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, error) {
+func (p *Engine) fetchDiscovery(ctx context.Context, st *Conn) (Discovery, error) {
 	var d Discovery
-	err := p.guarded(ctx, st, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := p.Guarded(ctx, st, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 		d = Discovery{}
 		if init := cs.InitializeResult(); init != nil {
 			d.ProtocolVersion = init.ProtocolVersion
@@ -151,7 +151,7 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 			}
 		}
 		params := &mcp.ListToolsParams{}
-		for range maxToolPages {
+		for range MaxToolPages {
 			res, err := cs.ListTools(ctx, params)
 			if err != nil {
 				return err
@@ -169,8 +169,8 @@ func (p *Proxy) fetchDiscovery(ctx context.Context, st *connState) (Discovery, e
 	if err != nil {
 		return Discovery{}, err
 	}
-	if err := catalog.Clean(st.scrubber.Load(), &d); err != nil {
-		return Discovery{}, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
+	if err := catalog.Clean(st.Scrubber.Load(), &d); err != nil {
+		return Discovery{}, &UpstreamError{ConnectionID: st.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	if d.Tools == nil {
 		d.Tools = []Tool{}

@@ -1,4 +1,4 @@
-package mcpproxy
+package relay
 
 //lint:file-ignore SA1019 MCP clients of protocol versions up to 2025-11-25 use sampling, roots and logging, which the SDK deprecates for the newer one; relaying them is the point.
 
@@ -11,9 +11,8 @@ import (
 
 	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/internal/mcpnotify"
-	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/catalog"
-	"github.com/idnhq/idn/mcpproxy/internal/hold"
+	"github.com/idnhq/idn/mcpproxy/internal/engine"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
@@ -30,59 +29,11 @@ import (
 // that agent alone, and its answers go back upstream. docs/gateway.md
 // lists every method and what happens to it.
 
-// callRelay hands an agent what the upstream sends on a call's own event
-// stream. A nil *callRelay drops the notifications and answers the
-// server's requests "method not found" (the REST routes).
-type callRelay struct {
-	// progress receives the call's progress, when the agent asked for it.
-	progress func(*mcp.ProgressNotificationParams)
-	// notify receives every other notification the server sends, by method.
-	notify func(method string, params mcp.Params)
-	// ask relays a request of the server to the agent and returns its answer.
-	ask func(ctx context.Context, method string, params json.RawMessage) (any, error)
-	// tasks receives task status notifications, and progress
-	// notifications not of this call (a task's), by method.
-	tasks func(method string, params json.RawMessage)
-	// hold gives the server's requests their places: the agent
-	// session's.
-	hold *hold.Session
-	// caps is what the agent declared, which a stateless server is told.
-	caps declared
-	// pass, when set, carries a stateless server's rounds to and from a
-	// stateless agent (passthrough.go).
-	pass *upstream.Rounds
-}
-
-// notification hands msg, a notification read from the stream of call id,
-// to the relay: the call's progress (with the agent's token, set by the
-// progress function, and the message scrubbed), tasks' notifications, or
-// any other notification the agent can be told, scrubbed of secrets.
-func (r *callRelay) notification(st *connState, id string, msg wire.Incoming) {
-	if r == nil {
-		return
-	}
-	var n mcp.ProgressNotificationParams
-	switch {
-	case msg.Method == mcptasks.ProgressMethod && r.progress != nil && json.Unmarshal(msg.Params, &n) == nil && n.ProgressToken == id:
-		// Only the progress itself: the upstream's _meta is not the
-		// agent's business, and its message is scrubbed.
-		r.progress(&mcp.ProgressNotificationParams{Progress: n.Progress, Total: n.Total, Message: st.scrubber.Load().Replace(n.Message)})
-	case msg.Method == mcptasks.StatusMethod || msg.Method == mcptasks.ProgressMethod:
-		if r.tasks != nil {
-			r.tasks(msg.Method, msg.Params)
-		}
-	case r.notify != nil:
-		if params, ok := mirror.CleanParams(st.scrubber.Load(), msg.Method, msg.Params); ok {
-			r.notify(msg.Method, params)
-		}
-	}
-}
-
 // tell sends the agent of s a notification, on the stream of the request
 // ctx belongs to (or the session's own stream), unless policy hides its
 // subject: resources and prompts notifications only where the connection
 // exposes them.
-func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, params mcp.Params) {
+func (e *Endpoint) tell(ctx context.Context, s *agentSession, method string, params mcp.Params) {
 	ss := s.ss.Load()
 	if ss == nil {
 		return
@@ -103,7 +54,7 @@ func (e *endpoint) tell(ctx context.Context, s *agentSession, method string, par
 // secrets replaced, when the agent declared the capability it needs
 // (mirror.Ask), and returns the agent's answer as it is: it goes to the
 // server the agent is using.
-func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
+func (e *Endpoint) ask(ctx context.Context, s *agentSession, method string, raw json.RawMessage) (any, error) {
 	ss := s.ss.Load()
 	if ss == nil {
 		return nil, mirror.NotOffered(method)
@@ -111,7 +62,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 	if s.clientTasks.Handles(ctx, s.version.Load(), s.events.Streaming(), method, raw) {
 		return e.askTask(ctx, s, method, raw)
 	}
-	st, err := e.p.state(s.conn.Load())
+	st, err := e.eng.State(s.conn.Load())
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +72,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 		}
 		// What the server asks the agent is scrubbed of secrets, as
 		// everything else it says is.
-		clean, err := scrub.Launder(st.scrubber.Load(), &raw)
+		clean, err := scrub.Launder(st.Scrubber.Load(), &raw)
 		if err == nil {
 			err = json.Unmarshal(*clean, p)
 		}
@@ -136,7 +87,7 @@ func (e *endpoint) ask(ctx context.Context, s *agentSession, method string, raw 
 // s's upstream session, so that the server asks for the roots again. The
 // SDK's client sends it only for roots of its own, which the relay has
 // none of. An agent that declared no roots has none to change.
-func (e *endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *Connection, params *mcp.RootsListChangedParams) {
+func (e *Endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.RootsListChangedParams) {
 	ss := s.ss.Load()
 	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().Capabilities == nil || ss.InitializeParams().Capabilities.RootsV2 == nil {
 		return
@@ -147,11 +98,11 @@ func (e *endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *Conn
 			// needs them: there is nothing to tell it.
 			return nil
 		}
-		st, err := e.p.state(conn)
+		st, err := e.eng.State(conn)
 		if err != nil {
 			return err
 		}
-		up := upstream.Session{Client: st.httpClient, Endpoint: st.currentEndpoint, ID: cs.ID(), Protocol: cs.InitializeResult().ProtocolVersion}
+		up := upstream.Session{Client: st.HTTPClient, Endpoint: st.CurrentEndpoint, ID: cs.ID(), Protocol: cs.InitializeResult().ProtocolVersion}
 		return upstream.Notify(ctx, up, "notifications/roots/list_changed", params)
 	})
 }
@@ -163,9 +114,9 @@ func (e *endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *Conn
 // in its context, which the agent's server would take for the id of an
 // agent request whose stream should carry it: the agent's session stream
 // carries it instead.
-func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities) *mcp.Client {
+func (e *Endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities) *mcp.Client {
 	tell := func(method string, params mcp.Params) {
-		st, err := e.p.state(s.conn.Load())
+		st, err := e.eng.State(s.conn.Load())
 		if err != nil {
 			return
 		}
@@ -173,7 +124,7 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 		if err != nil {
 			return
 		}
-		if clean, ok := mirror.CleanParams(st.scrubber.Load(), method, raw); ok {
+		if clean, ok := mirror.CleanParams(st.Scrubber.Load(), method, raw); ok {
 			e.tell(context.Background(), s, method, clean)
 		}
 	}
@@ -184,7 +135,7 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 		}
 		// Answered within the MCP timeout, as a request on a call's
 		// stream is.
-		detached, cancel := context.WithTimeout(context.Background(), e.p.timeout)
+		detached, cancel := context.WithTimeout(context.Background(), e.eng.Timeout())
 		defer cancel()
 		defer context.AfterFunc(ctx, cancel)()
 		return e.ask(detached, s, method, raw)
@@ -194,21 +145,21 @@ func (e *endpoint) upstreamClient(s *agentSession, agent *mcp.ClientCapabilities
 
 // relayFor is the relay of a call on s from the request ctx (the agent's
 // tools/call), with progress under token when the agent asked for it.
-func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.ServerSession, token any) *callRelay {
-	r := &callRelay{
-		notify: func(method string, params mcp.Params) { e.tell(ctx, s, method, params) },
-		ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+func (e *Endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.ServerSession, token any) *engine.CallRelay {
+	r := &engine.CallRelay{
+		Notify: func(method string, params mcp.Params) { e.tell(ctx, s, method, params) },
+		Ask: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return e.ask(ctx, s, method, params)
 		},
-		tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
-		hold:  s.hold,
+		Tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
+		Hold:  s.hold,
 	}
 	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
 		c := ip.Capabilities
-		r.caps = declared{Sampling: c.Sampling, Elicitation: c.Elicitation, Roots: c.RootsV2}
+		r.Caps = declared{Sampling: c.Sampling, Elicitation: c.Elicitation, Roots: c.RootsV2}
 	}
 	if token != nil {
-		r.progress = func(n *mcp.ProgressNotificationParams) {
+		r.Progress = func(n *mcp.ProgressNotificationParams) {
 			n.ProgressToken = token
 			_ = ss.NotifyProgress(ctx, n)
 		}
@@ -219,15 +170,15 @@ func (e *endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 // sessionTools returns the tools s's upstream session lists, the ones its
 // calls are checked against, listing them when no listing is kept (none
 // yet, or the server said they changed).
-func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connState) (*catalog.Catalog, error) {
+func (e *Endpoint) sessionTools(ctx context.Context, s *agentSession, st *engine.Conn) (*catalog.Catalog, error) {
 	if snap := s.tools.Load(); snap != nil {
 		return snap, nil
 	}
 	var tools []*mcp.Tool
-	err := e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := e.eng.Guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		tools = tools[:0]
 		params := &mcp.ListToolsParams{}
-		for range maxToolPages {
+		for range engine.MaxToolPages {
 			res, err := cs.ListTools(ctx, params)
 			if err != nil {
 				return err
@@ -248,12 +199,12 @@ func (e *endpoint) sessionTools(ctx context.Context, s *agentSession, st *connSt
 
 // keepTools makes tools, a complete listing of s's upstream session, the
 // one its calls are checked against.
-func (e *endpoint) keepTools(ctx context.Context, s *agentSession, st *connState, tools []*mcp.Tool) (*catalog.Catalog, error) {
-	snap, err := catalog.Listed(st.scrubber.Load(), tools)
+func (e *Endpoint) keepTools(ctx context.Context, s *agentSession, st *engine.Conn, tools []*mcp.Tool) (*catalog.Catalog, error) {
+	snap, err := catalog.Listed(st.Scrubber.Load(), tools)
 	if err != nil {
-		return nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
+		return nil, &engine.UpstreamError{ConnectionID: st.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	e.p.pins.observe(ctx, st.id, snap, true)
+	e.eng.Pins.Observe(ctx, st.ID, snap, true)
 	s.tools.Store(snap)
 	return snap, nil
 }
@@ -262,7 +213,7 @@ func (e *endpoint) keepTools(ctx context.Context, s *agentSession, st *connState
 // tools/list (its first and last when complete). The session's is what
 // its calls are checked against. The page's own holds the definitions the
 // agent gets, which the pins are checked against.
-func (e *endpoint) pageTools(ctx context.Context, s *agentSession, st *connState, tools []*mcp.Tool, complete bool) (session, page *catalog.Catalog, err error) {
+func (e *Endpoint) pageTools(ctx context.Context, s *agentSession, st *engine.Conn, tools []*mcp.Tool, complete bool) (session, page *catalog.Catalog, err error) {
 	if complete {
 		session, err = e.keepTools(ctx, s, st, tools)
 		return session, session, err
@@ -272,17 +223,17 @@ func (e *endpoint) pageTools(ctx context.Context, s *agentSession, st *connState
 			return nil, nil, err
 		}
 	}
-	if page, err = catalog.Listed(st.scrubber.Load(), tools); err != nil {
-		return nil, nil, &UpstreamError{ConnectionID: st.id, Message: "tools/list returned tools that cannot be checked for secrets"}
+	if page, err = catalog.Listed(st.Scrubber.Load(), tools); err != nil {
+		return nil, nil, &engine.UpstreamError{ConnectionID: st.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
-	e.p.pins.observe(ctx, st.id, page, false)
+	e.eng.Pins.Observe(ctx, st.ID, page, false)
 	return session, page, nil
 }
 
 // listTools answers tools/list with the page of tools the session's
 // upstream session lists, as listed (order, metadata, cursor), minus the
 // tools the session's subject may not use.
-func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
+func (e *Endpoint) listTools(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.ListToolsParams) (mcp.Result, error) {
 	var res mcp.Result
 	var err error
 	if e.relaysTasks(s) {
@@ -290,22 +241,22 @@ func (e *endpoint) listTools(ctx context.Context, s *agentSession, conn *Connect
 	} else {
 		res, err = e.toolsPage(ctx, s, conn, params)
 	}
-	e.p.decide(ctx, conn, s.caller, "tools/list", "", outcome(err), err)
+	e.eng.Decide(ctx, conn, s.caller, "tools/list", "", engine.Outcome(err), err)
 	if err != nil {
 		return nil, rpcError(ctx, err)
 	}
 	return res, nil
 }
 
-func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connection, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+func (e *Endpoint) toolsPage(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.eng.Timeout())
 	defer cancel()
-	st, err := e.p.state(conn)
+	st, err := e.eng.State(conn)
 	if err != nil {
 		return nil, err
 	}
 	var list *mcp.ListToolsResult
-	err = e.p.guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = e.eng.Guarded(ctx, st, &s.upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		list, err = cs.ListTools(ctx, params)
 		return err
@@ -318,7 +269,7 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 	if err != nil {
 		return nil, err
 	}
-	pinned := e.p.pins.pinned(conn.ID, page)
+	pinned := e.eng.Pins.Pinned(conn.ID, page)
 	kept := list.Tools[:0]
 	for _, t := range list.Tools {
 		if snap.Has(t.Name) && conn.Policy.Explain(s.caller.Subject, t.Name, snap.Names).Allowed && pinned(t.Name) {
@@ -326,9 +277,9 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 		}
 	}
 	list.Tools = kept
-	clean, err := scrub.Launder(st.scrubber.Load(), &list)
+	clean, err := scrub.Launder(st.Scrubber.Load(), &list)
 	if err != nil {
-		return nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
+		return nil, &engine.UpstreamError{ConnectionID: conn.ID, Message: "tools/list returned tools that cannot be checked for secrets"}
 	}
 	mirror.DefaultCacheScope(*clean)
 	return *clean, nil
@@ -341,7 +292,7 @@ func (e *endpoint) toolsPage(ctx context.Context, s *agentSession, conn *Connect
 // when the server cannot be reached now: the session then advertises
 // what its own server was given (tools, and resources and prompts where
 // exposed), and its upstream session is opened by its first request.
-func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Connection, params *mcp.InitializeParams) *mcp.InitializeResult {
+func (e *Endpoint) openUpstream(ctx context.Context, s *agentSession, conn *engine.Connection, params *mcp.InitializeParams) *mcp.InitializeResult {
 	var caps *mcp.ClientCapabilities
 	version := ""
 	if params != nil {
@@ -350,25 +301,21 @@ func (e *endpoint) openUpstream(ctx context.Context, s *agentSession, conn *Conn
 	// Roots are asked for on the session's own stream when a call is
 	// answered directly; sampling and elicitation belong on the call's.
 	s.asks.Store(caps != nil && (caps.Sampling != nil || caps.Elicitation != nil))
-	s.upstream.mu.Lock()
-	s.upstream.client = e.upstreamClient(s, caps)
-	s.upstream.protocol = mirror.Version(version, upstreamProtocol)
-	s.upstream.tap = func(hc *http.Client) *http.Client { return e.tapped(s, hc) }
-	s.upstream.mu.Unlock()
+	s.upstream.Configure(e.upstreamClient(s, caps), mirror.Version(version, engine.UpstreamProtocol), func(hc *http.Client) *http.Client { return e.tapped(s, hc) })
 
-	st, err := e.p.state(conn)
+	st, err := e.eng.State(conn)
 	if err != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, e.eng.Timeout())
 	defer cancel()
-	cs, err := e.p.acquire(ctx, st, &s.upstream)
+	cs, err := e.eng.Acquire(ctx, st, &s.upstream)
 	if err != nil {
-		e.p.log.WarnContext(ctx, "mcpproxy: opening the upstream session of an MCP session failed", "request_id", apierror.RequestIDFrom(ctx),
-			"connection_id", conn.ID, "error", st.scrubber.Load().Scrub(err.Error()))
+		e.eng.Log.WarnContext(ctx, "mcpproxy: opening the upstream session of an MCP session failed", "request_id", apierror.RequestIDFrom(ctx),
+			"connection_id", conn.ID, "error", st.Scrubber.Load().Scrub(err.Error()))
 		return nil
 	}
-	res, err := scrub.Launder(st.scrubber.Load(), cs.InitializeResult())
+	res, err := scrub.Launder(st.Scrubber.Load(), cs.InitializeResult())
 	if err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package mcpproxy
+package engine
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // observe tells Config.OnUpstream of one exchange, when set.
-func (p *Proxy) observe(ctx context.Context, connID string, req *http.Request, resp *http.Response, err error, start time.Time) {
+func (p *Engine) observe(ctx context.Context, connID string, req *http.Request, resp *http.Response, err error, start time.Time) {
 	if p.onUpstream == nil {
 		return
 	}
@@ -21,19 +21,19 @@ func (p *Proxy) observe(ctx context.Context, connID string, req *http.Request, r
 }
 
 // decide tells Config.OnDecision of one decision, when set.
-func (p *Proxy) decide(ctx context.Context, conn *Connection, caller mcpevent.Caller, method, tool, outcome string, err error) {
+func (p *Engine) Decide(ctx context.Context, conn *Connection, caller mcpevent.Caller, method, tool, outcome string, err error) {
 	if p.onDecision == nil {
 		return
 	}
 	e := mcpevent.Decision{ConnectionID: conn.ID, Caller: caller, Method: method, Tool: tool, Outcome: outcome}
 	if err != nil {
-		e.Code = toAPIError(err).Code().String()
+		e.Code = ToAPIError(err).Code().String()
 	}
 	p.onDecision(ctx, e)
 }
 
-// outcome is the Outcome of a listing that ended with err.
-func outcome(err error) string {
+// Outcome is the outcome of a listing that ended with err.
+func Outcome(err error) string {
 	if err != nil {
 		return "error"
 	}
