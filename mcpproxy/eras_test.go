@@ -3,6 +3,7 @@ package mcpproxy_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,15 +91,24 @@ func (es *eraServer) count(m string) int {
 
 // eraConversation holds the go-sdk client's conversation with endpoint
 // as w, asking for version ("" for the SDK's newest), and returns what
-// it got: the listing, a call, a call whose server asks the agent, prompts
-// and resources, and the server's capabilities.
+// it got: the listing, a call, a call whose server asks the agent, a
+// call's progress, prompts and resources, and the server's capabilities.
 func eraConversation(t *testing.T, endpoint string, w who, version string) []any {
 	t.Helper()
 	var asked []string
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		asked = append(asked, r.Params.Message)
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
-	}})
+	var mu sync.Mutex
+	var progress []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, r.Params.Message)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, fmt.Sprintf("%v %v/%v %s", r.Params.ProgressToken, r.Params.Progress, r.Params.Total, r.Params.Message))
+			mu.Unlock()
+		},
+	})
 	var opts *mcp.ClientSessionOptions
 	if version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
@@ -124,6 +134,13 @@ func eraConversation(t *testing.T, endpoint string, w who, version string) []any
 		}
 		got = append(got, res.Content, res.IsError)
 	}
+	counted := &mcp.CallToolParams{Name: "count", Arguments: map[string]any{}}
+	counted.SetProgressToken("p1")
+	res, err := cs.CallTool(ctx, counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, res.Content)
 	prompts, err := cs.ListPrompts(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +157,9 @@ func eraConversation(t *testing.T, endpoint string, w who, version string) []any
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(got, prompts.Prompts, prompt.Messages, resources.Resources, read.Contents, cs.InitializeResult().Capabilities, asked)
+	mu.Lock()
+	defer mu.Unlock()
+	return append(got, prompts.Prompts, prompt.Messages, resources.Resources, read.Contents, cs.InitializeResult().Capabilities, asked, progress)
 }
 
 // A client of the stateless revision (the go-sdk's and the TypeScript
@@ -152,6 +171,9 @@ func TestStatelessClientsReachEveryEra(t *testing.T) {
 	t.Parallel()
 	direct := newEraServer(t, bothEras)
 	wantGo := eraConversation(t, direct.url, alice, "")
+	if p := wantGo[len(wantGo)-1].([]string); len(p) != 2 {
+		t.Fatalf("the direct conversation saw progress %q, want 2 steps", p)
+	}
 	wantTS := mcpconversation.Stateless(t, direct.url)
 	for _, kind := range []string{sessionsOnly, bothEras, statelessOne} {
 		t.Run(kind, func(t *testing.T) {
@@ -188,6 +210,9 @@ func TestSessionClientReachesAStatelessServer(t *testing.T) {
 	t.Parallel()
 	direct := newEraServer(t, sessionsOnly)
 	want := eraConversation(t, direct.url, alice, "2025-11-25")
+	if p := want[len(want)-1].([]string); len(p) != 2 {
+		t.Fatalf("the direct conversation saw progress %q, want 2 steps", p)
+	}
 	up := newEraServer(t, statelessOne)
 	e := newEnv(t, mcpproxy.Config{}, mcpproxy.Connection{BaseURL: up.url, ExposeResources: true, ExposePrompts: true})
 	for range 2 {
@@ -215,8 +240,8 @@ func TestRESTRoutesReachAStatelessServer(t *testing.T) {
 		t.Errorf("call answered %s", r.raw)
 	}
 	hs, err := e.proxy.Probe(context.Background(), e.src.conns["mcp1"])
-	if err != nil || hs.ProtocolVersion != "2026-07-28" || hs.Tools != 2 {
-		t.Errorf("probe = %+v, %v; want the stateless revision and 2 tools", hs, err)
+	if err != nil || hs.ProtocolVersion != "2026-07-28" || hs.Tools != 3 {
+		t.Errorf("probe = %+v, %v; want the stateless revision and 3 tools", hs, err)
 	}
 	if s := up.sessions(); len(s) > 0 {
 		t.Errorf("the upstream saw %q, want no session", s)

@@ -40,7 +40,8 @@ func connectStateless(t testing.TB, endpoint string, w who, opts *mcp.ClientOpti
 // askingServer is a go-sdk server whose tool "confirm" asks its client to
 // confirm (elicitation) before it answers, written as the stateless
 // revision wants: it returns the question, and the SDK puts it to a
-// client of an older revision itself. Its tool "echo" echoes.
+// client of an older revision itself. Its tool "echo" echoes, and
+// "count" reports two steps of progress.
 func askingServer() *mcp.Server { return askingServerOf(nil) }
 
 // askingServerOf is askingServer offering versions alone (nil: every
@@ -59,6 +60,14 @@ func askingServerOf(versions []string) *mcp.Server {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "reports its progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if token := req.Params.GetProgressToken(); token != nil {
+			for i := 1; i <= 2; i++ {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 2, Message: "step"})
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "counted"}}}, nil, nil
 	})
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + r.Params.Arguments["who"]}}}}, nil
