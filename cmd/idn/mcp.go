@@ -144,6 +144,10 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			caps.Tools = &mcp.ToolCapabilities{}
 		}
 		instructions, newest = remote.InitializeResult().Instructions, remote.InitializeResult().ProtocolVersion
+		// A client of the stateless revision uses no session, and one
+		// that initializes gets a session of its own: this one ends now
+		// rather than idle on the gateway.
+		b.drop(remote)
 	case b.refusals.awaitingApproval():
 		// A desktop client shows a server that exits as "connection
 		// closed" and must be restarted after the approval: stay up, say
@@ -202,10 +206,11 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	_ = local.Wait()
 	stopAwait()
 	b.mu.Lock()
-	if b.remote != nil {
-		_ = b.remote.Close() // ends the gateway session (DELETE)
-	}
+	last := b.remote
 	b.mu.Unlock()
+	if last != nil {
+		b.drop(last) // ends the gateway session (DELETE)
+	}
 	stop() // the stdio client answers nothing more
 	b.clientTasks.wg.Wait()
 	b.stateless.wg.Wait()
@@ -294,12 +299,18 @@ func (b *bridge) session(ctx context.Context) (*mcp.ClientSession, error) {
 	return cs, nil
 }
 
-// drop forgets a gateway session that was lost.
+// drop ends and forgets a gateway session: one that was lost, or the one
+// opened at start to learn what the gateway offers. It closes cs after
+// unlocking: Close waits for the session's handlers, which take the lock
+// to relay what the gateway says.
 func (b *bridge) drop(cs *mcp.ClientSession) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.remote == cs {
+	mine := b.remote == cs
+	if mine {
 		b.remote = nil
+	}
+	b.mu.Unlock()
+	if mine {
 		_ = cs.Close()
 	}
 }

@@ -728,3 +728,26 @@ func TestMCPBridgeWaitsForApprovalTypeScript(t *testing.T) {
 		t.Fatalf("node: %v\n%s", err, stderr.String())
 	}
 }
+
+// sessions is how many sessions (and lanes of the stateless revision)
+// the gateway holds, as its metrics say.
+func (st *mcpStack) sessions(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get(st.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(body)) {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), "idn_gateway_mcp_sessions "); ok {
+			v, err := strconv.Atoi(n)
+			if err != nil {
+				t.Fatalf("metric line %q", line)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no idn_gateway_mcp_sessions in the metrics: %d %.300s", resp.StatusCode, body)
+	return 0
+}

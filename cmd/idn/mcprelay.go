@@ -114,9 +114,9 @@ type verbatim struct {
 
 func (v *verbatim) MarshalJSON() ([]byte, error) { return v.raw, nil }
 
-// initialize answers the stdio client's initialize: the gateway session
-// opened at start (to fail early) is replaced by one opened with the
-// client's capabilities and version, and the answer carries what that
+// initialize answers the stdio client's initialize: a gateway session is
+// opened with the client's capabilities and version (replacing one a
+// previous initialize opened), and the answer carries what that
 // session's gateway advertised.
 func (b *bridge) initialize(ctx context.Context, method string, req mcp.Request, params *mcp.InitializeParams, next mcp.MethodHandler) (mcp.Result, error) {
 	b.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/idnhq/idn/credvault"
@@ -93,6 +94,14 @@ func newStatelessStack(t *testing.T, versions ...string) *mcpStack {
 // what the client saw of it.
 func statelessConversation(t *testing.T, transport mcp.Transport) []any {
 	t.Helper()
+	return conversationIn(t, transport, statelessRevision)
+}
+
+// conversationIn is statelessConversation's conversation in version: of
+// 2025-11-25, a session's initialize, and the server's ask put to the
+// client as an elicitation request.
+func conversationIn(t *testing.T, transport mcp.Transport, version string) []any {
+	t.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
 	var seen []any
@@ -101,21 +110,27 @@ func statelessConversation(t *testing.T, transport mcp.Transport) []any {
 		seen = append(seen, v)
 		mu.Unlock()
 	}
+	// The go-sdk's client may handle a notification after the response
+	// read behind it: the conversation awaits the call's progress.
+	progressed := make(chan struct{}, 2)
 	client := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			note(r.Params)
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
 		},
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { note(r.Params) },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			note(r.Params)
+			progressed <- struct{}{}
+		},
 	})
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: statelessRevision})
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
 	init := cs.InitializeResult()
-	if init.ProtocolVersion != statelessRevision {
-		t.Fatalf("negotiated %q, want the stateless revision", init.ProtocolVersion)
+	if init.ProtocolVersion != version {
+		t.Fatalf("negotiated %q, want %q", init.ProtocolVersion, version)
 	}
 	got := []any{init}
 	list, err := cs.ListTools(ctx, nil)
@@ -135,6 +150,13 @@ func statelessConversation(t *testing.T, transport mcp.Transport) []any {
 			t.Fatalf("%s: %v", params.Name, err)
 		}
 		got = append(got, res)
+	}
+	for range 2 {
+		select {
+		case <-progressed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("slow.count's progress never reached the client")
+		}
 	}
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "admin.wipe", Arguments: map[string]any{"text": "x"}})
 	var je *jsonrpc.Error
@@ -178,6 +200,30 @@ func bridgesStatelessRevision(t *testing.T, versions []string) {
 	cmd := exec.Command(os.Args[0], "mcp", "--gateway", st.url, "--connection", "docs")
 	cmd.Env = append(os.Environ(), "IDN_TEST_AS_IDN=1", "IDN_HOME="+st.home)
 	bridged := statelessConversation(t, &mcp.CommandTransport{Command: cmd})
+	if diff := gocmp.Diff(direct, bridged); diff != "" {
+		t.Errorf("through idn mcp (-direct +bridged):\n%s", diff)
+	}
+	if s := direct[len(direct)-1].([]any); len(s) != 3 {
+		t.Errorf("the client saw %d elicitations and progress notifications, want 3: %v", len(s), s)
+	}
+}
+
+// A stdio client of 2025-11-25 through idn mcp gets what it gets talking
+// to the gateway directly, message by message: the listing, calls, the
+// server's ask (an elicitation request on the call's stream) and
+// progress. The initialize result names idn mcp rather than the gateway.
+func TestMCPBridgeSessionMatchesTheGateway(t *testing.T) {
+	st := newStatelessStack(t)
+	direct := conversationIn(t, &mcp.StreamableClientTransport{
+		Endpoint:   st.url + "/mcp/docs",
+		HTTPClient: &http.Client{Transport: st.agent.Transport(nil, identity.SignOptions{})},
+	}, maxRelayedVersion)
+	cmd := exec.Command(os.Args[0], "mcp", "--gateway", st.url, "--connection", "docs")
+	cmd.Env = append(os.Environ(), "IDN_TEST_AS_IDN=1", "IDN_HOME="+st.home)
+	bridged := conversationIn(t, &mcp.CommandTransport{Command: cmd}, maxRelayedVersion)
+	for _, c := range [][]any{direct, bridged} {
+		c[0].(map[string]any)["serverInfo"] = "(documented)"
+	}
 	if diff := gocmp.Diff(direct, bridged); diff != "" {
 		t.Errorf("through idn mcp (-direct +bridged):\n%s", diff)
 	}
@@ -275,4 +321,35 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// A stdio client of the stateless revision through idn mcp holds no
+// gateway session: the gateway holds the one lane its requests share, as
+// for the same client talking to the gateway directly.
+func TestMCPBridgeStatelessHoldsNoSession(t *testing.T) {
+	st := newStatelessStack(t)
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, nil)
+	direct, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   st.url + "/mcp/docs",
+		HTTPClient: &http.Client{Transport: st.agent.Transport(nil, identity.SignOptions{})},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: statelessRevision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if _, err := direct.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.sessions(t); n != 1 {
+		t.Fatalf("the direct client left %d sessions on the gateway, want its lane", n)
+	}
+	st.version = statelessRevision
+	bridged := st.bridge(t, nil)
+	if _, err := bridged.CallTool(ctx, &mcp.CallToolParams{Name: "docs.search", Arguments: map[string]any{"text": "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.sessions(t); n != 1 {
+		t.Errorf("with idn mcp running, the gateway holds %d sessions, want the lane alone", n)
+	}
 }
