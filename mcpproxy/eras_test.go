@@ -296,3 +296,28 @@ func TestStatelessServerRoundsPassThrough(t *testing.T) {
 		t.Fatalf("the caller's own retry: %v, want the complete result", done)
 	}
 }
+
+// A connection whose endpoint moves forgets its server's era: a session
+// of 2025-06-18 asks the new server for its own version, though the old
+// server refused every version but 2026-07-28.
+func TestMovedEndpointForgetsTheEra(t *testing.T) {
+	t.Parallel()
+	old, moved := newEraServer(t, statelessOne), newEraServer(t, sessionsOnly)
+	conn := mcpproxy.Connection{ID: "mcp1", BaseURL: old.url}
+	e := newEnv(t, mcpproxy.Config{}, conn)
+	call := func() {
+		t.Helper()
+		cs := e.mustConnect(t, alice, &mcp.ClientOptions{})
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		_ = cs.Close()
+	}
+	call()
+	conn.BaseURL = moved.url
+	e.src.set(&conn)
+	call()
+	if n := moved.count("POST server/discover"); n > 0 || moved.count("POST initialize") == 0 {
+		t.Errorf("the new server saw %q, want the session's own initialize and no server/discover", moved.seen)
+	}
+}

@@ -363,7 +363,9 @@ func (p *Engine) State(conn *Connection) (*Conn, error) {
 	}
 	if moved {
 		// Every upstream session opened at the old endpoint is replaced
-		// when next used; the shared one goes now.
+		// when next used; the shared one goes now. The new endpoint's
+		// server may be of another era.
+		st.era.forget()
 		st.shared.mu.Lock()
 		if st.shared.session != nil {
 			p.closeSession(st.shared.session)

@@ -76,7 +76,19 @@ func (e *era) learn(asked string, cs *mcp.ClientSession) {
 		// Asked for the newest and was given an earlier one.
 		e.sessions.Store(true)
 		e.stateless.Store(false)
+		e.only.Store(false)
+	default:
+		// An earlier revision was served: the server is not of the
+		// stateless one alone.
+		e.only.Store(false)
 	}
+}
+
+// forget forgets the era, for a connection whose endpoint moved.
+func (e *era) forget() {
+	e.stateless.Store(false)
+	e.sessions.Store(false)
+	e.only.Store(false)
 }
 
 // connectEra opens a session of client over hc at endpoint asking for
