@@ -9,6 +9,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/rounds"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,11 +25,17 @@ import (
 // may continue here.
 var errNoCall = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: requestState names no call of this caller waiting on this gateway"}
 
-// passes reports whether conn's server is known to speak the stateless
-// revision.
-func (l *lanes) passes(conn *engine.Connection) bool {
+// passes reports whether the server of s's lane speaks the stateless
+// revision: its open upstream session says, else the connection's era.
+func (l *lanes) passes(s *agentSession, conn *engine.Connection) bool {
+	if l.e.eng.SDKUpstream {
+		return false
+	}
+	if cs := s.upstream.Session(); cs != nil {
+		return cs.InitializeResult().ProtocolVersion >= wire.Revision
+	}
 	st, err := l.e.eng.State(conn)
-	return err == nil && st.Stateless() && !l.e.eng.SDKUpstream
+	return err == nil && st.Stateless()
 }
 
 // passOwner binds a sealed state to who called which tool where.
