@@ -229,7 +229,8 @@ func TestSessionClientReachesAStatelessServer(t *testing.T) {
 }
 
 // The REST routes reach a server of the stateless revision statelessly:
-// discovery, a call, and the admin test, with no session upstream.
+// discovery, calls (one with an argument in a header), and the admin
+// test, with no session upstream.
 func TestRESTRoutesReachAStatelessServer(t *testing.T) {
 	t.Parallel()
 	up := newEraServer(t, statelessOne)
@@ -239,9 +240,15 @@ func TestRESTRoutesReachAStatelessServer(t *testing.T) {
 	if !strings.Contains(r.raw, `"text":"hi"`) {
 		t.Errorf("call answered %s", r.raw)
 	}
+	// The server refuses a call without the header its tool asks for.
+	r = e.call("agent", "routed", `{"region":"eu-west é"}`)
+	wantStatus(t, r, http.StatusOK, "")
+	if !strings.Contains(r.raw, `"text":"eu-west é"`) {
+		t.Errorf("call answered %s", r.raw)
+	}
 	hs, err := e.proxy.Probe(context.Background(), e.src.conns["mcp1"])
-	if err != nil || hs.ProtocolVersion != "2026-07-28" || hs.Tools != 3 {
-		t.Errorf("probe = %+v, %v; want the stateless revision and 3 tools", hs, err)
+	if err != nil || hs.ProtocolVersion != "2026-07-28" || hs.Tools != 4 {
+		t.Errorf("probe = %+v, %v; want the stateless revision and 4 tools", hs, err)
 	}
 	if s := up.sessions(); len(s) > 0 {
 		t.Errorf("the upstream saw %q, want no session", s)

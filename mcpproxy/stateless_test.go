@@ -40,8 +40,9 @@ func connectStateless(t testing.TB, endpoint string, w who, opts *mcp.ClientOpti
 // askingServer is a go-sdk server whose tool "confirm" asks its client to
 // confirm (elicitation) before it answers, written as the stateless
 // revision wants: it returns the question, and the SDK puts it to a
-// client of an older revision itself. Its tool "echo" echoes, and
-// "count" reports two steps of progress.
+// client of an older revision itself. Its tool "echo" echoes, "count"
+// reports two steps of progress, and "routed" takes its argument region
+// in a header too (x-mcp-header), which the stateless revision checks.
 func askingServer() *mcp.Server { return askingServerOf(nil) }
 
 // askingServerOf is askingServer offering versions alone (nil: every
@@ -60,6 +61,11 @@ func askingServerOf(versions []string) *mcp.Server {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "routed", Description: "takes its region in a header too", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
+		Region string `json:"region"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Region}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "reports its progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		if token := req.Params.GetProgressToken(); token != nil {
