@@ -105,3 +105,31 @@ func ExampleVault_SecretRouteChanges() {
 	// [base_url]
 	// [mcp_endpoint]
 }
+
+// The MCP connect flow stores the client it registered and the account
+// it connected; a server's insufficient_scope later widens the account.
+func ExampleMCPAccounts() {
+	ctx := context.Background()
+	key, _ := credvault.GenerateMasterKey()
+	v, _ := credvault.New(ctx, credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1})
+	defer v.Close()
+	if _, err := v.Create(ctx, &credvault.Connection{ID: "linear", Protocol: credvault.ProtocolMCP,
+		BaseURL: "https://mcp.linear.app/mcp", AuthMode: credvault.AuthOAuth2AuthorizationCode}, nil); err != nil {
+		log.Fatal(err)
+	}
+	accounts := credvault.MCPAccounts{Vault: v}
+	client := credvault.OAuthClient{Issuer: "https://mcp.linear.app", AuthURL: "https://mcp.linear.app/authorize",
+		TokenURL: "https://mcp.linear.app/token", Resource: "https://mcp.linear.app/mcp",
+		ClientID: "registered-client", ClientSecret: "registered-client-secret"}
+	if err := accounts.Connect(ctx, "linear", "", credvault.Grant{RefreshToken: "example-refresh-token"}, client, []string{"read"}); err != nil {
+		log.Fatal(err)
+	}
+	if err := accounts.RequireScopes(ctx, "linear", "", []string{"write"}); err != nil {
+		log.Fatal(err)
+	}
+	c, _ := v.Connection("linear")
+	a, _ := c.Account("")
+	fmt.Println(c.OAuthClientID, c.AuthSecretKey, a.Status, a.Scopes)
+	// Output:
+	// registered-client oauth_client_secret needs_reconnecting [read write]
+}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,6 +30,10 @@ type OAuthAccount struct {
 	Status      string    `json:"status"`
 	ConnectedAt time.Time `json:"connected_at,omitzero"`
 	RefreshedAt time.Time `json:"refreshed_at,omitzero"`
+	// Scopes are those the account was connected with on an MCP
+	// connection, widened when its server answered insufficient_scope
+	// (Status is then needs_reconnecting). Empty: the connection's.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // ErrRefreshTokenChanged is returned by Vault.PutRefreshToken when the
@@ -91,11 +95,17 @@ func (c *Connection) validateOAuth() error {
 		}
 		return nil
 	}
-	if c.Protocol != ProtocolHTTP {
-		return invalid("auth_mode", "%q applies to %q connections only", c.AuthMode, ProtocolHTTP)
-	}
-	if c.OAuthClientID == "" || len(c.OAuthClientID) > maxNameLen || hasControl(c.OAuthClientID) {
-		return invalid("oauth_client_id", "is required: 1-%d bytes without control characters", maxNameLen)
+	// An MCP server names its authorization server in its 401 answer, and
+	// the connect flow registers a client there: both may be left out.
+	discovered := c.Protocol == ProtocolMCP && c.AuthMode == AuthOAuth2AuthorizationCode
+	switch {
+	case discovered && c.OAuthClientID == "" && c.AuthSecretKey != "":
+		return invalid("oauth_client_id", "is required with auth_secret_key (the client secret of a pre-registered client)")
+	case !discovered && c.OAuthClientID == "":
+		return invalid("oauth_client_id", "is required for %q", c.AuthMode)
+	case len(c.OAuthClientID) > maxURLLen || hasControl(c.OAuthClientID):
+		// A client id may be a URL (a Client ID Metadata Document's).
+		return invalid("oauth_client_id", "must be at most %d bytes without control characters", maxURLLen)
 	}
 	urls := []struct{ name, v string }{
 		{"oauth_token_url", c.OAuthTokenURL}, {"oauth_authorization_url", c.OAuthAuthURL},
@@ -133,7 +143,7 @@ func (c *Connection) validateOAuth() error {
 			return invalid("oauth_per_subject", "applies to %q only: a client has one token", AuthOAuth2AuthorizationCode)
 		}
 	case AuthOAuth2AuthorizationCode:
-		if c.OAuthIssuer == "" && (c.OAuthTokenURL == "" || c.OAuthAuthURL == "") {
+		if !discovered && c.OAuthIssuer == "" && (c.OAuthTokenURL == "" || c.OAuthAuthURL == "") {
 			return invalid("oauth_issuer", "or both oauth_authorization_url and oauth_token_url are required for %q", c.AuthMode)
 		}
 	}
@@ -170,14 +180,48 @@ func joinAccounts(secrets, accounts map[string]string) {
 // (Connection.AccountSubject), as of the snapshot.
 func (r *Resolved) RefreshToken(subject string) (string, bool) {
 	t, ok := r.accounts[r.Connection.AccountSubject(subject)]
-	return t, ok && t != ""
+	return t, ok && t != "" && !isAccessGrant(t)
+}
+
+// An MCP server's authorization server may grant no refresh token. Such
+// an account holds its access token instead, until it expires, in the
+// slot of the refresh token, marked by a NUL no refresh token contains
+// (checkRefreshToken).
+const accessGrantMark = "\x00access\x00"
+
+func isAccessGrant(v string) bool { return strings.HasPrefix(v, accessGrantMark) }
+
+func encodeAccessGrant(token string, expiry time.Time) string {
+	return accessGrantMark + strconv.FormatInt(expiry.Unix(), 10) + "\x00" + token
+}
+
+// AccessGrant returns the access token of the account serving subject,
+// when the account holds one instead of a refresh token, and its expiry.
+func (r *Resolved) AccessGrant(subject string) (string, time.Time, bool) {
+	v := r.accounts[r.Connection.AccountSubject(subject)]
+	rest, ok := strings.CutPrefix(v, accessGrantMark)
+	if !ok {
+		return "", time.Time{}, false
+	}
+	unix, token, ok := strings.Cut(rest, "\x00")
+	sec, err := strconv.ParseInt(unix, 10, 64)
+	if !ok || err != nil || token == "" {
+		return "", time.Time{}, false
+	}
+	return token, time.Unix(sec, 0), true
 }
 
 // updateAccounts opens connection id's secrets inside a transaction, lets
 // fn change its refresh tokens (by account subject) and metadata, and
 // seals them again under the same secret version.
 func (v *Vault) updateAccounts(ctx context.Context, id string, fn func(c *Connection, accounts map[string]string) error) error {
-	return v.write(ctx, func(r *Records) error {
+	return v.updateSealed(ctx, id, func(c *Connection, _, accounts map[string]string) error { return fn(c, accounts) })
+}
+
+// updateSealed is updateAccounts with the other secrets too, which fn
+// may change.
+func (v *Vault) updateSealed(ctx context.Context, id string, fn func(c *Connection, secrets, accounts map[string]string) error) error {
+	err := v.write(ctx, func(r *Records) error {
 		rec, ok := r.Connections[id]
 		if !ok {
 			return ErrNotFound
@@ -197,9 +241,10 @@ func (v *Vault) updateAccounts(ctx context.Context, id string, fn func(c *Connec
 		if accounts == nil {
 			accounts = map[string]string{}
 		}
-		if err := fn(c, accounts); err != nil {
+		if err := fn(c, secrets, accounts); err != nil {
 			return err
 		}
+		c.CredentialKeys = sortedKeys(secrets)
 		joinAccounts(secrets, accounts)
 		sealed, err := v.sealSecrets(id, c.SecretVersion, secrets)
 		if err != nil {
@@ -208,6 +253,10 @@ func (v *Vault) updateAccounts(ctx context.Context, id string, fn func(c *Connec
 		rec.Connection, rec.SealedSecrets = *c, sealed
 		return nil
 	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
 }
 
 // setAccount writes the metadata of subject's account.
@@ -288,7 +337,9 @@ func (v *Vault) DisconnectAccount(ctx context.Context, id, subject string) (stri
 		if _, ok := c.Account(key); !ok {
 			return ErrAccountNotFound
 		}
-		refresh = accounts[key]
+		if refresh = accounts[key]; isAccessGrant(refresh) {
+			refresh = "" // nothing to revoke: it expires
+		}
 		delete(accounts, key)
 		c.OAuthAccounts = slices.DeleteFunc(c.OAuthAccounts, func(a OAuthAccount) bool { return a.Subject == key })
 		return nil
@@ -299,7 +350,14 @@ func (v *Vault) DisconnectAccount(ctx context.Context, id, subject string) (stri
 // AccountTokens returns the refresh tokens of every account of a
 // connection about to be deleted, for the caller to revoke.
 func (r *Resolved) AccountTokens() []string {
-	return slices.Sorted(maps.Values(r.accounts))
+	var tokens []string
+	for _, t := range r.accounts {
+		if !isAccessGrant(t) {
+			tokens = append(tokens, t)
+		}
+	}
+	slices.Sort(tokens)
+	return tokens
 }
 
 func checkRefreshToken(t string) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func authCodeConn(id string, perSubject bool) *Connection {
@@ -36,7 +37,9 @@ func TestOAuthValidation(t *testing.T) {
 		{"token url with user info", "oauth_token_url", cc(func(c *Connection) { c.OAuthTokenURL = "https://u:p@auth.example.com/token" })},
 		{"scope with a space", "oauth_scopes", cc(func(c *Connection) { c.OAuthScopes = []string{"a b"} })},
 		{"client credentials per subject", "oauth_per_subject", cc(func(c *Connection) { c.OAuthPerSubject = true })},
-		{"oauth on an mcp connection", "auth_mode", cc(func(c *Connection) { c.Protocol = ProtocolMCP })},
+		{"mcp client secret without a client", "oauth_client_id", &Connection{ID: "m", Protocol: ProtocolMCP, BaseURL: "https://mcp.example.com",
+			AuthMode: AuthOAuth2AuthorizationCode, AuthSecretKey: "client_secret"}},
+		{"mcp client credentials without token url", "oauth_token_url", cc(func(c *Connection) { c.Protocol, c.OAuthTokenURL = ProtocolMCP, "" })},
 		{"oauth field on a bearer connection", "oauth_client_id", &Connection{ID: "b", BaseURL: "https://api.example.com",
 			AuthMode: AuthBearer, AuthSecretKey: "client_secret", OAuthClientID: "x"}},
 		{"authorization code without endpoints", "oauth_issuer", &Connection{ID: "ac", BaseURL: "https://api.example.com",
@@ -49,6 +52,12 @@ func TestOAuthValidation(t *testing.T) {
 				t.Fatalf("Create = %v, want a validation error on %s", err, tc.field)
 			}
 		})
+	}
+	// An MCP connection may leave the authorization server and the
+	// client to its server's 401 and the connect flow.
+	mcp := &Connection{ID: "mcp", Protocol: ProtocolMCP, BaseURL: "https://mcp.example.com", AuthMode: AuthOAuth2AuthorizationCode}
+	if _, err := v.Create(context.Background(), mcp, nil); err != nil {
+		t.Fatal(err)
 	}
 	// A public client (PKCE, no secret) is fine.
 	pub := authCodeConn("public", false)
@@ -152,5 +161,73 @@ func TestPutRefreshTokenRacingRotation(t *testing.T) {
 	c, _ := v.Connection("drive")
 	if a, _ := c.Account(""); a.Status != AccountNeedsReconnecting {
 		t.Fatalf("account %+v", a)
+	}
+}
+
+func TestConnectMCPAccountStoresTheRegisteredClient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newTestVault(t)
+	conn := &Connection{ID: "mcp", Protocol: ProtocolMCP, BaseURL: "https://mcp.example.com", AuthMode: AuthOAuth2AuthorizationCode, OAuthPerSubject: true}
+	if _, err := v.Create(ctx, conn, nil); err != nil {
+		t.Fatal(err)
+	}
+	accounts := MCPAccounts{v}
+	client := OAuthClient{Issuer: "https://as.example.com", AuthURL: "https://as.example.com/authorize", TokenURL: "https://as.example.com/token",
+		Resource: "https://mcp.example.com/mcp", ClientID: "registered-1", ClientSecret: "registered-secret-1"}
+	if err := accounts.Connect(ctx, "mcp", "alice", Grant{RefreshToken: "refresh-alice"}, client, []string{"files:read"}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := v.Lookup("mcp")
+	c := r.Connection
+	if c.OAuthClientID != "registered-1" || c.OAuthTokenURL != client.TokenURL || c.OAuthResource != client.Resource || c.AuthSecretKey != MCPClientSecret {
+		t.Fatalf("connection after connect: %+v", c)
+	}
+	if s, _ := r.Secret(); s != "registered-secret-1" {
+		t.Fatalf("client secret %q", s)
+	}
+	if got, _ := r.RefreshToken("alice"); got != "refresh-alice" {
+		t.Fatalf("refresh token %q", got)
+	}
+	doc, _ := json.Marshal(c)
+	if strings.Contains(string(doc), "registered-secret-1") || strings.Contains(string(doc), "refresh-alice") {
+		t.Fatalf("connection JSON shows a secret: %s", doc)
+	}
+	// A second subject through the same client keeps it and its secret.
+	client.ClientSecret = ""
+	expiry := time.Unix(2000000000, 0)
+	if err := accounts.Connect(ctx, "mcp", "bob", Grant{AccessToken: "access-bob", Expiry: expiry}, client, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = v.Lookup("mcp")
+	if s, _ := r.Secret(); s != "registered-secret-1" || len(r.Connection.OAuthAccounts) != 2 {
+		t.Fatalf("after bob: secret %q, accounts %+v", s, r.Connection.OAuthAccounts)
+	}
+	// Bob's server granted no refresh token: his account serves its
+	// access token until it expires, and has nothing to revoke.
+	if _, ok := r.RefreshToken("bob"); ok {
+		t.Fatal("bob's access token reads as a refresh token")
+	}
+	if tok, exp, ok := r.AccessGrant("bob"); !ok || tok != "access-bob" || !exp.Equal(expiry) {
+		t.Fatalf("AccessGrant(bob) = %q, %v, %v", tok, exp, ok)
+	}
+	if got := r.AccountTokens(); len(got) != 1 || got[0] != "refresh-alice" {
+		t.Fatalf("AccountTokens = %v", got)
+	}
+
+	// insufficient_scope widens alice's scopes once; bob is untouched.
+	for range 2 {
+		if err := accounts.RequireScopes(ctx, "mcp", "alice", []string{"files:write", "files:read", "bad scope"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ = v.Connection("mcp")
+	alice, _ := c.Account("alice")
+	bob, _ := c.Account("bob")
+	if alice.Status != AccountNeedsReconnecting || strings.Join(alice.Scopes, " ") != "files:read files:write" || bob.Status != AccountConnected {
+		t.Fatalf("alice %+v, bob %+v", alice, bob)
+	}
+	if err := accounts.RequireScopes(ctx, "mcp", "carol", []string{"x"}); !errors.Is(err, ErrAccountNotFound) {
+		t.Fatalf("RequireScopes for a subject without an account = %v", err)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"slices"
 )
 
-// errUnchanged rolls back an UpdateToolPins that would write nothing.
-var errUnchanged = errors.New("credvault: tool pins unchanged")
+// errUnchanged rolls back an update that would write nothing.
+var errUnchanged = errors.New("credvault: unchanged")
 
 // ToolPins returns the stored tool pins of connection id (Records.ToolPins)
 // from the current snapshot; nil when it has none. Do not modify it.

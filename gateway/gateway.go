@@ -210,9 +210,19 @@ func (g *Gateway) wire() error {
 			return err
 		}
 	}
+	oauthMetrics, err := upstreamauth.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	// The token endpoints are reached like the upstreams (proxy settings
+	// included); upstreamauth bounds each exchange itself.
+	if g.tokens, err = upstreamauth.New(upstreamauth.Config{Vault: g.vault, HTTPClient: &http.Client{Transport: upstream},
+		Metrics: oauthMetrics, Logger: c.Logger}); err != nil {
+		return err
+	}
 	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)
 	g.mcp, err = mcpproxy.New(mcpproxy.Config{
-		Connections:    &mcpConnections{vault: g.vault, base: upstream, approvals: gate},
+		Connections:    &mcpConnections{vault: g.vault, base: upstream, tokens: g.tokens, log: c.Logger, approvals: gate},
 		Caller:         mcpCaller,
 		OnDiscovery:    g.storeDiscovery,
 		Pins:           pins,
@@ -224,17 +234,6 @@ func (g *Gateway) wire() error {
 		Options:        c.MCP,
 	})
 	if err != nil {
-		return err
-	}
-
-	oauthMetrics, err := upstreamauth.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
-	// The token endpoints are reached like the upstreams (proxy settings
-	// included); upstreamauth bounds each exchange itself.
-	if g.tokens, err = upstreamauth.New(upstreamauth.Config{Vault: g.vault, HTTPClient: &http.Client{Transport: upstream},
-		Metrics: oauthMetrics, Logger: c.Logger}); err != nil {
 		return err
 	}
 
@@ -280,7 +279,7 @@ func (g *Gateway) wire() error {
 			if err != nil {
 				return mcpproxy.Discovery{}, err
 			}
-			d, err := g.mcp.Discover(ctx, mcpConnection(res, settings, discovery, g.vault.Transport(conn.ID, upstream)), r)
+			d, err := g.mcp.Discover(ctx, mcpConnection(res, settings, discovery, mcpTransport(g.vault, g.tokens, res, upstream, c.Logger)), r)
 			if err != nil {
 				return mcpproxy.Discovery{}, mcpError{err}
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
+	"github.com/idnhq/idn/upstreamauth"
 )
 
 // The gateway composes the MCP engine with the rest: connections come from
@@ -91,6 +93,9 @@ func mcpDestinations(c *credvault.Connection) []string {
 type mcpConnections struct {
 	vault *credvault.Vault
 	base  http.RoundTripper
+	// tokens gets the access tokens of connections in the OAuth modes.
+	tokens *upstreamauth.Tokens
+	log    *slog.Logger
 	// approvals holds the calls of approval_tools; nil refuses them.
 	approvals *approval.Gate
 	// decoded keeps, by connection id, the settings of the snapshot entry
@@ -116,14 +121,14 @@ func (s *mcpConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.
 		return nil, mcpproxy.ErrNotMCP
 	}
 	if d, ok := s.decoded.Load(id); ok && d.(*decodedSettings).res == res {
-		return s.held(mcpConnection(res, d.(*decodedSettings).settings, d.(*decodedSettings).discovery, s.vault.Transport(id, s.base)), res), nil
+		return s.held(mcpConnection(res, d.(*decodedSettings).settings, d.(*decodedSettings).discovery, mcpTransport(s.vault, s.tokens, res, s.base, s.log)), res), nil
 	}
 	settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: connection %q: %w", id, err)
 	}
 	s.decoded.Store(id, &decodedSettings{res: res, settings: settings, discovery: discovery})
-	return s.held(mcpConnection(res, settings, discovery, s.vault.Transport(id, s.base)), res), nil
+	return s.held(mcpConnection(res, settings, discovery, mcpTransport(s.vault, s.tokens, res, s.base, s.log)), res), nil
 }
 
 // held gives a connection with approval_tools its Hold: a matching call
@@ -214,7 +219,7 @@ func mcpDecided(o *proxy.MCPObserver, activity *pairing.Reporter, vault *credvau
 // testMCP is the admin API's TestMCP: a handshake of the MCP engine with
 // the connection's server, with its credential sent by base.
 func (g *Gateway) testMCP(ctx context.Context, conn *credvault.Connection, base http.RoundTripper) (mcpevent.Handshake, error) {
-	return probeMCP(ctx, g.vault, g.mcp, conn.ID, base)
+	return probeMCP(ctx, g.vault, g.tokens, g.mcp, conn.ID, base)
 }
 
 // TestMCP tests the mcp connection id of v with an MCP handshake
@@ -228,14 +233,18 @@ func TestMCP(ctx context.Context, v *credvault.Vault, id string) (mcpevent.Hands
 		return mcpevent.Handshake{}, err
 	}
 	defer engine.Close()
-	return probeMCP(ctx, v, engine, id, nil)
+	tokens, err := upstreamauth.New(upstreamauth.Config{Vault: v})
+	if err != nil {
+		return mcpevent.Handshake{}, err
+	}
+	return probeMCP(ctx, v, tokens, engine, id, nil)
 }
 
 // probeMCP is a handshake of engine with the server of v's connection id,
 // its credential sent by base (nil: the default transport). The error it
 // returns is the engine's scrubbed message alone, which the test result
 // shows.
-func probeMCP(ctx context.Context, v *credvault.Vault, engine *mcpproxy.Proxy, id string, base http.RoundTripper) (mcpevent.Handshake, error) {
+func probeMCP(ctx context.Context, v *credvault.Vault, tokens *upstreamauth.Tokens, engine *mcpproxy.Proxy, id string, base http.RoundTripper) (mcpevent.Handshake, error) {
 	res, ok := v.Lookup(id)
 	if !ok {
 		return mcpevent.Handshake{}, credvault.ErrNotFound
@@ -244,7 +253,7 @@ func probeMCP(ctx context.Context, v *credvault.Vault, engine *mcpproxy.Proxy, i
 	if err != nil {
 		return mcpevent.Handshake{}, errors.New("the connection's MCP settings cannot be read")
 	}
-	hs, err := engine.Probe(ctx, mcpConnection(res, settings, discovery, v.Transport(id, base)))
+	hs, err := engine.Probe(ctx, mcpConnection(res, settings, discovery, mcpTransport(v, tokens, res, base, nil)))
 	var ue *mcpproxy.UpstreamError
 	switch {
 	case err == nil:

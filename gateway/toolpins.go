@@ -11,6 +11,7 @@ import (
 	"github.com/idnhq/idn/kit/textcap"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/mcpproxy/toolpin"
+	"github.com/idnhq/idn/upstreamauth"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -96,7 +97,11 @@ func ReviewToolPins(ctx context.Context, v *credvault.Vault, id string, discover
 		if err != nil {
 			return toolpin.Review{}, err
 		}
-		if _, err := engine.Discover(ctx, mcpConnection(res, settings, discovery, v.Transport(id, nil)), mcpproxy.RefreshForce); err != nil {
+		tokens, err := upstreamauth.New(upstreamauth.Config{Vault: v})
+		if err != nil {
+			return toolpin.Review{}, err
+		}
+		if _, err := engine.Discover(ctx, mcpConnection(res, settings, discovery, mcpTransport(v, tokens, res, nil, nil)), mcpproxy.RefreshForce); err != nil {
 			var ue *mcpproxy.UpstreamError
 			if errors.As(err, &ue) {
 				return toolpin.Review{}, errors.New("gateway: discovery failed: " + ue.Message)

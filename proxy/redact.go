@@ -256,6 +256,19 @@ type redactingBody struct {
 	done bool    // closed
 }
 
+// RedactBody returns src with every form (a credential's, longest first,
+// as credvault.AccessToken.Redactions lists them) replaced by
+// "[redacted]" as it is read; the gateway puts it under an OAuth MCP
+// connection's answers. An encoded body is returned as it is.
+func RedactBody(resp *http.Response, forms []string) {
+	if len(forms) == 0 || resp.Body == nil || resp.Body == http.NoBody || encoded(resp.Header) {
+		return
+	}
+	resp.Body = newRedactingBody(resp.Body, forms)
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+}
+
 func newRedactingBody(src io.ReadCloser, forms []string) *redactingBody {
 	return &redactingBody{src: src, m: newMatcher(forms)}
 }

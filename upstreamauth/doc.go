@@ -12,7 +12,11 @@
 //   - a provider's invalid_grant marks the account "needs reconnecting";
 //   - discovery from an issuer (RFC 8414, then OpenID Connect Discovery),
 //     the owner's connect flow with state and the iss check of RFC 9207,
-//     and revocation at the provider (RFC 7009).
+//     and revocation at the provider (RFC 7009);
+//   - the MCP authorization flow (ConnectMCP): an MCP server's 401, its
+//     protected resource metadata (RFC 9728), client registration by
+//     metadata document or RFC 7591, and the resource parameter (RFC
+//     8707), run by the go-sdk's auth package.
 //
 // No token, client secret or token endpoint answer reaches an error, a
 // log line or a metric: errors say what failed and what to do.

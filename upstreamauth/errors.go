@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -47,11 +48,19 @@ type AuthRequiredError struct {
 	Connection        string
 	Subject           string
 	NeedsReconnecting bool // the provider refused the stored refresh token
+	// InsufficientScope: an MCP server refused the account's token for
+	// want of Scopes (insufficient_scope); the account must be connected
+	// again with them.
+	InsufficientScope bool
+	Scopes            []string
 }
 
 func (e *AuthRequiredError) Error() string {
 	what := "no account is connected"
-	if e.NeedsReconnecting {
+	switch {
+	case e.InsufficientScope:
+		what = "the server needs scopes the connected account was not granted (" + strconv.Quote(strings.Join(e.Scopes, " ")) + ")"
+	case e.NeedsReconnecting:
 		what = "the provider refused the connected account's refresh token"
 	}
 	if e.Subject != "" {

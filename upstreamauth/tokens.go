@@ -125,10 +125,16 @@ func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject str
 	account := c.AccountSubject(subject)
 	if c.AuthMode == credvault.AuthOAuth2AuthorizationCode {
 		if _, ok := res.RefreshToken(account); !ok {
+			// An MCP account granted no refresh token serves its access
+			// token until it expires.
+			value, expiry, granted := res.AccessGrant(account)
+			if granted && t.cfg.Clock().Before(expiry) {
+				return res.AccessToken(value), nil
+			}
 			// Refused before any state is kept: subjects are the
 			// agent's to choose, so each must not cost memory.
 			a, _ := c.Account(account)
-			return nil, &AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: a.Status == credvault.AccountNeedsReconnecting}
+			return nil, &AuthRequiredError{Connection: c.ID, Subject: account, NeedsReconnecting: granted || a.Status == credvault.AccountNeedsReconnecting}
 		}
 	}
 	e := t.entry(entryKey{c.ID, account})

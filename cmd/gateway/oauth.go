@@ -2,21 +2,25 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idnhq/idn/credvault"
+	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/upstreamauth"
 )
 
 func init() {
-	register(&command{name: "connect", summary: "connect an OAuth account to an oauth2_authorization_code connection (prints a URL to open)", run: runConnect})
+	register(&command{name: "connect", summary: "connect an OAuth account to an oauth2_authorization_code connection, http or mcp (prints a URL to open)", run: runConnect})
 }
 
 // oauthFlags adds the OAuth fields of a connection to add's flags.
@@ -36,12 +40,13 @@ func oauthFlags(fs *flag.FlagSet, c *credvault.Connection, scopes *listFlag) {
 const connectTimeout = 10 * time.Minute
 
 func runConnect(ctx context.Context, env *cliEnv, args []string) error {
-	const synopsis = "ID [--subject SUBJECT] [--listen 127.0.0.1:PORT] [--redirect-path /callback]"
+	const synopsis = "ID [--subject SUBJECT] [--listen 127.0.0.1:PORT] [--redirect-path /callback] [--client-id-metadata-url URL]"
 	fs := newFlagSet("connect")
 	id := idFlag(fs)
 	subject := fs.String("subject", "", "the idn-subject the account serves (connections with oauth_per_subject)")
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address for the redirect; fix the port when the provider needs the exact redirect URI")
 	path := fs.String("redirect-path", "/callback", "path of the redirect URI")
+	cimd := fs.String("client-id-metadata-url", "", "https URL where the gateway's Client ID Metadata Document is published (mcp connections)")
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") { // gateway connect ID [flags]
 		*id, args = args[0], args[1:]
 	}
@@ -83,6 +88,9 @@ func runConnect(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer ln.Close()
 	redirect := "http://" + ln.Addr().String() + *path
+	if c.Protocol == credvault.ProtocolMCP {
+		return connectMCP(ctx, env, v, tokens, c, upstreamauth.MCPConnect{Subject: *subject, RedirectURI: redirect, ClientIDMetadataURL: *cimd}, ln, *path)
+	}
 	auth, err := tokens.Authorize(ctx, res, redirect)
 	if err != nil {
 		return err
@@ -135,4 +143,73 @@ func revokeAccounts(ctx context.Context, env *cliEnv, v *credvault.Vault, res *c
 		}
 	}
 	fmt.Fprintf(env.stdout, "%s: %d of %d connected accounts revoked at the provider\n", res.Connection.ID, revoked, len(refresh))
+}
+
+// connectMCP runs the MCP connect flow of connection c (an MCP server
+// answering 401): it prints the authorization URL, waits on ln for the
+// redirect to path, and stores the account and what was discovered.
+func connectMCP(ctx context.Context, env *cliEnv, v *credvault.Vault, tokens *upstreamauth.Tokens, c *credvault.Connection,
+	m upstreamauth.MCPConnect, ln net.Listener, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	m.Authorize = func(ctx context.Context, authURL string) (url.Values, error) {
+		u, err := url.Parse(authURL)
+		if err != nil {
+			return nil, err
+		}
+		handler, results := redirectWaiter(path, u.Query().Get("state"))
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }() // ends with Close below
+		defer srv.Close()
+		fmt.Fprintf(env.stdout, "Open this URL in a browser and sign in to the account to connect:\n\n  %s\n\n"+
+			"Waiting for the authorization server to redirect to %s ...\n", authURL, m.RedirectURI)
+		select {
+		case q := <-results:
+			return q, nil
+		case <-ctx.Done():
+			return nil, errors.New("no redirect came back before the time ran out; run connect again")
+		}
+	}
+	g, err := gateway.ConnectMCPAccount(ctx, v, tokens, c.ID, m)
+	if err != nil {
+		return err
+	}
+	if g.MetadataDocumentUnused {
+		fmt.Fprintf(env.stdout, "The authorization server accepts Client ID Metadata Documents; the gateway has none to offer "+
+			"(publish one and pass --client-id-metadata-url), so it used %s registration.\n", g.Registration)
+	}
+	who := "its account"
+	if m.Subject != "" {
+		who = "the account of subject " + strconv.Quote(m.Subject)
+	}
+	fmt.Fprintf(env.stdout, "%s: connected %s at %s (client %s, %s); its grant is sealed in the store.\n",
+		c.ID, who, g.Client.Issuer, strconv.Quote(g.Client.ClientID), g.Registration)
+	if g.Grant.RefreshToken == "" {
+		fmt.Fprintf(env.stdout, "The authorization server granted no refresh token: the account serves until %s, then needs connecting again.\n",
+			g.Grant.Expiry.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// redirectWaiter answers the authorization response at path whose state
+// is state, sending its query once; any other request is refused and
+// ignored, so that a stray or forged one cannot end the flow.
+func redirectWaiter(path, state string) (http.Handler, <-chan url.Values) {
+	results := make(chan url.Values, 1)
+	var once sync.Once
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.URL.Path != path || r.Method != http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
+			http.Error(w, "This response does not belong to the connect flow in progress.", http.StatusBadRequest)
+			return
+		}
+		once.Do(func() { results <- q })
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprintln(w, "The authorization response reached the gateway. You can close this tab.")
+	}), results
 }

@@ -98,6 +98,23 @@ func (a *Server) UserOf(bearer string) (string, bool) {
 	return a.store.accessUser(tokenID)
 }
 
+// Grant returns what a live access token grants: its user, scopes and
+// expiry.
+func (a *Server) Grant(bearer string) (user string, scopes []string, expires time.Time, ok bool) {
+	id, err := a.provider.Crypto().Decrypt(strings.TrimPrefix(bearer, "Bearer "))
+	if err != nil {
+		return "", nil, time.Time{}, false
+	}
+	tokenID, _, _ := strings.Cut(id, ":")
+	a.store.mu.Lock()
+	defer a.store.mu.Unlock()
+	t, ok := a.store.access[tokenID]
+	if !ok || time.Now().After(t.expires) {
+		return "", nil, time.Time{}, false
+	}
+	return t.user, slices.Clone(t.scopes), t.expires, true
+}
+
 // HasRefresh reports whether refresh is a live refresh token.
 func (a *Server) HasRefresh(refresh string) bool { return a.store.hasRefresh(refresh) }
 

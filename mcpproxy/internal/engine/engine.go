@@ -40,6 +40,8 @@ type Connection struct {
 	Endpoint string
 	// Transport sends the upstream HTTP requests and injects the
 	// connection's credentials (it must not mutate the request it is given).
+	// An *apierror.Error it returns is the answer to the request, and does
+	// not count against the circuit breaker.
 	// Nil means http.DefaultTransport, with no credentials. The most recent
 	// value is used for every request, so rotated secrets apply at once.
 	Transport http.RoundTripper
@@ -488,7 +490,8 @@ func (p *Engine) closeSession(cs *mcp.ClientSession) {
 }
 
 // Guarded runs op against upstream session u (nil: the connection's shared
-// one) behind the connection's circuit breaker. A lost session (the server
+// one) behind the connection's circuit breaker. An *apierror.Error from
+// Connection.Transport is returned as it is. A lost session (the server
 // answers 404 for its id, or the request never left) is re-initialized and
 // op retried once, transparently; any other transport failure drops the
 // session and is returned scrubbed. A JSON-RPC error answer means the
@@ -502,6 +505,13 @@ func (p *Engine) Guarded(ctx context.Context, st *Conn, u *Upstream, op func(con
 		return &RetryError{Err: ErrCircuitOpen, RetryAfter: retryAfter}
 	}
 	err := p.withSession(ctx, st, u, op)
+	if refusal, ok := errors.AsType[*apierror.Error](err); ok && !upstream.ServerAnswered(err) {
+		// Connection.Transport refused to send (the gateway's OAuth
+		// refusals): the server is not at fault, and the refusal is the
+		// answer.
+		st.breaker.Abandon(probe)
+		return refusal
+	}
 	if errors.Is(err, errSessionEnded) || err != nil && !upstream.ServerAnswered(err) && errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up (an MCP client's notifications/cancelled, or a
 		// closed session): that says nothing about the upstream.

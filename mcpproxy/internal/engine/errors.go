@@ -133,6 +133,9 @@ func ErrorCode(err error) errcode.Code {
 // Retry-After and, for invalid arguments, the failing paths under
 // "details".
 func ToAPIError(err error) *apierror.Error {
+	if ae, ok := err.(*apierror.Error); ok { // made to be answered
+		return ae
+	}
 	message := "" // the code's default
 	if _, ok := ownCode(err); ok {
 		message = err.Error()
