@@ -259,15 +259,21 @@ func residentMemory() (rss, peak float64, ok bool) {
 
 // BenchmarkStatelessToolCall compares one MCP 2026-07-28 tools/call made
 // by the go-sdk client directly with the same call through the MCP
-// endpoint, against one server that speaks both revisions (the SDK's
-// stateless handler): the gateway's lane reaches it over a 2025-11-25
-// session. The difference of the p50 figures is what the gateway adds.
+// endpoint, against a server that speaks both revisions (the SDK's
+// stateless handler; the gateway speaks to it statelessly) and against
+// the same server in 2025-11-25 sessions (the gateway's lane rides one).
+// The difference of the p50 figures is what the gateway adds.
 func BenchmarkStatelessToolCall(b *testing.B) {
 	server := newMCPServer()
 	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	defer upstream.Close()
+	sessions := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer sessions.Close()
 	p, err := mcpproxy.New(mcpproxy.Config{
-		Connections: oneConnection{mcpproxy.Connection{ID: "bench", BaseURL: upstream.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}}},
+		Connections: connectionSet{
+			"bench":    {ID: "bench", BaseURL: upstream.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}},
+			"sessions": {ID: "sessions", BaseURL: sessions.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}},
+		},
 		Caller: func(*http.Request) (mcpevent.Caller, error) {
 			return mcpevent.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
 		},
@@ -279,7 +285,7 @@ func BenchmarkStatelessToolCall(b *testing.B) {
 	defer p.Close()
 	gw := httptest.NewServer(p.Handler())
 	defer gw.Close()
-	for _, c := range []struct{ name, endpoint string }{{"direct", upstream.URL}, {"endpoint", gw.URL + "/mcp/bench"}} {
+	for _, c := range []struct{ name, endpoint string }{{"direct", upstream.URL}, {"endpoint", gw.URL + "/mcp/bench"}, {"endpoint-to-2025-sessions", gw.URL + "/mcp/sessions"}} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
 			client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
@@ -309,4 +315,15 @@ func BenchmarkStatelessToolCall(b *testing.B) {
 			reportPercentiles(b, samples)
 		})
 	}
+}
+
+// connectionSet is a ConnectionSource of fixed connections.
+type connectionSet map[string]mcpproxy.Connection
+
+func (s connectionSet) MCPConnection(_ context.Context, id string) (*mcpproxy.Connection, error) {
+	c, ok := s[id]
+	if !ok {
+		return nil, mcpproxy.ErrConnectionNotFound
+	}
+	return &c, nil
 }

@@ -41,9 +41,20 @@
 //     upstream session, read in the calling goroutine; the call's
 //     progress arrives on its own event stream, ahead of its result; a
 //     stream the server ends early is resumed with Last-Event-ID, bounded.
-//     Everything else uses the go-sdk's client session, and so do the
-//     calls to a server that offers only protocol versions newer than
-//     2025-11-25 (without progress).
+//     Everything else uses the go-sdk's client session.
+//   - Upstream eras: a connection's first session lets the SDK's client
+//     find the server's era (server/discover, then initialize), and the
+//     connection remembers it (engine's era.go). A server offering
+//     2026-07-28 is spoken to statelessly: the SDK's client holds no
+//     session upstream, and tools/call goes through
+//     upstream.CallStateless, which carries the server's input_required
+//     rounds as JSON (the agent's answers go back as written, which the
+//     SDK's client would read and re-encode) and asks each question
+//     through the call's relay: on a 2025 agent's session stream, or as
+//     a stateless agent's round. A stateless agent gets a stateless
+//     server's rounds as the server wrote them, its requestState sealed
+//     to the caller and tool, so the gateway holds nothing between rounds
+//     (relay's passthrough.go). Other servers keep 2025-era sessions.
 //   - Retries: only network timeouts and upstream 429/502/503/504, bounded,
 //     with full-jitter exponential backoff; never a tools/call whose request
 //     was completely sent before a timeout.
@@ -106,9 +117,10 @@
 //     full pool refuses (503) only a caller whose namespace holds none.
 //   - Stateless revision: a POST without a session whose version is
 //     2026-07-28 (header or _meta) goes to the SDK's stateless handler,
-//     served by the same dispatch on a lane, a 2025-11-25 upstream
-//     session per caller, connection and declared capabilities
-//     (relay's stateless.go). The server's requests during a call become
+//     served by the same dispatch on a lane, an upstream client per
+//     caller, connection and declared capabilities (relay's
+//     stateless.go): a pooled session to a 2025-era server, none to a
+//     stateless one. The server's requests during a call become
 //     input_required rounds (package rounds), carried as JSON: the SDK
 //     has no way to return them from a middleware, nor to mark a result
 //     complete, and its types would rewrite the server's params. A

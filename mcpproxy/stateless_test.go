@@ -40,9 +40,15 @@ func connectStateless(t testing.TB, endpoint string, w who, opts *mcp.ClientOpti
 // askingServer is a go-sdk server whose tool "confirm" asks its client to
 // confirm (elicitation) before it answers, written as the stateless
 // revision wants: it returns the question, and the SDK puts it to a
-// client of an older revision itself. Its tool "echo" echoes.
-func askingServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "asking-upstream", Version: "1"}, nil)
+// client of an older revision itself. Its tool "echo" echoes, "count"
+// reports two steps of progress, and "routed" takes its argument region
+// in a header too (x-mcp-header), which the stateless revision checks.
+func askingServer() *mcp.Server { return askingServerOf(nil) }
+
+// askingServerOf is askingServer offering versions alone (nil: every
+// version the SDK knows).
+func askingServerOf(versions []string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asking-upstream", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
 	mcp.AddTool(s, &mcp.Tool{Name: "confirm", Description: "asks before it answers"}, func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		if answer, ok := req.Params.InputResponses["confirm"].(*mcp.ElicitResult); ok {
 			raw, _ := json.Marshal(answer.Content)
@@ -55,6 +61,19 @@ func askingServer() *mcp.Server {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "routed", Description: "takes its region in a header too", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
+		Region string `json:"region"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Region}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "reports its progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if token := req.Params.GetProgressToken(); token != nil {
+			for i := 1; i <= 2; i++ {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 2, Message: "step"})
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "counted"}}}, nil, nil
 	})
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + r.Params.Arguments["who"]}}}}, nil

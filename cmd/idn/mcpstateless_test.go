@@ -22,14 +22,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// statelessUpstream is a go-sdk server (it speaks both revisions) that
+// statelessUpstream is a go-sdk server (in sessions of 2025-11-25) that
 // wants the gateway's credential: docs.search echoes, slow.count reports
 // progress, confirm asks its client (elicitation) before it answers and
 // reports the answer's content as it got it, admin.wipe is denied, and
 // wait signals started, then runs until it is cancelled and signals
 // cancelled.
-func statelessUpstream(t *testing.T) (url string, started, cancelled <-chan struct{}) {
-	s := mcp.NewServer(&mcp.Implementation{Name: "docs-upstream", Version: "1.0.0"}, nil)
+// With versions set, the server speaks those alone, statelessly.
+func statelessUpstream(t *testing.T, versions ...string) (url string, started, cancelled <-chan struct{}) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "docs-upstream", Version: "1.0.0"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
 	type text struct {
 		Text string `json:"text"`
 	}
@@ -64,7 +65,7 @@ func statelessUpstream(t *testing.T) (url string, started, cancelled <-chan stru
 		done <- struct{}{}
 		return nil, nil, ctx.Err()
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: len(versions) > 0})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+upstreamToken {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -77,10 +78,10 @@ func statelessUpstream(t *testing.T) (url string, started, cancelled <-chan stru
 }
 
 // newStatelessStack is a gateway with the MCP connection "docs" (admin.*
-// denied) in front of statelessUpstream.
-func newStatelessStack(t *testing.T) *mcpStack {
+// denied) in front of statelessUpstream speaking versions.
+func newStatelessStack(t *testing.T, versions ...string) *mcpStack {
 	t.Helper()
-	url, started, cancelled := statelessUpstream(t)
+	url, started, cancelled := statelessUpstream(t, versions...)
 	st := newMCPStackFor(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: url,
 		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", Extensions: mcpproxy.Settings{ToolDenylist: []string{"admin.*"}}.Members()})
 	st.started, st.cancelled = started, cancelled
@@ -178,7 +179,20 @@ func conversationIn(t *testing.T, transport mcp.Transport, version string) []any
 // no initialize) through idn mcp gets what it gets talking to the gateway
 // directly: the same discovery, listing, calls, rounds and progress.
 func TestMCPBridgeStatelessRevision(t *testing.T) {
-	st := newStatelessStack(t)
+	for _, tt := range []struct {
+		era      string
+		versions []string
+	}{
+		{"a server of 2025-11-25 sessions", nil},
+		{"a stateless server of both eras", mcp.SupportedProtocolVersions()},
+		{"a server of 2026-07-28 alone", []string{statelessRevision}},
+	} {
+		t.Run(tt.era, func(t *testing.T) { bridgesStatelessRevision(t, tt.versions) })
+	}
+}
+
+func bridgesStatelessRevision(t *testing.T, versions []string) {
+	st := newStatelessStack(t, versions...)
 	direct := statelessConversation(t, &mcp.StreamableClientTransport{
 		Endpoint:   st.url + "/mcp/docs",
 		HTTPClient: &http.Client{Transport: st.agent.Transport(nil, identity.SignOptions{})},

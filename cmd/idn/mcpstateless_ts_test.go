@@ -23,9 +23,14 @@ import (
 // stateless.mjs expects, a go-sdk server of both revisions that wants the
 // gateway's credential: echo, confirm (it asks the client, in rounds),
 // the prompt greet with completions of its argument, and the resource
-// file:///readme.
-func conversationUpstream(t *testing.T) string {
+// file:///readme. With only set, it speaks 2026-07-28 alone.
+func conversationUpstream(t *testing.T, only bool) string {
+	var versions []string
+	if only {
+		versions = []string{statelessRevision}
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "asking-upstream", Version: "1"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: versions,
 		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			var values []string
 			for _, name := range []string{"alice", "albert", "bob"} {
@@ -66,7 +71,7 @@ func conversationUpstream(t *testing.T) string {
 		switch {
 		case r.Header.Get("Authorization") != "Bearer "+upstreamToken:
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
-		case r.Header.Get("Mcp-Protocol-Version") >= statelessRevision:
+		case only || r.Header.Get("Mcp-Protocol-Version") >= statelessRevision:
 			stateless.ServeHTTP(w, r)
 		default:
 			sessions.ServeHTTP(w, r)
@@ -80,10 +85,20 @@ func conversationUpstream(t *testing.T) string {
 // listing, calls, one answered in rounds, prompts, resources and
 // completions), held with the server directly, through the gateway
 // (signed by idnsign.mjs), and through idn mcp over stdio, gets the same
-// answers message by message.
+// answers message by message, from a server of both eras and from one of
+// 2026-07-28 alone.
 func TestTypeScriptSDKv2ThroughIdnMCP(t *testing.T) {
 	testnode.Modules(t, "the TypeScript SDK v2 client")
-	upstream := conversationUpstream(t)
+	for _, tt := range []struct {
+		era  string
+		only bool
+	}{{"a server of both eras", false}, {"a server of 2026-07-28 alone", true}} {
+		t.Run(tt.era, func(t *testing.T) { typeScriptSDKv2ThroughIdnMCP(t, tt.only) })
+	}
+}
+
+func typeScriptSDKv2ThroughIdnMCP(t *testing.T, only bool) {
+	upstream := conversationUpstream(t, only)
 	st := newMCPStackFor(t, 0, &credvault.Connection{ID: "docs", Protocol: credvault.ProtocolMCP, BaseURL: upstream,
 		AuthMode: credvault.AuthBearer, AuthSecretKey: "token", Extensions: mcpproxy.Settings{ExposeResources: true, ExposePrompts: true}.Members()})
 	signer, err := filepath.Abs("testdata/idnsign.mjs")

@@ -7,6 +7,7 @@ import (
 	"github.com/idnhq/idn/internal/mcptasks"
 	"github.com/idnhq/idn/mcpproxy/internal/hold"
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,6 +28,13 @@ type CallRelay struct {
 	// Hold gives the server's requests their places: the agent
 	// session's.
 	Hold *hold.Session
+	// Caps is what the agent declared (the _meta clientCapabilities of
+	// the stateless revision), which a stateless server is told. Nil
+	// declares nothing.
+	Caps any
+	// Pass, when set, carries a stateless server's rounds to and from a
+	// stateless agent instead of answering them (upstream.Rounds).
+	Pass *upstream.Rounds
 }
 
 // notification hands msg, a notification read from the stream of call id,

@@ -18,4 +18,10 @@
 // server's requests reach the caller ahead of its result; everything else
 // uses the go-sdk's client session. Tasks, which the SDK has no model
 // of, are sent as JSON (Exchange).
+//
+// Upstream eras (era.go): a connection's first session lets the SDK's
+// client find its server's era, which the connection remembers. A
+// server offering 2026-07-28 is spoken to without a session, its
+// tools/call exchanged by upstream.CallStateless: the SDK's client would
+// read and re-encode the agent's answers to the server's rounds.
 package engine

@@ -229,6 +229,7 @@ type Conn struct {
 	transport  atomic.Pointer[http.RoundTripper]
 	Scrubber   atomic.Pointer[scrub.Scrubber]
 	endpoint   atomic.Pointer[string] // the resolved MCP endpoint
+	era        era                    // what its server speaks (era.go)
 
 	mu     sync.Mutex // guards the cache
 	snap   *catalog.Catalog
@@ -268,8 +269,8 @@ type Upstream struct {
 	// session's client declares what its agent declared and relays what
 	// the server sends (package relay).
 	client *mcp.Client
-	// protocol is the version asked for first; empty means
-	// UpstreamProtocol.
+	// protocol is the version asked for first; empty means the
+	// connection's era (era.go).
 	protocol string
 	// tap, when set, wraps the connection's HTTP client for the session
 	// (an agent session reads the server's tasks capability; package relay).
@@ -277,7 +278,7 @@ type Upstream struct {
 }
 
 // Configure sets what opens u's session: client (nil: the engine's
-// own), the protocol version asked for first ("": UpstreamProtocol),
+// own), the protocol version asked for first ("": the connection's era),
 // and tap, which wraps the connection's HTTP client for it (nil: none).
 // An agent session's client declares what its agent declared.
 func (u *Upstream) Configure(client *mcp.Client, protocol string, tap func(*http.Client) *http.Client) {
@@ -364,7 +365,9 @@ func (p *Engine) State(conn *Connection) (*Conn, error) {
 	}
 	if moved {
 		// Every upstream session opened at the old endpoint is replaced
-		// when next used; the shared one goes now.
+		// when next used; the shared one goes now. The new endpoint's
+		// server may be of another era.
+		st.era.forget()
 		st.shared.mu.Lock()
 		if st.shared.session != nil {
 			p.closeSession(st.shared.session)
@@ -407,9 +410,8 @@ const UpstreamProtocol = "2025-11-25"
 // Acquire returns u's session, initializing one on st when needed (or when
 // u's was opened on another endpoint or for a connection since forgotten).
 // Holding u.mu while connecting makes concurrent requests share one
-// initialize. A server that refuses UpstreamProtocol (a 400 during the
-// handshake) gets a second handshake in which the SDK's client picks the
-// version.
+// initialize. The version asked for is u's, or the connection's era
+// (connectEra).
 func (p *Engine) Acquire(ctx context.Context, st *Conn, u *Upstream) (*mcp.ClientSession, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -434,17 +436,9 @@ func (p *Engine) Acquire(ctx context.Context, st *Conn, u *Upstream) (*mcp.Clien
 	case u == &st.shared:
 		hc = &http.Client{Transport: st.held.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect}
 	}
-	if protocol == "" {
-		protocol = UpstreamProtocol
-	}
 	// Only an agent session's client has anyone to hand the server's own
 	// messages to.
-	events := u.client != nil
-	tctx, tr := upstream.WithTrace(ctx)
-	cs, err := p.connect(tctx, hc, endpoint, client, protocol, events)
-	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
-		cs, err = p.connect(ctx, hc, endpoint, client, "", events)
-	}
+	cs, _, err := p.connectEra(ctx, st, hc, endpoint, client, protocol, u.client != nil)
 	if err != nil {
 		if u.state == SessionReady {
 			u.state = SessionReinitializePending

@@ -17,13 +17,14 @@ import (
 // for why). A JSON-RPC error answer is returned as a *jsonrpc.Error; a
 // session the server no longer knows as an error wrapping
 // mcp.ErrSessionMissing. relay, when set, receives what the server sends
-// during the call.
-func (p *Engine) exchangeCall(ctx context.Context, st *Conn, cs *mcp.ClientSession, params *mcp.CallToolParams, relay *CallRelay) (*mcp.CallToolResult, error) {
+// during the call. schema is the tool's input schema.
+func (p *Engine) exchangeCall(ctx context.Context, st *Conn, cs *mcp.ClientSession, params *mcp.CallToolParams, schema []byte, relay *CallRelay) (*mcp.CallToolResult, error) {
 	ir := cs.InitializeResult()
-	if p.SDKUpstream || ir.ProtocolVersion > UpstreamProtocol {
-		// A server that offers only newer protocols: the SDK's client
-		// speaks them, and the call's progress is not relayed.
+	switch {
+	case p.SDKUpstream:
 		return cs.CallTool(ctx, params)
+	case ir.ProtocolVersion >= wire.Revision:
+		return p.statelessCall(ctx, st, params, schema, relay)
 	}
 	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
 	if relay != nil && relay.Progress != nil {

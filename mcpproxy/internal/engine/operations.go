@@ -229,7 +229,7 @@ func (p *Engine) call(ctx context.Context, conn *Connection, caller mcpevent.Cal
 		params := &mcp.CallToolParams{Name: tool, Arguments: raw}
 		err = p.Guarded(ctx, st, sc.Upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 			var err error
-			res, err = p.exchangeCall(ctx, st, cs, params, sc.Relay)
+			res, err = p.exchangeCall(ctx, st, cs, params, snap.Tool(tool).InputSchema, sc.Relay)
 			return err
 		})
 	}

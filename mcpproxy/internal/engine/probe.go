@@ -43,12 +43,7 @@ func (p *Engine) Probe(ctx context.Context, conn *Connection) (res mcpevent.Hand
 	defer held.End()
 	hc := &http.Client{Transport: held.Transport(st.HTTPClient.Transport), CheckRedirect: st.HTTPClient.CheckRedirect}
 	endpoint := st.CurrentEndpoint()
-	tctx, tr := upstream.WithTrace(ctx)
-	cs, err := p.connect(tctx, hc, endpoint, p.client, UpstreamProtocol, false)
-	if _, status := tr.Snapshot(); err != nil && status == http.StatusBadRequest {
-		tctx, tr = upstream.WithTrace(ctx)
-		cs, err = p.connect(tctx, hc, endpoint, p.client, "", false)
-	}
+	cs, tr, err := p.connectEra(ctx, st, hc, endpoint, p.client, "", false)
 	if err != nil {
 		return res, err
 	}
@@ -58,6 +53,7 @@ func (p *Engine) Probe(ctx context.Context, conn *Connection) (res mcpevent.Hand
 		res.ServerName, res.ServerVersion, res.ProtocolVersion = sc.Replace(init.ServerInfo.Name), sc.Replace(init.ServerInfo.Version), sc.Replace(init.ProtocolVersion)
 	}
 	step = "tools/list"
+	var tctx context.Context
 	tctx, tr = upstream.WithTrace(ctx)
 	params := &mcp.ListToolsParams{}
 	for range MaxToolPages {

@@ -16,7 +16,9 @@ import (
 // declares the client capabilities the agent declared that the relay
 // passes on (sampling, elicitation, roots), hands tell the notifications
 // the server sends outside a call's own stream, and has ask put the
-// server's requests to the agent. An elicitation's answer comes back as
+// server's requests to the agent. A nil tell listens for nothing: to a
+// server of the stateless revision, the client then holds no
+// subscriptions/listen stream open. An elicitation's answer comes back as
 // ask returned it: the SDK's client would check it against the requested
 // schema and fill in its defaults (see Answers).
 func Client(info *mcp.Implementation, agent *mcp.ClientCapabilities, tell func(method string, params mcp.Params), ask func(ctx context.Context, method string, params any) (any, error)) *mcp.Client {
@@ -25,7 +27,9 @@ func Client(info *mcp.Implementation, agent *mcp.ClientCapabilities, tell func(m
 		caps.Sampling, caps.Elicitation, caps.RootsV2 = agent.Sampling, agent.Elicitation, agent.RootsV2
 	}
 	opts := &mcp.ClientOptions{Capabilities: caps}
-	mcpnotify.Relay(opts, tell)
+	if tell != nil {
+		mcpnotify.Relay(opts, tell)
+	}
 	if caps.Sampling != nil {
 		opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return asked[*mcp.CreateMessageResult](ask(ctx, "sampling/createMessage", r.Params))

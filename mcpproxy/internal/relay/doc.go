@@ -10,9 +10,12 @@
 //     agent alone; policy removes what the subject may not see. Sessions
 //     share one pool with per-key and per-namespace shares (package pool).
 //   - 2026-07-28 requests (stateless.go): served by the go-sdk's stateless
-//     handler on a lane, a 2025-11-25 upstream session per caller,
-//     connection and declared capabilities. The server's requests during
-//     a call become input_required rounds (package rounds).
+//     handler on a lane, an upstream client per caller, connection and
+//     declared capabilities: a pooled session to a 2025-era server, none
+//     to a stateless one. The server's requests during a call become
+//     input_required rounds (package rounds); a stateless server's own
+//     rounds pass through, their state sealed to the caller
+//     (passthrough.go).
 //   - Mcp-Method and Mcp-Name must match the body, in both eras
 //     (routing.go). A session id names its replica (replica.go).
 //
@@ -27,7 +30,8 @@
 //     would check them against the requested schema and fill in defaults.
 //   - Rounds: the SDK has no way to return input_required from a
 //     middleware, nor to mark a result complete, and its types would
-//     rewrite the server's params.
+//     rewrite the server's params. A stateless server's rounds are
+//     carried as JSON for the same reasons (upstream.CallStateless).
 //   - The fast path (direct.go, package wire): a tools/call without
 //     progress, from an agent that can be asked nothing during it, is
 //     answered as one JSON body, without the SDK server's decoding and

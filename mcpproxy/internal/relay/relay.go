@@ -16,6 +16,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/mirror"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/upstream"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -92,6 +93,11 @@ func (e *Endpoint) rootsChanged(ctx context.Context, s *agentSession, conn *engi
 		return
 	}
 	_ = e.forward(ctx, s, conn, func(ctx context.Context, cs *mcp.ClientSession) error {
+		if cs.InitializeResult().ProtocolVersion >= wire.Revision {
+			// A stateless server asks for roots within the call that
+			// needs them: there is nothing to tell it.
+			return nil
+		}
 		st, err := e.eng.State(conn)
 		if err != nil {
 			return err
@@ -147,6 +153,10 @@ func (e *Endpoint) relayFor(ctx context.Context, s *agentSession, ss *mcp.Server
 		},
 		Tasks: func(method string, params json.RawMessage) { e.taskNote(context.WithoutCancel(ctx), s, method, params) },
 		Hold:  s.hold,
+	}
+	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+		c := ip.Capabilities
+		r.Caps = declared{Sampling: c.Sampling, Elicitation: c.Elicitation, Roots: c.RootsV2}
 	}
 	if token != nil {
 		r.Progress = func(n *mcp.ProgressNotificationParams) {

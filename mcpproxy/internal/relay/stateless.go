@@ -22,6 +22,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
 	"github.com/idnhq/idn/mcpproxy/internal/rounds"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
+	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +51,7 @@ type lanes struct {
 	e      *Endpoint
 	sdk    *mcp.StreamableHTTPHandler
 	rounds rounds.Table
+	sealer *rounds.Sealer // seals a stateless server's states (passthrough.go)
 
 	mu    sync.Mutex
 	byKey map[laneKey]*agentSession
@@ -60,7 +62,7 @@ type laneCtxKey struct{}
 
 func newLanes(e *Endpoint) *lanes {
 	p := e.eng
-	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}}
+	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}, sealer: rounds.NewSealer()}
 	l.rounds.Wait = p.Timeout()
 	l.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(laneCtxKey{}).(*agentSession); ok {
@@ -185,9 +187,9 @@ func (l *lanes) build(conn *engine.Connection, caller mcpevent.Caller, d declare
 	caps := &mcp.ClientCapabilities{Sampling: d.Sampling, Elicitation: d.Elicitation, RootsV2: d.Roots}
 	// Outside a call's stream there is no agent to tell or ask: a
 	// stateless agent is reached only through its requests.
-	s.upstream.Configure(mirror.Client(serverInfo, caps, func(string, mcp.Params) {}, func(_ context.Context, method string, _ any) (any, error) {
+	s.upstream.Configure(mirror.Client(serverInfo, caps, nil, func(_ context.Context, method string, _ any) (any, error) {
 		return nil, mirror.NotOffered(method)
-	}), engine.UpstreamProtocol, nil)
+	}), "", nil)
 	srvCaps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if conn.ExposeResources {
 		srvCaps.Resources = &mcp.ResourceCapabilities{}
@@ -310,9 +312,12 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 			}
 			answers[id] = raw
 		}
+		if rounds.IsSealed(r.Params.RequestState) {
+			return l.resumePassed(upCtx, s, d, r.Params.Name, r.Params.Arguments, r.Params.RequestState, answers)
+		}
 		out, err := l.rounds.Resume(upCtx, roundOwner(s, r.Params.Name), r.Params.RequestState, answers)
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpproxy: requestState names no call of this caller waiting on this gateway"}
+			return nil, errNoCall
 		}
 		return roundResult(out)
 	}
@@ -323,6 +328,7 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 			}
 		},
 		Hold: s.hold,
+		Caps: d,
 	}
 	if token := r.Params.GetProgressToken(); token != nil {
 		relay.Progress = func(n *mcp.ProgressNotificationParams) {
@@ -336,6 +342,9 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 // start starts a call on s's lane and returns its first round.
 func (l *lanes) start(ctx context.Context, s *agentSession, d declared, name string, args json.RawMessage, relay *engine.CallRelay) (mcp.Result, error) {
 	conn := s.conn.Load()
+	if l.passes(s, conn) {
+		return l.pass(ctx, s, d, name, args, relay, &upstream.Rounds{})
+	}
 	out := l.rounds.Start(ctx, roundOwner(s, name), l.e.eng.Timeout(), func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {
 		relay.Ask = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return l.ask(ctx, s, d, ask, method, params)
@@ -366,10 +375,7 @@ func roundResult(out rounds.Outcome) (mcp.Result, error) {
 // the server's params are scrubbed of secrets, the agent's answer goes
 // back as the agent wrote it.
 func (l *lanes) ask(ctx context.Context, s *agentSession, d declared, ask func(context.Context, rounds.Question) (json.RawMessage, error), method string, params json.RawMessage) (any, error) {
-	offered := method == "elicitation/create" && d.Elicitation != nil ||
-		method == "sampling/createMessage" && d.Sampling != nil ||
-		method == "roots/list" && d.Roots != nil
-	if !offered {
+	if !offered(d, method) {
 		return nil, mirror.NotOffered(method)
 	}
 	st, err := l.e.eng.State(s.conn.Load())
@@ -415,7 +421,7 @@ func (l *lanes) direct(w http.ResponseWriter, r *http.Request, s *agentSession, 
 		return false
 	}
 	// No stream: what the server says during the call is not relayed.
-	relay := &engine.CallRelay{Hold: s.hold}
+	relay := &engine.CallRelay{Hold: s.hold, Caps: d}
 	res, err := l.start(r.Context(), s, d, m.Call.Name, m.Call.Arguments, relay)
 	if err != nil {
 		var je *jsonrpc.Error

@@ -32,6 +32,10 @@ type Session struct {
 	Endpoint func() string // the MCP endpoint's current URL
 	ID       string        // the Mcp-Session-Id; empty when the server gave none
 	Protocol string        // the negotiated protocol version; empty before
+	// Meta and Header go with each request of the stateless revision:
+	// the _meta of StatelessMeta, and headers beyond Mcp-Method.
+	Meta   mcp.Meta
+	Header http.Header
 }
 
 // Handler receives what the server sends on a call's event stream.
@@ -248,6 +252,16 @@ func post(ctx context.Context, s Session, msg any) (*http.Response, error) {
 	}
 	if s.Protocol != "" {
 		req.Header.Set("Mcp-Protocol-Version", s.Protocol)
+	}
+	if m, ok := msg.(wire.Request); ok && s.Protocol >= wire.Revision {
+		// The stateless revision routes by headers, which the server
+		// holds to the body.
+		req.Header.Set("Mcp-Method", m.Method)
+		if m.ID != nil {
+			for k, v := range s.Header {
+				req.Header[k] = v
+			}
+		}
 	}
 	return s.Client.Do(req)
 }
