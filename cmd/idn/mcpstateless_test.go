@@ -211,9 +211,22 @@ func bridgesStatelessRevision(t *testing.T, versions []string) {
 // A stdio client of 2025-11-25 through idn mcp gets what it gets talking
 // to the gateway directly, message by message: the listing, calls, the
 // server's ask (an elicitation request on the call's stream) and
-// progress. The initialize result names idn mcp rather than the gateway.
+// progress, whether the server keeps sessions or speaks 2026-07-28
+// alone. The initialize result names idn mcp rather than the gateway.
 func TestMCPBridgeSessionMatchesTheGateway(t *testing.T) {
-	st := newStatelessStack(t)
+	for _, tt := range []struct {
+		era      string
+		versions []string
+	}{
+		{"a server of 2025-11-25 sessions", nil},
+		{"a server of 2026-07-28 alone", []string{statelessRevision}},
+	} {
+		t.Run(tt.era, func(t *testing.T) { sessionMatchesTheGateway(t, tt.versions) })
+	}
+}
+
+func sessionMatchesTheGateway(t *testing.T, versions []string) {
+	st := newStatelessStack(t, versions...)
 	direct := conversationIn(t, &mcp.StreamableClientTransport{
 		Endpoint:   st.url + "/mcp/docs",
 		HTTPClient: &http.Client{Transport: st.agent.Transport(nil, identity.SignOptions{})},
