@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/idnhq/idn/apierror"
@@ -167,9 +166,11 @@ func ConnectMCPAccount(ctx context.Context, v *credvault.Vault, tokens *upstream
 	if err != nil {
 		return nil, fmt.Errorf("gateway: connection %q: %w", id, err)
 	}
-	if m.Endpoint, err = mcpEndpoint(res.Connection.BaseURL, settings.Endpoint); err != nil {
+	endpoint, err := mcpproxy.ResolveEndpoint(res.Connection.BaseURL, settings.Endpoint)
+	if err != nil {
 		return nil, fmt.Errorf("gateway: connection %q has an invalid MCP endpoint", id)
 	}
+	m.Endpoint = endpoint.String()
 	g, err := tokens.ConnectMCP(ctx, res, m)
 	if err != nil {
 		return nil, err
@@ -178,27 +179,4 @@ func ConnectMCPAccount(ctx context.Context, v *credvault.Vault, tokens *upstream
 		return nil, err
 	}
 	return g, nil
-}
-
-// mcpEndpoint is the URL of an MCP connection's server, as the MCP engine
-// reaches it: mcp_endpoint when absolute, else joined to base_url's path.
-func mcpEndpoint(base, endpoint string) (string, error) {
-	ep, err := url.Parse(endpoint)
-	if err != nil {
-		return "", err
-	}
-	if ep.IsAbs() {
-		return ep.String(), nil
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", err
-	}
-	if ep.Path != "" {
-		u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/")+"/"+strings.TrimPrefix(ep.Path, "/"), ""
-	}
-	if ep.RawQuery != "" {
-		u.RawQuery = strings.TrimPrefix(u.RawQuery+"&"+ep.RawQuery, "&")
-	}
-	return u.String(), nil
 }

@@ -188,3 +188,19 @@ func ExampleDecodeSettings() {
 	// <nil> streamable_http false connection_denylist
 	// mcpproxy: mcp_max_tools has the wrong JSON type
 }
+
+// Where the proxy reaches a connection's server: mcp_endpoint joined to
+// base_url, or mcp_endpoint alone when it is a full URL.
+func ExampleResolveEndpoint() {
+	for _, ep := range []string{"", "/mcp?b=2", "https://mcp.example.com/x"} {
+		u, err := mcpproxy.ResolveEndpoint("https://api.example.com/v1?a=1", ep)
+		fmt.Println(u, err)
+	}
+	_, err := mcpproxy.ResolveEndpoint("https://api.example.com", "ftp://files.example.com")
+	fmt.Println(err)
+	// Output:
+	// https://api.example.com/v1?a=1 <nil>
+	// https://api.example.com/v1/mcp?a=1&b=2 <nil>
+	// https://mcp.example.com/x <nil>
+	// mcpproxy: invalid MCP endpoint: endpoint must be an http or https URL
+}
