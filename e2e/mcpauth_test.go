@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -54,6 +55,14 @@ func newProtectedMCP(t *testing.T, as *oauthoptest.Server) *protectedMCP {
 	}
 	mcp.AddTool(server, &mcp.Tool{Name: "whoami"}, whoami)
 	mcp.AddTool(server, &mcp.Tool{Name: "write"}, whoami)
+	// A server that echoes the token JSON-escaped, which no byte-for-byte
+	// search finds.
+	mcp.AddTool(server, &mcp.Tool{Name: "echo_escaped"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		token := strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
+		escaped := fmt.Sprintf(`\u%04x`, token[0]) + token[1:]
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echoed"}},
+			StructuredContent: json.RawMessage(`{"authorization":"Bearer ` + escaped + `"}`)}, nil, nil
+	})
 	mux := http.NewServeMux()
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
@@ -249,6 +258,54 @@ func TestOAuthMCPAuthorizationAgainstARealProvider(t *testing.T) {
 			if !strings.Contains(text, "auth=[redacted]") && !strings.Contains(text, "auth=Bearer [redacted]") {
 				t.Fatalf("%s: the echoed token was not redacted: %s", subject, text)
 			}
+		}
+	})
+
+	t.Run("each subject's REST tool calls use its own upstream session and account", func(t *testing.T) {
+		// The go-sdk server refuses a session to a user other than the one
+		// who opened it: a shared session would fail the second subject.
+		for range 2 {
+			for _, subject := range []string{"alice", "bob"} {
+				client := &http.Client{Transport: w.agent.Transport(nil, identity.SignOptions{Subject: subject})}
+				a := call(t, client, "POST", gw.url+"/mcp/files/tools/whoami/call", nil, []byte(`{}`))
+				var res struct{ Content []struct{ Text string } }
+				if err := json.Unmarshal(a.body, &res); err != nil || a.status != http.StatusOK || len(res.Content) != 1 {
+					t.Fatalf("%s: %d %s", subject, a.status, a.body)
+				}
+				if text := res.Content[0].Text; !strings.HasPrefix(text, "user="+subject+"-user ") || !strings.HasSuffix(text, "[redacted]") {
+					t.Fatalf("%s was served %q", subject, text)
+				}
+			}
+		}
+	})
+
+	t.Run("attack: a server echoes the token JSON-escaped", func(t *testing.T) {
+		check := func(t *testing.T, route string, answer []byte) {
+			t.Helper()
+			if !strings.Contains(string(answer), "[redacted]") {
+				t.Fatalf("%s: nothing was redacted: %s", route, answer)
+			}
+			for _, tok := range server.tokens() {
+				if strings.Contains(string(answer), tok) {
+					t.Fatalf("%s: the token reached the agent: %s", route, answer)
+				}
+			}
+		}
+		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo_escaped"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		check(t, "the MCP endpoint", raw)
+		for _, route := range []string{"/mcp/files/tools/echo_escaped/call", "/mcp/svc/tools/echo_escaped/call"} {
+			client := &http.Client{Transport: w.agent.Transport(nil, identity.SignOptions{Subject: "bob"})}
+			a := call(t, client, "POST", gw.url+route, nil, []byte(`{}`))
+			var out map[string]any
+			if a.status != http.StatusOK || json.Unmarshal(a.body, &out) != nil {
+				t.Fatalf("%s: %d %s", route, a.status, a.body)
+			}
+			raw, _ := json.Marshal(out) // decoded: the escapes are gone
+			check(t, route, raw)
 		}
 	})
 

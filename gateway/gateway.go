@@ -283,7 +283,7 @@ func (g *Gateway) wire() error {
 			if err != nil {
 				return mcpproxy.Discovery{}, err
 			}
-			d, err := g.mcp.Discover(ctx, mcpConnection(res, settings, discovery, mcpTransport(g.vault, g.tokens, res, upstream, c.Logger)), r)
+			d, err := g.mcp.Discover(ctx, mcpConnection(res, settings, discovery, g.vault, g.tokens, upstream, c.Logger), r)
 			if err != nil {
 				return mcpproxy.Discovery{}, mcpError{err}
 			}

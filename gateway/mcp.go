@@ -121,14 +121,14 @@ func (s *mcpConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.
 		return nil, mcpproxy.ErrNotMCP
 	}
 	if d, ok := s.decoded.Load(id); ok && d.(*decodedSettings).res == res {
-		return s.held(mcpConnection(res, d.(*decodedSettings).settings, d.(*decodedSettings).discovery, mcpTransport(s.vault, s.tokens, res, s.base, s.log)), res), nil
+		return s.held(mcpConnection(res, d.(*decodedSettings).settings, d.(*decodedSettings).discovery, s.vault, s.tokens, s.base, s.log), res), nil
 	}
 	settings, discovery, err := mcpproxy.DecodeSettings(res.Connection.Extensions)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: connection %q: %w", id, err)
 	}
 	s.decoded.Store(id, &decodedSettings{res: res, settings: settings, discovery: discovery})
-	return s.held(mcpConnection(res, settings, discovery, mcpTransport(s.vault, s.tokens, res, s.base, s.log)), res), nil
+	return s.held(mcpConnection(res, settings, discovery, s.vault, s.tokens, s.base, s.log), res), nil
 }
 
 // held gives a connection with approval_tools its Hold: a matching call
@@ -175,13 +175,22 @@ func (e coded) Unwrap() error      { return e.err }
 func (e coded) Code() errcode.Code { return e.code }
 
 // mcpConnection is what mcpproxy needs of a stored MCP connection, with
-// transport sending (and authenticating) its upstream requests.
-func mcpConnection(res *credvault.Resolved, s mcpproxy.Settings, discovery json.RawMessage, transport http.RoundTripper) *mcpproxy.Connection {
+// mcpTransport sending (and authenticating) its upstream requests. The
+// access tokens of an OAuth connection are scrubbed from what its server
+// answers, as its static secrets are.
+func mcpConnection(res *credvault.Resolved, s mcpproxy.Settings, discovery json.RawMessage, v *credvault.Vault, tokens *upstreamauth.Tokens, base http.RoundTripper, log *slog.Logger) *mcpproxy.Connection {
+	var live func() []string
+	if res.Connection.OAuth() {
+		id := res.Connection.ID
+		live = func() []string { return tokens.Issued(id) }
+	}
 	return &mcpproxy.Connection{
 		ID:              res.Connection.ID,
 		BaseURL:         res.Connection.BaseURL,
 		Endpoint:        s.Endpoint,
-		Transport:       transport,
+		Transport:       mcpTransport(v, tokens, res, base, log),
+		LiveSecrets:     live,
+		PerSubject:      res.Connection.OAuthPerSubject,
 		Policy:          s.Policy(),
 		Discovery:       discovery,
 		ExposeResources: s.ExposeResources,
@@ -253,7 +262,7 @@ func probeMCP(ctx context.Context, v *credvault.Vault, tokens *upstreamauth.Toke
 	if err != nil {
 		return mcpevent.Handshake{}, errors.New("the connection's MCP settings cannot be read")
 	}
-	hs, err := engine.Probe(ctx, mcpConnection(res, settings, discovery, mcpTransport(v, tokens, res, base, nil)))
+	hs, err := engine.Probe(ctx, mcpConnection(res, settings, discovery, v, tokens, base, nil))
 	var ue *mcpproxy.UpstreamError
 	switch {
 	case err == nil:

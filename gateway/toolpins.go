@@ -101,7 +101,7 @@ func ReviewToolPins(ctx context.Context, v *credvault.Vault, id string, discover
 		if err != nil {
 			return toolpin.Review{}, err
 		}
-		if _, err := engine.Discover(ctx, mcpConnection(res, settings, discovery, mcpTransport(v, tokens, res, nil, nil)), mcpproxy.RefreshForce); err != nil {
+		if _, err := engine.Discover(ctx, mcpConnection(res, settings, discovery, v, tokens, nil, nil), mcpproxy.RefreshForce); err != nil {
 			var ue *mcpproxy.UpstreamError
 			if errors.As(err, &ue) {
 				return toolpin.Review{}, errors.New("gateway: discovery failed: " + ue.Message)

@@ -65,6 +65,7 @@ type Tokens struct {
 	mu        sync.Mutex
 	entries   map[entryKey]*entry
 	discovery discoveryCache
+	issued    sync.Map // connection id: *issued
 }
 
 type entryKey struct{ conn, subject string }
@@ -129,6 +130,7 @@ func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject str
 			// token until it expires.
 			value, expiry, granted := res.AccessGrant(account)
 			if granted && t.cfg.Clock().Before(expiry) {
+				t.note(c.ID, value)
 				return res.AccessToken(value), nil
 			}
 			// Refused before any state is kept: subjects are the
@@ -154,6 +156,7 @@ func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject str
 				t.start(e, c.ID, account, stamp) // off the request path
 			}
 			e.mu.Unlock()
+			t.note(c.ID, tok.Value)
 			return tok, nil
 		}
 		if e.fetching == nil {

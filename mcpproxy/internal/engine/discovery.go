@@ -65,7 +65,7 @@ func (p *Engine) discover(ctx context.Context, st *Conn, refresh Refresh) (*cata
 	if f == nil {
 		f = &flight{done: make(chan struct{}), origin: oteltrace.SpanContextFromContext(ctx)}
 		st.flight = f
-		go p.runDiscovery(st, f)
+		go p.runDiscovery(flightContext(ctx, st), st, f)
 	}
 	st.mu.Unlock()
 
@@ -87,8 +87,8 @@ func (p *Engine) discover(ctx context.Context, st *Conn, refresh Refresh) (*cata
 
 // runDiscovery performs one upstream discovery for a flight, updates the
 // cache and hands the result to Config.OnDiscovery before releasing waiters.
-func (p *Engine) runDiscovery(st *Conn, f *flight) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+func (p *Engine) runDiscovery(base context.Context, st *Conn, f *flight) {
+	ctx, cancel := context.WithTimeout(base, p.timeout)
 	defer cancel()
 	ctx, span := p.tracer.Start(oteltrace.ContextWithSpanContext(ctx, f.origin), "mcp.discovery", oteltrace.SpanKindInternal)
 	defer span.End()

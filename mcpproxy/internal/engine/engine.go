@@ -56,6 +56,15 @@ type Connection struct {
 	// to the endpoint's query values and user info, which are always
 	// scrubbed.
 	Redact []string
+	// PerSubject: the credential Transport sends depends on the caller's
+	// subject (an OAuth account per subject). The REST routes and
+	// discovery then keep an upstream session per subject.
+	PerSubject bool
+	// LiveSecrets, when set, returns secret values that change between
+	// requests (the OAuth access tokens Transport sends), scrubbed as
+	// Redact's are. It is called whenever an answer is scrubbed, so it
+	// must be cheap; nil means none.
+	LiveSecrets func() []string
 	// ExposeResources and ExposePrompts pass the upstream's resources and
 	// prompts through the MCP endpoint (Streamable). False hides them: the
 	// endpoint advertises neither and answers their methods "not found".
@@ -237,8 +246,11 @@ type Conn struct {
 	flight *flight
 
 	// shared is the upstream session of the REST routes and discovery;
-	// each session of the MCP endpoint has its own.
-	shared Upstream
+	// each session of the MCP endpoint has its own. A per-subject
+	// credential has subjects' instead.
+	shared     Upstream
+	perSubject atomic.Bool
+	subjects   subjects
 
 	// asking counts the server's requests being answered on all the
 	// connection's upstream sessions (hold.PerConnection); held bounds
@@ -355,7 +367,8 @@ func (p *Engine) State(conn *Connection) (*Conn, error) {
 
 	rt := conn.Transport
 	st.transport.Store(&rt)
-	st.Scrubber.Store(scrub.New(endpoint, conn.Redact))
+	st.perSubject.Store(conn.PerSubject)
+	st.Scrubber.Store(scrub.New(endpoint, conn.Redact).Live(conn.LiveSecrets))
 
 	ep := endpoint.String()
 	var moved bool
@@ -498,7 +511,7 @@ func (p *Engine) closeSession(cs *mcp.ClientSession) {
 // server is up: it does not count against the breaker.
 func (p *Engine) Guarded(ctx context.Context, st *Conn, u *Upstream, op func(context.Context, *mcp.ClientSession) error) error {
 	if u == nil {
-		u = &st.shared
+		u = p.sharedUpstream(ctx, st)
 	}
 	ok, probe, retryAfter := st.breaker.Allow()
 	if !ok {
@@ -581,6 +594,7 @@ func (p *Engine) Forget(connectionID string) {
 			st.shared.session = nil
 		}
 		st.shared.mu.Unlock()
+		p.endSubjects(st)
 		st.held.End()
 	}
 }

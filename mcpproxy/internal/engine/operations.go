@@ -84,6 +84,7 @@ func (p *Engine) Discover(ctx context.Context, conn *Connection, refresh Refresh
 
 // Tools returns the tools subject may see on conn.
 func (p *Engine) Tools(ctx context.Context, conn *Connection, subject string, refresh Refresh) (*ToolList, error) {
+	ctx = withSubject(ctx, subject)
 	_, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		return nil, err
@@ -106,6 +107,7 @@ func (p *Engine) Tools(ctx context.Context, conn *Connection, subject string, re
 // Explain says whether subject may use tool on conn, and which rule
 // decided. A tool the server did not list is ErrToolNotFound.
 func (p *Engine) Explain(ctx context.Context, conn *Connection, subject, tool string, refresh Refresh) (Decision, error) {
+	ctx = withSubject(ctx, subject)
 	_, snap, err := p.lookup(ctx, conn, refresh)
 	if err != nil {
 		return Decision{}, err
@@ -166,7 +168,7 @@ func (p *Engine) CallTool(ctx context.Context, conn *Connection, caller mcpevent
 }
 
 func (p *Engine) call(ctx context.Context, conn *Connection, caller mcpevent.Caller, tool string, body []byte, refresh Refresh, sc *SessionCall) (*CallResult, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(withSubject(ctx, caller.Subject), p.timeout)
 	defer cancel()
 	if sc == nil {
 		sc = &SessionCall{}

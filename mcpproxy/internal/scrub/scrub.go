@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Redacted is the mark that replaces a secret.
@@ -26,20 +27,27 @@ const minEndpointSecret = 6
 type Scrubber struct {
 	secrets  []string          // longest first, without duplicates
 	replacer *strings.Replacer // every secret by the mark; nil without secrets
+	// live, when set, returns secrets that change between requests (see
+	// Live); cached holds the Scrubber of its latest answer.
+	live   func() []string
+	cached atomic.Pointer[liveScrubber]
+}
+
+// liveScrubber is a Scrubber of the static secrets and the live ones
+// it was built from.
+type liveScrubber struct {
+	from []string
+	sc   *Scrubber
 }
 
 // New returns the Scrubber of an upstream endpoint (nil: none) and the
 // caller's extra secret values.
 func New(endpoint *url.URL, extra []string) *Scrubber {
-	var s []string
+	s := forms(extra)
 	add := func(v string, minLen int) {
-		if len(v) < minLen {
-			return
+		if len(v) >= minLen {
+			s = append(s, forms([]string{v})...)
 		}
-		s = append(s, v, url.QueryEscape(v), url.PathEscape(v))
-	}
-	for _, v := range extra {
-		add(v, 1)
 	}
 	if endpoint != nil {
 		// Values taken from the endpoint are replaced wherever they appear
@@ -58,6 +66,22 @@ func New(endpoint *url.URL, extra []string) *Scrubber {
 			}
 		}
 	}
+	return build(s)
+}
+
+// forms lists each non-empty value raw and URL-escaped.
+func forms(values []string) []string {
+	var s []string
+	for _, v := range values {
+		if v != "" {
+			s = append(s, v, url.QueryEscape(v), url.PathEscape(v))
+		}
+	}
+	return s
+}
+
+// build returns the Scrubber of the secrets s.
+func build(s []string) *Scrubber {
 	// Longest first, so a secret that contains another is replaced whole
 	// (a Replacer tries its pairs in order at each position).
 	slices.SortStableFunc(s, func(a, b string) int { return len(b) - len(a) })
@@ -71,6 +95,32 @@ func New(endpoint *url.URL, extra []string) *Scrubber {
 		sc.replacer = strings.NewReplacer(pairs...)
 	}
 	return sc
+}
+
+// Live makes sc scrub the values live returns too, asked each time a
+// text or value is scrubbed: secrets that change between requests, such
+// as the OAuth access tokens a connection's transport sends. It returns
+// sc, and must be called before sc is shared.
+func (sc *Scrubber) Live(live func() []string) *Scrubber {
+	sc.live = live
+	return sc
+}
+
+// now is sc with the live secrets of the moment; sc itself without any.
+func (sc *Scrubber) now() *Scrubber {
+	if sc.live == nil {
+		return sc
+	}
+	values := sc.live()
+	if len(values) == 0 {
+		return sc
+	}
+	if c := sc.cached.Load(); c != nil && slices.Equal(c.from, values) {
+		return c.sc
+	}
+	c := &liveScrubber{from: slices.Clone(values), sc: build(append(slices.Clone(sc.secrets), forms(values)...))}
+	sc.cached.Store(c)
+	return c.sc
 }
 
 // Scrub returns msg with secrets replaced, then URLs shortened (which
@@ -135,6 +185,7 @@ func isURLEnd(r rune) bool {
 // hand over the credential. Working on decoded strings finds a secret
 // however the upstream escaped it in its JSON.
 func Launder[T any](sc *Scrubber, v *T) (*T, error) {
+	sc = sc.now()
 	if len(sc.secrets) == 0 {
 		return v, nil
 	}
@@ -198,6 +249,7 @@ func (sc *Scrubber) redactTree(v any) (out any, changed bool) {
 // position the longest secret that matches there, never inside a mark
 // already written.
 func (sc *Scrubber) Replace(s string) string {
+	sc = sc.now()
 	if sc.replacer == nil {
 		return s
 	}

@@ -98,3 +98,29 @@ func TestScrubReplacesOnce(t *testing.T) {
 		})
 	}
 }
+
+// An OAuth access token is known only once the transport sends it, and
+// changes at each refresh: Live secrets are scrubbed as Redact's are,
+// however the server escaped them in its JSON.
+func TestLiveSecretsEchoedEscaped(t *testing.T) {
+	t.Parallel()
+	tokens := []string{"abc-TOKEN-1"}
+	sc := scrub.New(nil, []string{"static-SECRET"}).Live(func() []string { return tokens })
+	var res mcp.CallToolResult
+	wire := `{"content":[{"type":"text","text":"auth=Bearer \u0061bc-TOKEN-1 static-SECRET"}]}`
+	if err := json.Unmarshal([]byte(wire), &res); err != nil {
+		t.Fatal(err)
+	}
+	clean, err := scrub.Launder(sc, &res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(clean)
+	if strings.Contains(string(raw), "TOKEN") || strings.Contains(string(raw), "SECRET") {
+		t.Fatalf("the escaped token came through: %s", raw)
+	}
+	tokens = []string{"abc-TOKEN-2"} // refreshed
+	if got := sc.Scrub("saw abc-TOKEN-2 and static-SECRET"); got != "saw [redacted] and [redacted]" {
+		t.Fatalf("after a refresh: %q", got)
+	}
+}
