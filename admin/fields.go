@@ -55,6 +55,10 @@ var writableFields = map[string]fieldSetter{
 	"oauth_per_subject":       field(func(c *credvault.Connection) *bool { return &c.OAuthPerSubject }),
 	"approval_tools":          field(func(c *credvault.Connection) *[]string { return &c.ApprovalTools }),
 	"approval_routes":         field(func(c *credvault.Connection) *[]string { return &c.ApprovalRoutes }),
+
+	// Set by the MCP connect flow from the client's registration too.
+	"oauth_token_endpoint_auth_method": field(func(c *credvault.Connection) *string { return &c.OAuthTokenAuthMethod }),
+
 	// The MCP settings are the MCP engine's record, kept with the
 	// connection as extensions; the vault's Extensions.Check validates
 	// them.

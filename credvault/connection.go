@@ -91,6 +91,7 @@ type Connection struct {
 	OAuthScopes          []string                   `json:"oauth_scopes,omitempty"`
 	OAuthAudience        string                     `json:"oauth_audience,omitempty"`
 	OAuthResource        string                     `json:"oauth_resource,omitempty"`
+	OAuthTokenAuthMethod string                     `json:"oauth_token_endpoint_auth_method,omitempty"`
 	OAuthPerSubject      bool                       `json:"oauth_per_subject,omitempty"`
 	ApprovalTools        []string                   `json:"approval_tools,omitempty"`
 	ApprovalRoutes       []string                   `json:"approval_routes,omitempty"`

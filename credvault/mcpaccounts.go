@@ -19,6 +19,10 @@ type OAuthClient struct {
 	Resource      string // the RFC 8707 resource the tokens are for
 	ClientID      string
 	ClientSecret  string
+	// TokenAuthMethod is how the client authenticates to the token
+	// endpoint (TokenAuthBasic, TokenAuthPost, TokenAuthNone; empty:
+	// Basic, then the form).
+	TokenAuthMethod string
 }
 
 // Grant is what an authorization server granted an account: a refresh
@@ -66,6 +70,7 @@ func (m MCPAccounts) Connect(ctx context.Context, id, subject string, grant Gran
 		}
 		c.OAuthIssuer, c.OAuthAuthURL, c.OAuthTokenURL = client.Issuer, client.AuthURL, client.TokenURL
 		c.OAuthRevocationURL, c.OAuthResource = client.RevocationURL, client.Resource
+		c.OAuthTokenAuthMethod = client.TokenAuthMethod
 		if client.ClientID != c.OAuthClientID {
 			// Another client than the one configured: registered by the
 			// flow, or the server's own metadata document URL.

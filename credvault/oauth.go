@@ -36,6 +36,15 @@ type OAuthAccount struct {
 	Scopes []string `json:"scopes,omitempty"`
 }
 
+// How a client authenticates to the token endpoint
+// (oauth_token_endpoint_auth_method, RFC 7591 §2). Empty: HTTP Basic,
+// then the form for a provider that refuses Basic.
+const (
+	TokenAuthBasic = "client_secret_basic" // HTTP Basic
+	TokenAuthPost  = "client_secret_post"  // client_id and client_secret in the form
+	TokenAuthNone  = "none"                // a public client: client_id in the form
+)
+
 // ErrRefreshTokenChanged is returned by Vault.PutRefreshToken when the
 // stored refresh token is no longer the one the caller replaced: another
 // process rotated it first, and its token is the one to use.
@@ -87,7 +96,7 @@ func (c *Connection) validateOAuth() error {
 			{"oauth_issuer", c.OAuthIssuer != ""}, {"oauth_revocation_url", c.OAuthRevocationURL != ""},
 			{"oauth_client_id", c.OAuthClientID != ""}, {"oauth_scopes", len(c.OAuthScopes) > 0},
 			{"oauth_audience", c.OAuthAudience != ""}, {"oauth_resource", c.OAuthResource != ""},
-			{"oauth_per_subject", c.OAuthPerSubject},
+			{"oauth_per_subject", c.OAuthPerSubject}, {"oauth_token_endpoint_auth_method", c.OAuthTokenAuthMethod != ""},
 		} {
 			if f.set {
 				return invalid(f.name, "applies to the %q and %q auth modes only", AuthOAuth2ClientCredentials, AuthOAuth2AuthorizationCode)
@@ -130,6 +139,11 @@ func (c *Connection) validateOAuth() error {
 		if len(f.v) > maxURLLen || hasControl(f.v) {
 			return invalid(f.name, "must be at most %d bytes without control characters", maxURLLen)
 		}
+	}
+	switch c.OAuthTokenAuthMethod {
+	case "", TokenAuthBasic, TokenAuthPost, TokenAuthNone:
+	default:
+		return invalid("oauth_token_endpoint_auth_method", "must be %q, %q or %q", TokenAuthBasic, TokenAuthPost, TokenAuthNone)
 	}
 	switch c.AuthMode {
 	case AuthOAuth2ClientCredentials:

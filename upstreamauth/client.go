@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -105,3 +107,40 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// withForm returns c sending params in the form of each token request
+// too: x/oauth2 adds none of its own to a refresh, where RFC 8707 wants
+// resource again.
+func withForm(c *http.Client, params url.Values) *http.Client {
+	out := *c
+	out.Transport = formTransport{base: c.Transport, params: params}
+	return &out
+}
+
+type formTransport struct {
+	base   http.RoundTripper
+	params url.Values
+}
+
+func (t formTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	form := url.Values{}
+	if req.Body != nil {
+		// x/oauth2's own form, a few hundred bytes.
+		body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if form, err = url.ParseQuery(string(body)); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range t.params {
+		form[k] = v
+	}
+	enc := form.Encode()
+	out := req.Clone(req.Context())
+	out.Body, out.ContentLength = io.NopCloser(strings.NewReader(enc)), int64(len(enc))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(enc)), nil }
+	return t.base.RoundTrip(out)
+}

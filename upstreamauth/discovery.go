@@ -163,6 +163,33 @@ func (t *Tokens) oauthConfig(ctx context.Context, res *credvault.Resolved) (*oau
 	}
 	return &oauth2.Config{
 		ClientID: c.OAuthClientID, ClientSecret: secret, Scopes: c.OAuthScopes,
-		Endpoint: oauth2.Endpoint{AuthURL: ep.AuthURL, TokenURL: ep.TokenURL},
+		Endpoint: oauth2.Endpoint{AuthURL: ep.AuthURL, TokenURL: ep.TokenURL, AuthStyle: authStyle(c.OAuthTokenAuthMethod)},
 	}, nil
+}
+
+// authStyle is how x/oauth2 sends the client's credentials for method
+// (oauth_token_endpoint_auth_method): as recorded, never guessed, when
+// there is a record.
+func authStyle(method string) oauth2.AuthStyle {
+	switch method {
+	case credvault.TokenAuthBasic:
+		return oauth2.AuthStyleInHeader
+	case credvault.TokenAuthPost, credvault.TokenAuthNone:
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleAutoDetect
+}
+
+// authMethod is the record of what the go-sdk's handler chose: style for
+// a client with secret, or none.
+func authMethod(style oauth2.AuthStyle, secret string) string {
+	switch {
+	case secret == "":
+		return credvault.TokenAuthNone
+	case style == oauth2.AuthStyleInHeader:
+		return credvault.TokenAuthBasic
+	case style == oauth2.AuthStyleInParams:
+		return credvault.TokenAuthPost
+	}
+	return ""
 }

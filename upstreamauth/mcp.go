@@ -209,6 +209,7 @@ func (t *Tokens) handlerConfig(res *credvault.Resolved, m MCPConnect, g *MCPGran
 		},
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			g.Client.AuthURL, g.Client.TokenURL, g.Client.ClientID = oc.Endpoint.AuthURL, oc.Endpoint.TokenURL, oc.ClientID
+			g.Client.TokenAuthMethod = authMethod(oc.Endpoint.AuthStyle, oc.ClientSecret)
 			g.Scopes = slices.Clone(oc.Scopes)
 			g.Grant = credvault.Grant{RefreshToken: tok.RefreshToken, AccessToken: tok.AccessToken, Expiry: tok.Expiry}
 			switch oc.ClientID {

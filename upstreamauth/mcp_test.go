@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -29,9 +31,22 @@ type mcpWorld struct {
 	pad int
 	// cimd: the authorization server takes Client ID Metadata Documents.
 	cimd bool
+	// method is the token_endpoint_auth_method registration answers;
+	// empty: client_secret_post. A refresh authenticating otherwise is
+	// refused.
+	method string
+
+	mu        sync.Mutex
+	refreshes []refresh
 
 	authorized, registered atomic.Int32
 	tokenForm              atomic.Pointer[url.Values]
+}
+
+// refresh is a refresh request the authorization server got.
+type refresh struct {
+	form  url.Values
+	basic bool
 }
 
 func newMCPWorld(t *testing.T) *mcpWorld {
@@ -61,13 +76,35 @@ func newMCPWorld(t *testing.T) *mcpWorld {
 	asMux.HandleFunc("/register", func(rw http.ResponseWriter, r *http.Request) {
 		w.registered.Add(1)
 		rw.WriteHeader(http.StatusCreated)
-		writeJSON(rw, map[string]any{"client_id": "dyn-client", "client_secret": "dyn-client-secret", "token_endpoint_auth_method": "client_secret_post"})
+		writeJSON(rw, map[string]any{"client_id": "dyn-client", "client_secret": "dyn-client-secret", "token_endpoint_auth_method": or(w.method, "client_secret_post")})
 	})
 	asMux.HandleFunc("/token", func(rw http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		f := r.PostForm
+		if f.Get("grant_type") == "refresh_token" {
+			id, secret, basic := r.BasicAuth()
+			w.mu.Lock()
+			w.refreshes = append(w.refreshes, refresh{form: f, basic: basic})
+			w.mu.Unlock()
+			if basic != (or(w.method, "client_secret_post") == "client_secret_basic") {
+				rw.WriteHeader(http.StatusUnauthorized)
+				writeJSON(rw, map[string]any{"error": "invalid_client"})
+				return
+			}
+			if !basic {
+				id, secret = f.Get("client_id"), f.Get("client_secret")
+			}
+			if id != "dyn-client" || secret != "dyn-client-secret" || f.Get("refresh_token") != "mcp-refresh-token" {
+				rw.WriteHeader(http.StatusBadRequest)
+				writeJSON(rw, map[string]any{"error": "invalid_grant"})
+				return
+			}
+			tokenJSON(rw, "mcp-access-refreshed", 3600)
+			return
+		}
 		w.tokenForm.Store(&f)
-		tokenJSON(rw, "mcp-access-token", 3600)
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprint(rw, `{"access_token":"mcp-access-token","refresh_token":"mcp-refresh-token","token_type":"Bearer","expires_in":3600}`)
 	})
 	return w
 }
@@ -197,5 +234,59 @@ func TestConnectMCPUsesThePreregisteredClient(t *testing.T) {
 	_, err = tokens.ConnectMCP(t.Context(), res, upstreamauth.MCPConnect{Endpoint: open.URL, RedirectURI: "http://127.0.0.1:8976/callback", Authorize: w.authorize})
 	if !errors.Is(err, upstreamauth.ErrNotProtected) {
 		t.Fatalf("an open server: %v", err)
+	}
+}
+
+// A refresh asks again for the resource the account was connected for
+// (RFC 8707 §2.2), and authenticates the client as its registration said,
+// never by trying Basic first.
+func TestRefreshSendsTheResourceAndTheRegisteredAuthMethod(t *testing.T) {
+	t.Parallel()
+	for _, method := range []string{credvault.TokenAuthPost, credvault.TokenAuthBasic} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			w := newMCPWorld(t)
+			w.method = method
+			key, _ := credvault.GenerateMasterKey()
+			v, err := credvault.New(t.Context(), credvault.Config{Store: &credvault.MemoryStore{}, MasterKey: key, PollInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { v.Close() })
+			if _, err := v.Create(t.Context(), &credvault.Connection{ID: "files", Protocol: credvault.ProtocolMCP, BaseURL: w.srv.URL,
+				AuthMode: credvault.AuthOAuth2AuthorizationCode}, nil); err != nil {
+				t.Fatal(err)
+			}
+			tokens, err := upstreamauth.New(upstreamauth.Config{Vault: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, _ := v.Lookup("files")
+			g, err := tokens.ConnectMCP(t.Context(), res, upstreamauth.MCPConnect{
+				Endpoint: w.srv.URL + "/mcp", RedirectURI: "http://127.0.0.1:8976/callback", Authorize: w.authorize})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Client.TokenAuthMethod != method {
+				t.Fatalf("recorded %q", g.Client.TokenAuthMethod)
+			}
+			if err := (credvault.MCPAccounts{Vault: v}).Connect(t.Context(), "files", "", g.Grant, g.Client, g.Scopes); err != nil {
+				t.Fatal(err)
+			}
+			res, _ = v.Lookup("files")
+			tok, err := tokens.Token(t.Context(), res, "")
+			if err != nil || tok.Value != "mcp-access-refreshed" {
+				t.Fatalf("Token = %v, %v", tok, err)
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if len(w.refreshes) != 1 {
+				t.Fatalf("%d refresh requests: %+v", len(w.refreshes), w.refreshes)
+			}
+			if r := w.refreshes[0]; r.form.Get("resource") != w.srv.URL+"/mcp" || r.basic != (method == credvault.TokenAuthBasic) ||
+				r.form.Has("client_secret") == r.basic {
+				t.Fatalf("refresh request %+v", r)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/idnhq/idn/credvault"
+	"golang.org/x/oauth2"
 )
 
 // Revoke asks the provider of res's connection to revoke a refresh token
@@ -30,8 +31,12 @@ func (t *Tokens) Revoke(ctx context.Context, res *credvault.Resolved, refreshTok
 			return false, err
 		}
 	}
-	if secret == "" {
+	inForm := authStyle(c.OAuthTokenAuthMethod) == oauth2.AuthStyleInParams
+	if secret == "" || inForm {
 		form.Set("client_id", c.OAuthClientID)
+	}
+	if secret != "" && inForm {
+		form.Set("client_secret", secret)
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
@@ -40,7 +45,7 @@ func (t *Tokens) Revoke(ctx context.Context, res *credvault.Resolved, refreshTok
 		return false, fmt.Errorf("upstreamauth: connection %q: revocation endpoint unusable", c.ID)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if secret != "" {
+	if secret != "" && !inForm {
 		req.SetBasicAuth(url.QueryEscape(c.OAuthClientID), url.QueryEscape(secret)) // RFC 6749 §2.3.1
 	}
 	resp, err := t.client.Do(req)

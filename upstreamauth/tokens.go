@@ -316,7 +316,7 @@ func (t *Tokens) clientCredentials(res *credvault.Resolved) (*oauth2.Token, erro
 		params.Set("resource", c.OAuthResource) // RFC 8707
 	}
 	cc := &clientcredentials.Config{ClientID: c.OAuthClientID, ClientSecret: secret, TokenURL: c.OAuthTokenURL,
-		Scopes: c.OAuthScopes, EndpointParams: params}
+		Scopes: c.OAuthScopes, EndpointParams: params, AuthStyle: authStyle(c.OAuthTokenAuthMethod)}
 	return t.exchange(c.ID, "", false, cc.Token)
 }
 
@@ -340,6 +340,10 @@ func (t *Tokens) refresh(res *credvault.Resolved, account string) (*oauth2.Token
 			return nil, prev, err
 		}
 		tok, err := t.exchange(c.ID, account, true, func(ctx context.Context) (*oauth2.Token, error) {
+			if c.OAuthResource != "" {
+				// The resource the account was connected for (RFC 8707 §2.2).
+				ctx = context.WithValue(ctx, oauth2.HTTPClient, withForm(t.client, url.Values{"resource": {c.OAuthResource}}))
+			}
 			return cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: prev}).Token()
 		})
 		if errors.Is(err, ErrAuthRequired) {
