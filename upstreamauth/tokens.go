@@ -82,6 +82,7 @@ type entry struct {
 	err       error         // the last fetch's failure
 	notBefore time.Time     // no fetch before, after a failure
 	refused   string        // the refresh token the provider refused
+	noted     time.Time     // when token was last recorded as issued
 }
 
 // refusedWait is how long an account whose refresh token the provider
@@ -155,8 +156,16 @@ func (t *Tokens) Token(ctx context.Context, res *credvault.Resolved, subject str
 			if e.fetching == nil && !e.refreshAt.IsZero() && !now.Before(e.refreshAt) && !now.Before(e.notBefore) {
 				t.start(e, c.ID, account, stamp) // off the request path
 			}
+			// Recorded now and then, well within IssuedRetention: the
+			// record costs a lock the cached path need not take.
+			note := now.Sub(e.noted) > IssuedRetention/8
+			if note {
+				e.noted = now
+			}
 			e.mu.Unlock()
-			t.note(c.ID, tok.Value)
+			if note {
+				t.note(c.ID, tok.Value)
+			}
 			return tok, nil
 		}
 		if e.fetching == nil {
@@ -238,7 +247,7 @@ func (t *Tokens) start(e *entry, conn, account, stamp string) {
 			}
 			return
 		}
-		e.token, e.expiry, e.err, e.notBefore = res.AccessToken(tok.AccessToken), tok.Expiry, nil, time.Time{}
+		e.token, e.expiry, e.err, e.notBefore, e.noted = res.AccessToken(tok.AccessToken), tok.Expiry, nil, time.Time{}, time.Time{}
 		e.refreshAt = time.Time{}
 		if !tok.Expiry.IsZero() {
 			ahead := min(t.cfg.RefreshAhead, tok.Expiry.Sub(now)/4)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,4 +344,41 @@ func BenchmarkTokenCached(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Issued lists the tokens handed out, a replaced one too (an answer to a
+// request sent with it may still come), until it has not been handed out
+// for IssuedRetention.
+func TestIssuedListsTheTokensHandedOut(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokenJSON(w, fmt.Sprintf("access-%d", requests.Add(1)), 0)
+	}))
+	t.Cleanup(srv.Close)
+	v := testVault(t, srv.URL)
+	clk := &clock{}
+	tokens, _ := upstreamauth.New(upstreamauth.Config{Vault: v, Clock: clk.now})
+	res := lookup(t, v)
+	if got := tokens.Issued("api"); len(got) != 0 {
+		t.Fatalf("Issued before any Token = %v", got)
+	}
+	first, _ := tokens.Token(t.Context(), res, "")
+	tokens.Invalidate(res, "", first)
+	second, _ := tokens.Token(t.Context(), res, "")
+	got := tokens.Issued("api")
+	slices.Sort(got)
+	if !slices.Equal(got, []string{first.Value, second.Value}) {
+		t.Fatalf("Issued = %v, want %s and %s", got, first.Value, second.Value)
+	}
+	// second stays in use; first is forgotten once retention passes.
+	for range 9 {
+		clk.advance(upstreamauth.IssuedRetention/8 + time.Second)
+		if tok, _ := tokens.Token(t.Context(), res, ""); tok != second {
+			t.Fatalf("Token = %v", tok)
+		}
+	}
+	if got := tokens.Issued("api"); !slices.Equal(got, []string{second.Value}) {
+		t.Fatalf("Issued after the retention = %v, want only %s", got, second.Value)
+	}
 }
