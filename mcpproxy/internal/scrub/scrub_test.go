@@ -2,6 +2,7 @@ package scrub_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -122,5 +123,27 @@ func TestLiveSecretsEchoedEscaped(t *testing.T) {
 	tokens = []string{"abc-TOKEN-2"} // refreshed
 	if got := sc.Scrub("saw abc-TOKEN-2 and static-SECRET"); got != "saw [redacted] and [redacted]" {
 		t.Fatalf("after a refresh: %q", got)
+	}
+}
+
+// The engine builds a connection's Scrubber at each request: what the
+// live secrets add to scrubbing one tool result.
+func BenchmarkLaunderPerRequest(b *testing.B) {
+	ep, _ := url.Parse("https://mcp.example.com/mcp")
+	static := []string{"static-secret-value", "Bearer static-secret-value"}
+	tokens := []string{"eyJhbGciOiJSUzI1NiJ9.access-token-of-alice", "eyJhbGciOiJSUzI1NiJ9.access-token-of-bob"}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a tool result without secrets ", 20)}}}
+	for _, live := range []bool{false, true} {
+		b.Run(fmt.Sprint("live=", live), func(b *testing.B) {
+			for b.Loop() {
+				sc := scrub.New(ep, static)
+				if live {
+					sc.Live(func() []string { return tokens })
+				}
+				if _, err := scrub.Launder(sc, res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
