@@ -36,6 +36,8 @@ var notRunnable = map[string]string{
 	`gateway add --id graph --base-url https://graph.microsoft.com/v1.0 --auth-mode oauth2_client_credentials --oauth-token-url "https://login.microsoftonline.com/$TENANT/oauth2/v2.0/token" --oauth-client-id "$APP_ID" --oauth-scope https://graph.microsoft.com/.default --auth-secret-key client_secret --secret client_secret=-`: "needs the reader's Microsoft app registration",
 	`gateway add --id drive --base-url https://www.googleapis.com/drive/v3 --auth-mode oauth2_authorization_code --oauth-issuer https://accounts.google.com --oauth-client-id "$CLIENT_ID" --oauth-scope https://www.googleapis.com/auth/drive.readonly --auth-secret-key client_secret --secret client_secret=-`:                      "needs the reader's Google OAuth client",
 	"gateway connect --id drive": "waits for the reader to sign in to Google in a browser",
+	"gateway add --id linear --protocol mcp --base-url https://mcp.linear.app/mcp --auth-mode oauth2_authorization_code": "adds a connection to the reader's own gateway store",
+	"gateway connect --id linear --listen 127.0.0.1:8976":                                                                "waits for the reader to sign in to Linear in a browser",
 }
 
 // binaries are the repository's programs, by the name a command calls
