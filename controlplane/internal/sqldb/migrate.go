@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -154,48 +155,62 @@ var migrations = []migration{{
 	},
 }, authMigration, webhookMigration, sessionsMigration, pendingBudgetMigration, dashboardMigration, registryMigration, gatewaysMigration, alertsMigration, claimCountsMigration, feedChangesMigration, webhookNamesMigration, submitConcurrencyMigration, activityMigration, feedNotifyMigration, revokedTupleMigration, activityClassesMigration, activityChartMigration, rejectedTupleMigration, actionsMigration, ownerKeysMigration, connectFlowsMigration}
 
+// migrateWait bounds how long an instance starting beside others waits
+// for SQLite's writer while they migrate. Their migrations hold it far
+// longer than one request does, so WriteWait alone is too short.
+const migrateWait = time.Minute
+
 // migrate applies every migration of ms not yet recorded, each in its own
 // transaction. On PostgreSQL a transaction-scoped advisory lock, on
 // SQLite the immediate transaction's write lock, makes concurrent instances
 // wait for each other instead of racing.
 func (d *DB) migrate(ctx context.Context, ms []migration) error {
+	deadline := time.Now().Add(migrateWait)
 	for _, m := range ms {
-		err := d.Tx(ctx, func(tx *sql.Tx) error {
-			if d.pg {
-				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7291046311)`); err != nil {
-					return Err("migrate: lock", err)
-				}
-			}
-			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-				version INTEGER PRIMARY KEY,
-				name TEXT NOT NULL,
-				applied_at BIGINT NOT NULL
-			)`); err != nil {
-				return Err("migrate: create schema_migrations", err)
-			}
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, m.version).Scan(&n); err != nil {
-				return Err("migrate: read version", err)
-			}
-			if n > 0 {
-				return nil
-			}
-			stmts := append(append([]string(nil), m.stmts...), m.sqlite...)
-			if d.pg {
-				stmts = append(append([]string(nil), m.stmts...), m.postgres...)
-			}
-			for _, stmt := range stmts {
-				if _, err := tx.ExecContext(ctx, stmt); err != nil {
-					return fmt.Errorf("controlplane: migration %d (%s): %w", m.version, m.name, err)
-				}
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-				m.version, m.name, Micros(time.Now()))
-			return Err("migrate: record version", err)
-		})
+		err := d.migrateOne(ctx, m)
+		for errors.Is(err, ErrBusy) && time.Now().Before(deadline) {
+			err = d.migrateOne(ctx, m)
+		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// migrateOne applies m unless it is recorded, in one transaction.
+func (d *DB) migrateOne(ctx context.Context, m migration) error {
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		if d.pg {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7291046311)`); err != nil {
+				return Err("migrate: lock", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY,
+				name TEXT NOT NULL,
+				applied_at BIGINT NOT NULL
+			)`); err != nil {
+			return Err("migrate: create schema_migrations", err)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, m.version).Scan(&n); err != nil {
+			return Err("migrate: read version", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		stmts := append(append([]string(nil), m.stmts...), m.sqlite...)
+		if d.pg {
+			stmts = append(append([]string(nil), m.stmts...), m.postgres...)
+		}
+		for _, stmt := range stmts {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("controlplane: migration %d (%s): %w", m.version, m.name, err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+			m.version, m.name, Micros(time.Now()))
+		return Err("migrate: record version", err)
+	})
 }
