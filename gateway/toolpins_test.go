@@ -69,7 +69,8 @@ func TestAdminReviewsAndAcceptsToolPins(t *testing.T) {
 	send := func(method, path, body string) (int, map[string]any) { return sendAs(token, method, path, body) }
 	for _, c := range []string{
 		fmt.Sprintf(`{"id":"bank","protocol":"mcp","base_url":%q,"auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":"bank-token-12345"}}`, up.URL),
-		`{"id":"web","base_url":"https://api.example.com","auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":"web-token-12345"}}`,
+		`{"id":"web","base_url":"https://api.example.com","auth_mode":"bearer","auth_secret_key":"token","secrets":{"token":"web-token-12345"},
+			"approval_subjects":{"alice":{"approval_routes":["POST /v1/payments"]}}}`,
 	} {
 		if status, body := send("POST", "/api/admin/connections", c); status != http.StatusCreated {
 			t.Fatalf("create: %d %v", status, body)
