@@ -120,7 +120,7 @@ const (
 var Methods = []string{
 	"connections.list", "connections.get", "connections.create", "connections.update", "connections.delete",
 	"connections.test", "connections.discover", "connections.rotate", "connections.disconnect_account",
-	"connections.tool_pins", "connections.accept_tools",
+	"connections.tool_pins", "connections.accept_tools", "connections.reject_tools",
 	"variables.list", "variables.set", "variables.delete",
 }
 
