@@ -11,6 +11,7 @@ import (
 	"github.com/idnhq/idn/kit/textcap"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/mcpproxy/toolpin"
+	"github.com/idnhq/idn/pairing"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -20,8 +21,9 @@ import (
 // reviews, accepts and rejects the others.
 
 // newToolPins returns the keeper of v's tool pins, counting what changes
-// in idn_gateway_mcp_tool_pin_total{event} on reg and logging it to log.
-func newToolPins(v *credvault.Vault, reg prometheus.Registerer, log *slog.Logger) (*toolpin.Keeper, error) {
+// in idn_gateway_mcp_tool_pin_total{event} on reg, logging it to log and
+// reporting it to the owner's activity trail (nil reporter: not paired).
+func newToolPins(v *credvault.Vault, reg prometheus.Registerer, log *slog.Logger, reporter *pairing.Reporter) (*toolpin.Keeper, error) {
 	counted := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idn_gateway_mcp_tool_pin_total",
 		Help: "Changes of MCP connections' pinned tool definitions by event (pinned at the first listing, changed, new, accepted, rejected).",
@@ -34,6 +36,9 @@ func newToolPins(v *credvault.Vault, reg prometheus.Registerer, log *slog.Logger
 	}
 	return &toolpin.Keeper{Backend: v, OnEvent: func(id string, e toolpin.Event) {
 		counted.WithLabelValues(e.Kind).Inc()
+		if reporter != nil {
+			reporter.Record(pinActivity(id, e, v))
+		}
 		tool := textcap.Clip(e.Tool, textcap.Name) // the server's choice
 		switch e.Kind {
 		case toolpin.EventChanged:

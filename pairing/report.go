@@ -37,6 +37,9 @@ type Activity struct {
 	Reason              string // the error code of a refusal or failure
 	Status              int
 	Latency             time.Duration
+	// Event, when set, makes the record a change of the gateway's own
+	// (pairwire.Activity's Event) rather than a decision on a request.
+	Event string
 }
 
 // Defaults of ReporterConfig.
@@ -199,13 +202,15 @@ func (r *Reporter) Record(a Activity) {
 		return
 	}
 	r.mu.Lock()
-	if a.AgentKey == "" && !a.Allowed {
+	if a.AgentKey == "" && !a.Allowed && a.Event == "" {
 		r.countUnverified(a)
 		r.mu.Unlock()
 		return
 	}
+	// An event of the gateway's own is queued with the agents' records:
+	// no stranger chose it.
 	q := &r.signed
-	if a.AgentKey == "" {
+	if a.AgentKey == "" && a.Event == "" {
 		q = &r.unsigned
 	}
 	queued := q.add(a)
@@ -423,6 +428,7 @@ func appendBatch(b []byte, batch []Activity, dropped int64, unverified map[unver
 		b = appendField(b, "tool", a.Tool, 128)
 		b = appendField(b, "decision", decision, 8)
 		b = appendField(b, "reason", a.Reason, 64)
+		b = appendField(b, "event", a.Event, 32)
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(a.Status), 10)
 		us := max(a.Latency.Microseconds(), 0)

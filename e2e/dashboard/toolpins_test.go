@@ -22,8 +22,9 @@ import (
 // with MCP_TOOL_CHANGED. The gateway page shows what changed, the
 // approved text beside the new one, hidden characters escaped. Accept
 // makes the agent see and call it again; Reject of a further change keeps
-// the tool hidden, and that definition is not offered again. The page
-// passes the accessibility checks.
+// the tool hidden, and that definition is not offered again. The
+// Activity page tells of each change and of who decided. The page passes
+// the accessibility checks.
 func TestGatewayMCPToolReview(t *testing.T) {
 	chromium(t)
 	s := mcp.NewServer(&mcp.Implementation{Name: "docs-server", Version: "2.4.0"}, nil)
@@ -129,6 +130,20 @@ func TestGatewayMCPToolReview(t *testing.T) {
 	if n := eval[int](b, `document.querySelectorAll("#tool-pins [data-pending]").length`); n != 0 {
 		t.Fatalf("the rejected definition is offered again: %d waiting", n)
 	}
+
+	step(t, "the activity trail tells of the changes and of who decided")
+	eventually(t, 20*time.Second, "the rejection on the Activity page", func() bool {
+		b.open("/activity")
+		return eval[bool](b, `document.body.textContent.includes("tool definition rejected; kept hidden")`)
+	})
+	rows = eval[[]string](b, `[...document.querySelectorAll("tr[data-activity]")].filter(r => r.textContent.includes("tool ")).map(r => r.cells[1].textContent + " | " + r.cells[3].textContent)`)
+	for _, want := range []string{"by owner | MCP tool definition rejected; kept hidden docs.publish", "by owner | MCP tool definition accepted docs.publish",
+		"the gateway | MCP tool definition changed; hidden until reviewed docs.publish"} {
+		if !slices.Contains(rows, want) {
+			t.Errorf("the Activity page lacks %q: %q", want, rows)
+		}
+	}
+	b.saveShot("activity-tool-pins", false)
 }
 
 // agentCall calls tool of the docs connection through the gateway as the

@@ -88,7 +88,7 @@ func (k *Keeper) Observe(ctx context.Context, connectionID string, listed []List
 // (Record.Accept), and returns the record stored. When one of them no
 // longer waits with that hash, none is accepted: ErrStale.
 func (k *Keeper) Accept(ctx context.Context, connectionID string, tools map[string]string, by string) (*Record, error) {
-	return k.decide(ctx, connectionID, tools, EventAccepted, func(rec *Record, tool, sha256 string) (*Record, error) {
+	return k.decide(ctx, connectionID, tools, Event{Kind: EventAccepted, By: by}, func(rec *Record, tool, sha256 string) (*Record, error) {
 		return rec.Accept(tool, sha256, by, k.now())
 	})
 }
@@ -98,14 +98,14 @@ func (k *Keeper) Accept(ctx context.Context, connectionID string, tools map[stri
 // (Record.Reject), and returns the record stored. When one of them no
 // longer waits with that hash, none is rejected: ErrStale.
 func (k *Keeper) Reject(ctx context.Context, connectionID string, tools map[string]string, by string) (*Record, error) {
-	return k.decide(ctx, connectionID, tools, EventRejected, func(rec *Record, tool, sha256 string) (*Record, error) {
+	return k.decide(ctx, connectionID, tools, Event{Kind: EventRejected, By: by}, func(rec *Record, tool, sha256 string) (*Record, error) {
 		return rec.Reject(tool, sha256, by, k.now())
 	})
 }
 
 // decide applies one reviewer's decision to each tool named, all or none,
-// and tells of each as kind.
-func (k *Keeper) decide(ctx context.Context, id string, tools map[string]string, kind string, fn func(rec *Record, tool, sha256 string) (*Record, error)) (*Record, error) {
+// and tells of each as told, with its tool.
+func (k *Keeper) decide(ctx context.Context, id string, tools map[string]string, told Event, fn func(rec *Record, tool, sha256 string) (*Record, error)) (*Record, error) {
 	var out *Record
 	err := k.update(ctx, id, func(rec *Record) (*Record, error) {
 		for _, tool := range Names(tools) {
@@ -123,7 +123,8 @@ func (k *Keeper) decide(ctx context.Context, id string, tools map[string]string,
 	}
 	events := make([]Event, 0, len(tools))
 	for _, tool := range Names(tools) {
-		events = append(events, Event{Kind: kind, Tool: tool})
+		told.Tool = tool
+		events = append(events, told)
 	}
 	k.tell(id, events, nil)
 	return out, nil

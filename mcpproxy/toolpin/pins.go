@@ -119,10 +119,12 @@ const (
 	EventRejected = "rejected" // a pending definition rejected
 )
 
-// Event is one change of a Record, for metrics and logs.
+// Event is one change of a Record, for metrics, logs and the activity
+// trail. By is who accepted or rejected; empty for the others.
 type Event struct {
 	Kind string
 	Tool string
+	By   string
 }
 
 // MaxPending bounds the definitions waiting for review: past it, a new

@@ -202,10 +202,27 @@ type Activity struct {
 	// LatencyMS is the time from the request's arrival to the decision's
 	// answer (the upstream's response headers for a forwarded request).
 	LatencyMS float64 `json:"latency_ms,omitempty"`
+	// Event, when set (one of the Event constants), makes the record a
+	// change the gateway made that no request caused; then AgentKey and
+	// Method are empty.
+	Event string `json:"event,omitempty"`
 }
 
 // Decisions of an Activity.
 const (
 	DecisionAllow = "allow"
 	DecisionDeny  = "deny"
+)
+
+// Events of an Activity: changes of an MCP connection's pinned tool
+// definitions (package toolpin), which no agent's request made. Tool
+// names the tool; AgentName who accepted or rejected it. Decision is deny,
+// with Reason MCP_TOOL_CHANGED, while agents do not get the definition
+// listed (changed, new, rejected), allow once they do (pinned, accepted).
+const (
+	EventToolPinned   = "tool_pinned"
+	EventToolChanged  = "tool_changed"
+	EventToolNew      = "tool_new"
+	EventToolAccepted = "tool_accepted"
+	EventToolRejected = "tool_rejected"
 )

@@ -152,7 +152,7 @@ var migrations = []migration{{
 		`CREATE TRIGGER claims_feed_state AFTER INSERT OR DELETE OR UPDATE OF status ON claims
 			FOR EACH ROW EXECUTE FUNCTION claims_feed_state()`,
 	},
-}, authMigration, webhookMigration, sessionsMigration, pendingBudgetMigration, dashboardMigration, registryMigration, gatewaysMigration, alertsMigration, claimCountsMigration, feedChangesMigration, webhookNamesMigration, submitConcurrencyMigration, activityMigration, feedNotifyMigration, revokedTupleMigration, activityClassesMigration, activityChartMigration, rejectedTupleMigration, actionsMigration, ownerKeysMigration}
+}, authMigration, webhookMigration, sessionsMigration, pendingBudgetMigration, dashboardMigration, registryMigration, gatewaysMigration, alertsMigration, claimCountsMigration, feedChangesMigration, webhookNamesMigration, submitConcurrencyMigration, activityMigration, feedNotifyMigration, revokedTupleMigration, activityClassesMigration, activityChartMigration, rejectedTupleMigration, actionsMigration, ownerKeysMigration, activityEventsMigration}
 
 // migrate applies every migration of ms not yet recorded, each in its own
 // transaction. On PostgreSQL a transaction-scoped advisory lock, on
