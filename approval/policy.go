@@ -17,8 +17,8 @@ const MaxSubjects = 1000
 const maxSubjectSize = 256
 
 // Policy is a connection's approval rules: Connection's hold every
-// caller's calls, and Subjects (approval_subjects) hold more calls made
-// for one idn-subject. A subject's rules add to the connection's and
+// caller's calls, and each subject's (approval_subjects, given to
+// NewPolicy) hold more calls made for that idn-subject. A subject's rules add to the connection's and
 // never release a call those hold. The zero Policy holds nothing.
 //
 // A subject is matched once trimmed of spaces and case folded, so a
@@ -67,7 +67,7 @@ func (p *Policy) HoldsTool(subject, name string) bool {
 		}
 		return false
 	}
-	r, ok := p.subjects[foldSubject(subject)]
+	r, ok := p.lookup(subject)
 	return ok && r.MatchTool(name)
 }
 
@@ -96,7 +96,7 @@ func (p *Policy) HoldsRoute(subject, method, escapedPath string) bool {
 		}
 		return false
 	}
-	r, ok := p.subjects[foldSubject(subject)]
+	r, ok := p.lookup(subject)
 	return ok && r.matchCleanRoute(method, path)
 }
 
@@ -159,4 +159,27 @@ func (r Rules) matchCleanRoute(method, path string) bool {
 
 // Subject returns the rules p adds for subject, matched as HoldsTool
 // matches it; the zero Rules when it adds none.
-func (p *Policy) Subject(subject string) Rules { return p.subjects[foldSubject(subject)] }
+func (p *Policy) Subject(subject string) Rules {
+	r, _ := p.lookup(subject)
+	return r
+}
+
+// lookup finds subject's rules. An ASCII subject is folded on the stack,
+// so a call for a subject without rules allocates nothing.
+func (p *Policy) lookup(subject string) (Rules, bool) {
+	s := strings.TrimSpace(subject) // as foldSubject trims
+	var buf [maxSubjectSize]byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf || i == len(buf) {
+			r, ok := p.subjects[foldSubject(subject)]
+			return r, ok
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	r, ok := p.subjects[string(buf[:len(s)])]
+	return r, ok
+}

@@ -28,6 +28,8 @@ func TestPolicyHoldsSubjects(t *testing.T) {
 		{name: "attack: subject in upper case", subject: "ALICE", tool: "payments.send", want: true},
 		{name: "attack: subject in mixed case", subject: "aLiCe", method: "post", path: "/v1/payments", want: true},
 		{name: "attack: subject with spaces around", subject: " alice ", tool: "payments.send", want: true},
+		{name: "attack: subject with a tab after", subject: "alice\t", method: "POST", path: "/v1/payments", want: true},
+		{name: "attack: non-ASCII space before", subject: "\u00a0ALICE", tool: "payments.send", want: true},
 		{name: "attack: subject's route with a trailing slash", subject: "alice", method: "POST", path: "/v1/payments/", want: true},
 		{name: "attack: subject's route with an encoded letter", subject: "alice", method: "POST", path: "/v1/p%61yments", want: true},
 		{name: "attack: unreadable escape", subject: "bob", method: "GET", path: "/x%zz", want: true},
