@@ -134,7 +134,8 @@ func New(cfg Config) (*Handler, error) {
 	mux.HandleFunc("/api/admin/connections/{id}/test", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.testConnection}))
 	mux.HandleFunc("/api/admin/connections/{id}/discover", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.discoverConnection}))
 	mux.HandleFunc("/api/admin/connections/{id}/tool-pins", h.methods(map[string]http.HandlerFunc{http.MethodGet: h.reviewToolPins}))
-	mux.HandleFunc("/api/admin/connections/{id}/tool-pins/accept", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.acceptToolPins}))
+	mux.HandleFunc("/api/admin/connections/{id}/tool-pins/accept", h.methods(map[string]http.HandlerFunc{http.MethodPost: decideToolPins(h, h.AcceptToolPins)}))
+	mux.HandleFunc("/api/admin/connections/{id}/tool-pins/reject", h.methods(map[string]http.HandlerFunc{http.MethodPost: decideToolPins(h, h.RejectToolPins)}))
 	mux.HandleFunc("/api/admin/connections/{id}/rotate", h.methods(map[string]http.HandlerFunc{http.MethodPost: h.rotateConnection}))
 	mux.HandleFunc("/api/admin/connections/{id}/accounts", h.methods(map[string]http.HandlerFunc{http.MethodDelete: h.disconnectAccount}))
 	mux.HandleFunc("/api/admin/credential-variables", h.methods(map[string]http.HandlerFunc{

@@ -3,9 +3,12 @@ package admin
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 
+	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/credvault"
 )
 
@@ -59,6 +62,7 @@ var writableFields = map[string]fieldSetter{
 	// Set by the MCP connect flow from the client's registration too.
 	"oauth_token_endpoint_auth_method": field(func(c *credvault.Connection) *string { return &c.OAuthTokenAuthMethod }),
 
+	"approval_subjects": approvalSubjects,
 	// The MCP settings are the MCP engine's record, kept with the
 	// connection as extensions; the vault's Extensions.Check validates
 	// them.
@@ -70,6 +74,24 @@ var writableFields = map[string]fieldSetter{
 	"mcp_max_tools":             extension[int]("mcp_max_tools"),
 	"mcp_expose_resources":      extension[bool]("mcp_expose_resources"),
 	"mcp_expose_prompts":        extension[bool]("mcp_expose_prompts"),
+}
+
+// approvalSubjects writes approval_subjects. A member it does not know is
+// refused rather than dropped: a misspelt "approval_route" would leave a
+// payment the owner meant to hold unheld.
+func approvalSubjects(c *credvault.Connection, raw json.RawMessage) error {
+	var v map[string]approval.Rules
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		if _, typed := errors.AsType[*json.UnmarshalTypeError](err); typed {
+			return err
+		}
+		return badRequest(`field approval_subjects maps each subject to {"approval_tools"?,"approval_routes"?}: `+err.Error()).
+			With("field", "approval_subjects")
+	}
+	c.ApprovalSubjects = v
+	return nil
 }
 
 // toolPolicy is the JSON form of one subject's entry in
@@ -140,6 +162,9 @@ func applyFields(c *credvault.Connection, obj map[string]json.RawMessage, extra 
 			return badRequest("unknown field "+quoteName(name)).With("field", quoteName(name))
 		}
 		if err := set(c, raw); err != nil {
+			if e, ok := errors.AsType[*apierror.Error](err); ok {
+				return e
+			}
 			return badRequest("field "+name+" has the wrong JSON type").With("field", name)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idnhq/idn/apierror"
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/mcpproxy/mcpsettings"
@@ -303,19 +304,35 @@ func (h *Handler) DeleteVariable(ctx context.Context, key string, force bool) er
 }
 
 // liftedApprovals names the approval lists from which after drops a
-// pattern of before: what would let a held call through unapproved.
+// pattern of before: what would let a held call through unapproved. A
+// subject's lists are named approval_subjects; subjects compare as the
+// gateway matches them (approval.Policy), so respelling one lifts nothing.
 func liftedApprovals(before, after *credvault.Connection) []string {
 	var lifted []string
 	for _, f := range []struct {
 		name          string
 		before, after []string
 	}{{"approval_tools", before.ApprovalTools, after.ApprovalTools}, {"approval_routes", before.ApprovalRoutes, after.ApprovalRoutes}} {
-		for _, p := range f.before {
-			if !slices.Contains(f.after, p) {
-				lifted = append(lifted, f.name)
-				break
-			}
+		if dropsOne(f.before, f.after) {
+			lifted = append(lifted, f.name)
+		}
+	}
+	held := approval.NewPolicy(approval.Rules{}, after.ApprovalSubjects)
+	for s, r := range before.ApprovalSubjects {
+		now := held.Subject(s)
+		if dropsOne(r.Tools, now.Tools) || dropsOne(r.Routes, now.Routes) {
+			return append(lifted, "approval_subjects")
 		}
 	}
 	return lifted
+}
+
+// dropsOne reports whether after lacks a pattern of before.
+func dropsOne(before, after []string) bool {
+	for _, p := range before {
+		if !slices.Contains(after, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,7 +2,7 @@
 // very call with a passkey, and checks the approval itself.
 //
 // A connection's Rules (approval_tools, approval_routes) name the calls
-// that wait. For such a call the Gate files a Request with the control
+// that wait; its Policy adds each subject's own (approval_subjects). For such a call the Gate files a Request with the control
 // plane (the Desk): who calls, what, the call's canonical Document and its
 // SHA-256 Digest, and an expiry. The agent is answered 403
 // AUTH_ACTION_APPROVAL_REQUIRED. The owner approves in the dashboard with a

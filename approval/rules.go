@@ -9,16 +9,17 @@ import (
 	"github.com/idnhq/idn/mcpproxy/toolpolicy"
 )
 
-// Rules are a connection's approval rules: the calls that wait for the
-// owner's passkey. The zero Rules matches nothing.
+// Rules are approval rules: the calls that wait for the owner's passkey,
+// a connection's or one subject's (see Policy). In JSON they are the
+// connection fields of the same names. The zero Rules matches nothing.
 type Rules struct {
 	// Tools are approval_tools: MCP tool-name patterns with the tool
 	// lists' wildcards ('*' any run, '?' one character).
-	Tools []string
+	Tools []string `json:"approval_tools,omitempty"`
 	// Routes are approval_routes: "METHOD /path-glob" patterns for
 	// /proxy/{id}/…, matched against the path after the connection id.
 	// METHOD may be "*"; the glob uses the same wildcards.
-	Routes []string
+	Routes []string `json:"approval_routes,omitempty"`
 }
 
 // Empty reports whether r matches no call, so a connection without rules
@@ -47,14 +48,7 @@ func (r Rules) MatchRoute(method, escapedPath string) bool {
 	if err != nil {
 		return true // unreadable: ask the owner rather than guess
 	}
-	path = cleanPath(path)
-	for _, p := range r.Routes {
-		m, glob, _ := strings.Cut(p, " ")
-		if (m == "*" || strings.EqualFold(m, method)) && toolpolicy.Match(cleanPath(glob), path) {
-			return true
-		}
-	}
-	return false
+	return r.matchCleanRoute(method, cleanPath(path))
 }
 
 // cleanPath folds repeated slashes and drops a trailing one.

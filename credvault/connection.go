@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idnhq/idn/approval"
 )
 
 // Protocols of a connection.
@@ -60,7 +62,9 @@ const (
 // cookie is a credential the agent was never meant to hold.
 //
 // ApprovalTools (mcp) and ApprovalRoutes (http) name the calls that wait
-// for the owner's passkey approval (package approval's Rules).
+// for the owner's passkey approval (package approval's Rules);
+// ApprovalSubjects adds rules for the calls made for one idn-subject
+// (approval.Policy).
 //
 // Extensions are members of the connection's JSON object that other
 // packages own (the gateway keeps an MCP connection's settings and last
@@ -95,6 +99,7 @@ type Connection struct {
 	OAuthPerSubject      bool                       `json:"oauth_per_subject,omitempty"`
 	ApprovalTools        []string                   `json:"approval_tools,omitempty"`
 	ApprovalRoutes       []string                   `json:"approval_routes,omitempty"`
+	ApprovalSubjects     map[string]approval.Rules  `json:"approval_subjects,omitempty"`
 	Extensions           map[string]json.RawMessage `json:"-"`
 
 	CredentialKeys    []string        `json:"credential_keys"`
@@ -232,6 +237,14 @@ func (c *Connection) Clone() *Connection {
 	n.RotationHistory = slices.Clone(c.RotationHistory)
 	n.OAuthScopes = slices.Clone(c.OAuthScopes)
 	n.OAuthAccounts = slices.Clone(c.OAuthAccounts)
+	n.ApprovalTools = slices.Clone(c.ApprovalTools)
+	n.ApprovalRoutes = slices.Clone(c.ApprovalRoutes)
+	if c.ApprovalSubjects != nil {
+		n.ApprovalSubjects = make(map[string]approval.Rules, len(c.ApprovalSubjects))
+		for s, r := range c.ApprovalSubjects {
+			n.ApprovalSubjects[s] = approval.Rules{Tools: slices.Clone(r.Tools), Routes: slices.Clone(r.Routes)}
+		}
+	}
 	return &n
 }
 

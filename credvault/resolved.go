@@ -41,7 +41,7 @@ func NewResolved(c *Connection, secret string) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Resolved{Connection: n, secret: resolved, built: true}
+	r := &Resolved{Connection: n, secret: resolved, built: true, approvals: approvalPolicy(n)}
 	r.base, r.baseErr = n.UpstreamBase()
 	r.redactions = redactions(n, resolved, nil)
 	return r, nil

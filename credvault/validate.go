@@ -3,6 +3,7 @@ package credvault
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -212,14 +213,26 @@ func (c *Connection) validateSettings(secretNames []string) error {
 	return validateApprovals(c)
 }
 
-// validateApprovals checks approval_tools and approval_routes, each of
-// which applies to one protocol.
+// validateApprovals checks approval_tools, approval_routes and
+// approval_subjects; tools apply to mcp connections, routes to http ones.
 func validateApprovals(c *Connection) error {
 	if len(c.ApprovalTools) > 0 && c.Protocol != ProtocolMCP {
 		return invalid("approval_tools", "applies to %q connections only", ProtocolMCP)
 	}
 	if len(c.ApprovalRoutes) > 0 && c.Protocol != ProtocolHTTP {
 		return invalid("approval_routes", "applies to %q connections only", ProtocolHTTP)
+	}
+	if err := approval.CheckSubjects(c.ApprovalSubjects); err != nil {
+		return invalid("approval_subjects", "%s", strings.TrimPrefix(err.Error(), "approval: "))
+	}
+	for _, s := range slices.Sorted(maps.Keys(c.ApprovalSubjects)) {
+		r := c.ApprovalSubjects[s]
+		if len(r.Tools) > 0 && c.Protocol != ProtocolMCP {
+			return invalid("approval_subjects", "subject %q: approval_tools applies to %q connections only", s, ProtocolMCP)
+		}
+		if len(r.Routes) > 0 && c.Protocol != ProtocolHTTP {
+			return invalid("approval_subjects", "subject %q: approval_routes applies to %q connections only", s, ProtocolHTTP)
+		}
 	}
 	if err := (approval.Rules{Tools: c.ApprovalTools}).Check(); err != nil {
 		return invalid("approval_tools", "%s", strings.TrimPrefix(err.Error(), "approval: "))

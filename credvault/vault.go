@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idnhq/idn/approval"
 )
 
 // Sentinel errors. Callers branch on them with errors.Is; the gateway's
@@ -137,6 +139,7 @@ type Resolved struct {
 	baseErr    error
 	redactions []string
 	accounts   map[string]string // refresh tokens by account subject
+	approvals  *approval.Policy  // the connection's approval rules, built once per snapshot
 	built      bool              // made by a Vault or NewResolved
 }
 
@@ -364,7 +367,7 @@ func (v *Vault) buildSnapshot(recs *Records) *snapshot {
 	for _, id := range sortedKeys(recs.Connections) {
 		rec := recs.Connections[id]
 		c := &rec.Connection
-		r := &Resolved{Connection: c, built: true}
+		r := &Resolved{Connection: c, built: true, approvals: approvalPolicy(c)}
 		r.base, r.baseErr = c.UpstreamBase()
 		s.byID[id] = r
 		s.ordered = append(s.ordered, c)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/errcode"
 )
 
@@ -287,6 +288,15 @@ func TestValidateConnection(t *testing.T) {
 		{"name_zero_width_space", func(c *Connection) { c.Name = "Git\u200BHub" }, ok, "name"},
 		{"name_not_utf8", func(c *Connection) { c.Name = "Git\xffHub" }, ok, "name"},
 		{"base_url_right_to_left_override", func(c *Connection) { c.BaseURL = "https://example.com/\u202Emoc.live" }, ok, "base_url"},
+		{"subject_approval_tools_on_http", func(c *Connection) {
+			c.ApprovalSubjects = map[string]approval.Rules{"alice": {Tools: []string{"pay*"}}}
+		}, ok, "approval_subjects"},
+		{"subject_approval_route_malformed", func(c *Connection) {
+			c.ApprovalSubjects = map[string]approval.Rules{"alice": {Routes: []string{"POST"}}}
+		}, ok, "approval_subjects"},
+		{"subject_approval_two_spellings", func(c *Connection) {
+			c.ApprovalSubjects = map[string]approval.Rules{"alice": {Routes: []string{"POST /a"}}, "Alice": {Routes: []string{"POST /b"}}}
+		}, ok, "approval_subjects"},
 	}
 	v := newTestVault(t)
 	for _, c := range cases {

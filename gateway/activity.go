@@ -9,6 +9,7 @@ import (
 	"github.com/idnhq/idn/errcode"
 	"github.com/idnhq/idn/kit/textcap"
 	"github.com/idnhq/idn/mcpevent"
+	"github.com/idnhq/idn/mcpproxy/toolpin"
 	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/proxy"
 )
@@ -36,6 +37,24 @@ func mcpActivity(ctx context.Context, e mcpevent.Decision, vault *credvault.Vaul
 	}
 	if code, ok := errcode.Parse(e.Code); ok {
 		a.Status = code.Status()
+	}
+	return a
+}
+
+// pinActivity is the activity record of a change of connection id's
+// pinned tool definitions: denied while agents do not get the definition
+// (MCP_TOOL_CHANGED), allowed once they do.
+func pinActivity(id string, e toolpin.Event, vault *credvault.Vault) pairing.Activity {
+	a := pairing.Activity{At: time.Now(), AgentName: textcap.Clip(e.By, textcap.Name), Connection: id, MCP: true,
+		Tool: textcap.Clip(e.Tool, textcap.Name), Event: "tool_" + e.Kind}
+	switch e.Kind {
+	case toolpin.EventPinned, toolpin.EventAccepted:
+		a.Allowed = true
+	default:
+		a.Reason = errcode.MCPToolChanged.String()
+	}
+	if res, ok := vault.Lookup(id); ok && res.Connection != nil {
+		a.Service = res.Connection.ServiceSlug()
 	}
 	return a
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,8 +23,9 @@ import (
 )
 
 // TestMCPActivityRecords runs a paired gateway in front of the MCP Go
-// SDK's server and reads what it reports to its control plane: the
-// allowed tools/list and tools/call carry the time they took, and a signed
+// SDK's server and reads what it reports to its control plane: the tools
+// its first listing pinned (events of no agent), the allowed tools/list
+// and tools/call with the time they took, and a signed
 // request the pipeline admitted but the MCP transport refused (a GET of
 // the endpoint without a session, 400) is reported as a refusal.
 func TestMCPActivityRecords(t *testing.T) {
@@ -106,11 +109,16 @@ func TestMCPActivityRecords(t *testing.T) {
 		t.Fatalf("GET without a session: %d", res.StatusCode)
 	}
 
-	want := map[string]bool{"tools/list": false, "tools/call": false, "GET": false}
-	for timeout := time.After(15 * time.Second); want["tools/list"] == false || want["tools/call"] == false || want["GET"] == false; {
+	want := map[string]bool{"tools/list": false, "tools/call": false, "GET": false, pairwire.EventToolPinned: false}
+	for timeout := time.After(15 * time.Second); slices.Contains(slices.Collect(maps.Values(want)), false); {
 		select {
 		case a := <-reported:
 			switch {
+			case a.Event != "":
+				if a.Event != pairwire.EventToolPinned || a.Tool == "" || a.Decision != pairwire.DecisionAllow || a.AgentKey != "" || a.Connection != "docs" || a.Service != "docs" {
+					t.Errorf("a tool pin event reported as %+v", a)
+				}
+				want[a.Event] = true
 			case a.Method == "tools/list" || a.Method == "tools/call":
 				if a.Decision != pairwire.DecisionAllow || a.LatencyMS <= 0 {
 					t.Errorf("%s reported as %+v, want allowed with its latency", a.Method, a)

@@ -193,7 +193,7 @@ func (g *Gateway) wire() error {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "idn_gateway_activity_dropped_total",
 				Help: "Decisions not reported because the report queue was full."}, func() float64 { return float64(g.reporter.Dropped()) }))
 	}
-	pins, err := newToolPins(g.vault, reg, c.Logger)
+	pins, err := newToolPins(g.vault, reg, c.Logger, g.reporter)
 	if err != nil {
 		return err
 	}
@@ -463,6 +463,17 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.run(ctx)
 	}()
 	return nil
+}
+
+// RunReports sends the activity records of a gateway that is not
+// started (Start sends those of a serving one) until ctx ends: a process
+// that only keeps the pairing link decides on tool pins for the owner,
+// and those decisions belong in the owner's activity trail too. It
+// returns at once when the gateway reports no activity.
+func (g *Gateway) RunReports(ctx context.Context) {
+	if g.reporter != nil {
+		_ = g.reporter.Run(ctx)
+	}
 }
 
 func (g *Gateway) run(ctx context.Context) {

@@ -131,16 +131,17 @@ func (s *mcpConnections) MCPConnection(_ context.Context, id string) (*mcpproxy.
 	return s.held(mcpConnection(res, settings, discovery, s.vault, s.tokens, s.base, s.log), res), nil
 }
 
-// held gives a connection with approval_tools its Hold: a matching call
-// waits for the owner's passkey approval of its arguments.
+// held gives a connection with approval rules its Hold: a call the rules
+// hold for its caller's subject waits for the owner's passkey approval of
+// its arguments.
 func (s *mcpConnections) held(conn *mcpproxy.Connection, res *credvault.Resolved) *mcpproxy.Connection {
 	c := res.Connection
-	if len(c.ApprovalTools) == 0 {
+	policy := res.Approvals()
+	if policy.Empty() {
 		return conn
 	}
-	rules := approval.Rules{Tools: c.ApprovalTools}
 	conn.Hold = func(ctx context.Context, caller mcpevent.Caller, tool string, args json.RawMessage) error {
-		if !rules.MatchTool(tool) {
+		if !policy.HoldsTool(caller.Subject, tool) {
 			return nil
 		}
 		if s.approvals == nil || caller.Key == "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/idnhq/idn/kit/textcap"
 	"github.com/idnhq/idn/mcpproxy"
 	"github.com/idnhq/idn/mcpproxy/toolpin"
+	"github.com/idnhq/idn/pairing"
 	"github.com/idnhq/idn/upstreamauth"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,29 +19,35 @@ import (
 // The gateway pins its MCP connections' tool definitions beside each
 // connection in its vault (credvault's tool pins, package toolpin's
 // records): the engine serves only pinned definitions, and the admin API
-// reviews and accepts the others.
+// reviews, accepts and rejects the others.
 
 // newToolPins returns the keeper of v's tool pins, counting what changes
-// in idn_gateway_mcp_tool_pin_total{event} on reg and logging it to log.
-func newToolPins(v *credvault.Vault, reg prometheus.Registerer, log *slog.Logger) (*toolpin.Keeper, error) {
+// in idn_gateway_mcp_tool_pin_total{event} on reg, logging it to log and
+// reporting it to the owner's activity trail (nil reporter: not paired).
+func newToolPins(v *credvault.Vault, reg prometheus.Registerer, log *slog.Logger, reporter *pairing.Reporter) (*toolpin.Keeper, error) {
 	counted := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idn_gateway_mcp_tool_pin_total",
-		Help: "Changes of MCP connections' pinned tool definitions by event (pinned at the first listing, changed, new, accepted).",
+		Help: "Changes of MCP connections' pinned tool definitions by event (pinned at the first listing, changed, new, accepted, rejected).",
 	}, []string{"event"})
 	if err := reg.Register(counted); err != nil {
 		return nil, err
 	}
-	for _, e := range []string{toolpin.EventPinned, toolpin.EventChanged, toolpin.EventNew, toolpin.EventAccepted} {
+	for _, e := range []string{toolpin.EventPinned, toolpin.EventChanged, toolpin.EventNew, toolpin.EventAccepted, toolpin.EventRejected} {
 		counted.WithLabelValues(e)
 	}
 	return &toolpin.Keeper{Backend: v, OnEvent: func(id string, e toolpin.Event) {
 		counted.WithLabelValues(e.Kind).Inc()
+		if reporter != nil {
+			reporter.Record(pinActivity(id, e, v))
+		}
 		tool := textcap.Clip(e.Tool, textcap.Name) // the server's choice
 		switch e.Kind {
 		case toolpin.EventChanged:
 			log.Warn("gateway: an MCP tool's definition changed; the tool is hidden until its change is reviewed and accepted", "connection_id", id, "tool", tool)
 		case toolpin.EventNew:
 			log.Warn("gateway: an MCP server lists a new tool; it is hidden until it is reviewed and accepted", "connection_id", id, "tool", tool)
+		case toolpin.EventRejected:
+			log.Info("gateway: an MCP tool definition rejected; the tool stays hidden while the server lists it", "connection_id", id, "tool", tool)
 		default:
 			log.Info("gateway: MCP tool pinned", "connection_id", id, "tool", tool, "event", e.Kind)
 		}
@@ -62,8 +69,19 @@ func (p pinReview) Review(_ context.Context, id string) (any, error) {
 
 func (p pinReview) Accept(ctx context.Context, id string, tools map[string]string, by string) (any, error) {
 	rec, err := p.keeper.Accept(ctx, id, tools, by)
+	return answerDecision(id, rec, err)
+}
+
+func (p pinReview) Reject(ctx context.Context, id string, tools map[string]string, by string) (any, error) {
+	rec, err := p.keeper.Reject(ctx, id, tools, by)
+	return answerDecision(id, rec, err)
+}
+
+// answerDecision is the admin API's answer to a decision on connection
+// id's pins.
+func answerDecision(id string, rec *toolpin.Record, err error) (any, error) {
 	if errors.Is(err, toolpin.ErrStale) {
-		return nil, apierror.Coded(errcode.ValidationError, "a definition named is not the one waiting for review (the server changed it again, or it was accepted already): review again").
+		return nil, apierror.Coded(errcode.ValidationError, "a definition named is not the one waiting for review (the server changed it again, or it was decided already): review again").
 			With("field", "tools")
 	}
 	if err != nil {
@@ -77,8 +95,9 @@ func (p pinReview) Accept(ctx context.Context, id string, tools map[string]strin
 // vault but no running gateway (gateway pins). With discover, a discovery
 // of the connection's tools with its stored credential runs first, and its
 // listing is checked against the pins (the first one pins it); with
-// accept (tool name → hash), those definitions are then accepted, as by.
-func ReviewToolPins(ctx context.Context, v *credvault.Vault, id string, discover bool, accept map[string]string, by string) (toolpin.Review, error) {
+// accept and reject (tool name → hash), those definitions are then
+// accepted or rejected, as by.
+func ReviewToolPins(ctx context.Context, v *credvault.Vault, id string, discover bool, accept, reject map[string]string, by string) (toolpin.Review, error) {
 	res, ok := v.Lookup(id)
 	if !ok {
 		return toolpin.Review{}, credvault.ErrNotFound
@@ -111,6 +130,11 @@ func ReviewToolPins(ctx context.Context, v *credvault.Vault, id string, discover
 	}
 	if len(accept) > 0 {
 		if _, err := keeper.Accept(ctx, id, accept, by); err != nil {
+			return toolpin.Review{}, err
+		}
+	}
+	if len(reject) > 0 {
+		if _, err := keeper.Reject(ctx, id, reject, by); err != nil {
 			return toolpin.Review{}, err
 		}
 	}

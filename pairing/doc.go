@@ -44,6 +44,7 @@
 //	connections.disconnect_account {"id", "subject"?}    DELETE /api/admin/connections/{id}/accounts
 //	connections.tool_pins    {"id"}                      GET    /api/admin/connections/{id}/tool-pins
 //	connections.accept_tools {"id", "tools", …}          POST   /api/admin/connections/{id}/tool-pins/accept
+//	connections.reject_tools {"id", "tools", …}          POST   /api/admin/connections/{id}/tool-pins/reject
 //	variables.list       {}                              GET    /api/admin/credential-variables
 //	variables.set        {"key", sealed_secrets, …}      POST   /api/admin/credential-variables
 //	variables.delete     {"key", "force"?}               DELETE /api/admin/credential-variables/{key}

@@ -44,6 +44,9 @@ type Activity struct {
 	OAuthAccount             bool
 	Account                  string
 	AccountNeedsReconnecting bool
+	// Event, when set, makes the record a change of the gateway's own
+	// (pairwire.Activity's Event) rather than a decision on a request.
+	Event string
 }
 
 // Defaults of ReporterConfig.
@@ -206,13 +209,15 @@ func (r *Reporter) Record(a Activity) {
 		return
 	}
 	r.mu.Lock()
-	if a.AgentKey == "" && !a.Allowed {
+	if a.AgentKey == "" && !a.Allowed && a.Event == "" {
 		r.countUnverified(a)
 		r.mu.Unlock()
 		return
 	}
+	// An event of the gateway's own is queued with the agents' records:
+	// no stranger chose it.
 	q := &r.signed
-	if a.AgentKey == "" {
+	if a.AgentKey == "" && a.Event == "" {
 		q = &r.unsigned
 	}
 	queued := q.add(a)
@@ -438,6 +443,7 @@ func appendBatch(b []byte, batch []Activity, dropped int64, unverified map[unver
 				b = append(b, `,"account_needs_reconnecting":true`...)
 			}
 		}
+		b = appendField(b, "event", a.Event, 32)
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(a.Status), 10)
 		us := max(a.Latency.Microseconds(), 0)

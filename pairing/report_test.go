@@ -124,6 +124,19 @@ func TestReporter(t *testing.T) {
 			t.Fatalf("after a refusal the batch is %+v", b)
 		}
 	})
+	t.Run("a gateway's own event is a record, not a refusal before a signature", func(t *testing.T) {
+		f, url := newFakeActivity(t)
+		r := newReporter(t, url, "", 100)
+		r.Record(pairing.Activity{At: time.Now(), Connection: "docs", MCP: true, Tool: "docs.publish", Reason: "MCP_TOOL_CHANGED",
+			Event: pairwire.EventToolChanged})
+		b := f.next(t)
+		if len(b.Records) != 1 || len(b.Unverified) != 0 {
+			t.Fatalf("the event went as %+v", b)
+		}
+		if w := b.Records[0]; w.Event != pairwire.EventToolChanged || w.Decision != pairwire.DecisionDeny || w.Tool != "docs.publish" || w.AgentKey != "" || w.Method != "" {
+			t.Errorf("the event on the wire %+v", w)
+		}
+	})
 	t.Run("fields are clipped to what the control plane takes", func(t *testing.T) {
 		f, url := newFakeActivity(t)
 		r := newReporter(t, url, "", 100)

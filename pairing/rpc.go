@@ -163,6 +163,8 @@ func (c *Client) call(ctx context.Context, gatewayID, method string, p map[strin
 		return c.done(a.ReviewToolPins(ctx, id))
 	case "connections.accept_tools":
 		return c.done(a.AcceptToolPins(ctx, id, body(p), "owner"))
+	case "connections.reject_tools":
+		return c.done(a.RejectToolPins(ctx, id, body(p), "owner"))
 	case "connections.rotate":
 		if e := c.unseal(gatewayID, p, "secrets", ""); e != nil {
 			return nil, e

@@ -13,8 +13,9 @@ import (
 	"github.com/idnhq/idn/identity"
 )
 
-// Approvals holds the calls that match a connection's approval_routes
-// until the owner approves each; *approval.Gate implements it. Its error
+// Approvals holds the calls that match a connection's approval_routes (or
+// its caller's subject's, in approval_subjects) until the owner approves
+// each; *approval.Gate implements it. Its error
 // is the caller's answer (see actionRefusal).
 type Approvals interface {
 	Admit(ctx context.Context, c *approval.Call) error
@@ -23,13 +24,19 @@ type Approvals interface {
 var _ Approvals = (*approval.Gate)(nil)
 
 // holdForApproval runs an admitted /proxy call through the connection's
-// approval_routes. A connection without rules costs one length check. A
-// matching call without an Approvals, or on the unsigned bypass, is
-// refused: no one could approve it for a known agent.
-func (h *Handler) holdForApproval(r *http.Request, rt route, c *credvault.Connection, caller *identity.Caller, body []byte) error {
-	if len(c.ApprovalRoutes) == 0 || !(approval.Rules{Routes: c.ApprovalRoutes}).MatchRoute(r.Method, rt.rest) {
+// approval policy, for the caller's subject. A connection without rules
+// costs two length checks. A matching call without an Approvals, or on
+// the unsigned bypass (held by every subject's rules), is refused: no one
+// could approve it for a known agent.
+func (h *Handler) holdForApproval(r *http.Request, rt route, res *credvault.Resolved, caller *identity.Caller, body []byte) error {
+	var subject string
+	if caller != nil {
+		subject = caller.Subject
+	}
+	if !res.Approvals().HoldsRoute(subject, r.Method, rt.rest) {
 		return nil
 	}
+	c := res.Connection
 	if h.cfg.Approvals == nil || caller == nil {
 		h.logger.ErrorContext(r.Context(), "approval route matched without an approval desk or a signed caller",
 			"request_id", apierror.RequestIDFrom(r.Context()), "connection_id", c.ID)

@@ -171,3 +171,54 @@ func TestApprovalRouteWithoutDesk(t *testing.T) {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
 }
+
+// TestApprovalSubjectRoutes: alice's own rule holds her transfers on top
+// of the connection's rules, however her subject is spelt; other
+// subjects' transfers pass, and a request without its subject never
+// reaches the rules.
+func TestApprovalSubjectRoutes(t *testing.T) {
+	const transfer = "/proxy/pay/v1/transfers"
+	rows := []struct {
+		name, subject string
+		drop, held    bool
+	}{
+		{name: "alice's transfer", subject: "alice", held: true},
+		{name: "attack: alice in upper case", subject: "ALICE", held: true},
+		{name: "attack: alice in mixed case", subject: "aLiCe", held: true},
+		{name: "attack: alice with spaces around", subject: "  alice\t", held: true},
+		{name: "bob's transfer", subject: "bob"},
+		{name: "the namespace as subject", subject: ""},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			g, desk, _ := newApprovalGateway(t)
+			a := g.do(g.requestFor(g.agent, row.subject, "POST", transfer, paymentBody))
+			if row.held {
+				if a.status != http.StatusForbidden || a.env["code"] != "AUTH_ACTION_APPROVAL_REQUIRED" || g.up.lastSeen().Path != "" {
+					t.Fatalf("%d %s", a.status, a.body)
+				}
+				if r := desk.request(a.env["action_id"].(string)); r.Subject != strings.Trim(row.subject, " \t") {
+					t.Fatalf("filed for subject %q", r.Subject)
+				}
+				return
+			}
+			if a.status != http.StatusOK || len(desk.filed) != 0 {
+				t.Fatalf("%d %s, %d filed", a.status, a.body, len(desk.filed))
+			}
+		})
+	}
+	t.Run("attack: subject header removed", func(t *testing.T) {
+		g, desk, _ := newApprovalGateway(t)
+		r := g.requestFor(g.agent, "alice", "POST", transfer, paymentBody)
+		r.Header.Del("Idn-Subject")
+		if a := g.do(r); a.env["code"] != "AUTH_IDENTITY_INVALID" || g.up.lastSeen().Path != "" || len(desk.filed) != 0 {
+			t.Fatalf("%d %s", a.status, a.body)
+		}
+	})
+	t.Run("the connection's rule still holds alice", func(t *testing.T) {
+		g, _, _ := newApprovalGateway(t)
+		if a := g.do(g.requestFor(g.agent, "alice", "POST", "/proxy/pay/v1/payments", paymentBody)); a.env["code"] != "AUTH_ACTION_APPROVAL_REQUIRED" {
+			t.Fatalf("%d %s", a.status, a.body)
+		}
+	})
+}

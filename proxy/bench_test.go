@@ -97,8 +97,8 @@ func BenchmarkGatewayGET(b *testing.B) {
 }
 
 // BenchmarkGatewayGETApprovalRules is BenchmarkGatewayGET on a connection
-// whose approval_routes do not match the call: what the rules cost a call
-// they do not hold.
+// whose approval_routes, and approval_subjects for other subjects, do not
+// match the call: what the rules cost a call they do not hold.
 func BenchmarkGatewayGETApprovalRules(b *testing.B) {
 	g := newGateway(b, gatewayOptions{})
 	headers := presign(b, g.agent, g.srv.URL+"/proxy/ruled/user", nil, b.N, g.clock.now())

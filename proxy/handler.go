@@ -387,7 +387,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		body = b
 	}
 	if !rt.mcp {
-		if err := h.holdForApproval(r, rt, res.Connection, caller, body); err != nil {
+		if err := h.holdForApproval(r, rt, res, caller, body); err != nil {
 			h.fail(w, r, err, caller)
 			return
 		}

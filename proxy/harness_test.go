@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/claimcache"
 	"github.com/idnhq/idn/claimcache/claimcachetest"
 	"github.com/idnhq/idn/credvault"
@@ -169,11 +170,13 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	create(&credvault.Connection{ID: "dead", Protocol: "http", BaseURL: "http://127.0.0.1:1", AuthMode: "query_param",
 		AuthSecretKey: "k", Service: "github"}, map[string]string{"k": querySecret})
 	// Connections with approval rules: "ruled" never matches what the
-	// tests send it, "pay" holds its payments.
+	// tests send it (its subjects' rules are for others), "pay" holds its payments, and alice's transfers.
 	create(&credvault.Connection{ID: "ruled", Protocol: "http", BaseURL: g.up.srv.URL + "/api", AuthMode: "bearer", AuthSecretKey: "t",
-		Service: "github", ApprovalRoutes: []string{"POST /payments", "DELETE /repos/*"}}, map[string]string{"t": upstreamToken})
+		Service: "github", ApprovalRoutes: []string{"POST /payments", "DELETE /repos/*"},
+		ApprovalSubjects: map[string]approval.Rules{"alice": {Routes: []string{"GET /user"}}, "Bob": {Routes: []string{"* /user*"}}}}, map[string]string{"t": upstreamToken})
 	create(&credvault.Connection{ID: "pay", Protocol: "http", BaseURL: g.up.srv.URL + "/api", AuthMode: "bearer", AuthSecretKey: "t",
-		Service: "github", ApprovalRoutes: []string{"POST /v1/payments*"}}, map[string]string{"t": upstreamToken})
+		Service: "github", ApprovalRoutes: []string{"POST /v1/payments*"},
+		ApprovalSubjects: map[string]approval.Rules{"alice": {Routes: []string{"POST /v1/transfers"}}}}, map[string]string{"t": upstreamToken})
 	// A connection whose rotation fell due a day ago.
 	g.clock.advance(-3 * 24 * time.Hour)
 	create(&credvault.Connection{ID: "stale", Protocol: "http", BaseURL: g.up.srv.URL, AuthMode: "bearer", AuthSecretKey: "t",
@@ -291,6 +294,12 @@ func (g *gateway) refresh() {
 // request builds a request to the gateway signed by id at the gateway clock.
 func (g *gateway) request(id *identity.Identity, method, path, body string) *http.Request {
 	g.t.Helper()
+	return g.requestFor(id, "", method, path, body)
+}
+
+// requestFor is request signed for subject ("": the namespace).
+func (g *gateway) requestFor(id *identity.Identity, subject, method, path, body string) *http.Request {
+	g.t.Helper()
 	var rb io.Reader
 	if body != "" {
 		rb = bytes.NewReader([]byte(body))
@@ -301,7 +310,7 @@ func (g *gateway) request(id *identity.Identity, method, path, body string) *htt
 	}
 	r.Header.Set("Authorization", "Bearer agent-own-token")
 	r.Header.Set("Cookie", "session=agent-cookie")
-	if err := id.Sign(r, identity.SignOptions{Created: g.clock.now()}); err != nil {
+	if err := id.Sign(r, identity.SignOptions{Created: g.clock.now(), Subject: subject}); err != nil {
 		g.t.Fatal(err)
 	}
 	return r

@@ -153,6 +153,16 @@ func TestCLIWorkflow(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || strings.Join(m.ApprovalTools, ",") != "payments.*" {
 		t.Fatalf("add --approval-tool: %+v", r)
 	}
+	r = c.run("add", "--id", "team-bank", "--base-url", up.URL, "--auth-mode", "bearer", "--secret", "t="+secret,
+		"--approval-subject-route", "alice=POST /v1/payments", "--approval-subject-route", "alice=DELETE /v1/*", "--approval-subject-route", "bob=POST /v1/payments", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil ||
+		strings.Join(m.ApprovalSubjects["alice"].Routes, ",") != "POST /v1/payments,DELETE /v1/*" || len(m.ApprovalSubjects["bob"].Routes) != 1 {
+		t.Fatalf("add --approval-subject-route: %+v", r)
+	}
+	r = c.run("add", "--id", "team-tools", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9", "--approval-subject-tool", "alice=payments.*", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil || strings.Join(m.ApprovalSubjects["alice"].Tools, ",") != "payments.*" {
+		t.Fatalf("add --approval-subject-tool: %+v", r)
+	}
 
 	failures := []struct {
 		name string
@@ -172,6 +182,9 @@ func TestCLIWorkflow(t *testing.T) {
 		{"duplicate_id", nil, []string{"add", "--id", "mcp1", "--protocol", "mcp", "--base-url", "http://127.0.0.1:9"}, 1, "already exists"},
 		{"approval_route_without_method", nil, []string{"add", "--id", "z", "--base-url", "https://x.example", "--auth-mode", "bearer", "--secret", "t=" + secret,
 			"--approval-route", "/v1/payments"}, 1, "approval_routes"},
+		{"approval_subject_tool_on_http", nil, []string{"add", "--id", "z", "--base-url", "https://x.example", "--auth-mode", "bearer", "--secret", "t=" + secret,
+			"--approval-subject-tool", "alice=pay*"}, 1, "approval_subjects"},
+		{"approval_subject_without_pattern", nil, []string{"add", "--id", "z", "--base-url", "https://x.example", "--approval-subject-route", "alice"}, 2, "invalid value for flag -approval-subject-route"},
 		{"bad_base_url", nil, []string{"add", "--id", "y", "--base-url", "ftp://x", "--auth-mode", "bearer", "--secret", "t=" + secret}, 1, "base_url"},
 		{"no_master_key", map[string]string{"GATEWAY_MASTER_KEY": ""}, []string{"list"}, 2, "gateway keygen"},
 		{"malformed_master_key", map[string]string{"GATEWAY_MASTER_KEY": "not-a-key"}, []string{"list"}, 2, "gateway keygen"},

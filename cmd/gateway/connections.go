@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/gateway"
 	"github.com/idnhq/idn/mcpevent"
@@ -101,6 +102,7 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 		scopes  listFlag
 		tools   listFlag
 		routes  listFlag
+		held    = map[string]approval.Rules{}
 	)
 	fs.StringVar(&c.ID, "id", "", "connection id (required): letters, digits, '-' and '_'")
 	fs.StringVar(&c.Name, "name", "", "human-readable name")
@@ -119,6 +121,8 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Var(&deny, "mcp-deny", "MCP tool to deny (wildcards * and ?); repeatable")
 	fs.Var(&tools, "approval-tool", "MCP tool whose calls wait for the owner's passkey approval (wildcards * and ?); repeatable")
 	fs.Var(&routes, "approval-route", `HTTP route whose calls wait for the owner's passkey approval, "METHOD /path-glob"; repeatable`)
+	fs.Var(subjectRulesFlag{rules: held, route: false}, "approval-subject-tool", "SUBJECT=PATTERN: an MCP tool whose calls for that idn-subject also wait for approval; repeatable")
+	fs.Var(subjectRulesFlag{rules: held, route: true}, "approval-subject-route", `SUBJECT="METHOD /path-glob": an HTTP route whose calls for that idn-subject also wait for approval; repeatable`)
 	fs.BoolVar(&mcp.ExposeResources, "mcp-expose-resources", false, "pass the upstream's MCP resources through /mcp/{id} (off by default)")
 	fs.BoolVar(&mcp.ExposePrompts, "mcp-expose-prompts", false, "pass the upstream's MCP prompts through /mcp/{id} (off by default)")
 	asJSON := jsonFlag(fs)
@@ -134,6 +138,9 @@ func runAdd(ctx context.Context, env *cliEnv, args []string) error {
 	mcp.ToolAllowlist, mcp.ToolDenylist = allow, deny
 	c.OAuthScopes = scopes
 	c.ApprovalTools, c.ApprovalRoutes = tools, routes
+	if len(held) > 0 {
+		c.ApprovalSubjects = held
+	}
 	c.Extensions = mcp.Members()
 	if c.AuthMode != "" && c.AuthSecretKey == "" && len(secrets.values) == 1 {
 		for name := range secrets.values {

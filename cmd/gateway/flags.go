@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/docs"
 	"github.com/idnhq/idn/kit/buildinfo"
 	"github.com/idnhq/idn/kit/envconf"
@@ -89,6 +90,31 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// subjectRulesFlag adds each SUBJECT=PATTERN of a repeatable flag to
+// rules, a connection's approval_subjects: to the subject's routes when
+// route is set, else to its tools. The subject ends at the first '='.
+type subjectRulesFlag struct {
+	rules map[string]approval.Rules
+	route bool
+}
+
+func (f subjectRulesFlag) String() string { return "" }
+
+func (f subjectRulesFlag) Set(v string) error {
+	subject, pattern, ok := strings.Cut(v, "=")
+	if !ok || subject == "" || pattern == "" {
+		return errors.New("takes SUBJECT=PATTERN")
+	}
+	r := f.rules[subject]
+	if f.route {
+		r.Routes = append(r.Routes, pattern)
+	} else {
+		r.Tools = append(r.Tools, pattern)
+	}
+	f.rules[subject] = r
+	return nil
+}
 
 // secretsFlag collects repeatable --secret name=value. Set never fails (the
 // flag package would quote the value, a secret, in its error); malformed

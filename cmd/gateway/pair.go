@@ -123,6 +123,12 @@ func runPair(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer closeLink()
+	// The owner's tool pin decisions made over this link are reported
+	// from here: this process is not serving.
+	reports, stopReports := context.WithCancel(ctx)
+	reported := make(chan struct{})
+	go func() { gw.RunReports(reports); close(reported) }()
+	defer func() { stopReports(); <-reported }()
 	if err := writeFileAtomic(filepath.Join(c.DataDir, pairPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return err
 	}

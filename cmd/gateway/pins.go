@@ -11,31 +11,32 @@ import (
 )
 
 func init() {
-	register(&command{name: "pins", summary: "review and accept an mcp connection's pinned tool definitions", run: runPins})
+	register(&command{name: "pins", summary: "review, accept and reject an mcp connection's pinned tool definitions", run: runPins})
 }
 
-// acceptFlags collects --accept NAME=SHA256.
-type acceptFlags map[string]string
+// decisionFlags collects --accept or --reject NAME=SHA256.
+type decisionFlags map[string]string
 
-func (a acceptFlags) String() string { return "" }
+func (a decisionFlags) String() string { return "" }
 
-func (a acceptFlags) Set(s string) error {
+func (a decisionFlags) Set(s string) error {
 	name, sha, ok := strings.Cut(s, "=")
 	if !ok || name == "" || sha == "" {
-		return fmt.Errorf("--accept takes NAME=SHA256, the hash shown for the definition reviewed")
+		return fmt.Errorf("takes NAME=SHA256, the hash shown for the definition reviewed")
 	}
 	a[name] = sha
 	return nil
 }
 
 func runPins(ctx context.Context, env *cliEnv, args []string) error {
-	const synopsis = "--id ID [--discover] [--accept NAME=SHA256 ...] [--accepted-by WHO] [--json]"
+	const synopsis = "--id ID [--discover] [--accept NAME=SHA256 ...] [--reject NAME=SHA256 ...] [--accepted-by WHO] [--json]"
 	fs := newFlagSet("pins")
 	id := idFlag(fs)
 	discover := fs.Bool("discover", false, "discover the connection's tools first, with its stored credential, and check them against the pins (the first discovery pins them)")
-	accept := acceptFlags{}
-	fs.Var(accept, "accept", "accept the waiting definition of tool NAME whose hash is SHA256 (repeatable; all or none)")
-	by := fs.String("accepted-by", "operator", "who accepts, as the pins record it")
+	accept, reject := decisionFlags{}, decisionFlags{}
+	fs.Var(accept, "accept", "accept the waiting (or rejected) definition of tool NAME whose hash is SHA256 (repeatable; all or none)")
+	fs.Var(reject, "reject", "reject the waiting definition of tool NAME whose hash is SHA256: it stays hidden and is not offered again (repeatable; all or none)")
+	by := fs.String("accepted-by", "operator", "who accepts or rejects, as the pins record it")
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(env, fs, synopsis, args); err != nil {
 		return err
@@ -48,7 +49,12 @@ func runPins(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer closeVault()
-	rv, err := gateway.ReviewToolPins(ctx, v, *id, *discover, accept, *by)
+	for name := range accept {
+		if _, both := reject[name]; both {
+			return usagef("%q is both accepted and rejected", name)
+		}
+	}
+	rv, err := gateway.ReviewToolPins(ctx, v, *id, *discover, accept, reject, *by)
 	if err != nil {
 		return err
 	}
@@ -64,8 +70,9 @@ func runPins(ctx context.Context, env *cliEnv, args []string) error {
 	if len(rv.Pending) > 0 {
 		// The name is the server's: quoted, so that it cannot write to the terminal.
 		fmt.Fprintf(env.stdout, "accept one: gateway pins --id %s --accept %q\n", *id, rv.Pending[0].Name+"="+rv.Pending[0].SHA256)
+		fmt.Fprintf(env.stdout, "or reject it: gateway pins --id %s --reject %q\n", *id, rv.Pending[0].Name+"="+rv.Pending[0].SHA256)
 	}
 	return nil
 }
 
-var _ flag.Value = acceptFlags{}
+var _ flag.Value = decisionFlags{}

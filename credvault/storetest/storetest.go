@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idnhq/idn/approval"
 	"github.com/idnhq/idn/credvault"
 )
 
@@ -76,6 +77,8 @@ func recordsReadBack(t *testing.T, open func(*testing.T) credvault.Store) {
 	v := OpenVault(t, open(t), -1)
 	c := Conn("x")
 	c.AllowUpstreamCookies = true
+	c.ApprovalRoutes = []string{"POST /v1/payments"}
+	c.ApprovalSubjects = map[string]approval.Rules{"alice": {Routes: []string{"DELETE /v1/repos/*"}}, "Bob Smith": {Routes: []string{"* /admin/*"}}}
 	c.Extensions = map[string]json.RawMessage{"z_list": json.RawMessage(`["a","b"]`), "a_obj": json.RawMessage(`{"k":1}`)}
 	if _, err := v.Create(ctx, c, map[string]string{"token": "tok-secret-1"}); err != nil {
 		t.Fatal(err)
@@ -88,7 +91,8 @@ func recordsReadBack(t *testing.T, open func(*testing.T) credvault.Store) {
 	if !ok {
 		t.Fatal("connection lost on reopening")
 	}
-	if !got.Connection.AllowUpstreamCookies || !reflect.DeepEqual(got.Connection.Extensions, c.Extensions) {
+	if !got.Connection.AllowUpstreamCookies || !reflect.DeepEqual(got.Connection.Extensions, c.Extensions) ||
+		!reflect.DeepEqual(got.Connection.ApprovalRoutes, c.ApprovalRoutes) || !reflect.DeepEqual(got.Connection.ApprovalSubjects, c.ApprovalSubjects) {
 		t.Errorf("reopened connection = %+v", got.Connection)
 	}
 	if s, err := got.Secret(); err != nil || s != "tok-secret-1" {

@@ -21,8 +21,10 @@ import (
 // gateway hides the changed tool from the agent and refuses its call
 // with MCP_TOOL_CHANGED. The gateway page shows what changed, the
 // approved text beside the new one, hidden characters escaped. Accept
-// makes the agent see and call it again. The page passes the
-// accessibility checks.
+// makes the agent see and call it again; Reject of a further change keeps
+// the tool hidden, and that definition is not offered again. The
+// Activity page tells of each change and of who decided. The page passes
+// the accessibility checks.
 func TestGatewayMCPToolReview(t *testing.T) {
 	chromium(t)
 	s := mcp.NewServer(&mcp.Implementation{Name: "docs-server", Version: "2.4.0"}, nil)
@@ -99,6 +101,49 @@ func TestGatewayMCPToolReview(t *testing.T) {
 	if status, code := agentCall(t, gwAddr, agent, "docs.publish"); status != 200 {
 		t.Fatalf("the agent's call of the accepted tool: %d %s", status, code)
 	}
+
+	step(t, "Reject keeps a further change hidden, and it is not offered again")
+	s.AddTool(&mcp.Tool{Name: "docs.publish", Description: "Publishes a draft, and every draft after it, without asking.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"draft":{"type":"string"}}}`)}, noop)
+	b.press("button", "Discover Docs")
+	b.waitFor(`document.querySelector("#tool-pins [data-pending]")`, 20*time.Second)
+	b.press("button", "Reject docs.publish")
+	b.waitFor(`document.querySelector("#tool-pins [data-rejected='docs.publish']")`, 20*time.Second)
+	b.said("Rejected the new definition of docs.publish; agents do not see it, and it is not offered again.")
+	b.wantHeading("Reject", "Tool definitions")
+	if got := eval[string](b, `document.querySelector("#tool-pins [data-rejected='docs.publish']").textContent`); !strings.HasPrefix(got, "docs.publish rejected by owner ") {
+		t.Errorf("the rejection shows %q", got)
+	}
+	if got := eval[string](b, `document.querySelector("#tools tr[data-tool='docs.publish'] td").textContent`); got != "docs.publish definition rejected" {
+		t.Errorf("the rejected tool's row in the tools list says %q", got)
+	}
+	if got := eval[string](b, `document.querySelector("#tool-pins .summary").textContent`); got != "2 tools of Docs are pinned as approved. Agents do not see a tool while its server lists a definition you rejected." {
+		t.Errorf("after the rejection the summary says %q", got)
+	}
+	b.saveShot("gateway-mcp-tool-rejected", false)
+	audit("a11y-gateway-mcp-tool-rejected")
+	if status, code := agentCall(t, gwAddr, agent, "docs.publish"); status != 403 || code != "MCP_TOOL_CHANGED" {
+		t.Fatalf("the agent's call of the rejected tool: %d %s", status, code)
+	}
+	b.press("button", "Discover Docs")
+	b.said("Discovered 2 tools; they are listed under Tools of Docs.")
+	if n := eval[int](b, `document.querySelectorAll("#tool-pins [data-pending]").length`); n != 0 {
+		t.Fatalf("the rejected definition is offered again: %d waiting", n)
+	}
+
+	step(t, "the activity trail tells of the changes and of who decided")
+	eventually(t, 20*time.Second, "the rejection on the Activity page", func() bool {
+		b.open("/activity")
+		return eval[bool](b, `document.body.textContent.includes("tool definition rejected; kept hidden")`)
+	})
+	rows = eval[[]string](b, `[...document.querySelectorAll("tr[data-activity]")].filter(r => r.textContent.includes("tool ")).map(r => r.cells[1].textContent + " | " + r.cells[3].textContent)`)
+	for _, want := range []string{"by owner | MCP tool definition rejected; kept hidden docs.publish", "by owner | MCP tool definition accepted docs.publish",
+		"the gateway | MCP tool definition changed; hidden until reviewed docs.publish"} {
+		if !slices.Contains(rows, want) {
+			t.Errorf("the Activity page lacks %q: %q", want, rows)
+		}
+	}
+	b.saveShot("activity-tool-pins", false)
 }
 
 // agentCall calls tool of the docs connection through the gateway as the

@@ -15,6 +15,7 @@
 //
 // The first complete listing of a connection pins every tool it lists
 // (trust on first use); afterwards a changed or new tool waits in
-// Pending until Accept names the hash the reviewer saw. A tool the
-// server stops listing keeps its pin. docs/gateway.md tells the story.
+// Pending until Accept names the hash the reviewer saw, or Reject refuses
+// it: a rejected definition stays hidden and is not offered again. A tool
+// the server stops listing keeps its pin. docs/gateway.md tells the story.
 package toolpin

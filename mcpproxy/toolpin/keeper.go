@@ -88,10 +88,28 @@ func (k *Keeper) Observe(ctx context.Context, connectionID string, listed []List
 // (Record.Accept), and returns the record stored. When one of them no
 // longer waits with that hash, none is accepted: ErrStale.
 func (k *Keeper) Accept(ctx context.Context, connectionID string, tools map[string]string, by string) (*Record, error) {
+	return k.decide(ctx, connectionID, tools, Event{Kind: EventAccepted, By: by}, func(rec *Record, tool, sha256 string) (*Record, error) {
+		return rec.Accept(tool, sha256, by, k.now())
+	})
+}
+
+// Reject refuses, in one write, the pending definition of each tool named
+// in tools (tool name → the hash the reviewer saw), as rejected by by
+// (Record.Reject), and returns the record stored. When one of them no
+// longer waits with that hash, none is rejected: ErrStale.
+func (k *Keeper) Reject(ctx context.Context, connectionID string, tools map[string]string, by string) (*Record, error) {
+	return k.decide(ctx, connectionID, tools, Event{Kind: EventRejected, By: by}, func(rec *Record, tool, sha256 string) (*Record, error) {
+		return rec.Reject(tool, sha256, by, k.now())
+	})
+}
+
+// decide applies one reviewer's decision to each tool named, all or none,
+// and tells of each as told, with its tool.
+func (k *Keeper) decide(ctx context.Context, id string, tools map[string]string, told Event, fn func(rec *Record, tool, sha256 string) (*Record, error)) (*Record, error) {
 	var out *Record
-	err := k.update(ctx, connectionID, func(rec *Record) (*Record, error) {
+	err := k.update(ctx, id, func(rec *Record) (*Record, error) {
 		for _, tool := range Names(tools) {
-			next, err := rec.Accept(tool, tools[tool], by, k.now())
+			next, err := fn(rec, tool, tools[tool])
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s", err, tool)
 			}
@@ -105,9 +123,10 @@ func (k *Keeper) Accept(ctx context.Context, connectionID string, tools map[stri
 	}
 	events := make([]Event, 0, len(tools))
 	for _, tool := range Names(tools) {
-		events = append(events, Event{Kind: EventAccepted, Tool: tool})
+		told.Tool = tool
+		events = append(events, told)
 	}
-	k.tell(connectionID, events, nil)
+	k.tell(id, events, nil)
 	return out, nil
 }
 

@@ -51,7 +51,7 @@ func TestKeeperAcceptAndReview(t *testing.T) {
 	}
 	want := []toolpin.Event{{Kind: toolpin.EventPinned, Tool: "search"}, {Kind: toolpin.EventPinned, Tool: "transfer"},
 		{Kind: toolpin.EventChanged, Tool: "transfer"}, {Kind: toolpin.EventNew, Tool: "wipe"},
-		{Kind: toolpin.EventAccepted, Tool: "transfer"}, {Kind: toolpin.EventAccepted, Tool: "wipe"}}
+		{Kind: toolpin.EventAccepted, Tool: "transfer", By: "owner"}, {Kind: toolpin.EventAccepted, Tool: "wipe", By: "owner"}}
 	if len(events) != len(want) {
 		t.Fatalf("events %+v", events)
 	}

@@ -86,12 +86,22 @@ type Pending struct {
 	SeenAt     time.Time  `json:"seen_at"`
 }
 
+// Rejection is a definition the reviewer refused: while the server lists
+// that very definition, its tool stays hidden and is not offered again.
+type Rejection struct {
+	SHA256     string     `json:"sha256"`
+	Definition Definition `json:"definition"`
+	RejectedAt time.Time  `json:"rejected_at"`
+	RejectedBy string     `json:"rejected_by"`
+}
+
 // Record is the pins of one connection, as a store keeps them. A nil
 // *Record is a connection no complete listing was seen of: it allows no
 // tool.
 type Record struct {
-	Tools   map[string]Pin     `json:"tools"`
-	Pending map[string]Pending `json:"pending,omitempty"`
+	Tools    map[string]Pin       `json:"tools"`
+	Pending  map[string]Pending   `json:"pending,omitempty"`
+	Rejected map[string]Rejection `json:"rejected,omitempty"`
 }
 
 // Listed is one tool of a listing with its hash.
@@ -106,16 +116,21 @@ const (
 	EventChanged  = "changed"  // a pinned tool listed with another definition
 	EventNew      = "new"      // a tool listed that has no pin
 	EventAccepted = "accepted" // a pending definition accepted
+	EventRejected = "rejected" // a pending definition rejected
 )
 
-// Event is one change of a Record, for metrics and logs.
+// Event is one change of a Record, for metrics, logs and the activity
+// trail. By is who accepted or rejected; empty for the others.
 type Event struct {
 	Kind string
 	Tool string
+	By   string
 }
 
 // MaxPending bounds the definitions waiting for review: past it, a new
-// one is not kept (its tool stays hidden all the same).
+// one is not kept (its tool stays hidden all the same). It bounds the
+// rejections too: past it, the oldest is forgotten, and offered again if
+// the server still lists it.
 const MaxPending = 1000
 
 // Allows reports whether the tool name, listed with hash sha256, is
@@ -133,7 +148,7 @@ func (r *Record) Clone() *Record {
 	if r == nil {
 		return nil
 	}
-	return &Record{Tools: maps.Clone(r.Tools), Pending: maps.Clone(r.Pending)}
+	return &Record{Tools: maps.Clone(r.Tools), Pending: maps.Clone(r.Pending), Rejected: maps.Clone(r.Rejected)}
 }
 
 // Observe returns the record after a listing of the connection's tools
@@ -141,8 +156,8 @@ func (r *Record) Clone() *Record {
 // nothing did. The first complete listing pins every tool in it. Later,
 // a tool listed as pinned drops any pending definition of its name; one
 // listed otherwise becomes its name's pending definition, unless it
-// already is. Tools not listed keep their pins: a server may list
-// different tools to different sessions.
+// already is or was rejected with that very hash. Tools not listed keep
+// their pins: a server may list different tools to different sessions.
 func (r *Record) Observe(listed []Listed, complete bool, now time.Time) (next *Record, events []Event) {
 	if r == nil {
 		if !complete {
@@ -171,6 +186,7 @@ func (r *Record) Observe(listed []Listed, complete bool, now time.Time) (next *R
 				delete(next.Pending, name)
 			}
 		case waiting && pending.SHA256 == t.SHA256:
+		case next.Rejected[name].SHA256 == t.SHA256:
 		case !waiting && len(next.Pending) >= MaxPending:
 		default:
 			next = cloneOnce(r, next)
@@ -202,8 +218,40 @@ var ErrStale = errors.New("toolpin: no definition with this hash waits for revie
 // Accept pins the pending definition of tool whose hash is sha256, as
 // accepted by by at now, and returns the new record; r is not changed.
 // Naming the hash keeps a server that changes the tool again during the
-// review from having its newer definition accepted unseen.
+// review from having its newer definition accepted unseen. A definition
+// rejected earlier may be accepted the same way: the reviewer changed
+// their mind.
 func (r *Record) Accept(tool, sha256, by string, now time.Time) (*Record, error) {
+	if r == nil {
+		return nil, ErrStale
+	}
+	def, ok := r.Pending[tool].Definition, r.Pending[tool].SHA256 == sha256
+	if rej := r.Rejected[tool]; !ok && rej.SHA256 == sha256 {
+		def, ok = rej.Definition, true
+	}
+	if !ok || sha256 == "" {
+		return nil, ErrStale
+	}
+	next := r.Clone()
+	if next.Tools == nil {
+		next.Tools = map[string]Pin{}
+	}
+	next.Tools[tool] = Pin{SHA256: sha256, Definition: def, PinnedAt: now, PinnedBy: by}
+	if next.Pending[tool].SHA256 == sha256 {
+		delete(next.Pending, tool)
+	}
+	if next.Rejected[tool].SHA256 == sha256 {
+		delete(next.Rejected, tool)
+	}
+	return next, nil
+}
+
+// Reject refuses the pending definition of tool whose hash is sha256, as
+// rejected by by at now, and returns the new record; r is not changed.
+// The tool keeps its pin, if any, so it stays hidden while the server
+// lists the rejected definition, which is not offered again: only a
+// definition with another hash is.
+func (r *Record) Reject(tool, sha256, by string, now time.Time) (*Record, error) {
 	if r == nil {
 		return nil, ErrStale
 	}
@@ -212,11 +260,20 @@ func (r *Record) Accept(tool, sha256, by string, now time.Time) (*Record, error)
 		return nil, ErrStale
 	}
 	next := r.Clone()
-	if next.Tools == nil {
-		next.Tools = map[string]Pin{}
-	}
-	next.Tools[tool] = Pin{SHA256: p.SHA256, Definition: p.Definition, PinnedAt: now, PinnedBy: by}
 	delete(next.Pending, tool)
+	if next.Rejected == nil {
+		next.Rejected = map[string]Rejection{}
+	}
+	if _, again := next.Rejected[tool]; !again && len(next.Rejected) >= MaxPending {
+		oldest := ""
+		for name, rej := range next.Rejected {
+			if oldest == "" || rej.RejectedAt.Before(next.Rejected[oldest].RejectedAt) {
+				oldest = name
+			}
+		}
+		delete(next.Rejected, oldest)
+	}
+	next.Rejected[tool] = Rejection{SHA256: p.SHA256, Definition: p.Definition, RejectedAt: now, RejectedBy: by}
 	return next, nil
 }
 

@@ -13,8 +13,15 @@ import (
 // Review is a Record as a reviewer reads it: what is pinned, and what
 // waits, each waiting definition with its changes from the pinned one.
 type Review struct {
-	Pinned  []ReviewedPin     `json:"pinned"`
-	Pending []ReviewedPending `json:"pending"`
+	Pinned   []ReviewedPin       `json:"pinned"`
+	Pending  []ReviewedPending   `json:"pending"`
+	Rejected []ReviewedRejection `json:"rejected"`
+}
+
+// ReviewedRejection is one rejected definition.
+type ReviewedRejection struct {
+	Name string `json:"name"`
+	Rejection
 }
 
 // ReviewedPin is one pinned tool.
@@ -37,7 +44,7 @@ type ReviewedPending struct {
 
 // Review returns r for review, in name order; a nil r has nothing.
 func (r *Record) Review() Review {
-	out := Review{Pinned: []ReviewedPin{}, Pending: []ReviewedPending{}}
+	out := Review{Pinned: []ReviewedPin{}, Pending: []ReviewedPending{}, Rejected: []ReviewedRejection{}}
 	if r == nil {
 		return out
 	}
@@ -54,6 +61,9 @@ func (r *Record) Review() Review {
 			rp.Diff, _ = Diff(pin.Definition, p.Definition)
 		}
 		out.Pending = append(out.Pending, rp)
+	}
+	for _, name := range Names(r.Rejected) {
+		out.Rejected = append(out.Rejected, ReviewedRejection{Name: name, Rejection: r.Rejected[name]})
 	}
 	return out
 }
@@ -88,6 +98,12 @@ func (rv Review) Print(w io.Writer) error {
 				fmt.Fprintf(&b, "        after:  %s\n", display.Shown(string(c.After)))
 			}
 		}
+	}
+	if len(rv.Rejected) > 0 {
+		fmt.Fprintf(&b, "rejected: %d\n", len(rv.Rejected))
+	}
+	for _, r := range rv.Rejected {
+		fmt.Fprintf(&b, "  %s  %s  by %s at %s\n", display.Shown(r.Name), r.SHA256, display.Shown(r.RejectedBy), r.RejectedAt.Format(time.RFC3339))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

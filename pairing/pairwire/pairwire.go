@@ -120,7 +120,7 @@ const (
 var Methods = []string{
 	"connections.list", "connections.get", "connections.create", "connections.update", "connections.delete",
 	"connections.test", "connections.discover", "connections.rotate", "connections.disconnect_account",
-	"connections.tool_pins", "connections.accept_tools",
+	"connections.tool_pins", "connections.accept_tools", "connections.reject_tools",
 	"variables.list", "variables.set", "variables.delete",
 }
 
@@ -225,10 +225,27 @@ type Activity struct {
 	// AccountNeedsReconnecting: the call was refused because the provider
 	// refused the account's refresh token.
 	AccountNeedsReconnecting bool `json:"account_needs_reconnecting,omitempty"`
+	// Event, when set (one of the Event constants), makes the record a
+	// change the gateway made that no request caused; then AgentKey and
+	// Method are empty.
+	Event string `json:"event,omitempty"`
 }
 
 // Decisions of an Activity.
 const (
 	DecisionAllow = "allow"
 	DecisionDeny  = "deny"
+)
+
+// Events of an Activity: changes of an MCP connection's pinned tool
+// definitions (package toolpin), which no agent's request made. Tool
+// names the tool; AgentName who accepted or rejected it. Decision is deny,
+// with Reason MCP_TOOL_CHANGED, while agents do not get the definition
+// listed (changed, new, rejected), allow once they do (pinned, accepted).
+const (
+	EventToolPinned   = "tool_pinned"
+	EventToolChanged  = "tool_changed"
+	EventToolNew      = "tool_new"
+	EventToolAccepted = "tool_accepted"
+	EventToolRejected = "tool_rejected"
 )

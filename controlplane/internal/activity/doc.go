@@ -2,7 +2,9 @@
 // its decisions about agents' requests (time, agent name and key,
 // connection, service, REST method and route template or MCP tool,
 // decision and reason, status, latency; never a payload, query string,
-// header or secret), and the owner lists, filters and exports them.
+// header or secret), and the owner lists, filters and exports them. A
+// gateway reports changes of its own the same way, with an Event (an MCP
+// tool's pinned definition changed, accepted or rejected).
 //
 // A gateway reports with a POST to /v1/gateways/activity signed by its own
 // identity, the key the pairing bound (pairwire.ActivityBatch, at most

@@ -57,7 +57,7 @@ func (a *Activity) report(w http.ResponseWriter, r *http.Request) {
 		case problem != "":
 			apierror.Write(w, r, web.Validation("records[%d]: %s", i, problem))
 			return
-		case keep && rec.AgentKey == "" && rec.Decision == pairwire.DecisionDeny:
+		case keep && rec.unsigned() && rec.Decision == pairwire.DecisionDeny:
 			folded = fold(folded, rec)
 		case keep:
 			recs = append(recs, rec)
@@ -112,7 +112,12 @@ var fieldLimits = []struct {
 	{"route", 512, func(a *pairwire.Activity) string { return a.Route }},
 	{"tool", 128, func(a *pairwire.Activity) string { return a.Tool }},
 	{"reason", 64, func(a *pairwire.Activity) string { return a.Reason }},
+	{"event", 32, func(a *pairwire.Activity) string { return a.Event }},
 }
+
+// events are the Events a gateway may report.
+var events = map[string]bool{pairwire.EventToolPinned: true, pairwire.EventToolChanged: true, pairwire.EventToolNew: true,
+	pairwire.EventToolAccepted: true, pairwire.EventToolRejected: true}
 
 // admit checks one reported record. A record older than the retention is
 // not kept; one from the future is dated now.
@@ -132,7 +137,9 @@ func (a *Activity) admit(in pairwire.Activity, now time.Time) (rec Record, keep 
 		return rec, false, `protocol must be "http" or "mcp"`
 	case in.Decision != pairwire.DecisionAllow && in.Decision != pairwire.DecisionDeny:
 		return rec, false, `decision must be "allow" or "deny"`
-	case in.Method == "" || in.Connection == "":
+	case in.Event != "" && (!events[in.Event] || in.Protocol != "mcp" || in.Tool == "" || in.AgentKey != "" || in.Method != ""):
+		return rec, false, "event must be a tool pin event of an mcp tool, with no agent key and no method"
+	case in.Event == "" && in.Method == "" || in.Connection == "":
 		return rec, false, "method and connection are required"
 	case in.Status < 0 || in.Status > 999:
 		return rec, false, "status must be 0 to 999"
@@ -152,7 +159,7 @@ func (a *Activity) admit(in pairwire.Activity, now time.Time) (rec Record, keep 
 	return Record{ID: sqldb.NewID("act_"), At: at.UTC(), AgentName: in.AgentName, AgentKey: in.AgentKey,
 		Connection: in.Connection, Service: in.Service, Protocol: in.Protocol, Method: in.Method, Route: in.Route,
 		Tool: in.Tool, Decision: in.Decision, Reason: in.Reason, Status: in.Status,
-		Latency: time.Duration(in.LatencyMS * float64(time.Millisecond)), OAuthAccount: in.Account != nil, Account: deref(in.Account)}, true, ""
+		Latency: time.Duration(in.LatencyMS * float64(time.Millisecond)), OAuthAccount: in.Account != nil, Account: deref(in.Account), Event: in.Event}, true, ""
 }
 
 func deref(s *string) string {
@@ -240,13 +247,14 @@ type recordJSON struct {
 	// Account is present for a call through an OAuth account: its
 	// subject, "" for the connection's one account.
 	Account *string `json:"account,omitempty"`
+	Event      string  `json:"event,omitempty"`
 }
 
 func toJSON(r Record) recordJSON {
 	return recordJSON{ID: r.ID, At: web.Timestamp(r.At), GatewayID: r.GatewayID, AgentName: r.AgentName, AgentKey: r.AgentKey,
 		Connection: r.Connection, Service: r.Service, Protocol: r.Protocol, Method: r.Method, Route: r.Route, Tool: r.Tool,
 		Decision: r.Decision, Reason: r.Reason, Status: r.Status, LatencyMS: float64(r.Latency.Microseconds()) / 1000,
-		Account: accountOf(r)}
+		Account: accountOf(r), Event: r.Event}
 }
 
 func accountOf(r Record) *string {
@@ -392,7 +400,7 @@ func (a *Activity) listUnverified(w http.ResponseWriter, r *http.Request, ns str
 const exportPage = 1000
 
 var csvHeader = []string{"id", "at", "gateway_id", "agent_name", "agent_key", "connection", "service", "protocol", "method",
-	"route", "tool", "decision", "reason", "status", "latency_ms", "account"}
+	"route", "tool", "decision", "reason", "status", "latency_ms", "account", "event"}
 
 // export streams the selection, newest first, as JSON Lines or CSV.
 func (a *Activity) export(w http.ResponseWriter, r *http.Request, ns string) {
@@ -452,7 +460,7 @@ func (a *Activity) export(w http.ResponseWriter, r *http.Request, ns string) {
 // formula (an agent names itself) is prefixed with an apostrophe.
 func csvRow(j recordJSON) []string {
 	row := []string{j.ID, j.At, j.GatewayID, j.AgentName, j.AgentKey, j.Connection, j.Service, j.Protocol, j.Method,
-		j.Route, j.Tool, j.Decision, j.Reason, strconv.Itoa(j.Status), strconv.FormatFloat(j.LatencyMS, 'f', -1, 64), deref(j.Account)}
+		j.Route, j.Tool, j.Decision, j.Reason, strconv.Itoa(j.Status), strconv.FormatFloat(j.LatencyMS, 'f', -1, 64), deref(j.Account), j.Event}
 	for i, v := range row {
 		if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
 			row[i] = "'" + v

@@ -25,6 +25,9 @@ type Record struct {
 	// (its subject, "" for the connection's one account).
 	OAuthAccount bool
 	Account      string
+	// Event names a change the gateway made of its own
+	// (pairwire.Activity's Event); empty for a decision on a request.
+	Event string
 }
 
 // Filter selects records of one namespace. Empty fields select all.
@@ -49,7 +52,7 @@ type Cursor struct {
 	ID string
 }
 
-const columns = `id, gateway_id, at, agent_name, agent_key, connection_id, service, protocol, method, route, tool, decision, reason, status, latency_us, account`
+const columns = `id, gateway_id, at, agent_name, agent_key, connection_id, service, protocol, method, route, tool, decision, reason, status, latency_us, account, event`
 
 // Unverified is how many requests a gateway refused for one reason, in
 // one minute, before a signature verified.
@@ -77,10 +80,15 @@ type class struct {
 	column string // its count in activity_counts
 }
 
+// A gateway's own event is no stranger's doing: it is kept with the
+// agents' records.
 var (
-	signedClass   = class{where: `agent_key <> ''`, column: "n"}
-	unsignedClass = class{where: `agent_key = ''`, column: "unsigned_n"}
+	signedClass   = class{where: `(agent_key <> '' OR event <> '')`, column: "n"}
+	unsignedClass = class{where: `agent_key = '' AND event = ''`, column: "unsigned_n"}
 )
+
+// unsigned reports whether r is of the unsigned class.
+func (r *Record) unsigned() bool { return r.AgentKey == "" && r.Event == "" }
 
 // insert stores recs and counts in namespace ns and deletes the
 // namespace's oldest rows of a class past its bound (maxSigned,
@@ -103,22 +111,22 @@ func (s store) insert(ctx context.Context, ns, gatewayID string, recs []Record, 
 			chunk := recs[start:min(start+insertChunk, len(recs))]
 			var q strings.Builder
 			q.WriteString(`INSERT INTO activity (namespace, ` + columns + `) VALUES `)
-			args := make([]any, 0, len(chunk)*17)
+			args := make([]any, 0, len(chunk)*18)
 			for i, r := range chunk {
 				if i > 0 {
 					q.WriteString(", ")
 				}
 				q.WriteString("(")
-				for j := range 17 {
+				for j := range 18 {
 					if j > 0 {
 						q.WriteString(", ")
 					}
-					fmt.Fprintf(&q, "$%d", i*17+j+1)
+					fmt.Fprintf(&q, "$%d", i*18+j+1)
 				}
 				q.WriteString(")")
 				args = append(args, ns, r.ID, gatewayID, sqldb.Micros(r.At), r.AgentName, r.AgentKey, r.Connection, r.Service,
 					r.Protocol, r.Method, r.Route, r.Tool, r.Decision, r.Reason, r.Status, r.Latency.Microseconds(),
-					sql.NullString{String: r.Account, Valid: r.OAuthAccount})
+					sql.NullString{String: r.Account, Valid: r.OAuthAccount}, r.Event)
 			}
 			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 				return sqldb.Err("insert activity", err)
@@ -129,7 +137,7 @@ func (s store) insert(ctx context.Context, ns, gatewayID string, recs []Record, 
 		}
 		var unsigned int64
 		for _, r := range recs {
-			if r.AgentKey == "" {
+			if r.unsigned() {
 				unsigned++
 			}
 		}
@@ -216,7 +224,7 @@ func (s store) list(ctx context.Context, ns string, f Filter, limit int) ([]Reco
 		var at, lat int64
 		var account sql.NullString
 		if err := rows.Scan(&r.ID, &r.GatewayID, &at, &r.AgentName, &r.AgentKey, &r.Connection, &r.Service, &r.Protocol,
-			&r.Method, &r.Route, &r.Tool, &r.Decision, &r.Reason, &r.Status, &lat, &account); err != nil {
+			&r.Method, &r.Route, &r.Tool, &r.Decision, &r.Reason, &r.Status, &lat, &account, &r.Event); err != nil {
 			return nil, sqldb.Err("scan activity", err)
 		}
 		r.At, r.Latency = sqldb.FromMicros(at), time.Duration(lat)*time.Microsecond

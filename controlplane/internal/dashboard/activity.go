@@ -8,6 +8,7 @@ import (
 
 	"github.com/idnhq/idn/controlplane/internal/activity"
 	"github.com/idnhq/idn/controlplane/internal/web"
+	"github.com/idnhq/idn/pairing/pairwire"
 )
 
 // The dashboard's Activity page: what the owner's paired gateways decided,
@@ -38,6 +39,16 @@ type activityRow struct {
 	activity.Record
 	When, Latency string
 	AtISO         string
+	EventText     string // what a gateway's own event was, in words
+}
+
+// eventTexts say what each event a gateway reports was.
+var eventTexts = map[string]string{
+	pairwire.EventToolPinned:   "tool pinned at its first listing",
+	pairwire.EventToolChanged:  "tool definition changed; hidden until reviewed",
+	pairwire.EventToolNew:      "new tool; hidden until reviewed",
+	pairwire.EventToolAccepted: "tool definition accepted",
+	pairwire.EventToolRejected: "tool definition rejected; kept hidden",
 }
 
 type activityPage struct {
@@ -107,7 +118,7 @@ func (d *Dashboard) activityView(r *http.Request, ns string) (any, error) {
 	}
 	for _, rec := range recs {
 		v.Rows = append(v.Rows, activityRow{Record: rec, When: rec.At.UTC().Format("2006-01-02 15:04:05 UTC"),
-			AtISO: rec.At.UTC().Format(time.RFC3339Nano), Latency: latency(rec.Latency)})
+			AtISO: rec.At.UTC().Format(time.RFC3339Nano), Latency: latency(rec.Latency), EventText: eventTexts[rec.Event]})
 	}
 	if next.ID != "" {
 		nq := url.Values{}

@@ -153,7 +153,7 @@ var migrations = []migration{{
 		`CREATE TRIGGER claims_feed_state AFTER INSERT OR DELETE OR UPDATE OF status ON claims
 			FOR EACH ROW EXECUTE FUNCTION claims_feed_state()`,
 	},
-}, authMigration, webhookMigration, sessionsMigration, pendingBudgetMigration, dashboardMigration, registryMigration, gatewaysMigration, alertsMigration, claimCountsMigration, feedChangesMigration, webhookNamesMigration, submitConcurrencyMigration, activityMigration, feedNotifyMigration, revokedTupleMigration, activityClassesMigration, activityChartMigration, rejectedTupleMigration, actionsMigration, ownerKeysMigration, connectFlowsMigration}
+}, authMigration, webhookMigration, sessionsMigration, pendingBudgetMigration, dashboardMigration, registryMigration, gatewaysMigration, alertsMigration, claimCountsMigration, feedChangesMigration, webhookNamesMigration, submitConcurrencyMigration, activityMigration, feedNotifyMigration, revokedTupleMigration, activityClassesMigration, activityChartMigration, rejectedTupleMigration, actionsMigration, ownerKeysMigration, connectFlowsMigration, activityEventsMigration}
 
 // migrateWait bounds how long an instance starting beside others waits
 // for SQLite's writer while they migrate. Their migrations hold it far

@@ -10,6 +10,7 @@ import { announce, feedback, replaceKeeping } from './feedback.js';
 import { busy, isBusy, land, placeOf, successor } from './focus.js';
 import { sealSecrets } from './hpke.js';
 import { renderPins } from './toolpins.js';
+import { addApprovalSubject, clearApprovals, fillApprovals, readApprovals, showApprovals } from './approvals.js';
 import { addSubject, clearMCP, cleared, fillMCP, readMCP, renderTools, showProtocol, testSaid } from './mcp.js';
 import { accountName, connectAccount, connectForm, isOAuth, needsReconnecting, readOAuth, renderAccounts, showAuth } from './oauth.js';
 
@@ -103,16 +104,18 @@ const tests = new Map();
 const newer = (a, b) => (!a || (b && Date.parse(b.tested_at) > Date.parse(a.tested_at)) ? b : a);
 
 // showPins shows connection c's pinned tools under its tools, with the
-// changes waiting for review and Accept for each.
+// changes waiting for review and Accept and Reject for each.
 async function showPins(c, name) {
   const host = document.getElementById('tool-pins');
-  const accept = (tool, sha256, b) => run(b, async () => {
-    const pins = await rpc(gateway, 'connections.accept_tools', { id: c.id, tools: [{ name: tool, sha256 }] });
-    renderPins(host, name, pins, accept);
-    announce(`Accepted the new definition of ${shown(tool)}; agents see it now.`);
+  const decide = (verb, tool, sha256, b) => run(b, async () => {
+    const method = verb === 'Accept' ? 'connections.accept_tools' : 'connections.reject_tools';
+    const pins = await rpc(gateway, method, { id: c.id, tools: [{ name: tool, sha256 }] });
+    renderPins(host, name, pins, decide);
+    announce(verb === 'Accept' ? `Accepted the new definition of ${shown(tool)}; agents see it now.`
+      : `Rejected the new definition of ${shown(tool)}; agents do not see it, and it is not offered again.`);
     document.getElementById('pins-h').focus();
   });
-  renderPins(host, name, await rpc(gateway, 'connections.tool_pins', { id: c.id }), accept);
+  renderPins(host, name, await rpc(gateway, 'connections.tool_pins', { id: c.id }), decide);
 }
 
 // renderConnections shows list, read from time asked on.
@@ -261,6 +264,7 @@ function openEdit(c) {
   f.elements.status.value = c.status ?? 'active';
   f.dataset.wasMcp = String(c.protocol === 'mcp');
   fillMCP(f, c);
+  fillApprovals(f, c);
   d.showModal();
 }
 
@@ -281,7 +285,7 @@ const forms = {
     const id = value(f, 'id');
     const mode = value(f, 'auth_mode');
     const protocol = value(f, 'protocol');
-    const params = { id, protocol, base_url: value(f, 'base_url'), ...(protocol === 'mcp' ? readMCP(f, false) : {}) };
+    const params = { id, protocol, base_url: value(f, 'base_url'), ...(protocol === 'mcp' ? readMCP(f, false) : {}), ...readApprovals(f, false) };
     if (value(f, 'name')) params.name = value(f, 'name');
     if (value(f, 'service')) params.service = value(f, 'service');
     const secret = f.elements.secret.value;
@@ -301,6 +305,7 @@ const forms = {
     await rpc(gateway, 'connections.create', params);
     f.reset();
     clearMCP(f);
+    clearApprovals(f);
     showAuth(f);
     await loadGateway();
     feedback(button, `Connection ${id} added.`, 'done');
@@ -322,6 +327,7 @@ const forms = {
     // Leaving MCP clears its settings, which an http connection refuses.
     if (protocol === 'mcp') Object.assign(params, readMCP(f, true));
     else if (f.dataset.wasMcp === 'true') Object.assign(params, cleared());
+    Object.assign(params, readApprovals(f, true));
     await rpc(gateway, 'connections.update', params);
     f.closest('dialog').close();
     await loadGateway();
@@ -351,7 +357,10 @@ document.addEventListener('submit', (ev) => {
 });
 
 document.addEventListener('change', (ev) => {
-  if ('protocol' in ev.target.dataset) showProtocol(ev.target.form);
+  if ('protocol' in ev.target.dataset) {
+    showProtocol(ev.target.form);
+    showApprovals(ev.target.form);
+  }
   if (('protocol' in ev.target.dataset || 'authMode' in ev.target.dataset) && ev.target.form.elements.auth_mode) showAuth(ev.target.form);
 });
 
@@ -360,6 +369,7 @@ document.addEventListener('click', (ev) => {
   if (!b) return;
   if ('close' in b.dataset) b.closest('dialog').close();
   else if ('addSubject' in b.dataset) addSubject(b.form).focus();
+  else if ('addApprovalSubject' in b.dataset) addApprovalSubject(b.form).focus();
   else if ('pair' in b.dataset) run(b, startPairing);
 });
 

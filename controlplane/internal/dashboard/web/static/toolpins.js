@@ -1,8 +1,10 @@
 // An MCP connection's pinned tools on the gateway page: the definitions
 // that changed since the owner approved them, or are new, waiting for
-// review with what changed, and Accept for each. The gateway hides them
-// from agents until then; accepting names the hash reviewed, so a
-// server that changes the tool again meanwhile has nothing accepted.
+// review with what changed, and Accept or Reject for each. The gateway
+// hides them from agents until accepted; a decision names the hash
+// reviewed, so a server that changes the tool again meanwhile has nothing
+// decided unseen. A rejected definition stays hidden and is not offered
+// again while the server lists it.
 import { shown } from './display.js';
 import { el } from './dom.js';
 
@@ -39,34 +41,63 @@ function changes(p) {
   return t;
 }
 
+// rejections lists the definitions the owner rejected, which the
+// gateway keeps hidden while the server lists them.
+function rejections(rejected) {
+  if (!rejected.length) return [];
+  const list = el('ul', {}, ...rejected.map((r) => el('li', { dataset: { rejected: r.name } },
+    el('code', {}, shown(r.name)), ` rejected by ${shown(r.rejected_by)} ${utc(r.rejected_at)} · ${r.sha256.slice(0, 19)}…`)));
+  return [el('p', { className: 'hint' }, `Rejected definitions stay hidden from agents and are not offered again while the server lists them; a further change is.`), list];
+}
+
 // renderPins shows pins (the gateway's tool-pins answer) of the
-// connection named name in host; accept(name, sha256, button) accepts one.
-export function renderPins(host, name, pins, accept) {
+// connection named name in host; decide(verb, name, sha256, button)
+// accepts or rejects one, verb being 'Accept' or 'Reject'.
+export function renderPins(host, name, pins, decide) {
   const pending = pins?.pending ?? [];
+  const rejected = pins?.rejected ?? [];
   const parts = [el('h4', { id: 'pins-h', tabIndex: -1 }, pending.length ? 'Changes waiting for review' : 'Tool definitions')];
   if (!pending.length) {
-    parts.push(el('p', { className: 'summary' },
-      `All ${pins?.pinned?.length ?? 0} tools of ${name} are as approved; agents see them as listed above.`));
+    parts.push(el('p', { className: 'summary' }, rejected.length
+      ? `${pins?.pinned?.length ?? 0} tools of ${name} are pinned as approved. Agents do not see a tool while its server lists a definition you rejected.`
+      : `All ${pins?.pinned?.length ?? 0} tools of ${name} are as approved; agents see them as listed above.`), ...rejections(rejected));
     host.replaceChildren(...parts);
+    mark(pending, rejected);
     return;
   }
   parts.push(el('p', { className: 'note', role: 'note' },
     `${name}'s server changed ${pending.length === 1 ? 'a tool since it was' : `${pending.length} tools since they were`} approved. Agents do not see ` +
     `${pending.length === 1 ? 'it' : 'them'}, and calls are refused (MCP_TOOL_CHANGED), until you accept. Read what changed first: ` +
-    'a description can carry instructions for the agent, a schema can take what it refused.'));
+    'a description can carry instructions for the agent, a schema can take what it refused. ' +
+    'Reject keeps the tool hidden and stops offering this definition.'));
   for (const p of pending) {
-    const b = el('button', { type: 'button', className: 'secondary small', textContent: 'Accept', 'aria-label': `Accept ${shown(p.name)}` });
-    b.addEventListener('click', () => accept(p.name, p.sha256, b));
+    const button = (verb, kind) => {
+      const b = el('button', { type: 'button', className: `${kind} small`, textContent: verb, 'aria-label': `${verb} ${shown(p.name)}` });
+      b.addEventListener('click', () => decide(verb, p.name, p.sha256, b));
+      return b;
+    };
     parts.push(el('article', { className: 'pin', dataset: { pending: p.name } },
       el('h5', {}, el('code', {}, shown(p.name)), ' ', el('span', { className: 'badge pending' }, p.change === 'new' ? 'new tool' : 'changed')),
       el('p', { className: 'muted' }, `Seen ${utc(p.seen_at)} · ${p.sha256.slice(0, 19)}…`),
       changes(p),
-      el('div', { className: 'act' }, b)));
+      el('div', { className: 'act' }, button('Accept', 'secondary'), ' ', button('Reject', 'danger'))));
   }
-  host.replaceChildren(...parts);
-  // The tools listed above are the server's; mark those agents do not get.
+  host.replaceChildren(...parts, ...rejections(rejected));
+  mark(pending, rejected);
+}
+
+// mark badges the tools listed above, which are the server's, that
+// agents may not get: those waiting for review, and those with a
+// rejected definition. A decision's answer replaces the badges.
+function mark(pending, rejected) {
   const waiting = new Set(pending.map((p) => p.name));
+  const refused = new Set(rejected.map((r) => r.name));
   for (const row of document.querySelectorAll('#tools tr[data-tool]')) {
-    if (waiting.has(row.dataset.tool)) row.cells[0].firstChild.append(' ', el('span', { className: 'badge pending' }, 'waiting for review'));
+    for (const b of row.querySelectorAll('[data-pin-badge]')) {
+      b.previousSibling?.remove(); // the space before it
+      b.remove();
+    }
+    const text = waiting.has(row.dataset.tool) ? 'waiting for review' : refused.has(row.dataset.tool) ? 'definition rejected' : '';
+    if (text) row.cells[0].firstChild.append(' ', el('span', { className: 'badge pending', dataset: { pinBadge: '' } }, text));
   }
 }
