@@ -1,7 +1,9 @@
 package credvault
 
 import (
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -65,3 +67,14 @@ func (k MasterKey) String() string { return "credvault.MasterKey([redacted])" }
 
 // GoString is String, so %#v is safe too.
 func (k MasterKey) GoString() string { return k.String() }
+
+// Derive returns a 32-byte key for purpose, derived from k with HKDF
+// (SHA-256). Processes holding one master key derive one key for each
+// purpose, and a derived key reveals nothing of k.
+func (k MasterKey) Derive(purpose string) []byte {
+	key, err := hkdf.Key(sha256.New, k.b[:], nil, "idn credvault "+purpose, MasterKeySize)
+	if err != nil { // only for a length HKDF cannot give
+		panic(err)
+	}
+	return key
+}

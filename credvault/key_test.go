@@ -1,6 +1,7 @@
 package credvault
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -69,4 +70,39 @@ func FuzzParseMasterKey(f *testing.F) {
 			t.Fatalf("round trip failed for accepted key")
 		}
 	})
+}
+
+// Derive gives one key per master key and purpose: the same in every
+// process, another for another purpose or master key, never the master
+// key itself.
+func TestDeriveKeyPerPurpose(t *testing.T) {
+	t.Parallel()
+	k, _ := GenerateMasterKey()
+	again, _ := ParseMasterKey(k.Encode())
+	other, _ := GenerateMasterKey()
+	a := k.Derive("mcp request state")
+	if !bytes.Equal(a, again.Derive("mcp request state")) {
+		t.Error("one master key derived two keys for one purpose")
+	}
+	for name, b := range map[string][]byte{
+		"another purpose":    k.Derive("another purpose"),
+		"another master key": other.Derive("mcp request state"),
+		"the master key":     mustDecode(t, k.Encode()),
+	} {
+		if bytes.Equal(a, b) {
+			t.Errorf("the derived key equals %s's", name)
+		}
+	}
+	if len(a) != MasterKeySize {
+		t.Errorf("derived %d bytes, want %d", len(a), MasterKeySize)
+	}
+}
+
+func mustDecode(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

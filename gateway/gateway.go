@@ -235,7 +235,10 @@ func (g *Gateway) wire() error {
 		Logger:         c.Logger,
 		Registerer:     reg,
 		TracerProvider: c.TracerProvider,
-		Options:        c.MCP,
+		// Replicas share the master key, so a round's state sealed by
+		// one opens on another.
+		StateKey: c.MasterKey.Derive("mcp request state"),
+		Options:  c.MCP,
 	})
 	if err != nil {
 		return err

@@ -328,3 +328,30 @@ func TestMovedEndpointForgetsTheEra(t *testing.T) {
 		t.Errorf("the new server saw %q, want the session's own initialize and no server/discover", moved.seen)
 	}
 }
+
+// Replicas given one StateKey continue each other's calls: a round that
+// one gateway passed to the agent is finished by another, as a retry
+// behind a load balancer is. A gateway of another key refuses the state.
+func TestStatelessRoundContinuesOnAnotherReplica(t *testing.T) {
+	t.Parallel()
+	up := newEraServer(t, statelessOne)
+	key := []byte("a fleet's shared key, 32 bytes!!")
+	conn := mcpproxy.Connection{BaseURL: up.url}
+	a := newEnv(t, mcpproxy.Config{StateKey: key}, conn)
+	b := newEnv(t, mcpproxy.Config{StateKey: key}, conn)
+	other := newEnv(t, mcpproxy.Config{StateKey: []byte("another fleet's key, 32 bytes!!!")}, conn)
+	elicit := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	first := a.rawStateless(t, alice, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm","arguments":{"text":"x"},`+elicit+`}}`)
+	state, _ := first["requestState"].(string)
+	if first["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first round on a: %v, want input_required with a requestState", first)
+	}
+	retry := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"confirm","arguments":{"text":"x"},"requestState":"` + state +
+		`","inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},` + elicit + `}}`
+	if res := other.rawStateless(t, alice, retry); res["error"] == nil {
+		t.Errorf("a gateway of another key answered %v, want an error", res)
+	}
+	if done := b.rawStateless(t, alice, retry); done["resultType"] != "complete" {
+		t.Fatalf("the retry on b: %v, want the complete result", done)
+	}
+}

@@ -88,6 +88,12 @@ type Config struct {
 	// mcp.tool_call spans, and every upstream request carries the calling
 	// span's traceparent. Nil means no spans and no trace headers.
 	TracerProvider oteltrace.TracerProvider
+	// StateKey seals the requestState of a stateless server's rounds
+	// (2026-07-28) handed to an agent, so that only the caller who started
+	// a call can go on with it. Gateways given the same key accept each
+	// other's states: an agent's retry may land on any replica. Empty
+	// means a random key, good in this process only.
+	StateKey []byte
 
 	Options
 
@@ -220,6 +226,7 @@ func New(cfg Config) (*Proxy, error) {
 		MaxSessionsPerKey:       cfg.MaxSessionsPerKey,
 		MaxSessionsPerNamespace: cfg.MaxSessionsPerNamespace,
 		Replica:                 cfg.Replica,
+		StateKey:                cfg.StateKey,
 	})}, nil
 }
 

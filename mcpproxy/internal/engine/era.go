@@ -29,6 +29,9 @@ var gatewayInfo = &mcp.Implementation{Name: "idn-gateway", Version: "1"}
 // revision.
 func (st *Conn) Stateless() bool { return st.era.stateless.Load() }
 
+// EraKnown reports whether st's server has been found to speak either era.
+func (st *Conn) EraKnown() bool { return st.era.stateless.Load() || st.era.sessions.Load() }
+
 // era is what a connection's server was found to speak.
 type era struct {
 	stateless atomic.Bool // the server offers the stateless revision

@@ -27,15 +27,27 @@ var errNoCall = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcppro
 
 // passes reports whether the server of s's lane speaks the stateless
 // revision: its open upstream session says, else the connection's era.
-func (l *lanes) passes(s *agentSession, conn *engine.Connection) bool {
+// When neither is known yet (a replica's first call of the connection),
+// the lane's session finds it first, so that the call's rounds are
+// sealed, for any replica to continue, whenever the server allows.
+func (l *lanes) passes(ctx context.Context, s *agentSession, conn *engine.Connection) bool {
 	if l.e.eng.SDKUpstream {
 		return false
 	}
-	if cs := s.upstream.Session(); cs != nil {
-		return cs.InitializeResult().ProtocolVersion >= wire.Revision
+	cs := s.upstream.Session()
+	if cs == nil {
+		st, err := l.e.eng.State(conn)
+		if err != nil {
+			return false
+		}
+		if st.EraKnown() {
+			return st.Stateless()
+		}
+		if cs, err = l.e.eng.Acquire(ctx, st, &s.upstream); err != nil {
+			return false
+		}
 	}
-	st, err := l.e.eng.State(conn)
-	return err == nil && st.Stateless()
+	return cs.InitializeResult().ProtocolVersion >= wire.Revision
 }
 
 // passOwner binds a sealed state to who called which tool where.

@@ -60,9 +60,9 @@ type lanes struct {
 
 type laneCtxKey struct{}
 
-func newLanes(e *Endpoint) *lanes {
+func newLanes(e *Endpoint, stateKey []byte) *lanes {
 	p := e.eng
-	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}, sealer: rounds.NewSealer()}
+	l := &lanes{e: e, byKey: map[laneKey]*agentSession{}, keys: map[*agentSession]laneKey{}, sealer: rounds.NewSealer(stateKey)}
 	l.rounds.Wait = p.Timeout()
 	l.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(laneCtxKey{}).(*agentSession); ok {
@@ -342,7 +342,7 @@ func (l *lanes) call(ctx, upCtx context.Context, s *agentSession, d declared, r 
 // start starts a call on s's lane and returns its first round.
 func (l *lanes) start(ctx context.Context, s *agentSession, d declared, name string, args json.RawMessage, relay *engine.CallRelay) (mcp.Result, error) {
 	conn := s.conn.Load()
-	if l.passes(s, conn) {
+	if l.passes(ctx, s, conn) {
 		return l.pass(ctx, s, d, name, args, relay, &upstream.Rounds{})
 	}
 	out := l.rounds.Start(ctx, roundOwner(s, name), l.e.eng.Timeout(), func(ctx context.Context, ask func(context.Context, rounds.Question) (json.RawMessage, error)) (any, error) {

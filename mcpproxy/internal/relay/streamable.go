@@ -152,6 +152,7 @@ type Config struct {
 	MaxSessionsPerKey       int
 	MaxSessionsPerNamespace int
 	Replica                 string
+	StateKey                []byte
 }
 
 // New returns the endpoint, which calls through eng. cfg.Replica must
@@ -165,7 +166,7 @@ func New(eng *engine.Engine, cfg Config) *Endpoint {
 		replica:  cfg.Replica,
 	}
 	e.streams, e.endStreams = context.WithCancel(context.Background())
-	e.lanes = newLanes(e)
+	e.lanes = newLanes(e, cfg.StateKey)
 	e.sdk = mcp.NewStreamableHTTPHandler(e.server, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: eng.MaxBody(),
 		Logger:              eng.Log,

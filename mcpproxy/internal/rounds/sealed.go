@@ -17,13 +17,17 @@ import (
 // sealedPrefix starts a sealed state; a state of Table never does.
 const sealedPrefix = "idn1."
 
-// Sealer seals server states with a key of this process.
+// Sealer seals server states with a key. Gateways that share the key
+// open each other's states, so an agent's retry may reach any of them.
 type Sealer struct{ key []byte }
 
-// NewSealer returns a Sealer with a fresh random key.
-func NewSealer() *Sealer {
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
+// NewSealer returns a Sealer with key, or with a fresh random key (good
+// in this process only) when key is empty.
+func NewSealer(key []byte) *Sealer {
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
 	return &Sealer{key: key}
 }
 
@@ -33,7 +37,7 @@ func (s *Sealer) Seal(owner, state string) string {
 }
 
 // Open returns the server's state sealed for owner; false when sealed is
-// not a sealed state, or not one of this process for owner.
+// not a sealed state, or not one sealed with this key for owner.
 func (s *Sealer) Open(owner, sealed string) (string, bool) {
 	rest, ok := strings.CutPrefix(sealed, sealedPrefix)
 	if !ok {
