@@ -247,7 +247,7 @@ type recordJSON struct {
 	// Account is present for a call through an OAuth account: its
 	// subject, "" for the connection's one account.
 	Account *string `json:"account,omitempty"`
-	Event      string  `json:"event,omitempty"`
+	Event   string  `json:"event,omitempty"`
 }
 
 func toJSON(r Record) recordJSON {
