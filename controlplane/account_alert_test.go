@@ -55,7 +55,7 @@ func TestActivityNamesTheAccount(t *testing.T) {
 			t.Fatalf("alice's record: account %v", a)
 		}
 		csv := e.do("GET", "/v1/activity/export?format=csv", nil, withSession(alice)).want(t, http.StatusOK, "")
-		if lines := strings.Split(strings.TrimSpace(string(csv.body)), "\n"); !strings.HasSuffix(lines[0], ",account") || !strings.HasSuffix(lines[3], ",alice") {
+		if lines := strings.Split(strings.TrimSpace(string(csv.body)), "\n"); !strings.HasSuffix(lines[0], ",account,event") || !strings.HasSuffix(lines[3], ",alice,") {
 			t.Fatalf("export %s", csv.body)
 		}
 		long := oauthCall(now, strings.Repeat("a", 257), false)
