@@ -79,11 +79,25 @@ func Call(ctx context.Context, s Session, id string, params *mcp.CallToolParams,
 // result as the server wrote it, as Call does for tools/call (the tasks
 // methods, whose types the SDK does not know, are sent this way too).
 func Request(ctx context.Context, s Session, id, method string, params any, h Handler, detach func(func())) (json.RawMessage, error) {
-	resp, err := post(ctx, s, wire.Request{ID: id, Method: method, Params: params})
+	// The POST ends with ctx until its answer is read; its stream's tail
+	// is then read in the background (drain).
+	postCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	resp, err := post(postCtx, s, wire.Request{ID: id, Method: method, Params: params})
 	if err != nil {
+		stop()
+		cancel(nil)
 		return nil, withdrawn(ctx, s, id, err, detach)
 	}
-	defer resp.Body.Close()
+	streamed := false
+	defer func() {
+		if !streamed || !stop() {
+			_ = resp.Body.Close()
+			cancel(nil)
+			return
+		}
+		detach(func() { drain(resp.Body, cancel) })
+	}()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, refusal(resp, s.ID, method)
 	}
@@ -107,6 +121,7 @@ func Request(ctx context.Context, s Session, id, method string, params any, h Ha
 		}
 	case "text/event-stream":
 		res, err = readEvents(ctx, s, resp.Body, id, method, h)
+		streamed = err == nil
 	default:
 		return nil, fmt.Errorf("%s: upstream answered content type %q", method, mt)
 	}
@@ -115,6 +130,29 @@ func Request(ctx context.Context, s Session, id, method string, params any, h Ha
 	}
 	return res, nil
 }
+
+const (
+	// drainWait bounds the wait for the end of a call's event stream
+	// after its result.
+	drainWait = time.Second
+	// drainBytes bounds what is read of it.
+	drainBytes = 64 << 10
+)
+
+// drain reads the tail of an event stream whose result was read (the
+// server ends it next), so that its connection serves the next request:
+// a response closed unread takes its connection with it. A server that
+// keeps the stream open or writes on has it closed after drainWait or
+// drainBytes; cancel ends the request then.
+func drain(body io.ReadCloser, cancel context.CancelCauseFunc) {
+	timer := time.AfterFunc(drainWait, func() { cancel(errDrained) })
+	defer timer.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainBytes))
+	_ = body.Close()
+	cancel(nil)
+}
+
+var errDrained = errors.New("mcpproxy: the upstream's event stream went on after the result")
 
 // refusal is the error of an upstream's non-2xx answer to a call, as the
 // SDK's client reads it: an overload status (429, 502, 503, 504) is the

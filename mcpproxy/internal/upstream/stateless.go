@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,8 +109,10 @@ func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallTo
 			return nil, err
 		}
 		var head roundHead
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+		if mayAsk(raw) {
+			if err := json.Unmarshal(raw, &head); err != nil {
+				return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+			}
 		}
 		if head.ResultType == "input_required" && pass != nil {
 			var asked struct {
@@ -136,6 +139,13 @@ func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallTo
 		}
 		p.RequestState = head.RequestState
 	}
+}
+
+// mayAsk reports whether a result may be a round: one that spells
+// input_required nowhere, not even with escapes, is complete, and is read
+// once rather than twice.
+func mayAsk(raw []byte) bool {
+	return bytes.Contains(raw, []byte("input_required")) || bytes.Contains(raw, []byte(`\u`))
 }
 
 // answerRound has h answer a round's questions, at once, each as a

@@ -183,3 +183,21 @@ func TestCallStatelessPassesTheRounds(t *testing.T) {
 		t.Errorf("the handler was asked %q, want nothing", h.asked)
 	}
 }
+
+// A round is known by its resultType however the server escapes it: a
+// result is taken for complete without a second reading only when it
+// cannot spell input_required.
+func TestRoundWithEscapedResultType(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":"c1","result":{"resultType":"input\u005frequired","requestState":"s1","inputRequests":{"q":{"method":"roots/list","params":{}}}}}`))
+	}))
+	t.Cleanup(srv.Close)
+	pass := &upstream.Rounds{}
+	if _, err := upstream.CallStateless(context.Background(), statelessSession(srv.URL), "c1", &mcp.CallToolParams{Name: "two", Arguments: json.RawMessage(`{}`)}, nil, &asker{}, pass, detachNow); err != nil {
+		t.Fatal(err)
+	}
+	if pass.Asked == nil || pass.Asked.State != "s1" || len(pass.Asked.Questions) != 1 {
+		t.Errorf("the round was not passed on: %+v", pass.Asked)
+	}
+}
