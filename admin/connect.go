@@ -102,7 +102,8 @@ func NewConnector(cfg ConnectorConfig) (*Connector, error) {
 
 // Start begins connecting subject's account ("" for a connection with one
 // account) to connection id, with redirectURI as the provider's redirect.
-// The answer's state binds the flow to id and subject for ConnectTTL.
+// The answer's state binds the flow to id and subject for ConnectTTL. An
+// MCP connection's flow first discovers the server's authorization server.
 func (c *Connector) Start(ctx context.Context, id, subject, redirectURI string) (*ConnectStarted, error) {
 	res, ok := c.cfg.Vault.Lookup(id)
 	if !ok {
