@@ -12,6 +12,7 @@ import (
 	"github.com/idnhq/idn/apierror"
 	"github.com/idnhq/idn/credvault"
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/kit/textcap"
 	"github.com/idnhq/idn/upstreamauth"
 )
 
@@ -32,6 +33,10 @@ type ConnectorConfig struct {
 	Logger *slog.Logger
 	// Clock tells the time of expiries. Nil means time.Now.
 	Clock func() time.Time
+	// ConnectMCP runs the MCP connect flow of connection id and stores the
+	// account it got (gateway.ConnectMCPAccount does both). Nil: MCP
+	// connections are refused.
+	ConnectMCP func(ctx context.Context, id string, m upstreamauth.MCPConnect) error
 }
 
 // Connector runs the owner's connect flow of an oauth2_authorization_code
@@ -45,12 +50,24 @@ type Connector struct {
 	flows map[string]*connectFlow // by state
 }
 
-// connectFlow is a started flow: what it is for and until when.
+// connectFlow is a started flow: what it is for and until when. An MCP
+// flow has mcp instead of auth.
 type connectFlow struct {
 	auth    *upstreamauth.Authorization
+	mcp     *mcpFlow
 	conn    string
 	subject string
 	expires time.Time
+}
+
+// mcpFlow is an MCP connect flow waiting for its authorization response.
+// The go-sdk's handler runs the whole flow in one call, so it runs in a
+// goroutine that Start leaves at the authorization URL and Finish resumes:
+// the discovered endpoints, client and PKCE verifier stay in it.
+type mcpFlow struct {
+	answer chan url.Values // Finish's authorization response
+	done   chan error      // the flow's outcome
+	cancel context.CancelFunc
 }
 
 // ConnectStarted is Start's answer: where to send the owner's browser.
@@ -85,7 +102,8 @@ func NewConnector(cfg ConnectorConfig) (*Connector, error) {
 
 // Start begins connecting subject's account ("" for a connection with one
 // account) to connection id, with redirectURI as the provider's redirect.
-// The answer's state binds the flow to id and subject for ConnectTTL.
+// The answer's state binds the flow to id and subject for ConnectTTL. An
+// MCP connection's flow first discovers the server's authorization server.
 func (c *Connector) Start(ctx context.Context, id, subject, redirectURI string) (*ConnectStarted, error) {
 	res, ok := c.cfg.Vault.Lookup(id)
 	if !ok {
@@ -95,8 +113,7 @@ func (c *Connector) Start(ctx context.Context, id, subject, redirectURI string) 
 	switch {
 	case conn.AuthMode != credvault.AuthOAuth2AuthorizationCode:
 		return nil, badRequest("connection " + id + " has no accounts to connect: its auth_mode is not " + credvault.AuthOAuth2AuthorizationCode)
-	case conn.Protocol == credvault.ProtocolMCP:
-		// The MCP flow discovers and registers as it goes (upstreamauth.ConnectMCP).
+	case conn.Protocol == credvault.ProtocolMCP && c.cfg.ConnectMCP == nil:
 		return nil, badRequest("connection " + id + " is an MCP server: connect its accounts with gateway connect on the gateway's host")
 	case conn.OAuthPerSubject && subject == "":
 		return nil, badRequest("connection " + id + " has one account per subject: name the subject")
@@ -109,17 +126,94 @@ func (c *Connector) Start(ctx context.Context, id, subject, redirectURI string) 
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
 		return nil, badRequest("redirect_uri must be an absolute http(s) URL without a fragment")
 	}
+	if conn.Protocol == credvault.ProtocolMCP {
+		return c.startMCP(ctx, id, subject, redirectURI)
+	}
 	a, err := c.cfg.Tokens.Authorize(ctx, res, redirectURI)
 	if err != nil {
 		return nil, connectProblem(err)
 	}
+	return c.keep(&connectFlow{auth: a, conn: id, subject: subject}, a.State(), a.URL), nil
+}
+
+// keep registers f under state until ConnectTTL from now.
+func (c *Connector) keep(f *connectFlow, state, authURL string) *ConnectStarted {
 	now := c.cfg.Clock()
-	f := &connectFlow{auth: a, conn: id, subject: subject, expires: now.Add(ConnectTTL)}
+	f.expires = now.Add(ConnectTTL)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sweep(now)
-	c.flows[a.State()] = f
-	return &ConnectStarted{AuthorizationURL: a.URL, State: a.State(), ExpiresAt: f.expires.UTC()}, nil
+	c.flows[state] = f
+	return &ConnectStarted{AuthorizationURL: authURL, State: state, ExpiresAt: f.expires.UTC()}
+}
+
+// startMCP runs ConnectMCP up to its authorization URL: the server's 401,
+// its metadata, the authorization server's and the client's registration
+// (with redirectURI, when dynamic). The flow outlives ctx, for ConnectTTL.
+func (c *Connector) startMCP(ctx context.Context, id, subject, redirectURI string) (*ConnectStarted, error) {
+	flowCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ConnectTTL)
+	m := &mcpFlow{answer: make(chan url.Values, 1), done: make(chan error, 1), cancel: cancel}
+	authURL := make(chan string, 1)
+	go func() {
+		defer cancel()
+		m.done <- c.cfg.ConnectMCP(flowCtx, id, upstreamauth.MCPConnect{Subject: subject, RedirectURI: redirectURI,
+			Authorize: func(ctx context.Context, u string) (url.Values, error) {
+				select {
+				case authURL <- u:
+				default:
+				}
+				select {
+				case q := <-m.answer:
+					return q, nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}})
+	}()
+	select {
+	case u := <-authURL:
+		parsed, err := url.Parse(u)
+		state := ""
+		if err == nil {
+			state = parsed.Query().Get("state")
+		}
+		if state == "" {
+			cancel()
+			return nil, badRequest("the MCP server's authorization server gave an authorization URL without state")
+		}
+		return c.keep(&connectFlow{mcp: m, conn: id, subject: subject}, state, u), nil
+	case err := <-m.done:
+		if err == nil {
+			// Unreachable: a flow ends only after its authorization response.
+			err = errors.New("admin: the MCP connect flow ended without an authorization")
+		}
+		return nil, mcpProblem(err, errcode.UpstreamError)
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
+}
+
+// finishMCP gives the authorization response q to f and waits for the
+// code's exchange and the account's storing.
+func finishMCP(ctx context.Context, f *mcpFlow, q url.Values) error {
+	f.answer <- q
+	select {
+	case err := <-f.done:
+		if err != nil {
+			return mcpProblem(err, errcode.ValidationError)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drop ends f's MCP flow, if any.
+func (f *connectFlow) drop() {
+	if f.mcp != nil {
+		f.mcp.cancel()
+	}
 }
 
 // sweep drops expired flows, then the oldest while too many are kept.
@@ -127,6 +221,7 @@ func (c *Connector) Start(ctx context.Context, id, subject, redirectURI string) 
 func (c *Connector) sweep(now time.Time) {
 	for s, f := range c.flows {
 		if !now.Before(f.expires) {
+			f.drop()
 			delete(c.flows, s)
 		}
 	}
@@ -137,6 +232,7 @@ func (c *Connector) sweep(now time.Time) {
 				oldest = s
 			}
 		}
+		c.flows[oldest].drop()
 		delete(c.flows, oldest)
 	}
 }
@@ -148,7 +244,11 @@ func (c *Connector) take(state string) (*connectFlow, bool) {
 	defer c.mu.Unlock()
 	f, ok := c.flows[state]
 	delete(c.flows, state)
-	if !ok || !c.cfg.Clock().Before(f.expires) {
+	if !ok {
+		return nil, false
+	}
+	if !c.cfg.Clock().Before(f.expires) {
+		f.drop()
 		return nil, false
 	}
 	return f, true
@@ -164,7 +264,14 @@ func (c *Connector) Finish(ctx context.Context, id, subject string, q url.Values
 		return nil, badRequest("state names no connect flow in progress: it is unknown, used or expired; start again")
 	}
 	if f.conn != id || f.subject != subject {
+		f.drop()
 		return nil, badRequest("state belongs to a connect flow of another connection or subject")
+	}
+	if f.mcp != nil {
+		if err := finishMCP(ctx, f.mcp, q); err != nil {
+			return nil, err
+		}
+		return c.connected(ctx, id, subject), nil
 	}
 	refresh, err := f.auth.Complete(ctx, q)
 	if err != nil {
@@ -173,8 +280,24 @@ func (c *Connector) Finish(ctx context.Context, id, subject string, q url.Values
 	if err := c.cfg.Vault.ConnectAccount(ctx, id, subject, refresh); err != nil {
 		return nil, err
 	}
+	return c.connected(ctx, id, subject), nil
+}
+
+// connected logs and answers a connected account.
+func (c *Connector) connected(ctx context.Context, id, subject string) *AccountConnected {
 	c.log.Info("admin: account connected", "connection", id, "per_subject", subject != "", "request_id", apierror.RequestIDFrom(ctx))
-	return &AccountConnected{ConnectionID: id, Subject: subject, Status: credvault.AccountConnected}, nil
+	return &AccountConnected{ConnectionID: id, Subject: subject, Status: credvault.AccountConnected}
+}
+
+// mcpProblem answers an MCP flow's failure: as connectProblem, else with
+// code and what failed. The owner needs it (no 401, no metadata, an iss
+// mismatch); upstreamauth keeps token endpoints' answers out of it.
+func mcpProblem(err error, code errcode.Code) error {
+	if p := connectProblem(err); p != err || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return p
+	}
+	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "admin: "), "upstreamauth: ")
+	return apierror.Coded(code, textcap.Clip(msg, textcap.Text))
 }
 
 // connectProblem turns upstreamauth's errors into answers that name what

@@ -3,10 +3,13 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,9 +222,66 @@ func TestConnectorStartRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := c.Start(context.Background(), "tools", "", callbackURL); err == nil || !strings.Contains(err.Error(), "gateway connect") {
-		t.Fatalf("an MCP connection: %v", err)
+		t.Fatalf("an MCP connection without ConnectorConfig.ConnectMCP: %v", err)
 	}
 	if _, err := c.Start(context.Background(), "nope", "", callbackURL); err != credvault.ErrNotFound {
 		t.Fatalf("unknown connection: %v", err)
+	}
+}
+
+// TestConnectorEndsMCPFlows: an MCP flow waits in ConnectMCP for its
+// authorization response; a flow refused at Finish (another subject's)
+// or expired ends there, instead of waiting out ConnectTTL.
+func TestConnectorEndsMCPFlows(t *testing.T) {
+	t.Parallel()
+	srv := authServer(t)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c, v := newConnector(t, srv, clock)
+	tools := &credvault.Connection{ID: "tools", Protocol: credvault.ProtocolMCP, BaseURL: "https://mcp.example.com",
+		AuthMode: credvault.AuthOAuth2AuthorizationCode, OAuthPerSubject: true}
+	if _, err := v.Create(context.Background(), tools, nil); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 4)
+	n := 0
+	c.cfg.ConnectMCP = func(ctx context.Context, id string, m upstreamauth.MCPConnect) error {
+		mu.Lock()
+		n++
+		state := fmt.Sprint("state-", n)
+		mu.Unlock()
+		_, err := m.Authorize(ctx, srv.URL+"/authorize?state="+state)
+		ended <- err
+		return err
+	}
+	for _, tt := range []struct {
+		name   string
+		finish func(t *testing.T, s *ConnectStarted) error
+	}{
+		{"attack: alice's flow finished as bob's", func(t *testing.T, s *ConnectStarted) error {
+			_, err := c.Finish(context.Background(), "tools", "bob", url.Values{"state": {s.State}, "code": {"code-ok"}})
+			return err
+		}},
+		{"expired", func(t *testing.T, s *ConnectStarted) error {
+			mu.Lock()
+			now = now.Add(ConnectTTL)
+			mu.Unlock()
+			_, err := c.Finish(context.Background(), "tools", "alice", url.Values{"state": {s.State}, "code": {"code-ok"}})
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := c.Start(context.Background(), "tools", "alice", callbackURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.finish(t, s); err == nil {
+				t.Fatal("finished")
+			}
+			if err := <-ended; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the flow ended with %v", err)
+			}
+		})
 	}
 }

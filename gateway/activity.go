@@ -29,7 +29,15 @@ func mcpActivity(ctx context.Context, e mcpevent.Decision, vault *credvault.Vaul
 		a.AgentName = caller.Name
 	}
 	if res, ok := vault.Lookup(e.ConnectionID); ok && res.Connection != nil {
-		a.Service = res.Connection.ServiceSlug()
+		c := res.Connection
+		a.Service = c.ServiceSlug()
+		if c.AuthMode == credvault.AuthOAuth2AuthorizationCode {
+			// The account's subject, as the proxy records an HTTP call's:
+			// never its token.
+			a.OAuthAccount, a.Account = true, c.AccountSubject(e.Caller.Subject)
+			acct, _ := c.Account(a.Account)
+			a.AccountNeedsReconnecting = e.Code == errcode.UpstreamAuthRequired.String() && acct.Status == credvault.AccountNeedsReconnecting
+		}
 	}
 	switch e.Outcome {
 	case "success", "tool_error", "error":

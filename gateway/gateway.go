@@ -221,7 +221,11 @@ func (g *Gateway) wire() error {
 		Metrics: oauthMetrics, Logger: c.Logger}); err != nil {
 		return err
 	}
-	if g.connect, err = admin.NewConnector(admin.ConnectorConfig{Vault: g.vault, Tokens: g.tokens, Logger: c.Logger}); err != nil {
+	if g.connect, err = admin.NewConnector(admin.ConnectorConfig{Vault: g.vault, Tokens: g.tokens, Logger: c.Logger,
+		ConnectMCP: func(ctx context.Context, id string, m upstreamauth.MCPConnect) error {
+			_, err := ConnectMCPAccount(ctx, g.vault, g.tokens, id, m)
+			return err
+		}}); err != nil {
 		return err
 	}
 	observer := proxy.NewMCPObserver(g.metrics, decisionLog, salt)

@@ -167,9 +167,8 @@ function renderConnections(list, asked) {
       cell('Base URL', el('span', { className: 'url' }, ...urlPieces(c.base_url).flatMap((p) => [el('span', {}, shown(p)), el('wbr')]))),
       cell('Authentication', el('div', {}, `${c.auth_mode ?? ''}${c.credential_keys?.length ? ` · ${c.credential_keys.join(', ')}` : ''}`,
         ...(c.auth_mode === 'oauth2_authorization_code' ? [renderAccounts(c,
-          // An MCP server's accounts connect with gateway connect only.
-          (a) => (c.protocol === 'mcp' ? [disconnectButton(c, name, a)] : [reconnectButton(c, name, a), ' ', disconnectButton(c, name, a)]),
-          () => (c.protocol === 'mcp' ? el('span') : connectForm(c, name)))] : []))),
+          (a) => [reconnectButton(c, name, a), ' ', disconnectButton(c, name, a)],
+          () => connectForm(c, name))] : []))),
       cell('Status', el('span', { className: c.status === 'active' ? 'badge approved' : 'badge' }, c.status)),
       cell('Last test', last),
       act);
@@ -189,7 +188,7 @@ function banners(list) {
     const commands = refused.map((a) => el('code', {}, shown(`gateway connect ${c.id}${a.subject ? ` --subject ${a.subject}` : ''}`)));
     return [el('p', { className: 'note', role: 'note', dataset: { reconnect: c.id } },
       el('strong', {}, `${name} needs reconnecting. `),
-      `The provider refused the refresh token of ${who}; agents using it are refused until it is connected again: ${c.protocol === 'mcp' ? '' : 'Reconnect it below, or '}on the gateway's host run `,
+      `The provider refused the refresh token of ${who}; agents using it are refused until it is connected again: Reconnect it below, or on the gateway's host run `,
       ...commands.flatMap((code, i) => (i ? [' and ', code] : [code])), '.')];
   });
 }
