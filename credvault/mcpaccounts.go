@@ -91,7 +91,11 @@ func (m MCPAccounts) Connect(ctx context.Context, id, subject string, grant Gran
 		key := c.AccountSubject(subject)
 		now := m.Vault.now()
 		accounts[key] = stored
-		setAccount(c, OAuthAccount{Subject: key, Status: AccountConnected, ConnectedAt: now, RefreshedAt: now, Scopes: slices.Clone(scopes)})
+		a := OAuthAccount{Subject: key, Status: AccountConnected, ConnectedAt: now, RefreshedAt: now, Scopes: slices.Clone(scopes)}
+		if grant.RefreshToken == "" {
+			a.ExpiresAt = grant.Expiry
+		}
+		setAccount(c, a)
 		return nil
 	})
 }

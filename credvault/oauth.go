@@ -30,6 +30,10 @@ type OAuthAccount struct {
 	Status      string    `json:"status"`
 	ConnectedAt time.Time `json:"connected_at,omitzero"`
 	RefreshedAt time.Time `json:"refreshed_at,omitzero"`
+	// ExpiresAt is when the account stops serving unless connected
+	// again: an MCP account whose server granted no refresh token serves
+	// its access token until then. Zero: no known end.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// Scopes are those the account was connected with on an MCP
 	// connection, widened when its server answered insufficient_scope
 	// (Status is then needs_reconnecting). Empty: the connection's.

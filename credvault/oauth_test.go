@@ -214,6 +214,14 @@ func TestConnectMCPAccountStoresTheRegisteredClient(t *testing.T) {
 	if tok, exp, ok := r.AccessGrant("bob"); !ok || tok != "access-bob" || !exp.Equal(expiry) {
 		t.Fatalf("AccessGrant(bob) = %q, %v, %v", tok, exp, ok)
 	}
+	// The owner sees when bob's account stops serving; alice's, which
+	// refreshes, has no known end.
+	if a, _ := r.Connection.Account("bob"); !a.ExpiresAt.Equal(expiry) {
+		t.Fatalf("bob's account expires at %v, want %v", a.ExpiresAt, expiry)
+	}
+	if a, _ := r.Connection.Account("alice"); !a.ExpiresAt.IsZero() {
+		t.Fatalf("alice's account expires at %v, want no known end", a.ExpiresAt)
+	}
 	if got := r.AccountTokens(); len(got) != 1 || got[0] != "refresh-alice" {
 		t.Fatalf("AccountTokens = %v", got)
 	}

@@ -62,7 +62,7 @@ export function renderAccounts(c, actions, connect) {
     return el('li', { dataset: { account: a.subject ?? '' } },
       el('span', {}, a.subject ? el('code', {}, shown(a.subject)) : 'one account'),
       el('span', { className: ok ? 'badge approved' : 'badge rejected' }, ok ? 'connected' : 'needs reconnecting'),
-      el('span', { className: 'muted' }, `connected ${utc(a.connected_at)}${a.refreshed_at ? `, refreshed ${utc(a.refreshed_at)}` : ''}`),
+      el('span', { className: 'muted' }, `connected ${utc(a.connected_at)}${a.refreshed_at ? `, refreshed ${utc(a.refreshed_at)}` : ''}${a.expires_at ? `, serves until ${utc(a.expires_at)}` : ''}`),
       ...actions(a));
   })), connect());
 }
