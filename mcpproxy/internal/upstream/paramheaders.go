@@ -48,7 +48,9 @@ func collectHeaders(props map[string]schemaProperty, values map[string]json.RawM
 			continue
 		}
 		var header string
-		if json.Unmarshal(prop.Header, &header) == nil && header != "" {
+		// The name is the server's to choose: one that is no header token
+		// would fail the whole request, so it travels in the body alone.
+		if json.Unmarshal(prop.Header, &header) == nil && isToken(header) {
 			if v, ok := headerValue(raw); ok {
 				out[paramHeaderPrefix+header] = v
 			}
@@ -102,4 +104,19 @@ func needsBase64(s string) bool {
 		}
 	}
 	return strings.HasPrefix(s, "=?base64?") && strings.HasSuffix(s, "?=")
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 §5.6.2), and so
+// can end a header name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if c >= 0x80 || c <= ' ' || c == 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
