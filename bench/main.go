@@ -117,7 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.DurationVar(&o.duration, "duration", 3*time.Second, "timed length of each of the 14 phases (at most 1m)")
+	fs.DurationVar(&o.duration, "duration", 3*time.Second, "timed length of each of the 20 phases (at most 1m)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds each phase is split into, alternating with the phases it is compared with")
 	fs.IntVar(&o.workers, "workers", 2*runtime.GOMAXPROCS(0)*4, "concurrent workers (and connections) per target, in both modes")
 	fs.Float64Var(&o.rate, "rate", 0, "req/s of the fixed-rate upstream, baseline and gateway phases (0: half the gateway's max)")

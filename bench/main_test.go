@@ -41,6 +41,7 @@ func TestRun(t *testing.T) {
 		{TargetUpstream, ModeRate}, {TargetBaseline, ModeRate}, {TargetGateway, ModeRate},
 		{TargetMCPDirect, ModeMax}, {TargetMCPGateway, ModeMax}, {TargetMCPNative, ModeMax}, {TargetMCPNativeSDK, ModeMax},
 		{TargetMCPDirect, ModeRate}, {TargetMCPGateway, ModeRate}, {TargetMCPNative, ModeRate}, {TargetMCPNativeSDK, ModeRate},
+		{TargetMCPStatelessDirect, ModeMax}, {TargetMCPStateless, ModeMax}, {TargetMCPStatelessDirect, ModeRate}, {TargetMCPStateless, ModeRate},
 		{TargetFeed, ModeMax}, {TargetFeed, ModeRate},
 	}
 	if len(r.Results) != len(want) {
@@ -71,7 +72,7 @@ func TestRun(t *testing.T) {
 	if r.GatewayOverBaseline <= 0 || r.GatewayOverUpstream <= 0 || r.MCPGatewayOverDirect <= 0 || r.MCPNativeOverDirect <= 0 {
 		t.Errorf("ratios missing: %+v", r)
 	}
-	if r.GatewayAdded.Rate <= 0 || r.MCPAdded.Rate <= 0 || r.MCPNativeAdded.Rate <= 0 || r.MCPNativeSDKAdded.Rate <= 0 || r.FeedClaimsPerSecond <= 0 {
+	if r.GatewayAdded.Rate <= 0 || r.MCPAdded.Rate <= 0 || r.MCPNativeAdded.Rate <= 0 || r.MCPNativeSDKAdded.Rate <= 0 || r.MCPStatelessAdded.Rate <= 0 || r.FeedClaimsPerSecond <= 0 {
 		t.Errorf("derived figures missing: added %+v, MCP %+v, feed %v", r.GatewayAdded, r.MCPAdded, r.FeedClaimsPerSecond)
 	}
 	if r.Machine.CPUs == 0 || r.Machine.GoVersion == "" || r.Settings.FeedClaims != 1000 || r.Settings.FeedPage != 250 || r.Settings.Rounds != 2 {
@@ -82,8 +83,8 @@ func TestRun(t *testing.T) {
 	if err := r.writeTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"upstream", "baseline", "gateway", "mcp-direct", "mcp-gateway", "mcp-native", "mcp-native-sdk", "feed",
-		"gateway/baseline", "added latency at", "MCP added latency", "MCP endpoint", "ms/page", "client signing cost excluded"} {
+	for _, s := range []string{"upstream", "baseline", "gateway", "mcp-direct", "mcp-gateway", "mcp-native", "mcp-native-sdk", "mcp-stateless", "feed",
+		"gateway/baseline", "added latency at", "MCP added latency", "MCP endpoint", "MCP 2026-07-28 added latency", "ms/page", "client signing cost excluded"} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, table.String())
 		}

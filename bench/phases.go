@@ -101,6 +101,34 @@ func (b *bench) runAll() error {
 		return err
 	}
 
+	// MCP 2026-07-28: tool calls with no session, straight to a stateless
+	// server with its credential, and pre-signed through the gateway's
+	// endpoint to the same server. The rate is half the slower one's max.
+	statelessCall := func(i int) []byte {
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"hello"},`+
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, i, echoTool)
+	}
+	stateless := http.Header{
+		"Mcp-Protocol-Version": {"2026-07-28"},
+		"Mcp-Method":           {"tools/call"},
+		"Mcp-Name":             {echoTool},
+		"Content-Type":         {"application/json"},
+		"Accept":               {"application/json, text/event-stream"},
+	}
+	statelessDirect := &httpTarget{client: b.newClient(), method: "POST", urls: []string{st.statelessServer}, bodies: statelessCall, header: stateless.Clone()}
+	statelessDirect.header.Set("Authorization", "Bearer "+upstreamToken)
+	viaStateless := &httpTarget{client: b.newClient(), method: "POST", urls: []string{st.gateway + "/mcp/" + statelessConnection}, bodies: statelessCall}
+	if err := b.check(viaStateless, st.agent, stateless, `"hello"`); err != nil {
+		return fmt.Errorf("MCP 2026-07-28 through the gateway's endpoint: %w", err)
+	}
+	mcp2 := []member{{name: TargetMCPStatelessDirect, do: statelessDirect.do}, signed(TargetMCPStateless, viaStateless, st.agent, stateless)}
+	if maxes, err = b.group(ModeMax, 0, mcp2...); err != nil {
+		return err
+	}
+	if _, err := b.group(ModeRate, half(b.o.mcpRate, maxes[1].RPS), mcp2...); err != nil {
+		return err
+	}
+
 	// The control plane's feed, page by page, as a gateway reads it.
 	feed := &httpTarget{client: b.newClient(), method: "GET"}
 	for off := 0; off < b.o.claims; off += b.o.page {
@@ -213,7 +241,7 @@ func (b *bench) profile(name, mode string) (stop func()) {
 	path := b.o.cpuProfile
 	b.o.cpuProfile = "" // one round only
 	start := startProfile
-	if name == TargetBaseline || name == TargetGateway || name == TargetMCPGateway || name == TargetMCPNative || name == TargetMCPNativeSDK {
+	if name == TargetBaseline || name == TargetGateway || name == TargetMCPGateway || name == TargetMCPNative || name == TargetMCPNativeSDK || name == TargetMCPStateless {
 		start = b.st.proxies.profile
 	}
 	stop, err := start(path)

@@ -46,11 +46,11 @@ const (
 
 // proxyConfig is what the child needs to start the proxies.
 type proxyConfig struct {
-	Upstream, MCPServer, ControlPlane string // base URLs
-	ServiceKey                        string
-	Dir                               string // for the gateway's data
-	Claims                            int    // in the feed, for how long its first load may take
-	Redis                             string // the gateway's nonces in this Redis; empty: in memory
+	Upstream, MCPServer, StatelessServer, ControlPlane string // base URLs
+	ServiceKey                                         string
+	Dir                                                string // for the gateway's data
+	Claims                                             int    // in the feed, for how long its first load may take
+	Redis                                              string // the gateway's nonces in this Redis; empty: in memory
 }
 
 // proxyAddrs is the child's answer: where the proxies listen.
@@ -85,7 +85,7 @@ func serveProxies(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(replay.DefaultMaxBytes + gctune.MemoryHeadroom)
 	}
-	s := &stack{upstream: cfg.Upstream, mcpServer: cfg.MCPServer, controlPlane: cfg.ControlPlane, serviceKey: cfg.ServiceKey}
+	s := &stack{upstream: cfg.Upstream, mcpServer: cfg.MCPServer, statelessServer: cfg.StatelessServer, controlPlane: cfg.ControlPlane, serviceKey: cfg.ServiceKey}
 	defer s.close()
 	var err error
 	if s.baseline, err = s.startBaseline(); err != nil {

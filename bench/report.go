@@ -26,11 +26,17 @@ const (
 	// TargetMCPNativeSDK is the MCP endpoint used by a go-sdk client session
 	// that signs each request as it sends it.
 	TargetMCPNativeSDK = "mcp-native-sdk"
-	TargetFeed         = "feed"
+	// TargetMCPStatelessDirect and TargetMCPStateless are tool calls of
+	// MCP 2026-07-28 (no session) to a stateless server: direct, and
+	// through the gateway's MCP endpoint.
+	TargetMCPStatelessDirect = "mcp-stateless-direct"
+	TargetMCPStateless       = "mcp-stateless"
+	TargetFeed               = "feed"
 )
 
 // targets lists every target, in the order the phases run.
-var targets = []string{TargetUpstream, TargetBaseline, TargetGateway, TargetMCPDirect, TargetMCPGateway, TargetMCPNative, TargetMCPNativeSDK, TargetFeed}
+var targets = []string{TargetUpstream, TargetBaseline, TargetGateway, TargetMCPDirect, TargetMCPGateway, TargetMCPNative, TargetMCPNativeSDK,
+	TargetMCPStatelessDirect, TargetMCPStateless, TargetFeed}
 
 // Result is one phase: one target in one mode. Latencies are in
 // milliseconds; in rate mode they run from each request's scheduled send
@@ -82,6 +88,7 @@ type Report struct {
 	MCPAdded               Added   `json:"mcp_added_latency"`            // mcp-gateway − mcp-direct at the MCP rate
 	MCPNativeAdded         Added   `json:"mcp_native_added_latency"`     // mcp-native − mcp-direct at the MCP rate
 	MCPNativeSDKAdded      Added   `json:"mcp_native_sdk_added_latency"` // mcp-native-sdk − mcp-direct at the MCP rate
+	MCPStatelessAdded      Added   `json:"mcp_stateless_added_latency"`  // mcp-stateless − mcp-stateless-direct at their rate
 	FeedClaimsPerSecond    float64 `json:"feed_claims_per_second"`       // at max throughput
 }
 
@@ -133,6 +140,7 @@ func (r *Report) derive() {
 	r.MCPNativeOverDirect = ratio(r.find(TargetMCPNative, ModeMax).RPS, r.find(TargetMCPDirect, ModeMax).RPS)
 	r.MCPNativeAdded = added(r.find(TargetMCPNative, ModeRate), r.find(TargetMCPDirect, ModeRate))
 	r.MCPNativeSDKAdded = added(r.find(TargetMCPNativeSDK, ModeRate), r.find(TargetMCPDirect, ModeRate))
+	r.MCPStatelessAdded = added(r.find(TargetMCPStateless, ModeRate), r.find(TargetMCPStatelessDirect, ModeRate))
 	r.FeedClaimsPerSecond = math.Round(r.find(TargetFeed, ModeMax).RPS * float64(r.Settings.FeedPage))
 }
 
@@ -217,6 +225,8 @@ func (r *Report) writeTable(w io.Writer) error {
 		r.MCPAdded.Rate, r.MCPAdded.P50, r.MCPAdded.P99, r.MCPNativeAdded.P50, bar(r.MCPNativeAdded.P50 <= 0.5, "≤ 0.5 ms"), r.MCPNativeAdded.P99)
 	fmt.Fprintf(&b, "MCP endpoint with its go-sdk client's work included (mcp-native-sdk - mcp-direct): p50 %.3f ms, p99 %.3f ms\n",
 		r.MCPNativeSDKAdded.P50, r.MCPNativeSDKAdded.P99)
+	fmt.Fprintf(&b, "MCP 2026-07-28 added latency at %.0f calls/s (mcp-stateless - mcp-stateless-direct): p50 %.3f ms %s, p99 %.3f ms\n",
+		r.MCPStatelessAdded.Rate, r.MCPStatelessAdded.P50, bar(r.MCPStatelessAdded.P50 <= 0.3, "≤ 0.3 ms"), r.MCPStatelessAdded.P99)
 	feed, calm := r.find(TargetFeed, ModeMax), r.find(TargetFeed, ModeRate)
 	fmt.Fprintf(&b, "feed: %d approved claims, %d per page: p50 %.3f ms/page at %.0f pages/s, %.3f ms/page at max (%d readers, %.0f claims/s)\n",
 		r.Settings.FeedClaims, r.Settings.FeedPage, calm.P50, calm.Rate, feed.P50, r.Settings.Workers, r.FeedClaimsPerSecond)

@@ -50,7 +50,7 @@ func (b *bench) scale(stdout io.Writer, dir string, cpus []int) error {
 			return err
 		}
 		st.proxies.close()
-		p, err := startProxies(b.ctx, proxyConfig{Upstream: st.upstream, MCPServer: st.mcpServer,
+		p, err := startProxies(b.ctx, proxyConfig{Upstream: st.upstream, MCPServer: st.mcpServer, StatelessServer: st.statelessServer,
 			ControlPlane: st.controlPlane, ServiceKey: st.serviceKey, Dir: kdir, Claims: b.o.claims}, b.progress,
 			func(cmd *exec.Cmd) error { return startPinned(cmd, child, parent, k) })
 		if err != nil {

@@ -40,9 +40,12 @@ const (
 	serviceSlug    = "bench"
 	httpConnection = "api"
 	mcpConnection  = "tools"
-	echoTool       = "echo"
-	upstreamToken  = "bench-upstream-token"
-	seedBatch      = 2000 // claims per seed request, well under the 1 MiB body limit
+	// statelessConnection is the same tools on a server of the stateless
+	// revision (MCP 2026-07-28).
+	statelessConnection = "tools-stateless"
+	echoTool            = "echo"
+	upstreamToken       = "bench-upstream-token"
+	seedBatch           = 2000 // claims per seed request, well under the 1 MiB body limit
 )
 
 // echoArgs are the arguments of the MCP server's echo tool.
@@ -52,8 +55,8 @@ type echoArgs struct {
 
 // stack is everything the benchmark talks to, all on 127.0.0.1.
 type stack struct {
-	upstream, baseline, gateway, controlPlane, mcpServer string // base URLs
-	gw                                                   *gateway.Gateway
+	upstream, baseline, gateway, controlPlane, mcpServer, statelessServer string // base URLs
+	gw                                                                    *gateway.Gateway
 
 	agent      *identity.Identity // holds an approved claim for serviceSlug
 	feedReader *identity.Identity // signs the feed reads, as a gateway would
@@ -79,7 +82,10 @@ func startStack(ctx context.Context, dir string, claims int, memoryFeed bool, re
 	if s.upstream, err = s.serve(http.HandlerFunc(upstreamHandler)); err != nil {
 		return s, err
 	}
-	if s.mcpServer, err = s.serve(mcpHandler()); err != nil {
+	if s.mcpServer, err = s.serve(mcpHandler(nil)); err != nil {
+		return s, err
+	}
+	if s.statelessServer, err = s.serve(mcpHandler(&mcp.StreamableHTTPOptions{Stateless: true})); err != nil {
 		return s, err
 	}
 	if s.agent, err = identity.New("bench-agent"); err != nil {
@@ -93,7 +99,7 @@ func startStack(ctx context.Context, dir string, claims int, memoryFeed bool, re
 	} else if err = s.startControlPlane(ctx, dir, claims); err != nil {
 		return s, fmt.Errorf("control plane: %w", err)
 	}
-	p, err := startProxies(ctx, proxyConfig{Upstream: s.upstream, MCPServer: s.mcpServer,
+	p, err := startProxies(ctx, proxyConfig{Upstream: s.upstream, MCPServer: s.mcpServer, StatelessServer: s.statelessServer,
 		ControlPlane: s.controlPlane, ServiceKey: s.serviceKey, Dir: dir, Claims: claims, Redis: redisURL}, stderr, startSplit)
 	if err != nil {
 		return s, fmt.Errorf("gateway and baseline: %w", err)
@@ -143,13 +149,13 @@ func upstreamHandler(w http.ResponseWriter, r *http.Request) {
 
 // mcpHandler is a go-sdk MCP server with one echo tool, refusing requests
 // without the upstream credential.
-func mcpHandler() http.Handler {
+func mcpHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "bench-mcp", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: echoTool, Description: "Echoes its text."},
 		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+upstreamToken {
 			http.Error(w, "missing upstream credential", http.StatusUnauthorized)
@@ -330,6 +336,7 @@ func (s *stack) startGateway(ctx context.Context, dir string, claims int, redisU
 	for _, c := range []*credvault.Connection{
 		{ID: httpConnection, Service: serviceSlug, Protocol: "http", BaseURL: s.upstream, AuthMode: "bearer", AuthSecretKey: "token"},
 		{ID: mcpConnection, Service: serviceSlug, Protocol: "mcp", BaseURL: s.mcpServer, AuthMode: "bearer", AuthSecretKey: "token"},
+		{ID: statelessConnection, Service: serviceSlug, Protocol: "mcp", BaseURL: s.statelessServer, AuthMode: "bearer", AuthSecretKey: "token"},
 	} {
 		if _, err := gw.Vault().Create(ctx, c, secrets); err != nil {
 			return err
