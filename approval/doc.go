@@ -2,9 +2,10 @@
 // very call with a passkey, and checks the approval itself.
 //
 // A connection's Rules (approval_tools, approval_routes) name the calls
-// that wait; its Policy adds each subject's own (approval_subjects). For such a call the Gate files a Request with the control
-// plane (the Desk): who calls, what, the call's canonical Document and its
-// SHA-256 Digest, and an expiry. The agent is answered 403
+// that wait. Its Policy adds each subject's own (approval_subjects).
+// For such a call the Gate files a Request with the control plane (the
+// Desk). The Request says who calls and what: the call's canonical
+// Document, its SHA-256 Digest, and an expiry. The agent is answered 403
 // AUTH_ACTION_APPROVAL_REQUIRED. The owner approves in the dashboard with a
 // WebAuthn assertion whose challenge is Challenge(Grant): the action id,
 // this gateway, the digest, the expiry and how often the approval may be

@@ -100,10 +100,10 @@ func (p *Policy) HoldsRoute(subject, method, escapedPath string) bool {
 	return ok && r.matchCleanRoute(method, path)
 }
 
-// CheckSubjects reports the first malformed entry of approval_subjects:
-// more than MaxSubjects, a subject that is not 1 to 256 bytes of a display
-// string without spaces at either end, two subjects that fold to the
-// same, an entry without rules, or a malformed rule (Rules.Check).
+// CheckSubjects reports the first malformed entry of approval_subjects.
+// Refused: more than MaxSubjects, two subjects that fold to the same,
+// an entry without rules, and a malformed rule (Rules.Check). A subject
+// must be 1 to 256 bytes of a display string, without spaces at its ends.
 func CheckSubjects(subjects map[string]Rules) error {
 	if len(subjects) > MaxSubjects {
 		return fmt.Errorf("approval: more than %d subjects", MaxSubjects)

@@ -94,12 +94,11 @@ const (
 )
 
 // Verify checks a WebAuthn assertion (WebAuthn Level 2 §7.2) against the
-// pinned keys:
-//   - the credential is one of them;
-//   - the client data is a "webauthn.get" of challenge from a pinned origin;
-//   - the authenticator data names the pinned relying party, with the user
-//     present and verified;
-//   - the signature over authenticatorData ‖ SHA-256(clientDataJSON) holds.
+// pinned keys. The credential must be one of them. The client data must
+// be a "webauthn.get" of challenge from a pinned origin. The authenticator
+// data must name the pinned relying party, with the user present and
+// verified. The signature over authenticatorData ‖ SHA-256(clientDataJSON)
+// must hold.
 //
 // Signature counters are not checked: synced passkeys keep them at zero.
 func (k *Keys) Verify(a *Assertion, challenge []byte) error {

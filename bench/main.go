@@ -8,15 +8,17 @@
 // starts a real gateway composed by package gateway, in front of the
 // upstream and the MCP server. Beside it runs a baseline: a bare
 // httputil.ReverseProxy doing one ed25519.Verify per request. Then it
-// loads, each for -duration:
+// loads each of these for -duration, at maximum throughput (closed loop,
+// -workers workers) and at a fixed rate (open loop, by default half the
+// maximum):
 //
-//   - upstream, baseline and gateway (/proxy/<connection>/…) with small GETs,
-//     at maximum throughput (closed loop, -workers workers) and at a fixed
-//     rate (open loop, by default half the gateway's maximum);
-//   - MCP tool calls: POST /mcp/<connection>/tools/echo/call through the
-//     gateway against a direct go-sdk client session, in both modes;
-//   - the control plane's approved-claims feed (GET /v1/namespaces/claims,
-//     signed, with the service key), page by page, in both modes.
+//   - upstream, baseline and gateway (/proxy/<connection>/…) with small GETs.
+//   - MCP tool calls through the gateway, against a direct go-sdk client
+//     session. Through the gateway they go to the REST route
+//     (/mcp/<connection>/tools/echo/call) and to the MCP endpoint.
+//   - MCP 2026-07-28 tool calls, with no session, to a stateless server.
+//   - The control plane's approved-claims feed (GET /v1/namespaces/claims,
+//     signed, with the service key), page by page.
 //
 // Each phase is split into -rounds rounds that alternate between the
 // targets compared, so other load on the machine weighs on each alike.

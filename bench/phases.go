@@ -66,10 +66,10 @@ func (b *bench) runAll() error {
 	}
 
 	// MCP: a direct go-sdk session against tool calls through the
-	// gateway's REST call route and through its MCP endpoint: pre-signed
-	// JSON-RPC requests on a session a go-sdk client opened, sent as the
-	// REST route's are, and that go-sdk client itself, signing as it
-	// sends. The rate is half the slowest one's max.
+	// gateway. Those go to its REST call route and to its MCP endpoint.
+	// The endpoint gets pre-signed JSON-RPC requests on a session a go-sdk
+	// client opened, and that client's own calls, signed as it sends.
+	// The rate is half the slowest one's max.
 	viaGateway := &httpTarget{client: b.newClient(), method: "POST", body: []byte(`{"text":"hello"}`),
 		urls: []string{st.gateway + "/mcp/" + mcpConnection + "/tools/" + echoTool + "/call"}}
 	if err := b.check(viaGateway, st.agent, nil, `"hello"`); err != nil {
@@ -211,9 +211,9 @@ func (b *bench) group(mode string, rate float64, members ...member) ([]Result, e
 }
 
 // maxPool is how many requests to sign for a max-throughput round of
-// length d: enough for twice the member's own rate in earlier rounds, and
-// for the fastest rate measured in its group so far with a margin (a
-// proxy is not faster than what it proxies). With neither measured yet,
+// length d. That is enough for twice the member's own rate in earlier
+// rounds. It is also enough for the fastest rate measured in its group so
+// far, with a margin: a proxy is not faster than what it proxies. With neither measured yet,
 // ceiling bounds it, else 50,000/s. A pool that still runs out only ends
 // the round early, and the report says so.
 func maxPool(own sample, group []sample, ceiling float64, d time.Duration) int {
