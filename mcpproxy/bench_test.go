@@ -1,7 +1,10 @@
 package mcpproxy_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -326,4 +329,64 @@ func (s connectionSet) MCPConnection(_ context.Context, id string) (*mcpproxy.Co
 		return nil, mcpproxy.ErrConnectionNotFound
 	}
 	return &c, nil
+}
+
+// BenchmarkStatelessRelay measures the gateway's own work on a tools/call
+// of the stateless revision: a plain HTTP client posts the call to the
+// MCP endpoint, whose upstream answers calls with a canned result (the
+// go-sdk's stateless server answers discovery and listing), so that
+// ns/op and allocs/op are nearly all the relay's: routing check, lane,
+// policy, arguments, upstream exchange, scrubbing and the answer.
+func BenchmarkStatelessRelay(b *testing.B) {
+	server := newMCPServer()
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") != "tools/call" {
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&msg)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"hello"}],"resultType":"complete"}}`, msg.ID)
+	}))
+	defer upstream.Close()
+	p, err := mcpproxy.New(mcpproxy.Config{
+		Connections: connectionSet{"bench": {ID: "bench", BaseURL: upstream.URL, Transport: &http.Transport{MaxIdleConnsPerHost: 16},
+			Policy: mcpproxy.Policy{Allow: []string{"a.*"}}, Redact: []string{"a-secret-the-upstream-holds"}}},
+		Caller: func(*http.Request) (mcpevent.Caller, error) {
+			return mcpevent.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
+		},
+		Options: mcpproxy.Options{RateLimitPerMinute: 1 << 30, BreakerFailures: 3},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	gw := httptest.NewServer(p.Handler())
+	defer gw.Close()
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.echo","arguments":{"text":"hello"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	call := func() {
+		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp/bench", bytes.NewReader(body))
+		req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"a.echo"}}
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if !bytes.Contains(out, []byte(`"text":"hello"`)) {
+			b.Fatalf("%s", out)
+		}
+	}
+	call() // the lane, discovery and listing are not part of a call's cost
+	b.ReportAllocs()
+	for b.Loop() {
+		call()
+	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -116,7 +117,7 @@ func (p *Engine) connectEra(ctx context.Context, st *Conn, hc *http.Client, endp
 // statelessCall exchanges a tools/call with a server of the stateless
 // revision (upstream.CallStateless): its questions reach the agent of
 // relay as a session server's requests do, whatever the agent's revision.
-func (p *Engine) statelessCall(ctx context.Context, st *Conn, params *mcp.CallToolParams, schema []byte, relay *CallRelay) (*mcp.CallToolResult, error) {
+func (p *Engine) statelessCall(ctx context.Context, st *Conn, params *mcp.CallToolParams, schema []byte, relay *CallRelay) (json.RawMessage, error) {
 	id := "idn-" + strconv.FormatUint(p.callSeq.Add(1), 10)
 	if relay != nil && relay.Progress != nil {
 		params.SetProgressToken(id)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 
@@ -18,11 +19,15 @@ import (
 // session the server no longer knows as an error wrapping
 // mcp.ErrSessionMissing. relay, when set, receives what the server sends
 // during the call. schema is the tool's input schema.
-func (p *Engine) exchangeCall(ctx context.Context, st *Conn, cs *mcp.ClientSession, params *mcp.CallToolParams, schema []byte, relay *CallRelay) (*mcp.CallToolResult, error) {
+func (p *Engine) exchangeCall(ctx context.Context, st *Conn, cs *mcp.ClientSession, params *mcp.CallToolParams, schema []byte, relay *CallRelay) (json.RawMessage, error) {
 	ir := cs.InitializeResult()
 	switch {
 	case p.SDKUpstream:
-		return cs.CallTool(ctx, params)
+		res, err := cs.CallTool(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(res)
 	case ir.ProtocolVersion >= wire.Revision:
 		return p.statelessCall(ctx, st, params, schema, relay)
 	}
@@ -31,7 +36,7 @@ func (p *Engine) exchangeCall(ctx context.Context, st *Conn, cs *mcp.ClientSessi
 		params.SetProgressToken(id)
 	}
 	s := upstream.Session{Client: st.HTTPClient, Endpoint: st.CurrentEndpoint, ID: cs.ID(), Protocol: ir.ProtocolVersion}
-	return upstream.Call(ctx, s, id, params, callHandler{st, relay, clienttasks.Upstream{ID: s.ID, Version: s.Protocol}}, p.detach)
+	return upstream.Request(ctx, s, id, "tools/call", params, callHandler{st, relay, clienttasks.Upstream{ID: s.ID, Version: s.Protocol}}, p.detach)
 }
 
 // detach runs f after the caller has gone; Close waits for it.

@@ -51,7 +51,14 @@ type CallResult struct {
 	// task is the server's answer to a task-augmented call, its task,
 	// scrubbed; the fields above are then unset.
 	task json.RawMessage
+	// raw is the result as the server wrote it, scrubbed, when the call
+	// asked to keep it (SessionCall.Raw); only IsError is set beside it.
+	raw json.RawMessage
 }
+
+// Raw is the result as the server wrote it, scrubbed, for a call made
+// with SessionCall.Raw; nil otherwise.
+func (r *CallResult) Raw() json.RawMessage { return r.raw }
 
 // Meta is the result's _meta, which the MCP endpoint passes on.
 func (r *CallResult) Meta() mcp.Meta { return r.meta }
@@ -147,6 +154,9 @@ type SessionCall struct {
 	// of the task the server created.
 	Task *tasks.Spec
 	Own  func(taskID string)
+	// Raw keeps the result as the server wrote it (CallResult.Raw), for
+	// a relay that passes it on: it is not decoded.
+	Raw bool
 }
 
 // CallTool is Call, on the agent session of sc when it is not nil (else
@@ -220,10 +230,10 @@ func (p *Engine) call(ctx context.Context, conn *Connection, caller mcpevent.Cal
 			return nil, metrics.CallHeld, err
 		}
 	}
-	var res *mcp.CallToolResult
+	var result json.RawMessage
 	if sc.Task != nil {
 		var created *CallResult
-		created, res, err = p.callAsTask(ctx, st, conn, tool, raw, sc)
+		created, result, err = p.callAsTask(ctx, st, conn, tool, raw, sc)
 		if created != nil {
 			return created, metrics.CallTaskCreated, nil
 		}
@@ -231,7 +241,7 @@ func (p *Engine) call(ctx context.Context, conn *Connection, caller mcpevent.Cal
 		params := &mcp.CallToolParams{Name: tool, Arguments: raw}
 		err = p.Guarded(ctx, st, sc.Upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 			var err error
-			res, err = p.exchangeCall(ctx, st, cs, params, snap.Tool(tool).InputSchema, sc.Relay)
+			result, err = p.exchangeCall(ctx, st, cs, params, snap.Tool(tool).InputSchema, sc.Relay)
 			return err
 		})
 	}
@@ -241,22 +251,40 @@ func (p *Engine) call(ctx context.Context, conn *Connection, caller mcpevent.Cal
 		}
 		return nil, metrics.CallError, err
 	}
-	if res, err = scrub.Launder(st.Scrubber.Load(), res); err != nil {
+	if result, err = scrub.LaunderJSON(st.Scrubber.Load(), result); err != nil {
 		return nil, metrics.CallError, &UpstreamError{ConnectionID: conn.ID, Message: "tool " + tool + " returned a result that cannot be checked for secrets"}
 	}
-	out := &CallResult{
-		ConnectionID:      conn.ID,
-		Tool:              tool,
-		Content:           res.Content,
-		StructuredContent: res.StructuredContent,
-		IsError:           res.IsError,
-		meta:              res.Meta,
+	out, err := callResult(conn.ID, tool, result, sc.Raw)
+	if err != nil {
+		return nil, metrics.CallError, err
 	}
-	if out.Content == nil {
-		out.Content = []mcp.Content{}
-	}
-	if res.IsError {
+	if out.IsError {
 		return out, metrics.CallToolError, nil
 	}
 	return out, metrics.CallSuccess, nil
+}
+
+// callResult is the CallResult of a tool's result, raw as the server wrote
+// it (scrubbed): decoded, or kept as JSON with only isError read.
+func callResult(connID, tool string, raw json.RawMessage, keep bool) (*CallResult, error) {
+	out := &CallResult{ConnectionID: connID, Tool: tool}
+	if keep {
+		var head struct {
+			IsError bool `json:"isError"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+		}
+		out.raw, out.IsError = raw, head.IsError
+		return out, nil
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
+	}
+	out.Content, out.StructuredContent, out.IsError, out.meta = res.Content, res.StructuredContent, res.IsError, res.Meta
+	if out.Content == nil {
+		out.Content = []mcp.Content{}
+	}
+	return out, nil
 }

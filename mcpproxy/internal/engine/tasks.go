@@ -25,7 +25,7 @@ func (p *Engine) Exchange(ctx context.Context, st *Conn, cs *mcp.ClientSession, 
 // callAsTask sends a checked task-augmented tools/call upstream. The
 // server answers with the task it created, which becomes the session's,
 // or, when it ran the call as a plain one, with the call's result.
-func (p *Engine) callAsTask(ctx context.Context, st *Conn, conn *Connection, tool string, args json.RawMessage, sc *SessionCall) (*CallResult, *mcp.CallToolResult, error) {
+func (p *Engine) callAsTask(ctx context.Context, st *Conn, conn *Connection, tool string, args json.RawMessage, sc *SessionCall) (*CallResult, json.RawMessage, error) {
 	var raw json.RawMessage
 	err := p.Guarded(ctx, st, sc.Upstream, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
@@ -37,11 +37,7 @@ func (p *Engine) callAsTask(ctx context.Context, st *Conn, conn *Connection, too
 	}
 	id, ok := mcptasks.Created(raw)
 	if !ok {
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, nil, &UpstreamError{ConnectionID: conn.ID, Message: "tools/call: unreadable result"}
-		}
-		return nil, &res, nil
+		return nil, raw, nil
 	}
 	sc.Own(id)
 	clean, err := scrub.Launder(st.Scrubber.Load(), &raw)

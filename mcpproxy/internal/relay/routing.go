@@ -24,12 +24,12 @@ var routedByName = map[string]bool{"tools/call": true, "prompts/get": true, "res
 // body, and reports whether it did: 400 with the JSON envelope, or for a
 // request of the stateless revision the JSON-RPC error that revision
 // defines (HeaderMismatch), its data carrying the same code.
-func refuseRouting(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	refusal := checkRouting(r.Header, body)
+func refuseRouting(w http.ResponseWriter, r *http.Request, body []byte, env wire.Envelope) bool {
+	refusal := checkRouting(r.Header, env)
 	if refusal == nil {
 		return false
 	}
-	if _, ok := stateless(r, body); !ok {
+	if _, ok := stateless(r, env); !ok {
 		apierror.Write(w, r, refusal)
 		return true
 	}
@@ -44,30 +44,23 @@ func refuseRouting(w http.ResponseWriter, r *http.Request, body []byte) bool {
 }
 
 // checkRouting refuses a message whose Mcp-Method or Mcp-Name header does
-// not match it; a message without either header passes.
-func checkRouting(h http.Header, body []byte) *apierror.Error {
+// not match its envelope; a message without either header passes.
+func checkRouting(h http.Header, msg wire.Envelope) *apierror.Error {
 	method, hasMethod := headerValue(h, "Mcp-Method")
 	name, hasName := headerValue(h, "Mcp-Name")
 	if !hasMethod && !hasName {
 		return nil
 	}
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-			URI  string `json:"uri"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(body, &msg); err != nil {
+	if !msg.One {
 		return mismatch("the body is not one JSON-RPC message, which the headers would name")
 	}
 	if hasMethod && method != msg.Method {
 		return mismatch("the Mcp-Method header names " + quote(method) + ", the message is " + quote(msg.Method))
 	}
-	target := msg.Params.Name
+	target := msg.Name
 	if msg.Method == "resources/read" || target == "" && !routedByName[msg.Method] {
 		// resources/subscribe and the like name their target by uri.
-		target = msg.Params.URI
+		target = msg.URI
 	}
 	if !routedByName[msg.Method] {
 		if hasName && name != target {

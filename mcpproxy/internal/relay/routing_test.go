@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idnhq/idn/errcode"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/idnhq/idn/mcpproxy/toolpolicy"
 )
 
@@ -33,13 +34,16 @@ func TestCheckRouting(t *testing.T) {
 		{"subscribe to another resource than signed", []string{"Mcp-Method", "resources/subscribe", "Mcp-Name", "file:///a"}, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///b"}}`, true},
 		{"header repeated to confuse", []string{"Mcp-Method", "tools/call", "Mcp-Name", "a.echo", "Mcp-Name", "a.echo"}, call, true},
 		{"batch hiding a second call", []string{"Mcp-Method", "tools/call", "Mcp-Name", "a.echo"}, "[" + call + "]", true},
+		{"name repeated, the second unsigned", []string{"Mcp-Method", "tools/call", "Mcp-Name", "a.echo"}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.echo","name":"a.harmless"}}`, true},
+		// The SDK reads names exactly: "Name" is not the tool it calls.
+		{"name in another case beside it", []string{"Mcp-Method", "tools/call", "Mcp-Name", "a.echo"}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.echo","Name":"a.harmless"}}`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := http.Header{}
 			for i := 0; i < len(c.headers); i += 2 {
 				h.Add(c.headers[i], c.headers[i+1])
 			}
-			err := checkRouting(h, []byte(c.body))
+			err := checkRouting(h, wire.Peek([]byte(c.body)))
 			if (err != nil) != c.refused {
 				t.Fatalf("checkRouting = %v, refused want %v", err, c.refused)
 			}
@@ -95,7 +99,7 @@ func BenchmarkCheckRouting(b *testing.B) {
 	h := http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {"a.echo"}}
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if err := checkRouting(h, body); err != nil {
+		if err := checkRouting(h, wire.Peek(body)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -116,22 +120,25 @@ func FuzzCheckRouting(f *testing.F) {
 		if name != "" {
 			h.Set("Mcp-Name", name)
 		}
-		if checkRouting(h, body) != nil || method == "" {
+		if checkRouting(h, wire.Peek(body)) != nil || method == "" {
 			return
 		}
+		// As the SDK reads a message: names exactly. (A name repeated is
+		// refused, so the last one is the only one.)
 		var msg struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-				URI  string `json:"uri"`
-			} `json:"params"`
+			Method string                     `json:"method"`
+			Params map[string]json.RawMessage `json:"params"`
 		}
-		if err := json.Unmarshal(body, &msg); err != nil || msg.Method != h.Get("Mcp-Method") {
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(body, &top); err != nil || json.Unmarshal(top["method"], &msg.Method) != nil || msg.Method != h.Get("Mcp-Method") {
 			t.Fatalf("passed %q over %s", method, body)
 		}
-		target := msg.Params.Name
+		_ = json.Unmarshal(top["params"], &msg.Params)
+		var target, uri string
+		_ = json.Unmarshal(msg.Params["name"], &target)
+		_ = json.Unmarshal(msg.Params["uri"], &uri)
 		if msg.Method == "resources/read" || target == "" && !routedByName[msg.Method] {
-			target = msg.Params.URI
+			target = uri
 		}
 		if (routedByName[msg.Method] || name != "") && target != h.Get("Mcp-Name") {
 			t.Fatalf("passed Mcp-Name %q over %s", h.Get("Mcp-Name"), body)

@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,18 +81,6 @@ func newLanes(e *Endpoint, stateKey []byte) *lanes {
 	return l
 }
 
-// statelessMeta is what a request of the stateless revision says of
-// itself, in its params' _meta.
-type statelessMeta struct {
-	Method string `json:"method"`
-	Params struct {
-		Meta struct {
-			Version string          `json:"io.modelcontextprotocol/protocolVersion"`
-			Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-		} `json:"_meta"`
-	} `json:"params"`
-}
-
 // declared are the client capabilities a lane's upstream client passes on.
 type declared struct {
 	Sampling    *mcp.SamplingCapabilities    `json:"sampling,omitempty"`
@@ -101,14 +91,12 @@ type declared struct {
 // stateless reports whether a POST without a session is of the stateless
 // revision, by its MCP-Protocol-Version header or its _meta, and returns
 // the capabilities it declares.
-func stateless(r *http.Request, body []byte) (declared, bool) {
-	var m statelessMeta
-	_ = json.Unmarshal(body, &m)
-	if r.Header.Get("Mcp-Protocol-Version") < statelessRevision && m.Params.Meta.Version < statelessRevision {
+func stateless(r *http.Request, msg wire.Envelope) (declared, bool) {
+	if r.Header.Get("Mcp-Protocol-Version") < statelessRevision && msg.Version < statelessRevision {
 		return declared{}, false
 	}
 	var d declared
-	_ = json.Unmarshal(m.Params.Meta.Caps, &d)
+	_ = json.Unmarshal(msg.Caps, &d)
 	return d, true
 }
 
@@ -437,47 +425,70 @@ func (l *lanes) direct(w http.ResponseWriter, r *http.Request, s *agentSession, 
 	return true
 }
 
-// rawResult is a result as JSON, with the _meta the SDK's server adds
-// merged in when written.
+// rawResult is a result as JSON, its members by name, with the _meta the
+// SDK's server adds merged in when written.
 type rawResult struct {
 	mcp.ResultBase
 	fields map[string]json.RawMessage
 }
 
 func (r *rawResult) MarshalJSON() ([]byte, error) {
-	if len(r.Meta) == 0 {
-		return json.Marshal(r.fields)
-	}
-	meta := map[string]any{}
-	if raw, ok := r.fields["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil {
+	meta := r.fields["_meta"]
+	if len(r.Meta) > 0 {
+		merged := map[string]any{}
+		if meta != nil {
+			if err := json.Unmarshal(meta, &merged); err != nil {
+				return nil, err
+			}
+		}
+		for k, v := range r.Meta {
+			if _, ok := merged[k]; !ok {
+				merged[k] = v
+			}
+		}
+		var err error
+		if meta, err = json.Marshal(merged); err != nil {
 			return nil, err
 		}
 	}
-	for k, v := range r.Meta {
-		if _, ok := meta[k]; !ok {
-			meta[k] = v
+	// The members are JSON the relay encoded or read whole; written in
+	// the order of their names, as encoding/json writes a map.
+	names := slices.Collect(maps.Keys(r.fields))
+	if meta != nil && r.fields["_meta"] == nil {
+		names = append(names, "_meta")
+	}
+	slices.Sort(names)
+	out := []byte{'{'}
+	for i, name := range names {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		key, _ := json.Marshal(name)
+		out = append(append(out, key...), ':')
+		if name == "_meta" {
+			out = append(out, meta...)
+		} else {
+			out = append(out, r.fields[name]...)
 		}
 	}
-	out := make(map[string]any, len(r.fields)+1)
-	for k, v := range r.fields {
-		out[k] = v
-	}
-	out["_meta"] = meta
-	return json.Marshal(out)
+	return append(out, '}'), nil
 }
 
 // completed marks a result of a method that may take rounds as complete,
 // as the SDK's own server does for the stateless revision (the field is
 // not settable from outside the SDK).
 func completed(res mcp.Result) (mcp.Result, error) {
+	if r, ok := res.(*rawResult); ok {
+		r.fields["resultType"] = json.RawMessage(`"complete"`)
+		return r, nil
+	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
 	}
-	fields := map[string]json.RawMessage{}
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, err
+	fields, ok := wire.Fields(raw)
+	if !ok {
+		return nil, errors.New("mcpproxy: a result that is no JSON object")
 	}
 	fields["resultType"] = json.RawMessage(`"complete"`)
 	return &rawResult{fields: fields}, nil

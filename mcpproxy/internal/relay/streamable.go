@@ -28,7 +28,6 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/resume"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
-	"github.com/idnhq/idn/mcpproxy/internal/upstream"
 	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -231,7 +230,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, refusal)
 		return
 	}
-	if refuseRouting(w, r, body) {
+	env := wire.Peek(body)
+	if refuseRouting(w, r, body, env) {
 		return
 	}
 	switch {
@@ -245,7 +245,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(stand)), int64(len(stand))
 		}
 		w = s.answers.Watch(s.told.Watch(w))
-	case upstream.Method(body) == "initialize":
+	case env.Method == "initialize":
 		s, err := e.open(conn, caller)
 		if err != nil {
 			apierror.Write(w, r, engine.ToAPIError(err))
@@ -255,7 +255,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.clientTasks.Declare(body)
 		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, s))
 	default:
-		if d, ok := stateless(r, body); ok {
+		if d, ok := stateless(r, env); ok {
 			e.lanes.serve(w, r, conn, caller, d, body)
 			return
 		}
@@ -451,6 +451,8 @@ func (e *Endpoint) call(ctx context.Context, s *agentSession, conn *engine.Conne
 				e.taskNote(context.WithoutCancel(ctx), s, mcptasks.StatusMethod, params)
 			}
 		},
+		// A stateless server's result passes through as it wrote it.
+		Raw: relay != nil && relay.Pass != nil,
 	})
 	var ae *engine.ArgumentsError
 	if errors.As(err, &ae) && task == nil {
@@ -463,6 +465,13 @@ func (e *Endpoint) call(ctx context.Context, s *agentSession, conn *engine.Conne
 	}
 	if res.Task() != nil {
 		return &mcptasks.Result{Raw: res.Task()}, nil
+	}
+	if raw := res.Raw(); raw != nil {
+		fields, ok := wire.Fields(raw)
+		if !ok {
+			return nil, rpcError(ctx, &engine.UpstreamError{ConnectionID: conn.ID, Message: "tools/call: a result that is no JSON object"})
+		}
+		return &rawResult{fields: fields}, nil
 	}
 	return &mcp.CallToolResult{Meta: res.Meta(), Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 }

@@ -193,24 +193,45 @@ func Launder[T any](sc *Scrubber, v *T) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
+	clean, changed, err := sc.launder(raw)
+	if err != nil {
+		return nil, err
+	}
+	if !changed {
+		return v, nil
+	}
+	out := new(T)
+	if err := json.Unmarshal(clean, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LaunderJSON is Launder of a JSON value as written: raw itself when no
+// string held a secret, else its scrubbed encoding.
+func LaunderJSON(sc *Scrubber, raw json.RawMessage) (json.RawMessage, error) {
+	sc = sc.now()
+	if len(sc.secrets) == 0 {
+		return raw, nil
+	}
+	clean, _, err := sc.launder(raw)
+	return clean, err
+}
+
+// launder returns raw, a JSON value, when none of its strings holds a
+// secret, else its scrubbed encoding (changed).
+func (sc *Scrubber) launder(raw []byte) (clean []byte, changed bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // numbers come back byte for byte
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	tree, changed := sc.redactTree(tree)
-	if !changed {
-		return v, nil
+	if tree, changed = sc.redactTree(tree); !changed {
+		return raw, false, nil
 	}
-	if raw, err = json.Marshal(tree); err != nil {
-		return nil, err
-	}
-	out := new(T)
-	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	clean, err = json.Marshal(tree)
+	return clean, true, err
 }
 
 // redactTree replaces secrets in the strings of a decoded JSON value, in

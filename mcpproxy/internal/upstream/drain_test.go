@@ -35,8 +35,8 @@ func TestCallsReuseTheConnection(t *testing.T) {
 	session.Client = &http.Client{Transport: &http.Transport{}}
 	for i := range 20 {
 		res, err := upstream.CallStateless(context.Background(), session, fmt.Sprint("c", i), &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{}`)}, nil, &asker{}, nil, detachNow)
-		if err != nil || res.IsError {
-			t.Fatal(err, res)
+		if err != nil || decoded(t, res).IsError {
+			t.Fatal(err, string(res))
 		}
 	}
 	if n := dialed.Load(); n != 1 {

@@ -57,27 +57,12 @@ const refusalPeek = 64 << 10
 // caller withdrew.
 const cancelTimeout = 5 * time.Second
 
-// Call sends params as the tools/call id on s and returns its result. A
-// JSON-RPC error answer is returned as a *jsonrpc.Error; a session the
-// server no longer knows as an error wrapping mcp.ErrSessionMissing.
-// h receives what the server sends during the call.
-// When ctx ends first, the server is told the call is withdrawn, in a
-// function handed to detach, which must run it.
-func Call(ctx context.Context, s Session, id string, params *mcp.CallToolParams, h Handler, detach func(func())) (*mcp.CallToolResult, error) {
-	raw, err := Request(ctx, s, id, "tools/call", params, h, detach)
-	if err != nil {
-		return nil, err
-	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
-	}
-	return &res, nil
-}
-
 // Request sends params as the request id of method on s and returns its
-// result as the server wrote it, as Call does for tools/call (the tasks
-// methods, whose types the SDK does not know, are sent this way too).
+// result as the server wrote it. A JSON-RPC error answer is returned as a
+// *jsonrpc.Error; a session the server no longer knows as an error
+// wrapping mcp.ErrSessionMissing. h receives what the server sends during
+// the request. When ctx ends first, the server is told the request is
+// withdrawn, in a function handed to detach, which must run it.
 func Request(ctx context.Context, s Session, id, method string, params any, h Handler, detach func(func())) (json.RawMessage, error) {
 	// The POST ends with ctx until its answer is read; its stream's tail
 	// is then read in the background (drain).

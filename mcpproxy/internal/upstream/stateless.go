@@ -82,10 +82,10 @@ func StatelessMeta(info *mcp.Implementation, capabilities any) mcp.Meta {
 // of s, whose _meta it carries (StatelessMeta), and returns the call's
 // result, answering the server's questions through h round by round.
 // schema is the tool's input schema, for the argument headers it asks
-// for. With pass set, a round the server asks for ends the call: its
-// result is empty and the round is in pass.Asked. Errors are those of
-// Call.
-func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallToolParams, schema json.RawMessage, h Handler, pass *Rounds, detach func(func())) (*mcp.CallToolResult, error) {
+// for. The result is as the server wrote it. With pass set, a round the
+// server asks for ends the call: its result is empty ({}) and the round
+// is in pass.Asked. Errors are those of Request.
+func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallToolParams, schema json.RawMessage, h Handler, pass *Rounds, detach func(func())) (json.RawMessage, error) {
 	s.ID = ""
 	s.Header = http.Header{"Mcp-Name": {params.Name}}
 	args, _ := params.Arguments.(json.RawMessage)
@@ -122,14 +122,10 @@ func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallTo
 				return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
 			}
 			pass.Asked = &Round{Questions: asked.Questions, State: head.RequestState}
-			return &mcp.CallToolResult{}, nil
+			return json.RawMessage(`{}`), nil
 		}
 		if head.ResultType != "input_required" {
-			var res mcp.CallToolResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
-			}
-			return &res, nil
+			return raw, nil
 		}
 		if round == maxRounds {
 			return nil, fmt.Errorf("tools/call: the upstream asked for input %d times", maxRounds)

@@ -91,7 +91,7 @@ func TestCallStatelessRunsTheRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := res.Content[0].(*mcp.TextContent).Text, `two:{"extra":"as written"} file:///work`; got != want {
+	if got, want := decoded(t, res).Content[0].(*mcp.TextContent).Text, `two:{"extra":"as written"} file:///work`; got != want {
 		t.Errorf("result %q, want %q", got, want)
 	}
 	if strings.Join(h.asked, ",") != "elicitation/create,roots/list" {
@@ -126,8 +126,8 @@ func TestCallStatelessSendsArgumentHeaders(t *testing.T) {
 	}{{"with the tool's schema", schema, true}, {"without it", nil, false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := upstream.CallStateless(context.Background(), statelessSession(url), "c1", &mcp.CallToolParams{Name: "routed", Arguments: json.RawMessage(`{"region":"eu-west é"}`)}, tt.schema, &asker{}, nil, detachNow)
-			if tt.ok && (err != nil || res.Content[0].(*mcp.TextContent).Text != "eu-west é") {
-				t.Fatalf("call = %v, %v", res, err)
+			if tt.ok && (err != nil || decoded(t, res).Content[0].(*mcp.TextContent).Text != "eu-west é") {
+				t.Fatalf("call = %s, %v", res, err)
 			}
 			if !tt.ok && err == nil {
 				t.Fatal("the server took a call without its header")
@@ -162,7 +162,7 @@ func TestCallStatelessPassesTheRounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res
+		return decoded(t, res)
 	}
 	first := &upstream.Rounds{}
 	call(first)
@@ -200,4 +200,14 @@ func TestRoundWithEscapedResultType(t *testing.T) {
 	if pass.Asked == nil || pass.Asked.State != "s1" || len(pass.Asked.Questions) != 1 {
 		t.Errorf("the round was not passed on: %+v", pass.Asked)
 	}
+}
+
+// decoded is a call's result, as written, decoded.
+func decoded(t *testing.T, raw json.RawMessage) *mcp.CallToolResult {
+	t.Helper()
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("result %s: %v", raw, err)
+	}
+	return &res
 }

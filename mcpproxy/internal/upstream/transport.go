@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,7 +114,13 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	nonIdempotent := Method(body) == "tools/call"
+	// A request of the stateless revision names its method in a header
+	// the server holds to the body: no need to read the body for it.
+	method := req.Header.Get("Mcp-Method")
+	if method == "" {
+		method = Method(body)
+	}
+	nonIdempotent := method == "tools/call"
 	tr := traceFrom(req.Context())
 	for attempt := 0; ; attempt++ {
 		resp, timedOut, sent, err := t.attempt(req, body)
@@ -138,18 +145,28 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // attempt sends one copy of req. timedOut reports a network timeout (or the
-// attempt timeout); sent reports that the whole body was read by the
-// transport, i.e. the request may have reached the server.
+// attempt timeout); sent reports that the request may have reached the
+// server: net/http wrote it whole, or a transport that tells nothing of
+// its writing took it.
 func (t *Transport) attempt(req *http.Request, body []byte) (resp *http.Response, timedOut, sent bool, err error) {
-	ctx, cancel := context.WithCancel(req.Context())
+	// The body is one the transport knows to be in memory, so that it
+	// writes the request's head and body at once.
+	var traced, wrote atomic.Bool
+	ctx, cancel := context.WithCancel(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GetConn: func(string) { traced.Store(true) },
+		WroteRequest: func(w httptrace.WroteRequestInfo) {
+			if w.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	}))
 	var fired atomic.Bool
 	var timer *time.Timer
 	if t.Policy.AttemptTimeout > 0 {
 		timer = time.AfterFunc(t.Policy.AttemptTimeout, func() { fired.Store(true); cancel() })
 	}
 	r := req.Clone(ctx)
-	sr := &sentReader{r: bytes.NewReader(body), size: len(body)}
-	r.Body = sr
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
 	t.Tracer.Inject(r.Context(), r.Header)
@@ -168,7 +185,7 @@ func (t *Transport) attempt(req *http.Request, body []byte) (resp *http.Response
 		cancel()
 		var ne net.Error
 		timedOut = fired.Load() || (errors.As(err, &ne) && ne.Timeout() && req.Context().Err() == nil)
-		return nil, timedOut, sr.complete(), err
+		return nil, timedOut, wrote.Load() || !traced.Load(), err
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, false, true, nil
@@ -278,23 +295,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
-
-// sentReader is a request body that knows whether it was read to the end.
-type sentReader struct {
-	r    *bytes.Reader
-	size int
-	n    atomic.Int64
-}
-
-func (s *sentReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	s.n.Add(int64(n))
-	return n, err
-}
-
-func (s *sentReader) Close() error { return nil }
-
-func (s *sentReader) complete() bool { return s.n.Load() >= int64(s.size) }
 
 // cancelBody releases the attempt's context when the response is closed.
 type cancelBody struct {

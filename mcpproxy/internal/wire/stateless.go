@@ -19,12 +19,12 @@ func ClassifyStateless(body []byte) (Message, bool) {
 		return Message{}, false
 	}
 	key, ok := IDKey(msg["id"])
-	params, pok := members(msg["params"], "name", "arguments", "_meta")
+	params, pok := fields(msg["params"], "name", "arguments", "_meta")
 	var name string
 	if !ok || !pok || json.Unmarshal(params["name"], &name) != nil || name == "" {
 		return Message{}, false
 	}
-	meta, ok := members(params["_meta"], "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/clientInfo")
+	meta, ok := fields(params["_meta"], "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/clientInfo")
 	if !ok || string(meta["io.modelcontextprotocol/protocolVersion"]) != `"`+Revision+`"` || !isObject(meta["io.modelcontextprotocol/clientCapabilities"]) {
 		return Message{}, false
 	}
