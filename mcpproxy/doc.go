@@ -98,7 +98,7 @@
 //     (the agent's tasks a server creates and polls) is relayed as JSON
 //     on the agent's own stream, each task bound to its agent session and
 //     upstream session (package clienttasks).
-//     Both fast paths (relay's direct.go and upstream.Call) are held to the SDK's
+//     Both fast paths (relay's direct.go and upstream.Request) are held to the SDK's
 //     server and client by a contract test that runs one conversation
 //     through every combination and compares it message by message;
 //     bench/README.md has what they save. Cancellation

@@ -14,10 +14,10 @@ import (
 )
 
 // exchangeCall sends params as a tools/call on cs's session and returns its
-// result, through upstream.Call on the SDK client session's id (see there
-// for why). A JSON-RPC error answer is returned as a *jsonrpc.Error; a
-// session the server no longer knows as an error wrapping
-// mcp.ErrSessionMissing. relay, when set, receives what the server sends
+// result as the server wrote it, through upstream.Request on the SDK
+// client session's id (see package upstream for why). A JSON-RPC error
+// answer is returned as a *jsonrpc.Error; a session the server no longer
+// knows as an error wrapping mcp.ErrSessionMissing. relay, when set, receives what the server sends
 // during the call. schema is the tool's input schema.
 func (p *Engine) exchangeCall(ctx context.Context, st *Conn, cs *mcp.ClientSession, params *mcp.CallToolParams, schema []byte, relay *CallRelay) (json.RawMessage, error) {
 	ir := cs.InitializeResult()

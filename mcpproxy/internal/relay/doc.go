@@ -31,11 +31,15 @@
 //   - Rounds: the SDK has no way to return input_required from a
 //     middleware, nor to mark a result complete, and its types would
 //     rewrite the server's params. A stateless server's rounds are
-//     carried as JSON for the same reasons (upstream.CallStateless).
+//     carried as JSON for the same reasons (upstream.CallStateless), and
+//     so is its final result: the SDK's types would drop what they do not
+//     know, and its decoder takes a 32 KiB buffer for each message.
 //   - The fast path (direct.go, package wire): a tools/call without
 //     progress, from an agent that can be asked nothing during it, is
 //     answered as one JSON body, without the SDK server's decoding and
-//     hand-offs. mcpproxy's contract test holds it to the SDK's answer.
+//     hand-offs; its routing reads the body once for every check
+//     (wire.Peek), and the call once more (wire.ClassifyStateless).
+//     mcpproxy's contract test holds it to the SDK's answer.
 //
 // docs/gateway.md lists every method and what happens to it.
 package relay

@@ -138,8 +138,8 @@ func CallStateless(ctx context.Context, s Session, id string, params *mcp.CallTo
 }
 
 // mayAsk reports whether a result may be a round: one that spells
-// input_required nowhere, not even with escapes, is complete, and is read
-// once rather than twice.
+// input_required nowhere, not even with escapes, is complete, and is
+// returned without being read.
 func mayAsk(raw []byte) bool {
 	return bytes.Contains(raw, []byte("input_required")) || bytes.Contains(raw, []byte(`\u`))
 }
