@@ -269,26 +269,14 @@ func residentMemory() (rss, peak float64, ok bool) {
 func BenchmarkStatelessToolCall(b *testing.B) {
 	server := newMCPServer()
 	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	defer upstream.Close()
+	b.Cleanup(upstream.Close)
 	sessions := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
-	defer sessions.Close()
-	p, err := mcpproxy.New(mcpproxy.Config{
-		Connections: connectionSet{
-			"bench":    {ID: "bench", BaseURL: upstream.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}},
-			"sessions": {ID: "sessions", BaseURL: sessions.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}},
-		},
-		Caller: func(*http.Request) (mcpevent.Caller, error) {
-			return mcpevent.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
-		},
-		Options: mcpproxy.Options{RateLimitPerMinute: 1 << 30, BreakerFailures: 3},
+	b.Cleanup(sessions.Close)
+	gw := benchGateway(b, connectionSet{
+		"bench":    {ID: "bench", BaseURL: upstream.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}},
+		"sessions": {ID: "sessions", BaseURL: sessions.URL, Policy: mcpproxy.Policy{Allow: []string{"a.*"}}},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	gw := httptest.NewServer(p.Handler())
-	defer gw.Close()
-	for _, c := range []struct{ name, endpoint string }{{"direct", upstream.URL}, {"endpoint", gw.URL + "/mcp/bench"}, {"endpoint-to-2025-sessions", gw.URL + "/mcp/sessions"}} {
+	for _, c := range []struct{ name, endpoint string }{{"direct", upstream.URL}, {"endpoint", gw + "/mcp/bench"}, {"endpoint-to-2025-sessions", gw + "/mcp/sessions"}} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
 			client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
@@ -318,6 +306,27 @@ func BenchmarkStatelessToolCall(b *testing.B) {
 			reportPercentiles(b, samples)
 		})
 	}
+}
+
+// benchGateway serves a proxy of conns, for one caller with no rate
+// limit, until the benchmark ends, and returns its URL.
+func benchGateway(b *testing.B, conns connectionSet) string {
+	p, err := mcpproxy.New(mcpproxy.Config{
+		Connections: conns,
+		Caller: func(*http.Request) (mcpevent.Caller, error) {
+			return mcpevent.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
+		},
+		Options: mcpproxy.Options{RateLimitPerMinute: 1 << 30, BreakerFailures: 3},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := httptest.NewServer(p.Handler())
+	b.Cleanup(func() {
+		gw.Close()
+		_ = p.Close()
+	})
+	return gw.URL
 }
 
 // connectionSet is a ConnectionSource of fixed connections.
@@ -352,26 +361,14 @@ func BenchmarkStatelessRelay(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"hello"}],"resultType":"complete"}}`, msg.ID)
 	}))
-	defer upstream.Close()
-	p, err := mcpproxy.New(mcpproxy.Config{
-		Connections: connectionSet{"bench": {ID: "bench", BaseURL: upstream.URL, Transport: &http.Transport{MaxIdleConnsPerHost: 16},
-			Policy: mcpproxy.Policy{Allow: []string{"a.*"}}, Redact: []string{"a-secret-the-upstream-holds"}}},
-		Caller: func(*http.Request) (mcpevent.Caller, error) {
-			return mcpevent.Caller{Namespace: "ns", Subject: "agent", Key: "k"}, nil
-		},
-		Options: mcpproxy.Options{RateLimitPerMinute: 1 << 30, BreakerFailures: 3},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	gw := httptest.NewServer(p.Handler())
-	defer gw.Close()
+	b.Cleanup(upstream.Close)
+	gw := benchGateway(b, connectionSet{"bench": {ID: "bench", BaseURL: upstream.URL, Transport: &http.Transport{MaxIdleConnsPerHost: 16},
+		Policy: mcpproxy.Policy{Allow: []string{"a.*"}}, Redact: []string{"a-secret-the-upstream-holds"}}})
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.echo","arguments":{"text":"hello"},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	call := func() {
-		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp/bench", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, gw+"/mcp/bench", bytes.NewReader(body))
 		req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"a.echo"}}
 		resp, err := client.Do(req)
