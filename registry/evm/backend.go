@@ -333,16 +333,21 @@ func (b *Backend) signAndSend(ctx context.Context, tx *types.DynamicFeeTx) (*typ
 	}
 }
 
-// waitReceipt polls for the receipt of hash until ReceiptTimeout. RPC
-// errors are retried at the next poll: the node may come back.
+// waitReceipt polls for the receipt of hash, and for a head that holds
+// its block, until ReceiptTimeout. RPC errors are retried at the next
+// poll: the node may come back.
 func (b *Backend) waitReceipt(ctx context.Context, op string, hash common.Hash) (*types.Receipt, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.ReceiptTimeout)
 	defer cancel()
 	t := time.NewTicker(b.cfg.PollInterval)
 	defer t.Stop()
 	for {
+		// A node may give a block's receipts before its head is that
+		// block: a write returns once what is read next sees it.
 		if r, err := b.client.TransactionReceipt(ctx, hash); err == nil {
-			return r, nil
+			if head, err := b.client.HeaderByNumber(ctx, nil); err == nil && head.Number.Cmp(r.BlockNumber) >= 0 {
+				return r, nil
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -14,7 +14,9 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idnhq/idn/controlplane"
@@ -336,6 +338,90 @@ func TestReceiptTimeoutThenRepeat(t *testing.T) {
 	if got := c.nonce() - start; got != 1 {
 		t.Fatalf("relayer sent %d transactions", got)
 	}
+}
+
+// TestWritesAreReadBack: behind a node whose head lags its receipts (as
+// one behind a load balancer may), a write returns only once a read of
+// the latest block sees it.
+func TestWritesAreReadBack(t *testing.T) {
+	c := newChain(t)
+	contract := c.deploy()
+	cfg := c.config(contract)
+	rpc, err := ethclient.Dial(c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rpc.Close()
+	ctx := context.Background()
+	head, err := rpc.HeaderByNumber(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The deployment's block is old news; the writes' blocks are new.
+	cfg.Client = &laggingNode{Client: rpc, newest: head.Number}
+	b, err := evm.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, svc := range []string{"github", "slack", "linear"} {
+		id, _, err := b.SubmitClaim(ctx, "acme", "ed25519:EEEE", svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.ApproveClaim(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.IsAuthorized(ctx, "acme", "ed25519:EEEE", svc); !ok || err != nil {
+			t.Fatalf("%s approved but not read back: %v", svc, err)
+		}
+	}
+}
+
+// laggingNode reads the latest block as the one before it for the first
+// two reads after a new block.
+type laggingNode struct {
+	evm.Client
+	mu     sync.Mutex
+	newest *big.Int
+	behind int
+}
+
+func (n *laggingNode) latest(ctx context.Context) (*big.Int, error) {
+	h, err := n.Client.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.newest == nil || h.Number.Cmp(n.newest) > 0 {
+		n.newest, n.behind = h.Number, 2
+	}
+	if n.behind > 0 && h.Number.Sign() > 0 {
+		n.behind--
+		return new(big.Int).Sub(h.Number, big.NewInt(1)), nil
+	}
+	return h.Number, nil
+}
+
+func (n *laggingNode) HeaderByNumber(ctx context.Context, number *big.Int) (*types.Header, error) {
+	if number == nil {
+		var err error
+		if number, err = n.latest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return n.Client.HeaderByNumber(ctx, number)
+}
+
+func (n *laggingNode) CallContract(ctx context.Context, msg ethereum.CallMsg, number *big.Int) ([]byte, error) {
+	if number == nil {
+		var err error
+		if number, err = n.latest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return n.Client.CallContract(ctx, msg, number)
 }
 
 // TestDeployAndInspect: Inspect reports the chain, the relayer's balance
