@@ -16,6 +16,7 @@ import (
 	"github.com/idnhq/idn/mcpproxy/internal/metrics"
 	"github.com/idnhq/idn/mcpproxy/internal/scrub"
 	"github.com/idnhq/idn/mcpproxy/internal/tasks"
+	"github.com/idnhq/idn/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -269,13 +270,12 @@ func (p *Engine) call(ctx context.Context, conn *Connection, caller mcpevent.Cal
 func callResult(connID, tool string, raw json.RawMessage, keep bool) (*CallResult, error) {
 	out := &CallResult{ConnectionID: connID, Tool: tool}
 	if keep {
-		var head struct {
-			IsError bool `json:"isError"`
+		// raw was read whole as JSON, or encoded by the scrubber.
+		fields, ok := wire.Fields(raw)
+		if !ok {
+			return nil, errors.New("tools/call: unreadable result: not a JSON object")
 		}
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return nil, fmt.Errorf("tools/call: unreadable result: %w", err)
-		}
-		out.raw, out.IsError = raw, head.IsError
+		out.raw, out.IsError = raw, string(fields["isError"]) == "true"
 		return out, nil
 	}
 	var res mcp.CallToolResult
