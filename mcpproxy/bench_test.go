@@ -341,11 +341,11 @@ func (s connectionSet) MCPConnection(_ context.Context, id string) (*mcpproxy.Co
 }
 
 // BenchmarkStatelessRelay measures the gateway's own work on a tools/call
-// of the stateless revision: a plain HTTP client posts the call to the
-// MCP endpoint, whose upstream answers calls with a canned result (the
-// go-sdk's stateless server answers discovery and listing), so that
-// ns/op and allocs/op are nearly all the relay's: routing check, lane,
-// policy, arguments, upstream exchange, scrubbing and the answer.
+// of the stateless revision. A plain HTTP client posts the call to the MCP
+// endpoint. Its upstream answers calls with a canned result; the go-sdk's
+// stateless server answers discovery and listing. So ns/op and allocs/op
+// are nearly all the relay's: routing check, lane, policy, arguments,
+// upstream exchange, scrubbing and the answer.
 func BenchmarkStatelessRelay(b *testing.B) {
 	server := newMCPServer()
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true})
