@@ -328,8 +328,11 @@ const forms = {
     else if (f.dataset.wasMcp === 'true') Object.assign(params, cleared());
     Object.assign(params, readApprovals(f, true));
     await rpc(gateway, 'connections.update', params);
-    f.closest('dialog').close();
+    // The list is read again before the dialog closes: an Edit pressed
+    // next must fill the form from the rules just saved, or saving it
+    // would remove them.
     await loadGateway();
+    f.closest('dialog').close();
   },
   async 'rotate-connection'(f) {
     const params = { id: f.elements.id.value, sealed_secrets: await sealSecrets(gateway, gatewayKey, { [f.elements.key.value]: f.elements.secret.value }) };
