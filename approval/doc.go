@@ -15,9 +15,9 @@
 //
 // The security property: a control plane that lies, a stolen dashboard
 // session or a replayed approval cannot release a call. An approval counts
-// only for a request this Gate filed, for the agent, subject, target and
-// arguments it was filed for, before it ends, and only with a signature of
-// a passkey the gateway pinned.
+// only for a request this Gate filed, and only for the agent, subject,
+// target and arguments it was filed for. It must come before the request
+// ends, signed by a passkey the gateway pinned.
 //
 //	gate, err := approval.New(approval.Config{Gateway: key, Desk: desk, Keys: pinned})
 //	...

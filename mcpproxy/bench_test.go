@@ -36,10 +36,11 @@ func reportPercentiles(b *testing.B, samples []time.Duration) {
 }
 
 // BenchmarkToolCall compares one tool call made directly with a go-sdk
-// client against the same call made through the proxy's HTTP handler
-// (policy, schema validation, rate limiter, breaker, retry layer and the
-// extra HTTP hop), both against one in-process MCP server: "gateway" is the
-// REST call route, "endpoint" a go-sdk client session on the MCP endpoint.
+// client against the same call made through the proxy's HTTP handler.
+// That adds policy, schema validation, rate limiter, breaker, retry layer
+// and the extra HTTP hop. Both run against one in-process MCP server:
+// "gateway" is the REST call route, "endpoint" a go-sdk client session on
+// the MCP endpoint.
 // The difference of the p50 figures is the latency the gateway adds.
 func BenchmarkToolCall(b *testing.B) {
 	server := newMCPServer()
@@ -158,9 +159,9 @@ func BenchmarkToolCall(b *testing.B) {
 // own session. The flood churns through the key's share of sessions; the
 // other agent's calls must all succeed. It reports the resident memory of
 // the process (gateway, upstream and clients together) at the end and at
-// its peak, the live heap and goroutines once the evicted sessions are
-// closed, the sessions left open, and the other agent's calls, failures
-// and p50.
+// its peak. It also reports the live heap and goroutines once the evicted
+// sessions are closed, the sessions left open, and the other agent's
+// calls, failures and p50.
 func BenchmarkEndpointSessionFlood(b *testing.B) {
 	// A plain upstream: the harness's records every request's headers.
 	server := newMCPServer()
@@ -262,9 +263,9 @@ func residentMemory() (rss, peak float64, ok bool) {
 
 // BenchmarkStatelessToolCall compares one MCP 2026-07-28 tools/call made
 // by the go-sdk client directly with the same call through the MCP
-// endpoint, against a server that speaks both revisions (the SDK's
-// stateless handler; the gateway speaks to it statelessly) and against
-// the same server in 2025-11-25 sessions (the gateway's lane rides one).
+// endpoint. The server speaks both revisions: the SDK's stateless handler,
+// which the gateway speaks to statelessly, and the same server in
+// 2025-11-25 sessions, which the gateway's lane rides.
 // The difference of the p50 figures is what the gateway adds.
 func BenchmarkStatelessToolCall(b *testing.B) {
 	server := newMCPServer()

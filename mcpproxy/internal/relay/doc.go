@@ -36,9 +36,9 @@
 //     know, and its decoder takes a 32 KiB buffer for each message.
 //   - The fast path (direct.go, package wire): a tools/call without
 //     progress, from an agent that can be asked nothing during it, is
-//     answered as one JSON body, without the SDK server's decoding and
-//     hand-offs; its routing reads the body once for every check
-//     (wire.Peek), and the call once more (wire.ClassifyStateless).
+//     answered as one JSON body. It skips the SDK server's decoding and
+//     hand-offs. Routing reads the body once for every check (wire.Peek),
+//     and the call reads it once more (wire.ClassifyStateless).
 //     mcpproxy's contract test holds it to the SDK's answer.
 //
 // docs/gateway.md lists every method and what happens to it.

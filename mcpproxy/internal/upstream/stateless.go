@@ -79,7 +79,7 @@ func StatelessMeta(info *mcp.Implementation, capabilities any) mcp.Meta {
 }
 
 // CallStateless sends params as the tools/call id to the stateless server
-// of s, whose _meta it carries (StatelessMeta), and returns the call's
+// of s, whose _meta it carries (StatelessMeta). It returns the call's
 // result, answering the server's questions through h round by round.
 // schema is the tool's input schema, for the argument headers it asks
 // for. The result is as the server wrote it. With pass set, a round the
