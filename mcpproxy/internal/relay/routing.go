@@ -77,6 +77,12 @@ func checkRouting(h http.Header, msg wire.Envelope) *apierror.Error {
 	return nil
 }
 
+// routed reports whether h carries Mcp-Method or Mcp-Name, which the
+// body must then match.
+func routed(h http.Header) bool {
+	return len(h.Values("Mcp-Method")) > 0 || len(h.Values("Mcp-Name")) > 0
+}
+
 // headerValue returns a header's only value; a repeated header counts as
 // present with a value nothing matches.
 func headerValue(h http.Header, name string) (string, bool) {

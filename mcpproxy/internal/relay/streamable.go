@@ -230,7 +230,12 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, r, refusal)
 		return
 	}
-	env := wire.Peek(body)
+	// A session's request is read here only when routing headers name
+	// what it is; its path is the session's either way.
+	var env wire.Envelope
+	if s == nil || routed(r.Header) {
+		env = wire.Peek(body)
+	}
 	if refuseRouting(w, r, body, env) {
 		return
 	}
