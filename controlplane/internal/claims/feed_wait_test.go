@@ -57,8 +57,16 @@ func TestFeedWait(t *testing.T) {
 				mover = newCore(openStore(t, cfg))
 			}
 			t.Cleanup(waiter.EndWaits)
+			// On PostgreSQL every test's changes on the server wake these
+			// waits, so a full channel drops a signal rather than block
+			// the wait that sends it.
 			blocked := make(chan string, 64)
-			waiter.waits.Blocked = func(service string) { blocked <- service }
+			waiter.waits.Blocked = func(service string) {
+				select {
+				case blocked <- service:
+				default:
+				}
+			}
 			ctx := context.Background()
 			move := func(id, action string) {
 				t.Helper()
