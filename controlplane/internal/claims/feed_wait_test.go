@@ -38,9 +38,9 @@ func startWait(c *Core, since int64, wait time.Duration) <-chan waitResult {
 }
 
 // TestFeedWait holds a request for changes and ends it with a change made
-// through another instance: on PostgreSQL a second Core over its own
-// connection pool, which reaches the waiting one only by NOTIFY; on
-// SQLite, one instance per file, the same Core.
+// through another instance. On PostgreSQL that is a second Core over its
+// own connection pool, which reaches the waiting one only by NOTIFY. On
+// SQLite, one instance per file, it is the same Core.
 func TestFeedWait(t *testing.T) {
 	t.Parallel()
 	for _, engine := range engines {
@@ -174,8 +174,8 @@ func TestFeedWait(t *testing.T) {
 
 // TestFeedWaitsUnderChurn: followers hold waits for the changes of one
 // service, one after another, while writers approve and revoke through
-// another instance; each follower ends with exactly the full feed, and a
-// lost wake (a follower waiting out MaxFeedWait for a change already
+// another instance. Each follower ends with exactly the full feed. A lost
+// wake (a follower waiting out MaxFeedWait for a change already
 // committed) fails the test by its deadline.
 func TestFeedWaitsUnderChurn(t *testing.T) {
 	t.Parallel()
